@@ -1,0 +1,12 @@
+"""contactlab: multi-rigid-body contact dynamics on certified complementarity solvers."""
+from .errors import ContactlabError, ModelError, ParamError, ProblemError, SolverNotFound
+from .problems import LCP, BoxedLCP, FactoredLCP, MixedLCP, Problem
+from .problems.io import load, save
+from .solution import Solution, Status
+from .solvers import available_solvers, register, solve
+
+__version__ = "0.1.0"
+
+__all__ = ["LCP", "BoxedLCP", "MixedLCP", "FactoredLCP", "Problem", "Solution", "Status", "solve",
+           "available_solvers", "register", "load", "save", "ContactlabError", "ProblemError",
+           "ParamError", "SolverNotFound", "ModelError"]

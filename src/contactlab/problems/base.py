@@ -1,0 +1,36 @@
+"""The protocol every problem type follows, so ``solve()`` treats them alike."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .residual import Residuals
+
+
+class Problem:
+    """Base of LCP, BoxedLCP, MixedLCP, FactoredLCP (and UCP).
+
+    Subclasses provide ``n`` (number of complementarity variables), ``w(z)`` (the affine map),
+    ``residuals(z)`` (the one certified residual), ``scale()`` (a size for relative tolerances),
+    and optionally ``lcp_reduction()`` returning ``(lcp, lift)`` where ``lift`` maps an LCP answer
+    back to this problem's ``z``.
+    """
+
+    n: int
+
+    def w(self, z: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def residuals(self, z: np.ndarray) -> Residuals:
+        raise NotImplementedError
+
+    def scale(self) -> float:
+        return 1.0
+
+    def lcp_reduction(self) -> tuple["Problem", Callable[[np.ndarray], np.ndarray]]:
+        raise NotImplementedError(f"{type(self).__name__} has no reduction to a standard LCP")
+
+    def to_lcp(self):
+        """The equivalent standard :class:`LCP` (formed explicitly)."""
+        return self.lcp_reduction()[0]

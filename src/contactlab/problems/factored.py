@@ -1,0 +1,78 @@
+"""The contact LCP kept in factored form: Q = N M^-1 N', q = N M^-1 f (drumwright eq. 41-42)."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ..errors import ProblemError
+from .base import Problem
+from .lcp import LCP
+from .residual import Residuals, lcp_residuals
+from .validation import as_matrix, as_vector, matvec, to_dense
+
+
+class FactoredLCP(Problem):
+    """LCP (N M^-1 N', N M^-1 f) with N (n, m) contact rows and M (m, m) symmetric positive definite.
+
+    Pass ``f`` (generalized forces, q = N M^-1 f) or ``f_star`` (already M^-1 f, q = N f_star, as
+    drumwright Alg. 1 line 2). The n x n matrix is formed only by :meth:`to_lcp`.
+    """
+
+    def __init__(self, N, M, f=None, *, f_star=None):
+        self.N = as_matrix("N", N)
+        n, m = self.N.shape
+        self.M = as_matrix("M", M, (m, m), square=True)
+        self.n, self.m = n, m
+        if (f is None) == (f_star is None):
+            raise ProblemError("pass exactly one of f (forces) or f_star (= M^-1 f)")
+        if sp.issparse(self.M):
+            if abs(self.M - self.M.T).max() > 1e-10 * max(1.0, abs(self.M).max()):
+                raise ProblemError("M must be symmetric (a mass matrix)")
+            try:
+                self._solve = spla.factorized(sp.csc_matrix(self.M))
+            except RuntimeError as exc:
+                raise ProblemError(f"M is singular ({exc}); a mass matrix must be positive definite") from None
+        else:
+            if not np.allclose(self.M, self.M.T, rtol=0, atol=1e-10 * max(1.0, np.abs(self.M).max())):
+                raise ProblemError("M must be symmetric (a mass matrix)")
+            try:
+                cf = sla.cho_factor(self.M, check_finite=False)
+            except np.linalg.LinAlgError:
+                raise ProblemError("M is not positive definite; a mass matrix must be SPD") from None
+            self._chol = cf
+            self._solve = lambda b: sla.cho_solve(cf, b, check_finite=False)
+        if f_star is None:
+            self.f = as_vector("f", f, m)
+            self.f_star = np.asarray(self._solve(self.f), dtype=np.float64).ravel()
+        else:
+            self.f_star = as_vector("f_star", f_star, m)
+            self.f = matvec(self.M, self.f_star)
+        self.q = matvec(self.N, self.f_star)
+
+    def solve_M(self, b: np.ndarray) -> np.ndarray:
+        """M^-1 b with the factorisation made once at construction."""
+        return np.asarray(self._solve(b), dtype=np.float64).reshape(b.shape)
+
+    def accel(self, z: np.ndarray) -> np.ndarray:
+        """a = M^-1 N' z + f_star (drumwright Alg. 1 line 13)."""
+        return self.solve_M(matvec(self.N.T, z)) + self.f_star
+
+    def w(self, z):
+        return matvec(self.N, self.accel(z))
+
+    def residuals(self, z) -> Residuals:
+        return lcp_residuals(z, self.w(z))
+
+    def scale(self) -> float:
+        return max(1.0, float(np.max(np.abs(self.q), initial=0.0)))
+
+    def lcp_reduction(self):
+        Nd = to_dense(self.N)
+        Q = Nd @ self.solve_M(np.ascontiguousarray(Nd.T))
+        Q = 0.5 * (Q + Q.T)
+        return LCP(Q, self.q), lambda z: z
+
+    def __repr__(self):
+        return f"FactoredLCP(n={self.n}, m={self.m})"

@@ -1,0 +1,132 @@
+"""Problem files: ``.npz`` (read/write, atomic) and Siconos' LCP text format ``.dat`` (read)."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ProblemError
+from .base import Problem
+from .factored import FactoredLCP
+from .lcp import LCP, BoxedLCP
+from .mixed import MixedLCP
+
+
+def atomic_write(path: str | os.PathLike, write) -> Path:
+    """Call ``write(tmp_path)`` on a temporary file beside ``path``, then rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def _pack(name: str, M, out: dict):
+    if sp.issparse(M):
+        M = sp.csr_matrix(M)
+        out.update({f"{name}__data": M.data, f"{name}__indices": M.indices, f"{name}__indptr": M.indptr,
+                    f"{name}__shape": np.array(M.shape)})
+    else:
+        out[name] = np.asarray(M)
+
+
+def _unpack(name: str, f):
+    if f"{name}__data" in f:
+        return sp.csr_matrix((f[f"{name}__data"], f[f"{name}__indices"], f[f"{name}__indptr"]),
+                             shape=tuple(f[f"{name}__shape"]))
+    return f[name]
+
+
+_FIELDS = {
+    "LCP": (LCP, ("M", "q")),
+    "BoxedLCP": (BoxedLCP, ("M", "q", "lo", "hi", "findex", "mu")),
+    "MixedLCP": (MixedLCP, ("A", "C", "D", "B", "g", "h")),
+    "FactoredLCP": (FactoredLCP, ("N", "M", "f")),
+}
+
+
+def save(problem: Problem, path: str | os.PathLike) -> Path:
+    """Write ``problem`` to ``path`` (``.npz``) atomically."""
+    kind = type(problem).__name__
+    if kind not in _FIELDS:
+        raise ProblemError(f"cannot save a {kind}; supported: {sorted(_FIELDS)}")
+    if Path(path).suffix != ".npz":
+        raise ProblemError(f"save writes .npz files; got {path!r} (use a .npz suffix)")
+    out = {"kind": np.array(kind)}
+    for name in _FIELDS[kind][1]:
+        _pack(name, getattr(problem, name), out)
+    return atomic_write(path, lambda tmp: np.savez_compressed(tmp, **out))
+
+
+def load(path: str | os.PathLike) -> Problem:
+    """Read a problem from ``.npz`` (written by :func:`save`) or a Siconos LCP ``.dat`` file."""
+    path = Path(path)
+    if not path.exists():
+        raise ProblemError(f"no such file: {path}")
+    if path.suffix == ".dat":
+        return read_siconos_dat(path)
+    if path.suffix != ".npz":
+        raise ProblemError(f"unknown problem file type {path.suffix!r}; use .npz or Siconos .dat")
+    with np.load(path, allow_pickle=False) as f:
+        kind = str(f["kind"]) if "kind" in f else "LCP"
+        if kind not in _FIELDS:
+            raise ProblemError(f"{path}: unknown problem kind {kind!r}")
+        cls, names = _FIELDS[kind]
+        args = {n: _unpack(n, f) for n in names if n in f or f"{n}__data" in f}
+    return cls(**args)
+
+
+def _tokens(path: Path) -> list[str]:
+    return path.read_text().split()
+
+
+def read_siconos_dat(path: str | os.PathLike) -> LCP:
+    """Siconos' LCP text format: ``n``, a NumericsMatrix, then ``q`` (anything after q is ignored).
+
+    NumericsMatrix: ``storageType rows cols`` then, for dense storage (0), ``rows cols`` and the
+    values column-major; for sparse-block storage (1), Siconos' SparseBlockStructuredMatrix layout.
+    """
+    path = Path(path)
+    tok = _tokens(path)
+    pos = 0
+
+    def take(k=1):
+        nonlocal pos
+        if pos + k > len(tok):
+            raise ProblemError(f"{path}: file ends early (wanted {k} more token(s) at token {pos})")
+        out = tok[pos:pos + k]
+        pos += k
+        return out
+
+    try:
+        n = int(take()[0])
+        storage, rows, cols = (int(t) for t in take(3))
+        if storage == 0:
+            r2, c2 = (int(t) for t in take(2))
+            if (r2, c2) != (rows, cols):
+                raise ProblemError(f"{path}: dense header {rows}x{cols} disagrees with {r2}x{c2}")
+            vals = np.array(take(rows * cols), dtype=np.float64)
+            M = vals.reshape((cols, rows)).T
+        elif storage == 1:
+            from .sbm import read_sparse_block
+            M, pos = read_sparse_block(tok, pos, path)
+        else:
+            raise ProblemError(f"{path}: unsupported Siconos storage type {storage} (0 dense, 1 sparse block)")
+        q = np.array(take(n), dtype=np.float64)
+    except ValueError as exc:
+        if isinstance(exc, ProblemError):
+            raise
+        raise ProblemError(f"{path}: not a Siconos LCP file ({exc})") from None
+    if M.shape != (n, n):
+        raise ProblemError(f"{path}: matrix is {M.shape}, expected {(n, n)}")
+    return LCP(M, q)

@@ -1,0 +1,166 @@
+"""Standard and boxed linear complementarity problems."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ProblemError
+from .base import Problem
+from .residual import Residuals, box_residuals, lcp_residuals
+from .validation import as_matrix, as_vector, matvec
+
+
+class LCP(Problem):
+    """LCP(M, q): find z with w = M z + q, z >= 0, w >= 0, z'w = 0.
+
+    ``M`` is an (n, n) dense array or ``scipy.sparse`` matrix (kept as CSR), ``q`` an (n,) vector.
+    """
+
+    def __init__(self, M, q):
+        self.M = as_matrix("M", M, square=True)
+        self.q = as_vector("q", q, self.M.shape[0])
+        self.n = self.q.shape[0]
+
+    @property
+    def is_sparse(self) -> bool:
+        return sp.issparse(self.M)
+
+    def w(self, z):
+        return matvec(self.M, z) + self.q
+
+    def residuals(self, z) -> Residuals:
+        return lcp_residuals(z, self.w(z))
+
+    def scale(self) -> float:
+        return max(1.0, float(np.max(np.abs(self.q), initial=0.0)))
+
+    def lcp_reduction(self):
+        return self, lambda z: z
+
+    def dense_M(self) -> np.ndarray:
+        return self.M.toarray() if self.is_sparse else self.M
+
+    def __repr__(self):
+        return f"LCP(n={self.n}, sparse={self.is_sparse})"
+
+
+class BoxedLCP(Problem):
+    """Boxed LCP: lo <= z <= hi, w = M z + q, with the mid-function complementarity.
+
+    Infinite bounds are allowed. Rows with ``findex[i] = j >= 0`` have bounds coupled to z_j:
+    lo_i = -mu_i z_j, hi_i = mu_i z_j (ODE's friction rows; arechavaleta eq. 16-17 with the
+    bounds taken from the current normal value). Their entries of ``lo``/``hi`` are ignored.
+    """
+
+    def __init__(self, M, q, lo, hi, findex=None, mu=None):
+        self.M = as_matrix("M", M, square=True)
+        n = self.M.shape[0]
+        self.q = as_vector("q", q, n)
+        self.lo = as_vector("lo", lo, n, allow_inf=True)
+        self.hi = as_vector("hi", hi, n, allow_inf=True)
+        self.n = n
+        if findex is None:
+            if mu is not None:
+                raise ProblemError("mu is given without findex; pass findex (index of each row's normal, -1 for none)")
+            self.findex = np.full(n, -1, dtype=np.int64)
+            self.mu = np.zeros(n)
+        else:
+            fi = np.asarray(findex)
+            if fi.shape != (n,) or not np.issubdtype(fi.dtype, np.integer):
+                raise ProblemError(f"findex must be an integer vector of length {n} (-1 for uncoupled rows)")
+            self.findex = fi.astype(np.int64)
+            if np.any(self.findex < -1) or np.any(self.findex >= n):
+                raise ProblemError(f"findex out of range: entries must be -1 or a row index in [0, {n})")
+            if np.any(self.findex == np.arange(n)):
+                raise ProblemError("findex[i] == i couples a row to itself; point it at the normal row")
+            if mu is None:
+                raise ProblemError("findex is given without mu; pass mu (friction coefficient per row)")
+            self.mu = as_vector("mu", mu, n)
+        coupled = self.findex >= 0
+        if np.any(self.mu[coupled] < 0):
+            raise ProblemError("mu must be >= 0 on coupled rows (friction coefficients are non-negative)")
+        if np.any(coupled):
+            normals = self.findex[coupled]
+            if np.any(self.findex[normals] >= 0):
+                raise ProblemError("findex points at a row that is itself coupled; point friction rows at normal rows")
+            if np.any(self.lo[normals] < 0):
+                raise ProblemError("rows referenced by findex must have lo >= 0 (they are normal impulses)")
+        free = ~coupled
+        if np.any(np.isposinf(self.lo[free])) or np.any(np.isneginf(self.hi[free])):
+            raise ProblemError("lo must not be +inf and hi must not be -inf")
+        bad = free & (self.lo > self.hi)
+        if np.any(bad):
+            i = int(np.flatnonzero(bad)[0])
+            raise ProblemError(f"lo > hi at row {i} (lo={self.lo[i]}, hi={self.hi[i]}); swap or fix the bounds")
+
+    @property
+    def has_coupling(self) -> bool:
+        return bool(np.any(self.findex >= 0))
+
+    def bounds(self, z: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Effective (lo, hi); coupled rows use mu_i * z_findex[i] of the given ``z``."""
+        lo, hi = self.lo.copy(), self.hi.copy()
+        c = self.findex >= 0
+        if np.any(c):
+            if z is None:
+                raise ProblemError("coupled bounds need z to be evaluated")
+            r = self.mu[c] * np.maximum(z[self.findex[c]], 0.0)
+            lo[c], hi[c] = -r, r
+        return lo, hi
+
+    def w(self, z):
+        return matvec(self.M, z) + self.q
+
+    def residuals(self, z) -> Residuals:
+        lo, hi = self.bounds(z)
+        return box_residuals(z, self.w(z), lo, hi)
+
+    def scale(self) -> float:
+        return max(1.0, float(np.max(np.abs(self.q), initial=0.0)))
+
+    def lcp_reduction(self):
+        """Static-bound boxed LCP as a standard LCP.
+
+        Substitute z = z0 + P u with u >= 0 (z = lo + u, z = hi - u, or z = u+ - u- for a free row)
+        and add one multiplier v >= 0 per two-sided row for the upper bound:
+            [P'MP  E] [u]   [P'(M z0 + q)]
+            [-E'   0] [v] + [hi - lo     ]  (two-sided rows only)
+        P'MP keeps symmetry and positive semi-definiteness of M.
+        """
+        if self.has_coupling:
+            raise ProblemError("a BoxedLCP with friction-coupled bounds (findex) has no static LCP form; "
+                               "solve it with an iterative method (pgs, pgs-sm) or fix the bounds")
+        n = self.n
+        lo_f, hi_f = np.isfinite(self.lo), np.isfinite(self.hi)
+        rows, signs = [], []
+        z0 = np.zeros(n)
+        box_rows = []
+        for i in range(n):
+            if lo_f[i]:
+                z0[i] = self.lo[i]
+                rows.append(i); signs.append(1.0)
+                if hi_f[i]:
+                    box_rows.append((len(rows) - 1, i))
+            elif hi_f[i]:
+                z0[i] = self.hi[i]
+                rows.append(i); signs.append(-1.0)
+            else:
+                rows.append(i); signs.append(1.0)
+                rows.append(i); signs.append(-1.0)
+        k, b = len(rows), len(box_rows)
+        P = sp.csr_matrix((signs, (rows, np.arange(k))), shape=(n, k))
+        E = sp.csr_matrix((np.ones(b), ([j for j, _ in box_rows], np.arange(b))), shape=(k, b))
+        Muu = P.T @ sp.csr_matrix(self.M) @ P
+        big = sp.bmat([[Muu, E], [-E.T, None]], format="csr") if b else sp.csr_matrix(Muu)
+        qq = np.concatenate([P.T @ (matvec(self.M, z0) + self.q),
+                             np.array([self.hi[i] - self.lo[i] for _, i in box_rows])])
+        M_out = big if sp.issparse(self.M) else big.toarray()
+        P = P.tocsr()
+
+        def lift(y: np.ndarray) -> np.ndarray:
+            return z0 + P @ y[:k]
+
+        return LCP(M_out, qq), lift
+
+    def __repr__(self):
+        return f"BoxedLCP(n={self.n}, coupled={int(np.sum(self.findex >= 0))})"

@@ -1,0 +1,64 @@
+"""Input checks shared by every problem type: shapes, finiteness, dtype (DESIGN.md conventions 3, 5)."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ProblemError
+
+
+def as_matrix(name: str, M, shape: tuple[int | None, int | None] | None = None, *, square: bool = False,
+              allow_sparse: bool = True):
+    """Return ``M`` as C-contiguous float64 ndarray or CSR matrix, after checking shape and finiteness."""
+    if sp.issparse(M):
+        if not allow_sparse:
+            raise ProblemError(f"{name} must be a dense array here; pass {name}.toarray()")
+        M = sp.csr_matrix(M, dtype=np.float64)
+        data = M.data
+    else:
+        try:
+            M = np.ascontiguousarray(M, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ProblemError(f"{name} must be a numeric matrix ({exc})") from None
+        if M.ndim != 2:
+            raise ProblemError(f"{name} must be 2-D, got an array of shape {M.shape}")
+        data = M
+    if square and M.shape[0] != M.shape[1]:
+        raise ProblemError(f"{name} must be square, got shape {M.shape}")
+    if shape is not None:
+        for axis, want in enumerate(shape):
+            if want is not None and M.shape[axis] != want:
+                raise ProblemError(f"{name} has shape {M.shape}; expected {axis and 'columns' or 'rows'} = {want}")
+    if not np.all(np.isfinite(data)):
+        raise ProblemError(f"{name} contains NaN or inf; every entry must be finite")
+    return M
+
+
+def as_vector(name: str, v, n: int | None = None, *, allow_inf: bool = False, fill=None) -> np.ndarray:
+    """Return ``v`` as a float64 vector of length ``n``; scalars broadcast when ``fill`` semantics apply."""
+    try:
+        v = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ProblemError(f"{name} must be a numeric vector ({exc})") from None
+    if v.ndim == 0 and n is not None:
+        v = np.full(n, float(v))
+    if v.ndim == 2 and 1 in v.shape:
+        v = v.ravel()
+    if v.ndim != 1:
+        raise ProblemError(f"{name} must be 1-D, got shape {v.shape}")
+    if n is not None and v.shape[0] != n:
+        raise ProblemError(f"{name} has length {v.shape[0]}; expected {n} to match the matrix")
+    if np.any(np.isnan(v)):
+        raise ProblemError(f"{name} contains NaN")
+    if not allow_inf and not np.all(np.isfinite(v)):
+        raise ProblemError(f"{name} contains inf; every entry must be finite")
+    return np.ascontiguousarray(v)
+
+
+def matvec(M, z: np.ndarray) -> np.ndarray:
+    """``M @ z`` for dense or sparse ``M`` returning a 1-D float64 array."""
+    return np.asarray(M @ z, dtype=np.float64).ravel()
+
+
+def to_dense(M) -> np.ndarray:
+    return M.toarray() if sp.issparse(M) else np.asarray(M)

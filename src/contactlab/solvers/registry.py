@@ -1,0 +1,172 @@
+"""The solver registry and :func:`solve`: validate -> trivial check -> dispatch -> residual -> Solution."""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ParamError, ProblemError, SolverNotFound
+from ..problems import LCP, BoxedLCP, FactoredLCP, MixedLCP, Problem
+from ..solution import SUCCESS_STATUSES, Solution, Status
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """A solver without options."""
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    name: str
+    func: Callable[..., Solution]
+    problems: tuple[type, ...]
+    options: type = NoOptions
+    description: str = ""
+    guarantees: str = ""
+    warm_start: bool = False
+    converts: tuple[type, ...] = field(default=())  # types accepted via lcp_reduction()
+
+    def accepts(self, problem: Problem) -> bool:
+        return isinstance(problem, self.problems) or (
+            LCP in self.problems and isinstance(problem, self.converts))
+
+    def make_options(self, options: dict[str, Any]):
+        names = {f.name for f in dataclasses.fields(self.options)}
+        unknown = sorted(set(options) - names)
+        if unknown:
+            raise ParamError(f"unknown option(s) {unknown} for method {self.name!r}; "
+                             f"known options: {sorted(names) or 'none'}")
+        try:
+            return self.options(**options)
+        except (TypeError, ValueError) as exc:
+            raise ParamError(f"bad options for {self.name!r}: {exc}") from None
+
+
+_REGISTRY: dict[str, SolverSpec] = {}
+_CONVERTIBLE = (BoxedLCP, MixedLCP, FactoredLCP)
+
+
+def register(name: str, *, problems: tuple[type, ...], options: type = NoOptions, description: str = "",
+             guarantees: str = "", warm_start: bool = False, convert: bool = True):
+    """Decorator adding ``func(problem, opts, warm_start) -> Solution`` to the registry.
+
+    With ``convert`` (default), a solver registered for :class:`LCP` also accepts boxed (static
+    bounds), mixed and factored problems through their ``lcp_reduction()``.
+    """
+    def deco(func):
+        if name in _REGISTRY:
+            raise RuntimeError(f"solver {name!r} registered twice")
+        _REGISTRY[name] = SolverSpec(name, func, tuple(problems), options, description, guarantees,
+                                     warm_start, _CONVERTIBLE if convert else ())
+        return func
+    return deco
+
+
+def available_solvers() -> dict[str, SolverSpec]:
+    """Registered methods by name (plus ``auto``), each with its problem classes and guarantees."""
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_solver(method: str) -> SolverSpec:
+    if method not in _REGISTRY:
+        known = ", ".join(["auto", *sorted(_REGISTRY)])
+        raise SolverNotFound(f"unknown method {method!r}; known methods: {known}")
+    return _REGISTRY[method]
+
+
+def _symmetric_psd(M) -> bool:
+    if sp.issparse(M):
+        if abs(M - M.T).max() > 1e-12 * max(1.0, abs(M).max()):
+            return False
+        M = M.toarray() if M.shape[0] <= 3000 else None
+        if M is None:
+            return False
+    if not np.allclose(M, M.T, rtol=0, atol=1e-12 * max(1.0, np.abs(M).max(initial=0.0))):
+        return False
+    try:
+        np.linalg.cholesky(M + (1e-12 * max(1.0, np.abs(np.diag(M)).max(initial=0.0))) * np.eye(M.shape[0]))
+        return True
+    except np.linalg.LinAlgError:
+        return False
+
+
+def choose_method(problem: Problem) -> tuple[str, str]:
+    """The method ``auto`` picks and why (recorded in ``info['auto']``)."""
+    if isinstance(problem, FactoredLCP) and "ppm" in _REGISTRY:
+        return "ppm", "factored contact LCP"
+    if isinstance(problem, BoxedLCP):
+        for m in ("pgs-sm", "pgs"):
+            if m in _REGISTRY:
+                return m, "boxed LCP"
+        return "lemke", "boxed LCP (no iterative solver registered)"
+    if isinstance(problem, (LCP, MixedLCP)):
+        M = problem.M if isinstance(problem, LCP) else problem.to_lcp().M
+        if _symmetric_psd(M) and "dantzig" in _REGISTRY:
+            return "dantzig", "symmetric positive semi-definite matrix"
+        return "lemke", "general matrix"
+    for spec in _REGISTRY.values():
+        if isinstance(problem, spec.problems):
+            return spec.name, f"first solver registered for {type(problem).__name__}"
+    raise SolverNotFound(f"no solver accepts a {type(problem).__name__}")
+
+
+def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: float = 1e-6,
+          **options) -> Solution:
+    """Solve ``problem`` with ``method`` and certify the answer.
+
+    The residual, complementarity and infeasibility are computed here from the returned z with
+    the problem's own definition. A solver's claim of success whose residual exceeds
+    ``max(certify, tol) * problem.scale()`` is reported as NUMERICAL_FAILURE (claim kept in info).
+    """
+    if not isinstance(problem, Problem):
+        raise ProblemError(f"problem must be a contactlab problem (LCP, BoxedLCP, ...), got {type(problem).__name__}")
+    auto_info = None
+    if method == "auto":
+        method, why = choose_method(problem)
+        auto_info = {"method": method, "reason": why}
+    spec = get_solver(method)
+    if not spec.accepts(problem):
+        raise ParamError(f"method {method!r} does not accept a {type(problem).__name__}; "
+                         f"it solves {[t.__name__ for t in spec.problems]}")
+    if warm_start is not None and not spec.warm_start:
+        raise ParamError(f"method {method!r} takes no warm_start; use one of "
+                         f"{[s.name for s in _REGISTRY.values() if s.warm_start]}")
+    opts = spec.make_options(options)
+    t0 = time.perf_counter()
+    z0 = np.zeros(problem.n)
+    res0 = problem.residuals(z0) if problem.n else None
+    if problem.n == 0 or (res0.natural == 0.0 and res0.infeasibility == 0.0):
+        sol = Solution(z=z0, w=np.zeros(0), status=Status.TRIVIAL, method=method)
+    else:
+        if isinstance(problem, spec.problems):
+            target, lift = problem, None
+        else:
+            target, lift = problem.lcp_reduction()
+        sol = spec.func(target, opts, warm_start)
+        if lift is not None:
+            sol.info.setdefault("reduced_n", target.n)
+            sol.z = lift(sol.z)
+    sol.method = method
+    if auto_info:
+        sol.info["auto"] = auto_info
+    z = np.asarray(sol.z, dtype=np.float64)
+    sol.z = z
+    if isinstance(problem, MixedLCP):
+        sol.x = problem.recover_x(z) if np.all(np.isfinite(z)) else np.full(problem.p, np.nan)
+        sol.w = problem.w(z, sol.x)
+        r = problem.residuals(z, sol.x)
+    else:
+        sol.w = problem.w(z) if np.all(np.isfinite(z)) else np.full(problem.n, np.nan)
+        r = problem.residuals(z)
+    sol.residual, sol.complementarity, sol.infeasibility = r.natural, r.complementarity, r.infeasibility
+    sol.time_s = time.perf_counter() - t0
+    threshold = max(certify, float(getattr(opts, "tol", 0.0) or 0.0)) * problem.scale()
+    if sol.status in SUCCESS_STATUSES and not (sol.residual <= threshold and sol.infeasibility <= threshold):
+        sol.info["claimed_status"] = sol.status.name
+        sol.info["certify_threshold"] = threshold
+        sol.status = Status.NUMERICAL_FAILURE
+    return sol
