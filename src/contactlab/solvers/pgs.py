@@ -1,0 +1,182 @@
+"""Projected Gauss-Seidel (``pgs``) and projected SOR (``psor``) on LCPs and boxed LCPs.
+
+arechavaleta §III-A eq. (3), with box bounds and ODE-style friction-coupled bounds
+(lo_i = -mu_i z_j, hi_i = mu_i z_j, j = findex[i], read inside the sweep). Dense arrays and
+``scipy.sparse`` CSR matrices are swept by the numba kernels of :mod:`contactlab.kernels.pgs`,
+which allocate nothing per sweep. Stopping: the exact natural residual (the definition of
+problems/residual.py) <= ``tol * max(1, ||q||_inf)``, or ``||z^{k+1} - z^k||_inf <= step_tol``
+(reported as NO_SOLUTION_FOUND if the residual is still above tol), or ``max_sweeps``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ParamError
+from ..kernels import pgs as K
+from ..problems import LCP, BoxedLCP
+from ..solution import Solution, Status
+from .registry import register
+
+_STATUS = {K.CONVERGED: Status.SOLVED, K.MAX_SWEEPS: Status.MAX_ITERATIONS,
+           K.BAD_DIAGONAL: Status.NUMERICAL_FAILURE, K.NOT_FINITE: Status.NUMERICAL_FAILURE,
+           K.STALLED: Status.NO_SOLUTION_FOUND}
+_REASON = {K.CONVERGED: "residual below tol", K.MAX_SWEEPS: "sweep limit reached",
+           K.BAD_DIAGONAL: "a diagonal entry of M (+cfm) is not positive; PGS needs M_ii > 0 (set cfm > 0)",
+           K.NOT_FINITE: "iterate became non-finite (divergence)",
+           K.STALLED: "step below step_tol while the residual is above tol"}
+
+
+@dataclass(frozen=True)
+class PGSOptions:
+    """tol: natural residual target relative to max(1, ||q||_inf); step_tol: stop when
+    ||z^{k+1} - z^k||_inf <= step_tol (0 disables all but an exact stall); max_sweeps: sweep limit;
+    omega: relaxation (1 = Gauss-Seidel, 0 < omega < 2); shuffle/seed: randomised row order each sweep
+    (fixed seed); cfm: constraint force mixing added to the diagonal (solves M + cfm I, arechavaleta
+    §V-B); refresh: recompute w = Mz + q exactly every this many sweeps; normals_first: sweep
+    uncoupled rows before friction-coupled rows (ODE's order)."""
+
+    tol: float = 1e-8
+    step_tol: float = 0.0
+    max_sweeps: int = 10000
+    omega: float = 1.0
+    shuffle: bool = False
+    seed: int = 0
+    cfm: float = 0.0
+    refresh: int = 50
+    normals_first: bool = True
+
+    def __post_init__(self):
+        if not (0.0 < self.omega < 2.0):
+            raise ValueError(f"omega must lie in (0, 2), got {self.omega}")
+        if self.tol <= 0 or self.step_tol < 0 or self.cfm < 0:
+            raise ValueError("tol must be > 0, step_tol and cfm >= 0")
+        if self.max_sweeps < 0 or self.refresh < 0:
+            raise ValueError("max_sweeps and refresh must be >= 0")
+
+
+@dataclass(frozen=True)
+class PSOROptions(PGSOptions):
+    """As PGSOptions with over-relaxation omega = 1.2 by default."""
+
+    omega: float = 1.2
+
+
+class BoxSweeper:
+    """A problem prepared once for repeated PGS sweeps: bounds, findex, column structure, diagonal.
+
+    Used by ``pgs``/``psor`` and by the PGS stage of ``pgs-sm``. ``M`` includes ``cfm``.
+    """
+
+    def __init__(self, problem, cfm: float = 0.0, normals_first: bool = True):
+        n = problem.n
+        M = problem.M
+        if isinstance(problem, BoxedLCP):
+            self.lo, self.hi = problem.lo, problem.hi
+            self.findex, self.mu = problem.findex, problem.mu
+        else:
+            self.lo, self.hi = np.zeros(n), np.full(n, np.inf)
+            self.findex, self.mu = np.full(n, -1, dtype=np.int64), np.zeros(n)
+        self.sparse = sp.issparse(M)
+        if self.sparse:
+            M = sp.csr_matrix(M)
+            if cfm > 0:
+                M = (M + cfm * sp.eye(n, format="csr")).tocsr()
+            M.sort_indices()
+            self.symmetric = (abs(M - M.T) > 0).nnz == 0
+            T = M if self.symmetric else M.T.tocsr()
+            self.t_indptr = T.indptr.astype(np.int64)
+            self.t_indices = T.indices.astype(np.int64)
+            self.t_data = np.ascontiguousarray(T.data, dtype=np.float64)
+            self.diag = np.ascontiguousarray(M.diagonal(), dtype=np.float64)
+        else:
+            if cfm > 0:
+                M = M + cfm * np.eye(n)
+            self.symmetric = bool(np.array_equal(M, M.T))
+            self.MT = M if self.symmetric else np.ascontiguousarray(M.T)
+            self.diag = np.ascontiguousarray(np.diag(M), dtype=np.float64)
+        self.M = M
+        self.q = problem.q
+        self.n = n
+        coupled = self.findex >= 0
+        if normals_first and np.any(coupled):
+            self.base_order = np.concatenate([np.flatnonzero(~coupled), np.flatnonzero(coupled)]).astype(np.int64)
+        else:
+            self.base_order = np.arange(n, dtype=np.int64)
+        self.order = self.base_order.copy()
+        self.stats = np.zeros(3)
+        self.rng_state = np.zeros(1, dtype=np.uint64)
+
+    def start(self, warm_start) -> np.ndarray:
+        """Initial z: zero or the warm start (a Solution or a vector), clipped into the static bounds."""
+        if warm_start is None:
+            z = np.zeros(self.n)
+        else:
+            z0 = warm_start.z if isinstance(warm_start, Solution) else warm_start
+            z = np.array(z0, dtype=np.float64).ravel()
+            if z.shape != (self.n,) or not np.all(np.isfinite(z)):
+                raise ParamError(f"warm_start must be a finite vector of length {self.n} "
+                                 f"(or a Solution of the same problem), got shape {z.shape}")
+        static = self.findex < 0
+        z[static] = np.clip(z[static], self.lo[static], self.hi[static])
+        return z
+
+    def seed(self, seed: int):
+        self.rng_state[0] = np.uint64((seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) % (1 << 64) or 1)
+
+    def sweep(self, z, w, max_sweeps, tol_res, tol_step=0.0, omega=1.0, shuffle=False, refresh=50) -> int:
+        """Run up to ``max_sweeps`` sweeps in place on z (w holds M z + q on exit); kernel status."""
+        if self.sparse:
+            return K.pgs_csr_kernel(self.t_indptr, self.t_indices, self.t_data, self.q, self.diag, self.lo,
+                                    self.hi, self.findex, self.mu, z, w, self.order, omega, tol_res, tol_step,
+                                    max_sweeps, refresh, shuffle, self.rng_state, self.stats)
+        return K.pgs_dense_kernel(self.MT, self.q, self.diag, self.lo, self.hi, self.findex, self.mu, z, w,
+                                  self.order, omega, tol_res, tol_step, max_sweeps, refresh, shuffle,
+                                  self.rng_state, self.stats)
+
+    def bounds(self, z):
+        lo, hi = self.lo.copy(), self.hi.copy()
+        c = self.findex >= 0
+        if np.any(c):
+            r = self.mu[c] * np.maximum(z[self.findex[c]], 0.0)
+            lo[c], hi[c] = -r, r
+        return lo, hi
+
+    def w(self, z):
+        return np.asarray(self.M @ z, dtype=np.float64).ravel() + self.q
+
+    def residual(self, z, w):
+        return K.box_natural_residual(z, w, self.lo, self.hi, self.findex, self.mu)
+
+
+def _pgs(problem, opts: PGSOptions, warm_start) -> Solution:
+    S = BoxSweeper(problem, opts.cfm, opts.normals_first)
+    z = S.start(warm_start)
+    w = np.empty(problem.n)
+    S.seed(opts.seed)
+    code = S.sweep(z, w, opts.max_sweeps, opts.tol * problem.scale(), opts.step_tol, opts.omega,
+                   opts.shuffle, opts.refresh)
+    sweeps, res, step = S.stats
+    return Solution(z=z, w=w, status=_STATUS[code], iterations=int(sweeps),
+                    info={"reason": _REASON[code], "solver_residual": float(res), "last_step": float(step),
+                          "sparse": S.sparse, "omega": opts.omega})
+
+
+_GUARANTEE = ("converges for symmetric positive definite M (and boxes); friction-coupled bounds and "
+              "non-symmetric M: no guarantee, the residual certifies the answer")
+
+
+@register("pgs", problems=(LCP, BoxedLCP), options=PGSOptions, warm_start=True,
+          description="projected Gauss-Seidel (arechavaleta eq. 3), boxes and findex/mu friction bounds, dense/CSR",
+          guarantees=_GUARANTEE)
+def pgs_solve(problem, opts: PGSOptions, warm_start=None) -> Solution:
+    return _pgs(problem, opts, warm_start)
+
+
+@register("psor", problems=(LCP, BoxedLCP), options=PSOROptions, warm_start=True,
+          description="projected SOR (PGS with relaxation omega), boxes and findex/mu friction bounds, dense/CSR",
+          guarantees=_GUARANTEE + "; SPD M needs 0 < omega < 2")
+def psor_solve(problem, opts: PSOROptions, warm_start=None) -> Solution:
+    return _pgs(problem, opts, warm_start)
