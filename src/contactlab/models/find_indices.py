@@ -1,0 +1,177 @@
+"""FIND-INDICES (drumwright Alg. 2): the largest independent row sets of J, S and T.
+
+Rows are tried in the order of Alg. 2 (all rows of J, then S_i and T_i for each contact i); a
+candidate row g is kept when [G_kept; g] M^-1 [G_kept; g]' stays nonsingular. The Cholesky factor
+L of G_kept M^-1 G_kept' is grown by one row and column per kept candidate (a bordered update,
+O(m^2) per candidate: one product with the kept rows and one triangular solve), never
+refactorised. At most m rows can be kept (drumwright Sec. VI, Lemma 1).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..errors import ModelError
+from ..kernels._jit import jit
+
+
+@jit
+def _find_indices_kernel(G, W, tol, L, kept, col):
+    """Greedy independent-row selection with a bordered Cholesky update.
+
+    G (r, m) candidate rows in trial order; W (r, m) rows of (M^-1 G')' = G M^-1; tol relative
+    threshold on the Schur complement d = g M^-1 g' - |l|^2. L (m, m) work array receives the factor
+    of the kept rows' Gram matrix; kept (m,) receives their indices; col (m,) work. Returns the
+    number kept (kernels never raise).
+    """
+    r, m = G.shape
+    k = 0
+    for i in range(r):
+        if k >= m:
+            break
+        gg = 0.0
+        for c in range(m):
+            gg += G[i, c] * W[i, c]
+        if not gg > 0.0:  # a zero (or non-finite) row is never independent
+            continue
+        # col = L^-1 (G_kept M^-1 g')  by forward substitution on the fly
+        ll = 0.0
+        for a in range(k):
+            s = 0.0
+            ra = kept[a]
+            for c in range(m):
+                s += G[ra, c] * W[i, c]
+            for b in range(a):
+                s -= L[a, b] * col[b]
+            col[a] = s / L[a, a]
+            ll += col[a] * col[a]
+        d = gg - ll
+        if d > tol * gg:
+            for b in range(k):
+                L[k, b] = col[b]
+            L[k, k] = np.sqrt(d)
+            kept[k] = i
+            k += 1
+    return k
+
+
+@dataclass
+class IndexSets:
+    """Result of :func:`find_indices`.
+
+    ``J_rows``, ``S_rows``, ``T_rows``: kept row indices of J, S, T (sorted). ``G`` (k, m): the
+    kept rows in trial order, with L L' = G M^-1 G' (``L`` lower triangular). ``order[k]`` =
+    (block, row) of row k of G, block 0/1/2 for J/S/T.
+    """
+
+    J_rows: np.ndarray
+    S_rows: np.ndarray
+    T_rows: np.ndarray
+    G: np.ndarray
+    L: np.ndarray
+    order: np.ndarray
+
+    @property
+    def rank(self) -> int:
+        return self.G.shape[0]
+
+
+def _candidates(J, S, T):
+    """Candidate rows in Alg. 2's order and their (block, row) labels."""
+    rows, labels = [], []
+    if J is not None:
+        for i in range(J.shape[0]):
+            rows.append(J[i]); labels.append((0, i))
+    n = 0 if S is None else S.shape[0]
+    for i in range(n):
+        rows.append(S[i]); labels.append((1, i))
+        rows.append(T[i]); labels.append((2, i))
+    return rows, labels
+
+
+def find_indices(M, J=None, S=None, T=None, *, tol: float = 1e-9, M_solve=None) -> IndexSets:
+    """drumwright Alg. 2: indices of J, S, T rows such that A (eq. 47) is nonsingular.
+
+    M (m, m) SPD; J (j, m), S and T (n, m) or None. ``tol`` is relative: a row is dependent when its
+    distance (in the M^-1 metric) from the span of the kept rows, squared, is below tol times its
+    squared length. ``M_solve`` (optional) is a callable b -> M^-1 b reusing a factorisation.
+    """
+    M = np.ascontiguousarray(M, dtype=np.float64)
+    m = M.shape[0]
+    if M.ndim != 2 or M.shape != (m, m):
+        raise ModelError(f"M must be square, got shape {M.shape}")
+    if (S is None) != (T is None):
+        raise ModelError("pass both S and T (the two contact tangents) or neither")
+    mats = []
+    for name, X in (("J", J), ("S", S), ("T", T)):
+        if X is not None:
+            X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+            if X.shape[1] != m:
+                raise ModelError(f"{name} has {X.shape[1]} columns; expected m = {m} (columns of M)")
+        mats.append(X)
+    J, S, T = mats
+    if S is not None and S.shape != T.shape:
+        raise ModelError(f"S {S.shape} and T {T.shape} must have the same shape (one row per contact)")
+    rows, labels = _candidates(J, S, T)
+    if not rows:
+        e = np.zeros(0, dtype=np.int64)
+        return IndexSets(e, e, e, np.zeros((0, m)), np.zeros((0, 0)), np.zeros((0, 2), dtype=np.int64))
+    G = np.ascontiguousarray(np.array(rows))
+    if M_solve is None:
+        try:
+            cf = sla.cho_factor(M, check_finite=False)
+        except np.linalg.LinAlgError:
+            raise ModelError("M is not positive definite; a mass matrix must be SPD") from None
+        W = sla.cho_solve(cf, G.T, check_finite=False).T
+    else:
+        W = np.asarray(M_solve(np.ascontiguousarray(G.T))).T
+    W = np.ascontiguousarray(W)
+    L = np.zeros((m, m))
+    kept = np.zeros(m, dtype=np.int64)
+    col = np.zeros(m)
+    k = _find_indices_kernel(G, W, float(tol), L, kept, col)
+    kept = kept[:k]
+    lab = np.array(labels, dtype=np.int64)[kept]
+    pick = lambda b: np.sort(lab[lab[:, 0] == b, 1])
+    return IndexSets(pick(0), pick(1), pick(2), G[kept], np.ascontiguousarray(L[:k, :k]), lab)
+
+
+def find_indices_bruteforce(M, J=None, S=None, T=None) -> tuple:
+    """Reference for tests: Alg. 2 with a fresh eigenvalue rank test of X' M^-1 X per candidate."""
+    M = np.asarray(M, dtype=np.float64)
+    rows, labels = _candidates(None if J is None else np.atleast_2d(J), S, T)
+    Minv = np.linalg.inv(M)
+    kept: list[int] = []
+    for i, g in enumerate(rows):
+        X = np.array([rows[j] for j in kept] + [g])
+        if np.linalg.matrix_rank(X @ Minv @ X.T) == len(kept) + 1:
+            kept.append(i)
+    lab = np.array(labels, dtype=np.int64).reshape(-1, 2)[kept]
+    return tuple(np.sort(lab[lab[:, 0] == b, 1]) for b in range(3))
+
+
+def nullspace_basis(G: np.ndarray, m: int) -> np.ndarray:
+    """Orthonormal basis Z (m, m - k) of {v : G v = 0} for G (k, m) with independent rows (QR of G')."""
+    k = G.shape[0]
+    if k == 0:
+        return np.eye(m)
+    Q, _ = sla.qr(G.T, mode="full", check_finite=False)
+    return np.ascontiguousarray(Q[:, k:])
+
+
+def constraint_impulses(sets: IndexSets, M_solve, r: np.ndarray) -> np.ndarray:
+    """lambda with G' lambda = r for r in range(G'): lambda = (G M^-1 G')^-1 G M^-1 r, using L."""
+    if sets.rank == 0:
+        return np.zeros(0)
+    y = sets.G @ M_solve(r)
+    return sla.cho_solve((sets.L, True), y, check_finite=False)
+
+
+def split_impulses(sets: IndexSets, lam: np.ndarray, n_joint: int, n_contact: int):
+    """Scatter kept-row multipliers back to full (joint, S, T) vectors; dropped rows get zero."""
+    out = [np.zeros(n_joint), np.zeros(n_contact), np.zeros(n_contact)]
+    for (block, row), val in zip(sets.order, lam):
+        out[block][row] = val
+    return out

@@ -1,0 +1,153 @@
+"""No-slip contact model (drumwright Sec. VI, eq. 45-57): one LCP variable per contact.
+
+Velocity level (eq. 23-25) with S v+ = T v+ = 0 (eq. 45-46) and J v+ = 0 (eq. 24):
+
+    M (v+ - v) = dt f + J' f_j + N' f_n + S' f_s + T' f_t,   0 <= f_n  _|_  N v+ >= 0.
+
+FIND-INDICES (Alg. 2) keeps independent rows G = [J_J; S_S; T_T], so A (eq. 47) is nonsingular.
+The LCP matrix F = N X^-1 N' (eq. 56) is kept factored: with Z an orthonormal basis of null(G),
+X^-1 = Z (Z' M Z)^-1 Z' on the momentum, so the problem is ``FactoredLCP(N Z, Z' M Z,
+f=Z' (M v + dt f))`` (eq. 57 plus the dt f of eq. 23); ``ppm`` (Alg. 1) solves it without forming
+F, and at most rank(F) <= m - rank(G) normal impulses are positive (Lemma 1, Theorem 1).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..errors import ModelError
+from ..problems import LCP, FactoredLCP
+from .find_indices import IndexSets, constraint_impulses, find_indices, nullspace_basis, split_impulses
+
+SEPARATING, STICKING, SLIDING = 0, 1, 2
+MODE_NAMES = ("separating", "sticking", "sliding")
+
+
+def check_dynamics(M, v, f, N, J=None, S=None, T=None):
+    """Validate shapes (ModelError naming the argument) and return float64 arrays."""
+    M = np.asarray(M, dtype=np.float64)
+    if M.ndim != 2 or M.shape[0] != M.shape[1]:
+        raise ModelError(f"M must be a square mass matrix, got shape {M.shape}")
+    m = M.shape[0]
+    if not np.allclose(M, M.T, atol=1e-10 * max(1.0, np.abs(M).max(initial=0.0))):
+        raise ModelError("M must be symmetric (a mass matrix)")
+    out = [M]
+    for name, x in (("v", v), ("f", f)):
+        x = np.asarray(x, dtype=np.float64).ravel()
+        if x.shape != (m,):
+            raise ModelError(f"{name} has length {x.shape[0]}; expected m = {m} (the size of M)")
+        out.append(x)
+    N = np.asarray(N, dtype=np.float64)
+    if N.size == 0:
+        N = np.zeros((0, m))
+    elif N.ndim == 1:
+        N = N[None, :]
+    if N.ndim != 2 or N.shape[1] != m:
+        raise ModelError(f"N must have m = {m} columns, got shape {N.shape}")
+    n = N.shape[0]
+    out.append(N)
+    J = np.zeros((0, m)) if J is None else np.atleast_2d(np.asarray(J, dtype=np.float64))
+    if J.size and J.shape[1] != m:
+        raise ModelError(f"J must have m = {m} columns, got shape {J.shape}")
+    out.append(J.reshape(-1, m))
+    for name, X in (("S", S), ("T", T)):
+        if X is None:
+            out.append(None)
+            continue
+        X = np.asarray(X, dtype=np.float64).reshape(-1, m)
+        if X.shape != (n, m):
+            raise ModelError(f"{name} has shape {X.shape}; expected ({n}, {m}), one row per contact like N")
+        out.append(X)
+    for name, x in zip(("M", "v", "f", "N", "J"), out[:5]):
+        if not np.all(np.isfinite(x)):
+            raise ModelError(f"{name} contains NaN or inf")
+    return out
+
+
+@dataclass
+class NoSlipProblem:
+    """The built step: ``problem`` (a FactoredLCP in reduced coordinates u, v+ = Z u), and what
+    :func:`recover_noslip` needs. ``lcp_variables`` = number of contacts."""
+
+    problem: FactoredLCP | LCP
+    Z: np.ndarray
+    index_sets: IndexSets
+    M: np.ndarray
+    v: np.ndarray
+    f: np.ndarray
+    dt: float
+    N: np.ndarray
+    S: np.ndarray
+    T: np.ndarray
+    n_joint: int
+    M_factor: tuple
+
+    @property
+    def lcp_variables(self) -> int:
+        return self.N.shape[0]
+
+
+@dataclass
+class ContactResult:
+    """Recovered step. ``v_next`` (m,) next velocity (velocity models) or ``accel`` (acceleration
+    models); impulses (or forces) per contact along N, S, T; joint multipliers; ``modes`` per contact
+    (0 separating, 1 sticking/rolling, 2 sliding; names in MODE_NAMES)."""
+
+    v_next: np.ndarray
+    normal: np.ndarray
+    tangent_s: np.ndarray
+    tangent_t: np.ndarray
+    joint: np.ndarray
+    modes: np.ndarray
+    accel: np.ndarray | None = None
+
+
+def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, tol: float = 1e-9) -> NoSlipProblem:
+    """Build the no-slip LCP (eq. 56-57) for one step of length ``dt``.
+
+    M (m, m) SPD mass matrix, v (m,) velocity, f (m,) generalized forces, N/S/T (n, m) contact
+    normal and tangent rows, J (j, m) bilateral joint rows. ``tol``: FIND-INDICES' relative
+    independence threshold.
+    """
+    M, v, f, N, J, S, T = check_dynamics(M, v, f, N, J, S, T)
+    if S is None or T is None:
+        raise ModelError("no-slip needs both tangent Jacobians S and T")
+    if not dt > 0:
+        raise ModelError(f"dt must be positive, got {dt}")
+    m = M.shape[0]
+    try:
+        cf = sla.cho_factor(M, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise ModelError("M is not positive definite; a mass matrix must be SPD") from None
+    solve = lambda b: sla.cho_solve(cf, b, check_finite=False)
+    sets = find_indices(M, J if J.shape[0] else None, S, T, tol=tol, M_solve=solve)
+    Z = nullspace_basis(sets.G, m)
+    momentum = M @ v + dt * f
+    if Z.shape[1] == 0:  # every degree of freedom is locked: v+ = 0, no impulse needed
+        problem = LCP(np.zeros((N.shape[0], N.shape[0])), np.zeros(N.shape[0]))
+    else:
+        Mr = Z.T @ M @ Z
+        problem = FactoredLCP(N @ Z, 0.5 * (Mr + Mr.T), f=Z.T @ momentum)
+    return NoSlipProblem(problem, Z, sets, M, v, f, float(dt), N, S, T, J.shape[0], cf)
+
+
+def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> ContactResult:
+    """Next velocity and impulses from the normal impulses ``z`` (n,) (e.g. ``Solution.z``)."""
+    z = np.asarray(z, dtype=np.float64).ravel()
+    n = built.N.shape[0]
+    if z.shape != (n,):
+        raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal impulse per contact)")
+    if built.Z.shape[1] == 0:
+        v_next = np.zeros(built.M.shape[0])
+    else:
+        v_next = built.Z @ built.problem.accel(z)
+    momentum = built.M @ built.v + built.dt * built.f
+    r = built.M @ v_next - momentum - built.N.T @ z
+    solve = lambda b: sla.cho_solve(built.M_factor, b, check_finite=False)
+    lam = constraint_impulses(built.index_sets, solve, r)
+    joint, fs, ft = split_impulses(built.index_sets, lam, built.n_joint, n)
+    vn = built.N @ v_next
+    modes = np.where((z <= 0) & (vn > separating_tol), SEPARATING, STICKING).astype(np.int8)
+    return ContactResult(v_next, z, fs, ft, joint, modes)

@@ -1,0 +1,336 @@
+"""Acceleration-level 3D contact with Coulomb friction pyramids (Trinkle, Pang, Sudarsky, Lo 1997).
+
+At a contact that rolls (tangential velocity |v_t| <= ``slip_tol``) the friction force lies in a
+pyramid of d directions d_j = cos(theta_j) S_i + sin(theta_j) T_i (vertices on the cone):
+
+    0 <= c_n   _|_  N_i a + b_i >= 0
+    0 <= beta  _|_  D_i a + e lambda >= 0          (tangential acceleration against the force)
+    0 <= lambda _|_ mu_i c_n - e' beta >= 0        (force inside the pyramid; on its edge if a_t != 0)
+
+and at a sliding contact the force is mu_i c_n along the pyramid vertex opposing the sliding
+direction (the vertex of maximal dissipation, argmin_j d_j . v_t), so only c_n is unknown there.
+With M a = f + J' f_j + N' c_n + (friction), J a = 0, this is a mixed LCP (free a, f_j) whose
+reduction is solved by Lemke (guaranteed for small mu, TPSL Thm. 1) or an interior-point method.
+Inconsistent configurations (Painleve's sliding rod) have no solution: the solver's status is
+reported (RAY_TERMINATION from Lemke) and, on small problems with ``prove=True``, exhaustive
+enumeration certifies NO_SOLUTION. Never a wrong answer.
+
+``solve_trinkle_pang_cone`` treats the quadratic cone (TPSL's cone model, drumwright eq. 20-22) by
+successive pyramid refinement: after each solve, the vertex exactly opposing each rolling
+contact's tangential acceleration is added, until the cone conditions hold within ``tol``.
+
+``build_stewart_trinkle`` is the velocity-level (impulse) version of the same pyramid LCP
+(Stewart-Trinkle / Anitescu-Potra; 2 + d variables per contact), used for inelastic impacts of
+the acceleration model and by the box-gripper benchmark.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelError
+from ..problems import MixedLCP
+from ..solution import Solution, Status
+from .noslip import SEPARATING, SLIDING, STICKING, ContactResult, check_dynamics
+
+
+def _mu_vector(mu, n):
+    mu = np.asarray(mu, dtype=np.float64)
+    if mu.ndim == 0:
+        mu = np.full(n, float(mu))
+    if mu.shape != (n,) or np.any(mu < 0) or not np.all(np.isfinite(mu)):
+        raise ModelError(f"mu must be a finite scalar or ({n},) vector with mu >= 0")
+    return mu
+
+
+def uniform_angles(d: int) -> np.ndarray:
+    """Pyramid angles theta_j = 2 pi j / d (d = 4 gives +-S, +-T)."""
+    if int(d) != d or d < 3:
+        raise ModelError(f"d (pyramid directions per contact) must be an integer >= 3, got {d}")
+    return 2 * np.pi * np.arange(int(d)) / int(d)
+
+
+@dataclass
+class PyramidProblem:
+    """A built pyramid problem (acceleration or velocity level).
+
+    ``problem``: MixedLCP with x = (a or v+, f_j), y = (c_n (n), beta (per rolling contact, d_i
+    each), lambda (one per rolling contact)). ``rolling``/``sliding``: contact indices;
+    ``angles``: per-contact direction angles; ``slide_dir`` (n, 2): unit (s, t) components of the
+    sliding force direction (zero for rolling contacts).
+    """
+
+    problem: MixedLCP
+    M: np.ndarray
+    N: np.ndarray
+    S: np.ndarray
+    T: np.ndarray
+    mu: np.ndarray
+    rolling: np.ndarray
+    sliding: np.ndarray
+    angles: list
+    slide_dir: np.ndarray
+    n_joint: int
+    level: str = "acceleration"
+    beta_offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def lcp_variables(self) -> int:
+        return self.problem.n
+
+
+def _build(M, rhs, N, S, T, mu, J, rolling, angles, slide_dir, bias, level):
+    m = M.shape[0]
+    n = N.shape[0]
+    j = J.shape[0]
+    R = np.asarray(rolling, dtype=np.int64)
+    nr = R.size
+    dirs = [np.cos(angles[i])[:, None] * S[i] + np.sin(angles[i])[:, None] * T[i] for i in R]
+    sizes = np.array([len(angles[i]) for i in R], dtype=np.int64)
+    nb = int(sizes.sum())
+    DR = np.vstack(dirs) if nb else np.zeros((0, m))
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    # generalized force per unit c_n: N_i plus mu_i times the sliding direction at sliding contacts
+    W = N + mu[:, None] * (slide_dir[:, :1] * S + slide_dir[:, 1:] * T)
+    E = np.zeros((nb, nr))
+    for k in range(nr):
+        E[offsets[k]:offsets[k + 1], k] = 1.0
+    Mu = np.zeros((nr, n))
+    Mu[np.arange(nr), R] = mu[R]
+    ny = n + nb + nr
+    p = m + j
+    A = np.zeros((p, p))
+    A[:m, :m] = M
+    A[:m, m:] = -J.T
+    A[m:, :m] = J
+    C = np.zeros((p, ny))
+    C[:m, :n] = -W.T
+    C[:m, n:n + nb] = -DR.T
+    g = np.concatenate([-rhs, np.zeros(j)])
+    D = np.zeros((ny, p))
+    D[:n, :m] = N
+    D[n:n + nb, :m] = DR
+    B = np.zeros((ny, ny))
+    B[n:n + nb, n + nb:] = E
+    B[n + nb:, :n] = Mu
+    B[n + nb:, n:n + nb] = -E.T
+    h = np.zeros(ny)
+    h[:n] = bias
+    return MixedLCP(A, C, D, B, g, h), offsets
+
+
+def _prepare(M, v, f, N, S, T, mu, J, normal_bias):
+    M, v, f, N, J, S, T = check_dynamics(M, v, f, N, J, S, T)
+    if S is None or T is None:
+        raise ModelError("friction pyramids need both tangent Jacobians S and T")
+    n = N.shape[0]
+    mu = _mu_vector(mu, n)
+    bias = np.zeros(n) if normal_bias is None else np.asarray(normal_bias, dtype=np.float64).ravel()
+    if bias.shape != (n,):
+        raise ModelError(f"normal_bias has length {bias.shape[0]}; expected {n}")
+    return M, v, f, N, J, S, T, mu, bias
+
+
+def build_trinkle_pang(M, v, f, N, S, T, mu, J=None, *, d: int = 4, angles=None, normal_bias=None,
+                       slip_tol: float = 1e-6, sliding_law: str = "pyramid") -> PyramidProblem:
+    """Acceleration-level pyramid LCP at state (v, contacts).
+
+    M (m, m), v (m,), f (m,) generalized forces (gravity, gyroscopic), N/S/T (n, m), mu scalar or
+    (n,), J (j, m) joint rows (J a = 0; Jdot v omitted). ``normal_bias`` (n,): Ndot v (+ any
+    stabilisation) in w_n = N a + bias. ``angles``: optional per-contact direction angles
+    (overrides d). ``sliding_law``: "pyramid" (vertex opposing sliding) or "cone" (exactly -v_t).
+    """
+    M, v, f, N, J, S, T, mu, bias = _prepare(M, v, f, N, S, T, mu, J, normal_bias)
+    n = N.shape[0]
+    if angles is None:
+        angles = [uniform_angles(d) for _ in range(n)]
+    vs, vt = S @ v, T @ v
+    speed = np.hypot(vs, vt)
+    sliding = np.flatnonzero(speed > slip_tol)
+    rolling = np.flatnonzero(speed <= slip_tol)
+    slide_dir = np.zeros((n, 2))
+    for i in sliding:
+        if sliding_law == "cone":
+            slide_dir[i] = (-vs[i] / speed[i], -vt[i] / speed[i])
+        elif sliding_law == "pyramid":
+            th = angles[i]
+            k = int(np.argmin(np.cos(th) * vs[i] + np.sin(th) * vt[i]))
+            slide_dir[i] = (np.cos(th[k]), np.sin(th[k]))
+        else:
+            raise ModelError(f"sliding_law must be 'pyramid' or 'cone', got {sliding_law!r}")
+    problem, offsets = _build(M, f, N, S, T, mu, J, rolling, angles, slide_dir, bias, "acceleration")
+    return PyramidProblem(problem, M, N, S, T, mu, rolling, sliding, list(angles), slide_dir, J.shape[0],
+                          "acceleration", offsets)
+
+
+def build_stewart_trinkle(M, v, f, dt: float, N, S, T, mu, J=None, *, d: int = 4, normal_bias=None) -> PyramidProblem:
+    """Velocity-level pyramid LCP (Stewart-Trinkle, Anitescu-Potra): every contact gets c_n, d betas
+    and one lambda (2 + d variables). M v+ = M v + dt f + J' p_j + N' p_n + D' beta; w_n = N v+ + bias.
+    With dt = 0 and f = 0 it is the inelastic impact law with pyramid friction."""
+    M, v, f, N, J, S, T, mu, bias = _prepare(M, v, f, N, S, T, mu, J, normal_bias)
+    if not dt >= 0:
+        raise ModelError(f"dt must be >= 0, got {dt}")
+    n = N.shape[0]
+    angles = [uniform_angles(d) for _ in range(n)]
+    problem, offsets = _build(M, M @ v + dt * f, N, S, T, mu, J, np.arange(n), angles, np.zeros((n, 2)),
+                              bias, "velocity")
+    return PyramidProblem(problem, M, N, S, T, mu, np.arange(n), np.zeros(0, dtype=np.int64), angles,
+                          np.zeros((n, 2)), J.shape[0], "velocity", offsets)
+
+
+def recover_pyramid(built: PyramidProblem, sol: Solution, *, tol: float = 1e-9) -> ContactResult:
+    """Acceleration (or v+), contact forces (or impulses) in (N, S, T) components, joint multipliers, modes."""
+    m = built.M.shape[0]
+    n = built.N.shape[0]
+    x = sol.x if sol.x is not None else built.problem.recover_x(sol.z)
+    y = np.asarray(sol.z, dtype=np.float64)
+    a = x[:m]
+    joint = x[m:]
+    cn = y[:n]
+    fs = built.mu * cn * built.slide_dir[:, 0]
+    ft = built.mu * cn * built.slide_dir[:, 1]
+    off = built.beta_offsets
+    modes = np.full(n, STICKING, dtype=np.int8)
+    for k, i in enumerate(built.rolling):
+        beta = y[n + off[k]:n + off[k + 1]]
+        th = built.angles[i]
+        fs[i] = float(np.cos(th) @ beta)
+        ft[i] = float(np.sin(th) @ beta)
+        at = np.hypot(built.S[i] @ a, built.T[i] @ a)
+        if at > tol * max(1.0, np.abs(a).max(initial=0.0)):
+            modes[i] = SLIDING  # rolling contact starting to slide
+    modes[built.sliding] = SLIDING
+    an = built.N @ a
+    modes[(cn <= 0) & (an > tol)] = SEPARATING
+    if built.level == "velocity":
+        return ContactResult(a, cn, fs, ft, joint, modes)
+    return ContactResult(np.zeros(m), cn, fs, ft, joint, modes, accel=a)
+
+
+@dataclass
+class TrinklePangResult:
+    """``status``: the solve's Status (NO_SOLUTION when proven inconsistent, e.g. Painleve);
+    ``consistent``: True (solved), False (proven no solution), None (unknown); ``result``: the
+    recovered contact result when solved, else None; ``solution``: the last Solution;
+    ``refinements`` and ``cone_residual`` for the cone variant."""
+
+    status: Status
+    consistent: bool | None
+    result: ContactResult | None
+    solution: Solution
+    built: PyramidProblem
+    refinements: int = 0
+    cone_residual: float = float("nan")
+    lcp_variables: int = 0
+
+
+def _solve_certified(built: PyramidProblem, method: str, prove: bool, prove_max_n: int):
+    from ..solvers import available_solvers, solve
+    sol = solve(built.problem, method=method)
+    if sol.success:
+        return sol, True
+    if prove and built.problem.n <= prove_max_n and "enumerate" in available_solvers():
+        ref = solve(built.problem, method="enumerate")
+        ref.info["first_method"] = {"method": method, "status": sol.status.name}
+        if ref.success:
+            return ref, True
+        if ref.status == Status.NO_SOLUTION:
+            return ref, False
+    return sol, None
+
+
+def solve_trinkle_pang(M, v, f, N, S, T, mu, J=None, *, method: str = "lemke", d: int = 4,
+                       normal_bias=None, slip_tol: float = 1e-6, prove: bool = True,
+                       prove_max_n: int = 12) -> TrinklePangResult:
+    """Build and solve the pyramid model; statuses as in :class:`TrinklePangResult`."""
+    built = build_trinkle_pang(M, v, f, N, S, T, mu, J, d=d, normal_bias=normal_bias, slip_tol=slip_tol)
+    sol, ok = _solve_certified(built, method, prove, prove_max_n)
+    res = recover_pyramid(built, sol) if ok else None
+    return TrinklePangResult(sol.status, ok, res, sol, built, lcp_variables=built.problem.n)
+
+
+def cone_residual(built: PyramidProblem, res: ContactResult, tol: float = 1e-9) -> float:
+    """Largest violation of the cone law (drumwright eq. 20-22) over rolling contacts, relative to
+    max(1, mu c_n): |f_t| <= mu c_n, and f_t = -mu c_n a_t / |a_t| whenever a_t != 0."""
+    a = res.accel
+    worst = 0.0
+    for i in built.rolling:
+        cap = built.mu[i] * res.normal[i]
+        ft = np.array([res.tangent_s[i], res.tangent_t[i]])
+        at = np.array([built.S[i] @ a, built.T[i] @ a])
+        scale = max(1.0, cap)
+        worst = max(worst, max(0.0, np.linalg.norm(ft) - cap) / scale)
+        na = np.linalg.norm(at)
+        if na > tol * max(1.0, np.abs(a).max(initial=0.0)):
+            worst = max(worst, np.linalg.norm(ft + cap * at / na) / scale)
+    return worst
+
+
+def solve_trinkle_pang_cone(M, v, f, N, S, T, mu, J=None, *, method: str = "lemke", d: int = 4,
+                            normal_bias=None, slip_tol: float = 1e-6, tol: float = 1e-8,
+                            max_refinements: int = 30, prove: bool = True) -> TrinklePangResult:
+    """Quadratic-cone model by successive pyramid refinement.
+
+    Start from a d-sided pyramid; after each solve add, at each rolling contact whose tangential
+    acceleration a_t is nonzero, the direction -a_t/|a_t|; stop when :func:`cone_residual` <= tol
+    (status SOLVED: an exact cone solution up to tol) or after ``max_refinements`` (MAX_ITERATIONS).
+    Sliding contacts use the exact cone law (force along -v_t). A failed pyramid solve ends the
+    loop with that solve's status.
+    """
+    n = np.shape(N)[0]
+    angles = [uniform_angles(d) for _ in range(n)]
+    built = None
+    for it in range(max_refinements + 1):
+        built = build_trinkle_pang(M, v, f, N, S, T, mu, J, angles=angles, normal_bias=normal_bias,
+                                   slip_tol=slip_tol, sliding_law="cone")
+        sol, ok = _solve_certified(built, method, prove, 12)
+        if not ok:
+            return TrinklePangResult(sol.status, ok, None, sol, built, it, float("nan"), built.problem.n)
+        res = recover_pyramid(built, sol)
+        r = cone_residual(built, res)
+        if r <= tol:
+            return TrinklePangResult(Status.SOLVED, True, res, sol, built, it, r, built.problem.n)
+        a = res.accel
+        changed = False
+        for i in built.rolling:
+            at = np.array([built.S[i] @ a, built.T[i] @ a])
+            if np.linalg.norm(at) > 0:
+                th = np.arctan2(-at[1], -at[0]) % (2 * np.pi)
+                gap = np.abs((angles[i] - th + np.pi) % (2 * np.pi) - np.pi)
+                if gap.min() > 1e-12:
+                    angles[i] = np.append(angles[i], th)
+                    changed = True
+        if not changed:
+            break
+    return TrinklePangResult(Status.MAX_ITERATIONS, None, res, sol, built, it, r, built.problem.n)
+
+
+def painleve_rod(theta: float = np.pi / 4, mu: float = 2.0, speed: float = 1.0, half_length: float = 0.5,
+                 mass: float = 1.0, g: float = 9.81):
+    """Painleve's sliding rod in 3D: a thin rod (inertia about its centre m l^2 / 3 on the two
+    transverse axes) inclined at ``theta`` from the ground, its lower end on the ground sliding
+    along +x at ``speed``. Returns (M, v, f, N, S, T, mu) for one contact at the lower end.
+
+    The normal acceleration per unit normal force is (1 + 3 cos^2 th - 3 mu sin th cos th) / m
+    (the centre is behind the contact, so friction along -x lifts the far end), negative
+    (inconsistent: no finite-force solution since gravity pulls the contact down) when
+    mu > (1 + 3 cos^2 th) / (3 sin th cos th), i.e. mu > 5/3 at 45 degrees.
+    """
+    l = half_length
+    Ic = mass * l * l / 3.0
+    M = np.diag([mass, mass, mass, Ic, Ic, Ic])
+    # rod centre at the origin; lower end at r = (l cos th, 0, -l sin th) (the end leads in +x)
+    r = np.array([l * np.cos(theta), 0.0, -l * np.sin(theta)])
+
+    def row(direction):
+        return np.concatenate([direction, np.cross(r, direction)])
+
+    N = row(np.array([0.0, 0.0, 1.0]))[None]
+    S = row(np.array([1.0, 0.0, 0.0]))[None]
+    T = row(np.array([0.0, 1.0, 0.0]))[None]
+    v = np.zeros(6)
+    v[0] = speed
+    f = np.zeros(6)
+    f[2] = -mass * g
+    return M, v, f, N, S, T, mu

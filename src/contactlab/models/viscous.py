@@ -1,0 +1,149 @@
+"""Purely viscous friction (drumwright Sec. IV, eq. 29-42): acceleration level, normal LCP only.
+
+    M a = f + J' f_j + N' f_n - S' mu_v S v - T' mu_v T v,   J a = 0,   0 <= f_n _|_ N a >= 0.
+
+The tangential forces are known before the solve (-mu_v v_s, -mu_v v_t per contact), so only the
+normal rows are complementarity variables. Redundant rows of J are removed by FIND-INDICES (Alg. 2)
+so A (eq. 33) is invertible; with Z a basis of null(J_J), F = N A^-1 N' (eq. 41) equals
+N Z (Z' M Z)^-1 Z' N' and the problem is ``FactoredLCP(N Z, Z' M Z, f=Z' f*)`` (eq. 42; the
+paper's g and h omit the Jdot v and Ndot v terms, eq. 39-40, and so does this model unless
+``normal_bias`` is given, which falls back to an explicit LCP).
+
+Integration: :func:`semi_implicit_euler` (v+ = v + dt a, then positions from v+) or :func:`rk4`
+over a user dynamics callback; impacts: :func:`build_impact` is the inelastic velocity-level
+impulse, in which viscous friction (a finite force) has no impulse.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..errors import ModelError
+from ..problems import LCP, FactoredLCP
+from .find_indices import IndexSets, constraint_impulses, find_indices, nullspace_basis, split_impulses
+from .noslip import SEPARATING, SLIDING, STICKING, ContactResult, check_dynamics
+
+
+def _per_contact(name: str, x, n: int) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0:
+        x = np.full(n, float(x))
+    if x.shape != (n,):
+        raise ModelError(f"{name} must be a scalar or one value per contact ({n}), got shape {x.shape}")
+    if np.any(x < 0) or not np.all(np.isfinite(x)):
+        raise ModelError(f"{name} must be finite and >= 0")
+    return x
+
+
+@dataclass
+class ViscousProblem:
+    """Built viscous step: ``problem`` in reduced coordinates (a = Z u), plus recovery data."""
+
+    problem: FactoredLCP | LCP
+    Z: np.ndarray
+    index_sets: IndexSets
+    M: np.ndarray
+    f_total: np.ndarray      # f - S' mu_v S v - T' mu_v T v
+    N: np.ndarray
+    friction_s: np.ndarray   # -mu_v (S v), per contact
+    friction_t: np.ndarray
+    v: np.ndarray
+    n_joint: int
+    M_factor: tuple
+    factored: FactoredLCP | None = None   # the factored form (same as problem unless normal_bias)
+
+    @property
+    def lcp_variables(self) -> int:
+        return self.N.shape[0]
+
+
+def _reduced(M, J, tol):
+    m = M.shape[0]
+    try:
+        cf = sla.cho_factor(M, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise ModelError("M is not positive definite; a mass matrix must be SPD") from None
+    solve = lambda b: sla.cho_solve(cf, b, check_finite=False)
+    sets = find_indices(M, J if J.shape[0] else None, tol=tol, M_solve=solve)
+    return cf, sets, nullspace_basis(sets.G, m)
+
+
+def build_viscous(M, v, f, N, S, T, mu_v, J=None, *, normal_bias=None, tol: float = 1e-9) -> ViscousProblem:
+    """Build the viscous-friction LCP (eq. 41-42) at the current state.
+
+    M (m, m), v (m,), f (m,) generalized forces, N/S/T (n, m), mu_v scalar or (n,) viscous
+    coefficients, J (j, m). ``normal_bias`` (n,) optional (e.g. Ndot v): w = N a + bias; it forces an
+    explicit LCP because a factored problem has q = N f* only.
+    """
+    M, v, f, N, J, S, T = check_dynamics(M, v, f, N, J, S, T)
+    if S is None or T is None:
+        raise ModelError("the viscous model needs both tangent Jacobians S and T")
+    n = N.shape[0]
+    mu_v = _per_contact("mu_v", mu_v, n)
+    fs, ft = -mu_v * (S @ v), -mu_v * (T @ v)
+    f_total = f + S.T @ fs + T.T @ ft
+    cf, sets, Z = _reduced(M, J, tol)
+    fac = None
+    if Z.shape[1] == 0:
+        problem = LCP(np.zeros((n, n)), np.zeros(n) if normal_bias is None else np.asarray(normal_bias, float))
+    else:
+        Mr = Z.T @ M @ Z
+        fac = FactoredLCP(N @ Z, 0.5 * (Mr + Mr.T), f=Z.T @ f_total)
+        if normal_bias is None:
+            problem = fac
+        else:
+            bias = np.asarray(normal_bias, dtype=np.float64).ravel()
+            if bias.shape != (n,):
+                raise ModelError(f"normal_bias has length {bias.shape[0]}; expected {n}")
+            lcp = fac.to_lcp()
+            problem = LCP(lcp.M, lcp.q + bias)
+    return ViscousProblem(problem, Z, sets, M, f_total, N, fs, ft, v, J.shape[0], cf, fac)
+
+
+def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9, sliding_tol: float = 1e-9) -> ContactResult:
+    """Acceleration, normal forces ``z``, viscous tangential forces and joint forces."""
+    z = np.asarray(z, dtype=np.float64).ravel()
+    n = built.N.shape[0]
+    if z.shape != (n,):
+        raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal force per contact)")
+    a = np.zeros(built.M.shape[0]) if built.factored is None else built.Z @ built.factored.accel(z)
+    r = built.M @ a - built.f_total - built.N.T @ z
+    solve = lambda b: sla.cho_solve(built.M_factor, b, check_finite=False)
+    lam = constraint_impulses(built.index_sets, solve, r)
+    joint = split_impulses(built.index_sets, lam, built.n_joint, 0)[0]
+    an = built.N @ a
+    slide = np.hypot(built.friction_s, built.friction_t) > 0
+    modes = np.where((z <= 0) & (an > separating_tol), SEPARATING, np.where(slide, SLIDING, STICKING))
+    return ContactResult(built.v.copy(), z, built.friction_s, built.friction_t, joint, modes.astype(np.int8), accel=a)
+
+
+def build_impact(M, v, N, J=None, *, tol: float = 1e-9):
+    """Inelastic impact with viscous friction: 0 <= p_n _|_ N v+ >= 0, M v+ = M v + N' p_n + J' p_j.
+
+    Viscous friction is a finite force, so it has no impulse. Returns a ViscousProblem whose
+    ``recover_viscous(...).accel`` is v+ (the same algebra with f := M v).
+    """
+    M = np.asarray(M, dtype=np.float64)
+    zeros = np.zeros((np.shape(N)[0], M.shape[0]))
+    return build_viscous(M, v, M @ np.asarray(v, dtype=np.float64), N, zeros, zeros, 0.0, J, tol=tol)
+
+
+def semi_implicit_euler(q: np.ndarray, v: np.ndarray, a: np.ndarray, dt: float,
+                        qdot: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None):
+    """v+ = v + dt a; q+ = q + dt qdot(q, v+) (qdot defaults to v+, i.e. q and v of equal size)."""
+    v_next = v + dt * a
+    return q + dt * (v_next if qdot is None else qdot(q, v_next)), v_next
+
+
+def rk4(q: np.ndarray, v: np.ndarray, dt: float, accel: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        qdot: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None):
+    """Classical fourth-order Runge-Kutta on (q, v) with a = accel(q, v) (which solves the contact LCP)."""
+    qd = (lambda q_, v_: v_) if qdot is None else qdot
+    k1q, k1v = qd(q, v), accel(q, v)
+    k2q, k2v = qd(q + 0.5 * dt * k1q, v + 0.5 * dt * k1v), accel(q + 0.5 * dt * k1q, v + 0.5 * dt * k1v)
+    k3q, k3v = qd(q + 0.5 * dt * k2q, v + 0.5 * dt * k2v), accel(q + 0.5 * dt * k2q, v + 0.5 * dt * k2v)
+    k4q, k4v = qd(q + dt * k3q, v + dt * k3v), accel(q + dt * k3q, v + dt * k3v)
+    return (q + dt / 6 * (k1q + 2 * k2q + 2 * k3q + k4q), v + dt / 6 * (k1v + 2 * k2v + 2 * k3v + k4v))
