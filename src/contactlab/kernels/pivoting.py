@@ -1,0 +1,319 @@
+"""Principal pivoting kernels: Cottle-Dantzig (with a bordered inverse of M_CC updated in O(k^2))
+and Drumwright's modified PPM I on the factored contact form (Cholesky of N_B M^-1 N_B' updated
+by row append / Givens delete).
+
+Status codes: 0 solved, 1 no feasible direction (unbounded driving ray: no solution for the
+claimed class), 2 pivot limit, 3 numerical failure (singular pivot block).
+"""
+import numpy as np
+
+from ._jit import jit
+
+SOLVED, UNBOUNDED, MAX_PIVOTS, NUMERICAL = 0, 1, 2, 3
+
+
+@jit
+def _border_add(Minv, k, M, idx, a, u, v):
+    """Minv[:k,:k] = inv(M[idx,idx]) -> inverse with index a appended (bordering, O(k^2)).
+    Returns False when the Schur complement is (numerically) zero."""
+    for i in range(k):
+        s1 = 0.0
+        s2 = 0.0
+        for j in range(k):
+            s1 += Minv[i, j] * M[idx[j], a]
+            s2 += M[a, idx[j]] * Minv[j, i]
+        u[i] = s1
+        v[i] = s2
+    s = M[a, a]
+    for j in range(k):
+        s -= M[a, idx[j]] * u[j]
+    big = abs(M[a, a])
+    for j in range(k):
+        big = max(big, abs(M[a, idx[j]]))
+    if not (abs(s) > 1e-14 * max(big, 1e-300)):
+        return False
+    for i in range(k):
+        for j in range(k):
+            Minv[i, j] += u[i] * v[j] / s
+        Minv[i, k] = -u[i] / s
+        Minv[k, i] = -v[i] / s
+    Minv[k, k] = 1.0 / s
+    idx[k] = a
+    return True
+
+
+@jit
+def _border_remove(Minv, k, idx, p):
+    """Remove position p from the bordered inverse of size k (swap to last, Schur downdate)."""
+    last = k - 1
+    if p != last:
+        for j in range(k):
+            t = Minv[p, j]
+            Minv[p, j] = Minv[last, j]
+            Minv[last, j] = t
+        for i in range(k):
+            t = Minv[i, p]
+            Minv[i, p] = Minv[i, last]
+            Minv[i, last] = t
+        t2 = idx[p]
+        idx[p] = idx[last]
+        idx[last] = t2
+    h = Minv[last, last]
+    for i in range(last):
+        for j in range(last):
+            Minv[i, j] -= Minv[i, last] * Minv[last, j] / h
+
+
+@jit
+def dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, max_pivots, tol, dz, dw, u, v, counts):
+    """Cottle-Dantzig principal pivoting (loomis-balkcom §II; Baraff 1994 for the step rules).
+
+    On entry: z, w = M z + q complementary with w[idx[:k0]] = 0, z >= 0, and Minv[:k0,:k0] the
+    inverse of M[idx[:k0], idx[:k0]] (k0 = 0 for a cold start). Each major cycle drives one index
+    with w_d < 0 to feasibility; minor cycles are principal pivots keeping all other pairs feasible.
+    counts[0] = major cycles, counts[1] = pivots. Returns (status, k).
+    """
+    n = q.shape[0]
+    k = k0
+    majors = 0
+    pivots = 0
+    while True:
+        # distinguished index: the most negative w outside C
+        dd = -1
+        worst = -tol
+        for i in range(n):
+            if not inC[i] and w[i] < worst:
+                worst = w[i]
+                dd = i
+        if dd < 0:
+            counts[0] = majors
+            counts[1] = pivots
+            return SOLVED, k
+        majors += 1
+        while True:
+            if pivots >= max_pivots:
+                counts[0] = majors
+                counts[1] = pivots
+                return MAX_PIVOTS, k
+            # direction: dz_d = 1, dz_C = -M_CC^-1 M_Cd, dw = M dz
+            for i in range(k):
+                s = 0.0
+                for j in range(k):
+                    s -= Minv[i, j] * M[idx[j], dd]
+                u[i] = s
+            for i in range(n):
+                s = M[i, dd]
+                for j in range(k):
+                    s += M[i, idx[j]] * u[j]
+                dw[i] = s
+            step = np.inf
+            block = -1
+            block_pos = -1
+            if dw[dd] > tol:
+                step = -w[dd] / dw[dd]
+                block = dd
+            for j in range(k):
+                if u[j] < -tol:
+                    r = -z[idx[j]] / u[j]
+                    if r < step:
+                        step = r
+                        block = idx[j]
+                        block_pos = j
+            for i in range(n):
+                if not inC[i] and i != dd and dw[i] < -tol and w[i] >= -tol:
+                    r = max(w[i], 0.0) / -dw[i]
+                    if r < step:
+                        step = r
+                        block = i
+                        block_pos = -1
+            if block < 0:
+                counts[0] = majors
+                counts[1] = pivots
+                return UNBOUNDED, k
+            if step < 0.0:
+                step = 0.0
+            z[dd] += step
+            for j in range(k):
+                z[idx[j]] += step * u[j]
+            for i in range(n):
+                w[i] += step * dw[i]
+            for j in range(k):
+                w[idx[j]] = 0.0
+            pivots += 1
+            if block == dd:
+                w[dd] = 0.0
+                if not _border_add(Minv, k, M, idx, dd, dz, v):
+                    counts[0] = majors
+                    counts[1] = pivots
+                    return NUMERICAL, k
+                inC[dd] = True
+                k += 1
+                break
+            elif block_pos >= 0:
+                z[block] = 0.0
+                _border_remove(Minv, k, idx, block_pos)
+                inC[block] = False
+                k -= 1
+            else:
+                w[block] = 0.0
+                if not _border_add(Minv, k, M, idx, block, dz, v):
+                    counts[0] = majors
+                    counts[1] = pivots
+                    return NUMERICAL, k
+                inC[block] = True
+                k += 1
+
+
+@jit
+def _chol_append(L, k, G, rows, a, tmp):
+    """Append row a of G to the Cholesky factor L[:k,:k] of G_rows G_rows' (O(k m + k^2)).
+    Returns False if the new row is (numerically) dependent."""
+    m = G.shape[1]
+    for i in range(k):
+        s = 0.0
+        ri = rows[i]
+        for t in range(m):
+            s += G[ri, t] * G[a, t]
+        for j in range(i):
+            s -= L[i, j] * tmp[j]
+        tmp[i] = s / L[i, i]
+    d = 0.0
+    for t in range(m):
+        d += G[a, t] * G[a, t]
+    gg = d
+    for j in range(k):
+        d -= tmp[j] * tmp[j]
+    if not (d > 1e-12 * max(gg, 1e-300)):
+        return False
+    for j in range(k):
+        L[k, j] = tmp[j]
+        L[j, k] = 0.0
+    L[k, k] = np.sqrt(d)
+    rows[k] = a
+    return True
+
+
+@jit
+def _chol_delete(L, k, rows, p):
+    """Delete row/column p from the Cholesky factor of size k with Givens rotations (O(k^2))."""
+    for i in range(p, k - 1):
+        for j in range(i + 2):
+            L[i, j] = L[i + 1, j]
+        rows[i] = rows[i + 1]
+    # now rows p..k-2 have one extra entry at column i+1: restore lower-triangularity
+    for i in range(p, k - 1):
+        a = L[i, i]
+        b = L[i, i + 1]
+        r = np.sqrt(a * a + b * b)
+        c = a / r
+        s = b / r
+        for t in range(i, k - 1):
+            x = L[t, i]
+            y = L[t, i + 1]
+            L[t, i] = c * x + s * y
+            L[t, i + 1] = -s * x + c * y
+        L[i, i + 1] = 0.0
+    for j in range(k):
+        L[k - 1, j] = 0.0
+        L[j, k - 1] = 0.0
+
+
+@jit
+def _chol_solve(L, k, b, x):
+    for i in range(k):
+        s = b[i]
+        for j in range(i):
+            s -= L[i, j] * x[j]
+        x[i] = s / L[i, i]
+    for i in range(k - 1, -1, -1):
+        s = x[i]
+        for j in range(i + 1, k):
+            s -= L[j, i] * x[j]
+        x[i] = s / L[i, i]
+
+
+@jit
+def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, u, counts):
+    """Drumwright's modified PPM I (Alg. 1) on Q = G G' with G = N L_M^-T (n x m), q = N f*.
+
+    Only the |B-bar| x |B-bar| factor of Q restricted to the non-basic set is kept (|B-bar| <= m
+    by Lemma 1); w = q + G (G_B' z_B) is formed from the m-vector u. On return rows[:k] are the
+    indices with z > 0, zb[:k] their values and wt = w. counts = [iterations, pivots].
+    """
+    n = G.shape[0]
+    m = G.shape[1]
+    k = 0
+    it = 0
+    piv = 0
+    i0 = 0
+    for i in range(n):
+        if q[i] < q[i0]:
+            i0 = i
+    if q[i0] >= 0.0:
+        for i in range(n):
+            wt[i] = q[i]
+        counts[0] = 0
+        counts[1] = 0
+        return SOLVED, 0
+    _chol_append(L, 0, G, rows, i0, tmp)
+    k = 1
+    piv = 1
+    while True:
+        if it >= max_iter:
+            counts[0] = it
+            counts[1] = piv
+            return MAX_PIVOTS, k
+        it += 1
+        # z_B = -A^-1 q_B (Alg. 1 lines 10-12)
+        for i in range(k):
+            tmp[i] = -q[rows[i]]
+        _chol_solve(L, k, tmp, zb)
+        # w = q + G (G_B' z_B)  (lines 13-14)
+        for t in range(m):
+            s = 0.0
+            for i in range(k):
+                s += G[rows[i], t] * zb[i]
+            u[t] = s
+        imin = -1
+        wmin = 0.0
+        for i in range(n):
+            s = q[i]
+            for t in range(m):
+                s += G[i, t] * u[t]
+            wt[i] = s
+        for i in range(k):
+            wt[rows[i]] = 0.0
+        scale = 1.0
+        for i in range(n):
+            if abs(q[i]) > scale:
+                scale = abs(q[i])
+        for i in range(n):
+            if wt[i] < wmin - 1e-12 * scale:
+                wmin = wt[i]
+                imin = i
+        jmin = -1
+        zmin = 0.0
+        for i in range(k):
+            if zb[i] < zmin:
+                zmin = zb[i]
+                jmin = i
+        if imin < 0:
+            if jmin < 0:
+                counts[0] = it
+                counts[1] = piv
+                return SOLVED, k
+            _chol_delete(L, k, rows, jmin)
+            k -= 1
+            piv += 1
+            continue
+        if k >= m or not _chol_append(L, k, G, rows, imin, tmp):
+            # dependent row with w < 0: impossible in exact arithmetic (Theorem 1)
+            counts[0] = it
+            counts[1] = piv
+            return NUMERICAL, k
+        k += 1
+        piv += 1
+        if jmin >= 0:
+            _chol_delete(L, k, rows, jmin)
+            k -= 1
+            piv += 1

@@ -1,0 +1,156 @@
+"""Principal pivoting: Cottle-Dantzig with warm start (loomis-balkcom Theorem 1) and
+Drumwright's modified PPM I on the factored contact form (drumwright Alg. 1, Theorem 1)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..errors import ParamError
+from ..kernels import pivoting as K
+from ..problems import LCP, FactoredLCP
+from ..problems.residual import lcp_residuals
+from ..problems.validation import to_dense
+from ..solution import Solution, Status
+from .registry import register
+
+_STATUS = {K.SOLVED: Status.SOLVED, K.UNBOUNDED: Status.NO_SOLUTION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
+           K.NUMERICAL: Status.NUMERICAL_FAILURE}
+
+
+@dataclass(frozen=True)
+class DantzigOptions:
+    """max_pivots: default 20 n + 100; refine: re-solve M_CC z_C = -q_C by LU at the end."""
+    max_pivots: int | None = None
+    refine: bool = True
+
+
+def _active_solution(M, q, active):
+    """z with z_C = -M_CC^-1 q_C on ``active`` (LU), zero elsewhere; None if singular."""
+    z = np.zeros(q.size)
+    if active.size:
+        try:
+            z[active] = sla.lu_solve(sla.lu_factor(M[np.ix_(active, active)], check_finite=False),
+                                     -q[active], check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return None
+    return z
+
+
+def _warm_active_set(M, q, warm_start, tol):
+    """The sub-problem solution Theorem 1 starts from: (active indices, z).
+
+    ``warm_start`` is a full-size Solution (or z vector) whose positive entries give the active
+    set, or a pair (indices, z_sub) solving the principal sub-LCP on ``indices``. Entries that turn
+    negative after re-solving on the current M, q are dropped until z_C >= 0 (w_C = 0 by
+    construction), so the start is a complementary solution of a principal sub-problem.
+    """
+    n = q.size
+    if isinstance(warm_start, tuple) and len(warm_start) == 2:
+        idx = np.asarray(warm_start[0], dtype=np.int64).ravel()
+        zs = np.asarray(warm_start[1], dtype=np.float64).ravel()
+        if idx.shape != zs.shape or np.any(idx < 0) or np.any(idx >= n) or np.unique(idx).size != idx.size:
+            raise ParamError(f"warm_start pair needs distinct indices in [0, {n}) and z_sub of the same length")
+        sub = lcp_residuals(zs, M[np.ix_(idx, idx)] @ zs + q[idx])
+        if max(sub.natural, sub.infeasibility) > 1e-6 * max(1.0, np.abs(q[idx]).max(initial=0.0)):
+            raise ParamError("warm_start (indices, z_sub) does not solve the principal sub-problem on those "
+                             f"indices (residual {sub.natural:.2g}); pass that sub-problem's solution")
+        active = idx[zs > tol]
+        k_bound = idx.size
+    else:
+        zfull = getattr(warm_start, "z", warm_start)
+        zfull = np.asarray(zfull, dtype=np.float64).ravel()
+        if zfull.shape != (n,):
+            raise ParamError(f"warm_start must be a Solution or vector of length {n}, or a pair (indices, z_sub)")
+        active = np.flatnonzero(zfull > tol)
+        k_bound = None
+    while True:
+        z = _active_solution(M, q, active)
+        if z is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(n), 0
+        neg = z[active] < 0
+        if not np.any(neg):
+            return active, np.maximum(z, 0.0), (k_bound if k_bound is not None and active.size == np.sum(
+                np.asarray(warm_start[1]) > tol) else active.size)
+        active = active[~neg]
+
+
+@register("dantzig", problems=(LCP,), options=DantzigOptions, warm_start=True,
+          description="Cottle-Dantzig principal pivoting with warm start from a sub-problem (Loomis-Balkcom)",
+          guarantees="P-matrix and PSD LCPs: solution in at most n major cycles (n - k from a k-index "
+                     "sub-problem solution); NO_SOLUTION when PSD and infeasible")
+def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Solution:
+    M = np.ascontiguousarray(problem.dense_M())
+    q = problem.q
+    n = problem.n
+    scale = max(1.0, float(np.max(np.abs(M), initial=0.0)), float(np.max(np.abs(q), initial=0.0)))
+    tol = 1e-12 * scale
+    inC = np.zeros(n, dtype=np.bool_)
+    idx = np.zeros(n, dtype=np.int64)
+    Minv = np.zeros((n, n))
+    info: dict = {}
+    if warm_start is not None:
+        active, z, k_sub = _warm_active_set(M, q, warm_start, tol)
+        k0 = active.size
+        if k0:
+            Minv[:k0, :k0] = np.linalg.inv(M[np.ix_(active, active)])  # principal block only, once
+            idx[:k0] = active
+            inC[active] = True
+        info["warm_start_k"] = int(k_sub)
+        info["major_cycle_bound"] = int(n - k_sub)
+    else:
+        z, k0 = np.zeros(n), 0
+    w = M @ z + q
+    w[inC] = 0.0
+    max_pivots = opts.max_pivots if opts.max_pivots is not None else 20 * n + 100
+    counts = np.zeros(2, dtype=np.int64)
+    work = [np.empty(n) for _ in range(4)]
+    code, k = K.dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, max_pivots, tol, *work, counts)
+    status = _STATUS[code]
+    if status is Status.SOLVED and opts.refine and k:
+        zr = _active_solution(M, q, np.sort(idx[:k]))
+        if zr is not None and np.all(zr >= 0):
+            if lcp_residuals(zr, M @ zr + q).natural <= lcp_residuals(z, M @ z + q).natural:
+                z = zr
+    info["active_set"] = np.sort(idx[:k]).copy()
+    return Solution(z=np.maximum(z, 0.0), w=np.empty(0), status=status, iterations=int(counts[0]),
+                    pivots=int(counts[1]), info=info)
+
+
+@dataclass(frozen=True)
+class PPMOptions:
+    """max_iterations: default 10 n + 100."""
+    max_iterations: int | None = None
+
+
+@register("ppm", problems=(FactoredLCP,), options=PPMOptions, convert=False,
+          description="Drumwright's modified principal pivoting (Alg. 1) on N M^-1 N' kept factored",
+          guarantees="symmetric PSD contact LCPs; O(m^3 + m^2 n); at most rank(N M^-1 N') <= m positive "
+                     "impulses (Lemma 1)")
+def ppm_solve(problem: FactoredLCP, opts: PPMOptions, warm_start=None) -> Solution:
+    n, m = problem.n, problem.m
+    Nd = np.ascontiguousarray(to_dense(problem.N))
+    if hasattr(problem, "_chol"):
+        c, lower = problem._chol
+        Lm = np.tril(c) if lower else np.triu(c).T
+        G = sla.solve_triangular(Lm, Nd.T, lower=True, check_finite=False).T
+    else:  # sparse M: G = N L^-T via a dense Cholesky of M (m is the number of coordinates)
+        Lm = np.linalg.cholesky(to_dense(problem.M))
+        G = sla.solve_triangular(Lm, Nd.T, lower=True, check_finite=False).T
+    G = np.ascontiguousarray(G)
+    q = problem.q
+    L = np.zeros((m + 1, m + 1))
+    rows = np.zeros(m + 1, dtype=np.int64)
+    zb = np.zeros(m + 1)
+    wt = np.zeros(n)
+    tmp = np.zeros(m + 1)
+    u = np.zeros(m)
+    counts = np.zeros(2, dtype=np.int64)
+    max_it = opts.max_iterations if opts.max_iterations is not None else 10 * n + 100
+    code, k = K.ppm_kernel(G, q, max_it, L, rows, zb, wt, tmp, u, counts)
+    z = np.zeros(n)
+    z[rows[:k]] = zb[:k]
+    return Solution(z=np.maximum(z, 0.0), w=np.empty(0), status=_STATUS[code], iterations=int(counts[0]),
+                    pivots=int(counts[1]), info={"positive": int(np.sum(z > 0)), "rank_bound": m,
+                                                 "nonbasic": np.sort(rows[:k]).copy()})
