@@ -1,0 +1,1 @@
+"""Named scenes and data sets."""

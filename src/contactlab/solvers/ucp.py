@@ -1,0 +1,596 @@
+"""Solvers of the uncoupled complementarity problem (Pang, Trinkle & Lo 1994).
+
+* ``bilinear-lp``: the LP-based descent on min x'y of section 4 (Steps 0-3) with the restart
+  variant of section 5; a heuristic: SOLVED or NO_SOLUTION_FOUND (cycling / restart limit).
+* ``mip``: an exact decision the paper lacked: x_i y_i = 0 by binaries, with big-M bounds from LPs
+  on the homogenised, normalised polyhedra (bounded, so big-M <= 1), solved by HiGHS' MIP.
+* ``mode-enumeration``: contact-mode enumeration in the spirit of Trinkle & Zeng (1994): each
+  contact rolls, slides +/- or breaks; a mode is a pair of LP feasibility tests (X and Y separate).
+
+Every LP and the MIP go through HiGHS (highspy). A polyhedron {u >= 0 : A u = a} is first reduced to
+full row rank by an SVD; an inconsistent system proves the polyhedron empty (NO_SOLUTION).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from ..errors import ParamError
+from ..problems.ucp import UCP
+from ..solution import Solution, Status
+from .registry import register
+
+_INF = highspy.kHighsInf
+_OPTIMAL = highspy.HighsModelStatus.kOptimal
+_INFEASIBLE = highspy.HighsModelStatus.kInfeasible
+
+
+def _reduce_rows(A: np.ndarray, a: np.ndarray, rtol: float = 1e-10):
+    """Full-row-rank ``(A_r, a_r)`` with the same solution set, or ``None`` when A u = a is inconsistent."""
+    m = A.shape[1]
+    if A.shape[0] == 0:
+        return np.zeros((0, m)), np.zeros(0)
+    U, S, Vt = np.linalg.svd(A, full_matrices=True)
+    rank = int(np.sum(S > rtol * max(A.shape) * S[0])) if S.size and S[0] > 0 else 0
+    rest = U[:, rank:].T @ a
+    if rest.size and np.max(np.abs(rest)) > 1e-9 * max(1.0, np.max(np.abs(a))):
+        return None
+    Ar = S[:rank, None] * Vt[:rank]
+    ar = U[:, :rank].T @ a
+    return Ar, ar
+
+
+class _LP:
+    """HiGHS model of {u >= 0 : A u = a}; re-solved with new costs/bounds from the last basis (warm)."""
+
+    def __init__(self, A: np.ndarray, a: np.ndarray, counter: dict):
+        self.A, self.a, self.m = A, a, A.shape[1]
+        self.counter = counter
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("solver", "simplex")
+        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+        h.setOptionValue("dual_feasibility_tolerance", 1e-9)
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = self.m, A.shape[0]
+        lp.col_cost_ = np.zeros(self.m)
+        lp.col_lower_ = np.zeros(self.m)
+        lp.col_upper_ = np.full(self.m, _INF)
+        lp.row_lower_ = a.copy()
+        lp.row_upper_ = a.copy()
+        Ac = sp.csc_matrix(A)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = Ac.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = Ac.indices.astype(np.int32)
+        lp.a_matrix_.value_ = Ac.data
+        h.passModel(lp)
+        self.h = h
+        self.idx = np.arange(self.m, dtype=np.int32)
+        self.upper = np.full(self.m, _INF)
+
+    def solve(self, cost=None, zero=None):
+        """Minimise ``cost'u`` (0 when None) with ``u_i = 0`` on the boolean mask ``zero``.
+
+        Returns ``(u, basic)`` (a vertex and its basic columns) or ``(None, None)`` when infeasible.
+        """
+        h = self.h
+        h.changeColsCost(self.m, self.idx, np.zeros(self.m) if cost is None else np.asarray(cost, dtype=float))
+        upper = np.full(self.m, _INF) if zero is None else np.where(zero, 0.0, _INF)
+        if not np.array_equal(upper, self.upper):
+            h.changeColsBounds(self.m, self.idx, np.zeros(self.m), upper)
+            self.upper = upper
+        h.run()
+        self.counter["lps"] += 1
+        st = h.getModelStatus()
+        if st == _INFEASIBLE:
+            return None, None
+        if st != _OPTIMAL:
+            # retry from scratch once (HiGHS occasionally reports unknown after many warm starts)
+            h.clearSolver()
+            h.run()
+            self.counter["lps"] += 1
+            st = h.getModelStatus()
+            if st == _INFEASIBLE:
+                return None, None
+            if st != _OPTIMAL:
+                raise _LPFailure(h.modelStatusToString(st))
+        self.counter["simplex_iterations"] += int(h.getInfo().simplex_iteration_count)
+        u = np.maximum(np.asarray(h.getSolution().col_value, dtype=float), 0.0)
+        basic = np.array([s == highspy.HighsBasisStatus.kBasic for s in h.getBasis().col_status])
+        return u, basic
+
+
+class _LPFailure(RuntimeError):
+    pass
+
+
+def _setup(problem: UCP, counter: dict):
+    """Reduced polyhedra and their LP models, or ``None`` when X or Y is empty (by the equations)."""
+    rx = _reduce_rows(problem.A, problem.a)
+    ry = _reduce_rows(problem.B, problem.b)
+    if rx is None or ry is None:
+        return None
+    return rx, ry, _LP(*rx, counter), _LP(*ry, counter)
+
+
+def _no_solution(problem: UCP, status: Status, **info) -> Solution:
+    return Solution(z=np.full(problem.n, np.nan), w=np.full(problem.n, np.nan), status=status, info=info)
+
+
+# ---------------------------------------------------------------------------------------------------
+# adjacent extreme points (section 4, Step 3; Murty, Linear Programming, section 3.7.1)
+
+def _complete_basis(A: np.ndarray, u: np.ndarray, hint: np.ndarray | None, tol: float) -> np.ndarray:
+    """Indices of ``rank(A)`` independent columns containing the support of the vertex ``u``."""
+    rows, m = A.shape
+    support = np.flatnonzero(u > tol)
+    if rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    if support.size:
+        Q, R, piv = sla.qr(A[:, support], mode="economic", pivoting=True)
+        k = int(np.sum(np.abs(np.diag(R)) > 1e-10 * max(1.0, abs(R[0, 0]))))
+        chosen = list(support[piv[:k]])
+        Q = Q[:, :k]
+    else:
+        chosen, Q = [], np.zeros((rows, 0))
+    if len(chosen) < rows:
+        others = np.setdiff1d(np.arange(m), chosen)
+        if hint is not None:   # prefer the columns the LP reported basic
+            others = np.concatenate([others[hint[others]], others[~hint[others]]])
+        Rm = A[:, others] - Q @ (Q.T @ A[:, others])
+        _, R2, piv2 = sla.qr(Rm, mode="economic", pivoting=True)
+        need = rows - len(chosen)
+        chosen += list(others[piv2[:need]])
+    return np.array(chosen, dtype=np.int64)
+
+
+def _adjacent_vertices(A: np.ndarray, u: np.ndarray, hint, tol: float, max_bases: int = 40) -> list[np.ndarray]:
+    """Extreme points of {u >= 0 : A u = a} adjacent to the vertex ``u``: one simplex pivot along each
+    nonbasic column; at a degenerate vertex, degenerate pivots explore up to ``max_bases`` bases."""
+    rows, m = A.shape
+    if rows == 0:
+        return []
+    start = _complete_basis(A, u, hint, tol)
+    seen_bases = {tuple(sorted(start))}
+    queue = [start]
+    found: dict[bytes, np.ndarray] = {}
+    key0 = np.round(u, 9).tobytes()
+    while queue and len(seen_bases) <= max_bases:
+        basis = queue.pop(0)
+        Bm = A[:, basis]
+        try:
+            lu = sla.lu_factor(Bm)
+        except (ValueError, sla.LinAlgError):
+            continue
+        nonbasic = np.setdiff1d(np.arange(m), basis)
+        D = sla.lu_solve(lu, A[:, nonbasic])
+        if not np.all(np.isfinite(D)):
+            continue
+        uB = u[basis]
+        for k, j in enumerate(nonbasic):
+            d = D[:, k]
+            dec = d > 1e-12
+            if not np.any(dec):
+                continue  # extreme ray, no adjacent vertex along this edge
+            ratios = uB[dec] / d[dec]
+            r = int(np.argmin(ratios))
+            t = float(ratios[r])
+            leave = int(np.flatnonzero(dec)[r])
+            if t > tol:
+                v = u.copy()
+                v[j] = t
+                v[basis] -= t * d
+                v = np.maximum(v, 0.0)
+                v[np.abs(v) < tol] = 0.0
+                key = np.round(v, 9).tobytes()
+                if key != key0:
+                    found.setdefault(key, v)
+            else:
+                nb = basis.copy()
+                nb[leave] = j
+                kb = tuple(sorted(nb))
+                if kb not in seen_bases and len(seen_bases) < max_bases:
+                    seen_bases.add(kb)
+                    queue.append(nb)
+    return list(found.values())
+
+
+# ---------------------------------------------------------------------------------------------------
+# bilinear-lp
+
+@dataclass(frozen=True)
+class BilinearOptions:
+    """tol: stop at x'y <= tol (the paper's 1e-10, relative to max(1, |x| |y|)); variant: 'restart'
+    (section 5: back to Step 1 after a random adjacent pair) or 'original' (section 4: repeat Step 3);
+    max_restarts: random Step-3 moves allowed (the paper stopped after 20); seed: for those moves;
+    max_pairs: a hard cap on (x, y) pairs."""
+
+    tol: float = 1e-10
+    variant: str = "restart"
+    max_restarts: int = 20
+    seed: int = 0
+    max_pairs: int = 2000
+
+    def __post_init__(self):
+        if self.variant not in ("restart", "original"):
+            raise ParamError(f"variant must be 'restart' or 'original', got {self.variant!r}")
+        if self.tol <= 0 or self.max_restarts < 0 or self.max_pairs < 1:
+            raise ParamError("tol must be > 0, max_restarts >= 0 and max_pairs >= 1")
+
+
+@register("bilinear-lp", problems=(UCP,), options=BilinearOptions, convert=False,
+          description="Pang-Trinkle-Lo LP descent on min x'y (Steps 0-3, restart variant)",
+          guarantees="heuristic: a SOLVED answer is certified; NO_SOLUTION only when X or Y is empty; "
+                     "otherwise failure is NO_SOLUTION_FOUND")
+def bilinear_lp(problem: UCP, opts: BilinearOptions, warm_start=None) -> Solution:
+    counter = {"lps": 0, "simplex_iterations": 0}
+    setup = _setup(problem, counter)
+    if setup is None:
+        return _no_solution(problem, Status.NO_SOLUTION, reason="X or Y is empty (inconsistent equations)",
+                            pairs=0, lps=0)
+    (Ax, _), (Ay, _), lpx, lpy = setup
+    rng = np.random.default_rng(opts.seed)
+    info = {"pairs": 0, "lps": 0, "step3": 0, "restarts": 0, "revisits": 0, "variant": opts.variant}
+
+    def finish(status, x, y, reason=""):
+        info["lps"] = counter["lps"]
+        info["xTy"] = float(best[0])
+        if reason:
+            info["reason"] = reason
+        z = UCP.stack(x, y) if x is not None else np.full(problem.n, np.nan)
+        return Solution(z=z, w=np.zeros(0), status=status, iterations=info["pairs"],
+                        pivots=counter["simplex_iterations"], info=info)
+
+    try:
+        # Step 0: two LPs with a zero objective
+        x, bx = lpx.solve()
+        y, by = lpy.solve()
+        if x is None or y is None:
+            info["lps"] = counter["lps"]
+            return _no_solution(problem, Status.NO_SOLUTION, reason=f"{'X' if x is None else 'Y'} is empty (LP)",
+                                **info)
+
+        def small(x, y):
+            return float(x @ y) <= opts.tol * max(1.0, np.abs(x).max(initial=0) * np.abs(y).max(initial=0))
+
+        def key(x, y):
+            return np.round(x, 8).tobytes() + np.round(y, 8).tobytes()
+
+        obj = float(x @ y)
+        best = [obj, x, y]
+        visited = {key(x, y)}
+        while True:
+            if small(x, y):
+                return finish(Status.SOLVED, x, y)
+            if info["pairs"] >= opts.max_pairs:
+                return finish(Status.NO_SOLUTION_FOUND, best[1], best[2], reason="pair limit")
+            # Step 1: alternating LPs (14), (15)
+            x1, bx1 = lpx.solve(cost=y)
+            y1, by1 = lpy.solve(cost=x1)
+            info["pairs"] += 1
+            obj1 = float(x1 @ y1)
+            if obj1 < best[0]:
+                best[:] = [obj1, x1, y1]
+            k1 = key(x1, y1)
+            if k1 in visited:
+                info["revisits"] += 1
+            visited.add(k1)
+            # Step 2
+            if small(x1, y1) or obj1 < obj - 1e-12 * max(1.0, obj):
+                x, y, bx, by, obj = x1, y1, bx1, by1, obj1
+                continue
+            x, y, bx, by, obj = x1, y1, bx1, by1, obj1   # stationary pair (16)
+            # Step 3: adjacent extreme points
+            while True:
+                info["step3"] += 1
+                Ex = [x] + _adjacent_vertices(Ax, x, bx, 1e-10)
+                Ey = [y] + _adjacent_vertices(Ay, y, by, 1e-10)
+                prod = np.array(Ex) @ np.array(Ey).T
+                prod[0, 0] = np.inf
+                i, j = np.unravel_index(int(np.argmin(prod)), prod.shape)
+                if prod[i, j] < obj - 1e-12 * max(1.0, obj):
+                    x, y, bx, by, obj = Ex[i], Ey[j], None, None, float(prod[i, j])
+                    info["pairs"] += 1
+                    if obj < best[0]:
+                        best[:] = [obj, x, y]
+                    break
+                if info["restarts"] >= opts.max_restarts:
+                    reason = "cycling (a pair was revisited)" if info["revisits"] else "restart limit"
+                    return finish(Status.NO_SOLUTION_FOUND, best[1], best[2], reason=reason)
+                info["restarts"] += 1
+                cand = [(a, b) for a in range(len(Ex)) for b in range(len(Ey)) if (a, b) != (0, 0)]
+                if not cand:
+                    return finish(Status.NO_SOLUTION_FOUND, best[1], best[2], reason="no adjacent extreme point")
+                i, j = cand[int(rng.integers(len(cand)))]
+                x, y, bx, by, obj = Ex[i], Ey[j], None, None, float(prod[i, j])
+                info["pairs"] += 1
+                kk = key(x, y)
+                if kk in visited:
+                    info["revisits"] += 1
+                visited.add(kk)
+                if small(x, y):
+                    break
+                if opts.variant == "restart":
+                    break
+    except _LPFailure as exc:
+        info["lps"] = counter["lps"]
+        return _no_solution(problem, Status.NUMERICAL_FAILURE, reason=f"HiGHS: {exc}", **info)
+
+
+# ---------------------------------------------------------------------------------------------------
+# mip
+
+@dataclass(frozen=True)
+class MipOptions:
+    """delta: least weight t of the homogenising coordinate (see :func:`mip`); tighten: compute each
+    big-M by an LP (else 1); time_limit: seconds for HiGHS' branch and bound."""
+
+    delta: float = 1e-6
+    tighten: bool = True
+    time_limit: float = 600.0
+
+    def __post_init__(self):
+        if not 0 < self.delta < 0.5:
+            raise ParamError("delta must lie in (0, 0.5)")
+        if self.time_limit <= 0:
+            raise ParamError("time_limit must be > 0")
+
+
+def _normalised(A, a, sigma):
+    """Equations of {(u, t) >= 0 : A u = a t, e'u / sigma + t = 1} (the homogenised polyhedron cut
+    by a normalising plane: bounded, every coordinate in [0, sigma])."""
+    rows, m = A.shape
+    E = np.vstack([np.hstack([A, -a[:, None]]), np.concatenate([np.full(m, 1.0 / sigma), [1.0]])[None, :]])
+    rhs = np.concatenate([np.zeros(rows), [1.0]])
+    return E, rhs
+
+
+@register("mip", problems=(UCP,), options=MipOptions, convert=False,
+          description="exact decision: x_i y_i = 0 by binaries and LP-derived big-M, HiGHS MIP",
+          guarantees="decides: SOLVED (certified) or NO_SOLUTION (proven, for vertices with "
+                     "||u||_1 < sigma (1/delta - 1)); MAX_ITERATIONS at the time limit")
+def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
+    """Exact decision of the UCP by mixed-integer programming.
+
+    A solution, if any, exists with x and y vertices of X and Y (Pang-Trinkle-Lo, section 4). X is
+    homogenised to {(x, t) >= 0 : A x = a t} and cut by e'x / sigma_x + t = 1, which makes it a
+    polytope with x_i <= Mx_i (Mx_i = max x_i there, one LP each); the same for Y with (y, s). Then
+
+        x_i <= Mx_i z_i,  y_i <= My_i (1 - z_i),  z binary,  t >= delta,  s >= delta
+
+    is feasible iff the UCP has a solution whose vertices satisfy e'x <= sigma_x (1 - delta)/delta
+    (and likewise y); sigma is the 1-norm of a first LP vertex, so delta = 1e-6 admits vertices a
+    million times larger than it. The binary pattern is then polished by two LPs on X and Y.
+    """
+    counter = {"lps": 0, "simplex_iterations": 0}
+    setup = _setup(problem, counter)
+    m = problem.m
+    if setup is None:
+        return _no_solution(problem, Status.NO_SOLUTION, reason="X or Y is empty (inconsistent equations)",
+                            lps=0, nodes=0)
+    (Ax, ax), (Ay, ay), lpx, lpy = setup
+    info: dict = {}
+    try:
+        x0, _ = lpx.solve()
+        y0, _ = lpy.solve()
+        if x0 is None or y0 is None:
+            return _no_solution(problem, Status.NO_SOLUTION, reason=f"{'X' if x0 is None else 'Y'} is empty (LP)",
+                                lps=counter["lps"], nodes=0)
+        if float(x0 @ y0) == 0.0 and np.all(np.minimum(x0, y0) == 0):
+            return Solution(z=UCP.stack(x0, y0), w=np.zeros(0), status=Status.SOLVED,
+                            info={"lps": counter["lps"], "nodes": 0, "pairs": 0, "xTy": 0.0})
+        sx, sy = max(1.0, float(x0.sum())), max(1.0, float(y0.sum()))
+        Ex, ex = _normalised(Ax, ax, sx)
+        Ey, ey = _normalised(Ay, ay, sy)
+        Mx, My = np.full(m, sx), np.full(m, sy)
+        if opts.tighten:
+            for E, e, M in ((Ex, ex, Mx), (Ey, ey, My)):
+                lp = _LP(E, e, counter)
+                for i in range(m):
+                    c = np.zeros(m + 1)
+                    c[i] = -1.0
+                    u, _ = lp.solve(cost=c)
+                    if u is None:   # the normalised set is empty: no point with t > 0
+                        break
+                    M[i] = min(M[i], u[i] * (1 + 1e-7) + 1e-12)
+        info["big_m_max"] = [float(Mx.max(initial=0)), float(My.max(initial=0))]
+        # variables: x (m), t, y (m), s, z (m binary)
+        nx = m + 1
+        ncol = 2 * nx + m
+        rows, lo, hi = [], [], []
+        blk = sp.block_diag([sp.csr_matrix(Ex), sp.csr_matrix(Ey)], format="csr")
+        rows.append(sp.hstack([blk, sp.csr_matrix((blk.shape[0], m))]))
+        lo += list(np.concatenate([ex, ey]))
+        hi += list(np.concatenate([ex, ey]))
+        I = sp.identity(m, format="csr")
+        # x_i - Mx_i z_i <= 0
+        rows.append(sp.hstack([I, sp.csr_matrix((m, 1)), sp.csr_matrix((m, nx)), -sp.diags(Mx)]))
+        lo += [-_INF] * m
+        hi += [0.0] * m
+        # y_i + My_i z_i <= My_i
+        rows.append(sp.hstack([sp.csr_matrix((m, nx)), I, sp.csr_matrix((m, 1)), sp.diags(My)]))
+        lo += [-_INF] * m
+        hi += list(My)
+        Amat = sp.vstack(rows, format="csc")
+        col_lo = np.zeros(ncol)
+        col_lo[m] = opts.delta
+        col_lo[nx + m] = opts.delta
+        col_hi = np.concatenate([np.full(nx, _INF), np.full(nx, _INF), np.ones(m)])
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("time_limit", float(opts.time_limit))
+        h.setOptionValue("mip_feasibility_tolerance", 1e-9)
+        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = ncol, Amat.shape[0]
+        lp.col_cost_ = np.zeros(ncol)
+        lp.col_lower_, lp.col_upper_ = col_lo, col_hi
+        lp.row_lower_, lp.row_upper_ = np.array(lo), np.array(hi)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = Amat.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = Amat.indices.astype(np.int32)
+        lp.a_matrix_.value_ = Amat.data
+        lp.integrality_ = [highspy.HighsVarType.kContinuous] * (2 * nx) + [highspy.HighsVarType.kInteger] * m
+        h.passModel(lp)
+        h.run()
+        st = h.getModelStatus()
+        info.update(lps=counter["lps"], nodes=int(h.getInfo().mip_node_count), pairs=0,
+                    mip_status=h.modelStatusToString(st))
+        if st == _INFEASIBLE:
+            return _no_solution(problem, Status.NO_SOLUTION, reason="MIP infeasible", xTy=float("nan"), **info)
+        if st != _OPTIMAL:
+            return _no_solution(problem, Status.MAX_ITERATIONS if st == highspy.HighsModelStatus.kTimeLimit
+                                else Status.NUMERICAL_FAILURE, reason=f"HiGHS MIP: {info['mip_status']}", **info)
+        sol = np.asarray(h.getSolution().col_value)
+        zbin = sol[2 * nx:] > 0.5
+        # polish: exact vertices with the binary pattern
+        x, _ = lpx.solve(cost=np.ones(m), zero=~zbin)
+        y, _ = lpy.solve(cost=np.ones(m), zero=zbin)
+        info["lps"] = counter["lps"]
+        if x is None or y is None:
+            xh, yh = sol[:m] / sol[m], sol[nx:nx + m] / sol[nx + m]
+            return Solution(z=UCP.stack(xh, yh), w=np.zeros(0), status=Status.SOLVED,
+                            info={**info, "polished": False, "xTy": float(xh @ yh)})
+        return Solution(z=UCP.stack(x, y), w=np.zeros(0), status=Status.SOLVED,
+                        info={**info, "polished": True, "xTy": float(x @ y)})
+    except _LPFailure as exc:
+        return _no_solution(problem, Status.NUMERICAL_FAILURE, reason=f"HiGHS: {exc}", lps=counter["lps"])
+
+
+# ---------------------------------------------------------------------------------------------------
+# contact-mode enumeration
+
+@dataclass(frozen=True)
+class EnumerationOptions:
+    """prune: test partial mode assignments and cut infeasible subtrees (else test every complete
+    assignment, the classical exhaustive scheme); find_all: keep going after the first solution;
+    max_candidates: give up (MAX_ITERATIONS) after this many candidate tests."""
+
+    prune: bool = True
+    find_all: bool = False
+    max_candidates: int = 1_000_000
+
+    def __post_init__(self):
+        if self.max_candidates < 1:
+            raise ParamError("max_candidates must be >= 1")
+
+
+def _mode_masks(problem: UCP):
+    """Per group, the list of (x-zero indices, y-zero indices) of each mode."""
+    if problem.contacts:
+        nc = problem.contacts
+        groups = []
+        for i in range(nc):
+            vn, vp, vm = i, nc + i, 2 * nc + i
+            groups.append([((vn, vp, vm), ()),          # rolling: v = 0
+                           ((vn, vm), (vp,)),           # sliding+: v_n = v- = 0, s+ = 0
+                           ((vn, vp), (vm,)),           # sliding-: v_n = v+ = 0, s- = 0
+                           ((), (vn, vp, vm))])         # breaking: c_n = s+ = s- = 0
+        return groups, ("rolling", "sliding+", "sliding-", "breaking")
+    return [[((i,), ()), ((), (i,))] for i in range(problem.m)], ("x=0", "y=0")
+
+
+@register("mode-enumeration", problems=(UCP,), options=EnumerationOptions, convert=False,
+          description="contact-mode enumeration (Trinkle-Zeng style), 4 modes per contact, LP tests",
+          guarantees="decides by exhaustion (SOLVED or NO_SOLUTION); exponential in the number of contacts; "
+                     "MAX_ITERATIONS past max_candidates")
+def mode_enumeration(problem: UCP, opts: EnumerationOptions, warm_start=None) -> Solution:
+    counter = {"lps": 0, "simplex_iterations": 0}
+    setup = _setup(problem, counter)
+    if setup is None:
+        return _no_solution(problem, Status.NO_SOLUTION, reason="X or Y is empty (inconsistent equations)",
+                            candidates=0, lps=0)
+    _, _, lpx, lpy = setup
+    groups, names = _mode_masks(problem)
+    G, m = len(groups), problem.m
+    info = {"candidates": 0, "complete_candidates_total": float(len(names)) ** G, "solutions": 0,
+            "mode_names": list(names)}
+    zx, zy = np.zeros(m, dtype=bool), np.zeros(m, dtype=bool)
+    first: list = []
+    modes_found: list = []
+
+    def test(check_x: bool, check_y: bool):
+        x = y = None
+        if check_x:
+            x, _ = lpx.solve(zero=zx)
+            if x is None:
+                return None, None
+        if check_y:
+            y, _ = lpy.solve(zero=zy)
+            if y is None:
+                return None, None
+        return x, y
+
+    def leaf() -> bool:
+        """A complete mode assignment: with pruning both tests already passed on the way down."""
+        if opts.prune:
+            x, _ = lpx.solve(zero=zx)
+            y, _ = lpy.solve(zero=zy)
+        else:
+            info["candidates"] += 1
+            x, y = test(True, True)
+        if x is None or y is None:
+            return False
+        info["solutions"] += 1
+        if not first:
+            first.append((x, y))
+        modes_found.append([names[k] for k in assignment])
+        return True
+
+    assignment = [0] * G
+    try:
+        x_ok, y_ok = test(True, True)
+        if x_ok is None or y_ok is None:
+            return _no_solution(problem, Status.NO_SOLUTION, reason="X or Y is empty (LP)", lps=counter["lps"], **info)
+
+        def dfs(g: int) -> bool:
+            if info["candidates"] >= opts.max_candidates:
+                raise _Budget
+            if g == G:
+                return leaf() and not opts.find_all
+            for k, (xz, yz) in enumerate(groups[g]):
+                xz, yz = list(xz), list(yz)
+                oldx, oldy = zx[xz].copy(), zy[yz].copy()
+                zx[xz] = True
+                zy[yz] = True
+                assignment[g] = k
+                ok = True
+                if opts.prune:
+                    info["candidates"] += 1
+                    x, y = test(True, False) if xz else (0, 0)
+                    ok = x is not None
+                    if ok and yz:
+                        x, y = test(False, True)
+                        ok = y is not None
+                if ok and dfs(g + 1):
+                    return True
+                zx[xz] = oldx
+                zy[yz] = oldy
+            return False
+
+        dfs(0)
+    except _Budget:
+        info["lps"] = counter["lps"]
+        if first:
+            x, y = first[0]
+            return Solution(z=UCP.stack(x, y), w=np.zeros(0), status=Status.SOLVED, iterations=info["candidates"],
+                            info={**info, "modes": modes_found[:100], "complete": False})
+        return _no_solution(problem, Status.MAX_ITERATIONS, reason="max_candidates reached", **info)
+    except _LPFailure as exc:
+        return _no_solution(problem, Status.NUMERICAL_FAILURE, reason=f"HiGHS: {exc}", lps=counter["lps"], **info)
+    info["lps"] = counter["lps"]
+    info["modes"] = modes_found[:100]
+    if not first:
+        return _no_solution(problem, Status.NO_SOLUTION, reason="every contact mode is infeasible", **info)
+    x, y = first[0]
+    return Solution(z=UCP.stack(x, y), w=np.zeros(0), status=Status.SOLVED, iterations=info["candidates"],
+                    pivots=counter["simplex_iterations"], info={**info, "xTy": float(x @ y)})
+
+
+class _Budget(Exception):
+    pass
