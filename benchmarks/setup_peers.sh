@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the peer libraries the benchmarks compare against. For comparison only: tests never need them.
+# Idempotent: run it again at any time. Usage: bash benchmarks/setup_peers.sh [path/to/venv]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${1:-.venv}"
+PIP="$VENV/bin/pip"
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+
+# --- pivoting (issue 2) -----------------------------------------------------------------------
+# Siconos numerics (Debian package; runs under the system /usr/bin/python3, not the venv).
+if ! /usr/bin/python3 -c "import siconos.numerics" 2>/dev/null; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-siconos
+fi
+# Drake (MobyLcpSolver, through MathematicalProgram) and QuantEcon (numba lcp_lemke), into the venv.
+"$PIP" install -q drake quantecon
