@@ -109,6 +109,15 @@ def _project(S, z, free, side_hi) -> bool:
     return inside
 
 
+def _first_breakpoint(zF, dz, loF, hiF) -> float:
+    """Largest alpha in (0, 1] with lo <= zF + alpha dz <= hi (current bounds)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        up = np.where(dz > 0, (hiF - zF) / dz, np.inf)
+        down = np.where(dz < 0, (loF - zF) / dz, np.inf)
+    a = float(min(np.min(up, initial=np.inf), np.min(down, initial=np.inf), 1.0))
+    return max(a, 0.0)
+
+
 def _subspace_step(S: BoxSweeper, z, w, opts) -> tuple[int, bool, str]:
     """Up to k_sm reduced solves from z (in place). Returns (steps taken, stopped inside bounds, solver used)."""
     coupled = S.findex >= 0
@@ -129,17 +138,25 @@ def _subspace_step(S: BoxSweeper, z, w, opts) -> tuple[int, bool, str]:
         if dz is None:
             return k, False, used
         z_old = z.copy()
-        alpha, phi0 = 1.0, _phi(S, z, w) if S.symmetric else 0.0
-        for _ in range(opts.max_halvings + 1):
-            z[F] = z_old[F] + alpha * dz
-            inside = _project(S, z, free, side_hi)
-            if not S.symmetric or inside or _phi(S, z) <= phi0:
-                break
-            alpha *= 0.5
-        else:
-            z[:] = z_old  # no decrease along the projected path: keep z, let PGS continue
-            w[:] = S.w(z)
-            return k, False, used
+        z[F] += dz
+        inside = _project(S, z, free, side_hi)
+        if not inside and S.symmetric:
+            phi0 = _phi(S, z_old, w)
+            if _phi(S, z) > phi0:
+                # projected Newton step rose: step to the first bound along dz instead (an active-set
+                # step, which decreases phi since dz points at the minimiser on the face)
+                z[:] = z_old
+                alpha = _first_breakpoint(z_old[F], dz, lo[F], hi[F])
+                for _ in range(opts.max_halvings + 1):
+                    z[F] = z_old[F] + alpha * dz
+                    _project(S, z, free, side_hi)
+                    if _phi(S, z) <= phi0:
+                        break
+                    alpha *= 0.5
+                else:
+                    z[:] = z_old  # no decrease: keep z, let PGS continue
+                    w[:] = S.w(z)
+                    return k, False, used
         w[:] = S.w(z)
         if inside:
             return k + 1, True, used
