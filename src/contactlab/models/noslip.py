@@ -18,7 +18,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import ModelError
-from ..problems import LCP, FactoredLCP
+from ..problems import FactoredLCP
 from .find_indices import IndexSets, constraint_impulses, find_indices, nullspace_basis, split_impulses
 
 SEPARATING, STICKING, SLIDING = 0, 1, 2
@@ -71,7 +71,7 @@ class NoSlipProblem:
     """The built step: ``problem`` (a FactoredLCP in reduced coordinates u, v+ = Z u), and what
     :func:`recover_noslip` needs. ``lcp_variables`` = number of contacts."""
 
-    problem: FactoredLCP | LCP
+    problem: FactoredLCP
     Z: np.ndarray
     index_sets: IndexSets
     M: np.ndarray
@@ -125,8 +125,9 @@ def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, tol: float = 1e-9) -> N
     sets = find_indices(M, J if J.shape[0] else None, S, T, tol=tol, M_solve=solve)
     Z = nullspace_basis(sets.G, m)
     momentum = M @ v + dt * f
-    if Z.shape[1] == 0:  # every degree of freedom is locked: v+ = 0, no impulse needed
-        problem = LCP(np.zeros((N.shape[0], N.shape[0])), np.zeros(N.shape[0]))
+    if Z.shape[1] == 0:  # every degree of freedom is locked: v+ = 0; one inert coordinate keeps the form
+        problem = FactoredLCP(np.zeros((N.shape[0], 1)), np.eye(1), f=np.zeros(1))
+        Z = np.zeros((m, 1))
     else:
         Mr = Z.T @ M @ Z
         problem = FactoredLCP(N @ Z, 0.5 * (Mr + Mr.T), f=Z.T @ momentum)
@@ -139,10 +140,7 @@ def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> 
     n = built.N.shape[0]
     if z.shape != (n,):
         raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal impulse per contact)")
-    if built.Z.shape[1] == 0:
-        v_next = np.zeros(built.M.shape[0])
-    else:
-        v_next = built.Z @ built.problem.accel(z)
+    v_next = built.Z @ built.problem.accel(z)
     momentum = built.M @ built.v + built.dt * built.f
     r = built.M @ v_next - momentum - built.N.T @ z
     solve = lambda b: sla.cho_solve(built.M_factor, b, check_finite=False)

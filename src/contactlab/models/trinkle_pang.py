@@ -16,8 +16,9 @@ reported (RAY_TERMINATION from Lemke) and, on small problems with ``prove=True``
 enumeration certifies NO_SOLUTION. Never a wrong answer.
 
 ``solve_trinkle_pang_cone`` treats the quadratic cone (TPSL's cone model, drumwright eq. 20-22) by
-successive pyramid refinement: after each solve, the vertex exactly opposing each rolling
-contact's tangential acceleration is added, until the cone conditions hold within ``tol``.
+successive pyramid refinement: after each solve a vertex is added at each rolling contact whose
+tangential acceleration is nonzero (opposing it, then secant steps on the angle residual), until
+the cone conditions hold within ``tol`` (SOLVED) or the refinement budget ends (MAX_ITERATIONS).
 
 ``build_stewart_trinkle`` is the velocity-level (impulse) version of the same pyramid LCP
 (Stewart-Trinkle / Anitescu-Potra; 2 + d variables per contact), used for inelastic impacts of
@@ -250,6 +251,10 @@ def solve_trinkle_pang(M, v, f, N, S, T, mu, J=None, *, method: str = "lemke", d
     return TrinklePangResult(sol.status, ok, res, sol, built, lcp_variables=built.problem.n)
 
 
+def _wrap(x):
+    return (np.asarray(x) + np.pi) % (2 * np.pi) - np.pi
+
+
 def cone_residual(built: PyramidProblem, res: ContactResult, tol: float = 1e-9) -> float:
     """Largest violation of the cone law (drumwright eq. 20-22) over rolling contacts, relative to
     max(1, mu c_n): |f_t| <= mu c_n, and f_t = -mu c_n a_t / |a_t| whenever a_t != 0."""
@@ -273,7 +278,8 @@ def solve_trinkle_pang_cone(M, v, f, N, S, T, mu, J=None, *, method: str = "lemk
     """Quadratic-cone model by successive pyramid refinement.
 
     Start from a d-sided pyramid; after each solve add, at each rolling contact whose tangential
-    acceleration a_t is nonzero, the direction -a_t/|a_t|; stop when :func:`cone_residual` <= tol
+    acceleration a_t is nonzero, a new pyramid vertex: the direction -a_t/|a_t|, or a secant step on
+    the fixed-point residual angle(-a_t) - angle(f_t) once two iterates exist; stop when :func:`cone_residual` <= tol
     (status SOLVED: an exact cone solution up to tol) or after ``max_refinements`` (MAX_ITERATIONS).
     Sliding contacts use the exact cone law (force along -v_t). A failed pyramid solve ends the
     loop with that solve's status.
@@ -281,6 +287,7 @@ def solve_trinkle_pang_cone(M, v, f, N, S, T, mu, J=None, *, method: str = "lemk
     n = np.shape(N)[0]
     angles = [uniform_angles(d) for _ in range(n)]
     built = None
+    history: dict = {}
     for it in range(max_refinements + 1):
         built = build_trinkle_pang(M, v, f, N, S, T, mu, J, angles=angles, normal_bias=normal_bias,
                                    slip_tol=slip_tol, sliding_law="cone")
@@ -295,12 +302,21 @@ def solve_trinkle_pang_cone(M, v, f, N, S, T, mu, J=None, *, method: str = "lemk
         changed = False
         for i in built.rolling:
             at = np.array([built.S[i] @ a, built.T[i] @ a])
-            if np.linalg.norm(at) > 0:
-                th = np.arctan2(-at[1], -at[0]) % (2 * np.pi)
-                gap = np.abs((angles[i] - th + np.pi) % (2 * np.pi) - np.pi)
-                if gap.min() > 1e-12:
-                    angles[i] = np.append(angles[i], th)
-                    changed = True
+            if np.linalg.norm(at) == 0 or res.normal[i] <= 0:
+                continue
+            psi = np.arctan2(res.tangent_t[i], res.tangent_s[i])       # direction of the current force
+            r_i = _wrap(np.arctan2(-at[1], -at[0]) - psi)               # cone law wants r_i = 0
+            th = psi + r_i
+            prev = history.get(i)
+            if prev is not None and abs(r_i - prev[1]) > 1e-15:        # secant step on psi -> r(psi)
+                step = -r_i * _wrap(psi - prev[0]) / (r_i - prev[1])
+                if abs(step) <= 4 * abs(r_i) + 1e-15:
+                    th = psi + step
+            history[i] = (psi, r_i)
+            th %= 2 * np.pi
+            if np.abs(_wrap(angles[i] - th)).min() > 1e-14:
+                angles[i] = np.append(angles[i], th)
+                changed = True
         if not changed:
             break
     return TrinklePangResult(Status.MAX_ITERATIONS, None, res, sol, built, it, r, built.problem.n)

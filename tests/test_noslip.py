@@ -1,0 +1,127 @@
+"""No-slip model (drumwright Sec. VI): zero tangential velocity, Lemma 1, F PSD, eq. 56-57."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import contactlab as cl
+from contactlab.errors import ModelError
+from contactlab.models.noslip import STICKING, build_noslip, recover_noslip
+from contactlab.models.trinkle_pang import build_stewart_trinkle, painleve_rod, recover_pyramid
+
+
+def _scene(seed, m, n, j):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(m, m))
+    M = A @ A.T + m * np.eye(m)
+    N, S, T = rng.normal(size=(n, m)), rng.normal(size=(n, m)), rng.normal(size=(n, m))
+    J = rng.normal(size=(j, m)) if j else None
+    if j >= 2:
+        J = np.vstack([J, J[0] - J[1]])  # a redundant joint row
+    v, f = rng.normal(size=m), rng.normal(size=m) * 10
+    return M, v, f, N, S, T, J
+
+
+def _check_step(M, v, f, N, S, T, J, dt, method):
+    built = build_noslip(M, v, f, dt, N, S, T, J)
+    assert built.lcp_variables == N.shape[0]  # one LCP variable per contact
+    sol = cl.solve(built.problem, method=method)
+    assert sol.success, sol
+    res = recover_noslip(built, sol.z)
+    vp = res.v_next
+    scale = max(1.0, np.abs(vp).max())
+    assert np.abs(S @ vp).max() < 1e-9 * scale and np.abs(T @ vp).max() < 1e-9 * scale
+    if J is not None:
+        assert np.abs(J @ vp).max() < 1e-9 * scale
+    vn = N @ vp
+    assert vn.min() > -1e-9 * scale and np.all(res.normal >= 0)
+    assert np.abs(res.normal * vn).max() < 1e-7 * scale * max(1.0, res.normal.max())
+    # momentum balance (eq. 23) with the recovered joint and tangential impulses
+    Jt = 0 if J is None else J.T @ res.joint
+    r = M @ (vp - v) - dt * f - Jt - N.T @ res.normal - S.T @ res.tangent_s - T.T @ res.tangent_t
+    assert np.abs(r).max() < 1e-8 * max(1.0, np.abs(M @ v).max(), res.normal.max())
+    assert np.all(res.modes[res.normal > 0] == STICKING)
+    return built, sol, res
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(3, 12), n=st.integers(1, 10), j=st.integers(0, 3))
+def test_tangential_velocity_vanishes_and_lemma_1(seed, m, n, j):
+    M, v, f, N, S, T, J = _scene(seed, m, n, j)
+    built, sol, res = _check_step(M, v, f, N, S, T, J, 0.01, "ppm")
+    F = built.problem.to_lcp().M if hasattr(built.problem, "to_lcp") else built.problem.M
+    rank = np.linalg.matrix_rank(F, tol=1e-9 * max(1.0, np.abs(F).max())) if F.size else 0
+    assert int(np.sum(sol.z > 1e-12)) <= max(rank, 0)           # Lemma 1 / Theorem 1
+    assert int(np.sum(sol.z > 1e-12)) <= M.shape[0] - built.index_sets.rank
+    # the same step by Lemke agrees on the velocity (unique: F PSD, v+ unique as an M-projection)
+    _, _, res2 = _check_step(M, v, f, N, S, T, J, 0.01, "lemke")
+    np.testing.assert_allclose(res2.v_next, res.v_next, atol=1e-7 * max(1.0, np.abs(res.v_next).max()))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(3, 10), n=st.integers(1, 8), j=st.integers(0, 3))
+def test_F_is_psd_and_equals_eq_56_57(seed, m, n, j):
+    """F = N X^-1 N' and e = N X^-1 (M v + dt f) from the KKT matrix A of eq. 47 on the kept rows."""
+    M, v, f, N, S, T, J = _scene(seed, m, n, j)
+    dt = 0.02
+    built = build_noslip(M, v, f, dt, N, S, T, J)
+    lcp = built.problem.to_lcp()
+    F, e = lcp.M, lcp.q
+    assert np.linalg.eigvalsh(F).min() > -1e-9 * max(1.0, np.abs(F).max())
+    G = built.index_sets.G
+    k = G.shape[0]
+    A = np.block([[M, -G.T], [G, np.zeros((k, k))]])
+    C = np.vstack([-N.T, np.zeros((k, N.shape[0]))])
+    g = np.concatenate([-(M @ v + dt * f), np.zeros(k)])
+    D = -C.T
+    Ainv = np.linalg.inv(A)
+    np.testing.assert_allclose(F, -D @ Ainv @ C, atol=1e-8 * max(1.0, np.abs(F).max()))   # eq. 9
+    np.testing.assert_allclose(e, -D @ Ainv @ g, atol=1e-8 * max(1.0, np.abs(e).max()))   # eq. 10
+
+
+def test_box_on_ground_does_not_slide_under_push():
+    """A unit point mass pushed sideways on the ground keeps zero tangential velocity (no slip)."""
+    M = np.eye(3)
+    v = np.array([0.3, -0.2, 0.0])
+    f = np.array([50.0, 0.0, -9.81])
+    N, S, T = np.array([[0, 0, 1.0]]), np.array([[1.0, 0, 0]]), np.array([[0, 1.0, 0]])
+    built = build_noslip(M, v, f, 0.01, N, S, T)
+    sol = cl.solve(built.problem, method="ppm")
+    res = recover_noslip(built, sol.z)
+    np.testing.assert_allclose(res.v_next, 0, atol=1e-12)
+    np.testing.assert_allclose(res.normal, [0.0981], rtol=1e-12)            # cancels gravity's impulse
+    np.testing.assert_allclose([res.tangent_s[0], res.tangent_t[0]], [-0.8, 0.2], rtol=1e-12)
+
+
+def test_fully_locked_system_and_no_contacts():
+    M = np.eye(2)
+    S, T = np.array([[1.0, 0]]), np.array([[0, 1.0]])
+    built = build_noslip(M, [1.0, 1.0], [0.0, -1.0], 0.1, [[0, 1.0]], S, T)
+    res = recover_noslip(built, cl.solve(built.problem).z)
+    np.testing.assert_allclose(res.v_next, 0)
+    built = build_noslip(M, [1.0, 2.0], [0.0, -1.0], 0.1, np.zeros((0, 2)), np.zeros((0, 2)), np.zeros((0, 2)))
+    res = recover_noslip(built, cl.solve(built.problem).z)
+    np.testing.assert_allclose(res.v_next, [1.0, 1.9])
+
+
+@pytest.mark.parametrize("mu", [2.0, 3.0])
+def test_velocity_level_models_step_through_painleve(mu):
+    """The sliding rod that the acceleration model cannot solve is one ordinary step here."""
+    M, v, f, N, S, T, mu = painleve_rod(mu=mu)
+    built = build_noslip(M, v, f, 0.01, N, S, T)
+    res = recover_noslip(built, cl.solve(built.problem, method="ppm").z)
+    assert abs(S[0] @ res.v_next) < 1e-12 and N[0] @ res.v_next > -1e-12 and res.normal[0] > 0
+    st_ = build_stewart_trinkle(M, v, f, 0.01, N, S, T, mu)
+    sol = cl.solve(st_.problem, method="lemke")
+    assert sol.success
+    r = recover_pyramid(st_, sol)
+    assert N[0] @ r.v_next > -1e-9 and r.normal[0] > 0
+    assert np.hypot(r.tangent_s[0], r.tangent_t[0]) <= mu * r.normal[0] * (1 + 1e-9)
+
+
+def test_bad_input():
+    with pytest.raises(ModelError, match="S has shape"):
+        build_noslip(np.eye(2), [0, 0], [0, 0], 0.1, [[1.0, 0]], np.zeros((2, 2)), np.zeros((1, 2)))
+    with pytest.raises(ModelError, match="dt"):
+        build_noslip(np.eye(2), [0, 0], [0, 0], 0.0, [[1.0, 0]], [[0, 1.0]], [[0, 1.0]])
+    with pytest.raises(ModelError, match="v has length"):
+        build_noslip(np.eye(2), [0, 0, 0], [0, 0], 0.1, [[1.0, 0]], [[0, 1.0]], [[0, 1.0]])

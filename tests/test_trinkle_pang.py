@@ -1,0 +1,158 @@
+"""Acceleration-level pyramid and cone models (Trinkle, Pang, Sudarsky, Lo 1997)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import contactlab as cl
+from contactlab.models.noslip import SLIDING, STICKING
+from contactlab.models.trinkle_pang import (build_stewart_trinkle, build_trinkle_pang, cone_residual,
+                                            painleve_rod, recover_pyramid, solve_trinkle_pang,
+                                            solve_trinkle_pang_cone)
+from contactlab.solution import Status
+
+G = 9.81
+
+
+def _tilted_point(theta, phi=0.0, v=None, mass=2.0):
+    """Point mass on the plane z = 0 with gravity tilted by theta (downslope = +x); tangents rotated by phi."""
+    M = mass * np.eye(3)
+    f = mass * G * np.array([np.sin(theta), 0.0, -np.cos(theta)])
+    N = np.array([[0, 0, 1.0]])
+    S = np.array([[np.cos(phi), np.sin(phi), 0.0]])
+    T = np.array([[-np.sin(phi), np.cos(phi), 0.0]])
+    return M, np.zeros(3) if v is None else np.asarray(v, float), f, N, S, T
+
+
+def test_incline_sticks_below_and_slides_above_friction_angle():
+    method = "lemke"
+    mu = 0.5
+    M, v, f, N, S, T = _tilted_point(np.arctan(0.4))           # tan < mu: sticks
+    r = solve_trinkle_pang(M, v, f, N, S, T, mu, method=method)
+    assert r.status in (Status.SOLVED, Status.TRIVIAL) and r.consistent
+    np.testing.assert_allclose(r.result.accel, 0, atol=1e-10)
+    np.testing.assert_allclose(r.result.tangent_s, [-2.0 * G * np.sin(np.arctan(0.4))], rtol=1e-10)
+    assert r.result.modes[0] == STICKING
+    th = np.arctan(0.8)                                         # tan > mu: starts sliding
+    M, v, f, N, S, T = _tilted_point(th)
+    r = solve_trinkle_pang(M, v, f, N, S, T, mu, method=method)
+    np.testing.assert_allclose(r.result.accel, [G * (np.sin(th) - mu * np.cos(th)), 0, 0], atol=1e-10)
+    assert r.result.modes[0] == SLIDING
+
+
+def test_sliding_contact_decelerates_along_pyramid_vertex():
+    M, v, f, N, S, T = _tilted_point(0.0, v=[1.0, 0, 0])
+    r = solve_trinkle_pang(M, v, f, N, S, T, 0.3)
+    assert r.built.sliding.tolist() == [0] and r.built.lcp_variables == 1   # only c_n at a sliding contact
+    np.testing.assert_allclose(r.result.accel, [-0.3 * G, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(r.result.normal, [2.0 * G])
+
+
+def test_cone_variant_is_exact_where_the_pyramid_is_not():
+    """Slope direction between two pyramid edges (phi = 30 deg): the 4-sided pyramid's force is off
+    the slope line; successive refinement reaches the cone law a = g (sin - mu cos) downslope."""
+    mu, th = 0.5, np.arctan(0.8)
+    M, v, f, N, S, T = _tilted_point(th, phi=np.pi / 6)
+    pyr = solve_trinkle_pang(M, v, f, N, S, T, mu)
+    exact = np.array([G * (np.sin(th) - mu * np.cos(th)), 0, 0])
+    assert np.abs(pyr.result.accel - exact).max() > 1e-2
+    cone = solve_trinkle_pang_cone(M, v, f, N, S, T, mu, tol=1e-10)
+    assert cone.status == Status.SOLVED and cone.refinements >= 1
+    np.testing.assert_allclose(cone.result.accel, exact, atol=1e-9)
+    assert cone_residual(cone.built, cone.result) <= 1e-10
+    assert cone_residual(pyr.built, pyr.result) > 1e-3
+
+
+def test_cone_variant_sliding_uses_exact_opposite_direction():
+    vel = np.array([np.cos(0.3), np.sin(0.3), 0.0])
+    M, v, f, N, S, T = _tilted_point(0.0, v=vel)
+    r = solve_trinkle_pang_cone(M, v, f, N, S, T, 0.4)
+    np.testing.assert_allclose(r.result.accel, -0.4 * G * vel, atol=1e-12)
+
+
+@pytest.mark.parametrize("mu", [2.0, 5.0])
+def test_painleve_sliding_rod_is_reported_inconsistent(mu):
+    M, v, f, N, S, T, mu = painleve_rod(theta=np.pi / 4, mu=mu)
+    built = build_trinkle_pang(M, v, f, N, S, T, mu)
+    lcp = built.problem.to_lcp()
+    # the mathematics: a 1x1 LCP w = F c + q with F < 0 and q < 0 has no solution
+    np.testing.assert_allclose(lcp.M, [[1 + 1.5 - 1.5 * mu]])
+    assert lcp.q[0] < 0
+    r = solve_trinkle_pang(M, v, f, N, S, T, mu)
+    assert r.status in (Status.NO_SOLUTION, Status.RAY_TERMINATION)
+    assert r.consistent is not True and r.result is None
+    if "enumerate" in cl.available_solvers():
+        assert r.status == Status.NO_SOLUTION and r.consistent is False
+    cone = solve_trinkle_pang_cone(M, v, f, N, S, T, mu)
+    assert cone.status == r.status and cone.result is None
+
+
+def test_painleve_below_threshold_is_solved():
+    M, v, f, N, S, T, mu = painleve_rod(theta=np.pi / 4, mu=1.0)
+    r = solve_trinkle_pang(M, v, f, N, S, T, mu)
+    assert r.consistent and r.status == Status.SOLVED
+    # F = 1 (per unit mass), q = -g: c_n = g; the contact point keeps zero normal acceleration
+    np.testing.assert_allclose(r.result.normal, [G])
+    assert abs(N[0] @ r.result.accel) < 1e-10
+
+
+def _random_contacts(seed, m, n, j):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(m, m))
+    M = A @ A.T + m * np.eye(m)
+    N, S, T = rng.normal(size=(n, m)), rng.normal(size=(n, m)), rng.normal(size=(n, m))
+    J = rng.normal(size=(j, m)) if j else None
+    v = rng.normal(size=m)
+    if n > 1:  # make some contacts rolling: tangential velocity zero is a codimension-2 condition
+        Zs = np.linalg.svd(np.vstack([S[:1], T[:1]] + ([J] if j else [])))[2][2 + j:]
+        v = Zs.T @ rng.normal(size=Zs.shape[0])
+    return M, v, rng.normal(size=m) * 5, N, S, T, J
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(4, 9), n=st.integers(1, 4), j=st.integers(0, 2),
+       mu=st.floats(0.0, 0.3))
+def test_small_friction_solutions_satisfy_the_model(seed, m, n, j, mu):
+    """TPSL Thm. 1 (small mu): Lemke finds a solution; it satisfies dynamics, unilateral and pyramid laws."""
+    M, v, f, N, S, T, J = _random_contacts(seed, m, n, j)
+    r = solve_trinkle_pang(M, v, f, N, S, T, mu, J, prove=False)
+    if not r.consistent:
+        pytest.skip(f"no solution found ({r.status.name}); TPSL guarantee needs mu small enough")
+    res = r.result
+    a = res.accel
+    sc = max(1.0, np.abs(a).max(), np.abs(res.normal).max())
+    rhs = f + N.T @ res.normal + S.T @ res.tangent_s + T.T @ res.tangent_t
+    if J is not None:
+        rhs = rhs + J.T @ res.joint
+        assert np.abs(J @ a).max() < 1e-8 * sc
+    assert np.abs(M @ a - rhs).max() < 1e-7 * sc
+    an = N @ a
+    assert an.min() > -1e-8 * sc and np.abs(an * res.normal).max() < 1e-6 * sc * sc
+    ft = np.hypot(res.tangent_s, res.tangent_t)
+    assert np.all(ft <= mu * res.normal * (1 + 1e-9) + 1e-9 * sc)
+    for i in r.built.sliding:   # sliding friction is on the pyramid edge and dissipates
+        assert abs(ft[i] - mu * res.normal[i]) <= 1e-9 * sc
+        assert res.tangent_s[i] * (S[i] @ v) + res.tangent_t[i] * (T[i] @ v) <= 1e-12
+
+
+def test_stewart_trinkle_has_2_plus_d_variables_per_contact():
+    rng = np.random.default_rng(1)
+    m, n = 6, 5
+    M = np.eye(m)
+    N, S, T = rng.normal(size=(n, m)), rng.normal(size=(n, m)), rng.normal(size=(n, m))
+    for d in (4, 8):
+        built = build_stewart_trinkle(M, np.zeros(m), np.zeros(m), 0.01, N, S, T, 0.5, d=d)
+        assert built.lcp_variables == n * (2 + d)
+
+
+def test_impact_with_pyramid_friction_stops_a_sliding_point():
+    """Inelastic impact (dt = 0) of a point hitting the ground at 45 deg with mu = 1: it stops."""
+    M = np.eye(3)
+    v = np.array([1.0, 0.0, -1.0])
+    N, S, T = np.array([[0, 0, 1.0]]), np.array([[1.0, 0, 0]]), np.array([[0, 1.0, 0]])
+    built = build_stewart_trinkle(M, v, np.zeros(3), 0.0, N, S, T, 1.0)
+    sol = cl.solve(built.problem, method="lemke")
+    res = recover_pyramid(built, sol)
+    np.testing.assert_allclose(res.v_next, 0, atol=1e-12)
+    built = build_stewart_trinkle(M, v, np.zeros(3), 0.0, N, S, T, 0.5)
+    res = recover_pyramid(built, cl.solve(built.problem, method="lemke"))
+    np.testing.assert_allclose(res.v_next, [0.5, 0, 0], atol=1e-12)

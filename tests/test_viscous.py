@@ -1,0 +1,114 @@
+"""Viscous friction model (drumwright Sec. IV, eq. 29-42)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import contactlab as cl
+from contactlab.errors import ModelError
+from contactlab.models.viscous import (build_impact, build_viscous, recover_viscous, rk4,
+                                       semi_implicit_euler)
+
+
+def _scene(seed, m, n, j):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(m, m))
+    M = A @ A.T + m * np.eye(m)
+    N, S, T = rng.normal(size=(n, m)), rng.normal(size=(n, m)), rng.normal(size=(n, m))
+    J = None
+    if j:
+        J = rng.normal(size=(j, m))
+        J = np.vstack([J, 2 * J[0]])  # a redundant row: A of eq. 33 would be singular without Alg. 2
+    return M, rng.normal(size=m), rng.normal(size=m) * 10, N, S, T, J, rng.uniform(0, 2, size=n)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(3, 10), n=st.integers(1, 8), j=st.integers(0, 2))
+def test_tangential_force_is_minus_mu_v_times_v_t(seed, m, n, j):
+    M, v, f, N, S, T, J, mu_v = _scene(seed, m, n, j)
+    built = build_viscous(M, v, f, N, S, T, mu_v, J)
+    assert built.lcp_variables == n
+    sol = cl.solve(built.problem, method="ppm")
+    assert sol.success
+    res = recover_viscous(built, sol.z)
+    np.testing.assert_allclose(res.tangent_s, -mu_v * (S @ v), rtol=1e-12)
+    np.testing.assert_allclose(res.tangent_t, -mu_v * (T @ v), rtol=1e-12)
+    a = res.accel
+    sc = max(1.0, np.abs(a).max())
+    an = N @ a
+    assert an.min() > -1e-9 * sc and np.abs(an * res.normal).max() < 1e-7 * sc * max(1.0, res.normal.max())
+    if J is not None:
+        assert np.abs(J @ a).max() < 1e-9 * sc
+    r = M @ a - f - N.T @ res.normal - S.T @ res.tangent_s - T.T @ res.tangent_t
+    if J is not None:
+        r = r - J.T @ res.joint
+    assert np.abs(r).max() < 1e-8 * max(1.0, np.abs(f).max(), res.normal.max())
+    # eq. 41-42 with A of eq. 33 on the independent joint rows
+    Jk = built.index_sets.G
+    k = Jk.shape[0]
+    A = np.block([[M, -Jk.T], [Jk, np.zeros((k, k))]])
+    Ainv = np.linalg.inv(A)[:m, :m]
+    lcp = built.problem.to_lcp()
+    np.testing.assert_allclose(lcp.M, N @ Ainv @ N.T, atol=1e-9 * max(1.0, np.abs(lcp.M).max()))
+    fstar = f - S.T @ (mu_v * (S @ v)) - T.T @ (mu_v * (T @ v))
+    np.testing.assert_allclose(lcp.q, N @ Ainv @ fstar, atol=1e-9 * max(1.0, np.abs(lcp.q).max()))
+
+
+def _sliding_point(mu_v=2.0, mass=1.5):
+    M = mass * np.eye(3)
+    N, S, T = np.array([[0, 0, 1.0]]), np.array([[1.0, 0, 0]]), np.array([[0, 1.0, 0]])
+    g = np.array([0, 0, -9.81 * mass])
+
+    def accel(q, v):
+        built = build_viscous(M, v, g, N, S, T, mu_v)
+        return recover_viscous(built, cl.solve(built.problem, method="ppm").z).accel
+    return accel
+
+
+def test_rk4_matches_exponential_decay():
+    """A point mass sliding on the ground under viscous friction: v_t(t) = v0 exp(-mu_v t / m)."""
+    accel = _sliding_point()
+    q, v = np.zeros(3), np.array([1.0, -0.5, 0.0])
+    dt, steps = 0.01, 100
+    for _ in range(steps):
+        q, v = rk4(q, v, dt, accel)
+    exact = np.array([1.0, -0.5]) * np.exp(-2.0 / 1.5 * dt * steps)
+    np.testing.assert_allclose(v[:2], exact, rtol=1e-8)
+    assert abs(v[2]) < 1e-12 and abs(q[2]) < 1e-12   # the ground holds it
+    np.testing.assert_allclose(q[:2], np.array([1.0, -0.5]) * 1.5 / 2.0 * (1 - np.exp(-2.0 / 1.5)), rtol=1e-7)
+
+
+def test_semi_implicit_euler_is_first_order():
+    accel = _sliding_point()
+    errs = []
+    for dt in (0.02, 0.01):
+        q, v = np.zeros(3), np.array([1.0, 0.0, 0.0])
+        for _ in range(int(round(0.5 / dt))):
+            q, v = semi_implicit_euler(q, v, accel(q, v), dt)
+        errs.append(abs(v[0] - np.exp(-2.0 / 1.5 * 0.5)))
+    assert 1.7 < errs[0] / errs[1] < 2.3
+
+
+def test_inelastic_impact_has_no_friction_impulse():
+    """A falling, sliding point mass hits the ground: normal velocity zeroed, tangential kept."""
+    M = 2.0 * np.eye(3)
+    v = np.array([1.0, 0.5, -3.0])
+    N = np.array([[0, 0, 1.0]])
+    built = build_impact(M, v, N)
+    sol = cl.solve(built.problem, method="ppm")
+    res = recover_viscous(built, sol.z)
+    np.testing.assert_allclose(res.accel, [1.0, 0.5, 0.0], atol=1e-12)   # v+ (accel holds v+ here)
+    np.testing.assert_allclose(res.normal, [6.0])
+
+
+def test_normal_bias_uses_explicit_lcp():
+    M = np.eye(3)
+    N, S, T = np.array([[0, 0, 1.0]]), np.array([[1.0, 0, 0]]), np.array([[0, 1.0, 0]])
+    built = build_viscous(M, np.zeros(3), np.array([0, 0, -1.0]), N, S, T, 0.1, normal_bias=[0.5])
+    res = recover_viscous(built, cl.solve(built.problem, method="lemke").z)
+    np.testing.assert_allclose(res.normal, [0.5])     # N a + 0.5 = 0  ->  a_z = -0.5
+    np.testing.assert_allclose(res.accel, [0, 0, -0.5])
+
+
+def test_bad_mu_v():
+    with pytest.raises(ModelError, match="mu_v"):
+        build_viscous(np.eye(2), [0, 0], [0, 0], [[1.0, 0]], [[0, 1.0]], [[0, 1.0]], -1.0)
