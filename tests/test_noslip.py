@@ -119,7 +119,7 @@ def test_velocity_level_models_step_through_painleve(mu):
 
 
 def test_bad_input():
-    with pytest.raises(ModelError, match="S has shape"):
+    with pytest.raises(ModelError, match="same shape"):
         build_noslip(np.eye(2), [0, 0], [0, 0], 0.1, [[1.0, 0]], np.zeros((2, 2)), np.zeros((1, 2)))
     with pytest.raises(ModelError, match="dt"):
         build_noslip(np.eye(2), [0, 0], [0, 0], 0.0, [[1.0, 0]], [[0, 1.0]], [[0, 1.0]])

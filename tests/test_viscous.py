@@ -100,11 +100,12 @@ def test_inelastic_impact_has_no_friction_impulse():
     np.testing.assert_allclose(res.normal, [6.0])
 
 
-def test_normal_bias_uses_explicit_lcp():
+def test_normal_bias_is_a_constant_offset_of_the_factored_problem():
     M = np.eye(3)
     N, S, T = np.array([[0, 0, 1.0]]), np.array([[1.0, 0, 0]]), np.array([[0, 1.0, 0]])
     built = build_viscous(M, np.zeros(3), np.array([0, 0, -1.0]), N, S, T, 0.1, normal_bias=[0.5])
-    res = recover_viscous(built, cl.solve(built.problem, method="lemke").z)
+    assert isinstance(built.problem, cl.FactoredLCP)
+    res = recover_viscous(built, cl.solve(built.problem, method="ppm").z)
     np.testing.assert_allclose(res.normal, [0.5])     # N a + 0.5 = 0  ->  a_z = -0.5
     np.testing.assert_allclose(res.accel, [0, 0, -0.5])
 

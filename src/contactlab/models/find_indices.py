@@ -15,6 +15,7 @@ import scipy.linalg as sla
 
 from ..errors import ModelError
 from ..kernels._jit import jit
+from ..problems import FactoredLCP
 
 
 @jit
@@ -175,3 +176,86 @@ def split_impulses(sets: IndexSets, lam: np.ndarray, n_joint: int, n_contact: in
     for (block, row), val in zip(sets.order, lam):
         out[block][row] = val
     return out
+
+
+class ShiftedFactoredLCP(FactoredLCP):
+    """A contact LCP kept factored, with a constant offset and optional CFM on the rows:
+
+        w = N M^-1 (N' z + f) + offset + cfm * z   (q = N M^-1 f + offset).
+
+    CFM is exact: N is bordered with sqrt(cfm) I and M with I (extra inert coordinates), so
+    ``ppm`` still never forms the n x n matrix. ``accel(z)[:k]`` are the original coordinates.
+    """
+
+    def __init__(self, N, M, f, offset, cfm: float = 0.0):
+        N = np.asarray(N, dtype=np.float64)
+        M = np.asarray(M, dtype=np.float64)
+        f = np.asarray(f, dtype=np.float64)
+        self.k = M.shape[0]
+        if cfm > 0:
+            n = N.shape[0]
+            N = np.hstack([N, np.sqrt(cfm) * np.eye(n)])
+            M = sla.block_diag(M, np.eye(n))
+            f = np.concatenate([f, np.zeros(n)])
+        super().__init__(N, M, f=f)
+        self.offset = np.asarray(offset, dtype=np.float64).ravel()
+        if self.offset.shape != (self.n,):
+            raise ModelError(f"offset has length {self.offset.shape[0]}; expected {self.n}")
+        self.q = self.q + self.offset
+
+    def coordinates(self, z: np.ndarray) -> np.ndarray:
+        """The reduced coordinates u (first k of accel) for impulses z."""
+        return self.accel(z)[:self.k]
+
+    def w(self, z):
+        return super().w(z) + self.offset
+
+    def __repr__(self):
+        return f"ShiftedFactoredLCP(n={self.n}, m={self.k})"
+
+
+@dataclass
+class Reduced:
+    """Equality rows G x = r eliminated: x = x_p + Z u, with G x_p = r (M-minimum-norm) and Z an
+    orthonormal basis of null(G); ``problem`` is the contact LCP in u (a ShiftedFactoredLCP)."""
+
+    problem: ShiftedFactoredLCP
+    Z: np.ndarray
+    x_p: np.ndarray
+    sets: IndexSets
+    M_factor: tuple
+
+    def x(self, z: np.ndarray) -> np.ndarray:
+        return self.x_p + self.Z @ self.problem.coordinates(z)
+
+    def M_solve(self, b):
+        return sla.cho_solve(self.M_factor, b, check_finite=False)
+
+
+def reduce_equalities(M, p, U, sets: IndexSets, rhs_of_row, bias, cfm: float = 0.0,
+                      M_factor=None) -> Reduced:
+    """Contact LCP after removing the kept equality rows of ``sets`` (drumwright eq. 8-10 / 56-57).
+
+    Solves M x = p + U' z + G' lam, G x = r, 0 <= z _|_ U x + bias (+ cfm z) >= 0 with x = x_p + Z u:
+    Z' M Z u = Z' (p + U' z) (Z' M x_p = 0 since M x_p lies in range(G')). ``rhs_of_row(block, row)``
+    gives r for each kept row.
+    """
+    M = np.asarray(M, dtype=np.float64)
+    m = M.shape[0]
+    cf = M_factor if M_factor is not None else sla.cho_factor(M, check_finite=False)
+    Z = nullspace_basis(sets.G, m)
+    r = np.array([rhs_of_row(int(b), int(i)) for b, i in sets.order], dtype=np.float64)
+    if sets.rank and np.any(r != 0):
+        y = sla.cho_solve((sets.L, True), r, check_finite=False)
+        x_p = sla.cho_solve(cf, sets.G.T @ y, check_finite=False)
+    else:
+        x_p = np.zeros(m)
+    U = np.asarray(U, dtype=np.float64).reshape(-1, m)
+    offset = U @ x_p + np.asarray(bias, dtype=np.float64)
+    if Z.shape[1] == 0:   # every coordinate is fixed: one inert coordinate keeps the factored form
+        problem = ShiftedFactoredLCP(np.zeros((U.shape[0], 1)), np.eye(1), np.zeros(1), offset, cfm)
+        Z = np.zeros((m, 1))
+    else:
+        Mr = Z.T @ M @ Z
+        problem = ShiftedFactoredLCP(U @ Z, 0.5 * (Mr + Mr.T), Z.T @ p, offset, cfm)
+    return Reduced(problem, Z, x_p, sets, cf)

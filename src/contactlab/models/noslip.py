@@ -18,8 +18,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import ModelError
-from ..problems import FactoredLCP
-from .find_indices import IndexSets, constraint_impulses, find_indices, nullspace_basis, split_impulses
+from .find_indices import (IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
+                           reduce_equalities, split_impulses)
 
 SEPARATING, STICKING, SLIDING = 0, 1, 2
 MODE_NAMES = ("separating", "sticking", "sliding")
@@ -68,21 +68,24 @@ def check_dynamics(M, v, f, N, J=None, S=None, T=None):
 
 @dataclass
 class NoSlipProblem:
-    """The built step: ``problem`` (a FactoredLCP in reduced coordinates u, v+ = Z u), and what
-    :func:`recover_noslip` needs. ``lcp_variables`` = number of contacts."""
+    """The built step: ``problem`` (a factored LCP in reduced coordinates, v+ = v_p + Z u) and what
+    :func:`recover_noslip` needs. ``lcp_variables`` = number of unilateral rows (one per contact)."""
 
-    problem: FactoredLCP
-    Z: np.ndarray
-    index_sets: IndexSets
+    problem: ShiftedFactoredLCP
+    reduced: Reduced
     M: np.ndarray
-    v: np.ndarray
-    f: np.ndarray
-    dt: float
+    momentum: np.ndarray
     N: np.ndarray
-    S: np.ndarray
-    T: np.ndarray
     n_joint: int
-    M_factor: tuple
+    n_tangent: int
+
+    @property
+    def index_sets(self) -> IndexSets:
+        return self.reduced.sets
+
+    @property
+    def Z(self) -> np.ndarray:
+        return self.reduced.Z
 
     @property
     def lcp_variables(self) -> int:
@@ -104,48 +107,58 @@ class ContactResult:
     accel: np.ndarray | None = None
 
 
-def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, tol: float = 1e-9) -> NoSlipProblem:
+def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, J_rhs=None, normal_bias=None, cfm: float = 0.0,
+                 tol: float = 1e-9) -> NoSlipProblem:
     """Build the no-slip LCP (eq. 56-57) for one step of length ``dt``.
 
-    M (m, m) SPD mass matrix, v (m,) velocity, f (m,) generalized forces, N/S/T (n, m) contact
-    normal and tangent rows, J (j, m) bilateral joint rows. ``tol``: FIND-INDICES' relative
-    independence threshold.
+    M (m, m) SPD mass matrix, v (m,) velocity, f (m,) generalized forces, N (n, m) unilateral rows
+    (contact normals, and joint limits if any), S/T (k, m) contact tangent rows, J (j, m) bilateral
+    rows with J v+ = J_rhs (default 0; e.g. drift correction). ``normal_bias`` (n,): w = N v+ + bias
+    (penetration stabilisation, speculative gaps phi/dt); ``cfm`` adds cfm * z to w. ``tol``:
+    FIND-INDICES' relative independence threshold.
     """
-    M, v, f, N, J, S, T = check_dynamics(M, v, f, N, J, S, T)
+    M, v, f, N, J, _, _ = check_dynamics(M, v, f, N, J)
     if S is None or T is None:
         raise ModelError("no-slip needs both tangent Jacobians S and T")
+    S = np.asarray(S, dtype=np.float64).reshape(-1, M.shape[0])
+    T = np.asarray(T, dtype=np.float64).reshape(-1, M.shape[0])
+    if S.shape != T.shape:
+        raise ModelError(f"S {S.shape} and T {T.shape} must have the same shape (one row per contact)")
     if not dt > 0:
         raise ModelError(f"dt must be positive, got {dt}")
-    m = M.shape[0]
+    n = N.shape[0]
+    bias = np.zeros(n) if normal_bias is None else np.asarray(normal_bias, dtype=np.float64).ravel()
+    if bias.shape != (n,):
+        raise ModelError(f"normal_bias has length {bias.shape[0]}; expected {n} (one per row of N)")
+    jr = np.zeros(J.shape[0]) if J_rhs is None else np.asarray(J_rhs, dtype=np.float64).ravel()
+    if jr.shape != (J.shape[0],):
+        raise ModelError(f"J_rhs has length {jr.shape[0]}; expected {J.shape[0]} (one per row of J)")
     try:
         cf = sla.cho_factor(M, check_finite=False)
     except np.linalg.LinAlgError:
         raise ModelError("M is not positive definite; a mass matrix must be SPD") from None
     solve = lambda b: sla.cho_solve(cf, b, check_finite=False)
-    sets = find_indices(M, J if J.shape[0] else None, S, T, tol=tol, M_solve=solve)
-    Z = nullspace_basis(sets.G, m)
+    sets = find_indices(M, J if J.shape[0] else None, S if S.shape[0] else None,
+                        T if T.shape[0] else None, tol=tol, M_solve=solve)
     momentum = M @ v + dt * f
-    if Z.shape[1] == 0:  # every degree of freedom is locked: v+ = 0; one inert coordinate keeps the form
-        problem = FactoredLCP(np.zeros((N.shape[0], 1)), np.eye(1), f=np.zeros(1))
-        Z = np.zeros((m, 1))
-    else:
-        Mr = Z.T @ M @ Z
-        problem = FactoredLCP(N @ Z, 0.5 * (Mr + Mr.T), f=Z.T @ momentum)
-    return NoSlipProblem(problem, Z, sets, M, v, f, float(dt), N, S, T, J.shape[0], cf)
+    red = reduce_equalities(M, momentum, N, sets, lambda b, i: jr[i] if b == 0 else 0.0, bias, cfm, cf)
+    return NoSlipProblem(red.problem, red, M, momentum, N, J.shape[0], S.shape[0])
 
 
 def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> ContactResult:
-    """Next velocity and impulses from the normal impulses ``z`` (n,) (e.g. ``Solution.z``)."""
+    """Next velocity and impulses from the normal impulses ``z`` (n,) (e.g. ``Solution.z``).
+
+    Tangential and joint impulses come from the kept rows' multipliers (dropped dependent rows
+    carry zero), lam = (G M^-1 G')^-1 G M^-1 (M v+ - M v - dt f - N' z) with the FIND-INDICES factor.
+    """
     z = np.asarray(z, dtype=np.float64).ravel()
     n = built.N.shape[0]
     if z.shape != (n,):
-        raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal impulse per contact)")
-    v_next = built.Z @ built.problem.accel(z)
-    momentum = built.M @ built.v + built.dt * built.f
-    r = built.M @ v_next - momentum - built.N.T @ z
-    solve = lambda b: sla.cho_solve(built.M_factor, b, check_finite=False)
-    lam = constraint_impulses(built.index_sets, solve, r)
-    joint, fs, ft = split_impulses(built.index_sets, lam, built.n_joint, n)
+        raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal impulse per row of N)")
+    v_next = built.reduced.x(z)
+    r = built.M @ v_next - built.momentum - built.N.T @ z
+    lam = constraint_impulses(built.index_sets, built.reduced.M_solve, r)
+    joint, fs, ft = split_impulses(built.index_sets, lam, built.n_joint, built.n_tangent)
     vn = built.N @ v_next
     modes = np.where((z <= 0) & (vn > separating_tol), SEPARATING, STICKING).astype(np.int8)
     return ContactResult(v_next, z, fs, ft, joint, modes)

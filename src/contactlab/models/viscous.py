@@ -5,9 +5,9 @@
 The tangential forces are known before the solve (-mu_v v_s, -mu_v v_t per contact), so only the
 normal rows are complementarity variables. Redundant rows of J are removed by FIND-INDICES (Alg. 2)
 so A (eq. 33) is invertible; with Z a basis of null(J_J), F = N A^-1 N' (eq. 41) equals
-N Z (Z' M Z)^-1 Z' N' and the problem is ``FactoredLCP(N Z, Z' M Z, f=Z' f*)`` (eq. 42; the
-paper's g and h omit the Jdot v and Ndot v terms, eq. 39-40, and so does this model unless
-``normal_bias`` is given, which falls back to an explicit LCP).
+N Z (Z' M Z)^-1 Z' N' and the problem is a factored LCP on (N Z, Z' M Z, Z' f*) (eq. 42; the
+paper's g and h omit the Jdot v and Ndot v terms, eq. 39-40; ``J_rhs`` and ``normal_bias`` add
+them back as constant offsets, keeping the problem factored for ``ppm``).
 
 Integration: :func:`semi_implicit_euler` (v+ = v + dt a, then positions from v+) or :func:`rk4`
 over a user dynamics callback; impacts: :func:`build_impact` is the inelastic velocity-level
@@ -22,8 +22,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import ModelError
-from ..problems import LCP, FactoredLCP
-from .find_indices import IndexSets, constraint_impulses, find_indices, nullspace_basis, split_impulses
+from .find_indices import (IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
+                           reduce_equalities, split_impulses)
 from .noslip import SEPARATING, SLIDING, STICKING, ContactResult, check_dynamics
 
 
@@ -40,11 +40,10 @@ def _per_contact(name: str, x, n: int) -> np.ndarray:
 
 @dataclass
 class ViscousProblem:
-    """Built viscous step: ``problem`` in reduced coordinates (a = Z u), plus recovery data."""
+    """Built viscous step: ``problem`` in reduced coordinates (a = a_p + Z u), plus recovery data."""
 
-    problem: FactoredLCP | LCP
-    Z: np.ndarray
-    index_sets: IndexSets
+    problem: ShiftedFactoredLCP
+    reduced: Reduced
     M: np.ndarray
     f_total: np.ndarray      # f - S' mu_v S v - T' mu_v T v
     N: np.ndarray
@@ -52,31 +51,24 @@ class ViscousProblem:
     friction_t: np.ndarray
     v: np.ndarray
     n_joint: int
-    M_factor: tuple
-    factored: FactoredLCP | None = None   # the factored form (same as problem unless normal_bias)
+
+    @property
+    def index_sets(self) -> IndexSets:
+        return self.reduced.sets
 
     @property
     def lcp_variables(self) -> int:
         return self.N.shape[0]
 
 
-def _reduced(M, J, tol):
-    m = M.shape[0]
-    try:
-        cf = sla.cho_factor(M, check_finite=False)
-    except np.linalg.LinAlgError:
-        raise ModelError("M is not positive definite; a mass matrix must be SPD") from None
-    solve = lambda b: sla.cho_solve(cf, b, check_finite=False)
-    sets = find_indices(M, J if J.shape[0] else None, tol=tol, M_solve=solve)
-    return cf, sets, nullspace_basis(sets.G, m)
-
-
-def build_viscous(M, v, f, N, S, T, mu_v, J=None, *, normal_bias=None, tol: float = 1e-9) -> ViscousProblem:
+def build_viscous(M, v, f, N, S, T, mu_v, J=None, *, J_rhs=None, normal_bias=None, cfm: float = 0.0,
+                  tol: float = 1e-9) -> ViscousProblem:
     """Build the viscous-friction LCP (eq. 41-42) at the current state.
 
     M (m, m), v (m,), f (m,) generalized forces, N/S/T (n, m), mu_v scalar or (n,) viscous
-    coefficients, J (j, m). ``normal_bias`` (n,) optional (e.g. Ndot v): w = N a + bias; it forces an
-    explicit LCP because a factored problem has q = N f* only.
+    coefficients, J (j, m) with J a = J_rhs (default 0, eq. 39: the paper drops Jdot v).
+    ``normal_bias`` (n,): w = N a + bias (Ndot v, or (N v + stabilisation)/dt in a time step);
+    it is a constant offset of the factored problem, which stays factored.
     """
     M, v, f, N, J, S, T = check_dynamics(M, v, f, N, J, S, T)
     if S is None or T is None:
@@ -85,34 +77,31 @@ def build_viscous(M, v, f, N, S, T, mu_v, J=None, *, normal_bias=None, tol: floa
     mu_v = _per_contact("mu_v", mu_v, n)
     fs, ft = -mu_v * (S @ v), -mu_v * (T @ v)
     f_total = f + S.T @ fs + T.T @ ft
-    cf, sets, Z = _reduced(M, J, tol)
-    fac = None
-    if Z.shape[1] == 0:
-        problem = LCP(np.zeros((n, n)), np.zeros(n) if normal_bias is None else np.asarray(normal_bias, float))
-    else:
-        Mr = Z.T @ M @ Z
-        fac = FactoredLCP(N @ Z, 0.5 * (Mr + Mr.T), f=Z.T @ f_total)
-        if normal_bias is None:
-            problem = fac
-        else:
-            bias = np.asarray(normal_bias, dtype=np.float64).ravel()
-            if bias.shape != (n,):
-                raise ModelError(f"normal_bias has length {bias.shape[0]}; expected {n}")
-            lcp = fac.to_lcp()
-            problem = LCP(lcp.M, lcp.q + bias)
-    return ViscousProblem(problem, Z, sets, M, f_total, N, fs, ft, v, J.shape[0], cf, fac)
+    bias = np.zeros(n) if normal_bias is None else np.asarray(normal_bias, dtype=np.float64).ravel()
+    if bias.shape != (n,):
+        raise ModelError(f"normal_bias has length {bias.shape[0]}; expected {n}")
+    jr = np.zeros(J.shape[0]) if J_rhs is None else np.asarray(J_rhs, dtype=np.float64).ravel()
+    if jr.shape != (J.shape[0],):
+        raise ModelError(f"J_rhs has length {jr.shape[0]}; expected {J.shape[0]} (one per row of J)")
+    try:
+        cf = sla.cho_factor(M, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise ModelError("M is not positive definite; a mass matrix must be SPD") from None
+    solve = lambda b: sla.cho_solve(cf, b, check_finite=False)
+    sets = find_indices(M, J if J.shape[0] else None, tol=tol, M_solve=solve)
+    red = reduce_equalities(M, f_total, N, sets, lambda b, i: jr[i], bias, cfm, cf)
+    return ViscousProblem(red.problem, red, M, f_total, N, fs, ft, v, J.shape[0])
 
 
-def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9, sliding_tol: float = 1e-9) -> ContactResult:
+def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -> ContactResult:
     """Acceleration, normal forces ``z``, viscous tangential forces and joint forces."""
     z = np.asarray(z, dtype=np.float64).ravel()
     n = built.N.shape[0]
     if z.shape != (n,):
         raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal force per contact)")
-    a = np.zeros(built.M.shape[0]) if built.factored is None else built.Z @ built.factored.accel(z)
+    a = built.reduced.x(z)
     r = built.M @ a - built.f_total - built.N.T @ z
-    solve = lambda b: sla.cho_solve(built.M_factor, b, check_finite=False)
-    lam = constraint_impulses(built.index_sets, solve, r)
+    lam = constraint_impulses(built.index_sets, built.reduced.M_solve, r)
     joint = split_impulses(built.index_sets, lam, built.n_joint, 0)[0]
     an = built.N @ a
     slide = np.hypot(built.friction_s, built.friction_t) > 0
