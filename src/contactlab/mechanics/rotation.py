@@ -1,0 +1,94 @@
+"""Unit quaternions (w, x, y, z) and rotation matrices; small vectorised helpers."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix of unit quaternion(s) ``q`` (..., 4) in (w, x, y, z) order -> (..., 3, 3)."""
+    q = np.asarray(q, dtype=np.float64)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    R = np.empty(q.shape[:-1] + (3, 3))
+    R[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    R[..., 0, 1] = 2 * (x * y - w * z)
+    R[..., 0, 2] = 2 * (x * z + w * y)
+    R[..., 1, 0] = 2 * (x * y + w * z)
+    R[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    R[..., 1, 2] = 2 * (y * z - w * x)
+    R[..., 2, 0] = 2 * (x * z - w * y)
+    R[..., 2, 1] = 2 * (y * z + w * x)
+    R[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return R
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a * b for (..., 4) quaternions."""
+    aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=np.float64), -1, 0)
+    bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=np.float64), -1, 0)
+    return np.stack([aw * bw - ax * bx - ay * by - az * bz,
+                     aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw], axis=-1)
+
+
+def quat_conj(q: np.ndarray) -> np.ndarray:
+    q = np.array(q, dtype=np.float64)
+    q[..., 1:] *= -1.0
+    return q
+
+
+def quat_from_axis_angle(axis, angle: float) -> np.ndarray:
+    axis = np.asarray(axis, dtype=np.float64)
+    axis = axis / np.linalg.norm(axis)
+    return np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
+
+
+def quat_from_rotvec(rv: np.ndarray) -> np.ndarray:
+    """exp map of rotation vectors (..., 3) -> unit quaternions (..., 4)."""
+    rv = np.asarray(rv, dtype=np.float64)
+    th = np.linalg.norm(rv, axis=-1, keepdims=True)
+    half = 0.5 * th
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s = np.where(th > 1e-12, np.sin(half) / np.where(th > 1e-12, th, 1.0), 0.5 - th * th / 48.0)
+    return np.concatenate([np.cos(half), s * rv], axis=-1)
+
+
+def quat_to_rotvec(q: np.ndarray) -> np.ndarray:
+    """log map (shortest rotation) of unit quaternions (..., 4) -> rotation vectors (..., 3)."""
+    q = np.asarray(q, dtype=np.float64)
+    q = np.where(q[..., :1] < 0, -q, q)
+    v = q[..., 1:]
+    s = np.linalg.norm(v, axis=-1, keepdims=True)
+    th = 2.0 * np.arctan2(s, q[..., :1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        k = np.where(s > 1e-12, th / np.where(s > 1e-12, s, 1.0), 2.0)
+    return k * v
+
+
+def integrate_quat(q: np.ndarray, omega: np.ndarray, h: float) -> np.ndarray:
+    """q(t+h) = exp(h omega) q(t) with omega in the world frame (exact for constant omega)."""
+    out = quat_mul(quat_from_rotvec(h * np.asarray(omega)), q)
+    return out / np.linalg.norm(out, axis=-1, keepdims=True)
+
+
+def skew(v: np.ndarray) -> np.ndarray:
+    x, y, z = v
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
+def tangent_basis(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two unit tangents (t1, t2) with (n, t1, t2) right-handed, for unit normals n (k, 3).
+
+    t1 = normalise(e_y x n) unless n is near +-e_y (then e_z x n is used): a box on a plane
+    tilted about e_y gets t1 along the line of steepest descent, so a 4-direction pyramid is
+    aligned with the slope.
+    """
+    n = np.atleast_2d(np.asarray(n, dtype=np.float64))
+    ref = np.zeros_like(n)
+    near_y = np.abs(n[:, 1]) > 0.9
+    ref[~near_y, 1] = 1.0
+    ref[near_y, 2] = 1.0
+    t1 = np.cross(ref, n)
+    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
+    t2 = np.cross(n, t1)
+    return t1, t2

@@ -1,0 +1,321 @@
+"""One step's constraint system: everything a contact model needs, as plain arrays.
+
+Notation follows the papers (drumwright §III, arechavaleta §IV): M, v, f; J (bilateral rows),
+L (joint-limit rows), N, S, T (contact normal and two tangents), D (d pyramid directions per
+contact), A (velocity motors). All Jacobians are ``scipy.sparse`` CSR with ``ndof`` columns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .model import KIND_FIXED, KIND_KINEMATIC, Data, Model
+from .rotation import quat_conj, quat_mul, quat_to_matrix, quat_to_rotvec, tangent_basis
+
+
+@dataclass
+class ConstraintSystem:
+    """Inputs of a contact model for one step of length ``h``.
+
+    Rows and their velocity-level conditions on the next velocity v+ (v+ = v + h M^-1 f + M^-1 (impulses)):
+      J v+ = j_rhs                    bilateral: joints (drift correction -zeta dP/h, eq. 10), kinematic drives, planar rows
+      L v+ + l_bias >= 0  perp c_l >= 0       joint limits (eq. 12), speculative (bias = gap/h)
+      N v+ + n_bias >= 0  perp c_n >= 0       contact normals (eq. 7) with penetration stabilisation
+      S, T: tangents t1, t2 of each contact; D: d unit directions cos(2 pi k/d) t1 + sin(2 pi k/d) t2 (rows k*d..)
+      A v+ -> a_target with |c_a| <= a_max (impulse = h * max force)      velocity motors
+    ``j_err`` is the position error of each J row (NaN for velocity-only rows) used by the joint
+    projection. ``normal_guess`` is each contact's normal impulse matched from the previous step
+    (NaN if new). Shapes: M, Minv (ndof, ndof); v, f (ndof,); J (nj, ndof); L (nl, ndof);
+    N, S, T (nc, ndof); D (nc*d, ndof); A (nm, ndof); mu, phi, n_bias (nc,).
+    """
+    h: float
+    ndof: int
+    M: sp.csr_matrix
+    Minv: sp.csr_matrix
+    v: np.ndarray
+    f: np.ndarray
+    J: sp.csr_matrix
+    j_rhs: np.ndarray
+    j_err: np.ndarray
+    L: sp.csr_matrix
+    l_bias: np.ndarray
+    N: sp.csr_matrix
+    n_bias: np.ndarray
+    S: sp.csr_matrix
+    T: sp.csr_matrix
+    D: sp.csr_matrix
+    d: int
+    mu: np.ndarray
+    phi: np.ndarray
+    A: sp.csr_matrix
+    a_target: np.ndarray
+    a_max: np.ndarray
+    cfm: float = 0.0
+    contacts: object = None
+    normal_guess: np.ndarray = None
+    labels: dict = field(default_factory=dict)   # row labels: joint rows, limits, motors
+
+    @property
+    def nc(self) -> int:
+        return self.N.shape[0]
+
+    @property
+    def nj(self) -> int:
+        return self.J.shape[0]
+
+    @property
+    def nl(self) -> int:
+        return self.L.shape[0]
+
+    @property
+    def nm(self) -> int:
+        return self.A.shape[0]
+
+    def v_free(self) -> np.ndarray:
+        """v + h M^-1 f: the next velocity without constraint impulses."""
+        return self.v + self.h * (self.Minv @ self.f)
+
+
+def _empty(ndof: int) -> sp.csr_matrix:
+    return sp.csr_matrix((0, ndof))
+
+
+def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """Block-diagonal M = diag(m I3, R I R') and its inverse over the non-fixed bodies."""
+    R = quat_to_matrix(data.quaternion)
+    blocks, inv = [], []
+    for i in range(model.nb):
+        if model.dof_start[i] < 0:
+            continue
+        Iw = R[i] @ model.inertia[i] @ R[i].T
+        Iiw = R[i] @ model.inv_inertia[i] @ R[i].T
+        blocks.append(sp.block_diag([model.mass[i] * np.eye(3), Iw]))
+        inv.append(sp.block_diag([np.eye(3) / model.mass[i], Iiw]))
+    if not blocks:
+        return _empty(0), _empty(0)
+    return sp.block_diag(blocks, format="csr"), sp.block_diag(inv, format="csr")
+
+
+def generalized_forces(model: Model, data: Data) -> np.ndarray:
+    """Gravity and (if enabled) gyroscopic torques -omega x (I omega) (eq. 5's F_e)."""
+    f = np.zeros(model.ndof)
+    R = quat_to_matrix(data.quaternion)
+    for i in range(model.nb):
+        s = model.dof_start[i]
+        if s < 0:
+            continue
+        f[s:s + 3] = model.mass[i] * model.gravity
+        if model.settings.gyroscopic:
+            w = data.angular_velocity[i]
+            f[s + 3:s + 6] = -np.cross(w, R[i] @ model.inertia[i] @ R[i].T @ w)
+    return f
+
+
+def point_rows(model: Model, data: Data, a: np.ndarray, b: np.ndarray, P: np.ndarray,
+               U: np.ndarray) -> sp.csr_matrix:
+    """Rows u.(velocity of the point P on b - velocity of the point P on a), one per (a, b, P, u).
+
+    Body index -1 (world) or a fixed body contributes nothing. Entries: b: [u, (P - x_b) x u],
+    a: -[u, (P - x_a) x u].
+    """
+    k = len(U)
+    rows, cols, vals = [], [], []
+    for body, sign in ((b, 1.0), (a, -1.0)):
+        body = np.asarray(body, dtype=np.int64)
+        dof = np.where(body >= 0, model.dof_start[np.maximum(body, 0)], -1)
+        live = np.flatnonzero(dof >= 0)
+        if live.size == 0:
+            continue
+        r = P[live] - data.position[body[live]]
+        ang = np.cross(r, U[live])
+        block = np.hstack([U[live], ang]) * sign
+        rows.append(np.repeat(live, 6))
+        cols.append((dof[live][:, None] + np.arange(6)[None, :]).ravel())
+        vals.append(block.ravel())
+    if not rows:
+        return sp.csr_matrix((k, model.ndof))
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                         shape=(k, model.ndof))
+
+
+def angular_rows(model: Model, a: int, b: int, U: np.ndarray) -> sp.csr_matrix:
+    """Rows u.(omega_b - omega_a)."""
+    k = len(U)
+    M = sp.lil_matrix((k, model.ndof))
+    for body, sign in ((b, 1.0), (a, -1.0)):
+        if body >= 0 and model.dof_start[body] >= 0:
+            s = model.dof_start[body]
+            for r in range(k):
+                M[r, s + 3:s + 6] = sign * U[r]
+    return M.tocsr()
+
+
+@dataclass
+class JointState:
+    """Current joint coordinate (angle or displacement) and its rate row, per joint."""
+    coordinate: np.ndarray
+    rate_rows: sp.csr_matrix
+
+
+def joint_rows(model: Model, data: Data, h: float):
+    """Equality rows (J, rhs, err, labels), limit rows (L, bias, labels), motor rows and joint state."""
+    st = model.settings
+    R = quat_to_matrix(data.quaternion)
+    J_blocks, rhs, err, jl = [], [], [], []
+    L_blocks, l_bias, ll = [], [], []
+    A_blocks, a_target, a_max, al = [], [], [], []
+    coords, rate_blocks = [], []
+
+    def pose(i):
+        if i < 0:
+            return np.zeros(3), np.eye(3), np.array([1.0, 0, 0, 0])
+        return data.position[i], R[i], data.quaternion[i]
+
+    for jt in model.joints:
+        xa, Ra, qa = pose(jt.a)
+        xb, Rb, qb = pose(jt.b)
+        pa = xa + Ra @ jt.anchor_a
+        pb = xb + Rb @ jt.anchor_b
+        axis = Ra @ jt.axis_a
+        t1, t2 = tangent_basis(axis[None])
+        t1, t2 = t1[0], t2[0]
+        aa, bb = np.array([jt.a]), np.array([jt.b])
+        rows, e = [], []
+        if jt.kind in ("revolute", "spherical", "fixed"):
+            E = np.eye(3)
+            rows.append(point_rows(model, data, np.repeat(aa, 3), np.repeat(bb, 3), np.tile(pb, (3, 1)), E))
+            e.append(pb - pa)
+        if jt.kind == "prismatic":
+            U = np.array([t1, t2])
+            rows.append(point_rows(model, data, np.repeat(aa, 2), np.repeat(bb, 2), np.tile(pb, (2, 1)), U))
+            e.append(U @ (pb - pa))
+        q_des = quat_mul(qa, jt.q_rel0)            # where B's orientation should be (fixed, prismatic)
+        q_err = quat_mul(qb, quat_conj(q_des))     # world-frame rotation from desired to actual
+        if jt.kind in ("fixed", "prismatic"):
+            rows.append(angular_rows(model, jt.a, jt.b, np.eye(3)))
+            e.append(quat_to_rotvec(q_err))
+        if jt.kind == "revolute":
+            ab = quat_to_matrix(q_err) @ axis     # B's copy of the axis
+            ex = np.cross(axis, ab)
+            U = np.array([t1, t2])
+            rows.append(angular_rows(model, jt.a, jt.b, U))
+            e.append(U @ ex)
+        if rows:
+            Jj = sp.vstack(rows, format="csr")
+            ej = np.concatenate(e)
+            J_blocks.append(Jj)
+            err.append(ej)
+            rhs.append(-st.zeta * ej / h)
+            jl += [f"{jt.name}:{k}" for k in range(Jj.shape[0])]
+        if jt.kind == "revolute":
+            rate = angular_rows(model, jt.a, jt.b, axis[None])
+            qd = quat_mul(quat_conj(qa), qb)
+            qd = quat_mul(qd, quat_conj(jt.q_rel0))
+            coord = 2.0 * np.arctan2(float(np.dot(jt.axis_a, qd[1:])), float(qd[0]))
+            coord = (coord + np.pi) % (2 * np.pi) - np.pi
+        elif jt.kind == "prismatic":
+            rate = point_rows(model, data, aa, bb, pb[None], axis[None])
+            coord = float(np.dot(axis, pb - pa))
+        else:
+            coords.append(np.nan)
+            rate_blocks.append(sp.csr_matrix((1, model.ndof)))
+            continue
+        coords.append(coord)
+        rate_blocks.append(rate)
+        speed = abs(float((rate @ data.velocity_vector(model))[0])) if model.ndof else 0.0
+        reach = 0.05 + 2.0 * h * speed
+        for bound, sign, tag in ((jt.lower, 1.0, "lower"), (jt.upper, -1.0, "upper")):
+            if bound is None:
+                continue
+            gap = sign * (coord - bound)
+            if gap < reach:
+                L_blocks.append(sign * rate)
+                l_bias.append(gap / h if gap >= 0 else st.zeta * gap / h)
+                ll.append(f"{jt.name}:{tag}")
+        if jt.motor_target is not None:
+            if np.isinf(jt.motor_max_force):
+                J_blocks.append(rate)
+                err.append(np.array([np.nan]))
+                rhs.append(np.array([jt.motor_target]))
+                jl.append(f"{jt.name}:motor")
+            else:
+                A_blocks.append(rate)
+                a_target.append(jt.motor_target)
+                a_max.append(h * jt.motor_max_force)
+                al.append(f"{jt.name}:motor")
+    # kinematic bodies: v+ equals their current velocity; planar bodies: vz = wx = wy = 0 with drift correction
+    for i in range(model.nb):
+        s = model.dof_start[i]
+        if s < 0:
+            continue
+        if model.kind[i] == KIND_KINEMATIC:
+            Jk = sp.csr_matrix((np.ones(6), (np.arange(6), s + np.arange(6))), shape=(6, model.ndof))
+            J_blocks.append(Jk)
+            rhs.append(np.concatenate([data.linear_velocity[i], data.angular_velocity[i]]))
+            err.append(np.full(6, np.nan))
+            jl += [f"{model.names[i]}:drive{k}" for k in range(6)]
+        elif model.planar[i]:
+            Jp = sp.csr_matrix((np.ones(3), (np.arange(3), s + np.array([2, 3, 4]))), shape=(3, model.ndof))
+            ez = np.array([0.0, 0.0, 1.0])
+            R0 = quat_to_matrix(data.planar_reference[i, 1:])
+            axis_now = R[i] @ R0.T @ ez
+            ex = np.cross(ez, axis_now)
+            e = np.array([data.position[i, 2] - data.planar_reference[i, 0], ex[0], ex[1]])
+            J_blocks.append(Jp)
+            err.append(e)
+            rhs.append(-st.zeta * e / h)
+            jl += [f"{model.names[i]}:planar{k}" for k in range(3)]
+    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0)
+    vst = lambda bl: sp.vstack(bl, format="csr") if bl else _empty(model.ndof)
+    js = JointState(np.array(coords), vst(rate_blocks) if rate_blocks else _empty(model.ndof))
+    return ((vst(J_blocks), cat(rhs), cat(err), jl), (vst(L_blocks), np.array(l_bias), ll),
+            (vst(A_blocks), np.array(a_target), np.array(a_max), al), js)
+
+
+def contact_rows(model: Model, data: Data, contacts, d: int):
+    """N, S, T, D for a :class:`~contactlab.collision.ContactSet` (normal points from a to b)."""
+    if contacts is None or contacts.count == 0:
+        e = _empty(model.ndof)
+        return e, e, e, e
+    a, b, P = contacts.body_a, contacts.body_b, contacts.point
+    N = point_rows(model, data, a, b, P, contacts.normal)
+    S = point_rows(model, data, a, b, P, contacts.t1)
+    T = point_rows(model, data, a, b, P, contacts.t2)
+    ang = 2.0 * np.pi * np.arange(d) / d
+    c, s = np.cos(ang), np.sin(ang)
+    # D rows contact-major: row i*d + k = cos_k S_i + sin_k T_i
+    Dd = sp.kron(S, np.ones((d, 1))).multiply(np.tile(c, S.shape[0])[:, None]) + \
+        sp.kron(T, np.ones((d, 1))).multiply(np.tile(s, T.shape[0])[:, None])
+    return N, S, T, sp.csr_matrix(Dd)
+
+
+def normal_bias(phi: np.ndarray, h: float, zeta: float, slop: float) -> np.ndarray:
+    """phi/h for a gap (speculative contact), 0 within the slop, zeta (phi + slop)/h beyond it."""
+    out = np.where(phi > 0, phi / h, 0.0)
+    deep = phi < -slop
+    out[deep] = zeta * (phi[deep] + slop) / h
+    return out
+
+
+def build_system(model: Model, data: Data, contacts, h: float | None = None) -> ConstraintSystem:
+    """Assemble the :class:`ConstraintSystem` of the current state and ``contacts``."""
+    st = model.settings
+    h = float(st.dt if h is None else h)
+    M, Minv = mass_matrices(model, data)
+    v = data.velocity_vector(model)
+    f = generalized_forces(model, data)
+    (J, j_rhs, j_err, jl), (L, l_bias, ll), (A, a_target, a_max, al), _ = joint_rows(model, data, h)
+    d = int(st.friction_directions)
+    N, S, T, D = contact_rows(model, data, contacts, d)
+    nc = N.shape[0]
+    phi = contacts.phi if nc else np.zeros(0)
+    mu = contacts.mu if nc else np.zeros(0)
+    guess = getattr(contacts, "normal_guess", None) if nc else None
+    return ConstraintSystem(h=h, ndof=model.ndof, M=M, Minv=Minv, v=v, f=f, J=J, j_rhs=j_rhs, j_err=j_err,
+                            L=L, l_bias=l_bias, N=N, n_bias=normal_bias(phi, h, st.contact_zeta, st.slop),
+                            S=S, T=T, D=D, d=d, mu=mu, phi=phi, A=A, a_target=a_target, a_max=a_max,
+                            cfm=float(st.cfm), contacts=contacts,
+                            normal_guess=np.full(nc, np.nan) if guess is None else guess,
+                            labels={"joint": jl, "limit": ll, "motor": al})

@@ -1,0 +1,91 @@
+"""Box friction: the symmetric boxed LCP of arechavaleta eq. (16)-(17) (ODE's formulation).
+
+One row per constraint direction, grouped by type: z = [c_j (nj, free), c_a (nm, |c_a| <= a_max),
+c_l (nl, >= 0), c_n (nc, >= 0), c_s (nc), c_t (nc)], with
+    w = H M^-1 H' z + cfm z + H v_free - rhs,   H = [J; A; L; N; S; T]
+and the mid-function complementarity of the box. Friction rows are bounded by
+|c_s|, |c_t| <= mu c_n: with ``coupling="current"`` through ``BoxedLCP(findex, mu)`` (the current
+normal value; needs pgs or pgs-sm), with ``coupling="previous"`` by the fixed bounds mu c_n~ with
+c_n~ the matched normal impulse of the previous step (eq. 16: "an estimate of c_n"; a contact
+new this step gets ``new_contact_bound``), which any LCP method can solve after reduction.
+The matrix is symmetric positive semi-definite; cfm > 0 makes it definite.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ModelError
+from ..problems import BoxedLCP
+from .common import StepResult, contact_modes, dense
+
+NAME = "box-friction"
+DEFAULT_METHOD = "pgs-sm"
+DESCRIPTION = "boxed LCP with friction box |c_t| <= mu c_n (arechavaleta eq. 16-17)"
+
+
+@dataclass(frozen=True)
+class Options:
+    """coupling: "current" (findex, mu) or "previous" (static bounds from the last step);
+    cfm: constraint force mixing on every row (plus settings.cfm); new_contact_bound: the normal
+    impulse estimate for a contact with no match in the previous step ("previous" coupling)."""
+    coupling: str = "current"
+    cfm: float = 1e-8
+    new_contact_bound: float = 0.0
+
+    def __post_init__(self):
+        if self.coupling not in ("current", "previous"):
+            raise ModelError(f"box-friction coupling must be 'current' or 'previous', got {self.coupling!r}")
+        if self.cfm < 0:
+            raise ModelError("box-friction cfm must be >= 0")
+
+
+def _layout(sys):
+    nj, nm, nl, nc = sys.nj, sys.nm, sys.nl, sys.nc
+    o_a = nj
+    o_l = o_a + nm
+    o_n = o_l + nl
+    o_s = o_n + nc
+    o_t = o_s + nc
+    return o_a, o_l, o_n, o_s, o_t, o_t + nc
+
+
+def build(sys, options: Options | None = None) -> BoxedLCP:
+    options = options or Options()
+    o_a, o_l, o_n, o_s, o_t, n = _layout(sys)
+    nc = sys.nc
+    H = sp.vstack([sys.J, sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
+    Mat = dense(H @ sys.Minv @ H.T) + (options.cfm + sys.cfm) * np.eye(n)
+    rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * nc)])
+    q = H @ sys.v_free() - rhs
+    lo = np.concatenate([np.full(sys.nj, -np.inf), -sys.a_max, np.zeros(sys.nl + nc), np.zeros(2 * nc)])
+    hi = np.concatenate([np.full(sys.nj, np.inf), sys.a_max, np.full(sys.nl + nc, np.inf), np.zeros(2 * nc)])
+    if options.coupling == "current":
+        findex = np.full(n, -1, dtype=np.int64)
+        mu = np.zeros(n)
+        normals = o_n + np.arange(nc)
+        findex[o_s:o_t] = normals
+        findex[o_t:n] = normals
+        mu[o_s:n] = np.tile(sys.mu, 2)
+        prob = BoxedLCP(Mat, q, lo, hi, findex, mu) if nc else BoxedLCP(Mat, q, lo, hi)
+    else:
+        guess = np.where(np.isfinite(sys.normal_guess), sys.normal_guess, options.new_contact_bound)
+        bound = np.tile(sys.mu * np.maximum(guess, 0.0), 2)
+        lo[o_s:n], hi[o_s:n] = -bound, bound
+        prob = BoxedLCP(Mat, q, lo, hi)
+    prob.row_groups = {"joint": slice(0, o_a), "motor": slice(o_a, o_l), "limit": slice(o_l, o_n),
+                       "normal": slice(o_n, o_s), "friction": slice(o_s, n)}
+    return prob
+
+
+def recover(sys, problem, solution, options: Options | None = None) -> StepResult:
+    o_a, o_l, o_n, o_s, o_t, n = _layout(sys)
+    z = np.asarray(solution.z, dtype=np.float64)
+    H = sp.vstack([sys.J, sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
+    v_next = sys.v_free() + sys.Minv @ (H.T @ z)
+    normal = z[o_n:o_s]
+    return StepResult(v_next=v_next, normal=normal, tangent=np.column_stack([z[o_s:o_t], z[o_t:n]]),
+                      joint=z[:o_a], limit=z[o_l:o_n], motor=z[o_a:o_l],
+                      modes=contact_modes(sys, v_next, normal))

@@ -1,0 +1,92 @@
+"""Shared pieces of the contact models: the step result, mixed-LCP assembly, contact modes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..mechanics.system import ConstraintSystem
+from ..problems import LCP, MixedLCP
+
+MODE_SEPARATING, MODE_STICKING, MODE_SLIDING = 0, 1, 2
+MODE_NAMES = {MODE_SEPARATING: "separating", MODE_STICKING: "sticking", MODE_SLIDING: "sliding"}
+
+__all__ = ["ConstraintSystem", "StepResult", "MODE_SEPARATING", "MODE_STICKING", "MODE_SLIDING",
+           "MODE_NAMES", "mixed_problem", "mixed_recover", "contact_modes", "pyramid_to_tangent", "dense"]
+
+
+@dataclass
+class StepResult:
+    """What ``recover`` returns. Impulses (not forces) over the step: ``normal`` (nc,),
+    ``tangent`` (nc, 2) along (t1, t2), ``joint`` (nj,) on the J rows, ``limit`` (nl,), ``motor``
+    (nm,); ``modes`` (nc,) int8 (MODE_*); ``v_next`` (ndof,) the next generalised velocity."""
+    v_next: np.ndarray
+    normal: np.ndarray
+    tangent: np.ndarray
+    joint: np.ndarray
+    limit: np.ndarray
+    motor: np.ndarray
+    modes: np.ndarray
+    info: dict = field(default_factory=dict)
+
+
+def dense(M) -> np.ndarray:
+    return M.toarray() if sp.issparse(M) else np.asarray(M)
+
+
+def mixed_problem(sys: ConstraintSystem, H: sp.csr_matrix, K, c: np.ndarray, v0: np.ndarray,
+                  scale: float = 1.0):
+    """Eliminate v+ = v0 + M^-1 (J' x + H' y) analytically (M is block diagonal) and return
+
+        MixedLCP:  (J W J') x + (J W H') y + (J v0 - j_rhs)/scale = 0
+                   w = (H W J') x + (H W H' + K) y + (H v0 + c)/scale,  0 <= y perp w >= 0
+    with W = M^-1 (arechavaleta eq. 13 with the velocity eliminated; the remaining joint rows are
+    removed by MixedLCP's Schur complement, eq. 15). Without joint rows: ``LCP(H W H' + K, ...)``.
+    ``scale`` = h turns impulses into forces (the acceleration-level form).
+    """
+    W = sys.Minv
+    HW = H @ W
+    B = dense(HW @ H.T) + dense(K)
+    hh = (H @ v0 + c) / scale
+    if sys.nj == 0:
+        return LCP(B, hh)
+    JW = sys.J @ W
+    return MixedLCP(dense(JW @ sys.J.T), dense(JW @ H.T), dense(HW @ sys.J.T), B,
+                    (sys.J @ v0 - sys.j_rhs) / scale, hh)
+
+
+def mixed_recover(sys: ConstraintSystem, problem, solution, H: sp.csr_matrix, v0: np.ndarray,
+                  scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(v_next, joint impulses x, y) from a solution of :func:`mixed_problem` (impulses = scale * vars)."""
+    y = np.asarray(solution.z, dtype=np.float64)
+    if isinstance(problem, MixedLCP):
+        x = solution.x if solution.x is not None else problem.recover_x(y)
+    else:
+        x = np.zeros(0)
+    p = H.T @ y
+    if sys.nj:
+        p = p + sys.J.T @ x
+    return v0 + scale * (sys.Minv @ p), scale * x, scale * y
+
+
+def pyramid_to_tangent(beta: np.ndarray, d: int) -> np.ndarray:
+    """Tangential impulse (nc, 2) along (t1, t2) from the d pyramid components per contact."""
+    ang = 2.0 * np.pi * np.arange(d) / d
+    B = beta.reshape(-1, d)
+    return np.column_stack([B @ np.cos(ang), B @ np.sin(ang)])
+
+
+def contact_modes(sys: ConstraintSystem, v_next: np.ndarray, normal: np.ndarray,
+                  impulse_tol: float = 1e-9, speed_tol: float = 1e-6) -> np.ndarray:
+    """separating if the normal impulse is ~0, sliding if the tangential speed at v+ exceeds
+    ``speed_tol``, sticking otherwise (tolerances relative to the largest normal impulse)."""
+    nc = sys.nc
+    modes = np.zeros(nc, dtype=np.int8)
+    if nc == 0:
+        return modes
+    scale = max(1.0, float(np.max(np.abs(normal), initial=0.0)))
+    touching = normal > impulse_tol * scale
+    vt = np.hypot(sys.S @ v_next, sys.T @ v_next)
+    modes[touching] = np.where(vt[touching] > speed_tol, MODE_SLIDING, MODE_STICKING)
+    return modes

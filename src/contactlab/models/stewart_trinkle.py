@@ -1,0 +1,87 @@
+"""Velocity-level time-stepping LCP with a friction pyramid (Stewart-Trinkle / Anitescu-Potra).
+
+arechavaleta eq. (7)-(15), drumwright §III-C with the linearised cone: complementarity variables
+grouped by type, y = [c_l (nl), c_n (nc), beta (nc*d), lambda (nc), u (nm), s (nm)]:
+    L v+ + l_bias           >= 0  perp c_l    joint limits (eq. 12)
+    N v+ + n_bias (+ cfm c_n) >= 0 perp c_n   non-penetration (eq. 7)
+    D v+ + E lambda         >= 0  perp beta   (eq. 8)
+    mu c_n - E' beta        >= 0  perp lambda (eq. 9)
+    A v+ - a_target + s     >= 0  perp u      velocity motors, impulse u - a_max in [-a_max, a_max]
+    2 a_max - u             >= 0  perp s
+Joints (J v+ = j_rhs, eq. 10) are the free variables of a :class:`MixedLCP` and are removed by its
+Schur complement (eq. 15); without joints the problem is a plain :class:`LCP`. The matrix is
+copositive-plus, so Lemke's method solves it; it is not symmetric (use lemke).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .common import StepResult, contact_modes, mixed_problem, mixed_recover, pyramid_to_tangent
+
+NAME = "stewart-trinkle"
+DEFAULT_METHOD = "lemke"
+DESCRIPTION = "velocity-level LCP, friction pyramid of d directions (arechavaleta eq. 13-15)"
+
+
+@dataclass(frozen=True)
+class Options:
+    """cfm: constraint force mixing added to the diagonal of every complementarity row (on top of
+    the scene's settings.cfm). The pyramid LCP of a resting stack is highly degenerate (4 coplanar
+    points per face); a tiny cfm keeps pivoting well posed and changes velocities by ~cfm * impulse."""
+    cfm: float = 1e-6
+
+
+def _parts(sys):
+    nc, d, nl, nm = sys.nc, sys.d, sys.nl, sys.nm
+    ndof = sys.ndof
+    Z = lambda k: sp.csr_matrix((k, ndof))
+    H = sp.vstack([sys.L, sys.N, sys.D, Z(nc), sys.A, Z(nm)], format="csr")
+    o_cn = nl
+    o_b = o_cn + nc
+    o_lam = o_b + nc * d
+    o_u = o_lam + nc
+    o_s = o_u + nm
+    ny = o_s + nm
+    rows, cols, vals = [], [], []
+    ci = np.repeat(np.arange(nc), d)
+    bi = np.arange(nc * d)
+    rows += [o_b + bi, o_lam + ci, o_lam + np.arange(nc)]
+    cols += [o_lam + ci, o_b + bi, o_cn + np.arange(nc)]
+    vals += [np.ones(nc * d), -np.ones(nc * d), sys.mu]
+    rows += [o_u + np.arange(nm), o_s + np.arange(nm)]
+    cols += [o_s + np.arange(nm), o_u + np.arange(nm)]
+    vals += [np.ones(nm), -np.ones(nm)]
+    K = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(ny, ny))
+    c = np.concatenate([sys.l_bias, sys.n_bias, np.zeros(nc * d + nc), -sys.a_target, 2.0 * sys.a_max])
+    v0 = sys.v_free()
+    if nm:
+        v0 = v0 - sys.Minv @ (sys.A.T @ sys.a_max)
+    return H, K, c, v0, (o_cn, o_b, o_lam, o_u, o_s)
+
+
+def build(sys, options: Options | None = None):
+    """The MixedLCP (joints) or LCP (no joints) of eq. (13)-(15); rows grouped by type."""
+    options = options or Options()
+    H, K, c, v0, off = _parts(sys)
+    cfm = sys.cfm + options.cfm
+    if cfm:
+        K = K + cfm * sp.eye(K.shape[0], format="csr")
+    prob = mixed_problem(sys, H, K, c, v0)
+    prob.row_groups = {"limit": slice(0, off[0]), "normal": slice(off[0], off[1]), "friction": slice(off[1], off[2]),
+                       "lambda": slice(off[2], off[3]), "motor": slice(off[3], off[4]),
+                       "motor_slack": slice(off[4], off[4] + sys.nm)}
+    return prob
+
+
+def recover(sys, problem, solution, options: Options | None = None) -> StepResult:
+    H, K, c, v0, (o_cn, o_b, o_lam, o_u, o_s) = _parts(sys)
+    v_next, x, y = mixed_recover(sys, problem, solution, H, v0)
+    normal = y[o_cn:o_b]
+    beta = y[o_b:o_lam]
+    tangent = pyramid_to_tangent(beta, sys.d) if sys.nc else np.zeros((0, 2))
+    return StepResult(v_next=v_next, normal=normal, tangent=tangent, joint=x, limit=y[:o_cn],
+                      motor=y[o_u:o_s] - sys.a_max, modes=contact_modes(sys, v_next, normal),
+                      info={"lambda": y[o_lam:o_u]})

@@ -1,0 +1,35 @@
+"""``count`` boxes named ``box0``.. dropped into a bin (ground and four walls)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..mechanics.rotation import quat_from_rotvec
+from ..mechanics.scene import Body, Scene, Settings, Shape
+
+
+def build(count: int = 20, size: float = 0.2, mass: float = 1.0, mu: float = 0.5, dt: float = 0.01,
+          seed: int = 0, spacing: float = 1.3, friction_directions: int = 4) -> Scene:
+    """Boxes on a square grid of pitch ``spacing * size`` in layers above the bin, each turned by a
+    random small rotation (seeded); the bin's inner width fits the grid."""
+    rng = np.random.default_rng(int(seed))
+    count = int(count)
+    per_side = max(1, int(np.ceil(np.sqrt(count / max(1.0, np.ceil(count / 25))))))
+    per_layer = per_side * per_side
+    pitch = spacing * size
+    width = per_side * pitch + size
+    t = 0.1
+    wall_h = 0.6 * max(1.0, np.ceil(count / per_layer)) * size + size
+    bodies = [Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1))])]
+    walls = [((width / 2 + t / 2, 0, wall_h / 2), (t, width + 2 * t, wall_h)),
+             ((-width / 2 - t / 2, 0, wall_h / 2), (t, width + 2 * t, wall_h)),
+             ((0, width / 2 + t / 2, wall_h / 2), (width, t, wall_h)),
+             ((0, -width / 2 - t / 2, wall_h / 2), (width, t, wall_h))]
+    bodies.append(Body("bin", kind="fixed", shapes=[Shape("box", size=s, position=p) for p, s in walls]))
+    for i in range(count):
+        layer, k = divmod(i, per_layer)
+        gx, gy = divmod(k, per_side)
+        pos = ((gx - (per_side - 1) / 2) * pitch, (gy - (per_side - 1) / 2) * pitch, size + layer * pitch)
+        q = quat_from_rotvec(rng.normal(scale=0.2, size=3))
+        bodies.append(Body(f"box{i}", mass=mass, position=pos, orientation=tuple(q),
+                           shapes=[Shape("box", size=(size, size, size))]))
+    return Scene(name="pile", bodies=bodies, mu=mu, settings=Settings(dt=dt, friction_directions=friction_directions))
