@@ -30,7 +30,7 @@ def _border_add(Minv, k, M, idx, a, u, v):
     big = abs(M[a, a])
     for j in range(k):
         big = max(big, abs(M[a, idx[j]]))
-    if not (abs(s) > 1e-14 * max(big, 1e-300)):
+    if not (abs(s) > 1e-11 * max(big, 1e-300)):
         return False
     for i in range(k):
         for j in range(k):
@@ -64,12 +64,69 @@ def _border_remove(Minv, k, idx, p):
             Minv[i, j] -= Minv[i, last] * Minv[last, j] / h
 
 
+
 @jit
-def dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, max_pivots, tol, dz, dw, u, v, counts):
+def _chol_append_sym(L, k, M, idx, a, tmp):
+    """Append index a to the Cholesky factor L[:k,:k] of M[idx, idx] (symmetric M, O(k^2)).
+    Returns False when M[a, a] - l'l is not clearly positive (a depends on idx: PSD M)."""
+    for i in range(k):
+        s = M[idx[i], a]
+        for j in range(i):
+            s -= L[i, j] * tmp[j]
+        tmp[i] = s / L[i, i]
+    d = M[a, a]
+    for j in range(k):
+        d -= tmp[j] * tmp[j]
+    if not (d > 1e-11 * max(abs(M[a, a]), 1e-300)):
+        return False
+    for j in range(k):
+        L[k, j] = tmp[j]
+        L[j, k] = 0.0
+    L[k, k] = np.sqrt(d)
+    idx[k] = a
+    return True
+
+
+@jit
+def _set_add(sym, F, k, M, idx, a, w1, w2):
+    if sym:
+        return _chol_append_sym(F, k, M, idx, a, w1)
+    return _border_add(F, k, M, idx, a, w1, w2)
+
+
+@jit
+def _set_remove(sym, F, k, idx, p):
+    if sym:
+        _chol_delete(F, k, idx, p)
+    else:
+        _border_remove(F, k, idx, p)
+
+
+@jit
+def _direction(sym, F, k, M, idx, dd, u, w1, w2):
+    """u[:k] = -M_CC^-1 M_Cd from the factor F (Cholesky L if sym, else the bordered inverse)."""
+    if sym:
+        for i in range(k):
+            w1[i] = M[idx[i], dd]
+        _chol_solve(F, k, w1, w2)
+        for i in range(k):
+            u[i] = -w2[i]
+    else:
+        for i in range(k):
+            s = 0.0
+            for j in range(k):
+                s -= F[i, j] * M[idx[j], dd]
+            u[i] = s
+
+
+@jit
+def dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz, dw, u, v, counts):
     """Cottle-Dantzig principal pivoting (loomis-balkcom §II; Baraff 1994 for the step rules).
 
     On entry: z, w = M z + q complementary with w[idx[:k0]] = 0, z >= 0, and Minv[:k0,:k0] the
-    inverse of M[idx[:k0], idx[:k0]] (k0 = 0 for a cold start). Each major cycle drives one index
+    factor of M[idx[:k0], idx[:k0]] (k0 = 0 for a cold start): its lower Cholesky factor when
+    ``sym`` (symmetric PSD M: stable, and rank deficiency is detected), else its inverse kept by
+    bordering (nonsymmetric P-matrices, whose principal blocks are all nonsingular). Each major cycle drives one index
     with w_d < 0 to feasibility; minor cycles are principal pivots keeping all other pairs feasible.
     counts[0] = major cycles, counts[1] = pivots. Returns (status, k).
     """
@@ -96,36 +153,44 @@ def dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, max_pivots, tol, dz, dw, u, v
                 counts[1] = pivots
                 return MAX_PIVOTS, k
             # direction: dz_d = 1, dz_C = -M_CC^-1 M_Cd, dw = M dz
-            for i in range(k):
-                s = 0.0
-                for j in range(k):
-                    s -= Minv[i, j] * M[idx[j], dd]
-                u[i] = s
-            for i in range(n):
+            _direction(sym, Minv, k, M, idx, dd, u, dz, v)
+            for i in range(n):  # dw_C = 0 by construction: only rows outside C are formed
+                if inC[i]:
+                    dw[i] = 0.0
+                    continue
                 s = M[i, dd]
                 for j in range(k):
                     s += M[i, idx[j]] * u[j]
                 dw[i] = s
+            step_d = np.inf
+            if dw[dd] > tol:
+                step_d = -w[dd] / dw[dd]
             step = np.inf
             block = -1
             block_pos = -1
-            if dw[dd] > tol:
-                step = -w[dd] / dw[dd]
-                block = dd
+            # minimum ratio; ties (degenerate steps) broken by the least index (Bland/Chang)
             for j in range(k):
                 if u[j] < -tol:
-                    r = -z[idx[j]] / u[j]
-                    if r < step:
+                    r = max(z[idx[j]], 0.0) / -u[j]
+                    tie = tol + 1e-10 * abs(step) if step < np.inf else 0.0
+                    if r < step - tie or (r <= step + tie and idx[j] < block):
                         step = r
                         block = idx[j]
                         block_pos = j
             for i in range(n):
                 if not inC[i] and i != dd and dw[i] < -tol and w[i] >= -tol:
                     r = max(w[i], 0.0) / -dw[i]
-                    if r < step:
+                    tie = tol + 1e-10 * abs(step) if step < np.inf else 0.0
+                    if r < step - tie or (r <= step + tie and i < block):
                         step = r
                         block = i
                         block_pos = -1
+            # ties go to the driving index: with PSD M a row dependent on C + {d} blocks exactly
+            # when d does, and adding it would make M_CC singular (Baraff 1994, §6)
+            if step_d < np.inf and step_d <= step + 1e-10 * (abs(step_d) + tol):
+                step = step_d
+                block = dd
+                block_pos = -1
             if block < 0:
                 counts[0] = majors
                 counts[1] = pivots
@@ -142,7 +207,7 @@ def dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, max_pivots, tol, dz, dw, u, v
             pivots += 1
             if block == dd:
                 w[dd] = 0.0
-                if not _border_add(Minv, k, M, idx, dd, dz, v):
+                if not _set_add(sym, Minv, k, M, idx, dd, dz, v):
                     counts[0] = majors
                     counts[1] = pivots
                     return NUMERICAL, k
@@ -151,17 +216,25 @@ def dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, max_pivots, tol, dz, dw, u, v
                 break
             elif block_pos >= 0:
                 z[block] = 0.0
-                _border_remove(Minv, k, idx, block_pos)
+                _set_remove(sym, Minv, k, idx, block_pos)
                 inC[block] = False
                 k -= 1
             else:
-                w[block] = 0.0
-                if not _border_add(Minv, k, M, idx, block, dz, v):
+                if _set_add(sym, Minv, k, M, idx, block, dz, v):
+                    w[block] = 0.0
+                    inC[block] = True
+                    k += 1
+                elif abs(w[dd]) <= 1e-8 * (1.0 + abs(w[block])) + 1e4 * tol and _set_add(sym, Minv, k, M, idx, dd, dz, v):
+                    # the blocking row depends on C + {d} (PSD M): in exact arithmetic it ties
+                    # with d, so the major cycle ends here instead
+                    w[dd] = 0.0
+                    inC[dd] = True
+                    k += 1
+                    break
+                else:
                     counts[0] = majors
                     counts[1] = pivots
                     return NUMERICAL, k
-                inC[block] = True
-                k += 1
 
 
 @jit

@@ -89,6 +89,7 @@ def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, ref
 
 
 @register("lemke", problems=(LCP,), options=LemkeOptions,
+          classes=("spd", "psd", "p", "friction", "factored", "boxed"),
           description="Lemke's complementary pivoting, lexicographic, with regularised retry",
           guarantees="solves P-matrix and copositive-plus LCPs with a solution; ray termination "
                      "otherwise (a certificate of infeasibility for copositive-plus M)")

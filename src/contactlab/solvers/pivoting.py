@@ -77,6 +77,7 @@ def _warm_active_set(M, q, warm_start, tol):
 
 
 @register("dantzig", problems=(LCP,), options=DantzigOptions, warm_start=True,
+          classes=("spd", "psd", "p", "factored"),
           description="Cottle-Dantzig principal pivoting with warm start from a sub-problem (Loomis-Balkcom)",
           guarantees="P-matrix and PSD LCPs: solution in at most n major cycles (n - k from a k-index "
                      "sub-problem solution); NO_SOLUTION when PSD and infeasible")
@@ -86,6 +87,7 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
     n = problem.n
     scale = max(1.0, float(np.max(np.abs(M), initial=0.0)), float(np.max(np.abs(q), initial=0.0)))
     tol = 1e-12 * scale
+    sym = bool(np.allclose(M, M.T, rtol=0.0, atol=1e-13 * scale))
     inC = np.zeros(n, dtype=np.bool_)
     idx = np.zeros(n, dtype=np.int64)
     Minv = np.zeros((n, n))
@@ -93,8 +95,9 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
     if warm_start is not None:
         active, z, k_sub = _warm_active_set(M, q, warm_start, tol)
         k0 = active.size
-        if k0:
-            Minv[:k0, :k0] = np.linalg.inv(M[np.ix_(active, active)])  # principal block only, once
+        if k0:  # factor of the principal block only, once
+            block = M[np.ix_(active, active)]
+            Minv[:k0, :k0] = np.linalg.cholesky(block) if sym else np.linalg.inv(block)
             idx[:k0] = active
             inC[active] = True
         info["warm_start_k"] = int(k_sub)
@@ -106,7 +109,7 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
     max_pivots = opts.max_pivots if opts.max_pivots is not None else 20 * n + 100
     counts = np.zeros(2, dtype=np.int64)
     work = [np.empty(n) for _ in range(4)]
-    code, k = K.dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, max_pivots, tol, *work, counts)
+    code, k = K.dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, *work, counts)
     status = _STATUS[code]
     if status is Status.SOLVED and opts.refine and k:
         zr = _active_solution(M, q, np.sort(idx[:k]))
@@ -124,7 +127,7 @@ class PPMOptions:
     max_iterations: int | None = None
 
 
-@register("ppm", problems=(FactoredLCP,), options=PPMOptions, convert=False,
+@register("ppm", problems=(FactoredLCP,), options=PPMOptions, convert=False, classes=("factored",),
           description="Drumwright's modified principal pivoting (Alg. 1) on N M^-1 N' kept factored",
           guarantees="symmetric PSD contact LCPs; O(m^3 + m^2 n); at most rank(N M^-1 N') <= m positive "
                      "impulses (Lemma 1)")

@@ -29,6 +29,7 @@ class SolverSpec:
     guarantees: str = ""
     warm_start: bool = False
     converts: tuple[type, ...] = field(default=())  # types accepted via lcp_reduction()
+    classes: tuple[str, ...] = field(default=())  # matrix classes it claims (see MATRIX_CLASSES)
 
     def accepts(self, problem: Problem) -> bool:
         return isinstance(problem, self.problems) or (
@@ -46,22 +47,39 @@ class SolverSpec:
             raise ParamError(f"bad options for {self.name!r}: {exc}") from None
 
 
+#: Tags a solver may claim with ``register(..., classes=...)``; the registry-wide test suite
+#: (tests/test_registry_suite.py) runs every solver on every class it claims.
+MATRIX_CLASSES = {
+    "spd": "symmetric positive definite LCP",
+    "psd": "symmetric positive semi-definite, rank-deficient LCP",
+    "p": "nonsymmetric P-matrix LCP",
+    "friction": "Stewart-Trinkle friction-pyramid LCP (copositive-plus)",
+    "factored": "FactoredLCP contact problem N M^-1 N'",
+    "boxed": "BoxedLCP with static bounds and SPD M",
+    "boxed-coupled": "BoxedLCP with friction-coupled bounds (findex, mu) and SPD M",
+}
+
 _REGISTRY: dict[str, SolverSpec] = {}
 _CONVERTIBLE = (BoxedLCP, MixedLCP, FactoredLCP)
 
 
 def register(name: str, *, problems: tuple[type, ...], options: type = NoOptions, description: str = "",
-             guarantees: str = "", warm_start: bool = False, convert: bool = True):
+             guarantees: str = "", warm_start: bool = False, convert: bool = True,
+             classes: tuple[str, ...] = ()):
     """Decorator adding ``func(problem, opts, warm_start) -> Solution`` to the registry.
 
     With ``convert`` (default), a solver registered for :class:`LCP` also accepts boxed (static
     bounds), mixed and factored problems through their ``lcp_reduction()``.
     """
+    unknown = set(classes) - set(MATRIX_CLASSES)
+    if unknown:
+        raise RuntimeError(f"unknown matrix classes {sorted(unknown)}; known: {sorted(MATRIX_CLASSES)}")
+
     def deco(func):
         if name in _REGISTRY:
             raise RuntimeError(f"solver {name!r} registered twice")
         _REGISTRY[name] = SolverSpec(name, func, tuple(problems), options, description, guarantees,
-                                     warm_start, _CONVERTIBLE if convert else ())
+                                     warm_start, _CONVERTIBLE if convert else (), tuple(classes))
         return func
     return deco
 

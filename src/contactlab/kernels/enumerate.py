@@ -1,0 +1,105 @@
+"""Exhaustive search over complementary bases (the reference solver for tests)."""
+import numpy as np
+
+from ._jit import jit
+
+
+@jit
+def _solve_small(A, b, k, x):
+    """Gaussian elimination with partial pivoting on A[:k,:k] x = b (destroys A, b); False if singular."""
+    scale = 0.0
+    for i in range(k):
+        for j in range(k):
+            scale = max(scale, abs(A[i, j]))
+    for c in range(k):
+        p = c
+        for r in range(c + 1, k):
+            if abs(A[r, c]) > abs(A[p, c]):
+                p = r
+        if abs(A[p, c]) <= 1e-12 * max(scale, 1e-300):
+            return False
+        if p != c:
+            for j in range(k):
+                t = A[c, j]
+                A[c, j] = A[p, j]
+                A[p, j] = t
+            t = b[c]
+            b[c] = b[p]
+            b[p] = t
+        for r in range(c + 1, k):
+            f = A[r, c] / A[c, c]
+            for j in range(c, k):
+                A[r, j] -= f * A[c, j]
+            b[r] -= f * b[c]
+    for i in range(k - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, k):
+            s -= A[i, j] * x[j]
+        x[i] = s / A[i, i]
+    return True
+
+
+@jit
+def enumerate_kernel(M, q, tol, max_solutions, out):
+    """Visit every support S (by increasing size): z_S = -M_SS^-1 q_S, check z_S >= 0, w >= 0.
+
+    Writes up to ``max_solutions`` solutions as rows of ``out``; returns (found, tested).
+    """
+    n = q.shape[0]
+    A = np.empty((n, n))
+    b = np.empty(n)
+    x = np.empty(n)
+    S = np.empty(n, dtype=np.int64)
+    z = np.empty(n)
+    found = 0
+    tested = 0
+    for size in range(n + 1):
+        # iterate subsets of this size via bit tricks (Gosper's hack)
+        if size == 0:
+            mask = 0
+        else:
+            mask = (1 << size) - 1
+        while mask < (1 << n):
+            tested += 1
+            k = 0
+            for i in range(n):
+                if (mask >> i) & 1:
+                    S[k] = i
+                    k += 1
+            ok = True
+            if k > 0:
+                for a in range(k):
+                    for c in range(k):
+                        A[a, c] = M[S[a], S[c]]
+                    b[a] = -q[S[a]]
+                ok = _solve_small(A, b, k, x)
+            if ok:
+                for i in range(n):
+                    z[i] = 0.0
+                for a in range(k):
+                    if x[a] < -tol:
+                        ok = False
+                        break
+                    z[S[a]] = max(x[a], 0.0)
+            if ok:
+                for i in range(n):
+                    if not ((mask >> i) & 1):
+                        s = q[i]
+                        for j in range(n):
+                            s += M[i, j] * z[j]
+                        if s < -tol:
+                            ok = False
+                            break
+            if ok:
+                if found < max_solutions:
+                    for i in range(n):
+                        out[found, i] = z[i]
+                found += 1
+                if found >= max_solutions:
+                    return found, tested
+            if size == 0:
+                break
+            c = mask & -mask
+            r = mask + c
+            mask = (((r ^ mask) >> 2) // c) | r
+    return found, tested

@@ -1,0 +1,75 @@
+"""Named textbook cases and problem builders per matrix class (shared by the test modules)."""
+from __future__ import annotations
+
+import numpy as np
+
+import contactlab as cl
+from contactlab.problems import generators as gen
+
+
+def cottle_textbook() -> tuple[cl.LCP, np.ndarray]:
+    """Cottle-Pang-Stone Example 1.1-style 2x2 SPD case with the known solution z = (1/3, 1/3)."""
+    M = np.array([[2.0, 1.0], [1.0, 2.0]])
+    return cl.LCP(M, np.array([-1.0, -1.0])), np.array([1 / 3, 1 / 3])
+
+
+def infeasible() -> cl.LCP:
+    """w = -z - 1 >= 0 has no solution with z >= 0."""
+    return cl.LCP(-np.eye(2), -np.ones(2))
+
+
+def trivial() -> cl.LCP:
+    return cl.LCP(np.eye(3), np.array([1.0, 0.0, 2.0]))
+
+
+TEXTBOOK = {
+    "cottle_2x2": lambda: cottle_textbook()[0],
+    "kostreva_cycling": gen.kostreva_cycling,
+    "murty_6": lambda: gen.murty(6),
+    "trivial": trivial,
+}
+
+
+def boxed_static(n: int, rng: np.random.Generator) -> cl.BoxedLCP:
+    """SPD M with a mix of one-sided, two-sided and free rows."""
+    M = gen.spd_matrix(n, rng)
+    q = rng.standard_normal(n)
+    kind = rng.integers(0, 4, n)
+    lo = np.where(kind == 0, 0.0, np.where(kind == 1, -rng.uniform(0.1, 1, n), -np.inf))
+    hi = np.where(kind == 1, rng.uniform(0.1, 1, n), np.where(kind == 2, rng.uniform(0, 1, n), np.inf))
+    return cl.BoxedLCP(M, q, lo, hi)
+
+
+def boxed_coupled(n_contacts: int, rng: np.random.Generator) -> cl.BoxedLCP:
+    """Normal rows [0, inf) and two friction rows per contact with |f| <= mu z_n (ODE findex)."""
+    n = 3 * n_contacts
+    M = gen.spd_matrix(n, rng)
+    q = rng.standard_normal(n)
+    lo, hi = np.zeros(n), np.full(n, np.inf)
+    findex = np.full(n, -1)
+    mu = np.zeros(n)
+    for c in range(n_contacts):
+        for t in (1, 2):
+            findex[3 * c + t] = 3 * c
+            mu[3 * c + t] = rng.uniform(0.2, 1.0)
+    return cl.BoxedLCP(M, q, lo, hi, findex=findex, mu=mu)
+
+
+def make(cls: str, rng: np.random.Generator):
+    """A small problem of matrix class ``cls`` (see contactlab.solvers.registry.MATRIX_CLASSES)."""
+    n = int(rng.integers(2, 9))
+    if cls == "spd":
+        return gen.random_spd(n, rng)
+    if cls == "psd":
+        return gen.random_psd(n, int(rng.integers(1, n)), rng)
+    if cls == "p":
+        return gen.random_p_matrix(n, rng)
+    if cls == "friction":
+        return gen.friction_pyramid_lcp(int(rng.integers(1, 3)), rng, d=4)
+    if cls == "factored":
+        return gen.box_stack_factored(int(rng.integers(1, 4)), rng)
+    if cls == "boxed":
+        return boxed_static(int(rng.integers(2, 6)), rng)
+    if cls == "boxed-coupled":
+        return boxed_coupled(int(rng.integers(1, 4)), rng)
+    raise KeyError(cls)

@@ -1,0 +1,200 @@
+"""Lemke, Cottle-Dantzig, PPM and enumerate: textbook cases, bounds from the papers, statuses."""
+import numpy as np
+import pytest
+
+import contactlab as cl
+from contactlab.problems import generators as gen
+
+from .problems import TEXTBOOK, cottle_textbook, infeasible
+
+
+@pytest.mark.parametrize("name", sorted(TEXTBOOK))
+@pytest.mark.parametrize("method", ["lemke", "dantzig", "enumerate"])
+def test_textbook_cases(name, method):
+    problem = TEXTBOOK[name]()
+    sol = cl.solve(problem, method=method, **({"max_pivots": 200} if method != "enumerate" else {}))
+    assert sol.success and sol.residual <= 1e-12 * problem.scale()
+
+
+def test_known_solution():
+    problem, z = cottle_textbook()
+    for method in ("lemke", "dantzig", "enumerate"):
+        np.testing.assert_allclose(cl.solve(problem, method=method).z, z, atol=1e-14)
+
+
+@pytest.mark.parametrize("n", [8, 10, 12, 14, 16])
+def test_murty_exponential_pivots(n):
+    """Murty (1978): Lemke with covering vector e visits 2^n bases (2^n - 1 pivots after z0 enters)."""
+    problem = gen.murty(n)
+    sol = cl.solve(problem, method="lemke", max_pivots=2**n + 10)
+    assert sol.success
+    assert sol.pivots == 2**n
+    expected = np.zeros(n)
+    expected[-1] = 2.0**n
+    np.testing.assert_allclose(sol.z, expected, atol=1e-9 * 2**n)
+
+
+def test_murty_hits_pivot_limit_honestly():
+    sol = cl.solve(gen.murty(12), method="lemke", max_pivots=100, regularize=False)
+    assert sol.status is cl.Status.MAX_ITERATIONS and not sol.success
+
+
+def test_kostreva_degenerate_terminates():
+    """Every first ratio ties; the lexicographic rule must still terminate at z = e/3."""
+    sol = cl.solve(gen.kostreva_cycling(), method="lemke", max_pivots=50, regularize=False)
+    assert sol.success
+    np.testing.assert_allclose(sol.z, np.ones(3) / 3, atol=1e-14)
+
+
+def test_infeasible_is_honest():
+    for method in ("lemke", "dantzig", "enumerate"):
+        sol = cl.solve(infeasible(), method=method)
+        assert not sol.success
+        assert sol.residual >= 0.5
+    assert cl.solve(infeasible(), method="lemke", regularize=False).status is cl.Status.RAY_TERMINATION
+    assert cl.solve(infeasible(), method="enumerate").status is cl.Status.NO_SOLUTION
+    assert cl.solve(infeasible(), method="dantzig").status is cl.Status.NO_SOLUTION
+
+
+def test_lemke_ray_is_a_ray():
+    """On the secondary ray (w, z, z0) + t * ray stays a solution of w - Mz - d z0 = q."""
+    problem = infeasible()
+    sol = cl.solve(problem, method="lemke", regularize=False)
+    ray = sol.info["ray"]
+    resid = ray["w"] - problem.M @ ray["z"] - np.ones(2) * ray["z0"]
+    np.testing.assert_allclose(resid, 0.0, atol=1e-12)
+    assert np.all(ray["z"] >= -1e-12) and np.all(ray["w"] >= -1e-12)
+
+
+def test_regularised_retry_is_certified_on_original():
+    """A PSD problem on which plain Lemke ends on a ray, solved after M + eps I; residual is on M."""
+    M = np.array([[0.0, 1.0], [-1.0, 0.0]])  # skew: PSD, copositive
+    q = np.array([-1.0, 1.0])
+    sol = cl.solve(cl.LCP(M, q), method="lemke")
+    assert sol.success and sol.residual <= 1e-9
+    z = sol.z
+    w = M @ z + q
+    assert min(z.min(), w.min()) >= -1e-9 and abs(z @ w) <= 1e-9
+
+
+def test_trivial_and_solution_fields():
+    sol = cl.solve(cl.LCP(np.eye(2), [1.0, 2.0]), method="lemke")
+    assert sol.status is cl.Status.TRIVIAL and sol.success and sol.pivots == 0
+    np.testing.assert_array_equal(sol.z, 0.0)
+    np.testing.assert_array_equal(sol.w, [1.0, 2.0])
+
+
+def test_dantzig_warm_start_major_cycle_bound():
+    """loomis-balkcom Theorem 1: from a k-index sub-problem solution, at most n - k major cycles."""
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        problem = gen.random_spd(30, rng)
+        n = problem.n
+        k = int(rng.integers(1, n))
+        idx = np.sort(rng.choice(n, size=k, replace=False))
+        sub = cl.solve(cl.LCP(problem.M[np.ix_(idx, idx)], problem.q[idx]), method="dantzig")
+        cold = cl.solve(problem, method="dantzig")
+        warm = cl.solve(problem, method="dantzig", warm_start=(idx, sub.z))
+        assert warm.success and cold.success
+        assert warm.iterations <= n - k
+        assert warm.info["major_cycle_bound"] == n - k
+        np.testing.assert_allclose(warm.z, cold.z, atol=1e-9)
+
+
+def test_dantzig_warm_start_from_previous_solution_reuses_work():
+    rng = np.random.default_rng(3)
+    problem = gen.random_spd(60, rng)
+    cold = cl.solve(problem, method="dantzig")
+    perturbed = cl.LCP(problem.M, problem.q + 1e-3 * rng.standard_normal(problem.n))
+    warm = cl.solve(perturbed, method="dantzig", warm_start=cold)
+    again = cl.solve(perturbed, method="dantzig")
+    assert warm.success and warm.pivots < again.pivots
+    np.testing.assert_allclose(warm.z, again.z, atol=1e-9)
+
+
+def test_warm_start_pair_must_solve_subproblem():
+    problem = gen.random_spd(5, np.random.default_rng(0))
+    with pytest.raises(cl.ParamError, match="sub-problem"):
+        cl.solve(problem, method="dantzig", warm_start=(np.array([0, 1]), np.array([5.0, 5.0])))
+    with pytest.raises(cl.ParamError, match="warm_start"):
+        cl.solve(problem, method="lemke", warm_start=np.zeros(5))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_ppm_rank_bound_and_agreement(seed):
+    """drumwright Lemma 1: no more positive impulses than rank(N M^-1 N') <= m."""
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(3, 12)), int(rng.integers(10, 60))
+    N = rng.standard_normal((n, m))
+    Mm = gen.spd_matrix(m, rng)
+    problem = cl.FactoredLCP(N, Mm, rng.standard_normal(m))
+    sol = cl.solve(problem, method="ppm")
+    assert sol.success and sol.residual <= 1e-9 * problem.scale()
+    assert np.sum(sol.z > 1e-12) <= np.linalg.matrix_rank(N)
+    ref = cl.solve(problem.to_lcp(), method="lemke")
+    np.testing.assert_allclose(sol.w, ref.w, atol=1e-8 * problem.scale())
+
+
+def test_ppm_box_stacks():
+    rng = np.random.default_rng(11)
+    for nb in (2, 5, 12):
+        problem = gen.box_stack_factored(nb, rng)
+        sol = cl.solve(problem, method="ppm")
+        assert sol.success and sol.residual <= 1e-9 * problem.scale()
+        assert np.sum(sol.z > 0) <= problem.m
+
+
+def test_ppm_never_forms_the_matrix(monkeypatch):
+    problem = gen.box_stack_factored(4, np.random.default_rng(0))
+    monkeypatch.setattr(type(problem), "lcp_reduction", lambda self: pytest.fail("formed N M^-1 N'"))
+    assert cl.solve(problem, method="ppm").success
+
+
+def test_dantzig_on_larger_psd_contact_problem():
+    rng = np.random.default_rng(5)
+    N = rng.standard_normal((400, 50))
+    problem = cl.FactoredLCP(N, np.eye(50), rng.standard_normal(50)).to_lcp()
+    sol = cl.solve(problem, method="dantzig")
+    assert sol.success and sol.residual <= 1e-9 * problem.scale()
+
+
+def test_friction_pyramid_lemke():
+    rng = np.random.default_rng(2)
+    for nc in (2, 6, 12):
+        problem = gen.friction_pyramid_lcp(nc, rng, d=4, mu=0.6)
+        sol = cl.solve(problem, method="lemke")
+        assert sol.success and sol.residual <= 1e-9 * problem.scale()
+
+
+def test_auto_choices():
+    rng = np.random.default_rng(0)
+    spd = cl.solve(gen.random_spd(6, rng))
+    assert spd.info["auto"]["method"] == "dantzig" and spd.success
+    p = cl.solve(gen.random_p_matrix(6, rng))
+    assert p.info["auto"]["method"] == "lemke" and p.success
+    f = cl.solve(gen.box_stack_factored(3, rng))
+    assert f.info["auto"]["method"] == "ppm" and f.success
+
+
+def test_enumerate_refuses_large_and_counts_bases():
+    with pytest.raises(cl.ParamError, match="n <= 20"):
+        cl.solve(cl.LCP(np.eye(21), -np.ones(21)), method="enumerate")
+    sol = cl.solve(cl.LCP(np.eye(3), -np.ones(3)), method="enumerate")
+    assert sol.info["bases_tested"] == 8  # support size 3 is the last visited
+    np.testing.assert_allclose(sol.z, 1.0)
+
+
+def test_unknown_method_lists_known():
+    with pytest.raises(cl.SolverNotFound, match="lemke"):
+        cl.solve(cl.LCP(np.eye(2), -np.ones(2)), method="simplex")
+    with pytest.raises(ValueError):
+        cl.solve(cl.LCP(np.eye(2), -np.ones(2)), method="lemke", bogus=1)
+
+
+def test_sparse_input_accepted():
+    import scipy.sparse as sp
+    rng = np.random.default_rng(1)
+    dense = gen.random_spd(20, rng)
+    sol = cl.solve(cl.LCP(sp.csr_matrix(dense.M), dense.q), method="lemke")
+    ref = cl.solve(dense, method="lemke")
+    np.testing.assert_allclose(sol.z, ref.z, atol=1e-12)
