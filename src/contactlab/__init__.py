@@ -2,6 +2,7 @@
 from .errors import ContactlabError, ModelError, ParamError, ProblemError, SolverNotFound
 from .problems import LCP, BoxedLCP, FactoredLCP, MixedLCP, Problem
 from .problems.io import load, save
+from .problems.ucp import UCP
 from .solution import Solution, Status
 from .solvers import available_solvers, register, solve
 
@@ -10,3 +11,4 @@ __version__ = "0.1.0"
 __all__ = ["LCP", "BoxedLCP", "MixedLCP", "FactoredLCP", "Problem", "Solution", "Status", "solve",
            "available_solvers", "register", "load", "save", "ContactlabError", "ProblemError",
            "ParamError", "SolverNotFound", "ModelError"]
+__all__ += ["UCP"]
