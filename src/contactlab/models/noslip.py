@@ -162,3 +162,73 @@ def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> 
     vn = built.N @ v_next
     modes = np.where((z <= 0) & (vn > separating_tol), SEPARATING, STICKING).astype(np.int8)
     return ContactResult(v_next, z, fs, ft, joint, modes)
+
+
+# -- the simulator's model interface (docs/architecture.md): build(system) -> problem, recover(...) ----------
+NAME = "no-slip"
+DEFAULT_METHOD = "ppm"
+DESCRIPTION = "velocity level, S v+ = T v+ = 0; one LCP variable per contact, factored for ppm (drumwright Sec. VI)"
+
+
+@dataclass(frozen=True)
+class Options:
+    """tol: FIND-INDICES' relative independence threshold; cfm: added to the unilateral rows'
+    diagonal on top of the scene's settings.cfm (kept exact in factored form)."""
+    tol: float = 1e-9
+    cfm: float = 0.0
+
+
+def _dense(X) -> np.ndarray:
+    return X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
+
+
+def motor_forces(sys) -> tuple[np.ndarray, np.ndarray]:
+    """Force-limited velocity motors as force sources at their limit, toward their target.
+
+    Exact while a motor is saturated (a gripper squeezing an object: it cannot reach its target
+    speed); an unloaded motor would overshoot its target, which :func:`motor_saturated` reports.
+    Returns (generalized force (ndof,), motor impulses (nm,)).
+    """
+    if sys.nm == 0:
+        return np.zeros(sys.ndof), np.zeros(0)
+    sign = np.sign(sys.a_target - sys.A @ sys.v_free())
+    impulse = sign * sys.a_max
+    return np.asarray(sys.A.T @ impulse).ravel() / sys.h, impulse
+
+
+def motor_saturated(sys, v_next: np.ndarray, impulse: np.ndarray, tol: float = 1e-9) -> bool:
+    """True if every motor's rate at v+ has not passed its target (the force-source assumption held)."""
+    if sys.nm == 0:
+        return True
+    gap = np.sign(impulse) * (sys.a_target - sys.A @ v_next)
+    return bool(np.all(gap >= -tol * max(1.0, np.abs(sys.a_target).max())))
+
+
+def build(sys, options: Options | None = None):
+    """The no-slip problem of a ConstraintSystem: unilateral rows [L; N] (limits, contacts) with
+    their biases, equality rows J (J v+ = j_rhs), S and T (= 0) reduced by FIND-INDICES."""
+    o = options or Options()
+    m = sys.ndof
+    U = np.vstack([_dense(sys.L).reshape(-1, m), _dense(sys.N).reshape(-1, m)])
+    bias = np.concatenate([sys.l_bias, sys.n_bias])
+    f_motor, _ = motor_forces(sys)
+    built = build_noslip(_dense(sys.M), sys.v, sys.f + f_motor, sys.h, U, _dense(sys.S).reshape(-1, m),
+                         _dense(sys.T).reshape(-1, m), _dense(sys.J).reshape(-1, m), J_rhs=sys.j_rhs,
+                         normal_bias=bias, cfm=float(sys.cfm + o.cfm), tol=o.tol)
+    problem = built.problem
+    problem.model_data = built
+    problem.row_groups = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
+    return problem
+
+
+def recover(sys, problem, solution, options: Options | None = None):
+    from .common import StepResult, contact_modes
+    built = problem.model_data
+    res = recover_noslip(built, solution.z)
+    nl = sys.nl
+    normal = res.normal[nl:]
+    _, motor = motor_forces(sys)
+    return StepResult(v_next=res.v_next, normal=normal, tangent=np.column_stack([res.tangent_s, res.tangent_t]),
+                      joint=res.joint, limit=res.normal[:nl], motor=motor,
+                      modes=contact_modes(sys, res.v_next, normal),
+                      info={"kept_rows": built.index_sets.rank, "motor_saturated": motor_saturated(sys, res.v_next, motor)})

@@ -81,11 +81,16 @@ class PyramidProblem:
         return self.problem.n
 
 
-def _build(M, rhs, N, S, T, mu, J, rolling, angles, slide_dir, bias, level):
+def _build(M, rhs, N, S, T, mu, J, rolling, angles, slide_dir, bias, level, j_rhs=None, tangent_v=None, cfm=0.0):
+    """MixedLCP of the pyramid model. Rolling contacts with mu = 0 get no friction variables.
+    ``j_rhs``: J x = j_rhs; ``tangent_v`` (m,): adds D_i tangent_v to the beta rows (D v / h in a
+    time step, so a rolling contact's friction also removes its residual tangential velocity);
+    ``cfm`` is added to the diagonal of every complementarity row (regularises degenerate contact sets)."""
     m = M.shape[0]
     n = N.shape[0]
     j = J.shape[0]
     R = np.asarray(rolling, dtype=np.int64)
+    R = R[mu[R] > 0]
     nr = R.size
     dirs = [np.cos(angles[i])[:, None] * S[i] + np.sin(angles[i])[:, None] * T[i] for i in R]
     sizes = np.array([len(angles[i]) for i in R], dtype=np.int64)
@@ -108,7 +113,7 @@ def _build(M, rhs, N, S, T, mu, J, rolling, angles, slide_dir, bias, level):
     C = np.zeros((p, ny))
     C[:m, :n] = -W.T
     C[:m, n:n + nb] = -DR.T
-    g = np.concatenate([-rhs, np.zeros(j)])
+    g = np.concatenate([-rhs, np.zeros(j) if j_rhs is None else -np.asarray(j_rhs, dtype=np.float64)])
     D = np.zeros((ny, p))
     D[:n, :m] = N
     D[n:n + nb, :m] = DR
@@ -116,9 +121,13 @@ def _build(M, rhs, N, S, T, mu, J, rolling, angles, slide_dir, bias, level):
     B[n:n + nb, n + nb:] = E
     B[n + nb:, :n] = Mu
     B[n + nb:, n:n + nb] = -E.T
+    if cfm:
+        B[np.diag_indices(ny)] += cfm
     h = np.zeros(ny)
     h[:n] = bias
-    return MixedLCP(A, C, D, B, g, h), offsets
+    if tangent_v is not None and nb:
+        h[n:n + nb] = DR @ tangent_v
+    return MixedLCP(A, C, D, B, g, h), offsets, R
 
 
 def _prepare(M, v, f, N, S, T, mu, J, normal_bias):
@@ -134,13 +143,16 @@ def _prepare(M, v, f, N, S, T, mu, J, normal_bias):
 
 
 def build_trinkle_pang(M, v, f, N, S, T, mu, J=None, *, d: int = 4, angles=None, normal_bias=None,
-                       slip_tol: float = 1e-6, sliding_law: str = "pyramid") -> PyramidProblem:
+                       slip_tol: float = 1e-6, sliding_law: str = "pyramid", j_rhs=None,
+                       tangent_v=None, cfm: float = 0.0) -> PyramidProblem:
     """Acceleration-level pyramid LCP at state (v, contacts).
 
     M (m, m), v (m,), f (m,) generalized forces (gravity, gyroscopic), N/S/T (n, m), mu scalar or
     (n,), J (j, m) joint rows (J a = 0; Jdot v omitted). ``normal_bias`` (n,): Ndot v (+ any
     stabilisation) in w_n = N a + bias. ``angles``: optional per-contact direction angles
     (overrides d). ``sliding_law``: "pyramid" (vertex opposing sliding) or "cone" (exactly -v_t).
+    ``j_rhs``: J a = j_rhs; ``tangent_v``, ``cfm``: see :func:`_build`. ``rolling`` of the result lists the
+    rolling contacts with friction variables (mu > 0).
     """
     M, v, f, N, J, S, T, mu, bias = _prepare(M, v, f, N, S, T, mu, J, normal_bias)
     n = N.shape[0]
@@ -160,12 +172,14 @@ def build_trinkle_pang(M, v, f, N, S, T, mu, J=None, *, d: int = 4, angles=None,
             slide_dir[i] = (np.cos(th[k]), np.sin(th[k]))
         else:
             raise ModelError(f"sliding_law must be 'pyramid' or 'cone', got {sliding_law!r}")
-    problem, offsets = _build(M, f, N, S, T, mu, J, rolling, angles, slide_dir, bias, "acceleration")
-    return PyramidProblem(problem, M, N, S, T, mu, rolling, sliding, list(angles), slide_dir, J.shape[0],
+    problem, offsets, fric = _build(M, f, N, S, T, mu, J, rolling, angles, slide_dir, bias, "acceleration",
+                                    j_rhs, tangent_v, cfm)
+    return PyramidProblem(problem, M, N, S, T, mu, fric, sliding, list(angles), slide_dir, J.shape[0],
                           "acceleration", offsets)
 
 
-def build_stewart_trinkle(M, v, f, dt: float, N, S, T, mu, J=None, *, d: int = 4, normal_bias=None) -> PyramidProblem:
+def build_stewart_trinkle(M, v, f, dt: float, N, S, T, mu, J=None, *, d: int = 4, normal_bias=None, j_rhs=None,
+                          cfm: float = 0.0) -> PyramidProblem:
     """Velocity-level pyramid LCP (Stewart-Trinkle, Anitescu-Potra): every contact gets c_n, d betas
     and one lambda (2 + d variables). M v+ = M v + dt f + J' p_j + N' p_n + D' beta; w_n = N v+ + bias.
     With dt = 0 and f = 0 it is the inelastic impact law with pyramid friction."""
@@ -174,9 +188,9 @@ def build_stewart_trinkle(M, v, f, dt: float, N, S, T, mu, J=None, *, d: int = 4
         raise ModelError(f"dt must be >= 0, got {dt}")
     n = N.shape[0]
     angles = [uniform_angles(d) for _ in range(n)]
-    problem, offsets = _build(M, M @ v + dt * f, N, S, T, mu, J, np.arange(n), angles, np.zeros((n, 2)),
-                              bias, "velocity")
-    return PyramidProblem(problem, M, N, S, T, mu, np.arange(n), np.zeros(0, dtype=np.int64), angles,
+    problem, offsets, fric = _build(M, M @ v + dt * f, N, S, T, mu, J, np.arange(n), angles, np.zeros((n, 2)),
+                                    bias, "velocity", j_rhs, None, cfm)
+    return PyramidProblem(problem, M, N, S, T, mu, fric, np.zeros(0, dtype=np.int64), angles,
                           np.zeros((n, 2)), J.shape[0], "velocity", offsets)
 
 
@@ -350,3 +364,64 @@ def painleve_rod(theta: float = np.pi / 4, mu: float = 2.0, speed: float = 1.0, 
     f = np.zeros(6)
     f[2] = -mass * g
     return M, v, f, N, S, T, mu
+
+
+# -- the simulator's model interface (docs/architecture.md) ------------------------------------------------
+NAME = "trinkle-pang"
+DEFAULT_METHOD = "lemke"
+DESCRIPTION = "acceleration-level friction pyramids, rolling/sliding by contact velocity (Trinkle-Pang-Sudarsky-Lo)"
+
+
+@dataclass(frozen=True)
+class Options:
+    """slip_tol: tangential speed (m/s) above which a contact is sliding; sliding_law: "pyramid"
+    (vertex opposing the slip) or "cone" (exactly -v_t). In a time step: semi-implicit Euler
+    v+ = v + h a, normal rows N a + (N v + n_bias)/h >= 0 (an approaching contact gets its inelastic
+    impulse h c_n in the same LCP, with the same friction law), beta rows D a + D v / h + E lambda,
+    joints J a = (j_rhs - J v)/h; force-limited motors act as forces at their limit (see no-slip).
+    The quadratic-cone refinement needs several solves per step and is available as
+    :func:`solve_trinkle_pang_cone`, not here. Inconsistent steps (Painleve) are solver failures.
+    cfm: added to every complementarity row's diagonal (with settings.cfm), as stewart-trinkle does:
+    the pyramid LCP of coplanar contact points is degenerate."""
+    slip_tol: float = 1e-4
+    sliding_law: str = "pyramid"
+    cfm: float = 1e-6
+
+
+def build(sys, options: Options | None = None):
+    from .noslip import _dense, motor_forces
+    o = options or Options()
+    m, h, nl = sys.ndof, sys.h, sys.nl
+    L = _dense(sys.L).reshape(-1, m)
+    U = np.vstack([L, _dense(sys.N).reshape(-1, m)])
+    S = np.vstack([np.zeros_like(L), _dense(sys.S).reshape(-1, m)])
+    T = np.vstack([np.zeros_like(L), _dense(sys.T).reshape(-1, m)])
+    mu = np.concatenate([np.zeros(nl), sys.mu])
+    J = _dense(sys.J).reshape(-1, m)
+    f_motor, _ = motor_forces(sys)
+    bias = (U @ sys.v + np.concatenate([sys.l_bias, sys.n_bias])) / h
+    built = build_trinkle_pang(_dense(sys.M), sys.v, sys.f + f_motor, U, S, T, mu, J, d=sys.d, normal_bias=bias,
+                               slip_tol=o.slip_tol, sliding_law=o.sliding_law, j_rhs=(sys.j_rhs - J @ sys.v) / h,
+                               tangent_v=sys.v / h, cfm=float(sys.cfm + o.cfm))
+    problem = built.problem
+    problem.model_data = built
+    problem.row_groups = {"limit": slice(0, nl), "normal": slice(nl, nl + sys.nc),
+                          "friction": slice(nl + sys.nc, problem.n)}
+    return problem
+
+
+def recover(sys, problem, solution, options: Options | None = None):
+    from .common import StepResult, contact_modes
+    from .noslip import motor_forces, motor_saturated
+    built = problem.model_data
+    res = recover_pyramid(built, solution)
+    h, nl = sys.h, sys.nl
+    v_next = sys.v + h * res.accel
+    _, motor = motor_forces(sys)
+    normal = h * res.normal[nl:]
+    return StepResult(v_next=v_next, normal=normal,
+                      tangent=h * np.column_stack([res.tangent_s[nl:], res.tangent_t[nl:]]),
+                      joint=h * res.joint, limit=h * res.normal[:nl], motor=motor,
+                      modes=contact_modes(sys, v_next, normal),
+                      info={"sliding": built.sliding[built.sliding >= nl] - nl,
+                            "motor_saturated": motor_saturated(sys, v_next, motor)})

@@ -136,3 +136,60 @@ def rk4(q: np.ndarray, v: np.ndarray, dt: float, accel: Callable[[np.ndarray, np
     k3q, k3v = qd(q + 0.5 * dt * k2q, v + 0.5 * dt * k2v), accel(q + 0.5 * dt * k2q, v + 0.5 * dt * k2v)
     k4q, k4v = qd(q + dt * k3q, v + dt * k3v), accel(q + dt * k3q, v + dt * k3v)
     return (q + dt / 6 * (k1q + 2 * k2q + 2 * k3q + k4q), v + dt / 6 * (k1v + 2 * k2v + 2 * k3v + k4v))
+
+
+# -- the simulator's model interface (docs/architecture.md) ------------------------------------------------
+NAME = "viscous"
+DEFAULT_METHOD = "ppm"
+DESCRIPTION = "acceleration level, tangential force -mu_v v_t, normal LCP only, factored (drumwright Sec. IV)"
+
+
+@dataclass(frozen=True)
+class Options:
+    """mu_v: viscous coefficient (N s/m) at every contact; tol: FIND-INDICES threshold; cfm as no-slip's.
+
+    In a time step the model is integrated by semi-implicit Euler, v+ = v + h a, and its normal rows
+    are N a + (N v + n_bias)/h >= 0 (N v+ + n_bias >= 0), so an approaching contact receives the
+    inelastic impulse h f_n in the same LCP (viscous friction, a finite force, has no impulse);
+    joints: J a = (j_rhs - J v)/h."""
+    mu_v: float = 0.1
+    tol: float = 1e-9
+    cfm: float = 0.0
+
+
+def build(sys, options: Options | None = None):
+    from .noslip import _dense, motor_forces
+    o = options or Options()
+    m, h = sys.ndof, sys.h
+    Nn = _dense(sys.N).reshape(-1, m)
+    L = _dense(sys.L).reshape(-1, m)
+    U = np.vstack([L, Nn])
+    J = _dense(sys.J).reshape(-1, m)
+    bias = (U @ sys.v + np.concatenate([sys.l_bias, sys.n_bias])) / h
+    f_motor, _ = motor_forces(sys)
+    # viscous friction acts at the contacts only: zero rows for the limit rows
+    S = np.vstack([np.zeros_like(L), _dense(sys.S).reshape(-1, m)])
+    T = np.vstack([np.zeros_like(L), _dense(sys.T).reshape(-1, m)])
+    built = build_viscous(_dense(sys.M), sys.v, sys.f + f_motor, U, S, T, o.mu_v, J,
+                          J_rhs=(sys.j_rhs - J @ sys.v) / h, normal_bias=bias, cfm=float(sys.cfm + o.cfm),
+                          tol=o.tol)
+    problem = built.problem
+    problem.model_data = built
+    problem.row_groups = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
+    return problem
+
+
+def recover(sys, problem, solution, options: Options | None = None):
+    from .common import StepResult, contact_modes
+    from .noslip import motor_forces, motor_saturated
+    built = problem.model_data
+    res = recover_viscous(built, solution.z)
+    h, nl = sys.h, sys.nl
+    v_next = sys.v + h * res.accel
+    normal = h * res.normal[nl:]
+    _, motor = motor_forces(sys)
+    return StepResult(v_next=v_next, normal=normal,
+                      tangent=h * np.column_stack([res.tangent_s[nl:], res.tangent_t[nl:]]),
+                      joint=h * res.joint, limit=h * res.normal[:nl], motor=motor,
+                      modes=contact_modes(sys, v_next, normal),
+                      info={"forces": res.normal, "motor_saturated": motor_saturated(sys, v_next, motor)})
