@@ -15,6 +15,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import functools
+
 import highspy
 import numpy as np
 import scipy.linalg as sla
@@ -26,6 +28,20 @@ from ..solution import Solution, Status
 from .registry import register
 
 _INF = highspy.kHighsInf
+
+
+def _single_thread_blas(func):
+    """Run ``func`` with BLAS limited to one thread: its matrices are small (hundreds of rows), and
+    multi-threaded BLAS on a loaded machine was measured 30x slower on them."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # optional: without it BLAS keeps its own default
+            return func(*args, **kwargs)
+        with threadpool_limits(limits=1, user_api="blas"):
+            return func(*args, **kwargs)
+    return wrapper
 _OPTIMAL = highspy.HighsModelStatus.kOptimal
 _INFEASIBLE = highspy.HighsModelStatus.kInfeasible
 
@@ -172,31 +188,31 @@ def _adjacent_vertices(A: np.ndarray, u: np.ndarray, hint, tol: float, max_bases
         if not np.all(np.isfinite(D)):
             continue
         uB = u[basis]
-        for k, j in enumerate(nonbasic):
-            d = D[:, k]
-            dec = d > 1e-12
-            if not np.any(dec):
-                continue  # extreme ray, no adjacent vertex along this edge
-            ratios = uB[dec] / d[dec]
-            r = int(np.argmin(ratios))
-            t = float(ratios[r])
-            leave = int(np.flatnonzero(dec)[r])
-            if t > tol:
-                v = u.copy()
-                v[j] = t
-                v[basis] -= t * d
-                v = np.maximum(v, 0.0)
-                v[np.abs(v) < tol] = 0.0
+        dec = D > 1e-12
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(dec, uB[:, None] / np.where(dec, D, 1.0), np.inf)
+        leave = np.argmin(ratios, axis=0)
+        t = ratios[leave, np.arange(nonbasic.size)]
+        edge = np.isfinite(t)                  # columns with an infinite t are extreme rays
+        move = edge & (t > tol)
+        if np.any(move):
+            V = np.repeat(u[None, :], int(move.sum()), axis=0)
+            cols, tk = nonbasic[move], t[move]
+            V[np.arange(cols.size), cols] = tk
+            V[:, basis] -= tk[:, None] * D[:, move].T
+            V = np.maximum(V, 0.0)
+            V[V < tol] = 0.0
+            for v in V:
                 key = np.round(v, 9).tobytes()
                 if key != key0:
                     found.setdefault(key, v)
-            else:
-                nb = basis.copy()
-                nb[leave] = j
-                kb = tuple(sorted(nb))
-                if kb not in seen_bases and len(seen_bases) < max_bases:
-                    seen_bases.add(kb)
-                    queue.append(nb)
+        for k in np.flatnonzero(edge & ~move):   # degenerate pivots: same vertex, new basis
+            nb = basis.copy()
+            nb[leave[k]] = nonbasic[k]
+            kb = tuple(sorted(nb))
+            if kb not in seen_bases and len(seen_bases) < max_bases:
+                seen_bases.add(kb)
+                queue.append(nb)
     return list(found.values())
 
 
@@ -227,6 +243,7 @@ class BilinearOptions:
           description="Pang-Trinkle-Lo LP descent on min x'y (Steps 0-3, restart variant)",
           guarantees="heuristic: a SOLVED answer is certified; NO_SOLUTION only when X or Y is empty; "
                      "otherwise failure is NO_SOLUTION_FOUND")
+@_single_thread_blas
 def bilinear_lp(problem: UCP, opts: BilinearOptions, warm_start=None) -> Solution:
     counter = {"lps": 0, "simplex_iterations": 0}
     setup = _setup(problem, counter)
@@ -354,6 +371,7 @@ def _normalised(A, a, sigma):
           description="exact decision: x_i y_i = 0 by binaries and LP-derived big-M, HiGHS MIP",
           guarantees="decides: SOLVED (certified) or NO_SOLUTION (proven, for vertices with "
                      "||u||_1 < sigma (1/delta - 1)); MAX_ITERATIONS at the time limit")
+@_single_thread_blas
 def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
     """Exact decision of the UCP by mixed-integer programming.
 
@@ -499,6 +517,7 @@ def _mode_masks(problem: UCP):
           description="contact-mode enumeration (Trinkle-Zeng style), 4 modes per contact, LP tests",
           guarantees="decides by exhaustion (SOLVED or NO_SOLUTION); exponential in the number of contacts; "
                      "MAX_ITERATIONS past max_candidates")
+@_single_thread_blas
 def mode_enumeration(problem: UCP, opts: EnumerationOptions, warm_start=None) -> Solution:
     counter = {"lps": 0, "simplex_iterations": 0}
     setup = _setup(problem, counter)
