@@ -523,7 +523,7 @@ def mode_enumeration(problem: UCP, opts: EnumerationOptions, warm_start=None) ->
     setup = _setup(problem, counter)
     if setup is None:
         return _no_solution(problem, Status.NO_SOLUTION, reason="X or Y is empty (inconsistent equations)",
-                            candidates=0, lps=0)
+                            candidates=0, lps=0, solutions=0)
     _, _, lpx, lpy = setup
     groups, names = _mode_masks(problem)
     G, m = len(groups), problem.m
