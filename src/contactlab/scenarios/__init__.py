@@ -60,3 +60,8 @@ def make_scene(name: str, **params):
 
 
 __all__ = ["SCENES", "make_scene", "scene_parameters", "register_scene"]
+
+# issue 5: the box-gripper of drumwright Sec. VII-A (its module also holds the paper's 12-point contact grid)
+from . import box_gripper as _box_gripper  # noqa: E402
+
+register_scene("box-gripper", _box_gripper.build)

@@ -1,0 +1,201 @@
+"""The box-gripper of drumwright Sec. VII-A (Fig. 1, Table I).
+
+Two gripper boxes (``gripper_left``, ``gripper_right``) on prismatic joints along x are pushed
+together by their actuators (velocity motors that cannot reach their closing speed, so they push
+with ``push`` newtons) and hold ``count`` equal boxes (``box0``..) between them by friction only,
+under gravity, with no ground. All boxes are cubes of side ``size``.
+
+Two contact generators:
+* the simulator's own (coal contact patches: 4 points per face pair), used by
+  ``contactlab simulate box-gripper``;
+* :class:`GridContacts`, the paper's set-up: ``per_pair`` points (default 12, a 4 x 3 grid over
+  the shared face, corners included) per touching pair, so two held boxes give 36 contacts, 216
+  Stewart-Trinkle variables with a 4-sided pyramid (6 per contact) and 36 no-slip variables.
+  (RPIsim produced its 12 by tripling the 4 corner contacts with three normals each, paper
+  footnote 3; the grid keeps one well-defined normal per point.)
+
+:func:`run_box_gripper` steps either through :class:`contactlab.sim.Simulator` and reports
+the paper's quantities: LCP variables per step, time per step, total time, and whether the held
+boxes are still held (vertical drift below 1 mm).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError
+from ..mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
+
+HELD_DRIFT = 1e-3   # m: a held box has dropped once it has moved down more than this
+
+
+def build(count: int = 2, size: float = 0.1, mass: float = 1.0, gripper_mass: float = 1.0, push: float = 50.0,
+          closing_speed: float = 0.1, mu: float = 100.0, dt: float = 0.01, friction_directions: int = 4,
+          height: float = 1.0) -> Scene:
+    """Gripper boxes at x = -+(count + 1) size / 2, held boxes between them, all touching (phi = 0)."""
+    count = int(count)
+    if count < 1:
+        raise ModelError(f"count (held boxes) must be >= 1, got {count}")
+    for name, val in (("size", size), ("mass", mass), ("gripper_mass", gripper_mass), ("push", push),
+                      ("closing_speed", closing_speed)):
+        if not val > 0:
+            raise ModelError(f"{name} must be > 0, got {val}")
+    cube = Shape("box", size=(size, size, size))
+    xs = (np.arange(count + 2) - (count + 1) / 2.0) * size
+    bodies = [Body("gripper_left", mass=gripper_mass, position=(xs[0], 0.0, height), shapes=[cube])]
+    bodies += [Body(f"box{i}", mass=mass, position=(xs[i + 1], 0.0, height), shapes=[cube]) for i in range(count)]
+    bodies += [Body("gripper_right", mass=gripper_mass, position=(xs[-1], 0.0, height), shapes=[cube])]
+    joints = [Joint("slide_left", "prismatic", "world", "gripper_left", anchor=(xs[0], 0.0, height), axis=(1, 0, 0),
+                    motor=Motor(target_velocity=closing_speed, max_force=push)),
+              Joint("slide_right", "prismatic", "world", "gripper_right", anchor=(xs[-1], 0.0, height),
+                    axis=(1, 0, 0), motor=Motor(target_velocity=-closing_speed, max_force=push))]
+    return Scene(name="box-gripper", bodies=bodies, joints=joints, mu=mu,
+                 settings=Settings(dt=dt, friction_directions=friction_directions))
+
+
+class GridContacts:
+    """Contacts between consecutive boxes along x: ``grid`` = (ny, nz) points over the face of the
+    right body that faces the left one (in its own frame), normal = the left body's +x face normal,
+    phi = the point's distance from that face. Replaces ``Simulator.world`` (``detect(data)``)."""
+
+    def __init__(self, model, order: list[str], size: float, grid: tuple[int, int] = (4, 3), margin: float = 0.01):
+        from ..mechanics.rotation import tangent_basis
+        self.model = model
+        self.idx = [model.index(n) for n in order]
+        self.shape_of = {b: k for k, (b, _) in enumerate(model.shapes)}
+        self.size = float(size)
+        self.margin = float(margin)
+        ys = np.linspace(-size / 2, size / 2, grid[0])
+        zs = np.linspace(-size / 2, size / 2, grid[1])
+        Y, Zg = np.meshgrid(ys, zs, indexing="ij")
+        self.local = np.column_stack([np.full(Y.size, -size / 2), Y.ravel(), Zg.ravel()])
+        self._tangent_basis = tangent_basis
+        self.mu = float(model.mu_default)
+
+    def detect(self, data):
+        from ..collision.contacts import ContactSet
+        from ..mechanics.rotation import quat_to_matrix
+        R = quat_to_matrix(data.quaternion)
+        out = {k: [] for k in ("a", "b", "p", "n", "phi")}
+        for a, b in zip(self.idx[:-1], self.idx[1:]):
+            n = R[a][:, 0]
+            Pb = data.position[b] + self.local @ R[b].T
+            phi = (Pb - data.position[a]) @ n - self.size / 2
+            keep = phi < self.margin
+            for P, ph in zip(Pb[keep], phi[keep]):
+                out["a"].append(a); out["b"].append(b)
+                out["p"].append(P - 0.5 * ph * n); out["n"].append(n); out["phi"].append(ph)
+        k = len(out["phi"])
+        if k == 0:
+            return ContactSet.empty()
+        nrm = np.array(out["n"])
+        t1, t2 = self._tangent_basis(nrm)
+        a = np.array(out["a"], dtype=np.int64)
+        b = np.array(out["b"], dtype=np.int64)
+        cs = ContactSet(a, b, np.array([self.shape_of[i] for i in a]), np.array([self.shape_of[i] for i in b]),
+                        np.array(out["p"]), nrm, np.array(out["phi"]), np.full(k, self.mu), t1, t2)
+        cs.normal_guess = np.full(k, np.nan)
+        return cs
+
+
+@dataclass
+class GripperRun:
+    """One run's figures (the columns of drumwright Table I plus what the issue asks)."""
+    model: str
+    method: str
+    steps: int
+    contacts_mean: float
+    lcp_variables_mean: float
+    time_per_step_s: float
+    total_time_s: float
+    solve_time_s: float
+    drift_m: float            # largest downward displacement of a held box
+    held: bool
+    solver_failures: int
+    drift_after: dict          # step -> largest downward displacement after that many steps
+
+
+def make_simulator(model: str = "no-slip", method: str | None = None, *, contacts: str = "grid",
+                   per_pair_grid: tuple[int, int] = (4, 3), **scene_params):
+    """A :class:`~contactlab.sim.Simulator` on the box-gripper scene with the paper's contact grid
+    (``contacts="grid"``) or the simulator's own collision detection (``contacts="coal"``)."""
+    from ..sim.simulator import Simulator
+    scene = build(**scene_params)
+    sim = Simulator(scene, model=model, method=method)
+    if contacts == "grid":
+        order = [b.name for b in scene.bodies]
+        size = float(scene.bodies[0].shapes[0].size[0])
+        sim.world = GridContacts(sim.model, order, size, per_pair_grid, scene.settings.margin)
+    elif contacts != "coal":
+        raise ModelError(f"contacts must be 'grid' or 'coal', got {contacts!r}")
+    return sim
+
+
+def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: int = 10, *,
+                    contacts: str = "grid", checkpoints=(10, 100), **scene_params) -> GripperRun:
+    """Step the gripper ``steps`` times; time every step (detection, build, solve, recover, integrate)."""
+    sim = make_simulator(model, method, contacts=contacts, **scene_params)
+    held = [i for i, n in enumerate(sim.model.names) if n.startswith("box")]
+    z0 = sim.data.position[held, 2].copy()
+    records, drift_after = [], {}
+    t0 = time.perf_counter()
+    for k in range(1, int(steps) + 1):
+        records.append(sim.step())
+        if k in checkpoints:
+            drift_after[k] = float(np.max(z0 - sim.data.position[held, 2]))
+    total = time.perf_counter() - t0
+    drift = float(np.max(z0 - sim.data.position[held, 2]))
+    return GripperRun(model=model, method=sim.method, steps=int(steps),
+                      contacts_mean=float(np.mean([r.contacts for r in records])),
+                      lcp_variables_mean=float(np.mean([r.lcp_size for r in records])),
+                      time_per_step_s=total / max(1, steps), total_time_s=total,
+                      solve_time_s=float(sum(r.solve_time for r in records)), drift_m=drift,
+                      held=bool(drift < HELD_DRIFT and np.all(np.isfinite(sim.data.position))),
+                      solver_failures=int(sum(not r.success for r in records)), drift_after=drift_after)
+
+
+# drumwright Table I (MATLAB, RPIsim, 10 steps, 10 trials; mean +- sigma of the whole simulation)
+PAPER_TABLE_I = {("stewart-trinkle", "lemke"): (10.9681, 2.1812),
+                 ("no-slip", "qp"): (1.9892, 0.2640),
+                 ("no-slip", "ppm"): (1.6680, 0.3669)}
+PAPER_LCP_VARIABLES = {"stewart-trinkle": 216, "no-slip": 36}
+
+DEFAULT_CONFIGS = (("stewart-trinkle", "lemke"), ("no-slip", "ppm"), ("no-slip", "dantzig"),
+                   ("trinkle-pang", "lemke"), ("viscous", "ppm"))
+
+
+def _blas_one_thread():
+    """Small dense matrices: one BLAS thread avoids oversubscription (10x slower on a loaded 2-core box)."""
+    try:
+        from threadpoolctl import threadpool_limits
+        return threadpool_limits(1)
+    except ImportError:  # pragma: no cover - optional
+        import contextlib
+        return contextlib.nullcontext()
+
+
+def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup: int = 2,
+              progress=lambda label: None, **scene_params) -> list[dict]:
+    """Run every (model, method) ``trials`` times for each step count; mean and sample std of the
+    total time. A short untimed warm-up run first compiles the numba kernels."""
+    rows = []
+    with _blas_one_thread():
+        for model, method in configs:
+            run_box_gripper(model, method, steps=warmup, **scene_params)
+            for n in steps:
+                runs = []
+                for t in range(trials):
+                    runs.append(run_box_gripper(model, method, steps=n, checkpoints=(10, 100), **scene_params))
+                    progress(f"{model}/{method} {n} steps, trial {t + 1}")
+                tot = np.array([r.total_time_s for r in runs])
+                r0 = runs[0]
+                rows.append({"model": model, "method": r0.method, "steps": n, "trials": trials,
+                             "contacts": r0.contacts_mean, "lcp_variables": r0.lcp_variables_mean,
+                             "total_s_mean": float(tot.mean()), "total_s_std": float(tot.std(ddof=1)) if trials > 1 else 0.0,
+                             "per_step_s": float(tot.mean() / n),
+                             "solve_per_step_s": float(np.mean([r.solve_time_s for r in runs]) / n),
+                             "held": all(r.held for r in runs), "drift_m": max(r.drift_m for r in runs),
+                             "solver_failures": max(r.solver_failures for r in runs)})
+    return rows
