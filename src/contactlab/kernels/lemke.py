@@ -12,22 +12,24 @@ SOLVED, RAY, MAX_PIVOTS, NUMERICAL = 0, 1, 2, 3
 
 
 @jit
-def _entering_column(v, n, M, d, Binv, col):
-    """col = B^-1 A_v for the column A_v of variable v in [I, -M, -d]."""
+def _entering_column(v, n, M, d, Binv, col, tmp):
+    """col = B^-1 A_v for the column A_v of variable v in [I, -M, -d] (row-contiguous dots)."""
     if v < n:
         for i in range(n):
             col[i] = Binv[i, v]
+        return
+    if v < 2 * n:
+        j = v - n
+        for k in range(n):
+            tmp[k] = M[k, j]
     else:
-        for i in range(n):
-            acc = 0.0
-            if v < 2 * n:
-                j = v - n
-                for k in range(n):
-                    acc -= Binv[i, k] * M[k, j]
-            else:
-                for k in range(n):
-                    acc -= Binv[i, k] * d[k]
-            col[i] = acc
+        for k in range(n):
+            tmp[k] = d[k]
+    for i in range(n):
+        acc = 0.0
+        for k in range(n):
+            acc += Binv[i, k] * tmp[k]
+        col[i] = -acc
 
 
 @jit
@@ -98,10 +100,11 @@ def _pivot(n, r, col, xB, Binv):
 
 
 @jit
-def lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, ray):
+def lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, tmp, ray):
     """Lemke's method with covering vector d > 0 (Cottle-Pang-Stone §4.4, lexicographic rule).
 
-    Work arrays: Binv (n, n), xB (n,), basis (n,) int64, col (n,), cand (n,) int64, work (n,), ray (2n+1,).
+    Work arrays: Binv (n, n), xB (n,), basis (n,) int64, col (n,), cand (n,) int64, work (n,), tmp (n,),
+    ray (2n+1,).
     Returns (status, pivots). On success, basis/xB describe the final complementary basis.
     """
     n = q.shape[0]
@@ -133,7 +136,7 @@ def lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, ray):
     while True:
         if pivots >= max_pivots:
             return MAX_PIVOTS, pivots
-        _entering_column(entering, n, M, d, Binv, col)
+        _entering_column(entering, n, M, d, Binv, col, tmp)
         if pivots > 0:
             cmax = 0.0
             for i in range(n):
@@ -161,3 +164,28 @@ def lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, ray):
         if leaving == artificial:
             return SOLVED, pivots
         entering = leaving + n if leaving < n else leaving - n
+
+
+@jit
+def refine_basis(M, q, d, basis, xB, Binv, r):
+    """One step of iterative refinement of the basic solution: xB += B^-1 (q - B xB) (O(n^2))."""
+    n = q.shape[0]
+    for i in range(n):
+        r[i] = q[i]
+    for p in range(n):
+        v = basis[p]
+        x = xB[p]
+        if v < n:
+            r[v] -= x
+        elif v < 2 * n:
+            j = v - n
+            for i in range(n):
+                r[i] += M[i, j] * x
+        else:
+            for i in range(n):
+                r[i] += d[i] * x
+    for i in range(n):
+        acc = 0.0
+        for k in range(n):
+            acc += Binv[i, k] * r[k]
+        xB[i] += acc

@@ -390,3 +390,23 @@ def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, u, counts):
             _chol_delete(L, k, rows, jmin)
             k -= 1
             piv += 1
+
+
+@jit
+def refine_active(M, q, z, idx, k, F, sym, r, x):
+    """One step of iterative refinement of M_CC z_C = -q_C with the kernel's factor F (O(k^2))."""
+    for a in range(k):
+        s = -q[idx[a]]
+        for b in range(k):
+            s -= M[idx[a], idx[b]] * z[idx[b]]
+        r[a] = s
+    if sym:
+        _chol_solve(F, k, r, x)
+    else:
+        for a in range(k):
+            s = 0.0
+            for b in range(k):
+                s += F[a, b] * r[b]
+            x[a] = s
+    for a in range(k):
+        z[idx[a]] += x[a]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
 
 from ..errors import ParamError
 from ..kernels import lemke as K
@@ -27,7 +26,7 @@ _STATUS = {K.SOLVED: Status.SOLVED, K.RAY: Status.RAY_TERMINATION, K.MAX_PIVOTS:
 class LemkeOptions:
     """covering: covering vector d > 0 (default all ones); max_pivots: default 50 n + 1000;
     regularize: retry on M + eps I after a ray or failure, eps from ``reg_eps`` times max|M_ij|;
-    refine: re-solve the final basis system by LU to polish the answer; tol: certification tolerance."""
+    refine: one step of iterative refinement of the final basis system (O(n^2)); tol: certification tolerance."""
     covering: object = None
     max_pivots: int | None = None
     regularize: bool = True
@@ -36,34 +35,12 @@ class LemkeOptions:
     tol: float = 1e-9
 
 
-def _basis_solution(M, q, d, basis, xB):
-    """z from the final basis; if ``refine``, solve B x = q afresh by LU (no inverse of M)."""
-    n = q.size
+def _basis_solution(n, basis, xB):
+    """z read off the final complementary basis."""
     z = np.zeros(n)
     for i, v in enumerate(basis):
         if n <= v < 2 * n:
             z[v - n] = xB[i]
-    return np.maximum(z, 0.0)
-
-
-def _refined(M, q, d, basis):
-    n = q.size
-    B = np.zeros((n, n))
-    for i, v in enumerate(basis):
-        if v < n:
-            B[v, i] = 1.0
-        elif v < 2 * n:
-            B[:, i] = -M[:, v - n]
-        else:
-            B[:, i] = -d
-    try:
-        x = sla.lu_solve(sla.lu_factor(B, check_finite=False), q, check_finite=False)
-    except (np.linalg.LinAlgError, ValueError):
-        return None
-    z = np.zeros(n)
-    for i, v in enumerate(basis):
-        if n <= v < 2 * n:
-            z[v - n] = x[i]
     return np.maximum(z, 0.0)
 
 
@@ -77,14 +54,15 @@ def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, ref
     cand = np.empty(n, dtype=np.int64)
     work = np.empty(n)
     ray = np.zeros(2 * n + 1)
-    code, pivots = K.lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, ray)
+    code, pivots = K.lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, np.empty(n), ray)
     status = _STATUS[code]
-    z = _basis_solution(M, q, d, basis, xB)
+    z = _basis_solution(n, basis, xB)
     if status is Status.SOLVED and refine and pivots > 0:
-        zr = _refined(M, q, d, basis)
-        if zr is not None and np.all(np.isfinite(zr)):
-            if lcp_residuals(zr, M @ zr + q).natural <= lcp_residuals(z, M @ z + q).natural:
-                z = zr
+        K.refine_basis(M, q, d, basis, xB, Binv, work)
+        zr = _basis_solution(n, basis, xB)
+        if np.all(np.isfinite(zr)) and (lcp_residuals(zr, M @ zr + q).natural
+                                        <= lcp_residuals(z, M @ z + q).natural):
+            z = zr
     return status, int(pivots), z, ray
 
 

@@ -21,7 +21,7 @@ _STATUS = {K.SOLVED: Status.SOLVED, K.UNBOUNDED: Status.NO_SOLUTION, K.MAX_PIVOT
 
 @dataclass(frozen=True)
 class DantzigOptions:
-    """max_pivots: default 20 n + 100; refine: re-solve M_CC z_C = -q_C by LU at the end."""
+    """max_pivots: default 20 n + 100; refine: one step of iterative refinement of M_CC z_C = -q_C."""
     max_pivots: int | None = None
     refine: bool = True
 
@@ -112,10 +112,11 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
     code, k = K.dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, *work, counts)
     status = _STATUS[code]
     if status is Status.SOLVED and opts.refine and k:
-        zr = _active_solution(M, q, np.sort(idx[:k]))
-        if zr is not None and np.all(zr >= 0):
-            if lcp_residuals(zr, M @ zr + q).natural <= lcp_residuals(z, M @ z + q).natural:
-                z = zr
+        zr = z.copy()
+        K.refine_active(M, q, zr, idx, k, Minv, sym, work[0], work[1])
+        if np.all(zr[idx[:k]] >= 0) and (lcp_residuals(zr, M @ zr + q).natural
+                                         <= lcp_residuals(z, M @ z + q).natural):
+            z = zr
     info["active_set"] = np.sort(idx[:k]).copy()
     return Solution(z=np.maximum(z, 0.0), w=np.empty(0), status=status, iterations=int(counts[0]),
                     pivots=int(counts[1]), info=info)
