@@ -125,3 +125,60 @@ def test_bad_input():
         build_noslip(np.eye(2), [0, 0], [0, 0], 0.0, [[1.0, 0]], [[0, 1.0]], [[0, 1.0]])
     with pytest.raises(ModelError, match="v has length"):
         build_noslip(np.eye(2), [0, 0, 0], [0, 0], 0.1, [[1.0, 0]], [[0, 1.0]], [[0, 1.0]])
+
+
+# -- scene level: the box gripper (drumwright Sec. VII-A) and Painleve's rod through the simulator ----------
+
+def test_box_gripper_lcp_sizes_and_no_slip_holds():
+    """36 contacts: no-slip has 36 LCP variables, Stewart-Trinkle 2 + d = 6 per contact (216) plus its
+    motor rows; after no-slip steps every contact's tangential velocity is zero and the boxes are held."""
+    from contactlab.models import get_model
+    from contactlab.scenarios.box_gripper import make_simulator
+    sim = make_simulator("no-slip", "ppm")
+    held = [sim.model.index("box0"), sim.model.index("box1")]
+    z0 = sim.data.position[held, 2].copy()
+    for _ in range(5):
+        rec = sim.step()
+        assert rec.success and rec.contacts == 36 and rec.lcp_size == 36
+        v = sim.data.velocity_vector(sim.model)
+        sys_ = sim.last_system
+        assert np.abs(sys_.S @ v).max() < 1e-9 and np.abs(sys_.T @ v).max() < 1e-9
+        assert np.sum(sim.last_solution.z > 0) <= sim.model.ndof     # Lemma 1
+    assert np.max(z0 - sim.data.position[held, 2]) < 1e-9
+    st = get_model("stewart-trinkle").build(sim.last_system)
+    contact_rows = st.row_groups["lambda"].stop - st.row_groups["normal"].start
+    assert contact_rows == 36 * (2 + 4) == 216
+    assert st.n == 216 + 2 * sim.last_system.nm
+
+
+def test_box_gripper_held_by_stewart_trinkle_with_lemke():
+    from contactlab.scenarios.box_gripper import run_box_gripper
+    r = run_box_gripper("stewart-trinkle", "lemke", steps=5)
+    assert r.held and r.drift_m < 1e-6 and r.lcp_variables_mean == 220
+
+
+def _rod_scene(mu=3.0, theta=np.pi / 4, length=1.0, speed=1.0):
+    from contactlab.mechanics.rotation import quat_from_axis_angle
+    from contactlab.mechanics.scene import Body, Scene, Settings, Shape
+    ground = Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1), offset=0.0)])
+    w = 0.02
+    R = np.array([[np.cos(theta), 0, np.sin(theta)], [0, 1, 0], [-np.sin(theta), 0, np.cos(theta)]])
+    centre = -R @ np.array([length / 2, 0, -w / 2])          # the leading (+x) lower edge on the ground
+    rod = Body("rod", mass=1.0, position=tuple(centre), orientation=tuple(quat_from_axis_angle([0, 1, 0], theta)),
+               linear_velocity=(speed, 0, 0), shapes=[Shape("box", size=(length, w, w))])
+    return Scene(name="rod", bodies=[ground, rod], mu=mu, settings=Settings(dt=0.01))
+
+
+def test_sliding_rod_in_the_simulator():
+    """Painleve: the acceleration-level model's step fails with the solver's status; the
+    velocity-level models step through it with an impulse."""
+    from contactlab.sim.simulator import Simulator
+    rec = Simulator(_rod_scene(), model="trinkle-pang").step()
+    assert not rec.success and rec.status in ("ray_termination", "no_solution")
+    for model in ("no-slip", "stewart-trinkle"):
+        sim = Simulator(_rod_scene(), model=model)
+        recs = [sim.step() for _ in range(3)]
+        assert all(r.success for r in recs)
+        sys_ = sim.last_system
+        v = sim.data.velocity_vector(sim.model)
+        assert (sys_.N @ v + sys_.n_bias).min() > -1e-6     # N v+ + bias >= 0 (up to cfm * impulse)
