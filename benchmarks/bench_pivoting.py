@@ -1,0 +1,466 @@
+"""Pivoting solvers side by side with their peers, in one run, on the same problems.
+
+    .venv/bin/python benchmarks/bench_pivoting.py            # full run, writes docs/benchmarks-pivoting.md
+    .venv/bin/python benchmarks/bench_pivoting.py --quick    # small sizes, a minute or so
+
+Peers (installed by benchmarks/setup_peers.sh; each is skipped with a note when missing):
+Siconos numerics (Lemke = lexicographic Lemke, PIVOT, ENUM; timed in its own /usr/bin/python3
+process by benchmarks/peers/siconos_runner.py), Drake's MobyLcpSolver (through MathematicalProgram;
+only Solve(prog) is timed), QuantEcon's numba lcp_lemke (compiled before timing).
+contactlab is timed through the public ``contactlab.solve`` (which includes its own certification).
+Every answer, ours and the peers', is scored with contactlab's residual definition:
+natural residual ||min(z, Mz + q)||_inf divided by max(1, ||q||_inf); "solved" means <= 1e-6.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import contactlab as cl
+from contactlab.problems import generators as gen
+from contactlab.problems.io import atomic_write
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEM_PYTHON = "/usr/bin/python3"
+SOLVED_TOL = 1e-6
+
+
+@dataclass
+class Case:
+    family: str
+    size: int                   # the family's size parameter (n, contacts, boxes)
+    instance: int
+    lcp: cl.LCP
+    factored: cl.FactoredLCP | None = None
+    itermax: int = 0            # generous pivot limit given to every Lemke (ours and peers')
+    name: str = ""
+
+    @property
+    def n(self) -> int:
+        return self.lcp.n
+
+
+@dataclass
+class Result:
+    times: list = field(default_factory=list)
+    residual: float = math.inf
+    pivots: int | None = None
+    status: str = ""
+    ray: bool = False
+
+
+# ------------------------------------------------------------------------------------------------
+# problem families
+# ------------------------------------------------------------------------------------------------
+def build_cases(quick: bool) -> list[Case]:
+    cases: list[Case] = []
+
+    def add(family, size, k, lcp, factored=None, itermax=None):
+        itermax = itermax or 50 * lcp.n + 1000
+        cases.append(Case(family, size, k, lcp, factored, itermax, f"{family}-{size}-{k}"))
+
+    dense_sizes = [10, 30, 100] if quick else [10, 30, 100, 300, 1000]
+    for n in dense_sizes:
+        reps = 3 if n <= 300 else 2
+        for k in range(reps):
+            add("spd", n, k, gen.random_spd(n, np.random.default_rng([1, n, k]), cond=1e3))
+            add("p-matrix", n, k, gen.random_p_matrix(n, np.random.default_rng([2, n, k])))
+    for c in ([5, 10, 20] if quick else [5, 10, 20, 40, 80]):
+        for k in range(3):
+            add("friction", c, k, gen.friction_pyramid_lcp(c, np.random.default_rng([3, c, k]), bodies=4))
+    for b in ([4, 8] if quick else [5, 10, 20, 40]):
+        for k in range(3):
+            F = gen.box_stack_factored(b, np.random.default_rng([4, b, k]))
+            add("box-stack", b, k, F.to_lcp(), F)
+    for b in ([4, 8] if quick else [4, 8, 16, 32]):
+        for k in range(2):
+            F = gen.box_stack_factored(b, np.random.default_rng([5, b, k]), contacts_per_face=25)
+            add("box-stack-25", b, k, F.to_lcp(), F)
+    for n in ([6, 8, 10] if quick else [8, 10, 12, 14, 16]):
+        add("murty", n, 0, gen.murty(n), itermax=2 ** (n + 1) + 100)
+    return cases
+
+
+# which methods run on which family (and up to which n)
+OURS = {
+    "lemke": lambda fam: True,
+    "dantzig": lambda fam: fam in ("spd", "p-matrix", "box-stack", "box-stack-25"),
+    "ppm": lambda fam: fam in ("box-stack", "box-stack-25"),
+}
+SICONOS = {"LEMKE": 10 ** 9, "PIVOT": 300, "ENUM": 12}       # solver: largest n it is given
+
+
+# ------------------------------------------------------------------------------------------------
+# timing helpers
+# ------------------------------------------------------------------------------------------------
+def timed_reps(fn, max_reps: int, budget: float):
+    """Run ``fn`` at least once, then again while under ``max_reps`` and ``budget`` seconds in all."""
+    times, out = [], None
+    while True:
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+        if len(times) >= max_reps or sum(times) >= budget:
+            return times, out
+
+
+def rel_residual(case: Case, z) -> float:
+    z = np.asarray(z, dtype=float).ravel()
+    if z.shape != (case.n,) or not np.all(np.isfinite(z)):
+        return math.inf
+    return case.lcp.residuals(z).natural / case.lcp.scale()
+
+
+# ------------------------------------------------------------------------------------------------
+# runners
+# ------------------------------------------------------------------------------------------------
+def run_ours(case: Case, method: str, reps: int, budget: float) -> Result:
+    problem = case.factored if method == "ppm" else case.lcp
+    opts = {}
+    if method == "lemke":
+        opts["max_pivots"] = case.itermax
+    times, sol = timed_reps(lambda: cl.solve(problem, method=method, **opts), reps, budget)
+    return Result(times, rel_residual(case, sol.z), sol.pivots, sol.status.name,
+                  sol.status == cl.Status.RAY_TERMINATION)
+
+
+def drake_available() -> bool:
+    try:
+        import pydrake.solvers  # noqa: F401
+        return True
+    except Exception:
+        return False
+
+
+def run_moby(case: Case, reps: int, budget: float) -> Result:
+    from pydrake.solvers import MathematicalProgram, MobyLcpSolver
+    prog = MathematicalProgram()
+    x = prog.NewContinuousVariables(case.n, "z")
+    prog.AddLinearComplementarityConstraint(case.lcp.dense_M(), case.lcp.q, x)
+    solver = MobyLcpSolver()
+    times, res = timed_reps(lambda: solver.Solve(prog), reps, budget)
+    z = res.GetSolution(x)
+    return Result(times, rel_residual(case, z), None, "success" if res.is_success() else str(res.get_solution_result()))
+
+
+def quantecon_available() -> bool:
+    try:
+        import quantecon.optimize  # noqa: F401
+        return True
+    except Exception:
+        return False
+
+
+def run_quantecon(case: Case, reps: int, budget: float) -> Result:
+    from quantecon.optimize import lcp_lemke
+    M = np.ascontiguousarray(case.lcp.dense_M())
+    times, res = timed_reps(lambda: lcp_lemke(M, case.lcp.q, max_iter=case.itermax), reps, budget)
+    # status: 0 success, 1 iteration limit, 2 secondary ray
+    return Result(times, rel_residual(case, res.z), int(res.num_iter), f"status={res.status}", res.status == 2)
+
+
+def siconos_available() -> bool:
+    if not Path(SYSTEM_PYTHON).exists():
+        return False
+    r = subprocess.run([SYSTEM_PYTHON, "-c", "import siconos.numerics"], capture_output=True)
+    return r.returncode == 0
+
+
+def run_siconos(cases: list[Case], reps: int, budget: float, workdir: Path) -> dict:
+    """All Siconos runs in one child process; returns {(case.name, solver): Result}."""
+    problems, runs = {}, []
+    for case in cases:
+        path = workdir / f"{case.name}.npz"
+        np.savez(path, M=case.lcp.dense_M(), q=case.lcp.q)
+        problems[case.name] = str(path)
+        for solver, nmax in SICONOS.items():
+            if case.n <= nmax and not (solver == "PIVOT" and case.family == "murty" and case.n > 12):
+                runs.append({"problem": case.name, "solver": solver, "reps": reps, "budget": budget,
+                             "itermax": case.itermax})
+    tasks = workdir / "tasks.json"
+    tasks.write_text(json.dumps({"problems": problems, "runs": runs}))
+    out = workdir / "siconos_results.npz"
+    with open(workdir / "siconos.log", "w") as log:     # Siconos' pivoting prints warnings per pivot
+        proc = subprocess.run([SYSTEM_PYTHON, str(ROOT / "benchmarks/peers/siconos_runner.py"), str(tasks), str(out)],
+                              stdout=log, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        tail = (workdir / "siconos.log").read_text()[-2000:]
+        raise RuntimeError(f"the Siconos runner failed (exit {proc.returncode}):\n{tail}")
+    by_name = {c.name: c for c in cases}
+    results = {}
+    with np.load(out) as d:
+        meta = json.loads(str(d["meta"]))
+        for k, (run, m) in enumerate(zip(runs, meta)):
+            case = by_name[run["problem"]]
+            failed = m["info"] != 0
+            ray = failed and m["iterations"] < m["itermax"]
+            results[(case.name, run["solver"])] = Result(m["times"], rel_residual(case, d[f"z_{k}"]),
+                                                         m["iterations"], f"info={m['info']}", ray)
+    return results
+
+
+# ------------------------------------------------------------------------------------------------
+# report
+# ------------------------------------------------------------------------------------------------
+def geomean(xs):
+    xs = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+
+
+def fmt_ms(t):
+    return "-" if t is None or not math.isfinite(t) else (f"{t * 1e3:.3g}" if t < 10 else f"{t * 1e3:.0f}")
+
+
+def fmt_res(r):
+    return "-" if r is None else ("inf" if not math.isfinite(r) else f"{r:.1e}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes only")
+    ap.add_argument("--reps", type=int, default=5, help="most repetitions per solve (median taken)")
+    ap.add_argument("--budget", type=float, default=1.0, help="seconds of repetitions per solve")
+    ap.add_argument("--slow", type=float, default=5.0,
+                    help="skip a method on larger sizes of a family once one solve took longer than this (s)")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs/benchmarks-pivoting.md")
+    ap.add_argument("--no-peers", action="store_true")
+    args = ap.parse_args(argv)
+
+    t_start = time.perf_counter()
+    cases = build_cases(args.quick)
+    peers = {"siconos": False, "moby": False, "quantecon": False}
+    if not args.no_peers:
+        peers = {"siconos": siconos_available(), "moby": drake_available(), "quantecon": quantecon_available()}
+    print("peers:", peers, flush=True)
+
+    # warm-up: numba compilation of our kernels and QuantEcon's
+    warm = gen.random_spd(8, np.random.default_rng(0))
+    for m in ("lemke", "dantzig"):
+        cl.solve(warm, method=m)
+    cl.solve(gen.box_stack_factored(2, np.random.default_rng(0)), method="ppm")
+    if peers["quantecon"]:
+        from quantecon.optimize import lcp_lemke
+        lcp_lemke(warm.M, warm.q)
+
+    results: dict = {}          # (case.name, method label) -> Result
+    too_slow: set = set()       # (family, method label)
+    errors: list = []
+
+    def attempt(case, label, fn):
+        if (case.family, label) in too_slow:
+            return
+        try:
+            r = fn()
+        except Exception as exc:      # a crash is recorded as an unsolved answer, not the end of the run
+            print(f"  {label} on {case.name} raised {type(exc).__name__}: {exc}", flush=True)
+            r = Result([math.nan], math.inf, None, f"raised {type(exc).__name__}")
+            errors.append(f"{label} on {case.name} (n={case.n}) raised {type(exc).__name__}: {exc}")
+        results[(case.name, label)] = r
+        if min(r.times) > args.slow:      # nan compares False
+            too_slow.add((case.family, label))
+
+    if peers["siconos"]:
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory() as tmp:
+            for (name, solver), r in run_siconos(cases, args.reps, args.budget, Path(tmp)).items():
+                results[(name, f"siconos-{solver.lower()}")] = r
+        print(f"siconos done in {time.perf_counter() - t0:.0f} s", flush=True)
+    for case in cases:
+        for method, applies in OURS.items():
+            if applies(case.family) and not (method == "ppm" and case.factored is None):
+                attempt(case, method, lambda: run_ours(case, method, args.reps, args.budget))
+        if peers["moby"]:
+            attempt(case, "drake-moby", lambda: run_moby(case, args.reps, args.budget))
+        if peers["quantecon"]:
+            attempt(case, "quantecon", lambda: run_quantecon(case, args.reps, args.budget))
+        print(f"{case.name} (n={case.n}) done", flush=True)
+
+    text = report(cases, results, peers, args, time.perf_counter() - t_start, errors, too_slow)
+    atomic_write(args.out, lambda tmp: Path(tmp).write_text(text))
+    print(f"wrote {args.out}")
+
+
+LABELS = ["lemke", "dantzig", "ppm", "siconos-lemke", "siconos-pivot", "siconos-enum", "drake-moby", "quantecon"]
+
+
+def aggregate(cases, results):
+    """(family, size) -> label -> dict(time median over instances of per-instance medians, worst residual,
+    solved count, rays, pivots median, n)."""
+    groups = defaultdict(list)
+    for c in cases:
+        groups[(c.family, c.size)].append(c)
+    table = {}
+    for key, cs in groups.items():
+        row = {}
+        for label in LABELS:
+            rs = [results.get((c.name, label)) for c in cs]
+            rs = [r for r in rs if r is not None]
+            if not rs:
+                continue
+            row[label] = {
+                "time": float(np.median([np.median(r.times) for r in rs])),
+                "residual": max(r.residual for r in rs),
+                "solved": sum(r.residual <= SOLVED_TOL for r in rs),
+                "count": len(rs),
+                "rays": sum(r.ray for r in rs),
+                "pivots": (float(np.median([r.pivots for r in rs])) if all(r.pivots is not None for r in rs)
+                           else None),
+            }
+        table[key] = (cs[0].n if len(set(c.n for c in cs)) == 1 else f"{min(c.n for c in cs)}-{max(c.n for c in cs)}",
+                      cs[0].factored.m if cs[0].factored is not None else None, row)
+    return table
+
+
+def report(cases, results, peers, args, elapsed, errors=(), too_slow=()):
+    table = aggregate(cases, results)
+    families = list(dict.fromkeys(c.family for c in cases))
+    cmd = ".venv/bin/python benchmarks/bench_pivoting.py" + (" --quick" if args.quick else "")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
+    lines = [
+        "# Pivoting solvers vs peers (issue 2)",
+        "",
+        f"Command: `bash benchmarks/setup_peers.sh && {cmd}` (this run took {elapsed:.0f} s).",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average at the end {', '.join(f'{x:.1f}' for x in load)}. The machine is shared with other "
+        "sessions, so timings were taken under load; ratios measured in the same run are more trustworthy than "
+        "absolute times.",
+        "",
+        "Peers found: " + ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in peers.items()) + ".",
+        "",
+        "Times are medians (ms) per solve: each solve repeated up to "
+        f"{args.reps} times within {args.budget:g} s, median per instance, then median over the family's instances "
+        "of that size. `res` is the worst relative natural residual ||min(z, Mz+q)||_inf / max(1, ||q||_inf) over "
+        "the instances, computed by contactlab for every solver's answer; `ok` counts answers with res <= 1e-6. "
+        "contactlab is timed through `contactlab.solve` (its certification included); Siconos inside its own "
+        "process around `linearComplementarity_driver`; Drake around `MobyLcpSolver().Solve(prog)`; QuantEcon "
+        "around `lcp_lemke(M, q)`. ppm is timed on the FactoredLCP (N, M, f), every other method on the explicit "
+        "matrix N M^-1 N'.",
+        "",
+        "Families: `spd` (random SPD, cond 1e3), `p-matrix` (SPD + skew), `friction` (Stewart-Trinkle pyramid LCP, "
+        "d = 4, mu = 0.5, 4 random bodies; size = contacts, n = 6 x contacts), `box-stack` (frictionless contact LCP "
+        "of a random stack of 3D boxes, 4 contacts per face pair; size = boxes), `box-stack-25` (same with a 5 x 5 "
+        "contact grid per face pair, so n >= 4m), `murty` (Murty's example, 2^n Lemke pivots).",
+        "",
+    ]
+    for fam in families:
+        keys = sorted(k for k in table if k[0] == fam)
+        labels = [l for l in LABELS if any(l in table[k][2] for k in keys)]
+        header = ["size", "n"] + (["m"] if fam.startswith("box") else []) + \
+                 [f"{l} ms / res / ok" for l in labels]
+        lines += [f"## {fam}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for k in keys:
+            n, m, row = table[k]
+            cells = [str(k[1]), str(n)] + ([str(m)] if fam.startswith("box") else [])
+            for l in labels:
+                e = row.get(l)
+                cells.append("-" if e is None else
+                             f"{fmt_ms(e['time'])} / {fmt_res(e['residual'])} / {e['solved']}/{e['count']}")
+            lines.append("| " + " | ".join(cells) + " |")
+        # pivots
+        piv_labels = [l for l in labels if l != "siconos-enum" and any(row.get(l, {}).get("pivots") is not None for _, _, row in
+                                               (table[k] for k in keys))]
+        lines += ["", "Median pivots: " + "; ".join(
+            f"size {k[1]}: " + ", ".join(f"{l} {table[k][2][l]['pivots']:.0f}" for l in piv_labels
+                                         if l in table[k][2] and table[k][2][l]['pivots'] is not None)
+            for k in keys), ""]
+        rays = {l: sum(table[k][2][l]["rays"] for k in keys if l in table[k][2]) for l in labels}
+        fails = {l: sum(table[k][2][l]["count"] - table[k][2][l]["solved"] for k in keys if l in table[k][2])
+                 for l in labels}
+        totals = {l: sum(table[k][2][l]["count"] for k in keys if l in table[k][2]) for l in labels}
+        lines += ["Not solved (res > 1e-6) / ended on a ray (status or info, before the pivot limit): " +
+                  ", ".join(f"{l} {fails[l]}/{totals[l]} / {rays[l]}" for l in labels), ""]
+
+    # ratios and targets
+    lines += ["## Ratios and targets", ""]
+    ratio_rows = []
+    fam_ratios = defaultdict(dict)
+    for fam in families:
+        keys = sorted(k for k in table if k[0] == fam)
+        for peer in ("siconos-lemke", "quantecon", "drake-moby"):
+            rs = [table[k][2]["lemke"]["time"] / table[k][2][peer]["time"] for k in keys
+                  if "lemke" in table[k][2] and peer in table[k][2]]
+            if rs:
+                fam_ratios[peer][fam] = geomean(rs)
+        for a, b in (("dantzig", "lemke"), ("ppm", "dantzig")):
+            rs = [table[k][2][a]["time"] / table[k][2][b]["time"] for k in keys
+                  if a in table[k][2] and b in table[k][2]]
+            if rs:
+                fam_ratios[f"{a}/{b}"][fam] = geomean(rs)
+    header = ["ratio (geomean over sizes)"] + families + ["geomean over families"]
+    for name, d in fam_ratios.items():
+        label = f"lemke/{name}" if "/" not in name else name
+        ratio_rows.append([label] + [f"{d[f]:.3g}" if f in d else "-" for f in families] +
+                          [f"{geomean(list(d.values())):.3g}"])
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in ratio_rows]
+    lines += [""]
+    # per size ratios for ppm vs dantzig
+    for fam in ("box-stack", "box-stack-25"):
+        keys = sorted(k for k in table if k[0] == fam)
+        parts = [f"size {k[1]} (n={table[k][0]}, m={table[k][1]}): "
+                 f"{table[k][2]['ppm']['time'] / table[k][2]['dantzig']['time']:.3g}"
+                 for k in keys if "ppm" in table[k][2] and "dantzig" in table[k][2]]
+        if parts:
+            lines += [f"ppm/dantzig time per size, {fam}: " + "; ".join(parts), ""]
+    lines += targets(table, families, fam_ratios)
+    if too_slow:
+        lines += ["Skipped on the larger sizes after one solve took over "
+                  f"{args.slow:g} s: " + ", ".join(f"{l} on {f}" for f, l in sorted(too_slow)), ""]
+    if errors:
+        lines += ["## Errors raised (counted as unsolved)", ""] + [f"- {e}" for e in errors] + [""]
+    return "\n".join(lines) + "\n"
+
+
+def targets(table, families, fam_ratios):
+    out = ["## Targets (issue 2), as measured in this run", ""]
+    sic = fam_ratios.get("siconos-lemke", {})
+    if sic:
+        g = geomean(list(sic.values()))
+        worse_res = [(fam, k[1]) for k in table for fam in [k[0]]
+                     if "lemke" in table[k][2] and "siconos-lemke" in table[k][2]
+                     and table[k][2]["lemke"]["residual"] > max(table[k][2]["siconos-lemke"]["residual"], 1e-14)]
+        out.append(f"- lemke <= 0.5 x Siconos Lemke time (geomean over families): {g:.3g} -> "
+                   f"{'MET' if g <= 0.5 else 'NOT MET'}; sizes where our worst residual is above Siconos' "
+                   f"(and above 1e-14): {worse_res or 'none'}.")
+    qe = fam_ratios.get("quantecon", {})
+    if qe:
+        g = geomean(list(qe.values()))
+        out.append(f"- lemke faster than QuantEcon (geomean ratio {g:.3g}): {'MET' if g < 1 else 'NOT MET'}; "
+                   f"per family: " + ", ".join(f"{f} {v:.3g}" for f, v in qe.items()) + ".")
+    fk = [k for k in table if k[0] == "friction"]
+    if fk:
+        ours_ok = sum(table[k][2]["lemke"]["solved"] for k in fk if "lemke" in table[k][2])
+        total = sum(table[k][2]["lemke"]["count"] for k in fk if "lemke" in table[k][2])
+        sic_rays = sum(table[k][2]["siconos-lemke"]["rays"] for k in fk if "siconos-lemke" in table[k][2])
+        sic_fail = sum(table[k][2]["siconos-lemke"]["count"] - table[k][2]["siconos-lemke"]["solved"]
+                       for k in fk if "siconos-lemke" in table[k][2])
+        piv_rays = sum(table[k][2]["siconos-pivot"]["rays"] for k in fk if "siconos-pivot" in table[k][2])
+        out.append(f"- friction-pyramid LCPs: contactlab lemke solved {ours_ok}/{total}; Siconos Lemke ended on a "
+                   f"ray on {sic_rays} and left {sic_fail} unsolved; Siconos PIVOT ended on a ray on {piv_rays}.")
+    d = fam_ratios.get("dantzig/lemke", {})
+    if "spd" in d:
+        out.append(f"- dantzig faster than lemke on SPD (time ratio {d['spd']:.3g}): "
+                   f"{'MET' if d['spd'] < 1 else 'NOT MET'}.")
+    p = fam_ratios.get("ppm/dantzig", {})
+    if "box-stack-25" in p:
+        out.append(f"- ppm faster than dantzig once n >= 4m (box-stack-25, ratio {p['box-stack-25']:.3g}): "
+                   f"{'MET' if p['box-stack-25'] < 1 else 'NOT MET'}.")
+    return out + [""]
+
+
+if __name__ == "__main__":
+    main()
