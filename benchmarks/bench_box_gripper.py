@@ -27,17 +27,18 @@ from contactlab.solvers import available_solvers  # noqa: E402
 
 
 def markdown(rows) -> str:
-    head = ("| model | method | steps | LCP variables (paper) | total s mean ± sd | per step ms | solve per step ms "
-            "| held | max drop | failed solves | paper total s (10 steps) |")
-    out = [head, "|" + "---|" * 11]
+    head = ("| model | method | steps | LCP variables (paper) | total s mean ± sd | per step ms | model ms/step "
+            "| solve ms/step | held | max drop | statuses | paper total s (10 steps) |")
+    out = [head, "|" + "---|" * 12]
     for r in rows:
         paper = PAPER_TABLE_I.get((r["model"], r["method"]))
         ptxt = f"{paper[0]:.2f} ± {paper[1]:.2f}" if paper and r["steps"] == 10 else ""
         pv = PAPER_LCP_VARIABLES.get(r["model"], "")
         out.append(f"| {r['model']} | {r['method']} | {r['steps']} | {r['lcp_variables']:.0f} ({pv}) | "
                    f"{r['total_s_mean']:.3f} ± {r['total_s_std']:.3f} | {1e3 * r['per_step_s']:.1f} | "
-                   f"{1e3 * r['solve_per_step_s']:.2f} | {'held' if r['held'] else 'DROPPED'} | "
-                   f"{r['drift_m']:.2e} m | {r['solver_failures']} | {ptxt} |")
+                   f"{1e3 * r['model_per_step_s']:.2f} | {1e3 * r['solve_per_step_s']:.2f} | "
+                   f"{'held' if r['held'] else 'DROPPED'} | {r['drift_m']:.2e} m | "
+                   f"{', '.join(f'{k} {v}' for k, v in sorted(r['statuses'].items()))} | {ptxt} |")
     return "\n".join(out)
 
 

@@ -77,3 +77,44 @@ def test_bad_input_names_the_argument():
         find_indices(np.eye(3), np.ones((1, 4)))
     with pytest.raises(ModelError, match="positive definite"):
         find_indices(-np.eye(3), np.ones((1, 3)))
+
+
+def test_shifted_factored_lcp_is_exact_with_offset_and_cfm():
+    """w = N M^-1 (N' z + f) + offset + cfm z, factored (bordered N and M), equals the explicit LCP."""
+    import contactlab as cl
+    from contactlab.models.find_indices import ShiftedFactoredLCP
+    rng = np.random.default_rng(7)
+    m, n = 5, 9
+    A = rng.normal(size=(m, m))
+    M = A @ A.T + np.eye(m)
+    N, f, off = rng.normal(size=(n, m)), rng.normal(size=m), rng.normal(size=n)
+    p = ShiftedFactoredLCP(N, M, f, off, cfm=1e-3)
+    F = N @ np.linalg.solve(M, N.T) + 1e-3 * np.eye(n)
+    q = N @ np.linalg.solve(M, f) + off
+    lcp = p.to_lcp()
+    np.testing.assert_allclose(lcp.M, F, atol=1e-10)
+    np.testing.assert_allclose(lcp.q, q, atol=1e-12)
+    sol = cl.solve(p, method="ppm")
+    assert sol.success
+    np.testing.assert_allclose(sol.w, F @ sol.z + q, atol=1e-9)
+    np.testing.assert_allclose(p.coordinates(sol.z), np.linalg.solve(M, N.T @ sol.z + f), atol=1e-10)
+
+
+def test_no_slip_equality_right_hand_side():
+    """J v+ = J_rhs (drift correction) holds exactly with the tangential rows."""
+    import contactlab as cl
+    from contactlab.models.noslip import build_noslip, recover_noslip
+    rng = np.random.default_rng(11)
+    m = 8
+    M = np.diag(rng.uniform(1, 3, m))
+    J = rng.normal(size=(2, m))
+    N, S, T = rng.normal(size=(3, m)), rng.normal(size=(3, m)), rng.normal(size=(3, m))
+    built = build_noslip(M, rng.normal(size=m), rng.normal(size=m), 0.01, N, S[:1], T[:1], J,
+                         J_rhs=[0.3, -0.2], normal_bias=[0.1, 0.0, -0.05])
+    sol = cl.solve(built.problem, method="ppm")
+    assert sol.success
+    res = recover_noslip(built, sol.z)
+    np.testing.assert_allclose(J @ res.v_next, [0.3, -0.2], atol=1e-12)
+    np.testing.assert_allclose([S[0] @ res.v_next, T[0] @ res.v_next], 0, atol=1e-12)
+    w = N @ res.v_next + [0.1, 0.0, -0.05]
+    assert w.min() > -1e-10 and abs(w @ sol.z) < 1e-10

@@ -113,3 +113,18 @@ def test_normal_bias_is_a_constant_offset_of_the_factored_problem():
 def test_bad_mu_v():
     with pytest.raises(ModelError, match="mu_v"):
         build_viscous(np.eye(2), [0, 0], [0, 0], [[1.0, 0]], [[0, 1.0]], [[0, 1.0]], -1.0)
+
+
+def test_viscous_in_the_simulator_decays_slip_geometrically():
+    """A sphere sliding on the ground: semi-implicit Euler with the viscous force at the contact
+    scales the contact slip by (1 - h mu_v (1/m + r^2/I)) = (1 - 3.5 h mu_v / m) per step."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim.simulator import Simulator
+    sim = Simulator(make_scene("incline", shape="sphere", angle_deg=0.0, speed=1.0, mass=2.0, size=0.2),
+                    model="viscous", model_options={"mu_v": 0.5})
+    slip = []
+    for _ in range(4):
+        assert sim.step().success
+        slip.append((sim.last_system.S @ sim.data.velocity_vector(sim.model))[0])
+    np.testing.assert_allclose(np.array(slip[1:]) / np.array(slip[:-1]), 1 - 3.5 * 0.01 * 0.5 / 2.0, rtol=1e-9)
+    assert abs(sim.data.position[sim.model.index("body"), 2] - 0.1) < 1e-9   # stays on the ground

@@ -111,10 +111,37 @@ class GripperRun:
     time_per_step_s: float
     total_time_s: float
     solve_time_s: float
+    model_time_s: float       # build + solve + recover (the contact model's share of the step)
     drift_m: float            # largest downward displacement of a held box
     held: bool
     solver_failures: int
     drift_after: dict          # step -> largest downward displacement after that many steps
+    statuses: dict             # solver status -> count
+
+
+class _TimedModel:
+    """Forwards a contact-model module, adding the wall time of build and recover to ``elapsed``."""
+
+    def __init__(self, module):
+        self._m = module
+        self.elapsed = 0.0
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+    def build(self, *args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return self._m.build(*args, **kwargs)
+        finally:
+            self.elapsed += time.perf_counter() - t
+
+    def recover(self, *args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return self._m.recover(*args, **kwargs)
+        finally:
+            self.elapsed += time.perf_counter() - t
 
 
 def make_simulator(model: str = "no-slip", method: str | None = None, *, contacts: str = "grid",
@@ -137,6 +164,7 @@ def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: in
                     contacts: str = "grid", checkpoints=(10, 100), **scene_params) -> GripperRun:
     """Step the gripper ``steps`` times; time every step (detection, build, solve, recover, integrate)."""
     sim = make_simulator(model, method, contacts=contacts, **scene_params)
+    sim.contact_model = timed = _TimedModel(sim.contact_model)
     held = [i for i, n in enumerate(sim.model.names) if n.startswith("box")]
     z0 = sim.data.position[held, 2].copy()
     records, drift_after = [], {}
@@ -151,9 +179,11 @@ def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: in
                       contacts_mean=float(np.mean([r.contacts for r in records])),
                       lcp_variables_mean=float(np.mean([r.lcp_size for r in records])),
                       time_per_step_s=total / max(1, steps), total_time_s=total,
-                      solve_time_s=float(sum(r.solve_time for r in records)), drift_m=drift,
+                      solve_time_s=float(sum(r.solve_time for r in records)),
+                      model_time_s=timed.elapsed + float(sum(r.solve_time for r in records)), drift_m=drift,
                       held=bool(drift < HELD_DRIFT and np.all(np.isfinite(sim.data.position))),
-                      solver_failures=int(sum(not r.success for r in records)), drift_after=drift_after)
+                      solver_failures=int(sum(not r.success for r in records)), drift_after=drift_after,
+                      statuses={st: sum(r.status == st for r in records) for st in {r.status for r in records}})
 
 
 # drumwright Table I (MATLAB, RPIsim, 10 steps, 10 trials; mean +- sigma of the whole simulation)
@@ -196,6 +226,9 @@ def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup:
                              "total_s_mean": float(tot.mean()), "total_s_std": float(tot.std(ddof=1)) if trials > 1 else 0.0,
                              "per_step_s": float(tot.mean() / n),
                              "solve_per_step_s": float(np.mean([r.solve_time_s for r in runs]) / n),
+                             "model_per_step_s": float(np.mean([r.model_time_s for r in runs]) / n),
+                             "statuses": {k: max(r.statuses.get(k, 0) for r in runs)
+                                          for k in set().union(*(r.statuses for r in runs))},
                              "held": all(r.held for r in runs), "drift_m": max(r.drift_m for r in runs),
                              "solver_failures": max(r.solver_failures for r in runs)})
     return rows
