@@ -116,3 +116,20 @@ def test_npz_round_trip_dense_sparse_and_factored(tmp_path):
     G = cl.load(tmp_path / "f.npz")
     assert isinstance(G, cl.FactoredLCP)
     assert np.array_equal(G.N, F.N) and np.array_equal(G.M, F.M) and np.allclose(G.q, F.q)
+
+
+def test_files_in_the_layout_of_siconos_own_test_data(tmp_path):
+    """Token layouts as in Siconos' numerics/src/LCP/test/data (lcp_deudeu_block.dat: one 2x2 block,
+    tab-separated; lcp_CPS_1.dat: dense, with remarks after q)."""
+    block = tmp_path / "deudeu_block.dat"
+    block.write_text("2\n1\n2\n2\n1\n1\n1\n2\t\n2\t\n2\n1\n0\t1\t\n0\t\n0\n  2.000000e+00\n  1.000000e+00\n"
+                     "  1.000000e+00\n  2.000000e+00\n -5.0e+00  -6.0e+00 ")
+    P = cl.load(block)
+    assert np.array_equal(P.M.toarray(), [[2.0, 1.0], [1.0, 2.0]]) and np.array_equal(P.q, [-5.0, -6.0])
+    z = np.linalg.solve(P.M.toarray(), -P.q)          # (4/3, 7/3) > 0 is the unique solution
+    assert np.all(z > 0) and P.residuals(z).natural < 1e-12
+    dense = tmp_path / "cps_1.dat"
+    dense.write_text("2\n0\n2\n2\n2\t2\n1 1\n1 1\n-1 -1\n\nRemark 4.1.14 CPS 2009\nset of solution is z_1 + z_2 = 1\n")
+    D = cl.load(dense)
+    assert np.array_equal(D.M, np.ones((2, 2))) and np.array_equal(D.q, [-1.0, -1.0])
+    assert D.residuals(np.array([0.25, 0.75])).natural == 0.0
