@@ -12,6 +12,7 @@ constraint force mixing to the diagonal (§V-B: CFM = diag(1e-11)).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,7 +62,8 @@ def _solve_dense(A, b, how):
         except np.linalg.LinAlgError:
             pass
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             x = sla.solve(A, b, check_finite=False, assume_a="gen")
         return (x, "lu") if np.all(np.isfinite(x)) else (None, "singular")
     except (np.linalg.LinAlgError, ValueError):

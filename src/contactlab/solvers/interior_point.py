@@ -1,0 +1,237 @@
+"""``interior-point``: primal-dual infeasible interior point method with Mehrotra's predictor-corrector
+for monotone LCPs and boxed LCPs (trinkle-pang-sudarsky-lo propose an interior point method for the
+contact LCP; the algorithm is the standard one of Wright, *Primal-Dual Interior-Point Methods*, ch. 8/10,
+applied to the monotone box-constrained variational inequality).
+
+Boxed form (an LCP is lo = 0, hi = +inf): find z with lo <= z <= hi and multipliers y_l, y_u >= 0,
+
+    M z + q - y_l + y_u = 0,   s_l = z - lo,  s_u = hi - z,   s_l y_l = 0,  s_u y_u = 0.
+
+Each Newton system reduces to (M + diag(y_l/s_l + y_u/s_u)) dz = rhs, factored once per iteration
+(Cholesky/LU dense, SuperLU sparse) and solved twice (predictor, corrector). Near the end the active set
+read from the iterate (s < y) is tried by one reduced solve (a crossover, "polish") so the certified
+residual reaches 1e-10 even on degenerate problems. Monotone means x'Mx >= 0 for all x; the method
+checks it (eigenvalues of (M + M')/2, dense or n <= 4000) and returns NO_SOLUTION_FOUND before starting
+when it fails, unless ``require_monotone=False``.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ..errors import ParamError
+from ..problems import LCP, BoxedLCP
+from ..problems.residual import box_residuals
+from ..solution import Solution, Status
+from .registry import register
+
+
+@dataclass(frozen=True)
+class InteriorPointOptions:
+    """tol: natural-residual target relative to max(1, ||q||_inf); max_iter: Newton iterations;
+    step_fraction: fraction of the step to the boundary; require_monotone: refuse non-monotone M
+    (status NO_SOLUTION_FOUND) instead of trying; polish: try the active-set crossover near the end."""
+
+    tol: float = 1e-10
+    max_iter: int = 100
+    step_fraction: float = 0.995
+    require_monotone: bool = True
+    polish: bool = True
+
+    def __post_init__(self):
+        if self.tol <= 0 or self.max_iter < 1 or not (0.5 < self.step_fraction < 1.0):
+            raise ValueError("tol > 0, max_iter >= 1 and 0.5 < step_fraction < 1 are required")
+
+
+def monotonicity(M) -> tuple[bool | None, float]:
+    """(monotone?, smallest eigenvalue of (M + M')/2 relative to its largest magnitude); None if unchecked."""
+    n = M.shape[0]
+    if sp.issparse(M):
+        S = (0.5 * (M + M.T)).tocsr()
+        d = S.diagonal()
+        off = np.asarray(abs(S).sum(axis=1)).ravel() - np.abs(d)
+        if np.all(d >= off):   # diagonally dominant with a non-negative diagonal: PSD (Gershgorin)
+            return True, float("nan")
+        if n > 1000:
+            return None, float("nan")
+        M = M.toarray()
+    S = 0.5 * (M + M.T)
+    ev = np.linalg.eigvalsh(S)
+    scale = max(float(np.max(np.abs(ev), initial=0.0)), 1e-300)
+    rel = float(ev[0] / scale)
+    return rel >= -1e-10, rel
+
+
+class _Factor:
+    def __init__(self, M, symmetric):
+        self.M, self.sparse, self.symmetric = M, sp.issparse(M), symmetric
+
+    def factor(self, d):
+        if self.sparse:
+            K = (self.M + sp.diags(d)).tocsc()
+            if self.symmetric:   # symmetric ordering and diagonal pivots keep the fill of an LDL'
+                self.lu = spla.splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                                    options={"SymmetricMode": True})
+            else:
+                self.lu = spla.splu(K)
+            self.solve = self.lu.solve
+            return
+        K = self.M + np.diag(d)
+        if self.symmetric:
+            try:
+                cf = sla.cho_factor(K, check_finite=False)
+                self.solve = lambda b: sla.cho_solve(cf, b, check_finite=False)
+                return
+            except np.linalg.LinAlgError:
+                pass
+        lu = sla.lu_factor(K, check_finite=False)
+        if not np.all(np.isfinite(lu[0])) or np.min(np.abs(np.diag(lu[0]))) == 0.0:
+            raise np.linalg.LinAlgError("singular Newton matrix")
+        self.solve = lambda b: sla.lu_solve(lu, b, check_finite=False)
+
+
+def _max_step(v, dv):
+    neg = dv < 0
+    if not np.any(neg):
+        return np.inf
+    return float(np.min(-v[neg] / dv[neg]))
+
+
+def _polish(M, q, z, lo, hi, sl, yl, su, yu, L, U):
+    """Crossover: rows with s < y sit at their bound; solve M_FF z_F = -(q + M z)_F on the rest."""
+    n = z.shape[0]
+    zp = z.copy()
+    at_lo = np.zeros(n, bool)
+    at_hi = np.zeros(n, bool)
+    at_lo[L] = sl < yl
+    at_hi[U] = su < yu
+    at_hi &= ~at_lo
+    zp[at_lo] = lo[at_lo]
+    zp[at_hi] = hi[at_hi]
+    F = np.flatnonzero(~(at_lo | at_hi))
+    if F.size:
+        r = np.asarray(M @ zp, dtype=np.float64).ravel() + q
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if sp.issparse(M):
+                    dz = spla.splu(sp.csc_matrix(M[F][:, F]), permc_spec="MMD_AT_PLUS_A").solve(-r[F])
+                else:
+                    dz = sla.solve(M[np.ix_(F, F)], -r[F], check_finite=False)
+        except (np.linalg.LinAlgError, RuntimeError, ValueError):
+            return None
+        zp[F] += dz
+    return zp if np.all(np.isfinite(zp)) else None
+
+
+@register("interior-point", problems=(LCP, BoxedLCP), options=InteriorPointOptions,
+          description="primal-dual interior point, Mehrotra predictor-corrector, monotone LCP and boxed LCP "
+                      "(static bounds), dense and sparse, residual 1e-10",
+          guarantees="polynomial convergence for monotone (PSD, symmetric or not) M; refuses non-monotone M "
+                     "with NO_SOLUTION_FOUND; friction-coupled bounds are not supported")
+def interior_point_solve(problem, opts: InteriorPointOptions, warm_start=None) -> Solution:
+    n = problem.n
+    M, q = problem.M, problem.q
+    if isinstance(problem, BoxedLCP):
+        if problem.has_coupling:
+            raise ParamError("interior-point does not solve friction-coupled bounds (findex); "
+                             "use method='pgs' or 'pgs-sm', or give static bounds")
+        lo, hi = problem.lo, problem.hi
+    else:
+        lo, hi = np.zeros(n), np.full(n, np.inf)
+    info: dict = {}
+    mono, rel = monotonicity(M)
+    info["monotone"] = "unverified" if mono is None else bool(mono)
+    info["min_sym_eig_rel"] = rel
+    if mono is False and opts.require_monotone:
+        return Solution(z=np.zeros(n), w=np.zeros(n), status=Status.NO_SOLUTION_FOUND,
+                        info={**info, "reason": f"M is not monotone (smallest eigenvalue of (M+M')/2 is "
+                                                f"{rel:.3g} x its largest); use lemke, or pass "
+                                                f"require_monotone=False to try anyway"})
+    sparse = sp.issparse(M)
+    symmetric = (abs(M - M.T) > 0).nnz == 0 if sparse else bool(np.array_equal(M, M.T))
+    fac = _Factor(M, symmetric)
+    L = np.flatnonzero(np.isfinite(lo))
+    U = np.flatnonzero(np.isfinite(hi))
+    m = L.size + U.size
+    # starting point: strictly inside the box
+    z = np.zeros(n)
+    both = np.isfinite(lo) & np.isfinite(hi)
+    only_lo = np.isfinite(lo) & ~np.isfinite(hi)
+    only_hi = ~np.isfinite(lo) & np.isfinite(hi)
+    z[both] = 0.5 * (lo[both] + hi[both])
+    z[only_lo] = lo[only_lo] + 1.0
+    z[only_hi] = hi[only_hi] - 1.0
+    w = np.asarray(M @ z, dtype=np.float64).ravel() + q
+    yl = np.maximum(1.0, w[L])
+    yu = np.maximum(1.0, -w[U])
+    scale = problem.scale()
+    tol = opts.tol * scale
+    status, reason, polished = Status.MAX_ITERATIONS, "iteration limit reached", False
+    best_z, best_res = z.copy(), np.inf
+    it = 0
+    mu = np.inf
+    for it in range(1, opts.max_iter + 1):
+        sl, su = z[L] - lo[L], hi[U] - z[U]
+        mu = (sl @ yl + su @ yu) / max(m, 1)
+        rd = w.copy()
+        rd[L] -= yl
+        rd[U] += yu
+        d = np.zeros(n)
+        d[L] += yl / sl
+        d[U] += yu / su
+        try:
+            fac.factor(d)
+        except (np.linalg.LinAlgError, RuntimeError, ValueError):
+            status, reason = Status.NUMERICAL_FAILURE, "singular Newton matrix"
+            break
+
+        def direction(rcl, rcu):
+            rhs = -rd
+            rhs[L] += rcl / sl
+            rhs[U] -= rcu / su
+            dz = np.asarray(fac.solve(rhs), dtype=np.float64).ravel()
+            return dz, (rcl - yl * dz[L]) / sl, (rcu + yu * dz[U]) / su
+
+        dz, dyl, dyu = direction(-sl * yl, -su * yu)          # predictor (affine scaling)
+        a_aff = min(1.0, _max_step(sl, dz[L]), _max_step(su, -dz[U]), _max_step(yl, dyl), _max_step(yu, dyu))
+        mu_aff = ((sl + a_aff * dz[L]) @ (yl + a_aff * dyl) + (su - a_aff * dz[U]) @ (yu + a_aff * dyu)) / max(m, 1)
+        sigma = (mu_aff / mu) ** 3 if mu > 0 else 0.0
+        dz, dyl, dyu = direction(sigma * mu - sl * yl - dz[L] * dyl, sigma * mu - su * yu + dz[U] * dyu)
+        a = min(1.0, opts.step_fraction * min(_max_step(sl, dz[L]), _max_step(su, -dz[U]),
+                                              _max_step(yl, dyl), _max_step(yu, dyu)))
+        if not np.all(np.isfinite(dz)) or not np.isfinite(a):
+            status, reason = Status.NUMERICAL_FAILURE, "non-finite Newton direction"
+            break
+        z += a * dz
+        yl += a * dyl
+        yu += a * dyu
+        w = np.asarray(M @ z, dtype=np.float64).ravel() + q
+        res = box_residuals(z, w, lo, hi).natural
+        if res < best_res:
+            best_z, best_res = z.copy(), res
+        if res <= tol:
+            status, reason = Status.SOLVED, "residual below tol"
+            break
+        sl, su = z[L] - lo[L], hi[U] - z[U]
+        mu = (sl @ yl + su @ yu) / max(m, 1)
+        if opts.polish and mu <= 1e-6 * scale:
+            zp = _polish(M, q, z, lo, hi, sl, yl, su, yu, L, U)
+            if zp is not None:
+                rp = box_residuals(zp, np.asarray(M @ zp, dtype=np.float64).ravel() + q, lo, hi).natural
+                if rp < best_res:
+                    best_z, best_res = zp, rp
+                if rp <= tol:
+                    status, reason, polished = Status.SOLVED, "residual below tol after crossover", True
+                    break
+        if mu <= 1e-3 * np.finfo(float).eps * scale and a < 1e-8:
+            status, reason = Status.NO_SOLUTION_FOUND, "stalled at the boundary without reaching tol"
+            break
+    info.update({"reason": reason, "gap": float(mu * max(m, 1)) if np.isfinite(mu) else float("inf"),
+                 "mu": float(mu), "polished": polished, "iterate_residual": float(best_res)})
+    return Solution(z=best_z, w=np.zeros(n), status=status, iterations=it, info=info)
