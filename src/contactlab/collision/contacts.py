@@ -5,7 +5,10 @@ pairwise in NumPy blocks; half-spaces pair with every non-fixed body. Narrow pha
 ``coal.collide`` with ``security_margin = margin`` (speculative contacts up to ``margin`` apart)
 then ``coal.computeContactPatch``: a face-face contact yields the polygon of the patch, so a box
 on a plane has 4 points, not one. Each point's signed distance is measured between its two
-witness points along the patch normal.
+witness points along the patch normal. coal reports the points of a patch with the patch's single
+depth, so for a box or convex mesh against a half-space the contacts are instead the vertices
+within ``margin`` of the plane, each with its exact distance (speculative contacts for the
+corners about to land on a rotating box).
 """
 from __future__ import annotations
 
@@ -110,6 +113,16 @@ class CollisionWorld:
         self.request.security_margin = self.margin
         self.request.num_max_contacts = 1
         self.patch_request = coal.ContactPatchRequest()
+        self.vertices = []
+        for body, shape in model.shapes:
+            if shape.kind == "box":
+                hx, hy, hz = (0.5 * float(x) for x in shape.size)
+                V = np.array([[sx * hx, sy * hy, sz * hz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+            elif shape.kind == "convex":
+                V = np.asarray(shape.vertices, dtype=np.float64)
+            else:
+                V = None
+            self.vertices.append(V)
 
     def _world_poses(self, data: Data):
         R = quat_to_matrix(data.quaternion)
@@ -175,6 +188,20 @@ class CollisionWorld:
             # put a half-space second so the normal points from the finite shape into it
             if self.infinite[sa]:
                 sa, sb = sb, sa
+            mu = self.pair_mu(sa, sb)
+            if self.infinite[sb] and self.vertices[sa] is not None:
+                # exact vertex distances to the plane (points x with n.x <= offset are inside)
+                g = self.geoms[sb]
+                n = Rs[sb] @ np.asarray(g.n)
+                off = float(g.d) + float(n @ ps[sb])
+                Vw = ps[sa] + self.vertices[sa] @ Rs[sa].T
+                dist = Vw @ n - off
+                for k in np.flatnonzero(dist < self.margin):
+                    out["a"].append(self.shape_body[sa]); out["b"].append(self.shape_body[sb])
+                    out["sa"].append(sa); out["sb"].append(sb)
+                    out["p"].append(Vw[k] - 0.5 * dist[k] * n); out["n"].append(-n)
+                    out["phi"].append(float(dist[k])); out["mu"].append(mu)
+                continue
             ga, gb = self.geoms[sa], self.geoms[sb]
             Ta, Tb = transform(sa), transform(sb)
             res = coal.CollisionResult()
@@ -183,7 +210,6 @@ class CollisionWorld:
                 continue
             pres = coal.ContactPatchResult(self.patch_request)
             coal.computeContactPatch(ga, Ta, gb, Tb, res, self.patch_request, pres)
-            mu = self.pair_mu(sa, sb)
             for ip in range(pres.numContactPatches()):
                 patch = pres.getContactPatch(ip)
                 n = np.asarray(patch.getNormal(), dtype=np.float64)

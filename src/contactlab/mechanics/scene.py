@@ -91,7 +91,10 @@ class Settings:
     penetration deeper than ``slop`` removed per step; margin: contact detection distance
     (speculative contacts within it); friction_directions: d of the friction pyramid; cfm:
     constraint force mixing added to the contact diagonal; project_joints: Newton projection of
-    joint position errors after each step (post-stabilisation)."""
+    joint position errors after each step (post-stabilisation); contact_stabilization:
+    "position" (penetration beyond the slop is removed by a separate frictionless position
+    projection after the step, so contact impulses never add kinetic energy) or "velocity"
+    (Baumgarte: a bias zeta (phi + slop)/h in the normal rows, which can add energy)."""
     dt: float = 0.01
     zeta: float = 0.2
     contact_zeta: float = 0.2
@@ -101,6 +104,7 @@ class Settings:
     cfm: float = 0.0
     project_joints: bool = True
     gyroscopic: bool = True
+    contact_stabilization: str = "position"
 
 
 @dataclass
@@ -270,5 +274,7 @@ def validate_scene(scene: Scene) -> None:
             raise ModelError(f"settings.{nm} must lie in [0, 1], got {x}")
     if float(st.slop) < 0 or float(st.margin) < 0 or float(st.cfm) < 0:
         raise ModelError("settings.slop, settings.margin and settings.cfm must be >= 0")
+    if st.contact_stabilization not in ("position", "velocity"):
+        raise ModelError(f"settings.contact_stabilization must be 'position' or 'velocity', got {st.contact_stabilization!r}")
     if int(st.friction_directions) < 2 or int(st.friction_directions) % 2:
         raise ModelError(f"settings.friction_directions must be an even number >= 2, got {st.friction_directions}")

@@ -82,6 +82,18 @@ def _empty(ndof: int) -> sp.csr_matrix:
     return sp.csr_matrix((0, ndof))
 
 
+def mobility(model: Model, data: Data) -> sp.csr_matrix:
+    """M^-1 with the blocks of kinematic bodies zeroed (they do not yield to position corrections)."""
+    _, Minv = mass_matrices(model, data)
+    kin = [model.dof_start[i] for i in range(model.nb) if model.kind[i] == KIND_KINEMATIC]
+    if kin:
+        keep = np.ones(model.ndof)
+        for s in kin:
+            keep[s:s + 6] = 0.0
+        Minv = sp.diags(keep) @ Minv @ sp.diags(keep)
+    return sp.csr_matrix(Minv)
+
+
 def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     """Block-diagonal M = diag(m I3, R I R') and its inverse over the non-fixed bodies."""
     R = quat_to_matrix(data.quaternion)
@@ -292,7 +304,8 @@ def contact_rows(model: Model, data: Data, contacts, d: int):
 
 
 def normal_bias(phi: np.ndarray, h: float, zeta: float, slop: float) -> np.ndarray:
-    """phi/h for a gap (speculative contact), 0 within the slop, zeta (phi + slop)/h beyond it."""
+    """phi/h for a gap (speculative contact), 0 within the slop, zeta (phi + slop)/h beyond it
+    (pass zeta = 0 when penetration is corrected at the position level)."""
     out = np.where(phi > 0, phi / h, 0.0)
     deep = phi < -slop
     out[deep] = zeta * (phi[deep] + slop) / h
@@ -314,7 +327,7 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
     mu = contacts.mu if nc else np.zeros(0)
     guess = getattr(contacts, "normal_guess", None) if nc else None
     return ConstraintSystem(h=h, ndof=model.ndof, M=M, Minv=Minv, v=v, f=f, J=J, j_rhs=j_rhs, j_err=j_err,
-                            L=L, l_bias=l_bias, N=N, n_bias=normal_bias(phi, h, st.contact_zeta, st.slop),
+                            L=L, l_bias=l_bias, N=N, n_bias=normal_bias(phi, h, st.contact_zeta if st.contact_stabilization == 'velocity' else 0.0, st.slop),
                             S=S, T=T, D=D, d=d, mu=mu, phi=phi, A=A, a_target=a_target, a_max=a_max,
                             cfm=float(st.cfm), contacts=contacts,
                             normal_guess=np.full(nc, np.nan) if guess is None else guess,

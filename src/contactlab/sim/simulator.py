@@ -23,8 +23,8 @@ from ..solution import Status
 from ..solvers import available_solvers, solve
 
 RECORD_FIELDS = ("time", "contacts", "lcp_size", "iterations", "pivots", "residual", "success",
-                 "kinetic_energy", "energy", "energy_gain", "max_penetration", "solve_time",
-                 "joint_error")
+                 "kinetic_energy", "energy", "energy_gain", "contact_energy_gain", "max_penetration",
+                 "solve_time", "joint_error")
 
 
 @dataclass
@@ -40,6 +40,7 @@ class StepRecord:
     kinetic_energy: float
     energy: float
     energy_gain: float
+    contact_energy_gain: float
     max_penetration: float
     solve_time: float
     joint_error: float
@@ -62,7 +63,7 @@ class Trajectory:
                     "lcp_variables_mean": 0.0, "lcp_variables_max": 0, "solve_time_s": 0.0}
         n = self.column("lcp_size")
         return {"max_penetration": float(max(0.0, self.column("max_penetration").max())),
-                "max_energy_gain": float(max(0.0, np.nanmax(self.column("energy_gain")))),
+                "max_energy_gain": float(max(0.0, np.nanmax(self.column("contact_energy_gain")))),
                 "solver_failures": int(np.sum(~self.column("success").astype(bool))),
                 "lcp_variables_mean": float(n.mean()), "lcp_variables_max": int(n.max()),
                 "solve_time_s": float(self.column("solve_time").sum())}
@@ -114,8 +115,15 @@ class Simulator:
         self.solver_options = dict(solver_options or {})
         spec = available_solvers().get(self.method)
         self.warm_start = bool(warm_start and spec is not None and spec.warm_start)
+        self._spec = spec
         self.has_actuation = bool(np.any(self.model.kind == KIND_KINEMATIC)) or any(
             j.motor_target is not None for j in self.model.joints)
+        self._kinematic = bool(np.any(self.model.kind == KIND_KINEMATIC))
+        self._passive = np.ones(self.model.ndof)
+        for i in range(self.model.nb):
+            if self.model.kind[i] == KIND_KINEMATIC:
+                self._passive[self.model.dof_start[i]:self.model.dof_start[i] + 6] = 0.0
+        self._projection_method = next((m for m in ("dantzig", "lemke") if m in available_solvers()), "auto")
         self.last_system = None
         self.last_problem = None
         self.last_solution = None
@@ -135,7 +143,8 @@ class Simulator:
         problem = self.contact_model.build(sys, self.model_options)
         kwargs = dict(self.solver_options)
         warm = data.warm.get("z")
-        if self.warm_start and warm is not None and warm.shape == (problem.n,):
+        if self.warm_start and warm is not None and warm.shape == (problem.n,) and \
+                isinstance(problem, self._spec.problems):
             kwargs["warm_start"] = warm
         t0 = time.perf_counter()
         sol = solve(problem, self.method, **kwargs)
@@ -145,11 +154,16 @@ class Simulator:
             sol.x = None
         result = self.contact_model.recover(sys, problem, sol, self.model_options)
         data.warm["z"] = np.asarray(sol.z).copy() if sol.success else None
+        # kinetic energy added by the constraint impulses: KE(v+) - KE(v + h M^-1 f), kinematic bodies excluded
+        vf, vn = sys.v_free() * self._passive, result.v_next * self._passive
+        contact_gain = 0.5 * float(vn @ (sys.M @ vn) - vf @ (sys.M @ vf))
         # integrate
         data.set_velocity_vector(model, result.v_next)
         live = model.dof_start >= 0
         data.position[live] += h * data.linear_velocity[live]
         data.quaternion[live] = integrate_quat(data.quaternion[live], data.angular_velocity[live], h)
+        if model.settings.contact_stabilization == "position" and contacts.count:
+            self.project_contacts(sys, result.v_next)
         joint_error = self.project_joints() if (model.settings.project_joints and self._has_position_rows()) \
             else self.joint_error()
         data.time += h
@@ -162,7 +176,36 @@ class Simulator:
         return StepRecord(time=data.time, contacts=contacts.count, lcp_size=problem.n,
                           iterations=int(sol.iterations), pivots=int(sol.pivots), residual=float(sol.residual),
                           success=bool(sol.success), status=sol.status.value, kinetic_energy=ke, energy=e1,
-                          energy_gain=e1 - e0, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
+                          energy_gain=e1 - e0, contact_energy_gain=contact_gain, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
+
+    def _displace(self, dx: np.ndarray) -> None:
+        model, data = self.model, self.data
+        for i in range(model.nb):
+            s = model.dof_start[i]
+            if s < 0 or model.kind[i] == KIND_KINEMATIC:
+                continue
+            data.position[i] += dx[s:s + 3]
+            data.quaternion[i] = integrate_quat(data.quaternion[i][None], dx[None, s + 3:s + 6], 1.0)[0]
+
+    def project_contacts(self, sys, v_next: np.ndarray) -> None:
+        """Remove penetration beyond the slop at the position level (no velocity change):
+        with phi' = phi + h N v+ (linearised), solve the frictionless LCP
+        w = N W N' p + c >= 0 perp p >= 0, c_i = zeta (phi'_i + slop) where phi'_i < -slop and
+        phi'_i + slop elsewhere (do not push other contacts in), then x += W N' p
+        (W = M^-1, kinematic bodies held). A failed solve skips the correction."""
+        from ..mechanics.system import mobility
+        from ..problems import LCP
+        st = self.model.settings
+        phi = sys.phi + sys.h * (sys.N @ v_next)
+        deep = phi < -st.slop
+        if not np.any(deep):
+            return
+        c = np.where(deep, st.contact_zeta * (phi + st.slop), phi + st.slop)
+        W = mobility(self.model, self.data) if self._kinematic else sys.Minv
+        A = (sys.N @ W @ sys.N.T).toarray() + 1e-9 * np.eye(sys.nc)
+        sol = solve(LCP(A, c), self._projection_method)
+        if sol.success:
+            self._displace(W @ (sys.N.T @ sol.z))
 
     def _has_position_rows(self) -> bool:
         return bool(self.model.joints) or bool(np.any(self.model.planar))
@@ -177,9 +220,8 @@ class Simulator:
     def project_joints(self, tol: float = 1e-10, max_iter: int = 8) -> float:
         """Newton projection of positions onto the joint manifold, M-weighted minimum norm:
         dx = -M^-1 J' (J M^-1 J')^+ err (post-stabilisation). Returns the remaining error."""
-        from ..mechanics.system import mass_matrices
+        from ..mechanics.system import mobility
         model, data = self.model, self.data
-        live = model.dof_start >= 0
         err_max = 0.0
         for _ in range(max_iter):
             (J, _, err, _), *_ = joint_rows(model, data, self.h)
@@ -191,16 +233,10 @@ class Simulator:
             if err_max <= tol:
                 break
             Jr = J[rows]
-            _, Minv = mass_matrices(model, data)
+            Minv = mobility(model, data)
             A = (Jr @ Minv @ Jr.T).toarray()
             lam = np.linalg.lstsq(A, -e, rcond=1e-12)[0]
-            dx = Minv @ (Jr.T @ lam)
-            for i in np.flatnonzero(live):
-                if model.kind[i] == KIND_KINEMATIC:
-                    continue
-                s = model.dof_start[i]
-                data.position[i] += dx[s:s + 3]
-                data.quaternion[i] = integrate_quat(data.quaternion[i][None], dx[None, s + 3:s + 6], 1.0)[0]
+            self._displace(Minv @ (Jr.T @ lam))
         return err_max
 
     def run(self, duration: float, *, progress: bool = False, record_poses: bool = False,
