@@ -28,6 +28,7 @@ from ..errors import ParamError
 from ..problems import LCP, BoxedLCP
 from ..problems.residual import box_residuals
 from ..solution import Solution, Status
+from .pgs_sm import _solve_dense
 from .registry import register
 
 
@@ -102,15 +103,18 @@ def _max_step(v, dv):
     return float(np.min(-v[neg] / dv[neg]))
 
 
-def _polish(M, q, z, lo, hi, sl, yl, su, yu, L, U):
-    """Crossover: rows with s < y sit at their bound; solve M_FF z_F = -(q + M z)_F on the rest."""
+def crossover(M, q, z, lo, hi, y_lo=None, y_hi=None):
+    """Active-set crossover: rows whose distance to a bound is below their multiplier sit at that bound
+    (multipliers y_lo, y_hi; by default read from w = Mz + q), the rest solve M_FF z_F = -(q + M z)_F.
+    Returns the new z, or None when the reduced system cannot be solved."""
     n = z.shape[0]
+    w = np.asarray(M @ z, dtype=np.float64).ravel() + q
+    y_lo = np.maximum(w, 0.0) if y_lo is None else y_lo
+    y_hi = np.maximum(-w, 0.0) if y_hi is None else y_hi
+    with np.errstate(invalid="ignore"):
+        at_lo = np.isfinite(lo) & (z - lo < y_lo)
+        at_hi = np.isfinite(hi) & (hi - z < y_hi) & ~at_lo
     zp = z.copy()
-    at_lo = np.zeros(n, bool)
-    at_hi = np.zeros(n, bool)
-    at_lo[L] = sl < yl
-    at_hi[U] = su < yu
-    at_hi &= ~at_lo
     zp[at_lo] = lo[at_lo]
     zp[at_hi] = hi[at_hi]
     F = np.flatnonzero(~(at_lo | at_hi))
@@ -122,14 +126,17 @@ def _polish(M, q, z, lo, hi, sl, yl, su, yu, L, U):
                 if sp.issparse(M):
                     dz = spla.splu(sp.csc_matrix(M[F][:, F]), permc_spec="MMD_AT_PLUS_A").solve(-r[F])
                 else:
-                    dz = sla.solve(M[np.ix_(F, F)], -r[F], check_finite=False)
+                    dz, _ = _solve_dense(M[np.ix_(F, F)], -r[F], "lu")
         except (np.linalg.LinAlgError, RuntimeError, ValueError):
+            return None
+        if dz is None:
             return None
         zp[F] += dz
     return zp if np.all(np.isfinite(zp)) else None
 
 
 @register("interior-point", problems=(LCP, BoxedLCP), options=InteriorPointOptions,
+          classes=("spd", "psd", "p", "factored", "boxed"),
           description="primal-dual interior point, Mehrotra predictor-corrector, monotone LCP and boxed LCP "
                       "(static bounds), dense and sparse, residual 1e-10",
           guarantees="polynomial convergence for monotone (PSD, symmetric or not) M; refuses non-monotone M "
@@ -221,7 +228,9 @@ def interior_point_solve(problem, opts: InteriorPointOptions, warm_start=None) -
         sl, su = z[L] - lo[L], hi[U] - z[U]
         mu = (sl @ yl + su @ yu) / max(m, 1)
         if opts.polish and mu <= 1e-6 * scale:
-            zp = _polish(M, q, z, lo, hi, sl, yl, su, yu, L, U)
+            y_lo, y_hi = np.zeros(n), np.zeros(n)
+            y_lo[L], y_hi[U] = yl, yu
+            zp = crossover(M, q, z, lo, hi, y_lo, y_hi)
             if zp is not None:
                 rp = box_residuals(zp, np.asarray(M @ zp, dtype=np.float64).ravel() + q, lo, hi).natural
                 if rp < best_res:

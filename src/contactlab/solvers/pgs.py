@@ -38,7 +38,7 @@ class PGSOptions:
     §V-B); refresh: recompute w = Mz + q exactly every this many sweeps; normals_first: sweep
     uncoupled rows before friction-coupled rows (ODE's order)."""
 
-    tol: float = 1e-8
+    tol: float = 1e-10
     step_tol: float = 0.0
     max_sweeps: int = 10000
     omega: float = 1.0
@@ -168,14 +168,17 @@ _GUARANTEE = ("converges for symmetric positive definite M (and boxes); friction
               "non-symmetric M: no guarantee, the residual certifies the answer")
 
 
-@register("pgs", problems=(LCP, BoxedLCP), options=PGSOptions, warm_start=True,
+_CLASSES = ("spd", "psd", "factored", "boxed", "boxed-coupled")
+
+
+@register("pgs", problems=(LCP, BoxedLCP), options=PGSOptions, warm_start=True, classes=_CLASSES,
           description="projected Gauss-Seidel (arechavaleta eq. 3), boxes and findex/mu friction bounds, dense/CSR",
           guarantees=_GUARANTEE)
 def pgs_solve(problem, opts: PGSOptions, warm_start=None) -> Solution:
     return _pgs(problem, opts, warm_start)
 
 
-@register("psor", problems=(LCP, BoxedLCP), options=PSOROptions, warm_start=True,
+@register("psor", problems=(LCP, BoxedLCP), options=PSOROptions, warm_start=True, classes=_CLASSES,
           description="projected SOR (PGS with relaxation omega), boxes and findex/mu friction bounds, dense/CSR",
           guarantees=_GUARANTEE + "; SPD M needs 0 < omega < 2")
 def psor_solve(problem, opts: PSOROptions, warm_start=None) -> Solution:

@@ -56,18 +56,25 @@ class PGSSMOptions:
 
 
 def _solve_dense(A, b, how):
+    """Cholesky (SPD), else LU, else the minimum-norm least-squares solution (singular PSD M_FF)."""
     if how in ("auto", "cholesky"):
         try:
             return sla.cho_solve(sla.cho_factor(A, check_finite=False), b, check_finite=False), "cholesky"
         except np.linalg.LinAlgError:
             pass
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            x = sla.solve(A, b, check_finite=False, assume_a="gen")
-        return (x, "lu") if np.all(np.isfinite(x)) else (None, "singular")
-    except (np.linalg.LinAlgError, ValueError):
-        return None, "singular"
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            lu = sla.lu_factor(A, check_finite=False)
+            d = np.abs(np.diag(lu[0]))
+            if d.size and d.min() > 1e-13 * d.max():
+                x = sla.lu_solve(lu, b, check_finite=False)
+                if np.all(np.isfinite(x)):
+                    return x, "lu"
+            x = sla.lstsq(A, b, check_finite=False, lapack_driver="gelsd")[0]
+            return (x, "lstsq") if np.all(np.isfinite(x)) else (None, "singular")
+        except (np.linalg.LinAlgError, ValueError):
+            return None, "singular"
 
 
 def _solve_sparse(A, b, opts):

@@ -31,6 +31,7 @@ class QPOptions:
 
     backend: str = "proxsuite"   # "proxsuite" is qpsolvers' "proxqp"
     tol: float = 1e-10
+    crossover: bool = True
     polish_pgs: int = 0
     max_iter: int = 10000
 
@@ -45,7 +46,7 @@ def _is_symmetric(M) -> bool:
     return bool(np.allclose(M, M.T, rtol=0.0, atol=1e-12 * max(1.0, float(np.max(np.abs(M), initial=0.0)))))
 
 
-@register("qp", problems=(LCP, BoxedLCP), options=QPOptions, warm_start=True,
+@register("qp", problems=(LCP, BoxedLCP), options=QPOptions, warm_start=True, classes=("spd", "psd", "factored", "boxed"),
           description="symmetric PSD (boxed) LCP as a bound-constrained QP through qpsolvers (proxsuite default)",
           guarantees="exact for symmetric PSD M (the QP's KKT system is the LCP); refuses non-symmetric M")
 def qp_solve(problem, opts: QPOptions, warm_start=None) -> Solution:
@@ -100,6 +101,16 @@ def qp_solve(problem, opts: QPOptions, warm_start=None) -> Solution:
     z = np.clip(np.asarray(res.x, dtype=np.float64), lo, hi)
     info = {"backend": opts.backend, "reason": "QP solved", "qp_found": bool(res.found)}
     iterations = 0
+    if opts.crossover:
+        from ..problems.residual import box_residuals
+        from .interior_point import crossover
+
+        def natural(v):
+            return box_residuals(v, np.asarray(M @ v, dtype=np.float64).ravel() + q, lo, hi).natural
+        zc = crossover(M, q, z, lo, hi)
+        if zc is not None and natural(zc) < natural(z):
+            z = zc
+            info["crossover"] = True
     if opts.polish_pgs:
         from .pgs import BoxSweeper
         S = BoxSweeper(problem)
