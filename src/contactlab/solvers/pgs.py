@@ -168,7 +168,7 @@ _GUARANTEE = ("converges for symmetric positive definite M (and boxes); friction
               "non-symmetric M: no guarantee, the residual certifies the answer")
 
 
-_CLASSES = ("spd", "psd", "factored", "boxed", "boxed-coupled")
+_CLASSES = ("spd", "boxed", "boxed-coupled")   # singular PSD: converges, but can be sublinear
 
 
 @register("pgs", problems=(LCP, BoxedLCP), options=PGSOptions, warm_start=True, classes=_CLASSES,
