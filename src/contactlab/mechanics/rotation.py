@@ -23,6 +23,11 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product a * b for (..., 4) quaternions."""
+    if np.ndim(a) == 1 and np.ndim(b) == 1:
+        aw, ax, ay, az = a
+        bw, bx, by, bz = b
+        return np.array([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                         aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])
     aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=np.float64), -1, 0)
     bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=np.float64), -1, 0)
     return np.stack([aw * bw - ax * bx - ay * by - az * bz,

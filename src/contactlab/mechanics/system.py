@@ -96,18 +96,22 @@ def mobility(model: Model, data: Data) -> sp.csr_matrix:
 
 def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     """Block-diagonal M = diag(m I3, R I R') and its inverse over the non-fixed bodies."""
-    R = quat_to_matrix(data.quaternion)
-    blocks, inv = [], []
-    for i in range(model.nb):
-        if model.dof_start[i] < 0:
-            continue
-        Iw = R[i] @ model.inertia[i] @ R[i].T
-        Iiw = R[i] @ model.inv_inertia[i] @ R[i].T
-        blocks.append(sp.block_diag([model.mass[i] * np.eye(3), Iw]))
-        inv.append(sp.block_diag([np.eye(3) / model.mass[i], Iiw]))
-    if not blocks:
+    live = np.flatnonzero(model.dof_start >= 0)
+    k = live.size
+    if k == 0:
         return _empty(0), _empty(0)
-    return sp.block_diag(blocks, format="csr"), sp.block_diag(inv, format="csr")
+    R = quat_to_matrix(data.quaternion[live])
+    Iw = R @ model.inertia[live] @ np.transpose(R, (0, 2, 1))
+    Iiw = R @ model.inv_inertia[live] @ np.transpose(R, (0, 2, 1))
+
+    def blocks(m, I):
+        B = np.zeros((k, 6, 6))
+        B[:, 0, 0] = B[:, 1, 1] = B[:, 2, 2] = m
+        B[:, 3:, 3:] = I
+        return sp.block_diag(list(B), format="csr") if k < 2 else sp.bsr_matrix(
+            (B, np.arange(k), np.arange(k + 1)), shape=(6 * k, 6 * k)).tocsr()
+
+    return blocks(model.mass[live], Iw), blocks(1.0 / model.mass[live], Iiw)
 
 
 def generalized_forces(model: Model, data: Data) -> np.ndarray:
@@ -171,119 +175,165 @@ class JointState:
     rate_rows: sp.csr_matrix
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+class _Rows:
+    """Accumulates sparse rows (COO triplets) and builds one CSR at the end."""
+
+    def __init__(self, model: Model, data: Data):
+        self.model, self.data = model, data
+        self.r, self.c, self.v = [], [], []
+        self.n = 0
+
+    def _body(self, body: int, row: int, lin, ang, sign: float):
+        if body < 0:
+            return
+        s = self.model.dof_start[body]
+        if s < 0:
+            return
+        if lin is not None:
+            self.r.append(np.full(3, row)); self.c.append(s + np.arange(3)); self.v.append(sign * lin)
+        self.r.append(np.full(3, row)); self.c.append(s + 3 + np.arange(3)); self.v.append(sign * ang)
+
+    def point(self, a: int, b: int, P: np.ndarray, u: np.ndarray, scale: float = 1.0) -> int:
+        """u.(velocity of point P on b - on a), times ``scale``; returns the row index."""
+        row = self.n
+        for body, sign in ((b, scale), (a, -scale)):
+            if body >= 0:
+                self._body(body, row, u, _cross(P - self.data.position[body], u), sign)
+        self.n += 1
+        return row
+
+    def angular(self, a: int, b: int, u: np.ndarray, scale: float = 1.0) -> int:
+        row = self.n
+        self._body(b, row, None, u, scale)
+        self._body(a, row, None, u, -scale)
+        self.n += 1
+        return row
+
+    def copy_row(self, other: "_Rows", row: int, scale: float = 1.0) -> None:
+        for r, c, v in zip(other.r, other.c, other.v):
+            if r[0] == row:
+                self.r.append(np.full(r.shape, self.n)); self.c.append(c); self.v.append(scale * v)
+        self.n += 1
+
+    def csr(self) -> sp.csr_matrix:
+        if not self.r:
+            return sp.csr_matrix((self.n, self.model.ndof))
+        return sp.csr_matrix((np.concatenate(self.v), (np.concatenate(self.r), np.concatenate(self.c))),
+                             shape=(self.n, self.model.ndof))
+
+
 def joint_rows(model: Model, data: Data, h: float):
     """Equality rows (J, rhs, err, labels), limit rows (L, bias, labels), motor rows and joint state."""
     st = model.settings
     R = quat_to_matrix(data.quaternion)
-    J_blocks, rhs, err, jl = [], [], [], []
-    L_blocks, l_bias, ll = [], [], []
-    A_blocks, a_target, a_max, al = [], [], [], []
-    coords, rate_blocks = [], []
-
-    def pose(i):
-        if i < 0:
-            return np.zeros(3), np.eye(3), np.array([1.0, 0, 0, 0])
-        return data.position[i], R[i], data.quaternion[i]
-
+    v_all = data.velocity_vector(model)
+    Jb, Lb, Ab, Rb_ = _Rows(model, data), _Rows(model, data), _Rows(model, data), _Rows(model, data)
+    rhs, err, jl = [], [], []
+    l_bias, ll = [], []
+    a_target, a_max, al = [], [], []
+    coords = []
+    ident = np.array([1.0, 0, 0, 0])
     for jt in model.joints:
-        xa, Ra, qa = pose(jt.a)
-        xb, Rb, qb = pose(jt.b)
+        if jt.a >= 0:
+            xa, Ra, qa = data.position[jt.a], R[jt.a], data.quaternion[jt.a]
+        else:
+            xa, Ra, qa = np.zeros(3), np.eye(3), ident
+        xb, Rb, qb = data.position[jt.b], R[jt.b], data.quaternion[jt.b]
         pa = xa + Ra @ jt.anchor_a
         pb = xb + Rb @ jt.anchor_b
         axis = Ra @ jt.axis_a
         t1, t2 = tangent_basis(axis[None])
         t1, t2 = t1[0], t2[0]
-        aa, bb = np.array([jt.a]), np.array([jt.b])
-        rows, e = [], []
+        e = []
         if jt.kind in ("revolute", "spherical", "fixed"):
-            E = np.eye(3)
-            rows.append(point_rows(model, data, np.repeat(aa, 3), np.repeat(bb, 3), np.tile(pb, (3, 1)), E))
+            for u in np.eye(3):
+                Jb.point(jt.a, jt.b, pb, u)
             e.append(pb - pa)
         if jt.kind == "prismatic":
-            U = np.array([t1, t2])
-            rows.append(point_rows(model, data, np.repeat(aa, 2), np.repeat(bb, 2), np.tile(pb, (2, 1)), U))
-            e.append(U @ (pb - pa))
+            for u in (t1, t2):
+                Jb.point(jt.a, jt.b, pb, u)
+            e.append(np.array([t1 @ (pb - pa), t2 @ (pb - pa)]))
         q_des = quat_mul(qa, jt.q_rel0)            # where B's orientation should be (fixed, prismatic)
         q_err = quat_mul(qb, quat_conj(q_des))     # world-frame rotation from desired to actual
         if jt.kind in ("fixed", "prismatic"):
-            rows.append(angular_rows(model, jt.a, jt.b, np.eye(3)))
+            for u in np.eye(3):
+                Jb.angular(jt.a, jt.b, u)
             e.append(quat_to_rotvec(q_err))
         if jt.kind == "revolute":
             ab = quat_to_matrix(q_err) @ axis     # B's copy of the axis
-            ex = np.cross(axis, ab)
-            U = np.array([t1, t2])
-            rows.append(angular_rows(model, jt.a, jt.b, U))
-            e.append(U @ ex)
-        if rows:
-            Jj = sp.vstack(rows, format="csr")
-            ej = np.concatenate(e)
-            J_blocks.append(Jj)
-            err.append(ej)
-            rhs.append(-st.zeta * ej / h)
-            jl += [f"{jt.name}:{k}" for k in range(Jj.shape[0])]
+            ex = _cross(axis, ab)
+            for u in (t1, t2):
+                Jb.angular(jt.a, jt.b, u)
+            e.append(np.array([t1 @ ex, t2 @ ex]))
+        ej = np.concatenate(e)
+        err.append(ej)
+        rhs.append(-st.zeta * ej / h)
+        jl += [f"{jt.name}:{k}" for k in range(ej.size)]
         if jt.kind == "revolute":
-            rate = angular_rows(model, jt.a, jt.b, axis[None])
-            qd = quat_mul(quat_conj(qa), qb)
-            qd = quat_mul(qd, quat_conj(jt.q_rel0))
+            row = Rb_.angular(jt.a, jt.b, axis)
+            qd = quat_mul(quat_mul(quat_conj(qa), qb), quat_conj(jt.q_rel0))
             coord = 2.0 * np.arctan2(float(np.dot(jt.axis_a, qd[1:])), float(qd[0]))
             coord = (coord + np.pi) % (2 * np.pi) - np.pi
         elif jt.kind == "prismatic":
-            rate = point_rows(model, data, aa, bb, pb[None], axis[None])
+            row = Rb_.point(jt.a, jt.b, pb, axis)
             coord = float(np.dot(axis, pb - pa))
         else:
             coords.append(np.nan)
-            rate_blocks.append(sp.csr_matrix((1, model.ndof)))
+            Rb_.n += 1
             continue
         coords.append(coord)
-        rate_blocks.append(rate)
-        speed = abs(float((rate @ data.velocity_vector(model))[0])) if model.ndof else 0.0
-        reach = 0.05 + 2.0 * h * speed
+        rate_dot = sum(float(vv @ v_all[cc]) for rr, cc, vv in zip(Rb_.r, Rb_.c, Rb_.v) if rr[0] == row)
+        reach = 0.05 + 2.0 * h * abs(rate_dot)
         for bound, sign, tag in ((jt.lower, 1.0, "lower"), (jt.upper, -1.0, "upper")):
             if bound is None:
                 continue
             gap = sign * (coord - bound)
             if gap < reach:
-                L_blocks.append(sign * rate)
+                Lb.copy_row(Rb_, row, sign)
                 l_bias.append(gap / h if gap >= 0 else st.zeta * gap / h)
                 ll.append(f"{jt.name}:{tag}")
         if jt.motor_target is not None:
             if np.isinf(jt.motor_max_force):
-                J_blocks.append(rate)
+                Jb.copy_row(Rb_, row)
                 err.append(np.array([np.nan]))
                 rhs.append(np.array([jt.motor_target]))
                 jl.append(f"{jt.name}:motor")
             else:
-                A_blocks.append(rate)
+                Ab.copy_row(Rb_, row)
                 a_target.append(jt.motor_target)
                 a_max.append(h * jt.motor_max_force)
                 al.append(f"{jt.name}:motor")
     # kinematic bodies: v+ equals their current velocity; planar bodies: vz = wx = wy = 0 with drift correction
+    ez = np.array([0.0, 0.0, 1.0])
     for i in range(model.nb):
         s = model.dof_start[i]
         if s < 0:
             continue
         if model.kind[i] == KIND_KINEMATIC:
-            Jk = sp.csr_matrix((np.ones(6), (np.arange(6), s + np.arange(6))), shape=(6, model.ndof))
-            J_blocks.append(Jk)
+            for k in range(6):
+                Jb.r.append(np.array([Jb.n])); Jb.c.append(np.array([s + k])); Jb.v.append(np.array([1.0]))
+                Jb.n += 1
             rhs.append(np.concatenate([data.linear_velocity[i], data.angular_velocity[i]]))
             err.append(np.full(6, np.nan))
             jl += [f"{model.names[i]}:drive{k}" for k in range(6)]
         elif model.planar[i]:
-            Jp = sp.csr_matrix((np.ones(3), (np.arange(3), s + np.array([2, 3, 4]))), shape=(3, model.ndof))
-            ez = np.array([0.0, 0.0, 1.0])
+            for k in (2, 3, 4):
+                Jb.r.append(np.array([Jb.n])); Jb.c.append(np.array([s + k])); Jb.v.append(np.array([1.0]))
+                Jb.n += 1
             R0 = quat_to_matrix(data.planar_reference[i, 1:])
-            axis_now = R[i] @ R0.T @ ez
-            ex = np.cross(ez, axis_now)
+            ex = np.cross(ez, R[i] @ R0.T @ ez)
             e = np.array([data.position[i, 2] - data.planar_reference[i, 0], ex[0], ex[1]])
-            J_blocks.append(Jp)
             err.append(e)
             rhs.append(-st.zeta * e / h)
             jl += [f"{model.names[i]}:planar{k}" for k in range(3)]
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0)
-    vst = lambda bl: sp.vstack(bl, format="csr") if bl else _empty(model.ndof)
-    js = JointState(np.array(coords), vst(rate_blocks) if rate_blocks else _empty(model.ndof))
-    return ((vst(J_blocks), cat(rhs), cat(err), jl), (vst(L_blocks), np.array(l_bias), ll),
-            (vst(A_blocks), np.array(a_target), np.array(a_max), al), js)
+    js = JointState(np.array(coords), Rb_.csr())
+    return ((Jb.csr(), cat(rhs), cat(err), jl), (Lb.csr(), np.array(l_bias), ll),
+            (Ab.csr(), np.array(a_target), np.array(a_max), al), js)
 
 
 def contact_rows(model: Model, data: Data, contacts, d: int):

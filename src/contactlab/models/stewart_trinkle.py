@@ -28,8 +28,8 @@ DESCRIPTION = "velocity-level LCP, friction pyramid of d directions (arechavalet
 
 @dataclass(frozen=True)
 class Options:
-    """cfm: constraint force mixing added to the diagonal of every complementarity row (on top of
-    the scene's settings.cfm). The pyramid LCP of a resting stack is highly degenerate (4 coplanar
+    """cfm: constraint force mixing added to the diagonal of the contact rows (normal, friction,
+    lambda; on top of the scene's settings.cfm). The pyramid LCP of a resting stack is highly degenerate (4 coplanar
     points per face); a tiny cfm keeps pivoting well posed and changes velocities by ~cfm * impulse."""
     cfm: float = 1e-6
 
@@ -67,8 +67,10 @@ def build(sys, options: Options | None = None):
     options = options or Options()
     H, K, c, v0, off = _parts(sys)
     cfm = sys.cfm + options.cfm
-    if cfm:
-        K = K + cfm * sp.eye(K.shape[0], format="csr")
+    if cfm and sys.nc:
+        d = np.zeros(K.shape[0])
+        d[off[0]:off[3]] = cfm      # contact rows only (normal, friction, lambda): joints, limits, motors stay exact
+        K = K + sp.diags(d, format="csr")
     prob = mixed_problem(sys, H, K, c, v0)
     prob.row_groups = {"limit": slice(0, off[0]), "normal": slice(off[0], off[1]), "friction": slice(off[1], off[2]),
                        "lambda": slice(off[2], off[3]), "motor": slice(off[3], off[4]),

@@ -1,0 +1,149 @@
+"""Mechanics: joints hold, limits and motors act as specified, bad scenes fail before any step."""
+import numpy as np
+import pytest
+
+from contactlab.errors import ModelError
+from contactlab.mechanics import Body, Joint, Motor, Scene, Settings, Shape, build_model, joint_rows
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_threaded_blas():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(1):
+        yield
+
+
+def _link(name, pos, mass=1.0, size=(0.4, 0.05, 0.05)):
+    return Body(name, mass=mass, position=pos, shapes=[Shape("box", size=size)])
+
+
+def test_pendulum_chain_joints_hold_and_limits_are_respected():
+    limit = 30.0
+    sim = Simulator(make_scene("pendulum-chain", links=3, limit_deg=limit), "stewart-trinkle", "lemke")
+    from contactlab.sim import Trajectory
+    traj = Trajectory(sim.model.names)
+    angles = []
+    for _ in range(60):
+        traj = sim.run(sim.h, trajectory=traj)
+        angles.append(joint_rows(sim.model, sim.data, sim.h)[3].coordinate[1:])
+    m = traj.metrics()
+    assert m["solver_failures"] == 0
+    assert traj.column("joint_error").max() < 1e-6
+    # the limit rows are active at some point, and no joint goes past its limit by more than 0.1 degree
+    assert traj.column("lcp_size").max() >= 1
+    assert np.degrees(np.abs(np.array(angles))).max() <= limit + 0.1
+    assert np.degrees(np.abs(np.array(angles))).max() >= limit - 1.0
+    # joints and limits do no work: total energy never rises beyond round-off of the projection
+    E = traj.column("energy")
+    assert E.max() <= E[0] + 1e-6 * abs(E[0])
+
+
+def test_revolute_motor_reaches_its_velocity_unloaded_and_respects_its_force_limit():
+    def scene(max_force):
+        body = _link("arm", (0.2, 0.0, 0.0))
+        j = Joint("hinge", "revolute", "world", "arm", anchor=(0, 0, 0), axis=(0, 0, 1),
+                  motor=Motor(target_velocity=2.0, max_force=max_force))
+        return Scene("motor", [body], [j], gravity=(0, 0, 0), settings=Settings(dt=0.01))
+
+    sim = Simulator(scene(1e3), "stewart-trinkle", "lemke")
+    sim.step()
+    assert sim.data.angular_velocity[0][2] == pytest.approx(2.0, abs=1e-9)
+    sim.run(0.2)
+    assert sim.data.angular_velocity[0][2] == pytest.approx(2.0, abs=1e-9)
+    # weak motor: torque saturates, omega = h * F / I_pivot after one step
+    F = 0.01
+    sim = Simulator(scene(F), "stewart-trinkle", "lemke")
+    I_pivot = 1.0 * (0.4 ** 2 + 0.05 ** 2) / 12 + 1.0 * 0.2 ** 2
+    sim.step()
+    assert sim.data.angular_velocity[0][2] == pytest.approx(0.01 * F / I_pivot, rel=1e-6)
+    assert sim.data.result.motor[0] == pytest.approx(0.01 * F, rel=1e-9)
+
+
+@pytest.mark.parametrize("model,method", [("stewart-trinkle", "lemke"), ("box-friction", "pgs-sm")])
+def test_prismatic_motor_drives_a_slider_and_stops_at_its_limit(model, method):
+    import contactlab as cl
+    if method not in cl.available_solvers():
+        pytest.skip(method)
+    slider = _link("slider", (0.0, 0.0, 1.0))
+    j = Joint("rail", "prismatic", "world", "slider", anchor=(0, 0, 1.0), axis=(1, 0, 0), lower=-0.1, upper=0.05,
+              motor=Motor(target_velocity=0.5, max_force=100.0))
+    sim = Simulator(Scene("slider", [slider], [j], settings=Settings(dt=0.01)), model, method)
+    sim.step()
+    assert sim.data.linear_velocity[0][0] == pytest.approx(0.5, abs=1e-6)
+    sim.run(0.5)
+    # held against gravity on the rail, stopped by the upper limit
+    assert sim.data.position[0][0] == pytest.approx(0.05, abs=1e-4)
+    assert abs(sim.data.position[0][2] - 1.0) < 1e-6
+    assert abs(sim.data.linear_velocity[0][0]) < 1e-5
+
+
+def test_fixed_and_spherical_joints_hold_under_gravity():
+    a = _link("a", (0.2, 0.0, 1.0))
+    b = _link("b", (0.6, 0.0, 1.0))
+    joints = [Joint("weld", "fixed", "world", "a", anchor=(0, 0, 1.0)),
+              Joint("ball", "spherical", "a", "b", anchor=(0.4, 0, 1.0))]
+    sim = Simulator(Scene("weld", [a, b], joints, settings=Settings(dt=0.01)), "stewart-trinkle", "lemke")
+    traj = sim.run(0.5)
+    assert np.abs(sim.data.position[0] - [0.2, 0, 1.0]).max() < 1e-6
+    # b swings about the ball joint: its centre stays 0.2 from the anchor
+    assert np.linalg.norm(sim.data.position[1] - [0.4, 0, 1.0]) == pytest.approx(0.2, abs=1e-6)
+    assert sim.data.position[1][2] < 1.0 - 0.01
+    assert traj.column("joint_error").max() < 1e-6
+
+
+def test_kinematic_body_moves_with_its_velocity_and_pushes_a_box():
+    ground = Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1))])
+    pusher = Body("pusher", kind="kinematic", position=(-0.3, 0, 0.1), linear_velocity=(0.5, 0, 0),
+                  shapes=[Shape("box", size=(0.2, 0.4, 0.2))])
+    box = Body("box", mass=1.0, position=(0.0, 0, 0.1), shapes=[Shape("box", size=(0.2, 0.2, 0.2))])
+    sim = Simulator(Scene("push", [ground, pusher, box], mu=0.3, settings=Settings(dt=0.01)),
+                    "stewart-trinkle", "lemke")
+    sim.run(1.0)
+    assert sim.data.position[1][0] == pytest.approx(-0.3 + 0.5, abs=1e-9)
+    # the box is pushed: it sits ahead of the pusher's face, moving with it
+    assert sim.data.position[2][0] == pytest.approx(0.2 + 0.2, abs=0.01)
+    assert sim.data.linear_velocity[2][0] == pytest.approx(0.5, abs=1e-3)
+
+
+def test_planar_body_stays_in_its_plane():
+    b = Body("puck", mass=1.0, planar=True, position=(0, 0, 1.0), linear_velocity=(1, 0.5, 0),
+             angular_velocity=(0.0, 0.0, 3.0), shapes=[Shape("box", size=(0.2, 0.1, 0.05))])
+    sim = Simulator(Scene("planar", [b], settings=Settings(dt=0.01)), "stewart-trinkle", "lemke")
+    sim.run(0.5)
+    assert sim.data.position[0][2] == pytest.approx(1.0, abs=1e-9)
+    assert np.abs(sim.data.angular_velocity[0][:2]).max() < 1e-9
+    assert sim.data.position[0][0] == pytest.approx(0.5, abs=1e-9)
+
+
+def _scene_with(**changes):
+    body = Body("b", mass=1.0, shapes=[Shape("box")])
+    for k, v in changes.items():
+        setattr(body, k, v)
+    return Scene("bad", [body])
+
+
+@pytest.mark.parametrize("scene,field", [
+    (_scene_with(mass=-1.0), "mass"),
+    (_scene_with(inertia=np.diag([1.0, -1.0, 1.0])), "inertia"),
+    (_scene_with(inertia=[[1, 2, 0], [2, 1, 0], [0, 0, 1]]), "inertia"),
+    (_scene_with(orientation=(1.0, 0.1, 0.0, 0.0)), "orientation"),
+    (_scene_with(shapes=[Shape("torus")]), "kind"),
+    (_scene_with(shapes=[Shape("box", size=(1, 0, 1))]), "size"),
+    (_scene_with(shapes=[Shape("box", mu=-0.1)]), "mu"),
+    (Scene("bad", [Body("b", shapes=[Shape("box")])], mu=-0.5), "mu"),
+    (Scene("bad", [Body("b", shapes=[Shape("box")])], joints=[Joint("j", "hinge", "world", "b")]), "kind"),
+    (Scene("bad", [Body("b", shapes=[Shape("box")])], joints=[Joint("j", "revolute", "world", "c")]), "child"),
+    (Scene("bad", [Body("b", shapes=[Shape("box")])], joints=[Joint("j", "revolute", "world", "b", lower=1, upper=0)]),
+     "lower"),
+])
+def test_bad_scenes_raise_naming_the_field_before_any_step(scene, field):
+    with pytest.raises(ModelError, match=field):
+        build_model(scene)
+    with pytest.raises(ModelError, match=field):
+        Simulator(scene)
