@@ -117,6 +117,7 @@ class _LP:
                 raise _LPFailure(h.modelStatusToString(st))
         self.counter["simplex_iterations"] += int(h.getInfo().simplex_iteration_count)
         u = np.maximum(np.asarray(h.getSolution().col_value, dtype=float), 0.0)
+        u[u < 1e-12 * max(1.0, float(u.max(initial=0.0)))] = 0.0   # round-off of basic variables at zero
         basic = np.array([s == highspy.HighsBasisStatus.kBasic for s in h.getBasis().col_status])
         return u, basic
 
@@ -165,22 +166,21 @@ def _complete_basis(A: np.ndarray, u: np.ndarray, hint: np.ndarray | None, tol: 
     return np.array(chosen, dtype=np.int64)
 
 
-def _adjacent_vertices(A: np.ndarray, u: np.ndarray, hint, tol: float, max_bases: int = 40) -> list[np.ndarray]:
-    """Extreme points of {u >= 0 : A u = a} adjacent to the vertex ``u``: one simplex pivot along each
-    nonbasic column; at a degenerate vertex, degenerate pivots explore up to ``max_bases`` bases."""
+def _adjacent_vertices(A: np.ndarray, u: np.ndarray, hint, tol: float, max_bases: int = 12) -> np.ndarray:
+    """Extreme points of {u >= 0 : A u = a} adjacent to the vertex ``u`` (rows of the result): one
+    simplex pivot along each nonbasic column; at a degenerate vertex, degenerate pivots explore up
+    to ``max_bases`` bases of the same vertex."""
     rows, m = A.shape
     if rows == 0:
-        return []
+        return np.zeros((0, m))
     start = _complete_basis(A, u, hint, tol)
-    seen_bases = {tuple(sorted(start))}
+    seen_bases = {np.sort(start).tobytes()}
     queue = [start]
-    found: dict[bytes, np.ndarray] = {}
-    key0 = np.round(u, 9).tobytes()
-    while queue and len(seen_bases) <= max_bases:
+    blocks = []
+    while queue:
         basis = queue.pop(0)
-        Bm = A[:, basis]
         try:
-            lu = sla.lu_factor(Bm)
+            lu = sla.lu_factor(A[:, basis])
         except (ValueError, sla.LinAlgError):
             continue
         nonbasic = np.setdiff1d(np.arange(m), basis)
@@ -196,24 +196,27 @@ def _adjacent_vertices(A: np.ndarray, u: np.ndarray, hint, tol: float, max_bases
         edge = np.isfinite(t)                  # columns with an infinite t are extreme rays
         move = edge & (t > tol)
         if np.any(move):
-            V = np.repeat(u[None, :], int(move.sum()), axis=0)
             cols, tk = nonbasic[move], t[move]
+            V = np.repeat(u[None, :], cols.size, axis=0)
             V[np.arange(cols.size), cols] = tk
             V[:, basis] -= tk[:, None] * D[:, move].T
-            V = np.maximum(V, 0.0)
             V[V < tol] = 0.0
-            for v in V:
-                key = np.round(v, 9).tobytes()
-                if key != key0:
-                    found.setdefault(key, v)
+            blocks.append(V)
         for k in np.flatnonzero(edge & ~move):   # degenerate pivots: same vertex, new basis
+            if len(seen_bases) >= max_bases:
+                break
             nb = basis.copy()
             nb[leave[k]] = nonbasic[k]
-            kb = tuple(sorted(nb))
-            if kb not in seen_bases and len(seen_bases) < max_bases:
+            kb = np.sort(nb).tobytes()
+            if kb not in seen_bases:
                 seen_bases.add(kb)
                 queue.append(nb)
-    return list(found.values())
+    if not blocks:
+        return np.zeros((0, m))
+    V = np.vstack(blocks)
+    _, first = np.unique(np.round(V, 9), axis=0, return_index=True)
+    V = V[np.sort(first)]
+    return V[np.any(np.abs(V - u) > 1e-9 * max(1.0, float(np.abs(u).max(initial=0))), axis=1)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -273,7 +276,8 @@ def bilinear_lp(problem: UCP, opts: BilinearOptions, warm_start=None) -> Solutio
                                 **info)
 
         def small(x, y):
-            return float(x @ y) <= opts.tol * max(1.0, np.abs(x).max(initial=0) * np.abs(y).max(initial=0))
+            # the paper's x'y <= 1e-10, relative to the size of the vertices (HiGHS works to 1e-9)
+            return float(x @ y) <= opts.tol * max(1.0, float(x.sum()) * float(np.abs(y).max(initial=0)))
 
         def key(x, y):
             return np.round(x, 8).tobytes() + np.round(y, 8).tobytes()
@@ -294,25 +298,36 @@ def bilinear_lp(problem: UCP, opts: BilinearOptions, warm_start=None) -> Solutio
             if obj1 < best[0]:
                 best[:] = [obj1, x1, y1]
             k1 = key(x1, y1)
+            seen_before = set()
             if k1 in visited:
                 info["revisits"] += 1
+                seen_before = {k1}
             visited.add(k1)
-            # Step 2
-            if small(x1, y1) or obj1 < obj - 1e-12 * max(1.0, obj):
+            # Step 2 (a pair seen before would repeat the same path: treat it as stationary)
+            if small(x1, y1) or (obj1 < obj - 1e-12 * max(1.0, obj) and k1 not in seen_before):
                 x, y, bx, by, obj = x1, y1, bx1, by1, obj1
                 continue
             x, y, bx, by, obj = x1, y1, bx1, by1, obj1   # stationary pair (16)
-            # Step 3: adjacent extreme points
+            # Step 3: adjacent extreme points; pairs already visited are not taken again (no cycling)
             while True:
                 info["step3"] += 1
-                Ex = [x] + _adjacent_vertices(Ax, x, bx, 1e-10)
-                Ey = [y] + _adjacent_vertices(Ay, y, by, 1e-10)
-                prod = np.array(Ex) @ np.array(Ey).T
+                Ex = np.vstack([x[None, :], _adjacent_vertices(Ax, x, bx, 1e-10)])
+                Ey = np.vstack([y[None, :], _adjacent_vertices(Ay, y, by, 1e-10)])
+                prod = Ex @ Ey.T
                 prod[0, 0] = np.inf
-                i, j = np.unravel_index(int(np.argmin(prod)), prod.shape)
-                if prod[i, j] < obj - 1e-12 * max(1.0, obj):
+                order = np.argsort(prod, axis=None)
+                moved = False
+                for flat in order:
+                    i, j = np.unravel_index(int(flat), prod.shape)
+                    if not prod[i, j] < obj - 1e-12 * max(1.0, obj):
+                        break
+                    if key(Ex[i], Ey[j]) not in visited:
+                        moved = True
+                        break
+                if moved:
                     x, y, bx, by, obj = Ex[i], Ey[j], None, None, float(prod[i, j])
                     info["pairs"] += 1
+                    visited.add(key(x, y))
                     if obj < best[0]:
                         best[:] = [obj, x, y]
                     break
@@ -320,19 +335,19 @@ def bilinear_lp(problem: UCP, opts: BilinearOptions, warm_start=None) -> Solutio
                     reason = "cycling (a pair was revisited)" if info["revisits"] else "restart limit"
                     return finish(Status.NO_SOLUTION_FOUND, best[1], best[2], reason=reason)
                 info["restarts"] += 1
-                cand = [(a, b) for a in range(len(Ex)) for b in range(len(Ey)) if (a, b) != (0, 0)]
-                if not cand:
+                if prod.size <= 1:
                     return finish(Status.NO_SOLUTION_FOUND, best[1], best[2], reason="no adjacent extreme point")
-                i, j = cand[int(rng.integers(len(cand)))]
+                flat = int(rng.integers(1, prod.size))   # a random pair other than the current one
+                i, j = np.unravel_index(flat, prod.shape)
                 x, y, bx, by, obj = Ex[i], Ey[j], None, None, float(prod[i, j])
                 info["pairs"] += 1
                 kk = key(x, y)
                 if kk in visited:
                     info["revisits"] += 1
                 visited.add(kk)
-                if small(x, y):
-                    break
-                if opts.variant == "restart":
+                if obj < best[0]:
+                    best[:] = [obj, x, y]
+                if small(x, y) or opts.variant == "restart":
                     break
     except _LPFailure as exc:
         info["lps"] = counter["lps"]
