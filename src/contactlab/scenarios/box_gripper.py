@@ -117,6 +117,7 @@ class GripperRun:
     solver_failures: int
     drift_after: dict          # step -> largest downward displacement after that many steps
     statuses: dict             # solver status -> count
+    error: str | None = None   # an exception that ended the run early (reported, never hidden)
 
 
 class _TimedModel:
@@ -167,10 +168,14 @@ def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: in
     sim.contact_model = timed = _TimedModel(sim.contact_model)
     held = [i for i, n in enumerate(sim.model.names) if n.startswith("box")]
     z0 = sim.data.position[held, 2].copy()
-    records, drift_after = [], {}
+    records, drift_after, error = [], {}, None
     t0 = time.perf_counter()
     for k in range(1, int(steps) + 1):
-        records.append(sim.step())
+        try:
+            records.append(sim.step())
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:   # a crash is a result too
+            error = f"step {k}: {type(exc).__name__}: {exc}"
+            break
         if k in checkpoints:
             drift_after[k] = float(np.max(z0 - sim.data.position[held, 2]))
     total = time.perf_counter() - t0
@@ -181,9 +186,10 @@ def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: in
                       time_per_step_s=total / max(1, steps), total_time_s=total,
                       solve_time_s=float(sum(r.solve_time for r in records)),
                       model_time_s=timed.elapsed + float(sum(r.solve_time for r in records)), drift_m=drift,
-                      held=bool(drift < HELD_DRIFT and np.all(np.isfinite(sim.data.position))),
+                      held=bool(error is None and drift < HELD_DRIFT and np.all(np.isfinite(sim.data.position))),
                       solver_failures=int(sum(not r.success for r in records)), drift_after=drift_after,
-                      statuses={st: sum(r.status == st for r in records) for st in {r.status for r in records}})
+                      statuses={st: sum(r.status == st for r in records) for st in {r.status for r in records}},
+                      error=error)
 
 
 # drumwright Table I (MATLAB, RPIsim, 10 steps, 10 trials; mean +- sigma of the whole simulation)
@@ -218,6 +224,8 @@ def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup:
                 runs = []
                 for t in range(trials):
                     runs.append(run_box_gripper(model, method, steps=n, checkpoints=(10, 100), **scene_params))
+                    if runs[-1].error:
+                        runs[-1].statuses["crashed"] = 1
                     progress(f"{model}/{method} {n} steps, trial {t + 1}")
                 tot = np.array([r.total_time_s for r in runs])
                 r0 = runs[0]
@@ -230,5 +238,6 @@ def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup:
                              "statuses": {k: max(r.statuses.get(k, 0) for r in runs)
                                           for k in set().union(*(r.statuses for r in runs))},
                              "held": all(r.held for r in runs), "drift_m": max(r.drift_m for r in runs),
+                             "errors": [r.error for r in runs if r.error],
                              "solver_failures": max(r.solver_failures for r in runs)})
     return rows
