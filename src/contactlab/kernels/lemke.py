@@ -189,3 +189,359 @@ def refine_basis(M, q, d, basis, xB, Binv, r):
         for k in range(n):
             acc += Binv[i, k] * r[k]
         xB[i] += acc
+
+
+# ----------------------------------------------------------------------------------------------
+# Lemke on the reduced basis: only the k x k block A = [M_{W,Z} d_W] of the basis matrix is kept
+# (W: rows whose w is nonbasic, Z: basic z's and z0), with its inverse updated by rank-one
+# formulas (O(k^2)) and refactorised periodically. Per pivot O(k^2 + (n - k) k) instead of the
+# tableau's O(n^2); the pivot sequence (lexicographic rule included) is the tableau's.
+# ----------------------------------------------------------------------------------------------
+@jit
+def _coef(var, i, n, M, d):
+    """Coefficient of basic unknown ``var`` (z_l or z0) in w_i = q_i + M_i z + d_i z0."""
+    if var < 2 * n:
+        return M[i, var - n]
+    return d[i]
+
+
+@jit
+def _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x):
+    A = np.empty((k, k))
+    for e in range(k):
+        for a in range(k):
+            A[e, a] = _coef(unk[a], eq_rows[e], n, M, d)
+    inv = np.linalg.inv(A)
+    for a in range(k):
+        for e in range(k):
+            Ainv[a, e] = inv[a, e]
+    for a in range(k):
+        s = 0.0
+        for e in range(k):
+            s -= inv[a, e] * q[eq_rows[e]]
+        x[a] = s
+
+
+@jit
+def _binv_entry(p_is_unknown, p, c, n, k, M, d, eq_pos, unk, Ainv):
+    """Entry (p, c) of B^-1 for the lexicographic rule; p is an unknown position or a basic w row."""
+    pc = eq_pos[c]
+    if pc < 0:  # q_c moves only the basic w_c
+        if p_is_unknown:
+            return 0.0
+        return 1.0 if p == c else 0.0
+    if p_is_unknown:
+        return -Ainv[p, pc]
+    s = 0.0
+    for a in range(k):
+        s -= _coef(unk[a], p, n, M, d) * Ainv[a, pc]
+    return s
+
+
+@jit
+def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, eq_rows, eq_pos, unk, unk_pos,
+                         dx, dwv, cand, ratio, tmp, zcols, zdx, ray, out_z):
+    """Lemke's method (covering vector d > 0, lexicographic rule) on the reduced basis.
+
+    MT is M' (C-contiguous) so column reads are contiguous. Work arrays: Ainv (n+1, n+1), x (n+1,),
+    wv (n,), eq_rows (n+1,) int64, eq_pos (n,) int64,
+    unk (n+1,) int64, unk_pos (2n+1,) int64, dx (n+1,), dwv (n,), cand (2n+2,) int64, ratio (2n+2,),
+    tmp (n+1,), zcols (n+1,) int64, zdx (n+1,), ray (2n+1,), out_z (n,). Returns (status, pivots).
+    """
+    n = q.shape[0]
+    Z0 = 2 * n
+    for i in range(n):
+        wv[i] = q[i]
+        eq_pos[i] = -1
+    for v in range(2 * n + 1):
+        unk_pos[v] = -1
+    # first pivot: z0 enters, w_r leaves (r = argmin q_i/d_i, ties -> largest index)
+    r = -1
+    best = np.inf
+    for i in range(n):
+        t = q[i] / d[i]
+        if t <= best:
+            best = t
+            r = i
+    for i in range(n):
+        out_z[i] = 0.0
+    if best >= 0.0:
+        return SOLVED, 0
+    k = 1
+    eq_rows[0] = r
+    eq_pos[r] = 0
+    unk[0] = Z0
+    unk_pos[Z0] = 0
+    Ainv[0, 0] = 1.0 / d[r]
+    x[0] = -q[r] / d[r]
+    for i in range(n):
+        if i != r:
+            wv[i] = q[i] + d[i] * x[0]
+    wv[r] = 0.0
+    pivots = 1
+    since_refactor = 0
+    entering = r + n  # complement of w_r
+    while True:
+        if pivots >= max_pivots:
+            return MAX_PIVOTS, pivots
+        # ---- direction of the basic variables per unit increase of the entering variable
+        if entering >= n:  # z_j enters: A dx = -M[W, j]
+            j = entering - n
+            for e in range(k):
+                tmp[e] = -MT[j, eq_rows[e]]
+            for a in range(k):
+                s = 0.0
+                for e in range(k):
+                    s += Ainv[a, e] * tmp[e]
+                dx[a] = s
+        else:  # w_j enters: dx = Ainv[:, pos(j)]
+            pe = eq_pos[entering]
+            for a in range(k):
+                dx[a] = Ainv[a, pe]
+        dmax = 0.0
+        for a in range(k):
+            dmax = max(dmax, abs(dx[a]))
+        # dw_i = M[i, j] + sum_a M[i, z-col a] dx_a + d_i dx_z0: gather the z-columns once
+        nz = 0
+        dz0 = 0.0
+        for a in range(k):
+            if unk[a] == Z0:
+                dz0 = dx[a]
+            else:
+                zcols[nz] = unk[a] - n
+                zdx[nz] = dx[a]
+                nz += 1
+        # column-oriented: dw += dx_a * M[:, col_a] read as contiguous rows of MT = M'
+        jcol = entering - n if entering >= n else -1
+        for i in range(n):
+            dwv[i] = d[i] * dz0
+        if jcol >= 0:
+            for i in range(n):
+                dwv[i] += MT[jcol, i]
+        for t in range(nz):
+            c = zcols[t]
+            f = zdx[t]
+            for i in range(n):
+                dwv[i] += f * MT[c, i]
+        for i in range(n):
+            if eq_pos[i] >= 0 or i == entering:
+                dwv[i] = 0.0
+            else:
+                dmax = max(dmax, abs(dwv[i]))
+        tol = 1e-12 * max(1.0, dmax)
+        # ---- minimum ratio over basic unknowns (encoded a) and basic w rows (encoded k' + i)
+        m = 0
+        best = np.inf
+        for a in range(k):
+            if dx[a] < -tol:
+                t = x[a] / -dx[a]
+                cand[m] = a
+                ratio[m] = t
+                m += 1
+                if t < best:
+                    best = t
+        for i in range(n):
+            if eq_pos[i] < 0 and i != entering and dwv[i] < -tol:
+                t = wv[i] / -dwv[i]
+                cand[m] = n + 1 + i
+                ratio[m] = t
+                m += 1
+                if t < best:
+                    best = t
+        if m == 0:
+            for v in range(2 * n + 1):
+                ray[v] = 0.0
+            ray[entering] = 1.0
+            for a in range(k):
+                ray[unk[a]] = dx[a]
+            for i in range(n):
+                if eq_pos[i] < 0 and i != entering:
+                    ray[i] = dwv[i]
+            for a in range(k):
+                if unk[a] < 2 * n:
+                    out_z[unk[a] - n] = max(x[a], 0.0)
+            return RAY, pivots
+        thr = best + 1e-12 * (1.0 + abs(best))
+        mm = 0
+        for t in range(m):
+            if ratio[t] <= thr:
+                cand[mm] = cand[t]
+                mm += 1
+        m = mm
+        chosen = -1
+        for t in range(m):
+            if cand[t] <= n and unk[cand[t]] == Z0:
+                chosen = cand[t]
+        c = 0
+        while chosen < 0 and m > 1 and c < n:
+            best = np.inf
+            for t in range(m):
+                code = cand[t]
+                if code <= n:
+                    val = _binv_entry(True, code, c, n, k, M, d, eq_pos, unk, Ainv) / -dx[code]
+                else:
+                    i = code - n - 1
+                    val = _binv_entry(False, i, c, n, k, M, d, eq_pos, unk, Ainv) / -dwv[i]
+                ratio[t] = val
+                if val < best:
+                    best = val
+            thr = best + 1e-13 * (1.0 + abs(best))
+            mm = 0
+            for t in range(m):
+                if ratio[t] <= thr:
+                    cand[mm] = cand[t]
+                    mm += 1
+            m = mm
+            c += 1
+        if chosen < 0:
+            chosen = cand[0]
+        # ---- step
+        if chosen <= n:
+            theta = x[chosen] / -dx[chosen]
+        else:
+            i = chosen - n - 1
+            theta = wv[i] / -dwv[i]
+        if theta < 0.0:
+            theta = 0.0
+        for a in range(k):
+            x[a] += theta * dx[a]
+        for i in range(n):
+            if eq_pos[i] < 0 and i != entering:
+                wv[i] += theta * dwv[i]
+        pivots += 1
+        since_refactor += 1
+        # ---- basis update
+        if entering >= n:
+            j = entering - n
+            if chosen <= n:  # (b) z_j replaces unknown at position a0: Sherman-Morrison on a column
+                a0 = chosen
+                leaving = unk[a0]
+                piv = -dx[a0]  # (Ainv b)[a0] with b = M[W, j]
+                if not (abs(piv) > 0.0) or not np.isfinite(piv):
+                    return NUMERICAL, pivots
+                for e in range(k):
+                    tmp[e] = Ainv[a0, e]
+                for a in range(k):
+                    ua = -dx[a] - (1.0 if a == a0 else 0.0)
+                    if ua != 0.0:
+                        f = ua / piv
+                        for e in range(k):
+                            Ainv[a, e] -= f * tmp[e]
+                unk_pos[leaving] = -1
+                unk[a0] = entering
+                unk_pos[entering] = a0
+                x[a0] = theta
+            else:  # (a) z_j enters, w_i leaves: border with row i and column j
+                i = chosen - n - 1
+                leaving = i
+                s = dwv[i]
+                if not (abs(s) > 0.0) or not np.isfinite(s):
+                    return NUMERICAL, pivots
+                # v' = c' Ainv with c_a = coef(unk[a], i)  (row-contiguous accumulation)
+                for e in range(k):
+                    tmp[e] = 0.0
+                for a in range(k):
+                    ca = _coef(unk[a], i, n, M, d)
+                    if ca != 0.0:
+                        for e in range(k):
+                            tmp[e] += ca * Ainv[a, e]
+                # u = Ainv b = -dx
+                for a in range(k):
+                    ua = -dx[a]
+                    for e in range(k):
+                        Ainv[a, e] += ua * tmp[e] / s
+                    Ainv[a, k] = -ua / s
+                for e in range(k):
+                    Ainv[k, e] = -tmp[e] / s
+                Ainv[k, k] = 1.0 / s
+                eq_rows[k] = i
+                eq_pos[i] = k
+                unk[k] = entering
+                unk_pos[entering] = k
+                x[k] = theta
+                wv[i] = 0.0
+                k += 1
+        else:
+            pe = eq_pos[entering]
+            if chosen > n:  # (c) w_j enters, w_i leaves: replace equation row pe by row i
+                i = chosen - n - 1
+                leaving = i
+                s = dwv[i]  # r' Ainv e_pe
+                if not (abs(s) > 0.0) or not np.isfinite(s):
+                    return NUMERICAL, pivots
+                for e in range(k):
+                    tmp[e] = 0.0
+                for a in range(k):
+                    ca = _coef(unk[a], i, n, M, d)
+                    if ca != 0.0:
+                        for e in range(k):
+                            tmp[e] += ca * Ainv[a, e]
+                tmp[pe] -= 1.0
+                for a in range(k):
+                    f = dx[a] / s  # (Ainv e_pe)[a] / s
+                    if f != 0.0:
+                        for e in range(k):
+                            Ainv[a, e] -= f * tmp[e]
+                eq_pos[entering] = -1
+                eq_rows[pe] = i
+                eq_pos[i] = pe
+                wv[entering] = theta
+                wv[i] = 0.0
+            else:  # (d) w_j enters, unknown a0 leaves: remove equation pe and unknown a0
+                a0 = chosen
+                leaving = unk[a0]
+                last = k - 1
+                # move unknown a0 to the last row and equation pe to the last column
+                if a0 != last:
+                    for e in range(k):
+                        t1 = Ainv[a0, e]
+                        Ainv[a0, e] = Ainv[last, e]
+                        Ainv[last, e] = t1
+                    ua = unk[a0]
+                    unk[a0] = unk[last]
+                    unk[last] = ua
+                    unk_pos[unk[a0]] = a0
+                    t2 = x[a0]
+                    x[a0] = x[last]
+                    x[last] = t2
+                if pe != last:
+                    for a in range(k):
+                        t1 = Ainv[a, pe]
+                        Ainv[a, pe] = Ainv[a, last]
+                        Ainv[a, last] = t1
+                    er = eq_rows[pe]
+                    eq_rows[pe] = eq_rows[last]
+                    eq_rows[last] = er
+                    eq_pos[eq_rows[pe]] = pe
+                h = Ainv[last, last]
+                if not (abs(h) > 0.0) or not np.isfinite(h):
+                    return NUMERICAL, pivots
+                for a in range(last):
+                    f = Ainv[a, last] / h
+                    if f != 0.0:
+                        for e in range(last):
+                            Ainv[a, e] -= f * Ainv[last, e]
+                unk_pos[unk[last]] = -1
+                eq_pos[eq_rows[last]] = -1
+                wv[entering] = theta
+                k -= 1
+        for a in range(k):
+            if not np.isfinite(x[a]):
+                return NUMERICAL, pivots
+        if leaving == Z0:
+            if k > 0:
+                _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x)
+            for a in range(k):
+                if unk[a] < 2 * n:
+                    out_z[unk[a] - n] = max(x[a], 0.0)
+            return SOLVED, pivots
+        if since_refactor >= max(refactor_every, k) and k > 0:
+            _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x)
+            for i in range(n):
+                if eq_pos[i] < 0:
+                    s = q[i]
+                    for a in range(k):
+                        s += _coef(unk[a], i, n, M, d) * x[a]
+                    wv[i] = s
+            since_refactor = 0
+        entering = leaving + n if leaving < n else leaving - n

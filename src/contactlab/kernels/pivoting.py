@@ -120,7 +120,7 @@ def _direction(sym, F, k, M, idx, dd, u, w1, w2):
 
 
 @jit
-def dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz, dw, u, v, counts):
+def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz, dw, u, v, counts):
     """Cottle-Dantzig principal pivoting (loomis-balkcom §II; Baraff 1994 for the step rules).
 
     On entry: z, w = M z + q complementary with w[idx[:k0]] = 0, z >= 0, and Minv[:k0,:k0] the
@@ -154,14 +154,16 @@ def dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz, dw,
                 return MAX_PIVOTS, k
             # direction: dz_d = 1, dz_C = -M_CC^-1 M_Cd, dw = M dz
             _direction(sym, Minv, k, M, idx, dd, u, dz, v)
-            for i in range(n):  # dw_C = 0 by construction: only rows outside C are formed
-                if inC[i]:
-                    dw[i] = 0.0
-                    continue
-                s = M[i, dd]
-                for j in range(k):
-                    s += M[i, idx[j]] * u[j]
-                dw[i] = s
+            # dw = M[:, d] + M[:, C] u as contiguous axpys over rows of MT = M' (dw_C = 0)
+            for i in range(n):
+                dw[i] = MT[dd, i]
+            for j in range(k):
+                f = u[j]
+                c = idx[j]
+                for i in range(n):
+                    dw[i] += f * MT[c, i]
+            for j in range(k):
+                dw[idx[j]] = 0.0
             step_d = np.inf
             if dw[dd] > tol:
                 step_d = -w[dd] / dw[dd]

@@ -26,13 +26,16 @@ _STATUS = {K.SOLVED: Status.SOLVED, K.RAY: Status.RAY_TERMINATION, K.MAX_PIVOTS:
 class LemkeOptions:
     """covering: covering vector d > 0 (default all ones); max_pivots: default 50 n + 1000;
     regularize: retry on M + eps I after a ray or failure, eps from ``reg_eps`` times max|M_ij|;
-    refine: one step of iterative refinement of the final basis system (O(n^2)); tol: certification tolerance."""
+    refine: one step of iterative refinement of the final basis system (tableau only); tol: certification
+    tolerance; basis: "reduced" keeps only the k x k block [M_WZ d_W] of the basis and its inverse,
+    updated by rank-one formulas (O(k^2 + n k) per pivot), "tableau" the full n x n basis inverse."""
     covering: object = None
     max_pivots: int | None = None
     regularize: bool = True
     reg_eps: tuple = (1e-10, 1e-8, 1e-6, 1e-4)
     refine: bool = True
     tol: float = 1e-9
+    basis: str = "reduced"
 
 
 def _basis_solution(n, basis, xB):
@@ -44,8 +47,26 @@ def _basis_solution(n, basis, xB):
     return np.maximum(z, 0.0)
 
 
-def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refine: bool = True):
-    """Run the kernel once; returns (status, pivots, z, ray)."""
+def lemke_reduced_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refactor_every: int = 64):
+    """Run the reduced-basis kernel once; returns (status, pivots, z, ray)."""
+    n = q.size
+    Ainv = np.zeros((n + 1, n + 1))
+    ints = [np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n + 1, dtype=np.int64),
+            np.zeros(2 * n + 1, dtype=np.int64)]
+    ray = np.zeros(2 * n + 1)
+    z = np.zeros(n)
+    code, pivots = K.lemke_reduced_kernel(M, np.ascontiguousarray(M.T), q, d, max_pivots, refactor_every, Ainv, np.zeros(n + 1), np.zeros(n),
+                                          *ints, np.zeros(n + 1), np.zeros(n), np.zeros(2 * n + 2, dtype=np.int64),
+                                          np.zeros(2 * n + 2), np.zeros(n + 1), np.zeros(n + 1, dtype=np.int64),
+                                          np.zeros(n + 1), ray, z)
+    return _STATUS[code], int(pivots), z, ray
+
+
+def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refine: bool = True,
+               basis: str = "reduced"):
+    """Run one kernel once; returns (status, pivots, z, ray)."""
+    if basis == "reduced":
+        return lemke_reduced_core(M, q, d, max_pivots)
     n = q.size
     Binv = np.empty((n, n))
     xB = np.empty(n)
@@ -79,7 +100,9 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     if d.shape != (n,) or not np.all(np.isfinite(d)) or np.any(d <= 0):
         raise ParamError(f"covering must be a positive finite vector of length {n}")
     max_pivots = opts.max_pivots if opts.max_pivots is not None else 50 * n + 1000
-    status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine)
+    if opts.basis not in ("reduced", "tableau"):
+        raise ParamError(f"basis must be 'reduced' or 'tableau', got {opts.basis!r}")
+    status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, opts.basis)
     info: dict = {"covering": "ones" if opts.covering is None else "given"}
     if status is Status.RAY_TERMINATION:
         info["ray"] = {"z": ray[n:2 * n].copy(), "w": ray[:n].copy(), "z0": float(ray[2 * n])}
@@ -88,7 +111,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
         scale = max(1.0, float(np.max(np.abs(M), initial=0.0)))
         tries = []
         for eps in opts.reg_eps:
-            st, pv, zr, _ = lemke_core(M + (eps * scale) * np.eye(n), q, d, max_pivots, opts.refine)
+            st, pv, zr, _ = lemke_core(M + (eps * scale) * np.eye(n), q, d, max_pivots, opts.refine, opts.basis)
             total += pv
             res = lcp_residuals(zr, M @ zr + q).natural
             tries.append({"eps": eps * scale, "status": st.name, "pivots": pv, "residual_on_original": res})

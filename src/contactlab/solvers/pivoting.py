@@ -109,7 +109,7 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
     max_pivots = opts.max_pivots if opts.max_pivots is not None else 20 * n + 100
     counts = np.zeros(2, dtype=np.int64)
     work = [np.empty(n) for _ in range(4)]
-    code, k = K.dantzig_kernel(M, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, *work, counts)
+    code, k = K.dantzig_kernel(M, M if sym else np.ascontiguousarray(M.T), q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, *work, counts)
     status = _STATUS[code]
     if status is Status.SOLVED and opts.refine and k:
         zr = z.copy()
