@@ -28,7 +28,7 @@ from contactlab.solvers import available_solvers  # noqa: E402
 
 def markdown(rows) -> str:
     head = ("| model | method | steps | LCP variables (paper) | total s mean ± sd | per step ms | model ms/step "
-            "| solve ms/step | held | max drop | statuses | paper total s (10 steps) |")
+            "| solve ms/step | held | max vertical drift | statuses | paper total s (10 steps) |")
     out = [head, "|" + "---|" * 12]
     for r in rows:
         paper = PAPER_TABLE_I.get((r["model"], r["method"]))

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import ModelError
 from ..mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
 
-HELD_DRIFT = 1e-3   # m: a held box has dropped once it has moved down more than this
+HELD_DRIFT = 1e-3   # m: a held box is lost once it has moved vertically more than this
 
 
 def build(count: int = 2, size: float = 0.1, mass: float = 1.0, gripper_mass: float = 1.0, push: float = 50.0,
@@ -112,10 +112,10 @@ class GripperRun:
     total_time_s: float
     solve_time_s: float
     model_time_s: float       # build + solve + recover (the contact model's share of the step)
-    drift_m: float            # largest downward displacement of a held box
+    drift_m: float            # largest vertical displacement of a held box (up or down)
     held: bool
     solver_failures: int
-    drift_after: dict          # step -> largest downward displacement after that many steps
+    drift_after: dict          # step -> largest vertical displacement after that many steps
     statuses: dict             # solver status -> count
     error: str | None = None   # an exception that ended the run early (reported, never hidden)
 
@@ -177,9 +177,11 @@ def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: in
             error = f"step {k}: {type(exc).__name__}: {exc}"
             break
         if k in checkpoints:
-            drift_after[k] = float(np.max(z0 - sim.data.position[held, 2]))
+            drift_after[k] = float(np.max(np.abs(z0 - sim.data.position[held, 2])))
     total = time.perf_counter() - t0
-    drift = float(np.max(z0 - sim.data.position[held, 2]))
+    drift = float(np.max(np.abs(z0 - sim.data.position[held, 2])))
+    if not np.isfinite(drift):
+        drift = float("inf")
     return GripperRun(model=model, method=sim.method, steps=int(steps),
                       contacts_mean=float(np.mean([r.contacts for r in records])),
                       lcp_variables_mean=float(np.mean([r.lcp_size for r in records])),
