@@ -21,6 +21,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..kernels import pgs as K
+from ..kernels import pgs_sm as KSM
 from ..problems import LCP, BoxedLCP
 from ..solution import Solution, Status
 from .pgs import BoxSweeper, _REASON
@@ -184,10 +185,28 @@ def pgs_sm_solve(problem, opts: PGSSMOptions, warm_start=None) -> Solution:
     z = S.start(warm_start)
     w = np.empty(problem.n)
     tol = opts.tol * problem.scale()
-    sweeps = sm_steps = 0
+    sweeps = sm_steps = outer0 = 0
     solvers: set[str] = set()
+    if not S.sparse and S.symmetric and opts.sm_solver in ("auto", "cholesky"):
+        n = problem.n
+        stats = np.zeros(6)
+        code = KSM.pgs_sm_dense_kernel(S.M, S.q, S.diag, S.lo, S.hi, S.findex, S.mu, z, w, S.order, opts.k_pgs,
+                                       opts.k_sm, tol, opts.max_outer, opts.max_halvings,
+                                       np.zeros(n, dtype=np.int64), np.empty((n, n)), np.empty(n), np.empty(n),
+                                       np.empty(n), np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_),
+                                       np.zeros(3), stats)
+        outer0, sweeps, sm_steps = int(stats[0]), int(stats[1]), int(stats[2])
+        if code != KSM.CHOLESKY_FAILED:
+            status = {K.CONVERGED: Status.SOLVED, KSM.MAX_OUTER: Status.MAX_ITERATIONS}.get(code, Status.NUMERICAL_FAILURE)
+            reason = {K.CONVERGED: "residual below tol", KSM.MAX_OUTER: "outer iteration limit reached"}.get(
+                code, _REASON.get(code, "failure"))
+            return Solution(z=z, w=w, status=status, iterations=sweeps + sm_steps,
+                            info={"reason": reason, "pgs_sweeps": sweeps, "sm_steps": sm_steps, "outer": outer0,
+                                  "sm_solvers": ["cholesky"] if sm_steps else [], "sparse": False, "kernel": "numba"})
+        solvers.add("cholesky")   # Cholesky broke down on a singular M_FF: go on in Python (LU / least squares)
     code, status, reason = K.MAX_SWEEPS, Status.MAX_ITERATIONS, "outer iteration limit reached"
-    for outer in range(1, opts.max_outer + 1):
+    outer = outer0
+    for outer in range(outer0 + 1, opts.max_outer + 1):
         code = S.sweep(z, w, opts.k_pgs, tol)
         sweeps += int(S.stats[0])
         if code == K.CONVERGED:
@@ -206,8 +225,6 @@ def pgs_sm_solve(problem, opts: PGSSMOptions, warm_start=None) -> Solution:
         if S.residual(z, w) <= tol:
             status, reason = Status.SOLVED, "residual below tol after a subspace step"
             break
-    else:
-        outer = opts.max_outer
     return Solution(z=z, w=w, status=status, iterations=sweeps + sm_steps,
                     info={"reason": reason, "pgs_sweeps": sweeps, "sm_steps": sm_steps, "outer": outer,
-                          "sm_solvers": sorted(solvers), "sparse": S.sparse})
+                          "sm_solvers": sorted(solvers), "sparse": S.sparse, "kernel": "python"})
