@@ -163,3 +163,17 @@ def test_generators_reject_bad_arguments():
         g.box_stack_factored(3, rng, contacts_per_face=5)
     with pytest.raises(ProblemError, match="n_contacts"):
         g.friction_pyramid_lcp(0, rng)
+
+
+@pytest.mark.parametrize("structure", [g.box_pyramid(4), g.random_box_stack(9, np.random.default_rng(8), dim=2),
+                                       g.random_box_stack(7, np.random.default_rng(9), dim=3)])
+def test_sub_assembly_lcp_is_the_leading_principal_block(structure):
+    """loomis-balkcom eq. 8: the contact LCP of the first k blocks is the principal sub-problem on their contacts."""
+    full = g.box_structure_factored(structure).to_lcp()
+    uppers = np.array([u for _, u, _ in g.box_contacts(structure)])
+    assert np.all(np.diff(uppers) >= 0)
+    for k in range(1, structure.n_boxes + 1):
+        sub = g.box_structure_factored(structure.subset(range(k))).to_lcp()
+        nk = int(np.sum(uppers < k))
+        assert sub.n == nk
+        assert np.allclose(sub.M, full.M[:nk, :nk], atol=1e-12) and np.allclose(sub.q, full.q[:nk], atol=1e-15)

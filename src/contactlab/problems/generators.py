@@ -28,7 +28,7 @@ from .lcp import LCP
 
 __all__ = ["spd_matrix", "psd_matrix", "p_matrix", "random_spd", "random_psd", "random_p_matrix",
            "ContactSystem", "random_contact_system", "friction_pyramid_matrix", "friction_pyramid_lcp",
-           "BoxStructure", "random_box_stack", "box_column", "box_pyramid", "box_structure_factored",
+           "BoxStructure", "random_box_stack", "box_contacts", "box_column", "box_pyramid", "box_structure_factored",
            "box_stack_factored", "box_stack_contact_lcp", "murty", "kostreva_cycling"]
 
 GRAVITY = 9.81
@@ -367,8 +367,14 @@ def _face_points(lo: np.ndarray, hi: np.ndarray, per_face: int) -> np.ndarray:
     return np.column_stack([X.ravel(), Y.ravel()])
 
 
-def _box_contacts(structure: BoxStructure, per_face: int, tol: float = 1e-9):
-    """(lower, upper, point) for every contact; lower = -1 for the ground."""
+def box_contacts(structure: BoxStructure, per_face: int | None = None, tol: float = 1e-9):
+    """(lower, upper, point) for every contact, grouped by upper block in block order; lower = -1 for the ground.
+
+    This is the row order of :func:`box_structure_factored`, so when every block rests only on earlier
+    blocks, the contacts of the first k blocks are the leading rows (loomis-balkcom eq. 8).
+    """
+    if per_face is None:
+        per_face = 4 if structure.dim == 3 else 2
     c, hf = structure.centers, structure.half
     dim = structure.dim
     bottoms, tops = c[:, -1] - hf[:, -1], c[:, -1] + hf[:, -1]
@@ -423,7 +429,7 @@ def box_structure_factored(structure: BoxStructure, rng: np.random.Generator | N
             M[3 * b, 3 * b] = M[3 * b + 1, 3 * b + 1] = mass
             M[3 * b + 2, 3 * b + 2] = mass * ((2 * hb[0]) ** 2 + (2 * hb[1]) ** 2) / 12.0
         f[dof * b + dim - 1] = -GRAVITY * mass
-    contacts = _box_contacts(structure, per)
+    contacts = box_contacts(structure, per)
     if not contacts:
         raise ProblemError("the structure has no contacts (no box rests on the ground or another box)")
     normal = np.zeros(dim)

@@ -86,13 +86,15 @@ def reuse_sequence(structure):
     next one (loomis-balkcom eq. 8).
     """
     import contactlab as cl
-    from ..problems.generators import box_structure_factored
+    from ..problems.generators import box_contacts, box_structure_factored
+    full = box_structure_factored(structure).to_lcp()
+    uppers = np.array([u for _, u, _ in box_contacts(structure)])
     tot = {"cold_piv": 0, "warm_piv": 0, "cold_maj": 0, "warm_maj": 0, "cold_s": 0.0, "warm_s": 0.0,
            "bound_ok": True, "failures": 0, "solves": 0, "n": 0}
     prev = None
     for k in range(1, structure.n_boxes + 1):
-        F = box_structure_factored(structure.subset(range(k)))
-        L = F.to_lcp()
+        nk = int(np.sum(uppers < k))          # contacts of the first k blocks = leading rows (eq. 8)
+        L = cl.LCP(full.M[:nk, :nk], full.q[:nk])
         t0 = time.perf_counter()
         cold = cl.solve(L, method="dantzig")
         t1 = time.perf_counter()
