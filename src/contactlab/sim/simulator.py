@@ -86,22 +86,45 @@ def potential_energy(model: Model, data: Data) -> float:
     return float(-np.sum(model.mass[live] * (data.position[live] @ model.gravity)))
 
 
+class _blas_threads:
+    """Limit BLAS threads during a run (threadpoolctl): the per-step matrices are small, and
+    threaded BLAS on them is slower, by ~100x on a loaded 2-core machine. None: leave as is."""
+
+    def __init__(self, n):
+        self.n, self.ctx = n, None
+
+    def __enter__(self):
+        if self.n is not None:
+            try:
+                from threadpoolctl import threadpool_limits
+                self.ctx = threadpool_limits(self.n)
+            except ImportError:
+                self.ctx = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            self.ctx.restore_original_limits()
+
+
 class Simulator:
     """Steps a scene with a contact model (``models.get_model(name)``) and a solver method.
 
     ``model_options``/``solver_options`` are dicts passed to the model's Options and to
     :func:`contactlab.solve`. ``warm_start``: pass the previous step's answer to solvers that
-    take one when the problem size is unchanged.
+    take one when the problem size is unchanged. ``blas_threads``: BLAS threads during
+    :meth:`run` (default 1; None leaves the process setting alone).
     """
 
     def __init__(self, scene: Scene, model: str = "stewart-trinkle", method: str | None = None, *,
                  model_options: dict | None = None, solver_options: dict | None = None,
-                 dt: float | None = None, warm_start: bool = True):
+                 dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1):
         if dt is not None:
             if not dt > 0:
                 raise ModelError(f"dt must be > 0, got {dt}")
             scene.settings.dt = float(dt)
         self.scene = scene
+        self.blas_threads = blas_threads
         self.model, self.data = build_model(scene)
         self.world = CollisionWorld(self.model)
         self.contact_model = get_model(model)
@@ -257,16 +280,17 @@ class Simulator:
                 traj.positions.append(self.data.position.copy())
                 traj.quaternions.append(self.data.quaternion.copy())
 
-        if progress and steps > 1:
-            from rich.progress import Progress
-            with Progress(transient=True) as bar:
-                task = bar.add_task(f"simulating {self.scene.name}", total=steps)
+        with _blas_threads(self.blas_threads):
+            if progress and steps > 1:
+                from rich.progress import Progress
+                with Progress(transient=True) as bar:
+                    task = bar.add_task(f"simulating {self.scene.name}", total=steps)
+                    for _ in range(steps):
+                        one()
+                        bar.advance(task)
+            else:
                 for _ in range(steps):
                     one()
-                    bar.advance(task)
-        else:
-            for _ in range(steps):
-                one()
         return traj
 
     def body_state(self, name: str) -> dict:

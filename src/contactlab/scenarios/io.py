@@ -1,0 +1,123 @@
+"""Scenes as TOML or JSON files (``contactlab simulate my_scene.toml``).
+
+The file mirrors the dataclasses of :mod:`contactlab.mechanics.scene`::
+
+    name = "ramp"
+    mu = 0.4
+    gravity = [0, 0, -9.81]
+    [settings]
+    dt = 0.005
+    [[bodies]]
+    name = "ground"
+    kind = "fixed"
+    [[bodies.shapes]]
+    kind = "halfspace"
+    normal = [0, 0, 1]
+    [[bodies]]
+    name = "box"
+    position = [0, 0, 0.1]
+    [[bodies.shapes]]
+    kind = "box"
+    size = [0.2, 0.2, 0.2]
+    [[joints]]           # optional
+    name = "hinge"
+    kind = "revolute"
+    parent = "world"
+    child = "box"
+    [joints.motor]       # optional
+    target_velocity = 1.0
+    max_force = 5.0
+
+Unknown keys are errors naming the key and the table they appear in.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError
+from ..mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
+from ..problems.io import atomic_write
+
+
+def _make(cls, data: dict, where: str, nested: dict | None = None):
+    if not isinstance(data, dict):
+        raise ModelError(f"{where} must be a table/object, got {type(data).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ModelError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(names)}")
+    args = dict(data)
+    for key, fn in (nested or {}).items():
+        if key in args and args[key] is not None:
+            args[key] = fn(args[key], f"{where}.{key}")
+    for k, v in list(args.items()):
+        if isinstance(v, list) and k not in ("shapes", "bodies", "joints", "vertices", "inertia"):
+            args[k] = tuple(v)
+    try:
+        return cls(**args)
+    except TypeError as exc:
+        raise ModelError(f"{where}: {exc}") from None
+
+
+def scene_from_dict(data: dict) -> Scene:
+    """A :class:`Scene` from plain data (as parsed from TOML or JSON), then validated."""
+    shapes = lambda lst, w: [_make(Shape, s, f"{w}[{i}]") for i, s in enumerate(lst)]
+    bodies = lambda lst, w: [_make(Body, b, f"{w}[{i}]", {"shapes": shapes}) for i, b in enumerate(lst)]
+    motor = lambda m, w: _make(Motor, m, w)
+    joints = lambda lst, w: [_make(Joint, j, f"{w}[{i}]", {"motor": motor}) for i, j in enumerate(lst)]
+    settings = lambda s, w: _make(Settings, s, w)
+    scene = _make(Scene, data, "scene", {"bodies": bodies, "joints": joints, "settings": settings})
+    scene.bodies, scene.joints = list(scene.bodies), list(scene.joints)
+    scene.pair_mu = dict(scene.pair_mu or {})
+    scene.validate()
+    return scene
+
+
+def _plain(x):
+    if dataclasses.is_dataclass(x):
+        return {f.name: _plain(getattr(x, f.name)) for f in dataclasses.fields(x)
+                if getattr(x, f.name) is not None}
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, float) and not np.isfinite(x):
+        return 1e300 if x > 0 else -1e300
+    return x
+
+
+def scene_to_dict(scene: Scene) -> dict:
+    return _plain(scene)
+
+
+def load_scene(path) -> Scene:
+    """Read a scene from ``.toml`` or ``.json``."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelError(f"no such scene file: {path}")
+    text = path.read_text()
+    try:
+        if path.suffix.lower() == ".toml":
+            import tomllib
+            data = tomllib.loads(text)
+        elif path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            raise ModelError(f"scene files are .toml or .json, got {path.suffix!r}")
+    except (ValueError, json.JSONDecodeError) as exc:
+        if isinstance(exc, ModelError):
+            raise
+        raise ModelError(f"{path}: cannot parse ({exc})") from None
+    return scene_from_dict(data)
+
+
+def save_scene(scene: Scene, path) -> Path:
+    """Write ``scene`` as JSON (atomically)."""
+    text = json.dumps(scene_to_dict(scene), indent=1)
+    return atomic_write(path, lambda tmp: Path(tmp).write_text(text))

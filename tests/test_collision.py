@@ -1,0 +1,87 @@
+"""Collision through coal: multi-point patches, signed distances, frames, broad phase, friction pairs."""
+import numpy as np
+import pytest
+
+from contactlab.collision import CollisionWorld, match_previous
+from contactlab.mechanics import Body, Scene, Shape, build_model, quat_from_axis_angle
+
+
+def _world(bodies, **kw):
+    model, data = build_model(Scene("t", bodies, **kw))
+    return CollisionWorld(model), model, data
+
+
+GROUND = Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1))])
+
+
+def test_box_on_plane_gives_four_points_with_exact_distances():
+    w, model, data = _world([GROUND, Body("box", position=(0, 0, 0.1 + 0.003), shapes=[Shape("box", size=(0.2, 0.2, 0.2))])])
+    c = w.detect(data)
+    assert c.count == 4
+    assert np.allclose(c.phi, 0.003)
+    assert np.allclose(c.normal, [0, 0, -1])           # from the box (a) into the ground (b)
+    assert np.allclose(np.sort(np.abs(c.point[:, :2]).ravel()), 0.1)
+    # frames are right-handed and orthonormal
+    assert np.allclose(np.cross(c.t1, c.t2), c.normal)
+    assert np.allclose(np.einsum("ij,ij->i", c.t1, c.normal), 0)
+
+
+def test_tilted_box_reports_only_vertices_within_margin_with_their_own_distance():
+    q = quat_from_axis_angle([0, 1, 0], 0.05)
+    z = 0.1 * np.cos(0.05) + 0.1 * np.sin(0.05) - 0.001
+    w, model, data = _world([GROUND, Body("box", position=(0, 0, z), orientation=tuple(q),
+                                          shapes=[Shape("box", size=(0.2, 0.2, 0.2))])])
+    c = w.detect(data)
+    low = 2 * 0.1 * np.sin(0.05) - 0.001                # the raised edge's height
+    assert c.count == 4 if low < w.margin else c.count == 2
+    assert np.allclose(np.sort(c.phi)[:2], -0.001)
+    if c.count == 4:
+        assert np.allclose(np.sort(c.phi)[2:], low)
+
+
+def test_stacked_boxes_patch_and_sphere_gap():
+    w, model, data = _world([GROUND,
+                             Body("a", position=(0, 0, 0.1), shapes=[Shape("box", size=(0.2, 0.2, 0.2))]),
+                             Body("b", position=(0.05, 0, 0.3), shapes=[Shape("box", size=(0.2, 0.2, 0.2))]),
+                             Body("s", position=(2.0, 0, 0.105), shapes=[Shape("sphere", radius=0.1)])],
+                            pair_mu={"a/b": 0.9}, mu=0.4)
+    c = w.detect(data)
+    ab = (c.body_a == 1) & (c.body_b == 2)
+    assert ab.sum() == 4
+    assert np.allclose(c.normal[ab], [0, 0, 1]) and np.allclose(c.phi[ab], 0, atol=1e-9)
+    assert np.allclose(np.sort(c.point[ab, 0]), [-0.05, -0.05, 0.1, 0.1])   # overlap polygon of the faces
+    assert np.allclose(c.mu[ab], 0.9) and np.allclose(c.mu[~ab], 0.4)
+    sphere = c.body_a == 3
+    assert sphere.sum() == 1 and c.phi[sphere][0] == pytest.approx(0.005, abs=1e-9)
+
+
+@pytest.mark.parametrize("shape", [Shape("capsule", radius=0.05, length=0.3), Shape("cylinder", radius=0.05, length=0.3),
+                                   Shape("convex", vertices=[[0, 0, 0], [0.2, 0, 0], [0, 0.2, 0], [0, 0, 0.2]])])
+def test_other_shapes_touch_the_plane(shape):
+    w, model, data = _world([GROUND, Body("x", position=(0, 0, 0.0499 if shape.kind != "convex" else -1e-4),
+                                          shapes=[shape])])
+    c = w.detect(data)
+    assert c.count >= 1
+    assert np.all(c.phi < 1e-3)
+
+
+def test_broad_phase_skips_far_pairs_and_jointed_bodies():
+    bodies = [Body(f"b{i}", position=(3.0 * i, 0, 5.0), shapes=[Shape("box", size=(0.2, 0.2, 0.2))]) for i in range(20)]
+    w, model, data = _world(bodies)
+    Rs, ps = w._world_poses(data)
+    assert w.candidate_pairs(data, Rs, ps).shape[0] == 0
+    data.position[1] = data.position[0] + [0.19, 0, 0]
+    assert w.candidate_pairs(data, Rs := w._world_poses(data)[0], w._world_poses(data)[1]).tolist() == [[0, 1]]
+
+
+def test_match_previous_by_shape_pair_and_nearest_point():
+    w, model, data = _world([GROUND, Body("box", position=(0, 0, 0.1), shapes=[Shape("box", size=(0.2, 0.2, 0.2))])])
+    c0 = w.detect(data)
+    vals = np.arange(c0.count, dtype=float)
+    data.position[1] += [0.001, 0, 0]
+    c1 = w.detect(data)
+    m = match_previous(c0, vals, c1, tol=0.01)
+    assert np.all(np.isfinite(m))
+    for i in range(c1.count):
+        j = int(np.argmin(np.linalg.norm(c0.point - c1.point[i], axis=1)))
+        assert m[i] == vals[j]

@@ -1,0 +1,80 @@
+"""`contactlab simulate` (its JSON is a public contract), scene files, HDF5 trajectories."""
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from contactlab.cli import app
+from contactlab.errors import ModelError
+from contactlab.scenarios import make_scene
+from contactlab.scenarios.io import load_scene, save_scene
+from contactlab.sim import Simulator, read_trajectory, write_trajectory
+
+runner = CliRunner()
+
+
+def test_simulate_json_contract_and_physics():
+    r = runner.invoke(app, ["simulate", "incline", "--set", "angle_deg=30", "--set", "mu=0.3",
+                            "--duration", "0.5", "--dt", "0.01", "--model", "stewart-trinkle", "--method", "lemke",
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert set(out) == {"scene", "model", "method", "steps", "bodies", "metrics"}
+    assert (out["scene"], out["model"], out["method"], out["steps"]) == ("incline", "stewart-trinkle", "lemke", 50)
+    body = out["bodies"]["body"]
+    assert set(body) == {"position", "orientation", "linear_velocity", "angular_velocity"}
+    assert len(body["position"]) == 3 and len(body["orientation"]) == 4
+    assert set(out["metrics"]) == {"max_penetration", "max_energy_gain", "solver_failures", "lcp_variables_mean",
+                                   "lcp_variables_max", "solve_time_s"}
+    th = np.radians(30)
+    speed = np.linalg.norm(body["linear_velocity"])
+    assert speed == pytest.approx(9.81 * (np.sin(th) - 0.3 * np.cos(th)) * 0.5, rel=1e-3)
+    assert out["metrics"]["solver_failures"] == 0
+
+
+def test_simulate_writes_hdf5_and_reports_bad_input(tmp_path):
+    path = tmp_path / "stack.h5"
+    r = runner.invoke(app, ["simulate", "stack", "--set", "count=2", "--duration", "0.05", "--out", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    data = read_trajectory(path)
+    assert data["steps/time"].shape == (5,)
+    assert data["bodies/position"].shape == (6, 3, 3)
+    assert data["metrics"]["solver_failures"] == 0
+    assert np.all(data["steps/contacts"] == 8)
+    r = runner.invoke(app, ["simulate", "incline", "--set", "shape=cone", "--json"])
+    assert r.exit_code == 2 and "shape" in r.output
+    r = runner.invoke(app, ["simulate", "stack", "--set", "height=3"])
+    assert r.exit_code == 2 and "height" in r.output
+    r = runner.invoke(app, ["simulate", "stack", "--model", "no-such-model"])
+    assert r.exit_code == 2 and "no-such-model" in r.output
+
+
+def test_scene_files_round_trip_and_name_unknown_keys(tmp_path):
+    scene = make_scene("pendulum-chain", links=2)
+    save_scene(scene, tmp_path / "chain.json")
+    again = load_scene(tmp_path / "chain.json")
+    a, b = Simulator(scene), Simulator(again)
+    a.run(0.1), b.run(0.1)
+    assert np.array_equal(a.data.position, b.data.position)
+    (tmp_path / "bad.toml").write_text('name = "x"\n[[bodies]]\nname = "b"\nmas = 2.0\n')
+    with pytest.raises(ModelError, match="mas"):
+        load_scene(tmp_path / "bad.toml")
+    (tmp_path / "ok.toml").write_text(
+        'name = "drop"\n[settings]\ndt = 0.01\n[[bodies]]\nname = "ground"\nkind = "fixed"\n'
+        '[[bodies.shapes]]\nkind = "halfspace"\n[[bodies]]\nname = "ball"\nposition = [0, 0, 0.5]\n'
+        '[[bodies.shapes]]\nkind = "sphere"\nradius = 0.1\n')
+    r = runner.invoke(app, ["simulate", str(tmp_path / "ok.toml"), "--duration", "1.0", "--json"])
+    assert r.exit_code == 0, r.output
+    ball = json.loads(r.stdout)["bodies"]["ball"]
+    assert ball["position"][2] == pytest.approx(0.1, abs=2e-4)     # landed and resting on the plane
+
+
+def test_trajectory_records_are_consistent(tmp_path):
+    sim = Simulator(make_scene("stack", count=1))
+    traj = sim.run(0.1, record_poses=True)
+    write_trajectory(tmp_path / "t.h5", traj, attrs={"scene": "stack"})
+    d = read_trajectory(tmp_path / "t.h5")
+    assert np.allclose(d["steps/time"], 0.01 * np.arange(1, 11))
+    assert d["attrs"]["scene"] == "stack"
+    assert np.all(d["steps/lcp_size"] == 4 * 6)   # 4 corners x (1 normal + 4 directions + 1 lambda)
