@@ -31,7 +31,7 @@ def markdown(rows) -> str:
             "| solve ms/step | held | max vertical drift | statuses | paper total s (10 steps) |")
     out = [head, "|" + "---|" * 12]
     for r in rows:
-        paper = PAPER_TABLE_I.get((r["model"], r["method"]))
+        paper = PAPER_TABLE_I.get((r["model"], r["method"].split("(")[0]))
         ptxt = f"{paper[0]:.2f} ± {paper[1]:.2f}" if paper and r["steps"] == 10 else ""
         pv = PAPER_LCP_VARIABLES.get(r["model"], "")
         out.append(f"| {r['model']} | {r['method']} | {r['steps']} | {r['lcp_variables']:.0f} ({pv}) | "

@@ -151,9 +151,18 @@ def test_box_gripper_lcp_sizes_and_no_slip_holds():
     assert st.n == 216 + 2 * sim.last_system.nm
 
 
-def test_box_gripper_held_by_stewart_trinkle_with_lemke():
+@pytest.mark.parametrize("basis", [
+    "tableau",
+    pytest.param("reduced", marks=pytest.mark.xfail(
+        strict=False, reason="default reduced-basis Lemke reports numerical failures / rays on this mu = 100 "
+                             "pyramid LCP (and once raised LinAlgError); the tableau basis solves every step")),
+])
+def test_box_gripper_held_by_stewart_trinkle_with_lemke(basis):
+    """The paper's boxes fell under Stewart-Trinkle through Lemke's numerical trouble; a certified
+    Lemke keeps them: every step solved, no vertical drift."""
     from contactlab.scenarios.box_gripper import run_box_gripper
-    r = run_box_gripper("stewart-trinkle", "lemke", steps=5)
+    r = run_box_gripper("stewart-trinkle", "lemke", steps=5, solver_options={"basis": basis})
+    assert r.statuses.get("solved", 0) == 5
     assert r.held and r.drift_m < 1e-6 and r.lcp_variables_mean == 220
 
 

@@ -146,12 +146,12 @@ class _TimedModel:
 
 
 def make_simulator(model: str = "no-slip", method: str | None = None, *, contacts: str = "grid",
-                   per_pair_grid: tuple[int, int] = (4, 3), **scene_params):
+                   per_pair_grid: tuple[int, int] = (4, 3), solver_options: dict | None = None, **scene_params):
     """A :class:`~contactlab.sim.Simulator` on the box-gripper scene with the paper's contact grid
     (``contacts="grid"``) or the simulator's own collision detection (``contacts="coal"``)."""
     from ..sim.simulator import Simulator
     scene = build(**scene_params)
-    sim = Simulator(scene, model=model, method=method)
+    sim = Simulator(scene, model=model, method=method, solver_options=solver_options)
     if contacts == "grid":
         order = [b.name for b in scene.bodies]
         size = float(scene.bodies[0].shapes[0].size[0])
@@ -162,9 +162,10 @@ def make_simulator(model: str = "no-slip", method: str | None = None, *, contact
 
 
 def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: int = 10, *,
-                    contacts: str = "grid", checkpoints=(10, 100), **scene_params) -> GripperRun:
+                    contacts: str = "grid", checkpoints=(10, 100), solver_options: dict | None = None,
+                    **scene_params) -> GripperRun:
     """Step the gripper ``steps`` times; time every step (detection, build, solve, recover, integrate)."""
-    sim = make_simulator(model, method, contacts=contacts, **scene_params)
+    sim = make_simulator(model, method, contacts=contacts, solver_options=solver_options, **scene_params)
     sim.contact_model = timed = _TimedModel(sim.contact_model)
     held = [i for i, n in enumerate(sim.model.names) if n.startswith("box")]
     z0 = sim.data.position[held, 2].copy()
@@ -200,8 +201,15 @@ PAPER_TABLE_I = {("stewart-trinkle", "lemke"): (10.9681, 2.1812),
                  ("no-slip", "ppm"): (1.6680, 0.3669)}
 PAPER_LCP_VARIABLES = {"stewart-trinkle": 216, "no-slip": 36}
 
-DEFAULT_CONFIGS = (("stewart-trinkle", "lemke"), ("no-slip", "ppm"), ("no-slip", "dantzig"),
-                   ("trinkle-pang", "lemke"), ("viscous", "ppm"))
+DEFAULT_CONFIGS = (("stewart-trinkle", "lemke"), ("stewart-trinkle", "lemke", {"basis": "tableau"}),
+                   ("no-slip", "ppm"), ("no-slip", "dantzig"), ("trinkle-pang", "lemke"),
+                   ("trinkle-pang", "lemke", {"basis": "tableau"}), ("viscous", "ppm"))
+
+
+def method_label(method: str, options: dict | None) -> str:
+    if not options:
+        return method
+    return f"{method}({', '.join(f'{k}={v}' for k, v in sorted(options.items()))})"
 
 
 def _blas_one_thread():
@@ -216,22 +224,26 @@ def _blas_one_thread():
 
 def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup: int = 2,
               progress=lambda label: None, **scene_params) -> list[dict]:
-    """Run every (model, method) ``trials`` times for each step count; mean and sample std of the
-    total time. A short untimed warm-up run first compiles the numba kernels."""
+    """Run every (model, method[, solver options]) ``trials`` times for each step count; mean and
+    sample std of the total time. A short untimed warm-up run first compiles the numba kernels."""
     rows = []
     with _blas_one_thread():
-        for model, method in configs:
-            run_box_gripper(model, method, steps=warmup, **scene_params)
+        for cfg in configs:
+            model, method = cfg[0], cfg[1]
+            sopts = dict(cfg[2]) if len(cfg) > 2 else None
+            label = method_label(method, sopts)
+            run_box_gripper(model, method, steps=warmup, solver_options=sopts, **scene_params)
             for n in steps:
                 runs = []
                 for t in range(trials):
-                    runs.append(run_box_gripper(model, method, steps=n, checkpoints=(10, 100), **scene_params))
+                    runs.append(run_box_gripper(model, method, steps=n, checkpoints=(10, 100),
+                                                solver_options=sopts, **scene_params))
                     if runs[-1].error:
                         runs[-1].statuses["crashed"] = 1
-                    progress(f"{model}/{method} {n} steps, trial {t + 1}")
+                    progress(f"{model}/{label} {n} steps, trial {t + 1}")
                 tot = np.array([r.total_time_s for r in runs])
                 r0 = runs[0]
-                rows.append({"model": model, "method": r0.method, "steps": n, "trials": trials,
+                rows.append({"model": model, "method": label, "steps": n, "trials": trials,
                              "contacts": r0.contacts_mean, "lcp_variables": r0.lcp_variables_mean,
                              "total_s_mean": float(tot.mean()), "total_s_std": float(tot.std(ddof=1)) if trials > 1 else 0.0,
                              "per_step_s": float(tot.mean() / n),
