@@ -42,12 +42,64 @@ def markdown(rows) -> str:
     return "\n".join(out)
 
 
+def find_indices_timing(sizes=((24, 36), (60, 100), (120, 200)), repeats: int = 10) -> str:
+    """FIND-INDICES with the bordered O(m^2) Cholesky update vs a fresh Cholesky per candidate."""
+    import time
+
+    import numpy as np
+    import scipy.linalg as sla
+
+    from contactlab.models.find_indices import find_indices
+
+    def refactor(M, J, S, T):   # drumwright Alg. 2 as printed: factor X' M^-1 X anew for each candidate
+        Minv = np.linalg.inv(M)
+        rows = list(J) + [r for i in range(S.shape[0]) for r in (S[i], T[i])]
+        kept = []
+        for g in rows:
+            X = np.array(kept + [g])
+            try:
+                d = sla.cholesky(X @ Minv @ X.T, lower=True)[-1, -1] ** 2
+                if d > 1e-9 * (g @ Minv @ g):
+                    kept.append(g)
+            except np.linalg.LinAlgError:
+                pass
+        return len(kept)
+
+    out = ["| m | contacts | candidate rows | kept (refactor) | bordered update ms | refactor per candidate ms |", "|---|---|---|---|---|---|"]
+    rng = np.random.default_rng(0)
+    for m, n in sizes:
+        A = rng.normal(size=(m, m))
+        M = A @ A.T + m * np.eye(m)
+        J = rng.normal(size=(m // 6, m))
+        S, T = rng.normal(size=(n, m)), rng.normal(size=(n, m))
+        find_indices(M, J, S, T)
+        t_inc = t_ref = np.inf     # best of ``repeats`` (a shared, loaded machine)
+        for _ in range(repeats):
+            t = time.perf_counter()
+            k = find_indices(M, J, S, T).rank
+            t_inc = min(t_inc, time.perf_counter() - t)
+        for _ in range(max(1, repeats // 5)):
+            t = time.perf_counter()
+            k2 = refactor(M, J, S, T)
+            t_ref = min(t_ref, time.perf_counter() - t)
+        out.append(f"| {m} | {n} | {J.shape[0] + 2 * n} | {k} ({k2}) | {1e3 * t_inc:.2f} | {1e3 * t_ref:.1f} |")
+    return "\n".join(out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, nargs="+", default=[10, 100])
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--json", default=None, help="write the rows as JSON (atomically)")
+    ap.add_argument("--find-indices", action="store_true", help="also time FIND-INDICES (incremental vs refactor)")
+    ap.add_argument("--find-indices-only", action="store_true", help="only the FIND-INDICES timing")
     args = ap.parse_args(argv)
+    if args.find_indices or args.find_indices_only:
+        print("## FIND-INDICES\n")
+        print(find_indices_timing())
+        print()
+        if args.find_indices_only:
+            return
     configs = list(DEFAULT_CONFIGS)
     if "qp" in available_solvers():
         configs.insert(2, ("no-slip", "qp"))
