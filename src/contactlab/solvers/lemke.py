@@ -28,14 +28,15 @@ class LemkeOptions:
     regularize: retry on M + eps I after a ray or failure, eps from ``reg_eps`` times max|M_ij|;
     refine: one step of iterative refinement of the final basis system (tableau only); tol: certification
     tolerance; basis: "reduced" keeps only the k x k block [M_WZ d_W] of the basis and its inverse,
-    updated by rank-one formulas (O(k^2 + n k) per pivot), "tableau" the full n x n basis inverse."""
+    updated by rank-one formulas (O(k^2 + n k) per pivot), "tableau" the full n x n basis inverse,
+    "auto" (default) runs reduced and, if its answer is not certified, the tableau."""
     covering: object = None
     max_pivots: int | None = None
     regularize: bool = True
     reg_eps: tuple = (1e-10, 1e-8, 1e-6, 1e-4)
     refine: bool = True
-    tol: float = 1e-9
-    basis: str = "reduced"
+    tol: float = 1e-8
+    basis: str = "auto"
 
 
 def _basis_solution(n, basis, xB):
@@ -100,10 +101,25 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     if d.shape != (n,) or not np.all(np.isfinite(d)) or np.any(d <= 0):
         raise ParamError(f"covering must be a positive finite vector of length {n}")
     max_pivots = opts.max_pivots if opts.max_pivots is not None else 50 * n + 1000
-    if opts.basis not in ("reduced", "tableau"):
-        raise ParamError(f"basis must be 'reduced' or 'tableau', got {opts.basis!r}")
-    status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, opts.basis)
-    info: dict = {"covering": "ones" if opts.covering is None else "given"}
+    if opts.basis not in ("auto", "reduced", "tableau"):
+        raise ParamError(f"basis must be 'auto', 'reduced' or 'tableau', got {opts.basis!r}")
+    basis = "reduced" if opts.basis == "auto" else opts.basis
+    status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, basis)
+    info: dict = {"covering": "ones" if opts.covering is None else "given", "basis": basis}
+
+    def certified(st, zz):
+        return st is Status.SOLVED and lcp_residuals(zz, M @ zz + q).natural <= opts.tol * problem.scale()
+
+    if opts.basis == "auto" and not certified(status, z):
+        # degenerate, ill-conditioned problems: rank-one updates of the small inverse can drift
+        # where the full tableau does not (ties are then broken differently); retry once
+        info["reduced_attempt"] = {"status": status.name, "pivots": pivots}
+        st2, pv2, z2, ray2 = lemke_core(M, q, d, max_pivots, opts.refine, "tableau")
+        pivots += pv2
+        status, z, ray = st2, z2, ray2
+        info["basis"] = "tableau"
+    if status is Status.SOLVED and lcp_residuals(z, M @ z + q).natural > max(opts.tol, 1e-6) * problem.scale():
+        status = Status.NUMERICAL_FAILURE  # uncertifiable: let the regularised retries try
     if status is Status.RAY_TERMINATION:
         info["ray"] = {"z": ray[n:2 * n].copy(), "w": ray[:n].copy(), "z0": float(ray[2 * n])}
     total = pivots
@@ -111,7 +127,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
         scale = max(1.0, float(np.max(np.abs(M), initial=0.0)))
         tries = []
         for eps in opts.reg_eps:
-            st, pv, zr, _ = lemke_core(M + (eps * scale) * np.eye(n), q, d, max_pivots, opts.refine, opts.basis)
+            st, pv, zr, _ = lemke_core(M + (eps * scale) * np.eye(n), q, d, max_pivots, opts.refine, "tableau")
             total += pv
             res = lcp_residuals(zr, M @ zr + q).natural
             tries.append({"eps": eps * scale, "status": st.name, "pivots": pv, "residual_on_original": res})
