@@ -147,3 +147,17 @@ def test_bad_scenes_raise_naming_the_field_before_any_step(scene, field):
         build_model(scene)
     with pytest.raises(ModelError, match=field):
         Simulator(scene)
+
+
+def test_set_motor_between_steps_changes_the_driven_velocity():
+    body = _link("arm", (0.2, 0.0, 0.0))
+    j = Joint("hinge", "revolute", "world", "arm", anchor=(0, 0, 0), axis=(0, 0, 1),
+              motor=Motor(target_velocity=1.0, max_force=1e3))
+    sim = Simulator(Scene("m", [body], [j], gravity=(0, 0, 0)), "stewart-trinkle", "lemke")
+    sim.step()
+    assert sim.data.angular_velocity[0][2] == pytest.approx(1.0, abs=1e-9)
+    sim.set_motor("hinge", target_velocity=-0.5)
+    sim.step()
+    assert sim.data.angular_velocity[0][2] == pytest.approx(-0.5, abs=1e-9)
+    with pytest.raises(ModelError, match="nope"):
+        sim.set_motor("nope", 1.0)

@@ -83,7 +83,7 @@ class CollisionWorld:
 
     def __init__(self, model: Model):
         self.model = model
-        self.margin = float(model.settings.margin)
+        self.margin = self.settings_margin = float(model.settings.margin)
         self.geoms, self.local_R, self.local_p, self.infinite = [], [], [], []
         lo, hi = [], []
         for body, shape in model.shapes:
@@ -102,6 +102,12 @@ class CollisionWorld:
         self.local_p = np.array(self.local_p).reshape(-1, 3)
         lo, hi = np.array(lo).reshape(-1, 3), np.array(hi).reshape(-1, 3)
         self.aabb_center, self.aabb_half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        # radius of each body about its centre (for the speed bound of the contact margin)
+        self.body_radius = np.zeros(model.nb)
+        for k, (body, shape) in enumerate(model.shapes):
+            if not self.infinite[k]:
+                r = np.linalg.norm(self.local_p[k]) + np.linalg.norm(np.maximum(np.abs(lo[k]), np.abs(hi[k])))
+                self.body_radius[body] = max(self.body_radius[body], r)
         self.shape_mu = np.array([np.nan if s.mu is None else float(s.mu) for _, s in model.shapes])
         self.static = model.kind[self.shape_body] == KIND_FIXED if len(self.shape_body) else np.zeros(0, bool)
         jointed = set()
@@ -185,10 +191,14 @@ class CollisionWorld:
         m = [x for x in (self.shape_mu[sa], self.shape_mu[sb]) if np.isfinite(x)]
         return min(m) if m else self.model.mu_default
 
-    def detect(self, data: Data) -> ContactSet:
-        """All contact points within ``margin`` (narrow phase per candidate pair)."""
+    def detect(self, data: Data, margin: float | None = None) -> ContactSet:
+        """All contact points within ``margin`` (default: the settings' margin)."""
         if not self.geoms:
             return ContactSet.empty()
+        margin = self.settings_margin if margin is None else float(margin)
+        if margin != self.margin:
+            self.margin = margin
+            self.request.security_margin = margin
         Rs, ps = self._world_poses(data)
         pairs = self.candidate_pairs(data, Rs, ps)
         out = {k: [] for k in ("a", "b", "sa", "sb", "p", "n", "phi", "mu")}

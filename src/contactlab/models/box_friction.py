@@ -22,7 +22,7 @@ from ..problems import BoxedLCP
 from .common import StepResult, contact_modes, dense
 
 NAME = "box-friction"
-DEFAULT_METHOD = "pgs-sm"
+DEFAULT_METHOD = "pgs"
 DESCRIPTION = "boxed LCP with friction box |c_t| <= mu c_n (arechavaleta eq. 16-17)"
 
 

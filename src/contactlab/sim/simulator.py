@@ -22,7 +22,7 @@ from ..models import get_model, make_options
 from ..solution import Status
 from ..solvers import available_solvers, solve
 
-RECORD_FIELDS = ("time", "contacts", "lcp_size", "iterations", "pivots", "residual", "success",
+RECORD_FIELDS = ("time", "contacts", "lcp_size", "iterations", "pivots", "residual", "success", "rescued",
                  "kinetic_energy", "energy", "energy_gain", "contact_energy_gain", "max_penetration",
                  "solve_time", "joint_error")
 
@@ -37,6 +37,7 @@ class StepRecord:
     residual: float
     success: bool
     status: str
+    rescued: bool
     kinetic_energy: float
     energy: float
     energy_gain: float
@@ -113,18 +114,23 @@ class Simulator:
     ``model_options``/``solver_options`` are dicts passed to the model's Options and to
     :func:`contactlab.solve`. ``warm_start``: pass the previous step's answer to solvers that
     take one when the problem size is unchanged. ``blas_threads``: BLAS threads during
-    :meth:`run` (default 1; None leaves the process setting alone).
+    :meth:`run` (default 1; None leaves the process setting alone). ``fallback``: when the method
+    returns no certified answer, re-solve with pgs / pgs-sm / lemke and keep the best answer; the
+    step still counts as a failure of the method (``StepRecord.success`` is the method's own
+    result, ``rescued`` says a fallback certified the step).
     """
 
     def __init__(self, scene: Scene, model: str = "stewart-trinkle", method: str | None = None, *,
                  model_options: dict | None = None, solver_options: dict | None = None,
-                 dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1):
+                 dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1,
+                 fallback: bool = True):
         if dt is not None:
             if not dt > 0:
                 raise ModelError(f"dt must be > 0, got {dt}")
             scene.settings.dt = float(dt)
         self.scene = scene
         self.blas_threads = blas_threads
+        self.fallback = fallback
         self.model, self.data = build_model(scene)
         self.world = CollisionWorld(self.model)
         self.contact_model = get_model(model)
@@ -158,7 +164,7 @@ class Simulator:
     def step(self) -> StepRecord:
         model, data, h = self.model, self.data, self.h
         e0 = kinetic_energy(model, data) + potential_energy(model, data)
-        contacts = self.world.detect(data)
+        contacts = self.world.detect(data, margin=self._margin())
         prev = data.contacts
         prev_normal = None if data.result is None else data.result.normal
         contacts.normal_guess = match_previous(prev, prev_normal, contacts, tol=2.0 * model.settings.margin + 1e-3)
@@ -171,6 +177,9 @@ class Simulator:
             kwargs["warm_start"] = warm
         t0 = time.perf_counter()
         sol = solve(problem, self.method, **kwargs)
+        primary_ok = sol.success
+        if not primary_ok and self.fallback:
+            sol = self._fallback(problem, sol)
         t_solve = time.perf_counter() - t0
         if not np.all(np.isfinite(sol.z)):
             sol.z = np.zeros(problem.n)
@@ -198,8 +207,30 @@ class Simulator:
         pen = float(max(0.0, -contacts.phi.min())) if contacts.count else 0.0
         return StepRecord(time=data.time, contacts=contacts.count, lcp_size=problem.n,
                           iterations=int(sol.iterations), pivots=int(sol.pivots), residual=float(sol.residual),
-                          success=bool(sol.success), status=sol.status.value, kinetic_energy=ke, energy=e1,
+                          success=bool(primary_ok), status=sol.status.value, rescued=bool(sol.success and not primary_ok), kinetic_energy=ke, energy=e1,
                           energy_gain=e1 - e0, contact_energy_gain=contact_gain, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
+
+    def _fallback(self, problem, failed):
+        """The primary method gave no certified answer: try the fallback methods for this problem
+        class and keep the answer with the smallest residual (certified ones first)."""
+        from ..problems import BoxedLCP
+        chain = ("pgs", "pgs-sm", "lemke") if isinstance(problem, BoxedLCP) else ("lemke", "pgs")
+        best = failed
+        for m in chain:
+            if m == self.method or m not in available_solvers() or not available_solvers()[m].accepts(problem):
+                continue
+            if isinstance(problem, BoxedLCP) and problem.has_coupling and m == "lemke":
+                continue
+            try:
+                cand = solve(problem, m)
+            except Exception:   # a fallback that rejects the problem is skipped
+                continue
+            if cand.success:
+                cand.info["fallback_from"] = self.method
+                return cand
+            if np.all(np.isfinite(cand.z)) and cand.residual < best.residual:
+                best = cand
+        return best
 
     def _displace(self, dx: np.ndarray) -> None:
         model, data = self.model, self.data
@@ -229,6 +260,17 @@ class Simulator:
         sol = solve(LCP(A, c), self._projection_method)
         if sol.success:
             self._displace(W @ (sys.N.T @ sol.z))
+
+    def _margin(self) -> float:
+        """Contact margin for this step: the settings' margin, grown to twice the distance any body
+        point can travel in one step (speed + |omega| * radius), so fast bodies do not tunnel."""
+        m = self.model
+        live = m.dof_start >= 0
+        if not np.any(live):
+            return float(m.settings.margin)
+        speed = np.linalg.norm(self.data.linear_velocity[live], axis=1) + \
+            np.linalg.norm(self.data.angular_velocity[live], axis=1) * self.world.body_radius[live]
+        return float(max(m.settings.margin, 2.0 * self.h * speed.max()))
 
     def _has_position_rows(self) -> bool:
         return bool(self.model.joints) or bool(np.any(self.model.planar))
@@ -292,6 +334,32 @@ class Simulator:
                 for _ in range(steps):
                     one()
         return traj
+
+    def set_motor(self, joint: str, target_velocity: float | None = None, max_force: float | None = None) -> None:
+        """Change a joint motor's target velocity and/or force limit between steps."""
+        import dataclasses
+        for k, jt in enumerate(self.model.joints):
+            if jt.name == joint:
+                if jt.kind not in ("revolute", "prismatic"):
+                    raise ModelError(f"joint {joint!r} is {jt.kind}; motors need a revolute or prismatic joint")
+                tv = jt.motor_target if target_velocity is None else float(target_velocity)
+                mf = jt.motor_max_force if max_force is None else float(max_force)
+                if tv is None:
+                    tv = 0.0
+                if not mf > 0:
+                    raise ModelError(f"max_force must be > 0, got {mf}")
+                self.model.joints[k] = dataclasses.replace(jt, motor_target=tv, motor_max_force=mf)
+                self.has_actuation = True
+                return
+        raise ModelError(f"no joint named {joint!r}; joints: {[j.name for j in self.model.joints]}")
+
+    def set_velocity(self, body: str, linear=None, angular=None) -> None:
+        """Set a body's velocity (for a kinematic body: the velocity it moves with from now on)."""
+        i = self.model.index(body)
+        if linear is not None:
+            self.data.linear_velocity[i] = np.asarray(linear, dtype=np.float64)
+        if angular is not None:
+            self.data.angular_velocity[i] = np.asarray(angular, dtype=np.float64)
 
     def body_state(self, name: str) -> dict:
         i = self.model.index(name)
