@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import ModelError
 from ..problems.ucp import UCP
@@ -218,7 +219,10 @@ def build_ucp(task: QuasistaticTask) -> UCP:
     C = np.block([[2 * U, -I, -I],
                   [task.W_n - task.W_t @ U, task.W_t, np.zeros((task.n_q, n_c))],
                   [Jn_ab - Jt_ab @ U, Jt_ab, np.zeros((ab.size, n_c))]])
-    return UCP(A, a, C, -task.d, contacts=n_c)
+    # the same X, sparse: [v_n; v+ - v-] - P [q_dot; -theta_dot_alpha-bar] = -J_alpha theta_dot_alpha
+    G = sp.bmat([[sp.identity(n_c), None, None], [None, sp.identity(n_c), -sp.identity(n_c)]], format="csr")
+    lift = (G, sp.csr_matrix(-task.P), -(task.J[:, task.alpha] @ task.theta_dot_alpha))
+    return UCP(A, a, C, -task.d, contacts=n_c, x_lift=lift)
 
 
 @dataclass

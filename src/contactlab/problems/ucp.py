@@ -29,9 +29,11 @@ class UCP(Problem):
     ``contacts`` (optional) says the variables follow the quasistatic layout of Pang-Trinkle-Lo
     eq. (11): ``x = [v_n; v_t+; v_t-]``, ``y = [c_n; s_t+; s_t-]`` with ``m = 3 * contacts``;
     the contact-mode enumeration uses it to branch per contact (roll, slide +/-, break).
+    ``x_lift = (G, F, g)`` (optional) is a second, usually sparser description of the same X,
+    X = {x >= 0 : G x + F u = g for some free u}; the caller guarantees the two agree (the MIP uses it).
     """
 
-    def __init__(self, A, a, B, b, *, contacts: int | None = None):
+    def __init__(self, A, a, B, b, *, contacts: int | None = None, x_lift=None):
         A = as_matrix("A", A, allow_sparse=False)
         B = as_matrix("B", B, allow_sparse=False)
         if A.shape[1] != B.shape[1]:
@@ -47,6 +49,14 @@ class UCP(Problem):
             if contacts < 0 or 3 * contacts != self.m:
                 raise ProblemError(f"contacts={contacts} needs m = 3 * contacts columns, but m = {self.m}")
         self.contacts = contacts
+        if x_lift is not None:
+            G, F, g = x_lift
+            G = as_matrix("x_lift G", G)
+            if G.shape[1] != self.m:
+                raise ProblemError(f"x_lift G has {G.shape[1]} columns; expected m = {self.m}")
+            F = as_matrix("x_lift F", F, (G.shape[0], None))
+            x_lift = (G, F, as_vector("x_lift g", g, G.shape[0]))
+        self.x_lift = x_lift
 
     def split(self, z) -> tuple[np.ndarray, np.ndarray]:
         """``(x, y)`` from the stacked ``z = [x; y]``."""

@@ -62,10 +62,14 @@ def _reduce_rows(A: np.ndarray, a: np.ndarray, rtol: float = 1e-10):
 
 
 class _LP:
-    """HiGHS model of {u >= 0 : A u = a}; re-solved with new costs/bounds from the last basis (warm)."""
+    """HiGHS model of {u >= 0 : A u = a} (the last ``n_free`` columns free); re-solved with new
+    costs/bounds from the last basis (warm)."""
 
-    def __init__(self, A: np.ndarray, a: np.ndarray, counter: dict):
+    def __init__(self, A, a: np.ndarray, counter: dict, n_free: int = 0):
         self.A, self.a, self.m = A, a, A.shape[1]
+        self.lower = np.zeros(self.m)
+        if n_free:
+            self.lower[self.m - n_free:] = -_INF
         self.counter = counter
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
@@ -75,7 +79,7 @@ class _LP:
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = self.m, A.shape[0]
         lp.col_cost_ = np.zeros(self.m)
-        lp.col_lower_ = np.zeros(self.m)
+        lp.col_lower_ = self.lower.copy()
         lp.col_upper_ = np.full(self.m, _INF)
         lp.row_lower_ = a.copy()
         lp.row_upper_ = a.copy()
@@ -98,7 +102,7 @@ class _LP:
         h.changeColsCost(self.m, self.idx, np.zeros(self.m) if cost is None else np.asarray(cost, dtype=float))
         upper = np.full(self.m, _INF) if zero is None else np.where(zero, 0.0, _INF)
         if not np.array_equal(upper, self.upper):
-            h.changeColsBounds(self.m, self.idx, np.zeros(self.m), upper)
+            h.changeColsBounds(self.m, self.idx, self.lower, upper)
             self.upper = upper
         h.run()
         self.counter["lps"] += 1
@@ -116,8 +120,10 @@ class _LP:
             if st != _OPTIMAL:
                 raise _LPFailure(h.modelStatusToString(st))
         self.counter["simplex_iterations"] += int(h.getInfo().simplex_iteration_count)
-        u = np.maximum(np.asarray(h.getSolution().col_value, dtype=float), 0.0)
-        u[u < 1e-12 * max(1.0, float(u.max(initial=0.0)))] = 0.0   # round-off of basic variables at zero
+        u = np.asarray(h.getSolution().col_value, dtype=float)
+        signed = self.lower < 0
+        u = np.where(signed, u, np.maximum(u, 0.0))
+        u[~signed & (u < 1e-12 * max(1.0, float(u.max(initial=0.0))))] = 0.0   # round-off at zero
         basic = np.array([s == highspy.HighsBasisStatus.kBasic for s in h.getBasis().col_status])
         return u, basic
 
@@ -373,13 +379,15 @@ class MipOptions:
             raise ParamError("time_limit must be > 0")
 
 
-def _normalised(A, a, sigma):
-    """Equations of {(u, t) >= 0 : A u = a t, e'u / sigma + t = 1} (the homogenised polyhedron cut
-    by a normalising plane: bounded, every coordinate in [0, sigma])."""
-    rows, m = A.shape
-    E = np.vstack([np.hstack([A, -a[:, None]]), np.concatenate([np.full(m, 1.0 / sigma), [1.0]])[None, :]])
-    rhs = np.concatenate([np.zeros(rows), [1.0]])
-    return E, rhs
+def _normalised(G, F, g, sigma):
+    """Sparse equations of {(u, t, w) : u >= 0, t >= 0, G u + F w = g t, e'u / sigma + t = 1}: the
+    homogenised polyhedron {u >= 0 : G u + F w = g} cut by a normalising plane (bounded in u and t,
+    every u_i in [0, sigma]); ``w`` (free) are lifting variables."""
+    rows, m = G.shape
+    k = F.shape[1]
+    top = sp.hstack([sp.csr_matrix(G), sp.csr_matrix(-g[:, None]), sp.csr_matrix(F)])
+    norm = sp.csr_matrix(np.concatenate([np.full(m, 1.0 / sigma), [1.0], np.zeros(k)])[None, :])
+    return sp.vstack([top, norm], format="csr"), np.concatenate([np.zeros(rows), [1.0]])
 
 
 @register("mip", problems=(UCP,), options=MipOptions, convert=False,
@@ -399,6 +407,9 @@ def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
     is feasible iff the UCP has a solution whose vertices satisfy e'x <= sigma_x (1 - delta)/delta
     (and likewise y); sigma is the 1-norm of a first LP vertex, so delta = 1e-6 admits vertices a
     million times larger than it. The binary pattern is then polished by two LPs on X and Y.
+    X is taken in the problem's sparse lifted form when it has one (``UCP.x_lift``). With the contact
+    layout (``UCP.contacts``) the binaries of a contact are restricted to its four modes
+    (z_t+ >= z_n, z_t- >= z_n, z_t+ + z_t- <= 1 + z_n), which keeps a solution whenever one exists.
     """
     counter = {"lps": 0, "simplex_iterations": 0}
     setup = _setup(problem, counter)
@@ -414,46 +425,53 @@ def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
         if x0 is None or y0 is None:
             return _no_solution(problem, Status.NO_SOLUTION, reason=f"{'X' if x0 is None else 'Y'} is empty (LP)",
                                 lps=counter["lps"], nodes=0)
-        if float(x0 @ y0) == 0.0 and np.all(np.minimum(x0, y0) == 0):
+        if float(x0 @ y0) == 0.0:
             return Solution(z=UCP.stack(x0, y0), w=np.zeros(0), status=Status.SOLVED,
                             info={"lps": counter["lps"], "nodes": 0, "pairs": 0, "xTy": 0.0})
         sx, sy = max(1.0, float(x0.sum())), max(1.0, float(y0.sum()))
-        Ex, ex = _normalised(Ax, ax, sx)
-        Ey, ey = _normalised(Ay, ay, sy)
+        if problem.x_lift is not None:
+            Gx, Fx, gx = problem.x_lift
+        else:
+            Gx, Fx, gx = Ax, np.zeros((Ax.shape[0], 0)), ax
+        Ex, ex = _normalised(Gx, Fx, gx, sx)
+        Ey, ey = _normalised(problem.B, np.zeros((problem.B.shape[0], 0)), problem.b, sy)
+        kx = Fx.shape[1]
         Mx, My = np.full(m, sx), np.full(m, sy)
         if opts.tighten:
-            for E, e, M in ((Ex, ex, Mx), (Ey, ey, My)):
-                lp = _LP(E, e, counter)
+            for E, e, M, k in ((Ex, ex, Mx, kx), (Ey, ey, My, 0)):
+                lp = _LP(E, e, counter, n_free=k)
                 for i in range(m):
-                    c = np.zeros(m + 1)
+                    c = np.zeros(E.shape[1])
                     c[i] = -1.0
                     u, _ = lp.solve(cost=c)
                     if u is None:   # the normalised set is empty: no point with t > 0
                         break
                     M[i] = min(M[i], u[i] * (1 + 1e-7) + 1e-12)
         info["big_m_max"] = [float(Mx.max(initial=0)), float(My.max(initial=0))]
-        # variables: x (m), t, y (m), s, z (m binary)
-        nx = m + 1
-        ncol = 2 * nx + m
-        rows, lo, hi = [], [], []
-        blk = sp.block_diag([sp.csr_matrix(Ex), sp.csr_matrix(Ey)], format="csr")
-        rows.append(sp.hstack([blk, sp.csr_matrix((blk.shape[0], m))]))
-        lo += list(np.concatenate([ex, ey]))
-        hi += list(np.concatenate([ex, ey]))
+        # columns: [x (m), t, w (kx)] [y (m), s] [z (m, binary)]
+        nx, ny = m + 1 + kx, m + 1
+        ncol = nx + ny + m
+        blk = sp.block_diag([Ex, Ey], format="csr")
         I = sp.identity(m, format="csr")
-        # x_i - Mx_i z_i <= 0
-        rows.append(sp.hstack([I, sp.csr_matrix((m, 1)), sp.csr_matrix((m, nx)), -sp.diags(Mx)]))
-        lo += [-_INF] * m
-        hi += [0.0] * m
-        # y_i + My_i z_i <= My_i
-        rows.append(sp.hstack([sp.csr_matrix((m, nx)), I, sp.csr_matrix((m, 1)), sp.diags(My)]))
-        lo += [-_INF] * m
-        hi += list(My)
+        rows = [sp.hstack([blk, sp.csr_matrix((blk.shape[0], m))]),
+                sp.hstack([I, sp.csr_matrix((m, nx - m + ny)), -sp.diags(Mx)]),           # x_i <= Mx_i z_i
+                sp.hstack([sp.csr_matrix((m, nx)), I, sp.csr_matrix((m, 1)), sp.diags(My)])]  # y_i <= My_i (1 - z_i)
+        lo = [np.concatenate([ex, ey]), np.full(m, -_INF), np.full(m, -_INF)]
+        hi = [np.concatenate([ex, ey]), np.zeros(m), My.copy()]
+        if problem.contacts:
+            nc = problem.contacts
+            zn, zp, zm = np.arange(nc), nc + np.arange(nc), 2 * nc + np.arange(nc)
+            r = np.arange(nc)
+            cut = lambda cols, vals: sp.csr_matrix(  # noqa: E731
+                (np.concatenate([np.full(nc, v) for v in vals]),
+                 (np.concatenate([r] * len(cols)), np.concatenate([nx + ny + c for c in cols]))), shape=(nc, ncol))
+            rows += [cut([zp, zn], [1.0, -1.0]), cut([zm, zn], [1.0, -1.0]), cut([zp, zm, zn], [1.0, 1.0, -1.0])]
+            lo += [np.zeros(nc), np.zeros(nc), np.full(nc, -_INF)]
+            hi += [np.full(nc, _INF), np.full(nc, _INF), np.ones(nc)]
         Amat = sp.vstack(rows, format="csc")
-        col_lo = np.zeros(ncol)
-        col_lo[m] = opts.delta
-        col_lo[nx + m] = opts.delta
-        col_hi = np.concatenate([np.full(nx, _INF), np.full(nx, _INF), np.ones(m)])
+        col_lo = np.concatenate([np.zeros(m), [opts.delta], np.full(kx, -_INF), np.zeros(m), [opts.delta],
+                                 np.zeros(m)])
+        col_hi = np.concatenate([np.full(nx + ny, _INF), np.ones(m)])
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("time_limit", float(opts.time_limit))
@@ -463,12 +481,12 @@ def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
         lp.num_col_, lp.num_row_ = ncol, Amat.shape[0]
         lp.col_cost_ = np.zeros(ncol)
         lp.col_lower_, lp.col_upper_ = col_lo, col_hi
-        lp.row_lower_, lp.row_upper_ = np.array(lo), np.array(hi)
+        lp.row_lower_, lp.row_upper_ = np.concatenate(lo), np.concatenate(hi)
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
         lp.a_matrix_.start_ = Amat.indptr.astype(np.int32)
         lp.a_matrix_.index_ = Amat.indices.astype(np.int32)
         lp.a_matrix_.value_ = Amat.data
-        lp.integrality_ = [highspy.HighsVarType.kContinuous] * (2 * nx) + [highspy.HighsVarType.kInteger] * m
+        lp.integrality_ = [highspy.HighsVarType.kContinuous] * (nx + ny) + [highspy.HighsVarType.kInteger] * m
         h.passModel(lp)
         h.run()
         st = h.getModelStatus()
@@ -480,7 +498,7 @@ def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
             return _no_solution(problem, Status.MAX_ITERATIONS if st == highspy.HighsModelStatus.kTimeLimit
                                 else Status.NUMERICAL_FAILURE, reason=f"HiGHS MIP: {info['mip_status']}", **info)
         sol = np.asarray(h.getSolution().col_value)
-        zbin = sol[2 * nx:] > 0.5
+        zbin = sol[nx + ny:] > 0.5
         # polish: exact vertices with the binary pattern
         x, _ = lpx.solve(cost=np.ones(m), zero=~zbin)
         y, _ = lpy.solve(cost=np.ones(m), zero=zbin)
