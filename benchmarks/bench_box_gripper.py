@@ -108,9 +108,11 @@ def main(argv=None):
     print(f"# box-gripper, {platform.processor() or platform.machine()}, python {platform.python_version()}, "
           f"{args.trials} trials\n")
     print(markdown(rows))
+    print()
     for r in rows:
-        for e in r["errors"]:
-            print(f"\n- {r['model']}/{r['method']} {r['steps']} steps crashed at {e}")
+        for e in sorted(set(r["errors"])):
+            print(f"- {r['model']}/{r['method']}, {r['steps']} steps: {r['errors'].count(e)} of "
+                  f"{r['trials']} trials crashed at {e}")
     if args.json:
         atomic_write(args.json, lambda tmp: open(tmp, "w").write(json.dumps(rows, indent=1)))
 

@@ -42,7 +42,8 @@ def run(ctx) -> str:
                   f"Solver-only ratio Stewart-Trinkle / no-slip+PPM = "
                   f"{st['solve_per_step_s'] / max(ppm['solve_per_step_s'], 1e-12):.1f}; contact-model share "
                   f"(build + solve + recover) = {st['model_per_step_s'] / max(ppm['model_per_step_s'], 1e-12):.1f}.")
-    crashes = [f"- {r['model']}/{r['method']}, {r['steps']} steps: {e}" for r in rows for e in r["errors"]]
+    crashes = [f"- {r['model']}/{r['method']}, {r['steps']} steps: {r['errors'].count(e)} of {r['trials']} "
+               f"trial(s) crashed at {e}" for r in rows for e in sorted(set(r["errors"]))]
     return "\n".join([
         "Two gripper boxes on prismatic actuators (push 50 N) hold two 1 kg boxes by friction, dt = 0.01, "
         "12 contact points per touching pair (36 in all), mu = 100 and a 4-sided pyramid for the Coulomb "
