@@ -1,0 +1,145 @@
+"""URDF import through yourdfpy (a maintained parser): links -> bodies, joints -> joints.
+
+Each link becomes a body whose frame is the link's inertial frame (centre of mass, principal
+axes as written) at the zero configuration; collision geometries (box, sphere, cylinder; meshes
+as convex hulls of their vertices when trimesh can read them) become shapes. Joints: revolute
+(with limits), continuous (revolute without limits), prismatic (with limits), fixed; a joint
+whose parent is not a link (e.g. "world") or the root link with ``fixed_base`` attaches to the
+world. Damping, transmissions and visuals are ignored.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError
+from .scene import Body, Joint, Scene, Settings, Shape
+
+
+def _quat_from_matrix(R: np.ndarray) -> tuple:
+    from scipy.spatial.transform import Rotation
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    q = np.array([w, x, y, z])
+    return tuple(q / np.linalg.norm(q))
+
+
+def _geometry(geom, link: str, urdf_dir: Path) -> list[Shape]:
+    if geom.box is not None:
+        return [Shape("box", size=tuple(float(x) for x in geom.box.size))]
+    if geom.sphere is not None:
+        return [Shape("sphere", radius=float(geom.sphere.radius))]
+    if geom.cylinder is not None:
+        return [Shape("cylinder", radius=float(geom.cylinder.radius), length=float(geom.cylinder.length))]
+    if geom.mesh is not None:
+        try:
+            import trimesh
+            fname = str(geom.mesh.filename).replace("package://", "")
+            mesh = trimesh.load(urdf_dir / fname, force="mesh")
+            V = np.asarray(mesh.vertices, dtype=np.float64)
+            if geom.mesh.scale is not None:
+                V = V * np.asarray(geom.mesh.scale, dtype=np.float64)
+            return [Shape("convex", vertices=V)]
+        except Exception:     # unreadable mesh: the link keeps its other shapes
+            return []
+    raise ModelError(f"URDF link {link!r}: unsupported collision geometry")
+
+
+def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: str | None = None,
+              settings: Settings | None = None) -> Scene:
+    """A :class:`Scene` of the URDF's mechanism (no ground; add bodies to ``scene.bodies``)."""
+    import yourdfpy
+    path = Path(path)
+    if not path.exists():
+        raise ModelError(f"no such URDF file: {path}")
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.parse(path).getroot()     # strict: yourdfpy silently repairs broken XML
+    except ET.ParseError as exc:
+        raise ModelError(f"{path}: not a valid URDF (XML error: {exc})") from None
+    if root.tag != "robot":
+        raise ModelError(f"{path}: not a valid URDF (root element is <{root.tag}>, expected <robot>)")
+    try:
+        robot = yourdfpy.URDF.load(str(path), build_scene_graph=False, build_collision_scene_graph=False,
+                                   load_meshes=False, load_collision_meshes=False)
+    except Exception as exc:
+        raise ModelError(f"{path}: not a valid URDF ({type(exc).__name__}: {exc})") from None
+    r = robot.robot
+    links = {l.name: l for l in r.links}
+    if not links:
+        raise ModelError(f"{path}: the URDF has no links")
+    child_of = {}
+    for j in r.joints:
+        if j.child not in links:
+            raise ModelError(f"{path}: joint {j.name!r} names child link {j.child!r}, which is not defined")
+        if j.child in child_of:
+            raise ModelError(f"{path}: link {j.child!r} is the child of two joints (not a tree)")
+        child_of[j.child] = j
+    # world poses of link frames at q = 0
+    pose = {}
+    base = np.eye(4)
+    base[:3, 3] = np.asarray(position, dtype=np.float64)
+
+    def link_pose(ln, depth=0):
+        if ln in pose:
+            return pose[ln]
+        if depth > len(links) + 1:
+            raise ModelError(f"{path}: the joints form a loop at link {ln!r}")
+        j = child_of.get(ln)
+        if j is None or j.parent not in links:
+            T = base.copy() if j is None else base @ (j.origin if j.origin is not None else np.eye(4))
+        else:
+            T = link_pose(j.parent, depth + 1) @ (j.origin if j.origin is not None else np.eye(4))
+        pose[ln] = T
+        return T
+
+    bodies, body_frame = [], {}
+    roots = [ln for ln in links if ln not in child_of]
+    for ln, link in links.items():
+        Tl = link_pose(ln)
+        inert = link.inertial
+        Ti = inert.origin if (inert is not None and inert.origin is not None) else np.eye(4)
+        Tb = Tl @ Ti
+        body_frame[ln] = Tb
+        shapes = []
+        Tb_inv = np.linalg.inv(Tb)
+        for col in link.collisions:
+            Tc = Tl @ (col.origin if col.origin is not None else np.eye(4))
+            Tloc = Tb_inv @ Tc
+            for s in _geometry(col.geometry, ln, path.parent):
+                s.position = tuple(Tloc[:3, 3])
+                s.orientation = _quat_from_matrix(Tloc[:3, :3])
+                shapes.append(s)
+        is_root = ln in roots
+        welded_to_world = ln in child_of and child_of[ln].parent not in links and child_of[ln].type == "fixed"
+        mass = None if inert is None else float(inert.mass)
+        if (is_root and fixed_base) or welded_to_world:
+            bodies.append(Body(ln, kind="fixed", position=tuple(Tb[:3, 3]), orientation=_quat_from_matrix(Tb[:3, :3]),
+                               shapes=shapes))
+            continue
+        if mass is None or mass <= 0 or inert.inertia is None:
+            raise ModelError(f"{path}: link {ln!r} moves but has no positive <mass> and <inertia> in <inertial>")
+        I = np.asarray(inert.inertia, dtype=np.float64)
+        bodies.append(Body(ln, mass=mass, inertia=I, position=tuple(Tb[:3, 3]),
+                           orientation=_quat_from_matrix(Tb[:3, :3]), shapes=shapes))
+    fixed_names = {b.name for b in bodies if b.kind == "fixed"}
+    joints = []
+    for j in r.joints:
+        parent = j.parent if j.parent in links else "world"   # a fixed parent body stays named: no collisions across the joint
+        if j.child in fixed_names:
+            continue
+        Tj = link_pose(j.child)
+        axis = Tj[:3, :3] @ (np.asarray(j.axis, dtype=np.float64) if j.axis is not None else np.array([1.0, 0, 0]))
+        lo = hi = None
+        if j.type in ("revolute", "prismatic") and j.limit is not None:
+            lo = None if j.limit.lower is None else float(j.limit.lower)
+            hi = None if j.limit.upper is None else float(j.limit.upper)
+        kind = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic", "fixed": "fixed"}.get(j.type)
+        if kind is None:
+            if j.type == "floating":
+                continue
+            raise ModelError(f"{path}: joint {j.name!r} has unsupported type {j.type!r}")
+        joints.append(Joint(j.name, kind, parent, j.child, anchor=tuple(Tj[:3, 3]), axis=tuple(axis), lower=lo, upper=hi))
+    scene = Scene(name=name or r.name or path.stem, bodies=bodies, joints=joints, settings=settings or Settings())
+    scene.validate()
+    return scene
