@@ -206,20 +206,58 @@ def _coef(var, i, n, M, d):
 
 
 @jit
-def _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x):
-    A = np.empty((k, k))
+def _gauss_jordan_inverse(A, k, out):
+    """out[:k,:k] = inv(A[:k,:k]) by Gauss-Jordan with partial pivoting (A destroyed); False if singular."""
+    for i in range(k):
+        for j in range(k):
+            out[i, j] = 1.0 if i == j else 0.0
+    scale = 0.0
+    for i in range(k):
+        for j in range(k):
+            scale = max(scale, abs(A[i, j]))
+    for c in range(k):
+        p = c
+        for r in range(c + 1, k):
+            if abs(A[r, c]) > abs(A[p, c]):
+                p = r
+        if not (abs(A[p, c]) > 1e-14 * scale):
+            return False
+        if p != c:
+            for j in range(k):
+                t = A[c, j]
+                A[c, j] = A[p, j]
+                A[p, j] = t
+                t = out[c, j]
+                out[c, j] = out[p, j]
+                out[p, j] = t
+        piv = A[c, c]
+        for j in range(k):
+            A[c, j] /= piv
+            out[c, j] /= piv
+        for r in range(k):
+            if r != c:
+                f = A[r, c]
+                if f != 0.0:
+                    for j in range(k):
+                        A[r, j] -= f * A[c, j]
+                        out[r, j] -= f * out[c, j]
+    return True
+
+
+@jit
+def _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x, work):
+    """Ainv = inv(A) from scratch and x = -Ainv q_W; False if A is numerically singular."""
     for e in range(k):
         for a in range(k):
-            A[e, a] = _coef(unk[a], eq_rows[e], n, M, d)
-    inv = np.linalg.inv(A)
-    for a in range(k):
-        for e in range(k):
-            Ainv[a, e] = inv[a, e]
+            work[e, a] = _coef(unk[a], eq_rows[e], n, M, d)
+    if not _gauss_jordan_inverse(work, k, Ainv):
+        return False
     for a in range(k):
         s = 0.0
         for e in range(k):
-            s -= inv[a, e] * q[eq_rows[e]]
+            s -= Ainv[a, e] * q[eq_rows[e]]
         x[a] = s
+    return True
 
 
 @jit
@@ -240,13 +278,14 @@ def _binv_entry(p_is_unknown, p, c, n, k, M, d, eq_pos, unk, Ainv):
 
 @jit
 def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, eq_rows, eq_pos, unk, unk_pos,
-                         dx, dwv, cand, ratio, tmp, zcols, zdx, ray, out_z):
+                         dx, dwv, cand, ratio, tmp, zcols, zdx, work2, ray, out_z):
     """Lemke's method (covering vector d > 0, lexicographic rule) on the reduced basis.
 
     MT is M' (C-contiguous) so column reads are contiguous. Work arrays: Ainv (n+1, n+1), x (n+1,),
     wv (n,), eq_rows (n+1,) int64, eq_pos (n,) int64,
     unk (n+1,) int64, unk_pos (2n+1,) int64, dx (n+1,), dwv (n,), cand (2n+2,) int64, ratio (2n+2,),
-    tmp (n+1,), zcols (n+1,) int64, zdx (n+1,), ray (2n+1,), out_z (n,). Returns (status, pivots).
+    tmp (n+1,), zcols (n+1,) int64, zdx (n+1,), work2 (n+1, n+1), ray (2n+1,), out_z (n,).
+    Returns (status, pivots).
     """
     n = q.shape[0]
     Z0 = 2 * n
@@ -529,14 +568,24 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
             if not np.isfinite(x[a]):
                 return NUMERICAL, pivots
         if leaving == Z0:
-            if k > 0:
-                _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x)
+            for rep in range(2):  # iterative refinement of A x = -q_W with the current inverse, O(k^2)
+                for e in range(k):
+                    s = -q[eq_rows[e]]
+                    for a in range(k):
+                        s -= _coef(unk[a], eq_rows[e], n, M, d) * x[a]
+                    tmp[e] = s
+                for a in range(k):
+                    s = 0.0
+                    for e in range(k):
+                        s += Ainv[a, e] * tmp[e]
+                    x[a] += s
             for a in range(k):
                 if unk[a] < 2 * n:
                     out_z[unk[a] - n] = max(x[a], 0.0)
             return SOLVED, pivots
         if since_refactor >= max(refactor_every, k) and k > 0:
-            _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x)
+            if not _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x, work2):
+                return NUMERICAL, pivots
             for i in range(n):
                 if eq_pos[i] < 0:
                     s = q[i]

@@ -59,7 +59,7 @@ def lemke_reduced_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: 
     code, pivots = K.lemke_reduced_kernel(M, np.ascontiguousarray(M.T), q, d, max_pivots, refactor_every, Ainv, np.zeros(n + 1), np.zeros(n),
                                           *ints, np.zeros(n + 1), np.zeros(n), np.zeros(2 * n + 2, dtype=np.int64),
                                           np.zeros(2 * n + 2), np.zeros(n + 1), np.zeros(n + 1, dtype=np.int64),
-                                          np.zeros(n + 1), ray, z)
+                                          np.zeros(n + 1), np.zeros((n + 1, n + 1)), ray, z)
     return _STATUS[code], int(pivots), z, ray
 
 
