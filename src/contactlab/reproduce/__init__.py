@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -61,6 +62,8 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
 
     out_dir = Path(out_dir)
     mods = [m for m in sections() if not only or any(o in m.__name__ for o in only)]
+    failed: list[str] = []
+    path = out_dir / "report.md"
     parts = ["# contactlab reproduction report", "",
              f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')}{' (quick mode)' if quick else ''}.", ""]
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[label]}"),
@@ -70,8 +73,25 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
             ctx = ReportContext(out_dir, quick,
                                 advance=lambda label, t=task: progress.update(t, advance=1, label=label))
             t0 = time.perf_counter()
-            body = mod.run(ctx)
-            progress.update(task, total=1, completed=1, label=f"done in {time.perf_counter() - t0:.1f} s")
+            try:
+                body = mod.run(ctx)
+                label = f"done in {time.perf_counter() - t0:.1f} s"
+            except Exception:  # one broken section must not lose the others
+                failed.append(mod.__name__)
+                body = "**This section failed.**\n\n```\n" + traceback.format_exc() + "```"
+                label = "FAILED"
+            progress.update(task, total=1, completed=1, label=label)
             parts += [f"## {mod.TITLE}", "", body.strip(), ""]
-    text = "\n".join(parts)
-    return atomic_write(out_dir / "report.md", lambda tmp: Path(tmp).write_text(text))
+            text = "\n".join(parts)  # written after every section: partial results survive
+            path = atomic_write(out_dir / "report.md", lambda tmp: Path(tmp).write_text(text))
+    if failed:
+        raise SectionsFailed(path, failed)
+    return path
+
+
+class SectionsFailed(RuntimeError):
+    """Some report sections raised; the report (with their tracebacks) was still written."""
+
+    def __init__(self, path: Path, failed: list[str]):
+        super().__init__(f"{len(failed)} section(s) failed: {', '.join(failed)}; see {path}")
+        self.path, self.failed = path, failed
