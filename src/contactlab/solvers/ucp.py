@@ -110,11 +110,18 @@ class _LP:
         if st == _INFEASIBLE:
             return None, None
         if st != _OPTIMAL:
-            # retry from scratch once (HiGHS occasionally reports unknown after many warm starts)
-            h.clearSolver()
-            h.run()
-            self.counter["lps"] += 1
-            st = h.getModelStatus()
+            # HiGHS occasionally ends a warm-started solve with status "unknown": retry from scratch,
+            # then without presolve, then with the interior-point method (and crossover to a vertex)
+            for option, value in (("presolve", "choose"), ("presolve", "off"), ("solver", "ipm")):
+                h.setOptionValue(option, value)
+                h.clearSolver()
+                h.run()
+                self.counter["lps"] += 1
+                st = h.getModelStatus()
+                if st in (_OPTIMAL, _INFEASIBLE):
+                    break
+            h.setOptionValue("presolve", "choose")
+            h.setOptionValue("solver", "simplex")
             if st == _INFEASIBLE:
                 return None, None
             if st != _OPTIMAL:
@@ -373,8 +380,9 @@ class MipOptions:
     time_limit: float = 600.0
 
     def __post_init__(self):
-        if not 0 < self.delta < 0.5:
-            raise ParamError("delta must lie in (0, 0.5)")
+        if not 1e-7 <= self.delta < 0.5:
+            raise ParamError("delta must lie in [1e-7, 0.5): below 1e-7 it meets HiGHS' feasibility "
+                             "tolerance (1e-9) and rays pass for vertices")
         if self.time_limit <= 0:
             raise ParamError("time_limit must be > 0")
 
@@ -504,9 +512,8 @@ def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
         y, _ = lpy.solve(cost=np.ones(m), zero=zbin)
         info["lps"] = counter["lps"]
         if x is None or y is None:
-            xh, yh = sol[:m] / sol[m], sol[nx:nx + m] / sol[nx + m]
-            return Solution(z=UCP.stack(xh, yh), w=np.zeros(0), status=Status.SOLVED,
-                            info={**info, "polished": False, "xTy": float(xh @ yh)})
+            return _no_solution(problem, Status.NUMERICAL_FAILURE, reason="the MIP's binary pattern is not "
+                                "confirmed by LPs on X and Y (numerically borderline; try a larger delta)", **info)
         return Solution(z=UCP.stack(x, y), w=np.zeros(0), status=Status.SOLVED,
                         info={**info, "polished": True, "xTy": float(x @ y)})
     except _LPFailure as exc:
