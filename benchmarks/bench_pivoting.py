@@ -215,6 +215,10 @@ def run_siconos(cases: list[Case], reps: int, budget: float, workdir: Path) -> d
 # ------------------------------------------------------------------------------------------------
 # report
 # ------------------------------------------------------------------------------------------------
+def all_solved(entry) -> bool:
+    return entry["solved"] == entry["count"]
+
+
 def geomean(xs):
     xs = [x for x in xs if x > 0 and math.isfinite(x)]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
@@ -256,11 +260,11 @@ def main(argv=None):
         lcp_lemke(warm.M, warm.q)
 
     results: dict = {}          # (case.name, method label) -> Result
-    too_slow: set = set()       # (family, method label)
+    too_slow: dict = {}         # (family, method label) -> size at which one solve took over --slow s
     errors: list = []
 
     def attempt(case, label, fn):
-        if (case.family, label) in too_slow:
+        if case.size > too_slow.get((case.family, label), math.inf):
             return
         try:
             r = fn()
@@ -270,7 +274,7 @@ def main(argv=None):
             errors.append(f"{label} on {case.name} (n={case.n}) raised {type(exc).__name__}: {exc}")
         results[(case.name, label)] = r
         if min(r.times) > args.slow:      # nan compares False
-            too_slow.add((case.family, label))
+            too_slow[(case.family, label)] = min(case.size, too_slow.get((case.family, label), math.inf))
 
     if peers["siconos"]:
         t0 = time.perf_counter()
@@ -388,18 +392,18 @@ def report(cases, results, peers, args, elapsed, errors=(), too_slow=()):
     lines += ["## Ratios and targets", ""]
     ratio_rows = []
     fam_ratios = defaultdict(dict)
+    excluded = defaultdict(list)
     for fam in families:
         keys = sorted(k for k in table if k[0] == fam)
-        for peer in ("siconos-lemke", "quantecon", "drake-moby"):
-            rs = [table[k][2]["lemke"]["time"] / table[k][2][peer]["time"] for k in keys
-                  if "lemke" in table[k][2] and peer in table[k][2]]
-            if rs:
-                fam_ratios[peer][fam] = geomean(rs)
-        for a, b in (("dantzig", "lemke"), ("ppm", "dantzig")):
-            rs = [table[k][2][a]["time"] / table[k][2][b]["time"] for k in keys
-                  if a in table[k][2] and b in table[k][2]]
-            if rs:
-                fam_ratios[f"{a}/{b}"][fam] = geomean(rs)
+        for a, b in [("lemke", p) for p in ("siconos-lemke", "quantecon", "drake-moby")] + \
+                [("dantzig", "lemke"), ("ppm", "dantzig")]:
+            both = [k for k in keys if a in table[k][2] and b in table[k][2]]
+            good = [k for k in both if all_solved(table[k][2][a]) and all_solved(table[k][2][b])]
+            name = b if a == "lemke" and b != "lemke" else f"{a}/{b}"
+            if good:
+                fam_ratios[name][fam] = geomean([table[k][2][a]["time"] / table[k][2][b]["time"] for k in good])
+            if len(good) < len(both):
+                excluded[name].append(f"{fam} sizes {[k[1] for k in both if k not in good]}")
     header = ["ratio (geomean over sizes)"] + families + ["geomean over families"]
     for name, d in fam_ratios.items():
         label = f"lemke/{name}" if "/" not in name else name
@@ -407,25 +411,36 @@ def report(cases, results, peers, args, elapsed, errors=(), too_slow=()):
                           [f"{geomean(list(d.values())):.3g}"])
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in ratio_rows]
-    lines += [""]
+    lines += ["", "Ratios use only sizes where both methods solved every instance (res <= 1e-6); left out: " +
+              ("; ".join(f"{('lemke/' + n) if '/' not in n else n}: {', '.join(v)}" for n, v in excluded.items())
+               or "none") + ".", ""]
     # per size ratios for ppm vs dantzig
     for fam in ("box-stack", "box-stack-25"):
         keys = sorted(k for k in table if k[0] == fam)
         parts = [f"size {k[1]} (n={table[k][0]}, m={table[k][1]}): "
                  f"{table[k][2]['ppm']['time'] / table[k][2]['dantzig']['time']:.3g}"
-                 for k in keys if "ppm" in table[k][2] and "dantzig" in table[k][2]]
+                 for k in keys if "ppm" in table[k][2] and "dantzig" in table[k][2]
+                 and all_solved(table[k][2]["ppm"]) and all_solved(table[k][2]["dantzig"])]
         if parts:
             lines += [f"ppm/dantzig time per size, {fam}: " + "; ".join(parts), ""]
-    lines += targets(table, families, fam_ratios)
+    fr = [c for c in cases if c.family == "friction"]
+    per_instance = {}
+    for peer in ("siconos-lemke", "siconos-pivot"):
+        failed = [c for c in fr if (c.name, peer) in results and results[(c.name, peer)].residual > SOLVED_TOL]
+        ours = [c for c in failed if (c.name, "lemke") in results and results[(c.name, "lemke")].residual <= SOLVED_TOL]
+        rays = [c for c in failed if results[(c.name, peer)].ray]
+        per_instance[peer] = (len(failed), len(rays), len(ours))
+    lines += targets(table, families, fam_ratios, per_instance)
     if too_slow:
         lines += ["Skipped on the larger sizes after one solve took over "
-                  f"{args.slow:g} s: " + ", ".join(f"{l} on {f}" for f, l in sorted(too_slow)), ""]
+                  f"{args.slow:g} s (not run above that size): " +
+                  ", ".join(f"{l} on {f} (size {sz})" for (f, l), sz in sorted(too_slow.items())), ""]
     if errors:
         lines += ["## Errors raised (counted as unsolved)", ""] + [f"- {e}" for e in errors] + [""]
     return "\n".join(lines) + "\n"
 
 
-def targets(table, families, fam_ratios):
+def targets(table, families, fam_ratios, per_instance=None):
     out = ["## Targets (issue 2), as measured in this run", ""]
     sic = fam_ratios.get("siconos-lemke", {})
     if sic:
@@ -451,6 +466,9 @@ def targets(table, families, fam_ratios):
         piv_rays = sum(table[k][2]["siconos-pivot"]["rays"] for k in fk if "siconos-pivot" in table[k][2])
         out.append(f"- friction-pyramid LCPs: contactlab lemke solved {ours_ok}/{total}; Siconos Lemke ended on a "
                    f"ray on {sic_rays} and left {sic_fail} unsolved; Siconos PIVOT ended on a ray on {piv_rays}.")
+        for peer, (failed, rays, ours) in (per_instance or {}).items():
+            out.append(f"  - instances {peer} left unsolved: {failed} ({rays} ending on a ray); contactlab lemke "
+                       f"solved {ours} of those {failed}.")
     d = fam_ratios.get("dantzig/lemke", {})
     if "spd" in d:
         out.append(f"- dantzig faster than lemke on SPD (time ratio {d['spd']:.3g}): "
