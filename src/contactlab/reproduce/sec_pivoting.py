@@ -145,6 +145,8 @@ def figures(ctx, rows):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+    colors = {"lemke": "tab:blue", "dantzig": "tab:orange", "ppm": "tab:green"}
     links = []
     for what, col, ylabel in (("time", 4, "time per solve (s)"), ("pivots", 5, "pivots")):
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
@@ -153,10 +155,11 @@ def figures(ctx, rows):
                 pts = [(r[1], r[col]) for r in rows if r[0] == fam and r[3] == method and r[8] == "SOLVED"]
                 if pts:
                     x, y = zip(*pts)
-                    ax.loglog(x, y, "o-", label=method)
+                    ax.loglog(x, y, "o-", label=method, color=colors[method])
             ax.set_xlabel("n (complementarity variables)")
             ax.set_ylabel(ylabel)
             ax.set_title("random SPD (cond 1e3)" if fam == "spd" else "box stacks, 25 contacts per face (n ~ 4.2 m)")
+            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.grid(True, which="both", alpha=0.3)
             ax.legend()
         links.append(ctx.figure(f"pivoting_{what}_vs_n", fig))
