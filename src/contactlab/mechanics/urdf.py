@@ -112,7 +112,7 @@ def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: 
                 shapes.append(s)
         is_root = ln in roots
         welded_to_world = ln in child_of and child_of[ln].parent not in links and child_of[ln].type == "fixed"
-        mass = None if inert is None else float(inert.mass)
+        mass = None if (inert is None or inert.mass is None) else float(inert.mass)
         if (is_root and fixed_base) or welded_to_world:
             bodies.append(Body(ln, kind="fixed", position=tuple(Tb[:3, 3]), orientation=_quat_from_matrix(Tb[:3, :3]),
                                shapes=shapes))
