@@ -152,10 +152,11 @@ def test_box_gripper_lcp_sizes_and_no_slip_holds():
 
 
 @pytest.mark.parametrize("basis", [
-    "tableau",
+    "tableau", "auto",
     pytest.param("reduced", marks=pytest.mark.xfail(
-        strict=False, reason="default reduced-basis Lemke reports numerical failures / rays on this mu = 100 "
-                             "pyramid LCP (and once raised LinAlgError); the tableau basis solves every step")),
+        strict=False, reason="the reduced-basis Lemke reports numerical failures / rays on this mu = 100 "
+                             "pyramid LCP (and once raised LinAlgError); 'auto' (the default) falls back to "
+                             "the tableau, which solves every step")),
 ])
 def test_box_gripper_held_by_stewart_trinkle_with_lemke(basis):
     """The paper's boxes fell under Stewart-Trinkle through Lemke's numerical trouble; a certified

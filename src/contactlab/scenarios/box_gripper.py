@@ -58,10 +58,13 @@ def build(count: int = 2, size: float = 0.1, mass: float = 1.0, gripper_mass: fl
 class GridContacts:
     """Contacts between consecutive boxes along x: ``grid`` = (ny, nz) points over the face of the
     right body that faces the left one (in its own frame), normal = the left body's +x face normal,
-    phi = the point's distance from that face. Replaces ``Simulator.world`` (``detect(data)``)."""
+    phi = the point's distance from that face. Replaces ``Simulator.world``: ``detect(data, margin)``
+    is its own, every other attribute (e.g. ``body_radius``) is the wrapped collision world's."""
 
-    def __init__(self, model, order: list[str], size: float, grid: tuple[int, int] = (4, 3), margin: float = 0.01):
+    def __init__(self, model, order: list[str], size: float, grid: tuple[int, int] = (4, 3), margin: float = 0.01,
+                 world=None):
         from ..mechanics.rotation import tangent_basis
+        self._world = world
         self.model = model
         self.idx = [model.index(n) for n in order]
         self.shape_of = {b: k for k, (b, _) in enumerate(model.shapes)}
@@ -74,16 +77,23 @@ class GridContacts:
         self._tangent_basis = tangent_basis
         self.mu = float(model.mu_default)
 
-    def detect(self, data):
+    def __getattr__(self, name):
+        world = self.__dict__.get("_world")
+        if world is None:
+            raise AttributeError(name)
+        return getattr(world, name)
+
+    def detect(self, data, margin: float | None = None):
         from ..collision.contacts import ContactSet
         from ..mechanics.rotation import quat_to_matrix
+        margin = self.margin if margin is None else float(margin)
         R = quat_to_matrix(data.quaternion)
         out = {k: [] for k in ("a", "b", "p", "n", "phi")}
         for a, b in zip(self.idx[:-1], self.idx[1:]):
             n = R[a][:, 0]
             Pb = data.position[b] + self.local @ R[b].T
             phi = (Pb - data.position[a]) @ n - self.size / 2
-            keep = phi < self.margin
+            keep = phi < margin
             for P, ph in zip(Pb[keep], phi[keep]):
                 out["a"].append(a); out["b"].append(b)
                 out["p"].append(P - 0.5 * ph * n); out["n"].append(n); out["phi"].append(ph)
@@ -155,7 +165,7 @@ def make_simulator(model: str = "no-slip", method: str | None = None, *, contact
     if contacts == "grid":
         order = [b.name for b in scene.bodies]
         size = float(scene.bodies[0].shapes[0].size[0])
-        sim.world = GridContacts(sim.model, order, size, per_pair_grid, scene.settings.margin)
+        sim.world = GridContacts(sim.model, order, size, per_pair_grid, scene.settings.margin, world=sim.world)
     elif contacts != "coal":
         raise ModelError(f"contacts must be 'grid' or 'coal', got {contacts!r}")
     return sim
@@ -201,9 +211,8 @@ PAPER_TABLE_I = {("stewart-trinkle", "lemke"): (10.9681, 2.1812),
                  ("no-slip", "ppm"): (1.6680, 0.3669)}
 PAPER_LCP_VARIABLES = {"stewart-trinkle": 216, "no-slip": 36}
 
-DEFAULT_CONFIGS = (("stewart-trinkle", "lemke"), ("stewart-trinkle", "lemke", {"basis": "tableau"}),
-                   ("no-slip", "ppm"), ("no-slip", "dantzig"), ("trinkle-pang", "lemke"),
-                   ("trinkle-pang", "lemke", {"basis": "tableau"}), ("viscous", "ppm"))
+DEFAULT_CONFIGS = (("stewart-trinkle", "lemke"), ("stewart-trinkle", "lemke", {"basis": "reduced"}),
+                   ("no-slip", "ppm"), ("no-slip", "dantzig"), ("trinkle-pang", "lemke"), ("viscous", "ppm"))
 
 
 def method_label(method: str, options: dict | None) -> str:
