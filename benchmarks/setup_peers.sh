@@ -15,3 +15,11 @@ if ! /usr/bin/python3 -c "import siconos.numerics" 2>/dev/null; then
 fi
 # Drake (MobyLcpSolver, through MathematicalProgram) and QuantEcon (numba lcp_lemke), into the venv.
 "$PIP" install -q drake quantecon
+
+# --- simulation (issue 4) -----------------------------------------------------------------------
+# PyBullet into the venv; ODE's Python binding (python3-pyode, Debian) for the system python3.
+"$PIP" install -q pybullet
+if ! /usr/bin/python3 -c "import ode" 2>/dev/null; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pyode
+fi
