@@ -6,9 +6,11 @@ Velocity level (eq. 23-25) with S v+ = T v+ = 0 (eq. 45-46) and J v+ = 0 (eq. 24
 
 FIND-INDICES (Alg. 2) keeps independent rows G = [J_J; S_S; T_T], so A (eq. 47) is nonsingular.
 The LCP matrix F = N X^-1 N' (eq. 56) is kept factored: with Z an orthonormal basis of null(G),
-X^-1 = Z (Z' M Z)^-1 Z' on the momentum, so the problem is ``FactoredLCP(N Z, Z' M Z,
-f=Z' (M v + dt f))`` (eq. 57 plus the dt f of eq. 23); ``ppm`` (Alg. 1) solves it without forming
-F, and at most rank(F) <= m - rank(G) normal impulses are positive (Lemma 1, Theorem 1).
+X^-1 = Z (Z' M Z)^-1 Z' on the momentum, so the problem is the factored LCP (N Z, Z' M Z,
+Z' (M v + dt f)) (eq. 57 plus the dt f of eq. 23; a ``ShiftedFactoredLCP``, whose constant offset
+carries nonzero joint right-hand sides J v+ = J_rhs and normal biases); ``ppm`` (Alg. 1) solves it
+without forming F, and at most rank(F) <= m - rank(G) normal impulses are positive (Lemma 1,
+Theorem 1). Statuses are the solver's; a build never raises on a valid system.
 """
 from __future__ import annotations
 
