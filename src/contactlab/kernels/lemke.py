@@ -206,6 +206,18 @@ def _coef(var, i, n, M, d):
 
 
 @jit
+def _basic_row_times_inverse(i, k, n, M, d, unk, Ainv, out):
+    """out' = c' Ainv with c_a = coef(unk[a], i): row i of [M_iZ d_i] times the inverse (row-contiguous)."""
+    for e in range(k):
+        out[e] = 0.0
+    for a in range(k):
+        ca = _coef(unk[a], i, n, M, d)
+        if ca != 0.0:
+            for e in range(k):
+                out[e] += ca * Ainv[a, e]
+
+
+@jit
 def _gauss_jordan_inverse(A, k, out):
     """out[:k,:k] = inv(A[:k,:k]) by Gauss-Jordan with partial pivoting (A destroyed); False if singular."""
     for i in range(k):
@@ -476,14 +488,7 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
                 s = dwv[i]
                 if not (abs(s) > 0.0) or not np.isfinite(s):
                     return NUMERICAL, pivots
-                # v' = c' Ainv with c_a = coef(unk[a], i)  (row-contiguous accumulation)
-                for e in range(k):
-                    tmp[e] = 0.0
-                for a in range(k):
-                    ca = _coef(unk[a], i, n, M, d)
-                    if ca != 0.0:
-                        for e in range(k):
-                            tmp[e] += ca * Ainv[a, e]
+                _basic_row_times_inverse(i, k, n, M, d, unk, Ainv, tmp)  # v' = c' Ainv
                 # u = Ainv b = -dx
                 for a in range(k):
                     ua = -dx[a]
@@ -508,13 +513,7 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
                 s = dwv[i]  # r' Ainv e_pe
                 if not (abs(s) > 0.0) or not np.isfinite(s):
                     return NUMERICAL, pivots
-                for e in range(k):
-                    tmp[e] = 0.0
-                for a in range(k):
-                    ca = _coef(unk[a], i, n, M, d)
-                    if ca != 0.0:
-                        for e in range(k):
-                            tmp[e] += ca * Ainv[a, e]
+                _basic_row_times_inverse(i, k, n, M, d, unk, Ainv, tmp)
                 tmp[pe] -= 1.0
                 for a in range(k):
                     f = dx[a] / s  # (Ainv e_pe)[a] / s

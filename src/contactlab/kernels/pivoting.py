@@ -66,31 +66,40 @@ def _border_remove(Minv, k, idx, p):
 
 
 @jit
-def _chol_append_sym(L, k, M, idx, a, tmp):
-    """Append index a to the Cholesky factor L[:k,:k] of M[idx, idx] (symmetric M, O(k^2)).
-    Returns False when M[a, a] - l'l is not clearly positive (a depends on idx: PSD M)."""
+def _chol_append_column(L, k, col, diag, rows, a, tmp, rel_tol):
+    """Append one row/column to the Cholesky factor L[:k,:k]: ``col`` holds the new off-diagonal
+    entries (k,), ``diag`` the new diagonal entry. O(k^2). Returns False when the new Schur
+    complement diag - l'l is not above ``rel_tol * diag`` (the row depends on the others)."""
     for i in range(k):
-        s = M[idx[i], a]
+        s = col[i]
         for j in range(i):
             s -= L[i, j] * tmp[j]
         tmp[i] = s / L[i, i]
-    d = M[a, a]
+    d = diag
     for j in range(k):
         d -= tmp[j] * tmp[j]
-    if not (d > 1e-11 * max(abs(M[a, a]), 1e-300)):
+    if not (d > rel_tol * max(abs(diag), 1e-300)):
         return False
     for j in range(k):
         L[k, j] = tmp[j]
         L[j, k] = 0.0
     L[k, k] = np.sqrt(d)
-    idx[k] = a
+    rows[k] = a
     return True
+
+
+@jit
+def _chol_append_sym(L, k, M, idx, a, col, tmp):
+    """Append index a to the Cholesky factor of M[idx, idx] (symmetric M)."""
+    for i in range(k):
+        col[i] = M[idx[i], a]
+    return _chol_append_column(L, k, col, M[a, a], idx, a, tmp, 1e-11)
 
 
 @jit
 def _set_add(sym, F, k, M, idx, a, w1, w2):
     if sym:
-        return _chol_append_sym(F, k, M, idx, a, w1)
+        return _chol_append_sym(F, k, M, idx, a, w1, w2)
     return _border_add(F, k, M, idx, a, w1, w2)
 
 
@@ -240,32 +249,19 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz,
 
 
 @jit
-def _chol_append(L, k, G, rows, a, tmp):
-    """Append row a of G to the Cholesky factor L[:k,:k] of G_rows G_rows' (O(k m + k^2)).
-    Returns False if the new row is (numerically) dependent."""
+def _chol_append(L, k, G, rows, a, col, tmp):
+    """Append row a of G to the Cholesky factor of G_rows G_rows' (O(k m + k^2))."""
     m = G.shape[1]
     for i in range(k):
         s = 0.0
         ri = rows[i]
         for t in range(m):
             s += G[ri, t] * G[a, t]
-        for j in range(i):
-            s -= L[i, j] * tmp[j]
-        tmp[i] = s / L[i, i]
-    d = 0.0
+        col[i] = s
+    gg = 0.0
     for t in range(m):
-        d += G[a, t] * G[a, t]
-    gg = d
-    for j in range(k):
-        d -= tmp[j] * tmp[j]
-    if not (d > 1e-12 * max(gg, 1e-300)):
-        return False
-    for j in range(k):
-        L[k, j] = tmp[j]
-        L[j, k] = 0.0
-    L[k, k] = np.sqrt(d)
-    rows[k] = a
-    return True
+        gg += G[a, t] * G[a, t]
+    return _chol_append_column(L, k, col, gg, rows, a, tmp, 1e-12)
 
 
 @jit
@@ -308,7 +304,7 @@ def _chol_solve(L, k, b, x):
 
 
 @jit
-def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, u, counts):
+def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, col, u, counts):
     """Drumwright's modified PPM I (Alg. 1) on Q = G G' with G = N L_M^-T (n x m), q = N f*.
 
     Only the |B-bar| x |B-bar| factor of Q restricted to the non-basic set is kept (|B-bar| <= m
@@ -330,7 +326,7 @@ def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, u, counts):
         counts[0] = 0
         counts[1] = 0
         return SOLVED, 0
-    _chol_append(L, 0, G, rows, i0, tmp)
+    _chol_append(L, 0, G, rows, i0, col, tmp)
     k = 1
     piv = 1
     while True:
@@ -381,7 +377,7 @@ def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, u, counts):
             k -= 1
             piv += 1
             continue
-        if k >= m or not _chol_append(L, k, G, rows, imin, tmp):
+        if k >= m or not _chol_append(L, k, G, rows, imin, col, tmp):
             # dependent row with w < 0: impossible in exact arithmetic (Theorem 1)
             counts[0] = it
             counts[1] = piv

@@ -152,7 +152,7 @@ def ppm_solve(problem: FactoredLCP, opts: PPMOptions, warm_start=None) -> Soluti
     u = np.zeros(m)
     counts = np.zeros(2, dtype=np.int64)
     max_it = opts.max_iterations if opts.max_iterations is not None else 10 * n + 100
-    code, k = K.ppm_kernel(G, q, max_it, L, rows, zb, wt, tmp, u, counts)
+    code, k = K.ppm_kernel(G, q, max_it, L, rows, zb, wt, tmp, np.zeros(m + 1), u, counts)
     z = np.zeros(n)
     z[rows[:k]] = zb[:k]
     return Solution(z=np.maximum(z, 0.0), w=np.empty(0), status=_STATUS[code], iterations=int(counts[0]),
