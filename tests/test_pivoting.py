@@ -40,10 +40,17 @@ def test_murty_hits_pivot_limit_honestly():
 
 
 def test_kostreva_degenerate_terminates():
-    """Every first ratio ties; the lexicographic rule must still terminate at z = e/3."""
-    sol = cl.solve(gen.kostreva_cycling(), method="lemke", max_pivots=50, regularize=False)
-    assert sol.success
-    np.testing.assert_allclose(sol.z, np.ones(3) / 3, atol=1e-14)
+    """Every first ratio ties; the lexicographic rule must still terminate at z = e/3, while the
+    rule without lexicography (first tied row) cycles until the pivot limit (Kostreva 1979)."""
+    for basis in ("reduced", "tableau"):
+        sol = cl.solve(gen.kostreva_cycling(), method="lemke", max_pivots=50, regularize=False, basis=basis)
+        assert sol.success and sol.pivots == 4
+        np.testing.assert_allclose(sol.z, np.ones(3) / 3, atol=1e-14)
+    cyc = cl.solve(gen.kostreva_cycling(), method="lemke", max_pivots=200, regularize=False,
+                   basis="tableau", ties="first-row")
+    assert cyc.status is cl.Status.MAX_ITERATIONS and cyc.pivots == 200
+    with pytest.raises(cl.ParamError, match="tableau"):
+        cl.solve(gen.kostreva_cycling(), method="lemke", ties="first-row")
 
 
 def test_infeasible_is_honest():

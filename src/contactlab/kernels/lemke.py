@@ -33,7 +33,7 @@ def _entering_column(v, n, M, d, Binv, col, tmp):
 
 
 @jit
-def _lexico_ratio_row(n, col, xB, Binv, basis, artificial, tol, cand, work):
+def _lexico_ratio_row(n, col, xB, Binv, basis, artificial, tol, cand, work, first_row):
     """Lexicographic minimum-ratio test; returns the leaving row, or -1 for a ray.
 
     Rows with col_i > tol compete on (xB_i, Binv[i, :]) / col_i; z0 wins any tie (termination).
@@ -62,6 +62,8 @@ def _lexico_ratio_row(n, col, xB, Binv, basis, artificial, tol, cand, work):
     for t in range(m):
         if basis[cand[t]] == artificial:
             return cand[t]
+    if first_row:  # the textbook rule without lexicography: first tied row (cycles on Kostreva's example)
+        return cand[0]
     col_k = 0
     while m > 1 and col_k < n:
         best = np.inf
@@ -100,7 +102,7 @@ def _pivot(n, r, col, xB, Binv):
 
 
 @jit
-def lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, tmp, ray):
+def lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, tmp, ray, first_row=False):
     """Lemke's method with covering vector d > 0 (Cottle-Pang-Stone §4.4, lexicographic rule).
 
     Work arrays: Binv (n, n), xB (n,), basis (n,) int64, col (n,), cand (n,) int64, work (n,), tmp (n,),
@@ -120,7 +122,7 @@ def lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, tmp, ray
     best = np.inf
     for i in range(n):
         t = q[i] / d[i]
-        if t <= best:
+        if t < best or (t == best and not first_row):
             best = t
             r = i
     if best >= 0.0:
@@ -144,7 +146,7 @@ def lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, tmp, ray
                 if a > cmax:
                     cmax = a
             tol = 1e-12 * max(1.0, cmax)
-            r = _lexico_ratio_row(n, col, xB, Binv, basis, artificial, tol, cand, work)
+            r = _lexico_ratio_row(n, col, xB, Binv, basis, artificial, tol, cand, work, first_row)
             if r < 0:
                 for k in range(2 * n + 1):
                     ray[k] = 0.0

@@ -29,7 +29,9 @@ class LemkeOptions:
     refine: one step of iterative refinement of the final basis system (tableau only); tol: certification
     tolerance; basis: "reduced" keeps only the k x k block [M_WZ d_W] of the basis and its inverse,
     updated by rank-one formulas (O(k^2 + n k) per pivot), "tableau" the full n x n basis inverse,
-    "auto" (default) runs reduced and, if its answer is not certified, the tableau."""
+    "auto" (default) runs reduced and, if its answer is not certified, the tableau; ties:
+    "lexicographic" (default, terminates on degenerate problems) or "first-row" (the rule without
+    lexicography, tableau only, kept to show cycling on Kostreva's example)."""
     covering: object = None
     max_pivots: int | None = None
     regularize: bool = True
@@ -37,6 +39,7 @@ class LemkeOptions:
     refine: bool = True
     tol: float = 1e-8
     basis: str = "auto"
+    ties: str = "lexicographic"
 
 
 def _basis_solution(n, basis, xB):
@@ -64,7 +67,7 @@ def lemke_reduced_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: 
 
 
 def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refine: bool = True,
-               basis: str = "reduced"):
+               basis: str = "reduced", first_row: bool = False):
     """Run one kernel once; returns (status, pivots, z, ray)."""
     if basis == "reduced":
         return lemke_reduced_core(M, q, d, max_pivots)
@@ -76,7 +79,7 @@ def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, ref
     cand = np.empty(n, dtype=np.int64)
     work = np.empty(n)
     ray = np.zeros(2 * n + 1)
-    code, pivots = K.lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, np.empty(n), ray)
+    code, pivots = K.lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, np.empty(n), ray, first_row)
     status = _STATUS[code]
     z = _basis_solution(n, basis, xB)
     if status is Status.SOLVED and refine and pivots > 0:
@@ -103,8 +106,13 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     max_pivots = opts.max_pivots if opts.max_pivots is not None else 50 * n + 1000
     if opts.basis not in ("auto", "reduced", "tableau"):
         raise ParamError(f"basis must be 'auto', 'reduced' or 'tableau', got {opts.basis!r}")
+    if opts.ties not in ("lexicographic", "first-row"):
+        raise ParamError(f"ties must be 'lexicographic' or 'first-row', got {opts.ties!r}")
+    first_row = opts.ties == "first-row"
+    if first_row and opts.basis != "tableau":
+        raise ParamError("ties='first-row' is implemented on the tableau only; pass basis='tableau'")
     basis = "reduced" if opts.basis == "auto" else opts.basis
-    status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, basis)
+    status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, basis, first_row)
     info: dict = {"covering": "ones" if opts.covering is None else "given", "basis": basis}
 
     def certified(st, zz):
