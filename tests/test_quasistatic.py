@@ -128,6 +128,21 @@ def test_wrench_matrix_eq1_and_null_space():
     assert np.linalg.matrix_rank(np.vstack([Z, Zp]), tol=1e-9) == 3
 
 
+def test_sparse_lifted_x_describes_the_same_polyhedron():
+    """UCP.x_lift (G x + F u = g, u free) and the projected form (A x = a, A = Z G) agree: A = Z G,
+    a = Z g with Z P = 0, and a vertex of X from the projected form satisfies the lifted equations."""
+    task = random_task(np.random.default_rng(4), 6, mu_max=1.0, n_alpha_bar=3)
+    p = build_ucp(task)
+    G, F, g = p.x_lift
+    Z = null_space_rows(task.P)
+    np.testing.assert_allclose(Z @ G.toarray(), p.A, atol=1e-12)
+    np.testing.assert_allclose(Z @ g, p.a, atol=1e-12)
+    sol = cl.solve(p, method="bilinear-lp")
+    x, _ = p.split(sol.z)
+    u = np.linalg.lstsq(F.toarray(), g - G @ x, rcond=None)[0]
+    np.testing.assert_allclose(G @ x + F @ u, g, atol=1e-9)
+
+
 def test_ucp_residuals_measure_complementarity_and_feasibility():
     A, a = np.array([[1.0, 1.0]]), np.array([1.0])
     B, b = np.array([[1.0, -1.0]]), np.array([0.5])
@@ -204,7 +219,7 @@ def test_mip_and_enumeration_agree_on_small_random_quasistatic_cases():
                                    task.g_obj + rng.normal(size=3) * 3, task.g_man, task.alpha,
                                    task.theta_dot_alpha, task.tau_alpha_bar)
         problem = build_ucp(task)
-        s_mip = cl.solve(problem, method="mip")
+        s_mip = cl.solve(problem, method="mip", tighten=bool(seed % 2))
         s_enum = cl.solve(problem, method="mode-enumeration", find_all=True)
         assert s_mip.status in (cl.Status.SOLVED, cl.Status.NO_SOLUTION)
         assert s_mip.status == s_enum.status, seed
