@@ -373,11 +373,11 @@ def bilinear_lp(problem: UCP, opts: BilinearOptions, warm_start=None) -> Solutio
 @dataclass(frozen=True)
 class MipOptions:
     """delta: least weight t of the homogenising coordinate (see :func:`mip`); tighten: compute each
-    big-M by an LP (else sigma, the bound the normalising plane gives); None = only when m <= 150
-    (2 m LPs cost more than they save on larger problems); time_limit: seconds for branch and bound."""
+    big-M by an LP (2 m warm-started LPs; else sigma, the bound the normalising plane gives; measured:
+    1 node instead of 192 at n_c = 100); time_limit: seconds for HiGHS' branch and bound."""
 
     delta: float = 1e-6
-    tighten: bool | None = None
+    tighten: bool = True
     time_limit: float = 600.0
 
     def __post_init__(self):
@@ -446,7 +446,7 @@ def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
         Ey, ey = _normalised(problem.B, np.zeros((problem.B.shape[0], 0)), problem.b, sy)
         kx = Fx.shape[1]
         Mx, My = np.full(m, sx), np.full(m, sy)
-        if opts.tighten or (opts.tighten is None and m <= 150):
+        if opts.tighten:
             for E, e, M, k in ((Ex, ex, Mx, kx), (Ey, ey, My, 0)):
                 lp = _LP(E, e, counter, n_free=k)
                 for i in range(m):
