@@ -131,12 +131,29 @@ class CollisionWorld:
                 V = None
             self.vertices.append(V)
 
-    def _snap_normal(self, res, Rs, sa, sb, cos_tol: float = 0.9995):
+    def _snap_normal(self, res, Rs, ps, sa, sb, cos_tol: float = 0.9995):
         """EPA's normal for barely overlapping faces can be off by ~1e-3 rad, and coal's patch then
         shrinks to one point; snap it to the nearest face normal of a box in the pair when within
         ~1.8 degrees (the exact separating axis of touching faces)."""
         c = res.getContact(0)
         n = np.asarray(c.normal, dtype=np.float64)
+        if self.shape_kind_box[sa] and self.shape_kind_box[sb]:
+            # box-box: the face axis of least overlap (separating-axis test over the 6 face normals);
+            # EPA's normal is unreliable at depths ~1e-11 (it can point 45 degrees off)
+            ha, hb = 0.5 * np.asarray(self.model.shapes[sa][1].size), 0.5 * np.asarray(self.model.shapes[sb][1].size)
+            axes = np.vstack([Rs[sa].T, Rs[sb].T])
+            dvec = ps[sb] - ps[sa]
+            ra = np.abs(axes @ Rs[sa]) @ ha
+            rb = np.abs(axes @ Rs[sb]) @ hb
+            dist = axes @ dvec
+            overlap = ra + rb - np.abs(dist)
+            i = int(np.argmin(overlap))
+            if overlap[i] <= -float(c.penetration_depth) + 1e-6:
+                c.normal = (1.0 if dist[i] >= 0 else -1.0) * axes[i]
+                out = coal.CollisionResult()
+                out.addContact(c)
+                return out
+            return res
         cands = [Rs[k].T for k in (sa, sb) if self.shape_kind_box[k]]
         axes = np.vstack(cands)
         dots = axes @ n
@@ -237,7 +254,7 @@ class CollisionWorld:
             if not res.isCollision():
                 continue
             if self.shape_kind_box[sa] or self.shape_kind_box[sb]:
-                res = self._snap_normal(res, Rs, sa, sb)
+                res = self._snap_normal(res, Rs, ps, sa, sb)
             pres = coal.ContactPatchResult(self.patch_request)
             coal.computeContactPatch(ga, Ta, gb, Tb, res, self.patch_request, pres)
             for ip in range(pres.numContactPatches()):
