@@ -28,6 +28,14 @@ class Problem:
     def scale(self) -> float:
         return 1.0
 
+    def is_trivial(self) -> bool:
+        """Whether z = 0 solves the problem exactly (checked by ``solve()`` before dispatch)."""
+        import numpy as np
+        if self.n == 0:
+            return True
+        r = self.residuals(np.zeros(self.n))
+        return r.natural == 0.0 and r.infeasibility == 0.0
+
     def lcp_reduction(self) -> tuple["Problem", Callable[[np.ndarray], np.ndarray]]:
         raise NotImplementedError(f"{type(self).__name__} has no reduction to a standard LCP")
 

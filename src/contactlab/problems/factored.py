@@ -65,6 +65,9 @@ class FactoredLCP(Problem):
     def residuals(self, z) -> Residuals:
         return lcp_residuals(z, self.w(z))
 
+    def is_trivial(self) -> bool:
+        return self.n == 0 or float(self.q.min()) >= 0.0
+
     def scale(self) -> float:
         return max(1.0, float(np.max(np.abs(self.q), initial=0.0)))
 

@@ -20,6 +20,7 @@ class LCP(Problem):
         self.M = as_matrix("M", M, square=True)
         self.q = as_vector("q", q, self.M.shape[0])
         self.n = self.q.shape[0]
+        self._scale = None
 
     @property
     def is_sparse(self) -> bool:
@@ -32,10 +33,15 @@ class LCP(Problem):
         return lcp_residuals(z, self.w(z))
 
     def scale(self) -> float:
-        return max(1.0, float(np.max(np.abs(self.q), initial=0.0)))
+        if self._scale is None:
+            self._scale = max(1.0, float(np.max(np.abs(self.q), initial=0.0)))
+        return self._scale
 
     def lcp_reduction(self):
         return self, lambda z: z
+
+    def is_trivial(self) -> bool:
+        return self.n == 0 or float(self.q.min()) >= 0.0
 
     def dense_M(self) -> np.ndarray:
         return self.M.toarray() if self.is_sparse else self.M

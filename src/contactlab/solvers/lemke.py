@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import ParamError
 from ..kernels import lemke as K
 from ..problems import LCP
-from ..problems.residual import lcp_residuals
+from ..problems.residual import lcp_natural_residual
 from ..solution import Solution, Status
 from .registry import register
 
@@ -85,8 +85,7 @@ def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, ref
     if status is Status.SOLVED and refine and pivots > 0:
         K.refine_basis(M, q, d, basis, xB, Binv, work)
         zr = _basis_solution(n, basis, xB)
-        if np.all(np.isfinite(zr)) and (lcp_residuals(zr, M @ zr + q).natural
-                                        <= lcp_residuals(z, M @ z + q).natural):
+        if lcp_natural_residual(zr, M @ zr + q) <= lcp_natural_residual(z, M @ z + q):
             z = zr
     return status, int(pivots), z, ray
 
@@ -115,18 +114,17 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, basis, first_row)
     info: dict = {"covering": "ones" if opts.covering is None else "given", "basis": basis}
 
-    def certified(st, zz):
-        return st is Status.SOLVED and lcp_residuals(zz, M @ zz + q).natural <= opts.tol * problem.scale()
-
-    if opts.basis == "auto" and not certified(status, z):
+    residual = lcp_natural_residual(z, M @ z + q)
+    if opts.basis == "auto" and not (status is Status.SOLVED and residual <= opts.tol * problem.scale()):
         # degenerate, ill-conditioned problems: rank-one updates of the small inverse can drift
         # where the full tableau does not (ties are then broken differently); retry once
         info["reduced_attempt"] = {"status": status.name, "pivots": pivots}
         st2, pv2, z2, ray2 = lemke_core(M, q, d, max_pivots, opts.refine, "tableau")
         pivots += pv2
         status, z, ray = st2, z2, ray2
+        residual = lcp_natural_residual(z, M @ z + q)
         info["basis"] = "tableau"
-    if status is Status.SOLVED and lcp_residuals(z, M @ z + q).natural > max(opts.tol, 1e-6) * problem.scale():
+    if status is Status.SOLVED and residual > max(opts.tol, 1e-6) * problem.scale():
         status = Status.NUMERICAL_FAILURE  # uncertifiable: let the regularised retries try
     if status is Status.RAY_TERMINATION:
         info["ray"] = {"z": ray[n:2 * n].copy(), "w": ray[:n].copy(), "z0": float(ray[2 * n])}
@@ -137,7 +135,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
         for eps in opts.reg_eps:
             st, pv, zr, _ = lemke_core(M + (eps * scale) * np.eye(n), q, d, max_pivots, opts.refine, "tableau")
             total += pv
-            res = lcp_residuals(zr, M @ zr + q).natural
+            res = lcp_natural_residual(zr, M @ zr + q)
             tries.append({"eps": eps * scale, "status": st.name, "pivots": pv, "residual_on_original": res})
             if st is Status.SOLVED and res <= opts.tol * problem.scale():
                 status, z = Status.SOLVED, zr

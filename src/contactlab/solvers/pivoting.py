@@ -10,7 +10,7 @@ import scipy.linalg as sla
 from ..errors import ParamError
 from ..kernels import pivoting as K
 from ..problems import LCP, FactoredLCP
-from ..problems.residual import lcp_residuals
+from ..problems.residual import lcp_natural_residual, lcp_residuals
 from ..problems.validation import to_dense
 from ..solution import Solution, Status
 from .registry import register
@@ -114,8 +114,8 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
     if status is Status.SOLVED and opts.refine and k:
         zr = z.copy()
         K.refine_active(M, q, zr, idx, k, Minv, sym, work[0], work[1])
-        if np.all(zr[idx[:k]] >= 0) and (lcp_residuals(zr, M @ zr + q).natural
-                                         <= lcp_residuals(z, M @ z + q).natural):
+        if np.all(zr[idx[:k]] >= 0) and (lcp_natural_residual(zr, M @ zr + q)
+                                         <= lcp_natural_residual(z, M @ z + q)):
             z = zr
     info["active_set"] = np.sort(idx[:k]).copy()
     return Solution(z=np.maximum(z, 0.0), w=np.empty(0), status=status, iterations=int(counts[0]),

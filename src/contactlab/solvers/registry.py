@@ -155,10 +155,8 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
                          f"{[s.name for s in _REGISTRY.values() if s.warm_start]}")
     opts = spec.make_options(options)
     t0 = time.perf_counter()
-    z0 = np.zeros(problem.n)
-    res0 = problem.residuals(z0) if problem.n else None
-    if problem.n == 0 or (res0.natural == 0.0 and res0.infeasibility == 0.0):
-        sol = Solution(z=z0, w=np.zeros(0), status=Status.TRIVIAL, method=method)
+    if problem.is_trivial():
+        sol = Solution(z=np.zeros(problem.n), w=np.zeros(0), status=Status.TRIVIAL, method=method)
     else:
         if isinstance(problem, spec.problems):
             target, lift = problem, None
