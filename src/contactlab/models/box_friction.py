@@ -34,6 +34,7 @@ class Options:
     coupling: str = "current"
     cfm: float = 1e-8
     new_contact_bound: float = 0.0
+    dense_max: int = 600
 
     def __post_init__(self):
         if self.coupling not in ("current", "previous"):
@@ -57,7 +58,8 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
     o_a, o_l, o_n, o_s, o_t, n = _layout(sys)
     nc = sys.nc
     H = sp.vstack([sys.J, sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
-    Mat = dense(H @ sys.Minv @ H.T) + (options.cfm + sys.cfm) * np.eye(n)
+    Mat = H @ sys.Minv @ H.T + (options.cfm + sys.cfm) * sp.eye(n, format="csr")
+    Mat = dense(Mat) if n <= options.dense_max else sp.csr_matrix(Mat)
     rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * nc)])
     q = H @ sys.v_free() - rhs
     lo = np.concatenate([np.full(sys.nj, -np.inf), -sys.a_max, np.zeros(sys.nl + nc), np.zeros(2 * nc)])
