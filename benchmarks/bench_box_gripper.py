@@ -37,7 +37,7 @@ def markdown(rows) -> str:
         out.append(f"| {r['model']} | {r['method']} | {r['steps']} | {r['lcp_variables']:.0f} ({pv}) | "
                    f"{r['total_s_mean']:.3f} ± {r['total_s_std']:.3f} | {1e3 * r['per_step_s']:.1f} | "
                    f"{1e3 * r['model_per_step_s']:.2f} | {1e3 * r['solve_per_step_s']:.2f} | "
-                   f"{'held' if r['held'] else 'DROPPED'} | {r['drift_m']:.2e} m | "
+                   f"{'held' if r['held'] else 'DROPPED'} ({r['held_trials']}/{r['trials']}) | {r['drift_m']:.2e} m | "
                    f"{', '.join(f'{k} {v}' for k, v in sorted(r['statuses'].items()))} | {ptxt} |")
     return "\n".join(out)
 

@@ -25,7 +25,7 @@ def run(ctx) -> str:
                       f"{r['lcp_variables']:.0f} ({PAPER_LCP_VARIABLES.get(r['model'], '-')})",
                       f"{r['total_s_mean']:.3f} ± {r['total_s_std']:.3f}", f"{1e3 * r['per_step_s']:.1f}",
                       f"{1e3 * r['model_per_step_s']:.2f}", f"{1e3 * r['solve_per_step_s']:.2f}",
-                      "held" if r["held"] else "dropped", f"{r['drift_m']:.1e}",
+                      f"{'held' if r['held'] else 'dropped'} ({r['held_trials']}/{r['trials']})", f"{r['drift_m']:.1e}",
                       ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items())),
                       f"{paper[0]:.2f} ± {paper[1]:.2f}" if paper and r["steps"] == 10 else ""])
     by = {(r["model"], r["method"], r["steps"]): r for r in rows}
@@ -51,8 +51,9 @@ def run(ctx) -> str:
         "'model ms/step' is the contact model's build + solve + recover alone), "
         f"mean ± sd over {trials} trial(s), BLAS on one thread. LCP variables in parentheses: the paper's. "
         "Stewart-Trinkle's count includes 4 motor variables (216 contact variables); no-slip, viscous "
-        "and Trinkle-Pang apply the saturated actuators as forces. 'held': every held box moved vertically "
-        "less than 1 mm. The paper's second no-slip solver was MATLAB's active-set quadprog; here "
+        "and Trinkle-Pang apply the saturated actuators as forces. 'held (k/N)': in k of N trials every "
+        "held box moved vertically less than 1 mm; the drift column is the worst trial. The paper's "
+        "second no-slip solver was MATLAB's active-set quadprog; here "
         "contactlab's `qp` method (when registered) and the Cottle-Dantzig principal pivoting method (an "
         "active-set method for the PSD LCP) stand in.",
         "",

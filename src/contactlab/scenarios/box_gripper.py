@@ -264,7 +264,8 @@ def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup:
                              "model_per_step_s": float(np.mean([r.model_time_s for r in runs]) / n),
                              "statuses": {k: max(r.statuses.get(k, 0) for r in runs)
                                           for k in set().union(*(r.statuses for r in runs))},
-                             "held": all(r.held for r in runs), "drift_m": max(r.drift_m for r in runs),
+                             "held": all(r.held for r in runs), "held_trials": sum(r.held for r in runs),
+                             "drift_m": max(r.drift_m for r in runs),
                              "errors": [r.error for r in runs if r.error],
                              "solver_failures": max(r.solver_failures for r in runs)})
     return rows
