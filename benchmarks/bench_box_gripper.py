@@ -86,6 +86,46 @@ def find_indices_timing(sizes=((24, 36), (60, 100), (120, 200)), repeats: int = 
     return "\n".join(out)
 
 
+def solver_only_timing(steps: int = 10, repeats: int = 20) -> str:
+    """Best-of-``repeats`` solve times on the problems of one run (robust to a loaded machine):
+    Stewart-Trinkle's LCP with Lemke vs the no-slip factored LCP with ppm / dantzig / qp."""
+    import time
+
+    import numpy as np
+
+    from contactlab import solve
+    from contactlab.scenarios.box_gripper import _blas_one_thread, make_simulator
+
+    def problems(model, method):
+        sim = make_simulator(model, method)
+        out = []
+        for _ in range(steps):
+            sim.step()
+            out.append(sim.last_problem)
+        return out
+
+    rows = ["| model | method | LCP variables | best solve ms (mean over steps) | pivots/iterations |",
+            "|---|---|---|---|---|"]
+    with _blas_one_thread():
+        cases = [("stewart-trinkle", "lemke"), ("no-slip", "ppm"), ("no-slip", "dantzig")]
+        if "qp" in available_solvers():
+            cases.append(("no-slip", "qp"))
+        for model, method in cases:
+            probs = problems(model, method)
+            best, piv = [], []
+            for p in probs:
+                solve(p, method)
+                t_best = np.inf
+                for _ in range(repeats):
+                    t = time.perf_counter()
+                    sol = solve(p, method)
+                    t_best = min(t_best, time.perf_counter() - t)
+                best.append(t_best)
+                piv.append(max(sol.pivots, sol.iterations))
+            rows.append(f"| {model} | {method} | {probs[0].n} | {1e3 * np.mean(best):.3f} | {np.mean(piv):.1f} |")
+    return "\n".join(rows)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, nargs="+", default=[10, 100])
@@ -93,7 +133,12 @@ def main(argv=None):
     ap.add_argument("--json", default=None, help="write the rows as JSON (atomically)")
     ap.add_argument("--find-indices", action="store_true", help="also time FIND-INDICES (incremental vs refactor)")
     ap.add_argument("--find-indices-only", action="store_true", help="only the FIND-INDICES timing")
+    ap.add_argument("--solver-only", action="store_true", help="only best-of-20 solve times per method")
     args = ap.parse_args(argv)
+    if args.solver_only:
+        print("## Solver alone (best of 20 per problem)\n")
+        print(solver_only_timing())
+        return
     if args.find_indices or args.find_indices_only:
         print("## FIND-INDICES\n")
         print(find_indices_timing())
