@@ -155,7 +155,7 @@ def main(argv=None):
     ap.add_argument("--scenes", nargs="+", default=["stack", "pile"])
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--budget", type=float, default=60.0, help="seconds per configuration")
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks-sim.md")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks-sim-raw.md")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args(argv)
     rows = []
@@ -190,7 +190,9 @@ def main(argv=None):
               f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n")
     print(table)
-    return rows, header + "\n" + table
+    text = "# Simulation benchmark (raw table)\n\n" + header + "\n" + table + "\n"
+    atomic_write(a.out, lambda tmp: Path(tmp).write_text(text))
+    return rows, text
 
 
 if __name__ == "__main__":
