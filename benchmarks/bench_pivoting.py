@@ -359,6 +359,13 @@ def report(cases, results, peers, args, elapsed, errors=(), too_slow=()):
         "of a random stack of 3D boxes, 4 contacts per face pair; size = boxes), `box-stack-25` (same with a 5 x 5 "
         "contact grid per face pair, so n >= 4m), `murty` (Murty's example, 2^n Lemke pivots).",
         "",
+        "'Ended on a ray' counts, per peer, the runs that stopped on a secondary ray before the pivot limit "
+        "(Siconos: info != 0 with fewer iterations than the limit; QuantEcon: status 2; ours: RAY_TERMINATION). "
+        "A run can end on a ray and still return a certified answer (res <= 1e-6): on the degenerate "
+        "friction-pyramid LCPs z0 often reaches ~1e-16 without leaving the basis, so the final point already "
+        "solves the LCP. Pivot counts for Siconos are its reported iterations (the first z0 pivot not counted), "
+        "so Murty's example shows 2^n - 1 there and 2^n for contactlab and QuantEcon.",
+        "",
     ]
     for fam in families:
         keys = sorted(k for k in table if k[0] == fam)
