@@ -128,3 +128,21 @@ def test_viscous_in_the_simulator_decays_slip_geometrically():
         slip.append((sim.last_system.S @ sim.data.velocity_vector(sim.model))[0])
     np.testing.assert_allclose(np.array(slip[1:]) / np.array(slip[:-1]), 1 - 3.5 * 0.01 * 0.5 / 2.0, rtol=1e-9)
     assert abs(sim.data.position[sim.model.index("body"), 2] - 0.1) < 1e-9   # stays on the ground
+
+
+def test_viscous_rk4_in_the_simulator_has_the_rk4_amplification_factor():
+    """Linear slip decay du/dt = -lambda u: one RK4 step multiplies u by 1 - z + z^2/2 - z^3/6 + z^4/24,
+    z = h lambda, lambda = 3.5 mu_v / m (sphere); semi-implicit Euler by 1 - z."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim.simulator import Simulator
+    mu_v, m, h = 20.0, 2.0, 0.01
+    z = h * 3.5 * mu_v / m
+    for integrator, factor in (("rk4", 1 - z + z**2 / 2 - z**3 / 6 + z**4 / 24), ("euler", 1 - z)):
+        sim = Simulator(make_scene("incline", shape="sphere", angle_deg=0.0, speed=1.0, mass=m, size=0.2),
+                        model="viscous", model_options={"mu_v": mu_v, "integrator": integrator})
+        slip = []
+        for _ in range(3):
+            rec = sim.step()
+            assert rec.success and sim.data.result.info["stage_failures"] == 0
+            slip.append((sim.last_system.S @ sim.data.velocity_vector(sim.model))[0])
+        np.testing.assert_allclose(np.array(slip[1:]) / np.array(slip[:-1]), factor, rtol=1e-9)

@@ -146,35 +146,58 @@ DESCRIPTION = "acceleration level, tangential force -mu_v v_t, normal LCP only, 
 
 @dataclass(frozen=True)
 class Options:
-    """mu_v: viscous coefficient (N s/m) at every contact; tol: FIND-INDICES threshold; cfm as no-slip's.
+    """mu_v: viscous coefficient (N s/m) at every contact; tol: FIND-INDICES threshold; cfm as no-slip's;
+    integrator: "euler" or "rk4"; stage_method: solver of RK4's first three stages.
 
-    In a time step the model is integrated by semi-implicit Euler, v+ = v + h a, and its normal rows
-    are N a + (N v + n_bias)/h >= 0 (N v+ + n_bias >= 0), so an approaching contact receives the
-    inelastic impulse h f_n in the same LCP (viscous friction, a finite force, has no impulse);
-    joints: J a = (j_rhs - J v)/h."""
+    "euler" (semi-implicit Euler): v+ = v + h a, with normal rows N a + (N v + n_bias)/h >= 0
+    (N v+ + n_bias >= 0), so an approaching contact receives the inelastic impulse h f_n in the same
+    LCP (viscous friction, a finite force, has no impulse); joints: J a = (j_rhs - J v)/h.
+    "rk4": classical Runge-Kutta on the velocity over the step with the contact geometry of the step
+    start (the simulator then moves positions with v+): stages a_i = a(v_i) each solve the contact
+    LCP (rows as above, at the stage velocity), the first three with ``stage_method`` inside
+    ``build``, the fourth by the simulator's method; v+ = v + h (a1 + 2 a2 + 2 a3 + a4) / 6. A stage
+    whose solve is not certified makes the step's info["stage_failures"] nonzero."""
     mu_v: float = 0.1
     tol: float = 1e-9
     cfm: float = 0.0
+    integrator: str = "euler"
+    stage_method: str = "ppm"
 
 
-def build(sys, options: Options | None = None):
-    from .noslip import _dense, motor_forces
-    o = options or Options()
+def _stage(sys, o, v, f_motor):
+    from .noslip import _dense
     m, h = sys.ndof, sys.h
-    Nn = _dense(sys.N).reshape(-1, m)
     L = _dense(sys.L).reshape(-1, m)
-    U = np.vstack([L, Nn])
+    U = np.vstack([L, _dense(sys.N).reshape(-1, m)])
     J = _dense(sys.J).reshape(-1, m)
-    bias = (U @ sys.v + np.concatenate([sys.l_bias, sys.n_bias])) / h
-    f_motor, _ = motor_forces(sys)
+    bias = (U @ v + np.concatenate([sys.l_bias, sys.n_bias])) / h
     # viscous friction acts at the contacts only: zero rows for the limit rows
     S = np.vstack([np.zeros_like(L), _dense(sys.S).reshape(-1, m)])
     T = np.vstack([np.zeros_like(L), _dense(sys.T).reshape(-1, m)])
-    built = build_viscous(_dense(sys.M), sys.v, sys.f + f_motor, U, S, T, o.mu_v, J,
-                          J_rhs=(sys.j_rhs - J @ sys.v) / h, normal_bias=bias, cfm=float(sys.cfm + o.cfm),
-                          tol=o.tol)
+    return build_viscous(_dense(sys.M), v, sys.f + f_motor, U, S, T, o.mu_v, J,
+                         J_rhs=(sys.j_rhs - J @ v) / h, normal_bias=bias, cfm=float(sys.cfm + o.cfm), tol=o.tol)
+
+
+def build(sys, options: Options | None = None):
+    from ..solvers import solve
+    from .noslip import motor_forces
+    o = options or Options()
+    if o.integrator not in ("euler", "rk4"):
+        raise ModelError(f"integrator must be 'euler' or 'rk4', got {o.integrator!r}")
+    f_motor, _ = motor_forces(sys)
+    stages, failures = [], 0
+    v = sys.v
+    if o.integrator == "rk4":
+        for w in (0.5, 0.5, 1.0):
+            b = _stage(sys, o, v, f_motor)
+            sol = solve(b.problem, method=o.stage_method)
+            failures += not sol.success
+            res = recover_viscous(b, sol.z)
+            stages.append(res)
+            v = sys.v + w * sys.h * res.accel
+    built = _stage(sys, o, v, f_motor)
     problem = built.problem
-    problem.model_data = built
+    problem.model_data = (built, stages, failures)
     problem.row_groups = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
     return problem
 
@@ -182,14 +205,19 @@ def build(sys, options: Options | None = None):
 def recover(sys, problem, solution, options: Options | None = None):
     from .common import StepResult, contact_modes
     from .noslip import motor_forces, motor_saturated
-    built = problem.model_data
+    built, stages, failures = problem.model_data
     res = recover_viscous(built, solution.z)
     h, nl = sys.h, sys.nl
-    v_next = sys.v + h * res.accel
-    normal = h * res.normal[nl:]
+    parts = stages + [res]
+    wts = [1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6] if stages else [1.0]
+    mix = lambda get: sum(w * get(r) for w, r in zip(wts, parts))
+    v_next = sys.v + h * mix(lambda r: r.accel)
+    normal_all = h * mix(lambda r: r.normal)
+    normal = normal_all[nl:]
     _, motor = motor_forces(sys)
     return StepResult(v_next=v_next, normal=normal,
-                      tangent=h * np.column_stack([res.tangent_s[nl:], res.tangent_t[nl:]]),
-                      joint=h * res.joint, limit=h * res.normal[:nl], motor=motor,
+                      tangent=h * np.column_stack([mix(lambda r: r.tangent_s)[nl:], mix(lambda r: r.tangent_t)[nl:]]),
+                      joint=h * mix(lambda r: r.joint), limit=normal_all[:nl], motor=motor,
                       modes=contact_modes(sys, v_next, normal),
-                      info={"forces": res.normal, "motor_saturated": motor_saturated(sys, v_next, motor)})
+                      info={"forces": res.normal, "stage_failures": failures,
+                            "motor_saturated": motor_saturated(sys, v_next, motor)})
