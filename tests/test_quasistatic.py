@@ -263,6 +263,17 @@ def test_table1_problem_with_effort_control_decided():
         _check_solution(task, problem, b)
 
 
+def test_mip_heuristic_first_keeps_the_decision():
+    for k, expect in ((2, cl.Status.SOLVED), (4, cl.Status.NO_SOLUTION)):
+        task = data_set(k)
+        problem = build_ucp(task)
+        s = cl.solve(problem, method="mip", heuristic_first=True)
+        assert s.status == expect
+        if expect == cl.Status.SOLVED:
+            assert s.info["decided_by"] == "bilinear-lp"
+            _check_solution(task, problem, s)
+
+
 def test_bilinear_lp_original_variant_and_options():
     problem = build_ucp(data_set(4))
     s = cl.solve(problem, method="bilinear-lp", variant="original", max_restarts=5)

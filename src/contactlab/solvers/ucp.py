@@ -379,6 +379,7 @@ class MipOptions:
     delta: float = 1e-6
     tighten: bool = True
     time_limit: float = 600.0
+    heuristic_first: bool = False   # try bilinear-lp (3 restarts) first; the MIP only if it finds nothing
 
     def __post_init__(self):
         if not 1e-7 <= self.delta < 0.5:
@@ -420,6 +421,11 @@ def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
     layout (``UCP.contacts``) the binaries of a contact are restricted to its four modes
     (z_t+ >= z_n, z_t- >= z_n, z_t+ + z_t- <= 1 + z_n), which keeps a solution whenever one exists.
     """
+    if opts.heuristic_first:
+        first = bilinear_lp(problem, BilinearOptions(max_restarts=3), None)
+        if first.status == Status.SOLVED and problem.residuals(first.z).natural <= 1e-6 * problem.scale():
+            first.info.update(decided_by="bilinear-lp", nodes=0)
+            return first
     counter = {"lps": 0, "simplex_iterations": 0}
     setup = _setup(problem, counter)
     m = problem.m
