@@ -160,20 +160,22 @@ def test_impact_with_pyramid_friction_stops_a_sliding_point():
     np.testing.assert_allclose(res.v_next, [0.5, 0, 0], atol=1e-12)
 
 
-def test_simulator_box_on_incline_slides_with_coulomb_acceleration():
-    """Through the simulator (semi-implicit Euler): a box released on a 30 degree slope with mu = 0.3
-    moves with a = g (sin - mu cos) within 1%; at 20 degrees with mu = 0.5 it stays."""
+@pytest.mark.parametrize("integrator", ["euler", "rk4"])
+def test_simulator_box_on_incline_slides_with_coulomb_acceleration(integrator):
+    """Through the simulator (semi-implicit Euler or RK4): a box released on a 30 degree slope with
+    mu = 0.3 moves with a = g (sin - mu cos) within 1%; at 20 degrees with mu = 0.5 it stays."""
     from contactlab.scenarios import make_scene
     from contactlab.sim.simulator import Simulator
-    sim = Simulator(make_scene("incline", angle_deg=30.0, mu=0.3), model="trinkle-pang")
+    opts = {"integrator": integrator}
+    sim = Simulator(make_scene("incline", angle_deg=30.0, mu=0.3), model="trinkle-pang", model_options=opts)
     i = sim.model.index("body")
     for _ in range(30):
-        assert sim.step().success
+        assert sim.step().success and sim.data.result.info["stage_failures"] == 0
     th = np.radians(30.0)
     down = np.array([np.cos(th), 0.0, -np.sin(th)])
     a = float(sim.data.linear_velocity[i] @ down) / sim.data.time
     assert abs(a - G * (np.sin(th) - 0.3 * np.cos(th))) < 0.01 * G * (np.sin(th) - 0.3 * np.cos(th))
-    sim = Simulator(make_scene("incline", angle_deg=20.0, mu=0.5), model="trinkle-pang")
+    sim = Simulator(make_scene("incline", angle_deg=20.0, mu=0.5), model="trinkle-pang", model_options=opts)
     p0 = sim.data.position[i].copy()
     for _ in range(30):
         assert sim.step().success

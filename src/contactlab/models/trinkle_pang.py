@@ -382,15 +382,18 @@ class Options:
     The quadratic-cone refinement needs several solves per step and is available as
     :func:`solve_trinkle_pang_cone`, not here. Inconsistent steps (Painleve) are solver failures.
     cfm: added to every complementarity row's diagonal (with settings.cfm), as stewart-trinkle does:
-    the pyramid LCP of coplanar contact points is degenerate."""
+    the pyramid LCP of coplanar contact points is degenerate. integrator: "euler" or "rk4" (as
+    viscous's: stages at the step's contact geometry, the first three solved in ``build`` with
+    ``stage_method``; a failed stage counts in info["stage_failures"])."""
     slip_tol: float = 1e-4
     sliding_law: str = "pyramid"
     cfm: float = 1e-6
+    integrator: str = "euler"
+    stage_method: str = "lemke"
 
 
-def build(sys, options: Options | None = None):
-    from .noslip import _dense, motor_forces
-    o = options or Options()
+def _stage(sys, o, v, f_motor):
+    from .noslip import _dense
     m, h, nl = sys.ndof, sys.h, sys.nl
     L = _dense(sys.L).reshape(-1, m)
     U = np.vstack([L, _dense(sys.N).reshape(-1, m)])
@@ -398,13 +401,33 @@ def build(sys, options: Options | None = None):
     T = np.vstack([np.zeros_like(L), _dense(sys.T).reshape(-1, m)])
     mu = np.concatenate([np.zeros(nl), sys.mu])
     J = _dense(sys.J).reshape(-1, m)
+    bias = (U @ v + np.concatenate([sys.l_bias, sys.n_bias])) / h
+    return build_trinkle_pang(_dense(sys.M), v, sys.f + f_motor, U, S, T, mu, J, d=sys.d, normal_bias=bias,
+                              slip_tol=o.slip_tol, sliding_law=o.sliding_law, j_rhs=(sys.j_rhs - J @ v) / h,
+                              tangent_v=v / h, cfm=float(sys.cfm + o.cfm))
+
+
+def build(sys, options: Options | None = None):
+    from ..solvers import solve
+    from .noslip import motor_forces
+    o = options or Options()
+    if o.integrator not in ("euler", "rk4"):
+        raise ModelError(f"integrator must be 'euler' or 'rk4', got {o.integrator!r}")
     f_motor, _ = motor_forces(sys)
-    bias = (U @ sys.v + np.concatenate([sys.l_bias, sys.n_bias])) / h
-    built = build_trinkle_pang(_dense(sys.M), sys.v, sys.f + f_motor, U, S, T, mu, J, d=sys.d, normal_bias=bias,
-                               slip_tol=o.slip_tol, sliding_law=o.sliding_law, j_rhs=(sys.j_rhs - J @ sys.v) / h,
-                               tangent_v=sys.v / h, cfm=float(sys.cfm + o.cfm))
+    stages, failures = [], 0
+    v = sys.v
+    if o.integrator == "rk4":   # as viscous's "rk4": stages at the step's contact geometry
+        for w in (0.5, 0.5, 1.0):
+            b = _stage(sys, o, v, f_motor)
+            sol = solve(b.problem, method=o.stage_method)
+            failures += not sol.success
+            res = recover_pyramid(b, sol)
+            stages.append(res)
+            v = sys.v + w * sys.h * res.accel
+    built = _stage(sys, o, v, f_motor)
     problem = built.problem
-    problem.model_data = built
+    problem.model_data = (built, stages, failures)
+    nl = sys.nl
     problem.row_groups = {"limit": slice(0, nl), "normal": slice(nl, nl + sys.nc),
                           "friction": slice(nl + sys.nc, problem.n)}
     return problem
@@ -413,15 +436,19 @@ def build(sys, options: Options | None = None):
 def recover(sys, problem, solution, options: Options | None = None):
     from .common import StepResult, contact_modes
     from .noslip import motor_forces, motor_saturated
-    built = problem.model_data
+    built, stages, failures = problem.model_data
     res = recover_pyramid(built, solution)
     h, nl = sys.h, sys.nl
-    v_next = sys.v + h * res.accel
+    parts = stages + [res]
+    wts = [1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6] if stages else [1.0]
+    mix = lambda get: sum(w * get(r) for w, r in zip(wts, parts))
+    v_next = sys.v + h * mix(lambda r: r.accel)
     _, motor = motor_forces(sys)
-    normal = h * res.normal[nl:]
+    normal_all = h * mix(lambda r: r.normal)
+    normal = normal_all[nl:]
     return StepResult(v_next=v_next, normal=normal,
-                      tangent=h * np.column_stack([res.tangent_s[nl:], res.tangent_t[nl:]]),
-                      joint=h * res.joint, limit=h * res.normal[:nl], motor=motor,
+                      tangent=h * np.column_stack([mix(lambda r: r.tangent_s)[nl:], mix(lambda r: r.tangent_t)[nl:]]),
+                      joint=h * mix(lambda r: r.joint), limit=normal_all[:nl], motor=motor,
                       modes=contact_modes(sys, v_next, normal),
-                      info={"sliding": built.sliding[built.sliding >= nl] - nl,
+                      info={"sliding": built.sliding[built.sliding >= nl] - nl, "stage_failures": failures,
                             "motor_saturated": motor_saturated(sys, v_next, motor)})
