@@ -402,23 +402,27 @@ def report(cases, results, peers, args, elapsed, errors=(), too_slow=()):
     excluded = defaultdict(list)
     for fam in families:
         keys = sorted(k for k in table if k[0] == fam)
+        fam_cases = [c for c in cases if c.family == fam]
         for a, b in [("lemke", p) for p in ("siconos-lemke", "quantecon", "drake-moby")] + \
                 [("dantzig", "lemke"), ("ppm", "dantzig")]:
-            both = [k for k in keys if a in table[k][2] and b in table[k][2]]
-            good = [k for k in both if all_solved(table[k][2][a]) and all_solved(table[k][2][b])]
+            both = [c for c in fam_cases if (c.name, a) in results and (c.name, b) in results]
+            good = [c for c in both if results[(c.name, a)].residual <= SOLVED_TOL
+                    and results[(c.name, b)].residual <= SOLVED_TOL]
             name = b if a == "lemke" and b != "lemke" else f"{a}/{b}"
             if good:
-                fam_ratios[name][fam] = geomean([table[k][2][a]["time"] / table[k][2][b]["time"] for k in good])
+                fam_ratios[name][fam] = geomean([float(np.median(results[(c.name, a)].times)) /
+                                                 float(np.median(results[(c.name, b)].times)) for c in good])
             if len(good) < len(both):
-                excluded[name].append(f"{fam} sizes {[k[1] for k in both if k not in good]}")
-    header = ["ratio (geomean over sizes)"] + families + ["geomean over families"]
+                excluded[name].append(f"{fam} {len(both) - len(good)}/{len(both)}")
+    header = ["time ratio (geomean over instances)"] + families + ["geomean over families"]
     for name, d in fam_ratios.items():
         label = f"lemke/{name}" if "/" not in name else name
         ratio_rows.append([label] + [f"{d[f]:.3g}" if f in d else "-" for f in families] +
                           [f"{geomean(list(d.values())):.3g}"])
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in ratio_rows]
-    lines += ["", "Ratios use only sizes where both methods solved every instance (res <= 1e-6); left out: " +
+    lines += ["", "Ratios are geometric means over the instances of a family (all sizes) that both methods solved "
+              "(res <= 1e-6), each the ratio of the two per-instance median times; instances left out: " +
               ("; ".join(f"{('lemke/' + n) if '/' not in n else n}: {', '.join(v)}" for n, v in excluded.items())
                or "none") + ".", ""]
     # per size ratios for ppm vs dantzig
