@@ -163,9 +163,7 @@ def make_simulator(model: str = "no-slip", method: str | None = None, *, contact
     ``fallback`` is off by default: each method is measured alone, as in the paper."""
     from ..sim.simulator import Simulator
     scene = build(**scene_params)
-    import inspect
-    kw = {"fallback": fallback} if "fallback" in inspect.signature(Simulator).parameters else {}
-    sim = Simulator(scene, model=model, method=method, solver_options=solver_options, **kw)
+    sim = Simulator(scene, model=model, method=method, solver_options=solver_options, fallback=fallback)
     if contacts == "grid":
         order = [b.name for b in scene.bodies]
         size = float(scene.bodies[0].shapes[0].size[0])
@@ -197,10 +195,11 @@ def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: in
     drift = float(np.max(np.abs(z0 - sim.data.position[held, 2])))
     if not np.isfinite(drift):
         drift = float("inf")
+    mean = lambda xs: float(np.mean(xs)) if xs else float("nan")
     return GripperRun(model=model, method=sim.method, steps=int(steps),
-                      contacts_mean=float(np.mean([r.contacts for r in records])),
-                      lcp_variables_mean=float(np.mean([r.lcp_size for r in records])),
-                      time_per_step_s=total / max(1, steps), total_time_s=total,
+                      contacts_mean=mean([r.contacts for r in records]),
+                      lcp_variables_mean=mean([r.lcp_size for r in records]),
+                      time_per_step_s=total / max(1, len(records)), total_time_s=total,
                       solve_time_s=float(sum(r.solve_time for r in records)),
                       model_time_s=timed.elapsed + float(sum(r.solve_time for r in records)), drift_m=drift,
                       held=bool(error is None and drift < HELD_DRIFT and np.all(np.isfinite(sim.data.position))),
