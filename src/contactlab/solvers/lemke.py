@@ -118,12 +118,15 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     if opts.basis == "auto" and not (status is Status.SOLVED and residual <= opts.tol * problem.scale()):
         # degenerate, ill-conditioned problems: rank-one updates of the small inverse can drift
         # where the full tableau does not (ties are then broken differently); retry once
-        info["reduced_attempt"] = {"status": status.name, "pivots": pivots}
+        info["reduced_attempt"] = {"status": status.name, "pivots": pivots, "residual": residual}
         st2, pv2, z2, ray2 = lemke_core(M, q, d, max_pivots, opts.refine, "tableau")
         pivots += pv2
-        status, z, ray = st2, z2, ray2
-        residual = lcp_natural_residual(z, M @ z + q)
-        info["basis"] = "tableau"
+        res2 = lcp_natural_residual(z2, M @ z2 + q)
+        # keep the better answer: a solved one first, then the smaller residual
+        if (st2 is Status.SOLVED, -res2) >= (status is Status.SOLVED, -residual):
+            status, z, ray, residual = st2, z2, ray2, res2
+            info["basis"] = "tableau"
+        info["tableau_attempt"] = {"status": st2.name, "pivots": pv2, "residual": res2}
     if status is Status.SOLVED and residual > max(opts.tol, 1e-6) * problem.scale():
         status = Status.NUMERICAL_FAILURE  # uncertifiable: let the regularised retries try
     if status is Status.RAY_TERMINATION:
