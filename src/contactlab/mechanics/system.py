@@ -117,15 +117,18 @@ def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matri
 def generalized_forces(model: Model, data: Data) -> np.ndarray:
     """Gravity and (if enabled) gyroscopic torques -omega x (I omega) (eq. 5's F_e)."""
     f = np.zeros(model.ndof)
-    R = quat_to_matrix(data.quaternion)
-    for i in range(model.nb):
-        s = model.dof_start[i]
-        if s < 0:
-            continue
-        f[s:s + 3] = model.mass[i] * model.gravity
-        if model.settings.gyroscopic:
-            w = data.angular_velocity[i]
-            f[s + 3:s + 6] = -np.cross(w, R[i] @ model.inertia[i] @ R[i].T @ w)
+    live = np.flatnonzero(model.dof_start >= 0)
+    if live.size == 0:
+        return f
+    s = model.dof_start[live]
+    F = np.zeros((live.size, 6))
+    F[:, :3] = model.mass[live, None] * model.gravity[None, :]
+    if model.settings.gyroscopic:
+        R = quat_to_matrix(data.quaternion[live])
+        w = data.angular_velocity[live]
+        Iw = np.einsum("kij,kjl,kml,km->ki", R, model.inertia[live], R, w)
+        F[:, 3:] = -np.cross(w, Iw)
+    f[(s[:, None] + np.arange(6)).ravel()] = F.ravel()
     return f
 
 
