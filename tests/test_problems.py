@@ -138,3 +138,28 @@ def test_factored_lcp_matches_explicit():
     ps = cl.FactoredLCP(sp.csr_matrix(N), sp.csr_matrix(Mm), f_star=np.linalg.solve(Mm, f))
     np.testing.assert_allclose(ps.q, p.q, atol=1e-12)
     assert cl.solve(ps, method="ppm").success
+
+
+def test_factored_offset_and_npz_roundtrip(tmp_path):
+    rng = np.random.default_rng(9)
+    # full row rank N: with an offset outside range(N), drumwright's Theorem 1 needs independent rows
+    N, Mm, f, off = rng.standard_normal((4, 6)), gen.spd_matrix(6, rng), rng.standard_normal(6), rng.standard_normal(4)
+    p = cl.FactoredLCP(N, Mm, f, offset=off)
+    L = p.to_lcp()
+    np.testing.assert_allclose(L.q, N @ np.linalg.solve(Mm, f) + off, atol=1e-12)
+    a, b = cl.solve(p, method="ppm"), cl.solve(L, method="lemke")
+    assert a.success and b.success
+    np.testing.assert_allclose(a.w, b.w, atol=1e-9)
+    cl.save(p, tmp_path / "f.npz")
+    np.testing.assert_allclose(cl.load(tmp_path / "f.npz").q, p.q)
+
+
+def test_ppm_with_offset_on_dependent_rows_is_honest():
+    """Offsets outside range(N) on dependent rows void Theorem 1: ppm must not claim success wrongly."""
+    rng = np.random.default_rng(10)
+    N = rng.standard_normal((8, 3))
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        p = cl.FactoredLCP(N, np.eye(3), rng.standard_normal(3), offset=rng.standard_normal(8))
+        for sol in (cl.solve(p, method="ppm"), cl.solve(p.to_lcp(), method="lemke")):
+            assert sol.success == (sol.residual <= 1e-6 * p.scale())

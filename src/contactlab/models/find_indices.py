@@ -197,18 +197,14 @@ class ShiftedFactoredLCP(FactoredLCP):
             N = np.hstack([N, np.sqrt(cfm) * np.eye(n)])
             M = sla.block_diag(M, np.eye(n))
             f = np.concatenate([f, np.zeros(n)])
-        super().__init__(N, M, f=f)
-        self.offset = np.asarray(offset, dtype=np.float64).ravel()
-        if self.offset.shape != (self.n,):
-            raise ModelError(f"offset has length {self.offset.shape[0]}; expected {self.n}")
-        self.q = self.q + self.offset
+        offset = np.asarray(offset, dtype=np.float64).ravel()
+        if offset.shape != (N.shape[0],):
+            raise ModelError(f"offset has length {offset.shape[0]}; expected {N.shape[0]}")
+        super().__init__(N, M, f=f, offset=offset)
 
     def coordinates(self, z: np.ndarray) -> np.ndarray:
         """The reduced coordinates u (first k of accel) for impulses z."""
         return self.accel(z)[:self.k]
-
-    def w(self, z):
-        return super().w(z) + self.offset
 
     def __repr__(self):
         return f"ShiftedFactoredLCP(n={self.n}, m={self.k})"

@@ -14,13 +14,14 @@ from .validation import as_matrix, as_vector, matvec, to_dense
 
 
 class FactoredLCP(Problem):
-    """LCP (N M^-1 N', N M^-1 f) with N (n, m) contact rows and M (m, m) symmetric positive definite.
+    """LCP (N M^-1 N', N M^-1 f + offset) with N (n, m) contact rows and M (m, m) SPD.
 
     Pass ``f`` (generalized forces, q = N M^-1 f) or ``f_star`` (already M^-1 f, q = N f_star, as
-    drumwright Alg. 1 line 2). The n x n matrix is formed only by :meth:`to_lcp`.
+    drumwright Alg. 1 line 2); ``offset`` (n,) adds constant row terms (stabilisation biases).
+    The n x n matrix is formed only by :meth:`to_lcp`.
     """
 
-    def __init__(self, N, M, f=None, *, f_star=None):
+    def __init__(self, N, M, f=None, *, f_star=None, offset=None):
         self.N = as_matrix("N", N)
         n, m = self.N.shape
         self.M = as_matrix("M", M, (m, m), square=True)
@@ -49,7 +50,8 @@ class FactoredLCP(Problem):
         else:
             self.f_star = as_vector("f_star", f_star, m)
             self.f = matvec(self.M, self.f_star)
-        self.q = matvec(self.N, self.f_star)
+        self.offset = np.zeros(n) if offset is None else as_vector("offset", offset, n)
+        self.q = matvec(self.N, self.f_star) + self.offset
 
     def solve_M(self, b: np.ndarray) -> np.ndarray:
         """M^-1 b with the factorisation made once at construction."""
@@ -60,7 +62,7 @@ class FactoredLCP(Problem):
         return self.solve_M(matvec(self.N.T, z)) + self.f_star
 
     def w(self, z):
-        return matvec(self.N, self.accel(z))
+        return matvec(self.N, self.accel(z)) + self.offset
 
     def residuals(self, z) -> Residuals:
         return lcp_residuals(z, self.w(z))

@@ -51,7 +51,7 @@ _FIELDS = {
     "LCP": (LCP, ("M", "q")),
     "BoxedLCP": (BoxedLCP, ("M", "q", "lo", "hi", "findex", "mu")),
     "MixedLCP": (MixedLCP, ("A", "C", "D", "B", "g", "h")),
-    "FactoredLCP": (FactoredLCP, ("N", "M", "f")),
+    "FactoredLCP": (FactoredLCP, ("N", "M", "f", "offset")),
 }
 
 

@@ -130,8 +130,9 @@ class PPMOptions:
 
 @register("ppm", problems=(FactoredLCP,), options=PPMOptions, convert=False, classes=("factored",),
           description="Drumwright's modified principal pivoting (Alg. 1) on N M^-1 N' kept factored",
-          guarantees="symmetric PSD contact LCPs; O(m^3 + m^2 n); at most rank(N M^-1 N') <= m positive "
-                     "impulses (Lemma 1)")
+          guarantees="symmetric PSD contact LCPs with q in range(N) (offset zero) or N of full row rank; "
+                     "O(m^3 + m^2 n); at most rank(N M^-1 N') <= m positive impulses (Lemma 1); "
+                     "NUMERICAL_FAILURE when a dependent row must enter")
 def ppm_solve(problem: FactoredLCP, opts: PPMOptions, warm_start=None) -> Solution:
     n, m = problem.n, problem.m
     Nd = np.ascontiguousarray(to_dense(problem.N))
