@@ -336,3 +336,19 @@ def test_qp_backends_agree(backend):
     ref = cl.solve(P, "interior-point")
     assert sol.success
     np.testing.assert_allclose(sol.z, ref.z, atol=1e-7)
+
+
+def test_pgs_sm_numba_kernel_and_python_path_agree():
+    rng = np.random.default_rng(31)
+    P, z_star = dense_ill_conditioned_lcp(80, 1e8, rng)
+    fast = cl.solve(P, "pgs-sm", tol=1e-10)
+    slow = cl.solve(P, "pgs-sm", tol=1e-10, sm_solver="lu")     # the Python reference loop
+    assert fast.info["kernel"] == "numba" and slow.info["kernel"] == "python"
+    assert fast.success and slow.success
+    np.testing.assert_allclose(fast.z, z_star, atol=1e-6)
+    np.testing.assert_allclose(slow.z, z_star, atol=1e-6)
+    g = grasp_lcp(10, rng, friction="coupled")
+    a = cl.solve(g.problem, "pgs-sm", tol=1e-9)
+    b = cl.solve(g.problem, "pgs-sm", tol=1e-9, sm_solver="lu")
+    assert a.success and b.success
+    np.testing.assert_allclose(a.w, b.w, atol=1e-6)
