@@ -347,19 +347,17 @@ def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, col, u, counts):
             u[t] = s
         imin = -1
         wmin = 0.0
+        wscale = 1.0
         for i in range(n):
-            s = q[i]
+            s = 0.0
             for t in range(m):
                 s += G[i, t] * u[t]
-            wt[i] = s
+            wscale = max(wscale, abs(q[i]), abs(s))
+            wt[i] = q[i] + s
         for i in range(k):
             wt[rows[i]] = 0.0
-        scale = 1.0
         for i in range(n):
-            if abs(q[i]) > scale:
-                scale = abs(q[i])
-        for i in range(n):
-            if wt[i] < wmin - 1e-12 * scale:
+            if wt[i] < wmin - 1e-11 * wscale:
                 wmin = wt[i]
                 imin = i
         jmin = -1
@@ -368,26 +366,29 @@ def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, col, u, counts):
             if zb[i] < zmin:
                 zmin = zb[i]
                 jmin = i
-        if imin < 0:
-            if jmin < 0:
+        if imin >= 0:
+            if k < m and _chol_append(L, k, G, rows, imin, col, tmp):
+                k += 1  # line 32: i joins the non-basic set
+                piv += 1
+                if jmin >= 0:  # lines 34-38 (jmin indexes the old rows, unchanged by the append)
+                    _chol_delete(L, k, rows, jmin)
+                    k -= 1
+                    piv += 1
+                continue
+            if wmin < -1e-8 * wscale:
+                # a dependent row with w clearly < 0: impossible in exact arithmetic (Theorem 1
+                # with q in range(N)); report it rather than guess
                 counts[0] = it
                 counts[1] = piv
-                return SOLVED, k
-            _chol_delete(L, k, rows, jmin)
-            k -= 1
-            piv += 1
-            continue
-        if k >= m or not _chol_append(L, k, G, rows, imin, col, tmp):
-            # dependent row with w < 0: impossible in exact arithmetic (Theorem 1)
+                return NUMERICAL, k
+            # else: roundoff on a row dependent on the non-basic set; w is zero there
+        if jmin < 0:  # lines 16-29
             counts[0] = it
             counts[1] = piv
-            return NUMERICAL, k
-        k += 1
+            return SOLVED, k
+        _chol_delete(L, k, rows, jmin)
+        k -= 1
         piv += 1
-        if jmin >= 0:
-            _chol_delete(L, k, rows, jmin)
-            k -= 1
-            piv += 1
 
 
 @jit
