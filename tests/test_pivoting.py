@@ -217,3 +217,12 @@ def test_reduced_basis_follows_the_tableau(seed):
         b = cl.solve(problem, method="lemke", basis="reduced", regularize=False)
         assert a.status is b.status and a.pivots == b.pivots
         np.testing.assert_allclose(a.z, b.z, atol=1e-9 * problem.scale())
+
+
+def test_dense_pivoting_refuses_huge_sparse_problems():
+    import scipy.sparse as sp
+    n = 40000
+    big = cl.LCP(sp.identity(n, format="csr"), -np.ones(n))
+    for method in ("lemke", "dantzig"):
+        with pytest.raises(cl.ParamError, match="pgs"):
+            cl.solve(big, method=method)

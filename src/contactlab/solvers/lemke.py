@@ -16,7 +16,7 @@ from ..kernels import lemke as K
 from ..problems import LCP
 from ..problems.residual import lcp_natural_residual
 from ..solution import Solution, Status
-from .registry import register
+from .registry import dense_matrix_for, register
 
 _STATUS = {K.SOLVED: Status.SOLVED, K.RAY: Status.RAY_TERMINATION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
            K.NUMERICAL: Status.NUMERICAL_FAILURE}
@@ -96,7 +96,7 @@ def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, ref
           guarantees="solves P-matrix and copositive-plus LCPs with a solution; ray termination "
                      "otherwise (a certificate of infeasibility for copositive-plus M)")
 def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
-    M = np.ascontiguousarray(problem.dense_M())
+    M = dense_matrix_for("lemke", problem, copies=4)
     q = problem.q
     n = problem.n
     d = np.ones(n) if opts.covering is None else np.asarray(opts.covering, dtype=np.float64).ravel()

@@ -13,7 +13,7 @@ from ..problems import LCP, FactoredLCP
 from ..problems.residual import lcp_natural_residual, lcp_residuals
 from ..problems.validation import to_dense
 from ..solution import Solution, Status
-from .registry import register
+from .registry import dense_matrix_for, register
 
 _STATUS = {K.SOLVED: Status.SOLVED, K.UNBOUNDED: Status.NO_SOLUTION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
            K.NUMERICAL: Status.NUMERICAL_FAILURE}
@@ -82,7 +82,7 @@ def _warm_active_set(M, q, warm_start, tol):
           guarantees="P-matrix and PSD LCPs: solution in at most n major cycles (n - k from a k-index "
                      "sub-problem solution); NO_SOLUTION when PSD and infeasible")
 def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Solution:
-    M = np.ascontiguousarray(problem.dense_M())
+    M = dense_matrix_for("dantzig", problem, copies=3)
     q = problem.q
     n = problem.n
     scale = max(1.0, float(np.max(np.abs(M), initial=0.0)), float(np.max(np.abs(q), initial=0.0)))

@@ -96,6 +96,20 @@ def get_solver(method: str) -> SolverSpec:
     return _REGISTRY[method]
 
 
+DENSE_BYTES_LIMIT = 4 * 2**30  # dense pivoting work arrays above this are refused with a clear error
+
+
+def dense_matrix_for(method: str, problem, copies: int = 3) -> np.ndarray:
+    """``problem.M`` as a C-contiguous dense array for a dense pivoting method, or a ParamError
+    when ``copies`` dense n x n arrays would not fit (large sparse problems belong to pgs/pgs-sm)."""
+    n = problem.n
+    need = copies * 8 * n * n
+    if need > DENSE_BYTES_LIMIT:
+        raise ParamError(f"method {method!r} works on dense n x n arrays ({need / 2**30:.1f} GiB for n = {n}); "
+                         "use an iterative method (pgs, pgs-sm) for large sparse problems")
+    return np.ascontiguousarray(problem.dense_M())
+
+
 def _symmetric_psd(M) -> bool:
     if sp.issparse(M):
         if abs(M - M.T).max() > 1e-12 * max(1.0, abs(M).max()):
