@@ -237,7 +237,8 @@ def _adjacent_vertices(A: np.ndarray, u: np.ndarray, hint, tol: float, max_bases
 
 @dataclass(frozen=True)
 class BilinearOptions:
-    """tol: stop at x'y <= tol (the paper's 1e-10, relative to max(1, |x| |y|)); variant: 'restart'
+    """tol: stop at x'y <= tol * max(1, ||x||_1 ||y||_inf) (the paper's 1e-10, scaled by the vertex
+    size because HiGHS solves to 1e-9); variant: 'restart'
     (section 5: back to Step 1 after a random adjacent pair) or 'original' (section 4: repeat Step 3);
     max_restarts: random Step-3 moves allowed (the paper stopped after 20); seed: for those moves;
     max_pairs: a hard cap on (x, y) pairs."""
@@ -261,6 +262,11 @@ class BilinearOptions:
                      "otherwise failure is NO_SOLUTION_FOUND")
 @_single_thread_blas
 def bilinear_lp(problem: UCP, opts: BilinearOptions, warm_start=None) -> Solution:
+    """Pang-Trinkle-Lo section 4 (Steps 0-3) and the section-5 restart variant on min x'y over X x Y.
+
+    SOLVED with a complementary vertex pair; NO_SOLUTION when X or Y is empty; NO_SOLUTION_FOUND after
+    ``max_restarts`` random Step-3 moves (reason: cycling when a pair was revisited) or ``max_pairs``.
+    """
     counter = {"lps": 0, "simplex_iterations": 0}
     setup = _setup(problem, counter)
     if setup is None:
@@ -566,6 +572,14 @@ def _mode_masks(problem: UCP):
                      "MAX_ITERATIONS past max_candidates")
 @_single_thread_blas
 def mode_enumeration(problem: UCP, opts: EnumerationOptions, warm_start=None) -> Solution:
+    """Contact-mode enumeration (Trinkle & Zeng 1994 style) on the uncoupled polyhedra.
+
+    With ``problem.contacts``: per contact rolling (v = 0), sliding+ (v_n = v- = 0, s+ = 0), sliding-
+    (v_n = v+ = 0, s- = 0) or breaking (c_n = s+ = s- = 0); these four cover every complementary
+    pattern. Without it: per index x_i = 0 or y_i = 0. A candidate is an LP feasibility test on X and/or
+    Y with those zeros. SOLVED (first or, with ``find_all``, every feasible assignment in
+    ``info['modes']``), NO_SOLUTION when every assignment is infeasible, MAX_ITERATIONS past the budget.
+    """
     counter = {"lps": 0, "simplex_iterations": 0}
     setup = _setup(problem, counter)
     if setup is None:
