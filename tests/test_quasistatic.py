@@ -333,3 +333,36 @@ def test_cli_json_contract():
         assert len(rec["c_n"]) == 4 and len(rec["theta_dot"]) == 8 and len(rec["q_dot"]) == 3
     r = runner.invoke(app, ["quasistatic", "data-set-9"])
     assert r.exit_code != 0 and "data-set-1" in r.output
+
+
+# ------------------------------------------------------------------ Step 3 pivots, property tests
+
+def test_adjacent_vertices_of_the_simplex_and_a_degenerate_vertex():
+    """On {x >= 0 : sum x = 1} the vertices adjacent to e_1 are e_2 .. e_m (Murty 3.7.1); on the
+    degenerate vertex (0, 0, 1) of {x1 + x3 = 1, x2 + x3 = 1} the only neighbour is (1, 1, 0)."""
+    from contactlab.solvers.ucp import _adjacent_vertices
+    m = 5
+    A = np.ones((1, m))
+    V = _adjacent_vertices(A, np.eye(m)[0], None, 1e-12)
+    np.testing.assert_allclose(V[np.lexsort(V.T)], np.eye(m)[1:][np.lexsort(np.eye(m)[1:].T)])
+    A = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+    V = _adjacent_vertices(A, np.array([0.0, 0.0, 1.0]), None, 1e-12)
+    np.testing.assert_allclose(V, [[1.0, 1.0, 0.0]])
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(st.integers(2, 4).flatmap(lambda m: st.tuples(
+    st.lists(st.integers(-3, 3), min_size=2 * m, max_size=2 * m),
+    st.lists(st.integers(0, 3), min_size=m, max_size=m),
+    st.lists(st.integers(0, 3), min_size=m, max_size=m))))
+def test_mip_decides_small_integer_ucps_like_brute_force(data):
+    """Integer UCPs with one equation per polyhedron, feasible by construction (X, Y nonempty):
+    the MIP's decision equals the exhaustive split of indices."""
+    coeffs, x0, y0 = data
+    m = len(x0)
+    A, B = np.array(coeffs[:m], dtype=float)[None, :], np.array(coeffs[m:], dtype=float)[None, :]
+    p = UCP(A, A @ np.array(x0, float), B, B @ np.array(y0, float))
+    assert cl.solve(p, method="mip").success == _brute_force_ucp(p)
