@@ -288,15 +288,13 @@ def match_previous(prev: ContactSet | None, prev_values: np.ndarray | None, new:
         return out
     key_prev = prev.shape_a * 1_000_003 + prev.shape_b
     key_new = new.shape_a * 1_000_003 + new.shape_b
-    order = np.argsort(key_prev, kind="stable")
-    ks = key_prev[order]
-    for i in range(new.count):
-        lo, hi = np.searchsorted(ks, key_new[i]), np.searchsorted(ks, key_new[i], side="right")
-        if lo == hi:
+    for key in np.unique(key_new):
+        inew = np.flatnonzero(key_new == key)
+        iprev = np.flatnonzero(key_prev == key)
+        if iprev.size == 0:
             continue
-        cand = order[lo:hi]
-        dist = np.linalg.norm(prev.point[cand] - new.point[i], axis=1)
-        j = int(np.argmin(dist))
-        if dist[j] <= tol:
-            out[i] = prev_values[cand[j]]
+        dist = np.linalg.norm(new.point[inew, None, :] - prev.point[None, iprev, :], axis=2)
+        j = np.argmin(dist, axis=1)
+        ok = dist[np.arange(inew.size), j] <= tol
+        out[inew[ok]] = prev_values[iprev[j[ok]]]
     return out
