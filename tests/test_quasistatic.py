@@ -83,9 +83,8 @@ def test_data_set_2_motion_is_the_known_one():
 def _one_finger(g_obj, mu=0.5, theta_dot=(0.1, 0.0)):
     """A finger touching the object at its origin from below (inward normal +y), two prismatic joints
     moving the fingertip along the normal and the tangent; both position-controlled."""
-    W_n, W_t = wrench_matrices([[0.0, 0.0]], [[0.0, 1.0]])
-    return QuasistaticTask(W_n, W_t, [[1.0, 0.0]], [[0.0, 1.0]], [mu], g_obj, [0.0, 0.0], [0, 1],
-                           theta_dot, [])
+    return QuasistaticTask.from_contacts([[0.0, 0.0]], [[0.0, 1.0]], [[1.0, 0.0]], [[0.0, 1.0]], [mu], g_obj,
+                                         [0.0, 0.0], [0, 1], theta_dot, [])
 
 
 def test_finger_lifting_a_weight_rolls_with_it():

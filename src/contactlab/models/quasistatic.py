@@ -189,6 +189,13 @@ class QuasistaticTask:
         return cls(W_n, W_t, J_n, J_t, mu, d[n_c:n_c + n_q], np.zeros(n_th), alpha, td,
                    -d[n_c + n_q:], name=name)
 
+    @classmethod
+    def from_contacts(cls, points, normals, J_n, J_t, mu, g_obj, g_man, alpha, theta_dot_alpha, tau_alpha_bar,
+                      *, tangents=None, name: str = ""):
+        """The task from contact points and inward normals (and tangents) in the world frame, eq. (1)."""
+        W_n, W_t = wrench_matrices(points, normals, tangents)
+        return cls(W_n, W_t, J_n, J_t, mu, g_obj, g_man, alpha, theta_dot_alpha, tau_alpha_bar, name=name)
+
     def with_mu(self, mu) -> "QuasistaticTask":
         return QuasistaticTask(self.W_n, self.W_t, self.J_n, self.J_t, mu, self.g_obj, self.g_man, self.alpha,
                                self.theta_dot_alpha, self.tau_alpha_bar, name=self.name)
