@@ -26,3 +26,8 @@ if ! /usr/bin/python3 -c "import ode" 2>/dev/null; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pyode
 fi
+
+# --- iterative and convex solvers (issue 3) ----------------------------------------------------
+# Siconos (above) provides PGS, PSOR, RPGS, CPG, Newton-FB/min and its convex QP LCP solver.
+# QP peers of the `qp` route (proxsuite and qpsolvers themselves are contactlab dependencies).
+"$PIP" install -q osqp quadprog
