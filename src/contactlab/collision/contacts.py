@@ -260,7 +260,7 @@ class CollisionWorld:
             for ip in range(pres.numContactPatches()):
                 patch = pres.getContactPatch(ip)
                 n = np.asarray(patch.getNormal(), dtype=np.float64)
-                for k in range(patch.size()):
+                for k in _polygon_corners(patch):
                     p1 = np.asarray(patch.getPointShape1(k))
                     p2 = np.asarray(patch.getPointShape2(k))
                     out["a"].append(self.shape_body[sa]); out["b"].append(self.shape_body[sb])
@@ -277,6 +277,25 @@ class CollisionWorld:
                         np.array(out["p"]), n, np.array(out["phi"]), np.array(out["mu"]), t1, t2)
         cs.normal_guess = np.full(cs.count, np.nan)
         return cs
+
+
+def _polygon_corners(patch, tol: float = 1e-6) -> list[int]:
+    """Indices of a patch polygon's corners: coal clips two faces into a polygon that can carry
+    collinear points (an octagon for two squares turned by 1e-12 rad); they add only degenerate
+    rows to the LCP, so points whose turn angle is below ``tol`` are dropped."""
+    k = patch.size()
+    if k <= 3:
+        return list(range(k))
+    P = np.array([patch.getPoint(i) for i in range(k)])
+    keep = []
+    for i in range(k):
+        a, b = P[i] - P[i - 1], P[(i + 1) % k] - P[i]
+        na, nb = np.linalg.norm(a), np.linalg.norm(b)
+        if na < 1e-12:            # duplicate point
+            continue
+        if nb < 1e-12 or np.linalg.norm(np.cross(a, b)) > tol * na * nb:
+            keep.append(i)
+    return keep if len(keep) >= 3 else list(range(k))
 
 
 def match_previous(prev: ContactSet | None, prev_values: np.ndarray | None, new: ContactSet,

@@ -141,6 +141,9 @@ class Simulator:
         if self.method != "auto" and self.method not in available_solvers():
             raise ModelError(f"unknown method {self.method!r}; available: {', '.join(['auto', *available_solvers()])}")
         self.solver_options = dict(solver_options or {})
+        if self.method in ("pgs", "psor") and "tol" not in self.solver_options:
+            # the step is certified at 1e-6 x scale; sweeping on to the solver's default 1e-10 costs time only
+            self.solver_options["tol"] = 1e-7
         spec = available_solvers().get(self.method)
         self.warm_start = bool(warm_start and spec is not None and spec.warm_start)
         self._spec = spec
