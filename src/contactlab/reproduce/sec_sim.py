@@ -16,7 +16,7 @@ G = 9.81
 def _incline(ctx, rows, series):
     from ..scenarios import make_scene
     from ..sim import Simulator
-    cases = [(20.0, 0.5), (30.0, 0.3), (35.0, 0.5), (40.0, 0.6)]
+    cases = [(20.0, 0.5), (30.0, 0.3)] if ctx.quick else [(20.0, 0.5), (30.0, 0.3), (35.0, 0.5), (40.0, 0.6)]
     configs = [("stewart-trinkle", "lemke"), ("box-friction", "pgs")]
     T = 0.5 if ctx.quick else 1.0
     for angle, mu in cases:
@@ -41,7 +41,7 @@ def _incline(ctx, rows, series):
 def _stacks(ctx, rows):
     from ..scenarios import make_scene
     from ..sim import Simulator
-    T = 1.0 if ctx.quick else 3.0
+    T = 0.5 if ctx.quick else 3.0
     for count, model, method in [(1, "stewart-trinkle", "lemke"), (5, "stewart-trinkle", "lemke"),
                                  (10, "box-friction", "pgs"), (10, "box-friction", "pgs-sm"), (10, "frictionless", "lemke")]:
         sim = Simulator(make_scene("stack", count=count), model, method)
@@ -61,7 +61,7 @@ def _chain(ctx, rows):
     limit = 30.0
     sim = Simulator(make_scene("pendulum-chain", links=4, limit_deg=limit), "stewart-trinkle", "lemke")
     worst = 0.0
-    steps = 50 if ctx.quick else 150
+    steps = 30 if ctx.quick else 150
     recs = []
     for _ in range(steps):
         recs.append(sim.step())
@@ -83,7 +83,7 @@ def _speed(ctx, rows):
             sim.step()
             k, t0 = 0, time.perf_counter()
             solve = 0.0
-            while k < 20 and time.perf_counter() - t0 < 10:
+            while k < (10 if ctx.quick else 30) and time.perf_counter() - t0 < 10:
                 solve += sim.step().solve_time
                 k += 1
             wall = time.perf_counter() - t0
