@@ -2,7 +2,7 @@
 piles of N boxes, per contact model and method, side by side with PyBullet and ODE on the same scene.
 
     .venv/bin/python benchmarks/bench_sim.py [--sizes 10 20 50 100 200 500] [--steps 30] [--budget 60]
-                                             [--out docs/benchmarks-sim.md]
+                                             [--json results.json] [--out table.md]
 
 Peers (optional; installed by benchmarks/setup_peers.sh): PyBullet (pip, in the venv) and ODE
 (Debian python3-pyode, run under /usr/bin/python3 in a subprocess). Each engine runs the same
@@ -155,7 +155,7 @@ def main(argv=None):
     ap.add_argument("--scenes", nargs="+", default=["stack", "pile"])
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--budget", type=float, default=60.0, help="seconds per configuration")
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks-sim-raw.md")
+    ap.add_argument("--out", type=Path, default=None, help="also write the raw Markdown table here")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args(argv)
     rows = []
@@ -191,7 +191,8 @@ def main(argv=None):
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n")
     print(table)
     text = "# Simulation benchmark (raw table)\n\n" + header + "\n" + table + "\n"
-    atomic_write(a.out, lambda tmp: Path(tmp).write_text(text))
+    if a.out:
+        atomic_write(a.out, lambda tmp: Path(tmp).write_text(text))
     return rows, text
 
 
