@@ -287,14 +287,12 @@ def _polygon_corners(patch, tol: float = 1e-6) -> list[int]:
     if k <= 3:
         return list(range(k))
     P = np.array([patch.getPoint(i) for i in range(k)])
-    keep = []
-    for i in range(k):
-        a, b = P[i] - P[i - 1], P[(i + 1) % k] - P[i]
-        na, nb = np.linalg.norm(a), np.linalg.norm(b)
-        if na < 1e-12:            # duplicate point
-            continue
-        if nb < 1e-12 or np.linalg.norm(np.cross(a, b)) > tol * na * nb:
-            keep.append(i)
+    a = P - np.roll(P, 1, axis=0)          # p_i - p_{i-1}
+    b = np.roll(P, -1, axis=0) - P         # p_{i+1} - p_i
+    na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
+    turn = np.linalg.norm(np.cross(a, b), axis=1)
+    ok = (na >= 1e-12) & ((nb < 1e-12) | (turn > tol * na * nb))
+    keep = np.flatnonzero(ok).tolist()
     return keep if len(keep) >= 3 else list(range(k))
 
 
