@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kernels.residual import box_residual_kernel, lcp_residual_kernel
+
 
 @dataclass(frozen=True)
 class Residuals:
@@ -16,43 +18,26 @@ class Residuals:
     infeasibility: float    # worst violation of z >= 0, w >= 0 (box form: of lo <= z <= hi)
 
 
-def _inf(x: np.ndarray) -> float:
-    return float(np.max(np.abs(x))) if x.size else 0.0
-
-
 def lcp_residuals(z: np.ndarray, w: np.ndarray) -> Residuals:
-    """Natural map ||min(z, w)||_inf of the LCP w = Mz + q, z >= 0, w >= 0, z'w = 0."""
-    if z.size == 0:
-        return Residuals(0.0, 0.0, 0.0)
-    natural = float(np.abs(np.minimum(z, w)).max())
-    comp = float(np.abs(z * w).max())
-    if not (np.isfinite(natural) and np.isfinite(comp)):
-        return Residuals(np.inf, np.inf, np.inf)
-    infeas = max(0.0, -float(z.min()), -float(w.min()))
-    return Residuals(natural, comp, infeas)
+    """Natural map ||min(z, w)||_inf of the LCP w = Mz + q, z >= 0, w >= 0, z'w = 0;
+    complementarity max |z_i w_i|; infeasibility max(0, -min z, -min w)."""
+    return Residuals(*lcp_residual_kernel(np.ascontiguousarray(z, dtype=np.float64),
+                                          np.ascontiguousarray(w, dtype=np.float64)))
 
 
 def lcp_natural_residual(z: np.ndarray, w: np.ndarray) -> float:
-    """Just ||min(z, w)||_inf (inf for non-finite input): the cheap check solvers use internally."""
-    if z.size == 0:
-        return 0.0
-    r = float(np.abs(np.minimum(z, w)).max())
-    return r if np.isfinite(r) else np.inf
+    """Just ||min(z, w)||_inf (inf for non-finite input): the check solvers use internally."""
+    return lcp_residual_kernel(np.ascontiguousarray(z, dtype=np.float64),
+                               np.ascontiguousarray(w, dtype=np.float64))[0]
 
 
 def box_residuals(z: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Residuals:
     """Mid-function residual ||z - mid(lo, hi, z - w)||_inf of the boxed LCP.
 
     lo <= z <= hi, with z_i = lo_i => w_i >= 0, z_i = hi_i => w_i <= 0, lo_i < z_i < hi_i => w_i = 0.
+    Complementarity: w_i > 0 times (z_i - lo_i), -w_i > 0 times (hi_i - z_i) (inf if that bound
+    is infinite); infeasibility: the worst bound violation.
     """
-    if not (np.all(np.isfinite(z)) and np.all(np.isfinite(w))):
-        return Residuals(np.inf, np.inf, np.inf)
-    natural = _inf(z - np.clip(z - w, lo, hi))
-    with np.errstate(invalid="ignore"):
-        gap_lo = np.where(np.isfinite(lo), z - lo, np.inf)
-        gap_hi = np.where(np.isfinite(hi), hi - z, np.inf)
-        comp_lo = np.where(w > 0, np.where(np.isfinite(gap_lo), w * gap_lo, np.inf), 0.0)
-        comp_hi = np.where(w < 0, np.where(np.isfinite(gap_hi), -w * gap_hi, np.inf), 0.0)
-    comp = max(_inf(np.maximum(comp_lo, 0.0)), _inf(np.maximum(comp_hi, 0.0)))
-    infeas = max(0.0, _inf(np.maximum(lo - z, 0.0)), _inf(np.maximum(z - hi, 0.0)))
-    return Residuals(natural, comp, infeas)
+    f = np.float64
+    return Residuals(*box_residual_kernel(np.ascontiguousarray(z, dtype=f), np.ascontiguousarray(w, dtype=f),
+                                          np.ascontiguousarray(lo, dtype=f), np.ascontiguousarray(hi, dtype=f)))
