@@ -164,18 +164,27 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
                             alpha = max((b - z_old[i]) / dz[r], 0.0)
                         elif dz[r] < 0.0 and (a - z_old[i]) > alpha * dz[r]:
                             alpha = max((a - z_old[i]) / dz[r], 0.0)
+                    # projected search: alpha = 1/2, 1/4, ... while above the breakpoint, then the
+                    # breakpoint itself and its halvings; the first that lowers phi is taken
                     accepted = False
-                    for h in range(max_halvings + 1):
+                    trial = 0.5
+                    use_break = trial <= alpha
+                    for h in range(2 * max_halvings + 2):
+                        if not use_break and (trial <= alpha or h >= max_halvings):
+                            use_break = True
+                            trial = alpha
                         for i in range(n):
                             z[i] = z_old[i]
                         for r in range(f):
-                            z[Fidx[r]] += alpha * dz[r]
+                            z[Fidx[r]] += trial * dz[r]
                         _project(z, lo, hi, findex, mu, free, side_hi)
                         dense_refresh_w(M, q, z, w)
                         if _phi(z, w, q) <= phi0:
                             accepted = True
                             break
-                        alpha *= 0.5
+                        trial *= 0.5
+                        if use_break and trial < alpha * 0.5 ** max_halvings:
+                            break
                     if not accepted:
                         for i in range(n):
                             z[i] = z_old[i]
