@@ -226,3 +226,14 @@ def test_dense_pivoting_refuses_huge_sparse_problems():
     for method in ("lemke", "dantzig"):
         with pytest.raises(cl.ParamError, match="pgs"):
             cl.solve(big, method=method)
+
+
+@pytest.mark.parametrize("boxes", [8, 16])
+def test_lemke_on_degenerate_rank_deficient_contact_stacks(boxes):
+    """25 contacts per face pair: massively dependent rows; both bases must stay nonsingular."""
+    F = gen.box_stack_factored(boxes, np.random.default_rng([5, boxes, 0]), contacts_per_face=25)
+    problem = F.to_lcp()
+    for basis in ("reduced", "tableau"):
+        sol = cl.solve(problem, method="lemke", basis=basis, regularize=False)
+        assert sol.success and sol.residual <= 1e-12 * problem.scale(), basis
+        assert sol.pivots < 4 * problem.n

@@ -145,7 +145,7 @@ def lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, tmp, ray
                 a = abs(col[i])
                 if a > cmax:
                     cmax = a
-            tol = 1e-12 * max(1.0, cmax)
+            tol = 1e-9 * max(1.0, cmax)  # pivot tolerance: tiny pivots make degenerate bases singular
             r = _lexico_ratio_row(n, col, xB, Binv, basis, artificial, tol, cand, work, first_row)
             if r < 0:
                 for k in range(2 * n + 1):
@@ -381,7 +381,7 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
                 dwv[i] = 0.0
             else:
                 dmax = max(dmax, abs(dwv[i]))
-        tol = 1e-12 * max(1.0, dmax)
+        tol = 1e-9 * max(1.0, dmax)
         # ---- minimum ratio over basic unknowns (encoded a) and basic w rows (encoded k' + i)
         m = 0
         best = np.inf
