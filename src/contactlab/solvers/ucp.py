@@ -386,6 +386,7 @@ class MipOptions:
     tighten: bool = True
     time_limit: float = 600.0
     heuristic_first: bool = False   # try bilinear-lp (3 restarts) first; the MIP only if it finds nothing
+    max_rounds: int = 8             # MIP runs (a rejected pattern or an unconfirmed infeasibility costs one)
 
     def __post_init__(self):
         if not 1e-7 <= self.delta < 0.5:
@@ -493,11 +494,6 @@ def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
         col_lo = np.concatenate([np.zeros(m), [opts.delta], np.full(kx, -_INF), np.zeros(m), [opts.delta],
                                  np.zeros(m)])
         col_hi = np.concatenate([np.full(nx + ny, _INF), np.ones(m)])
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("time_limit", float(opts.time_limit))
-        h.setOptionValue("mip_feasibility_tolerance", 1e-9)
-        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = ncol, Amat.shape[0]
         lp.col_cost_ = np.zeros(ncol)
@@ -508,27 +504,59 @@ def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
         lp.a_matrix_.index_ = Amat.indices.astype(np.int32)
         lp.a_matrix_.value_ = Amat.data
         lp.integrality_ = [highspy.HighsVarType.kContinuous] * (nx + ny) + [highspy.HighsVarType.kInteger] * m
-        h.passModel(lp)
-        h.run()
-        st = h.getModelStatus()
-        info.update(lps=counter["lps"], nodes=int(h.getInfo().mip_node_count), pairs=0,
-                    mip_status=h.modelStatusToString(st))
-        if st == _INFEASIBLE:
-            return _no_solution(problem, Status.NO_SOLUTION, reason="MIP infeasible", xTy=float("nan"), **info)
-        if st != _OPTIMAL:
-            return _no_solution(problem, Status.MAX_ITERATIONS if st == highspy.HighsModelStatus.kTimeLimit
-                                else Status.NUMERICAL_FAILURE, reason=f"HiGHS MIP: {info['mip_status']}", **info)
-        sol = np.asarray(h.getSolution().col_value)
-        zbin = sol[nx + ny:] > 0.5
-        # polish: exact vertices with the binary pattern
-        x, _ = lpx.solve(cost=np.ones(m), zero=~zbin)
-        y, _ = lpy.solve(cost=np.ones(m), zero=zbin)
-        info["lps"] = counter["lps"]
-        if x is None or y is None:
-            return _no_solution(problem, Status.NUMERICAL_FAILURE, reason="the MIP's binary pattern is not "
-                                "confirmed by LPs on X and Y (numerically borderline; try a larger delta)", **info)
-        return Solution(z=UCP.stack(x, y), w=np.zeros(0), status=Status.SOLVED,
-                        info={**info, "polished": True, "xTy": float(x @ y)})
+        zcols = np.arange(nx + ny, ncol, dtype=np.int32)
+        t_start = time.perf_counter()
+        nogoods: list[np.ndarray] = []
+        info.update(pairs=0, nodes=0, mip_runs=[], rejected_patterns=0)
+
+        def run_mip(presolve: str):
+            """One HiGHS branch and bound on the model plus the no-good cuts found so far."""
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+            h.setOptionValue("presolve", presolve)
+            h.setOptionValue("time_limit", max(1.0, float(opts.time_limit) - (time.perf_counter() - t_start)))
+            h.setOptionValue("mip_feasibility_tolerance", 1e-9)
+            h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+            h.passModel(lp)
+            for pat in nogoods:   # sum_{z=1 in pat} (1 - z_i) + sum_{z=0 in pat} z_i >= 1
+                coef = np.where(pat, -1.0, 1.0)
+                h.addRow(1.0 - float(pat.sum()), _INF, m, zcols, coef)
+            h.run()
+            st = h.getModelStatus()
+            info["nodes"] += int(h.getInfo().mip_node_count)
+            info["mip_runs"].append(f"presolve={presolve}: {h.modelStatusToString(st)}")
+            zbin = np.asarray(h.getSolution().col_value)[nx + ny:] > 0.5 if st == _OPTIMAL else None
+            return st, zbin
+
+        # HiGHS at tolerance 1e-9 has been seen to call a feasible model infeasible (presolve off, two
+        # n_c = 100 cases): an infeasibility is only reported when a second run with presolve toggled
+        # agrees; a pattern that the LPs on X and Y reject is cut off (no-good) and the MIP re-run.
+        presolves = ["on", "off"]
+        infeasible_runs = 0
+        for _ in range(opts.max_rounds):
+            st, zbin = run_mip(presolves[infeasible_runs % 2])
+            info["lps"] = counter["lps"]
+            if st == _INFEASIBLE:
+                infeasible_runs += 1
+                if infeasible_runs >= 2:
+                    return _no_solution(problem, Status.NO_SOLUTION, reason="MIP infeasible (confirmed by a "
+                                        "second run with presolve toggled)", xTy=float("nan"), **info)
+                continue
+            if st != _OPTIMAL:
+                return _no_solution(problem, Status.MAX_ITERATIONS if st == highspy.HighsModelStatus.kTimeLimit
+                                    else Status.NUMERICAL_FAILURE, reason=f"HiGHS MIP: {info['mip_runs'][-1]}",
+                                    **info)
+            # polish: exact vertices with the binary pattern
+            x, _ = lpx.solve(cost=np.ones(m), zero=~zbin)
+            y, _ = lpy.solve(cost=np.ones(m), zero=zbin)
+            info["lps"] = counter["lps"]
+            if x is not None and y is not None:
+                return Solution(z=UCP.stack(x, y), w=np.zeros(0), status=Status.SOLVED,
+                                info={**info, "polished": True, "xTy": float(x @ y)})
+            info["rejected_patterns"] += 1
+            nogoods.append(zbin.copy())
+        return _no_solution(problem, Status.NO_SOLUTION_FOUND, reason="MIP runs disagree or patterns keep "
+                            "failing the LP check", **info)
     except _LPFailure as exc:
         return _no_solution(problem, Status.NUMERICAL_FAILURE, reason=f"HiGHS: {exc}", lps=counter["lps"])
 
