@@ -56,7 +56,9 @@ def test_data_set_4_jamming_proven_without_solution():
     """Data Set 4 lies in the jamming region: the MIP and the enumeration prove that no motion
     satisfies eq. (2)-(10); bilinear-lp stops (cycling) without a crash and without a false claim."""
     problem = build_ucp(data_set(4))
-    assert cl.solve(problem, method="mip").status == cl.Status.NO_SOLUTION
+    s = cl.solve(problem, method="mip")
+    assert s.status == cl.Status.NO_SOLUTION
+    assert len(s.info["mip_runs"]) == 2 and all("Infeasible" in r for r in s.info["mip_runs"])
     assert cl.solve(problem, method="mode-enumeration").status == cl.Status.NO_SOLUTION
     sol = cl.solve(problem, method="bilinear-lp")
     assert sol.status == cl.Status.NO_SOLUTION_FOUND
