@@ -409,3 +409,16 @@ def refine_active(M, q, z, idx, k, F, sym, r, x):
             x[a] = s
     for a in range(k):
         z[idx[a]] += x[a]
+
+
+@jit
+def rows_times_inverse_cholesky(N, Lm, G):
+    """G[i] = (L^-1 N[i]')' for every row of N (n x m), Lm the lower Cholesky factor of M:
+    G G' = N M^-1 N'. O(n m^2), no BLAS threads (small contact problems are latency-bound)."""
+    n, m = N.shape
+    for i in range(n):
+        for a in range(m):
+            s = N[i, a]
+            for b in range(a):
+                s -= Lm[a, b] * G[i, b]
+            G[i, a] = s / Lm[a, a]

@@ -136,14 +136,17 @@ class PPMOptions:
 def ppm_solve(problem: FactoredLCP, opts: PPMOptions, warm_start=None) -> Solution:
     n, m = problem.n, problem.m
     Nd = np.ascontiguousarray(to_dense(problem.N))
-    if hasattr(problem, "_chol"):
+    if hasattr(problem, "_chol"):  # factored once when the problem was built
         c, lower = problem._chol
-        Lm = np.tril(c) if lower else np.triu(c).T
-        G = sla.solve_triangular(Lm, Nd.T, lower=True, check_finite=False).T
-    else:  # sparse M: G = N L^-T via a dense Cholesky of M (m is the number of coordinates)
+        Lm = np.ascontiguousarray(np.tril(c) if lower else np.triu(c).T)
+    else:  # sparse M: a dense Cholesky of M (m is the number of coordinates, not of contacts)
         Lm = np.linalg.cholesky(to_dense(problem.M))
-        G = sla.solve_triangular(Lm, Nd.T, lower=True, check_finite=False).T
-    G = np.ascontiguousarray(G)
+    # G G' = N M^-1 N' (Alg. 1 never forms it): latency-bound small cases in numba, large in BLAS
+    if n * m * m < 4_000_000:
+        G = np.empty((n, m))
+        K.rows_times_inverse_cholesky(Nd, Lm, G)
+    else:
+        G = np.ascontiguousarray(sla.solve_triangular(Lm, Nd.T, lower=True, check_finite=False).T)
     q = problem.q
     L = np.zeros((m + 1, m + 1))
     rows = np.zeros(m + 1, dtype=np.int64)
