@@ -425,7 +425,18 @@ def report(cases, results, peers, args, elapsed, errors=(), too_slow=()):
               "(res <= 1e-6), each the ratio of the two per-instance median times; instances left out: " +
               ("; ".join(f"{('lemke/' + n) if '/' not in n else n}: {', '.join(v)}" for n, v in excluded.items())
                or "none") + ".", ""]
-    # per size ratios for ppm vs dantzig
+    # per size ratios (sizes where both solved every instance)
+    for a, b in (("lemke", "siconos-lemke"), ("lemke", "quantecon")):
+        parts = []
+        for fam in families:
+            keys = sorted(k for k in table if k[0] == fam)
+            cells = [f"{k[1]}: {table[k][2][a]['time'] / table[k][2][b]['time']:.2g}" for k in keys
+                     if a in table[k][2] and b in table[k][2] and all_solved(table[k][2][a])
+                     and all_solved(table[k][2][b])]
+            if cells:
+                parts.append(f"{fam} ({', '.join(cells)})")
+        if parts:
+            lines += [f"{a}/{b} time per size (size: ratio): " + "; ".join(parts), ""]
     for fam in ("box-stack", "box-stack-25"):
         keys = sorted(k for k in table if k[0] == fam)
         parts = [f"size {k[1]} (n={table[k][0]}, m={table[k][1]}): "
