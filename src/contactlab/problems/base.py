@@ -12,7 +12,7 @@ class Problem:
     """Base of LCP, BoxedLCP, MixedLCP, FactoredLCP (and UCP).
 
     Subclasses provide ``n`` (number of complementarity variables), ``w(z)`` (the affine map),
-    ``residuals(z)`` (the one certified residual), ``scale()`` (a size for relative tolerances),
+    ``residuals(z, w=None)`` (the one certified residual), ``scale()`` (a size for relative tolerances),
     and optionally ``lcp_reduction()`` returning ``(lcp, lift)`` where ``lift`` maps an LCP answer
     back to this problem's ``z``.
     """
@@ -22,7 +22,8 @@ class Problem:
     def w(self, z: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def residuals(self, z: np.ndarray) -> Residuals:
+    def residuals(self, z: np.ndarray, w: np.ndarray | None = None) -> Residuals:
+        """The certified residuals at z (``w`` = this problem's w(z) when the caller has it)."""
         raise NotImplementedError
 
     def scale(self) -> float:

@@ -64,8 +64,8 @@ class FactoredLCP(Problem):
     def w(self, z):
         return matvec(self.N, self.accel(z)) + self.offset
 
-    def residuals(self, z) -> Residuals:
-        return lcp_residuals(z, self.w(z))
+    def residuals(self, z, w=None) -> Residuals:
+        return lcp_residuals(z, self.w(z) if w is None else w)
 
     def is_trivial(self) -> bool:
         return self.n == 0 or float(self.q.min()) >= 0.0

@@ -29,8 +29,8 @@ class LCP(Problem):
     def w(self, z):
         return matvec(self.M, z) + self.q
 
-    def residuals(self, z) -> Residuals:
-        return lcp_residuals(z, self.w(z))
+    def residuals(self, z, w=None) -> Residuals:
+        return lcp_residuals(z, self.w(z) if w is None else w)
 
     def scale(self) -> float:
         if self._scale is None:
@@ -117,9 +117,9 @@ class BoxedLCP(Problem):
     def w(self, z):
         return matvec(self.M, z) + self.q
 
-    def residuals(self, z) -> Residuals:
+    def residuals(self, z, w=None) -> Residuals:
         lo, hi = self.bounds(z)
-        return box_residuals(z, self.w(z), lo, hi)
+        return box_residuals(z, self.w(z) if w is None else w, lo, hi)
 
     def scale(self) -> float:
         return max(1.0, float(np.max(np.abs(self.q), initial=0.0)))

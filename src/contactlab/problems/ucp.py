@@ -81,7 +81,7 @@ class UCP(Problem):
                  -float(np.min(y, initial=0.0)))
         return fx, fy
 
-    def residuals(self, z) -> Residuals:
+    def residuals(self, z, w=None) -> Residuals:
         """natural = max(||min(x, y)||_inf, infeasibility); complementarity = max |x_i y_i|;
         infeasibility = worst violation of A x = a, B y = b, x >= 0, y >= 0."""
         x, y = self.split(z)

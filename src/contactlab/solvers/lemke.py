@@ -54,16 +54,23 @@ def _basis_solution(n, basis, xB):
 def lemke_reduced_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refactor_every: int = 64):
     """Run the reduced-basis kernel once; returns (status, pivots, z, ray)."""
     n = q.size
-    Ainv = np.zeros((n + 1, n + 1))
-    ints = [np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n + 1, dtype=np.int64),
-            np.zeros(2 * n + 1, dtype=np.int64)]
-    ray = np.zeros(2 * n + 1)
-    z = np.zeros(n)
-    code, pivots = K.lemke_reduced_kernel(M, np.ascontiguousarray(M.T), q, d, max_pivots, refactor_every, Ainv, np.zeros(n + 1), np.zeros(n),
-                                          *ints, np.zeros(n + 1), np.zeros(n), np.zeros(2 * n + 2, dtype=np.int64),
-                                          np.zeros(2 * n + 2), np.zeros(n + 1), np.zeros(n + 1, dtype=np.int64),
-                                          np.zeros(n + 1), np.zeros((n + 1, n + 1)), ray, z)
-    return _STATUS[code], int(pivots), z, ray
+    fwork = np.zeros(2 * (n + 1) * (n + 1) + 11 * n + 7)  # one float and one int buffer, sliced
+    iwork = np.zeros(8 * n + 6, dtype=np.int64)
+    Ainv = fwork[:(n + 1) ** 2].reshape(n + 1, n + 1)
+    work2 = fwork[(n + 1) ** 2:2 * (n + 1) ** 2].reshape(n + 1, n + 1)
+    f = 2 * (n + 1) ** 2
+    x, wv, dx, dwv = fwork[f:f + n + 1], fwork[f + n + 1:f + 2 * n + 1], fwork[f + 2 * n + 1:f + 3 * n + 2], \
+        fwork[f + 3 * n + 2:f + 4 * n + 2]
+    ratio, tmp, zdx = fwork[f + 4 * n + 2:f + 6 * n + 4], fwork[f + 6 * n + 4:f + 7 * n + 5], \
+        fwork[f + 7 * n + 5:f + 8 * n + 6]
+    ray, z = fwork[f + 8 * n + 6:f + 10 * n + 7], fwork[f + 10 * n + 7:f + 11 * n + 7]
+    eq_rows, eq_pos, unk = iwork[:n + 1], iwork[n + 1:2 * n + 1], iwork[2 * n + 1:3 * n + 2]
+    unk_pos, cand, zcols = iwork[3 * n + 2:5 * n + 3], iwork[5 * n + 3:7 * n + 5], iwork[7 * n + 5:8 * n + 6]
+    assert z.size == n and zcols.size == n + 1  # the slices above tile both buffers exactly
+    code, pivots = K.lemke_reduced_kernel(M, np.ascontiguousarray(M.T), q, d, max_pivots, refactor_every, Ainv,
+                                          x, wv, eq_rows, eq_pos, unk, unk_pos, dx, dwv, cand, ratio, tmp,
+                                          zcols, zdx, work2, ray, z)
+    return _STATUS[code], int(pivots), z.copy(), ray.copy()
 
 
 def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refine: bool = True,
@@ -99,9 +106,12 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     M = dense_matrix_for("lemke", problem, copies=4)
     q = problem.q
     n = problem.n
-    d = np.ones(n) if opts.covering is None else np.asarray(opts.covering, dtype=np.float64).ravel()
-    if d.shape != (n,) or not np.all(np.isfinite(d)) or np.any(d <= 0):
-        raise ParamError(f"covering must be a positive finite vector of length {n}")
+    if opts.covering is None:
+        d = np.ones(n)
+    else:
+        d = np.asarray(opts.covering, dtype=np.float64).ravel()
+        if d.shape != (n,) or not np.all(np.isfinite(d)) or np.any(d <= 0):
+            raise ParamError(f"covering must be a positive finite vector of length {n}")
     max_pivots = opts.max_pivots if opts.max_pivots is not None else 50 * n + 1000
     if opts.basis not in ("auto", "reduced", "tableau"):
         raise ParamError(f"basis must be 'auto', 'reduced' or 'tableau', got {opts.basis!r}")

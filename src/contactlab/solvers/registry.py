@@ -36,6 +36,8 @@ class SolverSpec:
             LCP in self.problems and isinstance(problem, self.converts))
 
     def make_options(self, options: dict[str, Any]):
+        if not options:
+            return _default_options(self.options)
         names = {f.name for f in dataclasses.fields(self.options)}
         unknown = sorted(set(options) - names)
         if unknown:
@@ -60,6 +62,15 @@ MATRIX_CLASSES = {
 }
 
 _REGISTRY: dict[str, SolverSpec] = {}
+_DEFAULTS: dict[type, Any] = {}
+
+
+def _default_options(cls: type):
+    """The default options instance of a solver (frozen, so one instance serves every call)."""
+    opts = _DEFAULTS.get(cls)
+    if opts is None:
+        opts = _DEFAULTS[cls] = cls()
+    return opts
 _CONVERTIBLE = (BoxedLCP, MixedLCP, FactoredLCP)
 
 
@@ -186,12 +197,12 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
     z = np.asarray(sol.z, dtype=np.float64)
     sol.z = z
     if isinstance(problem, MixedLCP):
-        sol.x = problem.recover_x(z) if np.all(np.isfinite(z)) else np.full(problem.p, np.nan)
+        sol.x = problem.recover_x(z)
         sol.w = problem.w(z, sol.x)
         r = problem.residuals(z, sol.x)
     else:
-        sol.w = problem.w(z) if np.all(np.isfinite(z)) else np.full(problem.n, np.nan)
-        r = problem.residuals(z)
+        sol.w = problem.w(z)
+        r = problem.residuals(z, sol.w)
     sol.residual, sol.complementarity, sol.infeasibility = r.natural, r.complementarity, r.infeasibility
     sol.time_s = time.perf_counter() - t0
     threshold = max(certify, float(getattr(opts, "tol", 0.0) or 0.0)) * problem.scale()
