@@ -17,4 +17,12 @@ for _mod in sorted(m.name for m in pkgutil.iter_modules(commands.__path__)):
 
 
 def main() -> None:
-    app()
+    """Entry point. BLAS runs on CONTACTLAB_BLAS_THREADS threads (default 1): contact problems are
+    many small dense solves, for which thread start-up costs more than it saves (30x slower
+    measured on a loaded 2-core machine)."""
+    import os
+
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=int(os.environ.get("CONTACTLAB_BLAS_THREADS", "1")), user_api="blas"):
+        app()
