@@ -237,3 +237,27 @@ def test_lemke_on_degenerate_rank_deficient_contact_stacks(boxes):
         sol = cl.solve(problem, method="lemke", basis=basis, regularize=False)
         assert sol.success and sol.residual <= 1e-12 * problem.scale(), basis
         assert sol.pivots < 4 * problem.n
+
+
+def test_dantzig_reuse_on_block_pyramid_sequence():
+    """loomis-balkcom §V: sub-assemblies of a running-bond pyramid (PSD, massively rank-deficient);
+    every cold and warm solve certified, warm ones within Theorem 1's n - k bound, fewer pivots."""
+    from contactlab.problems.generators import box_contacts, box_pyramid, box_structure_factored
+    s = box_pyramid(9)
+    full = box_structure_factored(s).to_lcp()
+    uppers = np.array([u for _, u, _ in box_contacts(s)])
+    prev, cold_piv, warm_piv = None, 0, 0
+    for k in range(1, s.n_boxes + 1):
+        nk = int(np.sum(uppers < k))
+        L = cl.LCP(full.M[:nk, :nk], full.q[:nk])
+        cold = cl.solve(L, method="dantzig")
+        assert cold.success and cold.residual <= 1e-8 * L.scale()
+        if prev is not None:
+            warm = cl.solve(L, method="dantzig", warm_start=(np.arange(prev.z.size), prev.z))
+            assert warm.success and warm.iterations <= L.n - prev.z.size
+            np.testing.assert_allclose(warm.w, cold.w, atol=1e-7 * L.scale())
+            cold_piv, warm_piv = cold_piv + cold.pivots, warm_piv + warm.pivots
+            prev = warm
+        else:
+            prev = cold
+    assert warm_piv < cold_piv / 5

@@ -129,7 +129,7 @@ def _direction(sym, F, k, M, idx, dd, u, w1, w2):
 
 
 @jit
-def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz, dw, u, v, counts):
+def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz, dw, u, v, skip, counts):
     """Cottle-Dantzig principal pivoting (loomis-balkcom §II; Baraff 1994 for the step rules).
 
     On entry: z, w = M z + q complementary with w[idx[:k0]] = 0, z >= 0, and Minv[:k0,:k0] the
@@ -156,6 +156,8 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz,
             counts[1] = pivots
             return SOLVED, k
         majors += 1
+        for i in range(n):
+            skip[i] = False
         while True:
             if pivots >= max_pivots:
                 counts[0] = majors
@@ -189,7 +191,7 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz,
                         block = idx[j]
                         block_pos = j
             for i in range(n):
-                if not inC[i] and i != dd and dw[i] < -tol and w[i] >= -tol:
+                if not inC[i] and not skip[i] and i != dd and dw[i] < -tol and w[i] >= -tol:
                     r = max(w[i], 0.0) / -dw[i]
                     tie = tol + 1e-10 * abs(step) if step < np.inf else 0.0
                     if r < step - tie or (r <= step + tie and i < block):
@@ -243,9 +245,10 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz,
                     k += 1
                     break
                 else:
-                    counts[0] = majors
-                    counts[1] = pivots
-                    return NUMERICAL, k
+                    # the row depends on C (PSD M): its w and dw vanish in exact arithmetic and it
+                    # blocked on roundoff; leave it out for this major cycle (if its w later turns
+                    # negative, a later major cycle drives it)
+                    skip[block] = True
 
 
 @jit
@@ -422,3 +425,49 @@ def rows_times_inverse_cholesky(N, Lm, G):
             for b in range(a):
                 s -= Lm[a, b] * G[i, b]
             G[i, a] = s / Lm[a, a]
+
+
+@jit
+def _active_solve(sym, F, k, M, q, idx, b, x):
+    """x[:k] = -M_CC^-1 q_C with the factor F of M[idx[:k], idx[:k]]."""
+    for a in range(k):
+        b[a] = -q[idx[a]]
+    if sym:
+        _chol_solve(F, k, b, x)
+    else:
+        for a in range(k):
+            s = 0.0
+            for c in range(k):
+                s += F[a, c] * b[c]
+            x[a] = s
+
+
+@jit
+def warm_start_kernel(M, q, cand, F, sym, idx, inC, z, w1, w2, x):
+    """Factor M_CC over the candidate active indices (dependent ones skipped: PSD M), then drop the
+    most negative z_C until z_C = -M_CC^-1 q_C >= 0: a complementary solution of the principal
+    sub-problem on C, where loomis-balkcom Theorem 1 starts. All O(k^2) updates, no LAPACK.
+    Returns k = |C|; z, inC, idx and F describe the start."""
+    k = 0
+    for t in range(cand.shape[0]):
+        if _set_add(sym, F, k, M, idx, cand[t], w1, w2):
+            k += 1
+    while k > 0:
+        _active_solve(sym, F, k, M, q, idx, w1, x)
+        worst = 0.0
+        p = -1
+        for a in range(k):
+            if x[a] < worst:
+                worst = x[a]
+                p = a
+        if p < 0:
+            break
+        _set_remove(sym, F, k, idx, p)
+        k -= 1
+    for i in range(z.shape[0]):
+        z[i] = 0.0
+        inC[i] = False
+    for a in range(k):
+        z[idx[a]] = max(x[a], 0.0)
+        inC[idx[a]] = True
+    return k

@@ -26,25 +26,12 @@ class DantzigOptions:
     refine: bool = True
 
 
-def _active_solution(M, q, active):
-    """z with z_C = -M_CC^-1 q_C on ``active`` (LU), zero elsewhere; None if singular."""
-    z = np.zeros(q.size)
-    if active.size:
-        try:
-            z[active] = sla.lu_solve(sla.lu_factor(M[np.ix_(active, active)], check_finite=False),
-                                     -q[active], check_finite=False)
-        except (np.linalg.LinAlgError, ValueError):
-            return None
-    return z
+def _warm_candidates(M, q, warm_start, tol):
+    """The active indices a warm start proposes, and k for Theorem 1's bound (n - k major cycles).
 
-
-def _warm_active_set(M, q, warm_start, tol):
-    """The sub-problem solution Theorem 1 starts from: (active indices, z).
-
-    ``warm_start`` is a full-size Solution (or z vector) whose positive entries give the active
-    set, or a pair (indices, z_sub) solving the principal sub-LCP on ``indices``. Entries that turn
-    negative after re-solving on the current M, q are dropped until z_C >= 0 (w_C = 0 by
-    construction), so the start is a complementary solution of a principal sub-problem.
+    ``warm_start`` is a full-size Solution (or z vector): its positive entries; or a pair
+    (indices, z_sub) solving the principal sub-LCP on ``indices`` (checked): its positive entries,
+    and k = len(indices).
     """
     n = q.size
     if isinstance(warm_start, tuple) and len(warm_start) == 2:
@@ -56,24 +43,11 @@ def _warm_active_set(M, q, warm_start, tol):
         if max(sub.natural, sub.infeasibility) > 1e-6 * max(1.0, np.abs(q[idx]).max(initial=0.0)):
             raise ParamError("warm_start (indices, z_sub) does not solve the principal sub-problem on those "
                              f"indices (residual {sub.natural:.2g}); pass that sub-problem's solution")
-        active = idx[zs > tol]
-        k_bound = idx.size
-    else:
-        zfull = getattr(warm_start, "z", warm_start)
-        zfull = np.asarray(zfull, dtype=np.float64).ravel()
-        if zfull.shape != (n,):
-            raise ParamError(f"warm_start must be a Solution or vector of length {n}, or a pair (indices, z_sub)")
-        active = np.flatnonzero(zfull > tol)
-        k_bound = None
-    while True:
-        z = _active_solution(M, q, active)
-        if z is None:
-            return np.zeros(0, dtype=np.int64), np.zeros(n), 0
-        neg = z[active] < 0
-        if not np.any(neg):
-            return active, np.maximum(z, 0.0), (k_bound if k_bound is not None and active.size == np.sum(
-                np.asarray(warm_start[1]) > tol) else active.size)
-        active = active[~neg]
+        return idx[zs > tol], idx.size
+    zfull = np.asarray(getattr(warm_start, "z", warm_start), dtype=np.float64).ravel()
+    if zfull.shape != (n,):
+        raise ParamError(f"warm_start must be a Solution or vector of length {n}, or a pair (indices, z_sub)")
+    return np.flatnonzero(zfull > tol), None
 
 
 @register("dantzig", problems=(LCP,), options=DantzigOptions, warm_start=True,
@@ -92,24 +66,24 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
     idx = np.zeros(n, dtype=np.int64)
     Minv = np.zeros((n, n))
     info: dict = {}
+    z = np.zeros(n)
+    k0 = 0
     if warm_start is not None:
-        active, z, k_sub = _warm_active_set(M, q, warm_start, tol)
-        k0 = active.size
-        if k0:  # factor of the principal block only, once
-            block = M[np.ix_(active, active)]
-            Minv[:k0, :k0] = np.linalg.cholesky(block) if sym else np.linalg.inv(block)
-            idx[:k0] = active
-            inC[active] = True
+        cand, k_sub = _warm_candidates(M, q, warm_start, tol)
+        k0 = K.warm_start_kernel(M, q, np.ascontiguousarray(cand, dtype=np.int64), Minv, sym, idx, inC, z,
+                                 np.zeros(n), np.zeros(n), np.zeros(n))
+        # Theorem 1's k: the sub-problem's size, less any of its active indices the start had to drop
+        k_sub = k0 if k_sub is None else k_sub - (cand.size - k0)
         info["warm_start_k"] = int(k_sub)
         info["major_cycle_bound"] = int(n - k_sub)
-    else:
-        z, k0 = np.zeros(n), 0
     w = M @ z + q
     w[inC] = 0.0
     max_pivots = opts.max_pivots if opts.max_pivots is not None else 20 * n + 100
     counts = np.zeros(2, dtype=np.int64)
     work = [np.empty(n) for _ in range(4)]
-    code, k = K.dantzig_kernel(M, M if sym else np.ascontiguousarray(M.T), q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, *work, counts)
+    MT = M if sym else np.ascontiguousarray(M.T)
+    code, k = K.dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, *work,
+                               np.zeros(n, dtype=np.bool_), counts)
     status = _STATUS[code]
     if status is Status.SOLVED and opts.refine and k:
         zr = z.copy()
