@@ -304,6 +304,9 @@ def figure(ill, piles, path: Path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     panels = [("dense", 1e6), ("dense", 1e10), ("sparse", 1e6), ("sparse", 1e10), ("piles", None)]
+    all_labels = sorted({l for r in list(ill) + list(piles) for l in r["results"]})
+    cmap = plt.get_cmap("tab20")
+    colors = {l: cmap(k % 20) for k, l in enumerate(all_labels)}
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), sharey=False)
     for ax, (kind, cond) in zip(axes, panels):
         rows = piles if kind == "piles" else [r for r in ill if r["kind"] == kind and r["cond"] == cond]
@@ -312,6 +315,7 @@ def figure(ill, piles, path: Path):
             continue
         labels = sorted({l for r in rows for l in r["results"]})
         for label in labels:
+            style = "--" if label.startswith("siconos") else ":" if label.startswith("qp-") else "-"
             xs, ys, ok = [], [], []
             for r in rows:
                 v = r["results"].get(label)
@@ -322,7 +326,7 @@ def figure(ill, piles, path: Path):
                 ok.append(v["ok"])
             if not xs:
                 continue
-            line, = ax.loglog(xs, ys, "-", label=label, lw=1.2)
+            line, = ax.loglog(xs, ys, style, label=label, lw=1.4, color=colors[label])
             ax.loglog([x for x, o in zip(xs, ok) if o], [y for y, o in zip(ys, ok) if o], "o", color=line.get_color(), ms=4)
             ax.loglog([x for x, o in zip(xs, ok) if not o], [y for y, o in zip(ys, ok) if not o], "x",
                       color=line.get_color(), ms=6)
@@ -451,7 +455,12 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "docs/benchmarks-iterative.md"))
+    ap.add_argument("--replot", action="store_true", help="redraw the figure from benchmarks/results/iterative.json")
     args = ap.parse_args()
+    if args.replot:
+        raw = json.loads((ROOT / "benchmarks/results/iterative.json").read_text())
+        figure(raw["illcond"], raw["piles"], Path(args.out).parent / "figures" / "bench_iterative_time_vs_n.png")
+        return
     from threadpoolctl import threadpool_limits
     threadpool_limits(1)          # BLAS on one thread for every method (Siconos too, through its env)
     peers = {} if args.no_peers else peers_available()
