@@ -297,20 +297,31 @@ class Simulator:
 
     def project_joints(self, tol: float = 1e-10, max_iter: int = 8) -> float:
         """Newton projection of positions onto the joint manifold, M-weighted minimum norm:
-        dx = -M^-1 J' (J M^-1 J')^+ err (post-stabilisation). Returns the remaining error."""
+        dx = -M^-1 J' (J M^-1 J')^+ err (post-stabilisation); a joint past one of its limits gets
+        that limit as one more row. Returns the remaining joint error (limits excluded)."""
+        import scipy.sparse as sp
         from ..mechanics.system import mobility
         model, data = self.model, self.data
         err_max = 0.0
         for _ in range(max_iter):
-            (J, _, err, _), *_ = joint_rows(model, data, self.h)
+            (J, _, err, _), _, _, js = joint_rows(model, data, self.h)
             rows = np.flatnonzero(np.isfinite(err))
-            if rows.size == 0:
-                return 0.0
             e = err[rows]
-            err_max = float(np.max(np.abs(e)))
-            if err_max <= tol:
-                break
             Jr = J[rows]
+            extra_rows, extra_err = [], []
+            for k, jt in enumerate(model.joints):
+                c = js.coordinate[k] if k < js.coordinate.size else np.nan
+                for bound, sign in ((jt.lower, 1.0), (jt.upper, -1.0)):
+                    if bound is not None and np.isfinite(c) and sign * (c - bound) < -tol:
+                        extra_rows.append(sign * js.rate_rows[k])
+                        extra_err.append(sign * (c - bound))
+            err_max = float(np.max(np.abs(e), initial=0.0))
+            worst = max(err_max, max((-x for x in extra_err), default=0.0))
+            if worst <= tol:
+                break
+            if extra_rows:
+                Jr = sp.vstack([Jr, *extra_rows], format="csr")
+                e = np.concatenate([e, extra_err])
             Minv = mobility(model, data)
             A = (Jr @ Minv @ Jr.T).toarray()
             lam = np.linalg.lstsq(A, -e, rcond=1e-12)[0]
