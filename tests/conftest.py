@@ -1,0 +1,5 @@
+"""Test-session settings: BLAS on one thread (many small dense solves, where thread start-up
+costs more than it saves; the CLI does the same through CONTACTLAB_BLAS_THREADS)."""
+from threadpoolctl import threadpool_limits
+
+_BLAS_LIMIT = threadpool_limits(limits=1, user_api="blas")
