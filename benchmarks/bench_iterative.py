@@ -284,6 +284,41 @@ def bench_piles(sizes, reps, peers, workdir, seed=5):
     return out
 
 
+def sparse_pile(N, rng):
+    """The pile LCP N M^-1 N' kept sparse (CSR): M is block diagonal, so each row couples two bodies."""
+    F = gen.box_stack_factored(N, rng)
+    Nc = sp.csr_matrix(F.N)
+    Minv = sp.csr_matrix(np.linalg.inv(F.M)) if not sp.issparse(F.M) else sp.csr_matrix(sp.linalg.inv(F.M.tocsc()))
+    Minv.data[np.abs(Minv.data) < 1e-14 * np.abs(Minv.data).max()] = 0.0
+    Minv.eliminate_zeros()
+    Q = (Nc @ Minv @ Nc.T).tocsr()
+    Q = ((Q + Q.T) * 0.5).tocsr()
+    return cl.LCP(Q, F.q)
+
+
+def bench_piles_sparse(sizes, seed=6):
+    """Piles of N boxes with the LCP matrix in CSR (not densified): pgs, psor, pgs-sm (+CFM), interior-point."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for N in sizes:
+        P = sparse_pile(N, rng)
+        cap = sweep_cap(P, 20.0)
+        row = {"N": N, "n": P.n, "nnz": P.M.nnz, "results": {}}
+        for label, method, opts in (("pgs", "pgs", {"tol": TARGET, "max_sweeps": cap}),
+                                    ("psor", "psor", {"tol": TARGET, "max_sweeps": cap}),
+                                    ("pgs-sm", "pgs-sm", {"tol": TARGET, "max_outer": 200}),
+                                    ("pgs-sm-cfm", "pgs-sm", {"tol": TARGET, "cfm": 1e-11, "max_outer": 200}),
+                                    ("interior-point", "interior-point", {})):
+            row["results"][label] = timed_solve(P, method, 1, **opts)
+        rows.append(row)
+        print(f"  N={N} done", flush=True)
+    labels = ["pgs", "psor", "pgs-sm", "pgs-sm-cfm", "interior-point"]
+    L = ["| N | n | nnz | " + " | ".join(labels) + " |", "|---|---|---|" + "---|" * len(labels)]
+    for r in rows:
+        L.append(f"| {r['N']} | {r['n']} | {r['nnz']} | " + " | ".join(cell(r["results"].get(l)) for l in labels) + " |")
+    return rows, "\n".join(L)
+
+
 # ------------------------------------------------------------------------------------------------
 def fmt_t(t):
     if t is None or not np.isfinite(t):
@@ -455,8 +490,16 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "docs/benchmarks-iterative.md"))
+    ap.add_argument("--piles-sparse", action="store_true", help="only the sparse (CSR) pile family, N = 100..1000; "
+                    "prints a Markdown table")
     ap.add_argument("--replot", action="store_true", help="redraw the figure from benchmarks/results/iterative.json")
     args = ap.parse_args()
+    if args.piles_sparse:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(1)
+        _, table = bench_piles_sparse([100, 300, 1000])
+        print(table)
+        return
     if args.replot:
         raw = json.loads((ROOT / "benchmarks/results/iterative.json").read_text())
         figure(raw["illcond"], raw["piles"], Path(args.out).parent / "figures" / "bench_iterative_time_vs_n.png")

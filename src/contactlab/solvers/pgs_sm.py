@@ -34,7 +34,7 @@ class PGSSMOptions:
     residual target relative to max(1, ||q||_inf) (paper: 1e-8); max_outer: limit on PGS+SM cycles;
     cfm: constraint force mixing added to the diagonal (paper: 1e-11; solves M + cfm I);
     sm_solver: "auto" (Cholesky dense, CG sparse), "cholesky", "lu", "cg" or "direct" (sparse LU);
-    cg_tol/cg_maxiter: relative tolerance and iteration limit of the CG solves."""
+    cg_tol/cg_maxiter: relative tolerance and iteration limit of the CG solves (0: min(max(100, 2 |F|), 1000))."""
 
     k_pgs: int = 5
     k_sm: int = 2
@@ -79,16 +79,23 @@ def _solve_dense(A, b, how):
 
 
 def _solve_sparse(A, b, opts):
+    """Jacobi-preconditioned CG; when it stops short of cg_tol its iterate is still used if it reduced
+    ||A x - b|| by half (an inexact subspace step: the projected search keeps phi decreasing), otherwise
+    ("direct" or a CG breakdown) a sparse LU solve."""
     how = opts.sm_solver
     if how in ("auto", "cg"):
         d = A.diagonal()
         pre = spla.LinearOperator(A.shape, matvec=lambda x: x / d) if np.all(d > 0) else None
-        maxiter = opts.cg_maxiter or max(100, 2 * A.shape[0])
+        maxiter = opts.cg_maxiter or min(max(100, 2 * A.shape[0]), 1000)
         x, info = spla.cg(A, b, rtol=opts.cg_tol, atol=0.0, maxiter=maxiter, M=pre)
         if info == 0 or how == "cg":
             return x, "cg"
+        if np.all(np.isfinite(x)) and np.linalg.norm(A @ x - b) <= 0.5 * np.linalg.norm(b):
+            return x, "cg-inexact"
     try:
-        x = spla.spsolve(sp.csc_matrix(A), b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            x = spla.spsolve(sp.csc_matrix(A), b)
         return (x, "direct") if np.all(np.isfinite(x)) else (None, "singular")
     except RuntimeError:
         return None, "singular"
@@ -206,6 +213,7 @@ def pgs_sm_solve(problem, opts: PGSSMOptions, warm_start=None) -> Solution:
         solvers.add("cholesky")   # Cholesky broke down on a singular M_FF: go on in Python (LU / least squares)
     code, status, reason = K.MAX_SWEEPS, Status.MAX_ITERATIONS, "outer iteration limit reached"
     outer = outer0
+    singular = 0
     for outer in range(outer0 + 1, opts.max_outer + 1):
         code = S.sweep(z, w, opts.k_pgs, tol)
         sweeps += int(S.stats[0])
@@ -219,12 +227,12 @@ def pgs_sm_solve(problem, opts: PGSSMOptions, warm_start=None) -> Solution:
         sm_steps += steps
         if used:
             solvers.add(used)
-        if used == "singular":
-            status, reason = Status.NUMERICAL_FAILURE, "reduced system singular; set cfm > 0"
-            break
+        if used == "singular":   # no subspace step this cycle: PGS goes on (max_outer bounds the loop)
+            singular += 1
         if S.residual(z, w) <= tol:
             status, reason = Status.SOLVED, "residual below tol after a subspace step"
             break
     return Solution(z=z, w=w, status=status, iterations=sweeps + sm_steps,
                     info={"reason": reason, "pgs_sweeps": sweeps, "sm_steps": sm_steps, "outer": outer,
-                          "sm_solvers": sorted(solvers), "sparse": S.sparse, "kernel": "python"})
+                          "sm_solvers": sorted(solvers), "sparse": S.sparse, "kernel": "python",
+                          "singular_reduced_systems": singular})
