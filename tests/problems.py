@@ -40,10 +40,11 @@ def boxed_static(n: int, rng: np.random.Generator) -> cl.BoxedLCP:
     return cl.BoxedLCP(M, q, lo, hi)
 
 
-def boxed_coupled(n_contacts: int, rng: np.random.Generator) -> cl.BoxedLCP:
-    """Normal rows [0, inf) and two friction rows per contact with |f| <= mu z_n (ODE findex)."""
+def boxed_coupled(n_contacts: int, rng: np.random.Generator, M=None) -> cl.BoxedLCP:
+    """Normal rows [0, inf) and two friction rows per contact with |f| <= mu z_n (ODE findex);
+    M defaults to a random SPD matrix."""
     n = 3 * n_contacts
-    M = gen.spd_matrix(n, rng)
+    M = gen.spd_matrix(n, rng) if M is None else M
     q = rng.standard_normal(n)
     lo, hi = np.zeros(n), np.full(n, np.inf)
     findex = np.full(n, -1)

@@ -17,31 +17,15 @@ from contactlab.problems import generators as gen
 from contactlab.problems.conditioning import dense_ill_conditioned_lcp, sparse_ill_conditioned_lcp
 from contactlab.problems.grasp import grasp_lcp
 
+from .problems import boxed_coupled, boxed_static
+
 ITERATIVE = ["pgs", "psor", "pgs-sm", "interior-point", "qp"]
 TIGHT = {"pgs": {"tol": 1e-11}, "psor": {"tol": 1e-11}, "pgs-sm": {"tol": 1e-11},
          "interior-point": {}, "qp": {}}
 
 
-def _boxed(n, rng):
-    M = gen.spd_matrix(n, rng)
-    q = rng.standard_normal(n)
-    kind = rng.integers(0, 4, n)
-    lo = np.where(kind == 0, 0.0, np.where(kind == 1, -rng.uniform(0.1, 1, n), -np.inf))
-    hi = np.where(kind == 1, rng.uniform(0.1, 1, n), np.where(kind == 2, rng.uniform(0, 1, n), np.inf))
-    return cl.BoxedLCP(M, q, lo, hi)
-
-
-def _coupled(n_contacts, rng, M=None):
-    n = 3 * n_contacts
-    M = gen.spd_matrix(n, rng) if M is None else M
-    q = rng.standard_normal(n)
-    lo, hi = np.zeros(n), np.full(n, np.inf)
-    findex, mu = np.full(n, -1), np.zeros(n)
-    for c in range(n_contacts):
-        for t in (1, 2):
-            findex[3 * c + t] = 3 * c
-            mu[3 * c + t] = rng.uniform(0.2, 1.0)
-    return cl.BoxedLCP(M, q, lo, hi, findex=findex, mu=mu)
+_boxed = boxed_static
+_coupled = boxed_coupled
 
 
 # ------------------------------------------------------------------------------------------------
