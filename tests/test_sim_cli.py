@@ -78,3 +78,28 @@ def test_trajectory_records_are_consistent(tmp_path):
     assert np.allclose(d["steps/time"], 0.01 * np.arange(1, 11))
     assert d["attrs"]["scene"] == "stack"
     assert np.all(d["steps/lcp_size"] == 4 * 6)   # 4 corners x (1 normal + 4 directions + 1 lambda)
+
+
+def test_unusable_step_stops_the_run_and_keeps_the_steps():
+    """A step with no usable answer raises SimulationError inside step(); run() keeps the steps so
+    far, records why, and the state is the last good one (never NaN)."""
+    import numpy as np
+    import contactlab as cl
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sim = Simulator(make_scene("stack", count=2), "stewart-trinkle", "lemke", fallback=False)
+    sim.run(0.05)
+    good = sim.data.position.copy()
+    original = cl.solvers.registry.get_solver("lemke").func
+
+    def garbage(problem, opts, warm):  # a solver that claims nothing and returns nonsense
+        return cl.Solution(z=np.full(problem.n, 1e6), w=np.empty(0), status=cl.Status.MAX_ITERATIONS)
+    import dataclasses
+    spec = cl.solvers.registry.get_solver("lemke")
+    cl.solvers.registry._REGISTRY["lemke"] = dataclasses.replace(spec, func=garbage)
+    try:
+        traj = sim.run(0.05)
+    finally:
+        cl.solvers.registry._REGISTRY["lemke"] = dataclasses.replace(spec, func=original)
+    assert traj.error and "no usable answer" in traj.error and len(traj.records) == 0
+    np.testing.assert_array_equal(sim.data.position, good)

@@ -1,5 +1,5 @@
 """contactlab: multi-rigid-body contact dynamics on certified complementarity solvers."""
-from .errors import ContactlabError, ModelError, ParamError, ProblemError, SolverNotFound
+from .errors import ContactlabError, ModelError, ParamError, ProblemError, SimulationError, SolverNotFound
 from .problems import LCP, BoxedLCP, FactoredLCP, MixedLCP, Problem
 from .problems.io import load, save
 from .problems.ucp import UCP

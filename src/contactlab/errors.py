@@ -19,3 +19,8 @@ class SolverNotFound(ContactlabError):
 
 class ModelError(ContactlabError):
     """A scene, body, joint or contact-model input is malformed."""
+
+
+class SimulationError(RuntimeError):
+    """A time step produced no usable answer (not certified even by the fallback solvers, and its
+    residual too large to apply); ``Simulator.run`` stops there and keeps the steps so far."""

@@ -44,8 +44,12 @@ def register(app: typer.Typer) -> None:
         bodies = {n: sim.body_state(n) for i, n in enumerate(sim.model.names) if sim.model.dof_start[i] >= 0}
         result = {"scene": scene, "model": model, "method": sim.method, "steps": len(traj.records),
                   "bodies": bodies, "metrics": traj.metrics()}
+        if traj.error:
+            result["error"] = traj.error  # the run stopped early at an unusable step
         if as_json:
             typer.echo(json.dumps(result))
+            if traj.error:
+                raise typer.Exit(1)
             return
         from rich.console import Console
         from rich.table import Table
@@ -62,3 +66,6 @@ def register(app: typer.Typer) -> None:
         con.print(t)
         if out is not None:
             con.print(f"wrote {out}")
+        if traj.error:
+            con.print(f"[red]stopped early:[/red] {traj.error}")
+            raise typer.Exit(1)

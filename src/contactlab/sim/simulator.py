@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..collision import CollisionWorld, match_previous
-from ..errors import ModelError
+from ..errors import SimulationError, ModelError
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import integrate_quat, quat_to_matrix
 from ..mechanics.scene import Scene
@@ -54,6 +54,7 @@ class Trajectory:
     records: list = field(default_factory=list)
     positions: list = field(default_factory=list)
     quaternions: list = field(default_factory=list)
+    error: str | None = None  # why the run stopped early (an unusable step), else None
 
     def column(self, name: str) -> np.ndarray:
         return np.array([getattr(r, name) for r in self.records])
@@ -122,7 +123,7 @@ class Simulator:
     def __init__(self, scene: Scene, model: str = "stewart-trinkle", method: str | None = None, *,
                  model_options: dict | None = None, solver_options: dict | None = None,
                  dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1,
-                 fallback: bool = True):
+                 fallback: bool = True, max_uncertified_residual: float = 1e-3):
         if dt is not None:
             if not dt > 0:
                 raise ModelError(f"dt must be > 0, got {dt}")
@@ -130,6 +131,7 @@ class Simulator:
         self.scene = scene
         self.blas_threads = blas_threads
         self.fallback = fallback
+        self.max_uncertified_residual = max_uncertified_residual
         self.model, self.data = build_model(scene)
         self.world = CollisionWorld(self.model)
         self.contact_model = get_model(model)
@@ -183,9 +185,12 @@ class Simulator:
         if not primary_ok and self.fallback:
             sol = self._fallback(problem, sol)
         t_solve = time.perf_counter() - t0
-        if not np.all(np.isfinite(sol.z)):
-            sol.z = np.zeros(problem.n)
-            sol.x = None
+        if not primary_ok and not self._certified(problem, sol) and not (
+                np.all(np.isfinite(sol.z)) and sol.residual <= self.max_uncertified_residual * problem.scale()):
+            # applying this answer would corrupt the state (and blow up a few steps later): stop here
+            raise SimulationError(f"step {data.steps + 1} (t = {data.time + h:.6g} s): no usable answer from "
+                                  f"{self.method!r} or the fallbacks (status {sol.status.name}, residual "
+                                  f"{sol.residual:.3g} > {self.max_uncertified_residual:g} x scale)")
         result = self.contact_model.recover(sys, problem, sol, self.model_options)
         data.warm["z"] = np.asarray(sol.z).copy() if sol.success else None
         # kinetic energy added by the constraint impulses: KE(v+) - KE(v + h M^-1 f), kinematic bodies excluded
@@ -347,16 +352,19 @@ class Simulator:
                 traj.quaternions.append(self.data.quaternion.copy())
 
         with _blas_threads(self.blas_threads):
-            if progress and steps > 1:
-                from rich.progress import Progress
-                with Progress(transient=True) as bar:
-                    task = bar.add_task(f"simulating {self.scene.name}", total=steps)
+            try:
+                if progress and steps > 1:
+                    from rich.progress import Progress
+                    with Progress(transient=True) as bar:
+                        task = bar.add_task(f"simulating {self.scene.name}", total=steps)
+                        for _ in range(steps):
+                            one()
+                            bar.advance(task)
+                else:
                     for _ in range(steps):
                         one()
-                        bar.advance(task)
-            else:
-                for _ in range(steps):
-                    one()
+            except SimulationError as exc:  # the steps so far are kept; the state is the last good one
+                traj.error = str(exc)
         return traj
 
     def set_motor(self, joint: str, target_velocity: float | None = None, max_force: float | None = None) -> None:
