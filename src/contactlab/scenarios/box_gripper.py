@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, SimulationError
 from ..mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
 
 HELD_DRIFT = 1e-3   # m: a held box is lost once it has moved vertically more than this
@@ -186,7 +186,7 @@ def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: in
     for k in range(1, int(steps) + 1):
         try:
             records.append(sim.step())
-        except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:   # a crash is a result too
+        except (ArithmeticError, ValueError, SimulationError, np.linalg.LinAlgError) as exc:   # a result too
             error = f"step {k}: {type(exc).__name__}: {exc}"
             break
         if k in checkpoints:
