@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .pgs import BAD_DIAGONAL, CONVERGED, NOT_FINITE, box_natural_residual, dense_refresh_w, pgs_dense_kernel
+from .pgs import (BAD_DIAGONAL, CONVERGED, NOT_FINITE, box_natural_residual, dense_refresh_w, pgs_dense_kernel,
+                  row_bounds)
 
 MAX_OUTER, CHOLESKY_FAILED = 1, 5
 
@@ -60,15 +61,6 @@ def _project(z, lo, hi, findex, mu, free, side_hi):
                     inside = False
                     z[i] = v
     return inside
-
-
-@jit
-def _bounds_i(i, z, lo, hi, findex, mu):
-    j = findex[i]
-    if j >= 0:
-        r = mu[i] * max(z[j], 0.0)
-        return -r, r
-    return lo[i], hi[i]
 
 
 @jit
@@ -123,7 +115,7 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
             return code
         # ---- subspace minimisation -------------------------------------------------------
         for i in range(n):
-            a, b = _bounds_i(i, z, lo, hi, findex, mu)
+            a, b = row_bounds(i, z, lo, hi, findex, mu)
             free[i] = (z[i] > a) and (z[i] < b)
         for k in range(k_sm):
             f = 0
@@ -134,7 +126,7 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
             if f == 0:
                 break
             for i in range(n):
-                a, b = _bounds_i(i, z, lo, hi, findex, mu)
+                a, b = row_bounds(i, z, lo, hi, findex, mu)
                 side_hi[i] = findex[i] >= 0 and z[i] >= b and b > 0.0
             for r in range(f):
                 ir = Fidx[r]
@@ -159,7 +151,7 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
                     alpha = 1.0
                     for r in range(f):
                         i = Fidx[r]
-                        a, b = _bounds_i(i, z_old, lo, hi, findex, mu)
+                        a, b = row_bounds(i, z_old, lo, hi, findex, mu)
                         if dz[r] > 0.0 and (b - z_old[i]) < alpha * dz[r]:
                             alpha = max((b - z_old[i]) / dz[r], 0.0)
                         elif dz[r] < 0.0 and (a - z_old[i]) > alpha * dz[r]:
@@ -196,7 +188,7 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
                 break
             for i in range(n):
                 if free[i]:
-                    a, b = _bounds_i(i, z, lo, hi, findex, mu)
+                    a, b = row_bounds(i, z, lo, hi, findex, mu)
                     free[i] = (z[i] > a) and (z[i] < b)
         res = box_natural_residual(z, w, lo, hi, findex, mu)
         stats[3] = res
