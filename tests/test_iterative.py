@@ -339,3 +339,13 @@ def test_pgs_sm_numba_kernel_and_python_path_agree():
     b = cl.solve(g.problem, "pgs-sm", tol=1e-9, sm_solver="lu")
     assert a.success and b.success
     np.testing.assert_allclose(a.w, b.w, atol=1e-6)
+
+
+def test_interior_point_on_rank_deficient_psd_is_honest():
+    """A feasible PSD LCP without a strictly complementary solution (found by hypothesis): the
+    interior point method may stall there; it must then say so, never claim success."""
+    from .problems import make
+    p = make("psd", np.random.default_rng(35326))
+    assert cl.solve(p, method="lemke").success
+    sol = cl.solve(p, method="interior-point")
+    assert sol.success == (sol.residual <= 1e-6 * p.scale())

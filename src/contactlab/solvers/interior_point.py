@@ -136,7 +136,7 @@ def crossover(M, q, z, lo, hi, y_lo=None, y_hi=None):
 
 
 @register("interior-point", problems=(LCP, BoxedLCP), options=InteriorPointOptions,
-          classes=("spd", "psd", "p", "factored", "boxed"),
+          classes=("spd", "p", "factored", "boxed"),
           description="primal-dual interior point, Mehrotra predictor-corrector, monotone LCP and boxed LCP "
                       "(static bounds), dense and sparse, residual 1e-10",
           guarantees="polynomial convergence for monotone (PSD, symmetric or not) M; refuses non-monotone M "
