@@ -252,19 +252,49 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz,
 
 
 @jit
-def _chol_append(L, k, G, rows, a, col, tmp):
-    """Append row a of G to the Cholesky factor of G_rows G_rows' (O(k m + k^2))."""
-    m = G.shape[1]
+def _g_row(indptr, indices, data, Lm, a, g):
+    """g = L^-1 N[a]' (forward substitution, O(m^2)) for CSR row a of N: row a of G = N L^-T,
+    formed only when needed."""
+    m = Lm.shape[0]
+    for t in range(m):
+        g[t] = 0.0
+    for p in range(indptr[a], indptr[a + 1]):
+        g[indices[p]] = data[p]
+    for t in range(m):
+        v = g[t]
+        for r in range(t):
+            v -= Lm[t, r] * g[r]
+        g[t] = v / Lm[t, t]
+
+
+@jit
+def _chol_append_g(L, k, Gb, rows, a, g, col, tmp):
+    """Append row a (its G row ``g``) to the Cholesky factor of G_B G_B'; Gb[:k] caches the G rows
+    of the non-basic set. O(k m + k^2)."""
+    m = Gb.shape[1]
     for i in range(k):
-        s = 0.0
-        ri = rows[i]
+        v = 0.0
         for t in range(m):
-            s += G[ri, t] * G[a, t]
-        col[i] = s
+            v += Gb[i, t] * g[t]
+        col[i] = v
     gg = 0.0
     for t in range(m):
-        gg += G[a, t] * G[a, t]
-    return _chol_append_column(L, k, col, gg, rows, a, tmp, 1e-12)
+        gg += g[t] * g[t]
+    if not _chol_append_column(L, k, col, gg, rows, a, tmp, 1e-12):
+        return False
+    for t in range(m):
+        Gb[k, t] = g[t]
+    return True
+
+
+@jit
+def _chol_delete_g(L, k, rows, Gb, p):
+    """Delete position p from the factor and from the cached G rows."""
+    _chol_delete(L, k, rows, p)
+    m = Gb.shape[1]
+    for i in range(p, k - 1):
+        for t in range(m):
+            Gb[i, t] = Gb[i + 1, t]
 
 
 @jit
@@ -307,18 +337,17 @@ def _chol_solve(L, k, b, x):
 
 
 @jit
-def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, col, u, counts):
-    """Drumwright's modified PPM I (Alg. 1) on Q = G G' with G = N L_M^-T (n x m), q = N f*.
+def ppm_kernel(indptr, indices, data, Lm, q, max_iter, L, rows, Gb, zb, wt, tmp, col, g, u, sv, counts):
+    """Drumwright's modified PPM I (Alg. 1) on Q = N M^-1 N' = G G' (G = N L^-T, L L' = M), q = N f*.
 
-    Only the |B-bar| x |B-bar| factor of Q restricted to the non-basic set is kept (|B-bar| <= m
-    by Lemma 1); w = q + G (G_B' z_B) is formed from the m-vector u. On return rows[:k] are the
-    indices with z > 0, zb[:k] their values and wt = w. counts = [iterations, pivots].
+    N comes as CSR arrays. Only the non-basic set's G rows (<= m of them, Lemma 1) are formed, on
+    entry (O(m^2) each), with the Cholesky factor of G_B G_B' updated per pivot; w = q + N (M^-1
+    N_B' z_B) costs one O(m^2) solve and one pass over the nonzeros of N (lines 13-14). On return rows[:k] are the indices with z > 0,
+    zb[:k] their values and wt = w. counts = [iterations, pivots].
     """
-    n = G.shape[0]
-    m = G.shape[1]
-    k = 0
+    n = q.shape[0]
+    m = Lm.shape[0]
     it = 0
-    piv = 0
     i0 = 0
     for i in range(n):
         if q[i] < q[i0]:
@@ -329,7 +358,11 @@ def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, col, u, counts):
         counts[0] = 0
         counts[1] = 0
         return SOLVED, 0
-    _chol_append(L, 0, G, rows, i0, col, tmp)
+    _g_row(indptr, indices, data, Lm, i0, g)
+    if not _chol_append_g(L, 0, Gb, rows, i0, g, col, tmp):  # a zero row with q < 0: no solution
+        counts[0] = 0
+        counts[1] = 0
+        return UNBOUNDED, 0
     k = 1
     piv = 1
     while True:
@@ -342,21 +375,27 @@ def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, col, u, counts):
         for i in range(k):
             tmp[i] = -q[rows[i]]
         _chol_solve(L, k, tmp, zb)
-        # w = q + G (G_B' z_B)  (lines 13-14)
+        # u = G_B' z_B, sv = L^-T u = M^-1 N_B' z_B, w = q + N sv  (lines 13-14)
         for t in range(m):
-            s = 0.0
-            for i in range(k):
-                s += G[rows[i], t] * zb[i]
-            u[t] = s
+            u[t] = 0.0
+        for i in range(k):
+            c = zb[i]
+            for t in range(m):
+                u[t] += Gb[i, t] * c
+        for t in range(m - 1, -1, -1):
+            v = u[t]
+            for r in range(t + 1, m):
+                v -= Lm[r, t] * sv[r]
+            sv[t] = v / Lm[t, t]
         imin = -1
         wmin = 0.0
         wscale = 1.0
         for i in range(n):
-            s = 0.0
-            for t in range(m):
-                s += G[i, t] * u[t]
-            wscale = max(wscale, abs(q[i]), abs(s))
-            wt[i] = q[i] + s
+            v = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                v += data[p] * sv[indices[p]]
+            wscale = max(wscale, abs(q[i]), abs(v))
+            wt[i] = q[i] + v
         for i in range(k):
             wt[rows[i]] = 0.0
         for i in range(n):
@@ -370,11 +409,13 @@ def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, col, u, counts):
                 zmin = zb[i]
                 jmin = i
         if imin >= 0:
-            if k < m and _chol_append(L, k, G, rows, imin, col, tmp):
+            if k < m:
+                _g_row(indptr, indices, data, Lm, imin, g)
+            if k < m and _chol_append_g(L, k, Gb, rows, imin, g, col, tmp):
                 k += 1  # line 32: i joins the non-basic set
                 piv += 1
                 if jmin >= 0:  # lines 34-38 (jmin indexes the old rows, unchanged by the append)
-                    _chol_delete(L, k, rows, jmin)
+                    _chol_delete_g(L, k, rows, Gb, jmin)
                     k -= 1
                     piv += 1
                 continue
@@ -389,7 +430,7 @@ def ppm_kernel(G, q, max_iter, L, rows, zb, wt, tmp, col, u, counts):
             counts[0] = it
             counts[1] = piv
             return SOLVED, k
-        _chol_delete(L, k, rows, jmin)
+        _chol_delete_g(L, k, rows, Gb, jmin)
         k -= 1
         piv += 1
 
@@ -412,19 +453,6 @@ def refine_active(M, q, z, idx, k, F, sym, r, x):
             x[a] = s
     for a in range(k):
         z[idx[a]] += x[a]
-
-
-@jit
-def rows_times_inverse_cholesky(N, Lm, G):
-    """G[i] = (L^-1 N[i]')' for every row of N (n x m), Lm the lower Cholesky factor of M:
-    G G' = N M^-1 N'. O(n m^2), no BLAS threads (small contact problems are latency-bound)."""
-    n, m = N.shape
-    for i in range(n):
-        for a in range(m):
-            s = N[i, a]
-            for b in range(a):
-                s -= Lm[a, b] * G[i, b]
-            G[i, a] = s / Lm[a, a]
 
 
 @jit

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
+import scipy.sparse as sp
 
 from ..errors import ParamError
 from ..kernels import pivoting as K
@@ -96,6 +96,17 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
                     pivots=int(counts[1]), info=info)
 
 
+def _csr_arrays(N):
+    """(indptr, indices, data) of N as int64/float64 CSR arrays, without scipy overhead for dense N."""
+    if sp.issparse(N):
+        c = sp.csr_matrix(N)
+        return c.indptr.astype(np.int64), c.indices.astype(np.int64), np.ascontiguousarray(c.data, dtype=np.float64)
+    mask = N != 0
+    indptr = np.zeros(N.shape[0] + 1, dtype=np.int64)
+    np.cumsum(mask.sum(axis=1), out=indptr[1:])
+    return indptr, np.nonzero(mask)[1].astype(np.int64), np.ascontiguousarray(N[mask], dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class PPMOptions:
     """max_iterations: default 10 n + 100."""
@@ -109,28 +120,22 @@ class PPMOptions:
                      "NUMERICAL_FAILURE when a dependent row must enter")
 def ppm_solve(problem: FactoredLCP, opts: PPMOptions, warm_start=None) -> Solution:
     n, m = problem.n, problem.m
-    Nd = np.ascontiguousarray(to_dense(problem.N))
+    indptr, indices, data = _csr_arrays(problem.N)  # contact rows touch two bodies: w needs only the nonzeros
     if hasattr(problem, "_chol"):  # factored once when the problem was built
         c, lower = problem._chol
         Lm = np.ascontiguousarray(np.tril(c) if lower else np.triu(c).T)
     else:  # sparse M: a dense Cholesky of M (m is the number of coordinates, not of contacts)
         Lm = np.linalg.cholesky(to_dense(problem.M))
-    # G G' = N M^-1 N' (Alg. 1 never forms it): latency-bound small cases in numba, large in BLAS
-    if n * m * m < 4_000_000:
-        G = np.empty((n, m))
-        K.rows_times_inverse_cholesky(Nd, Lm, G)
-    else:
-        G = np.ascontiguousarray(sla.solve_triangular(Lm, Nd.T, lower=True, check_finite=False).T)
     q = problem.q
     L = np.zeros((m + 1, m + 1))
     rows = np.zeros(m + 1, dtype=np.int64)
+    Gb = np.zeros((m + 1, m))
     zb = np.zeros(m + 1)
     wt = np.zeros(n)
-    tmp = np.zeros(m + 1)
-    u = np.zeros(m)
     counts = np.zeros(2, dtype=np.int64)
     max_it = opts.max_iterations if opts.max_iterations is not None else 10 * n + 100
-    code, k = K.ppm_kernel(G, q, max_it, L, rows, zb, wt, tmp, np.zeros(m + 1), u, counts)
+    code, k = K.ppm_kernel(indptr, indices, data, Lm, q, max_it, L, rows, Gb, zb, wt, np.zeros(m + 1),
+                           np.zeros(m + 1), np.zeros(m), np.zeros(m), np.zeros(m), counts)
     z = np.zeros(n)
     z[rows[:k]] = zb[:k]
     return Solution(z=np.maximum(z, 0.0), w=np.empty(0), status=_STATUS[code], iterations=int(counts[0]),
