@@ -112,20 +112,26 @@ def _set_remove(sym, F, k, idx, p):
 
 
 @jit
+def _factor_solve(sym, F, k, b, x):
+    """x[:k] = M_CC^-1 b with the factor F: Cholesky L (sym) or the bordered inverse (not sym)."""
+    if sym:
+        _chol_solve(F, k, b, x)
+    else:
+        for a in range(k):
+            s = 0.0
+            for c in range(k):
+                s += F[a, c] * b[c]
+            x[a] = s
+
+
+@jit
 def _direction(sym, F, k, M, idx, dd, u, w1, w2):
     """u[:k] = -M_CC^-1 M_Cd from the factor F (Cholesky L if sym, else the bordered inverse)."""
-    if sym:
-        for i in range(k):
-            w1[i] = M[idx[i], dd]
-        _chol_solve(F, k, w1, w2)
-        for i in range(k):
-            u[i] = -w2[i]
-    else:
-        for i in range(k):
-            s = 0.0
-            for j in range(k):
-                s -= F[i, j] * M[idx[j], dd]
-            u[i] = s
+    for i in range(k):
+        w1[i] = M[idx[i], dd]
+    _factor_solve(sym, F, k, w1, w2)
+    for i in range(k):
+        u[i] = -w2[i]
 
 
 @jit
@@ -443,14 +449,7 @@ def refine_active(M, q, z, idx, k, F, sym, r, x):
         for b in range(k):
             s -= M[idx[a], idx[b]] * z[idx[b]]
         r[a] = s
-    if sym:
-        _chol_solve(F, k, r, x)
-    else:
-        for a in range(k):
-            s = 0.0
-            for b in range(k):
-                s += F[a, b] * r[b]
-            x[a] = s
+    _factor_solve(sym, F, k, r, x)
     for a in range(k):
         z[idx[a]] += x[a]
 
@@ -460,14 +459,7 @@ def _active_solve(sym, F, k, M, q, idx, b, x):
     """x[:k] = -M_CC^-1 q_C with the factor F of M[idx[:k], idx[:k]]."""
     for a in range(k):
         b[a] = -q[idx[a]]
-    if sym:
-        _chol_solve(F, k, b, x)
-    else:
-        for a in range(k):
-            s = 0.0
-            for c in range(k):
-                s += F[a, c] * b[c]
-            x[a] = s
+    _factor_solve(sym, F, k, b, x)
 
 
 @jit
