@@ -92,6 +92,22 @@ def _candidates(J, S, T):
     return rows, labels
 
 
+def step_inputs(M, n: int, n_joint: int, normal_bias, J_rhs):
+    """Shared checks of the no-slip and viscous builders: (bias (n,), joint rhs (n_joint,),
+    Cholesky factor of M, M^-1 solve), with ModelErrors naming the argument."""
+    bias = np.zeros(n) if normal_bias is None else np.asarray(normal_bias, dtype=np.float64).ravel()
+    if bias.shape != (n,):
+        raise ModelError(f"normal_bias has length {bias.shape[0]}; expected {n} (one per row of N)")
+    jr = np.zeros(n_joint) if J_rhs is None else np.asarray(J_rhs, dtype=np.float64).ravel()
+    if jr.shape != (n_joint,):
+        raise ModelError(f"J_rhs has length {jr.shape[0]}; expected {n_joint} (one per row of J)")
+    try:
+        cf = sla.cho_factor(M, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise ModelError("M is not positive definite; a mass matrix must be SPD") from None
+    return bias, jr, cf, (lambda b: sla.cho_solve(cf, b, check_finite=False))
+
+
 def find_indices(M, J=None, S=None, T=None, *, tol: float = 1e-9, M_solve=None) -> IndexSets:
     """drumwright Alg. 2: indices of J, S, T rows such that A (eq. 47) is nonsingular.
 

@@ -17,10 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
 
 from ..errors import ModelError
-from .find_indices import (IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
+from .find_indices import (step_inputs, IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
                            reduce_equalities, split_impulses)
 
 SEPARATING, STICKING, SLIDING = 0, 1, 2
@@ -129,17 +128,7 @@ def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, J_rhs=None, normal_bias
     if not dt > 0:
         raise ModelError(f"dt must be positive, got {dt}")
     n = N.shape[0]
-    bias = np.zeros(n) if normal_bias is None else np.asarray(normal_bias, dtype=np.float64).ravel()
-    if bias.shape != (n,):
-        raise ModelError(f"normal_bias has length {bias.shape[0]}; expected {n} (one per row of N)")
-    jr = np.zeros(J.shape[0]) if J_rhs is None else np.asarray(J_rhs, dtype=np.float64).ravel()
-    if jr.shape != (J.shape[0],):
-        raise ModelError(f"J_rhs has length {jr.shape[0]}; expected {J.shape[0]} (one per row of J)")
-    try:
-        cf = sla.cho_factor(M, check_finite=False)
-    except np.linalg.LinAlgError:
-        raise ModelError("M is not positive definite; a mass matrix must be SPD") from None
-    solve = lambda b: sla.cho_solve(cf, b, check_finite=False)
+    bias, jr, cf, solve = step_inputs(M, n, J.shape[0], normal_bias, J_rhs)
     sets = find_indices(M, J if J.shape[0] else None, S if S.shape[0] else None,
                         T if T.shape[0] else None, tol=tol, M_solve=solve)
     momentum = M @ v + dt * f

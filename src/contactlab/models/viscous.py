@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import scipy.linalg as sla
 
 from ..errors import ModelError
-from .find_indices import (IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
+from .find_indices import (step_inputs, IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
                            reduce_equalities, split_impulses)
 from .noslip import SEPARATING, SLIDING, STICKING, ContactResult, check_dynamics
 
@@ -77,17 +76,7 @@ def build_viscous(M, v, f, N, S, T, mu_v, J=None, *, J_rhs=None, normal_bias=Non
     mu_v = _per_contact("mu_v", mu_v, n)
     fs, ft = -mu_v * (S @ v), -mu_v * (T @ v)
     f_total = f + S.T @ fs + T.T @ ft
-    bias = np.zeros(n) if normal_bias is None else np.asarray(normal_bias, dtype=np.float64).ravel()
-    if bias.shape != (n,):
-        raise ModelError(f"normal_bias has length {bias.shape[0]}; expected {n}")
-    jr = np.zeros(J.shape[0]) if J_rhs is None else np.asarray(J_rhs, dtype=np.float64).ravel()
-    if jr.shape != (J.shape[0],):
-        raise ModelError(f"J_rhs has length {jr.shape[0]}; expected {J.shape[0]} (one per row of J)")
-    try:
-        cf = sla.cho_factor(M, check_finite=False)
-    except np.linalg.LinAlgError:
-        raise ModelError("M is not positive definite; a mass matrix must be SPD") from None
-    solve = lambda b: sla.cho_solve(cf, b, check_finite=False)
+    bias, jr, cf, solve = step_inputs(M, n, J.shape[0], normal_bias, J_rhs)
     sets = find_indices(M, J if J.shape[0] else None, tol=tol, M_solve=solve)
     red = reduce_equalities(M, f_total, N, sets, lambda b, i: jr[i], bias, cfm, cf)
     return ViscousProblem(red.problem, red, M, f_total, N, fs, ft, v, J.shape[0])
