@@ -11,4 +11,4 @@ __version__ = "0.1.0"
 __all__ = ["LCP", "BoxedLCP", "MixedLCP", "FactoredLCP", "Problem", "Solution", "Status", "solve",
            "available_solvers", "register", "load", "save", "ContactlabError", "ProblemError",
            "ParamError", "SolverNotFound", "ModelError"]
-__all__ += ["UCP"]
+__all__ += ["UCP", "SimulationError"]

@@ -174,7 +174,6 @@ class CollisionWorld:
 
     def candidate_pairs(self, data: Data, Rs: np.ndarray, ps: np.ndarray) -> np.ndarray:
         """Broad phase: (k, 2) shape index pairs whose margin-grown world AABBs overlap."""
-        ns = len(self.geoms)
         center = ps + np.einsum("kij,kj->ki", Rs, self.aabb_center)
         half = np.einsum("kij,kj->ki", np.abs(Rs), self.aabb_half) + 0.5 * self.margin
         finite = np.flatnonzero(~self.infinite)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .model import KIND_FIXED, KIND_KINEMATIC, Data, Model
+from .model import KIND_KINEMATIC, Data, Model
 from .rotation import quat_conj, quat_mul, quat_to_matrix, quat_to_rotvec, tangent_basis
 
 

@@ -376,7 +376,6 @@ def box_contacts(structure: BoxStructure, per_face: int | None = None, tol: floa
     if per_face is None:
         per_face = 4 if structure.dim == 3 else 2
     c, hf = structure.centers, structure.half
-    dim = structure.dim
     bottoms, tops = c[:, -1] - hf[:, -1], c[:, -1] + hf[:, -1]
     out = []
     for u in range(structure.n_boxes):

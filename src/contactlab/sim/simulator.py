@@ -19,7 +19,6 @@ from ..mechanics.rotation import integrate_quat, quat_to_matrix
 from ..mechanics.scene import Scene
 from ..mechanics.system import build_system, joint_rows
 from ..models import get_model, make_options
-from ..solution import Status
 from ..solvers import available_solvers, solve
 
 RECORD_FIELDS = ("time", "contacts", "lcp_size", "iterations", "pivots", "residual", "success", "rescued",

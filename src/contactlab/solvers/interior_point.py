@@ -107,7 +107,6 @@ def crossover(M, q, z, lo, hi, y_lo=None, y_hi=None):
     """Active-set crossover: rows whose distance to a bound is below their multiplier sit at that bound
     (multipliers y_lo, y_hi; by default read from w = Mz + q), the rest solve M_FF z_F = -(q + M z)_F.
     Returns the new z, or None when the reduced system cannot be solved."""
-    n = z.shape[0]
     w = np.asarray(M @ z, dtype=np.float64).ravel() + q
     y_lo = np.maximum(w, 0.0) if y_lo is None else y_lo
     y_hi = np.maximum(-w, 0.0) if y_hi is None else y_hi
