@@ -8,7 +8,6 @@ velocity-level drift correction of arechavaleta eq. (10).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,53 +20,7 @@ from ..mechanics.system import build_system, joint_rows
 from ..models import get_model, make_options
 from ..solvers import available_solvers, solve
 
-RECORD_FIELDS = ("time", "contacts", "lcp_size", "iterations", "pivots", "residual", "success", "rescued",
-                 "kinetic_energy", "energy", "energy_gain", "contact_energy_gain", "max_penetration",
-                 "solve_time", "joint_error")
-
-
-@dataclass
-class StepRecord:
-    time: float
-    contacts: int
-    lcp_size: int
-    iterations: int
-    pivots: int
-    residual: float
-    success: bool
-    status: str
-    rescued: bool
-    kinetic_energy: float
-    energy: float
-    energy_gain: float
-    contact_energy_gain: float
-    max_penetration: float
-    solve_time: float
-    joint_error: float
-
-
-@dataclass
-class Trajectory:
-    """Per-step records and (optionally) body poses; ``metrics()`` summarises a run."""
-    body_names: list
-    records: list = field(default_factory=list)
-    positions: list = field(default_factory=list)
-    quaternions: list = field(default_factory=list)
-    error: str | None = None  # why the run stopped early (an unusable step), else None
-
-    def column(self, name: str) -> np.ndarray:
-        return np.array([getattr(r, name) for r in self.records])
-
-    def metrics(self) -> dict:
-        if not self.records:
-            return {"max_penetration": 0.0, "max_energy_gain": 0.0, "solver_failures": 0,
-                    "lcp_variables_mean": 0.0, "lcp_variables_max": 0, "solve_time_s": 0.0}
-        n = self.column("lcp_size")
-        return {"max_penetration": float(max(0.0, self.column("max_penetration").max())),
-                "max_energy_gain": float(max(0.0, np.nanmax(self.column("contact_energy_gain")))),
-                "solver_failures": int(np.sum(~self.column("success").astype(bool))),
-                "lcp_variables_mean": float(n.mean()), "lcp_variables_max": int(n.max()),
-                "solve_time_s": float(self.column("solve_time").sum())}
+from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
 
 
 def kinetic_energy(model: Model, data: Data) -> float:
@@ -117,12 +70,17 @@ class Simulator:
     returns no certified answer, re-solve with pgs / pgs-sm / lemke and keep the best answer; the
     step still counts as a failure of the method (``StepRecord.success`` is the method's own
     result, ``rescued`` says a fallback certified the step).
+
+    ``controllers``: callables ``fn(sim)`` run, in order, before every step (also
+    :meth:`add_controller`). A controller reads the state (``sim.data``, :meth:`body_state`) and
+    acts through :meth:`set_motor`, :meth:`set_velocity` and :meth:`set_joint_torque`; a joint
+    torque lasts one step, so a controller sets it again each step.
     """
 
     def __init__(self, scene: Scene, model: str = "stewart-trinkle", method: str | None = None, *,
                  model_options: dict | None = None, solver_options: dict | None = None,
                  dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1,
-                 fallback: bool = True, max_uncertified_residual: float = 1e-3):
+                 fallback: bool = True, max_uncertified_residual: float = 1e-3, controllers=()):
         if dt is not None:
             if not dt > 0:
                 raise ModelError(f"dt must be > 0, got {dt}")
@@ -159,12 +117,40 @@ class Simulator:
         self.last_system = None
         self.last_problem = None
         self.last_solution = None
+        self.controllers = []
+        for fn in controllers or ():
+            self.add_controller(fn)
+
+    def add_controller(self, fn) -> None:
+        """Run ``fn(sim)`` before every step (after the controllers added before it)."""
+        if not callable(fn):
+            raise ModelError(f"a controller must be callable as fn(sim), got {type(fn).__name__}")
+        self.controllers.append(fn)
+
+    def set_joint_torque(self, joint: str, torque: float) -> None:
+        """Apply ``torque`` about a revolute joint's axis (a force along a prismatic joint's axis)
+        during the next step: +torque on the child body, -torque on the parent (equal and
+        opposite), added to the free-motion forces f. Cleared after the step."""
+        names = [j.name for j in self.model.joints]
+        if joint not in names:
+            raise ModelError(f"no joint named {joint!r}; joints: {names}")
+        k = names.index(joint)
+        if self.model.joints[k].kind not in ("revolute", "prismatic"):
+            raise ModelError(f"joint {joint!r} is {self.model.joints[k].kind}; "
+                             "a joint torque needs a revolute or prismatic joint")
+        tau = float(torque)
+        if not np.isfinite(tau):
+            raise ModelError(f"torque must be finite, got {torque!r}")
+        self.data.joint_torque[k] = tau
+        self.has_actuation = True
 
     @property
     def h(self) -> float:
         return float(self.model.settings.dt)
 
     def step(self) -> StepRecord:
+        for fn in self.controllers:
+            fn(self)
         model, data, h = self.model, self.data, self.h
         e0 = kinetic_energy(model, data) + potential_energy(model, data)
         contacts = self.world.detect(data, margin=self._margin())
@@ -206,6 +192,7 @@ class Simulator:
             else self.joint_error()
         data.time += h
         data.steps += 1
+        data.joint_torque.clear()
         data.contacts, data.result = contacts, result
         self.last_system, self.last_problem, self.last_solution = sys, problem, sol
         ke = kinetic_energy(model, data)
