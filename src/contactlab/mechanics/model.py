@@ -112,6 +112,7 @@ class Data:
     contacts: object = None
     result: object = None
     warm: dict = field(default_factory=dict)
+    joint_torque: dict = field(default_factory=dict)   # joint index -> torque (force) for the next step
 
     def copy(self) -> "Data":
         return copy.deepcopy(self)

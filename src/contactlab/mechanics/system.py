@@ -114,9 +114,35 @@ def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matri
     return blocks(model.mass[live], Iw), blocks(1.0 / model.mass[live], Iiw)
 
 
-def generalized_forces(model: Model, data: Data) -> np.ndarray:
-    """Gravity and (if enabled) gyroscopic torques -omega x (I omega) (eq. 5's F_e)."""
+def joint_torque_forces(model: Model, data: Data) -> np.ndarray:
+    """Generalised force of the joint torques in ``data.joint_torque`` (joint index -> tau): tau
+    times the joint's rate row, i.e. +tau about (along) the axis on the child b and -tau on the
+    parent a (revolute: torques tau*axis on the angular coordinates; prismatic: force tau*axis at
+    the child's anchor). Equal and opposite, so the pair's total momentum is unchanged."""
     f = np.zeros(model.ndof)
+    if not data.joint_torque:
+        return f
+    R = quat_to_matrix(data.quaternion)
+    for k, tau in data.joint_torque.items():   # per actuated joint (a handful), not per body
+        jt = model.joints[k]
+        axis = (R[jt.a] @ jt.axis_a) if jt.a >= 0 else jt.axis_a
+        pb = data.position[jt.b] + R[jt.b] @ jt.anchor_b
+        for body, sign in ((jt.b, 1.0), (jt.a, -1.0)):
+            s = model.dof_start[body] if body >= 0 else -1
+            if s < 0:
+                continue
+            if jt.kind == "revolute":
+                f[s + 3:s + 6] += sign * tau * axis
+            else:
+                f[s:s + 3] += sign * tau * axis
+                f[s + 3:s + 6] += sign * tau * np.cross(pb - data.position[body], axis)
+    return f
+
+
+def generalized_forces(model: Model, data: Data) -> np.ndarray:
+    """Gravity, (if enabled) gyroscopic torques -omega x (I omega) (eq. 5's F_e) and the joint
+    torques set for this step (:func:`joint_torque_forces`)."""
+    f = joint_torque_forces(model, data)
     live = np.flatnonzero(model.dof_start >= 0)
     if live.size == 0:
         return f
@@ -128,7 +154,7 @@ def generalized_forces(model: Model, data: Data) -> np.ndarray:
         w = data.angular_velocity[live]
         Iw = np.einsum("kij,kjl,kml,km->ki", R, model.inertia[live], R, w)
         F[:, 3:] = -np.cross(w, Iw)
-    f[(s[:, None] + np.arange(6)).ravel()] = F.ravel()
+    f[(s[:, None] + np.arange(6)).ravel()] += F.ravel()
     return f
 
 
