@@ -15,6 +15,15 @@ from .lcp import LCP, BoxedLCP
 from .mixed import MixedLCP
 
 
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_FILE_MODE = _umask_mode()
+
+
 def atomic_write(path: str | os.PathLike, write) -> Path:
     """Call ``write(tmp_path)`` on a temporary file beside ``path``, then rename it into place."""
     path = Path(path)
@@ -23,6 +32,7 @@ def atomic_write(path: str | os.PathLike, write) -> Path:
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, _FILE_MODE)  # mkstemp creates 0600; a written file gets the usual 0666 & ~umask
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
