@@ -1,0 +1,28 @@
+"""``contactlab replay TRAJ.h5 --html OUT.html``: an interactive 3D replay of a recorded run."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def replay(traj: Path = typer.Argument(..., help="trajectory file written by 'contactlab simulate --out'"),
+               html_out: Path = typer.Option(..., "--html", help="write the replay page here (one self-contained file)"),
+               max_frames: int = typer.Option(None, "--max-frames", help="at most this many frames (default: fit the size budget)"),
+               max_contacts: int = typer.Option(64, "--max-contacts", help="contacts drawn per frame (largest forces first)"),
+               title: str = typer.Option(None, "--title", help="page title (default: the file name)")):
+        """Write an interactive 3D replay (play, pause, speed, time slider, orbit / pan / zoom, contact
+        points and force arrows) of TRAJ as one HTML file that opens offline in any browser."""
+        from ..errors import ContactlabError
+        from ..viz.replay import read_replay, replay_html
+        try:
+            data = read_replay(traj)
+            if max_frames is not None and max_frames < 2:
+                raise typer.BadParameter("--max-frames must be >= 2")
+            replay_html(data, html_out, title=title or traj.name, max_frames=max_frames, max_contacts=max_contacts)
+        except ContactlabError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
+        typer.echo(f"wrote {html_out} ({html_out.stat().st_size / 1e6:.1f} MB, {data.frames} frames recorded)")
