@@ -322,15 +322,17 @@ def test_cli_json_contract():
     r = runner.invoke(app, ["quasistatic", "data-set-2", "--json"])
     assert r.exit_code == 0, r.output
     rec = json.loads(r.output)
-    assert set(rec) == keys and rec["status"] == "solved" and rec["pairs"] <= 2
+    assert set(rec) == keys and rec["status"] == "SOLVED" and rec["pairs"] <= 2
     assert rec["modes"] == ["sliding+", "sliding-", "sliding-"] and rec["xTy"] == pytest.approx(0.0, abs=1e-10)
-    r = runner.invoke(app, ["quasistatic", "data-set-4", "--method", "enumerate", "--json"])
+    r = runner.invoke(app, ["quasistatic", "data-set-4", "--method", "mode-enumeration", "--json"])
     rec = json.loads(r.output)
-    assert rec["status"] == "no_solution" and rec["c_n"] is None and rec["pairs"] > 0
+    assert rec["status"] == "NO_SOLUTION" and rec["c_n"] is None and rec["pairs"] > 0
+    r = runner.invoke(app, ["quasistatic", "data-set-4", "--method", "enumerate", "--json"])  # old spelling
+    assert json.loads(r.stdout)["method"] == "mode-enumeration" and "old spelling" in r.stderr
     r = runner.invoke(app, ["quasistatic", "random", "--contacts", "4", "--seed", "3", "--method", "mip", "--json"])
     rec = json.loads(r.output)
-    assert rec["status"] in ("solved", "no_solution")
-    if rec["status"] == "solved":
+    assert rec["status"] in ("SOLVED", "NO_SOLUTION")
+    if rec["status"] == "SOLVED":
         assert len(rec["c_n"]) == 4 and len(rec["theta_dot"]) == 8 and len(rec["q_dot"]) == 3
     r = runner.invoke(app, ["quasistatic", "data-set-9"])
     assert r.exit_code != 0 and "data-set-1" in r.output

@@ -1,1 +1,33 @@
-"""CLI subcommands: each module defines ``register(app: typer.Typer)``."""
+"""CLI subcommands: each module defines ``register(app: typer.Typer)``.
+
+Shared helpers for the commands: :func:`console` (rich output that is not cut at 80 columns
+when it goes to a file or a pipe), :func:`interrupt_exit_on_sigterm`, :func:`status_text`
+(one spelling of a solver status everywhere: the ``Status`` name, e.g. ``SOLVED``).
+"""
+from __future__ import annotations
+
+import signal
+import sys
+
+
+def console(stderr: bool = False, quiet: bool = False):
+    """A rich Console; on a non-terminal stream lines are not wrapped or cut at 80 columns."""
+    from rich.console import Console
+    stream = sys.stderr if stderr else sys.stdout
+    tty = hasattr(stream, "isatty") and stream.isatty()
+    return Console(stderr=stderr, quiet=quiet, width=None if tty else 100_000, soft_wrap=not tty)
+
+
+def status_text(status) -> str:
+    """A solver status as the CLI prints it everywhere (text and JSON): the enum name, ``SOLVED``."""
+    return getattr(status, "name", str(status).upper())
+
+
+def interrupt_exit_on_sigterm() -> None:
+    """Treat SIGTERM like Ctrl-C (KeyboardInterrupt), so that partial output is kept and marked."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (e.g. under a test runner thread)
+        pass

@@ -7,9 +7,11 @@ import time
 
 import typer
 
-# CLI names -> registered solvers (``enumerate`` is taken by the exhaustive LCP solver)
-METHODS = {"bilinear-lp": "bilinear-lp", "mip": "mip", "enumerate": "mode-enumeration",
-           "mode-enumeration": "mode-enumeration"}
+# CLI names -> registered solvers. The contact-mode enumeration is ``mode-enumeration`` (the name
+# ``enumerate`` belongs to the exhaustive LCP solver); ``enumerate`` is still accepted here as an
+# old spelling and is reported under its real name.
+METHODS = {"bilinear-lp": "bilinear-lp", "mip": "mip", "mode-enumeration": "mode-enumeration"}
+ALIASES = {"enumerate": "mode-enumeration"}
 
 
 def run_case(case: str, method: str = "bilinear-lp", seed: int = 0, contacts: int = 10) -> dict:
@@ -20,8 +22,11 @@ def run_case(case: str, method: str = "bilinear-lp", seed: int = 0, contacts: in
     from ..scenarios.quasistatic_data import case as make_case
     from ..solvers import solve
 
+    from ..commands import status_text
+    from ..errors import ParamError
+    method = ALIASES.get(method, method)
     if method not in METHODS:
-        raise typer.BadParameter(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+        raise ParamError(f"unknown quasistatic method {method!r}; use one of {', '.join(METHODS)}")
     task = make_case(case, seed=seed, contacts=contacts)
     problem = build_ucp(task)
     opts = {"seed": seed} if METHODS[method] == "bilinear-lp" else {}
@@ -31,7 +36,7 @@ def run_case(case: str, method: str = "bilinear-lp", seed: int = 0, contacts: in
     pairs = sol.info.get("candidates") if METHODS[method] == "mode-enumeration" else sol.info.get("pairs")
     if METHODS[method] == "mip":
         pairs = None
-    rec = {"case": case, "method": method, "status": sol.status.value, "pairs": pairs,
+    rec = {"case": case, "method": method, "status": status_text(sol.status), "pairs": pairs,
            "lps": sol.info.get("lps"), "xTy": None, "c_n": None, "c_t": None, "q_dot": None,
            "theta_dot": None, "tau": None, "modes": None}
     if np.all(np.isfinite(sol.z)):
@@ -52,17 +57,22 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def quasistatic(case: str = typer.Argument(..., help="data-set-1 .. data-set-4, random, or table1-1 .. table1-20"),
                     method: str = typer.Option("bilinear-lp", "--method",
-                                               help="bilinear-lp (paper, section 4), mip (exact), enumerate (contact modes)"),
+                                               help="bilinear-lp (paper, section 4), mip (exact), mode-enumeration "
+                                                    "(contact modes; old spelling: enumerate)"),
                     seed: int = typer.Option(0, "--seed", help="seed of the random case and of bilinear-lp's moves"),
                     contacts: int = typer.Option(10, "--contacts", help="number of contacts of the random case"),
                     as_json: bool = typer.Option(False, "--json", help="print one JSON object")):
         """Predict the object's motion and each contact's mode (roll, slide, break) from a UCP."""
         from ..errors import ContactlabError
+        from . import console, status_text
 
+        if method in ALIASES:
+            typer.echo(f"note: --method {method} is the old spelling of {ALIASES[method]}", err=True)
         try:
             rec = run_case(case, method, seed, contacts)
         except ContactlabError as exc:
-            raise typer.BadParameter(str(exc)) from None
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
         sol = rec.pop("_solution")
         rec.pop("_task")
         elapsed = rec.pop("_time")
@@ -70,12 +80,11 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(rec))
             return
-        from rich.console import Console
         from rich.table import Table
 
-        con = Console()
-        con.print(f"[bold]{case}[/bold] by {method}: [bold]{sol.status.name}[/bold] "
-                  f"({'candidates' if method in ('enumerate', 'mode-enumeration') else 'pairs'} {rec['pairs']}, "
+        con = console()
+        con.print(f"[bold]{case}[/bold] by {rec['method']}: [bold]{status_text(sol.status)}[/bold] "
+                  f"({'candidates' if rec['method'] == 'mode-enumeration' else 'pairs'} {rec['pairs']}, "
                   f"LPs {rec['lps']}, x'y {rec['xTy']}, {elapsed:.3f} s)")
         if sol.info.get("reason"):
             con.print(f"reason: {sol.info['reason']}")

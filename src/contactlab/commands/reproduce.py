@@ -8,12 +8,32 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def reproduce(out: Path = typer.Option(Path("reproduce"), "--out", help="output folder"),
                   quick: bool = typer.Option(False, "--quick", help="smaller sizes, for a fast look"),
-                  only: list[str] = typer.Option(None, "--only", help="run sections whose name contains this")):
-        """Run the papers' experiments and benchmark families; write OUT/report.md with figures."""
-        from ..reproduce import SectionsFailed, run_report
+                  only: list[str] = typer.Option(None, "--only",
+                                                 help="run only this section (short name, module name or title; "
+                                                      "repeatable); its block in an existing report is replaced"),
+                  list_: bool = typer.Option(False, "--list", help="list the sections and exit"),
+                  quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display")):
+        """Run the papers' experiments and benchmark families; write OUT/report.md with figures.
+
+        Exit status: 0 complete, 1 a section raised or reported failed rows, 2 bad option,
+        130 interrupted (the report is kept and marked INCOMPLETE)."""
+        from ..errors import ContactlabError
+        from ..reproduce import SectionsFailed, run_report, section_name, sections
+        from . import interrupt_exit_on_sigterm
+        if list_:
+            for m in sections():
+                typer.echo(f"{section_name(m):<16} {m.TITLE}")
+            return
+        interrupt_exit_on_sigterm()
         try:
-            path = run_report(out, quick=quick, only=only or None)
+            path = run_report(out, quick=quick, only=only or None, progress=not quiet)
+        except ContactlabError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
         except SectionsFailed as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1)
+        except KeyboardInterrupt:
+            typer.echo(f"interrupted: {out / 'report.md'} kept, marked INCOMPLETE", err=True)
+            raise typer.Exit(130)
         typer.echo(f"wrote {path}")

@@ -2,40 +2,118 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import typer
+
+
+def parse_value(text: str):
+    """A command-line value: int, float, true/false/none, else the string itself."""
+    low = text.strip().lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if low in ("none", "null"):
+        return None
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_options(items: list[str] | None, flag: str = "--option") -> dict:
+    """``["tol=1e-10", "max_iter=50"]`` -> ``{"tol": 1e-10, "max_iter": 50}``; bad items are errors."""
+    from ..errors import ParamError
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ParamError(f"{flag} takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = parse_value(value.strip())
+    return out
+
+
+def load_problem(path: Path):
+    """``contactlab.load`` with every way a file can be unreadable turned into one ProblemError line."""
+    import zipfile
+
+    import contactlab as cl
+    path = Path(path)
+    if path.is_dir():
+        raise cl.ProblemError(f"{path} is a directory; give one problem file (.npz or Siconos .dat)")
+    if path.suffix == ".npz" and path.is_file() and not zipfile.is_zipfile(path):
+        raise cl.ProblemError(f"{path}: cannot read this problem file: not a .npz archive")
+    try:
+        return cl.load(path)
+    except cl.ContactlabError:
+        raise
+    except (ValueError, TypeError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "allow_pickle" in msg:
+            msg = "it holds pickled Python objects, which are never loaded (save numeric arrays only)"
+        elif isinstance(exc, TypeError) and "missing" in msg:
+            msg = "missing array(s) " + msg.split(":", 1)[-1].strip() + " (see contactlab.save)"
+        elif isinstance(exc, zipfile.BadZipFile) or "zip" in msg.lower():
+            msg = "not a valid .npz archive"
+        raise cl.ProblemError(f"{path}: cannot read this problem file: {msg}") from None
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def solve(path: Path = typer.Argument(..., help="problem file: .npz (contactlab.save) or Siconos .dat"),
               method: str = typer.Option("auto", "--method", help="solver name (see `contactlab solvers`)"),
-              json_out: bool = typer.Option(False, "--json", help="print one JSON object"),
-              out: Path = typer.Option(None, "--out", help="write z and w to this .npz")):
-        """Solve one problem file and print its certified result."""
+              option: list[str] = typer.Option(None, "--option", "-o",
+                                               help="solver option KEY=VALUE, e.g. tol=1e-10 (repeatable)"),
+              json_out: bool = typer.Option(False, "--json", help="print one JSON object, with z and w"),
+              out: Path = typer.Option(None, "--out", help="write z and w to this .npz"),
+              quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display")):
+        """Solve one problem file and print its certified result (z and w with --json or --out).
+
+        time_s is the solve alone (no start-up, no file reading: load_s). Exit status 0 solved,
+        1 not solved, 2 bad input."""
         import numpy as np
 
         import contactlab as cl
         from contactlab.problems.io import atomic_write
 
+        from . import console, status_text
+
         try:
-            problem = cl.load(path)
-            sol = cl.solve(problem, method=method)
+            opts = parse_options(option)
+            t0 = time.perf_counter()
+            problem = load_problem(path)
+            load_s = time.perf_counter() - t0
+            err = console(stderr=True, quiet=quiet)
+            _warm_up(problem, method, opts)   # numba start-up is not part of time_s
+            with err.status(f"solving n = {problem.n} with {method} ...") if err.is_terminal and not quiet \
+                    else _nothing():
+                sol = cl.solve(problem, method=method, **opts)
         except cl.ContactlabError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
         record = {"file": str(path), "problem": type(problem).__name__, "n": int(problem.n), "method": sol.method,
-                  "status": sol.status.name, "success": sol.success, "iterations": sol.iterations,
+                  "status": status_text(sol.status), "success": sol.success, "iterations": sol.iterations,
                   "pivots": sol.pivots, "residual": sol.residual, "complementarity": sol.complementarity,
-                  "infeasibility": sol.infeasibility, "time_s": sol.time_s}
+                  "infeasibility": sol.infeasibility, "time_s": sol.time_s, "load_s": load_s}
+        if opts:
+            record["options"] = opts
         if out is not None:
             atomic_write(out, lambda tmp: np.savez(tmp, z=sol.z, w=sol.w))
         if json_out:
+            record["z"] = np.asarray(sol.z, dtype=float).tolist()
+            record["w"] = np.asarray(sol.w, dtype=float).tolist()
             typer.echo(json.dumps(record))
         else:
             for k, v in record.items():
                 typer.echo(f"{k:>16}: {v}")
+            if out is not None:
+                typer.echo(f"{'z, w':>16}: written to {out}")
+            else:
+                typer.echo(f"{'z, w':>16}: not shown (use --json or --out FILE)")
         raise typer.Exit(0 if sol.success else 1)
 
     @app.command()
@@ -51,3 +129,24 @@ def register(app: typer.Typer) -> None:
             table.add_row(name, ", ".join(t.__name__ for t in spec.problems), ", ".join(spec.classes),
                           "yes" if spec.warm_start else "", spec.guarantees)
         Console().print(table)
+
+
+def _warm_up(problem, method: str, opts: dict) -> None:
+    """Solve a 2x2 LCP with the same method first, so that time_s has no JIT compile/cache load."""
+    import numpy as np
+
+    import contactlab as cl
+    if type(problem) is not cl.LCP:
+        return
+    try:
+        cl.solve(cl.LCP(np.eye(2), -np.ones(2)), method=method, **opts)
+    except Exception:  # the real solve reports any problem with the method or options
+        pass
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

@@ -2,12 +2,33 @@
 
 Each module ``sec_*.py`` in this package is one section: it defines ``TITLE`` (str), ``ORDER``
 (int, sections run in increasing order) and ``run(ctx: ReportContext) -> str`` returning Markdown.
-Figures are saved through ``ctx.figure(name, fig)``, which returns the relative link.
+
+What the framework gives a section (:class:`ReportContext`):
+
+- ``ctx.figure(name, fig)`` saves a figure and returns its Markdown link;
+- ``ctx.advance(label)`` moves the progress bar (call once per unit of work);
+- ``ctx.warm_up(fn, *args)`` runs ``fn`` once outside any timing, so that numba compilation (and
+  cache loading) is not timed; ``ctx.best_time(fn, *args, repeat=3)`` warms up, then returns the
+  best wall time of ``repeat`` calls and the last result. Every timed kernel must be warmed up:
+  the framework records numba compilation that happens *outside* ``warm_up`` and prints it under
+  the section ("compile time outside warm-ups"), so a leak into a timing is visible;
+- ``ctx.failed(reason)`` returns a :class:`Failed` marker to put in a table cell (or row) in place
+  of a number: ``markdown_table`` prints it as **FAILED (reason)**, the section and the report
+  header count failed rows, and ``contactlab reproduce`` exits 1.
+
+Report layout: a status line (COMPLETE / INCOMPLETE / FAILED rows), the provenance of the run
+(commit, package versions, CPU, cores, load, start and end time), then one block per section
+between ``<!-- contactlab:section NAME -->`` markers. ``--only NAME`` reruns the named sections and
+replaces their blocks inside the existing report; the other sections are kept as they were.
 """
 from __future__ import annotations
 
 import importlib
+import os
+import platform
 import pkgutil
+import re
+import subprocess
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -16,7 +37,71 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import ParamError
 from ..problems.io import atomic_write
+
+HEADER = "# contactlab reproduction report"
+_BEGIN = "<!-- contactlab:section {} -->"
+_END = "<!-- /contactlab:section {} -->"
+_BLOCK = re.compile(r"<!-- contactlab:section (\S+) -->\n(.*?)<!-- /contactlab:section \1 -->\n?", re.S)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A failed measurement (a crash, an uncertified answer, a timeout): printed as a failure, never
+    as a number. Sections put it in table cells through :meth:`ReportContext.failed`."""
+    reason: str
+
+    def __str__(self) -> str:
+        return f"**FAILED** ({self.reason})" if self.reason else "**FAILED**"
+
+
+class _CompileClock:
+    """Numba compilation time, split into inside/outside ``warm_up`` (numba's event API)."""
+
+    def __init__(self):
+        self.depth = 0
+        self.t0 = 0.0
+        self.in_warm_up = 0
+        self.outside = 0.0
+        self.inside = 0.0
+        self.where: dict[str, float] = {}
+        self.label = "start of section"
+
+    def on_start(self, event):
+        self.depth += 1
+        if self.depth == 1:
+            self.t0 = time.perf_counter()
+
+    def on_end(self, event):
+        self.depth -= 1
+        if self.depth == 0:
+            dt = time.perf_counter() - self.t0
+            if self.in_warm_up:
+                self.inside += dt
+            else:
+                self.outside += dt
+                self.where[self.label] = self.where.get(self.label, 0.0) + dt
+
+    def install(self):
+        from numba.core import event
+
+        clock = self
+
+        class _L(event.Listener):
+            def on_start(self, ev):
+                clock.on_start(ev)
+
+            def on_end(self, ev):
+                clock.on_end(ev)
+
+        self._listener = _L()
+        event.register("numba:compile", self._listener)
+        return self
+
+    def uninstall(self):
+        from numba.core import event
+        event.unregister("numba:compile", self._listener)
 
 
 @dataclass
@@ -25,6 +110,8 @@ class ReportContext:
     quick: bool = False
     advance: Callable[[str], None] = lambda label: None   # progress-bar hook: call once per unit of work
     figures: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    _clock: _CompileClock | None = None
 
     def rng(self, seed: int) -> np.random.Generator:
         return np.random.default_rng(seed)
@@ -38,6 +125,31 @@ class ReportContext:
         self.figures.append(rel)
         return f"![{name}]({rel})"
 
+    def failed(self, reason: str = "") -> Failed:
+        """A failed-row marker: put it where the number would go. Counted in the report header."""
+        self.failures.append(reason)
+        return Failed(reason)
+
+    def warm_up(self, fn, *args, **kwargs):
+        """Call ``fn`` once, untimed: numba compilation and cache loading happen here, not in a timing."""
+        if self._clock is not None:
+            self._clock.in_warm_up += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if self._clock is not None:
+                self._clock.in_warm_up -= 1
+
+    def best_time(self, fn, *args, repeat: int = 3, **kwargs):
+        """Warm up, then the best wall time (s) of ``repeat`` calls of ``fn`` and the last result."""
+        out = self.warm_up(fn, *args, **kwargs)
+        best = float("inf")
+        for _ in range(max(1, repeat)):
+            t0 = time.perf_counter()
+            out = fn(*args, **kwargs)
+            best = min(best, time.perf_counter() - t0)
+        return best, out
+
 
 def sections() -> list:
     mods = [importlib.import_module(f"{__name__}.{m.name}")
@@ -45,8 +157,33 @@ def sections() -> list:
     return sorted(mods, key=lambda m: (m.ORDER, m.__name__))
 
 
+def section_name(mod) -> str:
+    """The short name of a section: its module name without the package and the ``sec_`` prefix."""
+    return mod.__name__.rsplit(".", 1)[-1].removeprefix("sec_")
+
+
+def select_sections(only: list[str] | None, mods: list | None = None) -> list:
+    """Sections named by ``only``: each entry matches a section's short name (``sim``), module name
+    (``sec_sim``) or title, case-insensitively, whole or as a substring. An entry that matches
+    nothing is a :class:`~contactlab.errors.ParamError` listing the names."""
+    mods = sections() if mods is None else mods
+    if not only:
+        return mods
+    chosen = []
+    for want in only:
+        w = want.strip().lower()
+        hits = [m for m in mods if w and any(w == k or w in k for k in
+                                              (section_name(m).lower(), m.__name__.rsplit(".", 1)[-1].lower(),
+                                               m.TITLE.lower()))]
+        if not hits:
+            names = "; ".join(f"{section_name(m)} ({m.TITLE})" for m in mods)
+            raise ParamError(f"--only {want!r} matches no report section; sections: {names}")
+        chosen += [m for m in hits if m not in chosen]
+    return [m for m in mods if m in chosen]
+
+
 def markdown_table(header: list[str], rows: list[list]) -> str:
-    """A Markdown table; floats printed with 4 significant digits."""
+    """A Markdown table; floats printed with 4 significant digits, :class:`Failed` as **FAILED**."""
     def cell(v):
         if isinstance(v, float):
             return f"{v:.4g}"
@@ -56,42 +193,178 @@ def markdown_table(header: list[str], rows: list[list]) -> str:
     return "\n".join(out)
 
 
-def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = None) -> Path:
-    """Run every section (or those whose module name contains one of ``only``) and write report.md."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+def _utc(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
 
+
+def _commit() -> str:
+    root = Path(__file__).resolve().parents[3]
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        if not sha:
+            return "unknown (not a git checkout)"
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return sha + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (git not available)"
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _load() -> str:
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg()) + " (1/5/15 min)"
+    except OSError:
+        return "unknown"
+
+
+def provenance() -> dict:
+    """Where and with what a report was made: commit, versions, CPU, cores, load."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def ver(pkg):
+        try:
+            return version(pkg)
+        except PackageNotFoundError:
+            return "not installed"
+
+    import contactlab
+    return {"commit": _commit(), "contactlab": contactlab.__version__, "python": platform.python_version(),
+            **{p: ver(p) for p in ("numpy", "scipy", "numba", "coal", "highspy")},
+            "cpu": _cpu(), "cores": os.cpu_count(), "platform": platform.platform()}
+
+
+def _header(status: str, prov: dict, started: float, ended: float | None, load0: str, load1: str | None,
+            quick: bool, scope: str) -> str:
+    rows = [f"**Status: {status}**", "", "Provenance of the last run:", "",
+            f"- scope: {scope}{' (quick mode)' if quick else ''}",
+            f"- commit: {prov['commit']}",
+            "- versions: " + ", ".join(f"{k} {prov[k]}" for k in
+                                       ("contactlab", "python", "numpy", "scipy", "numba", "coal", "highspy")),
+            f"- machine: {prov['cpu']}, {prov['cores']} cores, {prov['platform']}",
+            f"- load at start: {load0}" + (f"; at end: {load1}" if load1 else ""),
+            f"- started {_utc(started)}" + (f", ended {_utc(ended)}" if ended else ", not finished")]
+    return "\n".join(rows)
+
+
+def _section_block(mod, body: str, meta: str) -> str:
+    name = section_name(mod)
+    return f"{_BEGIN.format(name)}\n## {mod.TITLE}\n\n{body.strip()}\n\n{meta}\n{_END.format(name)}\n"
+
+
+def _existing_blocks(path: Path) -> dict[str, str]:
+    if not path.exists():
+        return {}
+    return {m.group(1): m.group(0) if m.group(0).endswith("\n") else m.group(0) + "\n"
+            for m in _BLOCK.finditer(path.read_text())}
+
+
+def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = None,
+               progress: bool = True) -> Path:
+    """Run every section (or those named by ``only``, see :func:`select_sections`) and write
+    ``out_dir/report.md``. With ``only`` the other sections' blocks of an existing report are kept.
+
+    The report is rewritten after every section (partial results survive a crash). On
+    KeyboardInterrupt it is marked INCOMPLETE, naming the interrupted section, and the interrupt
+    propagates. Raises :class:`SectionsFailed` (after writing) when a section raised or reported
+    failed rows.
+    """
     out_dir = Path(out_dir)
-    mods = [m for m in sections() if not only or any(o in m.__name__ for o in only)]
-    failed: list[str] = []
+    all_mods = sections()
+    mods = select_sections(only, all_mods)
     path = out_dir / "report.md"
-    parts = ["# contactlab reproduction report", "",
-             f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')}{' (quick mode)' if quick else ''}.", ""]
+    blocks = _existing_blocks(path) if only else {}
+    prov = provenance()
+    started, load0 = time.time(), _load()
+    scope = "all sections" if not only else "--only " + ", ".join(section_name(m) for m in mods)
+    failed: list[str] = []
+    failed_rows: dict[str, int] = {}
+
+    def write(status: str, ended: float | None = None):
+        missing = [section_name(m) for m in all_mods if section_name(m) not in blocks]
+        if missing and not status.startswith("INCOMPLETE"):
+            status += f" (sections never run in this report: {', '.join(missing)})"
+        head = _header(status, prov, started, ended, load0, _load() if ended else None, quick, scope)
+        body = "".join(blocks[section_name(m)] + "\n" for m in all_mods if section_name(m) in blocks)
+        text = f"{HEADER}\n\n{head}\n\n{body}"
+        atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    console = Console(stderr=True, quiet=not progress)
+    current = None
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[label]}"),
-                  TimeElapsedColumn()) as progress:
-        for mod in mods:
-            task = progress.add_task(mod.TITLE, total=None, label="")
-            ctx = ReportContext(out_dir, quick,
-                                advance=lambda label, t=task: progress.update(t, advance=1, label=label))
-            t0 = time.perf_counter()
-            try:
-                body = mod.run(ctx)
-                label = f"done in {time.perf_counter() - t0:.1f} s"
-            except Exception:  # one broken section must not lose the others
-                failed.append(mod.__name__)
-                body = "**This section failed.**\n\n```\n" + traceback.format_exc() + "```"
-                label = "FAILED"
-            progress.update(task, total=1, completed=1, label=label)
-            parts += [f"## {mod.TITLE}", "", body.strip(), ""]
-            text = "\n".join(parts)  # written after every section: partial results survive
-            path = atomic_write(out_dir / "report.md", lambda tmp: Path(tmp).write_text(text))
-    if failed:
-        raise SectionsFailed(path, failed)
+                  TimeElapsedColumn(), console=console, disable=not progress) as bar:
+        try:
+            for k, mod in enumerate(mods):
+                current = mod
+                write(f"INCOMPLETE: running section {k + 1} of {len(mods)} ({section_name(mod)})")
+                task = bar.add_task(mod.TITLE, total=None, label="")
+                clock = _CompileClock().install()
+
+                def advance(label, t=task, c=clock):
+                    c.label = label
+                    bar.update(t, advance=1, label=label)
+
+                ctx = ReportContext(out_dir, quick, advance=advance, _clock=clock)
+                t0, w0 = time.perf_counter(), time.time()
+                try:
+                    body = mod.run(ctx)
+                    label = f"done in {time.perf_counter() - t0:.1f} s"
+                except Exception:  # one broken section must not lose the others
+                    failed.append(mod.__name__.rsplit(".", 1)[-1])
+                    body = "**This section FAILED.**\n\n```\n" + traceback.format_exc() + "```"
+                    label = "FAILED"
+                finally:
+                    clock.uninstall()
+                if ctx.failures:
+                    failed_rows[section_name(mod)] = len(ctx.failures)
+                    body = f"**{len(ctx.failures)} failed row(s) in this section.**\n\n" + body
+                bar.update(task, total=1, completed=1, label=label)
+                leak = ""
+                if clock.outside > 0.05:
+                    worst = sorted(clock.where.items(), key=lambda kv: -kv[1])[:3]
+                    leak = (f" Numba compile time outside warm-ups: {clock.outside:.2f} s (in: "
+                            + ", ".join(f"{w} {s:.2f} s" for w, s in worst)
+                            + "); timings in those units may include compilation.")
+                meta = (f"<sub>Section `{section_name(mod)}` ran {_utc(w0)} to {_utc(time.time())} "
+                        f"({time.perf_counter() - t0:.1f} s) at commit {prov['commit']}"
+                        f"{', quick mode' if quick else ''}.{leak}</sub>")
+                blocks[section_name(mod)] = _section_block(mod, body, meta)
+            current = None
+        except KeyboardInterrupt:
+            not_run = [section_name(m) for m in mods[mods.index(current) + 1:]] if current else []
+            write(f"INCOMPLETE: interrupted (Ctrl-C) during section {section_name(current) if current else '?'}"
+                  + (f"; not run: {', '.join(not_run)}" if not_run else ""), time.time())
+            raise
+    if failed or failed_rows:
+        parts = ([f"{len(failed)} section(s) raised: {', '.join(failed)}"] if failed else []) + \
+                ([f"failed rows: " + ", ".join(f"{k} {v}" for k, v in failed_rows.items())] if failed_rows else [])
+        write("FAILED: " + "; ".join(parts), time.time())
+        raise SectionsFailed(path, failed, failed_rows)
+    write("COMPLETE", time.time())
     return path
 
 
 class SectionsFailed(RuntimeError):
-    """Some report sections raised; the report (with their tracebacks) was still written."""
+    """Some report sections raised or reported failed rows; the report was still written."""
 
-    def __init__(self, path: Path, failed: list[str]):
-        super().__init__(f"{len(failed)} section(s) failed: {', '.join(failed)}; see {path}")
-        self.path, self.failed = path, failed
+    def __init__(self, path: Path, failed: list[str], failed_rows: dict | None = None):
+        failed_rows = failed_rows or {}
+        what = []
+        if failed:
+            what.append(f"{len(failed)} section(s) failed: {', '.join(failed)}")
+        if failed_rows:
+            what.append("failed rows in " + ", ".join(f"{k} ({v})" for k, v in failed_rows.items()))
+        super().__init__("; ".join(what) + f"; see {path}")
+        self.path, self.failed, self.failed_rows = path, failed, failed_rows
