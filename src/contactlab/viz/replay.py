@@ -43,7 +43,8 @@ class ReplayData:
     ``offset``, ``vertices``) and its pose in the body frame (``position``, ``orientation`` w,x,y,z).
     time (F,), position (F, nb, 3), orientation (F, nb, 4) in (w, x, y, z): the body poses of frame
     k (frame 0 is the initial state). Contacts of frame k are rows ``contact_offset[k]:contact_offset[k+1]``
-    of point (K, 3), normal (K, 3), normal_force (K,) and friction_force (K, 3) in newtons (impulse / h).
+    of point (K, 3), normal (K, 3), normal_force (K,) and friction_force (K, 3) in newtons (impulse / h):
+    the force on the contact's moving body (body_b, or body_a where body_b is fixed), normal along ``normal``.
     contacts, lcp_size (F,) ints and status (F,) strings per frame ("" for frame 0).
     """
     body_names: list
@@ -94,6 +95,8 @@ class ReplayRecorder:
         self.body_names = list(model.names)
         self.shapes = shapes_of(model)
         self.h = float(sim.h)
+        from ..mechanics.model import KIND_FIXED
+        self._fixed = np.asarray(model.kind) == KIND_FIXED
         self._t, self._p, self._q, self._n, self._lcp, self._status = [], [], [], [], [], []
         self._pt, self._nrm, self._fn, self._ft = [], [], [], []
 
@@ -118,7 +121,10 @@ class ReplayRecorder:
         ft = np.zeros((m, 3))
         tan = np.asarray(getattr(result, "tangent", np.zeros(0)), dtype=np.float64)
         if tan.size and tan.size % m == 0:
-            t1, t2 = tangent_basis(normal)
+            t1 = np.asarray(getattr(contacts, "t1", None) if getattr(contacts, "t1", None) is not None
+                            else tangent_basis(normal)[0]).reshape(m, 3)
+            t2 = np.asarray(getattr(contacts, "t2", None) if getattr(contacts, "t2", None) is not None
+                            else tangent_basis(normal)[1]).reshape(m, 3)
             d = tan.size // m
             tan = tan.reshape(m, d)
             if d == 2:   # box friction / no-slip: impulses along (t1, t2)
@@ -126,6 +132,11 @@ class ReplayRecorder:
             else:        # pyramid: d directions cos(2 pi k/d) t1 + sin(2 pi k/d) t2 (mechanics.system)
                 ang = 2.0 * np.pi * np.arange(d) / d
                 ft = (tan @ np.cos(ang))[:, None] * t1 + (tan @ np.sin(ang))[:, None] * t2
+        # impulses act on body_b along +normal (on body_a opposite); draw them on a moving body:
+        # where body_b is fixed (the ground), show the reaction on body_a
+        fixed = np.asarray(self._fixed)[np.asarray(contacts.body_b, dtype=np.int64).reshape(m)]
+        sign = np.where(fixed, -1.0, 1.0)[:, None]
+        normal, ft = normal * sign, ft * sign
         self._n.append(m)
         self._pt.append(point)
         self._nrm.append(normal)
