@@ -12,3 +12,5 @@ __all__ = ["LCP", "BoxedLCP", "MixedLCP", "FactoredLCP", "Problem", "Solution", 
            "available_solvers", "register", "load", "save", "ContactlabError", "ProblemError",
            "ParamError", "SolverNotFound", "ModelError"]
 __all__ += ["UCP", "SimulationError"]
+from .problems.friction_contact import FrictionContact, GlobalFrictionContact  # noqa: E402
+__all__ += ["FrictionContact", "GlobalFrictionContact"]

@@ -1,4 +1,5 @@
-"""Problem files: ``.npz`` (read/write, atomic) and Siconos' LCP text format ``.dat`` (read)."""
+"""Problem files: ``.npz`` (read/write, atomic), Siconos' LCP and FrictionContact text format ``.dat``
+(read; friction also write) and FCLIB HDF5 ``.hdf5``/``.h5`` (read/write, atomic; see problems/fclib.py)."""
 from __future__ import annotations
 
 import os
@@ -65,9 +66,22 @@ _FIELDS = {
 }
 
 
-def save(problem: Problem, path: str | os.PathLike) -> Path:
-    """Write ``problem`` to ``path`` (``.npz``) atomically."""
+def save(problem: Problem, path: str | os.PathLike, **fclib) -> Path:
+    """Write ``problem`` to ``path`` atomically: ``.npz`` for the LCP family; for a
+    FrictionContact / GlobalFrictionContact FCLIB HDF5 (``.hdf5``/``.h5``; keyword arguments
+    ``solution``, ``guesses``, ``title``, ``description`` go to :func:`fclib.write_fclib`) or a
+    Siconos FrictionContact text file (``.dat``, local problems)."""
+    from . import fclib as _fc
     kind = type(problem).__name__
+    if isinstance(problem, (_fc.FrictionContact, _fc.GlobalFrictionContact)):
+        suffix = Path(path).suffix
+        if suffix in _fc.FCLIB_SUFFIXES:
+            return _fc.write_fclib(problem, path, **fclib)
+        if suffix == ".dat" and isinstance(problem, _fc.FrictionContact) and not fclib:
+            return _fc.write_siconos_fc(problem, path)
+        raise ProblemError(f"a {kind} is saved as FCLIB HDF5 (.hdf5/.h5) or, local only, Siconos .dat; got {path!r}")
+    if fclib:
+        raise ProblemError(f"unexpected keyword(s) {sorted(fclib)} for a {kind} (they apply to friction problems)")
     if kind not in _FIELDS:
         raise ProblemError(f"cannot save a {kind}; supported: {sorted(_FIELDS)}")
     if Path(path).suffix != ".npz":
@@ -79,14 +93,28 @@ def save(problem: Problem, path: str | os.PathLike) -> Path:
 
 
 def load(path: str | os.PathLike) -> Problem:
-    """Read a problem from ``.npz`` (written by :func:`save`) or a Siconos LCP ``.dat`` file."""
+    """Read a problem from ``.npz`` (written by :func:`save`), a Siconos ``.dat`` file (LCP,
+    FrictionContact or GlobalFrictionContact) or an FCLIB HDF5 file (``.hdf5``/``.h5``; the stored
+    solution and guesses come as ``problem.reference`` and ``problem.guesses``)."""
     path = Path(path)
     if not path.exists():
         raise ProblemError(f"no such file: {path}")
+    from . import fclib as _fc
+    if path.suffix in _fc.FCLIB_SUFFIXES:
+        return _fc.read_fclib(path)
     if path.suffix == ".dat":
-        return read_siconos_dat(path)
+        kind = _fc.sniff_siconos(path)
+        if kind is None:
+            return read_siconos_dat(path)
+        try:
+            return _fc.read_siconos_fc(path, kind)
+        except ProblemError as fc_error:
+            try:
+                return read_siconos_dat(path)   # an LCP file whose header looked like a friction one
+            except ProblemError:
+                raise fc_error from None
     if path.suffix != ".npz":
-        raise ProblemError(f"unknown problem file type {path.suffix!r}; use .npz or Siconos .dat")
+        raise ProblemError(f"unknown problem file type {path.suffix!r}; use .npz, Siconos .dat or FCLIB .hdf5")
     with np.load(path, allow_pickle=False) as f:
         kind = str(f["kind"]) if "kind" in f else "LCP"
         if kind not in _FIELDS:

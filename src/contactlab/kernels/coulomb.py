@@ -1,0 +1,436 @@
+"""Numba kernels of the Coulomb friction problem (exact second-order cone), 2D or 3D contacts.
+
+Layout: contact i owns rows ``i*dim .. i*dim+dim-1``: first the normal component, then the
+``dim - 1`` tangential ones. K_mu = {r : ||r_t|| <= mu r_n} is the Coulomb cone, its dual
+K* = {u : mu ||u_t|| <= u_n}; the De Saxce modified velocity is u~ = u + mu ||u_t|| e_n.
+
+* :func:`project_cone` -- the Euclidean projection on K_mu (closed form).
+* :func:`fc_residual_kernel` -- the natural-map residual r - P_K(r - rho u~) per contact
+  (Acary, Cadoux, Lemarechal, Malick 2011, eq. 6; De Saxce's bipotential formulation), plus the
+  complementarity and feasibility figures.
+* :func:`ac_block` -- the Alart-Curnier function of one contact and its generalised Jacobian
+  blocks (Alart and Curnier 1991; Christensen, Klarbring, Pang, Stroemberg 1998, eq. 3.3),
+  Phi(r, u) with dPhi = A dr + B du.
+* :func:`local_solve` -- the exact one-contact solver (closed-form separation / sticking checks,
+  then damped semismooth Newton on Alart-Curnier, then the projected fixed point as a fallback).
+* :func:`nsgs_kernel` -- nonsmooth Gauss-Seidel over contacts on a CSR W (Jean 1999).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+
+# nsgs status codes
+CONVERGED, MAX_SWEEPS, NOT_FINITE = 0, 1, 2
+
+
+@jit
+def project_cone(x, mu, out):
+    """out = P_{K_mu}(x) for one contact block x = (x_n, x_t)."""
+    dim = x.shape[0]
+    nt = 0.0
+    for k in range(1, dim):
+        nt += x[k] * x[k]
+    nt = np.sqrt(nt)
+    xn = x[0]
+    if nt <= mu * xn:
+        for k in range(dim):
+            out[k] = x[k]
+    elif mu * nt <= -xn or nt == 0.0:
+        for k in range(dim):
+            out[k] = 0.0
+    else:
+        a = (xn + mu * nt) / (1.0 + mu * mu)
+        out[0] = a
+        for k in range(1, dim):
+            out[k] = mu * a * x[k] / nt
+
+
+@jit
+def fc_residual_kernel(r, u, mu, rho, dim, denom):
+    """(max_i ||F_i|| / denom, max_i |r_i . u~_i| rho_i / denom^2, worst infeasibility / denom).
+
+    F_i = r_i - P_K(r_i - rho_i u~_i). Infeasibility: cone violation of r (max(||r_t|| - mu r_n, -r_n))
+    and of u~ in K* (that is u_n >= 0), the velocity scaled by rho_i. inf for non-finite input.
+    """
+    nc = mu.shape[0]
+    x = np.empty(dim)
+    p = np.empty(dim)
+    nat = 0.0
+    comp = 0.0
+    infeas = 0.0
+    for i in range(nc):
+        o = i * dim
+        ut = 0.0
+        rt = 0.0
+        for k in range(1, dim):
+            ut += u[o + k] * u[o + k]
+            rt += r[o + k] * r[o + k]
+        ut = np.sqrt(ut)
+        rt = np.sqrt(rt)
+        if not (np.isfinite(ut) and np.isfinite(rt) and np.isfinite(r[o]) and np.isfinite(u[o])):
+            return np.inf, np.inf, np.inf
+        un_mod = u[o] + mu[i] * ut
+        x[0] = r[o] - rho[i] * un_mod
+        for k in range(1, dim):
+            x[k] = r[o + k] - rho[i] * u[o + k]
+        project_cone(x, mu[i], p)
+        f = 0.0
+        for k in range(dim):
+            d = r[o + k] - p[k]
+            f += d * d
+        f = np.sqrt(f)
+        if f > nat:
+            nat = f
+        c = r[o] * un_mod
+        for k in range(1, dim):
+            c += r[o + k] * u[o + k]
+        c = abs(c) * rho[i]
+        if c > comp:
+            comp = c
+        v = max(rt - mu[i] * r[o], -r[o])
+        if v > infeas:
+            infeas = v
+        v = -u[o] * rho[i]
+        if v > infeas:
+            infeas = v
+    return nat / denom, comp / (denom * denom), infeas / denom
+
+
+@jit
+def ac_block(r, u, mu, rho, phi, A, B):
+    """Alart-Curnier Phi(r, u) of one contact and blocks A = dPhi/dr, B = dPhi/du.
+
+    Phi_n = r_n - max(0, r_n - rho u_n);  Phi_t = r_t - P_{D(mu max(0, r_n - rho u_n))}(r_t - rho u_t).
+    """
+    dim = r.shape[0]
+    for a in range(dim):
+        for b in range(dim):
+            A[a, b] = 0.0
+            B[a, b] = 0.0
+    xn = r[0] - rho * u[0]
+    if xn > 0.0:
+        phi[0] = rho * u[0]
+        B[0, 0] = rho
+    else:
+        phi[0] = r[0]
+        A[0, 0] = 1.0
+    R = mu * max(xn, 0.0)
+    nx = 0.0
+    for k in range(1, dim):
+        t = r[k] - rho * u[k]
+        nx += t * t
+    nx = np.sqrt(nx)
+    if nx <= R:
+        for k in range(1, dim):
+            phi[k] = rho * u[k]
+            B[k, k] = rho
+    else:
+        # P = R x_t / ||x_t||: dP/dx_t = R/||x_t|| (I - xh xh'), dP/dx_n = mu xh (xn > 0)
+        for k in range(1, dim):
+            xk = (r[k] - rho * u[k]) / nx
+            phi[k] = r[k] - R * xk
+            A[k, k] = 1.0
+            g = mu * xk if xn > 0.0 else 0.0
+            # Phi_t = r_t - P(x), x = r - rho u: A_t = [0 I] - dP/dx, B_t = rho dP/dx
+            A[k, 0] -= g
+            B[k, 0] += rho * g
+            for m in range(1, dim):
+                xm = (r[m] - rho * u[m]) / nx
+                G = R / nx * ((1.0 if k == m else 0.0) - xk * xm)
+                A[k, m] -= G
+                B[k, m] += rho * G
+
+
+@jit
+def _solve_small(Mx, b, x):
+    """Gaussian elimination with partial pivoting on a copy; False if (numerically) singular."""
+    n = b.shape[0]
+    M = Mx.copy()
+    y = b.copy()
+    scale = 0.0
+    for a in range(n):
+        for c in range(n):
+            scale = max(scale, abs(M[a, c]))
+    if scale == 0.0 or not np.isfinite(scale):
+        return False
+    for c in range(n):
+        p = c
+        for a in range(c + 1, n):
+            if abs(M[a, c]) > abs(M[p, c]):
+                p = a
+        if abs(M[p, c]) <= 1e-14 * scale:
+            return False
+        if p != c:
+            for k in range(n):
+                M[c, k], M[p, k] = M[p, k], M[c, k]
+            y[c], y[p] = y[p], y[c]
+        for a in range(c + 1, n):
+            f = M[a, c] / M[c, c]
+            for k in range(c, n):
+                M[a, k] -= f * M[c, k]
+            y[a] -= f * y[c]
+    for c in range(n - 1, -1, -1):
+        s = y[c]
+        for k in range(c + 1, n):
+            s -= M[c, k] * x[k]
+        x[c] = s / M[c, c]
+    return True
+
+
+@jit
+def _local_merit(Wii, qi, mu, rho, r, u, phi, A, B):
+    dim = r.shape[0]
+    for a in range(dim):
+        s = qi[a]
+        for b in range(dim):
+            s += Wii[a, b] * r[b]
+        u[a] = s
+    ac_block(r, u, mu, rho, phi, A, B)
+    m = 0.0
+    for a in range(dim):
+        m += phi[a] * phi[a]
+    return m
+
+
+@jit
+def _newton_ac(Wii, qi, mu, rho, r, target, max_newton, u, phi, A, B, J, rhs, d, rt, ut):
+    """Damped semismooth Newton on the one-contact Alart-Curnier function from r (updated in place);
+    returns the final |Phi|^2."""
+    dim = r.shape[0]
+    m = _local_merit(Wii, qi, mu, rho, r, u, phi, A, B)
+    for it in range(max_newton):
+        if m <= target:
+            return m
+        for a in range(dim):
+            rhs[a] = -phi[a]
+            for b in range(dim):
+                s = A[a, b]
+                for c in range(dim):
+                    s += B[a, c] * Wii[c, b]
+                J[a, b] = s
+        if not _solve_small(J, rhs, d):
+            return m
+        t = 1.0
+        accepted = False
+        mt = m
+        for ls in range(30):
+            for k in range(dim):
+                rt[k] = r[k] + t * d[k]
+            mt = _local_merit(Wii, qi, mu, rho, rt, ut, phi, A, B)
+            if mt <= (1.0 - 1e-4 * t) * m:
+                accepted = True
+                break
+            t *= 0.5
+        if not accepted:
+            return _local_merit(Wii, qi, mu, rho, r, u, phi, A, B)
+        for k in range(dim):
+            r[k] = rt[k]
+        m = _local_merit(Wii, qi, mu, rho, r, u, phi, A, B)
+    return m
+
+
+@jit
+def local_solve(Wii, qi, mu, rho, r, tol, max_newton):
+    """Solve one contact: u = Wii r + qi, r in K_mu, Coulomb's law; r holds the warm start and the answer.
+
+    1. q_n >= 0: r = 0 (separation) solves it exactly. 2. r = -Wii^-1 qi in K_mu: sticking, exact.
+    3. Damped semismooth Newton on Alart-Curnier (Armijo backtracking on |Phi|^2), stopping at
+    |Phi| <= tol * |rho qi|. 4. If Newton stalls: projected fixed point r <- P_K(r - rho u~) with a
+    halving step. Returns the final |Phi| relative to |rho qi|.
+    """
+    dim = r.shape[0]
+    if qi[0] >= 0.0:
+        for k in range(dim):
+            r[k] = 0.0
+        return 0.0
+    x = np.empty(dim)
+    mq = np.empty(dim)
+    for k in range(dim):
+        mq[k] = -qi[k]
+    if not _solve_small(Wii, mq, x):
+        for k in range(dim):
+            x[k] = 0.0
+    else:
+        nt = 0.0
+        for k in range(1, dim):
+            nt += x[k] * x[k]
+        if x[0] >= 0.0 and np.sqrt(nt) <= mu * x[0]:
+            # u = 0 exactly in exact arithmetic; accept only if the solve was accurate
+            ok = True
+            for a in range(dim):
+                s = qi[a]
+                for b in range(dim):
+                    s += Wii[a, b] * x[b]
+                if abs(s) > 1e-13 * (abs(qi[a]) + 1e-300) + 1e-15 * abs(qi[0]):
+                    ok = False
+            if ok:
+                for k in range(dim):
+                    r[k] = x[k]
+                return 0.0
+    qn = 0.0
+    for k in range(dim):
+        qn += qi[k] * qi[k]
+    qn = rho * np.sqrt(qn)
+    u = np.empty(dim)
+    phi = np.empty(dim)
+    A = np.empty((dim, dim))
+    B = np.empty((dim, dim))
+    J = np.empty((dim, dim))
+    rhs = np.empty(dim)
+    d = np.empty(dim)
+    rt = np.empty(dim)
+    ut = np.empty(dim)
+    for k in range(dim):
+        if not np.isfinite(r[k]):
+            r[k] = 0.0
+    target = (tol * qn) ** 2
+    best = r.copy()
+    mbest = np.inf
+    # starts: the warm start, the sticking solution projected on the cone, the normal-only guess
+    for attempt in range(3):
+        if attempt == 1:
+            project_cone(x, mu, r)
+        elif attempt == 2:
+            for k in range(dim):
+                r[k] = 0.0
+            r[0] = -qi[0] / Wii[0, 0] if Wii[0, 0] > 0.0 else 1.0
+        m = _newton_ac(Wii, qi, mu, rho, r, target, max_newton, u, phi, A, B, J, rhs, d, rt, ut)
+        if m < mbest:
+            mbest = m
+            for k in range(dim):
+                best[k] = r[k]
+        if mbest <= target:
+            break
+    for k in range(dim):
+        r[k] = best[k]
+    m = mbest
+    if m <= target:
+        return np.sqrt(m) / qn
+    # fallback: projected fixed point on the De Saxce map with a small step
+    step = 1.0
+    for it in range(200 * max_newton):
+        for a in range(dim):
+            s = qi[a]
+            for b in range(dim):
+                s += Wii[a, b] * r[b]
+            u[a] = s
+        ut2 = 0.0
+        for k in range(1, dim):
+            ut2 += u[k] * u[k]
+        x[0] = r[0] - step * rho * (u[0] + mu * np.sqrt(ut2))
+        for k in range(1, dim):
+            x[k] = r[k] - step * rho * u[k]
+        project_cone(x, mu, rt)
+        diff = 0.0
+        for k in range(dim):
+            diff += (rt[k] - r[k]) ** 2
+            r[k] = rt[k]
+        if np.sqrt(diff) <= step * tol * qn:
+            break
+        if not np.isfinite(diff):
+            for k in range(dim):
+                r[k] = 0.0
+            step *= 0.5
+    m = _local_merit(Wii, qi, mu, rho, r, u, phi, A, B)
+    return np.sqrt(m) / qn
+
+
+@jit
+def csr_matvec(indptr, indices, data, x, q, out):
+    """out = W x + q."""
+    for row in range(indptr.shape[0] - 1):
+        s = q[row]
+        for k in range(indptr[row], indptr[row + 1]):
+            s += data[k] * x[indices[k]]
+        out[row] = s
+
+
+@jit
+def nsgs_kernel(indptr, indices, data, Wdiag, q, mu, rho, dim, r, max_sweeps, tol, omega,
+                order, shuffle, seed, local_tol, max_newton, denom, check_every):
+    """Nonsmooth Gauss-Seidel: for each contact i (in ``order``, reshuffled per sweep when
+    ``shuffle``), q_i' = q_i + sum_{j != i} W_ij r_j, then r_i <- local_solve(W_ii, q_i'), with
+    over-relaxation r_i <- omega r_i_new + (1 - omega) r_i_old (omega = 1: plain Gauss-Seidel).
+    Stops when the natural-map residual (fc_residual_kernel) <= tol, checked every
+    ``check_every`` sweeps and at the end. Returns (status, sweeps, residual).
+    """
+    nc = mu.shape[0]
+    n = nc * dim
+    u = np.empty(n)
+    qi = np.empty(dim)
+    ri = np.empty(dim)
+    old = np.empty(dim)
+    if shuffle:
+        np.random.seed(seed)
+    res = np.inf
+    for sweep in range(1, max_sweeps + 1):
+        if shuffle:
+            np.random.shuffle(order)
+        for jj in range(nc):
+            i = order[jj]
+            o = i * dim
+            for a in range(dim):
+                row = o + a
+                s = q[row]
+                for k in range(indptr[row], indptr[row + 1]):
+                    s += data[k] * r[indices[k]]
+                for b in range(dim):
+                    s -= Wdiag[i, a, b] * r[o + b]
+                qi[a] = s
+                old[a] = r[o + a]
+                ri[a] = r[o + a]
+            local_solve(Wdiag[i], qi, mu[i], rho[i], ri, local_tol, max_newton)
+            if omega != 1.0:
+                # relax, then keep the iterate in the cone
+                for a in range(dim):
+                    qi[a] = omega * ri[a] + (1.0 - omega) * old[a]
+                project_cone(qi, mu[i], ri)
+            for a in range(dim):
+                r[o + a] = ri[a]
+        if sweep % check_every == 0 or sweep == max_sweeps:
+            csr_matvec(indptr, indices, data, r, q, u)
+            res = fc_residual_kernel(r, u, mu, rho, dim, denom)[0]
+            if not np.isfinite(res):
+                return NOT_FINITE, sweep, res
+            if res <= tol:
+                return CONVERGED, sweep, res
+    return MAX_SWEEPS, max_sweeps, res
+
+
+@jit
+def ac_system(r, u, mu, rho, dim, phi, Ablk, Bblk):
+    """Alart-Curnier Phi and the per-contact Jacobian blocks of all contacts; returns |Phi|^2."""
+    nc = mu.shape[0]
+    m = 0.0
+    for i in range(nc):
+        o = i * dim
+        ac_block(r[o:o + dim], u[o:o + dim], mu[i], rho[i], phi[o:o + dim], Ablk[i], Bblk[i])
+        for k in range(dim):
+            m += phi[o + k] * phi[o + k]
+    return m
+
+
+@jit
+def ac_merit(r, u, mu, rho, dim):
+    """|Phi_AC(r, u)|^2 without the Jacobian."""
+    nc = mu.shape[0]
+    phi = np.empty(dim)
+    A = np.empty((dim, dim))
+    B = np.empty((dim, dim))
+    m = 0.0
+    for i in range(nc):
+        o = i * dim
+        ac_block(r[o:o + dim], u[o:o + dim], mu[i], rho[i], phi, A, B)
+        for k in range(dim):
+            m += phi[k] * phi[k]
+    return m
+
+
+@jit
+def project_all(x, mu, dim, out):
+    """Blockwise projection on K_mu of every contact."""
+    for i in range(mu.shape[0]):
+        o = i * dim
+        project_cone(x[o:o + dim], mu[i], out[o:o + dim])

@@ -1,0 +1,32 @@
+"""Shared plumbing of the Coulomb friction solvers (nsgs, newton-ac, prox, pyramid)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ParamError
+from ..problems.friction_contact import FrictionContact, GlobalFrictionContact
+from ..solution import Solution, Status
+
+FC_PROBLEMS = (FrictionContact, GlobalFrictionContact)
+
+
+def local_problem(problem) -> FrictionContact:
+    """The local problem a method works on: the problem itself, or the condensed global one
+    (W = H' M^-1 H through the factorised M; DESIGN: global problems are condensed when M is cheap)."""
+    return problem.local() if isinstance(problem, GlobalFrictionContact) else problem
+
+
+def start(problem: FrictionContact, warm_start) -> np.ndarray:
+    if warm_start is None:
+        return np.zeros(problem.n)
+    r = np.array(warm_start, dtype=np.float64).ravel()
+    if r.shape != (problem.n,) or not np.all(np.isfinite(r)):
+        raise ParamError(f"warm_start must be a finite vector of length {problem.n} (the impulses r)")
+    return r
+
+
+def finish(problem, r: np.ndarray, status: Status, iterations: int, **info) -> Solution:
+    sol = Solution(z=r, w=np.zeros(0), status=status, iterations=iterations, info=info)
+    if isinstance(problem, GlobalFrictionContact) and np.all(np.isfinite(r)):
+        sol.x = problem.velocity(r)
+    return sol
