@@ -2,27 +2,91 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import typer
 
 
+def _scenes_epilog() -> str:
+    """The scene registry as help text: every registered scene with its parameters and defaults."""
+    from ..scenarios import SCENES, URDF_PARAMETERS, scene_parameters
+    lines = ["Scenes and their parameters (--set KEY=VALUE), defaults shown:"]
+    for name in sorted(SCENES):
+        lines.append(f"{name}: " + ", ".join(f"{k}={v!r}" for k, v in scene_parameters(name).items()))
+    lines.append("FILE.urdf: " + ", ".join(f"{k}={v!r}" for k, v in URDF_PARAMETERS.items()))
+    return "\n\n".join(lines)
+
+
+def _check_method(scene, model: str, method: str | None, dt) -> None:
+    """An unknown method, or one that does not accept the model's problems, is an error listing
+    only the methods that do."""
+    from ..errors import ModelError
+    from ..sim import Simulator
+    from ..solvers import available_solvers
+    if method in (None, "auto"):
+        return
+    spec = available_solvers().get(method)
+    probe = Simulator(scene, model, None, dt=dt)
+    problem = probe.initial_problem() if hasattr(probe, "initial_problem") else _initial_problem(probe)
+    if spec is not None and spec.accepts(problem):
+        return
+    ok = ["auto"] + [n for n, sp in available_solvers().items() if sp.accepts(problem)]
+    what = "unknown method" if spec is None else "method"
+    tail = "" if spec is None else f" does not accept the {type(problem).__name__} problems of model {model!r}"
+    raise ModelError(f"{what} {method!r}{tail}; methods for model {model!r}: {', '.join(ok)}")
+
+
+def _initial_problem(sim):
+    from ..mechanics.system import build_system
+    contacts = sim.world.detect(sim.data, margin=sim._margin())
+    return sim.contact_model.build(build_system(sim.model, sim.data, contacts, sim.h), sim.model_options)
+
+
+def _check_overlaps(sim, strict: bool, tol: float = 1e-6) -> None:
+    """Bodies that start interpenetrating deeper than ``tol`` (m): a warning naming each pair and
+    its depth, or with ``strict`` an error."""
+    from ..errors import ModelError
+    c = sim.world.detect(sim.data, margin=0.0)
+    deep = {}
+    for a, b, phi in zip(c.body_a, c.body_b, c.phi):
+        if phi < -tol:
+            key = (sim.model.names[a], sim.model.names[b])
+            deep[key] = max(deep.get(key, 0.0), -float(phi))
+    if not deep:
+        return
+    pairs = sorted(deep.items(), key=lambda kv: -kv[1])
+    text = ", ".join(f"{a}/{b} by {d:.3g} m" for (a, b), d in pairs[:10]) + (
+        f" and {len(pairs) - 10} more pair(s)" if len(pairs) > 10 else "")
+    if strict:
+        raise ModelError(f"bodies start overlapping (--strict): {text}")
+    typer.echo(f"warning: bodies start overlapping: {text}", err=True)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command()
-    def simulate(scene: str = typer.Argument(..., help="built-in scene (incline, stack, pendulum-chain, pile, ...) "
-                                                        "or a .toml/.json scene file"),
+    @app.command(epilog=_scenes_epilog())
+    def simulate(scene: str = typer.Argument(..., help="built-in scene (listed below), a .toml/.json scene file "
+                                                        "(docs/scene-files.md) or a .urdf mechanism"),
                  set_: list[str] = typer.Option(None, "--set", help="scene parameter KEY=VALUE (repeatable)"),
                  duration: float = typer.Option(1.0, "--duration", help="simulated seconds"),
                  dt: float = typer.Option(None, "--dt", help="time step (default: the scene's)"),
                  model: str = typer.Option("stewart-trinkle", "--model", help="contact model"),
                  method: str = typer.Option(None, "--method", help="solver method (default: the model's)"),
                  out: Path = typer.Option(None, "--out", help="write the trajectory to this HDF5 file"),
-                 as_json: bool = typer.Option(False, "--json", help="print one JSON object")):
-        """Simulate SCENE and report final body states and metrics."""
+                 as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+                 strict: bool = typer.Option(False, "--strict", help="bodies that start overlapping are an error, "
+                                                                      "not a warning"),
+                 quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display"),
+                 export_fclib: Path = typer.Option(None, "--export-fclib", help="write each step's frictional "
+                                                   "contact problem as DIR/step_NNNNN.hdf5 (FCLIB)")):
+        """Simulate SCENE and report final body states and metrics.
+
+        With --out the trajectory is written while it runs (HDF5, flushed every chunk of steps);
+        Ctrl-C keeps a valid partial file marked complete=False and exits 130."""
         from ..errors import ContactlabError
         from ..scenarios import make_scene
-        from ..sim import Simulator, write_trajectory
+        from ..sim import Simulator
+        from ..sim.recorder import Trajectory, TrajectoryWriter
+        from . import console, interrupt_exit_on_sigterm
         try:
             params = {}
             for item in set_ or []:
@@ -33,14 +97,56 @@ def register(app: typer.Typer) -> None:
             sc = make_scene(scene, **params)
             if not duration >= 0:
                 raise typer.BadParameter("--duration must be >= 0")
+            _check_method(sc, model, method, dt)
             sim = Simulator(sc, model, method, dt=dt)
-            traj = sim.run(duration, progress=not as_json and sys.stderr.isatty(), record_poses=out is not None)
+            _check_overlaps(sim, strict)
+            exporter = None
+            if export_fclib is not None:
+                from ..problems.fclib import StepExporter
+                exporter = StepExporter(export_fclib, title=sc.name)
+                sim.add_controller(exporter)
+            if out is not None and Path(out).is_dir():
+                raise typer.BadParameter(f"--out {out} is a directory; give a file name such as run.h5")
         except ContactlabError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
-        if out is not None:
-            write_trajectory(out, traj, attrs={"scene": sc.name, "model": model, "method": sim.method,
-                                               "dt": sim.h, "duration": duration})
+        traj = Trajectory(list(sim.model.names))
+        writer = None if out is None else TrajectoryWriter(
+            out, traj.body_names, attrs={"scene": sc.name, "model": model, "method": sim.method, "dt": sim.h,
+                                         "duration": duration})
+        steps = int(round(duration / sim.h))
+        chunk = max(1, min(200, steps // 20 or 1))   # flush (and update progress) every chunk of steps
+        interrupt_exit_on_sigterm()
+        err = console(stderr=True, quiet=quiet or as_json)
+        show = err.is_terminal and not (quiet or as_json) and steps > 1
+        try:
+            from rich.progress import Progress
+            with Progress(console=err, disable=not show, transient=True) as bar:
+                task = bar.add_task(f"simulating {sc.name}", total=steps)
+                while len(traj.records) < steps and traj.error is None:
+                    k = min(chunk, steps - len(traj.records))
+                    sim.run(k * sim.h, trajectory=traj, record_poses=out is not None)
+                    if writer is not None:
+                        writer.append(traj)
+                    bar.update(task, completed=len(traj.records))
+        except KeyboardInterrupt:
+            done = min(len(traj.records), len(traj.positions) - 1) if out is not None else len(traj.records)
+            del traj.records[max(done, 0):]
+            if writer is not None:
+                writer.close(traj, interrupted=f"interrupted (SIGINT) after {len(traj.records)} of {steps} steps")
+                typer.echo(f"interrupted: wrote {len(traj.records)} of {steps} steps to {out} "
+                           "(a valid partial file, attribute complete=False)", err=True)
+            else:
+                typer.echo(f"interrupted after {len(traj.records)} of {steps} steps", err=True)
+            raise typer.Exit(130)
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            raise
+        if writer is not None:
+            writer.close(traj)
+        if exporter is not None:
+            exporter(sim)   # the last step's problem
         bodies = {n: sim.body_state(n) for i, n in enumerate(sim.model.names) if sim.model.dof_start[i] >= 0}
         result = {"scene": scene, "model": model, "method": sim.method, "steps": len(traj.records),
                   "bodies": bodies, "metrics": traj.metrics()}
@@ -51,9 +157,8 @@ def register(app: typer.Typer) -> None:
             if traj.error:
                 raise typer.Exit(1)
             return
-        from rich.console import Console
         from rich.table import Table
-        con = Console()
+        con = console()
         m = result["metrics"]
         con.print(f"[bold]{scene}[/bold]: {result['steps']} steps of {sim.h:g} s, model {model}, method {sim.method}")
         t = Table("metric", "value")

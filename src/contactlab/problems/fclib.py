@@ -338,3 +338,38 @@ def write_siconos_fc(problem: FrictionContact, path: str | os.PathLike) -> Path:
     def write(tmp):
         Path(tmp).write_text("\n".join(lines) + "\n")
     return atomic_write(path, write)
+
+
+class StepExporter:
+    """A simulator controller writing each step's frictional contact problem as an FCLIB file.
+
+    Called before every step (``Simulator.add_controller``) and once after the run, it writes the
+    previous step's ``sim.last_system`` as ``DIR/step_NNNNN.hdf5`` (local form, exact Coulomb cone,
+    the scene's mu; see :func:`friction_contact.from_system`). Steps without contacts, or with
+    joint rows an FCLIB problem cannot hold, are skipped and counted in ``skipped``.
+    """
+
+    def __init__(self, directory, form: str = "local", title: str = ""):
+        self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ProblemError(f"--export-fclib {directory}: exists and is not a directory")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.form, self.title = form, title
+        self.done = 0
+        self.written: list[Path] = []
+        self.skipped: dict[int, str] = {}
+
+    def __call__(self, sim) -> None:
+        from .friction_contact import from_system
+        steps = int(sim.data.steps)
+        if sim.last_system is None or steps == self.done:
+            return
+        self.done = steps
+        try:
+            prob = from_system(sim.last_system, self.form)
+        except ProblemError as exc:
+            self.skipped[steps] = str(exc)
+            return
+        self.written.append(write_fclib(prob, self.directory / f"step_{steps:05d}.hdf5",
+                                        title=self.title or f"contactlab step {steps}",
+                                        description=f"contactlab simulate, step {steps}, t = {sim.data.time:.6g} s"))
