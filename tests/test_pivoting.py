@@ -53,14 +53,15 @@ def test_kostreva_degenerate_terminates():
         cl.solve(gen.kostreva_cycling(), method="lemke", ties="first-row")
 
 
-def test_infeasible_is_honest():
+def test_infeasible_is_proven_with_a_checked_certificate():
+    """-I, -1: w = -z - 1 < 0; every method proves it with a Farkas vector that solve() checked."""
+    problem = infeasible()
     for method in ("lemke", "dantzig", "enumerate"):
-        sol = cl.solve(infeasible(), method=method)
-        assert not sol.success
-        assert sol.residual >= 0.5
-    assert cl.solve(infeasible(), method="lemke", regularize=False).status is cl.Status.RAY_TERMINATION
-    assert cl.solve(infeasible(), method="enumerate").status is cl.Status.NO_SOLUTION
-    assert cl.solve(infeasible(), method="dantzig").status is cl.Status.NO_SOLUTION
+        sol = cl.solve(problem, method=method)
+        assert sol.status is cl.Status.NO_SOLUTION, method
+        y = sol.info["certificate"]["y"]
+        assert np.all(y >= 0) and np.all(problem.M.T @ y <= 0) and problem.q @ y < 0
+        assert sol.info["certificate_check"] == "Farkas vector checked"
 
 
 def test_lemke_ray_is_a_ray():
@@ -176,7 +177,9 @@ def test_friction_pyramid_lemke():
 def test_auto_choices():
     rng = np.random.default_rng(0)
     spd = cl.solve(gen.random_spd(6, rng))
-    assert spd.info["auto"]["method"] == "dantzig" and spd.success
+    assert spd.info["auto"]["method"] == "lemke" and spd.success
+    psd = cl.solve(gen.random_psd(6, 3, rng))
+    assert psd.info["auto"]["method"] == "dantzig" and psd.success
     p = cl.solve(gen.random_p_matrix(6, rng))
     assert p.info["auto"]["method"] == "lemke" and p.success
     f = cl.solve(gen.box_stack_factored(3, rng))

@@ -19,6 +19,14 @@ class Status(enum.Enum):
     NO_SOLUTION = "no_solution"          # proven infeasible
     NO_SOLUTION_FOUND = "no_solution_found"  # gave up without proof either way
 
+    def __eq__(self, other):
+        """A status equals itself and its name: ``Status.SOLVED == "SOLVED"`` (JSON round trips)."""
+        if isinstance(other, str):
+            return other == self.name
+        return self is other
+
+    __hash__ = enum.Enum.__hash__
+
 
 SUCCESS_STATUSES = frozenset({Status.SOLVED, Status.TRIVIAL})
 
@@ -30,6 +38,9 @@ class Solution:
     ``z``/``w`` are the primal and complementary vectors (``w = M z + q`` for an LCP;
     for a boxed LCP ``w`` is the same affine map); ``residual`` is computed by ``solve()``
     from ``z`` with the problem's own definition, never reported by the algorithm.
+    ``relative_residual`` is the scale-free measure ``solve()`` certifies (problems/residual.py
+    ``lcp_relative``): SOLVED means it is at most ``max(certify, tol)``, whatever the problem's scale.
+    ``NO_SOLUTION`` always comes with ``info['certificate']``, checked by ``solve()``.
     ``info`` carries solver-specific extras (rays, regularisation, basis, gap, ...).
     """
 
@@ -45,6 +56,7 @@ class Solution:
     infeasibility: float = float("inf")
     time_s: float = 0.0
     x: np.ndarray | None = None  # the free variables of a MixedLCP (drumwright eq. 8)
+    relative_residual: float = float("inf")
 
     @property
     def success(self) -> bool:

@@ -8,6 +8,7 @@ claimed class), 2 pivot limit, 3 numerical failure (singular pivot block).
 import numpy as np
 
 from ._jit import jit
+from .tolerances import ITERATE, PIVOT, TIE
 
 SOLVED, UNBOUNDED, MAX_PIVOTS, NUMERICAL = 0, 1, 2, 3
 
@@ -30,7 +31,7 @@ def _border_add(Minv, k, M, idx, a, u, v):
     big = abs(M[a, a])
     for j in range(k):
         big = max(big, abs(M[a, idx[j]]))
-    if not (abs(s) > 1e-11 * max(big, 1e-300)):
+    if not (abs(s) > PIVOT * max(big, 1e-300)):
         return False
     for i in range(k):
         for j in range(k):
@@ -44,7 +45,8 @@ def _border_add(Minv, k, M, idx, a, u, v):
 
 @jit
 def _border_remove(Minv, k, idx, p):
-    """Remove position p from the bordered inverse of size k (swap to last, Schur downdate)."""
+    """Remove position p from the bordered inverse of size k (swap to last, Schur downdate).
+    Returns False when the inverse's pivot is zero (M_CC was singular: outside P)."""
     last = k - 1
     if p != last:
         for j in range(k):
@@ -59,10 +61,12 @@ def _border_remove(Minv, k, idx, p):
         idx[p] = idx[last]
         idx[last] = t2
     h = Minv[last, last]
+    if not (abs(h) > 0.0 and np.isfinite(h)):
+        return False
     for i in range(last):
         for j in range(last):
             Minv[i, j] -= Minv[i, last] * Minv[last, j] / h
-
+    return True
 
 
 @jit
@@ -93,7 +97,7 @@ def _chol_append_sym(L, k, M, idx, a, col, tmp):
     """Append index a to the Cholesky factor of M[idx, idx] (symmetric M)."""
     for i in range(k):
         col[i] = M[idx[i], a]
-    return _chol_append_column(L, k, col, M[a, a], idx, a, tmp, 1e-11)
+    return _chol_append_column(L, k, col, M[a, a], idx, a, tmp, PIVOT)
 
 
 @jit
@@ -107,8 +111,8 @@ def _set_add(sym, F, k, M, idx, a, w1, w2):
 def _set_remove(sym, F, k, idx, p):
     if sym:
         _chol_delete(F, k, idx, p)
-    else:
-        _border_remove(F, k, idx, p)
+        return True
+    return _border_remove(F, k, idx, p)
 
 
 @jit
@@ -135,21 +139,35 @@ def _direction(sym, F, k, M, idx, dd, u, w1, w2):
 
 
 @jit
-def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz, dw, u, v, skip, counts):
+def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, mmax, dz, dw, u, v, skip, counts):
     """Cottle-Dantzig principal pivoting (loomis-balkcom §II; Baraff 1994 for the step rules).
 
     On entry: z, w = M z + q complementary with w[idx[:k0]] = 0, z >= 0, and Minv[:k0,:k0] the
     factor of M[idx[:k0], idx[:k0]] (k0 = 0 for a cold start): its lower Cholesky factor when
     ``sym`` (symmetric PSD M: stable, and rank deficiency is detected), else its inverse kept by
-    bordering (nonsymmetric P-matrices, whose principal blocks are all nonsingular). Each major cycle drives one index
-    with w_d < 0 to feasibility; minor cycles are principal pivots keeping all other pairs feasible.
-    counts[0] = major cycles, counts[1] = pivots. Returns (status, k).
+    bordering (nonsymmetric P-matrices, whose principal blocks are all nonsingular). Each major
+    cycle drives one index with w_d < 0 to feasibility; minor cycles are principal pivots keeping
+    all other pairs feasible.
+
+    Tolerances scale with the iterate (kernels/tolerances.py): w_i counts as negative only below
+    -ITERATE * (max|q| + mmax * max|z|) (mmax = max |M_ij|), recomputed every major cycle, so the
+    rounding error of a large z never starts a cycle. counts = [major cycles, pivots, d]; on
+    UNBOUNDED (no blocking index) u[:k] and d describe the driving ray y (y_d = 1, y_C = u): for
+    PSD M it is a Farkas vector (M'y <= 0, q'y = w_d < 0), which ``solve()`` checks. Returns (status, k).
     """
     n = q.shape[0]
     k = k0
     majors = 0
     pivots = 0
+    qmax = 0.0
+    for i in range(n):
+        qmax = max(qmax, abs(q[i]))
+    counts[2] = -1
     while True:
+        zmax = 0.0
+        for i in range(n):
+            zmax = max(zmax, abs(z[i]))
+        tol = ITERATE * (qmax + mmax * zmax)
         # distinguished index: the most negative w outside C
         dd = -1
         worst = -tol
@@ -171,6 +189,13 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz,
                 return MAX_PIVOTS, k
             # direction: dz_d = 1, dz_C = -M_CC^-1 M_Cd, dw = M dz
             _direction(sym, Minv, k, M, idx, dd, u, dz, v)
+            umax = 1.0
+            for j in range(k):
+                umax = max(umax, abs(u[j]))
+            if not np.isfinite(umax):
+                counts[0] = majors
+                counts[1] = pivots
+                return NUMERICAL, k
             # dw = M[:, d] + M[:, C] u as contiguous axpys over rows of MT = M' (dw_C = 0)
             for i in range(n):
                 dw[i] = MT[dd, i]
@@ -181,38 +206,41 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz,
                     dw[i] += f * MT[c, i]
             for j in range(k):
                 dw[idx[j]] = 0.0
+            utol = ITERATE * umax              # direction entries below this are zero
+            dtol = ITERATE * mmax * umax       # dw entries below this are zero
             step_d = np.inf
-            if dw[dd] > tol:
+            if dw[dd] > dtol:
                 step_d = -w[dd] / dw[dd]
             step = np.inf
             block = -1
             block_pos = -1
             # minimum ratio; ties (degenerate steps) broken by the least index (Bland/Chang)
             for j in range(k):
-                if u[j] < -tol:
+                if u[j] < -utol:
                     r = max(z[idx[j]], 0.0) / -u[j]
-                    tie = tol + 1e-10 * abs(step) if step < np.inf else 0.0
+                    tie = TIE * (abs(step) + zmax * ITERATE) if step < np.inf else 0.0
                     if r < step - tie or (r <= step + tie and idx[j] < block):
                         step = r
                         block = idx[j]
                         block_pos = j
             for i in range(n):
-                if not inC[i] and not skip[i] and i != dd and dw[i] < -tol and w[i] >= -tol:
+                if not inC[i] and not skip[i] and i != dd and dw[i] < -dtol and w[i] >= -tol:
                     r = max(w[i], 0.0) / -dw[i]
-                    tie = tol + 1e-10 * abs(step) if step < np.inf else 0.0
+                    tie = TIE * (abs(step) + zmax * ITERATE) if step < np.inf else 0.0
                     if r < step - tie or (r <= step + tie and i < block):
                         step = r
                         block = i
                         block_pos = -1
             # ties go to the driving index: with PSD M a row dependent on C + {d} blocks exactly
             # when d does, and adding it would make M_CC singular (Baraff 1994, §6)
-            if step_d < np.inf and step_d <= step + 1e-10 * (abs(step_d) + tol):
+            if step_d < np.inf and step_d <= step + TIE * (abs(step_d) + zmax * ITERATE):
                 step = step_d
                 block = dd
                 block_pos = -1
             if block < 0:
                 counts[0] = majors
                 counts[1] = pivots
+                counts[2] = dd
                 return UNBOUNDED, k
             if step < 0.0:
                 step = 0.0
@@ -235,7 +263,10 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz,
                 break
             elif block_pos >= 0:
                 z[block] = 0.0
-                _set_remove(sym, Minv, k, idx, block_pos)
+                if not _set_remove(sym, Minv, k, idx, block_pos):
+                    counts[0] = majors
+                    counts[1] = pivots
+                    return NUMERICAL, k
                 inC[block] = False
                 k -= 1
             else:
@@ -243,7 +274,7 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, dz,
                     w[block] = 0.0
                     inC[block] = True
                     k += 1
-                elif abs(w[dd]) <= 1e-8 * (1.0 + abs(w[block])) + 1e4 * tol and _set_add(sym, Minv, k, M, idx, dd, dz, v):
+                elif abs(w[dd]) <= 1e4 * tol and _set_add(sym, Minv, k, M, idx, dd, dz, v):
                     # the blocking row depends on C + {d} (PSD M): in exact arithmetic it ties
                     # with d, so the major cycle ends here instead
                     w[dd] = 0.0
@@ -315,8 +346,11 @@ def _chol_delete(L, k, rows, p):
         a = L[i, i]
         b = L[i, i + 1]
         r = np.sqrt(a * a + b * b)
-        c = a / r
-        s = b / r
+        c = 1.0
+        s = 0.0
+        if r > 0.0:
+            c = a / r
+            s = b / r
         for t in range(i, k - 1):
             x = L[t, i]
             y = L[t, i + 1]

@@ -26,6 +26,14 @@ class Problem:
         """The certified residuals at z (``w`` = this problem's w(z) when the caller has it)."""
         raise NotImplementedError
 
+    def relative_residuals(self, z: np.ndarray, w: np.ndarray | None = None, x=None) -> Residuals:
+        """The scale-free residuals ``solve()`` certifies (problems/residual.py ``lcp_relative``):
+        the same for the problem multiplied by any positive constant. Subclasses override; this
+        default divides the absolute residuals by ``scale()``."""
+        r = self.residuals(z, w)
+        s = self.scale() or 1.0
+        return Residuals(r.natural / s, r.complementarity / s, r.infeasibility / s)
+
     def scale(self) -> float:
         return 1.0
 

@@ -9,7 +9,7 @@ import scipy.sparse.linalg as spla
 from ..errors import ProblemError
 from .base import Problem
 from .lcp import LCP
-from .residual import Residuals, lcp_residuals
+from .residual import Residuals, lcp_relative, lcp_residuals
 from .validation import as_matrix, as_vector, matvec, to_dense
 
 
@@ -66,6 +66,9 @@ class FactoredLCP(Problem):
 
     def residuals(self, z, w=None) -> Residuals:
         return lcp_residuals(z, self.w(z) if w is None else w)
+
+    def relative_residuals(self, z, w=None, x=None) -> Residuals:
+        return lcp_relative(z, self.w(z) if w is None else w, self.q)
 
     def is_trivial(self) -> bool:
         return self.n == 0 or float(self.q.min()) >= 0.0

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from ..errors import ProblemError
 from .base import Problem
-from .residual import Residuals, box_residuals, lcp_residuals
+from .residual import Residuals, box_relative, box_residuals, lcp_relative, lcp_residuals
 from .validation import as_matrix, as_vector, matvec
 
 
@@ -31,6 +31,9 @@ class LCP(Problem):
 
     def residuals(self, z, w=None) -> Residuals:
         return lcp_residuals(z, self.w(z) if w is None else w)
+
+    def relative_residuals(self, z, w=None, x=None) -> Residuals:
+        return lcp_relative(z, self.w(z) if w is None else w, self.q)
 
     def scale(self) -> float:
         if self._scale is None:
@@ -120,6 +123,10 @@ class BoxedLCP(Problem):
     def residuals(self, z, w=None) -> Residuals:
         lo, hi = self.bounds(z)
         return box_residuals(z, self.w(z) if w is None else w, lo, hi)
+
+    def relative_residuals(self, z, w=None, x=None) -> Residuals:
+        lo, hi = self.bounds(z)
+        return box_relative(z, self.w(z) if w is None else w, lo, hi, self.q)
 
     def scale(self) -> float:
         return max(1.0, float(np.max(np.abs(self.q), initial=0.0)))

@@ -7,7 +7,7 @@ import scipy.linalg as sla
 from ..errors import ProblemError
 from .base import Problem
 from .lcp import LCP
-from .residual import Residuals, lcp_residuals
+from .residual import Residuals, lcp_relative, lcp_residuals
 from .validation import as_matrix, as_vector, matvec, to_dense
 
 
@@ -101,6 +101,18 @@ class MixedLCP(Problem):
         x = self.recover_x(z) if x is None else x
         r = lcp_residuals(z, self.w(z, x))
         eq = self.equality_residual(x, z)
+        return Residuals(max(r.natural, eq), r.complementarity, max(r.infeasibility, eq))
+
+    def relative_residuals(self, z, w=None, x=None) -> Residuals:
+        """The LCP part as :func:`lcp_relative` (w against h); the equality rows relative to
+        max(||g||, ||A x||, ||C y||)."""
+        x = self.recover_x(z) if x is None else x
+        r = lcp_relative(z, self.w(z, x) if w is None else w, self.h)
+        Ax, Cy = self.A @ x, self.C @ z
+        size = max(float(np.max(np.abs(self.g), initial=0.0)), float(np.max(np.abs(Ax), initial=0.0)),
+                   float(np.max(np.abs(Cy), initial=0.0)))
+        eq = float(np.max(np.abs(Ax + Cy + self.g), initial=0.0))
+        eq = eq / size if size > 0 else 0.0
         return Residuals(max(r.natural, eq), r.complementarity, max(r.infeasibility, eq))
 
     def scale(self) -> float:

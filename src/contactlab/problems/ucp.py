@@ -91,6 +91,25 @@ class UCP(Problem):
         natural = max(_inf(np.minimum(x, y)), infeas)
         return Residuals(natural, _inf(x * y), infeas)
 
+    def relative_residuals(self, z, w=None, x=None) -> Residuals:
+        """Scale-free: x in units of ||x||, y of ||y||, A x = a relative to max(||a||, ||A x||),
+        B y = b likewise."""
+        x, y = self.split(z)
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+            return Residuals(np.inf, np.inf, np.inf)
+        xs, ys = _inf(x) or 1.0, _inf(y) or 1.0
+
+        def eq(G, v, g):
+            if not G.shape[0]:
+                return 0.0
+            Gv = matvec(G, v)
+            size = max(_inf(g), _inf(Gv))
+            return _inf(Gv - g) / size if size > 0 else 0.0
+        xr, yr = x / xs, y / ys
+        infeas = max(eq(self.A, x, self.a), eq(self.B, y, self.b), -float(np.min(xr, initial=0.0)),
+                     -float(np.min(yr, initial=0.0)))
+        return Residuals(max(_inf(np.minimum(xr, yr)), infeas), _inf(xr * yr), infeas)
+
     def scale(self) -> float:
         return max(1.0, _inf(self.a), _inf(self.b))
 

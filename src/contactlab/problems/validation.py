@@ -62,3 +62,38 @@ def matvec(M, z: np.ndarray) -> np.ndarray:
 
 def to_dense(M) -> np.ndarray:
     return M.toarray() if sp.issparse(M) else np.asarray(M)
+
+
+def max_abs(M) -> float:
+    """max |M_ij| of a dense or sparse matrix (0 for an empty one)."""
+    if sp.issparse(M):
+        return float(abs(M).max()) if M.nnz else 0.0
+    return float(np.max(np.abs(M), initial=0.0))
+
+
+def is_symmetric(M) -> bool:
+    """max |M - M'| <= SYMMETRY * max |M| (kernels/tolerances.py): the one symmetry test."""
+    from ..kernels.tolerances import SYMMETRY
+    tol = SYMMETRY * max_abs(M)
+    if sp.issparse(M):
+        D = (M - M.T).tocsr()
+        return not D.nnz or float(abs(D).max()) <= tol
+    M = np.asarray(M)
+    return bool(np.max(np.abs(M - M.T), initial=0.0) <= tol)
+
+
+def is_psd(M, *, dense_limit: int = 3000) -> bool:
+    """Symmetric and lambda_min >= -PSD * max |lambda| (kernels/tolerances.py): the one PSD test.
+
+    Sparse matrices larger than ``dense_limit`` are not tested (False: no claim is made)."""
+    from ..kernels.tolerances import PSD
+    if not is_symmetric(M):
+        return False
+    if sp.issparse(M):
+        if M.shape[0] > dense_limit:
+            return False
+        M = M.toarray()
+    if M.shape[0] == 0:
+        return True
+    ev = np.linalg.eigvalsh(0.5 * (M + M.T))
+    return bool(ev[0] >= -PSD * max(float(np.max(np.abs(ev))), 1e-300))

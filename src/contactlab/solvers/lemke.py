@@ -14,9 +14,12 @@ import numpy as np
 from ..errors import ParamError
 from ..kernels import lemke as K
 from ..problems import LCP
-from ..problems.residual import lcp_natural_residual
+from ..kernels.tolerances import CERTIFY
+from ..problems.residual import lcp_natural_residual, lcp_relative, relative_error
+from ..problems.validation import max_abs
+from .certificates import check_farkas
 from ..solution import Solution, Status
-from .registry import dense_matrix_for, register
+from .registry import check_common, dense_matrix_for, register
 
 _STATUS = {K.SOLVED: Status.SOLVED, K.RAY: Status.RAY_TERMINATION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
            K.NUMERICAL: Status.NUMERICAL_FAILURE}
@@ -24,22 +27,39 @@ _STATUS = {K.SOLVED: Status.SOLVED, K.RAY: Status.RAY_TERMINATION, K.MAX_PIVOTS:
 
 @dataclass(frozen=True)
 class LemkeOptions:
-    """covering: covering vector d > 0 (default all ones); max_pivots: default 50 n + 1000;
-    regularize: retry on M + eps I after a ray or failure, eps from ``reg_eps`` times max|M_ij|;
-    refine: one step of iterative refinement of the final basis system (tableau only); tol: certification
-    tolerance; basis: "reduced" keeps only the k x k block [M_WZ d_W] of the basis and its inverse,
+    """covering: covering vector d > 0 (default all ones); max_iterations: pivot limit per run,
+    default 50 n + 1000 (alias max_pivots); regularize: retry on M + eps I after a ray or failure,
+    eps from ``reg_eps`` times max|M_ij| (no floor: the shift scales with M); refine: one step of
+    iterative refinement of the final basis system (tableau only); tol: certified relative residual
+    (problems/residual.py ``lcp_relative``); basis: "reduced" keeps only the k x k block [M_WZ d_W] of the basis and its inverse,
     updated by rank-one formulas (O(k^2 + n k) per pivot), "tableau" the full n x n basis inverse,
     "auto" (default) runs reduced and, if its answer is not certified, the tableau; ties:
     "lexicographic" (default, terminates on degenerate problems) or "first-row" (the rule without
     lexicography, tableau only, kept to show cycling on Kostreva's example)."""
     covering: object = None
-    max_pivots: int | None = None
+    max_iterations: int | None = None
     regularize: bool = True
     reg_eps: tuple = (1e-10, 1e-8, 1e-6, 1e-4)
     refine: bool = True
     tol: float = 1e-8
     basis: str = "auto"
     ties: str = "lexicographic"
+
+    def __post_init__(self):
+        check_common(self)
+        if self.basis not in ("auto", "reduced", "tableau"):
+            raise ParamError(f"basis must be 'auto', 'reduced' or 'tableau', got {self.basis!r}")
+        if self.ties not in ("lexicographic", "first-row"):
+            raise ParamError(f"ties must be 'lexicographic' or 'first-row', got {self.ties!r}")
+        if self.ties == "first-row" and self.basis != "tableau":
+            raise ParamError("ties='first-row' is implemented on the tableau only; pass basis='tableau'")
+        if not all(e > 0 for e in self.reg_eps):
+            raise ParamError(f"reg_eps must be positive, got {self.reg_eps!r}")
+
+
+def _rel(M, q, z) -> float:
+    """The certified (scale-free) residual of z for the LCP (M, q)."""
+    return relative_error(lcp_relative(z, M @ z + q, q))
 
 
 def _basis_solution(n, basis, xB):
@@ -100,59 +120,61 @@ def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, ref
 @register("lemke", problems=(LCP,), options=LemkeOptions,
           classes=("spd", "psd", "p", "friction", "factored", "boxed"),
           description="Lemke's complementary pivoting, lexicographic, with regularised retry",
-          guarantees="solves P-matrix and copositive-plus LCPs with a solution; ray termination "
-                     "otherwise (a certificate of infeasibility for copositive-plus M)")
+          guarantees="solves P-matrix and copositive-plus (incl. PSD) LCPs that have a solution; a ray is "
+                     "reported as NO_SOLUTION only when its z part is a checked Farkas vector (proven for "
+                     "copositive-plus M and a ray not caused by the pivot tolerance), else RAY_TERMINATION")
 def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
-    M = dense_matrix_for("lemke", problem, copies=4)
-    q = problem.q
+    M0 = dense_matrix_for("lemke", problem, copies=4)
     n = problem.n
+    # one scale: the kernels run on (M, q) / max|M|, so the problem times any c pivots identically
+    s = max_abs(M0) or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0
+    M, q = M0 / s, problem.q / s
     if opts.covering is None:
         d = np.ones(n)
     else:
         d = np.asarray(opts.covering, dtype=np.float64).ravel()
         if d.shape != (n,) or not np.all(np.isfinite(d)) or np.any(d <= 0):
             raise ParamError(f"covering must be a positive finite vector of length {n}")
-    max_pivots = opts.max_pivots if opts.max_pivots is not None else 50 * n + 1000
-    if opts.basis not in ("auto", "reduced", "tableau"):
-        raise ParamError(f"basis must be 'auto', 'reduced' or 'tableau', got {opts.basis!r}")
-    if opts.ties not in ("lexicographic", "first-row"):
-        raise ParamError(f"ties must be 'lexicographic' or 'first-row', got {opts.ties!r}")
+    max_pivots = opts.max_iterations if opts.max_iterations is not None else 50 * n + 1000
     first_row = opts.ties == "first-row"
-    if first_row and opts.basis != "tableau":
-        raise ParamError("ties='first-row' is implemented on the tableau only; pass basis='tableau'")
     basis = "reduced" if opts.basis == "auto" else opts.basis
     status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, basis, first_row)
-    info: dict = {"covering": "ones" if opts.covering is None else "given", "basis": basis}
+    info: dict = {"covering": "ones" if opts.covering is None else "given", "basis": basis, "scale": s}
 
-    residual = lcp_natural_residual(z, M @ z + q)
-    if opts.basis == "auto" and not (status is Status.SOLVED and residual <= opts.tol * problem.scale()):
+    residual = _rel(M, q, z)
+    if opts.basis == "auto" and not (status is Status.SOLVED and residual <= opts.tol):
         # degenerate, ill-conditioned problems: rank-one updates of the small inverse can drift
         # where the full tableau does not (ties are then broken differently); retry once
         info["reduced_attempt"] = {"status": status.name, "pivots": pivots, "residual": residual}
         st2, pv2, z2, ray2 = lemke_core(M, q, d, max_pivots, opts.refine, "tableau")
         pivots += pv2
-        res2 = lcp_natural_residual(z2, M @ z2 + q)
+        res2 = _rel(M, q, z2)
         # keep the better answer: a solved one first, then the smaller residual
         if (st2 is Status.SOLVED, -res2) >= (status is Status.SOLVED, -residual):
             status, z, ray, residual = st2, z2, ray2, res2
             info["basis"] = "tableau"
         info["tableau_attempt"] = {"status": st2.name, "pivots": pv2, "residual": res2}
-    if status is Status.SOLVED and residual > max(opts.tol, 1e-6) * problem.scale():
+    if status is Status.SOLVED and residual > max(opts.tol, CERTIFY):
         status = Status.NUMERICAL_FAILURE  # uncertifiable: let the regularised retries try
     if status is Status.RAY_TERMINATION:
-        info["ray"] = {"z": ray[n:2 * n].copy(), "w": ray[:n].copy(), "z0": float(ray[2 * n])}
+        y = ray[n:2 * n].copy()
+        info["ray"] = {"z": y, "w": ray[:n].copy(), "z0": float(ray[2 * n])}
+        if check_farkas(M, q, y)[0]:
+            # the ray's z part proves {z >= 0, Mz + q >= 0} empty (copositive-plus M); solve() re-checks
+            info["certificate"] = {"kind": "farkas", "y": y}
+            return Solution(z=z, w=np.empty(0), status=Status.NO_SOLUTION, iterations=pivots, pivots=pivots,
+                            info=info)
     total = pivots
     if status is not Status.SOLVED and opts.regularize:
-        scale = max(1.0, float(np.max(np.abs(M), initial=0.0)))
         tries = []
         for eps in opts.reg_eps:
-            st, pv, zr, _ = lemke_core(M + (eps * scale) * np.eye(n), q, d, max_pivots, opts.refine, "tableau")
+            st, pv, zr, _ = lemke_core(M + eps * np.eye(n), q, d, max_pivots, opts.refine, "tableau")
             total += pv
-            res = lcp_natural_residual(zr, M @ zr + q)
-            tries.append({"eps": eps * scale, "status": st.name, "pivots": pv, "residual_on_original": res})
-            if st is Status.SOLVED and res <= opts.tol * problem.scale():
+            res = _rel(M, q, zr)
+            tries.append({"eps": eps * s, "status": st.name, "pivots": pv, "residual_on_original": res})
+            if st is Status.SOLVED and res <= opts.tol:
                 status, z = Status.SOLVED, zr
-                info["regularization"] = eps * scale
+                info["regularization"] = eps * s
                 break
         info["regularized_retries"] = tries
         info["first_status"] = "RAY_TERMINATION" if "ray" in info else status.name

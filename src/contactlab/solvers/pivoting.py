@@ -9,11 +9,12 @@ import scipy.sparse as sp
 
 from ..errors import ParamError
 from ..kernels import pivoting as K
+from ..kernels.tolerances import CERTIFY, ITERATE
 from ..problems import LCP, FactoredLCP
 from ..problems.residual import lcp_natural_residual, lcp_residuals
-from ..problems.validation import to_dense
+from ..problems.validation import is_symmetric, max_abs, to_dense
 from ..solution import Solution, Status
-from .registry import dense_matrix_for, register
+from .registry import check_common, dense_matrix_for, register
 
 _STATUS = {K.SOLVED: Status.SOLVED, K.UNBOUNDED: Status.NO_SOLUTION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
            K.NUMERICAL: Status.NUMERICAL_FAILURE}
@@ -21,9 +22,15 @@ _STATUS = {K.SOLVED: Status.SOLVED, K.UNBOUNDED: Status.NO_SOLUTION, K.MAX_PIVOT
 
 @dataclass(frozen=True)
 class DantzigOptions:
-    """max_pivots: default 20 n + 100; refine: one step of iterative refinement of M_CC z_C = -q_C."""
-    max_pivots: int | None = None
+    """tol: certified relative residual (solve() checks max(certify, tol)); max_iterations: pivot
+    limit, default 20 n + 100 (alias max_pivots); refine: one step of iterative refinement of
+    M_CC z_C = -q_C."""
+    tol: float = CERTIFY
+    max_iterations: int | None = None
     refine: bool = True
+
+    def __post_init__(self):
+        check_common(self)
 
 
 def _warm_candidates(M, q, warm_start, tol):
@@ -59,9 +66,9 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
     M = dense_matrix_for("dantzig", problem, copies=3)
     q = problem.q
     n = problem.n
-    scale = max(1.0, float(np.max(np.abs(M), initial=0.0)), float(np.max(np.abs(q), initial=0.0)))
-    tol = 1e-12 * scale
-    sym = bool(np.allclose(M, M.T, rtol=0.0, atol=1e-13 * scale))
+    mmax = max_abs(M)
+    tol = ITERATE * (float(np.max(np.abs(q), initial=0.0)) + mmax)  # warm-start entries counted positive
+    sym = is_symmetric(M)
     inC = np.zeros(n, dtype=np.bool_)
     idx = np.zeros(n, dtype=np.int64)
     Minv = np.zeros((n, n))
@@ -78,13 +85,20 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
         info["major_cycle_bound"] = int(n - k_sub)
     w = M @ z + q
     w[inC] = 0.0
-    max_pivots = opts.max_pivots if opts.max_pivots is not None else 20 * n + 100
-    counts = np.zeros(2, dtype=np.int64)
+    max_pivots = opts.max_iterations if opts.max_iterations is not None else 20 * n + 100
+    counts = np.zeros(3, dtype=np.int64)
     work = [np.empty(n) for _ in range(4)]
     MT = M if sym else np.ascontiguousarray(M.T)
-    code, k = K.dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, tol, *work,
+    code, k = K.dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, mmax, *work,
                                np.zeros(n, dtype=np.bool_), counts)
     status = _STATUS[code]
+    if code == K.UNBOUNDED:
+        # the driving ray: a Farkas vector when M is PSD (or copositive-plus); solve() checks it
+        y = np.zeros(n)
+        y[counts[2]] = 1.0
+        y[idx[:k]] = work[2][:k]
+        info["certificate"] = {"kind": "farkas", "y": y}
+        info["reason"] = "no blocking index on the driving ray"
     if status is Status.SOLVED and opts.refine and k:
         zr = z.copy()
         K.refine_active(M, q, zr, idx, k, Minv, sym, work[0], work[1])
@@ -109,8 +123,12 @@ def _csr_arrays(N):
 
 @dataclass(frozen=True)
 class PPMOptions:
-    """max_iterations: default 10 n + 100."""
+    """tol: certified relative residual; max_iterations: default 10 n + 100."""
+    tol: float = CERTIFY
     max_iterations: int | None = None
+
+    def __post_init__(self):
+        check_common(self)
 
 
 @register("ppm", problems=(FactoredLCP,), options=PPMOptions, convert=False, classes=("factored",),

@@ -10,13 +10,39 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ParamError, ProblemError, SolverNotFound
+from ..kernels.tolerances import CERTIFY
 from ..problems import LCP, BoxedLCP, FactoredLCP, MixedLCP, Problem
+from ..problems.residual import relative_error
+from ..problems.validation import is_psd, is_symmetric
 from ..solution import SUCCESS_STATUSES, Solution, Status
+from . import certificates
 
 
 @dataclass(frozen=True)
 class NoOptions:
     """A solver without options."""
+
+
+#: old spellings of ``max_iterations`` (one vocabulary, issue 10); kept working as aliases
+ALIASES = {"max_pivots": "max_iterations", "max_iter": "max_iterations", "max_sweeps": "max_iterations",
+           "max_outer": "max_iterations"}
+
+#: the options every iterative or pivoting method shares, listed once by ``contactlab solvers``
+COMMON_OPTIONS = {
+    "tol": "certified relative residual (scale-free, problems/residual.py); solve() checks max(certify, tol)",
+    "max_iterations": "cap on iterations, sweeps, pivots or outer cycles (aliases: max_pivots, max_iter, "
+                      "max_sweeps, max_outer)",
+}
+
+
+def check_common(opts) -> None:
+    """``__post_init__`` checks of the common options (tol > 0, max_iterations >= 1 or None); ParamError."""
+    tol = getattr(opts, "tol", None)
+    if tol is not None and not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
+        raise ParamError(f"tol must be a positive finite number, got {tol!r}")
+    cap = getattr(opts, "max_iterations", None)
+    if cap is not None and not (isinstance(cap, (int, np.integer)) and not isinstance(cap, bool) and cap >= 1):
+        raise ParamError(f"max_iterations must be an integer >= 1 (or None for the default), got {cap!r}")
 
 
 @dataclass(frozen=True)
@@ -39,12 +65,23 @@ class SolverSpec:
         if not options:
             return _default_options(self.options)
         names = {f.name for f in dataclasses.fields(self.options)}
+        if "max_iterations" in names:
+            old = [k for k in options if k in ALIASES]
+            if old:
+                if len(old) > 1 or "max_iterations" in options:
+                    raise ParamError(f"give the iteration cap once: max_iterations (aliases {sorted(ALIASES)})")
+                options = dict(options)
+                options["max_iterations"] = options.pop(old[0])
         unknown = sorted(set(options) - names)
+        if unknown and "max_iterations" in names:
+            unknown = [u for u in unknown if u not in ALIASES]
         if unknown:
             raise ParamError(f"unknown option(s) {unknown} for method {self.name!r}; "
                              f"known options: {sorted(names) or 'none'}")
         try:
             return self.options(**options)
+        except ParamError:
+            raise
         except (TypeError, ValueError) as exc:
             raise ParamError(f"bad options for {self.name!r}: {exc}") from None
 
@@ -121,22 +158,6 @@ def dense_matrix_for(method: str, problem, copies: int = 3) -> np.ndarray:
     return np.ascontiguousarray(problem.dense_M())
 
 
-def _symmetric_psd(M) -> bool:
-    if sp.issparse(M):
-        if abs(M - M.T).max() > 1e-12 * max(1.0, abs(M).max()):
-            return False
-        M = M.toarray() if M.shape[0] <= 3000 else None
-        if M is None:
-            return False
-    if not np.allclose(M, M.T, rtol=0, atol=1e-12 * max(1.0, np.abs(M).max(initial=0.0))):
-        return False
-    try:
-        np.linalg.cholesky(M + (1e-12 * max(1.0, np.abs(np.diag(M)).max(initial=0.0))) * np.eye(M.shape[0]))
-        return True
-    except np.linalg.LinAlgError:
-        return False
-
-
 def choose_method(problem: Problem) -> tuple[str, str]:
     """The method ``auto`` picks and why (recorded in ``info['auto']``)."""
     if isinstance(problem, FactoredLCP) and "ppm" in _REGISTRY:
@@ -147,23 +168,36 @@ def choose_method(problem: Problem) -> tuple[str, str]:
                 return m, "boxed LCP"
         return "lemke", "boxed LCP (no iterative solver registered)"
     if isinstance(problem, (LCP, MixedLCP)):
+        # measured (docs/benchmarks-pivoting.md, dantzig/lemke time): spd 2.9, box-stack 0.80,
+        # box-stack-25 0.27: lemke on positive definite M, dantzig on rank-deficient PSD contact M.
+        # Both are guaranteed there and neither can claim NO_SOLUTION without a checked certificate.
         M = problem.M if isinstance(problem, LCP) else problem.to_lcp().M
-        if _symmetric_psd(M) and "dantzig" in _REGISTRY:
-            return "dantzig", "symmetric positive semi-definite matrix"
-        return "lemke", "general matrix"
+        if is_symmetric(M) and "dantzig" in _REGISTRY and (not sp.issparse(M) or M.shape[0] <= 3000):
+            Md = M.toarray() if sp.issparse(M) else M
+            try:
+                np.linalg.cholesky(Md)
+                return "lemke", "symmetric positive definite (lemke measured faster than dantzig)"
+            except np.linalg.LinAlgError:
+                if is_psd(Md):
+                    return "dantzig", "rank-deficient symmetric PSD (dantzig measured faster than lemke)"
+        return "lemke", "general matrix (guaranteed for P and copositive-plus M)"
+
     for spec in _REGISTRY.values():
         if isinstance(problem, spec.problems):
             return spec.name, f"first solver registered for {type(problem).__name__}"
     raise SolverNotFound(f"no solver accepts a {type(problem).__name__}")
 
 
-def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: float = 1e-6,
+def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: float = CERTIFY,
           **options) -> Solution:
     """Solve ``problem`` with ``method`` and certify the answer.
 
     The residual, complementarity and infeasibility are computed here from the returned z with
-    the problem's own definition. A solver's claim of success whose residual exceeds
-    ``max(certify, tol) * problem.scale()`` is reported as NUMERICAL_FAILURE (claim kept in info).
+    the problem's own definition (``residual`` etc. absolute; ``relative_residual`` scale-free,
+    problems/residual.py ``lcp_relative``). A claim of success whose relative residual exceeds
+    ``max(certify, tol)`` is reported as NUMERICAL_FAILURE (claim kept in ``info``), so SOLVED means
+    the same at every scale. A claim of NO_SOLUTION stands only with a certificate that
+    solvers/certificates.py checks here; otherwise it becomes NO_SOLUTION_FOUND.
     """
     if not isinstance(problem, Problem):
         raise ProblemError(f"problem must be a contactlab problem (LCP, BoxedLCP, ...), got {type(problem).__name__}")
@@ -180,6 +214,7 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
                          f"{[s.name for s in _REGISTRY.values() if s.warm_start]}")
     opts = spec.make_options(options)
     t0 = time.perf_counter()
+    target = None
     if problem.is_trivial():
         sol = Solution(z=np.zeros(problem.n), w=np.zeros(0), status=Status.TRIVIAL, method=method)
     else:
@@ -204,10 +239,20 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
         sol.w = problem.w(z)
         r = problem.residuals(z, sol.w)
     sol.residual, sol.complementarity, sol.infeasibility = r.natural, r.complementarity, r.infeasibility
-    sol.time_s = time.perf_counter() - t0
-    threshold = max(certify, float(getattr(opts, "tol", 0.0) or 0.0)) * problem.scale()
-    if sol.status in SUCCESS_STATUSES and not (sol.residual <= threshold and sol.infeasibility <= threshold):
+    if sol.status is Status.TRIVIAL:
+        sol.relative_residual = 0.0
+    else:
+        sol.relative_residual = relative_error(problem.relative_residuals(z, sol.w, sol.x))
+    threshold = max(certify, float(getattr(opts, "tol", 0.0) or 0.0))
+    if sol.status in SUCCESS_STATUSES and not sol.relative_residual <= threshold:
         sol.info["claimed_status"] = sol.status.name
         sol.info["certify_threshold"] = threshold
         sol.status = Status.NUMERICAL_FAILURE
+    elif sol.status is Status.NO_SOLUTION:
+        ok, why = certificates.verify(problem, target, method, sol.info)
+        sol.info["certificate_check"] = why
+        if not ok:
+            sol.info["claimed_status"] = sol.status.name
+            sol.status = Status.NO_SOLUTION_FOUND
+    sol.time_s = time.perf_counter() - t0
     return sol

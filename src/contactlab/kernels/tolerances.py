@@ -1,0 +1,42 @@
+"""The one place for numerical tolerances (issue 10: "named, relative tolerances in one module").
+
+Every tolerance here is *relative*: it multiplies a size taken from the problem or the iterate
+(max |M_ij|, ||q||_inf, ||M||_max ||z||_inf, a diagonal entry, ...), never 1. So a problem
+multiplied by 1e-10 or 1e+8 is treated exactly as the original: the same pivots, the same
+certification, the same answer.
+
+Plain module-level floats: numba reads them as compile-time constants.
+"""
+
+#: double-precision unit roundoff
+EPS = 2.220446049250313e-16
+
+#: default certification target of ``solve()``: the scale-free residual
+#: (problems/residual.py ``relative_residuals``) must be at most this (or the method's ``tol``)
+CERTIFY = 1e-6
+
+#: a matrix is symmetric when max |M - M'| <= SYMMETRY * max |M|
+SYMMETRY = 1e-12
+
+#: a symmetric matrix is PSD when lambda_min >= -PSD * max |lambda|
+PSD = 1e-10
+
+#: a pivot (Schur complement, Cholesky diagonal, LU pivot) is zero when |pivot| <= PIVOT * (size of
+#: its row / column entries); dependent rows of rank-deficient PSD matrices land here
+PIVOT = 1e-11
+
+#: pivoting iterates: a value of w = M z + q counts as negative only below
+#: -ITERATE * (max|q| + max|M| * max|z|): the rounding error of forming w grows with |z|
+ITERATE = 1e-12
+
+#: ratio-test ties: two step lengths are equal within TIE * (|step| + iterate tolerance)
+TIE = 1e-10
+
+#: rank decisions of an SVD / QR / elimination (singular supports of enumerate, range tests)
+RANK = 1e-10
+
+#: Farkas certificate y >= 0 of infeasibility of {z >= 0, M z + q >= 0}: accepted when
+#: min y >= -FARKAS * max y, max (M'y)_+ <= FARKAS * max|M| * ||y||_1 and
+#: q'y <= -FARKAS_MARGIN * max|q| * ||y||_1
+FARKAS = 1e-9
+FARKAS_MARGIN = 1e-7
