@@ -1,0 +1,263 @@
+"""Contacts, the acceleration LCP and the three stability tests of a planar sub-assembly
+(loomis-balkcom §III-A and §V).
+
+The whole structure's contact rows are built once. For a sub-assembly S the contacts are those
+whose bodies are both in S (or one is the ground), and its frictionless acceleration LCP is the
+principal sub-problem of the whole structure's on those rows (the paper's eq. 8: J_12 = 0),
+
+    a = A f + b,  A = J W J',  b = J W F_ext,  0 <= f  perp  a >= 0      (eqs. 1-4)
+
+with W = M^-1 (block-diagonal, per block m, m, I). A node is stable when its block accelerations
+W (F_ext + J' f) all vanish (tests ``dantzig`` and ``reuse``), or when the statics LP
+J' f + F_ext = 0, f_n >= 0, |f_t| <= mu f_n is feasible (test ``lp``). Without friction the two
+are the same question: the frictionless block accelerations are unique, and they vanish exactly
+when an equilibrium f >= 0 exists (then (f, a = 0) solves the LCP).
+
+Tolerances (ties): an acceleration counts as zero when |a| <= ``ACC_TOL`` g (rotational
+accelerations times the block's half diagonal); the LP is feasible at HiGHS's primal feasibility
+tolerance 1e-9 on rows scaled by the block weight. A configuration balanced exactly on an edge
+(a tie) is stable under both tests in exact arithmetic; the built-in structures keep clear of
+ties (``random_structure`` keeps 0.1 of margin).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ParamError
+from .structures import Structure
+
+ACC_TOL = 1e-8
+
+
+class PlanningError(RuntimeError):
+    """A stability test got no certified answer from its solver (a solver defect, not bad input)."""
+
+
+def _cross(rx, ry, nx, ny):
+    return rx * ny - ry * nx
+
+
+class StaticsModel:
+    """Contacts of a :class:`Structure` (two points per touching pair of faces, at the ends of
+    the overlap; the ground is body -1), the rows J (normal) and T (tangent) over the 3 n
+    coordinates (x, y, theta per block), A = J W J' and b = J W F_ext of the whole structure."""
+
+    def __init__(self, s: Structure):
+        self.structure = s
+        n = s.n
+        scale = max(1.0, float(np.max(np.abs(np.concatenate([s.x, s.y, s.hw, s.hh])))))
+        eps = 1e-9 * scale
+        bot, top, left, right = s.y - s.hh, s.y + s.hh, s.x - s.hw, s.x + s.hw
+        a_, b_, px, py, nx, ny = [], [], [], [], [], []
+
+        def add(a, b, pts, nrm):
+            for p in pts:
+                a_.append(a), b_.append(b), px.append(p[0]), py.append(p[1]), nx.append(nrm[0]), ny.append(nrm[1])
+
+        for j in np.flatnonzero(np.abs(bot) <= eps):
+            add(-1, j, [(left[j], 0.0), (right[j], 0.0)], (0.0, 1.0))
+        # horizontal faces: top of i on bottom of j
+        ox = np.minimum(right[:, None], right) - np.maximum(left[:, None], left)
+        for i, j in np.argwhere((np.abs(top[:, None] - bot) <= eps) & (ox > eps)):
+            lo, hi = max(left[i], left[j]), min(right[i], right[j])
+            add(i, j, [(lo, top[i]), (hi, top[i])], (0.0, 1.0))
+        # vertical faces: right of i on left of j
+        oy = np.minimum(top[:, None], top) - np.maximum(bot[:, None], bot)
+        for i, j in np.argwhere((np.abs(right[:, None] - left) <= eps) & (oy > eps)):
+            lo, hi = max(bot[i], bot[j]), min(top[i], top[j])
+            add(i, j, [(right[i], lo), (right[i], hi)], (1.0, 0.0))
+        self.body_a = np.array(a_, dtype=np.int64)
+        self.body_b = np.array(b_, dtype=np.int64)
+        nc = self.body_a.size
+        self.nc = nc
+        px, py, nx, ny = map(np.asarray, (px, py, nx, ny))
+        J = np.zeros((nc, 3 * n))
+        T = np.zeros((nc, 3 * n))
+        rows = np.arange(nc)
+        for sign, body in ((1.0, self.body_b), (-1.0, self.body_a)):
+            ok = body >= 0
+            r, bb = rows[ok], body[ok]
+            rx, ry = px[ok] - s.x[bb], py[ok] - s.y[bb]
+            for M, (ux, uy) in ((J, (nx[ok], ny[ok])), (T, (-ny[ok], nx[ok]))):
+                M[r, 3 * bb] = sign * ux
+                M[r, 3 * bb + 1] = sign * uy
+                M[r, 3 * bb + 2] = sign * _cross(rx, ry, ux, uy)
+        self.J, self.T = J, T
+        m, inertia = s.mass, s.inertia
+        self.W = np.column_stack([1 / m, 1 / m, 1 / inertia]).ravel()
+        self.F = np.column_stack([np.zeros(n), -m * s.g, np.zeros(n)]).ravel()
+        # per-coordinate scale turning an acceleration into units of g (rotation times half diagonal)
+        self.acc_scale = np.column_stack([np.ones(n), np.ones(n), np.hypot(s.hw, s.hh)]).ravel() / s.g
+        # per-coordinate scale of a force balance row (the block's weight, times half diagonal for moments)
+        self.force_scale = 1.0 / (np.repeat(m * s.g, 3) * np.column_stack(
+            [np.ones(n), np.ones(n), np.hypot(s.hw, s.hh)]).ravel())
+        WJt = self.W[:, None] * J.T
+        self.A = J @ WJt
+        self.b = J @ (self.W * self.F)
+        # neighbours (for the planner's candidate blocks) and grounded blocks
+        self.grounded = np.zeros(n, dtype=bool)
+        self.grounded[self.body_b[self.body_a < 0]] = True
+        self.neighbours = [set() for _ in range(n)]
+        for a, b in zip(self.body_a, self.body_b):
+            if a >= 0:
+                self.neighbours[a].add(int(b))
+                self.neighbours[b].add(int(a))
+
+    def contacts_of(self, in_s: np.ndarray) -> np.ndarray:
+        """Sorted indices of the contacts among the blocks in ``in_s`` (and the ground)."""
+        ok_a = np.where(self.body_a >= 0, in_s[np.maximum(self.body_a, 0)], True)
+        return np.flatnonzero(ok_a & in_s[self.body_b])
+
+    def coords_of(self, in_s: np.ndarray) -> np.ndarray:
+        return (3 * np.flatnonzero(in_s)[:, None] + np.arange(3)).ravel()
+
+    def acceleration(self, in_s: np.ndarray, idx: np.ndarray, f: np.ndarray) -> float:
+        """max |block acceleration| of the sub-assembly under contact forces f (in units of g)."""
+        cols = self.coords_of(in_s)
+        acc = self.W[cols] * (self.F[cols] + self.J[np.ix_(idx, cols)].T @ f)
+        return float(np.max(np.abs(acc * self.acc_scale[cols]), initial=0.0))
+
+
+@dataclass
+class NodeResult:
+    """One stability test: ``stable``; ``pivots`` (simplex iterations or Dantzig pivots);
+    ``majors`` (Dantzig major cycles); ``n`` contacts; ``k`` contacts of the warm start (Theorem 1
+    bounds majors by n - k); ``idx``/``f``: the node's contacts and forces (kept for reuse)."""
+    stable: bool
+    pivots: int
+    majors: int = 0
+    n: int = 0
+    k: int = 0
+    size: int = 0
+    idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    f: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def lp_feasible(model: StaticsModel, in_s: np.ndarray, mu: float | None = None) -> tuple[bool, int, np.ndarray]:
+    """Statics LP of the sub-assembly with HiGHS (dual simplex, presolve off so that every
+    pivot is counted): find f_n >= 0, f_t with |f_t| <= mu f_n and J' f_n + T' f_t = -F_ext on
+    the sub-assembly's coordinates. Returns (feasible, simplex iterations, f_n)."""
+    import highspy
+    import scipy.sparse as sp
+
+    mu = model.structure.mu if mu is None else float(mu)
+    idx = model.contacts_of(in_s)
+    cols = model.coords_of(in_s)
+    k = idx.size
+    if k == 0:
+        return bool(cols.size == 0), 0, np.zeros(0)
+    D = model.force_scale[cols][:, None]
+    blocks = [D * model.J[np.ix_(idx, cols)].T]
+    if mu > 0:
+        blocks.append(D * model.T[np.ix_(idx, cols)].T)
+    Aeq = sp.csc_matrix(np.hstack(blocks))
+    rhs = -model.force_scale[cols] * model.F[cols]
+    nv = Aeq.shape[1]
+    lower = np.concatenate([np.zeros(k), np.full(nv - k, -highspy.kHighsInf)])
+    upper = np.full(nv, highspy.kHighsInf)
+    row_lo, row_hi, mats = [rhs], [rhs], [Aeq]
+    if mu > 0:   # |f_t| <= mu f_n as two rows: f_t - mu f_n <= 0, -f_t - mu f_n <= 0
+        I = sp.identity(k, format="csc")
+        mats.append(sp.hstack([-mu * I, I]))
+        mats.append(sp.hstack([-mu * I, -I]))
+        row_lo += [np.full(2 * k, -highspy.kHighsInf)]
+        row_hi += [np.zeros(2 * k)]
+    Afull = sp.csc_matrix(sp.vstack(mats))
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = nv, Afull.shape[0]
+    lp.col_cost_ = np.zeros(nv)
+    lp.col_lower_, lp.col_upper_ = lower, upper
+    lp.row_lower_, lp.row_upper_ = np.concatenate(row_lo), np.concatenate(row_hi)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = Afull.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = Afull.indices.astype(np.int32)
+    lp.a_matrix_.value_ = Afull.data
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("presolve", "off")
+    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+    h.setOptionValue("dual_feasibility_tolerance", 1e-9)
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    its = int(h.getInfo().simplex_iteration_count)
+    if status == highspy.HighsModelStatus.kOptimal:
+        return True, its, np.asarray(h.getSolution().col_value)[:k]
+    if status == highspy.HighsModelStatus.kInfeasible:
+        return False, its, np.zeros(k)
+    raise ParamError(f"statics LP ended with HiGHS status {h.modelStatusToString(status)}")
+
+
+class StabilityTest:
+    """A stability test of a node; ``__call__(in_s, parent)`` returns a :class:`NodeResult`.
+    ``parent`` is the stable parent's result (the node less one block), or None at the root."""
+    name = ""
+
+    def __init__(self, model: StaticsModel):
+        self.model = model
+
+    def __call__(self, in_s: np.ndarray, parent: NodeResult | None) -> NodeResult:
+        raise NotImplementedError
+
+
+class LPTest(StabilityTest):
+    """(a) statics LP (HiGHS simplex; pivots = simplex iterations), friction mu of the structure."""
+    name = "lp"
+
+    def __call__(self, in_s, parent):
+        ok, its, f = lp_feasible(self.model, in_s)
+        return NodeResult(bool(ok), its, size=int(in_s.sum()), n=int(f.size))
+
+
+class DantzigTest(StabilityTest):
+    """(b) Cottle-Dantzig on the node's frictionless acceleration LCP, from scratch."""
+    name = "dantzig"
+    reuse = False
+
+    def __init__(self, model):
+        super().__init__(model)
+        if model.structure.mu > 0:
+            raise ParamError(f"test {self.name!r} solves the frictionless acceleration LCP; structure "
+                             f"{model.structure.name!r} has mu = {model.structure.mu}: use --test lp or mu = 0")
+
+    def __call__(self, in_s, parent):
+        from ..problems import LCP
+        from ..solvers import solve
+        m = self.model
+        idx = m.contacts_of(in_s)
+        size = int(in_s.sum())
+        if idx.size == 0:
+            return NodeResult(False, 0, size=size, idx=idx)
+        kwargs, k = {}, 0
+        if self.reuse and parent is not None and parent.idx.size:
+            # Theorem 1: the parent's contacts are a subset of this node's; its solution solves the
+            # principal sub-LCP on them (eq. 8), so Dantzig starts there
+            kwargs["warm_start"] = (np.searchsorted(idx, parent.idx), parent.f)
+            k = parent.idx.size
+        # pivot limit 50 n: from scratch, the degenerate (rank-deficient) LCPs of brickwork need
+        # more than the solver's default 20 n + 100 (pyramid-91: ~6300 pivots at n = 314)
+        sol = solve(LCP(m.A[np.ix_(idx, idx)], m.b[idx]), method="dantzig", max_iterations=50 * idx.size + 100,
+                    **kwargs)
+        if not sol.success:
+            raise PlanningError(f"dantzig gave {sol.status.name} on a node's acceleration LCP (n = {idx.size}); "
+                             "the frictionless acceleration LCP of a structure always has a solution")
+        stable = m.acceleration(in_s, idx, sol.z) <= ACC_TOL
+        return NodeResult(bool(stable), int(sol.pivots), int(sol.iterations), int(idx.size), int(k), size,
+                          idx, np.asarray(sol.z))
+
+
+class ReuseTest(DantzigTest):
+    """(c) Cottle-Dantzig warm-started from the stable parent's solution (loomis-balkcom Thm. 1)."""
+    name = "reuse"
+    reuse = True
+
+
+TESTS = {"lp": LPTest, "dantzig": DantzigTest, "reuse": ReuseTest}
+
+
+def make_test(name: str, model: StaticsModel) -> StabilityTest:
+    if name not in TESTS:
+        raise ParamError(f"unknown stability test {name!r}; use one of {', '.join(TESTS)}")
+    return TESTS[name](model)

@@ -1,0 +1,226 @@
+"""Planar block structures for disassembly planning (loomis-balkcom §V, Figs. 5-7, Table I).
+
+A :class:`Structure` is data: axis-aligned rectangular blocks (centre, half extents, density) on a
+ground line y = 0, plus a friction coefficient for the statics LP. Built-in structures:
+``column-N``, ``pyramid-N`` (N = r (r + 1) / 2 bricks in r staggered rows), ``random-N`` (seeded
+generator), and structures read from TOML/JSON files (:func:`load_structure`).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError, ParamError
+
+
+@dataclass(frozen=True)
+class Structure:
+    """Blocks i = 0..n-1: centre (x[i], y[i]), half width hw[i], half height hh[i], density rho[i]
+    (mass per unit area); ``ids`` are the names reported in a removal sequence; ``mu`` is the
+    friction coefficient of the statics LP (0: frictionless, as Table I); ``g`` gravity (m/s^2)."""
+    name: str
+    ids: tuple
+    x: np.ndarray
+    y: np.ndarray
+    hw: np.ndarray
+    hh: np.ndarray
+    rho: np.ndarray
+    mu: float = 0.0
+    g: float = 9.81
+
+    @property
+    def n(self) -> int:
+        return int(self.x.size)
+
+    @property
+    def mass(self) -> np.ndarray:
+        return self.rho * 4.0 * self.hw * self.hh
+
+    @property
+    def inertia(self) -> np.ndarray:
+        return self.mass * ((2 * self.hw) ** 2 + (2 * self.hh) ** 2) / 12.0
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "mu": self.mu, "g": self.g,
+                "blocks": [{"id": i, "x": float(a), "y": float(b), "width": float(2 * w), "height": float(2 * h),
+                            "density": float(r)} for i, a, b, w, h, r in
+                           zip(self.ids, self.x, self.y, self.hw, self.hh, self.rho)]}
+
+
+def make_structure(name: str, blocks: list[tuple], *, ids=None, mu: float = 0.0, g: float = 9.81) -> Structure:
+    """``blocks``: (x_centre, y_centre, width, height[, density]) per block; checked: positive
+    sizes, no block below the ground, no two blocks overlapping."""
+    if not blocks:
+        raise ModelError(f"structure {name!r} has no blocks")
+    arr = np.array([tuple(b) + ((1.0,) if len(b) == 4 else ()) for b in blocks], dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != 5 or not np.all(np.isfinite(arr)):
+        raise ModelError("each block needs finite x, y, width, height[, density]")
+    x, y, w, h, rho = arr.T
+    if np.any(w <= 0) or np.any(h <= 0) or np.any(rho <= 0):
+        raise ModelError("block width, height and density must be > 0")
+    scale = max(1.0, float(np.max(np.abs(arr[:, :4]))))
+    eps = 1e-9 * scale
+    if np.any(y - h / 2 < -eps):
+        raise ModelError(f"block {int(np.argmin(y - h / 2))} of {name!r} is below the ground (y - height/2 < 0)")
+    ox = np.minimum(x[:, None] + w[:, None] / 2, x + w / 2) - np.maximum(x[:, None] - w[:, None] / 2, x - w / 2)
+    oy = np.minimum(y[:, None] + h[:, None] / 2, y + h / 2) - np.maximum(y[:, None] - h[:, None] / 2, y - h / 2)
+    bad = (ox > eps) & (oy > eps)
+    np.fill_diagonal(bad, False)
+    if np.any(bad):
+        i, j = np.argwhere(bad)[0]
+        raise ModelError(f"blocks {i} and {j} of {name!r} overlap; blocks may touch but not interpenetrate")
+    if not (np.isfinite(mu) and mu >= 0):
+        raise ModelError(f"mu must be >= 0, got {mu}")
+    ids = tuple(range(len(blocks))) if ids is None else tuple(ids)
+    if len(ids) != len(blocks) or len(set(ids)) != len(ids):
+        raise ModelError("block ids must be distinct, one per block")
+    return Structure(name, ids, x, y, w / 2, h / 2, rho, float(mu), float(g))
+
+
+def column(n: int, *, width: float = 1.0, height: float = 0.5) -> Structure:
+    """A column of ``n`` aligned blocks on the ground (Table I's Column 50 / Column 80)."""
+    return make_structure(f"column-{n}", [(0.0, height * (k + 0.5), width, height) for k in range(n)])
+
+
+def pyramid(n: int, *, width: float = 1.0, height: float = 0.5, joint: float = 0.02) -> Structure:
+    """A pyramid of ``n = r (r + 1) / 2`` bricks in ``r`` rows, staggered like brickwork: a brick
+    rests on two half-bricks below; ``joint`` is the mortar gap between neighbours in a row (no
+    side contacts). Table I's Pyramid 91 has 13 rows."""
+    r = int(round((np.sqrt(8 * n + 1) - 1) / 2))
+    if r * (r + 1) // 2 != n:
+        raise ParamError(f"pyramid-{n}: n must be a triangular number r(r+1)/2 (e.g. 91 = 13 rows)")
+    blocks = [((k + row / 2) * width, height * (row + 0.5), width - joint, height)
+              for row in range(r) for k in range(r - row)]
+    return make_structure(f"pyramid-{n}", blocks)
+
+
+def _lever(x0: float) -> list[tuple]:
+    """Four blocks where a lower block must go before the one above it (Fig. 7's remark): pillar
+    Q, pillar P, plank L cantilevered off P (tips alone), weight U resting on Q and on L's tail.
+    Removing U first tips L; removing L first leaves U balanced on Q. Width 3.8."""
+    return [(x0 + 0.5, 0.65, 1.0, 1.3),           # Q
+            (x0 + 2.0, 0.5, 0.8, 1.0),            # P, top at 1.0
+            (x0 + 2.7, 1.15, 3.0, 0.3),           # L over [x0+1.2, x0+4.2], centre beyond P's edge
+            (x0 + 0.7, 1.55, 1.8, 0.5)]           # U over [x0-0.2, x0+1.6], centre over Q
+
+
+def random_structure(n: int, seed: int = 0) -> Structure:
+    """A random stable planar structure of ``n`` blocks (like Fig. 7), from ``seed``.
+
+    Left to right on the ground: columns of 1-3 blocks with random sizes and offsets, and now and
+    then a lever motif (:func:`_lever`) in which a block must be removed before a block above it;
+    then blocks are dropped at random places onto the top surface, each kept only when the whole
+    structure stays stable (frictionless statics LP). Sizes are multiples of 0.1, coordinates of 0.05 and each
+    dropped block's centre stays 0.1 inside its support, so no node sits on a stability tie.
+    """
+    from .statics import StaticsModel, lp_feasible
+
+    if n < 1:
+        raise ParamError(f"random-N needs N >= 1, got {n}")
+    rng = np.random.default_rng(seed)
+    q = lambda v: round(round(v / 0.05) * 0.05, 10)  # noqa: E731
+    q2 = lambda v: round(round(v / 0.1) * 0.1, 10)   # noqa: E731  sizes: halves stay on the 0.05 grid
+    blocks: list[tuple] = []
+    x = 0.0
+    n_base = max(1, int(round(0.5 * n)))
+
+    def stable(bl):
+        s = make_structure("tmp", bl)
+        return lp_feasible(StaticsModel(s), np.ones(s.n, dtype=bool))[0]
+
+    while len(blocks) < n_base:
+        if n - len(blocks) >= 4 and rng.random() < 0.2:
+            blocks += [tuple(q(v) for v in b) for b in _lever(x + 0.2)]
+            x = max(bx + bw / 2 for bx, _, bw, _ in blocks) + q(rng.uniform(0.1, 0.6))
+            continue
+        k = int(min(rng.integers(1, 4), n_base - len(blocks)))
+        w = q2(rng.uniform(0.6, 1.4))
+        cx, y = x + w / 2, 0.0
+        col = []
+        for _ in range(k):
+            h = q2(rng.uniform(0.4, 0.8))
+            col.append((q(cx), q(y + h / 2), w, h))
+            y += h
+            w_new = q2(rng.uniform(0.6, 1.4))
+            cx = cx + q(rng.uniform(-0.2, 0.2) * min(w, w_new))
+            w = w_new
+        shift = q(x - min(bx - bw / 2 for bx, _, bw, _ in col) + 0.05)   # the column's widest point clears x
+        col = [(q(bx + shift), by, bw, bh) for bx, by, bw, bh in col]
+        if not stable(col):
+            continue
+        blocks += col
+        x = max(bx + bw / 2 for bx, _, bw, _ in blocks) + q(rng.uniform(0.1, 0.6))
+    span = x
+    tries = 0
+    while len(blocks) < n:
+        tries += 1
+        if tries > 200 * n:
+            raise ParamError(f"random-{n}: could not place the blocks (seed {seed}); try another seed")
+        w = q2(rng.uniform(0.6, 2.4))
+        h = q2(rng.uniform(0.3, 0.7))
+        cx = q(rng.uniform(0.0, span))
+        lo, hi = cx - w / 2, cx + w / 2
+        tops = [(by + bh / 2, bx - bw / 2, bx + bw / 2) for bx, by, bw, bh in blocks
+                if min(hi, bx + bw / 2) - max(lo, bx - bw / 2) > 1e-9]
+        land = max((t for t, _, _ in tops), default=0.0)
+        if land == 0.0:
+            continue                                 # on the ground: not a drop onto the structure
+        sup = [(max(lo, a), min(hi, b)) for t, a, b in tops if abs(t - land) < 1e-9]
+        s_lo, s_hi = min(a for a, _ in sup), max(b for _, b in sup)
+        if not (s_lo + 0.1 <= cx <= s_hi - 0.1):
+            continue
+        cand = blocks + [(cx, q(land + h / 2), w, h)]
+        if stable(cand):
+            blocks = cand
+    return make_structure(f"random-{n}", blocks)
+
+
+_NAMED = {"column": column, "pyramid": pyramid}
+
+
+def get_structure(spec: str, seed: int | None = None) -> Structure:
+    """``column-N``, ``pyramid-N``, ``random-N`` (seed: ``seed``, default N) or a .toml/.json file."""
+    m = re.fullmatch(r"(column|pyramid|random)-(\d+)", spec)
+    if m:
+        kind, n = m.group(1), int(m.group(2))
+        if kind == "random":
+            return random_structure(n, n if seed is None else seed)
+        return _NAMED[kind](n)
+    p = Path(spec)
+    if p.suffix.lower() in (".toml", ".json"):
+        return load_structure(p)
+    raise ParamError(f"unknown structure {spec!r}; use column-N, pyramid-N (N triangular), random-N, or a "
+                     ".toml/.json file")
+
+
+def load_structure(path) -> Structure:
+    """Read ``{name?, mu?, g?, blocks: [{id?, x, y, width, height, density?}, ...]}`` from TOML or JSON
+    (x, y: the block's centre; the ground is y = 0)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ParamError(f"structure file {str(p)!r} does not exist")
+    try:
+        if p.suffix.lower() == ".toml":
+            import tomllib
+            data = tomllib.loads(p.read_text())
+        else:
+            data = json.loads(p.read_text())
+    except Exception as exc:
+        raise ModelError(f"cannot parse {str(p)!r}: {exc}") from exc
+    blocks = data.get("blocks") if isinstance(data, dict) else None
+    if not isinstance(blocks, list) or not blocks:
+        raise ModelError(f"{str(p)!r} needs a non-empty 'blocks' list of {{x, y, width, height}} tables")
+    rows, ids = [], []
+    for k, b in enumerate(blocks):
+        try:
+            rows.append((float(b["x"]), float(b["y"]), float(b["width"]), float(b["height"]),
+                         float(b.get("density", 1.0))))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"block {k} of {str(p)!r} needs numeric x, y, width, height: {exc}") from exc
+        ids.append(b.get("id", k))
+    return make_structure(str(data.get("name", p.stem)), rows, ids=ids, mu=float(data.get("mu", 0.0)),
+                          g=float(data.get("g", 9.81)))
