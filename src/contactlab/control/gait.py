@@ -1,0 +1,79 @@
+"""Trot gait generator and raised-cosine swing trajectories (drumwright §VII-B; the Pacer gait of
+scenario-specs §2.2: period 0.7 s, duty factor 0.75, phase offsets LF 0.25, RF 0.75, LH 0.75,
+RH 0.25, step height 0.015 m, forward speed 0.05 m/s).
+
+Every foot has a phase ``p = (t / period + offset) mod 1``; it is in stance for ``p < duty`` and
+swings for the rest of the cycle. A stance foot moves backwards in the base frame at the
+commanded speed ``v`` (so a foot that does not slip pushes the base forward at ``v``), over
+``L = v * duty * period`` from ``+L/2`` to ``-L/2`` about its nominal position; a swinging foot
+returns forwards along a raised cosine: ``x = -L/2 + L (1 - cos(pi s)) / 2``, ``z = height (1 - cos(2 pi s)) / 2``
+with ``s`` the swing progress in [0, 1] (zero velocity at lift-off and touch-down in z).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ParamError
+
+#: phase offsets of the paper's trot, feet ordered LF, RF, LH, RH
+TROT_OFFSETS = (0.25, 0.75, 0.75, 0.25)
+
+
+@dataclass(frozen=True)
+class Gait:
+    """A periodic gait: ``period`` (s), ``duty`` (stance share of the cycle), per-foot phase
+    ``offsets``, swing ``step_height`` (m) and the commanded forward ``velocity`` (m/s, base x)."""
+    period: float = 0.7
+    duty: float = 0.75
+    offsets: tuple = TROT_OFFSETS
+    step_height: float = 0.015
+    velocity: float = 0.05
+
+    def __post_init__(self):
+        if not (np.isfinite(self.period) and self.period > 0):
+            raise ParamError(f"Gait.period must be > 0 s, got {self.period!r}")
+        if not 0.0 < self.duty < 1.0:
+            raise ParamError(f"Gait.duty must lie in (0, 1) (stance share of the cycle), got {self.duty!r}")
+        if len(self.offsets) == 0 or not np.all(np.isfinite(self.offsets)):
+            raise ParamError(f"Gait.offsets must be finite phase offsets, one per foot, got {self.offsets!r}")
+        if not (np.isfinite(self.step_height) and self.step_height >= 0):
+            raise ParamError(f"Gait.step_height must be >= 0 m, got {self.step_height!r}")
+        if not np.isfinite(self.velocity):
+            raise ParamError(f"Gait.velocity must be finite, got {self.velocity!r}")
+
+    @property
+    def feet(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def stride(self) -> float:
+        """Distance the base covers per cycle (m): velocity x period."""
+        return self.velocity * self.period
+
+    @property
+    def stance_length(self) -> float:
+        """Distance a stance foot travels backwards in the base frame (m): velocity x duty x period."""
+        return self.velocity * self.duty * self.period
+
+    def phase(self, t: float) -> np.ndarray:
+        """Phase of every foot in [0, 1) at time ``t``."""
+        return np.mod(t / self.period + np.asarray(self.offsets, dtype=np.float64), 1.0)
+
+    def stance(self, t: float) -> np.ndarray:
+        """True for the feet in stance at time ``t``."""
+        return self.phase(t) < self.duty
+
+    def foot_offsets(self, t: float, scale: float = 1.0) -> np.ndarray:
+        """(feet, 3) displacement of each foot target from its nominal position, in the base frame;
+        ``scale`` in [0, 1] shrinks stride and step height (a soft start)."""
+        p = self.phase(t)
+        L = self.stance_length * scale
+        out = np.zeros((p.size, 3))
+        st = p < self.duty
+        out[st, 0] = L * (0.5 - p[st] / self.duty)                     # stance: +L/2 -> -L/2, speed v
+        s = (p[~st] - self.duty) / (1.0 - self.duty)                    # swing progress 0 -> 1
+        out[~st, 0] = L * (-0.5 + 0.5 * (1.0 - np.cos(np.pi * s)))
+        out[~st, 2] = scale * self.step_height * 0.5 * (1.0 - np.cos(2.0 * np.pi * s))
+        return out

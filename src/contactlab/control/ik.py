@@ -1,0 +1,167 @@
+"""Leg kinematics: forward kinematics, Jacobians and inverse kinematics for the feet.
+
+Two forms, both vectorised over the legs (arrays with a leading leg axis):
+
+* :class:`SerialLegs`: any chain of revolute joints given in its zero configuration
+  (product of exponentials: joint i turns everything after it by ``q_i`` about the axis
+  ``w_i`` through ``c_i``); position Jacobian ``J_i = w_i' x (p - c_i')`` with the axis and point
+  moved by the joints before it; inverse kinematics by damped least squares (Levenberg-Marquardt)
+  from the previous answer. Used for URDF legs (Solo-12) and as the independent check of the
+  analytic solution.
+* :class:`ThreeJointLegs`: the paper's leg (scenario-specs §2.2): a hip ab/adduction joint about
+  the base x axis, then hip and knee flexion about y with links ``l1`` (thigh) and ``l2``
+  (shank to foot centre); closed-form inverse (the roll angle puts the foot in the leg plane,
+  then the two-link planar solution with the knee sign of the paper's initial pose).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ParamError
+
+
+def axis_rotations(axes: np.ndarray, angles: np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) about unit ``axes`` (..., 3) by ``angles`` (...) (Rodrigues)."""
+    w = np.asarray(axes, dtype=np.float64)
+    th = np.asarray(angles, dtype=np.float64)[..., None, None]
+    K = np.zeros(w.shape[:-1] + (3, 3))
+    K[..., 0, 1], K[..., 0, 2], K[..., 1, 2] = -w[..., 2], w[..., 1], -w[..., 0]
+    K[..., 1, 0], K[..., 2, 0], K[..., 2, 1] = w[..., 2], -w[..., 1], w[..., 0]
+    return np.eye(3) + np.sin(th) * K + (1.0 - np.cos(th)) * (K @ K)
+
+
+@dataclass(frozen=True)
+class SerialLegs:
+    """``legs`` serial chains of ``k`` revolute joints in their zero configuration, in one frame
+    (the base body's): ``anchors`` (legs, k, 3) points on the joint axes, ``axes`` (legs, k, 3)
+    unit axes, ``feet`` (legs, 3) foot points. Joint angles ``q`` (legs, k)."""
+    anchors: np.ndarray
+    axes: np.ndarray
+    feet: np.ndarray
+
+    def __post_init__(self):
+        a, w, f = (np.asarray(x, dtype=np.float64) for x in (self.anchors, self.axes, self.feet))
+        if a.ndim != 3 or a.shape[2] != 3 or w.shape != a.shape or f.shape != (a.shape[0], 3):
+            raise ParamError(f"SerialLegs: anchors and axes must be (legs, k, 3) and feet (legs, 3); got "
+                             f"{a.shape}, {w.shape}, {f.shape}")
+        n = np.linalg.norm(w, axis=2, keepdims=True)
+        if np.any(n < 1e-12):
+            raise ParamError("SerialLegs.axes must be non-zero")
+        object.__setattr__(self, "anchors", a)
+        object.__setattr__(self, "axes", w / n)
+        object.__setattr__(self, "feet", f)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.anchors.shape[:2]
+
+    def _frames(self, q: np.ndarray):
+        """Per joint: the axis and anchor moved by the joints before it, and the foot position."""
+        L, k = self.shape
+        q = np.asarray(q, dtype=np.float64).reshape(L, k)
+        R = np.broadcast_to(np.eye(3), (L, 3, 3)).copy()
+        t = np.zeros((L, 3))
+        w_out, c_out = np.empty((L, k, 3)), np.empty((L, k, 3))
+        for i in range(k):        # down the chain (depth k = 3 for a leg), all legs at once
+            c, w = self.anchors[:, i], self.axes[:, i]
+            w_out[:, i] = np.einsum("lij,lj->li", R, w)
+            c_out[:, i] = np.einsum("lij,lj->li", R, c) + t
+            Ri = axis_rotations(w, q[:, i])
+            t = np.einsum("lij,lj->li", R, c - np.einsum("lij,lj->li", Ri, c)) + t
+            R = R @ Ri
+        p = np.einsum("lij,lj->li", R, self.feet) + t
+        return w_out, c_out, p
+
+    def forward(self, q: np.ndarray) -> np.ndarray:
+        """Foot positions (legs, 3) at joint angles ``q`` (legs, k)."""
+        return self._frames(q)[2]
+
+    def jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(feet (legs, 3), position Jacobians (legs, 3, k)): d foot / d q."""
+        w, c, p = self._frames(q)
+        J = np.cross(w, p[:, None, :] - c)          # (legs, k, 3)
+        return p, np.swapaxes(J, 1, 2)
+
+    def inverse(self, x: np.ndarray, q0: np.ndarray | None = None, *, tol: float = 1e-10,
+                max_iter: int = 50, damping: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+        """Joint angles putting the feet at ``x`` (legs, 3), by damped least squares from ``q0``
+        (default zeros). Returns (q, converged (legs,) bool: |foot - x| <= tol * max(1, |x|)); an
+        unreachable target ends at the closest point the iteration finds (converged False)."""
+        L, k = self.shape
+        x = np.asarray(x, dtype=np.float64).reshape(L, 3)
+        q = np.zeros((L, k)) if q0 is None else np.array(q0, dtype=np.float64).reshape(L, k)
+        scale = np.maximum(1.0, np.abs(x).max(axis=1))
+        lam = np.full(L, damping)
+        p, J = self.jacobian(q)
+        e = x - p
+        err = np.linalg.norm(e, axis=1)
+        for _ in range(max_iter):
+            if np.all(err <= tol * scale):
+                break
+            JT = np.swapaxes(J, 1, 2)
+            A = JT @ J + lam[:, None, None] * np.eye(k)
+            dq = np.linalg.solve(A, np.einsum("lij,lj->li", JT, e)[..., None])[..., 0]
+            qn = q + dq
+            pn, Jn = self.jacobian(qn)
+            en = x - pn
+            errn = np.linalg.norm(en, axis=1)
+            better = errn < err
+            q[better], p[better], J[better], e[better], err[better] = qn[better], pn[better], Jn[better], \
+                en[better], errn[better]
+            lam = np.where(better, np.maximum(lam * 0.3, damping), lam * 10.0)
+        return q, err <= tol * scale
+
+
+@dataclass(frozen=True)
+class ThreeJointLegs:
+    """The paper's 3-joint legs (scenario-specs §2.2), angles in the paper's convention (q = 0: leg
+    straight out along ``side`` x). ``hips`` (legs, 3): hip flexion joint centres (on the
+    ab/adduction axis, parallel to x); ``side`` (legs,) +1 front / -1 hind; ``signs`` (legs, 3):
+    the joint axes are signs[:, 0] e_x, signs[:, 1] e_y, signs[:, 2] e_y; ``l1``, ``l2``: thigh
+    and shank (knee to foot centre) lengths."""
+    hips: np.ndarray
+    side: np.ndarray
+    signs: np.ndarray
+    l1: float = 0.10
+    l2: float = 0.10
+
+    def __post_init__(self):
+        h = np.asarray(self.hips, dtype=np.float64)
+        s = np.asarray(self.side, dtype=np.float64)
+        g = np.asarray(self.signs, dtype=np.float64)
+        if h.ndim != 2 or h.shape[1] != 3 or s.shape != (h.shape[0],) or g.shape != (h.shape[0], 3):
+            raise ParamError(f"ThreeJointLegs: hips (legs, 3), side (legs,), signs (legs, 3); got {h.shape}, "
+                             f"{s.shape}, {g.shape}")
+        if not (np.all(np.abs(s) == 1) and np.all(np.abs(g) == 1)):
+            raise ParamError("ThreeJointLegs.side and signs must be +1 or -1")
+        if not (self.l1 > 0 and self.l2 > 0):
+            raise ParamError(f"ThreeJointLegs link lengths must be > 0, got {self.l1}, {self.l2}")
+        for nm, v in (("hips", h), ("side", s), ("signs", g)):
+            object.__setattr__(self, nm, v)
+
+    def forward(self, q: np.ndarray) -> np.ndarray:
+        """Foot centres (legs, 3) at joint angles ``q`` (legs, 3)."""
+        q = np.asarray(q, dtype=np.float64).reshape(-1, 3)
+        phi, t1, t2 = (self.signs * q).T
+        # in the leg plane (R_y(t) side e_x = side (cos t, 0, -sin t)), then the roll R_x(phi)
+        X = self.side * (self.l1 * np.cos(t1) + self.l2 * np.cos(t1 + t2))
+        Z = -self.side * (self.l1 * np.sin(t1) + self.l2 * np.sin(t1 + t2))
+        return self.hips + np.stack([X, -np.sin(phi) * Z, np.cos(phi) * Z], axis=1)
+
+    def inverse(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Joint angles (legs, 3) putting the foot centres at ``x`` (legs, 3); returns (q, reachable).
+        An out-of-reach target is clipped to the reachable annulus (reachable False)."""
+        d = np.asarray(x, dtype=np.float64).reshape(-1, 3) - self.hips
+        r = np.hypot(d[:, 1], d[:, 2])
+        phi = np.arctan2(d[:, 1], -d[:, 2])           # roll that brings the foot into the leg plane
+        X = self.side * d[:, 0]                         # along the leg
+        Y = self.side * r                               # planar target (X, Y) with Y = -side * z'
+        l1, l2 = self.l1, self.l2
+        D = (X * X + Y * Y - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
+        reachable = np.abs(D) <= 1.0
+        t2 = self.side * np.arccos(np.clip(D, -1.0, 1.0))
+        t1 = np.arctan2(Y, X) - np.arctan2(l2 * np.sin(t2), l1 + l2 * np.cos(t2))
+        q = np.stack([phi, t1, t2], axis=1) * self.signs
+        return q, reachable

@@ -1,0 +1,189 @@
+"""A legged-locomotion controller for the simulator's callback interface (``fn(sim)`` before each
+step): gait -> foot targets in the base frame -> inverse kinematics -> joint-space PD torques
+(clipped) applied with ``sim.set_joint_torque``; it also logs the base pose, foot contacts and the
+slip speed of the feet in contact, and summarises a run (:meth:`LegController.summary`).
+
+drumwright §VII-B / scenario-specs §2.2: the Pacer controller of the paper's robot (joint-space
+PID kp 10, kv 0.1, 4 N m). Stance legs may add a feed-forward share of the robot's weight,
+tau = -J' R' (m g / n_stance) (``weight_ff``), which the paper's operational-space PID supplied
+through its large foot gains; the base is not otherwise stabilised (VIIP off, as in the paper).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ParamError
+from ..mechanics.rotation import quat_to_matrix
+from .gait import Gait
+from .ik import SerialLegs, ThreeJointLegs
+from .pd import JointPD, JointReader
+
+
+@dataclass
+class LegSetup:
+    """What the controller needs to know about a legged scene.
+
+    ``base``: base body name; ``joints``: (legs, k) joint names; ``feet``: foot body names (legs,)
+    and ``foot_radius``; ``kinematics``: :class:`SerialLegs` in the base body frame, whose angles
+    are the simulator's joint coordinates plus ``q_offset`` (legs, k); ``nominal`` (legs, 3): foot
+    targets at rest in the base frame; ``analytic``: an optional closed-form IK in the same
+    convention (else damped least squares on ``kinematics``); ``mass``: total mass (weight
+    feed-forward); ``height``: nominal base height (for the fall test)."""
+    base: str
+    joints: list
+    feet: list
+    foot_radius: float
+    kinematics: SerialLegs
+    q_offset: np.ndarray
+    nominal: np.ndarray
+    height: float
+    mass: float
+    analytic: ThreeJointLegs | None = None
+
+
+@dataclass
+class LegController:
+    """Trot (or any :class:`Gait`) controller. ``settle``: seconds standing before the gait starts;
+    ``ramp``: seconds over which stride and step height grow to full size."""
+    setup: LegSetup
+    gait: Gait = field(default_factory=Gait)
+    pd: JointPD = field(default_factory=JointPD)
+    settle: float = 0.1
+    ramp: float = 0.35
+    weight_ff: bool = True
+    foot_kp: float = 1000.0         # operational-space (foot xyz) PD of the paper's controller, N/m ...
+    foot_kd: float = 10.0           # ... and N s/m; tau += J' (foot_kp (x_ref - x) + foot_kd (xd_ref - xd))
+    fall_height: float = 0.3        # fell: base height off nominal by more than this share ...
+    fall_angle_deg: float = 20.0    # ... or roll / pitch beyond this
+
+    def __post_init__(self):
+        self._reader = None
+        self._q_prev = None
+        self.log = {k: [] for k in ("time", "base", "rpy", "stance", "contact", "slip", "torque")}
+
+    # -- the callback ---------------------------------------------------------------------------------
+    def __call__(self, sim) -> None:
+        s = self.setup
+        if self._reader is None:
+            self._reader = JointReader(sim.model, [n for leg in s.joints for n in leg])
+            self._base = sim.model.index(s.base)
+            self._feet = np.array([sim.model.index(f) for f in s.feet])
+            self._record(sim, None)
+        else:
+            self._record(sim, self._tau)
+        self._x_step = sim.data.position.copy()     # body positions at the start of the coming step
+        L, k = s.kinematics.shape
+        data = sim.data
+        q, qd = self._reader(data)
+        q = q.reshape(L, k) + s.q_offset
+        qd = qd.reshape(L, k)
+        t = data.time - self.settle
+        scale = 0.0 if t < 0 else min(1.0, t / self.ramp) if self.ramp > 0 else 1.0
+        target = s.nominal + self.gait.foot_offsets(max(t, 0.0), scale)
+        if s.analytic is not None:
+            q_ref, _ = s.analytic.inverse(target)
+        else:
+            q_ref, _ = s.kinematics.inverse(target, q if self._q_prev is None else self._q_prev, max_iter=10)
+        self._q_prev = q_ref
+        x, J = s.kinematics.jacobian(q)
+        h = sim.h
+        xd_ref = (s.nominal + self.gait.foot_offsets(max(t + h, 0.0), scale) - target) / h if scale > 0 else 0.0 * target
+        xd = np.einsum("lij,lj->li", J, qd)
+        F = self.foot_kp * (target - x) + self.foot_kd * (xd_ref - xd)
+        tau_ff = np.einsum("lij,li->lj", J, F)
+        if self.weight_ff:
+            stance = self.gait.stance(max(t, 0.0)) if scale > 0 else np.ones(L, bool)
+            R = quat_to_matrix(data.quaternion[self._base])
+            W = R.T @ (-self.setup.mass * sim.model.gravity) / max(1, int(stance.sum()))   # ground push on a foot
+            tau_ff = tau_ff - np.einsum("lij,i->lj", J, W) * stance[:, None]
+        qd_ref = np.einsum("lij,lj->li", np.linalg.pinv(J), xd_ref)
+        tau = self.pd(q, qd, q_ref, qd_ref, tau_ff)
+        self._tau = tau
+        for name, tj in zip(self._reader.names, tau.ravel()):
+            sim.set_joint_torque(name, tj)
+
+    # -- logging ----------------------------------------------------------------------------------------
+    def _record(self, sim, tau) -> None:
+        """State after the previous step: base pose, commanded stance, feet in contact, slip speed."""
+        data, s = sim.data, self.setup
+        i = self._base
+        R = quat_to_matrix(data.quaternion[i])
+        roll = np.arctan2(R[2, 1], R[2, 2])
+        pitch = np.arcsin(np.clip(-R[2, 0], -1.0, 1.0))
+        yaw = np.arctan2(R[1, 0], R[0, 0])
+        t = data.time - self.settle
+        L = len(s.feet)
+        contact = np.zeros(L, bool)
+        slip = np.full(L, np.nan)
+        cs, res = data.contacts, data.result
+        if cs is not None and res is not None and cs.count:
+            loaded = np.asarray(res.normal) > 0
+            for side in ("a", "b"):           # contacts whose body on this side is a foot
+                body = getattr(cs, f"body_{side}")
+                other = cs.body_b if side == "a" else cs.body_a
+                hit = np.flatnonzero(loaded[:, None] & (body[:, None] == self._feet[None, :]))
+                if hit.size == 0:
+                    continue
+                c, foot = np.divmod(hit, L)
+                # velocity of the contact point of the step's own geometry (its start), i.e. S v+
+                v = self._point_velocity(sim, body[c], cs.point[c], self._x_step) - \
+                    self._point_velocity(sim, other[c], cs.point[c], self._x_step)
+                n = cs.normal[c]
+                vt = np.linalg.norm(v - np.sum(v * n, axis=1, keepdims=True) * n, axis=1)
+                contact[foot] = True
+                np.fmax.at(slip, foot, vt)
+        lg = self.log
+        lg["time"].append(data.time)
+        lg["base"].append(data.position[i].copy())
+        lg["rpy"].append(np.array([roll, pitch, yaw]))
+        lg["stance"].append(self.gait.stance(max(t, 0.0)))
+        lg["contact"].append(contact)
+        lg["slip"].append(slip)
+        lg["torque"].append(np.zeros(np.size(s.q_offset)) if tau is None else np.ravel(tau).copy())
+
+    @staticmethod
+    def _point_velocity(sim, bodies, points, x_start) -> np.ndarray:
+        d = sim.data
+        live = sim.model.dof_start[bodies] >= 0
+        v = d.linear_velocity[bodies] + np.cross(d.angular_velocity[bodies], points - x_start[bodies])
+        return np.where(live[:, None], v, 0.0)
+
+    def arrays(self) -> dict:
+        """The log as arrays: time (n,), base (n, 3), rpy (n, 3), stance/contact (n, legs) bool,
+        slip (n, legs) (NaN: foot not in contact), torque (n, joints)."""
+        return {k: np.array(v) for k, v in self.log.items()}
+
+    def summary(self, sim=None, traj=None) -> dict:
+        """``distance_m`` (base x travelled), ``mean_speed_m_s`` (over the gait's time),
+        ``fell`` (base height off nominal by > fall_height share or |roll|/|pitch| > fall_angle_deg
+        at any step), ``max_foot_slip_m_s`` (largest tangential speed of a loaded foot contact)."""
+        if sim is not None and self._reader is not None and self.log["time"][-1] != sim.data.time:
+            self._record(sim, getattr(self, "_tau", None))   # the state after the last step
+        a = self.arrays()
+        if a["time"].size == 0:
+            return {"distance_m": 0.0, "mean_speed_m_s": 0.0, "fell": False, "max_foot_slip_m_s": 0.0}
+        x = a["base"][:, 0]
+        dist = float(x[-1] - x[0])
+        walk = max(a["time"][-1] - a["time"][0] - self.settle, 1e-12)
+        z = a["base"][:, 2]
+        fell = bool(np.any(np.abs(z - self.setup.height) > self.fall_height * self.setup.height) or
+                    np.any(np.abs(a["rpy"][:, :2]) > np.radians(self.fall_angle_deg)))
+        slip = a["slip"]
+        return {"distance_m": dist, "mean_speed_m_s": float(dist / walk), "fell": fell,
+                "max_foot_slip_m_s": float(np.nanmax(slip)) if np.any(np.isfinite(slip)) else 0.0}
+
+
+def attach(scene, controller) -> None:
+    """Make ``controller`` part of ``scene``: ``scene.controllers`` (run by ``contactlab simulate``
+    through ``Simulator(..., controllers=...)``) and ``scene.summaries["locomotion"]`` (added to
+    the JSON of ``simulate --json``)."""
+    scene.controllers = [controller]
+    scene.summaries = {"locomotion": controller.summary}
+
+
+def check_setup(setup: LegSetup) -> None:
+    L, k = setup.kinematics.shape
+    if np.shape(setup.joints) != (L, k) or len(setup.feet) != L or np.shape(setup.nominal) != (L, 3):
+        raise ParamError(f"LegSetup: joints must be ({L}, {k}) names, feet {L} names, nominal ({L}, 3)")

@@ -1,0 +1,153 @@
+"""The trotting quadruped of drumwright §VII-B (the "LINKS" robot of the NSV experiments, Moby +
+Pacer; geometry, masses, joints and gait from scenario-specs §2.2).
+
+1.34 kg: a base (centre plate, front and rear blocks, head, cameras, board, battery, IMU, all
+fixed together, so one rigid body with their summed inertia) and four legs of a hip
+ab/adduction link, a thigh and a shank carrying the foot sphere (r 0.01 m), joined by 12
+revolute joints. Only the two end blocks and the four feet collide. The robot starts standing in
+the paper's initial joint angles (legs built at q = 0 along +-x, then posed by forward
+kinematics), feet on the ground; the simulator's joint coordinates are zero there, so the
+controller adds the initial angles back (``LegSetup.q_offset``).
+
+``terrain``: ``flat`` (a ground plane) or ``rough`` (the plane plus ``bumps`` boxes of height up to
+``bump_height`` at seeded random places along the path; the paper's own heightmap is flat to
++-5 um, its rough alternative unused). ``build`` attaches the trot controller: the scene carries
+``controllers`` (callables fn(sim)) and ``summaries`` ({"locomotion": fn(sim, traj) -> dict}),
+which ``contactlab simulate`` passes to the simulator and adds to its JSON.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..control import Gait, JointPD, LegController, LegSetup, SerialLegs, ThreeJointLegs, attach, axis_rotations
+from ..errors import ModelError
+from ..mechanics.scene import Body, Joint, Scene, Settings, Shape
+
+LEGS = ("LF", "RF", "LH", "RH")
+SIDE = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]], dtype=np.float64)       # (x, y) sign per leg
+AXIS_SIGNS = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, 1], [-1, -1, -1]], dtype=np.float64)
+Q_INIT = np.array([[0.3927, 0.7854, 1.5708], [-0.3927, -0.7854, -1.5708],
+                   [-0.3927, -0.7854, -1.5708], [0.3927, 0.7854, 1.5708]])
+FOOT_RADIUS = 0.01
+
+# base parts (Moby frame of BODY0): mass, position, principal inertia (as listed, after any yaw)
+_BASE_PARTS = [
+    (0.10, (0.0, 0.0, 0.0), (1.667e-4, 8.667e-5, 2.467e-4)),           # BODY0 centre plate
+    (0.05, (0.075, 0.0, 0.0), (1.133e-4, 1.708e-5, 1.171e-4)),         # BODY1 front block
+    (0.05, (-0.075, 0.0, 0.0), (1.133e-4, 1.708e-5, 1.171e-4)),        # BODYN rear block
+    (0.005, (0.1, 0.0, 0.0325), (2.93e-6, 9.27e-7, 3.33e-6)),          # HEAD1
+    (0.005, (0.12, 0.025, 0.0341), (6e-8, 6e-8, 6e-8)),                # CAMERA1
+    (0.005, (0.12, -0.025, 0.0341), (6e-8, 6e-8, 6e-8)),               # CAMERA2
+    (0.025, (0.0, 0.0, 0.02), (2.60e-5, 1.54e-5, 3.10e-5)),            # RPI board
+    (0.05, (-0.075, 0.0, 0.035), (8.54e-5, 1.04e-5, 8.83e-5)),         # BATTERY
+    (0.05, (0.065, 0.06, 0.0275), (6.04e-6, 3.54e-6, 7.71e-6)),        # IMU
+]
+
+
+def _quat(R: np.ndarray) -> tuple:
+    from scipy.spatial.transform import Rotation
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    q = np.array([w, x, y, z])
+    return tuple(q / np.linalg.norm(q))
+
+
+def _composite(parts) -> tuple[float, np.ndarray, np.ndarray]:
+    """Total mass, centre of mass and inertia about it of point-placed parts (parallel axes)."""
+    m = np.array([p[0] for p in parts])
+    x = np.array([p[1] for p in parts], dtype=np.float64)
+    M = m.sum()
+    c = (m[:, None] * x).sum(axis=0) / M
+    I = np.zeros((3, 3))
+    for mi, xi, Ii in zip(m, x, (p[2] for p in parts)):   # builder only (nine parts), not a step
+        r = xi - c
+        I += np.diag(Ii) + mi * (r @ r * np.eye(3) - np.outer(r, r))
+    return float(M), c, I
+
+
+def leg_geometry():
+    """Per leg in the Moby base frame at q = 0: joint centres (4, 3, 3), axes (4, 3, 3), foot
+    centres (4, 3), and the link parts (mass, centre, inertia) of hip, thigh and shank+foot."""
+    sx, sy = SIDE[:, 0], SIDE[:, 1]
+    y = 0.06 * sy
+    anchors = np.stack([np.stack([sx * d, y, 0 * sx], axis=1) for d in (0.10, 0.15, 0.25)], axis=1)
+    ex, ey = np.array([1.0, 0, 0]), np.array([0, 1.0, 0])
+    axes = np.stack([AXIS_SIGNS[:, 0, None] * ex, AXIS_SIGNS[:, 1, None] * ey, AXIS_SIGNS[:, 2, None] * ey], axis=1)
+    feet = np.stack([sx * 0.35, y, 0 * sx], axis=1)
+    return anchors, axes, feet
+
+
+def _link_parts(sx: float, y: float):
+    hip = [(0.10, (sx * 0.125, y, 0.0), (1.5e-5, 2.833e-5, 2.833e-5))]
+    thigh = [(0.10, (sx * 0.2, y, 0.0), (1.083e-5, 1.233e-4, 1.275e-4))]
+    shank = [(0.04, (sx * 0.3, y, 0.0), (5.0e-7, 3.358e-5, 3.358e-5)), (0.01, (sx * 0.35, y, 0.0), (4e-7, 4e-7, 4e-7))]
+    return hip, thigh, shank
+
+
+def build(terrain: str = "flat", mu: float = 100.0, bumps: int = 40, bump_height: float = 0.004,
+          seed: int = 0, dt: float = 0.001, margin: float = 0.002, velocity: float = 0.05,
+          period: float = 0.7, duty: float = 0.75, step_height: float = 0.015, kp: float = 10.0,
+          kd: float = 0.1, tau_max: float = 4.0, settle: float = 0.1, controller: bool = True) -> Scene:
+    """The quadruped standing on ``terrain`` with its trot controller (``controller=False``: none).
+    ``mu``: Coulomb friction (the paper's Coulomb comparison uses 100; the no-slip and viscous
+    models ignore it)."""
+    if terrain not in ("flat", "rough"):
+        raise ModelError(f"quadruped: terrain must be 'flat' or 'rough', got {terrain!r}")
+    anchors, axes, feet0 = leg_geometry()
+    kin0 = SerialLegs(anchors, axes, feet0)
+    # pose of every leg link at the initial angles: g1, g1 g2, g1 g2 g3
+    frames = []
+    R = np.broadcast_to(np.eye(3), (4, 3, 3)).copy()
+    t = np.zeros((4, 3))
+    for i in range(3):
+        c = anchors[:, i]
+        Ri = axis_rotations(axes[:, i], Q_INIT[:, i])
+        t = np.einsum("lij,lj->li", R, c - np.einsum("lij,lj->li", Ri, c)) + t
+        R = R @ Ri
+        frames.append((R.copy(), t.copy()))
+    feet = kin0.forward(Q_INIT)
+    M0, com0, I0 = _composite(_BASE_PARTS)
+    z0 = -feet[:, 2].min() + FOOT_RADIUS + 1e-5        # Moby base origin height: feet on the ground
+    origin = np.array([0.0, 0.0, z0])
+    bodies = [Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1), name="ground")])]
+    if terrain == "rough":
+        rng = np.random.default_rng(seed)
+        for k in range(int(bumps)):
+            h = float(rng.uniform(0.3, 1.0) * bump_height)
+            size = (float(rng.uniform(0.02, 0.05)), float(rng.uniform(0.02, 0.05)), 2 * h)
+            p = (float(rng.uniform(-0.25, 0.85)), float(rng.uniform(-0.2, 0.2)), 0.0)
+            bodies[0].shapes.append(Shape("box", size=size, position=p, name=f"bump{k}"))
+    block = (0.05, 0.16, 0.04)
+    bodies.append(Body("base", mass=M0, inertia=I0, position=tuple(origin + com0),
+                       shapes=[Shape("box", size=block, position=tuple(np.array([0.075, 0, 0]) - com0), name="front"),
+                               Shape("box", size=block, position=tuple(np.array([-0.075, 0, 0]) - com0), name="rear")]))
+    joints = []
+    names = ("hip", "thigh", "shank")
+    jnames = ("X_1", "Y_2", "Y_3")
+    for l, leg in enumerate(LEGS):
+        parts = _link_parts(SIDE[l, 0], 0.06 * SIDE[l, 1])
+        parent = "base"
+        for i in range(3):
+            Rl, tl = frames[i][0][l], frames[i][1][l]
+            m, c, I = _composite(parts[i])
+            shapes = [Shape("sphere", radius=FOOT_RADIUS, position=tuple(feet0[l] - c), name=f"{leg}_foot")] \
+                if i == 2 else []
+            name = f"{leg}_{names[i]}"
+            bodies.append(Body(name, mass=m, inertia=I, position=tuple(origin + Rl @ c + tl),
+                               orientation=_quat(Rl), shapes=shapes))
+            Rp, tp = (np.eye(3), np.zeros(3)) if i == 0 else (frames[i - 1][0][l], frames[i - 1][1][l])
+            joints.append(Joint(f"{leg}_{jnames[i]}", "revolute", parent, name,
+                                anchor=tuple(origin + Rp @ anchors[l, i] + tp), axis=tuple(Rp @ axes[l, i])))
+            parent = name
+    settings = Settings(dt=dt, margin=margin)
+    scene = Scene("quadruped", bodies, joints, mu=mu, settings=settings)
+    if controller:
+        # kinematics in the base body frame (origin at its centre of mass), paper's angle convention
+        setup = LegSetup(base="base", joints=[[f"{leg}_{j}" for j in jnames] for leg in LEGS],
+                         feet=[f"{leg}_shank" for leg in LEGS], foot_radius=FOOT_RADIUS,
+                         kinematics=SerialLegs(anchors - com0, axes, feet0 - com0), q_offset=Q_INIT.copy(),
+                         nominal=feet - com0, height=float(z0 + com0[2]), mass=M0 + 4 * 0.25,
+                         analytic=ThreeJointLegs(anchors[:, 1] - com0, SIDE[:, 0], AXIS_SIGNS))
+        ctl = LegController(setup, Gait(period=period, duty=duty, step_height=step_height, velocity=velocity),
+                            JointPD(kp, kd, tau_max), settle=settle)
+        attach(scene, ctl)
+    return scene
