@@ -23,22 +23,34 @@ def _tilted_point(theta, phi=0.0, v=None, mass=2.0):
     return M, np.zeros(3) if v is None else np.asarray(v, float), f, N, S, T
 
 
-@pytest.mark.parametrize("method", ["lemke", "interior-point"])
-def test_incline_sticks_below_and_slides_above_friction_angle(method):
-    if method not in cl.available_solvers():
-        pytest.skip(f"{method} not registered")
+def test_incline_sticks_below_and_slides_above_friction_angle():
+    """Lemke alone (prove=False: no second method behind it) on the rolling-contact pyramid LCP."""
     mu = 0.5
     M, v, f, N, S, T = _tilted_point(np.arctan(0.4))           # tan < mu: sticks
-    r = solve_trinkle_pang(M, v, f, N, S, T, mu, method=method)
-    assert r.status in (Status.SOLVED, Status.TRIVIAL) and r.consistent
+    r = solve_trinkle_pang(M, v, f, N, S, T, mu, method="lemke", prove=False)
+    assert r.solution.method == "lemke" and r.status in (Status.SOLVED, Status.TRIVIAL) and r.consistent
     np.testing.assert_allclose(r.result.accel, 0, atol=1e-8)
     np.testing.assert_allclose(r.result.tangent_s, [-2.0 * G * np.sin(np.arctan(0.4))], rtol=1e-8)
     assert r.result.modes[0] == STICKING
     th = np.arctan(0.8)                                         # tan > mu: starts sliding
     M, v, f, N, S, T = _tilted_point(th)
-    r = solve_trinkle_pang(M, v, f, N, S, T, mu, method=method)
+    r = solve_trinkle_pang(M, v, f, N, S, T, mu, method="lemke", prove=False)
+    assert r.solution.method == "lemke" and r.consistent
     np.testing.assert_allclose(r.result.accel, [G * (np.sin(th) - mu * np.cos(th)), 0, 0], atol=1e-8)
     assert r.result.modes[0] == SLIDING
+
+
+def test_interior_point_refuses_the_nonmonotone_pyramid_lcp_without_a_hidden_fallback():
+    """The rolling-contact pyramid LCP is not monotone (the mu block makes it non-PSD), outside the
+    interior-point method's theorem: it must say so (NO_SOLUTION_FOUND), and with prove=False no
+    other method may answer in its place."""
+    M, v, f, N, S, T = _tilted_point(np.arctan(0.4))
+    built = build_trinkle_pang(M, v, f, N, S, T, 0.5)
+    F = built.problem.lcp_reduction()[0].M
+    assert np.linalg.eigvalsh(0.5 * (F + F.T)).min() < -1e-3          # not monotone
+    r = solve_trinkle_pang(M, v, f, N, S, T, 0.5, method="interior-point", prove=False)
+    assert r.solution.method == "interior-point" and r.status == Status.NO_SOLUTION_FOUND
+    assert r.consistent is None and r.result is None
 
 
 def test_sliding_contact_decelerates_along_pyramid_vertex():
@@ -72,7 +84,7 @@ def test_cone_variant_sliding_uses_exact_opposite_direction():
 
 
 @pytest.mark.parametrize("mu", [2.0, 5.0])
-def test_painleve_sliding_rod_is_reported_inconsistent(mu):
+def test_painleve_sliding_rod_is_proven_inconsistent_with_a_checked_certificate(mu):
     M, v, f, N, S, T, mu = painleve_rod(theta=np.pi / 4, mu=mu)
     built = build_trinkle_pang(M, v, f, N, S, T, mu)
     lcp = built.problem.to_lcp()
@@ -80,12 +92,24 @@ def test_painleve_sliding_rod_is_reported_inconsistent(mu):
     np.testing.assert_allclose(lcp.M, [[1 + 1.5 - 1.5 * mu]])
     assert lcp.q[0] < 0
     r = solve_trinkle_pang(M, v, f, N, S, T, mu)
-    assert r.status in (Status.NO_SOLUTION, Status.RAY_TERMINATION)
-    assert r.consistent is not True and r.result is None
-    if "enumerate" in cl.available_solvers():
-        assert r.status == Status.NO_SOLUTION and r.consistent is False
+    assert r.status == Status.NO_SOLUTION and r.consistent is False and r.result is None
+    y = r.solution.info["certificate"]                                 # Farkas: y >= 0, F'y <= 0, q'y < 0
+    assert y.min() >= 0 and (lcp.M.T @ y).max() <= 0 and lcp.q @ y < 0
+    assert r.solution.info["first_method"]["status"] == "RAY_TERMINATION"
     cone = solve_trinkle_pang_cone(M, v, f, N, S, T, mu)
-    assert cone.status == r.status and cone.result is None
+    assert cone.status == Status.NO_SOLUTION and cone.result is None
+
+
+def test_no_proof_without_a_certificate():
+    """A feasible LCP with no complementary solution cannot be proven infeasible by Farkas; the
+    model must then report 'unknown' (consistent None), never NO_SOLUTION. The 2x2 LCP
+    F = [[-1, 2], [2, -1]], e = (1, -1)... is solvable; the certificate LP must return None."""
+    from contactlab.models.trinkle_pang import infeasibility_certificate
+    solvable = cl.LCP(np.array([[-1.0, 2.0], [2.0, -1.0]]), np.array([1.0, -1.0]))  # z = (0, 1): w = (3, 0)
+    assert infeasibility_certificate(solvable) is None
+    infeasible = cl.LCP(np.array([[-1.0, 0.0], [0.0, 1.0]]), np.array([-1.0, 0.0]))  # row 1: -z - 1 >= 0 impossible
+    y = infeasibility_certificate(infeasible)
+    assert y is not None and y[0] > 0 and (infeasible.M.T @ y).max() <= 0 and infeasible.q @ y < 0
 
 
 def test_painleve_below_threshold_is_solved():

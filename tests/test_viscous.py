@@ -116,8 +116,9 @@ def test_bad_mu_v():
 
 
 def test_viscous_in_the_simulator_decays_slip_geometrically():
-    """A sphere sliding on the ground: semi-implicit Euler with the viscous force at the contact
-    scales the contact slip by (1 - h mu_v (1/m + r^2/I)) = (1 - 3.5 h mu_v / m) per step."""
+    """A sphere sliding on the ground: semi-implicit Euler with the implicit viscous force -mu_v v_t+
+    at the contact scales the contact slip by 1 / (1 + h mu_v (1/m + r^2/I)) = 1 / (1 + 3.5 h mu_v / m)
+    per step (backward Euler on the slip; the explicit force would give 1 - 3.5 h mu_v / m)."""
     from contactlab.scenarios import make_scene
     from contactlab.sim.simulator import Simulator
     sim = Simulator(make_scene("incline", shape="sphere", angle_deg=0.0, speed=1.0, mass=2.0, size=0.2),
@@ -126,18 +127,18 @@ def test_viscous_in_the_simulator_decays_slip_geometrically():
     for _ in range(4):
         assert sim.step().success
         slip.append((sim.last_system.S @ sim.data.velocity_vector(sim.model))[0])
-    np.testing.assert_allclose(np.array(slip[1:]) / np.array(slip[:-1]), 1 - 3.5 * 0.01 * 0.5 / 2.0, rtol=1e-9)
+    np.testing.assert_allclose(np.array(slip[1:]) / np.array(slip[:-1]), 1 / (1 + 3.5 * 0.01 * 0.5 / 2.0), rtol=1e-9)
     assert abs(sim.data.position[sim.model.index("body"), 2] - 0.1) < 1e-9   # stays on the ground
 
 
 def test_viscous_rk4_in_the_simulator_has_the_rk4_amplification_factor():
     """Linear slip decay du/dt = -lambda u: one RK4 step multiplies u by 1 - z + z^2/2 - z^3/6 + z^4/24,
-    z = h lambda, lambda = 3.5 mu_v / m (sphere); semi-implicit Euler by 1 - z."""
+    z = h lambda, lambda = 3.5 mu_v / m (sphere); semi-implicit Euler (implicit drag) by 1 / (1 + z)."""
     from contactlab.scenarios import make_scene
     from contactlab.sim.simulator import Simulator
     mu_v, m, h = 20.0, 2.0, 0.01
     z = h * 3.5 * mu_v / m
-    for integrator, factor in (("rk4", 1 - z + z**2 / 2 - z**3 / 6 + z**4 / 24), ("euler", 1 - z)):
+    for integrator, factor in (("rk4", 1 - z + z**2 / 2 - z**3 / 6 + z**4 / 24), ("euler", 1 / (1 + z))):
         sim = Simulator(make_scene("incline", shape="sphere", angle_deg=0.0, speed=1.0, mass=m, size=0.2),
                         model="viscous", model_options={"mu_v": mu_v, "integrator": integrator})
         slip = []

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
+from .built import ACTIVE_GAP, tangent_rows, touching
 from .find_indices import (step_inputs, IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
                            reduce_equalities, split_impulses)
 
@@ -164,9 +165,12 @@ DESCRIPTION = "velocity level, S v+ = T v+ = 0; one LCP variable per contact, fa
 @dataclass(frozen=True)
 class Options:
     """tol: FIND-INDICES' relative independence threshold; cfm: added to the unilateral rows'
-    diagonal on top of the scene's settings.cfm (kept exact in factored form)."""
+    diagonal on top of the scene's settings.cfm (kept exact in factored form); active_gap: only
+    contacts with gap phi <= active_gap (m) get the rows S v+ = T v+ = 0 (a speculative contact
+    farther apart keeps its normal row only: no-slip holds at touching contacts, not across a gap)."""
     tol: float = 1e-9
     cfm: float = 0.0
+    active_gap: float = ACTIVE_GAP
 
 
 def _dense(X) -> np.ndarray:
@@ -197,14 +201,16 @@ def motor_saturated(sys, v_next: np.ndarray, impulse: np.ndarray, tol: float = 1
 
 def build(sys, options: Options | None = None):
     """The no-slip problem of a ConstraintSystem: unilateral rows [L; N] (limits, contacts) with
-    their biases, equality rows J (J v+ = j_rhs), S and T (= 0) reduced by FIND-INDICES."""
+    their biases, equality rows J (J v+ = j_rhs), S and T (= 0) of the touching contacts
+    (:func:`~contactlab.models.built.touching`) reduced by FIND-INDICES."""
     o = options or Options()
     m = sys.ndof
     U = np.vstack([_dense(sys.L).reshape(-1, m), _dense(sys.N).reshape(-1, m)])
     bias = np.concatenate([sys.l_bias, sys.n_bias])
     f_motor, _ = motor_forces(sys)
-    built = build_noslip(_dense(sys.M), sys.v, sys.f + f_motor, sys.h, U, _dense(sys.S).reshape(-1, m),
-                         _dense(sys.T).reshape(-1, m), _dense(sys.J).reshape(-1, m), J_rhs=sys.j_rhs,
+    S, T = tangent_rows(sys, touching(sys, o.active_gap))     # zero rows: never kept by FIND-INDICES
+    built = build_noslip(_dense(sys.M), sys.v, sys.f + f_motor, sys.h, U, S, T, _dense(sys.J).reshape(-1, m),
+                         J_rhs=sys.j_rhs,
                          normal_bias=bias, cfm=float(sys.cfm + o.cfm), tol=o.tol)
     problem = built.problem
     problem.model_data = built

@@ -7,13 +7,14 @@ pyramid of d directions d_j = cos(theta_j) S_i + sin(theta_j) T_i (vertices on t
     0 <= beta  _|_  D_i a + e lambda >= 0          (tangential acceleration against the force)
     0 <= lambda _|_ mu_i c_n - e' beta >= 0        (force inside the pyramid; on its edge if a_t != 0)
 
-and at a sliding contact the force is mu_i c_n along the pyramid vertex opposing the sliding
-direction (the vertex of maximal dissipation, argmin_j d_j . v_t), so only c_n is unknown there.
+and at a sliding contact the force is Coulomb's, mu_i c_n along -v_t/|v_t| (TPSL: the pyramid
+only at rolling contacts; ``sliding_law="pyramid"`` uses the vertex nearest -v_t instead), so only
+c_n is unknown there.
 With M a = f + J' f_j + N' c_n + (friction), J a = 0, this is a mixed LCP (free a, f_j) whose
 reduction is solved by Lemke (guaranteed for small mu, TPSL Thm. 1) or an interior-point method.
 Inconsistent configurations (Painleve's sliding rod) have no solution: the solver's status is
-reported (RAY_TERMINATION from Lemke) and, on small problems with ``prove=True``, exhaustive
-enumeration certifies NO_SOLUTION. Never a wrong answer.
+reported (RAY_TERMINATION from Lemke) and, with ``prove=True``, NO_SOLUTION is claimed only with a
+checked Farkas certificate (:func:`infeasibility_certificate`). Never a wrong answer.
 
 ``solve_trinkle_pang_cone`` treats the quadratic cone (TPSL's cone model, drumwright eq. 20-22) by
 successive pyramid refinement: after each solve a vertex is added at each rolling contact whose
@@ -33,7 +34,11 @@ import numpy as np
 from ..errors import ModelError
 from ..problems import MixedLCP
 from ..solution import Solution, Status
+from . import rk4 as staging
 from .noslip import SEPARATING, SLIDING, STICKING, ContactResult, check_dynamics
+from .rk4 import check_integrator
+
+SLIDING_LAWS = ("cone", "pyramid")
 
 
 def _mu_vector(mu, n):
@@ -143,14 +148,15 @@ def _prepare(M, v, f, N, S, T, mu, J, normal_bias):
 
 
 def build_trinkle_pang(M, v, f, N, S, T, mu, J=None, *, d: int = 4, angles=None, normal_bias=None,
-                       slip_tol: float = 1e-6, sliding_law: str = "pyramid", j_rhs=None,
+                       slip_tol: float = 1e-6, sliding_law: str = "cone", j_rhs=None,
                        tangent_v=None, cfm: float = 0.0) -> PyramidProblem:
     """Acceleration-level pyramid LCP at state (v, contacts).
 
     M (m, m), v (m,), f (m,) generalized forces (gravity, gyroscopic), N/S/T (n, m), mu scalar or
     (n,), J (j, m) joint rows (J a = 0; Jdot v omitted). ``normal_bias`` (n,): Ndot v (+ any
     stabilisation) in w_n = N a + bias. ``angles``: optional per-contact direction angles
-    (overrides d). ``sliding_law``: "pyramid" (vertex opposing sliding) or "cone" (exactly -v_t).
+    (overrides d). ``sliding_law``: "cone" (default, Coulomb: exactly along -v_t) or "pyramid"
+    (the vertex nearest -v_t, up to 180/d degrees off the slip).
     ``j_rhs``: J a = j_rhs; ``tangent_v``, ``cfm``: see :func:`_build`. ``rolling`` of the result lists the
     rolling contacts with friction variables (mu > 0).
     """
@@ -240,17 +246,60 @@ class TrinklePangResult:
     lcp_variables: int = 0
 
 
+def infeasibility_certificate(problem, rtol: float = 1e-9):
+    """A checked Farkas certificate that the (reduced) LCP w = F y + e >= 0, y >= 0 has no feasible
+    point, hence no solution: y >= 0 with F' y <= 0 and e' y < 0 (then y'(F z + e) < 0 for every
+    z >= 0). Found by an LP (HiGHS: min e'y, F'y <= 0, 0 <= y <= 1) and checked independently here:
+    F'y <= rtol ||F|| ||y|| (rounding) and e'y < -rtol ||e|| ||y||_1. Returns y or None.
+
+    Only infeasibility is certified this way: a feasible LCP without a complementary solution (an
+    inconsistent configuration with several contacts) gets None, i.e. no proof."""
+    from scipy.optimize import linprog
+    lcp = problem.lcp_reduction()[0] if isinstance(problem, MixedLCP) else problem
+    F = np.asarray(lcp.M.toarray() if hasattr(lcp.M, "toarray") else lcp.M, dtype=np.float64)
+    e = np.asarray(lcp.q, dtype=np.float64)
+    n = e.size
+    if n == 0 or not (np.all(np.isfinite(F)) and np.all(np.isfinite(e))):
+        return None
+    res = linprog(e, A_ub=F.T, b_ub=np.zeros(n), bounds=[(0.0, 1.0)] * n, method="highs")
+    if res.status != 0 or res.x is None:
+        return None
+    y = np.maximum(np.asarray(res.x, dtype=np.float64), 0.0)
+    ny = float(np.max(y, initial=0.0))
+    if ny == 0.0:
+        return None
+    fe = float(np.max(np.abs(F), initial=0.0))
+    ok = float(np.max(F.T @ y)) <= rtol * fe * ny and float(e @ y) < -rtol * float(np.max(np.abs(e))) * float(y.sum())
+    return y if ok else None
+
+
 def _solve_certified(built: PyramidProblem, method: str, prove: bool, prove_max_n: int):
+    """(solution, consistent): True when solved (certified by ``solve``), False only with a checked
+    proof that no solution exists, None otherwise (the first method's failure status is kept;
+    NO_SOLUTION_FOUND is never read as a proof).
+
+    With ``prove``: an independent Farkas certificate (:func:`infeasibility_certificate`) proves an
+    inconsistent configuration such as Painleve's rod; on small problems (n <= ``prove_max_n``)
+    ``enumerate`` is tried to find a solution the first method missed, and its NO_SOLUTION is accepted
+    only with the certificate that ``solve()`` checked (``info['certificate']``)."""
     from ..solvers import available_solvers, solve
     sol = solve(built.problem, method=method)
     if sol.success:
         return sol, True
-    if prove and built.problem.n <= prove_max_n and "enumerate" in available_solvers():
+    if not prove:
+        return sol, None
+    y = infeasibility_certificate(built.problem)
+    if y is not None:
+        proof = Solution(np.zeros(built.problem.n), np.full(built.problem.n, np.nan), Status.NO_SOLUTION,
+                         method="farkas", info={"certificate": y, "first_method": {"method": method,
+                                                                                  "status": sol.status.name}})
+        return proof, False
+    if built.problem.n <= prove_max_n and "enumerate" in available_solvers():
         ref = solve(built.problem, method="enumerate")
         ref.info["first_method"] = {"method": method, "status": sol.status.name}
         if ref.success:
             return ref, True
-        if ref.status == Status.NO_SOLUTION:
+        if ref.status == Status.NO_SOLUTION and ref.info.get("certificate") is not None:
             return ref, False
     return sol, None
 
@@ -374,60 +423,61 @@ DESCRIPTION = "acceleration-level friction pyramids, rolling/sliding by contact 
 
 @dataclass(frozen=True)
 class Options:
-    """slip_tol: tangential speed (m/s) above which a contact is sliding; sliding_law: "pyramid"
-    (vertex opposing the slip) or "cone" (exactly -v_t). In a time step: semi-implicit Euler
+    """slip_tol: tangential speed (m/s) above which a contact is sliding; sliding_law: "cone"
+    (default: Coulomb's law, the force opposes the slip exactly, -mu c_n v_t/|v_t|, as TPSL's
+    sliding contacts) or "pyramid" (the pyramid vertex nearest -v_t, up to 180/d degrees off). Rolling
+    contacts use the d-sided pyramid (TPSL's linearised cone). In a time step: semi-implicit Euler
     v+ = v + h a, normal rows N a + (N v + n_bias)/h >= 0 (an approaching contact gets its inelastic
     impulse h c_n in the same LCP, with the same friction law), beta rows D a + D v / h + E lambda,
     joints J a = (j_rhs - J v)/h; force-limited motors act as forces at their limit (see no-slip).
-    The quadratic-cone refinement needs several solves per step and is available as
+    Friction is bounded by mu c_n at every contact, so a separating or speculative contact (c_n = 0)
+    carries none. The quadratic-cone refinement needs several solves per step and is available as
     :func:`solve_trinkle_pang_cone`, not here. Inconsistent steps (Painleve) are solver failures.
     cfm: added to every complementarity row's diagonal (with settings.cfm), as stewart-trinkle does:
-    the pyramid LCP of coplanar contact points is degenerate. integrator: "euler" or "rk4" (as
-    viscous's: stages at the step's contact geometry, the first three solved in ``build`` with
-    ``stage_method``; a failed stage counts in info["stage_failures"])."""
+    the pyramid LCP of coplanar contact points is degenerate. integrator: "euler" or "rk4"
+    (drumwright Sec. VII-B, :mod:`contactlab.models.rk4`: the Stewart-Trinkle impact, d-sided
+    pyramid, when the step starts with a violated velocity row, then RK4 stages at the step's
+    contact geometry, the first three solved in ``build`` with ``stage_method``)."""
     slip_tol: float = 1e-4
-    sliding_law: str = "pyramid"
+    sliding_law: str = "cone"
     cfm: float = 1e-6
     integrator: str = "euler"
     stage_method: str = "lemke"
 
+    def __post_init__(self):
+        check_integrator(self.integrator)
+        if self.sliding_law not in SLIDING_LAWS:
+            raise ModelError(f"sliding_law must be one of {SLIDING_LAWS}, got {self.sliding_law!r}")
 
-def _stage(sys, o, v, f_motor):
-    from .noslip import _dense
+
+def build(sys, options: Options | None = None):
+    from .noslip import _dense, motor_forces
+    o = options or Options()
+    f_motor, _ = motor_forces(sys)
     m, h, nl = sys.ndof, sys.h, sys.nl
+    M = _dense(sys.M)
     L = _dense(sys.L).reshape(-1, m)
     U = np.vstack([L, _dense(sys.N).reshape(-1, m)])
     S = np.vstack([np.zeros_like(L), _dense(sys.S).reshape(-1, m)])
     T = np.vstack([np.zeros_like(L), _dense(sys.T).reshape(-1, m)])
     mu = np.concatenate([np.zeros(nl), sys.mu])
     J = _dense(sys.J).reshape(-1, m)
-    bias = (U @ v + np.concatenate([sys.l_bias, sys.n_bias])) / h
-    return build_trinkle_pang(_dense(sys.M), v, sys.f + f_motor, U, S, T, mu, J, d=sys.d, normal_bias=bias,
-                              slip_tol=o.slip_tol, sliding_law=o.sliding_law, j_rhs=(sys.j_rhs - J @ v) / h,
-                              tangent_v=v / h, cfm=float(sys.cfm + o.cfm))
+    bias0 = np.concatenate([sys.l_bias, sys.n_bias])
+    cfm = float(sys.cfm + o.cfm)
 
+    def make_stage(v):
+        return build_trinkle_pang(M, v, sys.f + f_motor, U, S, T, mu, J, d=sys.d, normal_bias=(U @ v + bias0) / h,
+                                  slip_tol=o.slip_tol, sliding_law=o.sliding_law, j_rhs=(sys.j_rhs - J @ v) / h,
+                                  tangent_v=v / h, cfm=cfm)
 
-def build(sys, options: Options | None = None):
-    from ..solvers import solve
-    from .noslip import motor_forces
-    o = options or Options()
-    if o.integrator not in ("euler", "rk4"):
-        raise ModelError(f"integrator must be 'euler' or 'rk4', got {o.integrator!r}")
-    f_motor, _ = motor_forces(sys)
-    stages, failures = [], 0
-    v = sys.v
-    if o.integrator == "rk4":   # as viscous's "rk4": stages at the step's contact geometry
-        for w in (0.5, 0.5, 1.0):
-            b = _stage(sys, o, v, f_motor)
-            sol = solve(b.problem, method=o.stage_method)
-            failures += not sol.success
-            res = recover_pyramid(b, sol)
-            stages.append(res)
-            v = sys.v + w * sys.h * res.accel
-    built = _stage(sys, o, v, f_motor)
-    problem = built.problem
-    problem.model_data = (built, stages, failures)
-    nl = sys.nl
+    def make_impact(v):
+        return build_stewart_trinkle(M, v, np.zeros(m), 0.0, U, S, T, mu, J, d=sys.d, normal_bias=bias0,
+                                     j_rhs=sys.j_rhs, cfm=cfm)
+
+    last, st = staging.stage(sys, o.integrator, o.stage_method, make_stage, recover_pyramid, make_impact,
+                             recover_pyramid)
+    problem = last.problem
+    problem.model_data = (last, st)
     problem.row_groups = {"limit": slice(0, nl), "normal": slice(nl, nl + sys.nc),
                           "friction": slice(nl + sys.nc, problem.n)}
     return problem
@@ -436,19 +486,18 @@ def build(sys, options: Options | None = None):
 def recover(sys, problem, solution, options: Options | None = None):
     from .common import StepResult, contact_modes
     from .noslip import motor_forces, motor_saturated
-    built, stages, failures = problem.model_data
-    res = recover_pyramid(built, solution)
-    h, nl = sys.h, sys.nl
-    parts = stages + [res]
-    wts = [1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6] if stages else [1.0]
-    mix = lambda get: sum(w * get(r) for w, r in zip(wts, parts))
-    v_next = sys.v + h * mix(lambda r: r.accel)
+    last, st = problem.model_data
+    res = recover_pyramid(last, solution)
+    nl = sys.nl
+    v_next, mix = staging.combine(sys, st, res)
+    imp = lambda get: staging.impulse(st, mix, get)
     _, motor = motor_forces(sys)
-    normal_all = h * mix(lambda r: r.normal)
+    normal_all = imp(lambda r: r.normal)
     normal = normal_all[nl:]
     return StepResult(v_next=v_next, normal=normal,
-                      tangent=h * np.column_stack([mix(lambda r: r.tangent_s)[nl:], mix(lambda r: r.tangent_t)[nl:]]),
-                      joint=h * mix(lambda r: r.joint), limit=normal_all[:nl], motor=motor,
+                      tangent=np.column_stack([imp(lambda r: r.tangent_s)[nl:], imp(lambda r: r.tangent_t)[nl:]]),
+                      joint=imp(lambda r: r.joint), limit=normal_all[:nl], motor=motor,
                       modes=contact_modes(sys, v_next, normal),
-                      info={"sliding": built.sliding[built.sliding >= nl] - nl, "stage_failures": failures,
+                      info={"sliding": last.sliding[last.sliding >= nl] - nl, "stage_failures": st.failures,
+                            "impact": st.impact is not None, "certified": st.failures == 0,
                             "motor_saturated": motor_saturated(sys, v_next, motor)})

@@ -9,6 +9,11 @@ N Z (Z' M Z)^-1 Z' N' and the problem is a factored LCP on (N Z, Z' M Z, Z' f*) 
 paper's g and h omit the Jdot v and Ndot v terms, eq. 39-40; ``J_rhs`` and ``normal_bias`` add
 them back as constant offsets, keeping the problem factored for ``ppm``).
 
+In a time step of length h the drag is implicit (``build_viscous(..., h=h)``): -mu_v S v+ replaces
+-mu_v S v, M becomes M + h C (C = S' mu_v S + T' mu_v T, still SPD, still factored), so the drag
+dissipates for every mu_v (the explicit force of eq. 29 pumps energy in once h mu_v (1/m + r^2/I) > 2).
+Only touching contacts (gap <= ``active_gap``) carry drag.
+
 Integration: :func:`semi_implicit_euler` (v+ = v + dt a, then positions from v+) or :func:`rk4`
 over a user dynamics callback; impacts: :func:`build_impact` is the inelastic velocity-level
 impulse, in which viscous friction (a finite force) has no impulse.
@@ -23,7 +28,10 @@ import numpy as np
 from ..errors import ModelError
 from .find_indices import (step_inputs, IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
                            reduce_equalities, split_impulses)
+from . import rk4 as staging
+from .built import ACTIVE_GAP, tangent_rows, touching
 from .noslip import SEPARATING, SLIDING, STICKING, ContactResult, check_dynamics
+from .rk4 import RK4_REAL_STABILITY, check_integrator
 
 
 def _per_contact(name: str, x, n: int) -> np.ndarray:
@@ -39,16 +47,19 @@ def _per_contact(name: str, x, n: int) -> np.ndarray:
 
 @dataclass
 class ViscousProblem:
-    """Built viscous step: ``problem`` in reduced coordinates (a = a_p + Z u), plus recovery data."""
+    """Built viscous step: ``problem`` in reduced coordinates (a = a_p + Z u), plus recovery data.
+    ``M`` is the step's matrix M + h C (C = S' mu_v S + T' mu_v T; M itself when h = 0)."""
 
     problem: ShiftedFactoredLCP
     reduced: Reduced
     M: np.ndarray
-    f_total: np.ndarray      # f - S' mu_v S v - T' mu_v T v
+    f_total: np.ndarray      # f - C v
     N: np.ndarray
-    friction_s: np.ndarray   # -mu_v (S v), per contact
-    friction_t: np.ndarray
+    S: np.ndarray
+    T: np.ndarray
+    mu_v: np.ndarray
     v: np.ndarray
+    h: float
     n_joint: int
 
     @property
@@ -60,30 +71,39 @@ class ViscousProblem:
         return self.N.shape[0]
 
 
-def build_viscous(M, v, f, N, S, T, mu_v, J=None, *, J_rhs=None, normal_bias=None, cfm: float = 0.0,
-                  tol: float = 1e-9) -> ViscousProblem:
+def build_viscous(M, v, f, N, S, T, mu_v, J=None, *, h: float = 0.0, J_rhs=None, normal_bias=None,
+                  cfm: float = 0.0, tol: float = 1e-9) -> ViscousProblem:
     """Build the viscous-friction LCP (eq. 41-42) at the current state.
 
     M (m, m), v (m,), f (m,) generalized forces, N/S/T (n, m), mu_v scalar or (n,) viscous
     coefficients, J (j, m) with J a = J_rhs (default 0, eq. 39: the paper drops Jdot v).
     ``normal_bias`` (n,): w = N a + bias (Ndot v, or (N v + stabilisation)/dt in a time step);
     it is a constant offset of the factored problem, which stays factored.
+
+    ``h`` > 0 makes the drag implicit over a step of length h: the tangential force is
+    -mu_v S (v + h a) (the velocity at the step's end), i.e. (M + h C) a = f - C v + N' f_n + J' f_j
+    with C = S' mu_v S + T' mu_v T. Then v+ = v + h a has kinetic energy
+    KE(v+) <= KE(v + h M^-1 f) + (contact work) for every mu_v >= 0 (drag dissipates
+    v+' C v+ >= 0); h = 0 is the explicit force -mu_v S v of eq. 29 (the ODE right-hand side).
     """
     M, v, f, N, J, S, T = check_dynamics(M, v, f, N, J, S, T)
     if S is None or T is None:
         raise ModelError("the viscous model needs both tangent Jacobians S and T")
+    if not (np.isfinite(h) and h >= 0):
+        raise ModelError(f"h (implicit drag step) must be finite and >= 0, got {h}")
     n = N.shape[0]
     mu_v = _per_contact("mu_v", mu_v, n)
-    fs, ft = -mu_v * (S @ v), -mu_v * (T @ v)
-    f_total = f + S.T @ fs + T.T @ ft
-    bias, jr, cf, solve = step_inputs(M, n, J.shape[0], normal_bias, J_rhs)
-    sets = find_indices(M, J if J.shape[0] else None, tol=tol, M_solve=solve)
-    red = reduce_equalities(M, f_total, N, sets, lambda b, i: jr[i], bias, cfm, cf)
-    return ViscousProblem(red.problem, red, M, f_total, N, fs, ft, v, J.shape[0])
+    C = S.T @ (mu_v[:, None] * S) + T.T @ (mu_v[:, None] * T)
+    f_total = f - C @ v
+    Mh = M + h * C if h > 0 else M
+    bias, jr, cf, solve = step_inputs(Mh, n, J.shape[0], normal_bias, J_rhs)
+    sets = find_indices(Mh, J if J.shape[0] else None, tol=tol, M_solve=solve)
+    red = reduce_equalities(Mh, f_total, N, sets, lambda b, i: jr[i], bias, cfm, cf)
+    return ViscousProblem(red.problem, red, Mh, f_total, N, S, T, mu_v, v, float(h), J.shape[0])
 
 
 def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -> ContactResult:
-    """Acceleration, normal forces ``z``, viscous tangential forces and joint forces."""
+    """Acceleration, normal forces ``z``, viscous tangential forces -mu_v S (v + h a) and joint forces."""
     z = np.asarray(z, dtype=np.float64).ravel()
     n = built.N.shape[0]
     if z.shape != (n,):
@@ -92,21 +112,45 @@ def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -
     r = built.M @ a - built.f_total - built.N.T @ z
     lam = constraint_impulses(built.index_sets, built.reduced.M_solve, r)
     joint = split_impulses(built.index_sets, lam, built.n_joint, 0)[0]
+    vend = built.v + built.h * a
+    fs, ft = -built.mu_v * (built.S @ vend), -built.mu_v * (built.T @ vend)
     an = built.N @ a
-    slide = np.hypot(built.friction_s, built.friction_t) > 0
+    slide = np.hypot(fs, ft) > 0
     modes = np.where((z <= 0) & (an > separating_tol), SEPARATING, np.where(slide, SLIDING, STICKING))
-    return ContactResult(built.v.copy(), z, built.friction_s, built.friction_t, joint, modes.astype(np.int8), accel=a)
+    return ContactResult(built.v.copy(), z, fs, ft, joint, modes.astype(np.int8), accel=a)
 
 
-def build_impact(M, v, N, J=None, *, tol: float = 1e-9):
-    """Inelastic impact with viscous friction: 0 <= p_n _|_ N v+ >= 0, M v+ = M v + N' p_n + J' p_j.
+def build_impact(M, v, N, J=None, *, J_rhs=None, normal_bias=None, tol: float = 1e-9):
+    """Inelastic impact with viscous friction: 0 <= p_n _|_ N v+ + bias >= 0, J v+ = J_rhs,
+    M v+ = M v + N' p_n + J' p_j.
 
     Viscous friction is a finite force, so it has no impulse. Returns a ViscousProblem whose
-    ``recover_viscous(...).accel`` is v+ (the same algebra with f := M v).
+    ``recover_viscous(...).accel`` is v+ (the same algebra with f := M v); :func:`impact_result`
+    gives it as a result with ``v_next``.
     """
     M = np.asarray(M, dtype=np.float64)
     zeros = np.zeros((np.shape(N)[0], M.shape[0]))
-    return build_viscous(M, v, M @ np.asarray(v, dtype=np.float64), N, zeros, zeros, 0.0, J, tol=tol)
+    return build_viscous(M, v, M @ np.asarray(v, dtype=np.float64), N, zeros, zeros, 0.0, J, J_rhs=J_rhs,
+                         normal_bias=normal_bias, tol=tol)
+
+
+def impact_result(built: ViscousProblem, sol) -> ContactResult:
+    """The impact's v+ (``v_next``) and impulses from a solution of :func:`build_impact`."""
+    res = recover_viscous(built, sol.z)
+    res.v_next, res.accel = res.accel, None
+    return res
+
+
+def rk4_drag_rate(M, S, T, mu_v) -> float:
+    """An upper bound of the largest drag rate lambda_max(M^-1 C), C = S' mu_v S + T' mu_v T: the
+    Gershgorin bound of D^1/2 G M^-1 G' D^1/2 (G = [S; T], D = diag(mu_v, mu_v)), whose nonzero
+    eigenvalues are those of M^-1 C. Exact for one contact of a sphere (3.5 mu_v / m)."""
+    G = np.vstack([S, T])
+    if G.shape[0] == 0:
+        return 0.0
+    d = np.sqrt(np.concatenate([mu_v, mu_v]))
+    K = d[:, None] * (G @ np.linalg.solve(M, G.T)) * d[None, :]
+    return float(np.abs(K).sum(axis=1).max())
 
 
 def semi_implicit_euler(q: np.ndarray, v: np.ndarray, a: np.ndarray, dt: float,
@@ -135,58 +179,66 @@ DESCRIPTION = "acceleration level, tangential force -mu_v v_t, normal LCP only, 
 
 @dataclass(frozen=True)
 class Options:
-    """mu_v: viscous coefficient (N s/m) at every contact; tol: FIND-INDICES threshold; cfm as no-slip's;
-    integrator: "euler" or "rk4"; stage_method: solver of RK4's first three stages.
+    """mu_v: viscous coefficient (N s/m) at every touching contact; tol: FIND-INDICES threshold;
+    cfm as no-slip's; integrator: "euler" or "rk4"; stage_method: solver of the internal solves
+    (RK4's first three stages and the onset impact); active_gap: a contact carries drag only when its
+    gap phi <= active_gap (m; speculative contacts farther apart keep their normal row only).
 
-    "euler" (semi-implicit Euler): v+ = v + h a, with normal rows N a + (N v + n_bias)/h >= 0
-    (N v+ + n_bias >= 0), so an approaching contact receives the inelastic impulse h f_n in the same
-    LCP (viscous friction, a finite force, has no impulse); joints: J a = (j_rhs - J v)/h.
-    "rk4": classical Runge-Kutta on the velocity over the step with the contact geometry of the step
-    start (the simulator then moves positions with v+): stages a_i = a(v_i) each solve the contact
-    LCP (rows as above, at the stage velocity), the first three with ``stage_method`` inside
-    ``build``, the fourth by the simulator's method; v+ = v + h (a1 + 2 a2 + 2 a3 + a4) / 6. A stage
-    whose solve is not certified makes the step's info["stage_failures"] nonzero."""
+    "euler" (semi-implicit Euler): v+ = v + h a with the drag implicit, -mu_v S v+ (so no
+    coefficient adds energy: the drag is inside the step's linear system, (M + h C) a = f - C v + ...),
+    normal rows N a + (N v + n_bias)/h >= 0 (N v+ + n_bias >= 0), so an approaching contact receives
+    the inelastic impulse h f_n in the same LCP; joints: J a = (j_rhs - J v)/h.
+    "rk4" (drumwright Sec. VII-B): an inelastic impact (no friction impulse) when the step starts with
+    a violated velocity row, then classical Runge-Kutta on the velocity with the explicit drag
+    -mu_v S v_i of eq. 29 at each stage (see :mod:`contactlab.models.rk4`); N v+ + n_bias >= 0 holds
+    for the combined update. Explicit drag is stable only for h lambda_max(M^-1 C) <= 2.785: beyond
+    it build raises ModelError (use "euler", a smaller step or a smaller mu_v)."""
     mu_v: float = 0.1
     tol: float = 1e-9
     cfm: float = 0.0
     integrator: str = "euler"
     stage_method: str = "ppm"
+    active_gap: float = ACTIVE_GAP
+
+    def __post_init__(self):
+        check_integrator(self.integrator)
+        if not (np.isfinite(self.mu_v) and self.mu_v >= 0):
+            raise ModelError(f"mu_v must be finite and >= 0, got {self.mu_v}")
 
 
-def _stage(sys, o, v, f_motor):
+def _rows(sys, o):
     from .noslip import _dense
-    m, h = sys.ndof, sys.h
-    L = _dense(sys.L).reshape(-1, m)
-    U = np.vstack([L, _dense(sys.N).reshape(-1, m)])
-    J = _dense(sys.J).reshape(-1, m)
-    bias = (U @ v + np.concatenate([sys.l_bias, sys.n_bias])) / h
-    # viscous friction acts at the contacts only: zero rows for the limit rows
-    S = np.vstack([np.zeros_like(L), _dense(sys.S).reshape(-1, m)])
-    T = np.vstack([np.zeros_like(L), _dense(sys.T).reshape(-1, m)])
-    return build_viscous(_dense(sys.M), v, sys.f + f_motor, U, S, T, o.mu_v, J,
-                         J_rhs=(sys.j_rhs - J @ v) / h, normal_bias=bias, cfm=float(sys.cfm + o.cfm), tol=o.tol)
+    m = sys.ndof
+    U = np.vstack([_dense(sys.L).reshape(-1, m), _dense(sys.N).reshape(-1, m)])
+    S, T = tangent_rows(sys, touching(sys, o.active_gap), sys.nl)
+    return _dense(sys.M), U, S, T, _dense(sys.J).reshape(-1, m), np.concatenate([sys.l_bias, sys.n_bias])
 
 
 def build(sys, options: Options | None = None):
-    from ..solvers import solve
     from .noslip import motor_forces
     o = options or Options()
-    if o.integrator not in ("euler", "rk4"):
-        raise ModelError(f"integrator must be 'euler' or 'rk4', got {o.integrator!r}")
     f_motor, _ = motor_forces(sys)
-    stages, failures = [], 0
-    v = sys.v
-    if o.integrator == "rk4":
-        for w in (0.5, 0.5, 1.0):
-            b = _stage(sys, o, v, f_motor)
-            sol = solve(b.problem, method=o.stage_method)
-            failures += not sol.success
-            res = recover_viscous(b, sol.z)
-            stages.append(res)
-            v = sys.v + w * sys.h * res.accel
-    built = _stage(sys, o, v, f_motor)
-    problem = built.problem
-    problem.model_data = (built, stages, failures)
+    M, U, S, T, J, bias0 = _rows(sys, o)
+    h = sys.h
+    implicit = h if o.integrator == "euler" else 0.0
+    if o.integrator == "rk4" and sys.nc:
+        rate = rk4_drag_rate(M, S, T, np.full(S.shape[0], o.mu_v))
+        if h * rate > RK4_REAL_STABILITY:
+            raise ModelError(f"viscous integrator='rk4' with mu_v = {o.mu_v:g}: h * drag rate <= {h * rate:.3g} "
+                             f"exceeds RK4's stability limit {RK4_REAL_STABILITY} (explicit drag would add energy); "
+                             f"use integrator='euler' (implicit drag, stable for every mu_v), a smaller dt or mu_v")
+
+    def make_stage(v):
+        return build_viscous(M, v, sys.f + f_motor, U, S, T, o.mu_v, J, h=implicit, J_rhs=(sys.j_rhs - J @ v) / h,
+                             normal_bias=(U @ v + bias0) / h, cfm=float(sys.cfm + o.cfm), tol=o.tol)
+
+    def make_impact(v):
+        return build_impact(M, v, U, J, J_rhs=sys.j_rhs, normal_bias=bias0, tol=o.tol)
+
+    last, st = staging.stage(sys, o.integrator, o.stage_method, make_stage, lambda b, sol: recover_viscous(b, sol.z),
+                         make_impact, impact_result)
+    problem = last.problem
+    problem.model_data = (last, st)
     problem.row_groups = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
     return problem
 
@@ -194,19 +246,17 @@ def build(sys, options: Options | None = None):
 def recover(sys, problem, solution, options: Options | None = None):
     from .common import StepResult, contact_modes
     from .noslip import motor_forces, motor_saturated
-    built, stages, failures = problem.model_data
-    res = recover_viscous(built, solution.z)
-    h, nl = sys.h, sys.nl
-    parts = stages + [res]
-    wts = [1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6] if stages else [1.0]
-    mix = lambda get: sum(w * get(r) for w, r in zip(wts, parts))
-    v_next = sys.v + h * mix(lambda r: r.accel)
-    normal_all = h * mix(lambda r: r.normal)
+    last, st = problem.model_data
+    res = recover_viscous(last, solution.z)
+    nl = sys.nl
+    v_next, mix = staging.combine(sys, st, res)
+    imp = lambda get: staging.impulse(st, mix, get)
+    normal_all = imp(lambda r: r.normal)
     normal = normal_all[nl:]
     _, motor = motor_forces(sys)
     return StepResult(v_next=v_next, normal=normal,
-                      tangent=h * np.column_stack([mix(lambda r: r.tangent_s)[nl:], mix(lambda r: r.tangent_t)[nl:]]),
-                      joint=h * mix(lambda r: r.joint), limit=normal_all[:nl], motor=motor,
+                      tangent=np.column_stack([mix(lambda r: r.tangent_s)[nl:], mix(lambda r: r.tangent_t)[nl:]]),
+                      joint=imp(lambda r: r.joint), limit=normal_all[:nl], motor=motor,
                       modes=contact_modes(sys, v_next, normal),
-                      info={"forces": res.normal, "stage_failures": failures,
-                            "motor_saturated": motor_saturated(sys, v_next, motor)})
+                      info={"forces": res.normal, "stage_failures": st.failures, "impact": st.impact is not None,
+                            "certified": st.failures == 0, "motor_saturated": motor_saturated(sys, v_next, motor)})

@@ -1,0 +1,129 @@
+"""Time stepping of the acceleration-level models (``viscous``, ``trinkle-pang``), written once.
+
+drumwright Sec. VII-B: "when impacts occur ... the simulation uses an inelastic impact model";
+the acceleration-level model treats sustained contact only. A step from velocity v is
+
+1. **onset impact** (velocity level): if v violates a velocity row of the step (U v + bias < 0 on a
+   contact or limit row, or J v != j_rhs), the model's inelastic impact law gives v0 = v + M^-1 p
+   with U v0 + bias >= 0 and J v0 = j_rhs; otherwise v0 = v;
+2. **stages** a_i = a(v_i) of the model's acceleration-level LCP with rows U a + (U v_i + bias)/h >= 0
+   (semi-implicit Euler: one stage at v0; classical RK4: v_1 = v0, v_2 = v0 + h a_1 / 2,
+   v_3 = v0 + h a_2 / 2, v_4 = v0 + h a_3, geometry of the step start);
+3. v+ = v0 + h sum_i b_i a_i with b = (1) or (1/6, 1/3, 1/3, 1/6).
+
+Why the onset impact is needed: with s = (U v0 + bias)/h the stage rows give a_1 >= -s,
+a_2 >= -s - a_1/2, a_3 >= -s - a_2/2, a_4 >= -s - a_3, hence (chaining the bounds)
+U v+ + bias = h (s + sum b_i a_i) >= 0.375 h s. For s >= 0 (after the impact) the combined update
+keeps N v+ + bias >= 0; for s < 0 (an approaching contact without the impact) it would keep
+37.5 % of the approach: the ball sinks. The same algebra holds for the joint rows J (equalities).
+
+The first stages are solved here with the model's ``stage_method``; the last stage is the problem
+handed back to the simulator's method. An internal solve that is not certified is counted in
+``failures`` (the step is then not certified, ``info["certified"]`` False); one with no usable
+answer (non-finite, or residual > 1e-3 x the problem's scale) raises SimulationError instead of
+being integrated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ModelError, SimulationError
+
+INTEGRATORS = ("euler", "rk4")
+RK4_NODES = (0.5, 0.5, 1.0)                   # v_{i+1} = v0 + c_i h a_i
+RK4_WEIGHTS = (1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6)
+RK4_REAL_STABILITY = 2.785                    # |1 - z + z^2/2 - z^3/6 + z^4/24| <= 1 for 0 <= z <= 2.785
+USABLE_RESIDUAL = 1e-3                        # the simulator's limit for an uncertified answer (x scale)
+
+
+def check_integrator(name: str) -> str:
+    if name not in INTEGRATORS:
+        raise ModelError(f"integrator must be one of {INTEGRATORS}, got {name!r}")
+    return name
+
+
+def velocity_rows_violated(sys, v: np.ndarray, rtol: float = 1e-12) -> bool:
+    """True if v violates a velocity row of the step: a limit/contact row U v + bias < 0 or a
+    joint row J v != j_rhs (beyond ``rtol`` times the row's scale)."""
+    U_rows = [(sys.L, sys.l_bias), (sys.N, sys.n_bias)]
+    for U, b in U_rows:
+        if U.shape[0]:
+            w = U @ v + b
+            if w.min() < -rtol * max(1e-300, float(np.abs(U @ v).max(initial=0.0)), float(np.abs(b).max(initial=0.0))):
+                return True
+    if sys.nj:
+        e = sys.J @ v - sys.j_rhs
+        if np.abs(e).max() > rtol * max(1e-300, float(np.abs(sys.J @ v).max()), float(np.abs(sys.j_rhs).max())):
+            return True
+    return False
+
+
+@dataclass
+class Staging:
+    """What the step's recover needs besides the last stage: the step-start velocity after the
+    onset impact ``v0``, the impact's recovered result (``None`` if there was none; its
+    ``v_next`` is v0), the recovered first stages, and the count of uncertified internal solves."""
+    v0: np.ndarray
+    impact: object = None
+    stages: list = field(default_factory=list)
+    failures: int = 0
+
+
+def _solve_internal(problem, method: str, what: str):
+    from ..solvers import solve
+    sol = solve(problem, method=method)
+    if not sol.success and not (np.all(np.isfinite(sol.z)) and sol.residual <= USABLE_RESIDUAL * problem.scale()):
+        raise SimulationError(f"{what}: no usable answer from {method!r} (status {sol.status.name}, "
+                              f"residual {sol.residual:.3g})")
+    return sol, int(not sol.success)
+
+
+def stage(sys, integrator: str, method: str, make_stage: Callable, recover_stage: Callable,
+          make_impact: Callable | None = None, recover_impact: Callable | None = None):
+    """Steps 1-2 above. ``make_stage(v)`` -> the model's built stage at velocity v (with ``.problem``),
+    ``recover_stage(built, solution)`` -> its result (with ``.accel``); ``make_impact(v)`` /
+    ``recover_impact`` likewise for the velocity-level impact (result with ``.v_next``).
+    Returns (the last stage's built problem, Staging)."""
+    check_integrator(integrator)
+    st = Staging(np.asarray(sys.v, dtype=np.float64).copy())
+    if integrator == "rk4" and make_impact is not None and velocity_rows_violated(sys, st.v0):
+        b = make_impact(st.v0)
+        sol, bad = _solve_internal(b.problem, method, "onset impact")
+        st.impact = recover_impact(b, sol)
+        st.v0 = st.impact.v_next
+        st.failures += bad
+    if integrator == "rk4":
+        v = st.v0
+        for c in RK4_NODES:
+            b = make_stage(v)
+            sol, bad = _solve_internal(b.problem, method, "RK4 stage")
+            res = recover_stage(b, sol)
+            st.stages.append(res)
+            st.failures += bad
+            v = st.v0 + c * sys.h * res.accel
+        return make_stage(v), st
+    return make_stage(st.v0), st
+
+
+def combine(sys, st: Staging, last) -> tuple[np.ndarray, Callable]:
+    """Step 3: (v+, mix) where mix(get) = h sum_i b_i get(stage_i) (forces -> impulses), plus the
+    impact's get() when ``get`` is applied to the impact result too (see :func:`impulse`)."""
+    parts = st.stages + [last]
+    wts = RK4_WEIGHTS if st.stages else (1.0,)
+    h = sys.h
+
+    def mix(get):
+        return h * sum(w * get(r) for w, r in zip(wts, parts))
+
+    v_next = st.v0 + mix(lambda r: r.accel)
+    return v_next, mix
+
+
+def impulse(st: Staging, mix: Callable, get: Callable) -> np.ndarray:
+    """Impulse over the step of one force component: the stages' h sum b_i f_i plus the onset
+    impact's impulse (zero without an impact)."""
+    total = mix(get)
+    return total if st.impact is None else total + get(st.impact)
