@@ -1,0 +1,161 @@
+"""Stable disassembly planning (loomis-balkcom §V): sequences checked by an independent statics
+LP, a structure without a stable disassembly, agreement of the three stability tests on every
+node, Theorem 1's n - k bound on every reuse solve, the `contactlab plan --json` contract."""
+import itertools
+import json
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+from typer.testing import CliRunner
+
+from contactlab.cli import app
+from contactlab.planning import StaticsModel, make_structure, make_test, plan
+from contactlab.planning import get_structure as _get
+
+_CACHE = {}
+
+
+def get_structure(spec):
+    """Structures are deterministic (seeded): build each once per test session."""
+    if spec not in _CACHE:
+        _CACHE[spec] = _get(spec)
+    return _CACHE[spec]
+
+
+def equilibrium(blocks, present, g=9.81):
+    """Independent statics check (not the planner's code): corners of the overlap of touching
+    horizontal faces carry f >= 0 (frictionless, vertical); each present block's force and
+    moment balance about its centre is an equality of scipy's linprog (HiGHS)."""
+    B = [blocks[i] for i in present]
+    cols, eq = [], np.zeros((3 * len(B), 0))
+    for a, (xa, ya, wa, ha) in enumerate(B):
+        supports = [(-1, (-np.inf, np.inf))] if abs(ya - ha / 2) < 1e-9 else []
+        supports += [(b, (xb - wb / 2, xb + wb / 2)) for b, (xb, yb, wb, hb) in enumerate(B)
+                     if abs(yb + hb / 2 - (ya - ha / 2)) < 1e-9]
+        for b, (lo, hi) in supports:
+            lo, hi = max(lo, xa - wa / 2), min(hi, xa + wa / 2)
+            if hi - lo <= 1e-9:
+                continue
+            for px in (lo, hi):
+                col = np.zeros(3 * len(B))
+                col[3 * a + 1], col[3 * a + 2] = 1.0, px - xa        # up on a, moment about a's centre
+                if b >= 0:
+                    col[3 * b + 1], col[3 * b + 2] = -1.0, -(px - B[b][0])
+                cols.append(col)
+    A = np.array(cols).T if cols else np.zeros((3 * len(B), 0))
+    rhs = np.zeros(3 * len(B))
+    rhs[1::3] = [w * h * g for _, _, w, h in B]
+    if A.shape[1] == 0:
+        return False
+    r = linprog(np.zeros(A.shape[1]), A_eq=A, b_eq=rhs, bounds=(0, None), method="highs")
+    return r.status == 0
+
+
+def block_list(s):
+    return [(float(x), float(y), float(2 * w), float(2 * h)) for x, y, w, h in zip(s.x, s.y, s.hw, s.hh)]
+
+
+@pytest.mark.parametrize("spec,test", [("random-10", "lp"), ("random-84", "reuse"), ("pyramid-91", "reuse"),
+                                       ("column-50", "dantzig")])
+def test_sequence_stable_at_every_step(spec, test):
+    s = get_structure(spec)
+    r = plan(s, test)
+    assert r.stable and sorted(r.sequence) == sorted(s.ids) and r.nodes_visited >= s.n
+    blocks = block_list(s)
+    left = list(range(s.n))
+    assert equilibrium(blocks, left)
+    for b in r.sequence:
+        left.remove(s.ids.index(b))
+        if left:
+            assert equilibrium(blocks, left), f"{spec}: unstable after removing {b}"
+
+
+def test_random_structure_needs_a_lower_block_removed_first():
+    """Fig. 7's remark: some block must go before a block resting on it (a lever motif); the
+    planner's order has such an inversion, and removing the upper block first is unstable."""
+    s = get_structure("random-84")
+    r = plan(s, "lp")
+    m = StaticsModel(s)
+    pos = {b: k for k, b in enumerate(r.sequence)}
+    inversions = [(a, b) for a, b in zip(m.body_a, m.body_b) if a >= 0 and pos[a] < pos[b]]
+    assert inversions
+    blocks = block_list(s)
+    forced = [(a, b) for a, b in inversions
+              if not equilibrium(blocks, [i for i in range(s.n) if i != b])]
+    assert forced, "some upper block cannot be removed from the full structure before the block below it"
+
+
+def lever():
+    """Pillar P, plank L cantilevered off P, counterweight K on L's tail: stable as a whole, but
+    removing K tips L, removing L drops K, removing P drops both."""
+    return make_structure("lever", [(0.5, 0.5, 1.0, 1.0), (1.2, 1.1, 3.2, 0.2), (-0.1, 1.5, 0.6, 0.6)])
+
+
+@pytest.mark.parametrize("test", ["lp", "dantzig", "reuse"])
+def test_no_stable_disassembly_reported(test):
+    s = lever()
+    blocks = block_list(s)
+    assert equilibrium(blocks, [0, 1, 2])
+    assert not any(equilibrium(blocks, [i for i in range(3) if i != b]) for b in range(3))
+    r = plan(s, test)
+    assert r.stable is False and r.sequence == []
+    # an unstable whole: no sequence, found without searching
+    tip = make_structure("tip", [(0.5, 0.5, 1.0, 1.0), (1.3, 1.25, 1.0, 0.5)])
+    r = plan(tip, test)
+    assert r.stable is False and r.sequence == [] and r.nodes_visited <= 1
+
+
+@pytest.mark.parametrize("spec", ["random-8", "pyramid-6", "lever"])
+def test_three_tests_agree_on_every_node(spec):
+    s = lever() if spec == "lever" else get_structure(spec)
+    m = StaticsModel(s)
+    tests = {name: make_test(name, m) for name in ("lp", "dantzig", "reuse")}
+    blocks = block_list(s)
+    stable_nodes = {}
+    for size in range(1, s.n + 1):
+        for node in itertools.combinations(range(s.n), size):
+            in_s = np.zeros(s.n, dtype=bool)
+            in_s[list(node)] = True
+            a = tests["lp"](in_s, None).stable
+            b = tests["dantzig"](in_s, None).stable
+            parents = [stable_nodes[p] for p in itertools.combinations(node, size - 1) if p in stable_nodes]
+            for parent in parents or [None]:
+                c = tests["reuse"](in_s, parent)
+                assert c.stable == a, (node, "reuse")
+                if parent is not None:
+                    assert c.k == parent.idx.size and c.majors <= c.n - c.k
+            assert a == b == equilibrium(blocks, list(node)), node
+            if b:
+                stable_nodes[node] = tests["dantzig"](in_s, None)
+
+
+@pytest.mark.parametrize("spec", ["column-50", "column-80", "pyramid-91", "random-10", "random-84"])
+def test_theorem1_bound_on_every_reuse_solve(spec):
+    r = plan(get_structure(spec), "reuse")
+    assert r.stable
+    warm = [t for t in r.tests if t[4] > 0]
+    assert len(warm) >= r.nodes_visited - 1
+    for size, pivots, majors, n, k, stable in r.tests:
+        assert majors <= n - k, (size, majors, n, k)
+
+
+def test_plan_cli_json_contract(tmp_path):
+    runner = CliRunner()
+    out = runner.invoke(app, ["plan", "random-10", "--test", "lp", "--seed", "3", "--json"])
+    assert out.exit_code == 0, out.output
+    rec = json.loads(out.stdout)
+    assert {"structure", "blocks", "test", "stable", "sequence", "nodes_visited", "pivots", "time_s"} <= set(rec)
+    assert rec["structure"] == "random-10" and rec["blocks"] == 10 and rec["test"] == "lp" and rec["stable"]
+    assert sorted(rec["sequence"]) == list(range(10))
+    f = tmp_path / "lever.json"
+    f.write_text(json.dumps(lever().to_dict()))
+    rec = json.loads(runner.invoke(app, ["plan", str(f), "--test", "reuse", "--json"]).stdout)
+    assert rec["stable"] is False and rec["sequence"] == []
+    t = tmp_path / "two.toml"
+    t.write_text('[[blocks]]\nid = "base"\nx = 0\ny = 0.5\nwidth = 2\nheight = 1\n'
+                 '[[blocks]]\nid = "top"\nx = 0.3\ny = 1.25\nwidth = 1\nheight = 0.5\n')
+    rec = json.loads(runner.invoke(app, ["plan", str(t), "--json"]).stdout)
+    assert rec["stable"] and rec["sequence"] == ["top", "base"]
+    bad = runner.invoke(app, ["plan", "column-5", "--test", "simplex"])
+    assert bad.exit_code == 2 and "--test" in bad.output
