@@ -16,6 +16,7 @@ Its fixed points are the solutions of the original problem; the stopping test is
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,12 +34,14 @@ from .registry import register
 class NewtonACOptions:
     """tol: natural-map residual target (relative); max_iter: Newton iterations; ls_max: halvings of
     the line search; lm: initial Levenberg-Marquardt shift (relative to max diag of J) used only when
-    the Newton system is singular or the step fails the line search."""
+    the Newton system is singular or the step fails the line search; max_time: wall-clock cap in
+    seconds (0: none), checked every iteration."""
 
     tol: float = 1e-8
     max_iter: int = 200
     ls_max: int = 30
     lm: float = 1e-10
+    max_time: float = 0.0
 
     def __post_init__(self):
         if not self.tol > 0 or self.lm < 0:
@@ -71,9 +74,12 @@ def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions):
     m = K.ac_system(r, u, lp.mu, lp.rho, dim, phi, Ablk, Bblk)
     res = K.fc_residual_kernel(r, u, lp.mu, lp.rho, dim, denom)[0]
     lm = 0.0
+    t0 = time.perf_counter()
     for it in range(1, opts.max_iter + 1):
         if res <= opts.tol:
             return Status.SOLVED, it - 1, res
+        if opts.max_time > 0 and time.perf_counter() - t0 > opts.max_time:
+            return Status.MAX_ITERATIONS, it - 1, res
         if not np.isfinite(m):
             return Status.NUMERICAL_FAILURE, it - 1, res
         J = _jacobian(Ablk, Bblk, W, dim)
@@ -130,12 +136,14 @@ def newton_ac(problem, opts: NewtonACOptions, warm_start=None):
 @dataclass(frozen=True)
 class ProxOptions:
     """tol: natural-map residual target; max_outer: proximal steps; sigma0: initial regularisation
-    relative to the mean diagonal of W; inner_iter: Newton iterations per proximal step."""
+    relative to the mean diagonal of W; inner_iter: Newton iterations per proximal step; max_time:
+    wall-clock cap in seconds (0: none)."""
 
     tol: float = 1e-8
     max_outer: int = 200
     sigma0: float = 1.0
     inner_iter: int = 30
+    max_time: float = 0.0
 
     def __post_init__(self):
         if not self.tol > 0 or not self.sigma0 > 0:
@@ -153,13 +161,17 @@ def prox(problem, opts: ProxOptions, warm_start=None):
     W = lp.csr()
     scale = float(np.mean(1.0 / lp.rho))
     sigma = opts.sigma0 * scale
-    inner = NewtonACOptions(tol=opts.tol * 0.1, max_iter=opts.inner_iter)
+    inner = NewtonACOptions(tol=opts.tol * 0.1, max_iter=opts.inner_iter, max_time=opts.max_time)
+    t0 = time.perf_counter()
     eye = sp.identity(lp.n, format="csr")
     total = 0
     res = lp.residuals(r).natural
     for k in range(1, opts.max_outer + 1):
         if res <= opts.tol:
             return finish(problem, r, Status.SOLVED, total, outer=k - 1, residual_claimed=res, sigma=sigma)
+        if opts.max_time > 0 and time.perf_counter() - t0 > opts.max_time:
+            return finish(problem, r, Status.MAX_ITERATIONS, total, outer=k - 1, residual_claimed=res,
+                          sigma=sigma, reason="time limit reached")
         sub = FrictionContact(W + sigma * eye, lp.q - sigma * r, lp.mu, lp.dim)
         rk = r.copy()
         status, its, _ = newton_ac_run(sub, rk, inner)

@@ -11,6 +11,7 @@ one residual definition (natural map, problems/friction_contact.py) evaluated in
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +29,8 @@ class NSGSOptions:
     """tol: natural-map residual target (relative, see FrictionContact.residuals); max_sweeps: sweep
     limit; omega: over-relaxation in (0, 2); shuffle/seed: random contact order each sweep;
     local_tol/max_newton: the one-contact Newton's tolerance and iteration limit; check_every:
-    evaluate the residual every this many sweeps."""
+    evaluate the residual every this many sweeps; max_time: wall-clock cap in seconds (0: none),
+    checked between chunks of sweeps."""
 
     tol: float = 1e-8
     max_sweeps: int = 5000
@@ -38,6 +40,7 @@ class NSGSOptions:
     local_tol: float = 1e-14
     max_newton: int = 30
     check_every: int = 1
+    max_time: float = 0.0
 
     def __post_init__(self):
         if not 0.0 < self.omega < 2.0:
@@ -49,13 +52,23 @@ class NSGSOptions:
 
 
 def run_nsgs(lp, r, opts: NSGSOptions):
+    """Sweep in chunks (so that ``max_time`` is honoured); returns (code, sweeps, residual, timed_out)."""
     W = lp.csr()
     order = np.arange(lp.nc, dtype=np.int64)
-    code, sweeps, res = K.nsgs_kernel(W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data, lp.Wdiag,
-                                      lp.q, lp.mu, lp.rho, lp.dim, r, opts.max_sweeps, opts.tol, opts.omega,
-                                      order, opts.shuffle, opts.seed, opts.local_tol, opts.max_newton,
-                                      lp.denominator(), opts.check_every)
-    return code, sweeps, res
+    ip, ix = W.indptr.astype(np.int64), W.indices.astype(np.int64)
+    t0 = time.perf_counter()
+    done = 0
+    chunk = opts.max_sweeps if opts.max_time <= 0 else max(opts.check_every, 10)
+    while True:
+        k = min(chunk, opts.max_sweeps - done)
+        code, sweeps, res = K.nsgs_kernel(ip, ix, W.data, lp.Wdiag, lp.q, lp.mu, lp.rho, lp.dim, r, k, opts.tol,
+                                          opts.omega, order, opts.shuffle, opts.seed + done, opts.local_tol,
+                                          opts.max_newton, lp.denominator(), opts.check_every)
+        done += sweeps
+        if code != K.MAX_SWEEPS or done >= opts.max_sweeps:
+            return code, done, res, False
+        if opts.max_time > 0 and time.perf_counter() - t0 > opts.max_time:
+            return code, done, res, True
 
 
 @register("nsgs", problems=FC_PROBLEMS, options=NSGSOptions, warm_start=True, convert=False,
@@ -65,7 +78,8 @@ def run_nsgs(lp, r, opts: NSGSOptions):
 def nsgs(problem, opts: NSGSOptions, warm_start=None):
     lp = local_problem(problem)
     r = start(lp, warm_start)
-    code, sweeps, res = run_nsgs(lp, r, opts)
+    code, sweeps, res, timed_out = run_nsgs(lp, r, opts)
+    reason = {K.CONVERGED: "residual below tol", K.MAX_SWEEPS: "sweep limit reached",
+              K.NOT_FINITE: "iterate became non-finite"}[code]
     return finish(problem, r, _STATUS[code], sweeps, residual_claimed=res,
-                  reason={K.CONVERGED: "residual below tol", K.MAX_SWEEPS: "sweep limit reached",
-                          K.NOT_FINITE: "iterate became non-finite"}[code])
+                  reason="time limit reached" if timed_out else reason)
