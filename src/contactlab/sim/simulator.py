@@ -19,6 +19,7 @@ from ..mechanics.scene import Scene
 from ..mechanics.system import build_system, joint_rows
 from ..models import get_model, make_options
 from ..solvers import available_solvers, solve
+from .fallback import certified, rescue, usable
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
 
@@ -67,9 +68,11 @@ class Simulator:
     :func:`contactlab.solve`. ``warm_start``: pass the previous step's answer to solvers that
     take one when the problem size is unchanged. ``blas_threads``: BLAS threads during
     :meth:`run` (default 1; None leaves the process setting alone). ``fallback``: when the method
-    returns no certified answer, re-solve with pgs / pgs-sm / lemke and keep the best answer; the
-    step still counts as a failure of the method (``StepRecord.success`` is the method's own
-    result, ``rescued`` says a fallback certified the step).
+    returns no certified answer, run the fallbacks that can help, each capped (policy in
+    :mod:`contactlab.sim.fallback`); the step still counts as a failure of the method
+    (``StepRecord.success`` is the method's own result, ``rescued`` says a fallback certified the
+    step). ``max_uncertified_residual``: an uncertified answer is applied only up to this relative
+    residual; beyond it the step raises :class:`SimulationError`.
 
     ``controllers``: callables ``fn(sim)`` run, in order, before every step (also
     :meth:`add_controller`). A controller reads the state (``sim.data``, :meth:`body_state`) and
@@ -166,16 +169,16 @@ class Simulator:
             kwargs["warm_start"] = warm
         t0 = time.perf_counter()
         sol = solve(problem, self.method, **kwargs)
-        primary_ok = self._certified(problem, sol)
+        primary_ok = certified(sol)
         if not primary_ok and self.fallback:
-            sol = self._fallback(problem, sol)
+            sol = rescue(problem, sol, self.method)
         t_solve = time.perf_counter() - t0
-        if not primary_ok and not self._certified(problem, sol) and not (
-                np.all(np.isfinite(sol.z)) and sol.residual <= self.max_uncertified_residual * problem.scale()):
+        rescued = not primary_ok and certified(sol)
+        if not primary_ok and not rescued and not usable(problem, sol, self.max_uncertified_residual):
             # applying this answer would corrupt the state (and blow up a few steps later): stop here
             raise SimulationError(f"step {data.steps + 1} (t = {data.time + h:.6g} s): no usable answer from "
-                                  f"{self.method!r} or the fallbacks (status {sol.status.name}, residual "
-                                  f"{sol.residual:.3g} > {self.max_uncertified_residual:g} x scale)")
+                                  f"{self.method!r} or the fallbacks (status {sol.status.name}, relative residual "
+                                  f"{sol.relative_residual:.3g} > {self.max_uncertified_residual:g})")
         result = self.contact_model.recover(sys, problem, sol, self.model_options)
         data.warm["z"] = np.asarray(sol.z).copy() if sol.success else None
         # kinetic energy added by the constraint impulses: KE(v+) - KE(v + h M^-1 f), kinematic bodies excluded
@@ -201,40 +204,8 @@ class Simulator:
         return StepRecord(time=data.time, contacts=contacts.count, lcp_size=problem.n,
                           iterations=int(sol.iterations), pivots=int(sol.pivots), residual=float(sol.residual),
                           success=bool(primary_ok), status=sol.status.value,
-                          rescued=bool(not primary_ok and self._certified(problem, sol)), kinetic_energy=ke, energy=e1,
+                          rescued=bool(rescued), kinetic_energy=ke, energy=e1,
                           energy_gain=e1 - e0, contact_energy_gain=contact_gain, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
-
-    @staticmethod
-    def _certified(problem, sol, tol: float = 1e-6) -> bool:
-        """A solver's success, or any answer whose residual (computed by ``solve``, the one
-        definition) is within ``tol * problem.scale()`` (e.g. a PGS that stopped at its sweep
-        limit just short of its own, tighter, tolerance)."""
-        if sol.success:
-            return True
-        thr = tol * problem.scale()
-        return bool(np.all(np.isfinite(sol.z)) and sol.residual <= thr and sol.infeasibility <= thr)
-
-    def _fallback(self, problem, failed):
-        """The primary method gave no certified answer: try the fallback methods for this problem
-        class and keep the answer with the smallest residual (certified ones first)."""
-        from ..problems import BoxedLCP
-        chain = ("pgs", "pgs-sm", "lemke") if isinstance(problem, BoxedLCP) else ("lemke", "pgs")
-        best = failed
-        for m in chain:
-            if m == self.method or m not in available_solvers() or not available_solvers()[m].accepts(problem):
-                continue
-            if isinstance(problem, BoxedLCP) and problem.has_coupling and m == "lemke":
-                continue
-            try:
-                cand = solve(problem, m)
-            except Exception:   # a fallback that rejects the problem is skipped
-                continue
-            if self._certified(problem, cand):
-                cand.info["fallback_from"] = self.method
-                return cand
-            if np.all(np.isfinite(cand.z)) and cand.residual < best.residual:
-                best = cand
-        return best
 
     def _displace(self, dx: np.ndarray) -> None:
         model, data = self.model, self.data
