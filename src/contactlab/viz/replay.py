@@ -71,9 +71,11 @@ class ReplayData:
 
 def shapes_of(model) -> list:
     """The model's collision shapes as plain dicts (JSON-ready) for the replay."""
+    from ..mechanics.model import KIND_FIXED
     out = []
     for body, s in model.shapes:
         d = {"body": int(body), "kind": "halfspace" if s.kind == "plane" else s.kind, "name": s.name,
+             "fixed": bool(model.kind[body] == KIND_FIXED),
              "size": [float(x) for x in s.size], "radius": float(s.radius), "length": float(s.length),
              "normal": [float(x) for x in s.normal], "offset": float(s.offset),
              "position": [float(x) for x in s.position], "orientation": [float(x) for x in s.orientation]}
@@ -102,6 +104,8 @@ class ReplayRecorder:
 
     def capture(self, sim) -> None:
         data = sim.data
+        if self._t and float(data.time) == self._t[-1]:
+            return   # no step since the last capture (e.g. a run that stopped at an unusable step)
         self._t.append(float(data.time))
         self._p.append(np.array(data.position, dtype=np.float64))
         self._q.append(np.array(data.quaternion, dtype=np.float64))
@@ -333,9 +337,9 @@ def replay_html(data: ReplayData, out=None, *, title: str = "contactlab replay",
     for k, s in enumerate(data.shapes):
         b = s["body"]
         geom, extra = _geometry(s, extent)
-        color = 0x999999 if s["kind"] == "halfspace" else PALETTE[b % len(PALETTE)]
-        mat = g.MeshLambertMaterial(color=color, opacity=0.6 if s["kind"] == "halfspace" else 1.0,
-                                    transparent=s["kind"] == "halfspace")
+        fixed = s["kind"] == "halfspace" or s.get("fixed", False)   # ground, walls, tables: grey, see-through
+        color = 0x999999 if fixed else PALETTE[b % len(PALETTE)]
+        mat = g.MeshLambertMaterial(color=color, opacity=0.45 if fixed else 1.0, transparent=fixed)
         name = f"{data.body_names[b]}".replace("/", "_") or f"body{b}"
         p = node("bodies", name, f"shape{k}")
         cmds.append(SetObject(geom, mat, p))
@@ -471,3 +475,18 @@ white-space:pre;pointer-events:none;z-index:10}}</style></head>
 }})();
 </script></body></html>
 """
+
+
+def record_replay(sim, duration: float, **run_kwargs):
+    """Run ``sim`` for ``duration`` seconds while recording a replay: returns ``(trajectory, ReplayData)``.
+
+    The recorder is one of the simulator's per-step controllers (called before each step, it sees
+    the state after the previous one); the final state is captured after the run."""
+    rec = ReplayRecorder(sim)
+    sim.add_controller(rec.capture)
+    try:
+        traj = sim.run(duration, **run_kwargs)
+    finally:
+        sim.controllers.remove(rec.capture)
+    rec.capture(sim)
+    return traj, rec.data()
