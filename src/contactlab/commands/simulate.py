@@ -39,7 +39,8 @@ def _check_method(scene, model: str, method: str | None, dt) -> None:
 def _initial_problem(sim):
     from ..mechanics.system import build_system
     contacts = sim.world.detect(sim.data, margin=sim._margin())
-    return sim.contact_model.build(build_system(sim.model, sim.data, contacts, sim.h), sim.model_options)
+    from ..models.built import problem_of
+    return problem_of(sim.contact_model.build(build_system(sim.model, sim.data, contacts, sim.h), sim.model_options))
 
 
 def _check_overlaps(sim, strict: bool, tol: float = 1e-6) -> None:
@@ -98,7 +99,8 @@ def register(app: typer.Typer) -> None:
             if not duration >= 0:
                 raise typer.BadParameter("--duration must be >= 0")
             _check_method(sc, model, method, dt)
-            sim = Simulator(sc, model, method, dt=dt)
+            # a scene may carry its controllers (fn(sim) before each step) and a summary(sim, traj) -> dict
+            sim = Simulator(sc, model, method, dt=dt, controllers=getattr(sc, "controllers", ()))
             _check_overlaps(sim, strict)
             exporter = None
             if export_fclib is not None:
@@ -150,6 +152,8 @@ def register(app: typer.Typer) -> None:
         bodies = {n: sim.body_state(n) for i, n in enumerate(sim.model.names) if sim.model.dof_start[i] >= 0}
         result = {"scene": scene, "model": model, "method": sim.method, "steps": len(traj.records),
                   "bodies": bodies, "metrics": traj.metrics()}
+        if callable(getattr(sc, "summary", None)):
+            result.update(sc.summary(sim, traj))   # e.g. "locomotion" (quadruped), "grasp" (hands)
         if traj.error:
             result["error"] = traj.error  # the run stopped early at an unusable step
         if as_json:

@@ -51,12 +51,39 @@ def make_scene(name: str, **params):
         if params:
             raise ModelError("--set parameters apply to built-in scenes only; edit the scene file instead")
         return load_scene(name)
+    if Path(name).suffix.lower() == ".urdf":
+        return _urdf_scene(name, **params)
     defaults = scene_parameters(name)
     unknown = sorted(set(params) - set(defaults))
     if unknown:
         raise ModelError(f"scene {name!r} has no parameter(s) {unknown}; parameters: {defaults}")
     args = {k: _coerce(name, k, v, defaults[k]) for k, v in params.items()}
-    return SCENES[name](**args)
+    for k, v in args.items():   # counts: an int parameter with a positive default must be positive
+        d = defaults[k]
+        if isinstance(d, int) and not isinstance(d, bool) and d > 0 and isinstance(v, int) and not v > 0:
+            raise ModelError(f"scene {name!r}: parameter {k}={v!r} must be > 0 (default {d!r})")
+    scene = SCENES[name](**args)
+    if not any(getattr(b, "kind", "dynamic") != "fixed" for b in scene.bodies):
+        raise ModelError(f"scene {name!r} with {args} has no moving bodies; nothing to simulate")
+    return scene
+
+
+URDF_PARAMETERS = {"fixed_base": True, "ground": False, "z": 0.0}
+
+
+def _urdf_scene(path, **params):
+    """A URDF mechanism as a scene: ``fixed_base`` (default True), ``ground`` (a plane at z = 0,
+    default False), ``z`` (base height, default 0)."""
+    from ..mechanics.scene import Body, Shape
+    from ..mechanics.urdf import load_urdf
+    unknown = sorted(set(params) - set(URDF_PARAMETERS))
+    if unknown:
+        raise ModelError(f"a URDF scene has no parameter(s) {unknown}; parameters: {URDF_PARAMETERS}")
+    args = {k: _coerce(str(path), k, params.get(k, d), d) for k, d in URDF_PARAMETERS.items()}
+    scene = load_urdf(path, fixed_base=args["fixed_base"], position=(0.0, 0.0, float(args["z"])))
+    if args["ground"]:
+        scene.bodies.insert(0, Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1))]))
+    return scene
 
 
 __all__ = ["SCENES", "make_scene", "scene_parameters", "register_scene"]
@@ -65,3 +92,13 @@ __all__ = ["SCENES", "make_scene", "scene_parameters", "register_scene"]
 from . import box_gripper as _box_gripper  # noqa: E402
 
 register_scene("box-gripper", _box_gripper.build)
+
+# issue 12: grasping hands of arechavaleta §V (each scene carries its grasp script: controllers, summary, duration)
+from . import barrett as _barrett  # noqa: E402
+
+register_scene("barrett-grasp", _barrett.build)
+
+# issue 13: legged locomotion of drumwright §VII-B (each scene carries its trot controller and a "locomotion" summary)
+from . import quadruped as _quadruped  # noqa: E402
+
+register_scene("quadruped", _quadruped.build)

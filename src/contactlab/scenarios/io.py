@@ -28,7 +28,13 @@ The file mirrors the dataclasses of :mod:`contactlab.mechanics.scene`::
     target_velocity = 1.0
     max_force = 5.0
 
-Unknown keys are errors naming the key and the table they appear in.
+    [[urdf]]             # optional: a URDF mechanism added to the scene
+    path = "arm.urdf"    # relative to the scene file
+    fixed_base = true
+    position = [0, 0, 0]
+
+Unknown keys are errors naming the key and the table they appear in. The full format is in
+docs/scene-files.md.
 """
 from __future__ import annotations
 
@@ -63,7 +69,7 @@ def _make(cls, data: dict, where: str, nested: dict | None = None):
         raise ModelError(f"{where}: {exc}") from None
 
 
-def scene_from_dict(data: dict) -> Scene:
+def scene_from_dict(data: dict, *, validate: bool = True) -> Scene:
     """A :class:`Scene` from plain data (as parsed from TOML or JSON), then validated."""
     shapes = lambda lst, w: [_make(Shape, s, f"{w}[{i}]") for i, s in enumerate(lst)]
     bodies = lambda lst, w: [_make(Body, b, f"{w}[{i}]", {"shapes": shapes}) for i, b in enumerate(lst)]
@@ -73,7 +79,8 @@ def scene_from_dict(data: dict) -> Scene:
     scene = _make(Scene, data, "scene", {"bodies": bodies, "joints": joints, "settings": settings})
     scene.bodies, scene.joints = list(scene.bodies), list(scene.joints)
     scene.pair_mu = dict(scene.pair_mu or {})
-    scene.validate()
+    if validate:
+        scene.validate()
     return scene
 
 
@@ -114,7 +121,36 @@ def load_scene(path) -> Scene:
         if isinstance(exc, ModelError):
             raise
         raise ModelError(f"{path}: cannot parse ({exc})") from None
+    if isinstance(data, dict) and "urdf" in data:
+        return _with_urdf(data, path)
     return scene_from_dict(data)
+
+
+_URDF_KEYS = {"path", "fixed_base", "position", "name"}
+
+
+def _with_urdf(data: dict, path: Path) -> Scene:
+    """A scene file whose ``[[urdf]]`` entries (path relative to the scene file, fixed_base,
+    position, name) add each URDF's links and joints to the file's own bodies and joints."""
+    from ..mechanics.urdf import load_urdf
+    data = dict(data)
+    entries = data.pop("urdf")
+    entries = entries if isinstance(entries, list) else [entries]
+    scene = scene_from_dict(data, validate=False)
+    bodies, joints = list(scene.bodies), list(scene.joints)
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or "path" not in e:
+            raise ModelError(f"{path}: urdf[{i}] must be a table with at least path = \"robot.urdf\"")
+        unknown = sorted(set(e) - _URDF_KEYS)
+        if unknown:
+            raise ModelError(f"{path}: urdf[{i}]: unknown key(s) {unknown}; known keys: {sorted(_URDF_KEYS)}")
+        robot = load_urdf(path.parent / e["path"], fixed_base=bool(e.get("fixed_base", True)),
+                          position=tuple(e.get("position", (0.0, 0.0, 0.0))), name=e.get("name"))
+        bodies += robot.bodies
+        joints += robot.joints
+    scene.bodies, scene.joints = bodies, joints
+    scene.validate()
+    return scene
 
 
 def save_scene(scene: Scene, path) -> Path:

@@ -1,15 +1,31 @@
-"""Trajectories to HDF5 (h5py), written atomically: per-step records and body poses."""
+"""Per-step records of a run (:class:`StepRecord`, :class:`Trajectory`) and their HDF5 files.
+
+HDF5 layout (``simulate --out FILE``, :func:`write_trajectory`, :class:`TrajectoryWriter`)::
+
+    /steps/<field>        one value per step, fields RECORD_FIELDS plus status (see StepRecord)
+    /bodies/names         body names (bytes)
+    /bodies/position      (steps + 1, bodies, 3) world positions, row 0 the initial state
+    /bodies/orientation   (steps + 1, bodies, 4) unit quaternions (w, x, y, z)
+    /metrics              attributes: Trajectory.metrics() of the steps in the file
+    file attributes       scene, model, method, dt, duration, ... as given by the writer's caller;
+                          complete (bool), steps_written (int), and when the run was cut short
+                          interrupted (str: why, e.g. "SIGINT at step 812")
+
+The file is written incrementally: it is created beside the target under a temporary name, each
+flushed chunk of steps is appended, and the finished (or interrupted) file is renamed into place.
+A partial file is a valid trajectory whose ``complete`` attribute is False.
+"""
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import h5py
 import numpy as np
-
-from ..problems.io import atomic_write
-
 
 RECORD_FIELDS = ("time", "contacts", "lcp_size", "iterations", "pivots", "residual", "success", "rescued",
                  "kinetic_energy", "energy", "energy_gain", "contact_energy_gain", "max_penetration",
@@ -18,6 +34,15 @@ RECORD_FIELDS = ("time", "contacts", "lcp_size", "iterations", "pivots", "residu
 
 @dataclass
 class StepRecord:
+    """What one time step did. ``time`` (s) after the step; ``contacts`` contact points found;
+    ``lcp_size`` variables of the complementarity problem; ``iterations``/``pivots`` of the solver;
+    ``residual`` the certified residual of its answer; ``success`` the method certified the step
+    itself; ``status`` the solver's Status name (``SOLVED``, ``MAX_ITERATIONS``, ...); ``rescued``
+    a fallback solver certified a step the method did not; ``kinetic_energy``/``energy`` (J,
+    energy = kinetic + potential) after the step; ``energy_gain`` energy change over the step
+    (NaN when motors act); ``contact_energy_gain`` energy the contact impulses added (> 0 is
+    unphysical); ``max_penetration`` deepest overlap (m) after the step; ``solve_time`` seconds in
+    the solver; ``joint_error`` largest joint constraint violation after projection."""
     time: float
     contacts: int
     lcp_size: int
@@ -35,18 +60,62 @@ class StepRecord:
     solve_time: float
     joint_error: float
 
+    def __post_init__(self):
+        # one spelling of a status everywhere: the Status name ("SOLVED"), also when given the enum or its value
+        name = getattr(self.status, "name", None)
+        if name is None and isinstance(self.status, str):
+            name = self.status.upper()
+        self.status = str(name)
+
 
 @dataclass
 class Trajectory:
-    """Per-step records and (optionally) body poses; ``metrics()`` summarises a run."""
+    """Per-step records and body poses of a run; ``metrics()`` summarises it.
+
+    ``positions``/``quaternions`` hold one (bodies, 3)/(bodies, 4) array per recorded state (the
+    initial state, then one per step) when the run recorded poses; use :meth:`poses`, which warns
+    and raises when they were not recorded. ``attrs``: the file attributes when read back.
+    Dict-style access (``traj["steps/time"]``, ``traj["bodies/position"]``, ``traj["metrics"]``,
+    ``traj["attrs"]``) mirrors the HDF5 layout.
+    """
     body_names: list
     records: list = field(default_factory=list)
     positions: list = field(default_factory=list)
     quaternions: list = field(default_factory=list)
     error: str | None = None  # why the run stopped early (an unusable step), else None
+    attrs: dict = field(default_factory=dict)
 
     def column(self, name: str) -> np.ndarray:
         return np.array([getattr(r, name) for r in self.records])
+
+    def poses(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, quaternions)`` as (states, bodies, 3) and (states, bodies, 4) arrays."""
+        if not self.positions:
+            msg = ("this trajectory has no poses: run with record_poses=True "
+                   "(Simulator.run(..., record_poses=True); 'simulate --out' always records them)")
+            warnings.warn(msg, stacklevel=2)
+            raise ValueError(msg)
+        return np.array(self.positions), np.array(self.quaternions)
+
+    def __getitem__(self, key: str):
+        if key.startswith("steps/"):
+            name = key.split("/", 1)[1]
+            if name == "status":
+                return np.array([r.status for r in self.records], dtype="S")
+            if name not in RECORD_FIELDS:
+                raise KeyError(f"{key}: step fields are {', '.join(RECORD_FIELDS)}, status")
+            return self.column(name)
+        if key == "bodies/names":
+            return np.array(self.body_names, dtype="S")
+        if key == "bodies/position":
+            return self.poses()[0]
+        if key == "bodies/orientation":
+            return self.poses()[1]
+        if key == "metrics":
+            return self.metrics()
+        if key == "attrs":
+            return self.attrs
+        raise KeyError(key)
 
     def metrics(self) -> dict:
         if not self.records:
@@ -60,38 +129,132 @@ class Trajectory:
                 "solve_time_s": float(self.column("solve_time").sum())}
 
 
-def write_trajectory(path, traj, *, attrs: dict | None = None) -> Path:
-    """Write ``traj`` (a :class:`~contactlab.sim.Trajectory`) to ``path``.
+def _attr(v):
+    return v if isinstance(v, (bool, int, float, str, np.integer, np.floating)) else json.dumps(v)
 
-    Layout: ``/steps/<field>`` one value per step (time, contacts, lcp_size, iterations, pivots,
-    residual, success, kinetic_energy, energy, energy_gain, max_penetration, solve_time,
-    joint_error, status), ``/bodies/names``, ``/bodies/position`` (steps+1, nb, 3) and
-    ``/bodies/orientation`` (steps+1, nb, 4) when poses were recorded, ``/metrics`` as attributes.
+
+class TrajectoryWriter:
+    """Writes a trajectory to HDF5 while it runs: :meth:`append` flushes the steps added to a
+    :class:`Trajectory` since the last call; :meth:`close` finishes the file (``complete`` True or
+    False with ``interrupted``) and renames it onto ``path``; :meth:`abort` discards it.
+
+    >>> w = TrajectoryWriter("run.h5", traj.body_names, attrs={"scene": "stack"})  # doctest: +SKIP
+    >>> while ...: sim.run(0.5, trajectory=traj, record_poses=True); w.append(traj)  # doctest: +SKIP
+    >>> w.close(traj)                                                                # doctest: +SKIP
     """
-    def write(tmp):
-        with h5py.File(tmp, "w") as f:
-            g = f.create_group("steps")
+
+    def __init__(self, path, body_names, *, attrs: dict | None = None):
+        from ..problems.io import _FILE_MODE
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise IsADirectoryError(f"{self.path} is a directory")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent)
+        os.close(fd)
+        os.chmod(tmp, _FILE_MODE)
+        self.tmp = tmp
+        self.f = h5py.File(tmp, "w")
+        self.n_steps = 0
+        self.n_poses = 0
+        nb = len(body_names)
+        g = self.f.create_group("steps")
+        for name in RECORD_FIELDS:
+            g.create_dataset(name, shape=(0,), maxshape=(None,), dtype="f8", chunks=(256,))
+        g.create_dataset("status", shape=(0,), maxshape=(None,), dtype="S24", chunks=(256,))
+        b = self.f.create_group("bodies")
+        b.create_dataset("names", data=np.array(list(body_names), dtype="S"))
+        b.create_dataset("position", shape=(0, nb, 3), maxshape=(None, nb, 3), dtype="f8",
+                         chunks=(max(1, min(64, 65536 // max(nb, 1))), max(nb, 1), 3), compression="gzip")
+        b.create_dataset("orientation", shape=(0, nb, 4), maxshape=(None, nb, 4), dtype="f8",
+                         chunks=(max(1, min(64, 65536 // max(nb, 1))), max(nb, 1), 4), compression="gzip")
+        self.f.create_group("metrics")
+        for k, v in (attrs or {}).items():
+            self.f.attrs[k] = _attr(v)
+        self.f.attrs["complete"] = False
+        self.f.attrs["steps_written"] = 0
+        self.f.flush()
+
+    def append(self, traj: Trajectory) -> None:
+        """Write the steps and poses added since the last call, then flush the file."""
+        recs = traj.records[self.n_steps:]
+        n_pose = min(len(traj.positions), len(traj.quaternions), len(traj.records) + 1)
+        if recs:
+            k0, k1 = self.n_steps, self.n_steps + len(recs)
             for name in RECORD_FIELDS:
-                g.create_dataset(name, data=traj.column(name) if traj.records else np.zeros(0))
-            g.create_dataset("status", data=np.array([r.status for r in traj.records], dtype="S"))
-            b = f.create_group("bodies")
-            b.create_dataset("names", data=np.array(traj.body_names, dtype="S"))
-            if traj.positions:
-                b.create_dataset("position", data=np.array(traj.positions), compression="gzip")
-                b.create_dataset("orientation", data=np.array(traj.quaternions), compression="gzip")
-            m = f.create_group("metrics")
-            for k, v in traj.metrics().items():
-                m.attrs[k] = v
-            for k, v in (attrs or {}).items():
-                f.attrs[k] = v if isinstance(v, (int, float, str)) else json.dumps(v)
-    return atomic_write(path, write)
+                d = self.f["steps"][name]
+                d.resize((k1,))
+                d[k0:k1] = np.array([getattr(r, name) for r in recs], dtype=float)
+            d = self.f["steps/status"]
+            d.resize((k1,))
+            d[k0:k1] = np.array([r.status for r in recs], dtype="S24")
+            self.n_steps = k1
+        if n_pose > self.n_poses:
+            for name, src in (("position", traj.positions), ("orientation", traj.quaternions)):
+                d = self.f["bodies"][name]
+                d.resize((n_pose,) + d.shape[1:])
+                d[self.n_poses:n_pose] = np.array(src[self.n_poses:n_pose])
+            self.n_poses = n_pose
+        self.f.attrs["steps_written"] = self.n_steps
+        self.f.flush()
+
+    def close(self, traj: Trajectory, *, interrupted: str | None = None, extra=None) -> Path:
+        """Append what is left, write metrics and ``complete``/``interrupted``, rename onto ``path``.
+        ``extra(h5file)`` may add groups (e.g. the replay viewer's) before the file is closed."""
+        try:
+            self.append(traj)
+            part = Trajectory(traj.body_names, traj.records[:self.n_steps])
+            for k, v in part.metrics().items():
+                self.f["metrics"].attrs[k] = v
+            self.f.attrs["complete"] = interrupted is None and traj.error is None
+            if interrupted is not None:
+                self.f.attrs["interrupted"] = interrupted
+            if traj.error:
+                self.f.attrs["error"] = traj.error
+            if extra is not None:
+                extra(self.f)
+            self.f.close()
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        return self.path
+
+    def abort(self) -> None:
+        """Close and delete the temporary file (the target path is left as it was)."""
+        try:
+            self.f.close()
+        finally:
+            if os.path.exists(self.tmp):
+                os.unlink(self.tmp)
 
 
-def read_trajectory(path) -> dict:
-    """The file's datasets as a dict of arrays (``steps/...``, ``bodies/...``) plus ``metrics`` and ``attrs``."""
-    out = {}
+def write_trajectory(path, traj: Trajectory, *, attrs: dict | None = None, extra=None) -> Path:
+    """Write ``traj`` to ``path`` (layout in the module docstring), atomically."""
+    w = TrajectoryWriter(path, traj.body_names, attrs=attrs)
+    return w.close(traj, extra=extra)
+
+
+_INT_FIELDS = {"contacts", "lcp_size", "iterations", "pivots"}
+_BOOL_FIELDS = {"success", "rescued"}
+
+
+def read_trajectory(path) -> Trajectory:
+    """Read a file written by :func:`write_trajectory` or ``simulate --out`` back as a
+    :class:`Trajectory` (records, poses, ``attrs`` with the file attributes)."""
+    path = Path(path)
     with h5py.File(path, "r") as f:
-        f.visititems(lambda name, obj: out.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
-        out["metrics"] = dict(f["metrics"].attrs)
-        out["attrs"] = dict(f.attrs)
-    return out
+        cols = {name: f["steps"][name][()] for name in RECORD_FIELDS if name in f["steps"]}
+        status = [s.decode() for s in f["steps/status"][()]] if "status" in f["steps"] else []
+        n = len(status)
+        names = [s.decode() for s in f["bodies/names"][()]]
+        pos = f["bodies/position"][()] if "bodies/position" in f else np.zeros((0, len(names), 3))
+        quat = f["bodies/orientation"][()] if "bodies/orientation" in f else np.zeros((0, len(names), 4))
+        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()}
+    records = []
+    for k in range(n):
+        kw = {}
+        for name in RECORD_FIELDS:
+            v = cols[name][k] if name in cols else np.nan
+            kw[name] = int(v) if name in _INT_FIELDS else bool(v) if name in _BOOL_FIELDS else float(v)
+        records.append(StepRecord(status=status[k], **kw))
+    return Trajectory(names, records, list(pos), list(quat), error=attrs.get("error"), attrs=attrs)
