@@ -204,14 +204,16 @@ class _Tokens:
         return out
 
     def ints(self, k, what):
+        toks = self.take(k, what)
         try:
-            return [int(t) for t in self.take(k, what)]
+            return [int(t) for t in toks]
         except ValueError:
             raise ProblemError(f"{self.path}: expected integer(s) for {what} at token {self.pos - k}") from None
 
     def floats(self, k, what):
+        toks = self.take(k, what)
         try:
-            return np.array(self.take(k, what), dtype=np.float64)
+            return np.array(toks, dtype=np.float64)
         except ValueError:
             raise ProblemError(f"{self.path}: expected {k} number(s) for {what} at token {self.pos - k}") from None
 
@@ -309,11 +311,13 @@ def sniff_siconos(path: Path) -> str | None:
         head = [int(x) for x in tok[:5]]
     except ValueError:
         return None
+    if len(head) < 5:
+        return None
     # friction: dim nc storage rows cols ; LCP: n storage rows cols
     d, nc, storage, rows, cols = head
     if d in (2, 3, 5) and storage in (0, 1, 2) and rows == cols == d * nc:
         return "local"
-    if d in (2, 3, 5) and storage in (0, 1, 2) and rows == cols and rows != d * nc:
+    if d in (2, 3, 5) and nc > 0 and storage in (0, 1, 2) and rows == cols and rows != d * nc:
         return "global"
     return None
 
