@@ -332,7 +332,7 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
                     body = f"**{len(ctx.failures)} failed row(s) in this section.**\n\n" + body
                 bar.update(task, total=1, completed=1, label=label)
                 leak = ""
-                if clock.outside > 0.05:
+                if clock.outside > 0.01:
                     worst = sorted(clock.where.items(), key=lambda kv: -kv[1])[:3]
                     leak = (f" Numba compile time outside warm-ups: {clock.outside:.2f} s (in: "
                             + ", ".join(f"{w} {s:.2f} s" for w, s in worst)
