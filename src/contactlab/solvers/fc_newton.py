@@ -33,8 +33,9 @@ from .registry import register
 @dataclass(frozen=True)
 class NewtonACOptions:
     """tol: natural-map residual target (relative); max_iter: Newton iterations; ls_max: halvings of
-    the line search; lm: initial Levenberg-Marquardt shift (relative to max diag of J) used only when
-    the Newton system is singular or the step fails the line search; max_time: wall-clock cap in
+    the line search; lm: Levenberg-Marquardt shift (relative to max |J_ij|) added to every Newton
+    system (the Jacobian is singular on hyperstatic contact sets, rank-deficient W), raised x100 when
+    the system is singular or the step fails the line search; max_time: wall-clock cap in
     seconds (0: none), checked every iteration."""
 
     tol: float = 1e-8
@@ -50,21 +51,39 @@ class NewtonACOptions:
             raise ValueError("max_iter and ls_max must be >= 1")
 
 
-def _jacobian(Ablk, Bblk, W, dim):
-    nc = Ablk.shape[0]
-    A = sp.block_diag(list(Ablk), format="csr") if nc < 64 else _bdiag(Ablk, dim)
-    B = sp.block_diag(list(Bblk), format="csr") if nc < 64 else _bdiag(Bblk, dim)
-    return (A + B @ W).tocsc()
-
-
 def _bdiag(blocks, dim):
     nc = blocks.shape[0]
-    return sp.bsr_matrix((blocks, np.arange(nc), np.arange(nc + 1)), shape=(nc * dim, nc * dim)).tocsr()
+    return sp.bsr_matrix((blocks, np.arange(nc), np.arange(nc + 1)), shape=(nc * dim, nc * dim))
+
+
+def _newton_step(Ablk, Bblk, W, Wd, dim, phi, lm):
+    """Solve (A + B W + lm I) d = -phi; None if singular or not finite."""
+    n = phi.shape[0]
+    try:
+        if Wd is not None:
+            nc = n // dim
+            BW = np.einsum("iab,ibn->ian", Bblk, Wd.reshape(nc, dim, n)).reshape(n, n)
+            base = np.arange(nc) * dim
+            for a in range(dim):
+                for b in range(dim):
+                    BW[base + a, base + b] += Ablk[:, a, b]
+            if lm:
+                BW[np.arange(n), np.arange(n)] += lm * max(1.0, np.abs(BW).max())
+            d = np.linalg.solve(BW, -phi)
+        else:
+            J = (_bdiag(Ablk, dim) + _bdiag(Bblk, dim) @ W).tocsc()
+            if lm:
+                J = J + sp.identity(n, format="csc") * (lm * max(1.0, abs(J).max()))
+            d = spla.splu(J).solve(-phi)
+    except (RuntimeError, np.linalg.LinAlgError):
+        return None
+    return d if np.all(np.isfinite(d)) else None
 
 
 def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions):
     """Run the damped semismooth Newton from r (updated in place). Returns (status, iterations, residual)."""
     W = lp.csr()
+    Wd = None   # the sparse LU reports singular systems (then the LM shift), dense LAPACK does not
     dim, nc = lp.dim, lp.nc
     phi = np.empty(lp.n)
     Ablk = np.empty((nc, dim, dim))
@@ -73,7 +92,7 @@ def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions):
     u = W @ r + lp.q
     m = K.ac_system(r, u, lp.mu, lp.rho, dim, phi, Ablk, Bblk)
     res = K.fc_residual_kernel(r, u, lp.mu, lp.rho, dim, denom)[0]
-    lm = 0.0
+    lm = opts.lm
     t0 = time.perf_counter()
     for it in range(1, opts.max_iter + 1):
         if res <= opts.tol:
@@ -82,18 +101,12 @@ def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions):
             return Status.MAX_ITERATIONS, it - 1, res
         if not np.isfinite(m):
             return Status.NUMERICAL_FAILURE, it - 1, res
-        J = _jacobian(Ablk, Bblk, W, dim)
         d = None
         for _ in range(8):
-            try:
-                Jl = J if lm == 0.0 else J + sp.identity(lp.n, format="csc") * (lm * max(1.0, abs(J).max()))
-                d = spla.splu(Jl).solve(-phi)
-                if np.all(np.isfinite(d)):
-                    break
-            except RuntimeError:
-                pass
-            d = None
-            lm = max(opts.lm, 100.0 * lm) if opts.lm > 0 else 1e-10
+            d = _newton_step(Ablk, Bblk, W, Wd, dim, phi, lm)
+            if d is not None:
+                break
+            lm = max(1e-10, 100.0 * lm)
         if d is None:
             return Status.NUMERICAL_FAILURE, it, res
         t = 1.0
@@ -107,14 +120,11 @@ def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions):
                 break
             t *= 0.5
         if not accepted:
-            if lm == 0.0 and opts.lm > 0:
-                lm = opts.lm            # try again with a regularised system
-                continue
-            if lm > 0 and lm < 1e-2:
-                lm *= 100.0
+            if lm < 1e-2:
+                lm = max(1e-10, 100.0 * lm)   # try again with a more regularised system
                 continue
             return Status.NO_SOLUTION_FOUND, it, res
-        lm = 0.0 if t == 1.0 else lm
+        lm = opts.lm if t == 1.0 else lm
         r[:] = rt
         u = ut
         m = K.ac_system(r, u, lp.mu, lp.rho, dim, phi, Ablk, Bblk)
