@@ -4,11 +4,13 @@ problem for the solvers and maps the solution back (DESIGN.md, docs/architecture
 A model is a module in this package that defines
     NAME: str                      the name used by ``--model`` and :func:`get_model`
     Options: frozen dataclass      its options (defaults documented)
-    build(system, options) -> Problem
-    recover(system, problem, solution, options) -> StepResult
+    build(system, options) -> Built       models/built.py: Built(problem, rows, state)
+    recover(system, built, solution, options) -> StepResult     models/common.py (one result type,
+                                           one set of contact modes MODE_*)
 and optionally ``DEFAULT_METHOD`` (solver used when none is given) and ``DESCRIPTION``.
+(Until every model returns a Built, a bare problem is accepted: ``built.problem_of`` unwraps either.)
 Adding a file is enough: modules are discovered on first use. Modules without ``NAME`` (such as
-``common``) are helpers and are skipped.
+``common``, ``built``, ``rk4``) are helpers and are skipped.
 """
 from __future__ import annotations
 

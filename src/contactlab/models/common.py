@@ -29,6 +29,21 @@ class StepResult:
     motor: np.ndarray
     modes: np.ndarray
     info: dict = field(default_factory=dict)
+    accel: np.ndarray | None = None   # acceleration-level building blocks: the acceleration (v_next unused)
+
+    @classmethod
+    def contact(cls, v_next, normal, tangent_s, tangent_t, joint, modes, accel=None) -> "StepResult":
+        """The result of a model's low-level recover (rows N, S, T, J only; no limits, no motors)."""
+        return cls(v_next=v_next, normal=normal, tangent=np.column_stack([tangent_s, tangent_t]), joint=joint,
+                   limit=np.zeros(0), motor=np.zeros(0), modes=np.asarray(modes, dtype=np.int8), accel=accel)
+
+    @property
+    def tangent_s(self) -> np.ndarray:
+        return self.tangent[:, 0]
+
+    @property
+    def tangent_t(self) -> np.ndarray:
+        return self.tangent[:, 1]
 
 
 def dense(M) -> np.ndarray:

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
-from .built import ACTIVE_GAP, tangent_rows, touching
+from .built import ACTIVE_GAP, Built, tangent_rows, touching
+from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult  # noqa: F401
 from .find_indices import (step_inputs, IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
                            reduce_equalities, split_impulses)
 
-SEPARATING, STICKING, SLIDING = 0, 1, 2
-MODE_NAMES = ("separating", "sticking", "sliding")
+# one set of contact-mode constants and one result type for every model (models/common.py)
+SEPARATING, STICKING, SLIDING = MODE_SEPARATING, MODE_STICKING, MODE_SLIDING
+ContactResult = StepResult
 
 
 def check_dynamics(M, v, f, N, J=None, S=None, T=None):
@@ -94,21 +96,6 @@ class NoSlipProblem:
         return self.N.shape[0]
 
 
-@dataclass
-class ContactResult:
-    """Recovered step. ``v_next`` (m,) next velocity (velocity models) or ``accel`` (acceleration
-    models); impulses (or forces) per contact along N, S, T; joint multipliers; ``modes`` per contact
-    (0 separating, 1 sticking/rolling, 2 sliding; names in MODE_NAMES)."""
-
-    v_next: np.ndarray
-    normal: np.ndarray
-    tangent_s: np.ndarray
-    tangent_t: np.ndarray
-    joint: np.ndarray
-    modes: np.ndarray
-    accel: np.ndarray | None = None
-
-
 def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, J_rhs=None, normal_bias=None, cfm: float = 0.0,
                  tol: float = 1e-9) -> NoSlipProblem:
     """Build the no-slip LCP (eq. 56-57) for one step of length ``dt``.
@@ -137,7 +124,7 @@ def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, J_rhs=None, normal_bias
     return NoSlipProblem(red.problem, red, M, momentum, N, J.shape[0], S.shape[0])
 
 
-def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> ContactResult:
+def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> StepResult:
     """Next velocity and impulses from the normal impulses ``z`` (n,) (e.g. ``Solution.z``).
 
     Tangential and joint impulses come from the kept rows' multipliers (dropped dependent rows
@@ -153,7 +140,7 @@ def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> 
     joint, fs, ft = split_impulses(built.index_sets, lam, built.n_joint, built.n_tangent)
     vn = built.N @ v_next
     modes = np.where((z <= 0) & (vn > separating_tol), SEPARATING, STICKING).astype(np.int8)
-    return ContactResult(v_next, z, fs, ft, joint, modes)
+    return StepResult.contact(v_next, z, fs, ft, joint, modes)
 
 
 # -- the simulator's model interface (docs/architecture.md): build(system) -> problem, recover(...) ----------
@@ -199,7 +186,7 @@ def motor_saturated(sys, v_next: np.ndarray, impulse: np.ndarray, tol: float = 1
     return bool(np.all(gap >= -tol * max(1.0, np.abs(sys.a_target).max())))
 
 
-def build(sys, options: Options | None = None):
+def build(sys, options: Options | None = None) -> Built:
     """The no-slip problem of a ConstraintSystem: unilateral rows [L; N] (limits, contacts) with
     their biases, equality rows J (J v+ = j_rhs), S and T (= 0) of the touching contacts
     (:func:`~contactlab.models.built.touching`) reduced by FIND-INDICES."""
@@ -212,15 +199,12 @@ def build(sys, options: Options | None = None):
     built = build_noslip(_dense(sys.M), sys.v, sys.f + f_motor, sys.h, U, S, T, _dense(sys.J).reshape(-1, m),
                          J_rhs=sys.j_rhs,
                          normal_bias=bias, cfm=float(sys.cfm + o.cfm), tol=o.tol)
-    problem = built.problem
-    problem.model_data = built
-    problem.row_groups = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
-    return problem
+    return Built(built.problem, {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}, built)
 
 
-def recover(sys, problem, solution, options: Options | None = None):
-    from .common import StepResult, contact_modes
-    built = problem.model_data
+def recover(sys, built: Built, solution, options: Options | None = None):
+    from .common import contact_modes
+    built = built.state
     res = recover_noslip(built, solution.z)
     nl = sys.nl
     normal = res.normal[nl:]

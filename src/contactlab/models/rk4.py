@@ -45,20 +45,27 @@ def check_integrator(name: str) -> str:
     return name
 
 
-def velocity_rows_violated(sys, v: np.ndarray, rtol: float = 1e-12) -> bool:
-    """True if v violates a velocity row of the step: a limit/contact row U v + bias < 0 or a
-    joint row J v != j_rhs (beyond ``rtol`` times the row's scale)."""
-    U_rows = [(sys.L, sys.l_bias), (sys.N, sys.n_bias)]
-    for U, b in U_rows:
+def velocity_rows_violated(sys, v: np.ndarray, cfm: float = 0.0, rtol: float = 1e-9) -> bool:
+    """True if v violates a velocity row of the step: a limit/contact row U v + bias < 0 or a joint
+    row J v != j_rhs, by more than ``rtol`` times the step's velocity scale (the largest of |U v|,
+    |bias|, |j_rhs| and the change h U M^-1 f the applied forces make in one step), so that
+    rounding-level violations at rest are not impacts. With CFM the stage rows are
+    U v+ + bias + cfm p >= 0, so a resting contact may show -cfm p (p: its previous normal impulse,
+    ``sys.normal_guess``); that is not an impact either."""
+    dv = sys.h * (sys.Minv @ sys.f)
+    rows = [(sys.L, sys.l_bias), (sys.N, sys.n_bias), (sys.J, -sys.j_rhs)]
+    scale = 0.0
+    for U, b in rows:
         if U.shape[0]:
-            w = U @ v + b
-            if w.min() < -rtol * max(1e-300, float(np.abs(U @ v).max(initial=0.0)), float(np.abs(b).max(initial=0.0))):
-                return True
-    if sys.nj:
-        e = sys.J @ v - sys.j_rhs
-        if np.abs(e).max() > rtol * max(1e-300, float(np.abs(sys.J @ v).max()), float(np.abs(sys.j_rhs).max())):
+            scale = max(scale, float(np.abs(U @ v).max()), float(np.abs(b).max()), float(np.abs(U @ dv).max()))
+    tol = rtol * scale
+    if sys.nl and float((sys.L @ v + sys.l_bias).min()) < -tol:
+        return True
+    if sys.nc:
+        guess = np.zeros(sys.nc) if sys.normal_guess is None else np.nan_to_num(np.asarray(sys.normal_guess, float))
+        if float((sys.N @ v + sys.n_bias + cfm * np.maximum(guess, 0.0)).min()) < -tol:
             return True
-    return False
+    return bool(sys.nj and float(np.abs(sys.J @ v - sys.j_rhs).max()) > tol)
 
 
 @dataclass
@@ -75,21 +82,24 @@ class Staging:
 def _solve_internal(problem, method: str, what: str):
     from ..solvers import solve
     sol = solve(problem, method=method)
-    if not sol.success and not (np.all(np.isfinite(sol.z)) and sol.residual <= USABLE_RESIDUAL * problem.scale()):
+    rel = getattr(sol, "relative_residual", None)       # solve()'s scale-free measure where it has one
+    err = rel if rel is not None and np.isfinite(rel) else sol.residual / problem.scale()
+    if not sol.success and not (np.all(np.isfinite(sol.z)) and err <= USABLE_RESIDUAL):
         raise SimulationError(f"{what}: no usable answer from {method!r} (status {sol.status.name}, "
                               f"residual {sol.residual:.3g})")
     return sol, int(not sol.success)
 
 
 def stage(sys, integrator: str, method: str, make_stage: Callable, recover_stage: Callable,
-          make_impact: Callable | None = None, recover_impact: Callable | None = None):
+          make_impact: Callable | None = None, recover_impact: Callable | None = None, cfm: float = 0.0):
     """Steps 1-2 above. ``make_stage(v)`` -> the model's built stage at velocity v (with ``.problem``),
     ``recover_stage(built, solution)`` -> its result (with ``.accel``); ``make_impact(v)`` /
-    ``recover_impact`` likewise for the velocity-level impact (result with ``.v_next``).
+    ``recover_impact`` likewise for the velocity-level impact (result with ``.v_next``); ``cfm``:
+    the model's CFM on the normal rows (see :func:`velocity_rows_violated`).
     Returns (the last stage's built problem, Staging)."""
     check_integrator(integrator)
     st = Staging(np.asarray(sys.v, dtype=np.float64).copy())
-    if integrator == "rk4" and make_impact is not None and velocity_rows_violated(sys, st.v0):
+    if integrator == "rk4" and make_impact is not None and velocity_rows_violated(sys, st.v0, cfm):
         b = make_impact(st.v0)
         sol, bad = _solve_internal(b.problem, method, "onset impact")
         st.impact = recover_impact(b, sol)

@@ -35,7 +35,9 @@ from ..errors import ModelError
 from ..problems import MixedLCP
 from ..solution import Solution, Status
 from . import rk4 as staging
-from .noslip import SEPARATING, SLIDING, STICKING, ContactResult, check_dynamics
+from .built import Built
+from .common import StepResult
+from .noslip import SEPARATING, SLIDING, STICKING, check_dynamics
 from .rk4 import check_integrator
 
 SLIDING_LAWS = ("cone", "pyramid")
@@ -200,7 +202,7 @@ def build_stewart_trinkle(M, v, f, dt: float, N, S, T, mu, J=None, *, d: int = 4
                           np.zeros((n, 2)), J.shape[0], "velocity", offsets)
 
 
-def recover_pyramid(built: PyramidProblem, sol: Solution, *, tol: float = 1e-9) -> ContactResult:
+def recover_pyramid(built: PyramidProblem, sol: Solution, *, tol: float = 1e-9) -> StepResult:
     """Acceleration (or v+), contact forces (or impulses) in (N, S, T) components, joint multipliers, modes."""
     m = built.M.shape[0]
     n = built.N.shape[0]
@@ -225,8 +227,8 @@ def recover_pyramid(built: PyramidProblem, sol: Solution, *, tol: float = 1e-9) 
     an = built.N @ a
     modes[(cn <= 0) & (an > tol)] = SEPARATING
     if built.level == "velocity":
-        return ContactResult(a, cn, fs, ft, joint, modes)
-    return ContactResult(np.zeros(m), cn, fs, ft, joint, modes, accel=a)
+        return StepResult.contact(a, cn, fs, ft, joint, modes)
+    return StepResult.contact(np.zeros(m), cn, fs, ft, joint, modes, accel=a)
 
 
 @dataclass
@@ -238,7 +240,7 @@ class TrinklePangResult:
 
     status: Status
     consistent: bool | None
-    result: ContactResult | None
+    result: StepResult | None
     solution: Solution
     built: PyramidProblem
     refinements: int = 0
@@ -318,7 +320,7 @@ def _wrap(x):
     return (np.asarray(x) + np.pi) % (2 * np.pi) - np.pi
 
 
-def cone_residual(built: PyramidProblem, res: ContactResult, tol: float = 1e-9) -> float:
+def cone_residual(built: PyramidProblem, res: StepResult, tol: float = 1e-9) -> float:
     """Largest violation of the cone law (drumwright eq. 20-22) over rolling contacts, relative to
     max(1, mu c_n): |f_t| <= mu c_n, and f_t = -mu c_n a_t / |a_t| whenever a_t != 0."""
     a = res.accel
@@ -450,7 +452,7 @@ class Options:
             raise ModelError(f"sliding_law must be one of {SLIDING_LAWS}, got {self.sliding_law!r}")
 
 
-def build(sys, options: Options | None = None):
+def build(sys, options: Options | None = None) -> Built:
     from .noslip import _dense, motor_forces
     o = options or Options()
     f_motor, _ = motor_forces(sys)
@@ -475,18 +477,15 @@ def build(sys, options: Options | None = None):
                                      j_rhs=sys.j_rhs, cfm=cfm)
 
     last, st = staging.stage(sys, o.integrator, o.stage_method, make_stage, recover_pyramid, make_impact,
-                             recover_pyramid)
-    problem = last.problem
-    problem.model_data = (last, st)
-    problem.row_groups = {"limit": slice(0, nl), "normal": slice(nl, nl + sys.nc),
-                          "friction": slice(nl + sys.nc, problem.n)}
-    return problem
+                             recover_pyramid, cfm=cfm)
+    return Built(last.problem, {"limit": slice(0, nl), "normal": slice(nl, nl + sys.nc),
+                                "friction": slice(nl + sys.nc, last.problem.n)}, (last, st))
 
 
-def recover(sys, problem, solution, options: Options | None = None):
-    from .common import StepResult, contact_modes
+def recover(sys, built: Built, solution, options: Options | None = None):
+    from .common import contact_modes
     from .noslip import motor_forces, motor_saturated
-    last, st = problem.model_data
+    last, st = built.state
     res = recover_pyramid(last, solution)
     nl = sys.nl
     v_next, mix = staging.combine(sys, st, res)

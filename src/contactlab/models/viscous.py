@@ -29,8 +29,9 @@ from ..errors import ModelError
 from .find_indices import (step_inputs, IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
                            reduce_equalities, split_impulses)
 from . import rk4 as staging
-from .built import ACTIVE_GAP, tangent_rows, touching
-from .noslip import SEPARATING, SLIDING, STICKING, ContactResult, check_dynamics
+from .built import ACTIVE_GAP, Built, tangent_rows, touching
+from .common import StepResult
+from .noslip import SEPARATING, SLIDING, STICKING, check_dynamics
 from .rk4 import RK4_REAL_STABILITY, check_integrator
 
 
@@ -102,7 +103,7 @@ def build_viscous(M, v, f, N, S, T, mu_v, J=None, *, h: float = 0.0, J_rhs=None,
     return ViscousProblem(red.problem, red, Mh, f_total, N, S, T, mu_v, v, float(h), J.shape[0])
 
 
-def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -> ContactResult:
+def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -> StepResult:
     """Acceleration, normal forces ``z``, viscous tangential forces -mu_v S (v + h a) and joint forces."""
     z = np.asarray(z, dtype=np.float64).ravel()
     n = built.N.shape[0]
@@ -117,7 +118,7 @@ def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -
     an = built.N @ a
     slide = np.hypot(fs, ft) > 0
     modes = np.where((z <= 0) & (an > separating_tol), SEPARATING, np.where(slide, SLIDING, STICKING))
-    return ContactResult(built.v.copy(), z, fs, ft, joint, modes.astype(np.int8), accel=a)
+    return StepResult.contact(built.v.copy(), z, fs, ft, joint, modes.astype(np.int8), accel=a)
 
 
 def build_impact(M, v, N, J=None, *, J_rhs=None, normal_bias=None, tol: float = 1e-9):
@@ -134,7 +135,7 @@ def build_impact(M, v, N, J=None, *, J_rhs=None, normal_bias=None, tol: float = 
                          normal_bias=normal_bias, tol=tol)
 
 
-def impact_result(built: ViscousProblem, sol) -> ContactResult:
+def impact_result(built: ViscousProblem, sol) -> StepResult:
     """The impact's v+ (``v_next``) and impulses from a solution of :func:`build_impact`."""
     res = recover_viscous(built, sol.z)
     res.v_next, res.accel = res.accel, None
@@ -214,7 +215,7 @@ def _rows(sys, o):
     return _dense(sys.M), U, S, T, _dense(sys.J).reshape(-1, m), np.concatenate([sys.l_bias, sys.n_bias])
 
 
-def build(sys, options: Options | None = None):
+def build(sys, options: Options | None = None) -> Built:
     from .noslip import motor_forces
     o = options or Options()
     f_motor, _ = motor_forces(sys)
@@ -236,17 +237,14 @@ def build(sys, options: Options | None = None):
         return build_impact(M, v, U, J, J_rhs=sys.j_rhs, normal_bias=bias0, tol=o.tol)
 
     last, st = staging.stage(sys, o.integrator, o.stage_method, make_stage, lambda b, sol: recover_viscous(b, sol.z),
-                         make_impact, impact_result)
-    problem = last.problem
-    problem.model_data = (last, st)
-    problem.row_groups = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
-    return problem
+                         make_impact, impact_result, cfm=float(sys.cfm + o.cfm))
+    return Built(last.problem, {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}, (last, st))
 
 
-def recover(sys, problem, solution, options: Options | None = None):
-    from .common import StepResult, contact_modes
+def recover(sys, built: Built, solution, options: Options | None = None):
+    from .common import contact_modes
     from .noslip import motor_forces, motor_saturated
-    last, st = problem.model_data
+    last, st = built.state
     res = recover_viscous(last, solution.z)
     nl = sys.nl
     v_next, mix = staging.combine(sys, st, res)

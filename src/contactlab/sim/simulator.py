@@ -18,6 +18,7 @@ from ..mechanics.rotation import integrate_quat, quat_to_matrix
 from ..mechanics.scene import Scene
 from ..mechanics.system import build_system, joint_rows
 from ..models import get_model, make_options
+from ..models.built import problem_of
 from ..solvers import available_solvers, solve
 from .fallback import certified, rescue, usable
 
@@ -161,7 +162,8 @@ class Simulator:
         prev_normal = None if data.result is None else data.result.normal
         contacts.normal_guess = match_previous(prev, prev_normal, contacts, tol=2.0 * model.settings.margin + 1e-3)
         sys = build_system(model, data, contacts, h)
-        problem = self.contact_model.build(sys, self.model_options)
+        built = self.contact_model.build(sys, self.model_options)   # a models.built.Built (or a bare problem)
+        problem = problem_of(built)
         kwargs = dict(self.solver_options)
         warm = data.warm.get("z")
         if self.warm_start and warm is not None and warm.shape == (problem.n,) and \
@@ -179,7 +181,7 @@ class Simulator:
             raise SimulationError(f"step {data.steps + 1} (t = {data.time + h:.6g} s): no usable answer from "
                                   f"{self.method!r} or the fallbacks (status {sol.status.name}, relative residual "
                                   f"{sol.relative_residual:.3g} > {self.max_uncertified_residual:g})")
-        result = self.contact_model.recover(sys, problem, sol, self.model_options)
+        result = self.contact_model.recover(sys, built, sol, self.model_options)
         data.warm["z"] = np.asarray(sol.z).copy() if sol.success else None
         # kinetic energy added by the constraint impulses: KE(v+) - KE(v + h M^-1 f), kinematic bodies excluded
         vf, vn = sys.v_free() * self._passive, result.v_next * self._passive
