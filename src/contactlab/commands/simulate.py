@@ -68,7 +68,8 @@ def register(app: typer.Typer) -> None:
     def simulate(scene: str = typer.Argument(..., help="built-in scene (listed below), a .toml/.json scene file "
                                                         "(docs/scene-files.md) or a .urdf mechanism"),
                  set_: list[str] = typer.Option(None, "--set", help="scene parameter KEY=VALUE (repeatable)"),
-                 duration: float = typer.Option(1.0, "--duration", help="simulated seconds"),
+                 duration: float = typer.Option(None, "--duration", help="simulated seconds (default: the scene's "
+                                                "own duration if it has one, e.g. a grasp script's, else 1)"),
                  dt: float = typer.Option(None, "--dt", help="time step (default: the scene's)"),
                  model: str = typer.Option("stewart-trinkle", "--model", help="contact model"),
                  method: str = typer.Option(None, "--method", help="solver method (default: the model's)"),
@@ -96,6 +97,8 @@ def register(app: typer.Typer) -> None:
                 k, v = item.split("=", 1)
                 params[k.strip()] = v.strip()
             sc = make_scene(scene, **params)
+            if duration is None:
+                duration = float(getattr(sc, "duration", 1.0))
             if not duration >= 0:
                 raise typer.BadParameter("--duration must be >= 0")
             _check_method(sc, model, method, dt)

@@ -106,7 +106,9 @@ class LegController:
 
     # -- logging ----------------------------------------------------------------------------------------
     def _record(self, sim, tau) -> None:
-        """State after the previous step: base pose, commanded stance, feet in contact, slip speed."""
+        """State after the previous step: base pose, commanded stance, feet in contact (a touching,
+        loaded contact of that step) and slip speed (tangential velocity of the contact point of
+        the step's geometry after the step, i.e. what the model's tangential rows S v+, T v+ see)."""
         data, s = sim.data, self.setup
         i = self._base
         R = quat_to_matrix(data.quaternion[i])
@@ -119,7 +121,9 @@ class LegController:
         slip = np.full(L, np.nan)
         cs, res = data.contacts, data.result
         if cs is not None and res is not None and cs.count:
-            loaded = np.asarray(res.normal) > 0
+            from ..models.built import ACTIVE_GAP
+            # touching (not speculative: friction acts at touching contacts only) and loaded
+            loaded = (np.asarray(res.normal) > 0) & (cs.phi <= ACTIVE_GAP)
             for side in ("a", "b"):           # contacts whose body on this side is a foot
                 body = getattr(cs, f"body_{side}")
                 other = cs.body_b if side == "a" else cs.body_a
@@ -166,21 +170,21 @@ class LegController:
             return {"distance_m": 0.0, "mean_speed_m_s": 0.0, "fell": False, "max_foot_slip_m_s": 0.0}
         x = a["base"][:, 0]
         dist = float(x[-1] - x[0])
-        walk = max(a["time"][-1] - a["time"][0] - self.settle, 1e-12)
+        walk = a["time"][-1] - a["time"][0] - self.settle
         z = a["base"][:, 2]
         fell = bool(np.any(np.abs(z - self.setup.height) > self.fall_height * self.setup.height) or
                     np.any(np.abs(a["rpy"][:, :2]) > np.radians(self.fall_angle_deg)))
         slip = a["slip"]
-        return {"distance_m": dist, "mean_speed_m_s": float(dist / walk), "fell": fell,
+        return {"distance_m": dist, "mean_speed_m_s": float(dist / walk) if walk > 0 else 0.0, "fell": fell,
                 "max_foot_slip_m_s": float(np.nanmax(slip)) if np.any(np.isfinite(slip)) else 0.0}
 
 
 def attach(scene, controller) -> None:
-    """Make ``controller`` part of ``scene``: ``scene.controllers`` (run by ``contactlab simulate``
-    through ``Simulator(..., controllers=...)``) and ``scene.summaries["locomotion"]`` (added to
-    the JSON of ``simulate --json``)."""
+    """Make ``controller`` part of ``scene``: ``scene.controllers`` (passed by ``contactlab simulate``
+    to ``Simulator(..., controllers=...)``) and ``scene.summary(sim, trajectory)`` -> ``{"locomotion":
+    {...}}`` (merged into the JSON of ``simulate --json``)."""
     scene.controllers = [controller]
-    scene.summaries = {"locomotion": controller.summary}
+    scene.summary = lambda sim, trajectory=None: {"locomotion": controller.summary(sim, trajectory)}
 
 
 def check_setup(setup: LegSetup) -> None:

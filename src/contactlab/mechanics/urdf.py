@@ -24,6 +24,22 @@ def _quat_from_matrix(R: np.ndarray) -> tuple:
     return tuple(q / np.linalg.norm(q))
 
 
+def resolve_mesh(filename: str, urdf_dir: Path) -> Path:
+    """A mesh file of a URDF: ``package://PKG/rest`` is looked up in the URDF's ancestor folders (the
+    one named PKG, or one holding PKG/rest: the layout of installed description packages such as
+    example-robot-data); ``file://`` and plain paths are taken relative to the URDF's folder."""
+    if filename.startswith("package://"):
+        pkg, _, rest = filename[len("package://"):].partition("/")
+        for p in (urdf_dir, *urdf_dir.parents):
+            for cand in ((p / rest) if p.name == pkg else None, p / pkg / rest):
+                if cand is not None and cand.exists():
+                    return cand
+        return urdf_dir / pkg / rest
+    if filename.startswith("file://"):
+        filename = filename[len("file://"):]
+    return urdf_dir / filename
+
+
 def _geometry(geom, link: str, urdf_dir: Path) -> list[Shape]:
     if geom.box is not None:
         return [Shape("box", size=tuple(float(x) for x in geom.box.size))]
@@ -34,8 +50,7 @@ def _geometry(geom, link: str, urdf_dir: Path) -> list[Shape]:
     if geom.mesh is not None:
         try:
             import trimesh
-            fname = str(geom.mesh.filename).replace("package://", "")
-            mesh = trimesh.load(urdf_dir / fname, force="mesh")
+            mesh = trimesh.load(resolve_mesh(str(geom.mesh.filename), urdf_dir), force="mesh")
             V = np.asarray(mesh.vertices, dtype=np.float64)
             if geom.mesh.scale is not None:
                 V = V * np.asarray(geom.mesh.scale, dtype=np.float64)

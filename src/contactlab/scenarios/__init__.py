@@ -102,3 +102,6 @@ register_scene("barrett-grasp", _barrett.build)
 from . import quadruped as _quadruped  # noqa: E402
 
 register_scene("quadruped", _quadruped.build)
+from . import solo12 as _solo12  # noqa: E402
+
+register_scene("solo12", _solo12.build)

@@ -1,0 +1,79 @@
+"""The trotting quadruped of drumwright §VII-B (scenario-specs §2.2) and Solo-12 from
+example-robot-data: the scenes as specified, the trot under no-slip / viscous / Coulomb mu 100,
+the ``locomotion`` JSON of ``contactlab simulate`` (keep)."""
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from contactlab.cli import app
+from contactlab.mechanics import build_model
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+
+
+def test_quadruped_scene_as_specified():
+    sc = make_scene("quadruped")
+    model, data = build_model(sc)
+    dyn = [b for b in sc.bodies if b.kind == "dynamic"]
+    assert len(dyn) == 13 and len(sc.joints) == 12 and all(j.kind == "revolute" for j in sc.joints)
+    assert abs(sum(b.mass for b in dyn) - 1.34) < 1e-12
+    colliding = {b.name: [s.kind for s in b.shapes] for b in dyn if b.shapes}
+    assert colliding == {"base": ["box", "box"], **{f"{l}_shank": ["sphere"] for l in ("LF", "RF", "LH", "RH")}}
+    # the feet stand on the ground (sphere bottoms at z = 0 to 10 um), the paper's initial angles
+    R = data.rotation()
+    for leg in ("LF", "RF", "LH", "RH"):
+        i = model.index(f"{leg}_shank")
+        s = sc.bodies[i].shapes[0]
+        z = data.position[i, 2] + (R[i] @ np.asarray(s.position))[2] - s.radius
+        assert 0 <= z < 2e-5
+    ctl = sc.controllers[0]
+    np.testing.assert_allclose(ctl.setup.analytic.inverse(ctl.setup.nominal)[0], ctl.setup.q_offset, atol=1e-12)
+    rough = make_scene("quadruped", terrain="rough", seed=3)
+    bumps = [s for s in rough.bodies[0].shapes if s.kind == "box"]
+    assert len(bumps) == 40 and max(s.size[2] for s in bumps) <= 2 * 0.004
+    assert [s.position for s in bumps] == [s.position for s in make_scene("quadruped", terrain="rough", seed=3).bodies[0].shapes if s.kind == "box"]
+
+
+@pytest.mark.slow
+def test_trot_under_no_slip_viscous_and_coulomb():
+    """0.6 s of trot (each diagonal pair swings once) per model: upright, at the commanded speed
+    (no-slip and Coulomb mu 100), stance feet fixed under no-slip and sliding under viscous
+    (mu_v 0.1 N s/m cannot carry the robot: it slides in place), no contact energy gain,
+    penetration below the margin."""
+    out = {}
+    for model in ("no-slip", "viscous", "stewart-trinkle"):
+        sc = make_scene("quadruped", settle=0.05)
+        ctl = sc.controllers[0]
+        ctl.ramp = 0.0
+        sim = Simulator(sc, model, controllers=sc.controllers)
+        traj = sim.run(0.6)
+        assert traj.error is None
+        s = ctl.summary(sim, traj)
+        a = ctl.arrays()
+        m = traj.metrics()
+        assert not s["fell"]
+        assert np.abs(a["rpy"][:, :2]).max() < np.radians(5)
+        assert np.abs(a["base"][:, 2] / ctl.setup.height - 1).max() < 0.05
+        assert m["max_penetration"] < sc.settings.margin
+        ke = traj.column("kinetic_energy").max()
+        assert np.nanmax(traj.column("contact_energy_gain")) <= 1e-9 * max(ke, 1e-3)
+        assert a["contact"][-300:].any(axis=0).all() and (~a["contact"][-300:]).any(axis=0).all()   # each foot steps
+        out[model] = s
+    expected = 0.05 * 0.55
+    for model in ("no-slip", "stewart-trinkle"):
+        assert abs(out[model]["distance_m"] / expected - 1) < 0.3, out
+    assert out["no-slip"]["max_foot_slip_m_s"] < 1e-6
+    assert out["viscous"]["max_foot_slip_m_s"] > 1e-3
+    assert abs(out["viscous"]["distance_m"]) < 0.3 * expected
+
+
+def test_simulate_json_has_locomotion():
+    r = CliRunner().invoke(app, ["simulate", "quadruped", "--model", "no-slip", "--duration", "0.03", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    loc = out["locomotion"]
+    assert set(loc) == {"distance_m", "mean_speed_m_s", "fell", "max_foot_slip_m_s"}
+    assert loc["fell"] is False and out["steps"] == 30
+    assert abs(loc["distance_m"] - (out["bodies"]["base"]["position"][0] - make_scene("quadruped").body("base").position[0])) < 1e-12
