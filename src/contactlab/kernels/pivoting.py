@@ -8,7 +8,7 @@ claimed class), 2 pivot limit, 3 numerical failure (singular pivot block).
 import numpy as np
 
 from ._jit import jit
-from .tolerances import ITERATE, PIVOT, TIE
+from .tolerances import DEPENDENT_W, ITERATE, PIVOT, TIE
 
 SOLVED, UNBOUNDED, MAX_PIVOTS, NUMERICAL = 0, 1, 2, 3
 
@@ -305,19 +305,19 @@ def _g_row(indptr, indices, data, Lm, a, g):
 
 
 @jit
-def _chol_append_g(L, k, Gb, rows, a, g, col, tmp):
-    """Append row a (its G row ``g``) to the Cholesky factor of G_B G_B'; Gb[:k] caches the G rows
-    of the non-basic set. O(k m + k^2)."""
+def _chol_append_g(L, k, Gb, rows, a, g, col, tmp, cfm):
+    """Append row a (its G row ``g``) to the Cholesky factor of G_B G_B' + cfm I; Gb[:k] caches the
+    G rows of the non-basic set. O(k m + k^2)."""
     m = Gb.shape[1]
     for i in range(k):
         v = 0.0
         for t in range(m):
             v += Gb[i, t] * g[t]
         col[i] = v
-    gg = 0.0
+    gg = cfm
     for t in range(m):
         gg += g[t] * g[t]
-    if not _chol_append_column(L, k, col, gg, rows, a, tmp, 1e-12):
+    if not _chol_append_column(L, k, col, gg, rows, a, tmp, PIVOT):
         return False
     for t in range(m):
         Gb[k, t] = g[t]
@@ -377,8 +377,11 @@ def _chol_solve(L, k, b, x):
 
 
 @jit
-def ppm_kernel(indptr, indices, data, Lm, q, max_iter, L, rows, Gb, zb, wt, tmp, col, g, u, sv, counts):
-    """Drumwright's modified PPM I (Alg. 1) on Q = N M^-1 N' = G G' (G = N L^-T, L L' = M), q = N f*.
+def ppm_kernel(indptr, indices, data, Lm, q, cfm, max_iter, L, rows, Gb, zb, wt, tmp, col, g, u, sv, counts):
+    """Drumwright's modified PPM I (Alg. 1) on Q = N M^-1 N' + cfm I = G G' + cfm I (G = N L^-T,
+    L L' = M), q = N f* + offset. CFM is the bordering [G, sqrt(cfm) I] of Theorem 1 (full row rank)
+    without forming it: only the diagonal of the non-basic block changes, so the cost stays
+    O(m^3 + m^2 n) (the non-basic set may then grow to n: L and Gb hold L.shape[0] - 1 rows).
 
     N comes as CSR arrays. Only the non-basic set's G rows (<= m of them, Lemma 1) are formed, on
     entry (O(m^2) each), with the Cholesky factor of G_B G_B' updated per pivot; w = q + N (M^-1
@@ -387,6 +390,7 @@ def ppm_kernel(indptr, indices, data, Lm, q, max_iter, L, rows, Gb, zb, wt, tmp,
     """
     n = q.shape[0]
     m = Lm.shape[0]
+    kmax = L.shape[0] - 1
     it = 0
     i0 = 0
     for i in range(n):
@@ -399,9 +403,10 @@ def ppm_kernel(indptr, indices, data, Lm, q, max_iter, L, rows, Gb, zb, wt, tmp,
         counts[1] = 0
         return SOLVED, 0
     _g_row(indptr, indices, data, Lm, i0, g)
-    if not _chol_append_g(L, 0, Gb, rows, i0, g, col, tmp):  # a zero row with q < 0: no solution
+    if not _chol_append_g(L, 0, Gb, rows, i0, g, col, tmp, cfm):  # a zero row with q < 0: no solution
         counts[0] = 0
         counts[1] = 0
+        rows[0] = i0
         return UNBOUNDED, 0
     k = 1
     piv = 1
@@ -429,7 +434,7 @@ def ppm_kernel(indptr, indices, data, Lm, q, max_iter, L, rows, Gb, zb, wt, tmp,
             sv[t] = v / Lm[t, t]
         imin = -1
         wmin = 0.0
-        wscale = 1.0
+        wscale = 0.0
         for i in range(n):
             v = 0.0
             for p in range(indptr[i], indptr[i + 1]):
@@ -439,7 +444,7 @@ def ppm_kernel(indptr, indices, data, Lm, q, max_iter, L, rows, Gb, zb, wt, tmp,
         for i in range(k):
             wt[rows[i]] = 0.0
         for i in range(n):
-            if wt[i] < wmin - 1e-11 * wscale:
+            if wt[i] < wmin - PIVOT * wscale:
                 wmin = wt[i]
                 imin = i
         jmin = -1
@@ -449,9 +454,9 @@ def ppm_kernel(indptr, indices, data, Lm, q, max_iter, L, rows, Gb, zb, wt, tmp,
                 zmin = zb[i]
                 jmin = i
         if imin >= 0:
-            if k < m:
+            if k < kmax:
                 _g_row(indptr, indices, data, Lm, imin, g)
-            if k < m and _chol_append_g(L, k, Gb, rows, imin, g, col, tmp):
+            if k < kmax and _chol_append_g(L, k, Gb, rows, imin, g, col, tmp, cfm):
                 k += 1  # line 32: i joins the non-basic set
                 piv += 1
                 if jmin >= 0:  # lines 34-38 (jmin indexes the old rows, unchanged by the append)
@@ -459,7 +464,7 @@ def ppm_kernel(indptr, indices, data, Lm, q, max_iter, L, rows, Gb, zb, wt, tmp,
                     k -= 1
                     piv += 1
                 continue
-            if wmin < -1e-8 * wscale:
+            if wmin < -DEPENDENT_W * wscale:
                 # a dependent row with w clearly < 0: impossible in exact arithmetic (Theorem 1
                 # with q in range(N)); report it rather than guess
                 counts[0] = it

@@ -15,6 +15,11 @@ EPS = 2.220446049250313e-16
 #: (problems/residual.py ``relative_residuals``) must be at most this (or the method's ``tol``)
 CERTIFY = 1e-6
 
+#: the unit of w in the certified residual is at least ROUNDING_UNIT times the size of the terms
+#: summed into w (max|M| ||z||_1): where w = M z + q cancels, its rounding error is measured
+#: against those terms, not against the cancelled result
+ROUNDING_UNIT = 1e-6
+
 #: a matrix is symmetric when max |M - M'| <= SYMMETRY * max |M|
 SYMMETRY = 1e-12
 
@@ -28,6 +33,10 @@ PIVOT = 1e-11
 #: pivoting iterates: a value of w = M z + q counts as negative only below
 #: -ITERATE * (max|q| + max|M| * max|z|): the rounding error of forming w grows with |z|
 ITERATE = 1e-12
+
+#: ppm: a w_i of a row dependent on the non-basic set counts as clearly negative below
+#: -DEPENDENT_W * max(|q|, |N M^-1 N_B' z_B|) (outside Theorem 1: reported, never guessed)
+DEPENDENT_W = 1e-8
 
 #: ratio-test ties: two step lengths are equal within TIE * (|step| + iterate tolerance)
 TIE = 1e-10

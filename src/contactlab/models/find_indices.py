@@ -199,8 +199,8 @@ class ShiftedFactoredLCP(FactoredLCP):
 
         w = N M^-1 (N' z + f) + offset + cfm * z   (q = N M^-1 f + offset).
 
-    CFM is exact: N is bordered with sqrt(cfm) I and M with I (extra inert coordinates), so
-    ``ppm`` still never forms the n x n matrix. ``accel(z)[:k]`` are the original coordinates.
+    CFM is FactoredLCP's own ``cfm`` (``ppm`` adds it to the non-basic block's diagonal: still
+    O(m^3 + m^2 n), the n x n matrix is never formed). ``accel(z)[:k]`` are the coordinates.
     """
 
     def __init__(self, N, M, f, offset, cfm: float = 0.0):
@@ -208,15 +208,10 @@ class ShiftedFactoredLCP(FactoredLCP):
         M = np.asarray(M, dtype=np.float64)
         f = np.asarray(f, dtype=np.float64)
         self.k = M.shape[0]
-        if cfm > 0:
-            n = N.shape[0]
-            N = np.hstack([N, np.sqrt(cfm) * np.eye(n)])
-            M = sla.block_diag(M, np.eye(n))
-            f = np.concatenate([f, np.zeros(n)])
         offset = np.asarray(offset, dtype=np.float64).ravel()
         if offset.shape != (N.shape[0],):
             raise ModelError(f"offset has length {offset.shape[0]}; expected {N.shape[0]}")
-        super().__init__(N, M, f=f, offset=offset)
+        super().__init__(N, M, f=f, offset=offset, cfm=cfm)
 
     def coordinates(self, z: np.ndarray) -> np.ndarray:
         """The reduced coordinates u (first k of accel) for impulses z."""

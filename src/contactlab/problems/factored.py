@@ -10,18 +10,19 @@ from ..errors import ProblemError
 from .base import Problem
 from .lcp import LCP
 from .residual import Residuals, lcp_relative, lcp_residuals
-from .validation import as_matrix, as_vector, matvec, to_dense
+from .validation import as_matrix, as_vector, matvec, max_abs, to_dense
 
 
 class FactoredLCP(Problem):
-    """LCP (N M^-1 N', N M^-1 f + offset) with N (n, m) contact rows and M (m, m) SPD.
+    """LCP (N M^-1 N' + cfm I, N M^-1 f + offset) with N (n, m) contact rows and M (m, m) SPD.
 
     Pass ``f`` (generalized forces, q = N M^-1 f) or ``f_star`` (already M^-1 f, q = N f_star, as
-    drumwright Alg. 1 line 2); ``offset`` (n,) adds constant row terms (stabilisation biases).
+    drumwright Alg. 1 line 2); ``offset`` (n,) adds constant row terms (stabilisation biases);
+    ``cfm`` >= 0 constraint force mixing on the diagonal (w = N M^-1 (N'z + f) + offset + cfm z).
     The n x n matrix is formed only by :meth:`to_lcp`.
     """
 
-    def __init__(self, N, M, f=None, *, f_star=None, offset=None):
+    def __init__(self, N, M, f=None, *, f_star=None, offset=None, cfm: float = 0.0):
         self.N = as_matrix("N", N)
         n, m = self.N.shape
         self.M = as_matrix("M", M, (m, m), square=True)
@@ -52,6 +53,22 @@ class FactoredLCP(Problem):
             self.f = matvec(self.M, self.f_star)
         self.offset = np.zeros(n) if offset is None else as_vector("offset", offset, n)
         self.q = matvec(self.N, self.f_star) + self.offset
+        try:
+            self.cfm = float(cfm)
+        except (TypeError, ValueError):
+            raise ProblemError(f"cfm must be a number >= 0, got {cfm!r}") from None
+        if not (np.isfinite(self.cfm) and self.cfm >= 0.0):
+            raise ProblemError(f"cfm must be finite and >= 0, got {cfm!r}")
+
+    def lower_factor(self) -> np.ndarray:
+        """The lower Cholesky factor L of M (L L' = M), C-contiguous, computed once."""
+        if getattr(self, "_lower", None) is None:
+            if hasattr(self, "_chol"):
+                c, lower = self._chol
+                self._lower = np.ascontiguousarray(np.tril(c) if lower else np.triu(c).T)
+            else:
+                self._lower = np.ascontiguousarray(np.linalg.cholesky(to_dense(self.M)))
+        return self._lower
 
     def solve_M(self, b: np.ndarray) -> np.ndarray:
         """M^-1 b with the factorisation made once at construction."""
@@ -62,13 +79,22 @@ class FactoredLCP(Problem):
         return self.solve_M(matvec(self.N.T, z)) + self.f_star
 
     def w(self, z):
-        return matvec(self.N, self.accel(z)) + self.offset
+        w = matvec(self.N, self.accel(z)) + self.offset
+        return w + self.cfm * np.asarray(z, dtype=np.float64) if self.cfm else w
 
     def residuals(self, z, w=None) -> Residuals:
         return lcp_residuals(z, self.w(z) if w is None else w)
 
     def relative_residuals(self, z, w=None, x=None) -> Residuals:
-        return lcp_relative(z, self.w(z) if w is None else w, self.q)
+        """:func:`lcp_relative` with the terms of w = N s + offset + cfm z (s = M^-1 N' z + f*)
+        measured by max|N| ||s||_1 + |offset| + cfm ||z||_1."""
+        z = np.asarray(z, dtype=np.float64)
+        s = self.accel(z)
+        if getattr(self, "_max_abs", None) is None:
+            self._max_abs = max_abs(self.N)
+        terms = self._max_abs * float(np.sum(np.abs(s))) + float(np.max(np.abs(self.offset), initial=0.0)) \
+            + self.cfm * float(np.sum(np.abs(z)))
+        return lcp_relative(z, self.w(z) if w is None else w, self.q, terms)
 
     def is_trivial(self) -> bool:
         return self.n == 0 or float(self.q.min()) >= 0.0
@@ -80,6 +106,8 @@ class FactoredLCP(Problem):
         Nd = to_dense(self.N)
         Q = Nd @ self.solve_M(np.ascontiguousarray(Nd.T))
         Q = 0.5 * (Q + Q.T)
+        if self.cfm:
+            Q[np.diag_indices_from(Q)] += self.cfm
         return LCP(Q, self.q), lambda z: z
 
     def __repr__(self):

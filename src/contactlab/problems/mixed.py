@@ -106,11 +106,15 @@ class MixedLCP(Problem):
     def relative_residuals(self, z, w=None, x=None) -> Residuals:
         """The LCP part as :func:`lcp_relative` (w against h); the equality rows relative to
         max(||g||, ||A x||, ||C y||)."""
+        from ..kernels.tolerances import ROUNDING_UNIT
         x = self.recover_x(z) if x is None else x
-        r = lcp_relative(z, self.w(z, x) if w is None else w, self.h)
+        l1x, l1z = float(np.sum(np.abs(x))), float(np.sum(np.abs(z)))
+        mx = lambda G: float(np.max(np.abs(G), initial=0.0))  # noqa: E731
+        Bmax = float(abs(self.B).max()) if hasattr(self.B, "nnz") else mx(self.B)
+        r = lcp_relative(z, self.w(z, x) if w is None else w, self.h, mx(self.D) * l1x + Bmax * l1z)
         Ax, Cy = self.A @ x, self.C @ z
         size = max(float(np.max(np.abs(self.g), initial=0.0)), float(np.max(np.abs(Ax), initial=0.0)),
-                   float(np.max(np.abs(Cy), initial=0.0)))
+                   float(np.max(np.abs(Cy), initial=0.0)), ROUNDING_UNIT * (mx(self.A) * l1x + mx(self.C) * l1z))
         eq = float(np.max(np.abs(Ax + Cy + self.g), initial=0.0))
         eq = eq / size if size > 0 else 0.0
         return Residuals(max(r.natural, eq), r.complementarity, max(r.infeasibility, eq))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels.residual import box_residual_kernel, lcp_residual_kernel
+from ..kernels.tolerances import ROUNDING_UNIT
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,10 @@ def _inf(v) -> float:
     return float(np.max(np.abs(v))) if np.size(v) else 0.0
 
 
-def lcp_relative(z: np.ndarray, w: np.ndarray, q: np.ndarray) -> Residuals:
+def lcp_relative(z: np.ndarray, w: np.ndarray, q: np.ndarray, terms: float = 0.0) -> Residuals:
     """Scale-free residuals of the LCP w = M z + q: z measured in units of zs = ||z||_inf, w in
-    units of ws = max(||q||_inf, ||w - q||_inf) (= max(||q||, ||M z||)), so
+    units of ws = max(||q||_inf, ||w - q||_inf, ROUNDING_UNIT * terms) (= max(||q||, ||M z||, ...);
+    ``terms`` bounds the size of the products summed into w, e.g. max|M| ||z||_1), so
 
         natural = max_i |min(z_i / zs, w_i / ws)|, complementarity = max_i |z_i w_i| / (zs ws),
         infeasibility = max(0, -min z / zs, -min w / ws).
@@ -60,7 +62,7 @@ def lcp_relative(z: np.ndarray, w: np.ndarray, q: np.ndarray) -> Residuals:
     w = np.asarray(w, dtype=np.float64)
     if not (np.all(np.isfinite(z)) and np.all(np.isfinite(w))):
         return Residuals(np.inf, np.inf, np.inf)
-    ws = max(_inf(q), _inf(w - q))
+    ws = max(_inf(q), _inf(w - q), ROUNDING_UNIT * terms)
     zs = _inf(z)
     if ws == 0.0:           # q = 0 and M z = 0: every entry of w is exactly zero
         return Residuals(max(0.0, -float(np.min(z, initial=0.0))) / (zs or 1.0), 0.0,
@@ -72,14 +74,16 @@ def lcp_relative(z: np.ndarray, w: np.ndarray, q: np.ndarray) -> Residuals:
     return Residuals(nat, comp, inf)
 
 
-def box_relative(z: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: np.ndarray) -> Residuals:
+def box_relative(z: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: np.ndarray,
+                 terms: float = 0.0) -> Residuals:
     """Scale-free residuals of the boxed LCP: as :func:`box_residuals` with z in units of
-    zs = ||z||_inf (the largest finite bound when z = 0) and w in units of ws = max(||q||, ||w - q||)."""
+    zs = ||z||_inf (the largest finite bound when z = 0) and w in units of
+    ws = max(||q||, ||w - q||, ROUNDING_UNIT * terms) as in :func:`lcp_relative`."""
     z = np.asarray(z, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
     if not (np.all(np.isfinite(z)) and np.all(np.isfinite(w))):
         return Residuals(np.inf, np.inf, np.inf)
-    ws = max(_inf(q), _inf(w - q)) or 1.0
+    ws = max(_inf(q), _inf(w - q), ROUNDING_UNIT * terms) or 1.0
     zs = _inf(z)
     if zs == 0.0:
         fin = np.concatenate([lo[np.isfinite(lo)], hi[np.isfinite(hi)]])

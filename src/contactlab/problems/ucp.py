@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import ProblemError
 from .base import Problem
+from ..kernels.tolerances import ROUNDING_UNIT
 from .residual import Residuals
 from .validation import as_matrix, as_vector, matvec
 
@@ -103,7 +104,7 @@ class UCP(Problem):
             if not G.shape[0]:
                 return 0.0
             Gv = matvec(G, v)
-            size = max(_inf(g), _inf(Gv))
+            size = max(_inf(g), _inf(Gv), ROUNDING_UNIT * _inf(G) * float(np.sum(np.abs(v))))
             return _inf(Gv - g) / size if size > 0 else 0.0
         xr, yr = x / xs, y / ys
         infeas = max(eq(self.A, x, self.a), eq(self.B, y, self.b), -float(np.min(xr, initial=0.0)),

@@ -117,9 +117,14 @@ def verify(problem: Problem, target: Problem | None, method: str, info: dict) ->
         cert.update({k: v for k, v in detail.items() if k != "why"})
         return ok, "Farkas vector checked" if ok else f"Farkas vector rejected: {detail.get('why')}"
     if kind == "exhaustive" and method == "enumerate":
+        from ..problems.validation import is_psd
         from .enumerate import MAX_N
         n = q.size
-        if n <= MAX_N and cert.get("supports") == 2 ** n:
-            return True, "every support decided (enumerate)"
-        return False, "exhaustive search incomplete"
+        if not (n <= MAX_N and cert.get("supports") == 2 ** n):
+            return False, "exhaustive search incomplete"
+        if is_psd(M):   # a feasible PSD LCP is solvable (Cottle-Pang-Stone 3.8.6): the claim contradicts it
+            return False, "exhaustive claim on a PSD matrix (feasible PSD LCPs are solvable)"
+        if lcp_feasible(M, q) is not True:
+            return False, "exhaustive claim needs a feasible LCP (else a Farkas vector)"
+        return True, "every support decided (enumerate) on a feasible, non-PSD LCP"
     return False, f"unknown certificate kind {kind!r}"

@@ -23,7 +23,7 @@ from ..kernels.tolerances import RANK
 from ..problems import LCP
 from ..problems.residual import lcp_relative, relative_error
 from ..solution import Solution, Status
-from .certificates import farkas_lp
+from .certificates import farkas_lp, lcp_feasible
 from .registry import register
 
 MAX_N = 20
@@ -91,7 +91,9 @@ def enumerate_solve(problem: LCP, opts: EnumerateOptions, warm_start=None) -> So
                     sols.append(z)
                     if len(sols) >= opts.max_solutions:
                         break
-            if not sols and tested == 2 ** n:
+            if not sols and tested == 2 ** n and lcp_feasible(M, q):
+                # feasible, yet no support carries a solution (an infeasible problem whose Farkas
+                # vector fails the margin of FARKAS_MARGIN is left unproven: NO_SOLUTION_FOUND)
                 certificate = {"kind": "exhaustive", "supports": int(tested), "lp_supports": int(nsing)}
     info["lps"] = int(lps)
     info["solutions_found"] = len(sols)

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from ..errors import ParamError
 from ..kernels import pivoting as K
-from ..kernels.tolerances import CERTIFY, ITERATE
+from ..kernels.tolerances import CERTIFY, ITERATE, RANK
 from ..problems import LCP, FactoredLCP
 from ..problems.residual import lcp_natural_residual, lcp_residuals
 from ..problems.validation import is_symmetric, max_abs, to_dense
@@ -131,31 +131,61 @@ class PPMOptions:
         check_common(self)
 
 
+def theorem1_holds(problem: FactoredLCP) -> tuple[bool, str]:
+    """Whether drumwright Theorem 1 covers the problem: cfm > 0 (the bordered [N, sqrt(cfm) I] has
+    full row rank), or offset in range(N) (q = N (f* + x)), or N of full row rank. O(n m^2)."""
+    if problem.cfm > 0:
+        return True, "cfm > 0: [N, sqrt(cfm) I] has full row rank"
+    off = problem.offset
+    if not np.any(off):
+        return True, "q = N f* (no offset)"
+    Nd = to_dense(problem.N)
+    if problem.n <= problem.m and np.linalg.matrix_rank(Nd) == problem.n:
+        return True, "N has full row rank"
+    x = np.linalg.lstsq(Nd, off, rcond=None)[0]
+    if np.max(np.abs(Nd @ x - off)) <= RANK * max(float(np.max(np.abs(off))), 1e-300):
+        return True, "offset in range(N)"
+    return False, "offset outside range(N) and N rank-deficient (outside Theorem 1)"
+
+
 @register("ppm", problems=(FactoredLCP,), options=PPMOptions, convert=False, classes=("factored",),
-          description="Drumwright's modified principal pivoting (Alg. 1) on N M^-1 N' kept factored",
-          guarantees="symmetric PSD contact LCPs with q in range(N) (offset zero) or N of full row rank; "
-                     "O(m^3 + m^2 n); at most rank(N M^-1 N') <= m positive impulses (Lemma 1); "
-                     "NUMERICAL_FAILURE when a dependent row must enter")
+          description="Drumwright's modified principal pivoting (Alg. 1) on N M^-1 N' (+ cfm I) kept factored",
+          guarantees="Theorem 1: symmetric PSD contact LCPs with q in range(N), or N of full row rank, or "
+                     "cfm > 0; O(m^3 + m^2 n). Problems outside Theorem 1 (offset outside range(N), "
+                     "rank-deficient N, cfm = 0) are routed to dantzig on N M^-1 N' (info['routed']), "
+                     "which is guaranteed for PSD LCPs")
 def ppm_solve(problem: FactoredLCP, opts: PPMOptions, warm_start=None) -> Solution:
     n, m = problem.n, problem.m
+    ok, why = theorem1_holds(problem)
+    if not ok:
+        sol = dantzig_solve(problem.to_lcp(), _default_dantzig(opts))
+        sol.info["routed"] = {"to": "dantzig", "reason": why}
+        return sol
     indptr, indices, data = _csr_arrays(problem.N)  # contact rows touch two bodies: w needs only the nonzeros
-    if hasattr(problem, "_chol"):  # factored once when the problem was built
-        c, lower = problem._chol
-        Lm = np.ascontiguousarray(np.tril(c) if lower else np.triu(c).T)
-    else:  # sparse M: a dense Cholesky of M (m is the number of coordinates, not of contacts)
-        Lm = np.linalg.cholesky(to_dense(problem.M))
+    Lm = problem.lower_factor()  # once per problem (a dense Cholesky of M when M is sparse)
     q = problem.q
-    L = np.zeros((m + 1, m + 1))
-    rows = np.zeros(m + 1, dtype=np.int64)
-    Gb = np.zeros((m + 1, m))
-    zb = np.zeros(m + 1)
+    kmax = n if problem.cfm > 0 else min(m, n)   # Lemma 1: at most rank(N M^-1 N') <= m positive
+    L = np.zeros((kmax + 1, kmax + 1))
+    rows = np.zeros(kmax + 1, dtype=np.int64)
+    Gb = np.zeros((kmax + 1, m))
+    zb = np.zeros(kmax + 1)
     wt = np.zeros(n)
     counts = np.zeros(2, dtype=np.int64)
     max_it = opts.max_iterations if opts.max_iterations is not None else 10 * n + 100
-    code, k = K.ppm_kernel(indptr, indices, data, Lm, q, max_it, L, rows, Gb, zb, wt, np.zeros(m + 1),
-                           np.zeros(m + 1), np.zeros(m), np.zeros(m), np.zeros(m), counts)
+    code, k = K.ppm_kernel(indptr, indices, data, Lm, q, problem.cfm, max_it, L, rows, Gb, zb, wt,
+                           np.zeros(kmax + 1), np.zeros(kmax + 1), np.zeros(m), np.zeros(m), np.zeros(m), counts)
     z = np.zeros(n)
-    z[rows[:k]] = zb[:k]
+    info = {"theorem1": why}
+    if code == K.UNBOUNDED:   # a zero row (N_i M^-1 N_i' = 0) with q_i < 0: y = e_i is a Farkas vector
+        y = np.zeros(n)
+        y[rows[0]] = 1.0
+        info["certificate"] = {"kind": "farkas", "y": y}
+    else:
+        z[rows[:k]] = zb[:k]
+    info.update({"positive": int(np.sum(z > 0)), "rank_bound": m, "nonbasic": np.sort(rows[:k]).copy()})
     return Solution(z=np.maximum(z, 0.0), w=np.empty(0), status=_STATUS[code], iterations=int(counts[0]),
-                    pivots=int(counts[1]), info={"positive": int(np.sum(z > 0)), "rank_bound": m,
-                                                 "nonbasic": np.sort(rows[:k]).copy()})
+                    pivots=int(counts[1]), info=info)
+
+
+def _default_dantzig(opts: PPMOptions) -> DantzigOptions:
+    return DantzigOptions(tol=opts.tol, max_iterations=None)
