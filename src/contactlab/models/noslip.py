@@ -14,6 +14,7 @@ Theorem 1). Statuses are the solver's; a build never raises on a valid system.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,6 +83,7 @@ class NoSlipProblem:
     N: np.ndarray
     n_joint: int
     n_tangent: int
+    reduction_s: float = 0.0     # wall time of FIND-INDICES + the null-space reduction (part of the method)
 
     @property
     def index_sets(self) -> IndexSets:
@@ -116,12 +118,13 @@ def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, J_rhs=None, normal_bias
     if not dt > 0:
         raise ModelError(f"dt must be positive, got {dt}")
     n = N.shape[0]
+    t0 = time.perf_counter()
     bias, jr, cf, solve = step_inputs(M, n, J.shape[0], normal_bias, J_rhs)
     sets = find_indices(M, J if J.shape[0] else None, S if S.shape[0] else None,
                         T if T.shape[0] else None, tol=tol, M_solve=solve)
     momentum = M @ v + dt * f
     red = reduce_equalities(M, momentum, N, sets, lambda b, i: jr[i] if b == 0 else 0.0, bias, cfm, cf)
-    return NoSlipProblem(red.problem, red, M, momentum, N, J.shape[0], S.shape[0])
+    return NoSlipProblem(red.problem, red, M, momentum, N, J.shape[0], S.shape[0], time.perf_counter() - t0)
 
 
 def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> StepResult:

@@ -122,20 +122,26 @@ class GripperRun:
     total_time_s: float
     solve_time_s: float
     model_time_s: float       # build + solve + recover (the contact model's share of the step)
+    method_time_s: float      # the method alone: solve, plus no-slip's FIND-INDICES and null-space reduction
     drift_m: float            # largest vertical displacement of a held box (up or down)
     held: bool
     solver_failures: int
     drift_after: dict          # step -> largest vertical displacement after that many steps
     statuses: dict             # solver status -> count
     error: str | None = None   # an exception that ended the run early (reported, never hidden)
+    steps_done: int = 0        # steps completed (== steps unless an error ended the run)
+    first_failure: int | None = None   # first step whose solver status is not SOLVED/TRIVIAL (1-based)
 
 
 class _TimedModel:
-    """Forwards a contact-model module, adding the wall time of build and recover to ``elapsed``."""
+    """Forwards a contact-model module, adding the wall time of build and recover to ``elapsed`` and
+    the time of the no-slip method's own reduction (FIND-INDICES + null-space basis, drumwright Alg. 2
+    and eq. 56-57, done in build) to ``reduction``."""
 
     def __init__(self, module):
         self._m = module
         self.elapsed = 0.0
+        self.reduction = 0.0
 
     def __getattr__(self, name):
         return getattr(self._m, name)
@@ -143,9 +149,11 @@ class _TimedModel:
     def build(self, *args, **kwargs):
         t = time.perf_counter()
         try:
-            return self._m.build(*args, **kwargs)
+            built = self._m.build(*args, **kwargs)
         finally:
             self.elapsed += time.perf_counter() - t
+        self.reduction += float(getattr(getattr(built, "state", None), "reduction_s", 0.0))
+        return built
 
     def recover(self, *args, **kwargs):
         t = time.perf_counter()
@@ -157,13 +165,15 @@ class _TimedModel:
 
 def make_simulator(model: str = "no-slip", method: str | None = None, *, contacts: str = "grid",
                    per_pair_grid: tuple[int, int] = (4, 3), solver_options: dict | None = None,
-                   fallback: bool = False, **scene_params):
+                   fallback: bool = False, model_options: dict | None = None, **scene_params):
     """A :class:`~contactlab.sim.Simulator` on the box-gripper scene with the paper's contact grid
     (``contacts="grid"``) or the simulator's own collision detection (``contacts="coal"``).
-    ``fallback`` is off by default: each method is measured alone, as in the paper."""
+    ``fallback`` is off by default: each method is measured alone, as in the paper. ``model_options``:
+    the contact model's options (e.g. ``{"cfm": 0.0}`` for Stewart-Trinkle without its default CFM)."""
     from ..sim.simulator import Simulator
     scene = build(**scene_params)
-    sim = Simulator(scene, model=model, method=method, solver_options=solver_options, fallback=fallback)
+    sim = Simulator(scene, model=model, method=method, solver_options=solver_options, fallback=fallback,
+                    model_options=model_options)
     if contacts == "grid":
         order = [b.name for b in scene.bodies]
         size = float(scene.bodies[0].shapes[0].size[0])
@@ -175,9 +185,10 @@ def make_simulator(model: str = "no-slip", method: str | None = None, *, contact
 
 def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: int = 10, *,
                     contacts: str = "grid", checkpoints=(10, 100), solver_options: dict | None = None,
-                    **scene_params) -> GripperRun:
+                    model_options: dict | None = None, **scene_params) -> GripperRun:
     """Step the gripper ``steps`` times; time every step (detection, build, solve, recover, integrate)."""
-    sim = make_simulator(model, method, contacts=contacts, solver_options=solver_options, **scene_params)
+    sim = make_simulator(model, method, contacts=contacts, solver_options=solver_options,
+                         model_options=model_options, **scene_params)
     sim.contact_model = timed = _TimedModel(sim.contact_model)
     held = [i for i, n in enumerate(sim.model.names) if n.startswith("box")]
     z0 = sim.data.position[held, 2].copy()
@@ -201,11 +212,14 @@ def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: in
                       lcp_variables_mean=mean([r.lcp_size for r in records]),
                       time_per_step_s=total / max(1, len(records)), total_time_s=total,
                       solve_time_s=float(sum(r.solve_time for r in records)),
-                      model_time_s=timed.elapsed + float(sum(r.solve_time for r in records)), drift_m=drift,
+                      model_time_s=timed.elapsed + float(sum(r.solve_time for r in records)),
+                      method_time_s=timed.reduction + float(sum(r.solve_time for r in records)), drift_m=drift,
                       held=bool(error is None and drift < HELD_DRIFT and np.all(np.isfinite(sim.data.position))),
                       solver_failures=int(sum(not r.success for r in records)), drift_after=drift_after,
                       statuses={st: sum(r.status == st for r in records) for st in {r.status for r in records}},
-                      error=error)
+                      error=error, steps_done=len(records),
+                      first_failure=next((k + 1 for k, r in enumerate(records)
+                                          if str(r.status).lower() not in ("solved", "trivial")), None))
 
 
 # drumwright Table I (MATLAB, RPIsim, 10 steps, 10 trials; mean +- sigma of the whole simulation)
@@ -214,14 +228,49 @@ PAPER_TABLE_I = {("stewart-trinkle", "lemke"): (10.9681, 2.1812),
                  ("no-slip", "ppm"): (1.6680, 0.3669)}
 PAPER_LCP_VARIABLES = {"stewart-trinkle": 216, "no-slip": 36}
 
-DEFAULT_CONFIGS = (("stewart-trinkle", "lemke"), ("stewart-trinkle", "lemke", {"basis": "reduced"}),
+def paper_row(r):
+    """The paper's Table I entry for a row, only for the paper's configuration: 10 steps, default
+    model options (Stewart-Trinkle's CFM variants and solver-option variants are not the paper's)."""
+    if r["steps"] != 10 or "[" in r["method"] or "(" in r["method"]:
+        return None
+    return PAPER_TABLE_I.get((r["model"], r["method"]))
+
+
+def ratios(rows) -> str:
+    """Ratios at 10 steps, the paper's run length (Table I: ST/PPM 6.58, ST/quadprog 5.51,
+    quadprog/PPM 1.19), on whole steps and on the method alone (no-slip: solve + FIND-INDICES +
+    null-space reduction; Stewart-Trinkle: solve)."""
+    by = {(r["model"], r["method"], r["steps"]): r for r in rows}
+    st, ppm = by.get(("stewart-trinkle", "lemke", 10)), by.get(("no-slip", "ppm", 10))
+    qp = by.get(("no-slip", "qp", 10))
+    if not (st and ppm):
+        return ""
+    out = [f"10 steps, total time: Stewart-Trinkle+Lemke / no-slip+PPM = {st['total_s_mean'] / ppm['total_s_mean']:.2f} "
+           f"(paper 6.58)"]
+    if qp:
+        out.append(f"Stewart-Trinkle / no-slip+qp = {st['total_s_mean'] / qp['total_s_mean']:.2f} (paper, vs quadprog, 5.51); "
+                   f"qp / PPM = {qp['total_s_mean'] / ppm['total_s_mean']:.2f} (paper, quadprog / PPM, 1.19)")
+    out.append(f"method alone (no-slip: solve + FIND-INDICES + null-space reduction): Stewart-Trinkle+Lemke / "
+               f"no-slip+PPM = {st['method_per_step_s'] / max(ppm['method_per_step_s'], 1e-12):.1f} "
+               f"(solve calls only: {st['solve_per_step_s'] / max(ppm['solve_per_step_s'], 1e-12):.1f})")
+    return "; ".join(out) + "."
+
+
+# (model, method[, solver options[, model options]]); Stewart-Trinkle with cfm = 0: the paper's LCP
+# without the default CFM 1e-6 (Lemke ends on a ray there, see docs/box-gripper.md)
+DEFAULT_CONFIGS = (("stewart-trinkle", "lemke"), ("stewart-trinkle", "lemke", None, {"cfm": 0.0}),
+                   ("stewart-trinkle", "lemke", {"basis": "reduced"}),
                    ("no-slip", "ppm"), ("no-slip", "dantzig"), ("trinkle-pang", "lemke"), ("viscous", "ppm"))
 
 
-def method_label(method: str, options: dict | None) -> str:
-    if not options:
-        return method
-    return f"{method}({', '.join(f'{k}={v}' for k, v in sorted(options.items()))})"
+def method_label(method: str, options: dict | None, model_options: dict | None = None) -> str:
+    """e.g. ``lemke``, ``lemke(basis=reduced)``, ``lemke [cfm=0.0]`` (model options in brackets)."""
+    out = method
+    if options:
+        out += f"({', '.join(f'{k}={v}' for k, v in sorted(options.items()))})"
+    if model_options:
+        out += f" [{', '.join(f'{k}={v}' for k, v in sorted(model_options.items()))}]"
+    return out
 
 
 def _blas_one_thread():
@@ -242,14 +291,15 @@ def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup:
     with _blas_one_thread():
         for cfg in configs:
             model, method = cfg[0], cfg[1]
-            sopts = dict(cfg[2]) if len(cfg) > 2 else None
-            label = method_label(method, sopts)
-            run_box_gripper(model, method, steps=warmup, solver_options=sopts, **scene_params)
+            sopts = dict(cfg[2]) if len(cfg) > 2 and cfg[2] else None
+            mopts = dict(cfg[3]) if len(cfg) > 3 and cfg[3] else None
+            label = method_label(method, sopts, mopts)
+            run_box_gripper(model, method, steps=warmup, solver_options=sopts, model_options=mopts, **scene_params)
             for n in steps:
                 runs = []
                 for t in range(trials):
                     runs.append(run_box_gripper(model, method, steps=n, checkpoints=(10, 100),
-                                                solver_options=sopts, **scene_params))
+                                                solver_options=sopts, model_options=mopts, **scene_params))
                     if runs[-1].error:
                         runs[-1].statuses["crashed"] = 1
                     progress(f"{model}/{label} {n} steps, trial {t + 1}")
@@ -261,6 +311,9 @@ def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup:
                              "per_step_s": float(tot.mean() / n),
                              "solve_per_step_s": float(np.mean([r.solve_time_s for r in runs]) / n),
                              "model_per_step_s": float(np.mean([r.model_time_s for r in runs]) / n),
+                             "method_per_step_s": float(np.mean([r.method_time_s for r in runs]) / n),
+                             "steps_done": min(r.steps_done for r in runs),
+                             "first_failure": min((r.first_failure for r in runs if r.first_failure), default=None),
                              "statuses": {k: max(r.statuses.get(k, 0) for r in runs)
                                           for k in set().union(*(r.statuses for r in runs))},
                              "held": all(r.held for r in runs), "held_trials": sum(r.held for r in runs),
