@@ -105,3 +105,8 @@ register_scene("quadruped", _quadruped.build)
 from . import solo12 as _solo12  # noqa: E402
 
 register_scene("solo12", _solo12.build)
+
+# issue 14: computation reuse of loomis-balkcom §IV (Figs. 1 and 4): motionless sets that change
+from . import column_collapse as _column_collapse  # noqa: E402
+
+register_scene("column-collapse", _column_collapse.build)

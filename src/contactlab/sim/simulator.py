@@ -73,7 +73,9 @@ class Simulator:
     :mod:`contactlab.sim.fallback`); the step still counts as a failure of the method
     (``StepRecord.success`` is the method's own result, ``rescued`` says a fallback certified the
     step). ``max_uncertified_residual``: an uncertified answer is applied only up to this relative
-    residual; beyond it the step raises :class:`SimulationError`.
+    residual; beyond it the step raises :class:`SimulationError`. ``reuse="motionless"``:
+    warm-start each solve from the motionless bodies' sub-solution instead (loomis-balkcom §IV,
+    :mod:`contactlab.sim.reuse`).
 
     ``controllers``: callables ``fn(sim)`` run, in order, before every step (also
     :meth:`add_controller`). A controller reads the state (``sim.data``, :meth:`body_state`) and
@@ -84,7 +86,8 @@ class Simulator:
     def __init__(self, scene: Scene, model: str = "stewart-trinkle", method: str | None = None, *,
                  model_options: dict | None = None, solver_options: dict | None = None,
                  dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1,
-                 fallback: bool = True, max_uncertified_residual: float = 1e-3, controllers=()):
+                 fallback: bool = True, max_uncertified_residual: float = 1e-3, controllers=(),
+                 reuse: str | None = None):
         if dt is not None:
             if not dt > 0:
                 raise ModelError(f"dt must be > 0, got {dt}")
@@ -110,6 +113,8 @@ class Simulator:
         spec = available_solvers().get(self.method)
         self.warm_start = bool(warm_start and spec is not None and spec.warm_start)
         self._spec = spec
+        from .reuse import make_reuse   # reuse="motionless": loomis-balkcom §IV (sim/reuse.py)
+        self.reuse = make_reuse(reuse, self)
         self.has_actuation = bool(np.any(self.model.kind == KIND_KINEMATIC)) or any(
             j.motor_target is not None for j in self.model.joints)
         self._kinematic = bool(np.any(self.model.kind == KIND_KINEMATIC))
@@ -169,6 +174,8 @@ class Simulator:
         if self.warm_start and warm is not None and warm.shape == (problem.n,) and \
                 isinstance(problem, self._spec.problems):
             kwargs["warm_start"] = warm
+        if self.reuse is not None:      # the motionless set's sub-solution replaces the previous step's
+            self.reuse.prepare(built, contacts, kwargs)
         t0 = time.perf_counter()
         sol = solve(problem, self.method, **kwargs)
         primary_ok = certified(sol)
@@ -199,6 +206,8 @@ class Simulator:
         data.steps += 1
         data.joint_torque.clear()
         data.contacts, data.result = contacts, result
+        if self.reuse is not None:      # new motionless set: its sub-LCP is solved now (LCP time)
+            t_solve += self.reuse.after_step(contacts, built)
         self.last_system, self.last_problem, self.last_solution = sys, problem, sol
         ke = kinetic_energy(model, data)
         e1 = ke + potential_energy(model, data)

@@ -1,0 +1,208 @@
+"""Motionless-set computation reuse in time stepping (loomis-balkcom §IV, Figs. 1, 3, 4).
+
+The paper's SIMULATE::
+
+    prevSoln <- {} ; prevMotionless <- {}
+    each step:  SOLVELCP(world, prevSoln)                  # warm start (Theorem 1)
+                motionless <- GETMOTIONLESSBODIES(world)
+                if motionless != prevMotionless:
+                    prevSoln <- SOLVELCP(motionless, {}) ; prevMotionless <- motionless
+
+Motionless bodies (:func:`motionless_bodies`): dynamic bodies whose speed after the step is at most
+``tol_v`` (rotation times the body's radius included) and that are connected to a fixed body
+through contacts with other such bodies. The sub-problem of the contacts among them (and the
+ground) is the principal sub-problem of the step's problem on those contacts' rows (eq. 8: no
+contact of the sub-structure touches a body outside it), solved once when the set changes and
+kept while it stays. Each later step passes it as the warm start of the full solve: its contacts
+are found again by shape pair and nearest point (as the simulator matches contacts between steps),
+their rows get the stored values, every other row starts at zero, so Dantzig starts from
+([x 0], [y A21 x + b2]) and needs at most n - k major cycles (Theorem 1). The warm-start
+kernel re-solves the stored active set on the current data, so the start is exact even when the
+motionless bodies' data drifted within the tolerance. Solvers without a warm start ignore it.
+
+The cost of the sub-solves is part of the step's LCP time (``StepRecord.solve_time``), as in the
+paper's 2.2 s -> 1.2 s.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from ..collision import match_previous
+from ..errors import ModelError
+from ..mechanics.model import KIND_DYNAMIC, KIND_FIXED
+from ..models.built import problem_of
+from .fallback import certified
+
+MODES = ("motionless",)
+
+
+def motionless_bodies(model, data, contacts, radius: np.ndarray, tol_v: float) -> np.ndarray:
+    """Boolean (nb,): dynamic bodies at rest (|v| + |omega| r <= tol_v) that are connected to a fixed
+    body through ``contacts`` between bodies at rest (loomis-balkcom §IV GETMOTIONLESSBODIES)."""
+    nb = model.nb
+    speed = np.linalg.norm(data.linear_velocity, axis=1) + np.linalg.norm(data.angular_velocity, axis=1) * radius
+    rest = (model.kind == KIND_DYNAMIC) & (speed <= tol_v)
+    fixed = model.kind == KIND_FIXED
+    node = rest | fixed
+    if contacts is None or contacts.count == 0 or not np.any(rest):
+        return np.zeros(nb, dtype=bool)
+    a, b = contacts.body_a, contacts.body_b
+    keep = node[a] & node[b]
+    # one extra vertex (nb) stands for every fixed body (the ground is one support)
+    aa = np.where(fixed[a[keep]], nb, a[keep])
+    bb = np.where(fixed[b[keep]], nb, b[keep])
+    g = sp.coo_matrix((np.ones(aa.size), (aa, bb)), shape=(nb + 1, nb + 1))
+    _, label = connected_components(g, directed=False)
+    return rest & (label[:nb] == label[nb])
+
+
+def contact_rows(built, nc: int) -> np.ndarray:
+    """(nc, r) row indices of each contact's variables in a contact model's problem, from its
+    row groups (``Built.rows``, or ``problem.row_groups``): normal (1 per contact), friction (d
+    per contact, contiguous, for the pyramid; two blocks S then T for box friction), lambda."""
+    g = getattr(built, "rows", None) or getattr(built, "row_groups", None) or \
+        getattr(getattr(built, "problem", None), "row_groups", None)
+    if g is None or "normal" not in g:
+        raise ModelError("motionless reuse needs a contact model whose problem has row_groups (normal, ...)")
+    parts = [np.arange(g["normal"].start, g["normal"].stop).reshape(nc, 1)]
+    if "friction" in g:
+        fr = np.arange(g["friction"].start, g["friction"].stop)
+        if "lambda" in g:           # pyramid: d rows per contact, contiguous
+            parts.append(fr.reshape(nc, -1) if nc else fr.reshape(0, 0))
+        else:                       # box friction: S rows then T rows
+            parts.append(fr.reshape(-1, nc).T if nc else fr.reshape(0, 0))
+    if "lambda" in g:
+        parts.append(np.arange(g["lambda"].start, g["lambda"].stop).reshape(nc, 1))
+    return np.hstack(parts).astype(np.int64) if nc else np.zeros((0, sum(p.shape[1] for p in parts)), np.int64)
+
+
+def principal_subproblem(problem, rows: np.ndarray):
+    """The principal sub-problem of an LCP or BoxedLCP on ``rows`` (friction rows keep their
+    coupling to their contact's normal row, which is among ``rows``)."""
+    from ..problems import LCP, BoxedLCP
+    M = problem.M
+    Msub = M[np.ix_(rows, rows)] if not sp.issparse(M) else sp.csr_matrix(M)[rows][:, rows].toarray()
+    if isinstance(problem, BoxedLCP):
+        pos = np.full(problem.n, -1, dtype=np.int64)
+        pos[rows] = np.arange(rows.size)
+        fi = problem.findex[rows]
+        fi = np.where(fi >= 0, pos[np.maximum(fi, 0)], -1)
+        if np.any((problem.findex[rows] >= 0) & (fi < 0)):
+            raise ModelError("a friction row's normal is outside the motionless sub-problem")
+        if np.any(fi >= 0):
+            return BoxedLCP(Msub, problem.q[rows], problem.lo[rows], problem.hi[rows], fi, problem.mu[rows])
+        return BoxedLCP(Msub, problem.q[rows], problem.lo[rows], problem.hi[rows])
+    if isinstance(problem, LCP):
+        return LCP(Msub, problem.q[rows])
+    raise ModelError(f"motionless reuse works on LCP and BoxedLCP problems, not {type(problem).__name__} "
+                     "(a scene with joints gives a MixedLCP)")
+
+
+@dataclass
+class ReuseLog:
+    """Per step: motionless body count, whether the set changed (a sub-solve), the sub-solve's time
+    and pivots, and k = the number of rows the warm start carried."""
+    motionless: list = field(default_factory=list)
+    changed: list = field(default_factory=list)
+    sub_time: list = field(default_factory=list)
+    sub_pivots: list = field(default_factory=list)
+    sub_majors: list = field(default_factory=list)
+    warm_rows: list = field(default_factory=list)
+    sets: list = field(default_factory=list)     # the motionless set (body names) at each change
+
+
+class MotionlessReuse:
+    """State of SIMULATE's reuse for one :class:`~contactlab.sim.Simulator` (``reuse="motionless"``).
+
+    ``tol_v``: speed (m/s) under which a body counts as at rest; default 1e-3 x g h, i.e. the
+    speed gravity gives in a thousandth of a step."""
+
+    def __init__(self, sim, tol_v: float | None = None):
+        self.sim = sim
+        g = float(np.linalg.norm(sim.model.gravity))
+        self.tol_v = float(tol_v) if tol_v is not None else 1e-3 * max(g, 1.0) * sim.h
+        if not self.tol_v > 0:
+            raise ModelError(f"reuse tol_v must be > 0, got {tol_v}")
+        self.radius = np.asarray(sim.world.body_radius, dtype=np.float64)
+        self.prev = None                         # motionless mask of the stored solution
+        self.stored = None                       # (ContactSet subset, values (k, r))
+        self.log = ReuseLog()
+        self._pending_rows = 0
+
+    def prepare(self, built, contacts, kwargs: dict) -> None:
+        """Replace the solver's warm start in ``kwargs`` by the motionless set's (SOLVELCP(world,
+        prevSoln)); the previous step's answer is not used. No-op for solvers without warm starts."""
+        kwargs.pop("warm_start", None)
+        spec = self.sim._spec
+        problem = problem_of(built)
+        ws = self.warm_start(built, contacts) if spec is not None and spec.warm_start and \
+            isinstance(problem, spec.problems) else None
+        if ws is not None:
+            kwargs["warm_start"] = ws
+
+    def warm_start(self, built, contacts):
+        """The full-size warm start: stored values on the rows of the stored contacts found again
+        (matched by shape pair and nearest point), zero elsewhere; None when nothing is stored."""
+        self._pending_rows = 0
+        if self.stored is None or contacts.count == 0:
+            return None
+        cs, vals = self.stored
+        tol = 2.0 * self.sim.model.settings.margin + 1e-3
+        j = match_previous(cs, np.arange(cs.count, dtype=np.float64), contacts, tol=tol)
+        hit = np.flatnonzero(np.isfinite(j))
+        if hit.size == 0:
+            return None
+        rows = contact_rows(built, contacts.count)
+        z = np.zeros(problem_of(built).n)
+        z[rows[hit]] = vals[j[hit].astype(np.int64)]
+        self._pending_rows = int(np.count_nonzero(z))
+        return z if self._pending_rows else None
+
+    def after_step(self, contacts, built) -> float:
+        """GETMOTIONLESSBODIES after the step's integration; on a change, solve the new motionless
+        set's sub-problem and store it. Returns the seconds spent solving (LCP time)."""
+        from ..solvers import solve
+        sim, log = self.sim, self.log
+        mask = motionless_bodies(sim.model, sim.data, contacts, self.radius, self.tol_v)
+        log.motionless.append(int(mask.sum()))
+        log.warm_rows.append(self._pending_rows)
+        if self.prev is not None and np.array_equal(mask, self.prev):
+            log.changed.append(False), log.sub_time.append(0.0), log.sub_pivots.append(0), log.sub_majors.append(0)
+            return 0.0
+        self.prev = mask
+        log.sets.append((sim.data.steps, [sim.model.names[i] for i in np.flatnonzero(mask)]))
+        fixed = sim.model.kind == KIND_FIXED
+        inside = mask | fixed
+        sel = np.flatnonzero(inside[contacts.body_a] & inside[contacts.body_b]) if contacts.count else np.zeros(0, int)
+        t = 0.0
+        self.stored = None
+        piv = maj = 0
+        if sel.size:
+            rows = contact_rows(built, contacts.count)[sel]
+            sub = principal_subproblem(problem_of(built), rows.ravel())
+            t0 = time.perf_counter()
+            sol = solve(sub, sim.method, **sim.solver_options)
+            t = time.perf_counter() - t0
+            piv, maj = int(sol.pivots), int(sol.iterations)
+            if certified(sol):
+                from ..collision import ContactSet
+                cs = ContactSet(*(getattr(contacts, f)[sel] for f in
+                                  ("body_a", "body_b", "shape_a", "shape_b", "point", "normal", "phi", "mu",
+                                   "t1", "t2")))
+                self.stored = (cs, np.asarray(sol.z).reshape(sel.size, rows.shape[1]))
+        log.changed.append(True), log.sub_time.append(t), log.sub_pivots.append(piv), log.sub_majors.append(maj)
+        return t
+
+
+def make_reuse(mode, sim):
+    """None, or the reuse state for ``mode`` (``"motionless"``)."""
+    if mode in (None, "", "none"):
+        return None
+    if mode not in MODES:
+        raise ModelError(f"unknown reuse {mode!r}; use one of: none, {', '.join(MODES)}")
+    return MotionlessReuse(sim)
