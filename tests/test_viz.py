@@ -221,3 +221,30 @@ def test_plot_command_writes_png_and_svg(tmp_path):
     assert res.exit_code == 2 and "nonsense" in res.output
     res = r.invoke(app, ["plot", str(f), "--what", "bodies", "--bodies", "nobody", "--out", str(tmp_path / "q.png")])
     assert res.exit_code == 2 and "no body named nobody" in res.output
+
+
+def test_simulate_html_and_replay_from_the_trajectory_file(tmp_path):
+    """`simulate --out F --html P` writes the page and the /replay group; `replay F --html Q`
+    rebuilds the same animation from the file."""
+    import json
+    import re
+
+    from typer.testing import CliRunner
+
+    from contactlab.cli import app
+    r = CliRunner()
+    res = r.invoke(app, ["simulate", "stack", "--set", "count=2", "--duration", "0.2", "--model", "box-friction",
+                         "--method", "pgs-sm", "--out", str(tmp_path / "s.h5"), "--html", str(tmp_path / "s.html"),
+                         "--json"])
+    assert res.exit_code == 0, res.output
+    data = read_replay(tmp_path / "s.h5")
+    assert data.frames == 21 and data.time[-1] == pytest.approx(0.2)
+    with h5py.File(tmp_path / "s.h5", "r") as f:   # the replay's contacts are the steps' contacts
+        np.testing.assert_array_equal(data.contacts[1:], f["steps/contacts"][()])
+        assert f.attrs["complete"]
+    res = r.invoke(app, ["replay", str(tmp_path / "s.h5"), "--html", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    info = [json.loads(re.search(r"var info = (\{.*?\});", (tmp_path / n).read_text()).group(1)) for n in ("s.html", "r.html")]
+    assert info[0] == info[1] and info[0]["frames"] == 21
+    res = r.invoke(app, ["replay", str(tmp_path), "--html", str(tmp_path / "x.html")])
+    assert res.exit_code == 2 and "is a directory" in res.output

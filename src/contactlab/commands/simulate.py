@@ -63,6 +63,18 @@ def _check_overlaps(sim, strict: bool, tol: float = 1e-6) -> None:
     typer.echo(f"warning: bodies start overlapping: {text}", err=True)
 
 
+def _replay_group(sim, recorder):
+    """``TrajectoryWriter.close(extra=...)``: the /replay group (viz.replay) with the final state."""
+    if recorder is None:
+        return None
+
+    def write(h5):
+        from ..viz.replay import write_replay_group
+        recorder.capture(sim)
+        write_replay_group(h5, recorder.data())
+    return write
+
+
 def register(app: typer.Typer) -> None:
     @app.command(epilog=_scenes_epilog())
     def simulate(scene: str = typer.Argument(..., help="built-in scene (listed below), a .toml/.json scene file "
@@ -79,7 +91,9 @@ def register(app: typer.Typer) -> None:
                                                                       "not a warning"),
                  quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display"),
                  export_fclib: Path = typer.Option(None, "--export-fclib", help="write each step's frictional "
-                                                   "contact problem as DIR/step_NNNNN.hdf5 (FCLIB)")):
+                                                   "contact problem as DIR/step_NNNNN.hdf5 (FCLIB)"),
+                 html_out: Path = typer.Option(None, "--html", help="write an interactive 3D replay of the run: "
+                                               "one self-contained HTML file (docs/replay.md)")):
         """Simulate SCENE and report final body states and metrics.
 
         With --out the trajectory is written while it runs (HDF5, flushed every chunk of steps);
@@ -110,6 +124,14 @@ def register(app: typer.Typer) -> None:
                 from ..problems.fclib import StepExporter
                 exporter = StepExporter(export_fclib, title=sc.name)
                 sim.add_controller(exporter)
+            recorder = None
+            if out is not None or html_out is not None:   # shapes, poses and contact forces per step (docs/replay.md)
+                from ..viz.replay import ReplayRecorder
+                recorder = ReplayRecorder(sim)
+                recorder.capture(sim)
+                sim.add_controller(recorder.capture)
+            if html_out is not None and Path(html_out).is_dir():
+                raise typer.BadParameter(f"--html {html_out} is a directory; give a file name such as run.html")
             if out is not None and Path(out).is_dir():
                 raise typer.BadParameter(f"--out {out} is a directory; give a file name such as run.h5")
         except ContactlabError as exc:
@@ -138,7 +160,8 @@ def register(app: typer.Typer) -> None:
             done = min(len(traj.records), len(traj.positions) - 1) if out is not None else len(traj.records)
             del traj.records[max(done, 0):]
             if writer is not None:
-                writer.close(traj, interrupted=f"interrupted (SIGINT) after {len(traj.records)} of {steps} steps")
+                writer.close(traj, interrupted=f"interrupted (SIGINT) after {len(traj.records)} of {steps} steps",
+                             extra=_replay_group(sim, recorder))
                 typer.echo(f"interrupted: wrote {len(traj.records)} of {steps} steps to {out} "
                            "(a valid partial file, attribute complete=False)", err=True)
             else:
@@ -149,7 +172,11 @@ def register(app: typer.Typer) -> None:
                 writer.abort()
             raise
         if writer is not None:
-            writer.close(traj)
+            writer.close(traj, extra=_replay_group(sim, recorder))
+        if html_out is not None:
+            from ..viz.replay import replay_html
+            recorder.capture(sim)
+            replay_html(recorder.data(), html_out, title=f"{sc.name}: {model} / {sim.method}")
         if exporter is not None:
             exporter(sim)   # the last step's problem
         bodies = {n: sim.body_state(n) for i, n in enumerate(sim.model.names) if sim.model.dof_start[i] >= 0}
@@ -178,6 +205,8 @@ def register(app: typer.Typer) -> None:
         con.print(t)
         if out is not None:
             con.print(f"wrote {out}")
+        if html_out is not None:
+            con.print(f"wrote {html_out} (3D replay)")
         if traj.error:
             con.print(f"[red]stopped early:[/red] {traj.error}")
             raise typer.Exit(1)
