@@ -61,6 +61,8 @@ class JointInfo:
     upper: float | None
     motor_target: float | None
     motor_max_force: float
+    follows: int = -1         # index of the joint this one is coupled to (Joint.follows), -1: none
+    ratio: float = 1.0
 
 
 @dataclass
@@ -183,7 +185,9 @@ def build_model(scene: Scene) -> tuple[Model, Data]:
                                 None if j.lower is None else float(j.lower),
                                 None if j.upper is None else float(j.upper),
                                 None if m is None else float(m.target_velocity),
-                                float("inf") if m is None else float(m.max_force)))
+                                float("inf") if m is None else float(m.max_force),
+                                -1 if j.follows is None else [x.name for x in scene.joints].index(j.follows),
+                                float(j.ratio)))
     shapes = [(i, s) for i, b in enumerate(scene.bodies) for s in b.shapes]
     pair_mu = {}
     for key, m in scene.pair_mu.items():

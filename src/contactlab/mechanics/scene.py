@@ -73,6 +73,9 @@ class Joint:
     ``anchor`` and ``axis`` are given in world coordinates in the scene's initial configuration.
     ``lower``/``upper`` limit the joint coordinate (angle for revolute, displacement for
     prismatic, measured from the initial configuration) as unilateral rows (arechavaleta eq. 12).
+    ``follows`` names another revolute/prismatic joint whose coordinate this one copies times
+    ``ratio`` (a joint coupling, e.g. the Barrett distal joint at 1/3 of the proximal one): one
+    more bilateral row q_self' = ratio q_follows' with drift correction (eq. 10).
     """
     name: str
     kind: str
@@ -83,6 +86,8 @@ class Joint:
     lower: float | None = None
     upper: float | None = None
     motor: Motor | None = None
+    follows: str | None = None
+    ratio: float = 1.0
 
 
 @dataclass
@@ -252,6 +257,16 @@ def validate_scene(scene: Scene) -> None:
             raise ModelError(f"{where}: limits and motors need a revolute or prismatic joint, not {j.kind!r}")
         if j.lower is not None and j.upper is not None and float(j.lower) > float(j.upper):
             raise ModelError(f"{where}: lower {j.lower} > upper {j.upper}")
+        if j.follows is not None:
+            leader = next((x for x in scene.joints if isinstance(x, Joint) and x.name == j.follows), None)
+            if leader is None or leader is j or leader.kind not in ("revolute", "prismatic") or \
+                    j.kind not in ("revolute", "prismatic"):
+                raise ModelError(f"{where}.follows: {j.follows!r} must name another revolute/prismatic joint "
+                                 "(and this joint must be revolute/prismatic)")
+            if leader.follows is not None:
+                raise ModelError(f"{where}.follows: {j.follows!r} itself follows a joint; couple to the leader")
+            if not np.isfinite(float(j.ratio)):
+                raise ModelError(f"{where}.ratio must be finite, got {j.ratio!r}")
         if j.motor is not None:
             if not (float(j.motor.max_force) > 0):
                 raise ModelError(f"{where}.motor.max_force must be > 0")

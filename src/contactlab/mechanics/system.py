@@ -336,6 +336,17 @@ def joint_rows(model: Model, data: Data, h: float):
                 a_target.append(jt.motor_target)
                 a_max.append(h * jt.motor_max_force)
                 al.append(f"{jt.name}:motor")
+    # joint couplings (Joint.follows): q_b' - ratio q_a' = -zeta (q_b - ratio q_a)/h
+    for k, jt in enumerate(model.joints):
+        if jt.follows >= 0:
+            row = Jb.n
+            Jb.copy_row(Rb_, k)
+            Jb.n = row
+            Jb.copy_row(Rb_, jt.follows, -jt.ratio)
+            e = coords[k] - jt.ratio * coords[jt.follows]
+            err.append(np.array([e]))
+            rhs.append(np.array([-st.zeta * e / h]))
+            jl.append(f"{jt.name}:coupling")
     # kinematic bodies: v+ equals their current velocity; planar bodies: vz = wx = wy = 0 with drift correction
     ez = np.array([0.0, 0.0, 1.0])
     for i in range(model.nb):

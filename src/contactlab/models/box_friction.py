@@ -9,6 +9,8 @@ normal value; needs pgs or pgs-sm), with ``coupling="previous"`` by the fixed bo
 c_n~ the matched normal impulse of the previous step (eq. 16: "an estimate of c_n"; a contact
 new this step gets ``new_contact_bound``), which any LCP method can solve after reduction.
 The matrix is symmetric positive semi-definite; cfm > 0 makes it definite.
+With ``joints="schur"`` the joint rows are eliminated first (arechavaleta eq. 15, as in the paper's
+PGS / PGS-SM runs): z = [c_a, c_l, c_n, c_s, c_t] with the matrix H P H', P = W - W J'(J W J')^-1 J W.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ class Options:
     impulse estimate for a contact with no match in the previous step ("previous" coupling)."""
     coupling: str = "current"
     cfm: float = 1e-8
+    joints: str = "rows"       # "rows": joint rows are free rows of the LCP (ODE); "schur": eliminated (eq. 15)
     new_contact_bound: float = 0.0
     dense_max: int = 600
 
@@ -41,10 +44,13 @@ class Options:
             raise ModelError(f"box-friction coupling must be 'current' or 'previous', got {self.coupling!r}")
         if self.cfm < 0:
             raise ModelError("box-friction cfm must be >= 0")
+        if self.joints not in ("rows", "schur"):
+            raise ModelError(f"box-friction joints must be 'rows' or 'schur', got {self.joints!r}")
 
 
-def _layout(sys):
-    nj, nm, nl, nc = sys.nj, sys.nm, sys.nl, sys.nc
+def _layout(sys, options=None):
+    nj = 0 if (options is not None and options.joints == "schur") else sys.nj
+    nm, nl, nc = sys.nm, sys.nl, sys.nc
     o_a = nj
     o_l = o_a + nm
     o_n = o_l + nl
@@ -55,15 +61,25 @@ def _layout(sys):
 
 def build(sys, options: Options | None = None) -> BoxedLCP:
     options = options or Options()
-    o_a, o_l, o_n, o_s, o_t, n = _layout(sys)
+    o_a, o_l, o_n, o_s, o_t, n = _layout(sys, options)
     nc = sys.nc
-    H = sp.vstack([sys.J, sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
-    Mat = H @ sys.Minv @ H.T + (options.cfm + sys.cfm) * sp.eye(n, format="csr")
-    Mat = dense(Mat) if n <= options.dense_max else sp.csr_matrix(Mat)
-    rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * nc)])
-    q = H @ sys.v_free() - rhs
-    lo = np.concatenate([np.full(sys.nj, -np.inf), -sys.a_max, np.zeros(sys.nl + nc), np.zeros(2 * nc)])
-    hi = np.concatenate([np.full(sys.nj, np.inf), sys.a_max, np.full(sys.nl + nc, np.inf), np.zeros(2 * nc)])
+    nj = o_a
+    if options.joints == "schur" and sys.nj:
+        H = sp.vstack([sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
+        rhs = np.concatenate([sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * nc)])
+        JW, HW = sys.J @ sys.Minv, H @ sys.Minv
+        X = _joint_solve(sys, np.hstack([dense(JW @ H.T), (sys.J @ sys.v_free() - sys.j_rhs)[:, None]]))
+        Mat = dense(HW @ H.T) - dense(HW @ sys.J.T) @ X[:, :-1] + (options.cfm + sys.cfm) * np.eye(n)
+        Mat = 0.5 * (Mat + Mat.T)
+        q = H @ sys.v_free() - rhs - dense(HW @ sys.J.T) @ X[:, -1]
+    else:
+        H = sp.vstack([sys.J, sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
+        Mat = H @ sys.Minv @ H.T + (options.cfm + sys.cfm) * sp.eye(n, format="csr")
+        Mat = dense(Mat) if n <= options.dense_max else sp.csr_matrix(Mat)
+        rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * nc)])
+        q = H @ sys.v_free() - rhs
+    lo = np.concatenate([np.full(nj, -np.inf), -sys.a_max, np.zeros(sys.nl + nc), np.zeros(2 * nc)])
+    hi = np.concatenate([np.full(nj, np.inf), sys.a_max, np.full(sys.nl + nc, np.inf), np.zeros(2 * nc)])
     if options.coupling == "current":
         findex = np.full(n, -1, dtype=np.int64)
         mu = np.zeros(n)
@@ -82,12 +98,30 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
     return prob
 
 
+def _joint_solve(sys, B: np.ndarray) -> np.ndarray:
+    """(J W J')^-1 B: Cholesky, or least squares when joint rows are redundant."""
+    import scipy.linalg as sla
+    A = dense(sys.J @ sys.Minv @ sys.J.T)
+    try:
+        return sla.cho_solve(sla.cho_factor(A, check_finite=False), B, check_finite=False)
+    except np.linalg.LinAlgError:
+        return sla.lstsq(A, B, check_finite=False)[0]
+
+
 def recover(sys, problem, solution, options: Options | None = None) -> StepResult:
-    o_a, o_l, o_n, o_s, o_t, n = _layout(sys)
+    options = options or Options()
+    o_a, o_l, o_n, o_s, o_t, n = _layout(sys, options)
     z = np.asarray(solution.z, dtype=np.float64)
-    H = sp.vstack([sys.J, sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
-    v_next = sys.v_free() + sys.Minv @ (H.T @ z)
+    if options.joints == "schur" and sys.nj:
+        H = sp.vstack([sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
+        # c_j = -(J W J')^-1 (J W H' z + J v_free - j_rhs)   (arechavaleta, after eq. 17)
+        joint = -_joint_solve(sys, sys.J @ (sys.Minv @ (H.T @ z)) + sys.J @ sys.v_free() - sys.j_rhs)
+        v_next = sys.v_free() + sys.Minv @ (H.T @ z + sys.J.T @ joint)
+    else:
+        H = sp.vstack([sys.J, sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
+        v_next = sys.v_free() + sys.Minv @ (H.T @ z)
+        joint = z[:o_a]
     normal = z[o_n:o_s]
     return StepResult(v_next=v_next, normal=normal, tangent=np.column_stack([z[o_s:o_t], z[o_t:n]]),
-                      joint=z[:o_a], limit=z[o_l:o_n], motor=z[o_a:o_l],
+                      joint=joint, limit=z[o_l:o_n], motor=z[o_a:o_l],
                       modes=contact_modes(sys, v_next, normal))
