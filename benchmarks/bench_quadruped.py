@@ -1,0 +1,83 @@
+"""Trotting quadruped benchmark (drumwright §VII-B, Tables II-III): the whole 10 s run timed per
+contact model and solver (collision, dynamics, control, LCP solve), per-step LCP size, pivots and
+solve time, contacts per step, locomotion outcome; side by side in one run.
+
+    .venv/bin/python benchmarks/bench_quadruped.py [--duration 10] [--quick] [--configs no-slip:ppm ...]
+        [--json benchmarks/results/quadruped.json] [--figures docs/figures]
+
+``--quick`` runs 1 s. Each configuration is preceded by an untimed 10-step warm-up (numba caches).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+from contactlab.problems.io import atomic_write  # noqa: E402
+from contactlab.reproduce.sec_quadruped import CONFIGS, figures, run_all, tables  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--duration", type=float, default=10.0)
+    ap.add_argument("--quick", action="store_true", help="1 s runs")
+    ap.add_argument("--configs", nargs="*", default=[f"{m}:{s}" for m, s in CONFIGS], help="model:method ...")
+    ap.add_argument("--json", default=None, help="write the summary numbers here")
+    ap.add_argument("--figures", default=None, help="folder for the four figures (png)")
+    ap.add_argument("--logs", default=None, help="write the per-step logs here (.npz)")
+    args = ap.parse_args(argv)
+    duration = 1.0 if args.quick else args.duration
+    configs = [tuple(c.split(":", 1)) for c in args.configs]
+    results = []
+
+    def save():
+        rows = []
+        for r in results:
+            rec = r["records"]
+            rows.append({k: r[k] for k in ("model", "method", "duration", "steps", "error", "wall_s", "collision_s",
+                                           "control_s", "solve_s", "dynamics_s", "summary", "metrics")} | {
+                "contacts": {"min": int(rec["contacts"].min()), "max": int(rec["contacts"].max()),
+                             "mean": float(rec["contacts"].mean()), "std": float(rec["contacts"].std())},
+                "lcp_size_mean": float(rec["lcp_size"].mean()), "lcp_size_max": int(rec["lcp_size"].max()),
+                "pivots_mean": float(rec["pivots"].mean()), "pivots_max": int(rec["pivots"].max()),
+                "solve_us_mean": float(1e6 * rec["solve_time"].mean())})
+        text = json.dumps({"duration": duration, "machine": platform.processor() or platform.machine(),
+                           "python": sys.version.split()[0], "load_avg": os.getloadavg(), "runs": rows},
+                          indent=1, default=float)
+        atomic_write(args.json, lambda tmp: open(tmp, "w").write(text))
+
+    for cfg in configs:
+        run_all(0.01, None, [cfg])                       # warm-up, untimed
+        t0 = time.time()
+        r = run_all(duration, None, [cfg])[0]
+        results.append(r)
+        print(f"{cfg[0]}/{cfg[1]}: {r['steps']} steps, wall {r['wall_s']:.1f} s "
+              f"(collision {r['collision_s']:.1f}, dynamics {r['dynamics_s']:.1f}, control {r['control_s']:.1f}, "
+              f"solve {r['solve_s']:.2f}); {r['summary']}; load {os.getloadavg()[0]:.1f}; "
+              f"finished {time.strftime('%H:%M:%S')} ({time.time() - t0:.0f} s)", flush=True)
+        if args.json:
+            save()
+        if args.logs:
+            import numpy as np
+            np.savez_compressed(args.logs, **{f"{k}:{r['model']}:{r['method']}:{key}": v for r in results
+                                               for k in ("log", "records") for key, v in r[k].items()})
+    print()
+    print(tables(results))
+    if args.figures:
+        from pathlib import Path
+        d = Path(args.figures)
+        d.mkdir(parents=True, exist_ok=True)
+        for name, fig in figures(results).items():
+            atomic_write(d / f"{name}.png", lambda tmp, f=fig: f.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
