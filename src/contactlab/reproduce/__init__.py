@@ -298,6 +298,8 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
         body = "".join(blocks[section_name(m)] + "\n" for m in all_mods if section_name(m) in blocks)
         text = f"{HEADER}\n\n{head}\n\n{body}"
         atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+        from ..viz.report_html import write_report_html
+        write_report_html(path)   # report.html beside it: one page, figures embedded (docs/replay.md)
 
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn

@@ -10,9 +10,9 @@ ORDER = 950
 # (scene, scene parameters, contact model, method, seconds, seconds in --quick, what it shows)
 REPLAYS = [
     ("box-gripper", {}, "no-slip", "ppm", 1.0, 0.3, "drumwright Sec. VII-A: the box gripper (no-slip, PPM)"),
-    ("barrett-grasp", {"material": "rubber"}, "box-friction", "pgs-sm", 2.0, 0.5,
+    ("barrett-grasp", {"material": "rubber"}, "box-friction", "pgs-sm", 2.0, 1.0,
      "arechavaleta Fig. 3: rubber fingers lift the glass (box friction, PGS-SM)"),
-    ("barrett-grasp", {"material": "plastic"}, "box-friction", "pgs-sm", 2.0, 0.5,
+    ("barrett-grasp", {"material": "plastic"}, "box-friction", "pgs-sm", 2.0, 1.0,
      "arechavaleta Fig. 2: plastic fingers let the glass slip (box friction, PGS-SM)"),
     ("hand5-grasp", {}, "box-friction", "pgs-sm", 2.0, 0.5, "arechavaleta Fig. 1: five-finger hand and rubber ball"),
     ("quadruped", {}, "no-slip", "ppm", 3.0, 0.5, "drumwright Sec. VII-B: the trotting quadruped (no-slip, PPM)"),
@@ -34,7 +34,8 @@ def run(ctx) -> str:
         label = scene + "".join(f"-{v}" for v in params.values())
         dur = quick_seconds if ctx.quick else seconds
         t0 = time.perf_counter()
-        sim = Simulator(make_scene(scene, **params), model, method)
+        sc = make_scene(scene, **params)   # a scene may carry its controllers (grasp script, gait)
+        sim = Simulator(sc, model, method, controllers=getattr(sc, "controllers", ()))
         traj, data = record_replay(sim, dur)
         rel = f"replays/{label}.html"
         replay_html(data, ctx.out_dir / rel, title=f"{label}: {what}")

@@ -38,7 +38,7 @@ def markdown_to_html(markdown: str, base_dir, *, title: str = "contactlab report
     """One self-contained HTML page of ``markdown`` (images relative to ``base_dir`` embedded),
     with a table of contents of its ``##`` sections."""
     from markdown_it import MarkdownIt
-    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    md = MarkdownIt("commonmark", {"html": True}).enable("table")   # our own report: <sub>, comments pass through
     tokens = md.parse(markdown)
     toc, used = [], set()
     for i, tok in enumerate(tokens):
