@@ -148,8 +148,8 @@ class BoxedLCP(Problem):
 
         Substitute z = z0 + P u with u >= 0 (z = lo + u, z = hi - u, or z = u+ - u- for a free row)
         and add one multiplier v >= 0 per two-sided row for the upper bound:
-            [P'MP  E] [u]   [P'(M z0 + q)]
-            [-E'   0] [v] + [hi - lo     ]  (two-sided rows only)
+            [P'MP   sE] [u]   [P'(M z0 + q) ]
+            [-sE'   0 ] [v] + [s (hi - lo)  ]  (two-sided rows only; s = max|M|)
         P'MP keeps symmetry and positive semi-definiteness of M.
         """
         if self.has_coupling:
@@ -174,11 +174,14 @@ class BoxedLCP(Problem):
                 rows.append(i); signs.append(-1.0)
         k, b = len(rows), len(box_rows)
         P = sp.csr_matrix((signs, (rows, np.arange(k))), shape=(n, k))
-        E = sp.csr_matrix((np.ones(b), ([j for j, _ in box_rows], np.arange(b))), shape=(k, b))
+        # the upper-bound rows are multiplied by s = max|M| (v = s v'): the reduced LCP of the
+        # problem times c is the reduced LCP times c, so every method sees one scale
+        sc = max_abs(self.M) or 1.0
+        E = sp.csr_matrix((np.full(b, sc), ([j for j, _ in box_rows], np.arange(b))), shape=(k, b))
         Muu = P.T @ sp.csr_matrix(self.M) @ P
         big = sp.bmat([[Muu, E], [-E.T, None]], format="csr") if b else sp.csr_matrix(Muu)
         qq = np.concatenate([P.T @ (matvec(self.M, z0) + self.q),
-                             np.array([self.hi[i] - self.lo[i] for _, i in box_rows])])
+                             sc * np.array([self.hi[i] - self.lo[i] for _, i in box_rows])])
         M_out = big if sp.issparse(self.M) else big.toarray()
         P = P.tocsr()
 

@@ -26,27 +26,31 @@ import scipy.sparse.linalg as spla
 
 from ..errors import ParamError
 from ..problems import LCP, BoxedLCP
-from ..problems.residual import box_residuals
+from ..kernels.tolerances import PSD
+from ..problems.residual import box_relative, box_residuals, relative_error
+from ..problems.validation import max_abs
 from ..solution import Solution, Status
 from .pgs_sm import _solve_dense
-from .registry import register
+from .registry import check_common, register
 
 
 @dataclass(frozen=True)
 class InteriorPointOptions:
-    """tol: natural-residual target relative to max(1, ||q||_inf); max_iter: Newton iterations;
+    """tol: certified relative residual (scale-free, problems/residual.py; the iteration runs on
+    (M, q) / max|M|); max_iterations: Newton iterations (alias max_iter);
     step_fraction: fraction of the step to the boundary; require_monotone: refuse non-monotone M
     (status NO_SOLUTION_FOUND) instead of trying; polish: try the active-set crossover near the end."""
 
     tol: float = 1e-10
-    max_iter: int = 100
+    max_iterations: int = 100
     step_fraction: float = 0.995
     require_monotone: bool = True
     polish: bool = True
 
     def __post_init__(self):
-        if self.tol <= 0 or self.max_iter < 1 or not (0.5 < self.step_fraction < 1.0):
-            raise ValueError("tol > 0, max_iter >= 1 and 0.5 < step_fraction < 1 are required")
+        check_common(self)
+        if not (0.5 < self.step_fraction < 1.0):
+            raise ParamError(f"step_fraction must lie in (0.5, 1), got {self.step_fraction}")
 
 
 def monotonicity(M) -> tuple[bool | None, float]:
@@ -65,7 +69,7 @@ def monotonicity(M) -> tuple[bool | None, float]:
     ev = np.linalg.eigvalsh(S)
     scale = max(float(np.max(np.abs(ev), initial=0.0)), 1e-300)
     rel = float(ev[0] / scale)
-    return rel >= -1e-10, rel
+    return rel >= -PSD, rel
 
 
 class _Factor:
@@ -142,7 +146,9 @@ def crossover(M, q, z, lo, hi, y_lo=None, y_hi=None):
                      "with NO_SOLUTION_FOUND; friction-coupled bounds are not supported")
 def interior_point_solve(problem, opts: InteriorPointOptions, warm_start=None) -> Solution:
     n = problem.n
-    M, q = problem.M, problem.q
+    s0 = max_abs(problem.M) or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0
+    M, q = problem.M / s0, problem.q / s0     # one scale: the problem times c iterates identically
+    mmax = max_abs(M)
     if isinstance(problem, BoxedLCP):
         if problem.has_coupling:
             raise ParamError("interior-point does not solve friction-coupled bounds (findex); "
@@ -176,13 +182,16 @@ def interior_point_solve(problem, opts: InteriorPointOptions, warm_start=None) -
     w = np.asarray(M @ z, dtype=np.float64).ravel() + q
     yl = np.maximum(1.0, w[L])
     yu = np.maximum(1.0, -w[U])
-    scale = problem.scale()
-    tol = opts.tol * scale
+    scale = float(np.max(np.abs(q), initial=0.0)) or 1.0
+
+    def rel_res(v, wv):
+        return relative_error(box_relative(v, wv, lo, hi, q, mmax * float(np.sum(np.abs(v)))))
+    tol = opts.tol
     status, reason, polished = Status.MAX_ITERATIONS, "iteration limit reached", False
     best_z, best_res = z.copy(), np.inf
     it = 0
     mu = np.inf
-    for it in range(1, opts.max_iter + 1):
+    for it in range(1, opts.max_iterations + 1):
         sl, su = z[L] - lo[L], hi[U] - z[U]
         mu = (sl @ yl + su @ yu) / max(m, 1)
         rd = w.copy()
@@ -218,7 +227,7 @@ def interior_point_solve(problem, opts: InteriorPointOptions, warm_start=None) -
         yl += a * dyl
         yu += a * dyu
         w = np.asarray(M @ z, dtype=np.float64).ravel() + q
-        res = box_residuals(z, w, lo, hi).natural
+        res = rel_res(z, w)
         if res < best_res:
             best_z, best_res = z.copy(), res
         if res <= tol:
@@ -231,7 +240,7 @@ def interior_point_solve(problem, opts: InteriorPointOptions, warm_start=None) -
             y_lo[L], y_hi[U] = yl, yu
             zp = crossover(M, q, z, lo, hi, y_lo, y_hi)
             if zp is not None:
-                rp = box_residuals(zp, np.asarray(M @ zp, dtype=np.float64).ravel() + q, lo, hi).natural
+                rp = rel_res(zp, np.asarray(M @ zp, dtype=np.float64).ravel() + q)
                 if rp < best_res:
                     best_z, best_res = zp, rp
                 if rp <= tol:

@@ -3,9 +3,11 @@
 arechavaleta §III-A eq. (3), with box bounds and ODE-style friction-coupled bounds
 (lo_i = -mu_i z_j, hi_i = mu_i z_j, j = findex[i], read inside the sweep). Dense arrays and
 ``scipy.sparse`` CSR matrices are swept by the numba kernels of :mod:`contactlab.kernels.pgs`,
-which allocate nothing per sweep. Stopping: the exact natural residual (the definition of
-problems/residual.py) <= ``tol * max(1, ||q||_inf)``, or ``||z^{k+1} - z^k||_inf <= step_tol``
-(reported as NO_SOLUTION_FOUND if the residual is still above tol), or ``max_sweeps``.
+which allocate nothing per sweep. The sweeps run on (M, q) / max|M| (the same iterates for the
+problem times any constant). Stopping: the scale-free residual of problems/residual.py
+(``box_relative``) <= ``tol`` (the kernel stops on the absolute residual <= tol * min(||z||, ||w||
+units), which implies it, and is tightened if the units move), or ``||z^{k+1} - z^k||_inf <=
+step_tol`` (NO_SOLUTION_FOUND if the residual is still above tol), or ``max_iterations`` sweeps.
 """
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ import scipy.sparse as sp
 from ..errors import ParamError
 from ..kernels import pgs as K
 from ..problems import LCP, BoxedLCP
+from ..problems.residual import box_relative, relative_error
+from ..problems.validation import max_abs
 from ..solution import Solution, Status
-from .registry import register
+from .registry import check_common, register
 
 _STATUS = {K.CONVERGED: Status.SOLVED, K.MAX_SWEEPS: Status.MAX_ITERATIONS,
            K.BAD_DIAGONAL: Status.NUMERICAL_FAILURE, K.NOT_FINITE: Status.NUMERICAL_FAILURE,
@@ -31,8 +35,9 @@ _REASON = {K.CONVERGED: "residual below tol", K.MAX_SWEEPS: "sweep limit reached
 
 @dataclass(frozen=True)
 class PGSOptions:
-    """tol: natural residual target relative to max(1, ||q||_inf); step_tol: stop when
-    ||z^{k+1} - z^k||_inf <= step_tol (0 disables all but an exact stall); max_sweeps: sweep limit;
+    """tol: certified relative residual (scale-free, problems/residual.py); step_tol: stop when
+    ||z^{k+1} - z^k||_inf <= step_tol (units of z; 0 disables all but an exact stall); max_iterations:
+    sweep limit (alias max_sweeps);
     omega: relaxation (1 = Gauss-Seidel, 0 < omega < 2); shuffle/seed: randomised row order each sweep
     (fixed seed); cfm: constraint force mixing added to the diagonal (solves M + cfm I, arechavaleta
     §V-B); refresh: recompute w = Mz + q exactly every this many sweeps; normals_first: sweep
@@ -40,7 +45,7 @@ class PGSOptions:
 
     tol: float = 1e-10
     step_tol: float = 0.0
-    max_sweeps: int = 10000
+    max_iterations: int = 10000
     omega: float = 1.0
     shuffle: bool = False
     seed: int = 0
@@ -49,12 +54,13 @@ class PGSOptions:
     normals_first: bool = True
 
     def __post_init__(self):
+        check_common(self)
         if not (0.0 < self.omega < 2.0):
-            raise ValueError(f"omega must lie in (0, 2), got {self.omega}")
-        if self.tol <= 0 or self.step_tol < 0 or self.cfm < 0:
-            raise ValueError("tol must be > 0, step_tol and cfm >= 0")
-        if self.max_sweeps < 0 or self.refresh < 0:
-            raise ValueError("max_sweeps and refresh must be >= 0")
+            raise ParamError(f"omega must lie in (0, 2), got {self.omega}")
+        if self.step_tol < 0 or self.cfm < 0:
+            raise ParamError(f"step_tol and cfm must be >= 0, got {self.step_tol}, {self.cfm}")
+        if self.refresh < 0:
+            raise ParamError(f"refresh must be >= 0, got {self.refresh}")
 
 
 @dataclass(frozen=True)
@@ -70,9 +76,14 @@ class BoxSweeper:
     Used by ``pgs``/``psor`` and by the PGS stage of ``pgs-sm``. ``M`` includes ``cfm``.
     """
 
-    def __init__(self, problem, cfm: float = 0.0, normals_first: bool = True):
+    def __init__(self, problem, cfm: float = 0.0, normals_first: bool = True, normalise: bool = True):
         n = problem.n
         M = problem.M
+        # one scale: sweep (M + cfm I, q) / max|M| (z unchanged, w divided by s)
+        self.s = s = (max_abs(M) or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0) if normalise else 1.0
+        if s != 1.0:
+            M = M / s
+            cfm = cfm / s
         if isinstance(problem, BoxedLCP):
             self.lo, self.hi = problem.lo, problem.hi
             self.findex, self.mu = problem.findex, problem.mu
@@ -98,7 +109,8 @@ class BoxSweeper:
             self.MT = M if self.symmetric else np.ascontiguousarray(M.T)
             self.diag = np.ascontiguousarray(np.diag(M), dtype=np.float64)
         self.M = M
-        self.q = problem.q
+        self.q = problem.q / s if s != 1.0 else problem.q
+        self.mmax = max_abs(M)
         self.n = n
         coupled = self.findex >= 0
         if normals_first and np.any(coupled):
@@ -150,15 +162,46 @@ class BoxSweeper:
     def residual(self, z, w):
         return K.box_natural_residual(z, w, self.lo, self.hi, self.findex, self.mu)
 
+    def relative(self, z, w) -> float:
+        """The scale-free residual (problems/residual.py box_relative) of the swept problem."""
+        lo, hi = self.bounds(z)
+        return relative_error(box_relative(z, w, lo, hi, self.q, self.mmax * float(np.sum(np.abs(z)))))
+
+    def abs_target(self, z, w, tol) -> float:
+        """An absolute natural-residual target that implies relative residual <= tol at (z, w):
+        tol * min(||z||_inf, ||w||-unit) (problems/residual.py box_relative)."""
+        zs = float(np.max(np.abs(z), initial=0.0))
+        ws = max(float(np.max(np.abs(self.q), initial=0.0)), float(np.max(np.abs(w - self.q), initial=0.0)))
+        if zs == 0.0:
+            fin = np.concatenate([self.lo[np.isfinite(self.lo)], self.hi[np.isfinite(self.hi)]])
+            zs = float(np.max(np.abs(fin), initial=0.0)) or ws
+        return tol * min(zs, ws)
+
+    def run(self, z, w, tol, max_sweeps, step_tol=0.0, omega=1.0, shuffle=False, refresh=50):
+        """Sweep until the relative residual is <= tol (kernel status CONVERGED), the sweep limit,
+        a stall or a failure; returns (kernel status, sweeps)."""
+        w[:] = self.w(z)
+        target = self.abs_target(z, w, tol)
+        done = 0
+        code = K.MAX_SWEEPS
+        for _ in range(12):   # the target tightens only when the iterate's units moved
+            code = self.sweep(z, w, max_sweeps - done, target, step_tol, omega, shuffle, refresh)
+            done += int(self.stats[0])
+            if code != K.CONVERGED or self.relative(z, w) <= tol:
+                return code, done
+            if done >= max_sweeps:
+                return K.MAX_SWEEPS, done
+            target = min(0.5 * target, self.abs_target(z, w, tol))
+        return K.MAX_SWEEPS, done
+
 
 def _pgs(problem, opts: PGSOptions, warm_start) -> Solution:
     S = BoxSweeper(problem, opts.cfm, opts.normals_first)
     z = S.start(warm_start)
     w = np.empty(problem.n)
     S.seed(opts.seed)
-    code = S.sweep(z, w, opts.max_sweeps, opts.tol * problem.scale(), opts.step_tol, opts.omega,
-                   opts.shuffle, opts.refresh)
-    sweeps, res, step = S.stats
+    code, sweeps = S.run(z, w, opts.tol, opts.max_iterations, opts.step_tol, opts.omega, opts.shuffle, opts.refresh)
+    _, res, step = S.stats
     return Solution(z=z, w=w, status=_STATUS[code], iterations=int(sweeps),
                     info={"reason": _REASON[code], "solver_residual": float(res), "last_step": float(step),
                           "sparse": S.sparse, "omega": opts.omega})

@@ -20,26 +20,28 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ..errors import ParamError
 from ..kernels import pgs as K
 from ..kernels import pgs_sm as KSM
 from ..problems import LCP, BoxedLCP
 from ..solution import Solution, Status
 from .pgs import BoxSweeper, _REASON
-from .registry import register
+from .registry import check_common, register
 
 
 @dataclass(frozen=True)
 class PGSSMOptions:
-    """k_pgs: PGS sweeps per stage (paper: 3-6); k_sm: subspace steps per stage (paper: 1-3); tol: natural
-    residual target relative to max(1, ||q||_inf) (paper: 1e-8); max_outer: limit on PGS+SM cycles;
-    cfm: constraint force mixing added to the diagonal (paper: 1e-11; solves M + cfm I);
+    """k_pgs: PGS sweeps per stage (paper: 3-6); k_sm: subspace steps per stage (paper: 1-3); tol:
+    certified relative residual (scale-free, problems/residual.py; paper: 1e-8); max_iterations: limit
+    on PGS+SM cycles (alias max_outer); cfm: constraint force mixing added to the diagonal (paper:
+    1e-11; solves M + cfm I);
     sm_solver: "auto" (Cholesky dense, CG sparse), "cholesky", "lu", "cg" or "direct" (sparse LU);
     cg_tol/cg_maxiter: relative tolerance and iteration limit of the CG solves (0: min(max(100, 2 |F|), 1000))."""
 
     k_pgs: int = 5
     k_sm: int = 2
     tol: float = 1e-8
-    max_outer: int = 500
+    max_iterations: int = 500
     cfm: float = 0.0
     sm_solver: str = "auto"
     cg_tol: float = 1e-12
@@ -48,12 +50,13 @@ class PGSSMOptions:
     max_halvings: int = 8
 
     def __post_init__(self):
-        if self.k_pgs < 1 or self.k_sm < 1 or self.max_outer < 1:
-            raise ValueError("k_pgs, k_sm and max_outer must be >= 1")
-        if self.tol <= 0 or self.cfm < 0:
-            raise ValueError("tol must be > 0 and cfm >= 0")
+        check_common(self)
+        if self.k_pgs < 1 or self.k_sm < 1:
+            raise ParamError(f"k_pgs and k_sm must be >= 1, got {self.k_pgs}, {self.k_sm}")
+        if self.cfm < 0 or self.cg_tol <= 0 or self.cg_maxiter < 0 or self.max_halvings < 0:
+            raise ParamError("cfm, cg_maxiter, max_halvings must be >= 0 and cg_tol > 0")
         if self.sm_solver not in ("auto", "cholesky", "lu", "cg", "direct"):
-            raise ValueError(f"sm_solver must be auto, cholesky, lu, cg or direct, got {self.sm_solver!r}")
+            raise ParamError(f"sm_solver must be auto, cholesky, lu, cg or direct, got {self.sm_solver!r}")
 
 
 def _solve_dense(A, b, how):
@@ -190,19 +193,29 @@ def _subspace_step(S: BoxSweeper, z, w, opts) -> tuple[int, bool, str]:
 def pgs_sm_solve(problem, opts: PGSSMOptions, warm_start=None) -> Solution:
     S = BoxSweeper(problem, opts.cfm, opts.normals_first)
     z = S.start(warm_start)
-    w = np.empty(problem.n)
-    tol = opts.tol * problem.scale()
+    w = S.w(z)
+    tol = S.abs_target(z, w, opts.tol)   # absolute target on the normalised problem; tightened below
     sweeps = sm_steps = outer0 = 0
     solvers: set[str] = set()
     if not S.sparse and S.symmetric and opts.sm_solver in ("auto", "cholesky"):
         n = problem.n
         stats = np.zeros(6)
-        code = KSM.pgs_sm_dense_kernel(S.M, S.q, S.diag, S.lo, S.hi, S.findex, S.mu, z, w, S.order, opts.k_pgs,
-                                       opts.k_sm, tol, opts.max_outer, opts.max_halvings,
-                                       np.zeros(n, dtype=np.int64), np.empty((n, n)), np.empty(n), np.empty(n),
-                                       np.empty(n), np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_),
-                                       np.zeros(3), stats)
-        outer0, sweeps, sm_steps = int(stats[0]), int(stats[1]), int(stats[2])
+        work = (np.zeros(n, dtype=np.int64), np.empty((n, n)), np.empty(n), np.empty(n), np.empty(n),
+                np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_), np.zeros(3))
+        code = KSM.MAX_OUTER
+        for _ in range(12):   # the target tightens only when the iterate's units moved
+            code = KSM.pgs_sm_dense_kernel(S.M, S.q, S.diag, S.lo, S.hi, S.findex, S.mu, z, w, S.order,
+                                           opts.k_pgs, opts.k_sm, tol, opts.max_iterations - outer0,
+                                           opts.max_halvings, *work, stats)
+            outer0, sweeps, sm_steps = outer0 + int(stats[0]), sweeps + int(stats[1]), sm_steps + int(stats[2])
+            if code != K.CONVERGED or S.relative(z, w) <= opts.tol:
+                break
+            if outer0 >= opts.max_iterations:
+                code = KSM.MAX_OUTER
+                break
+            tol = min(0.5 * tol, S.abs_target(z, w, opts.tol))
+        else:
+            code = KSM.MAX_OUTER
         if code != KSM.CHOLESKY_FAILED:
             status = {K.CONVERGED: Status.SOLVED, KSM.MAX_OUTER: Status.MAX_ITERATIONS}.get(code, Status.NUMERICAL_FAILURE)
             reason = {K.CONVERGED: "residual below tol", KSM.MAX_OUTER: "outer iteration limit reached"}.get(
@@ -214,12 +227,14 @@ def pgs_sm_solve(problem, opts: PGSSMOptions, warm_start=None) -> Solution:
     code, status, reason = K.MAX_SWEEPS, Status.MAX_ITERATIONS, "outer iteration limit reached"
     outer = outer0
     singular = 0
-    for outer in range(outer0 + 1, opts.max_outer + 1):
+    for outer in range(outer0 + 1, opts.max_iterations + 1):
         code = S.sweep(z, w, opts.k_pgs, tol)
         sweeps += int(S.stats[0])
         if code == K.CONVERGED:
-            status, reason = Status.SOLVED, "residual below tol after a PGS stage"
-            break
+            if S.relative(z, w) <= opts.tol:
+                status, reason = Status.SOLVED, "residual below tol after a PGS stage"
+                break
+            tol = min(0.5 * tol, S.abs_target(z, w, opts.tol))
         if code in (K.BAD_DIAGONAL, K.NOT_FINITE):
             status, reason = Status.NUMERICAL_FAILURE, _REASON[code]
             break
@@ -227,9 +242,9 @@ def pgs_sm_solve(problem, opts: PGSSMOptions, warm_start=None) -> Solution:
         sm_steps += steps
         if used:
             solvers.add(used)
-        if used == "singular":   # no subspace step this cycle: PGS goes on (max_outer bounds the loop)
+        if used == "singular":   # no subspace step this cycle: PGS goes on (max_iterations bounds the loop)
             singular += 1
-        if S.residual(z, w) <= tol:
+        if S.relative(z, w) <= opts.tol:
             status, reason = Status.SOLVED, "residual below tol after a subspace step"
             break
     return Solution(z=z, w=w, status=status, iterations=sweeps + sm_steps,

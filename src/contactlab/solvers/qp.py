@@ -16,7 +16,8 @@ import scipy.sparse as sp
 from ..errors import ParamError
 from ..problems import LCP, BoxedLCP
 from ..solution import Solution, Status
-from .registry import register
+from ..problems.validation import is_symmetric, max_abs
+from .registry import check_common, register
 
 _TOL_KWARGS = {"proxqp": ("eps_abs", "eps_rel"), "osqp": ("eps_abs", "eps_rel"),
                "clarabel": ("tol_gap_abs", "tol_feas"), "highs": ("primal_feasibility_tolerance",
@@ -25,25 +26,22 @@ _TOL_KWARGS = {"proxqp": ("eps_abs", "eps_rel"), "osqp": ("eps_abs", "eps_rel"),
 
 @dataclass(frozen=True)
 class QPOptions:
-    """backend: a qpsolvers solver name ("proxsuite", "quadprog", "osqp", ...); tol: the backend's absolute
-    tolerance where it has one; polish_pgs: sweeps of PGS started from the QP answer (0 = none), which
-    tightens a first-order backend's answer; max_iter: passed to backends that take it."""
+    """backend: a qpsolvers solver name ("proxsuite", "quadprog", "osqp", ...); tol: the backend's
+    tolerance on the QP (M, q) / max|M| (the same for the problem times any constant), and the
+    certified relative residual; polish_pgs: sweeps of PGS started from the QP answer (0 = none),
+    which tightens a first-order backend's answer; max_iterations: passed to backends that take it
+    (alias max_iter)."""
 
     backend: str = "proxsuite"   # "proxsuite" is qpsolvers' "proxqp"
     tol: float = 1e-10
     crossover: bool = True
     polish_pgs: int = 0
-    max_iter: int = 10000
+    max_iterations: int = 10000
 
     def __post_init__(self):
-        if self.tol <= 0 or self.polish_pgs < 0:
-            raise ValueError("tol must be > 0 and polish_pgs >= 0")
-
-
-def _is_symmetric(M) -> bool:
-    if sp.issparse(M):
-        return (abs(M - M.T) > 1e-12 * max(1.0, abs(M).max())).nnz == 0
-    return bool(np.allclose(M, M.T, rtol=0.0, atol=1e-12 * max(1.0, float(np.max(np.abs(M), initial=0.0)))))
+        check_common(self)
+        if self.polish_pgs < 0:
+            raise ParamError(f"polish_pgs must be >= 0, got {self.polish_pgs}")
 
 
 @register("qp", problems=(LCP, BoxedLCP), options=QPOptions, warm_start=True, classes=("spd", "psd", "factored", "boxed"),
@@ -59,8 +57,9 @@ def qp_solve(problem, opts: QPOptions, warm_start=None) -> Solution:
         raise ParamError(f"QP backend {opts.backend!r} is not installed; available: "
                          f"{sorted(qpsolvers.available_solvers)} (proxsuite is named proxqp there)")
     n = problem.n
-    M, q = problem.M, problem.q
-    if not _is_symmetric(M):
+    s0 = max_abs(problem.M) or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0
+    M, q = problem.M / s0, problem.q / s0     # one scale: the problem times c gives the same QP
+    if not is_symmetric(M):
         raise ParamError("method 'qp' needs a symmetric M (the LCP is then the KKT system of a QP); "
                          "use lemke or interior-point for non-symmetric M")
     if isinstance(problem, BoxedLCP):
@@ -74,7 +73,7 @@ def qp_solve(problem, opts: QPOptions, warm_start=None) -> Solution:
     for k in _TOL_KWARGS.get(backend, ()):
         kwargs[k] = opts.tol
     if backend in ("proxqp", "osqp"):
-        kwargs["max_iter"] = opts.max_iter
+        kwargs["max_iter"] = opts.max_iterations
     if backend == "osqp":
         kwargs["polishing"] = True
     init = None
@@ -113,7 +112,7 @@ def qp_solve(problem, opts: QPOptions, warm_start=None) -> Solution:
             info["crossover"] = True
     if opts.polish_pgs:
         from .pgs import BoxSweeper
-        S = BoxSweeper(problem)
+        S = BoxSweeper(problem, normalise=False)
         w = np.empty(n)
         S.sweep(z, w, opts.polish_pgs, 1e-300)
         iterations = int(S.stats[0])

@@ -35,6 +35,23 @@ COMMON_OPTIONS = {
 }
 
 
+def _canonical_cap(options: dict[str, Any], names: set[str]) -> dict[str, Any]:
+    """Map the iteration cap to the spelling the options class has: ``max_iterations`` or, for a
+    class that still names it otherwise, its one old spelling. Given twice: ParamError."""
+    given = [k for k in options if k == "max_iterations" or (k in ALIASES and k not in names)]
+    if not given or (given == ["max_iterations"] and "max_iterations" in names):
+        return options
+    if len(given) > 1:
+        raise ParamError(f"give the iteration cap once (max_iterations; aliases {sorted(ALIASES)}), got {given}")
+    target = "max_iterations" if "max_iterations" in names else next(
+        (a for a in ALIASES if a in names), None)
+    if target is None:
+        return options   # the method has no cap: the unknown-option error names the key
+    options = dict(options)
+    options[target] = options.pop(given[0])
+    return options
+
+
 def check_common(opts) -> None:
     """``__post_init__`` checks of the common options (tol > 0, max_iterations >= 1 or None); ParamError."""
     tol = getattr(opts, "tol", None)
@@ -65,16 +82,8 @@ class SolverSpec:
         if not options:
             return _default_options(self.options)
         names = {f.name for f in dataclasses.fields(self.options)}
-        if "max_iterations" in names:
-            old = [k for k in options if k in ALIASES]
-            if old:
-                if len(old) > 1 or "max_iterations" in options:
-                    raise ParamError(f"give the iteration cap once: max_iterations (aliases {sorted(ALIASES)})")
-                options = dict(options)
-                options["max_iterations"] = options.pop(old[0])
+        options = _canonical_cap(options, names)
         unknown = sorted(set(options) - names)
-        if unknown and "max_iterations" in names:
-            unknown = [u for u in unknown if u not in ALIASES]
         if unknown:
             raise ParamError(f"unknown option(s) {unknown} for method {self.name!r}; "
                              f"known options: {sorted(names) or 'none'}")
