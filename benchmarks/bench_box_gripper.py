@@ -39,7 +39,7 @@ def markdown(rows) -> str:
                    f"{r['total_s_mean']:.3f} ± {r['total_s_std']:.3f} | {1e3 * r['per_step_s']:.1f} | "
                    f"{1e3 * r['model_per_step_s']:.2f} | {1e3 * r['method_per_step_s']:.2f} | "
                    f"{1e3 * r['solve_per_step_s']:.2f} | "
-                   f"{'held' if r['held'] else 'DROPPED'} ({r['held_trials']}/{r['trials']}) | {r['drift_m']:.2e} m | "
+                   f"{'held' if r['held'] else ('STOPPED' if r['errors'] else 'DROPPED')} ({r['held_trials']}/{r['trials']}) | {r['drift_m']:.2e} m | "
                    f"{', '.join(f'{k} {v}' for k, v in sorted(r['statuses'].items()))}{first} | {ptxt} |")
     return "\n".join(out)
 

@@ -26,7 +26,7 @@ def run(ctx) -> str:
                       f"{r['total_s_mean']:.3f} ± {r['total_s_std']:.3f}", f"{1e3 * r['per_step_s']:.1f}",
                       f"{1e3 * r['model_per_step_s']:.2f}", f"{1e3 * r['method_per_step_s']:.2f}",
                       f"{1e3 * r['solve_per_step_s']:.2f}",
-                      f"{'held' if r['held'] else 'dropped'} ({r['held_trials']}/{r['trials']})", f"{r['drift_m']:.1e}",
+                      f"{'held' if r['held'] else ('stopped' if r['errors'] else 'dropped')} ({r['held_trials']}/{r['trials']})", f"{r['drift_m']:.1e}",
                       ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items()))
                       + (f" (first uncertified: step {r['first_failure']})" if r["first_failure"] else ""),
                       f"{paper[0]:.2f} ± {paper[1]:.2f}" if paper else ""])
@@ -44,7 +44,7 @@ def run(ctx) -> str:
         "Stewart-Trinkle's count includes 4 motor variables (216 contact variables) and uses the model's "
         "default CFM 1e-6; the row 'lemke [cfm=0.0]' is the paper's LCP without it. No-slip, viscous and "
         "Trinkle-Pang apply the saturated actuators as forces. 'held (k/N)': in k of N trials every held box "
-        "moved vertically less than 1 mm; the drift column is the worst trial. The paper column is shown "
+        "moved vertically less than 1 mm ('stopped': a run ended early with SimulationError, an unusable step, listed below the table); the drift column is the worst trial. The paper column is shown "
         "only for the paper's configurations at 10 steps. The paper's second no-slip solver was MATLAB's "
         "active-set quadprog; here contactlab's `qp` method (when registered) and the Cottle-Dantzig "
         "principal pivoting method (an active-set method for the PSD LCP) stand in.",
