@@ -57,7 +57,7 @@ def _stable(df):
 def cluster():
     from dask.distributed import Client, LocalCluster
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as lc, Client(lc) as client:
+                      dashboard_address=":0") as lc, Client(lc) as client:
         yield client
 
 
