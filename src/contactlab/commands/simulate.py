@@ -93,7 +93,9 @@ def register(app: typer.Typer) -> None:
                  export_fclib: Path = typer.Option(None, "--export-fclib", help="write each step's frictional "
                                                    "contact problem as DIR/step_NNNNN.hdf5 (FCLIB)"),
                  html_out: Path = typer.Option(None, "--html", help="write an interactive 3D replay of the run: "
-                                               "one self-contained HTML file (docs/replay.md)")):
+                                               "one self-contained HTML file (docs/replay.md)"),
+                 reuse: str = typer.Option("none", "--reuse", help="none, or motionless: warm-start each solve "
+                                           "from the motionless bodies' sub-LCP (loomis-balkcom §IV)")):
         """Simulate SCENE and report final body states and metrics.
 
         With --out the trajectory is written while it runs (HDF5, flushed every chunk of steps);
@@ -117,7 +119,8 @@ def register(app: typer.Typer) -> None:
                 raise typer.BadParameter("--duration must be >= 0")
             _check_method(sc, model, method, dt)
             # a scene may carry its controllers (fn(sim) before each step) and a summary(sim, traj) -> dict
-            sim = Simulator(sc, model, method, dt=dt, controllers=getattr(sc, "controllers", ()))
+            sim = Simulator(sc, model, method, dt=dt, controllers=getattr(sc, "controllers", ()),
+                            reuse=None if reuse == "none" else reuse)
             _check_overlaps(sim, strict)
             exporter = None
             if export_fclib is not None:
