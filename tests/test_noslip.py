@@ -156,7 +156,7 @@ def test_box_gripper_reduced_basis_alone_is_honest():
     the failure (the run stops at the first unusable step), never hold the boxes with a false answer."""
     from contactlab.scenarios.box_gripper import run_box_gripper
     r = run_box_gripper("stewart-trinkle", "lemke", steps=5, solver_options={"basis": "reduced"})
-    solved = r.statuses.get("solved", 0)
+    solved = r.statuses.get("SOLVED", 0)
     assert solved == 5 or (r.error and "no usable answer" in r.error)
     assert r.drift_m < 1e-3 or r.error   # no silent drop: either held or stopped with a reason
 
@@ -167,7 +167,7 @@ def test_box_gripper_held_by_stewart_trinkle_with_lemke(basis):
     Lemke keeps them: every step solved, no vertical drift."""
     from contactlab.scenarios.box_gripper import run_box_gripper
     r = run_box_gripper("stewart-trinkle", "lemke", steps=5, solver_options={"basis": basis})
-    assert r.statuses.get("solved", 0) == 5
+    assert r.statuses.get("SOLVED", 0) == 5
     assert r.held and r.drift_m < 1e-6 and r.lcp_variables_mean == 220
 
 

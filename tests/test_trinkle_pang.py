@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 import contactlab as cl
 from contactlab.models.noslip import SLIDING, STICKING
 from contactlab.models.trinkle_pang import (build_stewart_trinkle, build_trinkle_pang, cone_residual,
-                                            painleve_rod, recover_pyramid, solve_trinkle_pang,
+                                            infeasibility_certificate, painleve_rod, recover_pyramid, solve_trinkle_pang,
                                             solve_trinkle_pang_cone)
 from contactlab.solution import Status
 
@@ -93,23 +93,25 @@ def test_painleve_sliding_rod_is_proven_inconsistent_with_a_checked_certificate(
     assert lcp.q[0] < 0
     r = solve_trinkle_pang(M, v, f, N, S, T, mu)
     assert r.status == Status.NO_SOLUTION and r.consistent is False and r.result is None
-    y = r.solution.info["certificate"]                                 # Farkas: y >= 0, F'y <= 0, q'y < 0
-    assert y.min() >= 0 and (lcp.M.T @ y).max() <= 0 and lcp.q @ y < 0
-    assert r.solution.info["first_method"]["status"] == "RAY_TERMINATION"
+    assert r.solution.info.get("certificate") is not None             # a proof, never a bare claim
+    y = infeasibility_certificate(built.problem)                       # Farkas: y >= 0, F'y <= 0, q'y < 0
+    assert y is not None and y.min() >= 0 and (lcp.M.T @ y).max() <= 0 and lcp.q @ y < 0
     cone = solve_trinkle_pang_cone(M, v, f, N, S, T, mu)
     assert cone.status == Status.NO_SOLUTION and cone.result is None
 
 
 def test_no_proof_without_a_certificate():
-    """A feasible LCP with no complementary solution cannot be proven infeasible by Farkas; the
-    model must then report 'unknown' (consistent None), never NO_SOLUTION. The 2x2 LCP
-    F = [[-1, 2], [2, -1]], e = (1, -1)... is solvable; the certificate LP must return None."""
-    from contactlab.models.trinkle_pang import infeasibility_certificate
-    solvable = cl.LCP(np.array([[-1.0, 2.0], [2.0, -1.0]]), np.array([1.0, -1.0]))  # z = (0, 1): w = (3, 0)
+    """The Farkas LP never 'proves' a solvable LCP infeasible, and finds the certificate of an
+    infeasible one; a failed method without such a proof is reported as unknown (consistent None,
+    the method's own status), never NO_SOLUTION."""
+    solvable = cl.LCP(np.array([[-1.0, 2.0], [2.0, -1.0]]), np.array([1.0, -1.0]))  # z = (0, 1): w = (1, 0)
     assert infeasibility_certificate(solvable) is None
     infeasible = cl.LCP(np.array([[-1.0, 0.0], [0.0, 1.0]]), np.array([-1.0, 0.0]))  # row 1: -z - 1 >= 0 impossible
     y = infeasibility_certificate(infeasible)
     assert y is not None and y[0] > 0 and (infeasible.M.T @ y).max() <= 0 and infeasible.q @ y < 0
+    M, v, f, N, S, T = _tilted_point(np.arctan(0.4))                  # solvable, but interior-point refuses it
+    r = solve_trinkle_pang(M, v, f, N, S, T, 0.5, method="interior-point", prove=True, prove_max_n=0)
+    assert r.consistent is None and r.status == Status.NO_SOLUTION_FOUND and r.result is None
 
 
 def test_painleve_below_threshold_is_solved():

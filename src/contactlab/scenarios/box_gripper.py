@@ -216,7 +216,8 @@ def run_box_gripper(model: str = "no-slip", method: str | None = None, steps: in
                       method_time_s=timed.reduction + float(sum(r.solve_time for r in records)), drift_m=drift,
                       held=bool(error is None and drift < HELD_DRIFT and np.all(np.isfinite(sim.data.position))),
                       solver_failures=int(sum(not r.success for r in records)), drift_after=drift_after,
-                      statuses={st: sum(r.status == st for r in records) for st in {r.status for r in records}},
+                      statuses={st.upper(): sum(str(r.status).upper() == st.upper() for r in records)
+                                for st in {str(r.status) for r in records}},
                       error=error, steps_done=len(records),
                       first_failure=next((k + 1 for k, r in enumerate(records)
                                           if str(r.status).lower() not in ("solved", "trivial")), None))
