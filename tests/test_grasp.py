@@ -1,0 +1,93 @@
+"""Grasping hands (issue 12, arechavaleta §V): the Barrett scene, joint couplings, the grasp script."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contactlab.mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
+from contactlab.scenarios import make_scene
+from contactlab.scenarios.barrett import barrett_chains
+from contactlab.scenarios.materials import friction
+from contactlab.sim import Simulator
+
+BF = {"joints": "schur", "coupling": "previous"}
+
+
+def test_barrett_forward_kinematics_matches_the_spec_check_values():
+    """scenario-specs §1.3: fingertip frames at DOFs 0 and 0.9 rad (palm frame, mm)."""
+    for dof, tip, thumb in ((0.0, (25, 158.6, 44.0), (0, -158.6, 44.0)), (0.9, (25, 66.4, 107.8), (0, -66.4, 107.8))):
+        ch = barrett_chains(0.0, (dof, dof, dof))
+        np.testing.assert_allclose(ch["f1"][-1][1][:3, 3], tip, atol=0.06)
+        np.testing.assert_allclose(ch["f2"][-1][1][:3, 3], (-tip[0], tip[1], tip[2]), atol=0.06)
+        np.testing.assert_allclose(ch["thumb"][-1][1][:3, 3], thumb, atol=0.06)
+
+
+def test_friction_comes_from_the_material_table():
+    sc = make_scene("barrett-grasp", material="rubber")
+    assert sc.pair_mu["f1_link3/object"] == 1.0 == friction("glass", "rubber")
+    assert make_scene("barrett-grasp").pair_mu["thumb_link3/object"] == 0.2
+    assert sc.pair_mu["object/table"] == 0.3
+    assert friction("wood", "plastic") == friction("plastic", "wood") == 0.4
+
+
+def _coupled_pair(ratio):
+    """Two links hinged in a row about z, the second following the first at ``ratio``; a velocity
+    motor drives the first at 1 rad/s (no gravity)."""
+    box = Shape("box", size=(0.1, 0.02, 0.02))
+    bodies = [Body("a", mass=1.0, position=(0.05, 0, 0), shapes=[box]), Body("b", mass=0.5, position=(0.15, 0, 0), shapes=[box])]
+    joints = [Joint("j1", "revolute", "world", "a", (0, 0, 0), (0, 0, 1), motor=Motor(1.0, 100.0)),
+              Joint("j2", "revolute", "a", "b", (0.1, 0, 0), (0, 0, 1), follows="j1", ratio=ratio)]
+    return Scene("coupled", bodies, joints, gravity=(0, 0, 0), settings=Settings(dt=0.01))
+
+
+@pytest.mark.parametrize("model,method,opts", [("stewart-trinkle", "lemke", None), ("box-friction", "pgs-sm", BF)])
+def test_joint_coupling_keeps_the_ratio(model, method, opts):
+    """After 0.3 s the second joint's angle is 1/3 of the first (planar chain, exact geometry:
+    the angle of b's x axis is q1 + q2)."""
+    sim = Simulator(_coupled_pair(1.0 / 3.0), model, method, model_options=opts)
+    sim.run(0.3)
+    R = sim.data.rotation()
+    q1 = np.arctan2(R[0][1, 0], R[0][0, 0])
+    q12 = np.arctan2(R[1][1, 0], R[1][0, 0])
+    assert q1 == pytest.approx(0.3, abs=1e-3)        # the motor's 1 rad/s for 0.3 s
+    assert q12 - q1 == pytest.approx(q1 / 3.0, abs=1e-6)
+
+
+def _grasp(material, model, method, hold, opts=None):
+    sc = make_scene("barrett-grasp", object="cylinder", material=material, dt=0.01, hold=hold)
+    sim = Simulator(sc, model, method, model_options=opts, controllers=sc.controllers)
+    traj = sim.run(sc.duration)
+    assert traj.error is None
+    return sc, sim, traj
+
+
+@pytest.mark.slow
+def test_rubber_holds_plastic_slips():
+    """arechavaleta Figs. 2-3: glass in plastic fingers (mu 0.2) stays on the table; in rubber fingers
+    (mu 1.0) it rises with the wrist and stays within 5 mm of its grasped pose for 2 s. Penetration
+    stays below the contact margin, joint error below 1e-6; the run repeats bit for bit."""
+    lift = 0.1
+    sc, sim, traj = _grasp("plastic", "stewart-trinkle", "lemke", hold=0.0)
+    g = sc.summary(sim, traj)["grasp"]
+    assert not g["lifted"] and g["object_drop_m"] > 0.5 * lift
+    for model, method, opts in (("stewart-trinkle", "lemke", None), ("box-friction", "pgs-sm", BF)):
+        sc, sim, traj = _grasp("rubber", model, method, hold=2.0, opts=opts)
+        g = sc.summary(sim, traj)["grasp"]
+        assert g["lifted"], (model, g)
+        assert sim.data.time - sc.script.events["hold"] >= 2.0 - 1e-9   # held for the whole 2 s
+        assert g["hold_drift_m"] < 5e-3, (model, g)
+        assert traj.column("max_penetration").max() < sc.settings.margin
+        assert traj.column("joint_error").max() < 1e-6
+
+
+def test_grasp_is_reproducible_bit_for_bit():
+    """Two runs of the same configuration (0.5 s: closing, first contacts) give identical states."""
+    out = []
+    for _ in range(2):
+        sc = make_scene("barrett-grasp", object="cylinder", material="rubber", dt=0.01)
+        sim = Simulator(sc, "box-friction", "pgs-sm", model_options=BF, controllers=sc.controllers)
+        traj = sim.run(0.5)
+        assert traj.error is None and traj.column("contacts").max() > 0
+        out.append((sim.data.position.copy(), sim.data.quaternion.copy(), sim.data.linear_velocity.copy()))
+    for a, b in zip(*out):
+        assert np.array_equal(a, b)
