@@ -18,7 +18,7 @@ the faster run that reaches is reported. Iteration limits: Siconos 5000 on the g
 sweeps), elsewhere the same cap for every iterative method (a few seconds of sweeps); Siconos' Newton methods
 (a factorisation per iteration) 200.
 
-Usage: python benchmarks/bench_iterative.py [--quick] [--no-peers] [--out docs/benchmarks-iterative.md]
+Usage: python benchmarks/bench_iterative.py [--quick] [--no-peers] [--out FILE.md | --update-docs]
 """
 from __future__ import annotations
 
@@ -489,11 +489,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-peers", action="store_true")
-    ap.add_argument("--out", default=str(ROOT / "docs/benchmarks-iterative.md"))
+    ap.add_argument("--out", default=None, help="Markdown output (default out/bench/benchmarks-iterative.md, "
+                    "untracked; the figure and raw JSON go beside it)")
+    ap.add_argument("--update-docs", action="store_true", help="write docs/benchmarks-iterative.md, its figure "
+                    "and benchmarks/results/iterative.json (the tracked copies)")
     ap.add_argument("--piles-sparse", action="store_true", help="only the sparse (CSR) pile family, N = 100..1000; "
                     "prints a Markdown table")
     ap.add_argument("--replot", action="store_true", help="redraw the figure from benchmarks/results/iterative.json")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = str(ROOT / ("docs" if args.update_docs else "out/bench") / "benchmarks-iterative.md")
+    raw_json = ROOT / "benchmarks/results/iterative.json" if args.update_docs else Path(args.out).parent / "iterative.json"
     if args.piles_sparse:
         from threadpoolctl import threadpool_limits
         threadpool_limits(1)
@@ -533,7 +539,7 @@ def main():
     atomic_write(out, lambda tmp: Path(tmp).write_text(text))
     raw = {"grasp": {str(k): v for k, v in grasp.items()}, "grasp_meta": {str(k): v for k, v in grasp_meta.items()},
            "illcond": ill, "piles": piles, "peers": peers}
-    atomic_write(ROOT / "benchmarks/results/iterative.json",
+    atomic_write(raw_json,
                  lambda tmp: Path(tmp).write_text(json.dumps(raw, default=float, indent=1)))
     print(text)
     print(f"done in {elapsed:.0f} s -> {out}")

@@ -1,6 +1,6 @@
 """Pivoting solvers side by side with their peers, in one run, on the same problems.
 
-    .venv/bin/python benchmarks/bench_pivoting.py            # full run, writes docs/benchmarks-pivoting.md
+    .venv/bin/python benchmarks/bench_pivoting.py --update-docs   # full run, writes docs/benchmarks-pivoting.md
     .venv/bin/python benchmarks/bench_pivoting.py --quick    # small sizes, a minute or so
 
 Peers (installed by benchmarks/setup_peers.sh; each is skipped with a note when missing):
@@ -239,9 +239,13 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=1.0, help="seconds of repetitions per solve")
     ap.add_argument("--slow", type=float, default=5.0,
                     help="skip a method on larger sizes of a family once one solve took longer than this (s)")
-    ap.add_argument("--out", type=Path, default=ROOT / "docs/benchmarks-pivoting.md")
+    ap.add_argument("--out", type=Path, default=ROOT / "out/bench/benchmarks-pivoting.md",
+                    help="Markdown output (default out/bench/, untracked)")
+    ap.add_argument("--update-docs", action="store_true", help="write the tracked docs/benchmarks-pivoting.md")
     ap.add_argument("--no-peers", action="store_true")
     args = ap.parse_args(argv)
+    if args.update_docs:
+        args.out = ROOT / "docs/benchmarks-pivoting.md"
 
     t_start = time.perf_counter()
     cases = build_cases(args.quick)

@@ -11,6 +11,7 @@ import argparse
 import json
 import platform
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -23,10 +24,12 @@ METHODS = (("bilinear-lp", {}), ("mip", {"time_limit": 300.0}), ("mode-enumerati
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="quasistatic_large.jsonl")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "out/bench/quasistatic_large.jsonl"),
+                    help="JSON lines output (default out/bench/, untracked)")
     ap.add_argument("--sizes", default="100,200")
     ap.add_argument("--seeds", type=int, default=2)
     args = ap.parse_args()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for n_c in map(int, args.sizes.split(",")):
         for n_ab in (0, n_c // 2):
