@@ -82,6 +82,27 @@ def shapes_of(model) -> list:
         if s.vertices is not None:
             d["vertices"] = np.asarray(s.vertices, dtype=float).reshape(-1, 3).round(6).tolist()
         out.append(d)
+    # links of a mechanism are drawn as a skeleton too (many have no collision shape: they never
+    # touch anything): a thin capsule from the body's centre of mass to each joint anchor and shape
+    anchors = {}
+    for jt in getattr(model, "joints", []):
+        if jt.a >= 0:
+            anchors.setdefault(jt.a, []).append(np.asarray(jt.anchor_a, dtype=float))
+        anchors.setdefault(jt.b, []).append(np.asarray(jt.anchor_b, dtype=float))
+    for body, pts in sorted(anchors.items()):
+        if model.kind[body] == KIND_FIXED:
+            continue
+        pts = pts + [np.asarray(sh.position, dtype=float) for b, sh in model.shapes if b == body]
+        for p in pts:
+            L = float(np.linalg.norm(p))
+            if L < 1e-9:
+                continue
+            R = _rot_y_to(p / L) @ np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])   # local z along p
+            from scipy.spatial.transform import Rotation
+            x, y, z, w = Rotation.from_matrix(R).as_quat()
+            out.append({"body": int(body), "kind": "capsule", "name": "skeleton", "fixed": False, "visual": True,
+                        "size": [0.0, 0.0, 0.0], "radius": max(0.05 * L, 1e-3), "length": L, "normal": [0, 0, 1],
+                        "offset": 0.0, "position": (0.5 * p).tolist(), "orientation": [w, x, y, z]})
     return out
 
 
@@ -321,12 +342,14 @@ def replay_html(data: ReplayData, out=None, *, title: str = "contactlab replay",
     dyn = np.flatnonzero(np.any(np.abs(np.diff(data.position, axis=0)).sum(axis=2) > 0, axis=0)
                          | np.any(np.abs(np.diff(data.orientation, axis=0)).sum(axis=2) > 0, axis=0)) \
         if F > 1 else np.zeros(0, int)
-    finite = [s for s in data.shapes if s["kind"] != "halfspace"]
-    pts = data.position[keep].reshape(-1, 3)
+    moving = sorted({sh["body"] for sh in data.shapes if not sh.get("fixed") and sh["kind"] != "halfspace"})
+    pts = data.position[keep][:, moving].reshape(-1, 3) if moving else data.position[keep].reshape(-1, 3)
     extent = float(np.ptp(pts, axis=0).max()) if len(pts) else 1.0
-    for s in finite:
-        extent = max(extent, 2 * s.get("radius", 0.0), max(s.get("size", [0]) or [0]))
-    extent = max(extent, 0.1)
+    for sh in data.shapes:
+        if sh["body"] in moving:
+            extent = max(extent, 2 * sh.get("radius", 0.0) if sh["kind"] != "box" else 0.0,
+                         max(sh.get("size", [0]) or [0]) if sh["kind"] == "box" else 0.0)
+    extent = max(extent, 0.02)
     center = pts.mean(axis=0) if len(pts) else np.zeros(3)
 
     cmds = []
@@ -412,7 +435,7 @@ def replay_html(data: ReplayData, out=None, *, title: str = "contactlab replay",
     cmds.append(SetProperty("visible", False, MPath(("Axes",))))
     cmds.append(SetProperty("visible", False, MPath(("Grid",))))
     cmds.append(SetTransform(_T(np.eye(3), center), MPath(("Cameras", "default"))))
-    d = 1.6 * extent + 0.3
+    d = 1.6 * extent
     # the camera node is y-up (three.js): (x, y, z) here is (x, z_up, -y) in the world
     cmds.append(SetProperty("position", [d * 0.9, d * 0.55, d * 0.9], MPath(("Cameras", "default", "rotated", "<object>"))))
     if anim.clips:
