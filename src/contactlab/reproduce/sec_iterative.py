@@ -8,7 +8,7 @@ import numpy as np
 
 from . import markdown_table
 
-TITLE = "Iterative solvers: PGS-SM on grasping LCPs (arechavaleta Table I) and ill-conditioned problems"
+TITLE = "Iterative solvers: PGS-SM on synthetic grasp-shaped LCPs (stress test) and ill-conditioned problems"
 ORDER = 20
 
 # arechavaleta Table I (microseconds per solve; Fortran 77 / C++ on an AMD Turion 64 X2): (min, max, mean)
@@ -108,5 +108,6 @@ def ill_conditioned(ctx) -> str:
 def run(ctx) -> str:
     from threadpoolctl import threadpool_limits
     with threadpool_limits(1):     # BLAS on one thread: timings not at the mercy of oversubscription
-        return "\n\n".join(["### Grasp-shaped boxed friction LCPs beside arechavaleta Table I", table_one(ctx),
+        return "\n\n".join(["### Synthetic grasp-shaped LCPs (stress test, not the paper's experiment; Table I from "
+                            "the grasp simulations is in the grasping section)", table_one(ctx),
                             "### Ill-conditioned SPD LCPs", ill_conditioned(ctx)])
