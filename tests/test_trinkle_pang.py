@@ -114,6 +114,25 @@ def test_no_proof_without_a_certificate():
     assert r.consistent is None and r.status == Status.NO_SOLUTION_FOUND and r.result is None
 
 
+def test_a_no_solution_without_certificate_is_not_a_proof(monkeypatch):
+    """The rule itself: a second method's NO_SOLUTION that carries no certificate (the old
+    ``enumerate``, which skipped singular supports) must not become 'proven inconsistent'."""
+    import contactlab.solvers as solvers
+    real = solvers.solve
+
+    def uncertified_enumerate(problem, method="auto", **kw):
+        sol = real(problem, method=method, **kw)
+        if method == "enumerate":
+            sol.status = Status.NO_SOLUTION
+            sol.info.pop("certificate", None)
+        return sol
+
+    monkeypatch.setattr(solvers, "solve", uncertified_enumerate)
+    M, v, f, N, S, T = _tilted_point(np.arctan(0.4))                  # solvable; interior-point refuses it
+    r = solve_trinkle_pang(M, v, f, N, S, T, 0.5, method="interior-point", prove=True)
+    assert r.consistent is None and r.status == Status.NO_SOLUTION_FOUND and r.result is None
+
+
 def test_painleve_below_threshold_is_solved():
     M, v, f, N, S, T, mu = painleve_rod(theta=np.pi / 4, mu=1.0)
     r = solve_trinkle_pang(M, v, f, N, S, T, mu)
