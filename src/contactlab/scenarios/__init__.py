@@ -108,5 +108,10 @@ register_scene("solo12", _solo12.build)
 
 # issue 14: computation reuse of loomis-balkcom §IV (Figs. 1 and 4): motionless sets that change
 from . import column_collapse as _column_collapse  # noqa: E402
+from . import reuse_slowdown as _reuse_slowdown  # noqa: E402
 
 register_scene("column-collapse", _column_collapse.build)
+register_scene("reuse-slowdown", _reuse_slowdown.build)
+from . import allegro as _allegro  # noqa: E402
+
+register_scene("allegro-grasp", _allegro.build)

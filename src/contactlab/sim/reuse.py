@@ -135,6 +135,8 @@ class MotionlessReuse:
         self.stored = None                       # (ContactSet subset, values (k, r))
         self.log = ReuseLog()
         self._pending_rows = 0
+        self.last_warm = None       # the warm start given to the last step's solve (for measurements)
+        self.last_sub = None        # the sub-problem solved after the last step, if the set changed
 
     def prepare(self, built, contacts, kwargs: dict) -> None:
         """Replace the solver's warm start in ``kwargs`` by the motionless set's (SOLVELCP(world,
@@ -151,6 +153,7 @@ class MotionlessReuse:
         """The full-size warm start: stored values on the rows of the stored contacts found again
         (matched by shape pair and nearest point), zero elsewhere; None when nothing is stored."""
         self._pending_rows = 0
+        self.last_warm = None
         if self.stored is None or contacts.count == 0:
             return None
         cs, vals = self.stored
@@ -163,7 +166,8 @@ class MotionlessReuse:
         z = np.zeros(problem_of(built).n)
         z[rows[hit]] = vals[j[hit].astype(np.int64)]
         self._pending_rows = int(np.count_nonzero(z))
-        return z if self._pending_rows else None
+        self.last_warm = z if self._pending_rows else None
+        return self.last_warm
 
     def after_step(self, contacts, built) -> float:
         """GETMOTIONLESSBODIES after the step's integration; on a change, solve the new motionless
@@ -171,6 +175,7 @@ class MotionlessReuse:
         from ..solvers import solve
         sim, log = self.sim, self.log
         mask = motionless_bodies(sim.model, sim.data, contacts, self.radius, self.tol_v)
+        self.last_sub = None
         log.motionless.append(int(mask.sum()))
         log.warm_rows.append(self._pending_rows)
         if self.prev is not None and np.array_equal(mask, self.prev):
@@ -186,7 +191,7 @@ class MotionlessReuse:
         piv = maj = 0
         if sel.size:
             rows = contact_rows(built, contacts.count)[sel]
-            sub = principal_subproblem(problem_of(built), rows.ravel())
+            sub = self.last_sub = principal_subproblem(problem_of(built), rows.ravel())
             t0 = time.perf_counter()
             sol = solve(sub, sim.method, **sim.solver_options)
             t = time.perf_counter() - t0
