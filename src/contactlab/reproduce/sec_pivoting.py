@@ -1,5 +1,6 @@
-"""The pivoting solvers without peers: time and pivots vs n, Murty's 2^n example, and loomis-balkcom
-computation reuse (Theorem 1, Table I). Peer comparisons live in benchmarks/bench_pivoting.py."""
+"""The pivoting solvers without peers: time and pivots vs n, Murty's 2^n example. Peer comparisons
+live in benchmarks/bench_pivoting.py; loomis-balkcom computation reuse (Theorem 1, Table I) in
+sec_reuse.py."""
 from __future__ import annotations
 
 import time
@@ -8,18 +9,8 @@ import numpy as np
 
 from . import markdown_table
 
-TITLE = "Pivoting solvers: scaling, Murty's example, computation reuse (loomis-balkcom)"
+TITLE = "Pivoting solvers: scaling, Murty's example"
 ORDER = 10
-
-# loomis-balkcom Table I: total pivots, frictionless examples (structure, blocks) -> (LpSolve, Dantzig, reuse)
-PAPER_TABLE_I = {
-    ("Random", 10): (102, 127, 13),
-    ("Column", 50): (2352, 2352, 96),
-    ("Column", 80): (6162, 6162, 156),
-    ("Random", 84): (11975, 15136, 420),
-    ("Pyramid", 91): (8190, 8190, 180),
-}
-
 
 def _timed(fn, reps: int):
     best, out = np.inf, None
@@ -77,70 +68,6 @@ def murty_counts(ctx):
     return out
 
 
-def reuse_sequence(structure):
-    """Solve the contact LCPs of the sub-assemblies of the first k blocks (k = 1..B, build order), cold and
-    warm-started from the previous sub-assembly's solution (loomis-balkcom Theorem 1).
-
-    With blocks in build order (each rests on earlier blocks or the ground) the contacts of the first k
-    blocks are the leading rows of the full contact list, so each LCP is a principal sub-problem of the
-    next one (loomis-balkcom eq. 8).
-    """
-    import contactlab as cl
-    from ..problems.generators import box_contacts, box_structure_factored
-    full = box_structure_factored(structure).to_lcp()
-    uppers = np.array([u for _, u, _ in box_contacts(structure)])
-    tot = {"cold_piv": 0, "warm_piv": 0, "cold_maj": 0, "warm_maj": 0, "cold_s": 0.0, "warm_s": 0.0,
-           "bound_ok": True, "failures": 0, "solves": 0, "n": 0}
-    prev = None
-    for k in range(1, structure.n_boxes + 1):
-        nk = int(np.sum(uppers < k))          # contacts of the first k blocks = leading rows (eq. 8)
-        L = cl.LCP(full.M[:nk, :nk], full.q[:nk])
-        t0 = time.perf_counter()
-        cold = cl.solve(L, method="dantzig")
-        t1 = time.perf_counter()
-        if prev is not None and prev.success and prev.z.size <= L.n:
-            ws = (np.arange(prev.z.size), prev.z)
-            warm = cl.solve(L, method="dantzig", warm_start=ws)
-            bound = L.n - prev.z.size
-        else:
-            warm = cl.solve(L, method="dantzig")
-            bound = L.n
-        t2 = time.perf_counter()
-        tot["cold_piv"] += cold.pivots
-        tot["warm_piv"] += warm.pivots
-        tot["cold_maj"] += cold.iterations
-        tot["warm_maj"] += warm.iterations
-        tot["cold_s"] += t1 - t0
-        tot["warm_s"] += t2 - t1
-        tot["bound_ok"] &= warm.iterations <= bound
-        tot["failures"] += (not cold.success) + (not warm.success)
-        tot["solves"] += 1
-        tot["n"] = L.n
-        prev = warm if warm.success else cold
-    return tot
-
-
-def reuse_table(ctx):
-    from ..problems.generators import box_column, box_pyramid, random_box_stack
-    if ctx.quick:
-        cases = [("Random", 10, random_box_stack(10, ctx.rng(10), dim=2, new_tower=0.3)),
-                 ("Column", 50, box_column(50)), ("Pyramid", 28, box_pyramid(7))]
-    else:
-        cases = [("Random", 10, random_box_stack(10, ctx.rng(10), dim=2, new_tower=0.3)),
-                 ("Column", 50, box_column(50)), ("Column", 80, box_column(80)),
-                 ("Random", 84, random_box_stack(84, ctx.rng(84), dim=2, new_tower=0.1)),
-                 ("Pyramid", 91, box_pyramid(13))]
-    rows = []
-    for name, blocks, structure in cases:
-        t = reuse_sequence(structure)
-        paper = PAPER_TABLE_I.get((name, blocks))
-        rows.append([name, blocks, t["n"], t["solves"], t["cold_maj"], t["cold_piv"], t["warm_maj"], t["warm_piv"],
-                     f"{t['cold_s'] * 1e3:.0f} / {t['warm_s'] * 1e3:.0f}", "yes" if t["bound_ok"] else "NO",
-                     t["failures"], f"{paper[1]} / {paper[2]}" if paper else "-"])
-        ctx.advance(f"reuse {name} {blocks}")
-    return rows
-
-
 def figures(ctx, rows):
     import matplotlib
     matplotlib.use("Agg")
@@ -170,7 +97,6 @@ def run(ctx) -> str:
     rows = scaling(ctx)
     links = figures(ctx, rows)
     murty = murty_counts(ctx)
-    reuse = reuse_table(ctx)
     scale_table = markdown_table(
         ["family", "n", "m", "method", "time ms (best of reps)", "pivots", "major cycles", "residual", "status"],
         [[f, n, m if m is not None else "-", meth, f"{t * 1e3:.3g}", p, it, f"{res:.1e}", st]
@@ -178,10 +104,6 @@ def run(ctx) -> str:
     murty_table = markdown_table(["n", "lemke pivots", "2^n", "status", "residual"],
                                  [[n, p, 2 ** n, st, f"{r:.1e}"] for n, p, st, r in murty])
     murty_exact = all(p == 2 ** n for n, p, _, _ in murty)
-    reuse_md = markdown_table(
-        ["structure", "blocks", "contacts (full)", "LCPs solved", "cold major cycles", "cold pivots",
-         "warm major cycles", "warm pivots", "cold / warm ms", "Theorem 1 bound held", "failed solves",
-         "paper Dantzig / reuse pivots"], reuse)
     return "\n".join([
         "Pivoting solvers on problem families that need no peer library (peer comparisons: "
         "`docs/benchmarks-pivoting.md`, made by `benchmarks/bench_pivoting.py`). Times are best-of-repeats "
@@ -199,16 +121,6 @@ def run(ctx) -> str:
         f"({'matched at every n' if murty_exact else 'NOT matched at every n'}).",
         "",
         murty_table, "",
-        "### Computation reuse (loomis-balkcom Theorem 1 and Table I)",
-        "",
-        "Planar blocks (2 contacts per touching face pair, velocity-level frictionless contact LCP at rest under "
-        "gravity). For each structure, the sub-assemblies of its first k blocks (k = 1..B, in build order) are "
-        "solved with Cottle-Dantzig cold and warm-started from the previous sub-assembly's solution "
-        "(`warm_start=(indices, z_sub)`); totals over the sequence. Theorem 1 bounds the warm major cycles of "
-        "each solve by the number of new contacts (n - k); 'bound held' checks it for every solve. The "
-        "paper's counts (last column) come from a depth-first disassembly planner with static friction, not "
-        "this exact sequence, and its random structures are not ours: compare orders of magnitude and the "
-        "cold/warm ratio, not exact numbers.",
-        "",
-        reuse_md,
+        "Computation reuse (loomis-balkcom Theorem 1, Table I) has its own section: stable disassembly "
+        "planning and motionless sets in simulation.",
     ])
