@@ -1,14 +1,13 @@
-"""Collision detection with coal (pip ``coal``).
+"""Collision detection: compiled broad phase and box routines, coal for everything else.
 
-Broad phase: world AABBs (from coal's local AABBs, grown by the contact margin) tested
-pairwise in NumPy blocks; half-spaces pair with every non-fixed body. Narrow phase:
-``coal.collide`` with ``security_margin = margin`` (speculative contacts up to ``margin`` apart)
-then ``coal.computeContactPatch``: a face-face contact yields the polygon of the patch, so a box
-on a plane has 4 points, not one. Each point's signed distance is measured between its two
-witness points along the patch normal. coal reports the points of a patch with the patch's single
-depth, so for a box or convex mesh against a half-space the contacts are instead the vertices
-within ``margin`` of the plane, each with its exact distance (speculative contacts for the
-corners about to land on a rotating box).
+Broad phase: world AABBs (from coal's local AABBs, grown by the contact margin) by compiled
+sort-and-sweep; half-spaces are culled against each AABB (:mod:`contactlab.collision.boxes`).
+Narrow phase: box-box pairs by the compiled separating-axis routine with face clipping (at most
+four points per pair, exact face normals), box or convex mesh against a half-space by its
+vertices within ``margin`` of the plane (each with its exact distance: speculative contacts for
+the corners about to land). Every other pair goes to ``coal.collide`` with ``security_margin =
+margin`` then ``coal.computeContactPatch`` (a face-face patch yields its polygon's corners), each
+point's signed distance measured between its two witness points along the patch normal.
 """
 from __future__ import annotations
 
@@ -20,6 +19,7 @@ import numpy as np
 from ..errors import ModelError
 from ..mechanics.model import KIND_FIXED, Data, Model
 from ..mechanics.rotation import quat_to_matrix, tangent_basis
+from . import boxes as B
 
 
 @dataclass
@@ -120,6 +120,15 @@ class CollisionWorld:
         self.request.num_max_contacts = 1
         self.patch_request = coal.ContactPatchRequest()
         self.shape_kind_box = np.array([s.kind == "box" for _, s in model.shapes], dtype=bool)
+        self.half = np.array([0.5 * np.asarray(s.size, dtype=np.float64) if s.kind == "box" else np.zeros(3)
+                              for _, s in model.shapes]).reshape(-1, 3)
+        # half-spaces in their shape frame: outward normal n, inside n.x <= d
+        self.plane_local = np.array([np.r_[np.asarray(g.n), float(g.d)] if inf else np.zeros(4)
+                                     for g, inf in zip(self.geoms, self.infinite)]).reshape(-1, 4)
+        self.finite_idx = np.flatnonzero(~self.infinite).astype(np.int64)
+        self.plane_idx = np.flatnonzero(self.infinite).astype(np.int64)
+        nb = model.nb
+        self.jointed_keys = np.array(sorted(a * nb + b for a, b in jointed), dtype=np.int64)
         self.vertices = []
         for body, shape in model.shapes:
             if shape.kind == "box":
@@ -130,6 +139,10 @@ class CollisionWorld:
             else:
                 V = None
             self.vertices.append(V)
+        counts = [0 if V is None else len(V) for V in self.vertices]
+        self.vstart = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.vflat = np.vstack([V for V in self.vertices if V is not None] or [np.zeros((0, 3))]).astype(np.float64)
+        self.has_vertices = np.array(counts, dtype=np.int64) > 0
 
     def _snap_normal(self, res, Rs, ps, sa, sb, cos_tol: float = 0.9995):
         """EPA's normal for barely overlapping faces can be off by ~1e-3 rad, and coal's patch then
@@ -172,32 +185,34 @@ class CollisionWorld:
         ps = data.position[self.shape_body] + np.einsum("kij,kj->ki", Rb, self.local_p)
         return Rs, ps
 
+    def _planes_world(self, Rs, ps):
+        """World outward normals (k, 3) and offsets (k,) of the half-spaces (``self.plane_idx``)."""
+        h = self.plane_idx
+        n = np.einsum("kij,kj->ki", Rs[h], self.plane_local[h, :3])
+        return n, self.plane_local[h, 3] + np.einsum("ki,ki->k", n, ps[h])
+
     def candidate_pairs(self, data: Data, Rs: np.ndarray, ps: np.ndarray) -> np.ndarray:
-        """Broad phase: (k, 2) shape index pairs whose margin-grown world AABBs overlap."""
-        center = ps + np.einsum("kij,kj->ki", Rs, self.aabb_center)
-        half = np.einsum("kij,kj->ki", np.abs(Rs), self.aabb_half) + 0.5 * self.margin
-        finite = np.flatnonzero(~self.infinite)
-        pairs = []
-        block = 256
-        cf, hf = center[finite], half[finite]
-        for s0 in range(0, finite.size, block):
-            c0, h0 = cf[s0:s0 + block], hf[s0:s0 + block]
-            ov = np.all(np.abs(c0[:, None, :] - cf[None, :, :]) <= h0[:, None, :] + hf[None, :, :], axis=2)
-            i, j = np.nonzero(ov)
-            i = i + s0
-            keep = i < j
-            pairs.append(np.column_stack([finite[i[keep]], finite[j[keep]]]))
-        for k in np.flatnonzero(self.infinite):
-            pairs.append(np.column_stack([np.full(finite.size, k), finite]))
-        if not pairs:
-            return np.zeros((0, 2), dtype=np.int64)
-        P = np.concatenate(pairs).astype(np.int64)
-        ba, bb = self.shape_body[P[:, 0]], self.shape_body[P[:, 1]]
-        ok = (ba != bb) & ~(self.static[P[:, 0]] & self.static[P[:, 1]])
-        if self.jointed:
+        """Broad phase: (k, 2) shape index pairs whose margin-grown world AABBs overlap (compiled
+        sort-and-sweep), then (finite shape, half-space) pairs reaching within the margin."""
+        lo, hi = B.world_aabbs(Rs, ps, self.aabb_center, self.aabb_half, self.margin)
+        fin = B.sweep_pairs(lo, hi, self.finite_idx, self.shape_body, self.static, self.jointed_keys, self.model.nb)
+        if self.plane_idx.size == 0:
+            return fin
+        n, off = self._planes_world(Rs, ps)
+        pl = B.plane_pairs(lo, hi, self.finite_idx, self.plane_idx, n, off, self.static, self.margin)
+        return np.concatenate([fin, pl]) if pl.size else fin
+
+    def pair_mu_array(self, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
+        """Friction of each shape pair: the scene's pair override, else the smaller shape mu, else
+        the scene's mu (vectorised :meth:`pair_mu`)."""
+        mu = np.fmin(self.shape_mu[sa], self.shape_mu[sb])
+        mu = np.where(np.isfinite(mu), mu, self.model.mu_default)
+        if self.model.pair_mu:
+            ba, bb = self.shape_body[sa], self.shape_body[sb]
             lo, hi = np.minimum(ba, bb), np.maximum(ba, bb)
-            ok &= np.array([(x, y) not in self.jointed for x, y in zip(lo, hi)], dtype=bool)
-        return P[ok]
+            for (x, y), m in self.model.pair_mu.items():     # per scene override, not per contact
+                mu[(lo == x) & (hi == y)] = m
+        return mu
 
     def pair_mu(self, sa: int, sb: int) -> float:
         ba, bb = int(self.shape_body[sa]), int(self.shape_body[sb])
@@ -208,7 +223,10 @@ class CollisionWorld:
         return min(m) if m else self.model.mu_default
 
     def detect(self, data: Data, margin: float | None = None) -> ContactSet:
-        """All contact points within ``margin`` (default: the settings' margin)."""
+        """All contact points within ``margin`` (default: the settings' margin).
+
+        Compiled broad phase; box-box pairs and (box or convex mesh, half-space) pairs by the
+        compiled routines of :mod:`contactlab.collision.boxes`; every other pair by coal."""
         if not self.geoms:
             return ContactSet.empty()
         margin = self.settings_margin if margin is None else float(margin)
@@ -217,11 +235,46 @@ class CollisionWorld:
             self.request.security_margin = margin
         Rs, ps = self._world_poses(data)
         pairs = self.candidate_pairs(data, Rs, ps)
-        out = {k: [] for k in ("a", "b", "sa", "sb", "p", "n", "phi", "mu")}
-        tf = [None] * len(self.geoms)
+        if pairs.shape[0] == 0:
+            return ContactSet.empty()
+        plane_b = self.infinite[pairs[:, 1]]
+        boxbox = self.shape_kind_box[pairs[:, 0]] & self.shape_kind_box[pairs[:, 1]]
+        vplane = plane_b & self.has_vertices[pairs[:, 0]]
+        parts = []                                      # (shape a, shape b, point, normal, phi)
+        if np.any(boxbox):
+            pb = pairs[boxbox]
+            pid, P, N, phi = B.box_contacts(pb, Rs, ps, self.half, self.margin)
+            parts.append((pb[pid, 0], pb[pid, 1], P, N, phi))
+        if np.any(vplane):
+            pp = pairs[vplane]
+            n, off = self._planes_world(Rs, ps)
+            row = np.searchsorted(self.plane_idx, pp[:, 1])
+            pq = np.column_stack([pp[:, 0], row])
+            pid, P, N, phi = B.plane_contacts(pq, Rs, ps, self.vflat, self.vstart, n, off, self.margin)
+            parts.append((pp[pid, 0], pp[pid, 1], P, N, phi))
+        rest = ~(vplane | boxbox)
+        if np.any(rest):
+            parts.append(self._coal_contacts(pairs[rest], Rs, ps))
+        parts = [q for q in parts if q[4].size]
+        if not parts:
+            return ContactSet.empty()
+        sa, sb, P, n, phi = (np.concatenate([q[k] for q in parts]) for k in range(5))
+        n = n / np.linalg.norm(n, axis=1, keepdims=True)
+        t1, t2 = tangent_basis(n)
+        sa, sb = sa.astype(np.int64), sb.astype(np.int64)
+        cs = ContactSet(self.shape_body[sa], self.shape_body[sb], sa, sb, P, n, phi,
+                        self.pair_mu_array(sa, sb), t1, t2)
+        cs.normal_guess = np.full(cs.count, np.nan)
+        return cs
+
+    def _coal_contacts(self, pairs, Rs, ps):
+        """coal's narrow phase (collide + contact patch) for the pairs no compiled routine covers
+        (spheres, capsules, cylinders, convex meshes against each other)."""
+        out = {k: [] for k in ("sa", "sb", "p", "n", "phi")}
+        tf = {}
 
         def transform(k):
-            if tf[k] is None:
+            if k not in tf:
                 T = coal.Transform3s()
                 T.setRotation(Rs[k])
                 T.setTranslation(ps[k])
@@ -232,20 +285,6 @@ class CollisionWorld:
             # put a half-space second so the normal points from the finite shape into it
             if self.infinite[sa]:
                 sa, sb = sb, sa
-            mu = self.pair_mu(sa, sb)
-            if self.infinite[sb] and self.vertices[sa] is not None:
-                # exact vertex distances to the plane (points x with n.x <= offset are inside)
-                g = self.geoms[sb]
-                n = Rs[sb] @ np.asarray(g.n)
-                off = float(g.d) + float(n @ ps[sb])
-                Vw = ps[sa] + self.vertices[sa] @ Rs[sa].T
-                dist = Vw @ n - off
-                for k in np.flatnonzero(dist < self.margin):
-                    out["a"].append(self.shape_body[sa]); out["b"].append(self.shape_body[sb])
-                    out["sa"].append(sa); out["sb"].append(sb)
-                    out["p"].append(Vw[k] - 0.5 * dist[k] * n); out["n"].append(-n)
-                    out["phi"].append(float(dist[k])); out["mu"].append(mu)
-                continue
             ga, gb = self.geoms[sa], self.geoms[sb]
             Ta, Tb = transform(sa), transform(sb)
             res = coal.CollisionResult()
@@ -262,20 +301,11 @@ class CollisionWorld:
                 for k in _polygon_corners(patch):
                     p1 = np.asarray(patch.getPointShape1(k))
                     p2 = np.asarray(patch.getPointShape2(k))
-                    out["a"].append(self.shape_body[sa]); out["b"].append(self.shape_body[sb])
                     out["sa"].append(sa); out["sb"].append(sb)
                     out["p"].append(0.5 * (p1 + p2)); out["n"].append(n)
-                    out["phi"].append(float(np.dot(p2 - p1, n))); out["mu"].append(mu)
-        if not out["phi"]:
-            return ContactSet.empty()
-        n = np.array(out["n"])
-        n /= np.linalg.norm(n, axis=1, keepdims=True)
-        t1, t2 = tangent_basis(n)
-        cs = ContactSet(np.array(out["a"], dtype=np.int64), np.array(out["b"], dtype=np.int64),
-                        np.array(out["sa"], dtype=np.int64), np.array(out["sb"], dtype=np.int64),
-                        np.array(out["p"]), n, np.array(out["phi"]), np.array(out["mu"]), t1, t2)
-        cs.normal_guess = np.full(cs.count, np.nan)
-        return cs
+                    out["phi"].append(float(np.dot(p2 - p1, n)))
+        return (np.array(out["sa"], dtype=np.int64), np.array(out["sb"], dtype=np.int64),
+                np.array(out["p"]).reshape(-1, 3), np.array(out["n"]).reshape(-1, 3), np.array(out["phi"]))
 
 
 def _polygon_corners(patch, tol: float = 1e-6) -> list[int]:
@@ -304,13 +334,7 @@ def match_previous(prev: ContactSet | None, prev_values: np.ndarray | None, new:
         return out
     key_prev = prev.shape_a * 1_000_003 + prev.shape_b
     key_new = new.shape_a * 1_000_003 + new.shape_b
-    for key in np.unique(key_new):
-        inew = np.flatnonzero(key_new == key)
-        iprev = np.flatnonzero(key_prev == key)
-        if iprev.size == 0:
-            continue
-        dist = np.linalg.norm(new.point[inew, None, :] - prev.point[None, iprev, :], axis=2)
-        j = np.argmin(dist, axis=1)
-        ok = dist[np.arange(inew.size), j] <= tol
-        out[inew[ok]] = prev_values[iprev[j[ok]]]
+    out = B.match_previous_kernel(key_prev.astype(np.int64), np.ascontiguousarray(prev.point),
+                                  np.asarray(prev_values, dtype=np.float64), key_new.astype(np.int64),
+                                  np.ascontiguousarray(new.point), float(tol))
     return out

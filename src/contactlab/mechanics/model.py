@@ -120,20 +120,14 @@ class Data:
         return copy.deepcopy(self)
 
     def velocity_vector(self, model: Model) -> np.ndarray:
-        v = np.zeros(model.ndof)
-        for i in range(model.nb):
-            s = model.dof_start[i]
-            if s >= 0:
-                v[s:s + 3] = self.linear_velocity[i]
-                v[s + 3:s + 6] = self.angular_velocity[i]
-        return v
+        live = model.dof_start >= 0          # dof_start is 0, 6, 12, ... over the moving bodies
+        return np.hstack([self.linear_velocity[live], self.angular_velocity[live]]).reshape(-1)
 
     def set_velocity_vector(self, model: Model, v: np.ndarray) -> None:
-        for i in range(model.nb):
-            s = model.dof_start[i]
-            if s >= 0:
-                self.linear_velocity[i] = v[s:s + 3]
-                self.angular_velocity[i] = v[s + 3:s + 6]
+        live = model.dof_start >= 0
+        V = np.asarray(v, dtype=np.float64).reshape(-1, 6)
+        self.linear_velocity[live] = V[:, :3]
+        self.angular_velocity[live] = V[:, 3:]
 
     def rotation(self) -> np.ndarray:
         return quat_to_matrix(self.quaternion)

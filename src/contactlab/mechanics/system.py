@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .model import KIND_KINEMATIC, Data, Model
+from . import kernels as _K
 from .rotation import quat_conj, quat_mul, quat_to_matrix, quat_to_rotvec, tangent_basis
 
 
@@ -56,6 +57,7 @@ class ConstraintSystem:
     contacts: object = None
     normal_guess: np.ndarray = None
     labels: dict = field(default_factory=dict)   # row labels: joint rows, limits, motors
+    W_blocks: np.ndarray = None   # (moving bodies, 6, 6) blocks of Minv, for :func:`delassus`
 
     @property
     def nc(self) -> int:
@@ -94,24 +96,40 @@ def mobility(model: Model, data: Data) -> sp.csr_matrix:
     return sp.csr_matrix(Minv)
 
 
+def _block_csr(B: np.ndarray) -> sp.csr_matrix:
+    """CSR of the block-diagonal matrix of the (k, 6, 6) blocks B (dense blocks, no conversion)."""
+    k = B.shape[0]
+    cols = (6 * np.arange(k)[:, None, None] + np.arange(6)[None, None, :]) * np.ones((1, 6, 1), dtype=np.int64)
+    return sp.csr_matrix((B.reshape(-1), cols.reshape(-1), np.arange(0, 36 * k + 1, 6)), shape=(6 * k, 6 * k))
+
+
+def mass_blocks(model: Model, data: Data) -> tuple[np.ndarray, np.ndarray]:
+    """(k, 6, 6) blocks diag(m I3, R I R') of M and of M^-1 over the k non-fixed bodies."""
+    live = np.flatnonzero(model.dof_start >= 0)
+    R = quat_to_matrix(data.quaternion[live])
+    return (_K.body_blocks(R, model.mass[live], model.inertia[live]),
+            _K.body_blocks(R, 1.0 / model.mass[live], model.inv_inertia[live]))
+
+
 def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     """Block-diagonal M = diag(m I3, R I R') and its inverse over the non-fixed bodies."""
-    live = np.flatnonzero(model.dof_start >= 0)
-    k = live.size
-    if k == 0:
+    if not np.any(model.dof_start >= 0):
         return _empty(0), _empty(0)
-    R = quat_to_matrix(data.quaternion[live])
-    Iw = R @ model.inertia[live] @ np.transpose(R, (0, 2, 1))
-    Iiw = R @ model.inv_inertia[live] @ np.transpose(R, (0, 2, 1))
+    Bm, Bw = mass_blocks(model, data)
+    return _block_csr(Bm), _block_csr(Bw)
 
-    def blocks(m, I):
-        B = np.zeros((k, 6, 6))
-        B[:, 0, 0] = B[:, 1, 1] = B[:, 2, 2] = m
-        B[:, 3:, 3:] = I
-        return sp.block_diag(list(B), format="csr") if k < 2 else sp.bsr_matrix(
-            (B, np.arange(k), np.arange(k + 1)), shape=(6 * k, 6 * k)).tocsr()
 
-    return blocks(model.mass[live], Iw), blocks(1.0 / model.mass[live], Iiw)
+def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
+    """H M^-1 H' + diag(diag) from the 6x6 blocks of M^-1 (compiled; only row pairs that share a
+    body are formed). ``dense``: a numpy array, else CSR."""
+    H = sp.csr_matrix(H)
+    n = H.shape[0]
+    diag = np.broadcast_to(np.asarray(diag, dtype=np.float64), (n,)).copy()
+    ip, ix, dv = H.indptr.astype(np.int64), H.indices.astype(np.int64), H.data.astype(np.float64)
+    if dense:
+        return _K.delassus_dense(ip, ix, dv, sys.W_blocks, n, diag)
+    R, C, V = _K.delassus_coo(ip, ix, dv, sys.W_blocks, n, diag)
+    return sp.csr_matrix((V, (R, C)), shape=(n, n))
 
 
 def joint_torque_forces(model: Model, data: Data) -> np.ndarray:
@@ -166,23 +184,13 @@ def point_rows(model: Model, data: Data, a: np.ndarray, b: np.ndarray, P: np.nda
     a: -[u, (P - x_a) x u].
     """
     k = len(U)
-    rows, cols, vals = [], [], []
-    for body, sign in ((b, 1.0), (a, -1.0)):
-        body = np.asarray(body, dtype=np.int64)
-        dof = np.where(body >= 0, model.dof_start[np.maximum(body, 0)], -1)
-        live = np.flatnonzero(dof >= 0)
-        if live.size == 0:
-            continue
-        r = P[live] - data.position[body[live]]
-        ang = np.cross(r, U[live])
-        block = np.hstack([U[live], ang]) * sign
-        rows.append(np.repeat(live, 6))
-        cols.append((dof[live][:, None] + np.arange(6)[None, :]).ravel())
-        vals.append(block.ravel())
-    if not rows:
-        return sp.csr_matrix((k, model.ndof))
-    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                         shape=(k, model.ndof))
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    a_dof = np.where(a >= 0, model.dof_start[np.maximum(a, 0)], -1)
+    b_dof = np.where(b >= 0, model.dof_start[np.maximum(b, 0)], -1)
+    xa, xb = data.position[np.maximum(a, 0)], data.position[np.maximum(b, 0)]
+    dv, ix, ip = _K.point_rows_csr(a_dof, b_dof, np.ascontiguousarray(P, dtype=np.float64), xa, xb,
+                                   np.ascontiguousarray(U, dtype=np.float64))
+    return sp.csr_matrix((dv, ix, ip), shape=(k, model.ndof))
 
 
 def angular_rows(model: Model, a: int, b: int, U: np.ndarray) -> sp.csr_matrix:
@@ -349,10 +357,9 @@ def joint_rows(model: Model, data: Data, h: float):
             jl.append(f"{jt.name}:coupling")
     # kinematic bodies: v+ equals their current velocity; planar bodies: vz = wx = wy = 0 with drift correction
     ez = np.array([0.0, 0.0, 1.0])
-    for i in range(model.nb):
+    special = np.flatnonzero((model.dof_start >= 0) & ((model.kind == KIND_KINEMATIC) | model.planar))
+    for i in special:          # kinematic and planar bodies only (a handful), not every body
         s = model.dof_start[i]
-        if s < 0:
-            continue
         if model.kind[i] == KIND_KINEMATIC:
             for k in range(6):
                 Jb.r.append(np.array([Jb.n])); Jb.c.append(np.array([s + k])); Jb.v.append(np.array([1.0]))
@@ -385,12 +392,22 @@ def contact_rows(model: Model, data: Data, contacts, d: int):
     N = point_rows(model, data, a, b, P, contacts.normal)
     S = point_rows(model, data, a, b, P, contacts.t1)
     T = point_rows(model, data, a, b, P, contacts.t2)
+    return N, S, T, pyramid_rows(S, T, d)
+
+
+def pyramid_rows(S: sp.csr_matrix, T: sp.csr_matrix, d: int) -> sp.csr_matrix:
+    """D, contact-major: row i*d + k = cos(2 pi k/d) S_i + sin(2 pi k/d) T_i (S and T share their
+    sparsity pattern: the same bodies per contact)."""
     ang = 2.0 * np.pi * np.arange(d) / d
-    c, s = np.cos(ang), np.sin(ang)
-    # D rows contact-major: row i*d + k = cos_k S_i + sin_k T_i
-    Dd = sp.kron(S, np.ones((d, 1))).multiply(np.tile(c, S.shape[0])[:, None]) + \
-        sp.kron(T, np.ones((d, 1))).multiply(np.tile(s, T.shape[0])[:, None])
-    return N, S, T, sp.csr_matrix(Dd)
+    nnz = np.diff(S.indptr)
+    rep_rows = np.repeat(np.arange(S.shape[0]), d)
+    starts = S.indptr[rep_rows]
+    lens = nnz[rep_rows]
+    idx = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(lens.sum())
+    k = np.repeat(np.tile(np.arange(d), S.shape[0]), lens)
+    data = np.cos(ang)[k] * S.data[idx] + np.sin(ang)[k] * T.data[idx]
+    indptr = np.concatenate([[0], np.cumsum(lens)])
+    return sp.csr_matrix((data, S.indices[idx], indptr), shape=(S.shape[0] * d, S.shape[1]))
 
 
 def normal_bias(phi: np.ndarray, h: float, zeta: float, slop: float) -> np.ndarray:
@@ -406,7 +423,11 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
     """Assemble the :class:`ConstraintSystem` of the current state and ``contacts``."""
     st = model.settings
     h = float(st.dt if h is None else h)
-    M, Minv = mass_matrices(model, data)
+    if np.any(model.dof_start >= 0):
+        Bm, Bw = mass_blocks(model, data)
+        M, Minv = _block_csr(Bm), _block_csr(Bw)
+    else:
+        (M, Minv), Bw = mass_matrices(model, data), np.zeros((0, 6, 6))
     v = data.velocity_vector(model)
     f = generalized_forces(model, data)
     (J, j_rhs, j_err, jl), (L, l_bias, ll), (A, a_target, a_max, al), _ = joint_rows(model, data, h)
@@ -421,4 +442,4 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
                             S=S, T=T, D=D, d=d, mu=mu, phi=phi, A=A, a_target=a_target, a_max=a_max,
                             cfm=float(st.cfm), contacts=contacts,
                             normal_guess=np.full(nc, np.nan) if guess is None else guess,
-                            labels={"joint": jl, "limit": ll, "motor": al})
+                            labels={"joint": jl, "limit": ll, "motor": al}, W_blocks=Bw)

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelError
+from ..mechanics.system import delassus
 from ..problems import BoxedLCP
 from .common import StepResult, contact_modes, dense
 
@@ -59,6 +60,17 @@ def _layout(sys, options=None):
     return o_a, o_l, o_n, o_s, o_t, o_t + nc
 
 
+def _rows(sys) -> sp.csr_matrix:
+    """H = [J; A; L; N; S; T], built once per step (kept on the system for recover)."""
+    H = getattr(sys, "_box_rows", None)
+    if H is None:
+        parts = [m for m in (sys.J, sys.A, sys.L, sys.N, sys.S, sys.T) if m.shape[0]]
+        H = sp.vstack(parts, format="csr") if len(parts) > 1 else (
+            sp.csr_matrix(parts[0]) if parts else sp.csr_matrix((0, sys.ndof)))
+        sys._box_rows = H
+    return H
+
+
 def build(sys, options: Options | None = None) -> BoxedLCP:
     options = options or Options()
     o_a, o_l, o_n, o_s, o_t, n = _layout(sys, options)
@@ -73,9 +85,12 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
         Mat = 0.5 * (Mat + Mat.T)
         q = H @ sys.v_free() - rhs - dense(HW @ sys.J.T) @ X[:, -1]
     else:
-        H = sp.vstack([sys.J, sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
-        Mat = H @ sys.Minv @ H.T + (options.cfm + sys.cfm) * sp.eye(n, format="csr")
-        Mat = dense(Mat) if n <= options.dense_max else sp.csr_matrix(Mat)
+        H = _rows(sys)
+        if sys.W_blocks is not None:    # compiled: only row pairs sharing a body (mechanics/kernels.py)
+            Mat = delassus(sys, H, options.cfm + sys.cfm, dense=n <= options.dense_max)
+        else:
+            Mat = H @ sys.Minv @ H.T + (options.cfm + sys.cfm) * sp.eye(n, format="csr")
+            Mat = dense(Mat) if n <= options.dense_max else sp.csr_matrix(Mat)
         rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * nc)])
         q = H @ sys.v_free() - rhs
     lo = np.concatenate([np.full(nj, -np.inf), -sys.a_max, np.zeros(sys.nl + nc), np.zeros(2 * nc)])
@@ -118,7 +133,7 @@ def recover(sys, problem, solution, options: Options | None = None) -> StepResul
         joint = -_joint_solve(sys, sys.J @ (sys.Minv @ (H.T @ z)) + sys.J @ sys.v_free() - sys.j_rhs)
         v_next = sys.v_free() + sys.Minv @ (H.T @ z + sys.J.T @ joint)
     else:
-        H = sp.vstack([sys.J, sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
+        H = _rows(sys)
         v_next = sys.v_free() + sys.Minv @ (H.T @ z)
         joint = z[:o_a]
     normal = z[o_n:o_s]

@@ -10,7 +10,8 @@ constant, shared with ``solve()``). A fallback is run only where it can help, wi
   method was not PGS already (it has just spent those sweeps);
 * a boxed LCP with fixed bounds is a convex bound-constrained QP: PGS-SM continues from the
   failed iterate; Lemke on its LCP reduction only while it is small (pivoting is O(n^3));
-* an LCP / mixed LCP: Lemke (complete on the copositive-plus contact matrices), small only.
+* an LCP / mixed LCP: Lemke (complete on the copositive-plus contact matrices; small only),
+  then PGS from the failed iterate.
 
 Every fallback gets at most as many iterations as the primary spent (at least ``MIN_BUDGET``), so
 a rescue never costs much more than the step itself; a candidate that is not finite is dropped.
@@ -25,8 +26,9 @@ from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
 from ..solvers import available_solvers, solve
 
-#: fewest iterations a fallback is given (a primary that stopped at once still gets a real try)
-MIN_BUDGET = 50
+#: fewest iterations a fallback is given (a primary that stopped at once still gets a real try;
+#: a sweep and a pivot both cost O(n^2) on a dense matrix)
+MIN_BUDGET = 200
 #: largest problem handed to a pivoting fallback (O(n^3) per solve)
 PIVOTING_MAX_N = 400
 
@@ -60,7 +62,7 @@ def chain(problem, primary: str) -> tuple[str, ...]:
         else:
             out = ("pgs-sm",) + (("lemke",) if problem.n <= PIVOTING_MAX_N else ())
     else:
-        out = ("lemke",) if problem.n <= PIVOTING_MAX_N else ()
+        out = ("lemke", "pgs") if problem.n <= PIVOTING_MAX_N else ("pgs",)
     solvers = available_solvers()
     return tuple(m for m in out if m != primary and m in solvers and solvers[m].accepts(problem))
 
