@@ -166,14 +166,16 @@ def build(object: str = "glass", material: str = "plastic", object_material: str
           object_offset: float = 0.0, grip_torque: float = 2.5, spread_torque: float = float("inf"),
           close_speed: float = 0.5, lift: float = 0.1, lift_speed: float = 0.1, hold: float = 2.0,
           settle: float = 0.05, close_timeout: float = 1.0, dt: float = 0.005, margin: float = 0.003,
-          friction_directions: int = 4, object_mass: float = 0.2) -> Scene:
+          friction_directions: int = 4, object_mass: float = 0.2, cfm: float = 1e-6) -> Scene:
     """The Barrett hand over ``object`` on a table. ``material`` of the hand's links, and of object
     and table (friction from the material table); ``preshape``: flexion DOF at start (rad; GraspIt!'s
     world uses 0.9); ``spread`` (rad); ``palm_height``: palm face above the table (m);
     ``object_offset``: object centre along the closing direction (m, world y); ``grip_torque``:
     force limit of the flexion motors (N m; GraspIt! maxEffort 2.5e9 in its units, ~2.5 N m);
     script: close at ``close_speed`` (rad/s) until the fingers stall, lift the wrist by ``lift`` (m)
-    at ``lift_speed`` (m/s), hold for ``hold`` (s)."""
+    at ``lift_speed`` (m/s), hold for ``hold`` (s). ``cfm``: constraint force mixing on the contact
+    rows (arechavaleta §V-B regularises with a CFM too; 1e-6 keeps Lemke's pivots well conditioned
+    when a finger face rests on the object with four coplanar contact points)."""
     for nm, m in (("material", material), ("object_material", object_material), ("table_material", table_material)):
         check_material(nm, m)
     for nm, val in (("grip_torque", grip_torque), ("spread_torque", spread_torque), ("close_speed", close_speed),
@@ -195,7 +197,7 @@ def build(object: str = "glass", material: str = "plastic", object_material: str
     pair_mu = pair_friction(links, {"object": object_material, "table": table_material})
     pair_mu.update(pair_friction({"object": object_material}, {"table": table_material}))
     scene = Scene(name="barrett-grasp", bodies=bodies, joints=joints, mu=0.0, pair_mu=pair_mu,
-                  settings=Settings(dt=dt, margin=margin, friction_directions=friction_directions))
+                  settings=Settings(dt=dt, margin=margin, friction_directions=friction_directions, cfm=cfm))
     fingers = {j: grip_torque * (2.0 if j.startswith("thumb") else 1.0) for j in FINGER_JOINTS}
     attach_script(scene, fingers, close_speed, grip_torque, lift, lift_speed, hold, settle, close_timeout=close_timeout)
     return scene
