@@ -31,17 +31,19 @@ _coupled = boxed_coupled
 # ------------------------------------------------------------------------------------------------
 # agreement with the direct solvers
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("method", ITERATIVE)
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(["spd", "psd", "boxed"]))
-def test_agrees_with_enumeration(method, seed, kind):
+# pgs/psor converge on singular PSD M, but can be sublinear: that pair is not claimed (not run)
+AGREE = [(m, k) for m in ITERATIVE for k in ("spd", "psd", "boxed") if not (m in ("pgs", "psor") and k == "psd")]
+
+
+@pytest.mark.parametrize("method,kind", AGREE)
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_agrees_with_enumeration(method, kind, seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(2, 8))
     if kind == "spd":
         P = gen.random_spd(n, rng)
     elif kind == "psd":
-        if method in ("pgs", "psor"):   # converge on singular PSD M, but can be sublinear: not claimed
-            return
         P = gen.random_psd(n, int(rng.integers(1, n)), rng)
     else:
         P = _boxed(n, rng)
@@ -293,8 +295,8 @@ def test_interior_point_refuses_non_monotone_honestly():
     sol = cl.solve(P, "interior-point")
     assert sol.status == cl.Status.NO_SOLUTION_FOUND and "monotone" in sol.info["reason"]
     tried = cl.solve(P, "interior-point", require_monotone=False)
-    # whatever it reached is certified, never a false success
-    assert (not tried.success) or tried.residual <= 1e-6 * P.scale()
+    # on this copositive-plus (not monotone) problem the crossover reaches a certified solution
+    assert tried.status is cl.Status.SOLVED and tried.info["polished"]
     with pytest.raises(cl.ParamError):
         cl.solve(_coupled(2, np.random.default_rng(0)), "interior-point")
 
@@ -341,11 +343,12 @@ def test_pgs_sm_numba_kernel_and_python_path_agree():
     np.testing.assert_allclose(a.w, b.w, atol=1e-6)
 
 
-def test_interior_point_on_rank_deficient_psd_is_honest():
+def test_interior_point_on_rank_deficient_psd_is_solved():
     """A feasible PSD LCP without a strictly complementary solution (found by hypothesis): the
-    interior point method may stall there; it must then say so, never claim success."""
+    crossover finishes it; w (unique for symmetric PSD M) equals lemke's."""
     from .problems import make
     p = make("psd", np.random.default_rng(35326))
-    assert cl.solve(p, method="lemke").success
+    ref = cl.solve(p, method="lemke")
     sol = cl.solve(p, method="interior-point")
-    assert sol.success == (sol.residual <= 1e-6 * p.scale())
+    assert ref.success and sol.success and sol.info["polished"]
+    np.testing.assert_allclose(sol.w, ref.w, atol=1e-9 * np.abs(p.q).max())

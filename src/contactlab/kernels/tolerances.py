@@ -15,10 +15,10 @@ EPS = 2.220446049250313e-16
 #: (problems/residual.py ``relative_residuals``) must be at most this (or the method's ``tol``)
 CERTIFY = 1e-6
 
-#: the unit of w in the certified residual is at least ROUNDING_UNIT times the size of the terms
-#: summed into w (max|M| ||z||_1): where w = M z + q cancels, its rounding error is measured
-#: against those terms, not against the cancelled result
-ROUNDING_UNIT = 1e-6
+#: the unit of w_i in the certified residual is the size t_i of its own terms |q_i| + sum_j |M_ij z_j|
+#: (componentwise backward error), but at least NORMWISE_FLOOR * max_i t_i: entries of q that are
+#: rounding noise (1e-16 of the data) must not turn a right answer into a failure
+NORMWISE_FLOOR = 1e-4
 
 #: a matrix is symmetric when max |M - M'| <= SYMMETRY * max |M|
 SYMMETRY = 1e-12

@@ -86,15 +86,13 @@ class FactoredLCP(Problem):
         return lcp_residuals(z, self.w(z) if w is None else w)
 
     def relative_residuals(self, z, w=None, x=None) -> Residuals:
-        """:func:`lcp_relative` with the terms of w = N s + offset + cfm z (s = M^-1 N' z + f*)
-        measured by max|N| ||s||_1 + |offset| + cfm ||z||_1."""
+        """:func:`lcp_relative` with the terms of w_i = N_i (M^-1 N' z + f*) + offset_i + cfm z_i:
+        t = |N| (|M^-1 N' z| + |f*|) + |offset| + cfm |z|."""
         z = np.asarray(z, dtype=np.float64)
-        s = self.accel(z)
-        if getattr(self, "_max_abs", None) is None:
-            self._max_abs = max_abs(self.N)
-        terms = self._max_abs * float(np.sum(np.abs(s))) + float(np.max(np.abs(self.offset), initial=0.0)) \
-            + self.cfm * float(np.sum(np.abs(z)))
-        return lcp_relative(z, self.w(z) if w is None else w, self.q, terms)
+        s = np.abs(self.solve_M(matvec(self.N.T, z))) + np.abs(self.f_star)
+        absN = abs(self.N) if sp.issparse(self.N) else np.abs(self.N)
+        t = matvec(absN, s) + np.abs(self.offset) + self.cfm * np.abs(z)
+        return lcp_relative(z, self.w(z) if w is None else w, self.q, t)
 
     def is_trivial(self) -> bool:
         return self.n == 0 or float(self.q.min()) >= 0.0

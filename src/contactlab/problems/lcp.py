@@ -6,12 +6,8 @@ import scipy.sparse as sp
 
 from ..errors import ProblemError
 from .base import Problem
-from .residual import Residuals, box_relative, box_residuals, lcp_relative, lcp_residuals
+from .residual import Residuals, box_relative, box_residuals, lcp_relative, lcp_residuals, row_terms
 from .validation import as_matrix, as_vector, matvec, max_abs
-
-
-def _l1(z) -> float:
-    return float(np.sum(np.abs(z)))
 
 
 class LCP(Problem):
@@ -37,13 +33,7 @@ class LCP(Problem):
         return lcp_residuals(z, self.w(z) if w is None else w)
 
     def relative_residuals(self, z, w=None, x=None) -> Residuals:
-        return lcp_relative(z, self.w(z) if w is None else w, self.q, self.max_abs_M() * _l1(z))
-
-    def max_abs_M(self) -> float:
-        """max |M_ij|, computed once."""
-        if getattr(self, "_max_abs", None) is None:
-            self._max_abs = max_abs(self.M)
-        return self._max_abs
+        return lcp_relative(z, self.w(z) if w is None else w, self.q, row_terms(self.M, z, self.q))
 
     def scale(self) -> float:
         if self._scale is None:
@@ -136,9 +126,7 @@ class BoxedLCP(Problem):
 
     def relative_residuals(self, z, w=None, x=None) -> Residuals:
         lo, hi = self.bounds(z)
-        if getattr(self, "_max_abs", None) is None:
-            self._max_abs = max_abs(self.M)
-        return box_relative(z, self.w(z) if w is None else w, lo, hi, self.q, self._max_abs * _l1(z))
+        return box_relative(z, self.w(z) if w is None else w, lo, hi, self.q, row_terms(self.M, z, self.q))
 
     def scale(self) -> float:
         return max(1.0, float(np.max(np.abs(self.q), initial=0.0)))

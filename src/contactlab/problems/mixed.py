@@ -7,6 +7,7 @@ import scipy.linalg as sla
 from ..errors import ProblemError
 from .base import Problem
 from .lcp import LCP
+from ..kernels.tolerances import NORMWISE_FLOOR
 from .residual import Residuals, lcp_relative, lcp_residuals
 from .validation import as_matrix, as_vector, matvec, to_dense
 
@@ -104,19 +105,18 @@ class MixedLCP(Problem):
         return Residuals(max(r.natural, eq), r.complementarity, max(r.infeasibility, eq))
 
     def relative_residuals(self, z, w=None, x=None) -> Residuals:
-        """The LCP part as :func:`lcp_relative` (w against h); the equality rows relative to
-        max(||g||, ||A x||, ||C y||)."""
-        from ..kernels.tolerances import ROUNDING_UNIT
+        """The LCP part as :func:`lcp_relative` with t = |D||x| + |B||y| + |h|; each equality row
+        relative to its own terms |A||x| + |C||y| + |g|."""
         x = self.recover_x(z) if x is None else x
-        l1x, l1z = float(np.sum(np.abs(x))), float(np.sum(np.abs(z)))
-        mx = lambda G: float(np.max(np.abs(G), initial=0.0))  # noqa: E731
-        Bmax = float(abs(self.B).max()) if hasattr(self.B, "nnz") else mx(self.B)
-        r = lcp_relative(z, self.w(z, x) if w is None else w, self.h, mx(self.D) * l1x + Bmax * l1z)
-        Ax, Cy = self.A @ x, self.C @ z
-        size = max(float(np.max(np.abs(self.g), initial=0.0)), float(np.max(np.abs(Ax), initial=0.0)),
-                   float(np.max(np.abs(Cy), initial=0.0)), ROUNDING_UNIT * (mx(self.A) * l1x + mx(self.C) * l1z))
-        eq = float(np.max(np.abs(Ax + Cy + self.g), initial=0.0))
-        eq = eq / size if size > 0 else 0.0
+        ax, az = np.abs(x), np.abs(z)
+        absB = abs(self.B) if hasattr(self.B, "nnz") else np.abs(self.B)
+        t = np.abs(self.D) @ ax + matvec(absB, az) + np.abs(self.h)
+        r = lcp_relative(z, self.w(z, x) if w is None else w, self.h, t)
+        te = np.abs(self.A) @ ax + np.abs(self.C) @ az + np.abs(self.g)
+        e = np.abs(self.A @ x + self.C @ z + self.g)
+        te = np.maximum(te, NORMWISE_FLOOR * float(np.max(te, initial=0.0)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eq = float(np.max(np.where(te > 0, e / np.where(te > 0, te, 1.0), 0.0), initial=0.0))
         return Residuals(max(r.natural, eq), r.complementarity, max(r.infeasibility, eq))
 
     def scale(self) -> float:

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..kernels.residual import box_residual_kernel, lcp_residual_kernel
-from ..kernels.tolerances import ROUNDING_UNIT
+from ..kernels.tolerances import NORMWISE_FLOOR
 
 
 @dataclass(frozen=True)
@@ -48,48 +49,76 @@ def _inf(v) -> float:
     return float(np.max(np.abs(v))) if np.size(v) else 0.0
 
 
-def lcp_relative(z: np.ndarray, w: np.ndarray, q: np.ndarray, terms: float = 0.0) -> Residuals:
-    """Scale-free residuals of the LCP w = M z + q: z measured in units of zs = ||z||_inf, w in
-    units of ws = max(||q||_inf, ||w - q||_inf, ROUNDING_UNIT * terms) (= max(||q||, ||M z||, ...);
-    ``terms`` bounds the size of the products summed into w, e.g. max|M| ||z||_1), so
+def row_terms(M, z: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """t_i = |q_i| + sum_j |M_ij| |z_j|: the size of the terms summed into w_i = (M z + q)_i, the
+    unit of w_i in the relative residuals (only the columns of nonzero z are read)."""
+    z = np.asarray(z, dtype=np.float64)
+    t = np.abs(q).astype(np.float64)
+    S = np.flatnonzero(z)
+    if S.size:
+        if sp.issparse(M):
+            t += np.asarray(abs(M[:, S]) @ np.abs(z[S])).ravel()
+        else:
+            t += np.abs(M[:, S]) @ np.abs(z[S])
+    return t
 
-        natural = max_i |min(z_i / zs, w_i / ws)|, complementarity = max_i |z_i w_i| / (zs ws),
-        infeasibility = max(0, -min z / zs, -min w / ws).
 
-    Invariant under (M, q) -> (c M, c q) and under z -> a z with M -> M / a: the problem's own scale,
-    no absolute floor. (With z = 0 only w counts: the answer z = 0 is right iff w = q >= 0.)"""
+def _units(w: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """w_i / max(t_i, NORMWISE_FLOOR max t) (0 where that is 0: then w_i is exactly 0)."""
+    t = np.maximum(t, NORMWISE_FLOOR * float(np.max(t, initial=0.0)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(t > 0, w / np.where(t > 0, t, 1.0), 0.0)
+
+
+def _terms(q, w, t):
+    """t when given, else |q| + |w - q| (<= the true term sizes: a stricter unit, never a looser one)."""
+    if t is not None:
+        return np.asarray(t, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    return np.abs(q) + np.abs(w - q)
+
+
+def lcp_relative(z: np.ndarray, w: np.ndarray, q: np.ndarray, t: np.ndarray | None = None) -> Residuals:
+    """Scale-free residuals of the LCP w = M z + q: z in units of ||z||_inf, each w_i in units of
+    the size t_i of its own terms (:func:`row_terms`), so
+
+        natural = max_i |min(z_i / ||z||, w_i / t_i)|, complementarity = max_i |z_i w_i| / (||z|| t_i),
+        infeasibility = max(0, -min_i z_i / ||z||, -min_i w_i / t_i).
+
+    A componentwise backward error (with t_i at least NORMWISE_FLOOR max t, kernels/tolerances.py):
+    natural <= tol means z solves a problem whose data differ from (M, q) by at most tol relative
+    to their own entries (or that floor). Invariant under (M, q) -> (c M, c q)
+    (and under z -> a z with M -> M / a): no absolute floor. With z = 0 only w = q counts."""
     z = np.asarray(z, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
     if not (np.all(np.isfinite(z)) and np.all(np.isfinite(w))):
         return Residuals(np.inf, np.inf, np.inf)
-    ws = max(_inf(q), _inf(w - q), ROUNDING_UNIT * terms)
+    if z.size == 0:
+        return Residuals(0.0, 0.0, 0.0)
     zs = _inf(z)
-    if ws == 0.0:           # q = 0 and M z = 0: every entry of w is exactly zero
-        return Residuals(max(0.0, -float(np.min(z, initial=0.0))) / (zs or 1.0), 0.0,
-                         max(0.0, -float(np.min(z, initial=0.0))) / (zs or 1.0))
-    if zs == 0.0:
-        bad = max(0.0, -float(np.min(w, initial=0.0))) / ws
-        return Residuals(bad, 0.0, bad)
-    nat, comp, inf = lcp_residual_kernel(np.ascontiguousarray(z / zs), np.ascontiguousarray(w / ws))
+    zr = z / zs if zs > 0 else np.zeros_like(z)
+    wr = _units(w, _terms(q, w, t))
+    nat, comp, inf = lcp_residual_kernel(np.ascontiguousarray(zr), np.ascontiguousarray(wr))
     return Residuals(nat, comp, inf)
 
 
 def box_relative(z: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: np.ndarray,
-                 terms: float = 0.0) -> Residuals:
-    """Scale-free residuals of the boxed LCP: as :func:`box_residuals` with z in units of
-    zs = ||z||_inf (the largest finite bound when z = 0) and w in units of
-    ws = max(||q||, ||w - q||, ROUNDING_UNIT * terms) as in :func:`lcp_relative`."""
+                 t: np.ndarray | None = None) -> Residuals:
+    """Scale-free residuals of the boxed LCP: :func:`box_residuals` with z, lo, hi in units of
+    ||z||_inf (the largest finite bound when z = 0) and each w_i in units of t_i (:func:`row_terms`)."""
     z = np.asarray(z, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
     if not (np.all(np.isfinite(z)) and np.all(np.isfinite(w))):
         return Residuals(np.inf, np.inf, np.inf)
-    ws = max(_inf(q), _inf(w - q), ROUNDING_UNIT * terms) or 1.0
+    if z.size == 0:
+        return Residuals(0.0, 0.0, 0.0)
     zs = _inf(z)
     if zs == 0.0:
         fin = np.concatenate([lo[np.isfinite(lo)], hi[np.isfinite(hi)]])
         zs = _inf(fin) or 1.0
     f = np.float64
-    nat, comp, inf = box_residual_kernel(np.ascontiguousarray(z / zs, dtype=f), np.ascontiguousarray(w / ws, dtype=f),
+    nat, comp, inf = box_residual_kernel(np.ascontiguousarray(z / zs, dtype=f),
+                                         np.ascontiguousarray(_units(w, _terms(q, w, t)), dtype=f),
                                          np.ascontiguousarray(lo / zs, dtype=f), np.ascontiguousarray(hi / zs, dtype=f))
     return Residuals(nat, comp, inf)
 

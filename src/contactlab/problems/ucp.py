@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ProblemError
 from .base import Problem
-from ..kernels.tolerances import ROUNDING_UNIT
+from ..kernels.tolerances import NORMWISE_FLOOR
 from .residual import Residuals
 from .validation import as_matrix, as_vector, matvec
 
@@ -93,19 +93,20 @@ class UCP(Problem):
         return Residuals(natural, _inf(x * y), infeas)
 
     def relative_residuals(self, z, w=None, x=None) -> Residuals:
-        """Scale-free: x in units of ||x||, y of ||y||, A x = a relative to max(||a||, ||A x||),
-        B y = b likewise."""
+        """Scale-free: x in units of ||x||, y of ||y||, each row of A x = a relative to its terms
+        |A||x| + |a|, B y = b likewise."""
         x, y = self.split(z)
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
             return Residuals(np.inf, np.inf, np.inf)
         xs, ys = _inf(x) or 1.0, _inf(y) or 1.0
 
-        def eq(G, v, g):
+        def eq(G, v, g):   # each row relative to its own terms |G||v| + |g|
             if not G.shape[0]:
                 return 0.0
-            Gv = matvec(G, v)
-            size = max(_inf(g), _inf(Gv), ROUNDING_UNIT * _inf(G) * float(np.sum(np.abs(v))))
-            return _inf(Gv - g) / size if size > 0 else 0.0
+            t = np.abs(G) @ np.abs(v) + np.abs(g)
+            t = np.maximum(t, NORMWISE_FLOOR * float(np.max(t, initial=0.0)))
+            e = np.abs(matvec(G, v) - g)
+            return float(np.max(np.where(t > 0, e / np.where(t > 0, t, 1.0), 0.0)))
         xr, yr = x / xs, y / ys
         infeas = max(eq(self.A, x, self.a), eq(self.B, y, self.b), -float(np.min(xr, initial=0.0)),
                      -float(np.min(yr, initial=0.0)))

@@ -21,7 +21,7 @@ from ..errors import ParamError
 from ..kernels.enumerate import enumerate_kernel
 from ..kernels.tolerances import RANK
 from ..problems import LCP
-from ..problems.residual import lcp_relative, relative_error
+from ..problems.residual import lcp_relative, relative_error, row_terms
 from ..solution import Solution, Status
 from .certificates import farkas_lp, lcp_feasible
 from .registry import register
@@ -87,7 +87,7 @@ def enumerate_solve(problem: LCP, opts: EnumerateOptions, warm_start=None) -> So
             for mask in singular[:nsing]:
                 z = _support_lp(M, q, int(mask), n)
                 lps += 1
-                if z is not None and relative_error(lcp_relative(z, M @ z + q, q)) <= RANK:
+                if z is not None and relative_error(lcp_relative(z, M @ z + q, q, row_terms(M, z, q))) <= RANK:
                     sols.append(z)
                     if len(sols) >= opts.max_solutions:
                         break

@@ -27,7 +27,7 @@ import scipy.sparse.linalg as spla
 from ..errors import ParamError
 from ..problems import LCP, BoxedLCP
 from ..kernels.tolerances import PSD
-from ..problems.residual import box_relative, box_residuals, relative_error
+from ..problems.residual import box_relative, box_residuals, relative_error, row_terms
 from ..problems.validation import max_abs
 from ..solution import Solution, Status
 from .pgs_sm import _solve_dense
@@ -148,7 +148,6 @@ def interior_point_solve(problem, opts: InteriorPointOptions, warm_start=None) -
     n = problem.n
     s0 = max_abs(problem.M) or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0
     M, q = problem.M / s0, problem.q / s0     # one scale: the problem times c iterates identically
-    mmax = max_abs(M)
     if isinstance(problem, BoxedLCP):
         if problem.has_coupling:
             raise ParamError("interior-point does not solve friction-coupled bounds (findex); "
@@ -185,7 +184,7 @@ def interior_point_solve(problem, opts: InteriorPointOptions, warm_start=None) -
     scale = float(np.max(np.abs(q), initial=0.0)) or 1.0
 
     def rel_res(v, wv):
-        return relative_error(box_relative(v, wv, lo, hi, q, mmax * float(np.sum(np.abs(v)))))
+        return relative_error(box_relative(v, wv, lo, hi, q, row_terms(M, v, q)))
     tol = opts.tol
     status, reason, polished = Status.MAX_ITERATIONS, "iteration limit reached", False
     best_z, best_res = z.copy(), np.inf

@@ -15,7 +15,7 @@ from ..errors import ParamError
 from ..kernels import lemke as K
 from ..problems import LCP
 from ..kernels.tolerances import CERTIFY
-from ..problems.residual import lcp_natural_residual, lcp_relative, relative_error
+from ..problems.residual import lcp_natural_residual, lcp_relative, relative_error, row_terms
 from ..problems.validation import max_abs
 from .certificates import check_farkas
 from ..solution import Solution, Status
@@ -59,7 +59,7 @@ class LemkeOptions:
 
 def _rel(M, q, z) -> float:
     """The certified (scale-free) residual of z for the LCP (M, q)."""
-    return relative_error(lcp_relative(z, M @ z + q, q))
+    return relative_error(lcp_relative(z, M @ z + q, q, row_terms(M, z, q)))
 
 
 def _basis_solution(n, basis, xB):

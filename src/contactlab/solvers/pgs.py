@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from ..errors import ParamError
 from ..kernels import pgs as K
 from ..problems import LCP, BoxedLCP
-from ..problems.residual import box_relative, relative_error
+from ..problems.residual import box_relative, relative_error, row_terms
 from ..problems.validation import max_abs
 from ..solution import Solution, Status
 from .registry import check_common, register
@@ -165,11 +165,12 @@ class BoxSweeper:
     def relative(self, z, w) -> float:
         """The scale-free residual (problems/residual.py box_relative) of the swept problem."""
         lo, hi = self.bounds(z)
-        return relative_error(box_relative(z, w, lo, hi, self.q, self.mmax * float(np.sum(np.abs(z)))))
+        return relative_error(box_relative(z, w, lo, hi, self.q, row_terms(self.M, z, self.q)))
 
     def abs_target(self, z, w, tol) -> float:
-        """An absolute natural-residual target that implies relative residual <= tol at (z, w):
-        tol * min(||z||_inf, ||w||-unit) (problems/residual.py box_relative)."""
+        """A first absolute natural-residual target for a relative residual <= tol at (z, w):
+        tol * min(||z||_inf, ||q||_inf, ||w - q||_inf); :meth:`run` tightens it while the relative
+        residual (each w_i in units of its own terms) is above tol."""
         zs = float(np.max(np.abs(z), initial=0.0))
         ws = max(float(np.max(np.abs(self.q), initial=0.0)), float(np.max(np.abs(w - self.q), initial=0.0)))
         if zs == 0.0:
@@ -191,7 +192,7 @@ class BoxSweeper:
                 return code, done
             if done >= max_sweeps:
                 return K.MAX_SWEEPS, done
-            target = min(0.5 * target, self.abs_target(z, w, tol))
+            target = min(0.1 * target, self.abs_target(z, w, tol))
         return K.MAX_SWEEPS, done
 
 

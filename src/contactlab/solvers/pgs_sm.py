@@ -213,7 +213,7 @@ def pgs_sm_solve(problem, opts: PGSSMOptions, warm_start=None) -> Solution:
             if outer0 >= opts.max_iterations:
                 code = KSM.MAX_OUTER
                 break
-            tol = min(0.5 * tol, S.abs_target(z, w, opts.tol))
+            tol = min(0.1 * tol, S.abs_target(z, w, opts.tol))
         else:
             code = KSM.MAX_OUTER
         if code != KSM.CHOLESKY_FAILED:
@@ -234,7 +234,7 @@ def pgs_sm_solve(problem, opts: PGSSMOptions, warm_start=None) -> Solution:
             if S.relative(z, w) <= opts.tol:
                 status, reason = Status.SOLVED, "residual below tol after a PGS stage"
                 break
-            tol = min(0.5 * tol, S.abs_target(z, w, opts.tol))
+            tol = min(0.1 * tol, S.abs_target(z, w, opts.tol))
         if code in (K.BAD_DIAGONAL, K.NOT_FINITE):
             status, reason = Status.NUMERICAL_FAILURE, _REASON[code]
             break
