@@ -1,0 +1,86 @@
+"""Motionless-set computation reuse in simulation (loomis-balkcom §IV): the motionless set, the
+rows of a contact's variables, the same trajectory with and without reuse, Theorem 1's bound."""
+import numpy as np
+import pytest
+
+from contactlab.errors import ModelError
+from contactlab.mechanics.scene import Body, Scene, Settings, Shape
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+from contactlab.sim.reuse import contact_rows, motionless_bodies
+
+
+def stack(velocities):
+    ground = Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1))])
+    boxes = [Body(f"box{i}", position=(0.0, 0.0, 0.1 + 0.2 * i), linear_velocity=v,
+                  shapes=[Shape("box", size=(0.2, 0.2, 0.2))]) for i, v in enumerate(velocities)]
+    return Scene(name="s", bodies=[ground, *boxes], mu=0.5, settings=Settings(dt=0.01))
+
+
+def test_motionless_set_is_at_rest_and_grounded():
+    sim = Simulator(stack([(0, 0, 0)] * 3), "frictionless", "dantzig", reuse="motionless")
+    sim.step()
+    assert sim.reuse.log.motionless == [3]
+    # the middle box slides: it and the box resting on it are not motionless, the bottom one is
+    sim = Simulator(stack([(0, 0, 0), (0.5, 0, 0), (0, 0, 0)]), "frictionless", "dantzig", reuse="motionless")
+    sim.step()
+    mask = motionless_bodies(sim.model, sim.data, sim.data.contacts, sim.reuse.radius, sim.reuse.tol_v)
+    assert mask.tolist() == [False, True, False, False]
+    assert sim.reuse.log.sets[-1][1] == ["box0"]
+
+
+@pytest.mark.parametrize("model", ["stewart-trinkle", "box-friction"])
+def test_contact_rows_are_each_contacts_variables(model):
+    sim = Simulator(stack([(0, 0, 0)] * 2), model, "pgs")
+    sim.step()
+    P, nc = sim.last_problem, sim.data.contacts.count
+    rows = contact_rows(getattr(sim, "last_built", None) or P, nc)
+    assert rows.shape[0] == nc and np.unique(rows).size == rows.size
+    if model == "box-friction":      # friction rows are coupled to their own contact's normal row
+        assert rows.shape[1] == 3 and np.all(P.findex[rows[:, 1:]] == rows[:, :1])
+    else:                            # lambda row i holds mu_i in normal i's column (arechavaleta eq. 9)
+        mu = sim.data.contacts.mu
+        assert rows.shape[1] == 2 + sim.model.settings.friction_directions
+        assert np.allclose(P.M[rows[:, -1], rows[:, 0]], mu)
+
+
+def run(scene, model, method, steps, reuse, **params):
+    sc = scene if isinstance(scene, Scene) else make_scene(scene, **params)
+    sim = Simulator(sc, model, method, warm_start=False, reuse=reuse)
+    pos, bounds = [], []
+    for _ in range(steps):
+        sim.step()
+        pos.append(sim.data.position.copy())
+        info = sim.last_solution.info
+        if "major_cycle_bound" in info:
+            bounds.append((sim.last_solution.iterations, info["major_cycle_bound"]))
+    return sim, np.array(pos), bounds
+
+
+def test_same_trajectory_with_and_without_reuse_frictionless():
+    """Frictionless (the paper's model, Dantzig): body velocities are unique, so the run with reuse
+    must retrace the run without it; the motionless set changes (frame 79 of column-collapse) and
+    every warm-started solve takes at most n - k major cycles (Theorem 1)."""
+    cold, p0, _ = run("column-collapse", "frictionless", "dantzig", 90, None)
+    warm, p1, bounds = run("column-collapse", "frictionless", "dantzig", 90, "motionless")
+    assert np.allclose(p0, p1, rtol=0, atol=1e-9)
+    assert [len(s) for _, s in warm.reuse.log.sets] == [5, 6]     # b0..b4, then b5 at rest by the wall
+    assert len(bounds) >= 80 and all(maj <= bound for maj, bound in bounds)
+
+
+@pytest.mark.parametrize("model,method", [("box-friction", "pgs-sm"), ("stewart-trinkle", "lemke")])
+def test_same_trajectory_with_and_without_reuse_velocity_level(model, method):
+    """Velocity-level friction models: the stack at rest and the sliding top blocks follow the
+    same path with reuse (the warm start changes the work, not the answer, to the solver's
+    tolerance). Lemke takes no warm start: the hook must then pass none."""
+    scene = lambda: stack([(0, 0, 0), (0, 0, 0), (0.3, 0, 0)])   # noqa: E731  the top box slides
+    _, p0, _ = run(scene(), model, method, 30, None)
+    warm, p1, _ = run(scene(), model, method, 30, "motionless")
+    assert np.allclose(p0, p1, rtol=0, atol=1e-6)
+    assert warm.reuse.log.sets and warm.reuse.log.sets[0][1] == ["box0", "box1"]
+    assert any(r > 0 for r in warm.reuse.log.warm_rows) == (method != "lemke")
+
+
+def test_reuse_option_checked():
+    with pytest.raises(ModelError, match="reuse"):
+        Simulator(stack([(0, 0, 0)]), "frictionless", "dantzig", reuse="everything")
