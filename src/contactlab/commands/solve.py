@@ -118,17 +118,41 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def solvers():
-        """List the registered solvers, the problems and matrix classes each accepts."""
-        from rich.console import Console
-        from rich.table import Table
+        """List the registered solvers: common options once, then each method's problems, matrix
+        classes, warm start, guarantees and own options (80 columns)."""
+        import dataclasses
+        import textwrap
 
         import contactlab as cl
+        from contactlab.solvers.registry import COMMON_OPTIONS
 
-        table = Table("method", "problems", "classes", "warm start", "guarantees")
+        def para(text: str, indent: str = "  ", first: str | None = None) -> str:
+            return textwrap.fill(text, 80, initial_indent=first if first is not None else indent,
+                                 subsequent_indent=indent, break_on_hyphens=False)
+
+        out = ["Common options (every iterative or pivoting method):"]
+        for key, text in COMMON_OPTIONS.items():
+            out.append(para(text, " " * 18, f"  {key:<16}"))
+        out += ["", "auto", para("FactoredLCP -> ppm; BoxedLCP -> pgs-sm; symmetric positive definite LCP -> "
+                                 "lemke; rank-deficient symmetric PSD LCP -> dantzig (measured, "
+                                 "docs/benchmarks-pivoting.md); any other LCP -> lemke; the choice is "
+                                 "recorded in info['auto']")]
         for name, spec in cl.available_solvers().items():
-            table.add_row(name, ", ".join(t.__name__ for t in spec.problems), ", ".join(spec.classes),
-                          "yes" if spec.warm_start else "", spec.guarantees)
-        Console().print(table)
+            extra = [t.__name__ for t in spec.converts if t not in spec.problems]
+            conv = f" (+ {', '.join(extra)} via reduction to an LCP)" if extra else ""
+            out += ["", f"{name}: " + ", ".join(t.__name__ for t in spec.problems) + conv
+                    + ("; warm start" if spec.warm_start else "")]
+            if spec.description:
+                out.append(para(spec.description))
+            if spec.classes:
+                out.append(para(", ".join(spec.classes), "    ", "  classes: "))
+            if spec.guarantees:
+                out.append(para(spec.guarantees, "    ", "  guarantees: "))
+            own = [f"{f.name}={f.default!r}" for f in dataclasses.fields(spec.options)
+                   if f.name not in COMMON_OPTIONS and f.default is not dataclasses.MISSING]
+            if own:
+                out.append(para(", ".join(own), "    ", "  options: "))
+        typer.echo("\n".join(out))
 
 
 def _warm_up(problem, method: str, opts: dict) -> None:

@@ -141,9 +141,10 @@ def crossover(M, q, z, lo, hi, y_lo=None, y_hi=None):
 @register("interior-point", problems=(LCP, BoxedLCP), options=InteriorPointOptions,
           classes=("spd", "p", "factored", "boxed"),
           description="primal-dual interior point, Mehrotra predictor-corrector, monotone LCP and boxed LCP "
-                      "(static bounds), dense and sparse, residual 1e-10",
-          guarantees="polynomial convergence for monotone (PSD, symmetric or not) M; refuses non-monotone M "
-                     "with NO_SOLUTION_FOUND; friction-coupled bounds are not supported")
+                      "(static bounds), dense and sparse, relative residual 1e-10",
+          guarantees="designed for monotone (PSD, symmetric or not) M (Mehrotra's heuristic: no "
+                     "convergence proof); refuses non-monotone M with NO_SOLUTION_FOUND; friction-coupled "
+                     "bounds are not supported; SOLVED only when solve() certifies the answer")
 def interior_point_solve(problem, opts: InteriorPointOptions, warm_start=None) -> Solution:
     n = problem.n
     s0 = max_abs(problem.M) or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0

@@ -61,7 +61,9 @@ def _warm_candidates(M, q, warm_start, tol):
           classes=("spd", "psd", "p", "factored"),
           description="Cottle-Dantzig principal pivoting with warm start from a sub-problem (Loomis-Balkcom)",
           guarantees="P-matrix and PSD LCPs: solution in at most n major cycles (n - k from a k-index "
-                     "sub-problem solution); NO_SOLUTION when PSD and infeasible")
+                     "sub-problem solution, loomis-balkcom Theorem 1); NO_SOLUTION only with the driving "
+                     "ray as a Farkas vector checked by solve() (exists for infeasible PSD M); outside "
+                     "P/PSD: no guarantee, an honest non-success (never an exception)")
 def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Solution:
     M = dense_matrix_for("dantzig", problem, copies=3)
     q = problem.q

@@ -46,7 +46,8 @@ class QPOptions:
 
 @register("qp", problems=(LCP, BoxedLCP), options=QPOptions, warm_start=True, classes=("spd", "psd", "factored", "boxed"),
           description="symmetric PSD (boxed) LCP as a bound-constrained QP through qpsolvers (proxsuite default)",
-          guarantees="exact for symmetric PSD M (the QP's KKT system is the LCP); refuses non-symmetric M")
+          guarantees="symmetric PSD M: the QP's KKT conditions are the LCP, solved to the backend's "
+                     "tolerance on (M, q)/max|M| and certified by solve(); refuses non-symmetric M")
 def qp_solve(problem, opts: QPOptions, warm_start=None) -> Solution:
     try:
         import qpsolvers
