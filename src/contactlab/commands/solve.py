@@ -139,9 +139,9 @@ def register(app: typer.Typer) -> None:
                                  "recorded in info['auto']")]
         for name, spec in cl.available_solvers().items():
             extra = [t.__name__ for t in spec.converts if t not in spec.problems]
-            conv = f" (+ {', '.join(extra)} via reduction to an LCP)" if extra else ""
-            out += ["", f"{name}: " + ", ".join(t.__name__ for t in spec.problems) + conv
-                    + ("; warm start" if spec.warm_start else "")]
+            conv = f" (+ {', '.join(extra)} reduced)" if extra else ""
+            out += ["", para(f"{name}: " + ", ".join(t.__name__ for t in spec.problems) + conv
+                             + ("; warm start" if spec.warm_start else ""), "    ", "")]
             if spec.description:
                 out.append(para(spec.description))
             if spec.classes:
