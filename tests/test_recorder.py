@@ -67,7 +67,7 @@ def test_sigint_keeps_a_valid_partial_file(tmp_path):
     time.sleep(2.0)                                          # some chunks written
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err
+    assert p.returncode == 130, (p.returncode, err)
     assert "interrupted: wrote" in err and "partial" in err
     back = read_trajectory(out)
     n = len(back.records)

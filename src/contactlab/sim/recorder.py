@@ -133,6 +133,23 @@ def _attr(v):
     return v if isinstance(v, (bool, int, float, str, np.integer, np.floating)) else json.dumps(v)
 
 
+class _signals_deferred:
+    """Block SIGINT/SIGTERM in this thread for the duration (delivered on exit)."""
+
+    def __enter__(self):
+        import signal
+        self.old = None
+        if hasattr(signal, "pthread_sigmask"):
+            self.old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            import signal
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.old)
+        return False
+
+
 class TrajectoryWriter:
     """Writes a trajectory to HDF5 while it runs: :meth:`append` flushes the steps added to a
     :class:`Trajectory` since the last call; :meth:`close` finishes the file (``complete`` True or
@@ -175,7 +192,12 @@ class TrajectoryWriter:
         self.f.flush()
 
     def append(self, traj: Trajectory) -> None:
-        """Write the steps and poses added since the last call, then flush the file."""
+        """Write the steps and poses added since the last call, then flush the file. SIGINT and
+        SIGTERM wait until the chunk is written: an interrupt never lands inside an HDF5 write."""
+        with _signals_deferred():
+            self._append(traj)
+
+    def _append(self, traj: Trajectory) -> None:
         recs = traj.records[self.n_steps:]
         n_pose = min(len(traj.positions), len(traj.quaternions), len(traj.records) + 1)
         if recs:
@@ -201,7 +223,7 @@ class TrajectoryWriter:
         """Append what is left, write metrics and ``complete``/``interrupted``, rename onto ``path``.
         ``extra(h5file)`` may add groups (e.g. the replay viewer's) before the file is closed."""
         try:
-            self.append(traj)
+            self._append(traj)
             part = Trajectory(traj.body_names, traj.records[:self.n_steps])
             for k, v in part.metrics().items():
                 self.f["metrics"].attrs[k] = v
