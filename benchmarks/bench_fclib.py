@@ -12,8 +12,9 @@ residual <= tol and it finished within the time cap. contactlab calls get max_ti
 are bounded by their iteration limits and a process timeout (cap x number of runs + 30 s).
 Timing: contactlab times solve() (validation of the answer included); Siconos times its driver only.
 
-Usage: python benchmarks/bench_fclib.py DIR_OR_FILE ... [--tols 1e-4 1e-8] [--cap 10] [--no-peers]
-           [--json benchmarks/results/fclib.json] [--figure docs/figures/fclib_profiles.png]
+Usage: python benchmarks/bench_fclib.py DIR_OR_FILE ... [--make-own DIR] [--tols 1e-4 1e-8] [--cap 10]
+           [--no-peers] [--json benchmarks/results/fclib.json] [--figure docs/figures/fclib_profiles.png]
+(--make-own DIR first exports steps of contactlab's stack and pile scenes as FCLIB files, one collection each.)
 """
 from __future__ import annotations
 
@@ -77,15 +78,19 @@ def run_ours(prob, method, tol, cap):
 
 
 def run_peers(lp, tols, cap, tmp: Path):
-    """Siconos on the local problem ``lp``: {(solver, tol): record}."""
+    """Siconos on the local problem ``lp``: {(solver, tol): record}. One process per solver, so that a
+    solver that aborts (an assertion in Siconos' C code) costs only its own records."""
     dat = tmp / "problem.dat"
     write_siconos_fc(lp, dat)
-    names = PEERS_3D if lp.dim == 3 else PEERS_2D
-    runs = []
-    for tol in tols:
-        for s in names:
-            itermax = 200 if s in ("NSN_AC", "NSN_FB") else (100 if s == "PROX" else 20000)
-            runs.append({"solver": s, "tol": tol, "itermax": itermax})
+    recs = {}
+    for s in (PEERS_3D if lp.dim == 3 else PEERS_2D):
+        itermax = 200 if s in ("NSN_AC", "NSN_FB") else (100 if s == "PROX" else 20000)
+        runs = [{"solver": s, "tol": tol, "itermax": itermax} for tol in tols]
+        recs.update(_peer_process(lp, dat, runs, cap, tmp))
+    return recs
+
+
+def _peer_process(lp, dat, runs, cap, tmp):
     task = tmp / "task.json"
     task.write_text(json.dumps({"problem": str(dat), "runs": runs}))
     out = tmp / "result.npz"
@@ -98,8 +103,9 @@ def run_peers(lp, tols, cap, tmp: Path):
         return {(r["solver"], r["tol"]): {"time_s": None, "residual": None, "status": "PROCESS_TIMEOUT"}
                 for r in runs}
     if proc.returncode != 0 or not out.exists():
-        msg = (proc.stderr or "")[-200:]
-        return {(r["solver"], r["tol"]): {"time_s": None, "residual": None, "status": f"CRASH {msg}"} for r in runs}
+        msg = (proc.stderr or "").strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        return {(r["solver"], r["tol"]): {"time_s": None, "residual": None, "status": f"CRASH: {msg[0][-120:]}"}
+                for r in runs}
     recs = {}
     with np.load(out) as d:
         meta = json.loads(str(d["meta"]))
@@ -236,15 +242,53 @@ def run(paths, tols=(1e-4, 1e-8), cap=10.0, peers=True, pyramid_max_n=1500, log=
     return results, methods
 
 
+OWN = {  # collection -> (scene, params, steps, keep every k-th step); the scenes advance with the
+    # box-friction model (pgs-sm), the exported problem is the step's exact-cone problem either way
+    "stack": ("stack", {"count": 10}, 20, 5),
+    "stack-offset": ("stack", {"count": 6, "offset": 0.04}, 60, 6),
+    "pile20": ("pile", {"count": 20}, 80, 8),
+    "pile40": ("pile", {"count": 40}, 80, 8),
+}
+
+
+def make_own(root, log=print):
+    """Export problems of contactlab's own scenes (simulate --export-fclib's exporter) into root/<collection>."""
+    from contactlab.errors import SimulationError
+    from contactlab.problems.fclib import StepExporter
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    for name, (scene, params, steps, every) in OWN.items():
+        d = Path(root) / name
+        sim = Simulator(make_scene(scene, **params), "box-friction")
+        exp = StepExporter(d, title=f"{scene} {params}")
+        sim.add_controller(exp)
+        try:
+            traj = sim.run(steps * sim.h)
+            if traj.error:
+                log(f"{name}: simulation stopped ({traj.error}); keeping the steps so far")
+        except SimulationError as exc:
+            log(f"{name}: simulation stopped ({exc}); keeping the steps so far")
+        exp(sim)
+        for k, f in enumerate(exp.written):
+            if (k + 1) % every:
+                f.unlink()
+        log(f"{name}: {len(list(d.glob('*.hdf5')))} problems in {d}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("paths", nargs="+")
+    ap.add_argument("paths", nargs="*")
     ap.add_argument("--tols", nargs="+", type=float, default=[1e-4, 1e-8])
     ap.add_argument("--cap", type=float, default=10.0, help="time cap per call (s)")
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--json", default=None)
     ap.add_argument("--figure", default=None)
+    ap.add_argument("--make-own", default=None, metavar="DIR",
+                    help="first export problems of contactlab's stacks and piles into DIR/<collection> and add them")
     a = ap.parse_args(argv)
+    if a.make_own:
+        make_own(a.make_own)
+        a.paths = list(a.paths) + [str(p) for p in sorted(Path(a.make_own).iterdir()) if p.is_dir()]
     results, methods = run(a.paths, tuple(a.tols), a.cap, not a.no_peers)
     print(table(results, methods, a.tols, a.cap))
     print(goals(results, a.tols, a.cap))

@@ -27,6 +27,10 @@ if ! /usr/bin/python3 -c "import ode" 2>/dev/null; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pyode
 fi
 
+# --- frictional contact (issue 15) -------------------------------------------------------------
+# The same python3-siconos (above) provides fc3d NSGS, NSN_AC, NSN_FB, PROX, ADMM and fc2d NSGS, run by
+# benchmarks/peers/siconos_fc_runner.py (system python; apt install measured here: ~1 min, Debian 12).
+
 # --- iterative and convex solvers (issue 3) ----------------------------------------------------
 # Siconos (above) provides PGS, PSOR, RPGS, CPG, Newton-FB/min and its convex QP LCP solver.
 # QP peers of the `qp` route (proxsuite and qpsolvers themselves are contactlab dependencies).

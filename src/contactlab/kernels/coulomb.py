@@ -353,7 +353,7 @@ def nsgs_kernel(indptr, indices, data, Wdiag, q, mu, rho, dim, r, max_sweeps, to
     """Nonsmooth Gauss-Seidel: for each contact i (in ``order``, reshuffled per sweep when
     ``shuffle``), q_i' = q_i + sum_{j != i} W_ij r_j, then r_i <- local_solve(W_ii, q_i'), with
     over-relaxation r_i <- omega r_i_new + (1 - omega) r_i_old (omega = 1: plain Gauss-Seidel).
-    Stops when the natural-map residual (fc_residual_kernel) <= tol, checked every
+    Stops when the natural-map residual and the infeasibility (fc_residual_kernel) are <= tol, checked every
     ``check_every`` sweeps and at the end. Returns (status, sweeps, residual).
     """
     nc = mu.shape[0]
@@ -391,7 +391,8 @@ def nsgs_kernel(indptr, indices, data, Wdiag, q, mu, rho, dim, r, max_sweeps, to
                 r[o + a] = ri[a]
         if sweep % check_every == 0 or sweep == max_sweeps:
             csr_matvec(indptr, indices, data, r, q, u)
-            res = fc_residual_kernel(r, u, mu, rho, dim, denom)[0]
+            nat, comp, inf = fc_residual_kernel(r, u, mu, rho, dim, denom)
+            res = max(nat, inf)   # solve() certifies both: the natural map and feasibility
             if not np.isfinite(res):
                 return NOT_FINITE, sweep, res
             if res <= tol:
