@@ -29,15 +29,16 @@ MAX_POINTS = 4
 
 
 @jit
-def world_aabbs(Rs, ps, center, half, margin):
-    """World AABB (lo, hi) of each shape from its local AABB (centre, half extents), grown by margin/2."""
+def world_aabbs(Rs, ps, center, half, margin, reach):
+    """World AABB (lo, hi) of each shape from its local AABB (centre, half extents), grown by
+    margin/2 plus the shape's ``reach`` (how far its points can move in the step)."""
     n = ps.shape[0]
     lo = np.empty((n, 3))
     hi = np.empty((n, 3))
     for k in range(n):
         for i in range(3):
             c = ps[k, i]
-            e = 0.5 * margin
+            e = 0.5 * margin + reach[k]
             for j in range(3):
                 c += Rs[k, i, j] * center[k, j]
                 e += abs(Rs[k, i, j]) * half[k, j]
@@ -85,7 +86,7 @@ def sweep_pairs(lo, hi, idx, body, static, jointed_keys, nb):
 
 @jit
 def plane_pairs(lo, hi, finite, planes, plane_n, plane_off, static, margin):
-    """(finite shape, half-space) pairs whose AABB reaches within ``margin`` of the half-space."""
+    """(finite shape, half-space) pairs whose (grown) AABB reaches within ``margin`` of the half-space."""
     cap = finite.size * planes.size
     out = np.empty((cap, 2), dtype=np.int64)
     k = 0
@@ -302,8 +303,9 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out):
 
 
 @jit
-def box_contacts(pairs, Rs, ps, half, margin):
-    """Box-box contacts for every (a, b) shape pair: (pair index, point, normal a->b, phi) arrays."""
+def box_contacts(pairs, Rs, ps, half, margin, reach):
+    """Box-box contacts for every (a, b) shape pair within margin + reach_a + reach_b: (pair index,
+    point, normal a->b, phi) arrays."""
     npairs = pairs.shape[0]
     cap = MAX_POINTS * npairs
     pid = np.empty(cap, dtype=np.int64)
@@ -316,7 +318,7 @@ def box_contacts(pairs, Rs, ps, half, margin):
     k = 0
     for q in range(npairs):
         a, b = pairs[q, 0], pairs[q, 1]
-        c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin, Pk, nk, fk)
+        c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin + reach[a] + reach[b], Pk, nk, fk)
         for r in range(c):
             pid[k] = q
             P[k] = Pk[r]
@@ -327,9 +329,9 @@ def box_contacts(pairs, Rs, ps, half, margin):
 
 
 @jit
-def plane_contacts(pairs, Rs, ps, verts, vstart, plane_n, plane_off, margin):
-    """Vertex contacts of (finite shape, half-space) pairs: vertices within ``margin`` of the plane
-    (outward normal n, inside n.x <= off); normal -n (from the shape into the half-space)."""
+def plane_contacts(pairs, Rs, ps, verts, vstart, plane_n, plane_off, margin, reach):
+    """Vertex contacts of (finite shape, half-space) pairs: vertices within margin + the shape's
+    reach of the plane (outward normal n, inside n.x <= off); normal -n (shape into half-space)."""
     npairs = pairs.shape[0]
     cap = 0
     for q in range(npairs):
@@ -342,13 +344,14 @@ def plane_contacts(pairs, Rs, ps, verts, vstart, plane_n, plane_off, margin):
     for q in range(npairs):
         s, h = pairs[q, 0], pairs[q, 1]
         n = plane_n[h]
+        m = margin + reach[s]
         for v in range(vstart[s], vstart[s + 1]):
             x = ps[s].copy()
             for i in range(3):
                 for j in range(3):
                     x[i] += Rs[s, i, j] * verts[v, j]
             dist = _dot(x, n) - plane_off[h]
-            if dist < margin:
+            if dist < m:
                 pid[k] = q
                 P[k] = x - 0.5 * dist * n
                 N[k] = -n

@@ -115,6 +115,7 @@ class CollisionWorld:
             if jt.a >= 0:
                 jointed.add((min(jt.a, jt.b), max(jt.a, jt.b)))
         self.jointed = jointed
+        self._reach = None
         self.request = coal.CollisionRequest()
         self.request.security_margin = self.margin
         self.request.num_max_contacts = 1
@@ -194,7 +195,8 @@ class CollisionWorld:
     def candidate_pairs(self, data: Data, Rs: np.ndarray, ps: np.ndarray) -> np.ndarray:
         """Broad phase: (k, 2) shape index pairs whose margin-grown world AABBs overlap (compiled
         sort-and-sweep), then (finite shape, half-space) pairs reaching within the margin."""
-        lo, hi = B.world_aabbs(Rs, ps, self.aabb_center, self.aabb_half, self.margin)
+        reach = self._reach if self._reach is not None else np.zeros(len(self.geoms))
+        lo, hi = B.world_aabbs(Rs, ps, self.aabb_center, self.aabb_half, self.margin, reach)
         fin = B.sweep_pairs(lo, hi, self.finite_idx, self.shape_body, self.static, self.jointed_keys, self.model.nb)
         if self.plane_idx.size == 0:
             return fin
@@ -222,17 +224,18 @@ class CollisionWorld:
         m = [x for x in (self.shape_mu[sa], self.shape_mu[sb]) if np.isfinite(x)]
         return min(m) if m else self.model.mu_default
 
-    def detect(self, data: Data, margin: float | None = None) -> ContactSet:
-        """All contact points within ``margin`` (default: the settings' margin).
+    def detect(self, data: Data, margin: float | None = None, reach: np.ndarray | None = None) -> ContactSet:
+        """All contact points within ``margin`` (default: the settings' margin), each pair's
+        margin grown by its shapes' ``reach`` (per shape, e.g. how far a moving body's points can
+        travel in the step: speculative contacts for fast bodies only, not a scene-wide margin).
 
         Compiled broad phase; box-box pairs and (box or convex mesh, half-space) pairs by the
         compiled routines of :mod:`contactlab.collision.boxes`; every other pair by coal."""
         if not self.geoms:
             return ContactSet.empty()
         margin = self.settings_margin if margin is None else float(margin)
-        if margin != self.margin:
-            self.margin = margin
-            self.request.security_margin = margin
+        self.margin = margin
+        self._reach = np.zeros(len(self.geoms)) if reach is None else np.ascontiguousarray(reach, dtype=np.float64)
         Rs, ps = self._world_poses(data)
         pairs = self.candidate_pairs(data, Rs, ps)
         if pairs.shape[0] == 0:
@@ -243,14 +246,14 @@ class CollisionWorld:
         parts = []                                      # (shape a, shape b, point, normal, phi)
         if np.any(boxbox):
             pb = pairs[boxbox]
-            pid, P, N, phi = B.box_contacts(pb, Rs, ps, self.half, self.margin)
+            pid, P, N, phi = B.box_contacts(pb, Rs, ps, self.half, self.margin, self._reach)
             parts.append((pb[pid, 0], pb[pid, 1], P, N, phi))
         if np.any(vplane):
             pp = pairs[vplane]
             n, off = self._planes_world(Rs, ps)
             row = np.searchsorted(self.plane_idx, pp[:, 1])
             pq = np.column_stack([pp[:, 0], row])
-            pid, P, N, phi = B.plane_contacts(pq, Rs, ps, self.vflat, self.vstart, n, off, self.margin)
+            pid, P, N, phi = B.plane_contacts(pq, Rs, ps, self.vflat, self.vstart, n, off, self.margin, self._reach)
             parts.append((pp[pid, 0], pp[pid, 1], P, N, phi))
         rest = ~(vplane | boxbox)
         if np.any(rest):
@@ -287,6 +290,7 @@ class CollisionWorld:
                 sa, sb = sb, sa
             ga, gb = self.geoms[sa], self.geoms[sb]
             Ta, Tb = transform(sa), transform(sb)
+            self.request.security_margin = self.margin + self._reach[sa] + self._reach[sb]
             res = coal.CollisionResult()
             coal.collide(ga, Ta, gb, Tb, self.request, res)
             if not res.isCollision():

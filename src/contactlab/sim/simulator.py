@@ -162,7 +162,7 @@ class Simulator:
             fn(self)
         model, data, h = self.model, self.data, self.h
         e0 = kinetic_energy(model, data) + potential_energy(model, data)
-        contacts = self.world.detect(data, margin=self._margin())
+        contacts = self.world.detect(data, margin=self._margin(), reach=self._reach())
         prev = data.contacts
         prev_normal = None if data.result is None else data.result.normal
         contacts.normal_guess = match_previous(prev, prev_normal, contacts, tol=2.0 * model.settings.margin + 1e-3)
@@ -248,15 +248,19 @@ class Simulator:
             self._displace(W @ (sys.N.T @ sol.z))
 
     def _margin(self) -> float:
-        """Contact margin for this step: the settings' margin, grown to twice the distance any body
-        point can travel in one step (speed + |omega| * radius), so fast bodies do not tunnel."""
-        m = self.model
+        """The settings' contact margin (every pair's speculative distance before its reach)."""
+        return float(self.model.settings.margin)
+
+    def _reach(self) -> np.ndarray:
+        """Per shape: twice the distance its body's points can travel in one step (speed +
+        |omega| * radius) so fast bodies do not tunnel; each pair's margin grows by its two
+        shapes' reach, so resting bodies keep the settings' margin (no scene-wide margin)."""
+        m, d = self.model, self.data
         live = m.dof_start >= 0
-        if not np.any(live):
-            return float(m.settings.margin)
-        speed = np.linalg.norm(self.data.linear_velocity[live], axis=1) + \
-            np.linalg.norm(self.data.angular_velocity[live], axis=1) * self.world.body_radius[live]
-        return float(max(m.settings.margin, 2.0 * self.h * speed.max()))
+        speed = np.zeros(m.nb)
+        speed[live] = np.linalg.norm(d.linear_velocity[live], axis=1) + \
+            np.linalg.norm(d.angular_velocity[live], axis=1) * self.world.body_radius[live]
+        return 2.0 * self.h * speed[self.world.shape_body]
 
     def _has_position_rows(self) -> bool:
         return bool(self.model.joints) or bool(np.any(self.model.planar))
