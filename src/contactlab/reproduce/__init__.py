@@ -10,8 +10,9 @@ What the framework gives a section (:class:`ReportContext`):
 - ``ctx.warm_up(fn, *args)`` runs ``fn`` once outside any timing, so that numba compilation (and
   cache loading) is not timed; ``ctx.best_time(fn, *args, repeat=3)`` warms up, then returns the
   best wall time of ``repeat`` calls and the last result. Every timed kernel must be warmed up:
-  the framework records numba compilation that happens *outside* ``warm_up`` and prints it under
-  the section ("compile time outside warm-ups"), so a leak into a timing is visible;
+  the framework records numba JIT time (compiling or loading from the cache) that happens
+  *outside* ``warm_up`` and prints it under the section, with the units of work (``advance``
+  labels) it happened in, so a leak into a timing is visible;
 - ``ctx.failed(reason)`` returns a :class:`Failed` marker to put in a table cell (or row) in place
   of a number: ``markdown_table`` prints it as **FAILED (reason)**, the section and the report
   header count failed rows, and ``contactlab reproduce`` exits 1.
@@ -57,7 +58,8 @@ class Failed:
 
 
 class _CompileClock:
-    """Numba compilation time, split into inside/outside ``warm_up`` (numba's event API)."""
+    """Numba JIT start-up time (compiling, or loading a compiled function from the cache: numba's
+    ``numba:compiler_lock`` event covers both), split into inside/outside ``warm_up``."""
 
     def __init__(self):
         self.depth = 0
@@ -96,12 +98,12 @@ class _CompileClock:
                 clock.on_end(ev)
 
         self._listener = _L()
-        event.register("numba:compile", self._listener)
+        event.register("numba:compiler_lock", self._listener)
         return self
 
     def uninstall(self):
         from numba.core import event
-        event.unregister("numba:compile", self._listener)
+        event.unregister("numba:compiler_lock", self._listener)
 
 
 @dataclass
@@ -336,7 +338,7 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
                 leak = ""
                 if clock.outside > 0.01:
                     worst = sorted(clock.where.items(), key=lambda kv: -kv[1])[:3]
-                    leak = (f" Numba compile time outside warm-ups: {clock.outside:.2f} s (in: "
+                    leak = (f" Numba JIT time (compile or cache load) outside warm-ups: {clock.outside:.2f} s (in: "
                             + ", ".join(f"{w} {s:.2f} s" for w, s in worst)
                             + "); timings in those units may include compilation.")
                 meta = (f"<sub>Section `{section_name(mod)}` ran {_utc(w0)} to {_utc(time.time())} "
