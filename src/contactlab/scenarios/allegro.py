@@ -7,7 +7,8 @@ The URDF's palm (its root link) becomes the kinematic wrist; the hand is turned 
 fingers curl towards the URDF's +x, which is put along world -z; the fingers point along world +y).
 Every flexion joint (index, middle, ring: joints 1-3, 5-7, 9-11; thumb 12-15) gets a force-limited
 velocity motor closed by the script; the abduction joints (0, 4, 8) are held by motors at zero
-rate. URDF joint limits are active rows.
+rate. URDF joint limits are active rows. The two thumb-base links keep no collision shape (their
+URDF boxes overlap the palm's box as the thumb turns; there is no per-pair collision filter).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from .materials import check_material, pair_friction
 URDF = "allegro_hand_description/urdf/allegro_right_hand.urdf"
 FLEX = tuple(f"joint_{i}.0" for i in (1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15))
 ABDUCTION = ("joint_0.0", "joint_4.0", "joint_8.0")
+THUMB_BASE = ("link_12.0", "link_13.0")   # no collision shapes: mounted on the palm's side, they overlap its box
 # URDF hand frame -> world: hand x (palm normal side the fingers curl to) -> -z, hand z (fingers) -> +y
 HAND_TO_WORLD = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, 1.0], [-1.0, 0.0, 0.0]])
 
@@ -70,6 +72,9 @@ def build(object: str = "cylinder", material: str = "rubber", object_material: s
     transform_scene(sc, HAND_TO_WORLD, (0.0, 0.0, palm_height))
     palm = sc.bodies[0] if sc.bodies[0].kind == "fixed" else next(b for b in sc.bodies if b.kind == "fixed")
     palm.kind, palm.mass = "kinematic", 0.4
+    for b in sc.bodies:
+        if b.name in THUMB_BASE:
+            b.shapes = []      # they sit against the palm box (overlapping it once the thumb turns)
     names = {b.name for b in sc.bodies}
     for j in sc.joints:
         if j.name in FLEX:
