@@ -56,3 +56,48 @@ def box_residual_kernel(z, w, lo, hi):
         if v > infeas:
             infeas = v
     return nat, comp, infeas
+
+
+@jit
+def lcp_certify_dense(M, q, z, w, t, floor):
+    """One pass over a dense LCP: w = M z + q (written), t_i = |q_i| + sum_j |M_ij z_j| (work), and
+    both residual triples of problems/residual.py: absolute (lcp_residuals) and scale-free
+    (lcp_relative: z in units of max|z|, w_i in units of max(t_i, floor * max t)).
+    Returns (nat, comp, infeas, rel_nat, rel_comp, rel_infeas); inf for non-finite z or w."""
+    n = q.shape[0]
+    zs = 0.0
+    for j in range(n):
+        if not np.isfinite(z[j]):
+            return np.inf, np.inf, np.inf, np.inf, np.inf, np.inf
+        zs = max(zs, abs(z[j]))
+    tmax = 0.0
+    for i in range(n):
+        s = q[i]
+        a = abs(q[i])
+        for j in range(n):
+            if z[j] != 0.0:
+                p = M[i, j] * z[j]
+                s += p
+                a += abs(p)
+        w[i] = s
+        t[i] = a
+        tmax = max(tmax, a)
+    nat, comp, infeas = lcp_residual_kernel(z, w)
+    rn = 0.0
+    rc = 0.0
+    ri = 0.0
+    for i in range(n):
+        zi = z[i] / zs if zs > 0.0 else 0.0
+        u = max(t[i], floor * tmax)
+        wi = w[i] / u if u > 0.0 else 0.0
+        m = abs(min(zi, wi))
+        if m > rn:
+            rn = m
+        c = abs(zi * wi)
+        if c > rc:
+            rc = c
+        if -zi > ri:
+            ri = -zi
+        if -wi > ri:
+            ri = -wi
+    return nat, comp, infeas, rn, rc, ri

@@ -34,6 +34,11 @@ class Problem:
         s = self.scale() or 1.0
         return Residuals(r.natural / s, r.complementarity / s, r.infeasibility / s)
 
+    def certify(self, z: np.ndarray):
+        """(w, absolute Residuals, relative Residuals) at z: what ``solve()`` records and certifies."""
+        w = self.w(z)
+        return w, self.residuals(z, w), self.relative_residuals(z, w)
+
     def scale(self) -> float:
         return 1.0
 

@@ -5,6 +5,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ProblemError
+from ..kernels.residual import lcp_certify_dense
+from ..kernels.tolerances import NORMWISE_FLOOR
 from .base import Problem
 from .residual import Residuals, box_relative, box_residuals, lcp_relative, lcp_residuals, row_terms
 from .validation import as_matrix, as_vector, matvec, max_abs
@@ -34,6 +36,14 @@ class LCP(Problem):
 
     def relative_residuals(self, z, w=None, x=None) -> Residuals:
         return lcp_relative(z, self.w(z) if w is None else w, self.q, row_terms(self.M, z, self.q))
+
+    def certify(self, z):
+        """One numba pass for a dense M (kernels/residual.py lcp_certify_dense)."""
+        if self.is_sparse or z.dtype != np.float64 or not z.flags.c_contiguous:
+            return super().certify(z)
+        w, t = np.empty(self.n), np.empty(self.n)
+        r = lcp_certify_dense(self.M, self.q, z, w, t, NORMWISE_FLOOR)
+        return w, Residuals(r[0], r[1], r[2]), Residuals(r[3], r[4], r[5])
 
     def scale(self) -> float:
         if self._scale is None:

@@ -238,20 +238,17 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
     sol.method = method
     if auto_info:
         sol.info["auto"] = auto_info
-    z = np.asarray(sol.z, dtype=np.float64)
+    z = np.ascontiguousarray(sol.z, dtype=np.float64)
     sol.z = z
     if isinstance(problem, MixedLCP):
         sol.x = problem.recover_x(z)
         sol.w = problem.w(z, sol.x)
         r = problem.residuals(z, sol.x)
+        rel = problem.relative_residuals(z, sol.w, sol.x)
     else:
-        sol.w = problem.w(z)
-        r = problem.residuals(z, sol.w)
+        sol.w, r, rel = problem.certify(z)
     sol.residual, sol.complementarity, sol.infeasibility = r.natural, r.complementarity, r.infeasibility
-    if sol.status is Status.TRIVIAL:
-        sol.relative_residual = 0.0
-    else:
-        sol.relative_residual = relative_error(problem.relative_residuals(z, sol.w, sol.x))
+    sol.relative_residual = 0.0 if sol.status is Status.TRIVIAL else relative_error(rel)
     threshold = max(certify, float(getattr(opts, "tol", 0.0) or 0.0))
     if sol.status in SUCCESS_STATUSES and not sol.relative_residual <= threshold:
         sol.info["claimed_status"] = sol.status.name
