@@ -62,7 +62,7 @@ def make(cls: str, rng: np.random.Generator):
     if cls == "spd":
         return gen.random_spd(n, rng)
     if cls == "psd":
-        return gen.random_psd(n, int(rng.integers(1, n)), rng)
+        return gen.random_psd(n, rng, rank=int(rng.integers(1, n)))
     if cls == "p":
         return gen.random_p_matrix(n, rng)
     if cls == "friction":

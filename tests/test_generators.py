@@ -36,7 +36,9 @@ def test_random_spd_is_reproducible_from_the_seed():
 
 @pytest.mark.parametrize("n,rank", [(8, 3), (10, 1), (6, 6), (5, 0)])
 def test_random_psd_has_the_requested_rank_and_a_known_solution(n, rank):
-    P = g.random_psd(n, rank, np.random.default_rng(n + rank))
+    P = g.random_psd(n, np.random.default_rng(n + rank), rank=rank)
+    old = g.random_psd(n, rank, np.random.default_rng(n + rank))   # the old argument order still works
+    assert np.array_equal(old.M, P.M) and np.array_equal(old.q, P.q)
     assert np.array_equal(P.M, P.M.T)
     lam = np.linalg.eigvalsh(P.M)
     assert lam.min() >= -1e-12
@@ -154,7 +156,7 @@ def test_kostreva_example_is_degenerate_and_solved_by_e_over_3():
 def test_generators_reject_bad_arguments():
     rng = np.random.default_rng(0)
     with pytest.raises(ProblemError, match="rank"):
-        g.random_psd(3, 4, rng)
+        g.random_psd(3, rng, rank=4)
     with pytest.raises(ProblemError, match="cond"):
         g.random_spd(3, rng, cond=0.5)
     with pytest.raises(ProblemError, match="rng"):

@@ -44,7 +44,7 @@ def test_agrees_with_enumeration(method, kind, seed):
     if kind == "spd":
         P = gen.random_spd(n, rng)
     elif kind == "psd":
-        P = gen.random_psd(n, int(rng.integers(1, n)), rng)
+        P = gen.random_psd(n, rng, rank=int(rng.integers(1, n)))
     else:
         P = _boxed(n, rng)
     sol = cl.solve(P, method, **TIGHT[method])
@@ -242,7 +242,7 @@ def test_sparse_large_without_densifying(method, n, no_densify):
 # ------------------------------------------------------------------------------------------------
 def test_pgs_sm_with_cfm_solves_singular_psd():
     rng = np.random.default_rng(8)
-    P = gen.random_psd(30, 10, rng)
+    P = gen.random_psd(30, rng, rank=10)
     sol = cl.solve(P, "pgs-sm", cfm=1e-11)
     assert sol.success
     ref = cl.solve(P, "lemke")
@@ -284,7 +284,7 @@ def test_grasp_family_coupled_and_ode_rows():
 # ------------------------------------------------------------------------------------------------
 def test_interior_point_reports_gap_and_reaches_1e_10():
     rng = np.random.default_rng(9)
-    for P in (gen.random_spd(40, rng), gen.random_psd(40, 15, rng), gen.random_p_matrix(30, rng), _boxed(30, rng)):
+    for P in (gen.random_spd(40, rng), gen.random_psd(40, rng, rank=15), gen.random_p_matrix(30, rng), _boxed(30, rng)):
         sol = cl.solve(P, "interior-point")
         assert sol.success and sol.residual <= 1e-10 * P.scale()
         assert sol.info["gap"] >= 0 and sol.iterations >= 1

@@ -178,7 +178,7 @@ def test_auto_choices():
     rng = np.random.default_rng(0)
     spd = cl.solve(gen.random_spd(6, rng))
     assert spd.info["auto"]["method"] == "lemke" and spd.success
-    psd = cl.solve(gen.random_psd(6, 3, rng))
+    psd = cl.solve(gen.random_psd(6, rng, rank=3))
     assert psd.info["auto"]["method"] == "dantzig" and psd.success
     p = cl.solve(gen.random_p_matrix(6, rng))
     assert p.info["auto"]["method"] == "lemke" and p.success

@@ -152,3 +152,12 @@ def test_factored_offset_and_npz_roundtrip(tmp_path):
     np.testing.assert_allclose(a.w, b.w, atol=1e-9)
     cl.save(p, tmp_path / "f.npz")
     np.testing.assert_allclose(cl.load(tmp_path / "f.npz").q, p.q)
+
+
+def test_boxed_lcp_bounds_default_from_findex_and_mu():
+    """A contact problem given by findex/mu needs no lo/hi: normal rows [0, inf), friction rows
+    |z_t| <= mu z_n. One contact, M = I, q = (-1, -2): z_n = 1, z_t clamps at mu z_n = 0.5."""
+    P = cl.BoxedLCP(np.eye(2), [-1.0, -2.0], findex=[-1, 0], mu=[0.0, 0.5])
+    sol = cl.solve(P, "pgs")
+    assert sol.success
+    np.testing.assert_allclose(sol.z, [1.0, 0.5], atol=1e-9)

@@ -75,8 +75,19 @@ def spd_matrix(n: int, rng: np.random.Generator, cond: float | None = None) -> n
     return 0.5 * (M + M.T)
 
 
-def psd_matrix(n: int, rank: int, rng: np.random.Generator) -> np.ndarray:
-    """Symmetric positive semi-definite n x n matrix B B' of exactly ``rank`` (B is n x rank, Gaussian)."""
+def _n_rng_rank(n, rng, rank):
+    """(rng, rank) from the (n, rng, rank) signature; the old order (n, rank, rng) still works."""
+    if isinstance(rank, np.random.Generator) and not isinstance(rng, np.random.Generator):
+        rng, rank = rank, rng
+    if rank is None:
+        rank = max(1, int(n) // 2)
+    return rng, rank
+
+
+def psd_matrix(n: int, rng: np.random.Generator, rank: int | None = None) -> np.ndarray:
+    """Symmetric positive semi-definite n x n matrix B B' of exactly ``rank`` (default n // 2; B is
+    n x rank, Gaussian). ``psd_matrix(n, rank, rng)`` (the old order) is accepted."""
+    rng, rank = _n_rng_rank(n, rng, rank)
     n = _check_n("n", n)
     rank = _check_n("rank", rank, 0)
     if rank > n:
@@ -111,13 +122,14 @@ def random_spd(n: int, rng: np.random.Generator, cond: float | None = None) -> L
     return LCP(M, _q(n, rng))
 
 
-def random_psd(n: int, rank: int, rng: np.random.Generator) -> LCP:
-    """LCP(M, q) with M PSD of ``rank`` and q = M y - s, y >= 0, s >= 0 random, y's = 0.
+def random_psd(n: int, rng: np.random.Generator, rank: int | None = None) -> LCP:
+    """LCP(M, q) with M PSD of ``rank`` (default n // 2) and q = M y - s, y >= 0, s >= 0 random, y's = 0.
 
     q is built from a known complementary pair so the (possibly non-unique) problem is solvable:
-    z = y, w = M y + q = s solves it.
+    z = y, w = M y + q = s solves it. ``random_psd(n, rank, rng)`` (the old order) is accepted.
     """
-    M = psd_matrix(n, rank, rng)
+    rng, rank = _n_rng_rank(n, rng, rank)
+    M = psd_matrix(n, rng, rank)
     y = np.where(rng.random(n) < 0.5, rng.uniform(0.0, 1.0, n), 0.0)
     s = np.where(y > 0, 0.0, rng.uniform(0.0, 1.0, n))
     return LCP(M, s - M @ y)

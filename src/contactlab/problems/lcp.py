@@ -69,14 +69,16 @@ class BoxedLCP(Problem):
     Infinite bounds are allowed. Rows with ``findex[i] = j >= 0`` have bounds coupled to z_j:
     lo_i = -mu_i z_j, hi_i = mu_i z_j (ODE's friction rows; arechavaleta eq. 16-17 with the
     bounds taken from the current normal value). Their entries of ``lo``/``hi`` are ignored.
+    ``lo`` and ``hi`` default to 0 and +inf (LCP rows), so a contact problem given by ``findex``
+    and ``mu`` needs no bounds at all.
     """
 
-    def __init__(self, M, q, lo, hi, findex=None, mu=None):
+    def __init__(self, M, q, lo=None, hi=None, findex=None, mu=None):
         self.M = as_matrix("M", M, square=True)
         n = self.M.shape[0]
         self.q = as_vector("q", q, n)
-        self.lo = as_vector("lo", lo, n, allow_inf=True)
-        self.hi = as_vector("hi", hi, n, allow_inf=True)
+        self.lo = np.zeros(n) if lo is None else as_vector("lo", lo, n, allow_inf=True)
+        self.hi = np.full(n, np.inf) if hi is None else as_vector("hi", hi, n, allow_inf=True)
         self.n = n
         if findex is None:
             if mu is not None:
