@@ -25,13 +25,15 @@ class NoOptions:
 
 #: old spellings of ``max_iterations`` (one vocabulary, issue 10); kept working as aliases
 ALIASES = {"max_pivots": "max_iterations", "max_iter": "max_iterations", "max_sweeps": "max_iterations",
-           "max_outer": "max_iterations"}
+           "max_outer": "max_iterations", "max_pairs": "max_iterations", "max_rounds": "max_iterations",
+           "max_candidates": "max_iterations"}
 
 #: the options every iterative or pivoting method shares, listed once by ``contactlab solvers``
 COMMON_OPTIONS = {
     "tol": "certified relative residual (scale-free, problems/residual.py); solve() checks max(certify, tol)",
-    "max_iterations": "cap on iterations, sweeps, pivots or outer cycles (aliases: max_pivots, max_iter, "
-                      "max_sweeps, max_outer)",
+    "max_iterations": "cap on iterations, sweeps, pivots, outer cycles, LP pairs, MIP rounds or "
+                      "candidates (aliases: max_pivots, max_iter, max_sweeps, max_outer, max_pairs, "
+                      "max_rounds, max_candidates)",
 }
 
 

@@ -237,7 +237,7 @@ def _adjacent_vertices(A: np.ndarray, u: np.ndarray, hint, tol: float, max_bases
 
 @dataclass(frozen=True)
 class BilinearOptions:
-    """tol: stop at x'y <= tol * max(1, ||x||_1 ||y||_inf) (the paper's 1e-10, scaled by the vertex
+    """tol: stop at x'y <= tol * ||x||_1 ||y||_inf (the paper's 1e-10, scaled by the vertex
     size because HiGHS solves to 1e-9); variant: 'restart'
     (section 5: back to Step 1 after a random adjacent pair) or 'original' (section 4: repeat Step 3);
     max_restarts: random Step-3 moves allowed (the paper stopped after 20); seed: for those moves;
@@ -296,7 +296,7 @@ def bilinear_lp(problem: UCP, opts: BilinearOptions, warm_start=None) -> Solutio
 
         def small(x, y):
             # the paper's x'y <= 1e-10, relative to the size of the vertices (HiGHS works to 1e-9)
-            return float(x @ y) <= opts.tol * max(1.0, float(x.sum()) * float(np.abs(y).max(initial=0)))
+            return float(x @ y) <= opts.tol * float(x.sum()) * float(np.abs(y).max(initial=0))
 
         def key(x, y):
             return np.round(x, 8).tobytes() + np.round(y, 8).tobytes()
