@@ -192,6 +192,28 @@ def simulation_markdown(run: dict, label: str) -> str:
                            "pivots previous-step", "failed solves cold / reuse / previous"], rows)
 
 
+def fig_frames(ctx, run: dict, name: str) -> str:
+    """Pivots per frame cold / with reuse / previous-step, and the motionless count (cf. Figs. 1, 4)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    f = np.arange(1, len(run["cold"]["pivots"]) + 1)
+    for m, lab in (("cold", "cold (no reuse)"), ("motionless", "motionless-set reuse"),
+                   ("previous", "previous-step warm start")):
+        ax.plot(f, run[m]["pivots"], lw=1, label=lab)
+    ax.set_xlabel("frame")
+    ax.set_ylabel("Dantzig pivots")
+    ax2 = ax.twinx()
+    ax2.step(f, run["motionless_count"], "k--", lw=1, where="post", label="motionless bodies")
+    ax2.set_ylabel("motionless bodies")
+    ax2.set_ylim(0, run["bodies"] + 0.5)
+    ax.legend(loc="upper left", fontsize=7)
+    ax2.legend(loc="upper right", fontsize=7)
+    ax.set_title(f"{name}: pivots per frame")
+    return ctx.figure(f"reuse_{name.replace('-', '_')}_frames", fig)
+
+
 def theorem1_sim(run: dict) -> tuple[int, bool]:
     """(solves warm-started from the motionless set, whether each took at most n - k major cycles)."""
     r = run["motionless"]
@@ -256,9 +278,13 @@ def run(ctx) -> str:
         "",
         simulation_markdown(cc, "column-collapse"),
         "",
+        fig_frames(ctx, cc, "column-collapse"),
+        "",
         f"**reuse-slowdown** (changes after frames {rs['changes'][1:]}; paper: 41 and 87)",
         "",
         simulation_markdown(rs, "reuse-slowdown"),
+        "",
+        fig_frames(ctx, rs, "reuse-slowdown"),
         "",
         *([] if big is None else [
             "**column-collapse with 20 blocks** (`--set count=20`, 120 frames; not the paper's experiment: how "
