@@ -41,7 +41,7 @@ def main(argv=None) -> int:
         rows = []
         for r in results:
             rec = r["records"]
-            rows.append({k: r[k] for k in ("model", "method", "duration", "steps", "error", "wall_s", "collision_s",
+            rows.append({k: r[k] for k in ("model", "method", "duration", "steps", "error", "wall_s", "cpu_s", "collision_s",
                                            "control_s", "solve_s", "dynamics_s", "summary", "metrics")} | {
                 "contacts": {"min": int(rec["contacts"].min()), "max": int(rec["contacts"].max()),
                              "mean": float(rec["contacts"].mean()), "std": float(rec["contacts"].std())},
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
         t0 = time.time()
         r = run_all(duration, None, [cfg])[0]
         results.append(r)
-        print(f"{cfg[0]}/{cfg[1]}: {r['steps']} steps, wall {r['wall_s']:.1f} s "
+        print(f"{cfg[0]}/{cfg[1]}: {r['steps']} steps, wall {r['wall_s']:.1f} s, cpu {r['cpu_s']:.1f} s "
               f"(collision {r['collision_s']:.1f}, dynamics {r['dynamics_s']:.1f}, control {r['control_s']:.1f}, "
               f"solve {r['solve_s']:.2f}); {r['summary']}; load {os.getloadavg()[0]:.1f}; "
               f"finished {time.strftime('%H:%M:%S')} ({time.time() - t0:.0f} s)", flush=True)
