@@ -95,7 +95,10 @@ def register(app: typer.Typer) -> None:
                  html_out: Path = typer.Option(None, "--html", help="write an interactive 3D replay of the run: "
                                                "one self-contained HTML file (docs/replay.md)"),
                  reuse: str = typer.Option("none", "--reuse", help="none, or motionless: warm-start each solve "
-                                           "from the motionless bodies' sub-LCP (loomis-balkcom §IV)")):
+                                           "from the motionless bodies' sub-LCP (loomis-balkcom §IV)"),
+                 iterations: int = typer.Option(None, "--iterations", help="fixed-budget mode: at most K solver "
+                                                "iterations per step, the answer applied whatever its residual "
+                                                "(reported per step; like PyBullet's 50, ODE's 20)")):
         """Simulate SCENE and report final body states and metrics.
 
         With --out the trajectory is written while it runs (HDF5, flushed every chunk of steps);
@@ -120,7 +123,7 @@ def register(app: typer.Typer) -> None:
             _check_method(sc, model, method, dt)
             # a scene may carry its controllers (fn(sim) before each step) and a summary(sim, traj) -> dict
             sim = Simulator(sc, model, method, dt=dt, controllers=getattr(sc, "controllers", ()),
-                            reuse=None if reuse == "none" else reuse)
+                            reuse=None if reuse == "none" else reuse, iterations=iterations)
             _check_overlaps(sim, strict)
             exporter = None
             if export_fclib is not None:
@@ -189,6 +192,9 @@ def register(app: typer.Typer) -> None:
             result.update(sc.summary(sim, traj))   # e.g. "locomotion" (quadruped), "grasp" (hands)
         if traj.error:
             result["error"] = traj.error  # the run stopped early at an unusable step
+        if iterations is not None:     # fixed-budget mode: the residual each step reached
+            result["iterations"] = iterations
+            result["residual_per_step"] = [float(r.residual) for r in traj.records]
         if as_json:
             typer.echo(json.dumps(result))
             if traj.error:

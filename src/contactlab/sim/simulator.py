@@ -81,13 +81,19 @@ class Simulator:
     :meth:`add_controller`). A controller reads the state (``sim.data``, :meth:`body_state`) and
     acts through :meth:`set_motor`, :meth:`set_velocity` and :meth:`set_joint_torque`; a joint
     torque lasts one step, so a controller sets it again each step.
+
+    ``iterations``: fixed-budget mode (like PyBullet's 50 and ODE's 20 iterations): the method
+    stops after at most this many iterations (sweeps, Newton steps, pivots) and its answer is
+    applied whatever its residual (no fallback, no SimulationError unless it is not finite);
+    ``StepRecord.residual`` reports the residual reached and ``success`` whether it was certified.
+    None (default): certified mode.
     """
 
     def __init__(self, scene: Scene, model: str = "stewart-trinkle", method: str | None = None, *,
                  model_options: dict | None = None, solver_options: dict | None = None,
                  dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1,
                  fallback: bool = True, max_uncertified_residual: float = 1e-3, controllers=(),
-                 reuse: str | None = None):
+                 reuse: str | None = None, iterations: int | None = None):
         if dt is not None:
             if not dt > 0:
                 raise ModelError(f"dt must be > 0, got {dt}")
@@ -111,6 +117,19 @@ class Simulator:
             # the step is certified at 1e-6 x scale; sweeping on to the solver's default 1e-10 costs time only
             self.solver_options["tol"] = 1e-7
         spec = available_solvers().get(self.method)
+        self.iterations = None
+        if iterations is not None:
+            from .fallback import _cap_option
+            if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
+                raise ModelError(f"iterations must be an integer >= 1 (fixed-budget mode) or None, got {iterations!r}")
+            cap = _cap_option(self.method, int(iterations)) if spec is not None else {}
+            if not cap:
+                raise ModelError(f"method {self.method!r} has no iteration cap; fixed-budget mode needs one of "
+                                 f"{[n for n, s in available_solvers().items() if _cap_option(n, 1)]}")
+            self.iterations = int(iterations)
+            self.solver_options.update(cap)
+            self.fallback = False
+            self.max_uncertified_residual = float("inf")
         self.warm_start = bool(warm_start and spec is not None and spec.warm_start)
         self._spec = spec
         from .reuse import make_reuse   # reuse="motionless": loomis-balkcom §IV (sim/reuse.py)
@@ -252,15 +271,15 @@ class Simulator:
         return float(self.model.settings.margin)
 
     def _reach(self) -> np.ndarray:
-        """Per shape: twice the distance its body's points can travel in one step (speed +
-        |omega| * radius) so fast bodies do not tunnel; each pair's margin grows by its two
-        shapes' reach, so resting bodies keep the settings' margin (no scene-wide margin)."""
+        """Per shape: the distance its body's points can travel in one step, h (speed +
+        |omega| * radius); a pair's margin grows by its two shapes' reach (>= h x their relative
+        speed), so fast bodies do not tunnel and resting ones keep the settings' margin."""
         m, d = self.model, self.data
         live = m.dof_start >= 0
         speed = np.zeros(m.nb)
         speed[live] = np.linalg.norm(d.linear_velocity[live], axis=1) + \
             np.linalg.norm(d.angular_velocity[live], axis=1) * self.world.body_radius[live]
-        return 2.0 * self.h * speed[self.world.shape_body]
+        return self.h * speed[self.world.shape_body]
 
     def _has_position_rows(self) -> bool:
         return bool(self.model.joints) or bool(np.any(self.model.planar))

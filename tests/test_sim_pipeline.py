@@ -1,0 +1,81 @@
+"""The compiled step pipeline (issue 11): block Delassus and pyramid rows against scipy products,
+fixed-budget mode, box-qp certifying a resting stack, per-shape speculative reach."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from contactlab.errors import ModelError
+from contactlab.mechanics.system import build_system, delassus, pyramid_rows
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+
+
+def _pile_system(count=12, steps=12):
+    sim = Simulator(make_scene("pile", count=count, seed=1), "box-friction", "pgs", iterations=30)
+    for _ in range(steps):
+        sim.step()
+    c = sim.world.detect(sim.data, reach=sim._reach())
+    return sim, build_system(sim.model, sim.data, c, sim.h)
+
+
+def test_block_delassus_equals_the_sparse_product():
+    sim, sys = _pile_system()
+    assert sys.nc > 20
+    H = sp.vstack([sys.N, sys.S, sys.T], format="csr")
+    ref = (H @ sys.Minv @ H.T).toarray() + 1e-8 * np.eye(H.shape[0])
+    D = delassus(sys, H, 1e-8, dense=True)
+    assert np.abs(D - ref).max() <= 1e-12 * np.abs(ref).max()
+    assert np.array_equal(D, D.T)                                   # exactly symmetric
+    Ds = delassus(sys, H, 1e-8, dense=False)
+    assert sp.issparse(Ds) and np.abs(Ds.toarray() - ref).max() <= 1e-12 * np.abs(ref).max()
+
+
+def test_pyramid_rows_are_cos_s_plus_sin_t():
+    sim, sys = _pile_system(count=6, steps=10)
+    d = 6
+    D = pyramid_rows(sys.S, sys.T, d).toarray()
+    S, T = sys.S.toarray(), sys.T.toarray()
+    for i in range(sys.nc):
+        for k in range(d):
+            a = 2 * np.pi * k / d
+            assert np.allclose(D[i * d + k], np.cos(a) * S[i] + np.sin(a) * T[i], atol=1e-15)
+
+
+def test_fixed_budget_caps_iterations_and_reports_the_residual_reached():
+    K = 7
+    sim = Simulator(make_scene("stack", count=6), "box-friction", "pgs", iterations=K)
+    for _ in range(5):
+        rec = sim.step()
+        assert 1 <= rec.iterations <= K
+        # the reported residual is the problem's own residual at the applied answer
+        r = sim.last_problem.residuals(sim.last_solution.z)
+        assert rec.residual == pytest.approx(r.natural, rel=1e-9, abs=1e-15)
+    assert not rec.success            # 7 sweeps do not certify a 6-box stack: reported, not hidden
+    with pytest.raises(ModelError, match="iterations"):
+        Simulator(make_scene("stack", count=2), "box-friction", "pgs", iterations=0)
+
+
+def test_box_qp_certifies_a_resting_stack_every_step_without_drift():
+    sim = Simulator(make_scene("stack", count=10), "box-friction", "box-qp")
+    x0 = sim.data.position.copy()
+    traj = sim.run(1.0)
+    assert all(r.success for r in traj.records)
+    assert traj.records[0].iterations <= 20                          # cold start
+    assert max(r.iterations for r in traj.records[1:]) <= 3          # warm-started Newton steps
+    assert np.abs(sim.data.position - x0).max() < 1e-6
+    assert traj.metrics()["max_penetration"] <= sim.model.settings.slop
+
+
+def test_speculative_reach_grows_only_the_fast_pairs_margin():
+    """A box falling at 5 m/s gets speculative contacts with the ground 4 cm below (h v = 5 cm),
+    while a resting box 4 cm above the ground gets none (the settings' 1 cm margin)."""
+    scene = make_scene("stack", count=1)
+    from contactlab.mechanics.scene import Body, Shape
+    scene.bodies[1].position = (0.0, 0.0, 0.14)
+    scene.bodies.append(Body("slow", position=(1.0, 0.0, 0.14), shapes=[Shape("box", size=(0.2, 0.2, 0.2))]))
+    scene.bodies[1].linear_velocity = (0.0, 0.0, -5.0)
+    sim = Simulator(scene, "box-friction", "pgs")
+    c = sim.world.detect(sim.data, reach=sim._reach())
+    names = {sim.model.names[b] for b in c.body_a}
+    assert names == {"box0"} and c.count == 4
+    assert np.allclose(c.phi, 0.04)
