@@ -55,7 +55,7 @@ def snapshot_figure(scene_name: str, params: dict, poses: list, title: str):
         g = np.array([[-0.15, -0.15, 0], [0.15, -0.15, 0], [0.15, 0.15, 0], [-0.15, 0.15, 0]])
         ax.add_collection3d(Poly3DCollection([g], facecolor="burlywood", alpha=0.3))
         ax.set_xlim(-0.15, 0.15); ax.set_ylim(-0.15, 0.15); ax.set_zlim(0, 0.3)
-        ax.view_init(elev=12, azim=10)
+        ax.view_init(elev=14, azim=-55)
         ax.set_title(f"t = {t:.2f} s", fontsize=9)
         ax.set_xticks([]); ax.set_yticks([]); ax.set_zticks([])
     fig.suptitle(title, fontsize=10)
