@@ -56,19 +56,53 @@ def block_list(s):
     return [(float(x), float(y), float(2 * w), float(2 * h)) for x, y, w, h in zip(s.x, s.y, s.hw, s.hh)]
 
 
+def equilibrium3d(s, present, g=9.81):
+    """Independent 3D statics check: vertical forces f >= 0 at the corners of the overlap of
+    touching horizontal faces (and of a box's bottom with the ground); per present box, vertical
+    force balance and the moments about its centre's x and z axes (linprog, HiGHS)."""
+    B = list(present)
+    cols = []
+    for a_pos, a in enumerate(B):
+        lo_a = np.array([s.x[a] - s.hw[a], s.zc[a] - s.hd[a]])
+        hi_a = np.array([s.x[a] + s.hw[a], s.zc[a] + s.hd[a]])
+        sup = [(-1, lo_a, hi_a)] if abs(s.y[a] - s.hh[a]) < 1e-9 else []
+        for b_pos, b in enumerate(B):
+            if abs(s.y[b] + s.hh[b] - (s.y[a] - s.hh[a])) < 1e-9:
+                lo = np.maximum(lo_a, [s.x[b] - s.hw[b], s.zc[b] - s.hd[b]])
+                hi = np.minimum(hi_a, [s.x[b] + s.hw[b], s.zc[b] + s.hd[b]])
+                if np.all(hi - lo > 1e-9):
+                    sup.append((b_pos, lo, hi))
+        for b_pos, lo, hi in sup:
+            for px in (lo[0], hi[0]):
+                for pz in (lo[1], hi[1]):
+                    col = np.zeros(3 * len(B))
+                    # force (0, f, 0) at (px, pz): moment about the centre r x F = (-r_z f, 0, r_x f)
+                    col[3 * a_pos:3 * a_pos + 3] = (1.0, -(pz - s.zc[a]), px - s.x[a])
+                    if b_pos >= 0:
+                        bb = B[b_pos]
+                        col[3 * b_pos:3 * b_pos + 3] = (-1.0, pz - s.zc[bb], -(px - s.x[bb]))
+                    cols.append(col)
+    if not cols:
+        return False
+    rhs = np.zeros(3 * len(B))
+    rhs[0::3] = [s.mass[i] * g for i in B]
+    r = linprog(np.zeros(len(cols)), A_eq=np.array(cols).T, b_eq=rhs, bounds=(0, None), method="highs")
+    return r.status == 0
+
+
 @pytest.mark.parametrize("spec,test", [("random-10", "lp"), ("random-84", "reuse"), ("pyramid-91", "reuse"),
-                                       ("column-50", "dantzig")])
+                                       ("column-50", "dantzig"), ("pyramid3d-14", "reuse"), ("pyramid3d-14", "lp")])
 def test_sequence_stable_at_every_step(spec, test):
     s = get_structure(spec)
     r = plan(s, test)
     assert r.stable and sorted(r.sequence) == sorted(s.ids) and r.nodes_visited >= s.n
-    blocks = block_list(s)
+    check = (lambda left: equilibrium(block_list(s), left)) if s.dim == 2 else (lambda left: equilibrium3d(s, left))
     left = list(range(s.n))
-    assert equilibrium(blocks, left)
+    assert check(left)
     for b in r.sequence:
         left.remove(s.ids.index(b))
         if left:
-            assert equilibrium(blocks, left), f"{spec}: unstable after removing {b}"
+            assert check(left), f"{spec}: unstable after removing {b}"
 
 
 def test_random_structure_needs_a_lower_block_removed_first():
@@ -92,6 +126,12 @@ def lever():
     return make_structure("lever", [(0.5, 0.5, 1.0, 1.0), (1.2, 1.1, 3.2, 0.2), (-0.1, 1.5, 0.6, 0.6)])
 
 
+def offset3d():
+    """3D boxes offset in x and z: some sub-assemblies tip about an edge, some about a corner."""
+    return make_structure("offset3d", [(0, 0.25, 0, 1, 0.5, 1), (0.3, 0.75, 0.3, 1, 0.5, 1),
+                                       (-0.2, 0.75, -0.65, 0.5, 0.5, 0.8), (0.7, 1.25, 0.2, 1, 0.5, 1)], dim=3)
+
+
 @pytest.mark.parametrize("test", ["lp", "dantzig", "reuse"])
 def test_no_stable_disassembly_reported(test):
     s = lever()
@@ -106,12 +146,13 @@ def test_no_stable_disassembly_reported(test):
     assert r.stable is False and r.sequence == [] and r.nodes_visited <= 1
 
 
-@pytest.mark.parametrize("spec", ["random-8", "pyramid-6", "lever"])
+@pytest.mark.parametrize("spec", ["random-8", "pyramid-6", "lever", "pyramid3d-5", "offset3d"])
 def test_three_tests_agree_on_every_node(spec):
-    s = lever() if spec == "lever" else get_structure(spec)
+    s = {"lever": lever, "offset3d": offset3d}.get(spec, lambda: get_structure(spec))()
     m = StaticsModel(s)
     tests = {name: make_test(name, m) for name in ("lp", "dantzig", "reuse")}
     blocks = block_list(s)
+    indep = (lambda node: equilibrium(blocks, node)) if s.dim == 2 else (lambda node: equilibrium3d(s, node))
     stable_nodes = {}
     for size in range(1, s.n + 1):
         for node in itertools.combinations(range(s.n), size):
@@ -125,7 +166,7 @@ def test_three_tests_agree_on_every_node(spec):
                 assert c.stable == a, (node, "reuse")
                 if parent is not None:
                     assert c.k == parent.idx.size and c.majors <= c.n - c.k
-            assert a == b == equilibrium(blocks, list(node)), node
+            assert a == b == indep(list(node)), node
             if b:
                 stable_nodes[node] = tests["dantzig"](in_s, None)
 

@@ -11,7 +11,8 @@ TESTS = ("lp", "dantzig", "reuse")
 def register(app: typer.Typer) -> None:
     @app.command()
     def plan(structure: str = typer.Argument(..., help="column-N, pyramid-N (N = r(r+1)/2), random-N, "
-                                                       "or a .toml/.json structure file"),
+                                                       "column3d-N, pyramid3d-N (N = 1+4+..+r^2), or a "
+                                                       ".toml/.json structure file"),
              test: str = typer.Option("reuse", "--test", help="stability test: lp (statics LP, HiGHS), dantzig "
                                                               "(acceleration LCP from scratch), reuse (Dantzig "
                                                               "warm-started from the parent, Theorem 1)"),

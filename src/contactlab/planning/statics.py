@@ -1,4 +1,4 @@
-"""Contacts, the acceleration LCP and the three stability tests of a planar sub-assembly
+"""Contacts, the acceleration LCP and the three stability tests of a sub-assembly, planar or 3D
 (loomis-balkcom §III-A and §V).
 
 The whole structure's contact rows are built once. For a sub-assembly S the contacts are those
@@ -7,7 +7,7 @@ principal sub-problem of the whole structure's on those rows (the paper's eq. 8:
 
     a = A f + b,  A = J W J',  b = J W F_ext,  0 <= f  perp  a >= 0      (eqs. 1-4)
 
-with W = M^-1 (block-diagonal, per block m, m, I). A node is stable when its block accelerations
+with W = M^-1 (diagonal: per block m, m, I in the plane; m, m, m, Ix, Iy, Iz in 3D). A node is stable when its block accelerations
 W (F_ext + J' f) all vanish (tests ``dantzig`` and ``reuse``), or when the statics LP
 J' f + F_ext = 0, f_n >= 0, |f_t| <= mu f_n is feasible (test ``lp``). Without friction the two
 are the same question: the frictionless block accelerations are unique, and they vanish exactly
@@ -35,64 +35,88 @@ class PlanningError(RuntimeError):
     """A stability test got no certified answer from its solver (a solver defect, not bad input)."""
 
 
-def _cross(rx, ry, nx, ny):
-    return rx * ny - ry * nx
-
-
 class StaticsModel:
-    """Contacts of a :class:`Structure` (two points per touching pair of faces, at the ends of
-    the overlap; the ground is body -1), the rows J (normal) and T (tangent) over the 3 n
-    coordinates (x, y, theta per block), A = J W J' and b = J W F_ext of the whole structure."""
+    """Contacts of a :class:`Structure` (the corners of the overlap of every touching pair of
+    faces: two points in the plane, four in 3D; the ground is body -1), the rows J (normal) and T
+    (tangents: one per contact in the plane, two in 3D, row c * ntan + k) over the coordinates
+    (x, y, theta per planar block; x, y, z, wx, wy, wz per 3D box), A = J W J' and b = J W F_ext."""
 
     def __init__(self, s: Structure):
         self.structure = s
-        n = s.n
-        scale = max(1.0, float(np.max(np.abs(np.concatenate([s.x, s.y, s.hw, s.hh])))))
-        eps = 1e-9 * scale
-        bot, top, left, right = s.y - s.hh, s.y + s.hh, s.x - s.hw, s.x + s.hw
-        a_, b_, px, py, nx, ny = [], [], [], [], [], []
+        n, dim = s.n, s.dim
+        C = np.column_stack([s.x, s.y] + ([] if dim == 2 else [s.zc]))
+        H = np.column_stack([s.hw, s.hh] + ([] if dim == 2 else [s.hd]))
+        eps = 1e-9 * max(1.0, float(np.max(np.abs(np.concatenate([C.ravel(), H.ravel()])))))
+        A_, B_, P_, N_ = [], [], [], []
 
-        def add(a, b, pts, nrm):
-            for p in pts:
-                a_.append(a), b_.append(b), px.append(p[0]), py.append(p[1]), nx.append(nrm[0]), ny.append(nrm[1])
+        def corners(lo, hi, axis, level):
+            """Corners of the box [lo, hi] on the axes other than ``axis``, at ``level`` on it."""
+            others = [k for k in range(dim) if k != axis]
+            pts = []
+            for choice in np.ndindex(*(2,) * len(others)):
+                p = np.empty(dim)
+                p[axis] = level
+                for k, c in zip(others, choice):
+                    p[k] = (lo[k], hi[k])[c]
+                pts.append(p)
+            return pts
 
-        for j in np.flatnonzero(np.abs(bot) <= eps):
-            add(-1, j, [(left[j], 0.0), (right[j], 0.0)], (0.0, 1.0))
-        # horizontal faces: top of i on bottom of j
-        ox = np.minimum(right[:, None], right) - np.maximum(left[:, None], left)
-        for i, j in np.argwhere((np.abs(top[:, None] - bot) <= eps) & (ox > eps)):
-            lo, hi = max(left[i], left[j]), min(right[i], right[j])
-            add(i, j, [(lo, top[i]), (hi, top[i])], (0.0, 1.0))
-        # vertical faces: right of i on left of j
-        oy = np.minimum(top[:, None], top) - np.maximum(bot[:, None], bot)
-        for i, j in np.argwhere((np.abs(right[:, None] - left) <= eps) & (oy > eps)):
-            lo, hi = max(bot[i], bot[j]), min(top[i], top[j])
-            add(i, j, [(right[i], lo), (right[i], hi)], (1.0, 0.0))
-        self.body_a = np.array(a_, dtype=np.int64)
-        self.body_b = np.array(b_, dtype=np.int64)
-        nc = self.body_a.size
-        self.nc = nc
-        px, py, nx, ny = map(np.asarray, (px, py, nx, ny))
-        J = np.zeros((nc, 3 * n))
-        T = np.zeros((nc, 3 * n))
-        rows = np.arange(nc)
-        for sign, body in ((1.0, self.body_b), (-1.0, self.body_a)):
-            ok = body >= 0
-            r, bb = rows[ok], body[ok]
-            rx, ry = px[ok] - s.x[bb], py[ok] - s.y[bb]
-            for M, (ux, uy) in ((J, (nx[ok], ny[ok])), (T, (-ny[ok], nx[ok]))):
-                M[r, 3 * bb] = sign * ux
-                M[r, 3 * bb + 1] = sign * uy
-                M[r, 3 * bb + 2] = sign * _cross(rx, ry, ux, uy)
+        for j in np.flatnonzero(np.abs(C[:, 1] - H[:, 1]) <= eps):          # on the ground
+            for p in corners(C[j] - H[j], C[j] + H[j], 1, 0.0):
+                A_.append(-1), B_.append(j), P_.append(p), N_.append(np.eye(dim)[1])
+        for ax in range(dim):                                            # upper face of i on lower face of j
+            touch = np.abs((C[:, ax] + H[:, ax])[:, None] - (C[:, ax] - H[:, ax])) <= eps
+            for k in range(dim):
+                if k != ax:
+                    touch &= (np.minimum((C[:, k] + H[:, k])[:, None], C[:, k] + H[:, k])
+                              - np.maximum((C[:, k] - H[:, k])[:, None], C[:, k] - H[:, k])) > eps
+            for i, j in np.argwhere(touch):
+                lo, hi = np.maximum(C[i] - H[i], C[j] - H[j]), np.minimum(C[i] + H[i], C[j] + H[j])
+                for p in corners(lo, hi, ax, C[i, ax] + H[i, ax]):
+                    A_.append(i), B_.append(j), P_.append(p), N_.append(np.eye(dim)[ax])
+        self.body_a = np.array(A_, dtype=np.int64)
+        self.body_b = np.array(B_, dtype=np.int64)
+        nc = self.nc = self.body_a.size
+        P = np.array(P_).reshape(nc, dim)
+        Nrm = np.array(N_).reshape(nc, dim)
+        if dim == 2:
+            tans = [np.column_stack([-Nrm[:, 1], Nrm[:, 0]])]
+        else:   # t1: the next axis after the normal's, t2 = n x t1
+            t1 = np.roll(Nrm, 1, axis=1)
+            tans = [t1, np.cross(Nrm, t1)]
+        self.dof = dof = 3 if dim == 2 else 6
+        self.ntan = len(tans)
+
+        def rows(U):
+            """Rows over the coordinates for unit directions U (nc, dim) at the contact points."""
+            R = np.zeros((nc, dof * n))
+            for sign, body in ((1.0, self.body_b), (-1.0, self.body_a)):
+                ok = np.flatnonzero(body >= 0)
+                bb = body[ok]
+                r = P[ok] - C[bb]
+                u = U[ok]
+                rot = (r[:, 0] * u[:, 1] - r[:, 1] * u[:, 0])[:, None] if dim == 2 else np.cross(r, u)
+                for c in range(dim):
+                    R[ok, dof * bb + c] = sign * u[:, c]
+                for c in range(rot.shape[1]):
+                    R[ok, dof * bb + dim + c] = sign * rot[:, c]
+            return R
+
+        J = rows(Nrm)
+        T = np.stack([rows(t) for t in tans], axis=1).reshape(nc * self.ntan, dof * n)
         self.J, self.T = J, T
-        m, inertia = s.mass, s.inertia
-        self.W = np.column_stack([1 / m, 1 / m, 1 / inertia]).ravel()
-        self.F = np.column_stack([np.zeros(n), -m * s.g, np.zeros(n)]).ravel()
-        # per-coordinate scale turning an acceleration into units of g (rotation times half diagonal)
-        self.acc_scale = np.column_stack([np.ones(n), np.ones(n), np.hypot(s.hw, s.hh)]).ravel() / s.g
+        m = s.mass
+        inv_i = 1.0 / np.atleast_2d(s.inertia.T).T
+        self.W = np.column_stack([np.repeat(1 / m[:, None], dim, axis=1), inv_i]).ravel()
+        F = np.zeros((n, dof))
+        F[:, 1] = -m * s.g
+        self.F = F.ravel()
+        L = np.sqrt(s.hw ** 2 + s.hh ** 2 + (0.0 if dim == 2 else s.hd ** 2))
+        lever = np.column_stack([np.ones((n, dim)), np.repeat(L[:, None], dof - dim, axis=1)])
+        # per-coordinate scale turning an acceleration into units of g (rotations times half diagonal)
+        self.acc_scale = lever.ravel() / s.g
         # per-coordinate scale of a force balance row (the block's weight, times half diagonal for moments)
-        self.force_scale = 1.0 / (np.repeat(m * s.g, 3) * np.column_stack(
-            [np.ones(n), np.ones(n), np.hypot(s.hw, s.hh)]).ravel())
+        self.force_scale = 1.0 / (np.repeat(m * s.g, dof) * lever.ravel())
         WJt = self.W[:, None] * J.T
         self.A = J @ WJt
         self.b = J @ (self.W * self.F)
@@ -111,7 +135,7 @@ class StaticsModel:
         return np.flatnonzero(ok_a & in_s[self.body_b])
 
     def coords_of(self, in_s: np.ndarray) -> np.ndarray:
-        return (3 * np.flatnonzero(in_s)[:, None] + np.arange(3)).ravel()
+        return (self.dof * np.flatnonzero(in_s)[:, None] + np.arange(self.dof)).ravel()
 
     def acceleration(self, in_s: np.ndarray, idx: np.ndarray, f: np.ndarray) -> float:
         """max |block acceleration| of the sub-assembly under contact forces f (in units of g)."""
@@ -137,8 +161,9 @@ class NodeResult:
 
 def lp_feasible(model: StaticsModel, in_s: np.ndarray, mu: float | None = None) -> tuple[bool, int, np.ndarray]:
     """Statics LP of the sub-assembly with HiGHS (dual simplex, presolve off so that every
-    pivot is counted): find f_n >= 0, f_t with |f_t| <= mu f_n and J' f_n + T' f_t = -F_ext on
-    the sub-assembly's coordinates. Returns (feasible, simplex iterations, f_n)."""
+    pivot is counted): find f_n >= 0, f_t with |f_t| <= mu f_n (3D: each of the two tangential
+    components <= mu f_n / sqrt 2, a pyramid inside the cone) and J' f_n + T' f_t = -F_ext on the
+    sub-assembly's coordinates. Returns (feasible, simplex iterations, f_n)."""
     import highspy
     import scipy.sparse as sp
 
@@ -150,20 +175,24 @@ def lp_feasible(model: StaticsModel, in_s: np.ndarray, mu: float | None = None) 
         return bool(cols.size == 0), 0, np.zeros(0)
     D = model.force_scale[cols][:, None]
     blocks = [D * model.J[np.ix_(idx, cols)].T]
-    if mu > 0:
-        blocks.append(D * model.T[np.ix_(idx, cols)].T)
+    nt = model.ntan
+    if mu > 0:   # tangent rows of these contacts; 3D: the inner pyramid |f_t1|, |f_t2| <= mu f_n / sqrt 2
+        trow = (nt * idx[:, None] + np.arange(nt)).ravel()
+        blocks.append(D * model.T[np.ix_(trow, cols)].T)
     Aeq = sp.csc_matrix(np.hstack(blocks))
     rhs = -model.force_scale[cols] * model.F[cols]
     nv = Aeq.shape[1]
     lower = np.concatenate([np.zeros(k), np.full(nv - k, -highspy.kHighsInf)])
     upper = np.full(nv, highspy.kHighsInf)
     row_lo, row_hi, mats = [rhs], [rhs], [Aeq]
-    if mu > 0:   # |f_t| <= mu f_n as two rows: f_t - mu f_n <= 0, -f_t - mu f_n <= 0
-        I = sp.identity(k, format="csc")
-        mats.append(sp.hstack([-mu * I, I]))
-        mats.append(sp.hstack([-mu * I, -I]))
-        row_lo += [np.full(2 * k, -highspy.kHighsInf)]
-        row_hi += [np.zeros(2 * k)]
+    if mu > 0:   # |f_t| <= mu' f_n as two rows: f_t - mu' f_n <= 0, -f_t - mu' f_n <= 0
+        me = mu if nt == 1 else mu / np.sqrt(2.0)
+        E = sp.csc_matrix(np.repeat(np.eye(k), nt, axis=0))     # tangent row -> its contact
+        I = sp.identity(k * nt, format="csc")
+        mats.append(sp.hstack([-me * E, I]))
+        mats.append(sp.hstack([-me * E, -I]))
+        row_lo += [np.full(2 * k * nt, -highspy.kHighsInf)]
+        row_hi += [np.zeros(2 * k * nt)]
     Afull = sp.csc_matrix(sp.vstack(mats))
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = nv, Afull.shape[0]

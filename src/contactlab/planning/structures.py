@@ -1,9 +1,11 @@
-"""Planar block structures for disassembly planning (loomis-balkcom §V, Figs. 5-7, Table I).
+"""Block structures for disassembly planning (loomis-balkcom §V, Figs. 5-7, Table I).
 
 A :class:`Structure` is data: axis-aligned rectangular blocks (centre, half extents, density) on a
-ground line y = 0, plus a friction coefficient for the statics LP. Built-in structures:
-``column-N``, ``pyramid-N`` (N = r (r + 1) / 2 bricks in r staggered rows), ``random-N`` (seeded
-generator), and structures read from TOML/JSON files (:func:`load_structure`).
+ground line y = 0 (planar), or boxes on the ground plane y = 0 (3D: a depth coordinate ``zc`` and
+half depth ``hd`` as well; y is up in both), plus a friction coefficient for the statics LP.
+Built-in structures: ``column-N``, ``pyramid-N`` (N = r (r + 1) / 2 bricks in r staggered rows),
+``random-N`` (seeded generator), ``column3d-N``, ``pyramid3d-N`` (square layers r^2, (r-1)^2, ..,
+1, each box on four quarter-boxes), and structures read from TOML/JSON files (:func:`load_structure`).
 """
 from __future__ import annotations
 
@@ -31,44 +33,75 @@ class Structure:
     rho: np.ndarray
     mu: float = 0.0
     g: float = 9.81
+    zc: np.ndarray | None = None     # 3D: depth coordinate of the centre
+    hd: np.ndarray | None = None     # 3D: half depth
 
     @property
     def n(self) -> int:
         return int(self.x.size)
 
     @property
+    def dim(self) -> int:
+        return 2 if self.zc is None else 3
+
+    @property
     def mass(self) -> np.ndarray:
-        return self.rho * 4.0 * self.hw * self.hh
+        """Planar: density x area; 3D: density x volume."""
+        m = self.rho * 4.0 * self.hw * self.hh
+        return m if self.dim == 2 else m * 2.0 * self.hd
 
     @property
     def inertia(self) -> np.ndarray:
-        return self.mass * ((2 * self.hw) ** 2 + (2 * self.hh) ** 2) / 12.0
+        """Planar: the moment about the out-of-plane axis, (n,). 3D: the principal moments about x,
+        y (up) and z, (n, 3)."""
+        w, h, m = 2 * self.hw, 2 * self.hh, self.mass
+        if self.dim == 2:
+            return m * (w ** 2 + h ** 2) / 12.0
+        d = 2 * self.hd
+        return np.column_stack([m * (h ** 2 + d ** 2), m * (w ** 2 + d ** 2), m * (w ** 2 + h ** 2)]) / 12.0
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "mu": self.mu, "g": self.g,
-                "blocks": [{"id": i, "x": float(a), "y": float(b), "width": float(2 * w), "height": float(2 * h),
-                            "density": float(r)} for i, a, b, w, h, r in
-                           zip(self.ids, self.x, self.y, self.hw, self.hh, self.rho)]}
+        blocks = [{"id": i, "x": float(a), "y": float(b), "width": float(2 * w), "height": float(2 * h),
+                   "density": float(r)} for i, a, b, w, h, r in
+                  zip(self.ids, self.x, self.y, self.hw, self.hh, self.rho)]
+        if self.dim == 3:
+            for blk, z, d in zip(blocks, self.zc, self.hd):
+                blk["z"], blk["depth"] = float(z), float(2 * d)
+        return {"name": self.name, "mu": self.mu, "g": self.g, "blocks": blocks}
 
 
-def make_structure(name: str, blocks: list[tuple], *, ids=None, mu: float = 0.0, g: float = 9.81) -> Structure:
-    """``blocks``: (x_centre, y_centre, width, height[, density]) per block; checked: positive
-    sizes, no block below the ground, no two blocks overlapping."""
+def _overlap(c, half):
+    return np.minimum(c[:, None] + half[:, None], c + half) - np.maximum(c[:, None] - half[:, None], c - half)
+
+
+def make_structure(name: str, blocks: list[tuple], *, ids=None, mu: float = 0.0, g: float = 9.81,
+                   dim: int = 2) -> Structure:
+    """``blocks``: (x, y, width, height[, density]) per block (planar, y up), or with ``dim=3``
+    (x, y, z, width, height, depth[, density]) (y up); checked: positive sizes, no block below the
+    ground, no two blocks overlapping."""
     if not blocks:
         raise ModelError(f"structure {name!r} has no blocks")
-    arr = np.array([tuple(b) + ((1.0,) if len(b) == 4 else ()) for b in blocks], dtype=np.float64)
-    if arr.ndim != 2 or arr.shape[1] != 5 or not np.all(np.isfinite(arr)):
-        raise ModelError("each block needs finite x, y, width, height[, density]")
-    x, y, w, h, rho = arr.T
-    if np.any(w <= 0) or np.any(h <= 0) or np.any(rho <= 0):
-        raise ModelError("block width, height and density must be > 0")
-    scale = max(1.0, float(np.max(np.abs(arr[:, :4]))))
+    if dim not in (2, 3):
+        raise ModelError(f"dim must be 2 or 3, got {dim}")
+    k = 4 if dim == 2 else 6
+    arr = np.array([tuple(b) + ((1.0,) if len(b) == k else ()) for b in blocks], dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != k + 1 or not np.all(np.isfinite(arr)):
+        raise ModelError("each block needs finite x, y, width, height[, density]" if dim == 2 else
+                         "each block needs finite x, y, z, width, height, depth[, density]")
+    if dim == 2:
+        x, y, w, h, rho = arr.T
+        z = dd = None
+    else:
+        x, y, z, w, h, dd, rho = arr.T
+    if np.any(w <= 0) or np.any(h <= 0) or np.any(rho <= 0) or (dd is not None and np.any(dd <= 0)):
+        raise ModelError("block width, height, depth and density must be > 0")
+    scale = max(1.0, float(np.max(np.abs(arr[:, :k]))))
     eps = 1e-9 * scale
     if np.any(y - h / 2 < -eps):
         raise ModelError(f"block {int(np.argmin(y - h / 2))} of {name!r} is below the ground (y - height/2 < 0)")
-    ox = np.minimum(x[:, None] + w[:, None] / 2, x + w / 2) - np.maximum(x[:, None] - w[:, None] / 2, x - w / 2)
-    oy = np.minimum(y[:, None] + h[:, None] / 2, y + h / 2) - np.maximum(y[:, None] - h[:, None] / 2, y - h / 2)
-    bad = (ox > eps) & (oy > eps)
+    bad = (_overlap(x, w / 2) > eps) & (_overlap(y, h / 2) > eps)
+    if dim == 3:
+        bad &= _overlap(z, dd / 2) > eps
     np.fill_diagonal(bad, False)
     if np.any(bad):
         i, j = np.argwhere(bad)[0]
@@ -78,7 +111,8 @@ def make_structure(name: str, blocks: list[tuple], *, ids=None, mu: float = 0.0,
     ids = tuple(range(len(blocks))) if ids is None else tuple(ids)
     if len(ids) != len(blocks) or len(set(ids)) != len(ids):
         raise ModelError("block ids must be distinct, one per block")
-    return Structure(name, ids, x, y, w / 2, h / 2, rho, float(mu), float(g))
+    return Structure(name, ids, x, y, w / 2, h / 2, rho, float(mu), float(g),
+                     None if z is None else z, None if dd is None else dd / 2)
 
 
 def column(n: int, *, width: float = 1.0, height: float = 0.5) -> Structure:
@@ -96,6 +130,26 @@ def pyramid(n: int, *, width: float = 1.0, height: float = 0.5, joint: float = 0
     blocks = [((k + row / 2) * width, height * (row + 0.5), width - joint, height)
               for row in range(r) for k in range(r - row)]
     return make_structure(f"pyramid-{n}", blocks)
+
+
+def column3d(n: int, *, size: float = 1.0, height: float = 0.5) -> Structure:
+    """A 3D column of ``n`` aligned boxes (four contacts per face)."""
+    return make_structure(f"column3d-{n}", [(0.0, height * (k + 0.5), 0.0, size, height, size) for k in range(n)],
+                          dim=3)
+
+
+def pyramid3d(n: int, *, size: float = 1.0, height: float = 0.5, joint: float = 0.02) -> Structure:
+    """A square pyramid of ``n = r^2 + (r-1)^2 + .. + 1`` boxes: each box above the bottom layer
+    rests on four quarter-boxes (16 contacts); ``joint`` gaps between neighbours."""
+    r, tot = 0, 0
+    while tot < n:
+        r += 1
+        tot += r * r
+    if tot != n:
+        raise ParamError(f"pyramid3d-{n}: n must be a sum of squares 1 + 4 + .. + r^2 (e.g. 5, 14, 30, 55)")
+    blocks = [((i + lay / 2) * size, height * (lay + 0.5), (j + lay / 2) * size, size - joint, height, size - joint)
+              for lay in range(r) for i in range(r - lay) for j in range(r - lay)]
+    return make_structure(f"pyramid3d-{n}", blocks, dim=3)
 
 
 def _lever(x0: float) -> list[tuple]:
@@ -179,12 +233,13 @@ def random_structure(n: int, seed: int = 0) -> Structure:
     return make_structure(f"random-{n}", blocks)
 
 
-_NAMED = {"column": column, "pyramid": pyramid}
+_NAMED = {"column": column, "pyramid": pyramid, "column3d": column3d, "pyramid3d": pyramid3d}
 
 
 def get_structure(spec: str, seed: int | None = None) -> Structure:
-    """``column-N``, ``pyramid-N``, ``random-N`` (seed: ``seed``, default N) or a .toml/.json file."""
-    m = re.fullmatch(r"(column|pyramid|random)-(\d+)", spec)
+    """``column-N``, ``pyramid-N``, ``random-N`` (seed: ``seed``, default N), ``column3d-N``,
+    ``pyramid3d-N`` or a .toml/.json file."""
+    m = re.fullmatch(r"(column3d|pyramid3d|column|pyramid|random)-(\d+)", spec)
     if m:
         kind, n = m.group(1), int(m.group(2))
         if kind == "random":
@@ -193,13 +248,14 @@ def get_structure(spec: str, seed: int | None = None) -> Structure:
     p = Path(spec)
     if p.suffix.lower() in (".toml", ".json"):
         return load_structure(p)
-    raise ParamError(f"unknown structure {spec!r}; use column-N, pyramid-N (N triangular), random-N, or a "
-                     ".toml/.json file")
+    raise ParamError(f"unknown structure {spec!r}; use column-N, pyramid-N (N triangular), random-N, "
+                     "column3d-N, pyramid3d-N (N = 1 + 4 + .. + r^2), or a .toml/.json file")
 
 
 def load_structure(path) -> Structure:
     """Read ``{name?, mu?, g?, blocks: [{id?, x, y, width, height, density?}, ...]}`` from TOML or JSON
-    (x, y: the block's centre; the ground is y = 0)."""
+    (x, y: the block's centre; the ground is y = 0). Blocks with ``z`` and ``depth`` (all of them)
+    make a 3D structure (y up)."""
     p = Path(path)
     if not p.is_file():
         raise ParamError(f"structure file {str(p)!r} does not exist")
@@ -215,12 +271,13 @@ def load_structure(path) -> Structure:
     if not isinstance(blocks, list) or not blocks:
         raise ModelError(f"{str(p)!r} needs a non-empty 'blocks' list of {{x, y, width, height}} tables")
     rows, ids = [], []
+    dim = 3 if all(isinstance(b, dict) and "z" in b and "depth" in b for b in blocks) else 2
+    keys = ("x", "y", "z", "width", "height", "depth") if dim == 3 else ("x", "y", "width", "height")
     for k, b in enumerate(blocks):
         try:
-            rows.append((float(b["x"]), float(b["y"]), float(b["width"]), float(b["height"]),
-                         float(b.get("density", 1.0))))
+            rows.append(tuple(float(b[key]) for key in keys) + (float(b.get("density", 1.0)),))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"block {k} of {str(p)!r} needs numeric x, y, width, height: {exc}") from exc
         ids.append(b.get("id", k))
     return make_structure(str(data.get("name", p.stem)), rows, ids=ids, mu=float(data.get("mu", 0.0)),
-                          g=float(data.get("g", 9.81)))
+                          g=float(data.get("g", 9.81)), dim=dim)
