@@ -32,7 +32,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..collision import match_previous
 from ..errors import ModelError
 from ..mechanics.model import KIND_DYNAMIC, KIND_FIXED
 from ..models.built import problem_of
@@ -59,6 +58,25 @@ def motionless_bodies(model, data, contacts, radius: np.ndarray, tol_v: float) -
     g = sp.coo_matrix((np.ones(aa.size), (aa, bb)), shape=(nb + 1, nb + 1))
     _, label = connected_components(g, directed=False)
     return rest & (label[:nb] == label[nb])
+
+
+def match_contacts(stored, new, tol: float, chunk: int = 512) -> np.ndarray:
+    """For each new contact, the index of the stored contact on the same shape pair whose point is
+    nearest and within ``tol`` (-1 where none): the simulator's matching rule
+    (``collision.match_previous``), vectorised over contacts (chunks of ``chunk`` new contacts)."""
+    out = np.full(new.count, -1, dtype=np.int64)
+    if stored.count == 0 or new.count == 0:
+        return out
+    ks = stored.shape_a.astype(np.int64) * 1_000_003 + stored.shape_b
+    kn = new.shape_a.astype(np.int64) * 1_000_003 + new.shape_b
+    for a in range(0, new.count, chunk):
+        sl = slice(a, min(a + chunk, new.count))
+        d = np.linalg.norm(new.point[sl, None, :] - stored.point[None, :, :], axis=2)
+        d[kn[sl, None] != ks[None, :]] = np.inf
+        j = np.argmin(d, axis=1)
+        ok = d[np.arange(j.size), j] <= tol
+        out[sl] = np.where(ok, j, -1)
+    return out
 
 
 def contact_rows(built, nc: int) -> np.ndarray:
@@ -158,13 +176,13 @@ class MotionlessReuse:
             return None
         cs, vals = self.stored
         tol = 2.0 * self.sim.model.settings.margin + 1e-3
-        j = match_previous(cs, np.arange(cs.count, dtype=np.float64), contacts, tol=tol)
-        hit = np.flatnonzero(np.isfinite(j))
+        j = match_contacts(cs, contacts, tol)
+        hit = np.flatnonzero(j >= 0)
         if hit.size == 0:
             return None
         rows = contact_rows(built, contacts.count)
         z = np.zeros(problem_of(built).n)
-        z[rows[hit]] = vals[j[hit].astype(np.int64)]
+        z[rows[hit]] = vals[j[hit]]
         self._pending_rows = int(np.count_nonzero(z))
         self.last_warm = z if self._pending_rows else None
         return self.last_warm
