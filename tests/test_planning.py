@@ -200,3 +200,20 @@ def test_plan_cli_json_contract(tmp_path):
     assert rec["stable"] and rec["sequence"] == ["top", "base"]
     bad = runner.invoke(app, ["plan", "column-5", "--test", "simplex"])
     assert bad.exit_code == 2 and "--test" in bad.output
+    # friction: the LP test takes it, the frictionless LCP tests refuse it by name
+    t.write_text('mu = 0.5\n' + t.read_text())
+    assert json.loads(runner.invoke(app, ["plan", str(t), "--test", "lp", "--json"]).stdout)["stable"]
+    bad = runner.invoke(app, ["plan", str(t), "--test", "dantzig"])
+    assert bad.exit_code == 2 and "mu" in bad.output and "lp" in bad.output
+
+
+def test_lp_friction_holds_a_wedged_block():
+    """A block wedged between two heavy pillars, nothing under it: it falls without friction
+    and is held by friction (mu = 0.5: side forces of 0.5 g per face suffice, and the pillars'
+    ground friction and weight resist them); the pillars alone stand either way."""
+    from contactlab.planning import lp_feasible
+    blocks = [(0.5, 1.0, 1.0, 2.0), (2.5, 1.0, 1.0, 2.0), (1.5, 1.25, 1.0, 0.5)]
+    for mu, held in ((0.0, False), (0.5, True)):
+        m = StaticsModel(make_structure("wedge", blocks, mu=mu))
+        assert lp_feasible(m, np.ones(3, dtype=bool))[0] is held
+        assert lp_feasible(m, np.array([True, True, False]))[0]
