@@ -435,3 +435,53 @@ def project_all(x, mu, dim, out):
     for i in range(mu.shape[0]):
         o = i * dim
         project_cone(x[o:o + dim], mu[i], out[o:o + dim])
+
+
+@jit
+def ac_jacobian_csr(indptr, indices, data, Jindptr, Jindices, Jdata, Ablk, Bblk, dim, pos, shift):
+    """Fill the CSR values of J = A + B W + shift I on a precomputed pattern (Jindptr, Jindices) that
+    contains W's pattern of each contact's rows and the diagonal blocks. ``pos``: int work array (n,)."""
+    nc = Ablk.shape[0]
+    for i in range(nc):
+        o = i * dim
+        for a in range(dim):
+            row = o + a
+            for k in range(Jindptr[row], Jindptr[row + 1]):
+                pos[Jindices[k]] = k
+                Jdata[k] = 0.0
+            for c in range(dim):
+                bac = Bblk[i, a, c]
+                if bac != 0.0:
+                    for k in range(indptr[o + c], indptr[o + c + 1]):
+                        Jdata[pos[indices[k]]] += bac * data[k]
+            for b in range(dim):
+                Jdata[pos[o + b]] += Ablk[i, a, b]
+            Jdata[pos[row]] += shift
+
+
+@jit
+def ac_jacobian_dense(Wd, Ablk, Bblk, dim, J, shift):
+    """J = A + B W + shift I, dense."""
+    n = Wd.shape[0]
+    nc = Ablk.shape[0]
+    for i in range(nc):
+        o = i * dim
+        for a in range(dim):
+            row = o + a
+            for col in range(n):
+                s = 0.0
+                for c in range(dim):
+                    s += Bblk[i, a, c] * Wd[o + c, col]
+                J[row, col] = s
+            for b in range(dim):
+                J[row, o + b] += Ablk[i, a, b]
+            J[row, row] += shift
+
+
+@jit
+def abs_max(x):
+    m = 0.0
+    for v in x.ravel():
+        if abs(v) > m:
+            m = abs(v)
+    return m

@@ -16,6 +16,7 @@ Its fixed points are the solutions of the original problem; the stopping test is
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -35,14 +36,16 @@ class NewtonACOptions:
     """tol: natural-map residual target (relative); max_iter: Newton iterations; ls_max: halvings of
     the line search; lm: Levenberg-Marquardt shift (relative to max |J_ij|) added to every Newton
     system (the Jacobian is singular on hyperstatic contact sets, rank-deficient W), raised x100 when
-    the system is singular or the step fails the line search; max_time: wall-clock cap in
+    the system is singular or the step fails the line search; adaptive: the shift is
+    min(lm, |Phi| / |rho q|) (Yamashita-Fukushima), else lm; max_time: wall-clock cap in
     seconds (0: none), checked every iteration."""
 
     tol: float = 1e-8
     max_iter: int = 200
     ls_max: int = 30
-    lm: float = 1e-10
+    lm: float = 1e-8
     max_time: float = 0.0
+    adaptive: bool = True
 
     def __post_init__(self):
         if not self.tol > 0 or self.lm < 0:
@@ -51,33 +54,51 @@ class NewtonACOptions:
             raise ValueError("max_iter and ls_max must be >= 1")
 
 
-def _bdiag(blocks, dim):
-    nc = blocks.shape[0]
-    return sp.bsr_matrix((blocks, np.arange(nc), np.arange(nc + 1)), shape=(nc * dim, nc * dim))
+DENSE_N = 300   # up to this size the Newton system is assembled and factorised densely (numba LU)
 
 
-def _newton_step(Ablk, Bblk, W, Wd, dim, phi, lm):
-    """Solve (A + B W + lm I) d = -phi; None if singular or not finite."""
-    n = phi.shape[0]
-    try:
-        if Wd is not None:
+class _NewtonSystem:
+    """J = A + B W + shift I assembled by numba kernels on a fixed pattern, solved by a numba LU with
+    partial pivoting (small problems) or SuperLU (large ones); no scipy.sparse construction per
+    iteration beyond the factorisation."""
+
+    def __init__(self, W, dim):
+        n = W.shape[0]
+        self.dim, self.n, self.W = dim, n, W
+        self.Wd = W.toarray() if n <= DENSE_N else None
+        if self.Wd is None:
             nc = n // dim
-            BW = np.einsum("iab,ibn->ian", Bblk, Wd.reshape(nc, dim, n)).reshape(n, n)
-            base = np.arange(nc) * dim
-            for a in range(dim):
-                for b in range(dim):
-                    BW[base + a, base + b] += Ablk[:, a, b]
-            if lm:
-                BW[np.arange(n), np.arange(n)] += lm * max(1.0, np.abs(BW).max())
-            d = np.linalg.solve(BW, -phi)
+            blk = sp.bsr_matrix((np.ones((nc, dim, dim)), np.arange(nc), np.arange(nc + 1)), shape=(n, n))
+            pat = (abs(blk) @ abs(W) + blk).tocsr()
+            pat.sort_indices()
+            self.Jindptr, self.Jindices = pat.indptr.astype(np.int64), pat.indices.astype(np.int64)
+            self.Jdata = np.zeros(self.Jindices.size)
+            self.pos = np.zeros(n, dtype=np.int64)
+            self.ip, self.ix = W.indptr.astype(np.int64), W.indices.astype(np.int64)
         else:
-            J = (_bdiag(Ablk, dim) + _bdiag(Bblk, dim) @ W).tocsc()
-            if lm:
-                J = J + sp.identity(n, format="csc") * (lm * max(1.0, abs(J).max()))
-            d = spla.splu(J).solve(-phi)
-    except (RuntimeError, np.linalg.LinAlgError):
-        return None
-    return d if np.all(np.isfinite(d)) else None
+            self.J = np.empty((n, n))
+
+    def solve(self, Ablk, Bblk, phi, lm):
+        """d with (A + B W + lm max|J| I) d = -phi, or None if singular / not finite."""
+        try:
+            if self.Wd is not None:
+                K.ac_jacobian_dense(self.Wd, Ablk, Bblk, self.dim, self.J, 0.0)
+                if lm:
+                    self.J[np.diag_indices(self.n)] += lm * max(1.0, K.abs_max(self.J))
+                d = np.empty(self.n)
+                if not K._solve_small(self.J, -phi, d):   # numba LU: no BLAS threads to oversubscribe
+                    return None
+            else:
+                K.ac_jacobian_csr(self.ip, self.ix, self.W.data, self.Jindptr, self.Jindices, self.Jdata, Ablk, Bblk,
+                                  self.dim, self.pos, 0.0)
+                if lm:
+                    K.ac_jacobian_csr(self.ip, self.ix, self.W.data, self.Jindptr, self.Jindices, self.Jdata, Ablk,
+                                      Bblk, self.dim, self.pos, lm * max(1.0, K.abs_max(self.Jdata)))
+                J = sp.csc_matrix(sp.csr_matrix((self.Jdata, self.Jindices, self.Jindptr), shape=(self.n, self.n)))
+                d = spla.splu(J).solve(-phi)
+        except (RuntimeError, np.linalg.LinAlgError):
+            return None
+        return d if np.all(np.isfinite(d)) else None
 
 
 def _measure(r, u, lp, denom):
@@ -89,16 +110,23 @@ def _measure(r, u, lp, denom):
 def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions):
     """Run the damped semismooth Newton from r (updated in place). Returns (status, iterations, residual)."""
     W = lp.csr()
-    Wd = None   # the sparse LU reports singular systems (then the LM shift), dense LAPACK does not
+    system = _NewtonSystem(W, lp.dim)
+    ip, ix = W.indptr.astype(np.int64), W.indices.astype(np.int64)
     dim, nc = lp.dim, lp.nc
     phi = np.empty(lp.n)
     Ablk = np.empty((nc, dim, dim))
     Bblk = np.empty((nc, dim, dim))
     denom = lp.denominator()
-    u = W @ r + lp.q
+    u = np.empty(lp.n)
+    K.csr_matvec(ip, ix, W.data, r, lp.q, u)
     m = K.ac_system(r, u, lp.mu, lp.rho, dim, phi, Ablk, Bblk)
     res = _measure(r, u, lp, denom)
-    lm = opts.lm
+    def base_shift(m):
+        # Levenberg-Marquardt parameter proportional to |Phi| (Yamashita-Fukushima): quadratic
+        # convergence where J is nonsingular, a usable step where W is rank-deficient
+        return min(opts.lm, np.sqrt(m) / denom) if opts.adaptive else opts.lm
+
+    lm = base_shift(m)
     t0 = time.perf_counter()
     for it in range(1, opts.max_iter + 1):
         if res <= opts.tol:
@@ -109,7 +137,7 @@ def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions):
             return Status.NUMERICAL_FAILURE, it - 1, res
         d = None
         for _ in range(8):
-            d = _newton_step(Ablk, Bblk, W, Wd, dim, phi, lm)
+            d = system.solve(Ablk, Bblk, phi, lm)
             if d is not None:
                 break
             lm = max(1e-10, 100.0 * lm)
@@ -119,7 +147,8 @@ def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions):
         accepted = False
         for _ in range(opts.ls_max):
             rt = r + t * d
-            ut = W @ rt + lp.q
+            ut = np.empty(lp.n)
+            K.csr_matvec(ip, ix, W.data, rt, lp.q, ut)
             mt = K.ac_merit(rt, ut, lp.mu, lp.rho, dim)
             if mt <= (1.0 - 1e-4 * t) * m:
                 accepted = True
@@ -130,7 +159,7 @@ def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions):
                 lm = max(1e-10, 100.0 * lm)   # try again with a more regularised system
                 continue
             return Status.NO_SOLUTION_FOUND, it, res
-        lm = opts.lm if t == 1.0 else lm
+        lm = base_shift(mt) if t == 1.0 else lm
         r[:] = rt
         u = ut
         m = K.ac_system(r, u, lp.mu, lp.rho, dim, phi, Ablk, Bblk)
@@ -191,7 +220,9 @@ def prox(problem, opts: ProxOptions, warm_start=None):
                           sigma=sigma, reason="time limit reached")
         sub = FrictionContact(W + sigma * eye, lp.q - sigma * r, lp.mu, lp.dim)
         rk = r.copy()
-        status, its, _ = newton_ac_run(sub, rk, inner)
+        # inexact proximal point: the inner tolerance follows the outer residual
+        inner_k = dataclasses.replace(inner, tol=max(inner.tol, 0.1 * res))
+        status, its, _ = newton_ac_run(sub, rk, inner_k)
         total += its
         if not np.all(np.isfinite(rk)):
             sigma *= 10.0
