@@ -8,8 +8,9 @@ Siconos numerics (Lemke = lexicographic Lemke, PIVOT, ENUM; timed in its own /us
 process by benchmarks/peers/siconos_runner.py), Drake's MobyLcpSolver (through MathematicalProgram;
 only Solve(prog) is timed), QuantEcon's numba lcp_lemke (compiled before timing).
 contactlab is timed through the public ``contactlab.solve`` (which includes its own certification).
-Every answer, ours and the peers', is scored with contactlab's residual definition:
-natural residual ||min(z, Mz + q)||_inf divided by max(1, ||q||_inf); "solved" means <= 1e-6.
+Every answer, ours and the peers', is scored with contactlab's certified residual: the scale-free
+relative natural residual of problems/residual.py (z in units of ||z||_inf, each w_i in units of
+its own terms |q_i| + sum_j |M_ij z_j|); "solved" means <= 1e-6.
 """
 from __future__ import annotations
 
@@ -121,7 +122,9 @@ def rel_residual(case: Case, z) -> float:
     z = np.asarray(z, dtype=float).ravel()
     if z.shape != (case.n,) or not np.all(np.isfinite(z)):
         return math.inf
-    return case.lcp.residuals(z).natural / case.lcp.scale()
+    # the scale-free residual solve() certifies (problems/residual.py lcp_relative)
+    r = case.lcp.relative_residuals(z)
+    return max(r.natural, r.infeasibility)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -131,7 +134,7 @@ def run_ours(case: Case, method: str, reps: int, budget: float) -> Result:
     problem = case.factored if method == "ppm" else case.lcp
     opts = {}
     if method == "lemke":
-        opts["max_pivots"] = case.itermax
+        opts["max_iterations"] = case.itermax
     times, sol = timed_reps(lambda: cl.solve(problem, method=method, **opts), reps, budget)
     return Result(times, rel_residual(case, sol.z), sol.pivots, sol.status.name,
                   sol.status == cl.Status.RAY_TERMINATION)
@@ -351,7 +354,8 @@ def report(cases, results, peers, args, elapsed, errors=(), too_slow=()):
         "",
         "Times are medians (ms) per solve: each solve repeated up to "
         f"{args.reps} times within {args.budget:g} s, median per instance, then median over the family's instances "
-        "of that size. `res` is the worst relative natural residual ||min(z, Mz+q)||_inf / max(1, ||q||_inf) over "
+        "of that size. `res` is the worst certified (scale-free) residual of problems/residual.py (z in units of "
+        "||z||_inf, each w_i in units of its terms |q_i| + sum_j |M_ij z_j|) over "
         "the instances, computed by contactlab for every solver's answer; `ok` counts answers with res <= 1e-6. "
         "contactlab is timed through `contactlab.solve` (its certification included); Siconos inside its own "
         "process around `linearComplementarity_driver`; Drake around `MobyLcpSolver().Solve(prog)`; QuantEcon "

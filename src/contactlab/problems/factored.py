@@ -88,11 +88,21 @@ class FactoredLCP(Problem):
     def relative_residuals(self, z, w=None, x=None) -> Residuals:
         """:func:`lcp_relative` with the terms of w_i = N_i (M^-1 N' z + f*) + offset_i + cfm z_i:
         t = |N| (|M^-1 N' z| + |f*|) + |offset| + cfm |z|."""
-        z = np.asarray(z, dtype=np.float64)
-        s = np.abs(self.solve_M(matvec(self.N.T, z))) + np.abs(self.f_star)
-        absN = abs(self.N) if sp.issparse(self.N) else np.abs(self.N)
-        t = matvec(absN, s) + np.abs(self.offset) + self.cfm * np.abs(z)
-        return lcp_relative(z, self.w(z) if w is None else w, self.q, t)
+        return self.certify(np.asarray(z, dtype=np.float64), w)[2]
+
+    def certify(self, z, w=None):
+        """(w, absolute, relative Residuals) with one solve with M."""
+        s = self.solve_M(matvec(self.N.T, z))
+        if w is None:
+            w = matvec(self.N, s + self.f_star) + self.offset
+            if self.cfm:
+                w = w + self.cfm * z
+        if getattr(self, "_absN", None) is None:
+            self._absN = abs(self.N) if sp.issparse(self.N) else np.abs(self.N)
+        t = matvec(self._absN, np.abs(s) + np.abs(self.f_star)) + np.abs(self.offset)
+        if self.cfm:
+            t += self.cfm * np.abs(z)
+        return w, lcp_residuals(z, w), lcp_relative(z, w, self.q, t)
 
     def is_trivial(self) -> bool:
         return self.n == 0 or float(self.q.min()) >= 0.0

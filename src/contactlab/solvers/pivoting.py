@@ -163,7 +163,9 @@ def ppm_solve(problem: FactoredLCP, opts: PPMOptions, warm_start=None) -> Soluti
         sol = dantzig_solve(problem.to_lcp(), _default_dantzig(opts))
         sol.info["routed"] = {"to": "dantzig", "reason": why}
         return sol
-    indptr, indices, data = _csr_arrays(problem.N)  # contact rows touch two bodies: w needs only the nonzeros
+    if getattr(problem, "_csr", None) is None:   # once per problem (contact rows touch two bodies)
+        problem._csr = _csr_arrays(problem.N)
+    indptr, indices, data = problem._csr
     Lm = problem.lower_factor()  # once per problem (a dense Cholesky of M when M is sparse)
     q = problem.q
     kmax = n if problem.cfm > 0 else min(m, n)   # Lemma 1: at most rank(N M^-1 N') <= m positive
