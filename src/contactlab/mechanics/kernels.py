@@ -159,3 +159,45 @@ def body_blocks(R, mass, inertia):
                         s += R[b, i, p] * inertia[b, p, q] * R[b, j, q]
                 B[b, 3 + i, 3 + j] = s
     return B
+
+
+@jit
+def coo_to_csr(R, C, V, n):
+    """Canonical CSR (sorted column indices, duplicates summed) of n x n COO triplets: a counting
+    sort by row, duplicates merged through a column marker (O(entries)), then each row's unique
+    columns sorted."""
+    count = np.zeros(n + 1, dtype=np.int64)
+    for t in range(R.size):
+        count[R[t] + 1] += 1
+    start = np.cumsum(count)
+    fill = start[:n].copy()
+    cols = np.empty(R.size, dtype=np.int64)
+    vals = np.empty(R.size)
+    for t in range(R.size):
+        p = fill[R[t]]
+        cols[p] = C[t]
+        vals[p] = V[t]
+        fill[R[t]] += 1
+    marker = np.full(n, -1, dtype=np.int64)
+    out_c = np.empty(R.size, dtype=np.int64)
+    out_v = np.empty(R.size)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    k = 0
+    for r in range(n):
+        row0 = k
+        for i in range(start[r], start[r + 1]):
+            c = cols[i]
+            if marker[c] >= row0:
+                out_v[marker[c]] += vals[i]
+            else:
+                marker[c] = k
+                out_c[k] = c
+                out_v[k] = vals[i]
+                k += 1
+        order = np.argsort(out_c[row0:k])
+        oc = out_c[row0:k][order].copy()
+        ov = out_v[row0:k][order].copy()
+        out_c[row0:k] = oc
+        out_v[row0:k] = ov
+        indptr[r + 1] = k
+    return out_v[:k].copy(), out_c[:k].copy(), indptr

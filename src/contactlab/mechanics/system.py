@@ -129,7 +129,11 @@ def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
     if dense:
         return _K.delassus_dense(ip, ix, dv, sys.W_blocks, n, diag)
     R, C, V = _K.delassus_coo(ip, ix, dv, sys.W_blocks, n, diag)
-    return sp.csr_matrix((V, (R, C)), shape=(n, n))
+    data, indices, indptr = _K.coo_to_csr(R, C, V, n)
+    out = sp.csr_matrix((data, indices, indptr), shape=(n, n))
+    out.has_sorted_indices = True      # canonical by construction: no sort, no duplicate pass
+    out.has_canonical_format = True
+    return out
 
 
 def joint_torque_forces(model: Model, data: Data) -> np.ndarray:

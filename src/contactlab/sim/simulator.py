@@ -7,6 +7,7 @@ velocity-level drift correction of arechavaleta eq. (10).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -20,7 +21,7 @@ from ..mechanics.system import build_system, joint_rows
 from ..models import get_model, make_options
 from ..models.built import problem_of
 from ..solvers import available_solvers, solve
-from .fallback import certified, rescue, usable
+from .fallback import _cap_option, certified, rescue, usable
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
 
@@ -238,22 +239,23 @@ class Simulator:
                           energy_gain=e1 - e0, contact_energy_gain=contact_gain, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
 
     def _displace(self, dx: np.ndarray) -> None:
+        """x += dx (translation, then rotation by the rotation vector) for every moving body."""
         model, data = self.model, self.data
-        for i in range(model.nb):
-            s = model.dof_start[i]
-            if s < 0 or model.kind[i] == KIND_KINEMATIC:
-                continue
-            data.position[i] += dx[s:s + 3]
-            data.quaternion[i] = integrate_quat(data.quaternion[i][None], dx[None, s + 3:s + 6], 1.0)[0]
+        move = (model.dof_start >= 0) & (model.kind != KIND_KINEMATIC)
+        D = np.asarray(dx, dtype=np.float64).reshape(-1, 6)[model.dof_start[move] // 6]
+        data.position[move] += D[:, :3]
+        data.quaternion[move] = integrate_quat(data.quaternion[move], D[:, 3:], 1.0)
 
     def project_contacts(self, sys, v_next: np.ndarray) -> None:
         """Remove penetration beyond the slop at the position level (no velocity change):
         with phi' = phi + h N v+ (linearised), solve the frictionless LCP
         w = N W N' p + c >= 0 perp p >= 0, c_i = zeta (phi'_i + slop) where phi'_i < -slop and
         phi'_i + slop elsewhere (do not push other contacts in), then x += W N' p
-        (W = M^-1, kinematic bodies held). A failed solve skips the correction."""
-        from ..mechanics.system import mobility
-        from ..problems import LCP
+        (W = M^-1, kinematic bodies held; N W N' from the compiled block Delassus; box-qp's exact Newton
+        steps up to 200 contacts, 100 PGS sweeps beyond). An answer off by more than 1e-2 (relative)
+        skips the correction."""
+        from ..mechanics.system import delassus, mobility
+        from ..problems import BoxedLCP
         st = self.model.settings
         phi = sys.phi + sys.h * (sys.N @ v_next)
         deep = phi < -st.slop
@@ -261,9 +263,21 @@ class Simulator:
             return
         c = np.where(deep, st.contact_zeta * (phi + st.slop), phi + st.slop)
         W = mobility(self.model, self.data) if self._kinematic else sys.Minv
-        A = (sys.N @ W @ sys.N.T).toarray() + 1e-9 * np.eye(sys.nc)
-        sol = solve(LCP(A, c), self._projection_method)
-        if sol.success:
+        if sys.W_blocks is not None:
+            Wb = sys.W_blocks
+            if self._kinematic:
+                Wb = Wb.copy()
+                Wb[self.model.dof_start[self.model.kind == KIND_KINEMATIC] // 6] = 0.0
+            A = delassus(dataclasses.replace(sys, W_blocks=Wb), sys.N, 1e-9, dense=sys.nc <= 700)
+        else:
+            A = (sys.N @ W @ sys.N.T).toarray() + 1e-9 * np.eye(sys.nc)
+        n = sys.nc
+        prob = BoxedLCP(A, c, np.zeros(n), np.full(n, np.inf))
+        # exact Newton steps while small; capped sweeps on a pile (z >= 0 at every sweep, so a
+        # partial answer only pushes apart)
+        sol = solve(prob, "box-qp", max_iterations=30) if n <= 200 else \
+            solve(prob, "pgs", **_cap_option("pgs", 100), tol=1e-4)
+        if usable(None, sol, 1e-2):
             self._displace(W @ (sys.N.T @ sol.z))
 
     def _margin(self) -> float:
