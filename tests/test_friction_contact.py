@@ -164,3 +164,26 @@ def test_solvers_stop_within_their_limits_with_honest_status():
         sol = cl.solve(p, m, **opts)
         assert np.all(np.isfinite(sol.z))
         assert sol.success == (sol.residual <= 1e-6)
+
+
+@pytest.mark.parametrize("Fx,vx", [(2.0, 0.0), (8.0, 0.0), (-8.0, 0.0), (2.0, 1.0), (2.0, -0.5)])
+def test_trinkle_pang_quadratic_cone_point_mass_analytic(Fx, vx):
+    """A point mass on a plane (m = 1, g = 10, mu = 0.5), pushed by Fx: at rest it sticks while
+    |Fx| <= mu m g (a = 0) and starts sliding otherwise (a_x = Fx - sign(Fx) mu m g); when sliding
+    with velocity vx the friction is -mu m g sign(vx) whatever Fx."""
+    from contactlab.problems.trinkle_pang_cone import solve_trinkle_pang_cone_exact
+    m, g, mu = 1.0, 10.0, 0.5
+    M = np.eye(3) * m
+    f = np.array([Fx, 0.0, -m * g])
+    N, S, T = np.array([[0.0, 0, 1]]), np.array([[1.0, 0, 0]]), np.array([[0.0, 1, 0]])
+    if vx != 0.0:
+        ax = (Fx - np.sign(vx) * mu * m * g) / m
+    elif abs(Fx) <= mu * m * g:
+        ax = 0.0
+    else:
+        ax = (Fx - np.sign(Fx) * mu * m * g) / m
+    for method in EXACT:
+        res = solve_trinkle_pang_cone_exact(M, [vx, 0, 0], f, N, S, T, mu, method=method)
+        assert res.status == "SOLVED", method
+        np.testing.assert_allclose(res.a, [ax, 0.0, 0.0], atol=1e-7)
+        assert res.c[0, 0] == pytest.approx(m * g, rel=1e-8)
