@@ -80,8 +80,9 @@ class GraspScript:
 
     @property
     def duration(self) -> float:
-        """A run long enough for every phase: settle + the close timeout + lift + hold."""
-        return float(self.settle + self.close_timeout + self.lift / self.lift_speed + self.hold)
+        """A run long enough for every phase: settle + the close timeout + lift + hold, plus 0.05 s
+        for the phase changes, which happen at step boundaries."""
+        return float(self.settle + self.close_timeout + self.lift / self.lift_speed + self.hold + 0.05)
 
     def reset(self, sim) -> None:
         self.phase = "settle"
