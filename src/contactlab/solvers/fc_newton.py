@@ -221,7 +221,8 @@ def prox(problem, opts: ProxOptions, warm_start=None):
         sub = FrictionContact(W + sigma * eye, lp.q - sigma * r, lp.mu, lp.dim)
         rk = r.copy()
         # inexact proximal point: the inner tolerance follows the outer residual
-        inner_k = dataclasses.replace(inner, tol=max(inner.tol, 0.1 * res))
+        left = opts.max_time - (time.perf_counter() - t0) if opts.max_time > 0 else 0.0
+        inner_k = dataclasses.replace(inner, tol=max(inner.tol, 0.1 * res), max_time=max(left, 1e-3) if left else 0.0)
         status, its, _ = newton_ac_run(sub, rk, inner_k)
         total += its
         if not np.all(np.isfinite(rk)):
