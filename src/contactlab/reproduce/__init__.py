@@ -68,7 +68,7 @@ class _CompileClock:
         self.outside = 0.0
         self.inside = 0.0
         self.where: dict[str, float] = {}
-        self.label = "start of section"
+        self.label = None   # the last ctx.advance label: JIT time is charged to the unit after it
 
     def on_start(self, event):
         self.depth += 1
@@ -339,7 +339,8 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
                 if clock.outside > 0.01:
                     worst = sorted(clock.where.items(), key=lambda kv: -kv[1])[:3]
                     leak = (f" Numba JIT time (compile or cache load) outside warm-ups: {clock.outside:.2f} s (in: "
-                            + ", ".join(f"{w} {s:.2f} s" for w, s in worst)
+                            + ", ".join(f"{'the first unit' if w is None else f'the unit after {w!r}'} {s:.2f} s"
+                                        for w, s in worst)
                             + "); timings in those units may include compilation.")
                 meta = (f"<sub>Section `{section_name(mod)}` ran {_utc(w0)} to {_utc(time.time())} "
                         f"({time.perf_counter() - t0:.1f} s) at commit {prov['commit']}"
