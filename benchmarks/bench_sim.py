@@ -1,14 +1,25 @@
-"""Simulation benchmark (issue 4): steps per second and the solver's share of a step for stacks and
-piles of N boxes, per contact model and method, side by side with PyBullet and ODE on the same scene.
+"""Simulation benchmark (issue 11): time per step against the number of boxes, side by side with
+PyBullet, MuJoCo and (where its Python binding is installed) ODE, on the same scenes in one run.
 
-    .venv/bin/python benchmarks/bench_sim.py [--sizes 10 20 50 100 200 500] [--steps 30] [--budget 60]
-                                             [--json results.json] [--out table.md]
+    .venv/bin/python benchmarks/bench_sim.py [--sizes 10 100 500 1000 2000] [--scenes stack pile]
+        [--steps 200] [--budget 20] [--drift-seconds 10] [--json benchmarks/results/sim.json]
+        [--figure docs/figures/bench_sim_time_vs_boxes.png] [--out table.md]
 
-Peers (optional; installed by benchmarks/setup_peers.sh): PyBullet (pip, in the venv) and ODE
-(Debian python3-pyode, run under /usr/bin/python3 in a subprocess). Each engine runs the same
-bodies (positions, orientations, sizes, masses, friction 0.5, dt 0.01). ODE runs both its
-``step`` (Dantzig LCP) and ``quickStep`` (PGS, 20 iterations). Every configuration runs at most
-``--steps`` steps or ``--budget`` seconds after one warm-up step (numba compilation excluded).
+Engines (each runs the same bodies: positions, orientations, 0.2 m cubes of 1 kg, friction 0.5,
+dt 0.01, gravity -9.81):
+* ``contactlab certified``: box-friction (friction box on the current normal, arechavaleta eq.
+  16-17); box-qp on stacks, pgs (<= 10,000 sweeps) on piles; every step certified or counted as a
+  failure, fallbacks as in sim/fallback.py.
+* ``contactlab fixed-50``: box-friction, pgs capped at 50 sweeps (``iterations=50``, PyBullet's default
+  budget), the answer applied whatever its residual (the residual reached is reported).
+* ``pybullet``: default settings (50 solver iterations, its own contact slop/ERP).
+* ``mujoco``: the boxes as MJCF free bodies on a plane, default solver (Newton, soft contacts).
+* ``ode``: ``quickStep`` (20 iterations) when ``/usr/bin/python3 -c "import ode"`` works.
+Every configuration runs at most ``--steps`` steps or ``--budget`` wall seconds after one warm-up step
+(numba compilation excluded). Reported: steps, steps/s, ms per step, ms per stage (ours), contacts,
+iterations, largest relative residual (ours), failures (uncertified steps), drift of a stack (largest
+displacement of any box), largest penetration. ``--drift-seconds`` adds the 10-box stack run for that
+long (drift goal <= 1e-6 m over 10 s).
 """
 from __future__ import annotations
 
@@ -32,30 +43,53 @@ from contactlab.scenarios import make_scene  # noqa: E402
 from contactlab.scenarios.io import scene_to_dict  # noqa: E402
 from contactlab.sim import Simulator  # noqa: E402
 
-CONFIGS = [("stewart-trinkle", "lemke", 20), ("box-friction", "pgs", 10 ** 9), ("box-friction", "pgs-sm", 10 ** 9),
-           ("frictionless", "lemke", 50)]     # (model, method, largest N it is run on)
+STAGES = ("detect", "build", "solve", "integrate", "record")
 
 
-def drift(scene, positions):
-    p0 = np.array([b.position for b in scene.bodies if b.kind == "dynamic"])
-    return float(np.abs(np.asarray(positions) - p0).max())
+def _dynamic_positions(scene):
+    return np.array([b.position for b in scene.bodies if b.kind == "dynamic"], dtype=float)
 
 
-def run_contactlab(scene_name, n, model, method, steps, budget):
+def _summary(engine, scene_name, n, steps, wall, pos0, pos, **extra):
+    out = {"engine": engine, "scene": scene_name, "n": n, "steps": steps,
+           "steps_per_s": steps / wall if wall > 0 else float("nan"),
+           "ms_per_step": 1e3 * wall / steps if steps else float("nan"),
+           "drift": float(np.abs(np.asarray(pos) - pos0).max()) if scene_name == "stack" and steps else float("nan")}
+    out.update(extra)
+    return out
+
+
+def run_contactlab(scene_name, n, steps, budget, fixed=None):
     scene = make_scene(scene_name, count=n)
-    sim = Simulator(scene, model, method)
+    method = "box-qp" if scene_name == "stack" else "pgs"
+    if fixed:
+        method = "pgs"
+    sim = Simulator(scene, "box-friction", method, iterations=fixed)
+    pos0 = _dynamic_positions(scene)
+    live = np.flatnonzero(sim.model.dof_start >= 0)
     sim.step()                                    # warm-up (numba caches, imports)
-    live = [i for i in range(sim.model.nb) if sim.model.dof_start[i] >= 0]
-    recs = []
+    stage = dict.fromkeys(STAGES, 0.0)
+    recs, rel = [], []
     t0 = time.perf_counter()
-    while len(recs) < steps and time.perf_counter() - t0 < budget:
-        recs.append(sim.step())
+    try:
+        while len(recs) < steps and time.perf_counter() - t0 < budget:
+            recs.append(sim.step())
+            rel.append(float(sim.last_solution.relative_residual))
+            for k in STAGES:
+                stage[k] += sim.timing.get(k, 0.0)
+    except Exception as exc:   # a certified run that stops (SimulationError) is reported as such
+        return {"engine": "contactlab " + ("fixed-%d" % fixed if fixed else "certified"), "scene": scene_name,
+                "n": n, "error": f"{type(exc).__name__}: {exc}"[:200], "steps": len(recs)}
     wall = time.perf_counter() - t0
-    solve = sum(r.solve_time for r in recs)
-    return {"engine": f"contactlab {model}/{method}", "steps": len(recs), "steps_per_s": len(recs) / wall,
-            "solver_share": solve / wall, "lcp_mean": float(np.mean([r.lcp_size for r in recs])),
-            "failures": int(sum(not r.success for r in recs)),
-            "drift": drift(scene, sim.data.position[live]) if scene_name == "stack" else float("nan")}
+    k = max(1, len(recs))
+    return _summary("contactlab " + (f"fixed-{fixed}" if fixed else "certified"), scene_name, n, len(recs), wall,
+                    pos0, sim.data.position[live],
+                    method=f"box-friction/{method}", stage_ms={s: 1e3 * v / k for s, v in stage.items()},
+                    contacts=float(np.mean([r.contacts for r in recs])) if recs else 0.0,
+                    iterations=float(np.mean([r.iterations for r in recs])) if recs else 0.0,
+                    residual_max=float(np.max(rel)) if rel else float("nan"),
+                    failures=int(sum(not r.success for r in recs)),
+                    penetration=float(max((r.max_penetration for r in recs), default=0.0)))
 
 
 def run_pybullet(scene_name, n, steps, budget):
@@ -71,7 +105,7 @@ def run_pybullet(scene_name, n, steps, budget):
     for b in scene.bodies:
         for s in b.shapes:
             w, x, y, z = b.orientation
-            if s.kind == "halfspace":
+            if s.kind in ("halfspace", "plane"):
                 col = p.createCollisionShape(p.GEOM_PLANE, planeNormal=list(s.normal), physicsClientId=cid)
                 bid = p.createMultiBody(0, col, basePosition=list(b.position), physicsClientId=cid)
             else:
@@ -83,18 +117,64 @@ def run_pybullet(scene_name, n, steps, budget):
                 if b.kind != "fixed":
                     ids.append(bid)
             p.changeDynamics(bid, -1, lateralFriction=scene.mu, restitution=0.0, physicsClientId=cid)
+    pos0 = _dynamic_positions(scene)
     p.stepSimulation(physicsClientId=cid)
-    k = 0
+    k, pen = 0, 0.0
     t0 = time.perf_counter()
     while k < steps and time.perf_counter() - t0 < budget:
         p.stepSimulation(physicsClientId=cid)
         k += 1
     wall = time.perf_counter() - t0
+    pts = p.getContactPoints(physicsClientId=cid)
+    pen = max([0.0] + [-c[8] for c in pts])
     pos = [p.getBasePositionAndOrientation(i, physicsClientId=cid)[0] for i in ids]
     p.disconnect(cid)
-    return {"engine": "pybullet", "steps": k, "steps_per_s": k / wall, "solver_share": float("nan"),
-            "lcp_mean": float("nan"), "failures": 0,
-            "drift": drift(scene, pos) if scene_name == "stack" else float("nan")}
+    return _summary("pybullet", scene_name, n, k, wall, pos0, pos, contacts=float(len(pts)),
+                    penetration_final=float(pen))
+
+
+def mjcf(scene) -> str:
+    """The scene's boxes and planes as MJCF: free bodies with box geoms (full sizes halved), fixed
+    boxes and half-spaces (as planes) in the world body; friction mu, default solver."""
+    geoms, bodies = [], []
+    for b in scene.bodies:
+        for k, s in enumerate(b.shapes):
+            if s.kind in ("halfspace", "plane"):
+                geoms.append('<geom type="plane" size="0 0 1" pos="0 0 %g"/>' % float(s.offset))
+            elif b.kind == "fixed":
+                pos = np.asarray(b.position) + np.asarray(s.position)
+                geoms.append('<geom type="box" size="%g %g %g" pos="%g %g %g"/>' % (*(0.5 * np.asarray(s.size)), *pos))
+            else:
+                w, x, y, z = b.orientation
+                bodies.append('<body pos="%g %g %g" quat="%g %g %g %g"><freejoint/>'
+                              '<geom type="box" size="%g %g %g" mass="%g"/></body>'
+                              % (*b.position, w, x, y, z, *(0.5 * np.asarray(s.size)), b.mass))
+    return ('<mujoco><option timestep="%g" gravity="%g %g %g"/><default><geom friction="%g 0.005 0.0001"/></default>'
+            '<size memory="%dM"/><worldbody>%s%s</worldbody></mujoco>'
+            % (scene.settings.dt, *scene.gravity, scene.mu, max(64, len(bodies) // 2), "".join(geoms), "".join(bodies)))
+
+
+def run_mujoco(scene_name, n, steps, budget):
+    try:
+        import mujoco
+    except ImportError:
+        return None
+    scene = make_scene(scene_name, count=n)
+    m = mujoco.MjModel.from_xml_string(mjcf(scene))
+    d = mujoco.MjData(m)
+    pos0 = _dynamic_positions(scene)
+    mujoco.mj_step(m, d)
+    k, pen, ncon = 0, 0.0, []
+    t0 = time.perf_counter()
+    while k < steps and time.perf_counter() - t0 < budget:
+        mujoco.mj_step(m, d)
+        ncon.append(d.ncon)
+        k += 1
+    wall = time.perf_counter() - t0
+    pen = max([0.0] + [-float(d.contact[i].dist) for i in range(d.ncon)])
+    pos = d.xpos[1:1 + len(pos0)].copy()
+    return _summary("mujoco", scene_name, n, k, wall, pos0, pos, contacts=float(np.mean(ncon)) if ncon else 0.0,
+                    iterations=float(d.solver_niter[0]), penetration_final=pen)
 
 
 ODE_SCRIPT = r'''
@@ -149,48 +229,129 @@ def run_ode(scene_name, n, steps, budget, quick):
             "failures": 0, "drift": drift(scene, out["pos"]) if scene_name == "stack" else float("nan")}
 
 
+def run_ode(scene_name, n, steps, budget, quick=True):
+    py = "/usr/bin/python3"
+    if not Path(py).exists() or subprocess.run([py, "-c", "import ode"], capture_output=True).returncode:
+        return None
+    scene = make_scene(scene_name, count=n)
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "scene.json"
+        f.write_text(json.dumps(scene_to_dict(scene)))
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+        r = subprocess.run([py, "-c", ODE_SCRIPT, str(f), str(steps), str(budget), "quick" if quick else "step"],
+                           capture_output=True, text=True, env=env, timeout=budget * 3 + 60)
+    engine = f"ode {'quickStep' if quick else 'step'}"
+    if r.returncode:
+        return {"engine": engine, "scene": scene_name, "n": n, "error": r.stderr.strip().splitlines()[-1:]}
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    return _summary(engine, scene_name, n, out["steps"], out["wall"], _dynamic_positions(scene), out["pos"])
+
+
+RUNNERS = {"contactlab certified": lambda s, n, k, b: run_contactlab(s, n, k, b),
+           "contactlab fixed-50": lambda s, n, k, b: run_contactlab(s, n, k, b, fixed=50),
+           "pybullet": run_pybullet, "mujoco": run_mujoco, "ode quickStep": run_ode}
+
+
+def exponent(rows, engine, scene):
+    """Least-squares slope of log(ms per step) against log(boxes): time ~ N^slope."""
+    pts = [(r["n"], r["ms_per_step"]) for r in rows if r.get("engine") == engine and r.get("scene") == scene
+           and "error" not in r and r.get("steps", 0) > 0]
+    if len(pts) < 2:
+        return float("nan")
+    x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def figure(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    scenes = sorted({r["scene"] for r in rows})
+    fig, axes = plt.subplots(1, len(scenes), figsize=(5.5 * len(scenes), 4.2), squeeze=False)
+    for ax, scene in zip(axes[0], scenes):
+        for engine in RUNNERS:
+            pts = sorted((r["n"], r["ms_per_step"]) for r in rows if r.get("engine") == engine and
+                         r.get("scene") == scene and "error" not in r and r.get("steps", 0) > 0)
+            if pts:
+                ax.loglog(*zip(*pts), "o-", label=f"{engine} (slope {exponent(rows, engine, scene):.2f})")
+        ax.set_xlabel("boxes")
+        ax.set_ylabel("ms per step")
+        ax.set_title(scene)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
+    plt.close(fig)
+
+
+def table(rows) -> str:
+    fmt = lambda v, f="{:.3g}": "—" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f.format(v)
+    lines = ["| scene | N | engine | steps | steps/s | ms/step | ms detect / build / solve / integrate | contacts | "
+             "iterations | max rel. residual | uncertified steps | drift (m) | penetration (m) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['scene']} | {r['n']} | {r['engine']} | {r.get('steps', 0)} | error: {r['error']} "
+                         "| | | | | | | | |")
+            continue
+        st = r.get("stage_ms")
+        stages = " / ".join(f"{st[k]:.2f}" for k in ("detect", "build", "solve", "integrate")) if st else "—"
+        pen = r.get("penetration", r.get("penetration_final"))
+        lines.append(f"| {r['scene']} | {r['n']} | {r['engine']} | {r['steps']} | {fmt(r['steps_per_s'])} | "
+                     f"{fmt(r['ms_per_step'])} | {stages} | {fmt(r.get('contacts'), '{:.0f}')} | "
+                     f"{fmt(r.get('iterations'), '{:.1f}')} | {fmt(r.get('residual_max'), '{:.1e}')} | "
+                     f"{r.get('failures', '—')} | {fmt(r.get('drift'), '{:.2g}')} | {fmt(pen, '{:.2g}')} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 20, 50, 100, 200, 500])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 500, 1000, 2000])
     ap.add_argument("--scenes", nargs="+", default=["stack", "pile"])
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--budget", type=float, default=60.0, help="seconds per configuration")
+    ap.add_argument("--engines", nargs="+", default=list(RUNNERS), choices=list(RUNNERS))
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--budget", type=float, default=20.0, help="wall seconds per configuration")
+    ap.add_argument("--certified-max", type=int, default=100,
+                    help="largest pile run in certified mode (a certified pile step costs seconds beyond)")
+    ap.add_argument("--drift-seconds", type=float, default=10.0, help="10-box stack drift run (0: skip)")
     ap.add_argument("--out", type=Path, default=None, help="also write the raw Markdown table here")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--figure", type=Path, default=None)
     a = ap.parse_args(argv)
     rows = []
     for scene_name in a.scenes:
         for n in a.sizes:
-            results = []
-            for model, method, nmax in CONFIGS:
-                if n <= nmax:
-                    results.append(run_contactlab(scene_name, n, model, method, a.steps, a.budget))
-            for r in (run_pybullet(scene_name, n, a.steps, a.budget), run_ode(scene_name, n, a.steps, a.budget, False),
-                      run_ode(scene_name, n, a.steps, a.budget, True)):
-                if r is not None:
-                    results.append(r)
-            for r in results:
-                r.update(scene=scene_name, n=n)
+            for engine in a.engines:
+                if engine == "contactlab certified" and scene_name == "pile" and n > a.certified_max:
+                    continue
+                r = RUNNERS[engine](scene_name, n, a.steps, a.budget)
+                if r is None:
+                    continue
                 rows.append(r)
                 print(json.dumps(r), flush=True)
+    drift_rows = []
+    if a.drift_seconds > 0:
+        k = int(round(a.drift_seconds / 0.01))
+        for engine in a.engines:
+            r = RUNNERS[engine]("stack", 10, k, 10 * a.budget)
+            if r is not None:
+                r["engine"] += f" ({a.drift_seconds:g} s)"
+                drift_rows.append(r)
+                print(json.dumps(r), flush=True)
+    slopes = {f"{e} / {s}": exponent(rows, e, s) for e in a.engines for s in a.scenes}
     if a.json:
-        atomic_write(a.json, lambda tmp: Path(tmp).write_text(json.dumps(rows, indent=1)))
-    fmt = lambda v, f="{:.3g}": "—" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f.format(v)
-    lines = ["| scene | N | engine | steps | steps/s | solver share | mean LCP size | method failures | max drift (m) |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if "error" in r:
-            lines.append(f"| {r['scene']} | {r['n']} | {r['engine']} | error: {r['error']} | | | | | |")
-            continue
-        lines.append(f"| {r['scene']} | {r['n']} | {r['engine']} | {r['steps']} | {fmt(r['steps_per_s'])} | "
-                     f"{fmt(r['solver_share'], '{:.0%}')} | {fmt(r['lcp_mean'], '{:.0f}')} | {r['failures']} | "
-                     f"{fmt(r['drift'], '{:.2g}')} |")
-    table = "\n".join(lines)
-    header = (f"Run: `{' '.join(['python', 'benchmarks/bench_sim.py', *(argv or sys.argv[1:])])}` on "
-              f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n")
-    print(table)
-    text = "# Simulation benchmark (raw table)\n\n" + header + "\n" + table + "\n"
+        atomic_write(a.json, lambda tmp: Path(tmp).write_text(json.dumps(
+            {"rows": rows, "drift": drift_rows, "exponents": slopes}, indent=1)))
+    if a.figure:
+        figure(rows, a.figure)
+    header = (f"Run: `{' '.join(['python', 'benchmarks/bench_sim.py', *(argv if argv is not None else sys.argv[1:])])}` "
+              f"on {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
+              f"{os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n")
+    text = (header + "\n" + table(rows) + "\n\nStack drift runs:\n\n" + table(drift_rows) +
+            "\n\nFitted exponents (ms per step ~ N^slope):\n\n" +
+            "\n".join(f"- {k}: {v:.2f}" for k, v in slopes.items() if np.isfinite(v)) + "\n")
+    print(text)
     if a.out:
         atomic_write(a.out, lambda tmp: Path(tmp).write_text(text))
     return rows, text

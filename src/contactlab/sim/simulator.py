@@ -146,6 +146,7 @@ class Simulator:
         self.last_system = None
         self.last_problem = None
         self.last_solution = None
+        self.timing = {}
         self.controllers = []
         for fn in controllers or ():
             self.add_controller(fn)
@@ -181,11 +182,14 @@ class Simulator:
         for fn in self.controllers:
             fn(self)
         model, data, h = self.model, self.data, self.h
+        clock = time.perf_counter
+        t_start = clock()
         e0 = kinetic_energy(model, data) + potential_energy(model, data)
         contacts = self.world.detect(data, margin=self._margin(), reach=self._reach())
         prev = data.contacts
         prev_normal = None if data.result is None else data.result.normal
         contacts.normal_guess = match_previous(prev, prev_normal, contacts, tol=2.0 * model.settings.margin + 1e-3)
+        t_detect = clock()
         sys = build_system(model, data, contacts, h)
         built = self.contact_model.build(sys, self.model_options)   # a models.built.Built (or a bare problem)
         problem = problem_of(built)
@@ -208,6 +212,7 @@ class Simulator:
             raise SimulationError(f"step {data.steps + 1} (t = {data.time + h:.6g} s): no usable answer from "
                                   f"{self.method!r} or the fallbacks (status {sol.status.name}, relative residual "
                                   f"{sol.relative_residual:.3g} > {self.max_uncertified_residual:g})")
+        t_solved = clock()
         result = self.contact_model.recover(sys, built, sol, self.model_options)
         data.warm["z"] = np.asarray(sol.z).copy() if sol.success else None
         # kinetic energy added by the constraint impulses: KE(v+) - KE(v + h M^-1 f), kinematic bodies excluded
@@ -229,9 +234,14 @@ class Simulator:
         if self.reuse is not None:      # new motionless set: its sub-LCP is solved now (LCP time)
             t_solve += self.reuse.after_step(contacts, built)
         self.last_system, self.last_problem, self.last_solution = sys, problem, sol
+        t_integrated = clock()
         ke = kinetic_energy(model, data)
         e1 = ke + potential_energy(model, data)
         pen = float(max(0.0, -contacts.phi.min())) if contacts.count else 0.0
+        # seconds per stage of this step (benchmarks/bench_sim.py): detect (with energy), build
+        # (rows, Delassus, right-hand sides), solve (with fallbacks), recover + integrate + projections, record
+        self.timing = {"detect": t_detect - t_start, "build": t0 - t_detect, "solve": t_solved - t0,
+                       "integrate": t_integrated - t_solved, "record": clock() - t_integrated}
         return StepRecord(time=data.time, contacts=contacts.count, lcp_size=problem.n,
                           iterations=int(sol.iterations), pivots=int(sol.pivots), residual=float(sol.residual),
                           success=bool(primary_ok), status=sol.status.value,
