@@ -321,7 +321,8 @@ def _dask(specs, scheduler):
     own = not hasattr(scheduler, "submit")
     client = Client(scheduler) if own else scheduler
     try:
-        futures = client.map(_run_spec, specs, pure=False, key=[f"contactlab-row-{s[1]}-{s[0]}" for s in specs])
+        token = os.urandom(4).hex()   # one sweep's keys never meet another's on a shared cluster
+        futures = client.map(_run_spec, specs, pure=False, key=[f"contactlab-row-{token}-{s[0]}" for s in specs])
         for fut in as_completed(futures):
             yield fut.result()
             fut.release()
