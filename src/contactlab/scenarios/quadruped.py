@@ -109,13 +109,17 @@ def build(terrain: str = "flat", mu: float = 100.0, bumps: int = 40, bump_height
     z0 = -feet[:, 2].min() + FOOT_RADIUS + 1e-5        # Moby base origin height: feet on the ground
     origin = np.array([0.0, 0.0, z0])
     bodies = [Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1), name="ground")])]
-    if terrain == "rough":
+    if terrain == "rough":      # boxes half sunk in the plane, none under the feet at the start
         rng = np.random.default_rng(seed)
-        for k in range(int(bumps)):
+        k = 0
+        while k < int(bumps):
             h = float(rng.uniform(0.3, 1.0) * bump_height)
             size = (float(rng.uniform(0.02, 0.05)), float(rng.uniform(0.02, 0.05)), 2 * h)
             p = (float(rng.uniform(-0.25, 0.85)), float(rng.uniform(-0.2, 0.2)), 0.0)
+            if np.any(np.all(np.abs(feet[:, :2] + origin[:2] - p[:2]) < np.array(size[:2]) / 2 + 0.02, axis=1)):
+                continue
             bodies[0].shapes.append(Shape("box", size=size, position=p, name=f"bump{k}"))
+            k += 1
     block = (0.05, 0.16, 0.04)
     bodies.append(Body("base", mass=M0, inertia=I0, position=tuple(origin + com0),
                        shapes=[Shape("box", size=block, position=tuple(np.array([0.075, 0, 0]) - com0), name="front"),
