@@ -59,6 +59,7 @@ class LegController:
     fall_angle_deg: float = 20.0    # ... or roll / pitch beyond this
 
     def __post_init__(self):
+        check_setup(self.setup)
         self._reader = None
         self._q_prev = None
         self.log = {k: [] for k in ("time", "base", "rpy", "stance", "contact", "slip", "torque")}
@@ -188,6 +189,7 @@ def attach(scene, controller) -> None:
 
 
 def check_setup(setup: LegSetup) -> None:
+    """ParamError unless the joint names, feet and nominal targets match the kinematics' shape."""
     L, k = setup.kinematics.shape
     if np.shape(setup.joints) != (L, k) or len(setup.feet) != L or np.shape(setup.nominal) != (L, 3):
         raise ParamError(f"LegSetup: joints must be ({L}, {k}) names, feet {L} names, nominal ({L}, 3)")
