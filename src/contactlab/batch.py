@@ -298,9 +298,21 @@ class _ParquetSink:
         if self.path is None or not self.dirty:
             return
         from .problems.io import atomic_write
-        df = self.frame()
+        df = _parquet_safe(self.frame())
         atomic_write(self.path, lambda tmp: df.to_parquet(tmp, engine="pyarrow", index=False))
         self.dirty = False
+
+
+def _parquet_safe(df):
+    """Columns holding values of several Python types (a grid mixing numbers and words) as text."""
+    for col in df.columns:
+        if df[col].dtype == object:
+            kinds = {type(v) for v in df[col] if v is not None and v == v}
+            if len(kinds) > 1 and not kinds <= {int, float}:
+                df[col] = [None if v is None or v != v else str(v) for v in df[col]]
+            elif kinds == {int, float} or kinds == {float, int}:
+                df[col] = df[col].astype(float)
+    return df
 
 
 # ----------------------------------------------------------------------------------- engines
@@ -366,11 +378,12 @@ def sweep(task, grid, *, workers: int | None = None, scheduler=None, out=None, s
     rows = expand_grid(grid, repeat)
     sink = _ParquetSink(out, flush_s)
     done = {r.get("row_id") for r in sink.load()}
-    specs = []
-    for i, params in enumerate(rows):
-        key = row_key(name, params)
-        if key not in done:
-            specs.append((i, key, task, params, row_seed(seed, key), timeout))
+    keys = [row_key(name, params) for params in rows]
+    position = {k: i for i, k in enumerate(keys)}
+    for r in sink.rows:   # rows kept from an earlier run: their place in this grid
+        r["row"] = position.get(r.get("row_id"), r.get("row"))
+    specs = [(i, key, task, params, row_seed(seed, key), timeout)
+             for i, (key, params) in enumerate(zip(keys, rows)) if key not in done]
     if scheduler is not None:
         engine = _dask(specs, scheduler)
     elif workers is not None and int(workers) > 1 and len(specs) > 1:
