@@ -115,3 +115,6 @@ register_scene("reuse-slowdown", _reuse_slowdown.build)
 from . import allegro as _allegro  # noqa: E402
 
 register_scene("allegro-grasp", _allegro.build)
+from . import hand5 as _hand5  # noqa: E402
+
+register_scene("hand5-grasp", _hand5.build)
