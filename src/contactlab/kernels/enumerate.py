@@ -2,42 +2,10 @@
 import numpy as np
 
 from ._jit import jit
+from .dense import solve_small
 from .tolerances import RANK
 
 
-@jit
-def _solve_small(A, b, k, x):
-    """Gaussian elimination with partial pivoting on A[:k,:k] x = b (destroys A, b); False if singular."""
-    scale = 0.0
-    for i in range(k):
-        for j in range(k):
-            scale = max(scale, abs(A[i, j]))
-    for c in range(k):
-        p = c
-        for r in range(c + 1, k):
-            if abs(A[r, c]) > abs(A[p, c]):
-                p = r
-        if abs(A[p, c]) <= RANK * max(scale, 1e-300):
-            return False
-        if p != c:
-            for j in range(k):
-                t = A[c, j]
-                A[c, j] = A[p, j]
-                A[p, j] = t
-            t = b[c]
-            b[c] = b[p]
-            b[p] = t
-        for r in range(c + 1, k):
-            f = A[r, c] / A[c, c]
-            for j in range(c, k):
-                A[r, j] -= f * A[c, j]
-            b[r] -= f * b[c]
-    for i in range(k - 1, -1, -1):
-        s = b[i]
-        for j in range(i + 1, k):
-            s -= A[i, j] * x[j]
-        x[i] = s / A[i, i]
-    return True
 
 
 @jit
@@ -83,7 +51,7 @@ def enumerate_kernel(M, q, tol, max_solutions, out, singular):
                     for c in range(k):
                         A[a, c] = M[S[a], S[c]]
                     b[a] = -q[S[a]]
-                ok = _solve_small(A, b, k, x)
+                ok = solve_small(A, b, k, x)
                 if not ok:
                     singular[nsing] = mask
                     nsing += 1

@@ -7,6 +7,8 @@ Status codes: 0 solved, 1 ray termination, 2 pivot limit, 3 numerical failure.
 import numpy as np
 
 from ._jit import jit
+from .dense import gauss_jordan_inverse, tie_filter
+from .tolerances import LEMKE_PIVOT, LEX_COLUMN_TIE, LEX_RATIO_TIE
 
 SOLVED, RAY, MAX_PIVOTS, NUMERICAL = 0, 1, 2, 3
 
@@ -37,28 +39,17 @@ def _lexico_ratio_row(n, col, xB, Binv, basis, artificial, tol, cand, work, firs
     """Lexicographic minimum-ratio test; returns the leaving row, or -1 for a ray.
 
     Rows with col_i > tol compete on (xB_i, Binv[i, :]) / col_i; z0 wins any tie (termination).
+    ``work[t]`` holds the value of candidate ``cand[t]`` (kernels/dense.py tie_filter).
     """
     m = 0
-    best = np.inf
     for i in range(n):
         if col[i] > tol:
-            r = xB[i] / col[i]
-            work[i] = r
-            if r < best:
-                best = r
             cand[m] = i
+            work[m] = xB[i] / col[i]
             m += 1
     if m == 0:
         return -1
-    # keep near-minimal ratios
-    thr = best + 1e-12 * (1.0 + abs(best))
-    k = 0
-    for t in range(m):
-        i = cand[t]
-        if work[i] <= thr:
-            cand[k] = i
-            k += 1
-    m = k
+    m = tie_filter(cand, work, m, LEX_RATIO_TIE)   # keep near-minimal ratios
     for t in range(m):
         if basis[cand[t]] == artificial:
             return cand[t]
@@ -66,21 +57,10 @@ def _lexico_ratio_row(n, col, xB, Binv, basis, artificial, tol, cand, work, firs
         return cand[0]
     col_k = 0
     while m > 1 and col_k < n:
-        best = np.inf
         for t in range(m):
             i = cand[t]
-            r = Binv[i, col_k] / col[i]
-            work[i] = r
-            if r < best:
-                best = r
-        thr = best + 1e-13 * (1.0 + abs(best))
-        k = 0
-        for t in range(m):
-            i = cand[t]
-            if work[i] <= thr:
-                cand[k] = i
-                k += 1
-        m = k
+            work[t] = Binv[i, col_k] / col[i]
+        m = tie_filter(cand, work, m, LEX_COLUMN_TIE)
         col_k += 1
     return cand[0]
 
@@ -145,7 +125,7 @@ def lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, tmp, ray
                 a = abs(col[i])
                 if a > cmax:
                     cmax = a
-            tol = 1e-9 * max(1.0, cmax)  # pivot tolerance: tiny pivots make degenerate bases singular
+            tol = LEMKE_PIVOT * max(1.0, cmax)  # tiny pivots make degenerate bases singular
             r = _lexico_ratio_row(n, col, xB, Binv, basis, artificial, tol, cand, work, first_row)
             if r < 0:
                 for k in range(2 * n + 1):
@@ -219,43 +199,6 @@ def _basic_row_times_inverse(i, k, n, M, d, unk, Ainv, out):
                 out[e] += ca * Ainv[a, e]
 
 
-@jit
-def _gauss_jordan_inverse(A, k, out):
-    """out[:k,:k] = inv(A[:k,:k]) by Gauss-Jordan with partial pivoting (A destroyed); False if singular."""
-    for i in range(k):
-        for j in range(k):
-            out[i, j] = 1.0 if i == j else 0.0
-    scale = 0.0
-    for i in range(k):
-        for j in range(k):
-            scale = max(scale, abs(A[i, j]))
-    for c in range(k):
-        p = c
-        for r in range(c + 1, k):
-            if abs(A[r, c]) > abs(A[p, c]):
-                p = r
-        if not (abs(A[p, c]) > 1e-14 * scale):
-            return False
-        if p != c:
-            for j in range(k):
-                t = A[c, j]
-                A[c, j] = A[p, j]
-                A[p, j] = t
-                t = out[c, j]
-                out[c, j] = out[p, j]
-                out[p, j] = t
-        piv = A[c, c]
-        for j in range(k):
-            A[c, j] /= piv
-            out[c, j] /= piv
-        for r in range(k):
-            if r != c:
-                f = A[r, c]
-                if f != 0.0:
-                    for j in range(k):
-                        A[r, j] -= f * A[c, j]
-                        out[r, j] -= f * out[c, j]
-    return True
 
 
 @jit
@@ -264,7 +207,7 @@ def _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x, work):
     for e in range(k):
         for a in range(k):
             work[e, a] = _coef(unk[a], eq_rows[e], n, M, d)
-    if not _gauss_jordan_inverse(work, k, Ainv):
+    if not gauss_jordan_inverse(work, k, Ainv):
         return False
     for a in range(k):
         s = 0.0
@@ -381,26 +324,19 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
                 dwv[i] = 0.0
             else:
                 dmax = max(dmax, abs(dwv[i]))
-        tol = 1e-9 * max(1.0, dmax)
+        tol = LEMKE_PIVOT * max(1.0, dmax)
         # ---- minimum ratio over basic unknowns (encoded a) and basic w rows (encoded k' + i)
         m = 0
-        best = np.inf
         for a in range(k):
             if dx[a] < -tol:
-                t = x[a] / -dx[a]
                 cand[m] = a
-                ratio[m] = t
+                ratio[m] = x[a] / -dx[a]
                 m += 1
-                if t < best:
-                    best = t
         for i in range(n):
             if eq_pos[i] < 0 and i != entering and dwv[i] < -tol:
-                t = wv[i] / -dwv[i]
                 cand[m] = n + 1 + i
-                ratio[m] = t
+                ratio[m] = wv[i] / -dwv[i]
                 m += 1
-                if t < best:
-                    best = t
         if m == 0:
             for v in range(2 * n + 1):
                 ray[v] = 0.0
@@ -414,37 +350,21 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
                 if unk[a] < 2 * n:
                     out_z[unk[a] - n] = max(x[a], 0.0)
             return RAY, pivots
-        thr = best + 1e-12 * (1.0 + abs(best))
-        mm = 0
-        for t in range(m):
-            if ratio[t] <= thr:
-                cand[mm] = cand[t]
-                mm += 1
-        m = mm
+        m = tie_filter(cand, ratio, m, LEX_RATIO_TIE)
         chosen = -1
         for t in range(m):
             if cand[t] <= n and unk[cand[t]] == Z0:
                 chosen = cand[t]
         c = 0
         while chosen < 0 and m > 1 and c < n:
-            best = np.inf
             for t in range(m):
                 code = cand[t]
                 if code <= n:
-                    val = _binv_entry(True, code, c, n, k, M, d, eq_pos, unk, Ainv) / -dx[code]
+                    ratio[t] = _binv_entry(True, code, c, n, k, M, d, eq_pos, unk, Ainv) / -dx[code]
                 else:
                     i = code - n - 1
-                    val = _binv_entry(False, i, c, n, k, M, d, eq_pos, unk, Ainv) / -dwv[i]
-                ratio[t] = val
-                if val < best:
-                    best = val
-            thr = best + 1e-13 * (1.0 + abs(best))
-            mm = 0
-            for t in range(m):
-                if ratio[t] <= thr:
-                    cand[mm] = cand[t]
-                    mm += 1
-            m = mm
+                    ratio[t] = _binv_entry(False, i, c, n, k, M, d, eq_pos, unk, Ainv) / -dwv[i]
+            m = tie_filter(cand, ratio, m, LEX_COLUMN_TIE)
             c += 1
         if chosen < 0:
             chosen = cand[0]

@@ -8,88 +8,16 @@ claimed class), 2 pivot limit, 3 numerical failure (singular pivot block).
 import numpy as np
 
 from ._jit import jit
+from .dense import border_add, border_remove, chol_append_column, chol_delete, chol_solve
 from .tolerances import DEPENDENT_W, ITERATE, PIVOT, TIE
 
 SOLVED, UNBOUNDED, MAX_PIVOTS, NUMERICAL = 0, 1, 2, 3
 
 
-@jit
-def _border_add(Minv, k, M, idx, a, u, v):
-    """Minv[:k,:k] = inv(M[idx,idx]) -> inverse with index a appended (bordering, O(k^2)).
-    Returns False when the Schur complement is (numerically) zero."""
-    for i in range(k):
-        s1 = 0.0
-        s2 = 0.0
-        for j in range(k):
-            s1 += Minv[i, j] * M[idx[j], a]
-            s2 += M[a, idx[j]] * Minv[j, i]
-        u[i] = s1
-        v[i] = s2
-    s = M[a, a]
-    for j in range(k):
-        s -= M[a, idx[j]] * u[j]
-    big = abs(M[a, a])
-    for j in range(k):
-        big = max(big, abs(M[a, idx[j]]))
-    if not (abs(s) > PIVOT * max(big, 1e-300)):
-        return False
-    for i in range(k):
-        for j in range(k):
-            Minv[i, j] += u[i] * v[j] / s
-        Minv[i, k] = -u[i] / s
-        Minv[k, i] = -v[i] / s
-    Minv[k, k] = 1.0 / s
-    idx[k] = a
-    return True
 
 
-@jit
-def _border_remove(Minv, k, idx, p):
-    """Remove position p from the bordered inverse of size k (swap to last, Schur downdate).
-    Returns False when the inverse's pivot is zero (M_CC was singular: outside P)."""
-    last = k - 1
-    if p != last:
-        for j in range(k):
-            t = Minv[p, j]
-            Minv[p, j] = Minv[last, j]
-            Minv[last, j] = t
-        for i in range(k):
-            t = Minv[i, p]
-            Minv[i, p] = Minv[i, last]
-            Minv[i, last] = t
-        t2 = idx[p]
-        idx[p] = idx[last]
-        idx[last] = t2
-    h = Minv[last, last]
-    if not (abs(h) > 0.0 and np.isfinite(h)):
-        return False
-    for i in range(last):
-        for j in range(last):
-            Minv[i, j] -= Minv[i, last] * Minv[last, j] / h
-    return True
 
 
-@jit
-def _chol_append_column(L, k, col, diag, rows, a, tmp, rel_tol):
-    """Append one row/column to the Cholesky factor L[:k,:k]: ``col`` holds the new off-diagonal
-    entries (k,), ``diag`` the new diagonal entry. O(k^2). Returns False when the new Schur
-    complement diag - l'l is not above ``rel_tol * diag`` (the row depends on the others)."""
-    for i in range(k):
-        s = col[i]
-        for j in range(i):
-            s -= L[i, j] * tmp[j]
-        tmp[i] = s / L[i, i]
-    d = diag
-    for j in range(k):
-        d -= tmp[j] * tmp[j]
-    if not (d > rel_tol * max(abs(diag), 1e-300)):
-        return False
-    for j in range(k):
-        L[k, j] = tmp[j]
-        L[j, k] = 0.0
-    L[k, k] = np.sqrt(d)
-    rows[k] = a
-    return True
 
 
 @jit
@@ -97,29 +25,29 @@ def _chol_append_sym(L, k, M, idx, a, col, tmp):
     """Append index a to the Cholesky factor of M[idx, idx] (symmetric M)."""
     for i in range(k):
         col[i] = M[idx[i], a]
-    return _chol_append_column(L, k, col, M[a, a], idx, a, tmp, PIVOT)
+    return chol_append_column(L, k, col, M[a, a], idx, a, tmp, PIVOT)
 
 
 @jit
 def _set_add(sym, F, k, M, idx, a, w1, w2):
     if sym:
         return _chol_append_sym(F, k, M, idx, a, w1, w2)
-    return _border_add(F, k, M, idx, a, w1, w2)
+    return border_add(F, k, M, idx, a, w1, w2)
 
 
 @jit
 def _set_remove(sym, F, k, idx, p):
     if sym:
-        _chol_delete(F, k, idx, p)
+        chol_delete(F, k, idx, p)
         return True
-    return _border_remove(F, k, idx, p)
+    return border_remove(F, k, idx, p)
 
 
 @jit
 def _factor_solve(sym, F, k, b, x):
     """x[:k] = M_CC^-1 b with the factor F: Cholesky L (sym) or the bordered inverse (not sym)."""
     if sym:
-        _chol_solve(F, k, b, x)
+        chol_solve(F, k, b, x)
     else:
         for a in range(k):
             s = 0.0
@@ -317,7 +245,7 @@ def _chol_append_g(L, k, Gb, rows, a, g, col, tmp, cfm):
     gg = cfm
     for t in range(m):
         gg += g[t] * g[t]
-    if not _chol_append_column(L, k, col, gg, rows, a, tmp, PIVOT):
+    if not chol_append_column(L, k, col, gg, rows, a, tmp, PIVOT):
         return False
     for t in range(m):
         Gb[k, t] = g[t]
@@ -327,53 +255,15 @@ def _chol_append_g(L, k, Gb, rows, a, g, col, tmp, cfm):
 @jit
 def _chol_delete_g(L, k, rows, Gb, p):
     """Delete position p from the factor and from the cached G rows."""
-    _chol_delete(L, k, rows, p)
+    chol_delete(L, k, rows, p)
     m = Gb.shape[1]
     for i in range(p, k - 1):
         for t in range(m):
             Gb[i, t] = Gb[i + 1, t]
 
 
-@jit
-def _chol_delete(L, k, rows, p):
-    """Delete row/column p from the Cholesky factor of size k with Givens rotations (O(k^2))."""
-    for i in range(p, k - 1):
-        for j in range(i + 2):
-            L[i, j] = L[i + 1, j]
-        rows[i] = rows[i + 1]
-    # now rows p..k-2 have one extra entry at column i+1: restore lower-triangularity
-    for i in range(p, k - 1):
-        a = L[i, i]
-        b = L[i, i + 1]
-        r = np.sqrt(a * a + b * b)
-        c = 1.0
-        s = 0.0
-        if r > 0.0:
-            c = a / r
-            s = b / r
-        for t in range(i, k - 1):
-            x = L[t, i]
-            y = L[t, i + 1]
-            L[t, i] = c * x + s * y
-            L[t, i + 1] = -s * x + c * y
-        L[i, i + 1] = 0.0
-    for j in range(k):
-        L[k - 1, j] = 0.0
-        L[j, k - 1] = 0.0
 
 
-@jit
-def _chol_solve(L, k, b, x):
-    for i in range(k):
-        s = b[i]
-        for j in range(i):
-            s -= L[i, j] * x[j]
-        x[i] = s / L[i, i]
-    for i in range(k - 1, -1, -1):
-        s = x[i]
-        for j in range(i + 1, k):
-            s -= L[j, i] * x[j]
-        x[i] = s / L[i, i]
 
 
 @jit
@@ -419,7 +309,7 @@ def ppm_kernel(indptr, indices, data, Lm, q, cfm, max_iter, L, rows, Gb, zb, wt,
         # z_B = -A^-1 q_B (Alg. 1 lines 10-12)
         for i in range(k):
             tmp[i] = -q[rows[i]]
-        _chol_solve(L, k, tmp, zb)
+        chol_solve(L, k, tmp, zb)
         # u = G_B' z_B, sv = L^-T u = M^-1 N_B' z_B, w = q + N sv  (lines 13-14)
         for t in range(m):
             u[t] = 0.0

@@ -38,6 +38,16 @@ ITERATE = 1e-12
 #: -DEPENDENT_W * max(|q|, |N M^-1 N_B' z_B|) (outside Theorem 1: reported, never guessed)
 DEPENDENT_W = 1e-8
 
+#: Lemke: a pivot column entry counts only above LEMKE_PIVOT * max(1, max |entry|) (on the problem
+#: normalised by max|M|, so the same at every scale); lexicographic ties: ratios within
+#: LEX_RATIO_TIE (1 + |min|), then each lexicographic column within LEX_COLUMN_TIE (1 + |min|)
+LEMKE_PIVOT = 1e-9
+LEX_RATIO_TIE = 1e-12
+LEX_COLUMN_TIE = 1e-13
+
+#: Gauss-Jordan inverse of Lemke's reduced basis: singular below GJ_PIVOT * max |entry|
+GJ_PIVOT = 1e-14
+
 #: ratio-test ties: two step lengths are equal within TIE * (|step| + iterate tolerance)
 TIE = 1e-10
 

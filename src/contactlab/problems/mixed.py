@@ -110,9 +110,11 @@ class MixedLCP(Problem):
         x = self.recover_x(z) if x is None else x
         ax, az = np.abs(x), np.abs(z)
         absB = abs(self.B) if hasattr(self.B, "nnz") else np.abs(self.B)
-        t = np.abs(self.D) @ ax + matvec(absB, az) + np.abs(self.h)
-        r = lcp_relative(z, self.w(z, x) if w is None else w, self.h, t)
         te = np.abs(self.A) @ ax + np.abs(self.C) @ az + np.abs(self.g)
+        # x carries the rounding of the equality rows: w's floor includes their size
+        t = np.abs(self.D) @ ax + matvec(absB, az) + np.abs(self.h)
+        t = np.maximum(t, NORMWISE_FLOOR * float(np.max(te, initial=0.0)))
+        r = lcp_relative(z, self.w(z, x) if w is None else w, self.h, t)
         e = np.abs(self.A @ x + self.C @ z + self.g)
         te = np.maximum(te, NORMWISE_FLOOR * float(np.max(te, initial=0.0)))
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,0 +1,216 @@
+"""Shared dense kernels (issue 10: one place each): small LU solve and Gauss-Jordan inverse,
+Cholesky append / Givens delete / solve, the bordered inverse with its swap-to-last Schur downdate
+(Lemke's reduced basis, principal pivoting, enumeration), and the one lexicographic tie filter.
+Numba only; tolerances from kernels/tolerances.py."""
+import numpy as np
+
+from ._jit import jit
+from .tolerances import GJ_PIVOT, PIVOT, RANK
+
+
+@jit
+def tie_filter(cand, vals, m, rel):
+    """The one lexicographic tie filter: keep the candidates whose value is within
+    rel * (1 + |min|) of the minimum. ``vals[t]`` belongs to ``cand[t]``; both are compacted in
+    place; returns the new count (used by Lemke's ratio test and each lexicographic column)."""
+    best = np.inf
+    for t in range(m):
+        if vals[t] < best:
+            best = vals[t]
+    thr = best + rel * (1.0 + abs(best))
+    k = 0
+    for t in range(m):
+        if vals[t] <= thr:
+            cand[k] = cand[t]
+            vals[k] = vals[t]
+            k += 1
+    return k
+
+
+@jit
+def border_add(Minv, k, M, idx, a, u, v):
+    """Minv[:k,:k] = inv(M[idx,idx]) -> inverse with index a appended (bordering, O(k^2)).
+    Returns False when the Schur complement is (numerically) zero."""
+    for i in range(k):
+        s1 = 0.0
+        s2 = 0.0
+        for j in range(k):
+            s1 += Minv[i, j] * M[idx[j], a]
+            s2 += M[a, idx[j]] * Minv[j, i]
+        u[i] = s1
+        v[i] = s2
+    s = M[a, a]
+    for j in range(k):
+        s -= M[a, idx[j]] * u[j]
+    big = abs(M[a, a])
+    for j in range(k):
+        big = max(big, abs(M[a, idx[j]]))
+    if not (abs(s) > PIVOT * max(big, 1e-300)):
+        return False
+    for i in range(k):
+        for j in range(k):
+            Minv[i, j] += u[i] * v[j] / s
+        Minv[i, k] = -u[i] / s
+        Minv[k, i] = -v[i] / s
+    Minv[k, k] = 1.0 / s
+    idx[k] = a
+    return True
+
+@jit
+def border_remove(Minv, k, idx, p):
+    """Remove position p from the bordered inverse of size k (swap to last, Schur downdate).
+    Returns False when the inverse's pivot is zero (M_CC was singular: outside P)."""
+    last = k - 1
+    if p != last:
+        for j in range(k):
+            t = Minv[p, j]
+            Minv[p, j] = Minv[last, j]
+            Minv[last, j] = t
+        for i in range(k):
+            t = Minv[i, p]
+            Minv[i, p] = Minv[i, last]
+            Minv[i, last] = t
+        t2 = idx[p]
+        idx[p] = idx[last]
+        idx[last] = t2
+    h = Minv[last, last]
+    if not (abs(h) > 0.0 and np.isfinite(h)):
+        return False
+    for i in range(last):
+        for j in range(last):
+            Minv[i, j] -= Minv[i, last] * Minv[last, j] / h
+    return True
+
+@jit
+def chol_append_column(L, k, col, diag, rows, a, tmp, rel_tol):
+    """Append one row/column to the Cholesky factor L[:k,:k]: ``col`` holds the new off-diagonal
+    entries (k,), ``diag`` the new diagonal entry. O(k^2). Returns False when the new Schur
+    complement diag - l'l is not above ``rel_tol * diag`` (the row depends on the others)."""
+    for i in range(k):
+        s = col[i]
+        for j in range(i):
+            s -= L[i, j] * tmp[j]
+        tmp[i] = s / L[i, i]
+    d = diag
+    for j in range(k):
+        d -= tmp[j] * tmp[j]
+    if not (d > rel_tol * max(abs(diag), 1e-300)):
+        return False
+    for j in range(k):
+        L[k, j] = tmp[j]
+        L[j, k] = 0.0
+    L[k, k] = np.sqrt(d)
+    rows[k] = a
+    return True
+
+@jit
+def chol_delete(L, k, rows, p):
+    """Delete row/column p from the Cholesky factor of size k with Givens rotations (O(k^2))."""
+    for i in range(p, k - 1):
+        for j in range(i + 2):
+            L[i, j] = L[i + 1, j]
+        rows[i] = rows[i + 1]
+    # now rows p..k-2 have one extra entry at column i+1: restore lower-triangularity
+    for i in range(p, k - 1):
+        a = L[i, i]
+        b = L[i, i + 1]
+        r = np.sqrt(a * a + b * b)
+        c = 1.0
+        s = 0.0
+        if r > 0.0:
+            c = a / r
+            s = b / r
+        for t in range(i, k - 1):
+            x = L[t, i]
+            y = L[t, i + 1]
+            L[t, i] = c * x + s * y
+            L[t, i + 1] = -s * x + c * y
+        L[i, i + 1] = 0.0
+    for j in range(k):
+        L[k - 1, j] = 0.0
+        L[j, k - 1] = 0.0
+
+@jit
+def chol_solve(L, k, b, x):
+    for i in range(k):
+        s = b[i]
+        for j in range(i):
+            s -= L[i, j] * x[j]
+        x[i] = s / L[i, i]
+    for i in range(k - 1, -1, -1):
+        s = x[i]
+        for j in range(i + 1, k):
+            s -= L[j, i] * x[j]
+        x[i] = s / L[i, i]
+
+@jit
+def gauss_jordan_inverse(A, k, out):
+    """out[:k,:k] = inv(A[:k,:k]) by Gauss-Jordan with partial pivoting (A destroyed); False if singular."""
+    for i in range(k):
+        for j in range(k):
+            out[i, j] = 1.0 if i == j else 0.0
+    scale = 0.0
+    for i in range(k):
+        for j in range(k):
+            scale = max(scale, abs(A[i, j]))
+    for c in range(k):
+        p = c
+        for r in range(c + 1, k):
+            if abs(A[r, c]) > abs(A[p, c]):
+                p = r
+        if not (abs(A[p, c]) > GJ_PIVOT * scale):
+            return False
+        if p != c:
+            for j in range(k):
+                t = A[c, j]
+                A[c, j] = A[p, j]
+                A[p, j] = t
+                t = out[c, j]
+                out[c, j] = out[p, j]
+                out[p, j] = t
+        piv = A[c, c]
+        for j in range(k):
+            A[c, j] /= piv
+            out[c, j] /= piv
+        for r in range(k):
+            if r != c:
+                f = A[r, c]
+                if f != 0.0:
+                    for j in range(k):
+                        A[r, j] -= f * A[c, j]
+                        out[r, j] -= f * out[c, j]
+    return True
+
+@jit
+def solve_small(A, b, k, x):
+    """Gaussian elimination with partial pivoting on A[:k,:k] x = b (destroys A, b); False if singular."""
+    scale = 0.0
+    for i in range(k):
+        for j in range(k):
+            scale = max(scale, abs(A[i, j]))
+    for c in range(k):
+        p = c
+        for r in range(c + 1, k):
+            if abs(A[r, c]) > abs(A[p, c]):
+                p = r
+        if abs(A[p, c]) <= RANK * max(scale, 1e-300):
+            return False
+        if p != c:
+            for j in range(k):
+                t = A[c, j]
+                A[c, j] = A[p, j]
+                A[p, j] = t
+            t = b[c]
+            b[c] = b[p]
+            b[p] = t
+        for r in range(c + 1, k):
+            f = A[r, c] / A[c, c]
+            for j in range(c, k):
+                A[r, j] -= f * A[c, j]
+            b[r] -= f * b[c]
+    for i in range(k - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, k):
+            s -= A[i, j] * x[j]
+        x[i] = s / A[i, i]
+    return True
