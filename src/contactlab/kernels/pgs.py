@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
+from .residual import box_row
 
 CONVERGED, MAX_SWEEPS, BAD_DIAGONAL, NOT_FINITE, STALLED = 0, 1, 2, 3, 4
 
@@ -40,12 +41,7 @@ def box_natural_residual(z, w, lo, hi, findex, mu):
     res = 0.0
     for i in range(z.shape[0]):
         a, b = row_bounds(i, z, lo, hi, findex, mu)
-        y = z[i] - w[i]
-        if y < a:
-            y = a
-        if y > b:
-            y = b
-        d = abs(z[i] - y)
+        d = box_row(z[i], w[i], a, b)
         if d > res:
             res = d
         if not np.isfinite(d):

@@ -29,6 +29,17 @@ def lcp_residual_kernel(z, w):
 
 
 @jit
+def box_row(a, b, lo, hi):
+    """|a - mid(lo, hi, a - b)|: the one box natural-residual term of a row (z_i = a, w_i = b)."""
+    y = a - b
+    if y < lo:
+        y = lo
+    if y > hi:
+        y = hi
+    return abs(a - y)
+
+
+@jit
 def box_residual_kernel(z, w, lo, hi):
     """Mid-function residual ||z - mid(lo, hi, z - w)||_inf, complementarity (w times the distance
     to the bound it pushes against), infeasibility (bound violation); inf for non-finite z or w."""
@@ -40,8 +51,7 @@ def box_residual_kernel(z, w, lo, hi):
         b = w[i]
         if not (np.isfinite(a) and np.isfinite(b)):
             return np.inf, np.inf, np.inf
-        p = min(max(a - b, lo[i]), hi[i])
-        r = abs(a - p)
+        r = box_row(a, b, lo[i], hi[i])
         if r > nat:
             nat = r
         if b > 0.0:
