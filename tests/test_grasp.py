@@ -91,3 +91,28 @@ def test_grasp_is_reproducible_bit_for_bit():
         out.append((sim.data.position.copy(), sim.data.quaternion.copy(), sim.data.linear_velocity.copy()))
     for a, b in zip(*out):
         assert np.array_equal(a, b)
+
+
+def test_box_friction_schur_elimination_gives_the_same_step():
+    """arechavaleta eq. 15: eliminating the joint rows before the solve (joints="schur") gives the
+    same next velocity as keeping them as free rows of the boxed LCP (the ODE layout), on a grasp
+    step with contacts, couplings, motors and a kinematic wrist (no CFM: the ODE layout puts CFM on
+    the joint rows too, which softens the joints)."""
+    from contactlab import solve
+    from contactlab.models import get_model, make_options
+    sc = make_scene("barrett-grasp", object="cylinder", material="rubber", dt=0.01)
+    sim = Simulator(sc, "box-friction", "pgs-sm", model_options=BF, controllers=sc.controllers)
+    sim.run(0.15)                     # closing: fingers moving, first contacts
+    system = sim.last_system
+    system.cfm = 0.0
+    assert system.nc > 0 and system.nj > 0 and system.nm > 0
+    bf = get_model("box-friction")
+    v = []
+    for joints, method in (("schur", "pgs-sm"), ("rows", "pgs-sm")):
+        opts = make_options(bf, {"joints": joints, "coupling": "previous", "cfm": 0.0})
+        prob = bf.build(system, opts)
+        sol = solve(prob, method, **({"tol": 1e-12} if method == "pgs-sm" else {}))
+        assert sol.success, (joints, sol)
+        v.append(bf.recover(system, prob, sol, opts).v_next)
+    assert np.abs(v[0]).max() > 1e-2                    # a moving hand, not a resting one
+    assert np.allclose(v[0], v[1], rtol=0, atol=1e-9 * np.abs(v[1]).max())
