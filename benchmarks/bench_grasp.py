@@ -33,6 +33,8 @@ def main(argv=None) -> int:
     ap.add_argument("--hold", type=float, default=2.0)
     ap.add_argument("--dt", type=float, default=0.005)
     ap.add_argument("--every", type=int, default=1)
+    ap.add_argument("--friction-directions", type=int, default=8,
+                    help="edges of the friction pyramid in lemke's LCP (GraspIt!: 8); the box model uses 2 tangents")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--materials", nargs="+", default=["plastic", "rubber"])
     ap.add_argument("--json", default=None)
@@ -40,7 +42,7 @@ def main(argv=None) -> int:
     rows, runs = [], {}
     for material in a.materials:
         r = run_grasp("barrett-grasp", record_systems=True, record_every=a.every, object=a.object,
-                      material=material, hold=a.hold, dt=a.dt)
+                      material=material, hold=a.hold, dt=a.dt, friction_directions=a.friction_directions)
         runs[material] = {"summary": r.summary, "wall_s": r.wall_s, "simulated_s": float(r.time[-1]) if r.time.size else 0.0,
                           "steps": int(r.time.size), "error": r.error, "failures": int((~r.success.astype(bool)).sum()),
                           "max_penetration_m": float(r.penetration.max(initial=0.0)),
