@@ -91,7 +91,8 @@ def equilibrium3d(s, present, g=9.81):
 
 
 @pytest.mark.parametrize("spec,test", [("random-10", "lp"), ("random-84", "reuse"), ("pyramid-91", "reuse"),
-                                       ("column-50", "dantzig"), ("pyramid3d-14", "reuse"), ("pyramid3d-14", "lp")])
+                                       ("column-50", "dantzig"), ("pyramid3d-14", "reuse"), ("pyramid3d-14", "lp"),
+                                       ("random3d-30", "reuse")])
 def test_sequence_stable_at_every_step(spec, test):
     s = get_structure(spec)
     r = plan(s, test)
@@ -146,7 +147,7 @@ def test_no_stable_disassembly_reported(test):
     assert r.stable is False and r.sequence == [] and r.nodes_visited <= 1
 
 
-@pytest.mark.parametrize("spec", ["random-8", "pyramid-6", "lever", "pyramid3d-5", "offset3d"])
+@pytest.mark.parametrize("spec", ["random-8", "pyramid-6", "lever", "pyramid3d-5", "offset3d", "random3d-7"])
 def test_three_tests_agree_on_every_node(spec):
     s = {"lever": lever, "offset3d": offset3d}.get(spec, lambda: get_structure(spec))()
     m = StaticsModel(s)
@@ -200,6 +201,8 @@ def test_plan_cli_json_contract(tmp_path):
     assert rec["stable"] and rec["sequence"] == ["top", "base"]
     bad = runner.invoke(app, ["plan", "column-5", "--test", "simplex"])
     assert bad.exit_code == 2 and "--test" in bad.output
+    bad = runner.invoke(app, ["plan", "column-5", "--seed", "3"])
+    assert bad.exit_code == 2 and "--seed" in bad.output
     # friction: the LP test takes it, the frictionless LCP tests refuse it by name
     t.write_text('mu = 0.5\n' + t.read_text())
     assert json.loads(runner.invoke(app, ["plan", str(t), "--test", "lp", "--json"]).stdout)["stable"]

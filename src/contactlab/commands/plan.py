@@ -11,12 +11,12 @@ TESTS = ("lp", "dantzig", "reuse")
 def register(app: typer.Typer) -> None:
     @app.command()
     def plan(structure: str = typer.Argument(..., help="column-N, pyramid-N (N = r(r+1)/2), random-N, "
-                                                       "column3d-N, pyramid3d-N (N = 1+4+..+r^2), or a "
+                                                       "column3d-N, pyramid3d-N (N = 1+4+..+r^2), random3d-N, or a "
                                                        ".toml/.json structure file"),
              test: str = typer.Option("reuse", "--test", help="stability test: lp (statics LP, HiGHS), dantzig "
                                                               "(acceleration LCP from scratch), reuse (Dantzig "
                                                               "warm-started from the parent, Theorem 1)"),
-             seed: int = typer.Option(None, "--seed", help="seed of random-N (default N)"),
+             seed: int = typer.Option(None, "--seed", help="seed of random-N / random3d-N (default N)"),
              as_json: bool = typer.Option(False, "--json", help="print one JSON object")):
         """Find an order in which to remove every block without the rest collapsing."""
         from ..errors import ContactlabError

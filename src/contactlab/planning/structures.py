@@ -233,23 +233,78 @@ def random_structure(n: int, seed: int = 0) -> Structure:
     return make_structure(f"random-{n}", blocks)
 
 
+def random3d_structure(n: int, seed: int = 0) -> Structure:
+    """A random stable structure of ``n`` 3D boxes: towers of 1-3 boxes on a 4 x 4 grid of
+    ground cells, then boxes dropped at random onto the top surfaces, each kept only when the
+    whole stays stable (frictionless statics LP). Sizes are multiples of 0.1, centres of 0.05;
+    a dropped box's centre stays 0.1 inside the bounding box of its supports."""
+    from .statics import StaticsModel, lp_feasible
+
+    if n < 1:
+        raise ParamError(f"random3d-N needs N >= 1, got {n}")
+    rng = np.random.default_rng(seed)
+    q = lambda v: round(round(v / 0.05) * 0.05, 10)  # noqa: E731
+    q2 = lambda v: round(round(v / 0.1) * 0.1, 10)   # noqa: E731
+    blocks: list[tuple] = []
+
+    def stable(bl):
+        st = make_structure("tmp", bl, dim=3)
+        return lp_feasible(StaticsModel(st), np.ones(st.n, dtype=bool))[0]
+
+    cells = [(1.5 * i, 1.5 * j) for i in range(4) for j in range(4)]
+    rng.shuffle(cells)
+    for cx, cz in cells:
+        if len(blocks) >= max(1, n // 2):
+            break
+        y = 0.0
+        for _ in range(int(min(rng.integers(1, 4), max(1, n // 2) - len(blocks)))):
+            h = q2(rng.uniform(0.3, 0.6))
+            blocks.append((q(cx), q(y + h / 2), q(cz), 1.0, h, 1.0))
+            y += h
+    tries = 0
+    while len(blocks) < n:
+        tries += 1
+        if tries > 200 * n:
+            raise ParamError(f"random3d-{n}: could not place the boxes (seed {seed}); try another seed")
+        w, d, h = q2(rng.uniform(0.6, 2.4)), q2(rng.uniform(0.6, 2.4)), q2(rng.uniform(0.3, 0.6))
+        cx, cz = q(rng.uniform(0.0, 4.5)), q(rng.uniform(0.0, 4.5))
+        under = [(by + bh / 2, bx - bw / 2, bx + bw / 2, bz - bd / 2, bz + bd / 2) for bx, by, bz, bw, bh, bd in blocks
+                 if min(cx + w / 2, bx + bw / 2) - max(cx - w / 2, bx - bw / 2) > 1e-9
+                 and min(cz + d / 2, bz + bd / 2) - max(cz - d / 2, bz - bd / 2) > 1e-9]
+        land = max((t for t, *_ in under), default=0.0)
+        if land == 0.0:
+            continue
+        sup = [u for u in under if abs(u[0] - land) < 1e-9]
+        x_lo, x_hi = max(cx - w / 2, min(u[1] for u in sup)), min(cx + w / 2, max(u[2] for u in sup))
+        z_lo, z_hi = max(cz - d / 2, min(u[3] for u in sup)), min(cz + d / 2, max(u[4] for u in sup))
+        if not (x_lo + 0.1 <= cx <= x_hi - 0.1 and z_lo + 0.1 <= cz <= z_hi - 0.1):
+            continue
+        cand = blocks + [(cx, q(land + h / 2), cz, w, h, d)]
+        if stable(cand):
+            blocks = cand
+    return make_structure(f"random3d-{n}", blocks, dim=3)
+
+
 _NAMED = {"column": column, "pyramid": pyramid, "column3d": column3d, "pyramid3d": pyramid3d}
 
 
 def get_structure(spec: str, seed: int | None = None) -> Structure:
     """``column-N``, ``pyramid-N``, ``random-N`` (seed: ``seed``, default N), ``column3d-N``,
-    ``pyramid3d-N`` or a .toml/.json file."""
-    m = re.fullmatch(r"(column3d|pyramid3d|column|pyramid|random)-(\d+)", spec)
+    ``pyramid3d-N``, ``random3d-N`` or a .toml/.json file."""
+    m = re.fullmatch(r"(column3d|pyramid3d|random3d|column|pyramid|random)-(\d+)", spec)
     if m:
         kind, n = m.group(1), int(m.group(2))
-        if kind == "random":
-            return random_structure(n, n if seed is None else seed)
+        if kind in ("random", "random3d"):
+            gen = random_structure if kind == "random" else random3d_structure
+            return gen(n, n if seed is None else seed)
+        if seed is not None:
+            raise ParamError(f"--seed applies to random-N and random3d-N, not {spec!r}")
         return _NAMED[kind](n)
     p = Path(spec)
     if p.suffix.lower() in (".toml", ".json"):
         return load_structure(p)
     raise ParamError(f"unknown structure {spec!r}; use column-N, pyramid-N (N triangular), random-N, "
-                     "column3d-N, pyramid3d-N (N = 1 + 4 + .. + r^2), or a .toml/.json file")
+                     "column3d-N, pyramid3d-N (N = 1 + 4 + .. + r^2), random3d-N, or a .toml/.json file")
 
 
 def load_structure(path) -> Structure:
