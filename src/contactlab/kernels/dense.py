@@ -57,29 +57,44 @@ def border_add(Minv, k, M, idx, a, u, v):
     return True
 
 @jit
+def schur_remove(Ainv, k, r, c):
+    """Shrink the inverse Ainv[:k,:k] by one: swap its row ``r`` and column ``c`` to the last place
+    and downdate by the Schur complement (O(k^2)); the result is the inverse of the matrix without
+    the corresponding column and row. Lemke's reduced basis (case d, r != c) and principal pivoting (r == c) share it.
+    Returns False when the pivot Ainv[last, last] is zero or not finite."""
+    last = k - 1
+    if r != last:
+        for j in range(k):
+            t = Ainv[r, j]
+            Ainv[r, j] = Ainv[last, j]
+            Ainv[last, j] = t
+    if c != last:
+        for i in range(k):
+            t = Ainv[i, c]
+            Ainv[i, c] = Ainv[i, last]
+            Ainv[i, last] = t
+    h = Ainv[last, last]
+    if not (abs(h) > 0.0 and np.isfinite(h)):
+        return False
+    for i in range(last):
+        f = Ainv[i, last] / h
+        if f != 0.0:
+            for j in range(last):
+                Ainv[i, j] -= f * Ainv[last, j]
+    return True
+
+
+@jit
 def border_remove(Minv, k, idx, p):
     """Remove position p from the bordered inverse of size k (swap to last, Schur downdate).
     Returns False when the inverse's pivot is zero (M_CC was singular: outside P)."""
     last = k - 1
     if p != last:
-        for j in range(k):
-            t = Minv[p, j]
-            Minv[p, j] = Minv[last, j]
-            Minv[last, j] = t
-        for i in range(k):
-            t = Minv[i, p]
-            Minv[i, p] = Minv[i, last]
-            Minv[i, last] = t
         t2 = idx[p]
         idx[p] = idx[last]
         idx[last] = t2
-    h = Minv[last, last]
-    if not (abs(h) > 0.0 and np.isfinite(h)):
-        return False
-    for i in range(last):
-        for j in range(last):
-            Minv[i, j] -= Minv[i, last] * Minv[last, j] / h
-    return True
+    return schur_remove(Minv, k, p, p)
+
 
 @jit
 def chol_append_column(L, k, col, diag, rows, a, tmp, rel_tol):

@@ -7,7 +7,7 @@ Status codes: 0 solved, 1 ray termination, 2 pivot limit, 3 numerical failure.
 import numpy as np
 
 from ._jit import jit
-from .dense import gauss_jordan_inverse, tie_filter
+from .dense import gauss_jordan_inverse, schur_remove, tie_filter
 from .tolerances import LEMKE_PIVOT, LEX_COLUMN_TIE, LEX_RATIO_TIE
 
 SOLVED, RAY, MAX_PIVOTS, NUMERICAL = 0, 1, 2, 3
@@ -234,6 +234,93 @@ def _binv_entry(p_is_unknown, p, c, n, k, M, d, eq_pos, unk, Ainv):
 
 
 @jit
+def _reduced_direction(entering, n, k, MT, d, Ainv, eq_rows, eq_pos, unk, dx, dwv, tmp, zcols, zdx):
+    """dx: change of the basic unknowns, dwv: of the basic w rows, per unit of the entering variable
+    (z_j: A dx = -M[W, j]; w_j: dx = Ainv[:, pos(j)]); returns max |entry| (the pivot scale)."""
+    Z0 = 2 * n
+    if entering >= n:
+        j = entering - n
+        for e in range(k):
+            tmp[e] = -MT[j, eq_rows[e]]
+        for a in range(k):
+            s = 0.0
+            for e in range(k):
+                s += Ainv[a, e] * tmp[e]
+            dx[a] = s
+    else:
+        pe = eq_pos[entering]
+        for a in range(k):
+            dx[a] = Ainv[a, pe]
+    dmax = 0.0
+    for a in range(k):
+        dmax = max(dmax, abs(dx[a]))
+    # dw_i = M[i, j] + sum_a M[i, z-col a] dx_a + d_i dx_z0: gather the z-columns once
+    nz = 0
+    dz0 = 0.0
+    for a in range(k):
+        if unk[a] == Z0:
+            dz0 = dx[a]
+        else:
+            zcols[nz] = unk[a] - n
+            zdx[nz] = dx[a]
+            nz += 1
+    # column-oriented: dw += dx_a * M[:, col_a] read as contiguous rows of MT = M'
+    jcol = entering - n if entering >= n else -1
+    for i in range(n):
+        dwv[i] = d[i] * dz0
+    if jcol >= 0:
+        for i in range(n):
+            dwv[i] += MT[jcol, i]
+    for t in range(nz):
+        c = zcols[t]
+        f = zdx[t]
+        for i in range(n):
+            dwv[i] += f * MT[c, i]
+    for i in range(n):
+        if eq_pos[i] >= 0 or i == entering:
+            dwv[i] = 0.0
+        else:
+            dmax = max(dmax, abs(dwv[i]))
+    return dmax
+
+
+@jit
+def _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, Ainv, cand, ratio):
+    """Lexicographic minimum ratio over basic unknowns (code a) and basic w rows (code n + 1 + i);
+    z0 wins a tie; -1 when nothing blocks (a secondary ray)."""
+    Z0 = 2 * n
+    m = 0
+    for a in range(k):
+        if dx[a] < -tol:
+            cand[m] = a
+            ratio[m] = x[a] / -dx[a]
+            m += 1
+    for i in range(n):
+        if eq_pos[i] < 0 and i != entering and dwv[i] < -tol:
+            cand[m] = n + 1 + i
+            ratio[m] = wv[i] / -dwv[i]
+            m += 1
+    if m == 0:
+        return -1
+    m = tie_filter(cand, ratio, m, LEX_RATIO_TIE)
+    for t in range(m):
+        if cand[t] <= n and unk[cand[t]] == Z0:
+            return cand[t]
+    c = 0
+    while m > 1 and c < n:
+        for t in range(m):
+            code = cand[t]
+            if code <= n:
+                ratio[t] = _binv_entry(True, code, c, n, k, M, d, eq_pos, unk, Ainv) / -dx[code]
+            else:
+                i = code - n - 1
+                ratio[t] = _binv_entry(False, i, c, n, k, M, d, eq_pos, unk, Ainv) / -dwv[i]
+        m = tie_filter(cand, ratio, m, LEX_COLUMN_TIE)
+        c += 1
+    return cand[0]
+
+
+@jit
 def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, eq_rows, eq_pos, unk, unk_pos,
                          dx, dwv, cand, ratio, tmp, zcols, zdx, work2, ray, out_z):
     """Lemke's method (covering vector d > 0, lexicographic rule) on the reduced basis.
@@ -281,63 +368,11 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
         if pivots >= max_pivots:
             return MAX_PIVOTS, pivots
         # ---- direction of the basic variables per unit increase of the entering variable
-        if entering >= n:  # z_j enters: A dx = -M[W, j]
-            j = entering - n
-            for e in range(k):
-                tmp[e] = -MT[j, eq_rows[e]]
-            for a in range(k):
-                s = 0.0
-                for e in range(k):
-                    s += Ainv[a, e] * tmp[e]
-                dx[a] = s
-        else:  # w_j enters: dx = Ainv[:, pos(j)]
-            pe = eq_pos[entering]
-            for a in range(k):
-                dx[a] = Ainv[a, pe]
-        dmax = 0.0
-        for a in range(k):
-            dmax = max(dmax, abs(dx[a]))
-        # dw_i = M[i, j] + sum_a M[i, z-col a] dx_a + d_i dx_z0: gather the z-columns once
-        nz = 0
-        dz0 = 0.0
-        for a in range(k):
-            if unk[a] == Z0:
-                dz0 = dx[a]
-            else:
-                zcols[nz] = unk[a] - n
-                zdx[nz] = dx[a]
-                nz += 1
-        # column-oriented: dw += dx_a * M[:, col_a] read as contiguous rows of MT = M'
-        jcol = entering - n if entering >= n else -1
-        for i in range(n):
-            dwv[i] = d[i] * dz0
-        if jcol >= 0:
-            for i in range(n):
-                dwv[i] += MT[jcol, i]
-        for t in range(nz):
-            c = zcols[t]
-            f = zdx[t]
-            for i in range(n):
-                dwv[i] += f * MT[c, i]
-        for i in range(n):
-            if eq_pos[i] >= 0 or i == entering:
-                dwv[i] = 0.0
-            else:
-                dmax = max(dmax, abs(dwv[i]))
+        dmax = _reduced_direction(entering, n, k, MT, d, Ainv, eq_rows, eq_pos, unk, dx, dwv, tmp, zcols, zdx)
         tol = LEMKE_PIVOT * max(1.0, dmax)
-        # ---- minimum ratio over basic unknowns (encoded a) and basic w rows (encoded k' + i)
-        m = 0
-        for a in range(k):
-            if dx[a] < -tol:
-                cand[m] = a
-                ratio[m] = x[a] / -dx[a]
-                m += 1
-        for i in range(n):
-            if eq_pos[i] < 0 and i != entering and dwv[i] < -tol:
-                cand[m] = n + 1 + i
-                ratio[m] = wv[i] / -dwv[i]
-                m += 1
-        if m == 0:
+        # ---- minimum ratio (lexicographic) over basic unknowns and basic w rows
+        chosen = _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, Ainv, cand, ratio)
+        if chosen < 0:
             for v in range(2 * n + 1):
                 ray[v] = 0.0
             ray[entering] = 1.0
@@ -350,24 +385,6 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
                 if unk[a] < 2 * n:
                     out_z[unk[a] - n] = max(x[a], 0.0)
             return RAY, pivots
-        m = tie_filter(cand, ratio, m, LEX_RATIO_TIE)
-        chosen = -1
-        for t in range(m):
-            if cand[t] <= n and unk[cand[t]] == Z0:
-                chosen = cand[t]
-        c = 0
-        while chosen < 0 and m > 1 and c < n:
-            for t in range(m):
-                code = cand[t]
-                if code <= n:
-                    ratio[t] = _binv_entry(True, code, c, n, k, M, d, eq_pos, unk, Ainv) / -dx[code]
-                else:
-                    i = code - n - 1
-                    ratio[t] = _binv_entry(False, i, c, n, k, M, d, eq_pos, unk, Ainv) / -dwv[i]
-            m = tie_filter(cand, ratio, m, LEX_COLUMN_TIE)
-            c += 1
-        if chosen < 0:
-            chosen = cand[0]
         # ---- step
         if chosen <= n:
             theta = x[chosen] / -dx[chosen]
@@ -451,12 +468,10 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
                 a0 = chosen
                 leaving = unk[a0]
                 last = k - 1
-                # move unknown a0 to the last row and equation pe to the last column
+                # move unknown a0 to the last row and equation pe to the last column, downdate
+                if not schur_remove(Ainv, k, a0, pe):
+                    return NUMERICAL, pivots
                 if a0 != last:
-                    for e in range(k):
-                        t1 = Ainv[a0, e]
-                        Ainv[a0, e] = Ainv[last, e]
-                        Ainv[last, e] = t1
                     ua = unk[a0]
                     unk[a0] = unk[last]
                     unk[last] = ua
@@ -465,22 +480,10 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
                     x[a0] = x[last]
                     x[last] = t2
                 if pe != last:
-                    for a in range(k):
-                        t1 = Ainv[a, pe]
-                        Ainv[a, pe] = Ainv[a, last]
-                        Ainv[a, last] = t1
                     er = eq_rows[pe]
                     eq_rows[pe] = eq_rows[last]
                     eq_rows[last] = er
                     eq_pos[eq_rows[pe]] = pe
-                h = Ainv[last, last]
-                if not (abs(h) > 0.0) or not np.isfinite(h):
-                    return NUMERICAL, pivots
-                for a in range(last):
-                    f = Ainv[a, last] / h
-                    if f != 0.0:
-                        for e in range(last):
-                            Ainv[a, e] -= f * Ainv[last, e]
                 unk_pos[unk[last]] = -1
                 eq_pos[eq_rows[last]] = -1
                 wv[entering] = theta

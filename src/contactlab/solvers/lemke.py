@@ -76,25 +76,18 @@ def _basis_solution(n, basis, xB):
 
 
 def lemke_reduced_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refactor_every: int = 64):
-    """Run the reduced-basis kernel once; returns (status, pivots, z, ray)."""
+    """Run the reduced-basis kernel once; returns (status, pivots, z, ray). Work arrays by name
+    (shapes as in kernels/lemke.py lemke_reduced_kernel)."""
     n = q.size
-    fwork = np.zeros(2 * (n + 1) * (n + 1) + 11 * n + 7)  # one float and one int buffer, sliced
-    iwork = np.zeros(8 * n + 6, dtype=np.int64)
-    Ainv = fwork[:(n + 1) ** 2].reshape(n + 1, n + 1)
-    work2 = fwork[(n + 1) ** 2:2 * (n + 1) ** 2].reshape(n + 1, n + 1)
-    f = 2 * (n + 1) ** 2
-    x, wv, dx, dwv = fwork[f:f + n + 1], fwork[f + n + 1:f + 2 * n + 1], fwork[f + 2 * n + 1:f + 3 * n + 2], \
-        fwork[f + 3 * n + 2:f + 4 * n + 2]
-    ratio, tmp, zdx = fwork[f + 4 * n + 2:f + 6 * n + 4], fwork[f + 6 * n + 4:f + 7 * n + 5], \
-        fwork[f + 7 * n + 5:f + 8 * n + 6]
-    ray, z = fwork[f + 8 * n + 6:f + 10 * n + 7], fwork[f + 10 * n + 7:f + 11 * n + 7]
-    eq_rows, eq_pos, unk = iwork[:n + 1], iwork[n + 1:2 * n + 1], iwork[2 * n + 1:3 * n + 2]
-    unk_pos, cand, zcols = iwork[3 * n + 2:5 * n + 3], iwork[5 * n + 3:7 * n + 5], iwork[7 * n + 5:8 * n + 6]
-    assert z.size == n and zcols.size == n + 1  # the slices above tile both buffers exactly
+    f, i = np.zeros, (lambda size: np.zeros(size, dtype=np.int64))
+    Ainv, work2 = f((n + 1, n + 1)), f((n + 1, n + 1))
+    x, wv, dx, dwv, tmp, zdx = f(n + 1), f(n), f(n + 1), f(n), f(n + 1), f(n + 1)
+    ratio, ray, z = f(2 * n + 2), f(2 * n + 1), f(n)
+    eq_rows, eq_pos, unk, unk_pos, cand, zcols = i(n + 1), i(n), i(n + 1), i(2 * n + 1), i(2 * n + 2), i(n + 1)
     code, pivots = K.lemke_reduced_kernel(M, np.ascontiguousarray(M.T), q, d, max_pivots, refactor_every, Ainv,
                                           x, wv, eq_rows, eq_pos, unk, unk_pos, dx, dwv, cand, ratio, tmp,
                                           zcols, zdx, work2, ray, z)
-    return _STATUS[code], int(pivots), z.copy(), ray.copy()
+    return _STATUS[code], int(pivots), z, ray
 
 
 def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refine: bool = True,
