@@ -235,8 +235,36 @@ def fmt_res(r):
     return "-" if r is None else ("inf" if not math.isfinite(r) else f"{r:.1e}")
 
 
+def measure_overhead(n: int = 10, reps: int = 3000) -> str:
+    """Per-call overhead of ``contactlab.solve`` on an n-variable SPD LCP: median time of the public
+    call minus median time of the registered solver function alone (same options object), for
+    lemke, dantzig, pgs and pgs-sm; each median over ``reps`` calls after a warm-up."""
+    from contactlab.solvers.registry import get_solver
+    P = gen.random_spd(n, np.random.default_rng(0))
+    lines = [f"solve() per-call overhead, n = {n} SPD LCP (median of {reps} calls each, us):",
+             "| method | cl.solve | solver function alone | overhead |", "|---|---|---|---|"]
+    for method in ("lemke", "dantzig", "pgs", "pgs-sm"):
+        spec = get_solver(method)
+        opts = spec.make_options({})
+        cl.solve(P, method=method)
+        spec.func(P, opts, None)
+
+        def med(fn):
+            ts = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t0)
+            return float(np.median(ts)) * 1e6
+        full = med(lambda: cl.solve(P, method=method))
+        alone = med(lambda: spec.func(P, opts, None))
+        lines.append(f"| {method} | {full:.1f} | {alone:.1f} | {full - alone:.1f} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--overhead", action="store_true", help="only measure solve()'s per-call overhead (n = 10)")
     ap.add_argument("--quick", action="store_true", help="small sizes only")
     ap.add_argument("--reps", type=int, default=5, help="most repetitions per solve (median taken)")
     ap.add_argument("--budget", type=float, default=1.0, help="seconds of repetitions per solve")
@@ -247,6 +275,9 @@ def main(argv=None):
     ap.add_argument("--update-docs", action="store_true", help="write the tracked docs/benchmarks-pivoting.md")
     ap.add_argument("--no-peers", action="store_true")
     args = ap.parse_args(argv)
+    if args.overhead:
+        print(measure_overhead())
+        return
     if args.update_docs:
         args.out = ROOT / "docs/benchmarks-pivoting.md"
 
