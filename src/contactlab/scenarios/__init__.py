@@ -21,7 +21,7 @@ def register_scene(name: str, builder) -> None:
 
 def scene_parameters(name: str) -> dict:
     if name not in SCENES:
-        raise ModelError(f"unknown scene {name!r}; built-in scenes: {', '.join(sorted(SCENES))} (or a .toml/.json file)")
+        raise ModelError(f"unknown scene {name!r}; built-in scenes: {', '.join(sorted(SCENES))} (or a .toml/.json/.urdf file)")
     return {k: p.default for k, p in inspect.signature(SCENES[name]).parameters.items()}
 
 
@@ -46,6 +46,8 @@ def _coerce(name: str, key: str, value, default):
 
 def make_scene(name: str, **params):
     """Build a named scene, or load a scene file when ``name`` ends in .toml/.json."""
+    if name not in SCENES and Path(name).is_dir():
+        raise ModelError(f"{name} is a directory; give a scene name or a .toml/.json/.urdf scene file")
     if Path(name).suffix.lower() in (".toml", ".json"):
         from .io import load_scene
         if params:
