@@ -91,9 +91,13 @@ def test_simulate_help_lists_every_registered_scene_with_defaults():
         assert f"{k}={v!r}" in r.output
 
 
-def test_simulate_bad_values_and_methods():
+def test_simulate_bad_values_and_methods(tmp_path):
     r = runner.invoke(app, ["simulate", "stack", "--set", "count=-3"])
     assert r.exit_code == 2 and "count=-3" in r.output
+    r = runner.invoke(app, ["simulate", str(tmp_path)])
+    assert r.exit_code == 2 and "is a directory" in r.output
+    r = runner.invoke(app, ["simulate", "stack", "--set", "count=1", "--duration", "0.01", "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "is a directory" in r.output
     r = runner.invoke(app, ["simulate", "stack", "--set", "count=1", "--method", "nope"])
     assert r.exit_code == 2 and "unknown method 'nope'" in r.output
     accepted = {m.strip() for m in r.output.split("methods for model 'stewart-trinkle':")[1].split(",")}
