@@ -139,7 +139,8 @@ def register(app: typer.Typer) -> None:
             if html_out is not None and Path(html_out).is_dir():
                 raise typer.BadParameter(f"--html {html_out} is a directory; give a file name such as run.html")
             if out is not None and Path(out).is_dir():
-                raise typer.BadParameter(f"--out {out} is a directory; give a file name such as run.h5")
+                from ..errors import ParamError
+                raise ParamError(f"--out {out} is a directory; give a file name such as run.h5")
         except ContactlabError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
