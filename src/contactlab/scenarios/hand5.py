@@ -108,8 +108,8 @@ def build(material: str = "metal", object_material: str = "rubber", table_materi
                                position=tuple(to_world(Ta)[:3, 3]), orientation=_quat(to_world(Ta)[:3, :3])))
         else:
             L = a if a > 0 else 34.0
-            # thumb1's box covers its distal 60 % (its base sits inside the palm box)
-            lo = ((-L if k > 1 else -0.6 * L), -WIDTH / 2, -WIDTH / 2) if a > 0 else (0.0, -WIDTH / 2, -WIDTH / 2)
+            # thumb1's box covers its distal half (its base sits inside the palm box)
+            lo = ((-L if k > 1 else -0.5 * L), -WIDTH / 2, -WIDTH / 2) if a > 0 else (0.0, -WIDTH / 2, -WIDTH / 2)
             hi = (0.0, WIDTH / 2, WIDTH / 2) if a > 0 else (L, WIDTH / 2, WIDTH / 2)
             bodies.append(_box_body(name, to_world(Ta), lo, hi, LINK_MASS))
         q0 = (preshape if k > 1 else 0.0)
