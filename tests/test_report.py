@@ -120,3 +120,22 @@ def test_report_file_permissions_are_normal(tmp_path, fake_sections):
     os.umask(mask)
     path = reproduce.run_report(tmp_path, progress=False)
     assert os.stat(path).st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_only_keeps_earlier_failures_in_the_status(tmp_path, monkeypatch):
+    state = {"fail": True}
+
+    def flaky(ctx):
+        if state["fail"]:
+            raise RuntimeError("broken today")
+        return "fixed"
+    mods = [_sec("flaky", "Flaky", 1, flaky), _sec("fine", "Fine", 2, lambda ctx: "fine")]
+    monkeypatch.setattr(reproduce, "sections", lambda: mods)
+    with pytest.raises(reproduce.SectionsFailed):
+        reproduce.run_report(tmp_path, progress=False)
+    path = reproduce.run_report(tmp_path, only=["fine"], progress=False)      # the failure is still in the report
+    assert "**Status: FAILED: kept from an earlier run: flaky with failures**" in path.read_text()
+    state["fail"] = False
+    reproduce.run_report(tmp_path, only=["flaky"], progress=False)
+    text = path.read_text()
+    assert "**Status: COMPLETE**" in text and "broken today" not in text and "fixed" in text

@@ -42,6 +42,8 @@ from ..errors import ParamError
 from ..problems.io import atomic_write
 
 HEADER = "# contactlab reproduction report"
+_RAISED = "**This section FAILED.**"
+_ROWS = "failed row(s) in this section."
 _BEGIN = "<!-- contactlab:section {} -->"
 _END = "<!-- /contactlab:section {} -->"
 _BLOCK = re.compile(r"<!-- contactlab:section (\S+) -->\n(.*?)<!-- /contactlab:section \1 -->\n?", re.S)
@@ -327,13 +329,13 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
                     label = f"done in {time.perf_counter() - t0:.1f} s"
                 except Exception:  # one broken section must not lose the others
                     failed.append(mod.__name__.rsplit(".", 1)[-1])
-                    body = "**This section FAILED.**\n\n```\n" + traceback.format_exc() + "```"
+                    body = _RAISED + "\n\n```\n" + traceback.format_exc() + "```"
                     label = "FAILED"
                 finally:
                     clock.uninstall()
                 if ctx.failures:
                     failed_rows[section_name(mod)] = len(ctx.failures)
-                    body = f"**{len(ctx.failures)} failed row(s) in this section.**\n\n" + body
+                    body = f"**{len(ctx.failures)} {_ROWS}**\n\n" + body
                 bar.update(task, total=1, completed=1, label=label)
                 leak = ""
                 if clock.outside > 0.01:
@@ -352,11 +354,18 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
             write(f"INCOMPLETE: interrupted (Ctrl-C) during section {section_name(current) if current else '?'}"
                   + (f"; not run: {', '.join(not_run)}" if not_run else ""), time.time())
             raise
-    if failed or failed_rows:
+    ran = {section_name(m) for m in mods}
+    kept_raised = [k for k, b in blocks.items() if k not in ran and _RAISED in b]
+    kept_rows = [k for k, b in blocks.items() if k not in ran and _ROWS in b]
+    if failed or failed_rows or kept_raised or kept_rows:
         parts = ([f"{len(failed)} section(s) raised: {', '.join(failed)}"] if failed else []) + \
-                ([f"failed rows: " + ", ".join(f"{k} {v}" for k, v in failed_rows.items())] if failed_rows else [])
+                ([f"failed rows: " + ", ".join(f"{k} {v}" for k, v in failed_rows.items())] if failed_rows else []) + \
+                ([f"kept from an earlier run: {', '.join(sorted(set(kept_raised + kept_rows)))} with failures"]
+                 if kept_raised or kept_rows else [])
         write("FAILED: " + "; ".join(parts), time.time())
-        raise SectionsFailed(path, failed, failed_rows)
+        if failed or failed_rows:
+            raise SectionsFailed(path, failed, failed_rows)
+        return path
     write("COMPLETE", time.time())
     return path
 
