@@ -103,9 +103,29 @@ def _project_step(i, z, w, diag, lo, hi, findex, mu, omega):
 
 
 @jit
-def pgs_dense_kernel(MT, q, diag, lo, hi, findex, mu, z, w, order, omega, tol_res, tol_step,
-                     max_sweeps, refresh, shuffle, rng_state, stats):
-    """PGS/PSOR sweeps on dense M (given as MT); ``z`` in/out, ``w`` work (M z + q on exit)."""
+def _add_row(dense, MT, t_indptr, t_indices, t_data, i, f, w):
+    """w += f * M[:, i], read as row i of M' (dense MT, or the CSR arrays of M')."""
+    if dense:
+        for c in range(w.shape[0]):
+            w[c] += MT[i, c] * f
+    else:
+        for p in range(t_indptr[i], t_indptr[i + 1]):
+            w[t_indices[p]] += t_data[p] * f
+
+
+@jit
+def _refresh(dense, MT, t_indptr, t_indices, t_data, q, z, w):
+    if dense:
+        dense_refresh_w(MT, q, z, w)
+    else:
+        csr_refresh_w(t_indptr, t_indices, t_data, q, z, w)
+
+
+@jit
+def _pgs_sweeps(dense, MT, t_indptr, t_indices, t_data, q, diag, lo, hi, findex, mu, z, w, order, omega,
+                tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats):
+    """The one PGS/PSOR sweep loop (arechavaleta eq. 3) for dense and CSR M; ``z`` in/out, ``w``
+    work (M z + q on exit); stats = [sweeps, residual, last step]; returns a status code."""
     n = z.shape[0]
     for i in range(n):
         if not diag[i] > 0.0:
@@ -113,7 +133,7 @@ def pgs_dense_kernel(MT, q, diag, lo, hi, findex, mu, z, w, order, omega, tol_re
             stats[1] = np.inf
             stats[2] = np.inf
             return BAD_DIAGONAL
-    dense_refresh_w(MT, q, z, w)
+    _refresh(dense, MT, t_indptr, t_indices, t_data, q, z, w)
     res = box_natural_residual(z, w, lo, hi, findex, mu)
     stats[0] = 0.0
     stats[1] = res
@@ -129,12 +149,11 @@ def pgs_dense_kernel(MT, q, diag, lo, hi, findex, mu, z, w, order, omega, tol_re
             dz = _project_step(i, z, w, diag, lo, hi, findex, mu, omega)
             if dz != 0.0:
                 z[i] += dz
-                for c in range(n):
-                    w[c] += MT[i, c] * dz
+                _add_row(dense, MT, t_indptr, t_indices, t_data, i, dz, w)
                 if abs(dz) > step:
                     step = abs(dz)
         if refresh > 0 and sweep % refresh == 0:
-            dense_refresh_w(MT, q, z, w)
+            _refresh(dense, MT, t_indptr, t_indices, t_data, q, z, w)
         res = box_natural_residual(z, w, lo, hi, findex, mu)
         stats[0] = sweep
         stats[1] = res
@@ -142,7 +161,7 @@ def pgs_dense_kernel(MT, q, diag, lo, hi, findex, mu, z, w, order, omega, tol_re
         if not np.isfinite(res) or not np.isfinite(step):
             return NOT_FINITE
         if res <= tol_res or step <= tol_step:
-            dense_refresh_w(MT, q, z, w)
+            _refresh(dense, MT, t_indptr, t_indices, t_data, q, z, w)
             res = box_natural_residual(z, w, lo, hi, findex, mu)
             stats[1] = res
             if res <= tol_res:
@@ -150,53 +169,24 @@ def pgs_dense_kernel(MT, q, diag, lo, hi, findex, mu, z, w, order, omega, tol_re
             if step <= tol_step:
                 return STALLED
     return MAX_SWEEPS
+
+
+_NO_INDEX = np.zeros(1, dtype=np.int64)
+_NO_DATA = np.zeros(1)
+_NO_DENSE = np.zeros((1, 1))
+
+
+@jit
+def pgs_dense_kernel(MT, q, diag, lo, hi, findex, mu, z, w, order, omega, tol_res, tol_step,
+                     max_sweeps, refresh, shuffle, rng_state, stats):
+    """PGS/PSOR sweeps on dense M (given as MT); ``z`` in/out, ``w`` work (M z + q on exit)."""
+    return _pgs_sweeps(True, MT, _NO_INDEX, _NO_INDEX, _NO_DATA, q, diag, lo, hi, findex, mu, z, w, order, omega,
+                       tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats)
 
 
 @jit
 def pgs_csr_kernel(t_indptr, t_indices, t_data, q, diag, lo, hi, findex, mu, z, w, order, omega,
                    tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats):
     """PGS/PSOR sweeps on CSR M (given by the CSR arrays of M transposed); as the dense kernel."""
-    n = z.shape[0]
-    for i in range(n):
-        if not diag[i] > 0.0:
-            stats[0] = 0.0
-            stats[1] = np.inf
-            stats[2] = np.inf
-            return BAD_DIAGONAL
-    csr_refresh_w(t_indptr, t_indices, t_data, q, z, w)
-    res = box_natural_residual(z, w, lo, hi, findex, mu)
-    stats[0] = 0.0
-    stats[1] = res
-    stats[2] = np.inf
-    if res <= tol_res:
-        return CONVERGED
-    for sweep in range(1, max_sweeps + 1):
-        if shuffle:
-            _shuffle(order, rng_state)
-        step = 0.0
-        for k in range(n):
-            i = order[k]
-            dz = _project_step(i, z, w, diag, lo, hi, findex, mu, omega)
-            if dz != 0.0:
-                z[i] += dz
-                for p in range(t_indptr[i], t_indptr[i + 1]):
-                    w[t_indices[p]] += t_data[p] * dz
-                if abs(dz) > step:
-                    step = abs(dz)
-        if refresh > 0 and sweep % refresh == 0:
-            csr_refresh_w(t_indptr, t_indices, t_data, q, z, w)
-        res = box_natural_residual(z, w, lo, hi, findex, mu)
-        stats[0] = sweep
-        stats[1] = res
-        stats[2] = step
-        if not np.isfinite(res) or not np.isfinite(step):
-            return NOT_FINITE
-        if res <= tol_res or step <= tol_step:
-            csr_refresh_w(t_indptr, t_indices, t_data, q, z, w)
-            res = box_natural_residual(z, w, lo, hi, findex, mu)
-            stats[1] = res
-            if res <= tol_res:
-                return CONVERGED
-            if step <= tol_step:
-                return STALLED
-    return MAX_SWEEPS
+    return _pgs_sweeps(False, _NO_DENSE, t_indptr, t_indices, t_data, q, diag, lo, hi, findex, mu, z, w, order,
+                       omega, tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats)
