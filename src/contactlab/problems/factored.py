@@ -10,7 +10,7 @@ from ..errors import ProblemError
 from .base import Problem
 from .lcp import LCP
 from .residual import Residuals, lcp_relative, lcp_residuals
-from .validation import as_matrix, as_vector, matvec, max_abs, to_dense
+from .validation import as_matrix, as_vector, is_symmetric, matvec, max_abs, to_dense
 
 
 class FactoredLCP(Problem):
@@ -30,15 +30,15 @@ class FactoredLCP(Problem):
         if (f is None) == (f_star is None):
             raise ProblemError("pass exactly one of f (forces) or f_star (= M^-1 f)")
         if sp.issparse(self.M):
-            if abs(self.M - self.M.T).max() > 1e-10 * max(1.0, abs(self.M).max()):
-                raise ProblemError("M must be symmetric (a mass matrix)")
+            if not is_symmetric(self.M):
+                raise ProblemError("M must be symmetric (a mass matrix): max |M - M'| > SYMMETRY max |M|")
             try:
                 self._solve = spla.factorized(sp.csc_matrix(self.M))
             except RuntimeError as exc:
                 raise ProblemError(f"M is singular ({exc}); a mass matrix must be positive definite") from None
         else:
-            if not np.allclose(self.M, self.M.T, rtol=0, atol=1e-10 * max(1.0, np.abs(self.M).max())):
-                raise ProblemError("M must be symmetric (a mass matrix)")
+            if not is_symmetric(self.M):
+                raise ProblemError("M must be symmetric (a mass matrix): max |M - M'| > SYMMETRY max |M|")
             try:
                 cf = sla.cho_factor(self.M, check_finite=False)
             except np.linalg.LinAlgError:

@@ -96,7 +96,7 @@ class BoxSweeper:
             if cfm > 0:
                 M = (M + cfm * sp.eye(n, format="csr")).tocsr()
             M.sort_indices()
-            self.symmetric = (abs(M - M.T) > 0).nnz == 0
+            self.symmetric = (abs(M - M.T) > 0).nnz == 0   # exactly: then M' = M is read as is
             T = M if self.symmetric else M.T.tocsr()
             self.t_indptr = T.indptr.astype(np.int64)
             self.t_indices = T.indices.astype(np.int64)
@@ -105,7 +105,7 @@ class BoxSweeper:
         else:
             if cfm > 0:
                 M = M + cfm * np.eye(n)
-            self.symmetric = bool(np.array_equal(M, M.T))
+            self.symmetric = bool(np.array_equal(M, M.T))   # exactly (a storage choice, not a tolerance)
             self.MT = M if self.symmetric else np.ascontiguousarray(M.T)
             self.diag = np.ascontiguousarray(np.diag(M), dtype=np.float64)
         self.M = M
