@@ -65,10 +65,12 @@ class JointInfo:
     ratio: float = 1.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Model:
-    """Compiled scene. Arrays are indexed by body (``nb``): kind (nb,), mass (nb,),
-    inertia (nb, 3, 3) and its inverse in body frames, dof_start (nb,)."""
+    """Compiled scene, frozen: nothing in it changes while a simulation runs (what does lives in
+    :class:`Data`). Arrays are indexed by body (``nb``): kind (nb,), mass (nb,), inertia (nb, 3, 3)
+    and its inverse in body frames, dof_start (nb,). ``settings`` (dt, margin, ...) and ``joints``
+    are copies taken at build time: editing the scene afterwards does not change the model."""
     scene: Scene
     names: list
     kind: np.ndarray
@@ -78,19 +80,16 @@ class Model:
     dof_start: np.ndarray
     ndof: int
     planar: np.ndarray
-    joints: list
+    joints: tuple
     shapes: list              # (body index, Shape)
     gravity: np.ndarray
     mu_default: float
+    settings: object = None    # a copy of the scene's Settings
     pair_mu: dict = field(default_factory=dict)
 
     @property
     def nb(self) -> int:
         return len(self.names)
-
-    @property
-    def settings(self):
-        return self.scene.settings
 
     def index(self, name: str) -> int:
         try:
@@ -115,6 +114,8 @@ class Data:
     result: object = None
     warm: dict = field(default_factory=dict)
     joint_torque: dict = field(default_factory=dict)   # joint index -> torque (force) for the next step
+    motor_target: np.ndarray = None      # (nj,) motor target velocity per joint, NaN: no motor
+    motor_max_force: np.ndarray = None   # (nj,) motor force limit (inf: an exact velocity constraint)
 
     def copy(self) -> "Data":
         return copy.deepcopy(self)
@@ -188,12 +189,15 @@ def build_model(scene: Scene) -> tuple[Model, Data]:
         x, y = (names.index(p) for p in str(key).split("/"))
         pair_mu[(min(x, y), max(x, y))] = float(m)
     model = Model(scene, names, kind, mass, inertia, inv_inertia, dof_start, ndof,
-                  np.array([b.planar for b in scene.bodies], dtype=bool), joints, shapes,
-                  np.asarray(scene.gravity, dtype=np.float64), float(scene.mu), pair_mu)
+                  np.array([b.planar for b in scene.bodies], dtype=bool), tuple(joints), shapes,
+                  np.asarray(scene.gravity, dtype=np.float64), float(scene.mu),
+                  settings=copy.deepcopy(scene.settings), pair_mu=pair_mu)
     data = Data(pos, quat,
                 np.array([b.linear_velocity for b in scene.bodies], dtype=np.float64).reshape(nb, 3),
                 np.array([b.angular_velocity for b in scene.bodies], dtype=np.float64).reshape(nb, 3),
-                np.column_stack([pos[:, 2], quat]))
+                np.column_stack([pos[:, 2], quat]),
+                motor_target=np.array([np.nan if j.motor_target is None else j.motor_target for j in joints]),
+                motor_max_force=np.array([j.motor_max_force for j in joints], dtype=np.float64))
     return model, data
 
 

@@ -267,6 +267,15 @@ class _Rows:
                              shape=(self.n, self.model.ndof))
 
 
+def _motor(jt, data: Data, k: int):
+    """(target velocity or None, max force) of joint k's motor: the state's (set_motor changes it
+    between steps), else the compiled joint's."""
+    if data.motor_target is not None and k < data.motor_target.size:
+        t = data.motor_target[k]
+        return (None if np.isnan(t) else float(t)), float(data.motor_max_force[k])
+    return jt.motor_target, jt.motor_max_force
+
+
 def joint_rows(model: Model, data: Data, h: float):
     """Equality rows (J, rhs, err, labels), limit rows (L, bias, labels), motor rows and joint state."""
     st = model.settings
@@ -278,7 +287,7 @@ def joint_rows(model: Model, data: Data, h: float):
     a_target, a_max, al = [], [], []
     coords = []
     ident = np.array([1.0, 0, 0, 0])
-    for jt in model.joints:
+    for k_joint, jt in enumerate(model.joints):
         if jt.a >= 0:
             xa, Ra, qa = data.position[jt.a], R[jt.a], data.quaternion[jt.a]
         else:
@@ -337,16 +346,17 @@ def joint_rows(model: Model, data: Data, h: float):
                 Lb.copy_row(Rb_, row, sign)
                 l_bias.append(gap / h if gap >= 0 else st.zeta * gap / h)
                 ll.append(f"{jt.name}:{tag}")
-        if jt.motor_target is not None:
-            if np.isinf(jt.motor_max_force):
+        target, max_force = _motor(jt, data, k_joint)
+        if target is not None:
+            if np.isinf(max_force):
                 Jb.copy_row(Rb_, row)
                 err.append(np.array([np.nan]))
-                rhs.append(np.array([jt.motor_target]))
+                rhs.append(np.array([target]))
                 jl.append(f"{jt.name}:motor")
             else:
                 Ab.copy_row(Rb_, row)
-                a_target.append(jt.motor_target)
-                a_max.append(h * jt.motor_max_force)
+                a_target.append(target)
+                a_max.append(h * max_force)
                 al.append(f"{jt.name}:motor")
     # joint couplings (Joint.follows): q_b' - ratio q_a' = -zeta (q_b - ratio q_a)/h
     for k, jt in enumerate(model.joints):

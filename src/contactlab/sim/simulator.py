@@ -383,19 +383,20 @@ class Simulator:
         return traj
 
     def set_motor(self, joint: str, target_velocity: float | None = None, max_force: float | None = None) -> None:
-        """Change a joint motor's target velocity and/or force limit between steps."""
-        import dataclasses
+        """Change a joint motor's target velocity and/or force limit between steps (state: the
+        model stays as built; ``data.motor_target`` / ``data.motor_max_force`` change)."""
+        d = self.data
         for k, jt in enumerate(self.model.joints):
             if jt.name == joint:
                 if jt.kind not in ("revolute", "prismatic"):
                     raise ModelError(f"joint {joint!r} is {jt.kind}; motors need a revolute or prismatic joint")
-                tv = jt.motor_target if target_velocity is None else float(target_velocity)
-                mf = jt.motor_max_force if max_force is None else float(max_force)
-                if tv is None:
+                tv = float(d.motor_target[k]) if target_velocity is None else float(target_velocity)
+                mf = float(d.motor_max_force[k]) if max_force is None else float(max_force)
+                if np.isnan(tv):
                     tv = 0.0
                 if not mf > 0:
                     raise ModelError(f"max_force must be > 0, got {mf}")
-                self.model.joints[k] = dataclasses.replace(jt, motor_target=tv, motor_max_force=mf)
+                d.motor_target[k], d.motor_max_force[k] = tv, mf
                 self.has_actuation = True
                 return
         raise ModelError(f"no joint named {joint!r}; joints: {[j.name for j in self.model.joints]}")
