@@ -331,12 +331,26 @@ def _joblib(specs, workers: int):
 def _dask(specs, scheduler):
     from dask.distributed import Client, as_completed
     own = not hasattr(scheduler, "submit")
-    client = Client(scheduler) if own else scheduler
+    if own:
+        try:
+            client = Client(scheduler, timeout="20s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ParamError(f"cannot reach the Dask scheduler {scheduler!r} ({type(exc).__name__}: {exc}); "
+                             "start one with 'dask scheduler' (docs/batch.md)") from None
+    else:
+        client = scheduler
     try:
         token = os.urandom(4).hex()   # one sweep's keys never meet another's on a shared cluster
-        futures = client.map(_run_spec, specs, pure=False, key=[f"contactlab-row-{token}-{s[0]}" for s in specs])
+        keys = [f"contactlab-row-{token}-{s[0]}" for s in specs]
+        spec_of = dict(zip(keys, specs))
+        futures = client.map(_run_spec, specs, pure=False, key=keys)
         for fut in as_completed(futures):
-            yield fut.result()
+            try:
+                out = fut.result()
+            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker after repeated worker deaths: a row
+                spec = spec_of[fut.key]
+                out = (spec[0], spec[1], {"status": "error", "error": f"{type(exc).__name__}: {exc}"})
+            yield out
             fut.release()
     finally:
         if own:
