@@ -28,6 +28,7 @@ def test_block_delassus_equals_the_sparse_product():
     assert np.array_equal(D, D.T)                                   # exactly symmetric
     Ds = delassus(sys, H, 1e-8, dense=False)
     assert sp.issparse(Ds) and np.abs(Ds.toarray() - ref).max() <= 1e-12 * np.abs(ref).max()
+    assert Ds.has_canonical_format and np.array_equal(Ds.toarray(), Ds.toarray().T)
 
 
 def test_pyramid_rows_are_cos_s_plus_sin_t():

@@ -2,7 +2,7 @@
 
 * :func:`point_rows_csr`: the CSR arrays of rows u.(velocity of P on b - velocity of P on a),
   entries [u, (P - x) x u] per body (drumwright §III, arechavaleta eq. 7-9), no per-row Python.
-* :func:`delassus_dense` / :func:`delassus_coo`: H W H' for a block-diagonal W = M^-1 (one 6x6
+* :func:`delassus_dense` / :func:`delassus_csr`: H W H' for a block-diagonal W = M^-1 (one 6x6
   block per moving body): rows are grouped by the bodies they touch, and each body adds
   (H_b W_b)(H_b)' between the rows that touch it, so only blocks of row pairs sharing a body are
   formed (3x3 per contact pair for the normal + two tangent rows), never the ndof x ndof product.
@@ -103,48 +103,6 @@ def delassus_dense(indptr, indices, data, W, n, diag):
 
 
 @jit
-def delassus_coo(indptr, indices, data, W, n, diag):
-    """COO triplets (rows, cols, vals; duplicates to be summed) of H W H' + diag(diag)."""
-    nbody = W.shape[0]
-    start, row, vec = _row_blocks(indptr, indices, data, nbody)
-    m = n
-    for b in range(nbody):
-        k = start[b + 1] - start[b]
-        m += k * k
-    R = np.empty(m, dtype=np.int64)
-    C = np.empty(m, dtype=np.int64)
-    V = np.empty(m)
-    g = np.empty(6)
-    t = 0
-    for b in range(nbody):
-        for i in range(start[b], start[b + 1]):
-            for c in range(6):
-                s = 0.0
-                for e in range(6):
-                    s += W[b, c, e] * vec[i, e]
-                g[c] = s
-            for j in range(i, start[b + 1]):        # upper half, mirrored: exactly symmetric
-                s = 0.0
-                for c in range(6):
-                    s += g[c] * vec[j, c]
-                R[t] = row[i]
-                C[t] = row[j]
-                V[t] = s
-                t += 1
-                if j != i:
-                    R[t] = row[j]
-                    C[t] = row[i]
-                    V[t] = s
-                    t += 1
-    for r in range(n):
-        R[t] = r
-        C[t] = r
-        V[t] = diag[r]
-        t += 1
-    return R, C, V
-
-
-@jit
 def body_blocks(R, mass, inertia):
     """(k, 6, 6) blocks diag(m I3, R I R') for k bodies (R (k, 3, 3), inertia (k, 3, 3) body frame)."""
     k = mass.size
@@ -162,42 +120,76 @@ def body_blocks(R, mass, inertia):
 
 
 @jit
-def coo_to_csr(R, C, V, n):
-    """Canonical CSR (sorted column indices, duplicates summed) of n x n COO triplets: a counting
-    sort by row, duplicates merged through a column marker (O(entries)), then each row's unique
-    columns sorted."""
-    count = np.zeros(n + 1, dtype=np.int64)
-    for t in range(R.size):
-        count[R[t] + 1] += 1
-    start = np.cumsum(count)
-    fill = start[:n].copy()
-    cols = np.empty(R.size, dtype=np.int64)
-    vals = np.empty(R.size)
-    for t in range(R.size):
-        p = fill[R[t]]
-        cols[p] = C[t]
-        vals[p] = V[t]
-        fill[R[t]] += 1
-    marker = np.full(n, -1, dtype=np.int64)
-    out_c = np.empty(R.size, dtype=np.int64)
-    out_v = np.empty(R.size)
-    indptr = np.zeros(n + 1, dtype=np.int64)
+def delassus_csr(indptr, indices, data, W, n, diag):
+    """Canonical CSR (data, indices, indptr) of H W H' + diag(diag), built row by row: a row's
+    entries are the merge of the (sorted) row lists of the bodies it touches, so no sort and no
+    duplicate pass. Entry (r, c) is (W h_min)'h_max over the shared bodies with min/max of (r, c):
+    exactly symmetric."""
+    nbody = W.shape[0]
+    start, row, vec = _row_blocks(indptr, indices, data, nbody)
+    m = row.size
+    body = np.empty(m, dtype=np.int64)
+    G = np.empty((m, 6))
+    for b in range(nbody):
+        for s in range(start[b], start[b + 1]):
+            body[s] = b
+            for c in range(6):
+                acc = 0.0
+                for e in range(6):
+                    acc += W[b, c, e] * vec[s, e]
+                G[s, c] = acc
+    # the slots of each row (bodies in increasing order)
+    cnt = np.zeros(n + 1, dtype=np.int64)
+    for s in range(m):
+        cnt[row[s] + 1] += 1
+    rs = np.cumsum(cnt)
+    fill = rs[:n].copy()
+    slots = np.empty(m, dtype=np.int64)
+    for s in range(m):
+        slots[fill[row[s]]] = s
+        fill[row[s]] += 1
+    cap = n
+    for s in range(m):
+        cap += start[body[s] + 1] - start[body[s]]
+    out_c = np.empty(cap, dtype=np.int64)
+    out_v = np.empty(cap)
+    out_p = np.zeros(n + 1, dtype=np.int64)
+    head = np.empty(8, dtype=np.int64)
     k = 0
     for r in range(n):
-        row0 = k
-        for i in range(start[r], start[r + 1]):
-            c = cols[i]
-            if marker[c] >= row0:
-                out_v[marker[c]] += vals[i]
-            else:
-                marker[c] = k
-                out_c[k] = c
-                out_v[k] = vals[i]
-                k += 1
-        order = np.argsort(out_c[row0:k])
-        oc = out_c[row0:k][order].copy()
-        ov = out_v[row0:k][order].copy()
-        out_c[row0:k] = oc
-        out_v[row0:k] = ov
-        indptr[r + 1] = k
-    return out_v[:k].copy(), out_c[:k].copy(), indptr
+        a, z = rs[r], rs[r + 1]
+        nl = z - a
+        if nl > head.size:
+            head = np.empty(2 * nl, dtype=np.int64)
+        for i in range(nl):
+            head[i] = start[body[slots[a + i]]]
+        diag_done = False
+        while True:
+            c = n
+            for i in range(nl):
+                s = slots[a + i]
+                if head[i] < start[body[s] + 1] and row[head[i]] < c:
+                    c = row[head[i]]
+            if c == n:
+                break
+            v = 0.0
+            for i in range(nl):
+                s = slots[a + i]
+                if head[i] < start[body[s] + 1] and row[head[i]] == c:
+                    j = head[i]
+                    lo_s, hi_s = (s, j) if r <= c else (j, s)
+                    for e in range(6):
+                        v += G[lo_s, e] * vec[hi_s, e]
+                    head[i] += 1
+            if c == r:
+                v += diag[r]
+                diag_done = True
+            out_c[k] = c
+            out_v[k] = v
+            k += 1
+        if not diag_done:            # a row touching no moving body: only its diagonal
+            out_c[k] = r
+            out_v[k] = diag[r]
+            k += 1
+        out_p[r + 1] = k
+    return out_v[:k].copy(), out_c[:k].copy(), out_p

@@ -128,8 +128,7 @@ def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
     ip, ix, dv = H.indptr.astype(np.int64), H.indices.astype(np.int64), H.data.astype(np.float64)
     if dense:
         return _K.delassus_dense(ip, ix, dv, sys.W_blocks, n, diag)
-    R, C, V = _K.delassus_coo(ip, ix, dv, sys.W_blocks, n, diag)
-    data, indices, indptr = _K.coo_to_csr(R, C, V, n)
+    data, indices, indptr = _K.delassus_csr(ip, ix, dv, sys.W_blocks, n, diag)
     out = sp.csr_matrix((data, indices, indptr), shape=(n, n))
     out.has_sorted_indices = True      # canonical by construction: no sort, no duplicate pass
     out.has_canonical_format = True
