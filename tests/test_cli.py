@@ -146,3 +146,13 @@ def test_repeated_warnings_are_shown_once():
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stderr
     assert err.count("overflow encountered in dot") == 2, err   # the warning once, the summary line once
     assert "499 repeated warning(s) not shown" in err
+
+
+def test_help_into_a_pipe_is_not_wrapped_at_80_columns():
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    out = subprocess.run([sys.executable, "-c", "from contactlab.cli import main; main()", "simulate", "--help"],
+                         capture_output=True, text=True, env=env).stdout
+    line = next(ln for ln in out.splitlines() if "stack:" in ln)
+    assert "count=10" in line and "friction_directions=4" in line and len(line.strip()) > 80

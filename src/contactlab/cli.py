@@ -71,6 +71,9 @@ def main() -> None:
 
     from threadpoolctl import threadpool_limits
 
+    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
+        os.environ["COLUMNS"] = "100000"   # rich output into a file or pipe: no 80-column cut (any command)
+
     with threadpool_limits(limits=int(os.environ.get("CONTACTLAB_BLAS_THREADS", "1")), user_api="blas"), \
             RepeatedWarnings():
         app()

@@ -13,9 +13,16 @@ import sys
 def console(stderr: bool = False, quiet: bool = False):
     """A rich Console; on a non-terminal stream lines are not wrapped or cut at 80 columns."""
     from rich.console import Console
+    import os
     stream = sys.stderr if stderr else sys.stdout
     tty = hasattr(stream, "isatty") and stream.isatty()
-    return Console(stderr=stderr, quiet=quiet, width=None if tty else 100_000, soft_wrap=not tty)
+    width = 100_000
+    if tty:
+        try:
+            width = os.get_terminal_size(stream.fileno()).columns
+        except (OSError, ValueError):
+            width = 80
+    return Console(stderr=stderr, quiet=quiet, width=width, soft_wrap=not tty)
 
 
 def status_text(status) -> str:
