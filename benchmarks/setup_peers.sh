@@ -20,8 +20,9 @@ fi
 "$PIP" install -q drake quantecon
 
 # --- simulation (issue 4) -----------------------------------------------------------------------
-# PyBullet into the venv; ODE's Python binding (python3-pyode, Debian) for the system python3.
-"$PIP" install -q pybullet
+# PyBullet and MuJoCo (issue 11: benchmarks/bench_sim.py writes the boxes as MJCF) into the venv;
+# ODE's Python binding (python3-pyode, Debian) for the system python3.
+"$PIP" install -q pybullet mujoco
 if ! /usr/bin/python3 -c "import ode" 2>/dev/null; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pyode
