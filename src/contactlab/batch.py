@@ -20,7 +20,6 @@ import hashlib
 import inspect
 import itertools
 import json
-import math
 import os
 import signal
 import socket
