@@ -5,7 +5,6 @@ import json
 import os
 
 import numpy as np
-import pytest
 from typer.testing import CliRunner
 
 import contactlab as cl

@@ -17,6 +17,7 @@ any picklable function of keyword parameters returning a flat dict. Named tasks 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
 import itertools
 import json
@@ -113,11 +114,8 @@ def task_plan(structure: str, *, test: str = "reuse", seed: int | None = None, m
 
 TASKS: dict[str, Callable[..., dict]] = {"simulate": task_simulate, "solve": task_solve,
                                          "quasistatic": task_quasistatic}
-try:  # the planning package (issue 14) registers the ``plan`` task when it is present
-    from . import planning as _planning  # noqa: F401
+if importlib.util.find_spec(f"{__package__}.planning") is not None:   # the planning package (issue 14)
     TASKS["plan"] = task_plan
-except ImportError:  # pragma: no cover
-    pass
 
 # the positional argument of each named task on the command line (contactlab sweep TASK ARG)
 TASK_ARG = {"simulate": "scene", "solve": "file", "quasistatic": "case", "plan": "structure"}

@@ -359,7 +359,7 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
     kept_rows = [k for k, b in blocks.items() if k not in ran and _ROWS in b]
     if failed or failed_rows or kept_raised or kept_rows:
         parts = ([f"{len(failed)} section(s) raised: {', '.join(failed)}"] if failed else []) + \
-                ([f"failed rows: " + ", ".join(f"{k} {v}" for k, v in failed_rows.items())] if failed_rows else []) + \
+                (["failed rows: " + ", ".join(f"{k} {v}" for k, v in failed_rows.items())] if failed_rows else []) + \
                 ([f"kept from an earlier run: {', '.join(sorted(set(kept_raised + kept_rows)))} with failures"]
                  if kept_raised or kept_rows else [])
         write("FAILED: " + "; ".join(parts), time.time())
