@@ -252,6 +252,43 @@ RUNNERS = {"contactlab certified": lambda s, n, k, b: run_contactlab(s, n, k, b)
            "pybullet": run_pybullet, "mujoco": run_mujoco, "ode quickStep": run_ode}
 
 
+SOLVER_STUDY = [("pgs", "current", {"max_sweeps": 10000, "tol": 1e-7}),
+                ("pgs-sm", "current", {"max_outer": 100}),
+                ("box-qp", "current", {"max_outer": 10, "max_iterations": 30}),
+                ("pgs", "previous", {"max_sweeps": 10000, "tol": 1e-7}),
+                ("pgs-sm", "previous", {"max_outer": 100}),
+                ("box-qp", "previous", {"max_iterations": 60})]
+
+
+def solver_study(n, at_steps, fixed=50):
+    """Recorded pile LCPs: run the pile with the fixed budget to each step of ``at_steps``, build
+    that step's box-friction problem with current (findex) and previous-normal bounds, and solve it
+    with each method of SOLVER_STUDY (cold start): iterations, time, relative residual, certified."""
+    from contactlab import solve
+    from contactlab.mechanics.system import build_system
+    from contactlab.models import get_model, make_options
+    sim = Simulator(make_scene("pile", count=n), "box-friction", "pgs", iterations=fixed)
+    bf = get_model("box-friction")
+    rows = []
+    for target in at_steps:
+        while sim.data.steps < target:
+            sim.step()
+        contacts = sim.world.detect(sim.data, reach=sim._reach())
+        from contactlab.collision import match_previous
+        contacts.normal_guess = match_previous(sim.data.contacts, sim.data.result.normal, contacts, 0.021)
+        sys_ = build_system(sim.model, sim.data, contacts, sim.h)
+        for method, coupling, opts in SOLVER_STUDY:
+            prob = bf.build(sys_, make_options(bf, {"coupling": coupling}))
+            prob = getattr(prob, "problem", prob)
+            t0 = time.perf_counter()
+            sol = solve(prob, method, **opts)
+            rows.append({"n": n, "step": target, "contacts": int(sys_.nc), "lcp": int(prob.n), "method": method,
+                         "coupling": coupling, "iterations": int(sol.iterations), "time_s": time.perf_counter() - t0,
+                         "relative_residual": float(sol.relative_residual), "certified": bool(sol.success)})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def exponent(rows, engine, scene):
     """Least-squares slope of log(ms per step) against log(boxes): time ~ N^slope."""
     pts = [(r["n"], r["ms_per_step"]) for r in rows if r.get("engine") == engine and r.get("scene") == scene
@@ -318,7 +355,19 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=None, help="also write the raw Markdown table here")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--figure", type=Path, default=None)
+    ap.add_argument("--solver-study", type=int, nargs="*", default=None, metavar="STEP",
+                    help="only the recorded-LCP solver study: pile of --sizes[0] boxes at these steps")
     a = ap.parse_args(argv)
+    if a.solver_study is not None:
+        rows = solver_study(a.sizes[0], a.solver_study or [40, 80])
+        if a.json:
+            atomic_write(a.json, lambda tmp: Path(tmp).write_text(json.dumps(rows, indent=1)))
+        lines = ["| N | step | contacts | LCP size | method | bounds | iterations | time (s) | rel. residual | certified |",
+                 "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['n']} | {r['step']} | {r['contacts']} | {r['lcp']} | {r['method']} | {r['coupling']} | "
+                  f"{r['iterations']} | {r['time_s']:.3g} | {r['relative_residual']:.2e} | {r['certified']} |" for r in rows]
+        print("\n".join(lines))
+        return rows, "\n".join(lines)
     rows = []
     for scene_name in a.scenes:
         for n in a.sizes:
