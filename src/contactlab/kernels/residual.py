@@ -72,7 +72,7 @@ def box_residual_kernel(z, w, lo, hi):
 def lcp_certify_dense(M, q, z, w, t, floor):
     """One pass over a dense LCP: w = M z + q (written), t_i = |q_i| + sum_j |M_ij z_j| (work), and
     both residual triples of problems/residual.py: absolute (lcp_residuals) and scale-free
-    (lcp_relative: z in units of max|z|, w_i in units of max(t_i, floor * max t)).
+    (lcp_relative: z in units of max|z|, w_i in units of max(t_i, floor), floor absolute).
     Returns (nat, comp, infeas, rel_nat, rel_comp, rel_infeas); inf for non-finite z or w."""
     n = q.shape[0]
     zs = 0.0
@@ -80,7 +80,6 @@ def lcp_certify_dense(M, q, z, w, t, floor):
         if not np.isfinite(z[j]):
             return np.inf, np.inf, np.inf, np.inf, np.inf, np.inf
         zs = max(zs, abs(z[j]))
-    tmax = 0.0
     for i in range(n):
         s = q[i]
         a = abs(q[i])
@@ -91,14 +90,13 @@ def lcp_certify_dense(M, q, z, w, t, floor):
                 a += abs(p)
         w[i] = s
         t[i] = a
-        tmax = max(tmax, a)
     nat, comp, infeas = lcp_residual_kernel(z, w)
     rn = 0.0
     rc = 0.0
     ri = 0.0
     for i in range(n):
         zi = z[i] / zs if zs > 0.0 else 0.0
-        u = max(t[i], floor * tmax)
+        u = max(t[i], floor)
         wi = w[i] / u if u > 0.0 else 0.0
         m = abs(min(zi, wi))
         if m > rn:

@@ -111,12 +111,12 @@ class MixedLCP(Problem):
         ax, az = np.abs(x), np.abs(z)
         absB = abs(self.B) if hasattr(self.B, "nnz") else np.abs(self.B)
         te = np.abs(self.A) @ ax + np.abs(self.C) @ az + np.abs(self.g)
-        # x carries the rounding of the equality rows: w's floor includes their size
+        # the data's size (x carries the equality rows' rounding into w): floors both units
+        size = max(float(np.max(np.abs(self.h), initial=0.0)), float(np.max(np.abs(self.g), initial=0.0)))
         t = np.abs(self.D) @ ax + matvec(absB, az) + np.abs(self.h)
-        t = np.maximum(t, NORMWISE_FLOOR * float(np.max(te, initial=0.0)))
-        r = lcp_relative(z, self.w(z, x) if w is None else w, self.h, t)
+        r = lcp_relative(z, self.w(z, x) if w is None else w, self.h, t, size)
         e = np.abs(self.A @ x + self.C @ z + self.g)
-        te = np.maximum(te, NORMWISE_FLOOR * float(np.max(te, initial=0.0)))
+        te = np.maximum(te, NORMWISE_FLOOR * size)
         with np.errstate(divide="ignore", invalid="ignore"):
             eq = float(np.max(np.where(te > 0, e / np.where(te > 0, te, 1.0), 0.0), initial=0.0))
         return Residuals(max(r.natural, eq), r.complementarity, max(r.infeasibility, eq))

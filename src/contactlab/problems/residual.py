@@ -63,11 +63,15 @@ def row_terms(M, z: np.ndarray, q: np.ndarray) -> np.ndarray:
     return t
 
 
-def _units(w: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """w_i / max(t_i, NORMWISE_FLOOR max t) (0 where that is 0: then w_i is exactly 0)."""
-    t = np.maximum(t, NORMWISE_FLOOR * float(np.max(t, initial=0.0)))
+def _units(w: np.ndarray, t: np.ndarray, size: float) -> np.ndarray:
+    """w_i / max(t_i, NORMWISE_FLOOR size) (0 where that is 0: then w_i is exactly 0)."""
+    t = np.maximum(t, NORMWISE_FLOOR * size)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(t > 0, w / np.where(t > 0, t, 1.0), 0.0)
+
+
+def _size(q, size):
+    return float(np.max(np.abs(q), initial=0.0)) if size is None else float(size)
 
 
 def _terms(q, w, t):
@@ -78,14 +82,16 @@ def _terms(q, w, t):
     return np.abs(q) + np.abs(w - q)
 
 
-def lcp_relative(z: np.ndarray, w: np.ndarray, q: np.ndarray, t: np.ndarray | None = None) -> Residuals:
+def lcp_relative(z: np.ndarray, w: np.ndarray, q: np.ndarray, t: np.ndarray | None = None,
+                 size: float | None = None) -> Residuals:
     """Scale-free residuals of the LCP w = M z + q: z in units of ||z||_inf, each w_i in units of
     the size t_i of its own terms (:func:`row_terms`), so
 
         natural = max_i |min(z_i / ||z||, w_i / t_i)|, complementarity = max_i |z_i w_i| / (||z|| t_i),
         infeasibility = max(0, -min_i z_i / ||z||, -min_i w_i / t_i).
 
-    A componentwise backward error (with t_i at least NORMWISE_FLOOR max t, kernels/tolerances.py):
+    A componentwise backward error (with t_i at least NORMWISE_FLOOR max|q|, kernels/tolerances.py;
+    ``size`` replaces max|q| where the data's size is known better, e.g. a mixed LCP's equations):
     natural <= tol means z solves a problem whose data differ from (M, q) by at most tol relative
     to their own entries (or that floor). Invariant under (M, q) -> (c M, c q)
     (and under z -> a z with M -> M / a): no absolute floor. With z = 0 only w = q counts."""
@@ -97,13 +103,13 @@ def lcp_relative(z: np.ndarray, w: np.ndarray, q: np.ndarray, t: np.ndarray | No
         return Residuals(0.0, 0.0, 0.0)
     zs = _inf(z)
     zr = z / zs if zs > 0 else np.zeros_like(z)
-    wr = _units(w, _terms(q, w, t))
+    wr = _units(w, _terms(q, w, t), _size(q, size))
     nat, comp, inf = lcp_residual_kernel(np.ascontiguousarray(zr), np.ascontiguousarray(wr))
     return Residuals(nat, comp, inf)
 
 
 def box_relative(z: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: np.ndarray,
-                 t: np.ndarray | None = None) -> Residuals:
+                 t: np.ndarray | None = None, size: float | None = None) -> Residuals:
     """Scale-free residuals of the boxed LCP: :func:`box_residuals` with z, lo, hi in units of
     ||z||_inf (the largest finite bound when z = 0) and each w_i in units of t_i (:func:`row_terms`)."""
     z = np.asarray(z, dtype=np.float64)
@@ -118,7 +124,7 @@ def box_relative(z: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray, q
         zs = _inf(fin) or 1.0
     f = np.float64
     nat, comp, inf = box_residual_kernel(np.ascontiguousarray(z / zs, dtype=f),
-                                         np.ascontiguousarray(_units(w, _terms(q, w, t)), dtype=f),
+                                         np.ascontiguousarray(_units(w, _terms(q, w, t), _size(q, size)), dtype=f),
                                          np.ascontiguousarray(lo / zs, dtype=f), np.ascontiguousarray(hi / zs, dtype=f))
     return Residuals(nat, comp, inf)
 

@@ -104,7 +104,7 @@ class UCP(Problem):
             if not G.shape[0]:
                 return 0.0
             t = np.abs(G) @ np.abs(v) + np.abs(g)
-            t = np.maximum(t, NORMWISE_FLOOR * float(np.max(t, initial=0.0)))
+            t = np.maximum(t, NORMWISE_FLOOR * float(np.max(np.abs(g), initial=0.0)))
             e = np.abs(matvec(G, v) - g)
             return float(np.max(np.where(t > 0, e / np.where(t > 0, t, 1.0), 0.0)))
         xr, yr = x / xs, y / ys

@@ -62,7 +62,7 @@ def _rel(M, q, z) -> float:
     """The certified (scale-free) residual of z for the dense LCP (M, q) (one numba pass)."""
     n = q.size
     r = lcp_certify_dense(M, q, np.ascontiguousarray(z, dtype=np.float64), np.empty(n), np.empty(n),
-                          NORMWISE_FLOOR)
+                          NORMWISE_FLOOR * float(np.max(np.abs(q), initial=0.0)))
     return max(r[3], r[5])
 
 
