@@ -214,7 +214,8 @@ class Simulator:
                                   f"{sol.relative_residual:.3g} > {self.max_uncertified_residual:g})")
         t_solved = clock()
         result = self.contact_model.recover(sys, built, sol, self.model_options)
-        data.warm["z"] = np.asarray(sol.z).copy() if sol.success else None
+        # the applied answer warm-starts the next step (certified or, in fixed-budget mode, not)
+        data.warm["z"] = np.asarray(sol.z).copy() if (sol.success or self.iterations is not None) else None
         # kinetic energy added by the constraint impulses: KE(v+) - KE(v + h M^-1 f), kinematic bodies excluded
         vf, vn = sys.v_free() * self._passive, result.v_next * self._passive
         contact_gain = 0.5 * float(vn @ (sys.M @ vn) - vf @ (sys.M @ vf))
