@@ -9,7 +9,7 @@ from ..kernels.residual import lcp_certify_dense
 from ..kernels.tolerances import NORMWISE_FLOOR
 from .base import Problem
 from .residual import Residuals, box_relative, box_residuals, lcp_relative, lcp_residuals, row_terms
-from .validation import as_matrix, as_vector, matvec, max_abs
+from .validation import as_matrix, as_vector, is_symmetric, matvec, max_abs
 
 
 class LCP(Problem):
@@ -36,6 +36,18 @@ class LCP(Problem):
 
     def relative_residuals(self, z, w=None, x=None) -> Residuals:
         return lcp_relative(z, self.w(z) if w is None else w, self.q, row_terms(self.M, z, self.q))
+
+    def max_abs_M(self) -> float:
+        """max |M_ij|, computed once per problem."""
+        if getattr(self, "_max_abs", None) is None:
+            self._max_abs = max_abs(self.M)
+        return self._max_abs
+
+    def is_symmetric(self) -> bool:
+        """The one symmetry test (problems/validation.py is_symmetric), computed once per problem."""
+        if getattr(self, "_symmetric", None) is None:
+            self._symmetric = is_symmetric(self.M)
+        return self._symmetric
 
     def certify(self, z):
         """One numba pass for a dense M (kernels/residual.py lcp_certify_dense)."""

@@ -17,7 +17,6 @@ from ..problems import LCP
 from ..kernels.residual import lcp_certify_dense
 from ..kernels.tolerances import CERTIFY, NORMWISE_FLOOR
 from ..problems.residual import lcp_natural_residual
-from ..problems.validation import max_abs
 from .certificates import check_farkas
 from ..solution import Solution, Status
 from .registry import check_common, dense_matrix_for, register
@@ -124,7 +123,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     M0 = dense_matrix_for("lemke", problem, copies=4)
     n = problem.n
     # one scale: the kernels run on (M, q) / max|M|, so the problem times any c pivots identically
-    s = max_abs(M0) or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0
+    s = problem.max_abs_M() or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0
     M, q = M0 / s, problem.q / s
     if opts.covering is None:
         d = np.ones(n)

@@ -12,7 +12,7 @@ from ..kernels import pivoting as K
 from ..kernels.tolerances import CERTIFY, ITERATE, RANK
 from ..problems import LCP, FactoredLCP
 from ..problems.residual import lcp_natural_residual, lcp_residuals
-from ..problems.validation import is_symmetric, max_abs, to_dense
+from ..problems.validation import to_dense
 from ..solution import Solution, Status
 from .registry import check_common, dense_matrix_for, register
 
@@ -68,9 +68,9 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
     M = dense_matrix_for("dantzig", problem, copies=3)
     q = problem.q
     n = problem.n
-    mmax = max_abs(M)
+    mmax = problem.max_abs_M()
     tol = ITERATE * (float(np.max(np.abs(q), initial=0.0)) + mmax)  # warm-start entries counted positive
-    sym = is_symmetric(M)
+    sym = problem.is_symmetric()
     inC = np.zeros(n, dtype=np.bool_)
     idx = np.zeros(n, dtype=np.int64)
     Minv = np.zeros((n, n))
