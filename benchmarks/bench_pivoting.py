@@ -262,9 +262,42 @@ def measure_overhead(n: int = 10, reps: int = 3000) -> str:
     return "\n".join(lines)
 
 
+def measure_cfm(reps: int = 5) -> str:
+    """ppm with CFM kept inside the kernel (FactoredLCP(..., cfm)) against the former bordering of N
+    with sqrt(cfm) I and M with I (an (m + n)^2 Cholesky): same answers, best-of-reps time."""
+    import scipy.linalg as sla
+    rng = np.random.default_rng(1)
+    lines = ["ppm with CFM 1e-3 (best of %d, ms): n contacts, m coordinates" % reps,
+             "| n | m | cfm in kernel | bordered [N, sqrt(cfm) I] | max |z difference| |", "|---|---|---|---|---|"]
+    for n, m in ((12, 1000), (30, 12), (200, 24)):
+        N = rng.standard_normal((n, m))
+        A = rng.standard_normal((m, m))
+        M = A @ A.T + m * np.eye(m)
+        f = rng.standard_normal(m) * 10
+        off = np.abs(rng.standard_normal(n))
+        cfm = 1e-3
+        inside = cl.FactoredLCP(N, M, f, offset=off, cfm=cfm)
+        border = cl.FactoredLCP(np.hstack([N, np.sqrt(cfm) * np.eye(n)]), sla.block_diag(M, np.eye(n)),
+                                np.concatenate([f, np.zeros(n)]), offset=off)
+        res = {}
+        for key, prob in (("in", inside), ("b", border)):
+            cl.solve(prob, method="ppm")
+            best, sol = math.inf, None
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                sol = cl.solve(prob, method="ppm")
+                best = min(best, time.perf_counter() - t0)
+            assert sol.success, (key, sol)
+            res[key] = (best, sol.z)
+        lines.append(f"| {n} | {m} | {res['in'][0] * 1e3:.2f} | {res['b'][0] * 1e3:.2f} | "
+                     f"{np.abs(res['in'][1] - res['b'][1]).max():.1e} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--overhead", action="store_true", help="only measure solve()'s per-call overhead (n = 10)")
+    ap.add_argument("--cfm", action="store_true", help="only compare ppm with CFM in the kernel vs bordered")
     ap.add_argument("--quick", action="store_true", help="small sizes only")
     ap.add_argument("--reps", type=int, default=5, help="most repetitions per solve (median taken)")
     ap.add_argument("--budget", type=float, default=1.0, help="seconds of repetitions per solve")
@@ -277,6 +310,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.overhead:
         print(measure_overhead())
+        return
+    if args.cfm:
+        print(measure_cfm())
         return
     if args.update_docs:
         args.out = ROOT / "docs/benchmarks-pivoting.md"
