@@ -17,19 +17,10 @@ PANELS = ("energy", "contacts", "penetration", "solver", "bodies")
 
 
 def _load(path):
-    import h5py
-    p = Path(path)
-    if p.is_dir():
-        raise ParamError(f"{p} is a directory; give a trajectory file written by 'contactlab simulate --out'")
-    if not p.exists():
-        raise ParamError(f"{p}: no such file")
-    try:
-        f = h5py.File(p, "r")
-    except OSError as exc:
-        raise ParamError(f"{p} is not an HDF5 trajectory ({exc})") from None
-    with f:
+    from .replay import open_trajectory_file
+    with open_trajectory_file(path, ParamError) as f:
         if "steps" not in f:
-            raise ParamError(f"{p} has no /steps group: not a trajectory written by 'contactlab simulate --out'")
+            raise ParamError(f"{path} has no /steps group: not a trajectory written by 'contactlab simulate --out'")
         steps = {k: f["steps"][k][()] for k in f["steps"]}
         names = [n.decode() if isinstance(n, bytes) else str(n) for n in f["bodies/names"][()]] if "bodies/names" in f else []
         pos = f["bodies/position"][()] if "bodies/position" in f else None

@@ -206,19 +206,26 @@ def write_replay(path, data: ReplayData) -> Path:
     return atomic_write(path, write)
 
 
-def read_replay(path) -> ReplayData:
-    """The ``/replay`` group of a trajectory file (written by ``simulate --out`` or ``--html``)."""
+def open_trajectory_file(path, error=None):
+    """Open a trajectory file for reading (h5py), or raise ``error`` (default :class:`ReplayError`)
+    with one line saying what is wrong: a directory, no such file, not HDF5."""
     import h5py
+    error = error or ReplayError
     p = Path(path)
     if p.is_dir():
-        raise ReplayError(f"{p} is a directory; give a trajectory file written by 'contactlab simulate --out'")
+        raise error(f"{p} is a directory; give a trajectory file written by 'contactlab simulate --out'")
     if not p.exists():
-        raise ReplayError(f"{p}: no such file")
+        raise error(f"{p}: no such file")
     try:
-        f = h5py.File(p, "r")
+        return h5py.File(p, "r")
     except OSError as exc:
-        raise ReplayError(f"{p} is not an HDF5 trajectory ({exc})") from None
-    with f:
+        raise error(f"{p} is not an HDF5 trajectory ({exc})") from None
+
+
+def read_replay(path) -> ReplayData:
+    """The ``/replay`` group of a trajectory file (written by ``simulate --out`` or ``--html``)."""
+    p = Path(path)
+    with open_trajectory_file(p) as f:
         if "replay" not in f:
             raise ReplayError(f"{p} has no /replay group (shapes, poses and contacts per step); write it with "
                               f"'contactlab simulate SCENE --out {p.name}' from this version")
