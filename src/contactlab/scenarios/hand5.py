@@ -52,7 +52,7 @@ def _box_body(name, T, lo, hi, mass):
 
 
 def build(material: str = "metal", object_material: str = "rubber", table_material: str = "wood",
-          radius: float = 0.04, object_mass: float = 0.1, palm_height: float = 0.1, object_x: float = -0.18,
+          radius: float = 0.04, object_mass: float = 0.1, palm_height: float = 0.09, object_x: float = -0.16,
           preshape: float = 0.2, grip_torque: float = 0.6, close_speed: float = 1.0, lift: float = 0.1,
           lift_speed: float = 0.1, hold: float = 2.0, settle: float = 0.05, close_timeout: float = 1.0,
           dt: float = 0.005, margin: float = 0.003, friction_directions: int = 4, cfm: float = 1e-6) -> Scene:
