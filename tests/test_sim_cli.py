@@ -103,3 +103,19 @@ def test_unusable_step_stops_the_run_and_keeps_the_steps():
         cl.solvers.registry._REGISTRY["lemke"] = dataclasses.replace(spec, func=original)
     assert traj.error and "no usable answer" in traj.error and len(traj.records) == 0
     np.testing.assert_array_equal(sim.data.position, good)
+
+
+def test_simulate_fixed_budget_reports_the_residual_of_every_step():
+    """--iterations K: at most K sweeps per step, the answers applied, and the residual reached per
+    step in the JSON equals the recorded one (the same run through the Python API)."""
+    r = runner.invoke(app, ["simulate", "stack", "--set", "count=4", "--duration", "0.05", "--model", "box-friction",
+                            "--method", "pgs", "--iterations", "3", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["iterations"] == 3 and len(out["residual_per_step"]) == out["steps"] == 5
+    sim = Simulator(make_scene("stack", count=4), "box-friction", "pgs", iterations=3)
+    traj = sim.run(0.05)
+    assert np.allclose(out["residual_per_step"], traj.column("residual"), rtol=1e-9, atol=1e-15)
+    assert max(r.iterations for r in traj.records) <= 3
+    bad = runner.invoke(app, ["simulate", "stack", "--model", "box-friction", "--iterations", "0", "--json"])
+    assert bad.exit_code == 2 and "iterations" in bad.output
