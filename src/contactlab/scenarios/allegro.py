@@ -54,7 +54,7 @@ def transform_scene(scene, R: np.ndarray, t) -> None:
 
 
 def build(object: str = "cylinder", material: str = "rubber", object_material: str = "glass",
-          table_material: str = "wood", size: float = 0.03, palm_height: float = 0.072, object_y: float = 0.06,
+          table_material: str = "wood", size: float = 0.03, palm_height: float = 0.072, object_y: float = 0.045,
           grip_torque: float = 0.7, close_speed: float = 1.0, lift: float = 0.1, lift_speed: float = 0.1,
           hold: float = 2.0, settle: float = 0.05, close_timeout: float = 1.0, dt: float = 0.005,
           margin: float = 0.003, friction_directions: int = 4, object_mass: float = 0.1):
