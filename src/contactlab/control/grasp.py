@@ -28,10 +28,10 @@ from ..mechanics.rotation import quat_to_matrix
 PHASES = ("settle", "close", "lift", "hold", "done")
 
 
-def joint_rate(sim, name: str) -> float:
-    """Rate of a revolute joint's coordinate: axis . (omega_child - omega_parent)."""
-    k = sim._joint_index[name] if hasattr(sim, "_joint_index") else \
-        [j.name for j in sim.model.joints].index(name)
+def joint_rate(sim, name: str, index: dict | None = None) -> float:
+    """Rate of a revolute joint's coordinate: axis . (omega_child - omega_parent). ``index``: an
+    optional {joint name: position in sim.model.joints} map."""
+    k = index[name] if index is not None else [j.name for j in sim.model.joints].index(name)
     jt = sim.model.joints[k]
     d = sim.data
     Ra = np.eye(3) if jt.a < 0 else quat_to_matrix(d.quaternion[jt.a])
@@ -70,6 +70,7 @@ class GraspScript:
     _grasp_rel: object = field(default=None, init=False)
     _hold_drift: float = field(default=0.0, init=False)
     _lifted_by: float = field(default=0.0, init=False)
+    _index: dict = field(default_factory=dict, init=False)
 
     def __post_init__(self):
         for nm in ("close_speed", "max_torque", "lift_speed", "stall_time", "close_timeout"):
@@ -92,7 +93,7 @@ class GraspScript:
         self._start = {"wrist_z": float(sim.data.position[iw, 2]), "object_z": float(sim.data.position[io, 2]),
                        "iw": iw, "io": io}
         self._grasp_rel, self._hold_drift, self._lifted_by = None, 0.0, 0.0
-        sim._joint_index = {j.name: k for k, j in enumerate(sim.model.joints)}
+        self._index = {j.name: k for k, j in enumerate(sim.model.joints)}
 
     def _enter(self, phase: str, t: float) -> None:
         self.phase = phase
@@ -111,7 +112,7 @@ class GraspScript:
         elif self.phase == "close":
             since = t - self.events["close"]
             for j in self.fingers:
-                slow = abs(joint_rate(sim, j)) < self.stall_fraction * self.close_speed
+                slow = abs(joint_rate(sim, j, self._index)) < self.stall_fraction * self.close_speed
                 self._stalled[j] = self._stalled[j] + h if (slow and since >= self.min_close) else 0.0
             if all(s >= self.stall_time - 1e-12 for s in self._stalled.values()) or since >= self.close_timeout:
                 self.events["stalled"] = all(s >= self.stall_time - 1e-12 for s in self._stalled.values())
