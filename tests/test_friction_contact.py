@@ -187,3 +187,9 @@ def test_trinkle_pang_quadratic_cone_point_mass_analytic(Fx, vx):
         assert res.status == "SOLVED", method
         np.testing.assert_allclose(res.a, [ax, 0.0, 0.0], atol=1e-7)
         assert res.c[0, 0] == pytest.approx(m * g, rel=1e-8)
+
+
+def test_pyramid_route_refuses_oversized_lcps_with_a_clear_error():
+    p = cl.FrictionContact(np.eye(30), -np.ones(30), [0.3] * 10)
+    with pytest.raises(cl.ParamError, match="max_variables"):
+        cl.solve(p, "pyramid", max_variables=50)

@@ -58,7 +58,7 @@ def run(ctx) -> str:
                 for m in METHODS:
                     times, res, ok = [], [], 0
                     for p in probs:
-                        if m == "pyramid" and p.n > 1500:
+                        if m == "pyramid" and p.nc * 10 > 1500:   # PyramidOptions.max_variables
                             continue
                         opts = {"tol": tol} if m == "pyramid" else {"tol": tol, "max_time": cap}
                         t0 = time.perf_counter()
