@@ -522,7 +522,10 @@ def main():
     for m in ("pgs", "psor", "pgs-sm", "interior-point"):
         cl.solve(warm, m)
         cl.solve(cl.LCP(sp.csr_matrix(warm.M), warm.q), m)
-    cl.solve(grasp_lcp(4, np.random.default_rng(0)).problem, "pgs-sm")
+    for m in ("lemke", "dantzig"):          # timed on the grasp, ill-conditioned and pile families too
+        cl.solve(warm, m)
+    for m in ("pgs-sm", "pgs", "lemke"):
+        cl.solve(grasp_lcp(4, np.random.default_rng(0)).problem, m)
     if args.quick:
         count, reps, dense, sparse_, piles_n = 25, 3, [250, 500], [1000, 10000], [10, 30, 100]
     else:
