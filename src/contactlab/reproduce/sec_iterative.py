@@ -55,6 +55,12 @@ def table_one(ctx) -> str:
                 t, sol, note = _solve(ctx, cl, g.problem, m, reps, **opts)
                 if sol is not None and sol.success:
                     times[m].append(t)
+                elif m == "pgs" and sol is not None:
+                    # is the cap the only reason? one untimed run with 20x the sweeps says
+                    more = cl.solve(g.problem, "pgs", tol=1e-8, max_iterations=20 * PGS_CAP)
+                    misses[m].append(f"{note}, residual {sol.relative_residual:.0e} (reaches 1e-8 after "
+                                     f"{more.iterations} sweeps)" if more.success else
+                                     f"{note}, residual {sol.relative_residual:.0e} (not even after {20 * PGS_CAP})")
                 else:
                     misses[m].append(note if sol is None else f"{note}, residual {sol.relative_residual:.0e}")
                 if sol is None:
@@ -137,8 +143,9 @@ def table_one(ctx) -> str:
         "- **pgs**: plain PGS converges linearly at a rate set by the conditioning; at cond ~1e16 it needs "
         f"hundreds to thousands of sweeps (capped at {PGS_CAP}) where the paper's problems needed few, hence "
         "the larger mean and spread. A solve that hits the cap is not counted in the times and is listed in "
-        "the last column with its status (MAX_ITERATIONS) and certified residual: a property of the method on "
-        "these synthetic problems, not a defect.",
+        "the last column with its status (MAX_ITERATIONS), its certified residual and the sweeps an untimed "
+        "rerun with 20x the cap needed to reach 1e-8: slow linear convergence of the method on these "
+        "synthetic problems, not a defect (pgs-sm certifies the same problems).",
         "- **pgs-sm**: its times land within a few x of the paper's while it does ~10x the paper's PGS sweeps "
         "and ~13x its subspace steps on a machine of another generation and in another language: the "
         "differences happen to offset; this is not agreement and not a reproduction of Table I.",
