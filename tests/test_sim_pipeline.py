@@ -80,3 +80,26 @@ def test_speculative_reach_grows_only_the_fast_pairs_margin():
     names = {sim.model.names[b] for b in c.body_a}
     assert names == {"box0"} and c.count == 4
     assert np.allclose(c.phi, 0.04)
+
+
+def test_success_is_the_methods_own_not_a_small_residual(monkeypatch):
+    """Issue 10: a step whose method returned a non-success (here NUMERICAL_FAILURE) with an answer
+    that certifies is recorded as rescued, never as the method's success."""
+    import dataclasses
+
+    import contactlab.sim.simulator as simmod
+    from contactlab.scenarios import make_scene
+    from contactlab.solution import Status
+
+    real = simmod.solve
+
+    def failing(problem, method, **kw):
+        sol = real(problem, method, **kw)
+        return dataclasses.replace(sol, status=Status.NUMERICAL_FAILURE) if problem.n else sol
+
+    sim = simmod.Simulator(make_scene("stack", count=2), "box-friction", "pgs-sm")
+    honest = sim.step()
+    assert honest.lcp_size > 0 and honest.success and not honest.rescued
+    monkeypatch.setattr(simmod, "solve", failing)
+    rec = sim.step()
+    assert rec.lcp_size > 0 and not rec.success and rec.rescued and rec.status == "NUMERICAL_FAILURE"

@@ -72,8 +72,8 @@ class Simulator:
     :meth:`run` (default 1; None leaves the process setting alone). ``fallback``: when the method
     returns no certified answer, run the fallbacks that can help, each capped (policy in
     :mod:`contactlab.sim.fallback`); the step still counts as a failure of the method
-    (``StepRecord.success`` is the method's own result, ``rescued`` says a fallback certified the
-    step). ``max_uncertified_residual``: an uncertified answer is applied only up to this relative
+    (``StepRecord.success`` is the method's own success; ``rescued`` says the applied answer
+    certifies anyway: a fallback's, or the method's own non-success answer whose residual is small). ``max_uncertified_residual``: an uncertified answer is applied only up to this relative
     residual; beyond it the step raises :class:`SimulationError`. ``reuse="motionless"``:
     warm-start each solve from the motionless bodies' sub-solution instead (loomis-balkcom §IV,
     :mod:`contactlab.sim.reuse`).
@@ -202,8 +202,10 @@ class Simulator:
             self.reuse.prepare(built, contacts, kwargs)
         t0 = time.perf_counter()
         sol = solve(problem, self.method, **kwargs)
-        primary_ok = certified(sol)
-        if not primary_ok and self.fallback:
+        # success is the method's own certified success (issue 10): a non-success whose residual
+        # happens to be small (a ray, a numerical failure, a sweep cap) is a rescue, not a success
+        primary_ok = bool(sol.success)
+        if not primary_ok and self.fallback and not certified(sol):
             sol = rescue(problem, sol, self.method)
         t_solve = time.perf_counter() - t0
         rescued = not primary_ok and certified(sol)
