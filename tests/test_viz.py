@@ -248,3 +248,38 @@ def test_simulate_html_and_replay_from_the_trajectory_file(tmp_path):
     assert info[0] == info[1] and info[0]["frames"] == 21
     res = r.invoke(app, ["replay", str(tmp_path), "--html", str(tmp_path / "x.html")])
     assert res.exit_code == 2 and "is a directory" in res.output
+
+
+def test_urdf_visual_meshes_are_drawn(browser, tmp_path):
+    """A URDF's <visual> meshes (the Allegro hand's, from example-robot-data) become drawing-only
+    triangle meshes: they never collide, the replay draws them and hides the collision shapes."""
+    from contactlab.mechanics.urdf import load_urdf
+    from contactlab.scenarios.allegro import urdf_path
+    scene = load_urdf(urdf_path(), fixed_base=True)
+    meshes = [s for b in scene.bodies for s in b.visuals if s.kind == "mesh"]
+    assert len(meshes) >= 10 and all(s.faces is not None and s.faces.max() < len(s.vertices) for s in meshes)
+    ground = Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1), offset=-0.3)])
+    scene.bodies.append(ground)
+    sim = Simulator(scene, "box-friction", "pgs-sm")
+    n_collision = len(sim.model.shapes)
+    rec = ReplayRecorder(sim)
+    rec.capture(sim)
+    sim.step()
+    rec.capture(sim)
+    data = rec.data()
+    assert sum(1 for s in data.shapes if s.get("visual")) == sum(len(b.visuals) for b in scene.bodies)
+    assert sum(1 for s in data.shapes if not s.get("visual") and s["name"] != "skeleton") == n_collision
+    out = tmp_path / "allegro.html"
+    replay_html(data, out)
+    page, log = open_page(browser, out)
+    page.wait_for_function("window.contactlab !== undefined")
+    page.wait_for_timeout(300)
+    palm = [b.name for b in scene.bodies if b.visuals and b.shapes][0]
+    hidden, visuals = page.evaluate(f"""() => {{
+        const node = window.contactlab.viewer.scene_tree.find(["contactlab", "bodies", "{palm}"]);
+        return [node.children["collision"].object.visible,
+                Object.keys(node.children).filter(k => k.startsWith("visual")).length];
+    }}""")
+    assert hidden is False and visuals >= 1
+    assert log["errors"] == [] and log["requests"] == [out.as_uri()]
+    page.close()

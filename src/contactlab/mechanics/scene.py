@@ -37,6 +37,7 @@ class Shape:
     orientation: tuple = (1.0, 0.0, 0.0, 0.0)
     mu: float | None = None
     name: str = ""
+    faces: Any = None          # kind ``mesh`` (visual shapes only): triangles (k, 3) into ``vertices``
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Body:
     angular_velocity: tuple = (0.0, 0.0, 0.0)
     shapes: list = field(default_factory=list)
     kind: str = "dynamic"
+    visuals: list = field(default_factory=list)   # Shapes drawn by replays only, never collide (URDF <visual>)
     planar: bool = False
 
 

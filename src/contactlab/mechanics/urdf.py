@@ -5,7 +5,8 @@ axes as written) at the zero configuration; collision geometries (box, sphere, c
 as convex hulls of their vertices when trimesh can read them) become shapes. Joints: revolute
 (with limits), continuous (revolute without limits), prismatic (with limits), fixed; a joint
 whose parent is not a link (e.g. "world") or the root link with ``fixed_base`` attaches to the
-world. Damping, transmissions and visuals are ignored.
+world. Visual geometries are kept as drawing-only ``Body.visuals`` (meshes as triangle meshes) for
+the 3D replays. Damping and transmissions are ignored.
 """
 from __future__ import annotations
 
@@ -38,6 +39,34 @@ def resolve_mesh(filename: str, urdf_dir: Path) -> Path:
     if filename.startswith("file://"):
         filename = filename[len("file://"):]
     return urdf_dir / filename
+
+
+#: a visual mesh with more triangles is drawn as its convex hull (keeps replays small)
+MAX_VISUAL_FACES = 20_000
+
+
+def _visual_geometry(geom, urdf_dir: Path) -> list[Shape]:
+    """A ``<visual>`` geometry as a drawing-only shape: primitives as they are, meshes as triangle
+    meshes (kind ``mesh``); anything unreadable is left out (it never affects the dynamics)."""
+    if geom is None:
+        return []
+    if geom.mesh is None:
+        try:
+            return _geometry(geom, "", urdf_dir)
+        except ModelError:
+            return []
+    try:
+        import trimesh
+        mesh = trimesh.load(resolve_mesh(str(geom.mesh.filename), urdf_dir), force="mesh")
+        V = np.asarray(mesh.vertices, dtype=np.float64)
+        F = np.asarray(mesh.faces, dtype=np.int64)
+        if geom.mesh.scale is not None:
+            V = V * np.asarray(geom.mesh.scale, dtype=np.float64)
+        if len(F) > MAX_VISUAL_FACES:
+            return [Shape("convex", vertices=V)]
+        return [Shape("mesh", vertices=V, faces=F)]
+    except Exception:
+        return []
 
 
 def _geometry(geom, link: str, urdf_dir: Path) -> list[Shape]:
@@ -125,18 +154,25 @@ def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: 
                 s.position = tuple(Tloc[:3, 3])
                 s.orientation = _quat_from_matrix(Tloc[:3, :3])
                 shapes.append(s)
+        visuals = []
+        for vis in getattr(link, "visuals", None) or []:
+            Tv = Tb_inv @ Tl @ (vis.origin if vis.origin is not None else np.eye(4))
+            for sh in _visual_geometry(vis.geometry, path.parent):
+                sh.position = tuple(Tv[:3, 3])
+                sh.orientation = _quat_from_matrix(Tv[:3, :3])
+                visuals.append(sh)
         is_root = ln in roots
         welded_to_world = ln in child_of and child_of[ln].parent not in links and child_of[ln].type == "fixed"
         mass = None if (inert is None or inert.mass is None) else float(inert.mass)
         if (is_root and fixed_base) or welded_to_world:
             bodies.append(Body(ln, kind="fixed", position=tuple(Tb[:3, 3]), orientation=_quat_from_matrix(Tb[:3, :3]),
-                               shapes=shapes))
+                               shapes=shapes, visuals=visuals))
             continue
         if mass is None or mass <= 0 or inert.inertia is None:
             raise ModelError(f"{path}: link {ln!r} moves but has no positive <mass> and <inertia> in <inertial>")
         I = np.asarray(inert.inertia, dtype=np.float64)
         bodies.append(Body(ln, mass=mass, inertia=I, position=tuple(Tb[:3, 3]),
-                           orientation=_quat_from_matrix(Tb[:3, :3]), shapes=shapes))
+                           orientation=_quat_from_matrix(Tb[:3, :3]), shapes=shapes, visuals=visuals))
     fixed_names = {b.name for b in bodies if b.kind == "fixed"}
     joints = []
     for j in r.joints:

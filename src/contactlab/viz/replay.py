@@ -82,6 +82,19 @@ def shapes_of(model) -> list:
         if s.vertices is not None:
             d["vertices"] = np.asarray(s.vertices, dtype=float).reshape(-1, 3).round(6).tolist()
         out.append(d)
+    # drawing-only shapes (URDF <visual> geometry): shown instead of the body's collision shapes,
+    # which stay in the page as a hidden 'collision' node (toggle it in the controls)
+    for body, b in enumerate(getattr(getattr(model, "scene", None), "bodies", [])):
+        for s in getattr(b, "visuals", None) or []:
+            d = {"body": int(body), "kind": s.kind, "name": s.name, "fixed": bool(model.kind[body] == KIND_FIXED),
+                 "visual": True, "size": [float(x) for x in s.size], "radius": float(s.radius),
+                 "length": float(s.length), "normal": [float(x) for x in s.normal], "offset": float(s.offset),
+                 "position": [float(x) for x in s.position], "orientation": [float(x) for x in s.orientation]}
+            if s.vertices is not None:
+                d["vertices"] = np.asarray(s.vertices, dtype=float).reshape(-1, 3).round(6).tolist()
+            if getattr(s, "faces", None) is not None:
+                d["faces"] = np.asarray(s.faces, dtype=np.int64).reshape(-1, 3).tolist()
+            out.append(d)
     # links of a mechanism are drawn as a skeleton too (many have no collision shape: they never
     # touch anything): a thin capsule from the body's centre of mass to each joint anchor and shape
     anchors = {}
@@ -89,8 +102,9 @@ def shapes_of(model) -> list:
         if jt.a >= 0:
             anchors.setdefault(jt.a, []).append(np.asarray(jt.anchor_a, dtype=float))
         anchors.setdefault(jt.b, []).append(np.asarray(jt.anchor_b, dtype=float))
+    with_visuals = {d["body"] for d in out if d.get("visual")}
     for body, pts in sorted(anchors.items()):
-        if model.kind[body] == KIND_FIXED:
+        if model.kind[body] == KIND_FIXED or body in with_visuals:
             continue
         pts = pts + [np.asarray(sh.position, dtype=float) for b, sh in model.shapes if b == body]
         for p in pts:
@@ -293,6 +307,9 @@ def _geometry(shape, extent):
     if kind == "capsule":
         v, f = _capsule_mesh(shape["radius"], shape["length"])
         return g.TriangularMeshGeometry(v, f), np.eye(4)
+    if kind == "mesh" and shape.get("faces") is not None:
+        return g.TriangularMeshGeometry(np.asarray(shape["vertices"], dtype=float),
+                                        np.asarray(shape["faces"], dtype=np.int64)), np.eye(4)
     if kind in ("convex", "mesh"):
         from scipy.spatial import ConvexHull
         v = np.asarray(shape["vertices"], dtype=float)
@@ -354,8 +371,12 @@ def replay_html(data: ReplayData, out=None, *, title: str = "contactlab replay",
     extent = float(np.ptp(pts, axis=0).max()) if len(pts) else 1.0
     for sh in data.shapes:
         if sh["body"] in moving:
-            extent = max(extent, 2 * sh.get("radius", 0.0) if sh["kind"] != "box" else 0.0,
-                         max(sh.get("size", [0]) or [0]) if sh["kind"] == "box" else 0.0)
+            if sh["kind"] == "box":
+                extent = max(extent, max(sh["size"]))
+            elif sh["kind"] in ("sphere", "capsule", "cylinder"):
+                extent = max(extent, 2 * sh["radius"], sh["length"] if sh["kind"] != "sphere" else 0.0)
+            elif sh.get("vertices"):
+                extent = max(extent, float(np.ptp(np.asarray(sh["vertices"]), axis=0).max()))
     extent = max(extent, 0.02)
     center = pts.mean(axis=0) if len(pts) else np.zeros(3)
 
@@ -364,6 +385,7 @@ def replay_html(data: ReplayData, out=None, *, title: str = "contactlab replay",
         return MPath(("contactlab",) + tuple(str(p) for p in parts))
 
     # bodies: a node per body (animated), its shapes as children (fixed offsets)
+    drawn_visuals = {sh["body"] for sh in data.shapes if sh.get("visual")}
     for k, s in enumerate(data.shapes):
         b = s["body"]
         geom, extra = _geometry(s, extent)
@@ -371,7 +393,12 @@ def replay_html(data: ReplayData, out=None, *, title: str = "contactlab replay",
         color = 0x999999 if fixed else PALETTE[b % len(PALETTE)]
         mat = g.MeshLambertMaterial(color=color, opacity=0.45 if fixed else 1.0, transparent=fixed)
         name = f"{data.body_names[b]}".replace("/", "_") or f"body{b}"
-        p = node("bodies", name, f"shape{k}")
+        if s.get("visual"):
+            p = node("bodies", name, f"visual{k}")
+        elif b in drawn_visuals:
+            p = node("bodies", name, "collision", f"shape{k}")
+        else:
+            p = node("bodies", name, f"shape{k}")
         cmds.append(SetObject(geom, mat, p))
         w, x, y, z = s["orientation"]
         local = _T(quat_to_matrix(np.array([w, x, y, z])), np.array(s["position"]))
@@ -438,6 +465,9 @@ def replay_html(data: ReplayData, out=None, *, title: str = "contactlab replay",
                     for clp in (cp, cn, cf):
                         clp.set_property(f, "scale", "vector3", hidden)
 
+    for b in sorted(drawn_visuals):   # collision shapes of bodies with visuals: hidden, toggleable
+        name = f"{data.body_names[b]}".replace("/", "_") or f"body{b}"
+        cmds.append(SetProperty("visible", False, node("bodies", name, "collision")))
     # camera: look at the scene's centre from a distance that fits it
     cmds.append(SetProperty("visible", False, MPath(("Axes",))))
     cmds.append(SetProperty("visible", False, MPath(("Grid",))))
