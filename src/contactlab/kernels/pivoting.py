@@ -108,6 +108,7 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, mmax, dz
             counts[1] = pivots
             return SOLVED, k
         majors += 1
+        degenerate = 0
         for i in range(n):
             skip[i] = False
         while True:
@@ -142,23 +143,34 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, mmax, dz
             step = np.inf
             block = -1
             block_pos = -1
-            # minimum ratio; ties (degenerate steps) broken by the least index (Bland/Chang)
+            brate = 0.0
+            # minimum ratio. Degenerate ties (z_j = 0 in C, w_i = 0 outside C: rank-deficient
+            # brickwork has hundreds) decide the pivot count: a z leaving is preferred to a w
+            # entering, then the steepest rate; after n zero steps in a row in one major cycle the
+            # least-index rule (Chang's, finite for PSD M) takes over, so no cycling is possible.
+            bland = degenerate >= n
             for j in range(k):
                 if u[j] < -utol:
                     r = max(z[idx[j]], 0.0) / -u[j]
                     tie = TIE * (abs(step) + zmax * ITERATE) if step < np.inf else 0.0
-                    if r < step - tie or (r <= step + tie and idx[j] < block):
+                    if r < step - tie or (r <= step + tie and (
+                            (bland and idx[j] < block) or (not bland and (
+                                block_pos < 0 or -u[j] > brate or (-u[j] == brate and idx[j] < block))))):
                         step = r
                         block = idx[j]
                         block_pos = j
+                        brate = -u[j]
             for i in range(n):
                 if not inC[i] and not skip[i] and i != dd and dw[i] < -dtol and w[i] >= -tol:
                     r = max(w[i], 0.0) / -dw[i]
                     tie = TIE * (abs(step) + zmax * ITERATE) if step < np.inf else 0.0
-                    if r < step - tie or (r <= step + tie and i < block):
+                    if r < step - tie or (r <= step + tie and (
+                            (bland and i < block) or (not bland and block_pos < 0 and (
+                                -dw[i] > brate or (-dw[i] == brate and i < block))))):
                         step = r
                         block = i
                         block_pos = -1
+                        brate = -dw[i]
             # ties go to the driving index: with PSD M a row dependent on C + {d} blocks exactly
             # when d does, and adding it would make M_CC singular (Baraff 1994, §6)
             if step_d < np.inf and step_d <= step + TIE * (abs(step_d) + zmax * ITERATE):
@@ -170,8 +182,11 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, mmax, dz
                 counts[1] = pivots
                 counts[2] = dd
                 return UNBOUNDED, k
-            if step < 0.0:
+            if step <= 0.0:
                 step = 0.0
+                degenerate += 1
+            else:
+                degenerate = 0
             z[dd] += step
             for j in range(k):
                 z[idx[j]] += step * u[j]
