@@ -160,3 +160,14 @@ def test_pile_settles_inside_the_bin():
     uncertified = [r for r in traj.records if not (r.success or r.rescued)]
     assert len(uncertified) <= 0.1 * len(traj.records)
     assert max((r.residual for r in uncertified), default=0.0) < 1e-4
+
+
+def test_pile_boxes_never_start_overlapping():
+    """The pile's random turns keep every box inside its grid cell: no pair starts in penetration
+    (at 500 boxes the old turns started 103 pairs overlapping by up to 3.5 cm)."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    for count in (20, 500):
+        sim = Simulator(make_scene("pile", count=count), "box-friction", "pgs")
+        c = sim.world.detect(sim.data, margin=0.0)
+        assert c.count == 0 or c.phi.min() >= -1e-9, (count, c.phi.min())

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanics.rotation import quat_from_rotvec
+from ..mechanics.rotation import quat_from_rotvec, quat_to_matrix
 from ..mechanics.scene import Body, Scene, Settings, Shape
 
 
 def build(count: int = 20, size: float = 0.2, mass: float = 1.0, mu: float = 0.5, dt: float = 0.01,
           seed: int = 0, spacing: float = 1.3, friction_directions: int = 4) -> Scene:
     """Boxes on a square grid of pitch ``spacing * size`` in layers above the bin, each turned by a
-    random small rotation (seeded); the bin's inner width fits the grid."""
+    random small rotation (seeded) that keeps it inside its grid cell (no box starts overlapping
+    another); the bin's inner width fits the grid."""
     rng = np.random.default_rng(int(seed))
     count = int(count)
     per_side = max(1, int(np.ceil(np.sqrt(count / max(1.0, np.ceil(count / 25))))))
@@ -29,7 +30,12 @@ def build(count: int = 20, size: float = 0.2, mass: float = 1.0, mu: float = 0.5
         layer, k = divmod(i, per_layer)
         gx, gy = divmod(k, per_side)
         pos = ((gx - (per_side - 1) / 2) * pitch, (gy - (per_side - 1) / 2) * pitch, size + layer * pitch)
-        q = quat_from_rotvec(rng.normal(scale=0.2, size=3))
+        rv = rng.normal(scale=0.2, size=3)
+        # the turned box's bounding box must stay inside its grid cell, or neighbours start overlapping
+        # (at spacing 1.3 a turn of ~0.4 rad already reaches the next cell): shrink the turn until it fits
+        while np.max(np.abs(quat_to_matrix(quat_from_rotvec(rv))) @ np.full(3, size / 2)) > 0.5 * pitch - 1e-3 * size:
+            rv = 0.5 * rv
+        q = quat_from_rotvec(rv)
         bodies.append(Body(f"box{i}", mass=mass, position=pos, orientation=tuple(q),
                            shapes=[Shape("box", size=(size, size, size))]))
     return Scene(name="pile", bodies=bodies, mu=mu, settings=Settings(dt=dt, friction_directions=friction_directions))
