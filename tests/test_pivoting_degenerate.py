@@ -34,3 +34,49 @@ def test_dantzig_degenerate_default_cap_suffices():
     """The default pivot cap 20 n + 100 is enough from scratch (the planner needed 50 n before)."""
     _, _, lcp = _pyramid_lcp()
     assert solve(lcp, method="dantzig").success
+
+
+def _stewart_trinkle_lcp(cfm, mu=0.5, seed=0):
+    """A Stewart-Trinkle LCP (eq. 13-15 shape: normal, 4-edge pyramid, lambda rows) for 3 contacts
+    on a 6-dof body with unit mass matrix: nonsymmetric, not PSD, copositive-plus."""
+    rng = np.random.default_rng(seed)
+    m, c, ne = 6, 3, 4
+    N, D = rng.normal(size=(c, m)), rng.normal(size=(c * ne, m))
+    E = np.kron(np.eye(c), np.ones((ne, 1)))
+    t, n = c + c * ne, 2 * c + c * ne
+    A = np.zeros((n, n))
+    A[:t, :t] = np.vstack([N, D]) @ np.vstack([N, D]).T
+    A[c:t, t:] = E
+    A[t:, :c] = mu * np.eye(c)
+    A[t:, c:t] = -E.T
+    v = rng.normal(size=m)
+    return LCP(A + cfm * np.eye(n), np.concatenate([N @ v - 1.0, D @ v, np.zeros(c)]))
+
+
+def test_dantzig_refuses_friction_lcp_and_names_lemke():
+    """Issue 14 defect 2: a friction LCP (zero diagonal on the lambda rows: not a P-matrix, not PSD)
+    is refused before any pivot (NO_SOLUTION_FOUND, reason naming lemke, never an exception); the
+    registry does not offer dantzig for it (the simulator's fallbacks and `simulate --method` checks use accepts()); auto picks
+    lemke, which solves it (certified by solve())."""
+    from contactlab.solvers import available_solvers
+    p = _stewart_trinkle_lcp(0.0)
+    sol = solve(p, method="dantzig")
+    assert sol.status.name == "NO_SOLUTION_FOUND" and sol.pivots == 0 and "lemke" in sol.info["reason"]
+    assert not available_solvers()["dantzig"].accepts(p)
+    assert available_solvers()["lemke"].accepts(p)
+    auto = solve(p, method="auto")
+    assert auto.method == "lemke" and auto.success
+    # the symmetric PSD part alone is still dantzig's
+    assert available_solvers()["dantzig"].accepts(LCP(p.M[:15, :15], p.q[:15]))
+
+
+def test_dantzig_not_p_is_an_honest_failure_naming_lemke():
+    """Nonsymmetric M with positive diagonal (the up-front test passes) but a negative principal
+    minor (det M[:2, :2] = 2 - 5 < 0: not a P-matrix): the bordering step with a Schur complement
+    <= 0 stops with NUMERICAL_FAILURE and a reason naming lemke (before: any nonzero Schur
+    complement was accepted and the kernel went on outside its guarantee)."""
+    M = np.array([[1.0, -1.0, -1.0], [-5.0, 2.0, 2.0], [-1.0, 2.0, 1.0]])
+    assert np.linalg.det(M[:2, :2]) < 0
+    sol = solve(LCP(M, np.array([-1.0, -1.0, -2.0])), method="dantzig")
+    assert sol.status.name == "NUMERICAL_FAILURE"
+    assert "not a P-matrix" in sol.info["reason"] and "lemke" in sol.info["reason"]

@@ -30,7 +30,9 @@ def tie_filter(cand, vals, m, rel):
 @jit
 def border_add(Minv, k, M, idx, a, u, v):
     """Minv[:k,:k] = inv(M[idx,idx]) -> inverse with index a appended (bordering, O(k^2)).
-    Returns False when the Schur complement is (numerically) zero."""
+    Returns False when the Schur complement s = det(M_{C+a}) / det(M_CC) is not clearly positive:
+    every principal minor of a P-matrix is positive, so s <= 0 proves M is not P (its only user,
+    Cottle-Dantzig on nonsymmetric M, is guaranteed only for P-matrices)."""
     for i in range(k):
         s1 = 0.0
         s2 = 0.0
@@ -45,7 +47,7 @@ def border_add(Minv, k, M, idx, a, u, v):
     big = abs(M[a, a])
     for j in range(k):
         big = max(big, abs(M[a, idx[j]]))
-    if not (abs(s) > PIVOT * max(big, 1e-300)):
+    if not (s > PIVOT * max(big, 1e-300)):
         return False
     for i in range(k):
         for j in range(k):

@@ -3,7 +3,8 @@ and Drumwright's modified PPM I on the factored contact form (Cholesky of N_B M^
 by row append / Givens delete).
 
 Status codes: 0 solved, 1 no feasible direction (unbounded driving ray: no solution for the
-claimed class), 2 pivot limit, 3 numerical failure (singular pivot block).
+claimed class), 2 pivot limit, 3 numerical failure (singular pivot block), 4 not a P-matrix
+(nonsymmetric M with a principal minor ratio <= 0: outside Cottle-Dantzig's guarantee).
 """
 import numpy as np
 
@@ -11,7 +12,7 @@ from ._jit import jit
 from .dense import border_add, border_remove, chol_append_column, chol_delete, chol_solve
 from .tolerances import DEPENDENT_W, ITERATE, PIVOT, TIE
 
-SOLVED, UNBOUNDED, MAX_PIVOTS, NUMERICAL = 0, 1, 2, 3
+SOLVED, UNBOUNDED, MAX_PIVOTS, NUMERICAL, NOT_P = 0, 1, 2, 3, 4
 
 
 
@@ -200,7 +201,8 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, mmax, dz
                 if not _set_add(sym, Minv, k, M, idx, dd, dz, v):
                     counts[0] = majors
                     counts[1] = pivots
-                    return NUMERICAL, k
+                    counts[2] = dd
+                    return NUMERICAL if sym else NOT_P, k
                 inC[dd] = True
                 k += 1
                 break
@@ -217,6 +219,12 @@ def dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, mmax, dz
                     w[block] = 0.0
                     inC[block] = True
                     k += 1
+                elif not sym:
+                    # a P-matrix has no singular or negative principal block: M is not P
+                    counts[0] = majors
+                    counts[1] = pivots
+                    counts[2] = block
+                    return NOT_P, k
                 elif abs(w[dd]) <= 1e4 * tol and _set_add(sym, Minv, k, M, idx, dd, dz, v):
                     # the blocking row depends on C + {d} (PSD M): in exact arithmetic it ties
                     # with d, so the major cycle ends here instead

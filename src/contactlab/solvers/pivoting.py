@@ -17,7 +17,7 @@ from ..solution import Solution, Status
 from .registry import check_common, dense_matrix_for, register
 
 _STATUS = {K.SOLVED: Status.SOLVED, K.UNBOUNDED: Status.NO_SOLUTION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
-           K.NUMERICAL: Status.NUMERICAL_FAILURE}
+           K.NUMERICAL: Status.NUMERICAL_FAILURE, K.NOT_P: Status.NUMERICAL_FAILURE}
 
 
 @dataclass(frozen=True)
@@ -57,14 +57,40 @@ def _warm_candidates(M, q, warm_start, tol):
     return np.flatnonzero(zfull > tol), None
 
 
+def dantzig_refusal(problem: LCP) -> str | None:
+    """Cottle-Dantzig is guaranteed for symmetric PSD M and for P-matrices (the nonsymmetric kernel
+    keeps M_CC^-1 by bordering, which needs every principal block nonsingular). A nonsymmetric M
+    with a diagonal entry <= 0 is not a P-matrix (e.g. Stewart-Trinkle's friction LCP, whose
+    lambda rows have a zero diagonal and are not PSD): refused before any pivot (NO_SOLUTION_FOUND
+    with info['reason'] naming lemke; the registry's ``accepts`` is False, so fallback chains and
+    ``simulate --method`` do not offer dantzig for it). O(n^2)."""
+    if problem.is_symmetric():
+        return None
+    M = problem.M
+    diag = M.diagonal() if sp.issparse(M) else np.diag(M)
+    i = int(np.argmin(diag))
+    if diag.size and diag[i] <= 0.0:
+        return (f"method 'dantzig' is guaranteed only for symmetric PSD and P-matrix LCPs; this M is "
+                f"nonsymmetric with M[{i},{i}] = {diag[i]:.3g} <= 0, so it is not a P-matrix (a friction "
+                "LCP such as Stewart-Trinkle's is copositive-plus): use method='lemke' (guaranteed for "
+                "copositive-plus M) or 'auto'")
+    return None
+
+
 @register("dantzig", problems=(LCP,), options=DantzigOptions, warm_start=True,
-          classes=("spd", "psd", "p", "factored"),
+          classes=("spd", "psd", "p", "factored"), refuse=dantzig_refusal,
           description="Cottle-Dantzig principal pivoting with warm start from a sub-problem (Loomis-Balkcom)",
           guarantees="P-matrix and PSD LCPs: solution in at most n major cycles (n - k from a k-index "
                      "sub-problem solution, loomis-balkcom Theorem 1); NO_SOLUTION only with the driving "
-                     "ray as a Farkas vector checked by solve() (exists for infeasible PSD M); outside "
-                     "P/PSD: no guarantee, an honest non-success (never an exception)")
+                     "ray as a Farkas vector checked by solve() (exists for infeasible PSD M); a "
+                     "nonsymmetric M with a diagonal entry <= 0 (not P, e.g. Stewart-Trinkle friction) "
+                     "is refused (NO_SOLUTION_FOUND, reason naming lemke; accepts() False); other matrices outside P/PSD: no "
+                     "guarantee, an honest non-success (never an exception)")
 def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Solution:
+    why_not = dantzig_refusal(problem)   # also for reductions of mixed / boxed problems
+    if why_not is not None:   # outside the class: refused before any pivot, an honest non-success
+        return Solution(z=np.zeros(problem.n), w=np.empty(0), status=Status.NO_SOLUTION_FOUND, iterations=0,
+                        pivots=0, info={"reason": why_not, "refused": True})
     M = dense_matrix_for("dantzig", problem, copies=3)
     q = problem.q
     n = problem.n
@@ -101,6 +127,10 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
         y[idx[:k]] = work[2][:k]
         info["certificate"] = {"kind": "farkas", "y": y}
         info["reason"] = "no blocking index on the driving ray"
+    if code == K.NOT_P:
+        info["reason"] = (f"M is not a P-matrix (adding index {int(counts[2])} to the principal block gives a "
+                          "Schur complement <= 0); dantzig is guaranteed only for P-matrix and symmetric PSD "
+                          "LCPs: use method='lemke' (guaranteed for copositive-plus M, e.g. friction LCPs)")
     if status is Status.SOLVED and opts.refine and k:
         zr = z.copy()
         K.refine_active(M, q, zr, idx, k, Minv, sym, work[0], work[1])

@@ -75,10 +75,24 @@ class SolverSpec:
     warm_start: bool = False
     converts: tuple[type, ...] = field(default=())  # types accepted via lcp_reduction()
     classes: tuple[str, ...] = field(default=())  # matrix classes it claims (see MATRIX_CLASSES)
+    refuse: Callable[[Any], str | None] | None = None  # LCP -> why it is outside the method's class
 
-    def accepts(self, problem: Problem) -> bool:
+    def refusal(self, problem: Problem) -> str | None:
+        """Why the method refuses this LCP up front (a cheap test that M is outside the class the
+        method is guaranteed for), or None."""
+        if self.refuse is not None and isinstance(problem, LCP):
+            return self.refuse(problem)
+        return None
+
+    def handles(self, problem: Problem) -> bool:
+        """The problem's type is one the method solves (directly or through lcp_reduction())."""
         return isinstance(problem, self.problems) or (
             LCP in self.problems and isinstance(problem, self.converts))
+
+    def accepts(self, problem: Problem) -> bool:
+        """The method handles the type and does not refuse the matrix (what the simulator's fallback
+        chain and ``simulate --method`` offer)."""
+        return self.handles(problem) and self.refusal(problem) is None
 
     def make_options(self, options: dict[str, Any]):
         if not options:
@@ -124,7 +138,7 @@ _CONVERTIBLE = (BoxedLCP, MixedLCP, FactoredLCP)
 
 def register(name: str, *, problems: tuple[type, ...], options: type = NoOptions, description: str = "",
              guarantees: str = "", warm_start: bool = False, convert: bool = True,
-             classes: tuple[str, ...] = ()):
+             classes: tuple[str, ...] = (), refuse: Callable[[Any], str | None] | None = None):
     """Decorator adding ``func(problem, opts, warm_start) -> Solution`` to the registry.
 
     With ``convert`` (default), a solver registered for :class:`LCP` also accepts boxed (static
@@ -138,7 +152,7 @@ def register(name: str, *, problems: tuple[type, ...], options: type = NoOptions
         if name in _REGISTRY:
             raise RuntimeError(f"solver {name!r} registered twice")
         _REGISTRY[name] = SolverSpec(name, func, tuple(problems), options, description, guarantees,
-                                     warm_start, _CONVERTIBLE if convert else (), tuple(classes))
+                                     warm_start, _CONVERTIBLE if convert else (), tuple(classes), refuse)
         return func
     return deco
 
@@ -217,7 +231,7 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
         method, why = choose_method(problem)
         auto_info = {"method": method, "reason": why}
     spec = get_solver(method)
-    if not spec.accepts(problem):
+    if not spec.handles(problem):
         raise ParamError(f"method {method!r} does not accept a {type(problem).__name__}; "
                          f"it solves {[t.__name__ for t in spec.problems]}")
     if warm_start is not None and not spec.warm_start:
