@@ -61,9 +61,11 @@ def dantzig_refusal(problem: LCP) -> str | None:
     """Cottle-Dantzig is guaranteed for symmetric PSD M and for P-matrices (the nonsymmetric kernel
     keeps M_CC^-1 by bordering, which needs every principal block nonsingular). A nonsymmetric M
     with a diagonal entry <= 0 is not a P-matrix (e.g. Stewart-Trinkle's friction LCP, whose
-    lambda rows have a zero diagonal and are not PSD): refused before any pivot (NO_SOLUTION_FOUND
-    with info['reason'] naming lemke; the registry's ``accepts`` is False, so fallback chains and
-    ``simulate --method`` do not offer dantzig for it). O(n^2)."""
+    lambda rows have a zero diagonal and are not PSD): ``solve()`` refuses it before any pivot
+    (NO_SOLUTION_FOUND with info['reason'] naming lemke; the registry's ``accepts`` is False, so
+    fallback chains and ``simulate --method`` do not offer dantzig for it). Only LCPs given as such:
+    the reductions of boxed / mixed problems, which dantzig solves in practice, run and report
+    honestly (the kernel stops with 'not a P-matrix' at a Schur complement <= 0). O(n^2)."""
     if problem.is_symmetric():
         return None
     M = problem.M
@@ -87,10 +89,6 @@ def dantzig_refusal(problem: LCP) -> str | None:
                      "is refused (NO_SOLUTION_FOUND, reason naming lemke; accepts() False); other matrices outside P/PSD: no "
                      "guarantee, an honest non-success (never an exception)")
 def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Solution:
-    why_not = dantzig_refusal(problem)   # also for reductions of mixed / boxed problems
-    if why_not is not None:   # outside the class: refused before any pivot, an honest non-success
-        return Solution(z=np.zeros(problem.n), w=np.empty(0), status=Status.NO_SOLUTION_FOUND, iterations=0,
-                        pivots=0, info={"reason": why_not, "refused": True})
     M = dense_matrix_for("dantzig", problem, copies=3)
     q = problem.q
     n = problem.n
