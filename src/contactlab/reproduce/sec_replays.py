@@ -19,7 +19,7 @@ REPLAYS = [
     # the paper's model and method (frictionless, Dantzig), as in sec_reuse; stewart-trinkle's friction LCP is
     # outside dantzig's classes (P / PSD) and stopped at step 45 (NUMERICAL_FAILURE, residual 7.6e-3)
     ("column-collapse", {}, "frictionless", "dantzig", 3.0, 0.5, "loomis-balkcom Fig. 1: a column of 7 blocks collapses"),
-    ("pile", {"count": 100}, "box-friction", "pgs-sm", 1.0, 0.1, "a 100-box pile (not a paper's experiment)"),
+    ("pile", {"count": 100}, "box-friction", "pgs-sm", 0.3, 0.1, "a 100-box pile falling into its bin (not a paper's experiment; certified pile steps are slow, issue 11)"),
 ]
 
 
