@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
+from .dense import abs_max as _matrix_abs_max, solve_small as _dense_solve_small
 
 # nsgs status codes
 CONVERGED, MAX_SWEEPS, NOT_FINITE = 0, 1, 2
@@ -145,38 +146,14 @@ def ac_block(r, u, mu, rho, phi, A, B):
 
 @jit
 def _solve_small(Mx, b, x):
-    """Gaussian elimination with partial pivoting on a copy; False if (numerically) singular."""
+    """Gaussian elimination with partial pivoting (kernels.dense.solve_small) on copies; False if
+    (numerically) singular: a pivot <= 1e-14 x max|M|, or M zero or not finite."""
     n = b.shape[0]
     M = Mx.copy()
-    y = b.copy()
-    scale = 0.0
-    for a in range(n):
-        for c in range(n):
-            scale = max(scale, abs(M[a, c]))
+    scale = _matrix_abs_max(M, n)
     if scale == 0.0 or not np.isfinite(scale):
         return False
-    for c in range(n):
-        p = c
-        for a in range(c + 1, n):
-            if abs(M[a, c]) > abs(M[p, c]):
-                p = a
-        if abs(M[p, c]) <= 1e-14 * scale:
-            return False
-        if p != c:
-            for k in range(n):
-                M[c, k], M[p, k] = M[p, k], M[c, k]
-            y[c], y[p] = y[p], y[c]
-        for a in range(c + 1, n):
-            f = M[a, c] / M[c, c]
-            for k in range(c, n):
-                M[a, k] -= f * M[c, k]
-            y[a] -= f * y[c]
-    for c in range(n - 1, -1, -1):
-        s = y[c]
-        for k in range(c + 1, n):
-            s -= M[c, k] * x[k]
-        x[c] = s / M[c, c]
-    return True
+    return _dense_solve_small(M, b.copy(), n, x, 1e-14)
 
 
 @jit

@@ -166,15 +166,9 @@ def gauss_jordan_inverse(A, k, out):
     for i in range(k):
         for j in range(k):
             out[i, j] = 1.0 if i == j else 0.0
-    scale = 0.0
-    for i in range(k):
-        for j in range(k):
-            scale = max(scale, abs(A[i, j]))
+    scale = abs_max(A, k)
     for c in range(k):
-        p = c
-        for r in range(c + 1, k):
-            if abs(A[r, c]) > abs(A[p, c]):
-                p = r
+        p = pivot_row(A, c, k)
         if not (abs(A[p, c]) > GJ_PIVOT * scale):
             return False
         if p != c:
@@ -199,18 +193,33 @@ def gauss_jordan_inverse(A, k, out):
     return True
 
 @jit
-def solve_small(A, b, k, x):
-    """Gaussian elimination with partial pivoting on A[:k,:k] x = b (destroys A, b); False if singular."""
+def abs_max(A, k):
+    """max |A[:k,:k]| (the matrix's scale for relative pivot tests)."""
     scale = 0.0
     for i in range(k):
         for j in range(k):
             scale = max(scale, abs(A[i, j]))
+    return scale
+
+
+@jit
+def pivot_row(A, c, k):
+    """Partial pivoting: the row r >= c of largest |A[r, c]| (the first on ties)."""
+    p = c
+    for r in range(c + 1, k):
+        if abs(A[r, c]) > abs(A[p, c]):
+            p = r
+    return p
+
+
+@jit
+def solve_small(A, b, k, x, rel_tol=RANK):
+    """Gaussian elimination with partial pivoting on A[:k,:k] x = b (destroys A, b); False if a
+    pivot is <= ``rel_tol`` x max|A| (singular to that tolerance)."""
+    scale = abs_max(A, k)
     for c in range(k):
-        p = c
-        for r in range(c + 1, k):
-            if abs(A[r, c]) > abs(A[p, c]):
-                p = r
-        if abs(A[p, c]) <= RANK * max(scale, 1e-300):
+        p = pivot_row(A, c, k)
+        if abs(A[p, c]) <= rel_tol * max(scale, 1e-300):
             return False
         if p != c:
             for j in range(k):
