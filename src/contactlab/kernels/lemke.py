@@ -8,6 +8,7 @@ import numpy as np
 
 from ._jit import jit
 from .dense import gauss_jordan_inverse, schur_remove, tie_filter
+from .residual import lcp_certify_dense
 from .tolerances import LEMKE_PIVOT, LEX_COLUMN_TIE, LEX_RATIO_TIE
 
 SOLVED, RAY, MAX_PIVOTS, NUMERICAL = 0, 1, 2, 3
@@ -429,14 +430,16 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
                     return NUMERICAL, pivots
                 _basic_row_times_inverse(i, k, n, M, d, unk, Ainv, tmp)  # v' = c' Ainv
                 # u = Ainv b = -dx
+                inv_s = 1.0 / s
                 for a in range(k):
-                    ua = -dx[a]
-                    for e in range(k):
-                        Ainv[a, e] += ua * tmp[e] / s
-                    Ainv[a, k] = -ua / s
+                    f = -dx[a] * inv_s
+                    if f != 0.0:
+                        for e in range(k):
+                            Ainv[a, e] += f * tmp[e]
+                    Ainv[a, k] = -f
                 for e in range(k):
-                    Ainv[k, e] = -tmp[e] / s
-                Ainv[k, k] = 1.0 / s
+                    Ainv[k, e] = -tmp[e] * inv_s
+                Ainv[k, k] = inv_s
                 eq_rows[k] = i
                 eq_pos[i] = k
                 unk[k] = entering
@@ -518,3 +521,37 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
                     wv[i] = s
             since_refactor = 0
         entering = leaving + n if leaving < n else leaving - n
+
+
+@jit
+def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, floor_factor):
+    """One compiled call for a small dense LCP: scale (M, q) = (M0, q0) / s, allocate the work
+    arrays of :func:`lemke_reduced_kernel`, run it, and certify the answer on the scaled problem
+    (kernels/residual.py ``lcp_certify_dense`` with floor_factor).
+
+    Per-call cost matters here: the grasp and contact LCPs of the papers have 10-70 variables, where
+    allocating 17 work arrays and computing the residual from Python cost more than the pivots.
+    Returns (status, pivots, z, ray, scaled M, scaled q, relative residual).
+    """
+    n = q0.shape[0]
+    M = np.empty((n, n))
+    MT = np.empty((n, n))
+    q = np.empty(n)
+    for i in range(n):
+        q[i] = q0[i] / s
+        for j in range(n):
+            v = M0[i, j] / s
+            M[i, j] = v
+            MT[j, i] = v
+    Ainv = np.zeros((n + 1, n + 1))
+    work2 = np.zeros((n + 1, n + 1))
+    x, dx, tmp, zdx = np.zeros(n + 1), np.zeros(n + 1), np.zeros(n + 1), np.zeros(n + 1)
+    wv, dwv, z = np.zeros(n), np.zeros(n), np.zeros(n)
+    ratio, ray = np.zeros(2 * n + 2), np.zeros(2 * n + 1)
+    eq_rows, eq_pos = np.zeros(n + 1, np.int64), np.zeros(n, np.int64)
+    unk, unk_pos = np.zeros(n + 1, np.int64), np.zeros(2 * n + 1, np.int64)
+    cand, zcols = np.zeros(2 * n + 2, np.int64), np.zeros(n + 1, np.int64)
+    code, pivots = lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, eq_rows, eq_pos,
+                                        unk, unk_pos, dx, dwv, cand, ratio, tmp, zcols, zdx, work2, ray, z)
+    r = lcp_certify_dense(M, q, z, dwv, wv, floor_factor)
+    return code, pivots, z, ray, M, q, max(r[3], r[5])

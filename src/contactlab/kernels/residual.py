@@ -69,17 +69,21 @@ def box_residual_kernel(z, w, lo, hi):
 
 
 @jit
-def lcp_certify_dense(M, q, z, w, t, floor):
+def lcp_certify_dense(M, q, z, w, t, floor_factor):
     """One pass over a dense LCP: w = M z + q (written), t_i = |q_i| + sum_j |M_ij z_j| (work), and
     both residual triples of problems/residual.py: absolute (lcp_residuals) and scale-free
-    (lcp_relative: z in units of max|z|, w_i in units of max(t_i, floor), floor absolute).
+    (lcp_relative: z in units of max|z|, w_i in units of max(t_i, floor), floor = floor_factor * max|q|,
+    tolerances.NORMWISE_FLOOR for the library's definition).
     Returns (nat, comp, infeas, rel_nat, rel_comp, rel_infeas); inf for non-finite z or w."""
     n = q.shape[0]
     zs = 0.0
+    floor = 0.0
     for j in range(n):
         if not np.isfinite(z[j]):
             return np.inf, np.inf, np.inf, np.inf, np.inf, np.inf
         zs = max(zs, abs(z[j]))
+        floor = max(floor, abs(q[j]))
+    floor *= floor_factor
     for i in range(n):
         s = q[i]
         a = abs(q[i])

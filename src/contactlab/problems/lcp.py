@@ -54,7 +54,7 @@ class LCP(Problem):
         if self.is_sparse or z.dtype != np.float64 or not z.flags.c_contiguous:
             return super().certify(z)
         w, t = np.empty(self.n), np.empty(self.n)
-        r = lcp_certify_dense(self.M, self.q, z, w, t, NORMWISE_FLOOR * float(np.max(np.abs(self.q), initial=0.0)))
+        r = lcp_certify_dense(self.M, self.q, z, w, t, NORMWISE_FLOOR)
         return w, Residuals(r[0], r[1], r[2]), Residuals(r[3], r[4], r[5])
 
     def scale(self) -> float:

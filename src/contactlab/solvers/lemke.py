@@ -21,6 +21,9 @@ from .certificates import check_farkas
 from ..solution import Solution, Status
 from .registry import check_common, dense_matrix_for, register
 
+#: pivots between re-factorisations of the reduced basis inverse (kernels/lemke.py)
+REFACTOR_EVERY = 64
+
 _STATUS = {K.SOLVED: Status.SOLVED, K.RAY: Status.RAY_TERMINATION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
            K.NUMERICAL: Status.NUMERICAL_FAILURE}
 
@@ -61,7 +64,7 @@ def _rel(M, q, z) -> float:
     """The certified (scale-free) residual of z for the dense LCP (M, q) (one numba pass)."""
     n = q.size
     r = lcp_certify_dense(M, q, np.ascontiguousarray(z, dtype=np.float64), np.empty(n), np.empty(n),
-                          NORMWISE_FLOOR * float(np.max(np.abs(q), initial=0.0)))
+                          NORMWISE_FLOOR)
     return max(r[3], r[5])
 
 
@@ -74,26 +77,12 @@ def _basis_solution(n, basis, xB):
     return np.maximum(z, 0.0)
 
 
-def lemke_reduced_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refactor_every: int = 64):
-    """Run the reduced-basis kernel once; returns (status, pivots, z, ray). Work arrays by name
-    (shapes as in kernels/lemke.py lemke_reduced_kernel)."""
-    n = q.size
-    f, i = np.zeros, (lambda size: np.zeros(size, dtype=np.int64))
-    Ainv, work2 = f((n + 1, n + 1)), f((n + 1, n + 1))
-    x, wv, dx, dwv, tmp, zdx = f(n + 1), f(n), f(n + 1), f(n), f(n + 1), f(n + 1)
-    ratio, ray, z = f(2 * n + 2), f(2 * n + 1), f(n)
-    eq_rows, eq_pos, unk, unk_pos, cand, zcols = i(n + 1), i(n), i(n + 1), i(2 * n + 1), i(2 * n + 2), i(n + 1)
-    code, pivots = K.lemke_reduced_kernel(M, np.ascontiguousarray(M.T), q, d, max_pivots, refactor_every, Ainv,
-                                          x, wv, eq_rows, eq_pos, unk, unk_pos, dx, dwv, cand, ratio, tmp,
-                                          zcols, zdx, work2, ray, z)
-    return _STATUS[code], int(pivots), z, ray
-
-
 def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refine: bool = True,
                basis: str = "reduced", first_row: bool = False):
     """Run one kernel once; returns (status, pivots, z, ray)."""
     if basis == "reduced":
-        return lemke_reduced_core(M, q, d, max_pivots)
+        code, pivots, z, ray, _, _, _ = K.lemke_reduced_run(M, q, 1.0, d, max_pivots, REFACTOR_EVERY, NORMWISE_FLOOR)
+        return _STATUS[code], int(pivots), z, ray
     n = q.size
     Binv = np.empty((n, n))
     xB = np.empty(n)
@@ -124,7 +113,6 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     n = problem.n
     # one scale: the kernels run on (M, q) / max|M|, so the problem times any c pivots identically
     s = problem.max_abs_M() or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0
-    M, q = M0 / s, problem.q / s
     if opts.covering is None:
         d = np.ones(n)
     else:
@@ -134,10 +122,16 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     max_pivots = opts.max_iterations if opts.max_iterations is not None else 50 * n + 1000
     first_row = opts.ties == "first-row"
     basis = "reduced" if opts.basis == "auto" else opts.basis
-    status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, basis, first_row)
+    if basis == "reduced":   # one compiled call: scaling, work arrays, pivots and the certified residual
+        code, pivots, z, ray, M, q, residual = K.lemke_reduced_run(M0, problem.q, s, d, max_pivots,
+                                                                   REFACTOR_EVERY, NORMWISE_FLOOR)
+        status, pivots = _STATUS[code], int(pivots)
+    else:
+        M, q = M0 / s, problem.q / s
+        status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, basis, first_row)
+        residual = _rel(M, q, z)
     info: dict = {"covering": "ones" if opts.covering is None else "given", "basis": basis, "scale": s}
 
-    residual = _rel(M, q, z)
     if opts.basis == "auto" and not (status is Status.SOLVED and residual <= opts.tol):
         # degenerate, ill-conditioned problems: rank-one updates of the small inverse can drift
         # where the full tableau does not (ties are then broken differently); retry once

@@ -240,8 +240,9 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
     opts = spec.make_options(options)
     t0 = time.perf_counter()
     target = None
-    why_not = None if problem.is_trivial() else spec.refusal(problem)
-    if problem.is_trivial():
+    trivial = problem.is_trivial()
+    why_not = None if trivial else spec.refusal(problem)
+    if trivial:
         sol = Solution(z=np.zeros(problem.n), w=np.zeros(0), status=Status.TRIVIAL, method=method)
     elif why_not is not None:   # an LCP outside the method's class: refused before any pivot, honestly
         sol = Solution(z=np.zeros(problem.n), w=np.zeros(0), status=Status.NO_SOLUTION_FOUND, method=method,
