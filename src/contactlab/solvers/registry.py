@@ -97,6 +97,19 @@ class SolverSpec:
     def make_options(self, options: dict[str, Any]):
         if not options:
             return _default_options(self.options)
+        try:   # options are frozen: one instance serves every call with the same (hashable) values
+            key = (self.options, tuple(sorted((k, type(v), v) for k, v in options.items())))
+            cached = _OPTIONS_CACHE.get(key)
+        except TypeError:   # an unhashable value (an array, a list): build it each time
+            key = cached = None
+        if cached is not None:
+            return cached
+        opts = self._build_options(options)
+        if key is not None and len(_OPTIONS_CACHE) < 4096:
+            _OPTIONS_CACHE[key] = opts
+        return opts
+
+    def _build_options(self, options: dict[str, Any]):
         names = {f.name for f in dataclasses.fields(self.options)}
         options = _canonical_cap(options, names)
         unknown = sorted(set(options) - names)
@@ -125,6 +138,7 @@ MATRIX_CLASSES = {
 
 _REGISTRY: dict[str, SolverSpec] = {}
 _DEFAULTS: dict[type, Any] = {}
+_OPTIONS_CACHE: dict[tuple, Any] = {}
 
 
 def _default_options(cls: type):
