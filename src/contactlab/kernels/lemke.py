@@ -495,11 +495,15 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
             if not np.isfinite(x[a]):
                 return NUMERICAL, pivots
         if leaving == Z0:
+            for e in range(k):    # gather A = [M_WZ d_W] once: the refinement's products run on it densely
+                i = eq_rows[e]
+                for a in range(k):
+                    work2[e, a] = _coef(unk[a], i, n, M, d)
             for rep in range(2):  # iterative refinement of A x = -q_W with the current inverse, O(k^2)
                 for e in range(k):
                     s = -q[eq_rows[e]]
                     for a in range(k):
-                        s -= _coef(unk[a], eq_rows[e], n, M, d) * x[a]
+                        s -= work2[e, a] * x[a]
                     tmp[e] = s
                 for a in range(k):
                     s = 0.0
