@@ -286,9 +286,12 @@ def _reduced_direction(entering, n, k, MT, d, Ainv, eq_rows, eq_pos, unk, dx, dw
 
 
 @jit
-def _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, Ainv, cand, ratio):
+def _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, Ainv, cand, ratio, rows):
     """Lexicographic minimum ratio over basic unknowns (code a) and basic w rows (code n + 1 + i);
-    z0 wins a tie; -1 when nothing blocks (a secondary ray)."""
+    z0 wins a tie; -1 when nothing blocks (a secondary ray). ``rows`` (n+1, n+1) is work space: on a
+    tie, row i holds c_i' Ainv for each tied basic w row i, so the column scan reads each entry of
+    B^-1 in O(1) (degenerate contact stacks tie over many columns; O(k) per entry made the scan
+    cost O(n m k) per pivot)."""
     Z0 = 2 * n
     m = 0
     for a in range(k):
@@ -307,15 +310,24 @@ def _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, 
     for t in range(m):
         if cand[t] <= n and unk[cand[t]] == Z0:
             return cand[t]
+    if m > 1:
+        for t in range(m):
+            if cand[t] > n:
+                _basic_row_times_inverse(cand[t] - n - 1, k, n, M, d, unk, Ainv, rows[cand[t] - n - 1])
     c = 0
     while m > 1 and c < n:
+        pc = eq_pos[c]
         for t in range(m):
             code = cand[t]
             if code <= n:
                 ratio[t] = _binv_entry(True, code, c, n, k, M, d, eq_pos, unk, Ainv) / -dx[code]
             else:
                 i = code - n - 1
-                ratio[t] = _binv_entry(False, i, c, n, k, M, d, eq_pos, unk, Ainv) / -dwv[i]
+                if pc < 0:   # entry (i, c) of B^-1 (_binv_entry): q_c moves only the basic w_c
+                    e = 1.0 if i == c else 0.0
+                else:
+                    e = -rows[i, pc]
+                ratio[t] = e / -dwv[i]
         m = tie_filter(cand, ratio, m, LEX_COLUMN_TIE)
         c += 1
     return cand[0]
@@ -372,7 +384,8 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
         dmax = _reduced_direction(entering, n, k, MT, d, Ainv, eq_rows, eq_pos, unk, dx, dwv, tmp, zcols, zdx)
         tol = LEMKE_PIVOT * max(1.0, dmax)
         # ---- minimum ratio (lexicographic) over basic unknowns and basic w rows
-        chosen = _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, Ainv, cand, ratio)
+        chosen = _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, Ainv, cand, ratio,
+                                     work2)
         if chosen < 0:
             for v in range(2 * n + 1):
                 ray[v] = 0.0
