@@ -103,3 +103,67 @@ def test_success_is_the_methods_own_not_a_small_residual(monkeypatch):
     monkeypatch.setattr(simmod, "solve", failing)
     rec = sim.step()
     assert rec.lcp_size > 0 and not rec.success and rec.rescued and rec.status == "NUMERICAL_FAILURE"
+
+
+def _pile_lcp(count=30, steps=40):
+    """A recorded pile step's box-friction problem with the previous step's normals as bounds
+    (arechavaleta §IV-C: a convex bound-constrained QP with redundant face contacts)."""
+    from contactlab.collision import match_previous
+    from contactlab.models import get_model, make_options
+    sim = Simulator(make_scene("pile", count=count, seed=1), "box-friction", "pgs", iterations=30)
+    for _ in range(steps):
+        sim.step()
+    c = sim.world.detect(sim.data, reach=sim._reach())
+    c.normal_guess = match_previous(sim.data.contacts, sim.data.result.normal, c, 0.021)
+    bf = get_model("box-friction")
+    built = bf.build(build_system(sim.model, sim.data, c, sim.h), make_options(bf, {"coupling": "previous"}))
+    return getattr(built, "problem", built)
+
+
+def test_box_qp_interior_point_certifies_a_pile_step_where_newton_and_pgs_stall():
+    from contactlab import solve
+    p = _pile_lcp()
+    assert p.n > 300 and not p.has_coupling
+    newton = solve(p, "box-qp", algorithm="newton")
+    pgs = solve(p, "pgs", max_iterations=3000)
+    sol = solve(p, "box-qp")
+    assert not newton.success and not pgs.success           # the stall this method exists for
+    assert sol.success and sol.relative_residual <= 1e-6
+    # independent check of the answer: inside the box, and the QP's minimum (a strictly convex QP
+    # has one minimiser: no feasible point, PGS's included, may have a lower objective)
+    M = p.M.toarray() if sp.issparse(p.M) else p.M
+    z = sol.z
+    assert np.all(z >= p.lo) and np.all(z <= p.hi)
+    f = lambda x: 0.5 * x @ M @ x + p.q @ x
+    zp = np.clip(pgs.z, p.lo, p.hi)
+    assert f(z) <= f(zp) + 1e-12 * abs(f(zp))
+    # optimality row by row (z in units of max|z|, w_i in units of its terms |q_i| + |M_i||z|):
+    # each row is at lo with w_i >= 0, at hi with w_i <= 0, or has w_i = 0, to 1e-6
+    w = M @ z + p.q
+    t = np.abs(p.q) + np.abs(M) @ np.abs(z)
+    zs, tol = np.abs(z).max(), 1e-6
+    at_lo = (z - p.lo <= tol * zs) & (w >= -tol * t)
+    at_hi = (p.hi - z <= tol * zs) & (w <= tol * t)
+    assert np.all(at_lo | at_hi | (np.abs(w) <= tol * t))
+    assert np.any(np.abs(w) > tol * t)                     # not a trivial problem: bounds are active
+
+
+def test_box_qp_interior_point_matches_the_unique_minimiser_on_random_box_qps():
+    """Random strictly convex box QPs (some rows fixed, some free, some one-sided): the interior point
+    reaches the same z as an LCP pivoting method (dantzig on the LCP of the QP's KKT, through solve's
+    boxed reduction), to 1e-7 relative."""
+    from contactlab import solve
+    from contactlab.problems import BoxedLCP
+    rng = np.random.default_rng(3)
+    for n in (5, 20, 40):
+        B = rng.normal(size=(n, n))
+        M = B @ B.T / n + 1e-3 * np.eye(n)
+        q = rng.normal(size=n)
+        lo = np.where(rng.random(n) < 0.7, -rng.random(n), -np.inf)
+        hi = np.where(rng.random(n) < 0.7, rng.random(n), np.inf)
+        lo[:2] = hi[:2] = 0.3                                  # fixed rows are eliminated
+        p = BoxedLCP(M, q, lo, hi)
+        sol = solve(p, "box-qp", algorithm="ipm")
+        ref = solve(p, "lemke")
+        assert sol.success and ref.success
+        assert np.abs(sol.z - ref.z).max() <= 1e-7 * max(1.0, np.abs(ref.z).max())
