@@ -9,7 +9,8 @@
   reference face (Sutherland-Hodgman), and every clipped point within the margin becomes a
   contact, its signed distance measured along the face normal; more than four are reduced to the
   four spanning the largest area (deepest first). An edge-edge axis gives one contact at the
-  closest points of the two edges. Exact for touching faces (the normal is a face axis, not
+  closest points of the two edges, unless it lies within ~11 degrees of the face axis and the
+  face's clipped points agree with its depth (FACE_PARALLEL, FACE_SLACK): then the face's points. Exact for touching faces (the normal is a face axis, not
   EPA's estimate), so a resting stack gets its four corners.
 * :func:`box_plane`: the box vertices within the margin of a half-space, each with its exact distance.
 
@@ -24,6 +25,13 @@ from ..kernels._jit import jit
 
 #: a face axis is kept unless an edge-edge axis separates by more than this (relative to the box size)
 EDGE_PREFERENCE = 1e-4
+#: an edge-edge axis within ~11 degrees of the best face axis (|cos| above this) does not replace it
+#: when the face's clipped points are at most FACE_SLACK x the box size deeper than the edge's exact
+#: depth: two nearly flat boxes stacked with a relative yaw touch face on face (the clipped polygon,
+#: up to 4 points), not at one edge crossing on which the upper box pivots and sinks (a 100-box pile
+#: sank 5-12 cm that way)
+FACE_PARALLEL = 0.98
+FACE_SLACK = 0.005
 #: contacts kept per box-box pair
 MAX_POINTS = 4
 
@@ -173,78 +181,38 @@ def _reduce4(P, sep, k, nref):
 
 
 @jit
-def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out):
-    """Contacts of box a (centre pa, rotation Ra: columns are its axes, half extents ha) and box b
-    within ``margin``; writes at most 4 rows of P_out/phi_out and the normal (a -> b) into n_out;
-    returns the count."""
-    d = pb - pa
-    best_s = -1e300
-    best_axis = np.zeros(3)
-    best_kind = -1         # 0: face of a, 1: face of b, 2: edge-edge
-    best_i, best_j = 0, 0
-    for box in range(2):
-        R = Ra if box == 0 else Rb
-        for i in range(3):
-            u = R[:, i]
-            ra = abs(_dot(Ra[:, 0], u)) * ha[0] + abs(_dot(Ra[:, 1], u)) * ha[1] + abs(_dot(Ra[:, 2], u)) * ha[2]
-            rb = abs(_dot(Rb[:, 0], u)) * hb[0] + abs(_dot(Rb[:, 1], u)) * hb[1] + abs(_dot(Rb[:, 2], u)) * hb[2]
-            s = abs(_dot(u, d)) - ra - rb
-            if s > margin:
-                return 0
-            if s > best_s:
-                best_s, best_kind, best_i = s, box, i
-                best_axis[:] = u
-    face_s = best_s
-    size = min(ha.min(), hb.min())
-    for i in range(3):
-        for j in range(3):
-            u = np.cross(Ra[:, i], Rb[:, j])
-            ln = np.sqrt(_dot(u, u))
-            if ln < 1e-6:
-                continue
-            u = u / ln
-            ra = abs(_dot(Ra[:, 0], u)) * ha[0] + abs(_dot(Ra[:, 1], u)) * ha[1] + abs(_dot(Ra[:, 2], u)) * ha[2]
-            rb = abs(_dot(Rb[:, 0], u)) * hb[0] + abs(_dot(Rb[:, 1], u)) * hb[1] + abs(_dot(Rb[:, 2], u)) * hb[2]
-            s = abs(_dot(u, d)) - ra - rb
-            if s > margin:
-                return 0
-            if s > best_s and s > face_s + EDGE_PREFERENCE * size:
-                best_s, best_kind, best_i, best_j = s, 2, i, j
-                best_axis[:] = u
-    n = best_axis.copy()
-    if _dot(n, d) < 0.0:
-        n = -n
-    n_out[:] = n
-    if best_kind == 2:
-        # closest points of the edge of a furthest along n and the edge of b furthest along -n
-        ca = pa.copy()
-        cb = pb.copy()
-        for k in range(3):
-            if k != best_i:
-                ca += (1.0 if _dot(Ra[:, k], n) > 0 else -1.0) * ha[k] * Ra[:, k]
-            if k != best_j:
-                cb -= (1.0 if _dot(Rb[:, k], n) > 0 else -1.0) * hb[k] * Rb[:, k]
-        ua, ub = Ra[:, best_i], Rb[:, best_j]
-        w = ca - cb
-        b_ = _dot(ua, ub)
-        dd = _dot(ua, w)
-        e = _dot(ub, w)
-        den = 1.0 - b_ * b_
-        s_ = (b_ * e - dd) / den if den > 1e-12 else 0.0
-        t_ = (e - b_ * dd) / den if den > 1e-12 else 0.0
-        s_ = min(max(s_, -ha[best_i]), ha[best_i])
-        t_ = min(max(t_, -hb[best_j]), hb[best_j])
-        qa = ca + s_ * ua
-        qb = cb + t_ * ub
-        P_out[0] = 0.5 * (qa + qb)
-        phi_out[0] = _dot(qb - qa, n)
-        return 1
-    # face case: reference box r (owner of the axis), incident box c; nref points from r to c
-    if best_kind == 0:
-        pr, Rr, hr, pc, Rc, hc, nref = pa, Ra, ha, pb, Rb, hb, n
-    else:
-        pr, Rr, hr, pc, Rc, hc, nref = pb, Rb, hb, pa, Ra, ha, -n
-    i = best_i
+def _edge_point(pa, Ra, ha, pb, Rb, hb, n, ei, ej, P_out, phi_out):
+    """One contact at the closest points of the edge of a (axis ei) furthest along n and the edge
+    of b (axis ej) furthest along -n; returns 1."""
+    ca = pa.copy()
+    cb = pb.copy()
+    for k in range(3):
+        if k != ei:
+            ca += (1.0 if _dot(Ra[:, k], n) > 0 else -1.0) * ha[k] * Ra[:, k]
+        if k != ej:
+            cb -= (1.0 if _dot(Rb[:, k], n) > 0 else -1.0) * hb[k] * Rb[:, k]
+    ua, ub = Ra[:, ei], Rb[:, ej]
+    w = ca - cb
+    b_ = _dot(ua, ub)
+    dd = _dot(ua, w)
+    e = _dot(ub, w)
+    den = 1.0 - b_ * b_
+    s_ = (b_ * e - dd) / den if den > 1e-12 else 0.0
+    t_ = (e - b_ * dd) / den if den > 1e-12 else 0.0
+    s_ = min(max(s_, -ha[ei]), ha[ei])
+    t_ = min(max(t_, -hb[ej]), hb[ej])
+    qa = ca + s_ * ua
+    qb = cb + t_ * ub
+    P_out[0] = 0.5 * (qa + qb)
+    phi_out[0] = _dot(qb - qa, n)
+    return 1
+
+
+@jit
+def _face_points(pr, Rr, hr, pc, Rc, hc, nref, i, margin, P_out, phi_out):
+    """Reference face i of box r (outward normal nref, pointing to box c), the incident face of c
+    clipped by its four side planes; the clipped points within ``margin`` (at most 4, deepest
+    first), each with its separation along nref. Returns the count."""
     cr = pr + hr[i] * nref                      # reference face centre (nref = +-Rr[:, i])
     # incident face: the face of c most anti-parallel to nref
     kc = 0
@@ -300,6 +268,76 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out):
         P_out[q] = P[k] - 0.5 * sep[k] * nref
         phi_out[q] = sep[k]
     return keep.size
+
+
+@jit
+def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out):
+    """Contacts of box a (centre pa, rotation Ra: columns are its axes, half extents ha) and box b
+    within ``margin``; writes at most 4 rows of P_out/phi_out and the normal (a -> b) into n_out;
+    returns the count."""
+    d = pb - pa
+    best_s = -1e300
+    best_axis = np.zeros(3)
+    best_kind = -1         # 0: face of a, 1: face of b
+    best_i = 0
+    for box in range(2):
+        R = Ra if box == 0 else Rb
+        for i in range(3):
+            u = R[:, i]
+            ra = abs(_dot(Ra[:, 0], u)) * ha[0] + abs(_dot(Ra[:, 1], u)) * ha[1] + abs(_dot(Ra[:, 2], u)) * ha[2]
+            rb = abs(_dot(Rb[:, 0], u)) * hb[0] + abs(_dot(Rb[:, 1], u)) * hb[1] + abs(_dot(Rb[:, 2], u)) * hb[2]
+            s = abs(_dot(u, d)) - ra - rb
+            if s > margin:
+                return 0
+            if s > best_s:
+                best_s, best_kind, best_i = s, box, i
+                best_axis[:] = u
+    face_s = best_s
+    size = min(ha.min(), hb.min())
+    edge_s = -1e300
+    edge_axis = np.zeros(3)
+    edge_i, edge_j = 0, 0
+    for i in range(3):
+        for j in range(3):
+            u = np.cross(Ra[:, i], Rb[:, j])
+            ln = np.sqrt(_dot(u, u))
+            if ln < 1e-6:
+                continue
+            u = u / ln
+            ra = abs(_dot(Ra[:, 0], u)) * ha[0] + abs(_dot(Ra[:, 1], u)) * ha[1] + abs(_dot(Ra[:, 2], u)) * ha[2]
+            rb = abs(_dot(Rb[:, 0], u)) * hb[0] + abs(_dot(Rb[:, 1], u)) * hb[1] + abs(_dot(Rb[:, 2], u)) * hb[2]
+            s = abs(_dot(u, d)) - ra - rb
+            if s > margin:
+                return 0
+            if s > edge_s:
+                edge_s, edge_i, edge_j = s, i, j
+                edge_axis[:] = u
+    n = best_axis.copy()
+    if _dot(n, d) < 0.0:
+        n = -n
+    use_edge = edge_s > face_s + EDGE_PREFERENCE * size
+    count = 0
+    if not use_edge or abs(_dot(edge_axis, n)) >= FACE_PARALLEL:
+        # face case: reference box r (owner of the axis), incident box c; nref points from r to c
+        if best_kind == 0:
+            count = _face_points(pa, Ra, ha, pb, Rb, hb, n, best_i, margin, P_out, phi_out)
+        else:
+            count = _face_points(pb, Rb, hb, pa, Ra, ha, -n, best_i, margin, P_out, phi_out)
+        if use_edge:
+            # an edge-edge axis near the face axis: the face's clipped points stand for it when they
+            # agree with its exact depth (nearly flat boxes stacked with a relative yaw)
+            deepest = 1e300
+            for q in range(count):
+                deepest = min(deepest, phi_out[q])
+            use_edge = count == 0 or deepest < edge_s - FACE_SLACK * size
+    if not use_edge:
+        n_out[:] = n
+        return count
+    n = edge_axis.copy()
+    if _dot(n, d) < 0.0:
+        n = -n
+    n_out[:] = n
+    return _edge_point(pa, Ra, ha, pb, Rb, hb, n, edge_i, edge_j, P_out, phi_out)
 
 
 @jit

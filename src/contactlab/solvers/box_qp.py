@@ -50,7 +50,9 @@ class BoxQPOptions:
     dense_max: largest n factorised densely (above: sparse LU); armijo: sufficient decrease;
     algorithm: "auto" (``newton_steps`` projected Newton steps, then interior point), "newton"
     (projected Newton only) or "ipm" (interior point only); newton_steps: projected Newton steps
-    before the interior point ("auto"); ipm_iterations: interior-point iterations per QP."""
+    before the interior point ("auto") for n > small_n (up to small_n: max_iterations, as Newton
+    steps are cheap there and its vertex answers settle friction-coupled bounds in fewer updates);
+    ipm_iterations: interior-point iterations per QP."""
     tol: float = 0.1 * CERTIFY
     max_iterations: int = 60
     max_outer: int = 30
@@ -58,13 +60,14 @@ class BoxQPOptions:
     armijo: float = 1e-4
     algorithm: str = "auto"
     newton_steps: int = 6
+    small_n: int = 200
     ipm_iterations: int = 80
 
     def __post_init__(self):
         if not (self.tol > 0 and self.max_iterations >= 1 and self.max_outer >= 1 and self.dense_max >= 0
-                and self.newton_steps >= 0 and self.ipm_iterations >= 1):
-            raise ParamError("tol > 0, max_iterations >= 1, max_outer >= 1, dense_max >= 0, newton_steps >= 0 "
-                             "and ipm_iterations >= 1 are required")
+                and self.newton_steps >= 0 and self.small_n >= 0 and self.ipm_iterations >= 1):
+            raise ParamError("tol > 0, max_iterations >= 1, max_outer >= 1, dense_max >= 0, newton_steps >= 0, "
+                             "small_n >= 0 and ipm_iterations >= 1 are required")
         if self.algorithm not in ("auto", "newton", "ipm"):
             raise ParamError(f"algorithm must be 'auto', 'newton' or 'ipm', got {self.algorithm!r}")
 
@@ -241,16 +244,20 @@ def _ipm(M, q, lo, hi, opts, tol, counter):
     return best[1], best[2], False
 
 
-def _box_qp(M, q, lo, hi, z, opts, tol, counter):
-    """One QP with static bounds by ``opts.algorithm`` (see the module docstring)."""
-    if opts.algorithm == "newton":
+def _box_qp(M, q, lo, hi, z, opts, tol, counter, mode):
+    """One QP with static bounds by ``mode[0]`` ("auto", "newton" or "ipm"; module docstring). Once
+    "auto" needs the interior point, mode[0] becomes "ipm" for the rest of the solve: alternating
+    methods in the bound updates of friction-coupled rows can cycle between two answers of a
+    degenerate QP (both within tol, different bounds next)."""
+    if mode[0] == "newton":
         return _qp(M, q, lo, hi, z, opts, tol, counter)
-    if opts.algorithm == "auto" and opts.newton_steps > 0:
-        short = BoxQPOptions(tol=opts.tol, max_iterations=opts.newton_steps, dense_max=opts.dense_max,
-                             armijo=opts.armijo)
+    if mode[0] == "auto" and opts.newton_steps > 0:
+        steps = opts.max_iterations if q.size <= opts.small_n else opts.newton_steps
+        short = BoxQPOptions(tol=opts.tol, max_iterations=steps, dense_max=opts.dense_max, armijo=opts.armijo)
         zn, w, ok = _qp(M, q, lo, hi, z, short, tol, counter)
         if ok:
             return zn, w, True
+    mode[0] = "ipm"
     return _ipm(M, q, lo, hi, opts, tol, counter)
 
 
@@ -258,16 +265,17 @@ def _solve(problem: BoxedLCP, opts: BoxQPOptions, warm_start) -> Solution:
     M, q, n = problem.M, problem.q, problem.n
     z = np.zeros(n) if warm_start is None else np.asarray(warm_start, dtype=np.float64).copy()
     counter = [0]
+    mode = [opts.algorithm]
     if not problem.has_coupling:
         lo, hi = problem.lo, problem.hi
         z = np.clip(z, lo, hi)
-        z, w, ok = _box_qp(M, q, lo, hi, z, opts, opts.tol, counter)
+        z, w, ok = _box_qp(M, q, lo, hi, z, opts, opts.tol, counter, mode)
         return Solution(z=z, w=w, status=Status.SOLVED if ok else Status.MAX_ITERATIONS,
                         iterations=counter[0], info={"outer": 1})
     for outer in range(1, opts.max_outer + 1):
         lo, hi = problem.bounds(z)
         z = np.clip(z, lo, hi)
-        z, w, ok = _box_qp(M, q, lo, hi, z, opts, opts.tol, counter)
+        z, w, ok = _box_qp(M, q, lo, hi, z, opts, opts.tol, counter, mode)
         lo2, hi2 = problem.bounds(z)
         if ok and _residual(M, q, z, w, lo2, hi2) <= opts.tol:
             return Solution(z=z, w=w, status=Status.SOLVED, iterations=counter[0], info={"outer": outer})
