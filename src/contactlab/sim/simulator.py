@@ -265,7 +265,8 @@ class Simulator:
         w = N W N' p + c >= 0 perp p >= 0, c_i = zeta (phi'_i + slop) where phi'_i < -slop and
         phi'_i + slop elsewhere (do not push other contacts in), then x += W N' p
         (W = M^-1, kinematic bodies held; N W N' from the compiled block Delassus; box-qp: projected
-        Newton, then its interior point). An answer off by more than 1e-2 (relative) skips the correction."""
+        Newton, then its interior point). An answer off by more than 1e-2 (relative) skips the correction.
+        Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep)."""
         from ..mechanics.system import delassus, mobility
         from ..problems import BoxedLCP
         st = self.model.settings
@@ -285,6 +286,13 @@ class Simulator:
             A = (sys.N @ W @ sys.N.T).toarray() + 1e-9 * np.eye(sys.nc)
         n = sys.nc
         prob = BoxedLCP(A, c, np.zeros(n), np.full(n, np.inf))
+        if self.iterations is not None:
+            # fixed-budget mode: the step's sweep budget; every PGS sweep keeps p >= 0, so a partial
+            # answer only pushes apart, and it is applied whatever its residual
+            sol = solve(prob, "pgs", **_cap_option("pgs", self.iterations), tol=1e-4)
+            if np.all(np.isfinite(sol.z)):
+                self._displace(W @ (sys.N.T @ sol.z))
+            return
         # box-qp: projected Newton, then its interior point where Newton stalls (a pile's redundant
         # contacts): the correction is certified at every size (100 capped PGS sweeps on a pile
         # left it off by more than 1e-2, so it was skipped and the penetration stayed)
