@@ -207,8 +207,9 @@ def choose_method(problem: Problem) -> tuple[str, str]:
                 return m, "boxed LCP"
         return "lemke", "boxed LCP (no iterative solver registered)"
     if isinstance(problem, (LCP, MixedLCP)):
-        # measured (docs/benchmarks-pivoting.md, dantzig/lemke time): spd 2.9, box-stack 0.80,
-        # box-stack-25 0.27: lemke on positive definite M, dantzig on rank-deficient PSD contact M.
+        # measured (docs/benchmarks-pivoting.md, dantzig/lemke time, 2026-11-24 run): spd 2.83,
+        # box-stack 1.08 (a wash since lemke's per-call work shrank), box-stack-25 0.28: lemke on
+        # positive definite M, dantzig on rank-deficient PSD contact M.
         # Both are guaranteed there and neither can claim NO_SOLUTION without a checked certificate.
         M = problem.M if isinstance(problem, LCP) else problem.to_lcp().M
         if is_symmetric(M) and "dantzig" in _REGISTRY and (not sp.issparse(M) or M.shape[0] <= 3000):
