@@ -100,7 +100,8 @@ def solver_only_timing(steps: int = 10, repeats: int = 20) -> str:
     from contactlab import solve
     from contactlab.models.noslip import build_noslip
     from contactlab.models.built import tangent_rows, touching
-    from contactlab.scenarios.box_gripper import _blas_one_thread, make_simulator
+    from contactlab.blas import blas_threads
+    from contactlab.scenarios.box_gripper import make_simulator
 
     def best_of(fn):
         fn()
@@ -133,7 +134,7 @@ def solver_only_timing(steps: int = 10, repeats: int = 20) -> str:
 
     rows = ["| model | method | LCP variables | best solve ms | best FIND-INDICES + reduction ms | method ms "
             "(mean over steps) | pivots/iterations |", "|---|---|---|---|---|---|---|"]
-    with _blas_one_thread():
+    with blas_threads(1):
         cases = [("stewart-trinkle", "lemke"), ("no-slip", "ppm"), ("no-slip", "dantzig")]
         if "qp" in available_solvers():
             cases.append(("no-slip", "qp"))

@@ -69,11 +69,10 @@ def main() -> None:
     measured on a loaded 2-core machine). Repeated warnings are shown once (:class:`RepeatedWarnings`)."""
     import os
 
-    from threadpoolctl import threadpool_limits
+    from .blas import blas_threads, default_threads
 
     if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         os.environ["COLUMNS"] = "100000"   # rich output into a file or pipe: no 80-column cut (any command)
 
-    with threadpool_limits(limits=int(os.environ.get("CONTACTLAB_BLAS_THREADS", "1")), user_api="blas"), \
-            RepeatedWarnings():
+    with blas_threads(default_threads()), RepeatedWarnings():
         app()

@@ -208,8 +208,8 @@ def ill_conditioned(ctx) -> str:
 
 
 def run(ctx) -> str:
-    from threadpoolctl import threadpool_limits
-    with threadpool_limits(1):     # BLAS on one thread: timings not at the mercy of oversubscription
+    from ..blas import blas_threads
+    with blas_threads(1):     # BLAS on one thread: timings not at the mercy of oversubscription
         return "\n\n".join(["### Synthetic grasp-shaped LCPs (stress test, not the paper's experiment; Table I from "
                             "the grasp simulations is in the grasping section)", table_one(ctx),
                             "### Ill-conditioned SPD LCPs", ill_conditioned(ctx)])

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..blas import blas_threads
 from ..errors import ModelError, SimulationError
 from ..mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
 
@@ -276,22 +277,12 @@ def method_label(method: str, options: dict | None, model_options: dict | None =
     return out
 
 
-def _blas_one_thread():
-    """Small dense matrices: one BLAS thread avoids oversubscription (10x slower on a loaded 2-core box)."""
-    try:
-        from threadpoolctl import threadpool_limits
-        return threadpool_limits(1)
-    except ImportError:  # pragma: no cover - optional
-        import contextlib
-        return contextlib.nullcontext()
-
-
 def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup: int = 2,
               progress=lambda label: None, **scene_params) -> list[dict]:
     """Run every (model, method[, solver options]) ``trials`` times for each step count; mean and
     sample std of the total time. A short untimed warm-up run first compiles the numba kernels."""
     rows = []
-    with _blas_one_thread():
+    with blas_threads(1):
         for cfg in configs:
             model, method = cfg[0], cfg[1]
             sopts = dict(cfg[2]) if len(cfg) > 2 and cfg[2] else None

@@ -10,7 +10,8 @@ from ...errors import ParamError
 from ...problems.ucp import UCP
 from ...solution import Solution, Status
 from ..registry import register
-from .common import LPFailure, no_solution, setup_polyhedra, single_thread_blas
+from ...blas import single_thread_blas
+from .common import LPFailure, no_solution, setup_polyhedra
 from .vertices import adjacent_vertices
 
 

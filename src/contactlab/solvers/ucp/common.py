@@ -2,7 +2,6 @@
 reduction of {u >= 0 : A u = a}, set-up of X and Y, and the no-solution result."""
 from __future__ import annotations
 
-import functools
 
 import highspy
 import numpy as np
@@ -14,18 +13,6 @@ from ...solution import Solution, Status
 INF = highspy.kHighsInf
 
 
-def single_thread_blas(func):
-    """Run ``func`` with BLAS limited to one thread: its matrices are small (hundreds of rows), and
-    multi-threaded BLAS on a loaded machine was measured 30x slower on them."""
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:  # optional: without it BLAS keeps its own default
-            return func(*args, **kwargs)
-        with threadpool_limits(limits=1, user_api="blas"):
-            return func(*args, **kwargs)
-    return wrapper
 OPTIMAL = highspy.HighsModelStatus.kOptimal
 INFEASIBLE = highspy.HighsModelStatus.kInfeasible
 

@@ -13,8 +13,9 @@ from ...problems.ucp import UCP
 from ...solution import Solution, Status
 from ..registry import register
 from .bilinear import BilinearOptions, bilinear_lp
+from ...blas import single_thread_blas
 from .common import (INF, INFEASIBLE, OPTIMAL, LPFailure, PolyhedronLP, highs_model, no_solution,
-                     setup_polyhedra, single_thread_blas)
+                     setup_polyhedra)
 
 
 @dataclass(frozen=True)

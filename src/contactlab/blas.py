@@ -1,0 +1,37 @@
+"""BLAS thread limiting, written once (issue 11).
+
+Contact problems are many small dense solves; on them threaded BLAS costs more in thread start-up
+and oversubscription than it saves (measured 30-100x slower on a loaded 2-core machine). The CLI,
+the simulator, the UCP solvers and the benchmarks' timed sections all go through :func:`blas_threads`.
+``CONTACTLAB_BLAS_THREADS`` sets the CLI's limit (default 1).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+
+from threadpoolctl import threadpool_limits
+
+ENV = "CONTACTLAB_BLAS_THREADS"
+
+
+def default_threads() -> int:
+    """The CLI's BLAS thread count: ``CONTACTLAB_BLAS_THREADS`` or 1."""
+    return int(os.environ.get(ENV, "1"))
+
+
+def blas_threads(n: int | None = 1):
+    """Context manager limiting BLAS to ``n`` threads while it is open (None: leave BLAS as it is)."""
+    if n is None:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=n, user_api="blas")
+
+
+def single_thread_blas(func):
+    """Decorator: run ``func`` with BLAS on one thread."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with blas_threads(1):
+            return func(*args, **kwargs)
+    return wrapper
