@@ -161,3 +161,56 @@ def test_set_motor_between_steps_changes_the_driven_velocity():
     assert sim.data.angular_velocity[0][2] == pytest.approx(-0.5, abs=1e-9)
     with pytest.raises(ModelError, match="nope"):
         sim.set_motor("nope", 1.0)
+
+
+def test_joint_rows_are_the_time_derivatives_of_the_joint_errors_and_coordinates():
+    """The compiled joint rows against central differences of their own position errors along a
+    random velocity (revolute, spherical, fixed joints on a trotting quadruped's chain after a few
+    steps: errors ~0, coordinates non-zero): J v = d err / dt, rate row . v = d coordinate / dt, and
+    a limit row is sign x the rate row."""
+    from contactlab.mechanics.rotation import integrate_quat
+    sh = [Shape("box", size=(0.2, 0.1, 0.1))]
+    bodies = [_link("a", (0.2, 0, 1)), _link("b", (0.6, 0, 1)), _link("c", (1.0, 0, 1)), _link("d", (1.4, 0, 1)),
+              Body("e", mass=0.5, position=(1.8, 0.1, 1), shapes=sh)]
+    joints = [Joint("weld", "fixed", "world", "a", anchor=(0, 0, 1.0)),
+              Joint("ball", "spherical", "a", "b", anchor=(0.4, 0, 1.0)),
+              Joint("h1", "revolute", "b", "c", anchor=(0.8, 0, 1.0), axis=(0, 1, 1), lower=-3.0),
+              Joint("h2", "revolute", "c", "d", anchor=(1.2, 0, 1.0), axis=(0, 0, 1), upper=3.0),
+              Joint("h3", "revolute", "d", "e", anchor=(1.6, 0, 1.0), axis=(0.3, 0.9, 0.1), follows="h2", ratio=0.5)]
+    sim = Simulator(Scene("chain", bodies, joints, settings=Settings(dt=0.005)), "stewart-trinkle", "lemke")
+    sim.data.angular_velocity[1:] = [[1.0, 2.0, 0.5], [0.0, 3.0, 1.0], [2.0, 0.0, -1.0], [0.5, 0.5, 4.0]]
+    sim.run(0.1)
+    model, data = sim.model, sim.data
+    (J, _, err, labels), (L, _, llab), _, js = joint_rows(model, data, 0.005)
+    assert sim.joint_error() < 1e-8 and np.abs(js.coordinate[2:]).min() > 1e-3
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal(model.ndof)
+
+    def moved(eps):
+        d = data.copy()
+        V = v.reshape(-1, 6)
+        d.position += eps * V[:, :3]
+        d.quaternion = integrate_quat(d.quaternion, V[:, 3:], eps)
+        (_, _, e, _), _, _, s = joint_rows(model, d, 0.005)
+        return e, s.coordinate
+
+    eps = 1e-6
+    (ep, cp), (em, cm) = moved(eps), moved(-eps)
+    rows = np.isfinite(err)
+    assert rows.sum() == 6 + 3 + 3 * 5 + 1              # weld 6, ball 3, revolutes 5 each, coupling 1
+    np.testing.assert_allclose(J[rows] @ v, ((ep - em) / (2 * eps))[rows], atol=1e-6)
+    np.testing.assert_allclose(js.rate_rows @ v, np.nan_to_num((cp - cm) / (2 * eps)), atol=1e-6)
+    # the coupling row is h3's rate minus 0.5 h2's rate
+    k = labels.index("h3:coupling")
+    np.testing.assert_allclose(J[k].toarray(), (js.rate_rows[4] - 0.5 * js.rate_rows[3]).toarray(), atol=1e-15)
+    # a limit row is the joint's rate row, signed (lower +, upper -), present only within reach
+    (_, _, _, _), (L, bias, llab), _, js = joint_rows(model, data, 0.005)
+    assert llab == []                                    # bounds 3 rad away: out of reach
+    m2 = sim.model.joints[2]
+    import dataclasses
+    lim = dataclasses.replace(model, joints=model.joints[:2] + (dataclasses.replace(m2, lower=js.coordinate[2] - 0.01),)
+                              + model.joints[3:], joint_arrays=None)
+    (_, _, _, _), (L, bias, llab), _, _ = joint_rows(lim, data, 0.005)
+    assert llab == ["h1:lower"]
+    np.testing.assert_allclose(L.toarray(), js.rate_rows[2].toarray(), atol=0)
+    assert bias[0] == pytest.approx(0.01 / 0.005, rel=1e-9)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError
+from .joint_kernels import pack_joints
 from .rotation import quat_conj, quat_mul, quat_to_matrix
 from .scene import Body, Scene, Shape
 
@@ -86,6 +87,7 @@ class Model:
     mu_default: float
     settings: object = None    # a copy of the scene's Settings
     pair_mu: dict = field(default_factory=dict)
+    joint_arrays: object = None   # the joints packed for the compiled rows (joint_kernels.JointArrays)
 
     @property
     def nb(self) -> int:
@@ -191,7 +193,9 @@ def build_model(scene: Scene) -> tuple[Model, Data]:
     model = Model(scene, names, kind, mass, inertia, inv_inertia, dof_start, ndof,
                   np.array([b.planar for b in scene.bodies], dtype=bool), tuple(joints), shapes,
                   np.asarray(scene.gravity, dtype=np.float64), float(scene.mu),
-                  settings=copy.deepcopy(scene.settings), pair_mu=pair_mu)
+                  settings=copy.deepcopy(scene.settings), pair_mu=pair_mu,
+                  joint_arrays=pack_joints(joints, names, kind, dof_start,
+                                           np.array([b.planar for b in scene.bodies], dtype=bool), KIND_KINEMATIC))
     data = Data(pos, quat,
                 np.array([b.linear_velocity for b in scene.bodies], dtype=np.float64).reshape(nb, 3),
                 np.array([b.angular_velocity for b in scene.bodies], dtype=np.float64).reshape(nb, 3),

@@ -12,8 +12,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .model import KIND_KINEMATIC, Data, Model
+from . import joint_kernels as _JK
 from . import kernels as _K
-from .rotation import quat_conj, quat_mul, quat_to_matrix, quat_to_rotvec, tangent_basis
+from .joint_kernels import pack_joints
+from .rotation import quat_to_matrix
 
 
 @dataclass
@@ -140,24 +142,13 @@ def joint_torque_forces(model: Model, data: Data) -> np.ndarray:
     times the joint's rate row, i.e. +tau about (along) the axis on the child b and -tau on the
     parent a (revolute: torques tau*axis on the angular coordinates; prismatic: force tau*axis at
     the child's anchor). Equal and opposite, so the pair's total momentum is unchanged."""
-    f = np.zeros(model.ndof)
     if not data.joint_torque:
-        return f
-    R = quat_to_matrix(data.quaternion)
-    for k, tau in data.joint_torque.items():   # per actuated joint (a handful), not per body
-        jt = model.joints[k]
-        axis = (R[jt.a] @ jt.axis_a) if jt.a >= 0 else jt.axis_a
-        pb = data.position[jt.b] + R[jt.b] @ jt.anchor_b
-        for body, sign in ((jt.b, 1.0), (jt.a, -1.0)):
-            s = model.dof_start[body] if body >= 0 else -1
-            if s < 0:
-                continue
-            if jt.kind == "revolute":
-                f[s + 3:s + 6] += sign * tau * axis
-            else:
-                f[s:s + 3] += sign * tau * axis
-                f[s + 3:s + 6] += sign * tau * np.cross(pb - data.position[body], axis)
-    return f
+        return np.zeros(model.ndof)
+    P = _packed(model)
+    idx = np.fromiter(data.joint_torque.keys(), dtype=np.int64, count=len(data.joint_torque))
+    tau = np.fromiter(data.joint_torque.values(), dtype=np.float64, count=len(data.joint_torque))
+    return _JK.joint_torque_kernel(idx, tau, P.kind, P.a, P.b, P.anchor_b, P.axis_a, model.dof_start,
+                                   data.position, data.quaternion, model.ndof)
 
 
 def generalized_forces(model: Model, data: Data) -> np.ndarray:
@@ -215,185 +206,42 @@ class JointState:
     rate_rows: sp.csr_matrix
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-class _Rows:
-    """Accumulates sparse rows (COO triplets) and builds one CSR at the end."""
-
-    def __init__(self, model: Model, data: Data):
-        self.model, self.data = model, data
-        self.r, self.c, self.v = [], [], []
-        self.n = 0
-
-    def _body(self, body: int, row: int, lin, ang, sign: float):
-        if body < 0:
-            return
-        s = self.model.dof_start[body]
-        if s < 0:
-            return
-        if lin is not None:
-            self.r.append(np.full(3, row)); self.c.append(s + np.arange(3)); self.v.append(sign * lin)
-        self.r.append(np.full(3, row)); self.c.append(s + 3 + np.arange(3)); self.v.append(sign * ang)
-
-    def point(self, a: int, b: int, P: np.ndarray, u: np.ndarray, scale: float = 1.0) -> int:
-        """u.(velocity of point P on b - on a), times ``scale``; returns the row index."""
-        row = self.n
-        for body, sign in ((b, scale), (a, -scale)):
-            if body >= 0:
-                self._body(body, row, u, _cross(P - self.data.position[body], u), sign)
-        self.n += 1
-        return row
-
-    def angular(self, a: int, b: int, u: np.ndarray, scale: float = 1.0) -> int:
-        row = self.n
-        self._body(b, row, None, u, scale)
-        self._body(a, row, None, u, -scale)
-        self.n += 1
-        return row
-
-    def copy_row(self, other: "_Rows", row: int, scale: float = 1.0) -> None:
-        for r, c, v in zip(other.r, other.c, other.v):
-            if r[0] == row:
-                self.r.append(np.full(r.shape, self.n)); self.c.append(c); self.v.append(scale * v)
-        self.n += 1
-
-    def csr(self) -> sp.csr_matrix:
-        if not self.r:
-            return sp.csr_matrix((self.n, self.model.ndof))
-        return sp.csr_matrix((np.concatenate(self.v), (np.concatenate(self.r), np.concatenate(self.c))),
-                             shape=(self.n, self.model.ndof))
-
-
-def _motor(jt, data: Data, k: int):
-    """(target velocity or None, max force) of joint k's motor: the state's (set_motor changes it
-    between steps), else the compiled joint's."""
-    if data.motor_target is not None and k < data.motor_target.size:
-        t = data.motor_target[k]
-        return (None if np.isnan(t) else float(t)), float(data.motor_max_force[k])
-    return jt.motor_target, jt.motor_max_force
+def _packed(model: Model):
+    """The model's joints as arrays (packed by build_model; packed here for a Model made by hand)."""
+    if model.joint_arrays is None:
+        object.__setattr__(model, "joint_arrays", pack_joints(model.joints, model.names, model.kind, model.dof_start,
+                                                              model.planar, KIND_KINEMATIC))
+    return model.joint_arrays
 
 
 def joint_rows(model: Model, data: Data, h: float):
-    """Equality rows (J, rhs, err, labels), limit rows (L, bias, labels), motor rows and joint state."""
-    st = model.settings
-    R = quat_to_matrix(data.quaternion)
-    v_all = data.velocity_vector(model)
-    Jb, Lb, Ab, Rb_ = _Rows(model, data), _Rows(model, data), _Rows(model, data), _Rows(model, data)
-    rhs, err, jl = [], [], []
-    l_bias, ll = [], []
-    a_target, a_max, al = [], [], []
-    coords = []
-    ident = np.array([1.0, 0, 0, 0])
-    for k_joint, jt in enumerate(model.joints):
-        if jt.a >= 0:
-            xa, Ra, qa = data.position[jt.a], R[jt.a], data.quaternion[jt.a]
-        else:
-            xa, Ra, qa = np.zeros(3), np.eye(3), ident
-        xb, Rb, qb = data.position[jt.b], R[jt.b], data.quaternion[jt.b]
-        pa = xa + Ra @ jt.anchor_a
-        pb = xb + Rb @ jt.anchor_b
-        axis = Ra @ jt.axis_a
-        t1, t2 = tangent_basis(axis[None])
-        t1, t2 = t1[0], t2[0]
-        e = []
-        if jt.kind in ("revolute", "spherical", "fixed"):
-            for u in np.eye(3):
-                Jb.point(jt.a, jt.b, pb, u)
-            e.append(pb - pa)
-        if jt.kind == "prismatic":
-            for u in (t1, t2):
-                Jb.point(jt.a, jt.b, pb, u)
-            e.append(np.array([t1 @ (pb - pa), t2 @ (pb - pa)]))
-        q_des = quat_mul(qa, jt.q_rel0)            # where B's orientation should be (fixed, prismatic)
-        q_err = quat_mul(qb, quat_conj(q_des))     # world-frame rotation from desired to actual
-        if jt.kind in ("fixed", "prismatic"):
-            for u in np.eye(3):
-                Jb.angular(jt.a, jt.b, u)
-            e.append(quat_to_rotvec(q_err))
-        if jt.kind == "revolute":
-            ab = quat_to_matrix(q_err) @ axis     # B's copy of the axis
-            ex = _cross(axis, ab)
-            for u in (t1, t2):
-                Jb.angular(jt.a, jt.b, u)
-            e.append(np.array([t1 @ ex, t2 @ ex]))
-        ej = np.concatenate(e)
-        err.append(ej)
-        rhs.append(-st.zeta * ej / h)
-        jl += [f"{jt.name}:{k}" for k in range(ej.size)]
-        if jt.kind == "revolute":
-            row = Rb_.angular(jt.a, jt.b, axis)
-            qd = quat_mul(quat_mul(quat_conj(qa), qb), quat_conj(jt.q_rel0))
-            coord = 2.0 * np.arctan2(float(np.dot(jt.axis_a, qd[1:])), float(qd[0]))
-            coord = (coord + np.pi) % (2 * np.pi) - np.pi
-        elif jt.kind == "prismatic":
-            row = Rb_.point(jt.a, jt.b, pb, axis)
-            coord = float(np.dot(axis, pb - pa))
-        else:
-            coords.append(np.nan)
-            Rb_.n += 1
-            continue
-        coords.append(coord)
-        rate_dot = sum(float(vv @ v_all[cc]) for rr, cc, vv in zip(Rb_.r, Rb_.c, Rb_.v) if rr[0] == row)
-        reach = 0.05 + 2.0 * h * abs(rate_dot)
-        for bound, sign, tag in ((jt.lower, 1.0, "lower"), (jt.upper, -1.0, "upper")):
-            if bound is None:
-                continue
-            gap = sign * (coord - bound)
-            if gap < reach:
-                Lb.copy_row(Rb_, row, sign)
-                l_bias.append(gap / h if gap >= 0 else st.zeta * gap / h)
-                ll.append(f"{jt.name}:{tag}")
-        target, max_force = _motor(jt, data, k_joint)
-        if target is not None:
-            if np.isinf(max_force):
-                Jb.copy_row(Rb_, row)
-                err.append(np.array([np.nan]))
-                rhs.append(np.array([target]))
-                jl.append(f"{jt.name}:motor")
-            else:
-                Ab.copy_row(Rb_, row)
-                a_target.append(target)
-                a_max.append(h * max_force)
-                al.append(f"{jt.name}:motor")
-    # joint couplings (Joint.follows): q_b' - ratio q_a' = -zeta (q_b - ratio q_a)/h
-    for k, jt in enumerate(model.joints):
-        if jt.follows >= 0:
-            row = Jb.n
-            Jb.copy_row(Rb_, k)
-            Jb.n = row
-            Jb.copy_row(Rb_, jt.follows, -jt.ratio)
-            e = coords[k] - jt.ratio * coords[jt.follows]
-            err.append(np.array([e]))
-            rhs.append(np.array([-st.zeta * e / h]))
-            jl.append(f"{jt.name}:coupling")
-    # kinematic bodies: v+ equals their current velocity; planar bodies: vz = wx = wy = 0 with drift correction
-    ez = np.array([0.0, 0.0, 1.0])
-    special = np.flatnonzero((model.dof_start >= 0) & ((model.kind == KIND_KINEMATIC) | model.planar))
-    for i in special:          # kinematic and planar bodies only (a handful), not every body
-        s = model.dof_start[i]
-        if model.kind[i] == KIND_KINEMATIC:
-            for k in range(6):
-                Jb.r.append(np.array([Jb.n])); Jb.c.append(np.array([s + k])); Jb.v.append(np.array([1.0]))
-                Jb.n += 1
-            rhs.append(np.concatenate([data.linear_velocity[i], data.angular_velocity[i]]))
-            err.append(np.full(6, np.nan))
-            jl += [f"{model.names[i]}:drive{k}" for k in range(6)]
-        elif model.planar[i]:
-            for k in (2, 3, 4):
-                Jb.r.append(np.array([Jb.n])); Jb.c.append(np.array([s + k])); Jb.v.append(np.array([1.0]))
-                Jb.n += 1
-            R0 = quat_to_matrix(data.planar_reference[i, 1:])
-            ex = np.cross(ez, R[i] @ R0.T @ ez)
-            e = np.array([data.position[i, 2] - data.planar_reference[i, 0], ex[0], ex[1]])
-            err.append(e)
-            rhs.append(-st.zeta * e / h)
-            jl += [f"{model.names[i]}:planar{k}" for k in range(3)]
-    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0)
-    js = JointState(np.array(coords), Rb_.csr())
-    return ((Jb.csr(), cat(rhs), cat(err), jl), (Lb.csr(), np.array(l_bias), ll),
-            (Ab.csr(), np.array(a_target), np.array(a_max), al), js)
+    """Equality rows (J, rhs, err, labels), limit rows (L, bias, labels), motor rows (A, target,
+    bound h * max force, labels) and joint state (coordinates, rate rows), written by the compiled
+    :func:`~contactlab.mechanics.joint_kernels.joint_rows_kernel` (its docstring: the rows and their
+    right-hand sides, arechavaleta eqs. 10-12). Motor targets and force limits are the state's
+    (``Data.motor_target``, ``set_motor`` changes them between steps), else the compiled joints'."""
+    P = _packed(model)
+    nj = P.a.size
+    mt, mf = P.motor_target, P.motor_max_force
+    if data.motor_target is not None and data.motor_target.size:
+        k = min(nj, data.motor_target.size)
+        mt, mf = mt.copy(), mf.copy()
+        mt[:k], mf[:k] = data.motor_target[:k], data.motor_max_force[:k]
+    (Jm, rhs, err, jl), (Lm, l_bias, ll), (Am, a_target, a_max, al), (Rm, coords) = _JK.joint_rows_kernel(
+        P.a, P.b, P.kind, P.anchor_a, P.anchor_b, P.axis_a, P.q_rel0, P.lower, P.upper, mt, mf, P.follows, P.ratio,
+        P.special, P.special_kin, P.label_base, P.special_base, model.dof_start, data.position, data.quaternion,
+        data.linear_velocity, data.angular_velocity, data.planar_reference, data.velocity_vector(model),
+        float(h), float(model.settings.zeta))
+    csr = lambda m, n: _canonical(sp.csr_matrix(m, shape=(n, model.ndof)))
+    lab = lambda ids: P.labels[ids].tolist()
+    return ((csr(Jm, rhs.size), rhs, err, lab(jl)), (csr(Lm, l_bias.size), l_bias, lab(ll)),
+            (csr(Am, a_target.size), a_target, a_max, lab(al)), JointState(coords, csr(Rm, nj)))
+
+
+def _canonical(m: sp.csr_matrix) -> sp.csr_matrix:
+    m.has_sorted_indices = True        # rows sorted and merged by the kernel
+    m.has_canonical_format = True
+    return m
 
 
 def contact_rows(model: Model, data: Data, contacts, d: int):
