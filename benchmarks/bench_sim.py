@@ -7,9 +7,10 @@ PyBullet, MuJoCo and (where its Python binding is installed) ODE, on the same sc
 
 Engines (each runs the same bodies: positions, orientations, 0.2 m cubes of 1 kg, friction 0.5,
 dt 0.01, gravity -9.81):
-* ``contactlab certified``: box-friction (friction box on the current normal, arechavaleta eq.
-  16-17); box-qp on stacks, pgs (<= 10,000 sweeps) on piles; every step certified or counted as a
-  failure, fallbacks as in sim/fallback.py.
+* ``contactlab certified``: box-friction solved by box-qp (projected Newton, then its interior
+  point); stacks with the friction box on the current normal (arechavaleta eq. 16-17), piles with
+  the box from the previous step's matched normal (arechavaleta §IV-C, eq. 16: a convex
+  bound-constrained QP); every step certified or counted as a failure, fallbacks as in sim/fallback.py.
 * ``contactlab fixed-50``: box-friction, pgs capped at 50 sweeps (``iterations=50``, PyBullet's default
   budget), the answer applied whatever its residual (the residual reached is reported).
 * ``pybullet``: default settings (50 solver iterations, its own contact slop/ERP).
@@ -61,10 +62,9 @@ def _summary(engine, scene_name, n, steps, wall, pos0, pos, **extra):
 
 def run_contactlab(scene_name, n, steps, budget, fixed=None):
     scene = make_scene(scene_name, count=n)
-    method = "box-qp" if scene_name == "stack" else "pgs"
-    if fixed:
-        method = "pgs"
-    sim = Simulator(scene, "box-friction", method, iterations=fixed)
+    method = "pgs" if fixed else "box-qp"
+    coupling = "previous" if (scene_name == "pile" and not fixed) else "current"
+    sim = Simulator(scene, "box-friction", method, iterations=fixed, model_options={"coupling": coupling})
     pos0 = _dynamic_positions(scene)
     live = np.flatnonzero(sim.model.dof_start >= 0)
     sim.step()                                    # warm-up (numba caches, imports)
@@ -84,7 +84,7 @@ def run_contactlab(scene_name, n, steps, budget, fixed=None):
     k = max(1, len(recs))
     return _summary("contactlab " + (f"fixed-{fixed}" if fixed else "certified"), scene_name, n, len(recs), wall,
                     pos0, sim.data.position[live],
-                    method=f"box-friction/{method}", stage_ms={s: 1e3 * v / k for s, v in stage.items()},
+                    method=f"box-friction({coupling})/{method}", stage_ms={s: 1e3 * v / k for s, v in stage.items()},
                     contacts=float(np.mean([r.contacts for r in recs])) if recs else 0.0,
                     iterations=float(np.mean([r.iterations for r in recs])) if recs else 0.0,
                     residual_max=float(np.max(rel)) if rel else float("nan"),
@@ -253,11 +253,13 @@ RUNNERS = {"contactlab certified": lambda s, n, k, b: run_contactlab(s, n, k, b)
 
 
 SOLVER_STUDY = [("pgs", "current", {"max_sweeps": 10000, "tol": 1e-7}),
-                ("pgs-sm", "current", {"max_outer": 100}),
-                ("box-qp", "current", {"max_outer": 10, "max_iterations": 30}),
+                ("box-qp", "current", {}),
                 ("pgs", "previous", {"max_sweeps": 10000, "tol": 1e-7}),
                 ("pgs-sm", "previous", {"max_outer": 100}),
-                ("box-qp", "previous", {"max_iterations": 60})]
+                ("box-qp", "previous", {"algorithm": "newton"}),
+                ("box-qp", "previous", {}),
+                ("interior-point", "previous", {}),
+                ("qp", "previous", {})]
 
 
 def solver_study(n, at_steps, fixed=50):
@@ -282,7 +284,8 @@ def solver_study(n, at_steps, fixed=50):
             prob = getattr(prob, "problem", prob)
             t0 = time.perf_counter()
             sol = solve(prob, method, **opts)
-            rows.append({"n": n, "step": target, "contacts": int(sys_.nc), "lcp": int(prob.n), "method": method,
+            label = method + "".join(f" {k}={v}" for k, v in opts.items() if k == "algorithm")
+            rows.append({"n": n, "step": target, "contacts": int(sys_.nc), "lcp": int(prob.n), "method": label,
                          "coupling": coupling, "iterations": int(sol.iterations), "time_s": time.perf_counter() - t0,
                          "relative_residual": float(sol.relative_residual), "certified": bool(sol.success)})
             print(json.dumps(rows[-1]), flush=True)
@@ -349,8 +352,8 @@ def main(argv=None):
     ap.add_argument("--engines", nargs="+", default=list(RUNNERS), choices=list(RUNNERS))
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--budget", type=float, default=20.0, help="wall seconds per configuration")
-    ap.add_argument("--certified-max", type=int, default=100,
-                    help="largest pile run in certified mode (a certified pile step costs seconds beyond)")
+    ap.add_argument("--certified-max", type=int, default=2000,
+                    help="largest pile run in certified mode")
     ap.add_argument("--drift-seconds", type=float, default=10.0, help="10-box stack drift run (0: skip)")
     ap.add_argument("--out", type=Path, default=None, help="also write the raw Markdown table here")
     ap.add_argument("--json", type=Path, default=None)

@@ -167,3 +167,25 @@ def test_box_qp_interior_point_matches_the_unique_minimiser_on_random_box_qps():
         ref = solve(p, "lemke")
         assert sol.success and ref.success
         assert np.abs(sol.z - ref.z).max() <= 1e-7 * max(1.0, np.abs(ref.z).max())
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_working_set_lcp_solves_the_whole_lcp(sparse):
+    """The position correction's working-set LCP (start from a few rows, add every row pushed below
+    zero) gives the whole LCP's unique solution (A SPD), the one lemke pivots to on the whole."""
+    from contactlab import solve
+    from contactlab.problems import LCP
+    from contactlab.sim.simulator import working_set_lcp
+    rng = np.random.default_rng(5)
+    n = 60
+    B = rng.normal(size=(n, n)) * (rng.random((n, n)) < 0.1)
+    A = B @ B.T + 0.1 * np.eye(n)
+    c = rng.uniform(0.0, 1.0, n)
+    deep = np.zeros(n, dtype=bool)
+    deep[rng.choice(n, 6, replace=False)] = True
+    c[deep] = -rng.uniform(0.5, 2.0, 6)
+    p, rel = working_set_lcp(sp.csr_matrix(A) if sparse else A, c, deep)
+    ref = solve(LCP(A, c), "lemke")
+    assert ref.success and rel <= 1e-8
+    assert np.abs(p - ref.z).max() <= 1e-8 * max(1.0, np.abs(ref.z).max())
+    assert np.count_nonzero(p) > deep.sum()        # the set grew beyond the start: the growth is exercised

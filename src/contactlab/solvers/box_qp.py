@@ -12,13 +12,15 @@ time step typically needs one to three factorisations, not thousands of sweeps.
 Projected Newton stalls on large redundant contact sets (a pile: four coplanar points per face,
 Delassus condition ~1e9 at cfm 1e-8): its Newton directions are huge along the near-null space, and
 the projection arc cuts them to nothing. ``algorithm="auto"`` (default) therefore gives projected
-Newton ``newton_steps`` steps (a warm start near the answer certifies in 0-2) and then solves the QP
-by a primal-dual interior-point method (Mehrotra predictor-corrector; Nocedal & Wright, Numerical
-Optimization, 2nd ed., Alg. 16.4 with bound constraints): rows with lo = hi are eliminated, each
-iteration factorises M + diag(s_lo/(z-lo) + s_hi/(hi-z)) once (dense Cholesky, or sparse LU with
-diagonal pivots on a symmetric minimum-degree ordering), and the iterate itself is checked against the certified
-residual. On recorded 100-box pile steps it certifies cold in 16-21 iterations where projected
-Newton, PGS (10,000 sweeps) and PGS-SM do not (docs/benchmarks-sim.md).
+Newton its steps while they are full ones (a warm start near the answer certifies in 0-2; up to
+``small_n`` rows its whole budget) and otherwise solves the QP by a primal-dual interior-point
+method (Mehrotra predictor-corrector; Nocedal & Wright, Numerical Optimization, 2nd ed., Alg. 16.4
+with the bounds as the inequalities): rows with lo = hi are eliminated, each iteration factorises
+M + diag(s_lo/(z-lo) + s_hi/(hi-z)) once (dense Cholesky, or sparse LU with diagonal pivots on a
+symmetric minimum-degree ordering), and the iterate itself is checked against the certified
+residual. On recorded 100-box pile steps it certifies cold in 13-22 iterations (25-35 ms) where
+projected Newton, PGS (10,000 sweeps) and PGS-SM do not (docs/benchmarks-sim.md). Its convergence
+is Mehrotra's heuristic (no proof); an iterate that does not certify is reported as MAX_ITERATIONS.
 
 Friction-coupled bounds (``findex``, ``mu``): the bounds are frozen at the current normal values,
 the QP solved, the bounds updated and the QP solved again from there (a fixed point of the
@@ -298,8 +300,10 @@ def _solve(problem: BoxedLCP, opts: BoxQPOptions, warm_start) -> Solution:
 @register("box-qp", problems=(BoxedLCP,), options=BoxQPOptions, warm_start=True, convert=False,
           classes=("boxed",),
           description="projected Newton on the bound-constrained QP of a symmetric boxed LCP (exact "
-                      "Newton steps on the free rows); friction-coupled bounds by fixed-point bound updates",
-          guarantees="static bounds, SPD M: converges to the exact solution (Bertsekas 1982); "
-                     "coupled bounds: no guarantee, the residual certifies the answer")
+                      "Newton steps on the free rows), a Mehrotra interior point where Newton stalls; "
+                      "friction-coupled bounds by fixed-point bound updates",
+          guarantees="algorithm='newton', static bounds, SPD M: converges to the exact solution "
+                     "(Bertsekas 1982); the interior point is Mehrotra's heuristic (no proof); coupled "
+                     "bounds: no guarantee; SOLVED only when the residual certifies the answer")
 def box_qp_solve(problem, opts: BoxQPOptions, warm_start=None) -> Solution:
     return _solve(problem, opts, warm_start)
