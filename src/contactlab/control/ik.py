@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParamError
+from ..kernels._jit import jit
 
 
 def axis_rotations(axes: np.ndarray, angles: np.ndarray) -> np.ndarray:
@@ -60,19 +61,7 @@ class SerialLegs:
     def _frames(self, q: np.ndarray):
         """Per joint: the axis and anchor moved by the joints before it, and the foot position."""
         L, k = self.shape
-        q = np.asarray(q, dtype=np.float64).reshape(L, k)
-        R = np.broadcast_to(np.eye(3), (L, 3, 3)).copy()
-        t = np.zeros((L, 3))
-        w_out, c_out = np.empty((L, k, 3)), np.empty((L, k, 3))
-        for i in range(k):        # down the chain (depth k = 3 for a leg), all legs at once
-            c, w = self.anchors[:, i], self.axes[:, i]
-            w_out[:, i] = np.einsum("lij,lj->li", R, w)
-            c_out[:, i] = np.einsum("lij,lj->li", R, c) + t
-            Ri = axis_rotations(w, q[:, i])
-            t = np.einsum("lij,lj->li", R, c - np.einsum("lij,lj->li", Ri, c)) + t
-            R = R @ Ri
-        p = np.einsum("lij,lj->li", R, self.feet) + t
-        return w_out, c_out, p
+        return _serial_frames(self.anchors, self.axes, self.feet, np.asarray(q, dtype=np.float64).reshape(L, k))
 
     def forward(self, q: np.ndarray) -> np.ndarray:
         """Foot positions (legs, 3) at joint angles ``q`` (legs, k)."""
@@ -81,8 +70,7 @@ class SerialLegs:
     def jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(feet (legs, 3), position Jacobians (legs, 3, k)): d foot / d q."""
         w, c, p = self._frames(q)
-        J = np.cross(w, p[:, None, :] - c)          # (legs, k, 3)
-        return p, np.swapaxes(J, 1, 2)
+        return p, _position_jacobian(w, c, p)
 
     def inverse(self, x: np.ndarray, q0: np.ndarray | None = None, *, tol: float = 1e-10,
                 max_iter: int = 50, damping: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
@@ -112,6 +100,57 @@ class SerialLegs:
                 en[better], errn[better]
             lam = np.where(better, np.maximum(lam * 0.3, damping), lam * 10.0)
         return q, err <= tol * scale
+
+
+@jit
+def _serial_frames(anchors, axes, feet, q):
+    """Down each chain (product of exponentials): joint i's axis w_i' = R w_i and point
+    c_i' = R c_i + t with (R, t) the motion of the joints before it; then (R, t) <- (R, t) o
+    (rotation by q_i about the line (c_i, w_i)); the foot p = R foot + t."""
+    L, k = q.shape
+    w_out, c_out, p = np.empty((L, k, 3)), np.empty((L, k, 3)), np.empty((L, 3))
+    R, Ri, Rn = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
+    t, d = np.empty(3), np.empty(3)
+    for l in range(L):
+        R[:] = 0.0
+        R[0, 0] = R[1, 1] = R[2, 2] = 1.0
+        t[:] = 0.0
+        for i in range(k):
+            w, c = axes[l, i], anchors[l, i]
+            for r in range(3):
+                w_out[l, i, r] = R[r, 0] * w[0] + R[r, 1] * w[1] + R[r, 2] * w[2]
+                c_out[l, i, r] = R[r, 0] * c[0] + R[r, 1] * c[1] + R[r, 2] * c[2] + t[r]
+            s, v = np.sin(q[l, i]), 1.0 - np.cos(q[l, i])      # Rodrigues: I + s K + v K K
+            K = ((0.0, -w[2], w[1]), (w[2], 0.0, -w[0]), (-w[1], w[0], 0.0))
+            for r in range(3):
+                for m in range(3):
+                    kk = K[r][0] * K[0][m] + K[r][1] * K[1][m] + K[r][2] * K[2][m]
+                    Ri[r, m] = (1.0 if r == m else 0.0) + s * K[r][m] + v * kk
+            for r in range(3):
+                d[r] = c[r] - (Ri[r, 0] * c[0] + Ri[r, 1] * c[1] + Ri[r, 2] * c[2])
+            for r in range(3):
+                t[r] += R[r, 0] * d[0] + R[r, 1] * d[1] + R[r, 2] * d[2]
+            for r in range(3):
+                for m in range(3):
+                    Rn[r, m] = R[r, 0] * Ri[0, m] + R[r, 1] * Ri[1, m] + R[r, 2] * Ri[2, m]
+            R[:] = Rn
+        for r in range(3):
+            p[l, r] = R[r, 0] * feet[l, 0] + R[r, 1] * feet[l, 1] + R[r, 2] * feet[l, 2] + t[r]
+    return w_out, c_out, p
+
+
+@jit
+def _position_jacobian(w, c, p):
+    """(legs, 3, k): column i = w_i x (p - c_i)."""
+    L, k = w.shape[0], w.shape[1]
+    J = np.empty((L, 3, k))
+    for l in range(L):
+        for i in range(k):
+            r0, r1, r2 = p[l, 0] - c[l, i, 0], p[l, 1] - c[l, i, 1], p[l, 2] - c[l, i, 2]
+            J[l, 0, i] = w[l, i, 1] * r2 - w[l, i, 2] * r1
+            J[l, 1, i] = w[l, i, 2] * r0 - w[l, i, 0] * r2
+            J[l, 2, i] = w[l, i, 0] * r1 - w[l, i, 1] * r0
+    return J
 
 
 @dataclass(frozen=True)

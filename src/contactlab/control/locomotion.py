@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ParamError
+from ..kernels._jit import jit
 from ..mechanics.rotation import quat_to_matrix
 from .gait import Gait
 from .ik import SerialLegs, ThreeJointLegs
@@ -123,22 +124,11 @@ class LegController:
         cs, res = data.contacts, data.result
         if cs is not None and res is not None and cs.count:
             from ..models.built import ACTIVE_GAP
-            # touching (not speculative: friction acts at touching contacts only) and loaded
-            loaded = (np.asarray(res.normal) > 0) & (cs.phi <= ACTIVE_GAP)
-            for side in ("a", "b"):           # contacts whose body on this side is a foot
-                body = getattr(cs, f"body_{side}")
-                other = cs.body_b if side == "a" else cs.body_a
-                hit = np.flatnonzero(loaded[:, None] & (body[:, None] == self._feet[None, :]))
-                if hit.size == 0:
-                    continue
-                c, foot = np.divmod(hit, L)
-                # velocity of the contact point of the step's own geometry (its start), i.e. S v+
-                v = self._point_velocity(sim, body[c], cs.point[c], self._x_step) - \
-                    self._point_velocity(sim, other[c], cs.point[c], self._x_step)
-                n = cs.normal[c]
-                vt = np.linalg.norm(v - np.sum(v * n, axis=1, keepdims=True) * n, axis=1)
-                contact[foot] = True
-                np.fmax.at(slip, foot, vt)
+            # touching (not speculative: friction acts at touching contacts only) and loaded; the
+            # velocity of the contact point of the step's own geometry (its start), i.e. S v+
+            contact, slip = _foot_slip(cs.body_a, cs.body_b, np.asarray(res.normal, dtype=np.float64), cs.phi,
+                                       cs.point, cs.normal, self._feet, sim.model.dof_start, data.linear_velocity,
+                                       data.angular_velocity, self._x_step, float(ACTIVE_GAP))
         lg = self.log
         lg["time"].append(data.time)
         lg["base"].append(data.position[i].copy())
@@ -147,13 +137,6 @@ class LegController:
         lg["contact"].append(contact)
         lg["slip"].append(slip)
         lg["torque"].append(np.zeros(np.size(s.q_offset)) if tau is None else np.ravel(tau).copy())
-
-    @staticmethod
-    def _point_velocity(sim, bodies, points, x_start) -> np.ndarray:
-        d = sim.data
-        live = sim.model.dof_start[bodies] >= 0
-        v = d.linear_velocity[bodies] + np.cross(d.angular_velocity[bodies], points - x_start[bodies])
-        return np.where(live[:, None], v, 0.0)
 
     def arrays(self) -> dict:
         """The log as arrays: time (n,), base (n, 3), rpy (n, 3), stance/contact (n, legs) bool,
@@ -178,6 +161,43 @@ class LegController:
         slip = a["slip"]
         return {"distance_m": dist, "mean_speed_m_s": float(dist / walk) if walk > 0 else 0.0, "fell": fell,
                 "max_foot_slip_m_s": float(np.nanmax(slip)) if np.any(np.isfinite(slip)) else 0.0}
+
+
+@jit
+def _foot_slip(body_a, body_b, normal_imp, phi, point, normal, feet, dof_start, lin, ang, x_start, active_gap):
+    """Per foot: in contact (a touching, loaded contact: normal impulse > 0, phi <= active_gap)
+    and the largest tangential speed |v - (v.n) n| over those contacts (NaN: none), v the relative
+    velocity of the contact point P on the foot and on the other body, each body's point velocity
+    lin + ang x (P - x_start) (zero for fixed bodies)."""
+    L = feet.size
+    contact = np.zeros(L, dtype=np.bool_)
+    slip = np.full(L, np.nan)
+    v = np.empty(3)
+    for c in range(phi.size):
+        if not (normal_imp[c] > 0 and phi[c] <= active_gap):
+            continue
+        for side in range(2):
+            body = body_a[c] if side == 0 else body_b[c]
+            other = body_b[c] if side == 0 else body_a[c]
+            for l in range(L):
+                if feet[l] != body:
+                    continue
+                for i in range(3):
+                    v[i] = 0.0
+                for bb, sg in ((body, 1.0), (other, -1.0)):
+                    if bb >= 0 and dof_start[bb] >= 0:
+                        r0, r1, r2 = point[c, 0] - x_start[bb, 0], point[c, 1] - x_start[bb, 1], point[c, 2] - x_start[bb, 2]
+                        w = ang[bb]
+                        v[0] += sg * (lin[bb, 0] + w[1] * r2 - w[2] * r1)
+                        v[1] += sg * (lin[bb, 1] + w[2] * r0 - w[0] * r2)
+                        v[2] += sg * (lin[bb, 2] + w[0] * r1 - w[1] * r0)
+                vn = v[0] * normal[c, 0] + v[1] * normal[c, 1] + v[2] * normal[c, 2]
+                t0, t1, t2 = v[0] - vn * normal[c, 0], v[1] - vn * normal[c, 1], v[2] - vn * normal[c, 2]
+                vt = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+                contact[l] = True
+                if not (slip[l] >= vt):          # fmax: NaN (no contact yet) gives way
+                    slip[l] = vt
+    return contact, slip
 
 
 def attach(scene, controller) -> None:

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParamError
-from ..mechanics.rotation import quat_conj, quat_mul, quat_to_matrix
+from ..kernels._jit import jit
+from ..mechanics.joint_kernels import _conj, _matvec, _qmul, _rot
+from ..mechanics.rotation import quat_conj
 
 
 @dataclass(frozen=True)
@@ -55,18 +57,35 @@ class JointReader:
         self.a = np.array([j.a for j in js])
         self.b = np.array([j.b for j in js])
         self.axis_a = np.array([j.axis_a for j in js])
-        self.q_rel0_conj = quat_conj(np.array([j.q_rel0 for j in js]))
+        self.q_rel0_conj = quat_conj(np.array([j.q_rel0 for j in js], dtype=np.float64).reshape(-1, 4))
+        self.axis_a = self.axis_a.reshape(-1, 3).astype(np.float64)
 
     def __call__(self, data) -> tuple[np.ndarray, np.ndarray]:
-        ident = np.array([1.0, 0.0, 0.0, 0.0])
-        world = self.a < 0
-        qa = np.where(world[:, None], ident, data.quaternion[self.a])
-        qb = data.quaternion[self.b]
-        qd = quat_mul(quat_mul(quat_conj(qa), qb), self.q_rel0_conj)
-        ang = 2.0 * np.arctan2(np.einsum("ij,ij->i", self.axis_a, qd[:, 1:]), qd[:, 0])
-        ang = (ang + np.pi) % (2.0 * np.pi) - np.pi
-        Ra = np.where(world[:, None, None], np.eye(3), quat_to_matrix(qa))
-        axis = np.einsum("kij,kj->ki", Ra, self.axis_a)
-        wa = np.where(world[:, None], 0.0, data.angular_velocity[self.a])
-        rate = np.einsum("ki,ki->k", axis, data.angular_velocity[self.b] - wa)
-        return ang, rate
+        return _angles_rates(self.a, self.b, self.axis_a, self.q_rel0_conj, data.quaternion, data.angular_velocity)
+
+
+@jit
+def _angles_rates(a, b, axis_a, q_rel0_conj, quaternion, omega):
+    """Per joint k: qd = conj(q_a) q_b conj(q_rel0), angle 2 atan2(axis_a . qd_xyz, qd_w) wrapped to
+    [-pi, pi), rate (R_a axis_a) . (omega_b - omega_a) (world parent: q_a = 1, omega_a = 0)."""
+    n = a.size
+    ang, rate = np.empty(n), np.empty(n)
+    qa, qc, qt, qd = np.empty(4), np.empty(4), np.empty(4), np.empty(4)
+    R, axis = np.empty((3, 3)), np.empty(3)
+    for k in range(n):
+        if a[k] >= 0:
+            qa[:] = quaternion[a[k]]
+        else:
+            qa[0], qa[1], qa[2], qa[3] = 1.0, 0.0, 0.0, 0.0
+        _conj(qa, qc)
+        _qmul(qc, quaternion[b[k]], qt)
+        _qmul(qt, q_rel0_conj[k], qd)
+        c = 2.0 * np.arctan2(axis_a[k, 0] * qd[1] + axis_a[k, 1] * qd[2] + axis_a[k, 2] * qd[3], qd[0])
+        ang[k] = (c + np.pi) % (2.0 * np.pi) - np.pi
+        _rot(qa, R)
+        _matvec(R, axis_a[k], axis)
+        r = 0.0
+        for i in range(3):
+            r += axis[i] * (omega[b[k], i] - (omega[a[k], i] if a[k] >= 0 else 0.0))
+        rate[k] = r
+    return ang, rate

@@ -488,3 +488,26 @@ def joint_torque_kernel(idx, tau, kind, a, b, anchor_b, axis_a, dof_start, posit
                 f[s + 4] += sign * t * (tmp[2] * axis[0] - tmp[0] * axis[2])
                 f[s + 5] += sign * t * (tmp[0] * axis[1] - tmp[1] * axis[0])
     return f
+
+
+@jit
+def body_forces(live, dof_start, mass, inertia, gravity, quaternion, omega, gyroscopic, f):
+    """f += [m g, -omega x (R I R' omega)] of the moving bodies ``live`` (gyroscopic term only if
+    ``gyroscopic``; drumwright eq. 5's F_e), in place."""
+    R = np.empty((3, 3))
+    u, Iu, Iw = np.empty(3), np.empty(3), np.empty(3)
+    for m in range(live.size):
+        i = live[m]
+        s = dof_start[i]
+        for k in range(3):
+            f[s + k] += mass[i] * gravity[k]
+        if gyroscopic:
+            _rot(quaternion[i], R)
+            w = omega[i]
+            for k in range(3):                 # R' omega, I (R' omega), R I R' omega
+                u[k] = R[0, k] * w[0] + R[1, k] * w[1] + R[2, k] * w[2]
+            _matvec(inertia[i], u, Iu)
+            _matvec(R, Iu, Iw)
+            f[s + 3] += -(w[1] * Iw[2] - w[2] * Iw[1])
+            f[s + 4] += -(w[2] * Iw[0] - w[0] * Iw[2])
+            f[s + 5] += -(w[0] * Iw[1] - w[1] * Iw[0])

@@ -88,14 +88,12 @@ def _empty(ndof: int) -> sp.csr_matrix:
 
 def mobility(model: Model, data: Data) -> sp.csr_matrix:
     """M^-1 with the blocks of kinematic bodies zeroed (they do not yield to position corrections)."""
-    _, Minv = mass_matrices(model, data)
-    kin = [model.dof_start[i] for i in range(model.nb) if model.kind[i] == KIND_KINEMATIC]
-    if kin:
-        keep = np.ones(model.ndof)
-        for s in kin:
-            keep[s:s + 6] = 0.0
-        Minv = sp.diags(keep) @ Minv @ sp.diags(keep)
-    return sp.csr_matrix(Minv)
+    live = np.flatnonzero(model.dof_start >= 0)
+    if live.size == 0:
+        return _empty(0)
+    W = _K.body_blocks(quat_to_matrix(data.quaternion[live]), 1.0 / model.mass[live], model.inv_inertia[live])
+    W[model.kind[live] == KIND_KINEMATIC] = 0.0
+    return _block_csr(W)
 
 
 def _block_csr(B: np.ndarray) -> sp.csr_matrix:
@@ -155,18 +153,8 @@ def generalized_forces(model: Model, data: Data) -> np.ndarray:
     """Gravity, (if enabled) gyroscopic torques -omega x (I omega) (eq. 5's F_e) and the joint
     torques set for this step (:func:`joint_torque_forces`)."""
     f = joint_torque_forces(model, data)
-    live = np.flatnonzero(model.dof_start >= 0)
-    if live.size == 0:
-        return f
-    s = model.dof_start[live]
-    F = np.zeros((live.size, 6))
-    F[:, :3] = model.mass[live, None] * model.gravity[None, :]
-    if model.settings.gyroscopic:
-        R = quat_to_matrix(data.quaternion[live])
-        w = data.angular_velocity[live]
-        Iw = np.einsum("kij,kjl,kml,km->ki", R, model.inertia[live], R, w)
-        F[:, 3:] = -np.cross(w, Iw)
-    f[(s[:, None] + np.arange(6)).ravel()] += F.ravel()
+    _JK.body_forces(np.flatnonzero(model.dof_start >= 0), model.dof_start, model.mass, model.inertia, model.gravity,
+                    data.quaternion, data.angular_velocity, bool(model.settings.gyroscopic), f)
     return f
 
 
