@@ -197,12 +197,12 @@ def _copy_row(cols, vals, cnt, row, scols, svals, scnt, srow, scale):
 def _csr(cols, vals, cnt, n):
     """Canonical CSR (data, indices, indptr) of the first n buffered rows: each row sorted by
     column (insertion sort, at most _WIDTH entries) with duplicate columns summed."""
-    indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr = np.zeros(n + 1, dtype=np.int32)      # int32: scipy keeps them without a contents check
     total = 0
     for r in range(n):
         total += cnt[r]
     data = np.empty(total)
-    indices = np.empty(total, dtype=np.int64)
+    indices = np.empty(total, dtype=np.int32)
     p = 0
     for r in range(n):
         m = cnt[r]

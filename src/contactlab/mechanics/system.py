@@ -99,8 +99,9 @@ def mobility(model: Model, data: Data) -> sp.csr_matrix:
 def _block_csr(B: np.ndarray) -> sp.csr_matrix:
     """CSR of the block-diagonal matrix of the (k, 6, 6) blocks B (dense blocks, no conversion)."""
     k = B.shape[0]
-    cols = (6 * np.arange(k)[:, None, None] + np.arange(6)[None, None, :]) * np.ones((1, 6, 1), dtype=np.int64)
-    return sp.csr_matrix((B.reshape(-1), cols.reshape(-1), np.arange(0, 36 * k + 1, 6)), shape=(6 * k, 6 * k))
+    it = np.int32 if 36 * k < 2 ** 31 else np.int64     # int32 indices: scipy keeps them without a contents check
+    cols = np.broadcast_to(6 * np.arange(k, dtype=it)[:, None, None] + np.arange(6, dtype=it), (k, 6, 6))
+    return sp.csr_matrix((B.reshape(-1), cols.reshape(-1), np.arange(0, 36 * k + 1, 6, dtype=it)), shape=(6 * k, 6 * k))
 
 
 def mass_blocks(model: Model, data: Data) -> tuple[np.ndarray, np.ndarray]:
