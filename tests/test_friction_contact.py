@@ -1,5 +1,5 @@
 """Exact-cone Coulomb friction problems: the cone projection, the one residual, and the solvers
-(nsgs, newton-ac, prox, pyramid) against analytic cases and an independent SLSQP reference."""
+(nsgs, newton-ac, newton-fb, prox, pyramid) against analytic cases and an independent SLSQP reference."""
 import numpy as np
 import pytest
 import scipy.optimize as so
@@ -8,7 +8,7 @@ import scipy.sparse as sp
 import contactlab as cl
 from contactlab.kernels.coulomb import project_cone
 
-EXACT = ("nsgs", "newton-ac", "prox")
+EXACT = ("nsgs", "newton-ac", "newton-fb", "prox")
 
 
 def _random_spd(rng, n, cond=10.0):

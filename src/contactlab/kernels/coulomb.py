@@ -462,3 +462,151 @@ def abs_max(x):
         if abs(v) > m:
             m = abs(v)
     return m
+
+
+@jit
+def fb_block(r, u, mu, rho, phi, A, B, wk):
+    """Fischer-Burmeister function of one contact on the second-order cone and blocks A = dPhi/dr,
+    B = dPhi/du (Fukushima, Luo, Tseng 2001, "Smoothing functions for second-order-cone
+    complementarity problems", SIAM J. Optim. 12; Acary, Bremond, Huber 2018 section 5.3, Siconos'
+    NSN_FB). With x = (mu r_n, r_t) and y = rho (u_n + mu ||u_t||, mu u_t), Coulomb's law is
+    x in L, y in L, x . y = 0 on the self-dual Lorentz cone L, and Phi = x + y - (x o x + y o y)^(1/2)
+    (Jordan product, spectral square root) vanishes exactly there. Jacobian where z = x o x + y o y
+    is interior: dPhi/dx = I - L_w^-1 L_x, dPhi/dy = I - L_w^-1 L_y with w = z^(1/2) and L_v the arrow
+    matrix of v; on the boundary of L the smaller eigenvalue of w is raised to 1e-10 x the larger
+    (the function itself is exact). mu = 0: Phi_n = scalar Fischer-Burmeister of (r_n, rho u_n),
+    Phi_t = r_t. ``wk``: float work array (5, dim + 1, dim)."""
+    dim = r.shape[0]
+    for a in range(dim):
+        for b in range(dim):
+            A[a, b] = 0.0
+            B[a, b] = 0.0
+    c0 = 1.0 - 1.0 / np.sqrt(2.0)   # generalised-gradient element at x = y = 0 (direction x = y)
+    if mu == 0.0:
+        yn = rho * u[0]
+        s = np.sqrt(r[0] * r[0] + yn * yn)
+        phi[0] = r[0] + yn - s
+        if s > 0.0:
+            A[0, 0] = 1.0 - r[0] / s
+            B[0, 0] = rho * (1.0 - yn / s)
+        else:
+            A[0, 0] = c0
+            B[0, 0] = rho * c0
+        for k in range(1, dim):
+            phi[k] = r[k]
+            A[k, k] = 1.0
+        return
+    x = wk[0, 0]
+    y = wk[0, 1]
+    wb = wk[0, 2]
+    Lx = wk[1, :dim]
+    Ly = wk[2, :dim]
+    Li = wk[3, :dim]
+    G = wk[4, :dim]
+    nut = 0.0
+    for k in range(1, dim):
+        nut += u[k] * u[k]
+    nut = np.sqrt(nut)
+    x[0] = mu * r[0]
+    y[0] = rho * (u[0] + mu * nut)
+    for k in range(1, dim):
+        x[k] = r[k]
+        y[k] = rho * mu * u[k]
+    z0 = 0.0
+    nz = 0.0
+    for k in range(dim):
+        z0 += x[k] * x[k] + y[k] * y[k]
+    for k in range(1, dim):
+        zk = 2.0 * (x[0] * x[k] + y[0] * y[k])
+        wb[k] = zk
+        nz += zk * zk
+    nz = np.sqrt(nz)
+    s2 = np.sqrt(z0 + nz)
+    s1 = np.sqrt(max(z0 - nz, 0.0))
+    # w = z^(1/2) = (s1 + s2)/2 e + (s2 - s1)/2 zhat
+    w0 = 0.5 * (s1 + s2)
+    for k in range(1, dim):
+        wb[k] = wb[k] / nz if nz > 0.0 else 0.0
+    phi[0] = x[0] + y[0] - w0
+    for k in range(1, dim):
+        phi[k] = x[k] + y[k] - 0.5 * (s2 - s1) * wb[k]
+    if s2 == 0.0:
+        for a in range(dim):
+            Lx[a, a] = c0      # Lx, Ly now hold dPhi/dx, dPhi/dy
+            Ly[a, a] = c0
+            for b in range(dim):
+                if a != b:
+                    Lx[a, b] = 0.0
+                    Ly[a, b] = 0.0
+    else:
+        s1 = max(s1, 1e-10 * s2)
+        w0 = 0.5 * (s1 + s2)
+        h = 0.5 * (s2 - s1)
+        det = s1 * s2
+        # L_w^-1 = 1/det [[w0, -wb'], [-wb, det/w0 I + wb wb'/w0]], wb = h zhat
+        Li[0, 0] = w0 / det
+        for k in range(1, dim):
+            Li[0, k] = -h * wb[k] / det
+            Li[k, 0] = Li[0, k]
+            for m in range(1, dim):
+                Li[k, m] = (h * h * wb[k] * wb[m] / w0) / det + (1.0 / w0 if k == m else 0.0)
+        for v in range(2):
+            src = x if v == 0 else y
+            for a in range(dim):
+                for b in range(dim):
+                    # (L_w^-1 L_src)[a, b]; L_src = [[s0, sb'], [sb, s0 I]]
+                    s = 0.0
+                    for c in range(dim):
+                        if c == 0:
+                            lcb = src[b]
+                        elif b == 0:
+                            lcb = src[c]
+                        else:
+                            lcb = src[0] if c == b else 0.0
+                        s += Li[a, c] * lcb
+                    G[a, b] = (1.0 if a == b else 0.0) - s
+            for a in range(dim):
+                for b in range(dim):
+                    if v == 0:
+                        Lx[a, b] = G[a, b]
+                    else:
+                        Ly[a, b] = G[a, b]
+    # chain rule: x = S r, S = diag(mu, 1, ..); y = rho (u_n + mu ||u_t||, mu u_t)
+    for a in range(dim):
+        A[a, 0] = Lx[a, 0] * mu
+        B[a, 0] = rho * Ly[a, 0]
+        for k in range(1, dim):
+            A[a, k] = Lx[a, k]
+            g = mu * u[k] / nut if nut > 0.0 else 0.0
+            B[a, k] = rho * (Ly[a, 0] * g + Ly[a, k] * mu)
+
+
+@jit
+def fb_system(r, u, mu, rho, dim, phi, Ablk, Bblk):
+    """Fischer-Burmeister Phi and the per-contact Jacobian blocks of all contacts; returns |Phi|^2."""
+    nc = mu.shape[0]
+    wk = np.empty((5, dim + 1, dim))
+    m = 0.0
+    for i in range(nc):
+        o = i * dim
+        fb_block(r[o:o + dim], u[o:o + dim], mu[i], rho[i], phi[o:o + dim], Ablk[i], Bblk[i], wk)
+        for k in range(dim):
+            m += phi[o + k] * phi[o + k]
+    return m
+
+
+@jit
+def fb_merit(r, u, mu, rho, dim):
+    """|Phi_FB(r, u)|^2 (the Jacobian blocks are computed and dropped)."""
+    nc = mu.shape[0]
+    phi = np.empty(dim)
+    A = np.empty((dim, dim))
+    B = np.empty((dim, dim))
+    wk = np.empty((5, dim + 1, dim))
+    m = 0.0
+    for i in range(nc):
+        o = i * dim
+        fb_block(r[o:o + dim], u[o:o + dim], mu[i], rho[i], phi, A, B, wk)
+        for k in range(dim):
+            m += phi[k] * phi[k]
+    return m

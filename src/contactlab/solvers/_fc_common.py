@@ -1,9 +1,10 @@
-"""Shared plumbing of the Coulomb friction solvers (nsgs, newton-ac, prox, pyramid)."""
+"""Shared plumbing of the Coulomb friction solvers (nsgs, newton-ac, newton-fb, prox, pyramid)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import ParamError
+from ..kernels.coulomb import fc_residual_kernel
 from ..problems.friction_contact import FrictionContact, GlobalFrictionContact
 from ..solution import Solution, Status
 
@@ -14,6 +15,15 @@ def local_problem(problem) -> FrictionContact:
     """The local problem a method works on: the problem itself, or the condensed global one
     (W = H' M^-1 H through the factorised M; DESIGN: global problems are condensed when M is cheap)."""
     return problem.local() if isinstance(problem, GlobalFrictionContact) else problem
+
+
+def measure(lp: FrictionContact, r: np.ndarray, u: np.ndarray | None = None) -> float:
+    """What solve() certifies, as one stopping figure: max(natural-map residual, infeasibility)
+    (kernels/coulomb.fc_residual_kernel; nsgs_kernel applies the same test inside numba)."""
+    if u is None:
+        u = lp.w(r)
+    nat, _, inf = fc_residual_kernel(r, u, lp.mu, lp.rho, lp.dim, lp.denominator())
+    return max(nat, inf)
 
 
 def start(problem: FrictionContact, warm_start) -> np.ndarray:
