@@ -97,3 +97,57 @@ def test_broken_urdf_raises_clear_errors(tmp_path, text, match):
         load_urdf(f)
     with pytest.raises(ModelError, match="no such URDF"):
         load_urdf(tmp_path / "missing.urdf")
+
+
+def test_go1_loads_with_fixed_joint_links_merged_into_their_parents():
+    """go1 (example-robot-data): rotors, feet, cameras, IMU and sonars hang from links by fixed
+    joints, some massless. merge_fixed folds them into their parents: 13 bodies, 12 revolute joints,
+    and the whole robot's mass, centre of mass and inertia about it equal those of the URDF's links
+    placed by yourdfpy's own forward kinematics (zero configuration). Without merging, the
+    massless links are refused with a pointer to merge_fixed."""
+    import xml.etree.ElementTree as ET
+    import yourdfpy
+    from contactlab.mechanics import build_model
+    from contactlab.mechanics.rotation import quat_to_matrix
+    from contactlab.scenarios.solo12 import urdf_path
+    path = urdf_path("go1")
+    with pytest.raises(ModelError, match="merge_fixed"):
+        load_urdf(path, fixed_base=False)
+    sc = load_urdf(path, fixed_base=False, merge_fixed=True)
+    assert len(sc.bodies) == 13 and len(sc.joints) == 12
+    assert {j.kind for j in sc.joints} == {"revolute"}
+    # reference: every link's inertial from the XML, placed by yourdfpy at q = 0
+    robot = yourdfpy.URDF.load(str(path), load_meshes=False, load_collision_meshes=False)
+    m_ref, c_ref, parts = 0.0, np.zeros(3), []
+    for link in ET.parse(path).getroot().iter("link"):
+        inert = link.find("inertial")
+        if inert is None:
+            continue
+        m = float(inert.find("mass").get("value"))
+        o = inert.find("origin")
+        xyz = np.array([float(x) for x in o.get("xyz", "0 0 0").split()]) if o is not None else np.zeros(3)
+        rpy = [float(x) for x in o.get("rpy", "0 0 0").split()] if o is not None else [0.0] * 3
+        a = inert.find("inertia").attrib
+        I = np.array([[a["ixx"], a["ixy"], a["ixz"]], [a["ixy"], a["iyy"], a["iyz"]],
+                      [a["ixz"], a["iyz"], a["izz"]]], dtype=np.float64)
+        T = robot.get_transform(link.get("name"), robot.base_link)
+        from scipy.spatial.transform import Rotation
+        Ri = T[:3, :3] @ Rotation.from_euler("xyz", rpy).as_matrix()
+        parts.append((m, T[:3, :3] @ xyz + T[:3, 3], Ri @ I @ Ri.T))
+        m_ref += m
+    c_ref = sum(m * c for m, c, _ in parts) / m_ref
+    model, data = build_model(sc)
+    m = model.mass.sum()
+    c = (model.mass[:, None] * data.position).sum(axis=0) / m
+    assert m == pytest.approx(m_ref, rel=1e-12)
+    np.testing.assert_allclose(c, c_ref, atol=1e-12)
+
+    def about(c0, items):
+        return sum(I + mi * ((x - c0) @ (x - c0) * np.eye(3) - np.outer(x - c0, x - c0)) for mi, x, I in items)
+
+    R = quat_to_matrix(data.quaternion)
+    ours = [(model.mass[i], data.position[i], R[i] @ model.inertia[i] @ R[i].T) for i in range(model.nb)]
+    np.testing.assert_allclose(about(c, ours), about(c_ref, parts), atol=1e-9)
+    # the feet (spheres of the merged FOOT links) sit at the calves' lower ends
+    calf = [b for b in sc.bodies if b.name.endswith("_calf")]
+    assert len(calf) == 4 and all(any(s.kind == "sphere" for s in b.shapes) for b in calf)

@@ -90,8 +90,12 @@ def _geometry(geom, link: str, urdf_dir: Path) -> list[Shape]:
 
 
 def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: str | None = None,
-              settings: Settings | None = None) -> Scene:
-    """A :class:`Scene` of the URDF's mechanism (no ground; add bodies to ``scene.bodies``)."""
+              settings: Settings | None = None, merge_fixed: bool = False) -> Scene:
+    """A :class:`Scene` of the URDF's mechanism (no ground; add bodies to ``scene.bodies``).
+    ``merge_fixed``: every link attached to its parent link by a fixed joint is folded into the
+    parent's body (masses summed, centre of mass, inertia about it by parallel axes, collision and
+    visual shapes carried over), so massless sensor/foot frames need no body of their own; the
+    body keeps the parent link's name. Default False: one body per link, fixed joints kept."""
     import yourdfpy
     path = Path(path)
     if not path.exists():
@@ -137,46 +141,81 @@ def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: 
         pose[ln] = T
         return T
 
-    bodies, body_frame = [], {}
-    roots = [ln for ln in links if ln not in child_of]
-    for ln, link in links.items():
-        Tl = link_pose(ln)
-        inert = link.inertial
+    # merge_fixed: a link hanging from its parent link by a fixed joint joins its parent's body
+    rep = {}
+
+    def group_of(ln):
+        if ln not in rep:
+            j = child_of.get(ln)
+            rep[ln] = group_of(j.parent) if (merge_fixed and j is not None and j.type == "fixed" and
+                                              j.parent in links) else ln
+        return rep[ln]
+
+    members = {}
+    for ln in links:
+        members.setdefault(group_of(ln), []).append(ln)
+
+    def inertial(ln):
+        """(mass or None, world frame of the link's inertial frame, inertia in it or None)."""
+        inert = links[ln].inertial
         Ti = inert.origin if (inert is not None and inert.origin is not None) else np.eye(4)
-        Tb = Tl @ Ti
-        body_frame[ln] = Tb
-        shapes = []
+        m = None if (inert is None or inert.mass is None) else float(inert.mass)
+        I = None if (inert is None or inert.inertia is None) else np.asarray(inert.inertia, dtype=np.float64)
+        return m, link_pose(ln) @ Ti, I
+
+    bodies = []
+    roots = [ln for ln in links if ln not in child_of]
+    for ln in members:
+        mass, Tb, I = inertial(ln)
+        if len(members[ln]) > 1:
+            # composite of the merged links: total mass, centre of mass, inertia about it (parallel
+            # axes), in a frame at the centre of mass with the first link's inertial axes
+            parts = [inertial(x) for x in members[ln]]
+            parts = [(m, T, Ix) for m, T, Ix in parts if m is not None and m > 0 and Ix is not None]
+            if parts:
+                mass = sum(m for m, _, _ in parts)
+                com = sum(m * T[:3, 3] for m, T, _ in parts) / mass
+                Iw = np.zeros((3, 3))
+                for m, T, Ix in parts:
+                    d = T[:3, 3] - com
+                    Iw += T[:3, :3] @ Ix @ T[:3, :3].T + m * (d @ d * np.eye(3) - np.outer(d, d))
+                Tb = Tb.copy()
+                Tb[:3, 3] = com
+                I = Tb[:3, :3].T @ Iw @ Tb[:3, :3]
+                I = 0.5 * (I + I.T)
+        shapes, visuals = [], []
         Tb_inv = np.linalg.inv(Tb)
-        for col in link.collisions:
-            Tc = Tl @ (col.origin if col.origin is not None else np.eye(4))
-            Tloc = Tb_inv @ Tc
-            for s in _geometry(col.geometry, ln, path.parent):
-                s.position = tuple(Tloc[:3, 3])
-                s.orientation = _quat_from_matrix(Tloc[:3, :3])
-                shapes.append(s)
-        visuals = []
-        for vis in getattr(link, "visuals", None) or []:
-            Tv = Tb_inv @ Tl @ (vis.origin if vis.origin is not None else np.eye(4))
-            for sh in _visual_geometry(vis.geometry, path.parent):
-                sh.position = tuple(Tv[:3, 3])
-                sh.orientation = _quat_from_matrix(Tv[:3, :3])
-                visuals.append(sh)
+        for x in members[ln]:
+            Tl = link_pose(x)
+            for col in links[x].collisions:
+                Tloc = Tb_inv @ (Tl @ (col.origin if col.origin is not None else np.eye(4)))
+                for sh in _geometry(col.geometry, x, path.parent):
+                    sh.position = tuple(Tloc[:3, 3])
+                    sh.orientation = _quat_from_matrix(Tloc[:3, :3])
+                    shapes.append(sh)
+            for vis in getattr(links[x], "visuals", None) or []:
+                Tv = Tb_inv @ Tl @ (vis.origin if vis.origin is not None else np.eye(4))
+                for sh in _visual_geometry(vis.geometry, path.parent):
+                    sh.position = tuple(Tv[:3, 3])
+                    sh.orientation = _quat_from_matrix(Tv[:3, :3])
+                    visuals.append(sh)
         is_root = ln in roots
         welded_to_world = ln in child_of and child_of[ln].parent not in links and child_of[ln].type == "fixed"
-        mass = None if (inert is None or inert.mass is None) else float(inert.mass)
         if (is_root and fixed_base) or welded_to_world:
             bodies.append(Body(ln, kind="fixed", position=tuple(Tb[:3, 3]), orientation=_quat_from_matrix(Tb[:3, :3]),
                                shapes=shapes, visuals=visuals))
             continue
-        if mass is None or mass <= 0 or inert.inertia is None:
-            raise ModelError(f"{path}: link {ln!r} moves but has no positive <mass> and <inertia> in <inertial>")
-        I = np.asarray(inert.inertia, dtype=np.float64)
+        if mass is None or mass <= 0 or I is None:
+            hint = "" if merge_fixed else " (load_urdf(..., merge_fixed=True) folds fixed-joint links into their parent)"
+            raise ModelError(f"{path}: link {ln!r} moves but has no positive <mass> and <inertia> in <inertial>{hint}")
         bodies.append(Body(ln, mass=mass, inertia=I, position=tuple(Tb[:3, 3]),
                            orientation=_quat_from_matrix(Tb[:3, :3]), shapes=shapes, visuals=visuals))
     fixed_names = {b.name for b in bodies if b.kind == "fixed"}
     joints = []
     for j in r.joints:
-        parent = j.parent if j.parent in links else "world"   # a fixed parent body stays named: no collisions across the joint
+        if j.child not in members:           # merged into its parent's body
+            continue
+        parent = rep[j.parent] if j.parent in links else "world"   # a fixed parent body stays named: no collisions across the joint
         if j.child in fixed_names:
             continue
         Tj = link_pose(j.child)
