@@ -53,9 +53,11 @@ def test_joint_coupling_keeps_the_ratio(model, method, opts):
     assert q12 - q1 == pytest.approx(q1 / 3.0, abs=1e-6)
 
 
-def _grasp(material, model, method, hold, opts=None):
-    sc = make_scene("barrett-grasp", material=material, hold=hold)     # the glass, dt 5 ms
-    sim = Simulator(sc, model, method, model_options=opts, controllers=sc.controllers)
+def _grasp(material, model, method, hold, opts=None, results=None):
+    """Run the glass grasp (dt 5 ms); ``results`` (a list) receives every step's StepResult."""
+    sc = make_scene("barrett-grasp", material=material, hold=hold)
+    watch = [] if results is None else [lambda sim: sim.data.result is not None and results.append(sim.data.result)]
+    sim = Simulator(sc, model, method, model_options=opts, controllers=sc.controllers + watch)
     traj = sim.run(sc.duration)
     assert traj.error is None
     return sc, sim, traj
@@ -65,19 +67,29 @@ def _grasp(material, model, method, hold, opts=None):
 def test_rubber_holds_plastic_slips():
     """arechavaleta Figs. 2-3: glass in plastic fingers (mu 0.2) stays on the table; in rubber fingers
     (mu 1.0) it rises with the wrist and stays within 5 mm of its grasped pose for 2 s. Penetration
-    stays below the contact margin, joint error below 1e-6; the run repeats bit for bit."""
+    stays below the contact margin, joint error below 1e-6. Under no-slip (drumwright §VI, no mu:
+    touching contacts do not slide at all) the rubber grasp holds too; the plastic case has no
+    meaning there and is not run. No-slip's finger motors are exact force-limited velocity motors
+    (every step's motor state consistent: not a constant push at the limit)."""
     lift = 0.1
     sc, sim, traj = _grasp("plastic", "box-friction", "pgs-sm", hold=0.0, opts=BF)
     g = sc.summary(sim, traj)["grasp"]
     assert not g["lifted"] and g["object_drop_m"] > 0.5 * lift
-    for model, method, opts in (("stewart-trinkle", "lemke", None), ("box-friction", "pgs-sm", BF)):
-        sc, sim, traj = _grasp("rubber", model, method, hold=2.0, opts=opts)
+    for model, method, opts in (("stewart-trinkle", "lemke", None), ("box-friction", "pgs-sm", BF),
+                                ("no-slip", "ppm", None)):
+        results = []
+        sc, sim, traj = _grasp("rubber", model, method, hold=2.0, opts=opts, results=results)
         g = sc.summary(sim, traj)["grasp"]
         assert g["lifted"], (model, g)
         assert sim.data.time - sc.script.events["hold"] >= 2.0 - 1e-9   # held for the whole 2 s
         assert g["hold_drift_m"] < 5e-3, (model, g)
         assert traj.column("max_penetration").max() < sc.settings.margin
         assert traj.column("joint_error").max() < 1e-6
+        if model == "no-slip":
+            assert all(r.info["motor_consistent"] for r in results) and len(results) >= len(traj.records) - 1
+            t0 = sc.script.events["close"]        # closing in free space: the motors reach their target speed
+            free = results[int((t0 + 0.02) / sc.settings.dt):int((t0 + 0.1) / sc.settings.dt)]
+            assert free and not any(r.info["motor_saturated"] for r in free)
 
 
 def test_grasp_is_reproducible_bit_for_bit():

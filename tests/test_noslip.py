@@ -214,3 +214,36 @@ def test_sliding_rod_in_the_simulator():
         sys_ = sim.last_system
         v = sim.data.velocity_vector(sim.model)
         assert (sys_.N @ v + sys_.n_bias).min() > -1e-6     # N v+ + bias >= 0 (up to cfm * impulse)
+
+
+@pytest.mark.parametrize("max_force", [0.05, 100.0])
+def test_force_limited_motor_matches_stewart_trinkle(max_force):
+    """A force-limited velocity motor (target 1 rad/s) swinging a two-link arm under gravity, no
+    contacts: no-slip resolves its motor box exactly (active set over the motors), so every step
+    equals stewart-trinkle's, whose motor is the complementarity pair (u, s) solved by Lemke. With
+    0.05 N m the motor stays saturated, braking, and gravity swings the arm past the target rate;
+    with 100 N m it holds the target rate."""
+    from contactlab.mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
+    from contactlab.sim import Simulator
+    box = Shape("box", size=(0.1, 0.02, 0.02))
+    bodies = [Body("a", mass=1.0, position=(0.05, 0, 0), shapes=[box]),
+              Body("b", mass=0.5, position=(0.15, 0, 0), shapes=[box])]
+    joints = [Joint("j1", "revolute", "world", "a", (0, 0, 0), (0, 1, 0), motor=Motor(1.0, max_force)),
+              Joint("j2", "revolute", "a", "b", (0.1, 0, 0), (0, 1, 0), follows="j1", ratio=0.5)]
+    scene = Scene("arm", bodies, joints, settings=Settings(dt=0.01))
+    sims = [Simulator(scene, model) for model in ("no-slip", "stewart-trinkle")]
+    for _ in range(30):
+        recs = [s.step() for s in sims]
+        assert all(r.success for r in recs)
+        res = sims[0].data.result
+        assert res.info["motor_consistent"]
+        np.testing.assert_allclose(res.motor, sims[1].data.result.motor, rtol=1e-6, atol=1e-10)
+        np.testing.assert_allclose(sims[0].data.velocity_vector(sims[0].model),
+                                   sims[1].data.velocity_vector(sims[1].model), rtol=0, atol=1e-7)
+    sys_ = sims[0].last_system
+    rate = float((sys_.A @ sims[0].data.velocity_vector(sims[0].model))[0])
+    a_max = float(sys_.a_max[0])
+    if max_force < 1.0:
+        assert res.motor[0] == pytest.approx(-a_max) and rate > 1.5    # saturated, braking: gravity wins
+    else:
+        assert rate == pytest.approx(1.0, abs=1e-9) and np.abs(res.motor[0]) < a_max

@@ -157,10 +157,17 @@ class Options:
     """tol: FIND-INDICES' relative independence threshold; cfm: added to the unilateral rows'
     diagonal on top of the scene's settings.cfm (kept exact in factored form); active_gap: only
     contacts with gap phi <= active_gap (m) get the rows S v+ = T v+ = 0 (a speculative contact
-    farther apart keeps its normal row only: no-slip holds at touching contacts, not across a gap)."""
+    farther apart keeps its normal row only: no-slip holds at touching contacts, not across a gap);
+    motor_trials: most factored LCPs solved per step to find the force-limited motors' states (see
+    :func:`build`; a state seen before ends the search, and ``recover`` reports the answer's consistency)."""
     tol: float = 1e-9
     cfm: float = 0.0
     active_gap: float = ACTIVE_GAP
+    motor_trials: int = 8
+
+    def __post_init__(self):
+        if not (isinstance(self.motor_trials, (int, np.integer)) and self.motor_trials >= 1):
+            raise ModelError(f"no-slip motor_trials must be an integer >= 1, got {self.motor_trials!r}")
 
 
 def _dense(X) -> np.ndarray:
@@ -168,7 +175,9 @@ def _dense(X) -> np.ndarray:
 
 
 def motor_forces(sys) -> tuple[np.ndarray, np.ndarray]:
-    """Force-limited velocity motors as force sources at their limit, toward their target.
+    """Force-limited velocity motors as force sources at their limit, toward their target (the
+    approximation of the acceleration-level and viscous models; no-slip resolves its motors exactly
+    in :func:`build`).
 
     Exact while a motor is saturated (a gripper squeezing an object: it cannot reach its target
     speed); an unloaded motor would overshoot its target, which :func:`motor_saturated` reports.
@@ -189,30 +198,110 @@ def motor_saturated(sys, v_next: np.ndarray, impulse: np.ndarray, tol: float = 1
     return bool(np.all(gap >= -tol * max(1.0, np.abs(sys.a_target).max())))
 
 
+@dataclass
+class MotorStep:
+    """The no-slip step with its force-limited velocity motors resolved (``build``'s state).
+
+    ``state`` (nm,) int8: 0 = the motor reaches its target (row A_i v+ = a_target_i among the
+    equality rows, impulse from its multiplier), +1 / -1 = saturated (impulse +-a_max_i, a force);
+    ``trials``: factored LCPs solved to find the state; ``consistent``: whether the state passed
+    :func:`motor_violations` on the last trial."""
+    step: NoSlipProblem
+    state: np.ndarray
+    n_joint: int
+    trials: int = 1
+    consistent: bool = True
+
+
+def _motor_impulses(sys, ms: MotorStep, joint: np.ndarray) -> np.ndarray:
+    """Motor impulses (nm,): +-a_max for saturated motors, the row multiplier for the others."""
+    c = ms.state * sys.a_max
+    free = np.flatnonzero(ms.state == 0)
+    c[free] = joint[ms.n_joint + np.arange(free.size)]
+    return c
+
+
+def motor_violations(sys, state: np.ndarray, v_next: np.ndarray, impulse: np.ndarray,
+                     tol: float = 1e-9) -> np.ndarray:
+    """The motor state that the step's answer calls for (equal to ``state`` when it is consistent).
+
+    The box |c_i| <= a_max_i on A_i v+ - a_target_i (the mid-complementarity of the other models'
+    motor rows, e.g. stewart-trinkle's pair u, s): a motor at its target must stay within its bound
+    (else it saturates with the sign of its impulse); a saturated motor must not have passed its
+    target (else it reaches it: the row returns)."""
+    new = state.copy()
+    if sys.nm == 0:
+        return new
+    err = sys.A @ v_next - sys.a_target
+    vtol = tol * max(1.0, float(np.abs(sys.a_target).max()), float(np.abs(sys.A @ v_next).max()))
+    over = (state == 0) & (np.abs(impulse) > sys.a_max * (1.0 + 1e-9) + 1e-300)
+    new[over] = np.sign(impulse[over]).astype(np.int8)
+    passed = (state != 0) & (state * err > vtol)
+    new[passed] = 0
+    return new
+
+
+def _build_state(sys, o: Options, M, U, bias, S, T, J, state) -> MotorStep:
+    """The no-slip step with the motors in ``state``: free motor rows join the equality rows,
+    saturated ones act as forces +-a_max / h."""
+    m = sys.ndof
+    A = _dense(sys.A).reshape(-1, m)
+    free = state == 0
+    Jm = np.vstack([J, A[free]])
+    f = sys.f + A.T @ (state * sys.a_max) / sys.h
+    step = build_noslip(M, sys.v, f, sys.h, U, S, T, Jm, J_rhs=np.concatenate([sys.j_rhs, sys.a_target[free]]),
+                        normal_bias=bias, cfm=float(sys.cfm + o.cfm), tol=o.tol)
+    return MotorStep(step, state, J.shape[0])
+
+
 def build(sys, options: Options | None = None) -> Built:
     """The no-slip problem of a ConstraintSystem: unilateral rows [L; N] (limits, contacts) with
     their biases, equality rows J (J v+ = j_rhs), S and T (= 0) of the touching contacts
-    (:func:`~contactlab.models.built.touching`) reduced by FIND-INDICES."""
+    (:func:`~contactlab.models.built.touching`) reduced by FIND-INDICES.
+
+    Force-limited velocity motors (|c_a| <= a_max on A v+ = a_target) are box rows, which the
+    factored LCP of ppm cannot carry (its matrix is N X^-1 N', symmetric and one-sided), so each
+    motor's side of the box is found by an active set over the motors (primal-dual, all violated
+    motors switched at once, as in the box-constrained convex QP this step is: the no-slip step is
+    the minimiser of a strictly convex quadratic in v+): start saturated toward the target, solve
+    the factored LCP with ``ppm``, switch by :func:`motor_violations`, repeat. The problem returned
+    is the one of the last state; ``recover`` reports whether its answer is consistent."""
     o = options or Options()
     m = sys.ndof
     U = np.vstack([_dense(sys.L).reshape(-1, m), _dense(sys.N).reshape(-1, m)])
     bias = np.concatenate([sys.l_bias, sys.n_bias])
-    f_motor, _ = motor_forces(sys)
     S, T = tangent_rows(sys, touching(sys, o.active_gap))     # zero rows: never kept by FIND-INDICES
-    built = build_noslip(_dense(sys.M), sys.v, sys.f + f_motor, sys.h, U, S, T, _dense(sys.J).reshape(-1, m),
-                         J_rhs=sys.j_rhs,
-                         normal_bias=bias, cfm=float(sys.cfm + o.cfm), tol=o.tol)
-    return Built(built.problem, {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}, built)
+    M, J = _dense(sys.M), _dense(sys.J).reshape(-1, m)
+    rows = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
+    state = np.sign(sys.a_target - sys.A @ sys.v_free()).astype(np.int8) if sys.nm else np.zeros(0, np.int8)
+    ms = _build_state(sys, o, M, U, bias, S, T, J, state)
+    if sys.nm:
+        from ..solvers import solve
+        seen = {state.tobytes()}
+        for trial in range(1, o.motor_trials + 1):
+            sol = solve(ms.step.problem, "ppm")
+            res = recover_noslip(ms.step, sol.z)
+            new = motor_violations(sys, ms.state, res.v_next, _motor_impulses(sys, ms, res.joint))
+            ms.trials = trial
+            if np.array_equal(new, ms.state) or new.tobytes() in seen:
+                ms.consistent = bool(np.array_equal(new, ms.state))
+                break
+            seen.add(new.tobytes())
+            ms = _build_state(sys, o, M, U, bias, S, T, J, new)
+            ms.trials = trial + 1
+    return Built(ms.step.problem, rows, ms)
 
 
 def recover(sys, built: Built, solution, options: Options | None = None):
     from .common import contact_modes
-    built = built.state
-    res = recover_noslip(built, solution.z)
+    ms = built.state
+    res = recover_noslip(ms.step, solution.z)
     nl = sys.nl
     normal = res.normal[nl:]
-    _, motor = motor_forces(sys)
+    motor = _motor_impulses(sys, ms, res.joint)
+    consistent = bool(np.array_equal(motor_violations(sys, ms.state, res.v_next, motor), ms.state))
     return StepResult(v_next=res.v_next, normal=normal, tangent=np.column_stack([res.tangent_s, res.tangent_t]),
-                      joint=res.joint, limit=res.normal[:nl], motor=motor,
+                      joint=res.joint[:ms.n_joint], limit=res.normal[:nl], motor=motor,
                       modes=contact_modes(sys, res.v_next, normal),
-                      info={"kept_rows": built.index_sets.rank, "motor_saturated": motor_saturated(sys, res.v_next, motor)})
+                      info={"kept_rows": ms.step.index_sets.rank, "motor_trials": ms.trials,
+                            "motor_consistent": consistent, "motor_saturated": bool(np.all(ms.state != 0))})
