@@ -36,7 +36,7 @@ import contactlab as cl  # noqa: E402
 from contactlab.problems.fclib import write_siconos_fc  # noqa: E402
 from contactlab.problems.friction_contact import GlobalFrictionContact  # noqa: E402
 
-OURS = ["nsgs", "newton-ac", "prox", "pyramid"]
+OURS = ["nsgs", "newton-ac", "newton-fb", "prox", "pyramid"]
 PEERS_3D = ["NSGS", "NSN_AC", "NSN_FB", "PROX", "ADMM"]
 PEERS_2D = ["NSGS"]
 SUFFIXES = (".hdf5", ".h5", ".dat")
@@ -217,7 +217,7 @@ def run(paths, tols=(1e-4, 1e-8), cap=10.0, peers=True, pyramid_max_n=300, log=p
     peers = peers and siconos_available()
     # compile the kernels once, outside the timings
     warm = cl.FrictionContact(np.eye(3) * 2, [-1.0, 0.3, 0.1], [0.5])
-    for m in ("nsgs", "newton-ac", "prox", "pyramid"):
+    for m in OURS:
         cl.solve(warm, m)
     results = []
     with tempfile.TemporaryDirectory() as tmpd:

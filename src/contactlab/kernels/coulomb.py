@@ -521,8 +521,22 @@ def fb_block(r, u, mu, rho, phi, A, B, wk):
         wb[k] = zk
         nz += zk * zk
     nz = np.sqrt(nz)
+    # eigenvalues z0 -+ |zb| of z; the small one as det(z) / (z0 + |zb|) with det(z) = (det x + det y)^2
+    # + 4 sum_k (xb_k y0 - yb_k x0)^2 (Lagrange's identity): z0 - |zb| cancels to sqrt(eps) near the
+    # boundary of L, which left |Phi| stuck near 1e-8 relative
+    nxb = 0.0
+    nyb = 0.0
+    cr = 0.0
+    for k in range(1, dim):
+        nxb += x[k] * x[k]
+        nyb += y[k] * y[k]
+        c = x[k] * y[0] - y[k] * x[0]
+        cr += c * c
+    nxb = np.sqrt(nxb)
+    nyb = np.sqrt(nyb)
+    dz = (x[0] - nxb) * (x[0] + nxb) + (y[0] - nyb) * (y[0] + nyb)
     s2 = np.sqrt(z0 + nz)
-    s1 = np.sqrt(max(z0 - nz, 0.0))
+    s1 = np.sqrt(max(dz * dz + 4.0 * cr, 0.0)) / s2 if s2 > 0.0 else 0.0
     # w = z^(1/2) = (s1 + s2)/2 e + (s2 - s1)/2 zhat
     w0 = 0.5 * (s1 + s2)
     for k in range(1, dim):

@@ -16,7 +16,7 @@ TITLE = "Frictional contact problems of record: exact-cone Coulomb solvers (FCLI
 ORDER = 60
 
 SAMPLES = Path(__file__).resolve().parents[4] / "shared" / "fclib-samples"
-METHODS = ("nsgs", "newton-ac", "prox", "pyramid")
+METHODS = ("nsgs", "newton-ac", "newton-fb", "prox", "pyramid")
 TOLS = (1e-4, 1e-8)
 
 
