@@ -132,3 +132,41 @@ def test_solves_the_fclib_sample_and_stops_honestly():
     sol = cl.solve(hyper, "newton-fb", max_iter=2)
     assert np.all(np.isfinite(sol.z))
     assert sol.success == (sol.residual <= 1e-8)
+
+
+def _fb_reference(r, u, mu, rho):
+    """Phi_FB in 60-digit arithmetic (mpmath), from the spectral definition."""
+    import mpmath as mp
+    mp.mp.dps = 60
+    r = [mp.mpf(float(v)) for v in r]
+    u = [mp.mpf(float(v)) for v in u]
+    mu, rho = mp.mpf(float(mu)), mp.mpf(float(rho))
+    nut = mp.sqrt(sum(v * v for v in u[1:]))
+    x = [mu * r[0]] + r[1:]
+    y = [rho * (u[0] + mu * nut)] + [rho * mu * v for v in u[1:]]
+    z0 = sum(v * v for v in x) + sum(v * v for v in y)
+    zb = [2 * (x[0] * a + y[0] * b) for a, b in zip(x[1:], y[1:])]
+    nz = mp.sqrt(sum(v * v for v in zb))
+    s1, s2 = mp.sqrt(z0 - nz), mp.sqrt(z0 + nz)
+    w = [(s1 + s2) / 2] + [(s2 - s1) / 2 * v / nz for v in zb]
+    return np.array([float(a + b - c) for a, b, c in zip(x, y, w)])
+
+
+def test_function_is_accurate_near_the_cone_boundary():
+    """Degenerate pairs near the solution set, where z = x o x + y o y lies near the boundary of L:
+    r on the cone's edge with u ~ 0, and r ~ 0 with u on the dual cone's edge. z0 - |zb| loses half the
+    digits there (1.5e-8 errors); from det(z) Phi is accurate to rounding of |x| + |y|."""
+    rng = np.random.default_rng(9)
+    for k in range(100):
+        mu = rng.uniform(0.2, 1.0)
+        t = rng.normal(size=2)
+        t /= np.linalg.norm(t)
+        rn = rng.uniform(0.5, 2.0)
+        eps = 10.0 ** rng.uniform(-12, -6)
+        if k % 2 == 0:
+            r, u = np.r_[rn, mu * rn * t * (1 - eps)], eps * rng.normal(size=3)
+        else:
+            r, u = eps * rng.normal(size=3), np.r_[eps * rng.normal(), rn * t]
+        phi = _fb(r, u, mu, 1.0)[0]
+        ref = _fb_reference(r, u, mu, 1.0)
+        assert np.abs(phi - ref).max() <= 1e-14 * (1 + rn), (phi, ref)
