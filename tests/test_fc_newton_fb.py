@@ -135,21 +135,22 @@ def test_solves_the_fclib_sample_and_stops_honestly():
 
 
 def _fb_reference(r, u, mu, rho):
-    """Phi_FB in 60-digit arithmetic (mpmath), from the spectral definition."""
-    import mpmath as mp
-    mp.mp.dps = 60
-    r = [mp.mpf(float(v)) for v in r]
-    u = [mp.mpf(float(v)) for v in u]
-    mu, rho = mp.mpf(float(mu)), mp.mpf(float(rho))
-    nut = mp.sqrt(sum(v * v for v in u[1:]))
-    x = [mu * r[0]] + r[1:]
-    y = [rho * (u[0] + mu * nut)] + [rho * mu * v for v in u[1:]]
-    z0 = sum(v * v for v in x) + sum(v * v for v in y)
-    zb = [2 * (x[0] * a + y[0] * b) for a, b in zip(x[1:], y[1:])]
-    nz = mp.sqrt(sum(v * v for v in zb))
-    s1, s2 = mp.sqrt(z0 - nz), mp.sqrt(z0 + nz)
-    w = [(s1 + s2) / 2] + [(s2 - s1) / 2 * v / nz for v in zb]
-    return np.array([float(a + b - c) for a, b, c in zip(x, y, w)])
+    """Phi_FB in 60-digit decimal arithmetic, from the spectral definition."""
+    from decimal import Decimal, localcontext
+    with localcontext() as ctx:
+        ctx.prec = 60
+        r = [Decimal(float(v)) for v in r]
+        u = [Decimal(float(v)) for v in u]
+        mu, rho = Decimal(float(mu)), Decimal(float(rho))
+        nut = sum(v * v for v in u[1:]).sqrt()
+        x = [mu * r[0]] + r[1:]
+        y = [rho * (u[0] + mu * nut)] + [rho * mu * v for v in u[1:]]
+        z0 = sum(v * v for v in x) + sum(v * v for v in y)
+        zb = [2 * (x[0] * a + y[0] * b) for a, b in zip(x[1:], y[1:])]
+        nz = sum(v * v for v in zb).sqrt()
+        s1, s2 = (z0 - nz).sqrt(), (z0 + nz).sqrt()
+        w = [(s1 + s2) / 2] + [(s2 - s1) / 2 * v / nz for v in zb]
+        return np.array([float(a + b - c) for a, b, c in zip(x, y, w)])
 
 
 def test_function_is_accurate_near_the_cone_boundary():
