@@ -97,8 +97,9 @@ def _factor_solve(M, F, rhs, dense_max):
 
 def _qp(M, q, lo, hi, z, opts, tol, counter, full_steps=False):
     """Projected Newton on min 1/2 z'Mz + q'z, lo <= z <= hi from z; returns (z, w, converged).
-    ``full_steps``: give up at the first step the line search shortens (a held set far from the
-    answer's: on a large problem the interior point is then cheaper than more Newton steps)."""
+    ``full_steps``: only full Newton steps; give up at the first one without sufficient decrease (a
+    held set far from the answer's: on a large problem the interior point is then cheaper than a
+    line search and more Newton steps)."""
     for _ in range(opts.max_iterations):
         w = M @ z + q
         if relative_error(box_relative(z, w, lo, hi, q)) <= tol:
@@ -113,12 +114,13 @@ def _qp(M, q, lo, hi, z, opts, tol, counter, full_steps=False):
         H = np.flatnonzero(held)
         f0 = 0.5 * z @ (w + q)
         zt = None
-        for newton in (True, False):        # Newton on the free rows, else a scaled projected gradient
+        # Newton on the free rows, else a scaled projected gradient (full_steps: the full Newton step only)
+        for newton in ((True,) if full_steps else (True, False)):
             d = -w / diag
             if newton:
                 d[F] = _factor_solve(M, F, -w[F], opts.dense_max)
             t = 1.0
-            for _ in range(30):
+            for _ in range(1 if full_steps else 30):
                 cand = np.clip(z + t * d, lo, hi)
                 dz = cand - z
                 wt = w + M @ dz
@@ -130,9 +132,6 @@ def _qp(M, q, lo, hi, z, opts, tol, counter, full_steps=False):
                 break
         if zt is None:
             return z, w, False
-        if full_steps and (t < 1.0 or not newton):
-            w = M @ zt + q
-            return zt, w, relative_error(box_relative(zt, w, lo, hi, q)) <= tol
         z = zt
     w = M @ z + q
     return z, w, relative_error(box_relative(z, w, lo, hi, q)) <= tol
