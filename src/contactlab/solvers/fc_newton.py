@@ -24,8 +24,9 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ..errors import ParamError
 from ..kernels import coulomb as K
-from ..problems.friction_contact import FrictionContact
+from ..problems.friction_contact import FrictionContact, GlobalFrictionContact
 from ..solution import Status
 from ._fc_common import FC_PROBLEMS, finish, local_problem, measure, start
 from .registry import register
@@ -38,7 +39,8 @@ class NewtonACOptions:
     system (the Jacobian is singular on hyperstatic contact sets, rank-deficient W), raised x100 when
     the system is singular or the step fails the line search; adaptive: the shift is
     min(lm, |Phi| / |rho q|) (Yamashita-Fukushima), else lm; max_time: wall-clock cap in
-    seconds (0: none), checked every iteration."""
+    seconds (0: none), checked every iteration; form: "local" (condensed W, the default) or "global"
+    (GlobalFrictionContact only: Newton on (v, r) with M and H, newton_global_run)."""
 
     tol: float = 1e-8
     max_iter: int = 200
@@ -46,8 +48,11 @@ class NewtonACOptions:
     lm: float = 1e-8
     max_time: float = 0.0
     adaptive: bool = True
+    form: str = "local"
 
     def __post_init__(self):
+        if self.form not in ("local", "global"):
+            raise ValueError(f"form must be 'local' or 'global', got {self.form!r}")
         if not self.tol > 0 or self.lm < 0:
             raise ValueError("tol must be > 0 and lm >= 0")
         if self.max_iter < 1 or self.ls_max < 1:
@@ -111,22 +116,15 @@ class _NewtonSystem:
 FUNCTIONS = {"ac": (K.ac_system, K.ac_merit), "fb": (K.fb_system, K.fb_merit)}
 
 
-def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions, function: str = "ac"):
-    """Run the damped semismooth Newton on ``function`` ("ac": Alart-Curnier, "fb": Fischer-Burmeister)
-    from r (updated in place). Returns (status, iterations, residual)."""
-    system_fn, merit_fn = FUNCTIONS[function]
-    W = lp.csr()
-    system = _NewtonSystem(W, lp.dim)
-    ip, ix = W.indptr.astype(np.int64), W.indices.astype(np.int64)
-    dim, nc = lp.dim, lp.nc
-    phi = np.empty(lp.n)
-    Ablk = np.empty((nc, dim, dim))
-    Bblk = np.empty((nc, dim, dim))
-    denom = lp.denominator()
-    u = np.empty(lp.n)
-    K.csr_matvec(ip, ix, W.data, r, lp.q, u)
-    m = system_fn(r, u, lp.mu, lp.rho, dim, phi, Ablk, Bblk)
-    res = measure(lp, r, u)
+def _damped_newton(x, evaluate, merit, direction, certify, opts: NewtonACOptions, denom: float):
+    """The damped semismooth Newton loop of both forms (Siconos NSN_AC / NSN_FB's scheme): Armijo
+    backtracking on |Phi|^2, a Levenberg-Marquardt shift that follows |Phi| and grows x100 per failed
+    line search. evaluate(x): |Phi(x)|^2, keeping Phi and its Jacobian for direction(lm) (the step,
+    None if singular); merit(x): |Phi(x)|^2 only; certify(x): what solve() certifies. x is updated in
+    place. Returns (status, iterations, residual)."""
+    m = evaluate(x)
+    res = certify(x)
+
     def base_shift(m):
         # Levenberg-Marquardt parameter proportional to |Phi| (Yamashita-Fukushima): quadratic
         # convergence where J is nonsingular, a usable step where W is rank-deficient
@@ -143,7 +141,7 @@ def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions, fun
             return Status.NUMERICAL_FAILURE, it - 1, res
         d = None
         for _ in range(8):
-            d = system.solve(Ablk, Bblk, phi, lm)
+            d = direction(lm)
             if d is not None:
                 break
             lm = max(1e-10, 100.0 * lm)
@@ -152,10 +150,8 @@ def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions, fun
         t = 1.0
         accepted = False
         for _ in range(opts.ls_max):
-            rt = r + t * d
-            ut = np.empty(lp.n)
-            K.csr_matvec(ip, ix, W.data, rt, lp.q, ut)
-            mt = merit_fn(rt, ut, lp.mu, lp.rho, dim)
+            xt = x + t * d
+            mt = merit(xt)
             if mt <= (1.0 - 1e-4 * t) * m:
                 accepted = True
                 break
@@ -166,11 +162,100 @@ def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions, fun
                 continue
             return Status.NO_SOLUTION_FOUND, it, res
         lm = base_shift(mt) if t == 1.0 else lm
-        r[:] = rt
-        u = ut
-        m = system_fn(r, u, lp.mu, lp.rho, dim, phi, Ablk, Bblk)
-        res = measure(lp, r, u)
+        x[:] = xt
+        m = evaluate(x)
+        res = certify(x)
     return (Status.SOLVED if res <= opts.tol else Status.MAX_ITERATIONS), opts.max_iter, res
+
+
+def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions, function: str = "ac"):
+    """Damped semismooth Newton on ``function`` ("ac": Alart-Curnier, "fb": Fischer-Burmeister) of
+    the local problem, from r (updated in place). Returns (status, iterations, residual)."""
+    system_fn, merit_fn = FUNCTIONS[function]
+    W = lp.csr()
+    system = _NewtonSystem(W, lp.dim)
+    ip, ix = W.indptr.astype(np.int64), W.indices.astype(np.int64)
+    dim, nc = lp.dim, lp.nc
+    phi = np.empty(lp.n)
+    Ablk = np.empty((nc, dim, dim))
+    Bblk = np.empty((nc, dim, dim))
+    u = np.empty(lp.n)
+
+    def velocity(r):
+        K.csr_matvec(ip, ix, W.data, r, lp.q, u)
+        return u
+
+    def evaluate(r):
+        return system_fn(r, velocity(r), lp.mu, lp.rho, dim, phi, Ablk, Bblk)
+
+    def merit(r):
+        return merit_fn(r, velocity(r), lp.mu, lp.rho, dim)
+
+    return _damped_newton(r, evaluate, merit, lambda lm: system.solve(Ablk, Bblk, phi, lm),
+                          lambda r: measure(lp, r, velocity(r)), opts, lp.denominator())
+
+
+def newton_global_run(gp: GlobalFrictionContact, r: np.ndarray, opts: NewtonACOptions, function: str = "ac"):
+    """The same Newton in global form: unknowns (v, r), equations M v - H r - q = 0 and
+    Phi(r, H' v + b) = 0, Jacobian [[M, -H], [B H', A + shift I]] factorised by SuperLU (size ndof + n;
+    W = H' M^-1 H is never used by the iteration). rho_i and the stopping test are the condensed
+    problem's (solve() certifies every global answer through it). r is updated in place."""
+    lp = gp.local()
+    system_fn, merit_fn = FUNCTIONS[function]
+    M, H = sp.csr_matrix(gp.M), sp.csr_matrix(gp.H)
+    Ht = H.T.tocsr()
+    ndof, n, dim, nc = gp.ndof, gp.n, gp.dim, gp.nc
+    x = np.r_[gp.velocity(r), r]
+    phi = np.empty(n)
+    Ablk = np.empty((nc, dim, dim))
+    Bblk = np.empty((nc, dim, dim))
+    F = np.empty(ndof + n)
+    top = sp.hstack([M, -H]).tocsr()
+    eye = sp.identity(n, format="csr")
+    blocks = (np.arange(nc), np.arange(nc + 1))
+
+    def evaluate(x):
+        v, rr = x[:ndof], x[ndof:]
+        F[:ndof] = M @ v - H @ rr - gp.q
+        m = system_fn(np.ascontiguousarray(rr), Ht @ v + gp.b, lp.mu, lp.rho, dim, phi, Ablk, Bblk)
+        F[ndof:] = phi
+        return float(F[:ndof] @ F[:ndof]) + m
+
+    def merit(x):
+        v, rr = x[:ndof], x[ndof:]
+        f = M @ v - H @ rr - gp.q
+        return float(f @ f) + merit_fn(np.ascontiguousarray(rr), Ht @ v + gp.b, lp.mu, lp.rho, dim)
+
+    def direction(lm):
+        A = sp.bsr_matrix((Ablk, *blocks), shape=(n, n))
+        B = sp.bsr_matrix((Bblk, *blocks), shape=(n, n))
+        bottom = sp.hstack([B @ Ht, A]).tocsr()
+        if lm:
+            bottom = bottom + sp.hstack([sp.csr_matrix((n, ndof)), lm * max(1.0, abs(bottom).max()) * eye])
+        J = sp.vstack([top, bottom]).tocsc()
+        try:
+            d = spla.splu(J).solve(-F)
+        except RuntimeError:
+            return None
+        return d if np.all(np.isfinite(d)) else None
+
+    status, its, res = _damped_newton(x, evaluate, merit, direction, lambda x: measure(lp, x[ndof:]), opts,
+                                      lp.denominator())
+    r[:] = x[ndof:]
+    return status, its, res
+
+
+def _run(problem, opts: NewtonACOptions, warm_start, function: str):
+    if opts.form == "global" and not isinstance(problem, GlobalFrictionContact):
+        raise ParamError("form='global' needs a GlobalFrictionContact (M, H, q, b); this is a local "
+                         "problem: leave form at 'local'")
+    lp = local_problem(problem)
+    r = start(lp, warm_start)
+    if opts.form == "global":
+        status, its, res = newton_global_run(problem, r, opts, function)
+    else:
+        status, its, res = newton_ac_run(lp, r, opts, function)
+    return finish(problem, r, status, its, residual_claimed=res, form=opts.form)
 
 
 @register("newton-ac", problems=FC_PROBLEMS, options=NewtonACOptions, warm_start=True, convert=False,
@@ -178,10 +263,7 @@ def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions, fun
           guarantees="bounded iterations; local quadratic convergence near nondegenerate solutions; "
                      "SOLVED only at the natural-map residual <= tol")
 def newton_ac(problem, opts: NewtonACOptions, warm_start=None):
-    lp = local_problem(problem)
-    r = start(lp, warm_start)
-    status, its, res = newton_ac_run(lp, r, opts)
-    return finish(problem, r, status, its, residual_claimed=res)
+    return _run(problem, opts, warm_start, "ac")
 
 
 @register("newton-fb", problems=FC_PROBLEMS, options=NewtonACOptions, warm_start=True, convert=False,
@@ -192,10 +274,7 @@ def newton_ac(problem, opts: NewtonACOptions, warm_start=None):
 def newton_fb(problem, opts: NewtonACOptions, warm_start=None):
     """Same damped Newton, line search and Levenberg-Marquardt shift as ``newton-ac``, on Phi_FB
     (kernels/coulomb.fb_block): x = (mu r_n, r_t), y = rho (u_n + mu ||u_t||, mu u_t) on the Lorentz cone."""
-    lp = local_problem(problem)
-    r = start(lp, warm_start)
-    status, its, res = newton_ac_run(lp, r, opts, "fb")
-    return finish(problem, r, status, its, residual_claimed=res)
+    return _run(problem, opts, warm_start, "fb")
 
 
 @dataclass(frozen=True)
