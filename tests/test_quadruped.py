@@ -100,3 +100,16 @@ def test_solo12_from_example_robot_data_stands_and_steps():
     assert np.abs(a["base"][:, 2] / ctl.setup.height - 1).max() < 0.05
     assert a["contact"][1:45].all()          # standing: four feet loaded (record 0 is before the first step)
     assert (~a["contact"][55:]).any(axis=0).sum() == 2            # a diagonal pair has lifted
+
+
+def test_drag_law_distance_matches_the_closed_form():
+    """The viscous drag law used to read the viscous runs: constant n feet and commanded speed u give
+    x(T) = u (T - tau (1 - exp(-T / tau))), tau = M / (mu_v n) (first order in h)."""
+    from contactlab.scenarios.quadruped import drag_law_distance
+    h, steps, M, mu_v = 1e-3, 3001, 1.34, 0.9
+    contact = np.zeros((steps, 4), bool)
+    contact[:, :3] = True
+    u = np.full(steps, 0.05)
+    tau, T = M / (mu_v * 3), h * (steps - 1)
+    exact = 0.05 * (T - tau * (1 - np.exp(-T / tau)))
+    assert drag_law_distance(contact, u, mu_v, M, h) == pytest.approx(exact, rel=2 * h / tau)

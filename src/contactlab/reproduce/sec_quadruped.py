@@ -65,6 +65,17 @@ def tables(results: list[dict]) -> str:
                          f"paper {pa / pb:.2f} (saving {100 * (1 - pa / pb):.0f} %); LCP solves alone "
                          f"{_cpu_solve(ra) / max(_cpu_solve(rb), 1e-12):.2f} (solve wall time scaled by the run's "
                          f"CPU / wall).")
+    from ..scenarios.quadruped import drag_law_distance
+    for r in results:
+        if r["model"] == "viscous" and "commanded_speed" in r:
+            lg = r["log"]
+            x = drag_law_distance(lg["contact"], r["commanded_speed"], r["mu_v"], r["mass"], r["h"])
+            n = lg["contact"].sum(axis=1).mean()
+            ratio.append(f"- viscous/{r['method']}: {r['summary']['distance_m']:.3f} m simulated; the drag law alone "
+                         f"(M x'' = mu_v n(t) (u(t) - x'), n(t) feet in contact, u the commanded speed) gives {x:.3f} m: "
+                         f"time constant M / (mu_v n) = {r['mass']:.2f} / ({r['mu_v']:g} x {n:.2f}) = "
+                         f"{r['mass'] / (r['mu_v'] * n):.1f} s, so mu_v {r['mu_v']:g} carries the robot up to speed "
+                         f"only slowly.")
     contacts = [[f"{r['model']}/{r['method']}", _stats(r["records"]["contacts"])] for r in results]
     contacts.append(["paper (Moby, no-slip run)", " / ".join(str(PAPER_CONTACTS[k]) for k in ("min", "max", "mean", "std"))])
     return "\n".join([

@@ -206,4 +206,28 @@ def run_trot(model: str = "no-slip", method: str | None = None, duration: float 
             "error": traj.error, "wall_s": wall, "cpu_s": cpu, "collision_s": clock["collision"], "control_s": clock["control"],
             "solve_s": solve, "dynamics_s": wall - clock["collision"] - clock["control"] - solve,
             "summary": ctl.summary(sim, traj), "log": ctl.arrays(), "records": col, "metrics": traj.metrics(),
-            "height": ctl.setup.height}
+            "height": ctl.setup.height, "mass": float(sim.model.mass.sum()), "h": sim.h,
+            "commanded_speed": commanded_speed(ctl, ctl.arrays()["time"]),
+            "mu_v": float(getattr(sim.model_options, "mu_v", np.nan))}
+
+
+def commanded_speed(ctl, t: np.ndarray) -> np.ndarray:
+    """The controller's commanded forward speed at times ``t``: 0 while settling, then the gait's
+    velocity grown linearly over the ramp."""
+    w = np.asarray(t, dtype=np.float64) - ctl.settle
+    scale = np.where(w < 0, 0.0, np.minimum(1.0, w / ctl.ramp) if ctl.ramp > 0 else 1.0)
+    return ctl.gait.velocity * scale
+
+
+def drag_law_distance(contact: np.ndarray, u: np.ndarray, mu_v: float, mass: float, h: float) -> float:
+    """Distance of a rigid body of ``mass`` driven only by viscous drag at its feet (drumwright
+    eq. 15: -mu_v times the contact's tangential velocity, per contact) when its stance feet move
+    backwards at the commanded speed ``u`` (per step) relative to it: with n(t) feet in contact
+    (``contact`` (steps, feet) bool), M x'' = mu_v n(t) (u(t) - x'), integrated with step ``h``;
+    time constant M / (mu_v n)."""
+    n = np.asarray(contact).sum(axis=1)
+    v = x = 0.0
+    for k in range(n.size - 1):           # (post-run analysis over logged steps, not a simulation step)
+        v += h * mu_v * n[k] / mass * (u[k] - v)
+        x += h * v
+    return x
