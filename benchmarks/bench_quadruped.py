@@ -3,7 +3,7 @@ contact model and solver (collision, dynamics, control, LCP solve), per-step LCP
 solve time, contacts per step, locomotion outcome; side by side in one run.
 
     .venv/bin/python benchmarks/bench_quadruped.py [--duration 10] [--quick] [--configs no-slip:ppm ...]
-        [--json benchmarks/results/quadruped.json] [--figures docs/figures]
+        [--json benchmarks/results/quadruped.json] [--figures docs/figures] [--mu-v 0.1]
 
 ``--quick`` runs 1 s. Each configuration is preceded by an untimed 10-step warm-up (numba caches).
 """
@@ -32,6 +32,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write the summary numbers here")
     ap.add_argument("--figures", default=None, help="folder for the four figures (png)")
     ap.add_argument("--logs", default=None, help="write the per-step logs here (.npz)")
+    ap.add_argument("--mu-v", type=float, default=None, help="viscous coefficient (N s/m) for viscous configs (default: the model's 0.1)")
     args = ap.parse_args(argv)
     duration = 1.0 if args.quick else args.duration
     configs = [tuple(c.split(":", 1)) for c in args.configs]
@@ -54,9 +55,10 @@ def main(argv=None) -> int:
         atomic_write(args.json, lambda tmp: open(tmp, "w").write(text))
 
     for cfg in configs:
-        run_all(0.01, None, [cfg])                       # warm-up, untimed
+        opts = {"mu_v": args.mu_v} if (args.mu_v is not None and cfg[0] == "viscous") else None
+        run_all(0.01, None, [cfg], opts)                 # warm-up, untimed
         t0 = time.time()
-        r = run_all(duration, None, [cfg])[0]
+        r = run_all(duration, None, [cfg], opts)[0]
         results.append(r)
         print(f"{cfg[0]}/{cfg[1]}: {r['steps']} steps, wall {r['wall_s']:.1f} s, cpu {r['cpu_s']:.1f} s "
               f"(collision {r['collision_s']:.1f}, dynamics {r['dynamics_s']:.1f}, control {r['control_s']:.1f}, "

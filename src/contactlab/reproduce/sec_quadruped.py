@@ -14,10 +14,11 @@ ORDER = 55
 CONFIGS = (("no-slip", "ppm"), ("stewart-trinkle", "lemke"), ("viscous", "ppm"), ("viscous", "lemke"))
 
 
-def run_all(duration: float, progress=None, configs=CONFIGS) -> list[dict]:
-    """One :func:`contactlab.scenarios.quadruped.run_trot` per configuration (Coulomb: mu 100)."""
+def run_all(duration: float, progress=None, configs=CONFIGS, model_options: dict | None = None) -> list[dict]:
+    """One :func:`contactlab.scenarios.quadruped.run_trot` per configuration (Coulomb: mu 100);
+    ``model_options`` go to every configuration's contact model."""
     from ..scenarios.quadruped import run_trot
-    return [run_trot(m, meth, duration, progress=progress) for m, meth in configs]
+    return [run_trot(m, meth, duration, progress=progress, model_options=model_options) for m, meth in configs]
 
 
 def _stats(x) -> str:

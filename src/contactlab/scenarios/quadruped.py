@@ -164,13 +164,14 @@ PAPER_CONTACTS = {"min": 1, "max": 30, "mean": 6, "std": 8}
 
 
 def run_trot(model: str = "no-slip", method: str | None = None, duration: float = 10.0, *, scene: str = "quadruped",
-             progress=None, **params) -> dict:
+             progress=None, model_options: dict | None = None, **params) -> dict:
     """Simulate the trot and time all of it: returns the controller's log arrays, the per-step
     records (contacts, LCP size, pivots, solve time, ...), the locomotion summary and the wall
     time split into collision detection (``sim.world.detect``), control (the controller callback),
     LCP solve (``StepRecord.solve_time``) and the rest (assembly of the constraint system, the
     model's build/recover, integration and position projections); ``cpu_s`` is the process CPU
-    time of the run (the fair measure on a loaded machine). ``progress``: called every 100 steps."""
+    time of the run (the fair measure on a loaded machine). ``progress``: called every 100 steps;
+    ``model_options``: passed to the contact model (e.g. ``{"mu_v": 1.0}``)."""
     import time
 
     from ..sim import Simulator
@@ -188,7 +189,7 @@ def run_trot(model: str = "no-slip", method: str | None = None, duration: float 
                 clock[key] += time.perf_counter() - t0
         return wrapper
 
-    sim = Simulator(sc, model, method, controllers=[timed("control", ctl)])
+    sim = Simulator(sc, model, method, controllers=[timed("control", ctl)], model_options=model_options)
     sim.world.detect = timed("collision", sim.world.detect)
     steps = int(round(duration / sim.h))
     from ..sim.recorder import Trajectory
