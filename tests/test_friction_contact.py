@@ -193,3 +193,10 @@ def test_pyramid_route_refuses_oversized_lcps_with_a_clear_error():
     p = cl.FrictionContact(np.eye(30), -np.ones(30), [0.3] * 10)
     with pytest.raises(cl.ParamError, match="max_variables"):
         cl.solve(p, "pyramid", max_variables=50)
+
+
+def test_auto_picks_newton_ac_for_coulomb_problems():
+    p = cl.FrictionContact(np.eye(3), [-1.0, 0.1, 0.0], [0.5])
+    sol = cl.solve(p)
+    assert sol.info["auto"]["method"] == "newton-ac" and sol.status == cl.Status.SOLVED
+    np.testing.assert_allclose(sol.z, [1.0, -0.1, 0.0], atol=1e-12)

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from ..errors import ParamError, ProblemError, SolverNotFound
 from ..kernels.tolerances import CERTIFY
 from ..problems import LCP, BoxedLCP, FactoredLCP, MixedLCP, Problem
+from ..problems.friction_contact import FrictionContact, GlobalFrictionContact
 from ..problems.residual import relative_error
 from ..problems.validation import is_psd, is_symmetric
 from ..solution import SUCCESS_STATUSES, Solution, Status
@@ -222,6 +223,10 @@ def choose_method(problem: Problem) -> tuple[str, str]:
                     return "dantzig", "rank-deficient symmetric PSD (dantzig measured faster than lemke)"
         return "lemke", "general matrix (guaranteed for P and copositive-plus M)"
 
+    if isinstance(problem, (FrictionContact, GlobalFrictionContact)) and "newton-ac" in _REGISTRY:
+        # measured (docs/fclib.md, 2026-11-24 run): the fastest contactlab method at 1e-8 on every 3D
+        # collection; prox is the more robust (slower) one
+        return "newton-ac", "exact-cone Coulomb problem (newton-ac measured fastest, docs/fclib.md)"
     for spec in _REGISTRY.values():
         if isinstance(problem, spec.problems):
             return spec.name, f"first solver registered for {type(problem).__name__}"
