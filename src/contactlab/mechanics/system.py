@@ -6,6 +6,7 @@ contact), A (velocity motors). All Jacobians are ``scipy.sparse`` CSR with ``ndo
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,12 +97,24 @@ def mobility(model: Model, data: Data) -> sp.csr_matrix:
     return _block_csr(W)
 
 
+@functools.lru_cache(maxsize=64)
+def _block_pattern(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Column indices and row pointers of a block-diagonal (k, 6, 6) CSR, read-only (shared by
+    every matrix of that size; int32, which scipy keeps without a contents check)."""
+    it = np.int32 if 36 * k < 2 ** 31 else np.int64
+    cols = np.ascontiguousarray(np.broadcast_to(6 * np.arange(k, dtype=it)[:, None, None] + np.arange(6, dtype=it),
+                                                (k, 6, 6))).reshape(-1)
+    ptr = np.arange(0, 36 * k + 1, 6, dtype=it)
+    cols.flags.writeable = False
+    ptr.flags.writeable = False
+    return cols, ptr
+
+
 def _block_csr(B: np.ndarray) -> sp.csr_matrix:
     """CSR of the block-diagonal matrix of the (k, 6, 6) blocks B (dense blocks, no conversion)."""
     k = B.shape[0]
-    it = np.int32 if 36 * k < 2 ** 31 else np.int64     # int32 indices: scipy keeps them without a contents check
-    cols = np.broadcast_to(6 * np.arange(k, dtype=it)[:, None, None] + np.arange(6, dtype=it), (k, 6, 6))
-    return sp.csr_matrix((B.reshape(-1), cols.reshape(-1), np.arange(0, 36 * k + 1, 6, dtype=it)), shape=(6 * k, 6 * k))
+    cols, ptr = _block_pattern(k)
+    return _canonical(sp.csr_matrix((B.reshape(-1), cols, ptr), shape=(6 * k, 6 * k)))
 
 
 def mass_blocks(model: Model, data: Data) -> tuple[np.ndarray, np.ndarray]:
