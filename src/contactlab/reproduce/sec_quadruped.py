@@ -75,8 +75,7 @@ def tables(results: list[dict]) -> str:
             ratio.append(f"- viscous/{r['method']}: {r['summary']['distance_m']:.3f} m simulated; the drag law alone "
                          f"(M x'' = mu_v n(t) (u(t) - x'), n(t) feet in contact, u the commanded speed) gives {x:.3f} m: "
                          f"time constant M / (mu_v n) = {r['mass']:.2f} / ({r['mu_v']:g} x {n:.2f}) = "
-                         f"{r['mass'] / (r['mu_v'] * n):.1f} s, so mu_v {r['mu_v']:g} carries the robot up to speed "
-                         f"only slowly.")
+                         f"{r['mass'] / (r['mu_v'] * n):.1f} s against a {r['duration']:.1f} s run.")
     contacts = [[f"{r['model']}/{r['method']}", _stats(r["records"]["contacts"])] for r in results]
     contacts.append(["paper (Moby, no-slip run)", " / ".join(str(PAPER_CONTACTS[k]) for k in ("min", "max", "mean", "std"))])
     return "\n".join([
