@@ -128,3 +128,39 @@ def test_box_friction_schur_elimination_gives_the_same_step():
         v.append(bf.recover(system, prob, sol, opts).v_next)
     assert np.abs(v[0]).max() > 1e-2                    # a moving hand, not a resting one
     assert np.allclose(v[0], v[1], rtol=0, atol=1e-9 * np.abs(v[1]).max())
+
+
+def test_compiled_pgs_sm_residual_is_box_relative():
+    """The compiled pgs-sm call (kernels/pgs_sm.pgs_sm_dense_run) stops on the relative residual of
+    problems/residual.py box_relative with row_terms; its kernel copy agrees with it on random boxed
+    LCPs with coupled (friction) rows, and solve() certifies pgs-sm on a grasp step's problem."""
+    from contactlab import solve
+    from contactlab.kernels.pgs_sm import box_relative_error
+    from contactlab.kernels.tolerances import NORMWISE_FLOOR
+    from contactlab.problems.residual import box_relative, relative_error, row_terms
+    from contactlab.scenarios.grasp_runs import step_problems
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        nc = 3
+        n = 3 * nc
+        A = rng.normal(size=(n, n))
+        M = A @ A.T
+        q = rng.normal(size=n)
+        z = np.abs(rng.normal(size=n)) * (rng.random(n) < 0.7)
+        z[nc:] = rng.normal(size=2 * nc) * (trial % 3 != 0)
+        w = M @ z + q + rng.normal(size=n) * 1e-3
+        lo, hi = np.zeros(n), np.full(n, np.inf)
+        findex = np.r_[np.full(nc, -1), np.tile(np.arange(nc), 2)].astype(np.int64)
+        mu = np.r_[np.zeros(nc), np.full(2 * nc, 0.5)]
+        blo, bhi = lo.copy(), hi.copy()
+        r = mu[nc:] * np.maximum(z[findex[nc:]], 0.0)
+        blo[nc:], bhi[nc:] = -r, r
+        ref = relative_error(box_relative(z, w, blo, bhi, q, row_terms(M, z, q)))
+        assert box_relative_error(M, q, lo, hi, findex, mu, z, w, NORMWISE_FLOOR) == pytest.approx(ref, rel=1e-12, abs=1e-15)
+    sc = make_scene("barrett-grasp", object="cylinder", material="rubber", dt=0.01)
+    sim = Simulator(sc, "box-friction", "pgs-sm", model_options=BF, controllers=sc.controllers)
+    while sim.data.steps < 60 and (sim.last_system is None or sim.last_system.nc < 4):
+        sim.step()
+    _, box = step_problems(sim.last_system)
+    sol = solve(box, "pgs-sm")
+    assert sim.last_system.nc >= 4 and sol.success and sol.info["kernel"] == "numba"

@@ -2,14 +2,21 @@
 solvers/pgs_sm.py is the reference and handles sparse, non-symmetric and singular cases).
 
 Per outer iteration: ``k_pgs`` sweeps of kernels.pgs.pgs_dense_kernel, then up to ``k_sm`` subspace
-steps: Cholesky of M_FF (F = rows strictly inside their box) in the work matrix, dz = -M_FF^-1 w_F,
+steps: Cholesky of M_FF (F = rows strictly inside their box; upper factor) in the work matrix, dz = -M_FF^-1 w_F,
 projection onto the box (coupled bounds from the new normals), and if the projected Newton step raises
 phi(z) = 1/2 z'Mz + q'z, a step to the first breakpoint (halved until phi decreases).
 
 Status: 0 converged, 1 outer limit, 2 non-positive diagonal, 3 non-finite, 5 Cholesky failed (M_FF not
-numerically positive definite: the caller continues in Python from the current z).
+numerically positive definite: the caller continues in Python from the current z), 6 M not exactly
+symmetric (:func:`pgs_sm_dense_run` only: the caller's general loop takes the problem).
 Work arrays: Fidx (n,) int64, K (n, n), rhs, dz, z_old (n,), free, side_hi (n,) bool; stats (6,) receives
-[outer, pgs sweeps, sm steps, residual, 0, 0].
+[outer, pgs sweeps, sm steps, residual, projected-search trials (added), 0].
+
+:func:`pgs_sm_dense_run` is the whole solver call in one compiled function (a 10-70-row grasp LCP
+costs a few microseconds of arithmetic; the Python preparation around the kernel cost ~10x that):
+scaling, CFM, row order, start, the kernel, and the relative-residual check with its tightening
+of the absolute target, as solvers/pgs.py ``BoxSweeper`` and problems/residual.py ``box_relative``
+define them.
 """
 from __future__ import annotations
 
@@ -18,8 +25,9 @@ import numpy as np
 from ._jit import jit
 from .pgs import (BAD_DIAGONAL, CONVERGED, NOT_FINITE, box_natural_residual, dense_refresh_w, pgs_dense_kernel,
                   row_bounds)
+from .residual import box_row
 
-MAX_OUTER, CHOLESKY_FAILED = 1, 5
+MAX_OUTER, CHOLESKY_FAILED, NOT_SYMMETRIC = 1, 5, 6
 
 
 @jit
@@ -28,6 +36,29 @@ def _phi(z, w, q):
     for i in range(z.shape[0]):
         s += z[i] * (w[i] + q[i])
     return 0.5 * s
+
+
+@jit
+def _phi_change(M, z, z_old, w_old, moved):
+    """phi(z) - phi(z_old) = d'w_old + 1/2 d'M d with d = z - z_old and w_old = M z_old + q, over the
+    rows that moved only (``moved`` (n,) int64 work): |d|^2 operations instead of a refresh of w."""
+    m = 0
+    for i in range(z.shape[0]):
+        if z[i] != z_old[i]:
+            moved[m] = i
+            m += 1
+    lin = 0.0
+    quad = 0.0
+    for a in range(m):
+        i = moved[a]
+        di = z[i] - z_old[i]
+        lin += di * w_old[i]
+        t = 0.0
+        for b in range(m):
+            j = moved[b]
+            t += M[i, j] * (z[j] - z_old[j])
+        quad += di * t
+    return lin + 0.5 * quad
 
 
 @jit
@@ -65,29 +96,33 @@ def _project(z, lo, hi, findex, mu, free, side_hi):
 
 @jit
 def _cholesky_solve(K, f, rhs, x):
-    """In-place Cholesky of K[:f, :f] (lower), then x = K^-1 rhs; False if a pivot is not positive."""
+    """In-place Cholesky U'U of K[:f, :f] (upper triangle given; right-looking, row updates that
+    vectorise), then x = K^-1 rhs; False if a pivot is not positive or x is not finite."""
     for j in range(f):
-        s = K[j, j]
-        for k in range(j):
-            s -= K[j, k] * K[j, k]
-        if not s > 0.0:
+        d = K[j, j]
+        if not d > 0.0:
             return False
-        d = np.sqrt(s)
+        d = np.sqrt(d)
         K[j, j] = d
+        inv = 1.0 / d
+        for c in range(j + 1, f):
+            K[j, c] *= inv
         for i in range(j + 1, f):
-            t = K[i, j]
-            for k in range(j):
-                t -= K[i, k] * K[j, k]
-            K[i, j] = t / d
+            a = K[j, i]
+            if a != 0.0:
+                for c in range(i, f):
+                    K[i, c] -= a * K[j, c]
     for i in range(f):
-        t = rhs[i]
-        for k in range(i):
-            t -= K[i, k] * x[k]
-        x[i] = t / K[i, i]
-    for i in range(f - 1, -1, -1):
+        x[i] = rhs[i]
+    for k in range(f):      # U' y = rhs
+        x[k] /= K[k, k]
+        xk = x[k]
+        for c in range(k + 1, f):
+            x[c] -= K[k, c] * xk
+    for i in range(f - 1, -1, -1):      # U x = y
         t = x[i]
-        for k in range(i + 1, f):
-            t -= K[k, i] * x[k]
+        for c in range(i + 1, f):
+            t -= K[i, c] * x[c]
         x[i] = t / K[i, i]
     for i in range(f):
         if not np.isfinite(x[i]):
@@ -102,6 +137,7 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
     sweeps = 0
     sm_steps = 0
     no_rng = np.zeros(1, dtype=np.uint64)
+    moved = np.empty(n, dtype=np.int64)
     for outer in range(1, max_outer + 1):
         stats[0] = outer
         code = pgs_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, 1.0, tol, 0.0, k_pgs, 0,
@@ -131,7 +167,7 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
             for r in range(f):
                 ir = Fidx[r]
                 rhs[r] = -w[ir]
-                for c in range(r + 1):
+                for c in range(r, f):
                     K[r, c] = M[ir, Fidx[c]]
             if not _cholesky_solve(K, f, rhs, dz):
                 stats[2] = sm_steps
@@ -144,9 +180,8 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
                 z[Fidx[r]] += dz[r]
             inside = _project(z, lo, hi, findex, mu, free, side_hi)
             if not inside:
-                phi0 = _phi(z_old, w, q)
-                dense_refresh_w(M, q, z, w)
-                if _phi(z, w, q) > phi0:
+                # phi(z) - phi(z_old) over the rows that moved (w holds M z_old + q until accepted)
+                if _phi_change(M, z, z_old, w, moved) > 0.0:
                     # first breakpoint along dz with the bounds at z_old
                     alpha = 1.0
                     for r in range(f):
@@ -157,10 +192,15 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
                         elif dz[r] < 0.0 and (a - z_old[i]) > alpha * dz[r]:
                             alpha = max((a - z_old[i]) / dz[r], 0.0)
                     # projected search: alpha = 1/2, 1/4, ... while above the breakpoint, then the
-                    # breakpoint itself and its halvings; the first that lowers phi is taken
+                    # breakpoint itself and its halvings; the first that lowers phi is taken. A
+                    # breakpoint below every halving (a near-singular M_FF: CFM-regularised redundant
+                    # contact rows give a huge dz) is tried at once: the projected halvings fail there
                     accepted = False
                     trial = 0.5
                     use_break = trial <= alpha
+                    if alpha < 0.5 ** max_halvings:
+                        use_break = True
+                        trial = alpha
                     for h in range(2 * max_halvings + 2):
                         if not use_break and (trial <= alpha or h >= max_halvings):
                             use_break = True
@@ -170,8 +210,8 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
                         for r in range(f):
                             z[Fidx[r]] += trial * dz[r]
                         _project(z, lo, hi, findex, mu, free, side_hi)
-                        dense_refresh_w(M, q, z, w)
-                        if _phi(z, w, q) <= phi0:
+                        stats[4] += 1.0
+                        if _phi_change(M, z, z_old, w, moved) <= 0.0:
                             accepted = True
                             break
                         trial *= 0.5
@@ -179,11 +219,9 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
                             break
                     if not accepted:
                         for i in range(n):
-                            z[i] = z_old[i]
-                        dense_refresh_w(M, q, z, w)
+                            z[i] = z_old[i]       # w is still M z_old + q
                         break
-            else:
-                dense_refresh_w(M, q, z, w)
+            dense_refresh_w(M, q, z, w)
             if inside:
                 break
             for i in range(n):
@@ -197,3 +235,159 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
         if res <= tol:
             return CONVERGED
     return MAX_OUTER
+
+
+@jit
+def box_relative_error(M, q, lo, hi, findex, mu, z, w, floor_factor):
+    """max(natural, infeasibility) of problems/residual.py ``box_relative`` with ``row_terms`` (M
+    symmetric: its rows are read as columns): z and
+    the bounds at z in units of ||z||_inf (the largest finite bound when z = 0, else 1), each w_i in
+    units of t_i = |q_i| + sum_j |M_ij| |z_j| (at least floor_factor max|q|); inf if z or w is not finite."""
+    n = z.shape[0]
+    zs = 0.0
+    qmax = 0.0
+    for i in range(n):
+        if not (np.isfinite(z[i]) and np.isfinite(w[i])):
+            return np.inf
+        zs = max(zs, abs(z[i]))
+        qmax = max(qmax, abs(q[i]))
+    if zs == 0.0:
+        for i in range(n):
+            a, b = row_bounds(i, z, lo, hi, findex, mu)
+            if np.isfinite(a):
+                zs = max(zs, abs(a))
+            if np.isfinite(b):
+                zs = max(zs, abs(b))
+        if zs == 0.0:
+            zs = 1.0
+    floor = floor_factor * qmax
+    terms = np.empty(n)
+    for i in range(n):
+        terms[i] = abs(q[i])
+    for j in range(n):      # t += |M[:, j]| |z_j|, read as row j (M symmetric here)
+        zj = abs(z[j])
+        if zj != 0.0:
+            for i in range(n):
+                terms[i] += abs(M[j, i]) * zj
+    worst = 0.0
+    for i in range(n):
+        t = max(terms[i], floor)
+        wr = w[i] / t if t > 0.0 else 0.0
+        a, b = row_bounds(i, z, lo, hi, findex, mu)
+        zi = z[i] / zs
+        worst = max(worst, box_row(zi, wr, a / zs, b / zs), a / zs - zi, zi - b / zs)
+    return worst
+
+
+@jit
+def _abs_target(q, lo, hi, z, w, tol):
+    """solvers/pgs.py BoxSweeper.abs_target: tol * min(||z||, max(||q||, ||w - q||)), with the largest
+    finite bound for ||z|| when z = 0 (or the w scale when there is none)."""
+    zs = 0.0
+    ws = 0.0
+    for i in range(z.shape[0]):
+        zs = max(zs, abs(z[i]))
+        ws = max(ws, abs(q[i]), abs(w[i] - q[i]))
+    if zs == 0.0:
+        for i in range(z.shape[0]):
+            if np.isfinite(lo[i]):
+                zs = max(zs, abs(lo[i]))
+            if np.isfinite(hi[i]):
+                zs = max(zs, abs(hi[i]))
+        if zs == 0.0:
+            zs = ws
+    return tol * min(zs, ws)
+
+
+@jit
+def pgs_sm_dense_run(M, q, lo, hi, findex, mu, z, w, cfm, normals_first, k_pgs, k_sm, tol_rel, max_outer,
+                     max_halvings, floor_factor, stats):
+    """The dense PGS-SM solver call: z (n,) in/out (zero or a warm start), w (n,) receives M z + q
+    (+ cfm z). Sweeps (M + cfm I, q) / s with s = max|M| (max|q| or 1 for M = 0); static rows first
+    when ``normals_first`` (coupled friction rows after the normals they read); the absolute target
+    tightens (x0.1, at most 12 rounds) while the relative residual of the swept problem is above
+    ``tol_rel``. stats (6,) receives [outer, pgs sweeps, sm steps, relative residual, search trials, s].
+    Returns a status code (NOT_SYMMETRIC before any work when M != M' exactly)."""
+    n = z.shape[0]
+    for i in range(n):
+        for j in range(i):
+            if M[i, j] != M[j, i]:
+                return NOT_SYMMETRIC
+    s = 0.0
+    for i in range(n):
+        for j in range(n):
+            s = max(s, abs(M[i, j]))
+    if s == 0.0:
+        for i in range(n):
+            s = max(s, abs(q[i]))
+        if s == 0.0:
+            s = 1.0
+    Ms = np.empty((n, n))
+    qs = np.empty(n)
+    diag = np.empty(n)
+    for i in range(n):
+        for j in range(n):
+            Ms[i, j] = M[i, j] / s
+        Ms[i, i] += cfm / s
+        qs[i] = q[i] / s
+        diag[i] = Ms[i, i]
+    order = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if not (normals_first and findex[i] >= 0):
+            order[k] = i
+            k += 1
+    for i in range(n):
+        if normals_first and findex[i] >= 0:
+            order[k] = i
+            k += 1
+    for i in range(n):
+        if findex[i] < 0:
+            z[i] = min(max(z[i], lo[i]), hi[i])
+    dense_refresh_w(Ms, qs, z, w)
+    tol = _abs_target(qs, lo, hi, z, w, tol_rel)
+    Fidx = np.zeros(n, dtype=np.int64)
+    K = np.empty((n, n))
+    rhs = np.empty(n)
+    dz = np.empty(n)
+    z_old = np.empty(n)
+    free = np.zeros(n, dtype=np.bool_)
+    side_hi = np.zeros(n, dtype=np.bool_)
+    pgs_stats = np.zeros(3)
+    kstats = np.zeros(6)
+    outer = 0
+    sweeps = 0
+    sm = 0
+    trials = 0
+    rel = np.inf
+    code = MAX_OUTER
+    for _ in range(12):
+        kstats[:] = 0.0
+        code = pgs_sm_dense_kernel(Ms, qs, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm, tol, max_outer - outer,
+                                   max_halvings, Fidx, K, rhs, dz, z_old, free, side_hi, pgs_stats, kstats)
+        outer += int(kstats[0])
+        sweeps += int(kstats[1])
+        sm += int(kstats[2])
+        trials += int(kstats[4])
+        if code != CONVERGED:
+            break
+        rel = box_relative_error(Ms, qs, lo, hi, findex, mu, z, w, floor_factor)
+        if rel <= tol_rel:
+            break
+        if outer >= max_outer:
+            code = MAX_OUTER
+            break
+        tol = min(0.1 * tol, _abs_target(qs, lo, hi, z, w, tol_rel))
+    else:
+        code = MAX_OUTER
+    if code != CONVERGED:
+        rel = box_relative_error(Ms, qs, lo, hi, findex, mu, z, w, floor_factor)
+    for i in range(n):
+        w[i] *= s
+    stats[0] = outer
+    stats[1] = sweeps
+    stats[2] = sm
+    stats[3] = rel
+    stats[4] = trials
+    stats[5] = s
+    return code

@@ -23,6 +23,7 @@ import scipy.sparse.linalg as spla
 from ..errors import ParamError
 from ..kernels import pgs as K
 from ..kernels import pgs_sm as KSM
+from ..kernels.tolerances import NORMWISE_FLOOR
 from ..problems import LCP, BoxedLCP
 from ..solution import Solution, Status
 from .pgs import BoxSweeper, _REASON
@@ -185,45 +186,67 @@ def _subspace_step(S: BoxSweeper, z, w, opts) -> tuple[int, bool, str]:
     return opts.k_sm, False, used
 
 
+_LCP_BOUNDS: dict = {}
+
+
+def _dense_run(problem, opts: PGSSMOptions, warm_start):
+    """The dense solver call in one compiled function (kernels/pgs_sm.py ``pgs_sm_dense_run``):
+    (z, w, status code, stats). A plain LCP is the box [0, inf) with no coupled rows."""
+    n = problem.n
+    if isinstance(problem, BoxedLCP):
+        lo, hi, findex, mu = problem.lo, problem.hi, problem.findex, problem.mu
+    else:
+        if n not in _LCP_BOUNDS:     # read-only, shared by every LCP of this size
+            b = (np.zeros(n), np.full(n, np.inf), np.full(n, -1, dtype=np.int64), np.zeros(n))
+            for x in b:
+                x.flags.writeable = False
+            _LCP_BOUNDS[n] = b
+        lo, hi, findex, mu = _LCP_BOUNDS[n]
+    if warm_start is None:
+        z = np.zeros(n)
+    else:
+        z0 = warm_start.z if isinstance(warm_start, Solution) else warm_start
+        z = np.array(z0, dtype=np.float64).ravel()
+        if z.shape != (n,) or not np.all(np.isfinite(z)):
+            raise ParamError(f"warm_start must be a finite vector of length {n} "
+                             f"(or a Solution of the same problem), got shape {z.shape}")
+    w = np.empty(n)
+    stats = np.zeros(6)
+    code = KSM.pgs_sm_dense_run(problem.M, problem.q, lo, hi, findex, mu, z, w, float(opts.cfm),
+                                bool(opts.normals_first), opts.k_pgs, opts.k_sm, float(opts.tol), opts.max_iterations,
+                                opts.max_halvings, NORMWISE_FLOOR, stats)
+    return z, w, code, stats
+
+
 @register("pgs-sm", problems=(LCP, BoxedLCP), options=PGSSMOptions, warm_start=True,
           description="PGS + subspace minimisation (arechavaleta Alg. PGS-SM / Morales-Nocedal-Smelyanskiy), "
                       "boxes, findex/mu friction bounds, CFM, dense (Cholesky) and CSR (CG)",
           guarantees="designed for symmetric positive definite M; other matrices and coupled bounds: "
                      "no guarantee, the residual certifies the answer")
 def pgs_sm_solve(problem, opts: PGSSMOptions, warm_start=None) -> Solution:
-    S = BoxSweeper(problem, opts.cfm, opts.normals_first)
-    z = S.start(warm_start)
-    w = S.w(z)
-    tol = S.abs_target(z, w, opts.tol)   # absolute target on the normalised problem; tightened below
     sweeps = sm_steps = outer0 = 0
     solvers: set[str] = set()
-    if not S.sparse and S.symmetric and opts.sm_solver in ("auto", "cholesky"):
-        n = problem.n
-        stats = np.zeros(6)
-        work = (np.zeros(n, dtype=np.int64), np.empty((n, n)), np.empty(n), np.empty(n), np.empty(n),
-                np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_), np.zeros(3))
-        code = KSM.MAX_OUTER
-        for _ in range(12):   # the target tightens only when the iterate's units moved
-            code = KSM.pgs_sm_dense_kernel(S.M, S.q, S.diag, S.lo, S.hi, S.findex, S.mu, z, w, S.order,
-                                           opts.k_pgs, opts.k_sm, tol, opts.max_iterations - outer0,
-                                           opts.max_halvings, *work, stats)
-            outer0, sweeps, sm_steps = outer0 + int(stats[0]), sweeps + int(stats[1]), sm_steps + int(stats[2])
-            if code != K.CONVERGED or S.relative(z, w) <= opts.tol:
-                break
-            if outer0 >= opts.max_iterations:
-                code = KSM.MAX_OUTER
-                break
-            tol = min(0.1 * tol, S.abs_target(z, w, opts.tol))
-        else:
-            code = KSM.MAX_OUTER
-        if code != KSM.CHOLESKY_FAILED:
+    z = None
+    if not sp.issparse(problem.M) and opts.sm_solver in ("auto", "cholesky"):
+        z, w, code, stats = _dense_run(problem, opts, warm_start)
+        if code not in (KSM.CHOLESKY_FAILED, KSM.NOT_SYMMETRIC):
             status = {K.CONVERGED: Status.SOLVED, KSM.MAX_OUTER: Status.MAX_ITERATIONS}.get(code, Status.NUMERICAL_FAILURE)
             reason = {K.CONVERGED: "residual below tol", KSM.MAX_OUTER: "outer iteration limit reached"}.get(
                 code, _REASON.get(code, "failure"))
+            sweeps, sm_steps = int(stats[1]), int(stats[2])
             return Solution(z=z, w=w, status=status, iterations=sweeps + sm_steps,
-                            info={"reason": reason, "pgs_sweeps": sweeps, "sm_steps": sm_steps, "outer": outer0,
+                            info={"reason": reason, "pgs_sweeps": sweeps, "sm_steps": sm_steps, "outer": int(stats[0]),
                                   "sm_solvers": ["cholesky"] if sm_steps else [], "sparse": False, "kernel": "numba"})
-        solvers.add("cholesky")   # Cholesky broke down on a singular M_FF: go on in Python (LU / least squares)
+        if code == KSM.CHOLESKY_FAILED:   # a singular M_FF: go on in Python (LU / least squares) from z
+            outer0, sweeps, sm_steps = int(stats[0]), int(stats[1]), int(stats[2])
+            solvers.add("cholesky")
+        else:
+            z = None
+    S = BoxSweeper(problem, opts.cfm, opts.normals_first)
+    if z is None:
+        z = S.start(warm_start)
+    w = S.w(z)
+    tol = S.abs_target(z, w, opts.tol)   # absolute target on the normalised problem; tightened below
     code, status, reason = K.MAX_SWEEPS, Status.MAX_ITERATIONS, "outer iteration limit reached"
     outer = outer0
     singular = 0
