@@ -189,3 +189,31 @@ def test_working_set_lcp_solves_the_whole_lcp(sparse):
     assert ref.success and rel <= 1e-8
     assert np.abs(p - ref.z).max() <= 1e-8 * max(1.0, np.abs(ref.z).max())
     assert np.count_nonzero(p) > deep.sum()        # the set grew beyond the start: the growth is exercised
+
+
+def test_box_qp_reduced_factorisation_matches_the_full_solve():
+    """The interior point's reduced solve (rows whose barrier term dwarfs their matrix row leave the
+    LU) agrees with the full sparse solve of (M + diag d) x = b to within 1/FREEZE, relative."""
+    from contactlab.solvers.box_qp import FREEZE, _Shifted
+    p = _pile_lcp(count=100, steps=40)
+    keep = p.lo != p.hi
+    M = sp.csr_matrix(p.M)[keep][:, keep]
+    M = sp.block_diag([M, M], format="csr")                 # over the 2,000 rows where it is used
+    n = M.shape[0]
+    assert n >= 2000
+    rng = np.random.default_rng(2)
+    rowmax = np.asarray(abs(M).max(axis=1).todense()).ravel()
+    frozen = rng.random(n) < 0.6
+    d = np.where(frozen, 10 * FREEZE * rowmax, rng.uniform(0.0, 1e-3, n))
+    b = rng.normal(size=n)
+    import contactlab.solvers.box_qp as bq
+    sizes, lu = [], bq._spd_lu
+    bq._spd_lu = lambda A: sizes.append(A.shape[0]) or lu(A)
+    try:
+        x = _Shifted(M, dense_max=0).reduced_solver(d, d >= FREEZE * rowmax)(b)
+    finally:
+        bq._spd_lu = lu
+    assert sizes == [n - frozen.sum()]                      # the LU is of the unfrozen rows only
+    ref = sp.linalg.spsolve((M + sp.diags(d)).tocsc(), b)
+    assert np.abs(x - ref).max() <= 1e-6 * np.abs(ref).max()
+    assert np.abs((M + sp.diags(d)) @ x - b).max() <= 1e-6 * np.abs(b).max()
