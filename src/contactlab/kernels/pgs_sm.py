@@ -300,14 +300,16 @@ def _abs_target(q, lo, hi, z, w, tol):
 
 
 @jit
-def pgs_sm_dense_run(M, q, lo, hi, findex, mu, z, w, cfm, normals_first, k_pgs, k_sm, tol_rel, max_outer,
-                     max_halvings, floor_factor, stats):
+def pgs_sm_dense_run(M, q, lo, hi, findex, mu, z, w, params, stats):
     """The dense PGS-SM solver call: z (n,) in/out (zero or a warm start), w (n,) receives M z + q
-    (+ cfm z). Sweeps (M + cfm I, q) / s with s = max|M| (max|q| or 1 for M = 0); static rows first
+    (+ cfm z). ``params`` = [cfm, normals_first, k_pgs, k_sm, tol_rel, max_outer, max_halvings,
+    floor_factor] (one array: a solver call's dispatch checks few arguments). Sweeps (M + cfm I, q) / s with s = max|M| (max|q| or 1 for M = 0); static rows first
     when ``normals_first`` (coupled friction rows after the normals they read); the absolute target
     tightens (x0.1, at most 12 rounds) while the relative residual of the swept problem is above
     ``tol_rel``. stats (6,) receives [outer, pgs sweeps, sm steps, relative residual, search trials, s].
     Returns a status code (NOT_SYMMETRIC before any work when M != M' exactly)."""
+    cfm, normals_first, k_pgs, k_sm = params[0], params[1] != 0.0, int(params[2]), int(params[3])
+    tol_rel, max_outer, max_halvings, floor_factor = params[4], int(params[5]), int(params[6]), params[7]
     n = z.shape[0]
     for i in range(n):
         for j in range(i):

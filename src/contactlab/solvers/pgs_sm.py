@@ -187,6 +187,22 @@ def _subspace_step(S: BoxSweeper, z, w, opts) -> tuple[int, bool, str]:
 
 
 _LCP_BOUNDS: dict = {}
+_PARAMS: dict = {}
+_STATUS_OF = {K.CONVERGED: Status.SOLVED, KSM.MAX_OUTER: Status.MAX_ITERATIONS}
+_REASON_OF = {K.CONVERGED: "residual below tol", KSM.MAX_OUTER: "outer iteration limit reached"}
+
+
+def _params(opts: PGSSMOptions) -> np.ndarray:
+    """The kernel's parameter array of an options instance (solve() shares instances: built once)."""
+    hit = _PARAMS.get(id(opts))
+    if hit is None or hit[0] is not opts:
+        if len(_PARAMS) > 64:
+            _PARAMS.clear()
+        arr = np.array([opts.cfm, float(opts.normals_first), opts.k_pgs, opts.k_sm, opts.tol, opts.max_iterations,
+                        opts.max_halvings, NORMWISE_FLOOR], dtype=np.float64)
+        arr.flags.writeable = False
+        hit = _PARAMS[id(opts)] = (opts, arr)
+    return hit[1]
 
 
 def _dense_run(problem, opts: PGSSMOptions, warm_start):
@@ -196,12 +212,13 @@ def _dense_run(problem, opts: PGSSMOptions, warm_start):
     if isinstance(problem, BoxedLCP):
         lo, hi, findex, mu = problem.lo, problem.hi, problem.findex, problem.mu
     else:
-        if n not in _LCP_BOUNDS:     # read-only, shared by every LCP of this size
+        b = _LCP_BOUNDS.get(n)
+        if b is None:     # read-only, shared by every LCP of this size
             b = (np.zeros(n), np.full(n, np.inf), np.full(n, -1, dtype=np.int64), np.zeros(n))
             for x in b:
                 x.flags.writeable = False
             _LCP_BOUNDS[n] = b
-        lo, hi, findex, mu = _LCP_BOUNDS[n]
+        lo, hi, findex, mu = b
     if warm_start is None:
         z = np.zeros(n)
     else:
@@ -212,9 +229,7 @@ def _dense_run(problem, opts: PGSSMOptions, warm_start):
                              f"(or a Solution of the same problem), got shape {z.shape}")
     w = np.empty(n)
     stats = np.zeros(6)
-    code = KSM.pgs_sm_dense_run(problem.M, problem.q, lo, hi, findex, mu, z, w, float(opts.cfm),
-                                bool(opts.normals_first), opts.k_pgs, opts.k_sm, float(opts.tol), opts.max_iterations,
-                                opts.max_halvings, NORMWISE_FLOOR, stats)
+    code = KSM.pgs_sm_dense_run(problem.M, problem.q, lo, hi, findex, mu, z, w, _params(opts), stats)
     return z, w, code, stats
 
 
@@ -227,15 +242,14 @@ def pgs_sm_solve(problem, opts: PGSSMOptions, warm_start=None) -> Solution:
     sweeps = sm_steps = outer0 = 0
     solvers: set[str] = set()
     z = None
-    if not sp.issparse(problem.M) and opts.sm_solver in ("auto", "cholesky"):
+    if isinstance(problem.M, np.ndarray) and opts.sm_solver in ("auto", "cholesky"):
         z, w, code, stats = _dense_run(problem, opts, warm_start)
-        if code not in (KSM.CHOLESKY_FAILED, KSM.NOT_SYMMETRIC):
-            status = {K.CONVERGED: Status.SOLVED, KSM.MAX_OUTER: Status.MAX_ITERATIONS}.get(code, Status.NUMERICAL_FAILURE)
-            reason = {K.CONVERGED: "residual below tol", KSM.MAX_OUTER: "outer iteration limit reached"}.get(
-                code, _REASON.get(code, "failure"))
+        if code != KSM.CHOLESKY_FAILED and code != KSM.NOT_SYMMETRIC:
             sweeps, sm_steps = int(stats[1]), int(stats[2])
-            return Solution(z=z, w=w, status=status, iterations=sweeps + sm_steps,
-                            info={"reason": reason, "pgs_sweeps": sweeps, "sm_steps": sm_steps, "outer": int(stats[0]),
+            return Solution(z=z, w=w, status=_STATUS_OF.get(code, Status.NUMERICAL_FAILURE),
+                            iterations=sweeps + sm_steps,
+                            info={"reason": _REASON_OF.get(code) or _REASON.get(code, "failure"), "pgs_sweeps": sweeps,
+                                  "sm_steps": sm_steps, "outer": int(stats[0]), "sm_trials": int(stats[4]),
                                   "sm_solvers": ["cholesky"] if sm_steps else [], "sparse": False, "kernel": "numba"})
         if code == KSM.CHOLESKY_FAILED:   # a singular M_FF: go on in Python (LU / least squares) from z
             outer0, sweeps, sm_steps = int(stats[0]), int(stats[1]), int(stats[2])
