@@ -38,6 +38,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..errors import ParamError
+from ..kernels._jit import jit
 from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
 from ..problems.residual import box_relative, relative_error
@@ -111,7 +112,6 @@ def _qp(M, q, lo, hi, z, opts, tol, counter, full_steps=False):
                   float(np.max(np.abs(step), initial=0.0)))
         held = ((z <= lo + eps) & (w > 0)) | ((z >= hi - eps) & (w < 0))
         F = np.flatnonzero(~held)
-        H = np.flatnonzero(held)
         f0 = 0.5 * z @ (w + q)
         zt = None
         # Newton on the free rows, else a scaled projected gradient (full_steps: the full Newton step only)
@@ -209,6 +209,61 @@ class _Shifted:
             return lambda b: sla.lu_solve(f, b, check_finite=False)
 
 
+@jit
+def _ipm_rhs(w, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, corrector, out):
+    """Right-hand side of the interior point's reduced Newton system (M + D) dz = out with targets
+    (z-lo) s_lo -> tl, (hi-z) s_hi -> tu: 0 for the predictor, sigma mu minus the predictor's
+    second-order term for the corrector (Mehrotra)."""
+    for i in range(w.size):
+        r = -(w[i] - sl[i] + su[i])
+        if L[i]:
+            tl = smu - dza[i] * dsla[i] if corrector else 0.0
+            r += tl / gl[i] - sl[i]
+        if U[i]:
+            tu = smu + dza[i] * dsua[i] if corrector else 0.0
+            r -= tu / gu[i] - su[i]
+        out[i] = r
+
+
+@jit
+def _ipm_duals(dz, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, corrector, frac, dsl, dsu):
+    """The multipliers' steps for dz (same targets as _ipm_rhs) into dsl, dsu; returns the longest
+    step in (0, 1] that keeps z - lo, hi - z, s_lo, s_hi positive, times ``frac``."""
+    a = 1.0
+    for i in range(dz.size):
+        dsl[i] = 0.0
+        dsu[i] = 0.0
+        if L[i]:
+            tl = smu - dza[i] * dsla[i] if corrector else 0.0
+            dsl[i] = (tl - gl[i] * sl[i] - sl[i] * dz[i]) / gl[i]
+            if dz[i] < 0.0:
+                a = min(a, frac * gl[i] / -dz[i])
+            if dsl[i] < 0.0:
+                a = min(a, frac * sl[i] / -dsl[i])
+        if U[i]:
+            tu = smu + dza[i] * dsua[i] if corrector else 0.0
+            dsu[i] = (tu - gu[i] * su[i] + su[i] * dz[i]) / gu[i]
+            if dz[i] > 0.0:
+                a = min(a, frac * gu[i] / dz[i])
+            if dsu[i] < 0.0:
+                a = min(a, frac * su[i] / -dsu[i])
+    return a
+
+
+@jit
+def _ipm_mu(gl, gu, sl, su, L, U, a, dz, dsl, dsu):
+    """Mean complementarity after a step a: sum (z-lo) s_lo + (hi-z) s_hi over the finite bounds / count."""
+    acc, m = 0.0, 0
+    for i in range(dz.size):
+        if L[i]:
+            acc += (gl[i] + a * dz[i]) * (sl[i] + a * dsl[i])
+            m += 1
+        if U[i]:
+            acc += (gu[i] - a * dz[i]) * (su[i] + a * dsu[i])
+            m += 1
+    return acc / m if m else 0.0
+
+
 def _ipm(M, q, lo, hi, opts, tol, counter):
     """Primal-dual interior point (Mehrotra predictor-corrector) on min 1/2 z'Mz + q'z over
     lo <= z <= hi, M symmetric positive (semi)definite: multipliers s_lo, s_hi >= 0 with
@@ -236,7 +291,6 @@ def _ipm(M, q, lo, hi, opts, tol, counter):
         M2, q2 = M, q
     lo2, hi2 = lo[keep], hi[keep]
     L, U = np.isfinite(lo2), np.isfinite(hi2)
-    m = int(L.sum() + U.sum())
     shifted = _Shifted(M2, opts.dense_max)
     diag = shifted.base
     rowmax = np.asarray(abs(M2).max(axis=1).todense()).ravel() if sp.issparse(M2) else np.abs(M2).max(axis=1)
@@ -247,36 +301,24 @@ def _ipm(M, q, lo, hi, opts, tol, counter):
     z = np.where(L & U, 0.5 * (lo0 + hi0), np.where(L, lo0 + scale_z, np.where(U, hi0 - scale_z, 0.0)))
     sl, su = np.where(L, scale_w, 0.0), np.where(U, scale_w, 0.0)
     best = (np.inf, None, None)
+    nk = z.size
+    r_, dsl, dsu, dsla, dsua = (np.empty(nk) for _ in range(5))
     for _ in range(opts.ipm_iterations):
         gl, gu = np.where(L, z - lo0, 1.0), np.where(U, hi0 - z, 1.0)
         w2 = M2 @ z + q2
-        mu = (float(gl[L] @ sl[L]) + float(gu[U] @ su[U])) / m if m else 0.0
+        mu = _ipm_mu(gl, gu, sl, su, L, U, 0.0, z, sl, su)
         Dg = sl / gl + su / gu
         solve_k = shifted.reduced_solver(Dg, Dg >= FREEZE * rowmax)
         counter[0] += 1
-
-        def direction(tl, tu):
-            # targets tl = (z-lo) s_lo, tu = (hi-z) s_hi after the step (Newton on the perturbed KKT)
-            dz = solve_k(-(w2 - sl + su) + np.where(L, tl / gl - sl, 0.0) - np.where(U, tu / gu - su, 0.0))
-            return dz, np.where(L, (tl - gl * sl - sl * dz) / gl, 0.0), np.where(U, (tu - gu * su + su * dz) / gu, 0.0)
-
-        def longest(dz, dsl, dsu, frac):
-            a = 1.0
-            for g, d, mask in ((gl, dz, L), (gu, -dz, U), (sl, dsl, L), (su, dsu, U)):
-                neg = mask & (d < 0)
-                if np.any(neg):
-                    a = min(a, frac * float(np.min(-g[neg] / d[neg])))
-            return a
-
-        zero = np.zeros_like(z)
-        dz, dsl, dsu = direction(zero, zero)                     # predictor (affine scaling)
-        a = longest(dz, dsl, dsu, 1.0)
-        mu_aff = (float((gl + a * dz)[L] @ (sl + a * dsl)[L]) + float((gu - a * dz)[U] @ (su + a * dsu)[U])) / m \
-            if m else 0.0
-        sigma = (mu_aff / mu) ** 3 if mu > 0 else 0.0
-        dz, dsl, dsu = direction(np.where(L, sigma * mu - dz * dsl, 0.0),   # corrector
-                                 np.where(U, sigma * mu + dz * dsu, 0.0))
-        a = longest(dz, dsl, dsu, 0.995)
+        # predictor (affine scaling: targets 0), then Mehrotra's corrector (sigma = (mu_aff/mu)^3)
+        _ipm_rhs(w2, gl, gu, sl, su, L, U, 0.0, z, sl, su, False, r_)
+        dza = solve_k(r_)
+        a = _ipm_duals(dza, gl, gu, sl, su, L, U, 0.0, dza, sl, su, False, 1.0, dsla, dsua)
+        mu_aff = _ipm_mu(gl, gu, sl, su, L, U, a, dza, dsla, dsua)
+        smu = (mu_aff / mu) ** 3 * mu if mu > 0 else 0.0
+        _ipm_rhs(w2, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, True, r_)
+        dz = solve_k(r_)
+        a = _ipm_duals(dz, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, True, 0.995, dsl, dsu)
         z, sl, su = z + a * dz, sl + a * dsl, su + a * dsu
         w, r = check(z)
         if r < best[0]:
