@@ -113,3 +113,31 @@ def test_drag_law_distance_matches_the_closed_form():
     tau, T = M / (mu_v * 3), h * (steps - 1)
     exact = 0.05 * (T - tau * (1 - np.exp(-T / tau)))
     assert drag_law_distance(contact, u, mu_v, M, h) == pytest.approx(exact, rel=2 * h / tau)
+
+
+def test_go1_from_example_robot_data_stands_and_trots_in_place():
+    """go1's URDF with fixed-joint links merged (13 bodies, 12 revolute joints), feet the URDF's
+    spheres, posed crouching (limits shifted by the pose); it stands, then trots in place a gait
+    period without falling or slipping, each diagonal pair lifting in turn."""
+    sc = make_scene("go1", settle=0.2)
+    dyn = [b for b in sc.bodies if b.kind == "dynamic"]
+    assert len(dyn) == 13 and [j.kind for j in sc.joints] == ["revolute"] * 12
+    calf = sc.joints[2]                      # FR_calf_joint: URDF limits [-2.818, -0.888] about the pose -1.6
+    assert (calf.lower, calf.upper) == pytest.approx((-2.818 + 1.6, -0.888 + 1.6))
+    ctl = sc.controllers[0]
+    q, ok = ctl.setup.kinematics.inverse(ctl.setup.nominal, 0.7 * ctl.setup.q_offset)
+    assert ok.all()
+    np.testing.assert_allclose(ctl.setup.kinematics.forward(q), ctl.setup.nominal, atol=1e-9)
+    sim = Simulator(sc, "no-slip", controllers=sc.controllers)
+    traj = sim.run(0.9)
+    assert traj.error is None
+    s = ctl.summary(sim, traj)
+    a = ctl.arrays()
+    assert not s["fell"] and s["max_foot_slip_m_s"] < 1e-6 and abs(s["distance_m"]) < 0.01
+    assert np.abs(a["base"][:, 2] / ctl.setup.height - 1).max() < 0.05
+    assert np.degrees(np.abs(a["rpy"][:, :2]).max()) < 5.0
+    assert a["contact"][1:150].all()         # standing: four feet loaded
+    lifted = ~a["contact"][250:]
+    assert lifted.any(axis=0).all()          # every foot leaves the ground in the gait period
+    assert not (lifted[:, 0] & lifted[:, 1]).any() and not (lifted[:, 2] & lifted[:, 3]).any()   # never both front or both hind
+    assert traj.column("max_penetration").max() < sc.settings.margin

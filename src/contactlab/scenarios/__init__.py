@@ -107,6 +107,7 @@ register_scene("quadruped", _quadruped.build)
 from . import solo12 as _solo12  # noqa: E402
 
 register_scene("solo12", _solo12.build)
+register_scene("go1", _solo12.build_go1)
 
 # issue 14: computation reuse of loomis-balkcom §IV (Figs. 1 and 4): motionless sets that change
 from . import column_collapse as _column_collapse  # noqa: E402

@@ -120,3 +120,75 @@ def build(hfe: float = 0.8, mu: float = 100.0, dt: float = 0.001, margin: float 
                             JointPD(kp, kd, tau_max), settle=settle, foot_kp=foot_kp, foot_kd=foot_kd)
         attach(sc, ctl)
     return sc
+
+
+GO1_LEGS = ("FR", "FL", "RR", "RL")
+GO1_JOINTS = ("hip", "thigh", "calf")
+GO1_FOOT_RADIUS = 0.02
+
+
+def build_go1(thigh: float = 0.8, mu: float = 100.0, dt: float = 0.001, margin: float = 0.002, velocity: float = 0.0,
+              period: float = 0.7, duty: float = 0.75, step_height: float = 0.03, kp: float = 100.0, kd: float = 1.0,
+              foot_kp: float = 10000.0, foot_kd: float = 100.0, settle: float = 0.5, controller: bool = True) -> Scene:
+    """Unitree go1 (example-robot-data ``go1_description``) standing on a plane; after ``settle`` s it
+    trots (in place at ``velocity`` 0). Loaded with ``load_urdf(..., merge_fixed=True)``: rotors,
+    feet and sensor frames folded into their parents (13 bodies, 12 revolute joints, 13.1 kg). Only
+    the trunk's boxes and the feet (the URDF's 0.02 m spheres, on the calves after merging) collide.
+    Posed crouched (thigh ``thigh``, calf -2 ``thigh``, all knees backwards) so the simulator's joint
+    coordinates are zero there; the URDF's joint limits are shifted by the pose accordingly. Gains:
+    the quadruped's scaled by the mass ratio (13.1 / 1.34 kg, rounded to 10x), torque limits the
+    URDF's efforts (23.7, 23.7, 35.55 N m), step height by the leg length ratio (0.43 / 0.2 m)."""
+    from ..mechanics.urdf import load_urdf
+    sc = load_urdf(urdf_path("go1"), fixed_base=False, merge_fixed=True, name="go1",
+                   settings=Settings(dt=dt, margin=margin))
+    feet_local = {}
+    for b in sc.bodies:
+        if b.name == "base":
+            b.shapes = [s for s in b.shapes if s.kind == "box"]
+        elif b.name.endswith("_calf"):
+            foot = [s for s in b.shapes if s.kind == "sphere"]
+            if len(foot) != 1:
+                raise ModelError(f"go1: expected one foot sphere on {b.name}, found {len(foot)}")
+            b.shapes = foot
+            feet_local[b.name] = np.asarray(foot[0].position, dtype=np.float64)
+        else:
+            b.shapes = []
+    base0 = np.asarray(sc.body("base").position, dtype=np.float64)
+    jd = {j.name: j for j in sc.joints}
+    names = [[f"{l}_{k}_joint" for k in GO1_JOINTS] for l in GO1_LEGS]
+    anchors = np.array([[np.asarray(jd[n].anchor) - base0 for n in leg] for leg in names])
+    axes = np.array([[np.asarray(jd[n].axis) for n in leg] for leg in names])
+
+    def foot_world(leg):
+        b = sc.body(f"{leg}_calf")
+        return np.asarray(b.position) + quat_to_matrix(np.asarray(b.orientation, dtype=np.float64)) @ feet_local[b.name]
+
+    feet0 = np.array([foot_world(l) - base0 for l in GO1_LEGS])
+    kin = SerialLegs(anchors, axes, feet0)
+    q0 = np.tile([0.0, thigh, -2.0 * thigh], (4, 1))
+    pose_scene(sc, {n: q0[i, m] for i, leg in enumerate(names) for m, n in enumerate(leg)})
+    for i, leg in enumerate(names):        # limits are measured from the posed configuration
+        for m, n in enumerate(leg):
+            j = jd[n]
+            j.lower = None if j.lower is None else j.lower - q0[i, m]
+            j.upper = None if j.upper is None else j.upper - q0[i, m]
+    feet = kin.forward(q0)
+    lift = -(feet[:, 2].min() + base0[2]) + GO1_FOOT_RADIUS + 1e-5
+    for b in sc.bodies:
+        b.position = tuple(np.asarray(b.position) + (0.0, 0.0, lift))
+    for j in sc.joints:
+        j.anchor = tuple(np.asarray(j.anchor) + (0.0, 0.0, lift))
+    sc.bodies.insert(0, Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1), name="ground")]))
+    sc.mu = mu
+    sc.validate()
+    if controller:
+        mass = float(sum(b.mass for b in sc.bodies if b.kind != "fixed"))
+        setup = LegSetup(base="base", joints=names, feet=[f"{l}_calf" for l in GO1_LEGS],
+                         foot_radius=GO1_FOOT_RADIUS, kinematics=kin, q_offset=q0, nominal=feet,
+                         height=float(base0[2] + lift), mass=mass)
+        ctl = LegController(setup, Gait(period=period, duty=duty, step_height=step_height, velocity=velocity,
+                                        offsets=(0.75, 0.25, 0.25, 0.75)),
+                            JointPD(kp, kd, np.array([23.7, 23.7, 35.55])), settle=settle, foot_kp=foot_kp,
+                            foot_kd=foot_kd)
+        attach(sc, ctl)
+    return sc
