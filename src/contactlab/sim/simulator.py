@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from ..blas import blas_threads
 from ..collision import CollisionWorld, match_previous
 from ..errors import SimulationError, ModelError
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
@@ -70,27 +71,6 @@ def working_set_lcp(A, c: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, fl
         work |= join
     lo, hi = np.zeros(n), np.full(n, np.inf)
     return p, relative_error(box_relative(p, w, lo, hi, c, t=row_terms(A, p, c)))
-
-
-class _blas_threads:
-    """Limit BLAS threads during a run (threadpoolctl): the per-step matrices are small, and
-    threaded BLAS on them is slower, by ~100x on a loaded 2-core machine. None: leave as is."""
-
-    def __init__(self, n):
-        self.n, self.ctx = n, None
-
-    def __enter__(self):
-        if self.n is not None:
-            try:
-                from threadpoolctl import threadpool_limits
-                self.ctx = threadpool_limits(self.n)
-            except ImportError:
-                self.ctx = None
-        return self
-
-    def __exit__(self, *exc):
-        if self.ctx is not None:
-            self.ctx.restore_original_limits()
 
 
 class Simulator:
@@ -407,7 +387,7 @@ class Simulator:
                 traj.positions.append(self.data.position.copy())
                 traj.quaternions.append(self.data.quaternion.copy())
 
-        with _blas_threads(self.blas_threads):
+        with blas_threads(self.blas_threads):
             try:
                 if progress and steps > 1:
                     from rich.progress import Progress
