@@ -200,3 +200,15 @@ def test_auto_picks_newton_ac_for_coulomb_problems():
     sol = cl.solve(p)
     assert sol.info["auto"]["method"] == "newton-ac" and sol.status == cl.Status.SOLVED
     np.testing.assert_allclose(sol.z, [1.0, -0.1, 0.0], atol=1e-12)
+
+
+def test_time_cap_gives_an_honest_status_and_reason():
+    """max_time already spent: every exact-cone method stops unsolved, says why, and returns finite r."""
+    rng = np.random.default_rng(7)
+    G = rng.normal(size=(6, 12))
+    p = cl.FrictionContact(G.T @ G, -np.tile([1.0, 0.2, 0.1], 4), [0.5] * 4)   # hyperstatic: not 1-step
+    for m in EXACT:
+        sol = cl.solve(p, m, max_time=1e-12, tol=1e-14)
+        assert sol.status == cl.Status.MAX_ITERATIONS, m
+        assert sol.info["reason"] == "time limit reached", (m, sol.info)
+        assert np.all(np.isfinite(sol.z))

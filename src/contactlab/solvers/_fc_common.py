@@ -1,6 +1,8 @@
 """Shared plumbing of the Coulomb friction solvers (nsgs, newton-ac, newton-fb, prox, pyramid)."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..errors import ParamError
@@ -15,6 +17,24 @@ def local_problem(problem) -> FrictionContact:
     """The local problem a method works on: the problem itself, or the condensed global one
     (W = H' M^-1 H through the factorised M; DESIGN: global problems are condensed when M is cheap)."""
     return problem.local() if isinstance(problem, GlobalFrictionContact) else problem
+
+
+TIME_LIMIT = "time limit reached"
+
+
+class Deadline:
+    """The wall-clock cap of a Coulomb solver: ``max_time`` seconds from its creation (0: none)."""
+
+    def __init__(self, max_time: float):
+        self.max_time = max_time
+        self.t0 = time.perf_counter()
+
+    def passed(self) -> bool:
+        return self.max_time > 0 and time.perf_counter() - self.t0 > self.max_time
+
+    def left(self) -> float:
+        """Seconds left for an inner solver (at least 1 ms); 0.0 when there is no cap."""
+        return max(self.max_time - (time.perf_counter() - self.t0), 1e-3) if self.max_time > 0 else 0.0
 
 
 def measure(lp: FrictionContact, r: np.ndarray, u: np.ndarray | None = None) -> float:

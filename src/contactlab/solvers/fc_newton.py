@@ -17,7 +17,6 @@ Its fixed points are the solutions of the original problem; the stopping test is
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +27,7 @@ from ..errors import ParamError
 from ..kernels import coulomb as K
 from ..problems.friction_contact import FrictionContact, GlobalFrictionContact
 from ..solution import Status
-from ._fc_common import FC_PROBLEMS, finish, local_problem, measure, start
+from ._fc_common import FC_PROBLEMS, TIME_LIMIT, Deadline, finish, local_problem, measure, start
 from .registry import register
 
 
@@ -124,7 +123,7 @@ def _damped_newton(x, evaluate, merit, direction, certify, opts: NewtonACOptions
     backtracking on |Phi|^2, a Levenberg-Marquardt shift that follows |Phi| and grows x100 per failed
     line search. evaluate(x): |Phi(x)|^2, keeping Phi and its Jacobian for direction(lm) (the step,
     None if singular); merit(x): |Phi(x)|^2 only; certify(x): what solve() certifies. x is updated in
-    place. Returns (status, iterations, residual)."""
+    place. Returns (status, iterations, residual, reason)."""
     m = evaluate(x)
     res = certify(x)
 
@@ -134,14 +133,14 @@ def _damped_newton(x, evaluate, merit, direction, certify, opts: NewtonACOptions
         return min(opts.lm, np.sqrt(m) / denom) if opts.adaptive else opts.lm
 
     lm = base_shift(m)
-    t0 = time.perf_counter()
+    deadline = Deadline(opts.max_time)
     for it in range(1, opts.max_iter + 1):
         if res <= opts.tol:
-            return Status.SOLVED, it - 1, res
-        if opts.max_time > 0 and time.perf_counter() - t0 > opts.max_time:
-            return Status.MAX_ITERATIONS, it - 1, res
+            return Status.SOLVED, it - 1, res, "residual below tol"
+        if deadline.passed():
+            return Status.MAX_ITERATIONS, it - 1, res, TIME_LIMIT
         if not np.isfinite(m):
-            return Status.NUMERICAL_FAILURE, it - 1, res
+            return Status.NUMERICAL_FAILURE, it - 1, res, "merit not finite"
         d = None
         for _ in range(8):
             d = direction(lm)
@@ -149,7 +148,7 @@ def _damped_newton(x, evaluate, merit, direction, certify, opts: NewtonACOptions
                 break
             lm = max(1e-10, 100.0 * lm)
         if d is None:
-            return Status.NUMERICAL_FAILURE, it, res
+            return Status.NUMERICAL_FAILURE, it, res, "Newton system singular at every shift"
         t = 1.0
         accepted = False
         for _ in range(opts.ls_max):
@@ -163,17 +162,19 @@ def _damped_newton(x, evaluate, merit, direction, certify, opts: NewtonACOptions
             if lm < LM_MAX:
                 lm = max(1e-10, 100.0 * lm)   # try again with a more regularised system
                 continue
-            return Status.NO_SOLUTION_FOUND, it, res
+            return Status.NO_SOLUTION_FOUND, it, res, "line search failed at the largest shift"
         lm = base_shift(mt) if t == 1.0 else lm
         x[:] = xt
         m = evaluate(x)
         res = certify(x)
-    return (Status.SOLVED if res <= opts.tol else Status.MAX_ITERATIONS), opts.max_iter, res
+    if res <= opts.tol:
+        return Status.SOLVED, opts.max_iter, res, "residual below tol"
+    return Status.MAX_ITERATIONS, opts.max_iter, res, "iteration limit reached"
 
 
 def newton_ac_run(lp: FrictionContact, r: np.ndarray, opts: NewtonACOptions, function: str = "ac"):
     """Damped semismooth Newton on ``function`` ("ac": Alart-Curnier, "fb": Fischer-Burmeister) of
-    the local problem, from r (updated in place). Returns (status, iterations, residual)."""
+    the local problem, from r (updated in place). Returns (status, iterations, residual, reason)."""
     system_fn, merit_fn = FUNCTIONS[function]
     W = lp.csr()
     system = _NewtonSystem(W, lp.dim)
@@ -242,10 +243,9 @@ def newton_global_run(gp: GlobalFrictionContact, r: np.ndarray, opts: NewtonACOp
             return None
         return d if np.all(np.isfinite(d)) else None
 
-    status, its, res = _damped_newton(x, evaluate, merit, direction, lambda x: measure(lp, x[ndof:]), opts,
-                                      lp.denominator())
+    out = _damped_newton(x, evaluate, merit, direction, lambda x: measure(lp, x[ndof:]), opts, lp.denominator())
     r[:] = x[ndof:]
-    return status, its, res
+    return out
 
 
 def _run(problem, opts: NewtonACOptions, warm_start, function: str):
@@ -254,11 +254,9 @@ def _run(problem, opts: NewtonACOptions, warm_start, function: str):
                          "problem: leave form at 'local'")
     lp = local_problem(problem)
     r = start(lp, warm_start)
-    if opts.form == "global":
-        status, its, res = newton_global_run(problem, r, opts, function)
-    else:
-        status, its, res = newton_ac_run(lp, r, opts, function)
-    return finish(problem, r, status, its, residual_claimed=res, form=opts.form)
+    run = newton_global_run if opts.form == "global" else newton_ac_run
+    status, its, res, reason = run(problem if opts.form == "global" else lp, r, opts, function)
+    return finish(problem, r, status, its, residual_claimed=res, form=opts.form, reason=reason)
 
 
 @register("newton-ac", problems=FC_PROBLEMS, options=NewtonACOptions, warm_start=True, convert=False,
@@ -309,22 +307,21 @@ def prox(problem, opts: ProxOptions, warm_start=None):
     scale = float(np.mean(1.0 / lp.rho))
     sigma = opts.sigma0 * scale
     inner = NewtonACOptions(tol=opts.tol * 0.1, max_iter=opts.inner_iter, max_time=opts.max_time)
-    t0 = time.perf_counter()
+    deadline = Deadline(opts.max_time)
     eye = sp.identity(lp.n, format="csr")
     total = 0
     res = measure(lp, r)
     for k in range(1, opts.max_outer + 1):
         if res <= opts.tol:
             return finish(problem, r, Status.SOLVED, total, outer=k - 1, residual_claimed=res, sigma=sigma)
-        if opts.max_time > 0 and time.perf_counter() - t0 > opts.max_time:
+        if deadline.passed():
             return finish(problem, r, Status.MAX_ITERATIONS, total, outer=k - 1, residual_claimed=res,
-                          sigma=sigma, reason="time limit reached")
+                          sigma=sigma, reason=TIME_LIMIT)
         sub = FrictionContact(W + sigma * eye, lp.q - sigma * r, lp.mu, lp.dim)
         rk = r.copy()
         # inexact proximal point: the inner tolerance follows the outer residual
-        left = opts.max_time - (time.perf_counter() - t0) if opts.max_time > 0 else 0.0
-        inner_k = dataclasses.replace(inner, tol=max(inner.tol, 0.1 * res), max_time=max(left, 1e-3) if left else 0.0)
-        status, its, _ = newton_ac_run(sub, rk, inner_k)
+        inner_k = dataclasses.replace(inner, tol=max(inner.tol, 0.1 * res), max_time=deadline.left())
+        status, its, _, _ = newton_ac_run(sub, rk, inner_k)
         total += its
         if not np.all(np.isfinite(rk)):
             sigma *= 10.0

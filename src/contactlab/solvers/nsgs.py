@@ -11,14 +11,13 @@ one residual definition (natural map, problems/friction_contact.py) evaluated in
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..kernels import coulomb as K
 from ..solution import Status
-from ._fc_common import FC_PROBLEMS, finish, local_problem, start
+from ._fc_common import FC_PROBLEMS, TIME_LIMIT, Deadline, finish, local_problem, start
 from .registry import register
 
 _STATUS = {K.CONVERGED: Status.SOLVED, K.MAX_SWEEPS: Status.MAX_ITERATIONS, K.NOT_FINITE: Status.NUMERICAL_FAILURE}
@@ -56,7 +55,7 @@ def run_nsgs(lp, r, opts: NSGSOptions):
     W = lp.csr()
     order = np.arange(lp.nc, dtype=np.int64)
     ip, ix = W.indptr.astype(np.int64), W.indices.astype(np.int64)
-    t0 = time.perf_counter()
+    deadline = Deadline(opts.max_time)
     done = 0
     chunk = opts.max_sweeps if opts.max_time <= 0 else max(opts.check_every, 10)
     while True:
@@ -67,7 +66,7 @@ def run_nsgs(lp, r, opts: NSGSOptions):
         done += sweeps
         if code != K.MAX_SWEEPS or done >= opts.max_sweeps:
             return code, done, res, False
-        if opts.max_time > 0 and time.perf_counter() - t0 > opts.max_time:
+        if deadline.passed():
             return code, done, res, True
 
 
@@ -82,4 +81,4 @@ def nsgs(problem, opts: NSGSOptions, warm_start=None):
     reason = {K.CONVERGED: "residual below tol", K.MAX_SWEEPS: "sweep limit reached",
               K.NOT_FINITE: "iterate became non-finite"}[code]
     return finish(problem, r, _STATUS[code], sweeps, residual_claimed=res,
-                  reason="time limit reached" if timed_out else reason)
+                  reason=TIME_LIMIT if timed_out else reason)
