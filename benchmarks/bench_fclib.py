@@ -3,7 +3,7 @@ solvers side by side, with Dolan-More performance profiles (issue 15).
 
 Input: directories (each one a collection) or files: FCLIB HDF5 (.hdf5/.h5, local or global; global
 problems are condensed, W = H' M^-1 H) and Siconos FrictionContact .dat files.
-Methods: contactlab nsgs, newton-ac, prox, pyramid (Stewart-Trinkle, d = 8, lemke; n <= 300 only: lemke on
+Methods: contactlab nsgs, newton-ac, newton-fb, prox, pyramid (Stewart-Trinkle, d = 8, lemke; n <= 300 only: lemke on
 the 2000-variable pyramid LCPs of the 40-box piles took 60 s per call, uncapped);
 Siconos (python3-siconos, /usr/bin/python3, optional): 3D NSGS, NSN_AC, NSN_FB, PROX, ADMM; 2D NSGS.
 Measure at each tolerance (default 1e-4 and 1e-8): per problem and method the wall time of the call and
