@@ -129,14 +129,15 @@ GO1_FOOT_RADIUS = 0.02
 
 def build_go1(thigh: float = 0.8, mu: float = 100.0, dt: float = 0.001, margin: float = 0.002, velocity: float = 0.0,
               period: float = 0.7, duty: float = 0.75, step_height: float = 0.03, kp: float = 100.0, kd: float = 1.0,
-              foot_kp: float = 10000.0, foot_kd: float = 100.0, settle: float = 0.5, controller: bool = True) -> Scene:
+              foot_kp: float = 5000.0, foot_kd: float = 50.0, settle: float = 0.5, controller: bool = True) -> Scene:
     """Unitree go1 (example-robot-data ``go1_description``) standing on a plane; after ``settle`` s it
     trots (in place at ``velocity`` 0). Loaded with ``load_urdf(..., merge_fixed=True)``: rotors,
     feet and sensor frames folded into their parents (13 bodies, 12 revolute joints, 13.1 kg). Only
     the trunk's boxes and the feet (the URDF's 0.02 m spheres, on the calves after merging) collide.
     Posed crouched (thigh ``thigh``, calf -2 ``thigh``, all knees backwards) so the simulator's joint
     coordinates are zero there; the URDF's joint limits are shifted by the pose accordingly. Gains:
-    the quadruped's scaled by the mass ratio (13.1 / 1.34 kg, rounded to 10x), torque limits the
+    joint PD the quadruped's scaled by the mass ratio (13.1 / 1.34 kg, rounded to 10x), foot PD 5x
+    (10x saturated the hip ab/adduction torques in a fifth of the trotting steps), torque limits the
     URDF's efforts (23.7, 23.7, 35.55 N m), step height by the leg length ratio (0.43 / 0.2 m)."""
     from ..mechanics.urdf import load_urdf
     sc = load_urdf(urdf_path("go1"), fixed_base=False, merge_fixed=True, name="go1",
