@@ -59,7 +59,7 @@ def main(argv=None) -> int:
             print(f"| {e['contacts']} | {e['steps']} | {m} | {x['min']:.0f} | {x['max']:.0f} | {x['mean']:.0f} | "
                   f"{p[0]}/{p[1]}/{p[2]} | {x['iterations_mean']:.1f} | {x['pivots_mean']:.1f} | {x['certified']}/{e['steps']} |")
         print(f"| {e['contacts']} | | lemke/pgs-sm mean | {e['ratio_lemke_pgs_sm']:.2f} (paper 4.6-12.2) | "
-              f"pgs-sm faster every step: {e['pgs_sm_faster_every_step']} | LCP box {e['n_box']}, pyramid {e['n_lemke']} | "
+              f"pgs-sm faster every step: {e['pgs_sm_faster_every_step']} ({e['pgs_sm_faster_steps']}/{e['steps']}) | LCP box {e['n_box']}, pyramid {e['n_lemke']} | "
               f"median cond {e['cond_box_median']:.1e} | | | |")
     if a.json:
         payload = {"machine": platform.platform(), "python": sys.version.split()[0], "args": vars(a),

@@ -115,7 +115,7 @@ def run(ctx) -> str:
                          f"{x['iterations_mean']:.1f}", f"{x['pivots_mean']:.1f}", f"{x['certified']}/{e['steps']}"])
     ratio = "; ".join(f"contacts {e['contacts']}: lemke/pgs-sm mean ratio {e['ratio_lemke_pgs_sm']:.2f} "
                       f"(paper {672 / 145:.1f}-{1885 / 155:.1f}), pgs-sm faster on every step: "
-                      f"{e['pgs_sm_faster_every_step']}; LCP size box {e['n_box'][0]}-{e['n_box'][1]}, "
+                      f"{e['pgs_sm_faster_every_step']} ({e['pgs_sm_faster_steps']} of {e['steps']}); LCP size box {e['n_box'][0]}-{e['n_box'][1]}, "
                       f"pyramid {e['n_lemke'][0]}-{e['n_lemke'][1]}; median cond {e['cond_box_median']:.1e}"
                       for e in summary)
     lines += ["Table I from these runs: every " + ("" if every == 1 else f"{every}th ") +

@@ -176,6 +176,8 @@ def summarize(rows: list[dict], methods=TABLE_METHODS) -> list[dict]:
                         "pivots_mean": float(np.mean([r[m]["pivots"] for r in grp]))}
         if "lemke" in methods and "pgs-sm" in methods:
             entry["ratio_lemke_pgs_sm"] = entry["lemke"]["mean"] / max(entry["pgs-sm"]["mean"], 1e-12)
-            entry["pgs_sm_faster_every_step"] = all(r["pgs-sm"]["time_s"] < r["lemke"]["time_s"] for r in grp)
+            faster = sum(r["pgs-sm"]["time_s"] < r["lemke"]["time_s"] for r in grp)
+            entry["pgs_sm_faster_steps"] = int(faster)
+            entry["pgs_sm_faster_every_step"] = faster == len(grp)
         out.append(entry)
     return out

@@ -54,10 +54,14 @@ def _box_body(name, T, lo, hi, mass):
 def build(material: str = "metal", object_material: str = "rubber", table_material: str = "wood",
           radius: float = 0.04, object_mass: float = 0.1, palm_height: float = 0.09, object_x: float = -0.16,
           preshape: float = 0.2, grip_torque: float = 0.6, close_speed: float = 1.0, lift: float = 0.1,
-          lift_speed: float = 0.1, hold: float = 2.0, settle: float = 0.05, close_timeout: float = 1.0,
+          lift_speed: float = 0.1, hold: float = 2.0, settle: float = 0.05, close_timeout: float = 2.0,
           dt: float = 0.005, margin: float = 0.003, friction_directions: int = 4, cfm: float = 1e-6) -> Scene:
     """The hand palm-down with its palm face ``palm_height`` above the table, the ball (``radius``)
-    under the fingers at world x = ``object_x``; ``preshape``: every flexion DOF at start (rad)."""
+    under the fingers at world x = ``object_x``; ``preshape``: every flexion DOF at start (rad).
+    ``close_timeout`` 2 s: the fingers stall on the ball after ~1.5 s at 1 rad/s (with 1 s the wrist
+    rose while they were still closing, and the ball shifted 11 mm in the hand when it stopped). At
+    the default ``object_x`` the thumb's tip starts 9.4 mm inside the ball (the first steps push
+    the ball out); the grasp is sensitive to that placement (docs/grasping.md)."""
     for nm, m in (("material", material), ("object_material", object_material), ("table_material", table_material)):
         check_material(nm, m)
     for nm, val in (("radius", radius), ("object_mass", object_mass), ("grip_torque", grip_torque),
