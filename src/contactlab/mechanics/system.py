@@ -49,7 +49,6 @@ class ConstraintSystem:
     n_bias: np.ndarray
     S: sp.csr_matrix
     T: sp.csr_matrix
-    D: sp.csr_matrix
     d: int
     mu: np.ndarray
     phi: np.ndarray
@@ -61,6 +60,15 @@ class ConstraintSystem:
     normal_guess: np.ndarray = None
     labels: dict = field(default_factory=dict)   # row labels: joint rows, limits, motors
     W_blocks: np.ndarray = None   # (moving bodies, 6, 6) blocks of Minv, for :func:`delassus`
+    pyramid: sp.csr_matrix = field(default=None, repr=False)   # D, formed on first use (see D)
+
+    @property
+    def D(self) -> sp.csr_matrix:
+        """The friction-pyramid rows (:func:`pyramid_rows`), formed the first time a model reads them
+        (box friction and the no-slip/viscous models never do)."""
+        if self.pyramid is None:
+            self.pyramid = pyramid_rows(self.S, self.T, self.d) if self.nc else _empty(self.ndof)
+        return self.pyramid
 
     @property
     def nc(self) -> int:
@@ -248,14 +256,20 @@ def _canonical(m: sp.csr_matrix) -> sp.csr_matrix:
 
 def contact_rows(model: Model, data: Data, contacts, d: int):
     """N, S, T, D for a :class:`~contactlab.collision.ContactSet` (normal points from a to b)."""
+    N, S, T = contact_frame_rows(model, data, contacts)
+    return N, S, T, (pyramid_rows(S, T, d) if N.shape[0] else _empty(model.ndof))
+
+
+def contact_frame_rows(model: Model, data: Data, contacts):
+    """N, S, T (the normal and the two tangents of each contact) without the pyramid rows."""
     if contacts is None or contacts.count == 0:
         e = _empty(model.ndof)
-        return e, e, e, e
+        return e, e, e
     a, b, P = contacts.body_a, contacts.body_b, contacts.point
     N = point_rows(model, data, a, b, P, contacts.normal)
     S = point_rows(model, data, a, b, P, contacts.t1)
     T = point_rows(model, data, a, b, P, contacts.t2)
-    return N, S, T, pyramid_rows(S, T, d)
+    return N, S, T
 
 
 def pyramid_rows(S: sp.csr_matrix, T: sp.csr_matrix, d: int) -> sp.csr_matrix:
@@ -295,14 +309,14 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
     f = generalized_forces(model, data)
     (J, j_rhs, j_err, jl), (L, l_bias, ll), (A, a_target, a_max, al), _ = joint_rows(model, data, h)
     d = int(st.friction_directions)
-    N, S, T, D = contact_rows(model, data, contacts, d)
+    N, S, T = contact_frame_rows(model, data, contacts)      # D (pyramid) formed on first use
     nc = N.shape[0]
     phi = contacts.phi if nc else np.zeros(0)
     mu = contacts.mu if nc else np.zeros(0)
     guess = getattr(contacts, "normal_guess", None) if nc else None
     return ConstraintSystem(h=h, ndof=model.ndof, M=M, Minv=Minv, v=v, f=f, J=J, j_rhs=j_rhs, j_err=j_err,
                             L=L, l_bias=l_bias, N=N, n_bias=normal_bias(phi, h, st.contact_zeta if st.contact_stabilization == 'velocity' else 0.0, st.slop),
-                            S=S, T=T, D=D, d=d, mu=mu, phi=phi, A=A, a_target=a_target, a_max=a_max,
+                            S=S, T=T, d=d, mu=mu, phi=phi, A=A, a_target=a_target, a_max=a_max,
                             cfm=float(st.cfm), contacts=contacts,
                             normal_guess=np.full(nc, np.nan) if guess is None else guess,
                             labels={"joint": jl, "limit": ll, "motor": al}, W_blocks=Bw)
