@@ -209,7 +209,7 @@ def test_joint_rows_are_the_time_derivatives_of_the_joint_errors_and_coordinates
     m2 = sim.model.joints[2]
     import dataclasses
     lim = dataclasses.replace(model, joints=model.joints[:2] + (dataclasses.replace(m2, lower=js.coordinate[2] - 0.01),)
-                              + model.joints[3:], joint_arrays=None)
+                              + model.joints[3:])          # stale joint_arrays: repacked
     (_, _, _, _), (L, bias, llab), _, _ = joint_rows(lim, data, 0.005)
     assert llab == ["h1:lower"]
     np.testing.assert_allclose(L.toarray(), js.rate_rows[2].toarray(), atol=0)

@@ -62,6 +62,7 @@ class JointArrays:
     label_base: np.ndarray
     special_base: np.ndarray
     labels: np.ndarray
+    joints: tuple = ()           # the JointInfo tuple packed (a model whose joints differ is repacked)
 
 
 def pack_joints(joints, names, kind, dof_start, planar, kinematic_code: int) -> JointArrays:
@@ -93,7 +94,7 @@ def pack_joints(joints, names, kind, dof_start, planar, kinematic_code: int) -> 
         follows=np.array([j.follows for j in joints], dtype=np.int64),
         ratio=np.array([j.ratio for j in joints], dtype=np.float64),
         special=special, special_kin=special_kin, label_base=np.array(base, dtype=np.int64),
-        special_base=np.array(sbase, dtype=np.int64), labels=lab)
+        special_base=np.array(sbase, dtype=np.int64), labels=lab, joints=joints)
 
 
 # -- small scalar helpers (compiled inline) -------------------------------------------------------------

@@ -190,12 +190,12 @@ def build_model(scene: Scene) -> tuple[Model, Data]:
     for key, m in scene.pair_mu.items():
         x, y = (names.index(p) for p in str(key).split("/"))
         pair_mu[(min(x, y), max(x, y))] = float(m)
-    model = Model(scene, names, kind, mass, inertia, inv_inertia, dof_start, ndof,
-                  np.array([b.planar for b in scene.bodies], dtype=bool), tuple(joints), shapes,
+    joints = tuple(joints)
+    planar = np.array([b.planar for b in scene.bodies], dtype=bool)
+    model = Model(scene, names, kind, mass, inertia, inv_inertia, dof_start, ndof, planar, joints, shapes,
                   np.asarray(scene.gravity, dtype=np.float64), float(scene.mu),
                   settings=copy.deepcopy(scene.settings), pair_mu=pair_mu,
-                  joint_arrays=pack_joints(joints, names, kind, dof_start,
-                                           np.array([b.planar for b in scene.bodies], dtype=bool), KIND_KINEMATIC))
+                  joint_arrays=pack_joints(joints, names, kind, dof_start, planar, KIND_KINEMATIC))
     data = Data(pos, quat,
                 np.array([b.linear_velocity for b in scene.bodies], dtype=np.float64).reshape(nb, 3),
                 np.array([b.angular_velocity for b in scene.bodies], dtype=np.float64).reshape(nb, 3),

@@ -217,8 +217,9 @@ class JointState:
 
 
 def _packed(model: Model):
-    """The model's joints as arrays (packed by build_model; packed here for a Model made by hand)."""
-    if model.joint_arrays is None:
+    """The model's joints as arrays (packed by build_model; packed here for a Model made by hand or
+    one whose joints were replaced, e.g. by dataclasses.replace)."""
+    if model.joint_arrays is None or model.joint_arrays.joints is not model.joints:
         object.__setattr__(model, "joint_arrays", pack_joints(model.joints, model.names, model.kind, model.dof_start,
                                                               model.planar, KIND_KINEMATIC))
     return model.joint_arrays
