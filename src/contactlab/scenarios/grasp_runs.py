@@ -61,7 +61,9 @@ def run_grasp(scene: str = "barrett-grasp", model: str = PAPER_MODEL, method: st
         model_options = dict(PAPER_MODEL_OPTIONS)
     sc = make_scene(scene, **params)
     sim = Simulator(sc, model, method, model_options=model_options, controllers=sc.controllers)
-    io, iw = sim.model.index("object"), sim.model.index("palm")
+    script = getattr(sc, "script", None)
+    io = sim.model.index(script.obj if script is not None else "object")
+    iw = sim.model.index(script.wrist if script is not None else "palm")     # allegro's wrist is its palm_link
     steps = int(round(sc.duration / sim.h))
     cols = {k: [] for k in ("time", "object_z", "palm_z", "contacts", "success", "penetration", "joint_error")}
     poses, systems, error = [], [], None
