@@ -153,7 +153,10 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
         for i in range(n):
             a, b = row_bounds(i, z, lo, hi, findex, mu)
             free[i] = (z[i] > a) and (z[i] < b)
-        for k in range(k_sm):
+        k = 0
+        extra = 0
+        while k < k_sm:
+            tiny_break = False
             f = 0
             for i in range(n):
                 if free[i]:
@@ -213,6 +216,7 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
                         stats[4] += 1.0
                         if _phi_change(M, z, z_old, w, moved) <= 0.0:
                             accepted = True
+                            tiny_break = trial == alpha and alpha < 0.5 ** max_halvings
                             break
                         trial *= 0.5
                         if use_break and trial < alpha * 0.5 ** max_halvings:
@@ -228,6 +232,12 @@ def pgs_sm_dense_kernel(M, q, diag, lo, hi, findex, mu, z, w, order, k_pgs, k_sm
                 if free[i]:
                     a, b = row_bounds(i, z, lo, hi, findex, mu)
                     free[i] = (z[i] > a) and (z[i] < b)
+            # a step to a breakpoint below every halving (near-singular M_FF) only moved a bound
+            # into the active set: it does not count against k_sm (at most n such steps per stage)
+            if tiny_break and extra < n:
+                extra += 1
+            else:
+                k += 1
         res = box_natural_residual(z, w, lo, hi, findex, mu)
         stats[3] = res
         if not np.isfinite(res):
