@@ -4,7 +4,11 @@ solvers/pgs_sm.py is the reference and handles sparse, non-symmetric and singula
 Per outer iteration: ``k_pgs`` sweeps of kernels.pgs.pgs_dense_kernel, then up to ``k_sm`` subspace
 steps: Cholesky of M_FF (F = rows strictly inside their box; upper factor) in the work matrix, dz = -M_FF^-1 w_F,
 projection onto the box (coupled bounds from the new normals), and if the projected Newton step raises
-phi(z) = 1/2 z'Mz + q'z, a step to the first breakpoint (halved until phi decreases).
+phi(z) = 1/2 z'Mz + q'z, a step to the first breakpoint (halved until phi decreases). A step that only
+reaches a breakpoint below every halving (M_FF near-singular: CFM-regularised redundant contact rows give
+a huge dz) moves a bound into the active set and does not count against k_sm (the paper's SM stage
+forms the next reduced system; at most n such steps per stage). The Python loop of solvers/pgs_sm.py
+counts every step.
 
 Status: 0 converged, 1 outer limit, 2 non-positive diagonal, 3 non-finite, 5 Cholesky failed (M_FF not
 numerically positive definite: the caller continues in Python from the current z), 6 M not exactly

@@ -6,6 +6,8 @@ below ``tol``. SM stage: up to ``k_sm`` times, solve the reduced system M_FF z_F
 free set F (rows strictly inside their box; rows at either bound leave the system, as the paper adapts
 the method to boxes), project onto the bounds, shrink F; stop early when the solution is inside its
 bounds. Coupled (friction) bounds are taken from the current normal values (arechavaleta §IV-C, eq. 16-17).
+Dense symmetric M: the whole call is one compiled function (kernels/pgs_sm.py ``pgs_sm_dense_run``;
+this module's loop is the reference and takes sparse, non-symmetric and singular cases).
 Reduced systems: Cholesky for dense M (LU if M_FF is not symmetric positive definite), preconditioned
 conjugate gradients for sparse M with a sparse direct solve as fallback. ``cfm`` adds
 constraint force mixing to the diagonal (§V-B: CFM = diag(1e-11)).
