@@ -443,16 +443,14 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
                     return NUMERICAL, pivots
                 _basic_row_times_inverse(i, k, n, M, d, unk, Ainv, tmp)  # v' = c' Ainv
                 # u = Ainv b = -dx
-                inv_s = 1.0 / s
                 for a in range(k):
-                    f = -dx[a] * inv_s
-                    if f != 0.0:
-                        for e in range(k):
-                            Ainv[a, e] += f * tmp[e]
-                    Ainv[a, k] = -f
+                    ua = -dx[a]
+                    for e in range(k):
+                        Ainv[a, e] += ua * tmp[e] / s
+                    Ainv[a, k] = -ua / s
                 for e in range(k):
-                    Ainv[k, e] = -tmp[e] * inv_s
-                Ainv[k, k] = inv_s
+                    Ainv[k, e] = -tmp[e] / s
+                Ainv[k, k] = 1.0 / s
                 eq_rows[k] = i
                 eq_pos[i] = k
                 unk[k] = entering
