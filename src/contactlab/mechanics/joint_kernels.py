@@ -16,6 +16,9 @@ time (:func:`pack_joints`); :func:`joint_rows_kernel` then writes, for the curre
 * joint couplings (Joint.follows): rate_b - ratio rate_a with drift correction; kinematic bodies
   (v+ equals their velocity) and planar bodies (vz = wx = wy = 0, drift corrected).
 
+Also compiled here, for the same step: :func:`joint_torque_kernel` (generalised force of the
+joint torques set by controllers) and :func:`body_forces` (gravity and gyroscopic torques).
+
 Each row is assembled in a fixed-width buffer and sorted by column (duplicates summed), giving
 canonical CSR directly, with the entries the former per-joint Python assembly produced (explicit
 zeros of the unit axes kept).
