@@ -71,11 +71,47 @@ def _rows(sys) -> sp.csr_matrix:
     return H
 
 
+def _bounds(sys, options: Options, n: int):
+    """(lo, hi, findex, mu) of the rows (findex/mu None for ``coupling="previous"``: static bounds)."""
+    o_a, o_l, o_n, o_s, o_t, _ = _layout(sys, options)
+    nj, nc = o_a, sys.nc
+    lo = np.concatenate([np.full(nj, -np.inf), -sys.a_max, np.zeros(sys.nl + nc), np.zeros(2 * nc)])
+    hi = np.concatenate([np.full(nj, np.inf), sys.a_max, np.full(sys.nl + nc, np.inf), np.zeros(2 * nc)])
+    if options.coupling == "current":
+        findex = np.full(n, -1, dtype=np.int64)
+        mu = np.zeros(n)
+        normals = o_n + np.arange(nc)
+        findex[o_s:o_t] = normals
+        findex[o_t:n] = normals
+        mu[o_s:n] = np.tile(sys.mu, 2)
+        return lo, hi, findex, mu
+    guess = np.where(np.isfinite(sys.normal_guess), sys.normal_guess, options.new_contact_bound)
+    bound = np.tile(sys.mu * np.maximum(guess, 0.0), 2)
+    lo[o_s:n], hi[o_s:n] = -bound, bound
+    return lo, hi, None, None
+
+
+def rows(sys, options: Options | None = None):
+    """The problem of :func:`build` (``joints="rows"``) without its matrix, for matrix-free
+    solvers (kernels/pgs_matrix_free.py): (H, q, cfm, lo, hi, findex, mu) with the matrix
+    H M^-1 H' + cfm I (findex = -1 everywhere, mu = 0 for ``coupling="previous"``)."""
+    options = options or Options()
+    if options.joints != "rows":
+        raise ModelError("box-friction rows() needs joints='rows' (the Schur form has a dense matrix)")
+    H = _rows(sys)
+    n = H.shape[0]
+    rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * sys.nc)])
+    q = H @ sys.v_free() - rhs
+    lo, hi, findex, mu = _bounds(sys, options, n)
+    if findex is None:
+        findex, mu = np.full(n, -1, dtype=np.int64), np.zeros(n)
+    return H, q, options.cfm + sys.cfm, lo, hi, findex, mu
+
+
 def build(sys, options: Options | None = None) -> BoxedLCP:
     options = options or Options()
     o_a, o_l, o_n, o_s, o_t, n = _layout(sys, options)
     nc = sys.nc
-    nj = o_a
     if options.joints == "schur" and sys.nj:
         H = sp.vstack([sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
         rhs = np.concatenate([sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * nc)])
@@ -93,20 +129,10 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
             Mat = dense(Mat) if n <= options.dense_max else sp.csr_matrix(Mat)
         rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * nc)])
         q = H @ sys.v_free() - rhs
-    lo = np.concatenate([np.full(nj, -np.inf), -sys.a_max, np.zeros(sys.nl + nc), np.zeros(2 * nc)])
-    hi = np.concatenate([np.full(nj, np.inf), sys.a_max, np.full(sys.nl + nc, np.inf), np.zeros(2 * nc)])
-    if options.coupling == "current":
-        findex = np.full(n, -1, dtype=np.int64)
-        mu = np.zeros(n)
-        normals = o_n + np.arange(nc)
-        findex[o_s:o_t] = normals
-        findex[o_t:n] = normals
-        mu[o_s:n] = np.tile(sys.mu, 2)
+    lo, hi, findex, mu = _bounds(sys, options, n)
+    if findex is not None:
         prob = BoxedLCP(Mat, q, lo, hi, findex, mu) if nc else BoxedLCP(Mat, q, lo, hi)
     else:
-        guess = np.where(np.isfinite(sys.normal_guess), sys.normal_guess, options.new_contact_bound)
-        bound = np.tile(sys.mu * np.maximum(guess, 0.0), 2)
-        lo[o_s:n], hi[o_s:n] = -bound, bound
         prob = BoxedLCP(Mat, q, lo, hi)
     prob.row_groups = {"joint": slice(0, o_a), "motor": slice(o_a, o_l), "limit": slice(o_l, o_n),
                        "normal": slice(o_n, o_s), "friction": slice(o_s, n)}

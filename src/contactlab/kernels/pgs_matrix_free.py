@@ -1,0 +1,323 @@
+"""Matrix-free projected Gauss-Seidel on H M^-1 H' (sequential impulses), for box friction.
+
+The boxed LCP of arechavaleta eq. (16)-(17) has the matrix A = H W H' + diag(cfm) (W = M^-1,
+block-diagonal with one 6x6 block per body) and q = H v_free - rhs. Projected Gauss-Seidel
+(arechavaleta eq. 3, ODE's quickstep with findex/mu friction-coupled bounds) needs, for row i,
+only w_i = (A z + q)_i and A_ii. Instead of forming A (about 35 nonzeros per row on a pile), these
+kernels keep the body velocity change
+
+    dv = W H' z        (one 6-vector per body)
+
+so w_i = q_i + cfm_i z_i + h_i . dv, and a change dz of z_i adds dz W h_i' to dv: a sweep costs
+O(nnz(H)), and A is never built (Catto's sequential impulses; Bullet's and ODE's solvers). With
+the same row order and sweep count the iterates are those of ``kernels/pgs.py`` on the assembled
+A, up to rounding.
+
+Row storage: each row of H is split into its bodies (``row_blocks``): ``ptr`` (n+1), ``body`` (m,)
+and ``hb`` (m, 6), the row's entries on that body's six dofs (dof c belongs to body c // 6);
+``g`` (m, 6) = W_body hb (``prepare``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+from .pgs import CONVERGED, MAX_SWEEPS, NOT_FINITE, BAD_DIAGONAL, row_bounds
+from .residual import box_row
+
+
+@jit
+def row_blocks(indptr, indices, data, n):
+    """Split the CSR rows of H by body: (ptr, body, hb) as in the module doc (entries of a row on
+    the same body summed into one 6-vector; unsorted columns are fine)."""
+    nnz = indptr[n]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    body = np.empty(nnz, dtype=np.int64)
+    hb = np.zeros((max(nnz, 1), 6))
+    m = 0
+    for r in range(n):
+        first = m
+        for p in range(indptr[r], indptr[r + 1]):
+            c = indices[p]
+            b = c // 6
+            s = first
+            while s < m and body[s] != b:
+                s += 1
+            if s == m:
+                body[m] = b
+                m += 1
+            hb[s, c - 6 * b] += data[p]
+        ptr[r + 1] = m
+    return ptr, body[:m].copy(), hb[:m].copy()
+
+
+@jit
+def prepare(ptr, body, hb, W, cfm, g, diag):
+    """g_s = W_body(s) hb_s for every slot; diag_i = A_ii = sum_s hb_s . g_s + cfm_i."""
+    n = ptr.shape[0] - 1
+    for r in range(n):
+        d = cfm[r]
+        for s in range(ptr[r], ptr[r + 1]):
+            b = body[s]
+            for c in range(6):
+                acc = 0.0
+                for e in range(6):
+                    acc += W[b, c, e] * hb[s, e]
+                g[s, c] = acc
+                d += hb[s, c] * acc
+        diag[r] = d
+
+
+@jit
+def impulse_velocity(ptr, body, g, z, dv):
+    """dv = W H' z (dv zeroed first)."""
+    dv[:, :] = 0.0
+    n = ptr.shape[0] - 1
+    for r in range(n):
+        zr = z[r]
+        if zr != 0.0:
+            for s in range(ptr[r], ptr[r + 1]):
+                b = body[s]
+                for c in range(6):
+                    dv[b, c] += g[s, c] * zr
+
+
+@jit
+def _row_w(i, ptr, body, hb, q, cfm, z, dv):
+    acc = q[i] + cfm[i] * z[i]
+    for s in range(ptr[i], ptr[i + 1]):
+        b = body[s]
+        for c in range(6):
+            acc += hb[s, c] * dv[b, c]
+    return acc
+
+
+@jit
+def body_slots(ptr, body, nbody):
+    """The transpose of the row blocks: per body b the slots bslot[bptr[b]:bptr[b+1]], and the
+    row of every slot (srow)."""
+    n = ptr.shape[0] - 1
+    m = body.shape[0]
+    srow = np.empty(m, dtype=np.int64)
+    for r in range(n):
+        for s in range(ptr[r], ptr[r + 1]):
+            srow[s] = r
+    bptr = np.zeros(nbody + 1, dtype=np.int64)
+    for s in range(m):
+        bptr[body[s] + 1] += 1
+    for b in range(nbody):
+        bptr[b + 1] += bptr[b]
+    fill = bptr[:nbody].copy()
+    bslot = np.empty(m, dtype=np.int64)
+    for s in range(m):
+        bslot[fill[body[s]]] = s
+        fill[body[s]] += 1
+    return bptr, bslot, srow
+
+
+@jit
+def row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t, val, mark):
+    """t_i = |q_i| + sum_j |A_ij| |z_j| (problems/residual.py ``row_terms``: the unit of w_i in the
+    relative residual), A_ij = h_i W h_j' + cfm_i [i = j] summed over the bodies rows i and j share,
+    read from the row blocks (no A stored). ``val``/``mark``: (n,) work, ``mark`` all -1 on entry
+    and exit. Cost: sum over bodies of (rows touching it)^2 6-vector dots, once per call."""
+    n = z.shape[0]
+    touched = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        k = 0
+        for s in range(ptr[i], ptr[i + 1]):
+            b = body[s]
+            for p in range(bptr[b], bptr[b + 1]):
+                s2 = bslot[p]
+                j = srow[s2]
+                if z[j] == 0.0:
+                    continue
+                d = 0.0
+                for c in range(6):
+                    d += hb[s, c] * g[s2, c]
+                if mark[j] != i:
+                    mark[j] = i
+                    val[j] = 0.0
+                    touched[k] = j
+                    k += 1
+                val[j] += d
+        acc = abs(q[i])
+        diag_seen = False
+        for a in range(k):
+            j = touched[a]
+            v = val[j]
+            if j == i:
+                v += cfm[i]
+                diag_seen = True
+            acc += abs(v) * abs(z[j])
+            mark[j] = -1
+        if not diag_seen:
+            acc += cfm[i] * abs(z[i])
+        t[i] = acc
+
+
+@jit
+def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark,
+              floor, exact):
+    """One pass: w = A z + q from dv (written), and (natural residual ||z - mid(lo, hi, z - w)||_inf,
+    relative residual) with the coupled bounds read from z. The relative residual is
+    problems/residual.py's ``box_relative`` (max of natural and infeasibility; z in units of
+    max|z|, each w_i in units of max(t_i, floor)). ``exact``: t = :func:`row_terms`, the units
+    ``solve()`` uses; else the cheap upper bound t_i <= |q_i| + cfm_i |z_i| + sum_c |h_ic| u_c with
+    u = sum_j |W h_j'| |z_j| per body (one O(nnz) pass; written into ``t``), which can only make the
+    relative residual smaller: a screen, never a certificate. inf for a non-finite iterate."""
+    n = z.shape[0]
+    zs = 0.0
+    for i in range(n):
+        w[i] = _row_w(i, ptr, body, hb, q, cfm, z, dv)
+        if not (np.isfinite(z[i]) and np.isfinite(w[i])):
+            return np.inf, np.inf
+        zs = max(zs, abs(z[i]))
+    if exact:
+        row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t, val, mark)
+    else:
+        u = np.zeros(dv.shape)
+        for r in range(n):
+            zr = abs(z[r])
+            if zr != 0.0:
+                for s in range(ptr[r], ptr[r + 1]):
+                    for c in range(6):
+                        u[body[s], c] += abs(g[s, c]) * zr
+        for i in range(n):
+            acc = abs(q[i]) + cfm[i] * abs(z[i])
+            for s in range(ptr[i], ptr[i + 1]):
+                for c in range(6):
+                    acc += abs(hb[s, c]) * u[body[s], c]
+            t[i] = acc
+    if zs == 0.0:
+        for i in range(n):
+            a, b = row_bounds(i, z, lo, hi, findex, mu)
+            if np.isfinite(a):
+                zs = max(zs, abs(a))
+            if np.isfinite(b):
+                zs = max(zs, abs(b))
+        if zs == 0.0:
+            zs = 1.0
+    nat = 0.0
+    rel = 0.0
+    for i in range(n):
+        a, b = row_bounds(i, z, lo, hi, findex, mu)
+        nat = max(nat, box_row(z[i], w[i], a, b))
+        u_i = max(t[i], floor)
+        wi = w[i] / u_i if u_i > 0.0 else 0.0
+        rel = max(rel, box_row(z[i] / zs, wi, a / zs, b / zs), (a - z[i]) / zs, (z[i] - b) / zs)
+    return nat, rel
+
+
+@jit
+def _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark, floor,
+           tol_rel, final, stats):
+    """The residual at a check point: the cheap screen first; the exact relative residual (dv
+    recomputed from z, so no rounding drift of the updates) when the screen passes or ``final``.
+    Writes stats[1:3] (the exact values, or the screen's when it fails); True when certified."""
+    nat, rel = residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t,
+                         val, mark, floor, False)
+    if np.isfinite(rel) and (rel <= tol_rel or final):
+        impulse_velocity(ptr, body, g, z, dv)
+        nat, rel = residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t,
+                             val, mark, floor, True)
+    stats[1] = nat
+    stats[2] = rel
+    return rel <= tol_rel
+
+
+@jit
+def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w,
+                    order, max_sweeps, check, tol_rel, floor, stats):
+    """Projected Gauss-Seidel sweeps in ``order`` on A = H W H' + diag(cfm) without forming A.
+
+    ``z`` in/out (warm start in, clipped into the static bounds by the caller), ``dv`` (nbody, 6)
+    out (= W H' z), ``w`` out (A z + q at exit). At the start and every ``check`` sweeps (0: only
+    at the end) the residual is checked (:func:`_check`) and the sweeps stop once the relative
+    residual of ``solve()``'s definition is <= ``tol_rel``; after the last sweep it is computed
+    exactly. stats = [sweeps, natural residual, relative residual, last step ||dz||_inf].
+    Returns CONVERGED, MAX_SWEEPS, BAD_DIAGONAL or NOT_FINITE (kernels/pgs.py codes)."""
+    n = z.shape[0]
+    stats[0] = 0.0
+    stats[3] = np.inf
+    for i in range(n):
+        if not diag[i] > 0.0:
+            stats[1] = np.inf
+            stats[2] = np.inf
+            return BAD_DIAGONAL
+    t = np.empty(n)
+    val = np.zeros(n)
+    mark = np.full(n, -1, dtype=np.int64)
+    impulse_velocity(ptr, body, g, z, dv)
+    if _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark, floor,
+              tol_rel, max_sweeps == 0, stats):
+        return CONVERGED
+    for sweep in range(1, max_sweeps + 1):
+        step = 0.0
+        for k in range(n):
+            i = order[k]
+            a, b = row_bounds(i, z, lo, hi, findex, mu)
+            y = z[i] - _row_w(i, ptr, body, hb, q, cfm, z, dv) / diag[i]
+            if y < a:
+                y = a
+            if y > b:
+                y = b
+            dz = y - z[i]
+            if dz != 0.0:
+                z[i] = y
+                for s in range(ptr[i], ptr[i + 1]):
+                    bd = body[s]
+                    for c in range(6):
+                        dv[bd, c] += g[s, c] * dz
+                if abs(dz) > step:
+                    step = abs(dz)
+        stats[0] = sweep
+        stats[3] = step
+        if not np.isfinite(step):
+            stats[1] = np.inf
+            stats[2] = np.inf
+            return NOT_FINITE
+        last = sweep == max_sweeps
+        if last or (check > 0 and sweep % check == 0):
+            if _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark,
+                      floor, tol_rel, last, stats):
+                return CONVERGED
+            if not np.isfinite(stats[2]):
+                return NOT_FINITE
+    return MAX_SWEEPS
+
+
+def solve_matrix_free(H, W, q, cfm, lo, hi, findex, mu, z0=None, max_sweeps=50, tol=0.0, check=10,
+                      floor_factor=None):
+    """PGS on the boxed LCP (H W H' + diag(cfm), q) with bounds lo/hi and findex/mu coupling,
+    A never formed. ``H``: CSR (n, 6 nbody); ``W``: (nbody, 6, 6) blocks of M^-1; ``cfm``: scalar or
+    (n,). Rows are swept uncoupled first, then coupled (``solvers/pgs.py``'s ``normals_first``).
+    ``z0``: warm start (clipped into the static bounds). Returns (z, w, dv, status, stats) with
+    dv = W H' z (nbody, 6) and stats as :func:`pgs_matrix_free`."""
+    from .tolerances import NORMWISE_FLOOR
+    n = H.shape[0]
+    ip = np.asarray(H.indptr, dtype=np.int64)
+    ix = np.asarray(H.indices, dtype=np.int64)
+    data = np.asarray(H.data, dtype=np.float64)
+    ptr, body, hb = row_blocks(ip, ix, data, n)
+    cfm = np.ascontiguousarray(np.broadcast_to(np.asarray(cfm, dtype=np.float64), (n,)))
+    g = np.empty_like(hb)
+    diag = np.empty(n)
+    W = np.ascontiguousarray(W, dtype=np.float64)
+    prepare(ptr, body, hb, W, cfm, g, diag)
+    bptr, bslot, srow = body_slots(ptr, body, W.shape[0])
+    findex = np.asarray(findex, dtype=np.int64)
+    coupled = findex >= 0
+    order = np.concatenate([np.flatnonzero(~coupled), np.flatnonzero(coupled)]).astype(np.int64)
+    z = np.zeros(n) if z0 is None else np.array(z0, dtype=np.float64)
+    static = ~coupled
+    z[static] = np.clip(z[static], lo[static], hi[static])
+    dv = np.zeros((W.shape[0], 6))
+    w = np.empty(n)
+    stats = np.zeros(4)
+    floor = (NORMWISE_FLOOR if floor_factor is None else floor_factor) * float(np.max(np.abs(q), initial=0.0))
+    code = pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, np.ascontiguousarray(q, dtype=np.float64), cfm,
+                           np.ascontiguousarray(lo, dtype=np.float64), np.ascontiguousarray(hi, dtype=np.float64),
+                           findex, np.ascontiguousarray(mu, dtype=np.float64), z, dv, w, order,
+                           int(max_sweeps), int(check), float(tol), floor, stats)
+    return z, w, dv, int(code), stats
