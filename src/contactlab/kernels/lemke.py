@@ -334,11 +334,13 @@ def _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, 
 
 
 @jit
-def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, eq_rows, eq_pos, unk, unk_pos,
+def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos, unk, unk_pos,
                          dx, dwv, cand, ratio, tmp, zcols, zdx, work2, ray, out_z):
     """Lemke's method (covering vector d > 0, lexicographic rule) on the reduced basis.
 
-    MT is M' (C-contiguous) so column reads are contiguous. Work arrays: Ainv (n+1, n+1), x (n+1,),
+    MT is M' (C-contiguous) so column reads are contiguous. A pivot column entry counts as blocking
+    only above pivot_tol * max(1, max |entry|) (tolerances.LEMKE_PIVOT by default; solvers/lemke.py
+    retries with larger values when an answer does not certify). Work arrays: Ainv (n+1, n+1), x (n+1,),
     wv (n,), eq_rows (n+1,) int64, eq_pos (n,) int64,
     unk (n+1,) int64, unk_pos (2n+1,) int64, dx (n+1,), dwv (n,), cand (2n+2,) int64, ratio (2n+2,),
     tmp (n+1,), zcols (n+1,) int64, zdx (n+1,), work2 (n+1, n+1), ray (2n+1,), out_z (n,).
@@ -382,7 +384,7 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
             return MAX_PIVOTS, pivots
         # ---- direction of the basic variables per unit increase of the entering variable
         dmax = _reduced_direction(entering, n, k, MT, d, Ainv, eq_rows, eq_pos, unk, dx, dwv, tmp, zcols, zdx)
-        tol = LEMKE_PIVOT * max(1.0, dmax)
+        tol = pivot_tol * max(1.0, dmax)
         # ---- minimum ratio (lexicographic) over basic unknowns and basic w rows
         chosen = _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, Ainv, cand, ratio,
                                      work2)
@@ -539,7 +541,7 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, e
 
 
 @jit
-def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, floor_factor):
+def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor):
     """One compiled call for a small dense LCP: scale (M, q) = (M0, q0) / s, allocate the work
     arrays of :func:`lemke_reduced_kernel`, run it, and certify the answer on the scaled problem
     (kernels/residual.py ``lcp_certify_dense`` with floor_factor).
@@ -566,7 +568,7 @@ def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, floor_factor):
     eq_rows, eq_pos = np.zeros(n + 1, np.int64), np.zeros(n, np.int64)
     unk, unk_pos = np.zeros(n + 1, np.int64), np.zeros(2 * n + 1, np.int64)
     cand, zcols = np.zeros(2 * n + 2, np.int64), np.zeros(n + 1, np.int64)
-    code, pivots = lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, Ainv, x, wv, eq_rows, eq_pos,
+    code, pivots = lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos,
                                         unk, unk_pos, dx, dwv, cand, ratio, tmp, zcols, zdx, work2, ray, z)
     r = lcp_certify_dense(M, q, z, dwv, wv, floor_factor)
     return code, pivots, z, ray, M, q, max(r[3], r[5])

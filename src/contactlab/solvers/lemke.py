@@ -15,7 +15,7 @@ from ..errors import ParamError
 from ..kernels import lemke as K
 from ..problems import LCP
 from ..kernels.residual import lcp_certify_dense
-from ..kernels.tolerances import CERTIFY, NORMWISE_FLOOR
+from ..kernels.tolerances import CERTIFY, LEMKE_PIVOT, NORMWISE_FLOOR
 from ..problems.residual import lcp_natural_residual
 from .certificates import check_farkas
 from ..solution import Solution, Status
@@ -38,7 +38,10 @@ class LemkeOptions:
     updated by rank-one formulas (O(k^2 + n k) per pivot), "tableau" the full n x n basis inverse,
     "auto" (default) runs reduced and, if its answer is not certified, the tableau; ties:
     "lexicographic" (default, terminates on degenerate problems) or "first-row" (the rule without
-    lexicography, tableau only, kept to show cycling on Kostreva's example)."""
+    lexicography, tableau only, kept to show cycling on Kostreva's example); pivot_tol: a pivot column
+    entry blocks only above pivot_tol * max(1, max|entry|) (reduced basis); pivot_retries: larger
+    pivot tolerances tried in turn (reduced basis) when the answer does not certify, before the
+    regularised retries."""
     covering: object = None
     max_iterations: int | None = None
     regularize: bool = True
@@ -47,6 +50,8 @@ class LemkeOptions:
     tol: float = 1e-8
     basis: str = "auto"
     ties: str = "lexicographic"
+    pivot_tol: float = LEMKE_PIVOT
+    pivot_retries: tuple = (1e-7, 1e-5)
 
     def __post_init__(self):
         check_common(self)
@@ -56,6 +61,10 @@ class LemkeOptions:
             raise ParamError(f"ties must be 'lexicographic' or 'first-row', got {self.ties!r}")
         if self.ties == "first-row" and self.basis != "tableau":
             raise ParamError("ties='first-row' is implemented on the tableau only; pass basis='tableau'")
+        if not (np.isfinite(self.pivot_tol) and 0 < self.pivot_tol < 1) or \
+                not all(np.isfinite(t) and 0 < t < 1 for t in self.pivot_retries):
+            raise ParamError(f"pivot_tol and pivot_retries must lie in (0, 1), got {self.pivot_tol!r}, "
+                             f"{self.pivot_retries!r}")
         if not all(e > 0 for e in self.reg_eps):
             raise ParamError(f"reg_eps must be positive, got {self.reg_eps!r}")
 
@@ -81,7 +90,8 @@ def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, ref
                basis: str = "reduced", first_row: bool = False):
     """Run one kernel once; returns (status, pivots, z, ray)."""
     if basis == "reduced":
-        code, pivots, z, ray, _, _, _ = K.lemke_reduced_run(M, q, 1.0, d, max_pivots, REFACTOR_EVERY, NORMWISE_FLOOR)
+        code, pivots, z, ray, _, _, _ = K.lemke_reduced_run(M, q, 1.0, d, max_pivots, REFACTOR_EVERY, LEMKE_PIVOT,
+                                                            NORMWISE_FLOOR)
         return _STATUS[code], int(pivots), z, ray
     n = q.size
     Binv = np.empty((n, n))
@@ -124,7 +134,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     basis = "reduced" if opts.basis == "auto" else opts.basis
     if basis == "reduced":   # one compiled call: scaling, work arrays, pivots and the certified residual
         code, pivots, z, ray, M, q, residual = K.lemke_reduced_run(M0, problem.q, s, d, max_pivots,
-                                                                   REFACTOR_EVERY, NORMWISE_FLOOR)
+                                                                   REFACTOR_EVERY, opts.pivot_tol, NORMWISE_FLOOR)
         status, pivots = _STATUS[code], int(pivots)
     else:
         M, q = M0 / s, problem.q / s
@@ -155,6 +165,21 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
             return Solution(z=z, w=np.empty(0), status=Status.NO_SOLUTION, iterations=pivots, pivots=pivots,
                             info=info)
     total = pivots
+    if status is not Status.SOLVED and opts.pivot_retries and opts.basis != "tableau":
+        # a tiny pivot element taken as blocking can steer an ill-conditioned LCP (cond ~1e8 grasp
+        # pyramids) to a wrong complementary basis; larger pivot tolerances skip it (measured: the
+        # Barrett/wood step that stopped the sweep solves to 3e-11 with 1e-7)
+        tries = []
+        for ptol in opts.pivot_retries:
+            code, pv, zp, _, _, _, resp = K.lemke_reduced_run(M0, problem.q, s, d, max_pivots, REFACTOR_EVERY,
+                                                              ptol, NORMWISE_FLOOR)
+            total += int(pv)
+            tries.append({"pivot_tol": ptol, "status": _STATUS[code].name, "pivots": int(pv), "residual": resp})
+            if _STATUS[code] is Status.SOLVED and resp <= max(opts.tol, CERTIFY):
+                status, z = Status.SOLVED, zp
+                info["pivot_tol"], info["basis"] = ptol, "reduced"
+                break
+        info["pivot_retries"] = tries
     if status is not Status.SOLVED and opts.regularize:
         tries = []
         for eps in opts.reg_eps:
