@@ -205,12 +205,19 @@ class MotorStep:
     ``state`` (nm,) int8: 0 = the motor reaches its target (row A_i v+ = a_target_i among the
     equality rows, impulse from its multiplier), +1 / -1 = saturated (impulse +-a_max_i, a force);
     ``trials``: factored LCPs solved to find the state; ``consistent``: whether the state passed
-    :func:`motor_violations` on the last trial."""
+    :func:`motor_violations` on the last trial; ``search_s``: wall time of those trial solves and of
+    the reductions of the states left behind. ``reduction_s`` (the method's work done in build, as
+    NoSlipProblem's: FIND-INDICES and the null-space reduction) includes ``search_s``."""
     step: NoSlipProblem
     state: np.ndarray
     n_joint: int
     trials: int = 1
     consistent: bool = True
+    search_s: float = 0.0
+
+    @property
+    def reduction_s(self) -> float:
+        return self.step.reduction_s + self.search_s
 
 
 def _motor_impulses(sys, ms: MotorStep, joint: np.ndarray) -> np.ndarray:
@@ -278,6 +285,8 @@ def build(sys, options: Options | None = None) -> Built:
     if sys.nm:
         from ..solvers import solve
         seen = {state.tobytes()}
+        t0 = time.perf_counter()
+        ms.consistent = False
         for trial in range(1, o.motor_trials + 1):
             sol = solve(ms.step.problem, "ppm")
             res = recover_noslip(ms.step, sol.z)
@@ -288,7 +297,9 @@ def build(sys, options: Options | None = None) -> Built:
                 break
             seen.add(new.tobytes())
             ms = _build_state(sys, o, M, U, bias, S, T, J, new)
-            ms.trials = trial + 1
+            ms.trials, ms.consistent = trial, False     # trials solved so far (this state's is not, yet)
+        # the kept state's reduction counts once (in step.reduction_s) when it was built in the loop
+        ms.search_s = time.perf_counter() - t0 - (ms.step.reduction_s if ms.state is not state else 0.0)
     return Built(ms.step.problem, rows, ms)
 
 
