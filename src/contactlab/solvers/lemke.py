@@ -179,6 +179,8 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
                 status, z = Status.SOLVED, zp
                 info["pivot_tol"], info["basis"] = ptol, "reduced"
                 break
+            if resp < residual:   # not certified: keep the answer nearest to one (a caller may judge it)
+                z, residual = zp, resp
         info["pivot_retries"] = tries
     if status is not Status.SOLVED and opts.regularize:
         tries = []
@@ -187,10 +189,12 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
             total += pv
             res = _rel(M, q, zr)
             tries.append({"eps": eps * s, "status": st.name, "pivots": pv, "residual_on_original": res})
-            if st is Status.SOLVED and res <= opts.tol:
+            if st is Status.SOLVED and res <= max(opts.tol, CERTIFY):   # solve()'s own threshold
                 status, z = Status.SOLVED, zr
                 info["regularization"] = eps * s
                 break
+            if res < residual:
+                z, residual = zr, res
         info["regularized_retries"] = tries
         info["first_status"] = "RAY_TERMINATION" if "ray" in info else status.name
     return Solution(z=z, w=np.empty(0), status=status, iterations=total, pivots=total, info=info)
