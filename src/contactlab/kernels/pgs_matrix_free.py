@@ -116,44 +116,41 @@ def body_slots(ptr, body, nbody):
 
 
 @jit
-def row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t, val, mark):
+def row_term(i, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touched):
     """t_i = |q_i| + sum_j |A_ij| |z_j| (problems/residual.py ``row_terms``: the unit of w_i in the
-    relative residual), A_ij = h_i W h_j' + cfm_i [i = j] summed over the bodies rows i and j share,
-    read from the row blocks (no A stored). ``val``/``mark``: (n,) work, ``mark`` all -1 on entry
-    and exit. Cost: sum over bodies of (rows touching it)^2 6-vector dots, once per call."""
-    n = z.shape[0]
-    touched = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        k = 0
-        for s in range(ptr[i], ptr[i + 1]):
-            b = body[s]
-            for p in range(bptr[b], bptr[b + 1]):
-                s2 = bslot[p]
-                j = srow[s2]
-                if z[j] == 0.0:
-                    continue
-                d = 0.0
-                for c in range(6):
-                    d += hb[s, c] * g[s2, c]
-                if mark[j] != i:
-                    mark[j] = i
-                    val[j] = 0.0
-                    touched[k] = j
-                    k += 1
-                val[j] += d
-        acc = abs(q[i])
-        diag_seen = False
-        for a in range(k):
-            j = touched[a]
-            v = val[j]
-            if j == i:
-                v += cfm[i]
-                diag_seen = True
-            acc += abs(v) * abs(z[j])
-            mark[j] = -1
-        if not diag_seen:
-            acc += cfm[i] * abs(z[i])
-        t[i] = acc
+    relative residual), A_ij = h_i W h_j' (+ cfm_i if i = j) summed over the bodies rows i and j
+    share, read from the row blocks (no A stored). ``val``/``mark``/``touched``: (n,) work, ``mark``
+    all -1 on entry and exit. Cost: the 6-vector dots of row i with every row on its bodies."""
+    k = 0
+    for s in range(ptr[i], ptr[i + 1]):
+        b = body[s]
+        for p in range(bptr[b], bptr[b + 1]):
+            s2 = bslot[p]
+            j = srow[s2]
+            if z[j] == 0.0:
+                continue
+            d = 0.0
+            for c in range(6):
+                d += hb[s, c] * g[s2, c]
+            if mark[j] != i:
+                mark[j] = i
+                val[j] = 0.0
+                touched[k] = j
+                k += 1
+            val[j] += d
+    acc = abs(q[i])
+    diag_seen = False
+    for a in range(k):
+        j = touched[a]
+        v = val[j]
+        if j == i:
+            v += cfm[i]
+            diag_seen = True
+        acc += abs(v) * abs(z[j])
+        mark[j] = -1
+    if not diag_seen:
+        acc += cfm[i] * abs(z[i])
+    return acc
 
 
 @jit
@@ -162,10 +159,12 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
     """One pass: w = A z + q from dv (written), and (natural residual ||z - mid(lo, hi, z - w)||_inf,
     relative residual) with the coupled bounds read from z. The relative residual is
     problems/residual.py's ``box_relative`` (max of natural and infeasibility; z in units of
-    max|z|, each w_i in units of max(t_i, floor)). ``exact``: t = :func:`row_terms`, the units
-    ``solve()`` uses; else the cheap upper bound t_i <= |q_i| + cfm_i |z_i| + sum_c |h_ic| u_c with
-    u = sum_j |W h_j'| |z_j| per body (one O(nnz) pass; written into ``t``), which can only make the
-    relative residual smaller: a screen, never a certificate. inf for a non-finite iterate."""
+    max|z|, each w_i in units of max(t_i, floor), t = ``row_terms``). Its row term only decreases
+    as t_i grows, and |q_i| + |w_i - q_i| <= t_i <= t~_i = |q_i| + cfm_i |z_i| + sum_c |h_ic| u_c
+    (u = sum_j |W h_j'| |z_j| per body, one O(nnz) pass): the bound t~ gives a lower bound L of the
+    relative residual, and ``exact`` computes t_i (:func:`row_term`) only on the rows whose upper
+    bound exceeds L, so the value is ``solve()``'s. Not ``exact``: L (a screen, never a
+    certificate). inf for a non-finite iterate."""
     n = z.shape[0]
     zs = 0.0
     for i in range(n):
@@ -173,22 +172,19 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
         if not (np.isfinite(z[i]) and np.isfinite(w[i])):
             return np.inf, np.inf
         zs = max(zs, abs(z[i]))
-    if exact:
-        row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t, val, mark)
-    else:
-        u = np.zeros(dv.shape)
-        for r in range(n):
-            zr = abs(z[r])
-            if zr != 0.0:
-                for s in range(ptr[r], ptr[r + 1]):
-                    for c in range(6):
-                        u[body[s], c] += abs(g[s, c]) * zr
-        for i in range(n):
-            acc = abs(q[i]) + cfm[i] * abs(z[i])
-            for s in range(ptr[i], ptr[i + 1]):
+    u = np.zeros(dv.shape)
+    for r in range(n):
+        zr = abs(z[r])
+        if zr != 0.0:
+            for s in range(ptr[r], ptr[r + 1]):
                 for c in range(6):
-                    acc += abs(hb[s, c]) * u[body[s], c]
-            t[i] = acc
+                    u[body[s], c] += abs(g[s, c]) * zr
+    for i in range(n):
+        acc = abs(q[i]) + cfm[i] * abs(z[i])
+        for s in range(ptr[i], ptr[i + 1]):
+            for c in range(6):
+                acc += abs(hb[s, c]) * u[body[s], c]
+        t[i] = acc
     if zs == 0.0:
         for i in range(n):
             a, b = row_bounds(i, z, lo, hi, findex, mu)
@@ -206,6 +202,18 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
         u_i = max(t[i], floor)
         wi = w[i] / u_i if u_i > 0.0 else 0.0
         rel = max(rel, box_row(z[i] / zs, wi, a / zs, b / zs), (a - z[i]) / zs, (z[i] - b) / zs)
+    if not exact:
+        return nat, rel
+    touched = np.empty(n, dtype=np.int64)
+    low = rel
+    for i in range(n):
+        a, b = row_bounds(i, z, lo, hi, findex, mu)
+        u_i = max(abs(q[i]) + abs(w[i] - q[i]), floor)
+        wi = w[i] / u_i if u_i > 0.0 else 0.0
+        if box_row(z[i] / zs, wi, a / zs, b / zs) > low:
+            u_i = max(row_term(i, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touched), floor)
+            wi = w[i] / u_i if u_i > 0.0 else 0.0
+            rel = max(rel, box_row(z[i] / zs, wi, a / zs, b / zs))
     return nat, rel
 
 
@@ -257,6 +265,8 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
         for k in range(n):
             i = order[k]
             a, b = row_bounds(i, z, lo, hi, findex, mu)
+            if a == b and z[i] == a:
+                continue        # a zero-width box (friction of a normal at 0) holds z_i: dz = 0 exactly
             y = z[i] - _row_w(i, ptr, body, hb, q, cfm, z, dv) / diag[i]
             if y < a:
                 y = a

@@ -145,6 +145,11 @@ class Simulator:
         self._spec = spec
         from .reuse import make_reuse   # reuse="motionless": loomis-balkcom §IV (sim/reuse.py)
         self.reuse = make_reuse(reuse, self)
+        # fixed-budget box friction: PGS on the rows and M^-1 blocks, the Delassus matrix never formed
+        # (kernels/pgs_matrix_free.py); options other than the budget and tol keep the assembled pgs
+        self._matrix_free = bool(self.iterations is not None and self.method == "pgs" and model == "box-friction"
+                                 and self.model_options.joints == "rows" and self.reuse is None
+                                 and set(self.solver_options) <= {"tol", "max_iterations", "max_sweeps"})
         self.has_actuation = bool(np.any(self.model.kind == KIND_KINEMATIC)) or any(
             j.motor_target is not None for j in self.model.joints)
         self._kinematic = bool(np.any(self.model.kind == KIND_KINEMATIC))
@@ -154,7 +159,8 @@ class Simulator:
                 self._passive[self.model.dof_start[i]:self.model.dof_start[i] + 6] = 0.0
         self._projection_method = next((m for m in ("dantzig", "lemke") if m in available_solvers()), "auto")
         self.last_system = None
-        self.last_problem = None
+        self._last_problem = None
+        self._unbuilt = None      # the system whose problem the matrix-free path did not assemble
         self.last_solution = None
         self.timing = {}
         self.controllers = []
@@ -185,6 +191,35 @@ class Simulator:
         self.has_actuation = True
 
     @property
+    def last_problem(self):
+        """The last step's problem (as the solver saw it); a matrix-free step's is assembled on first read."""
+        if self._last_problem is None and self._unbuilt is not None:
+            self._last_problem = problem_of(self.contact_model.build(self._unbuilt, self.model_options))
+            self._unbuilt = None
+        return self._last_problem
+
+    @last_problem.setter
+    def last_problem(self, problem) -> None:
+        self._last_problem, self._unbuilt = problem, None
+
+    def _solve_matrix_free(self, sys, warm):
+        """Fixed-budget box friction without the Delassus matrix: (n, Solution) from
+        :func:`contactlab.kernels.pgs_matrix_free.solve_matrix_free` (same iterates as ``pgs`` on the
+        assembled problem, same stopping tol, residuals of ``solve()``'s definition)."""
+        from ..kernels import pgs as K
+        from ..kernels.pgs_matrix_free import solve_matrix_free
+        from ..solution import Solution, Status
+        H, q, cfm, lo, hi, findex, mu = self.contact_model.rows(sys, self.model_options)
+        n = H.shape[0]
+        z0 = warm if (warm is not None and warm.shape == (n,)) else None
+        tol = float(self.solver_options.get("tol", 1e-7))
+        z, w, _, code, st = solve_matrix_free(H, sys.W_blocks, q, cfm, lo, hi, findex, mu, z0,
+                                              max_sweeps=self.iterations, tol=tol)
+        status = {K.CONVERGED: Status.SOLVED, K.MAX_SWEEPS: Status.MAX_ITERATIONS}.get(code, Status.NUMERICAL_FAILURE)
+        return n, Solution(z=z, w=w, status=status, iterations=int(st[0]), residual=float(st[1]), method="pgs",
+                           relative_residual=float(st[2]), info={"matrix_free": True, "last_step": float(st[3])})
+
+    @property
     def h(self) -> float:
         return float(self.model.settings.dt)
 
@@ -201,17 +236,24 @@ class Simulator:
         contacts.normal_guess = match_previous(prev, prev_normal, contacts, tol=2.0 * model.settings.margin + 1e-3)
         t_detect = clock()
         sys = build_system(model, data, contacts, h)
-        built = self.contact_model.build(sys, self.model_options)   # a models.built.Built (or a bare problem)
-        problem = problem_of(built)
-        kwargs = dict(self.solver_options)
         warm = data.warm.get("z")
-        if self.warm_start and warm is not None and warm.shape == (problem.n,) and \
-                isinstance(problem, self._spec.problems):
-            kwargs["warm_start"] = warm
-        if self.reuse is not None:      # the motionless set's sub-solution replaces the previous step's
-            self.reuse.prepare(built, contacts, kwargs)
-        t0 = time.perf_counter()
-        sol = solve(problem, self.method, **kwargs)
+        matrix_free = self._matrix_free and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof
+        if matrix_free:
+            built = problem = None
+            t0 = time.perf_counter()
+            n, sol = self._solve_matrix_free(sys, warm if self.warm_start else None)
+        else:
+            built = self.contact_model.build(sys, self.model_options)   # a models.built.Built (or a bare problem)
+            problem = problem_of(built)
+            n = problem.n
+            kwargs = dict(self.solver_options)
+            if self.warm_start and warm is not None and warm.shape == (problem.n,) and \
+                    isinstance(problem, self._spec.problems):
+                kwargs["warm_start"] = warm
+            if self.reuse is not None:      # the motionless set's sub-solution replaces the previous step's
+                self.reuse.prepare(built, contacts, kwargs)
+            t0 = time.perf_counter()
+            sol = solve(problem, self.method, **kwargs)
         # success is the method's own certified success (issue 10): a non-success whose residual
         # happens to be small (a ray, a numerical failure, a sweep cap) is a rescue, not a success
         primary_ok = bool(sol.success)
@@ -247,6 +289,8 @@ class Simulator:
         if self.reuse is not None:      # new motionless set: its sub-LCP is solved now (LCP time)
             t_solve += self.reuse.after_step(contacts, built)
         self.last_system, self.last_problem, self.last_solution = sys, problem, sol
+        if matrix_free:
+            self._unbuilt = sys
         t_integrated = clock()
         ke = kinetic_energy(model, data)
         e1 = ke + potential_energy(model, data)
@@ -255,7 +299,7 @@ class Simulator:
         # (rows, Delassus, right-hand sides), solve (with fallbacks), recover + integrate + projections, record
         self.timing = {"detect": t_detect - t_start, "build": t0 - t_detect, "solve": t_solved - t0,
                        "integrate": t_integrated - t_solved, "record": clock() - t_integrated}
-        return StepRecord(time=data.time, contacts=contacts.count, lcp_size=problem.n,
+        return StepRecord(time=data.time, contacts=contacts.count, lcp_size=n,
                           iterations=int(sol.iterations), pivots=int(sol.pivots), residual=float(sol.residual),
                           success=bool(primary_ok), status=sol.status.value,
                           rescued=bool(rescued), kinetic_energy=ke, energy=e1,
@@ -277,7 +321,8 @@ class Simulator:
         (W = M^-1, kinematic bodies held; N W N' from the compiled block Delassus), on a working set
         grown from the deep contacts (:func:`working_set_lcp`, box-qp per sub-LCP). An answer off by
         more than 1e-2 (relative) skips the correction.
-        Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep)."""
+        Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep),
+        matrix-free (the same iterates without forming N W N') where the body blocks cover every dof."""
         from ..mechanics.system import delassus, mobility
         from ..problems import BoxedLCP
         st = self.model.settings
@@ -286,6 +331,21 @@ class Simulator:
         if not np.any(deep):
             return
         c = np.where(deep, st.contact_zeta * (phi + st.slop), phi + st.slop)
+        n = sys.nc
+        if self.iterations is not None and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof:
+            # fixed-budget mode: PGS on N W N' + 1e-9 I without forming it (kernels/pgs_matrix_free.py);
+            # dv = W N' p is the displacement
+            from ..kernels.pgs_matrix_free import solve_matrix_free
+            Wb = sys.W_blocks
+            if self._kinematic:
+                Wb = Wb.copy()
+                Wb[self.model.dof_start[self.model.kind == KIND_KINEMATIC] // 6] = 0.0
+            p, _, dx, _, _ = solve_matrix_free(sys.N, Wb, c, 1e-9, np.zeros(n), np.full(n, np.inf),
+                                               np.full(n, -1, dtype=np.int64), np.zeros(n),
+                                               max_sweeps=self.iterations, tol=1e-4)
+            if np.all(np.isfinite(p)):
+                self._displace(dx.reshape(-1))
+            return
         W = mobility(self.model, self.data) if self._kinematic else sys.Minv
         if sys.W_blocks is not None:
             Wb = sys.W_blocks
@@ -295,7 +355,6 @@ class Simulator:
             A = delassus(dataclasses.replace(sys, W_blocks=Wb), sys.N, 1e-9, dense=sys.nc <= 200)
         else:
             A = (sys.N @ W @ sys.N.T).toarray() + 1e-9 * np.eye(sys.nc)
-        n = sys.nc
         prob = BoxedLCP(A, c, np.zeros(n), np.full(n, np.inf))
         if self.iterations is not None:
             # fixed-budget mode: the step's sweep budget; every PGS sweep keeps p >= 0, so a partial

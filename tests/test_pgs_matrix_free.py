@@ -1,0 +1,88 @@
+"""Matrix-free PGS (kernels/pgs_matrix_free.py): the iterates of ``pgs`` on the assembled
+box-friction LCP (arechavaleta eq. 16-17) without forming H M^-1 H', and the simulator's
+fixed-budget mode on it."""
+import numpy as np
+import pytest
+
+from contactlab import solve
+from contactlab.kernels.pgs_matrix_free import solve_matrix_free
+from contactlab.models import box_friction as bf
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+
+
+def _state(name, count, steps, **kw):
+    sim = Simulator(make_scene(name, count=count, **kw), "box-friction", "pgs", iterations=30)
+    for _ in range(steps):
+        sim.step()
+    return sim, sim.last_system
+
+
+@pytest.mark.parametrize("name,count,steps", [("stack", 10, 3), ("stack", 40, 3), ("pile", 30, 45)])
+def test_same_iterates_as_pgs_on_the_assembled_matrix(name, count, steps):
+    sim, sys_ = _state(name, count, steps, **({"seed": 1} if name == "pile" else {}))
+    P = bf.build(sys_)
+    H, q, cfm, lo, hi, findex, mu = bf.rows(sys_)
+    assert P.n == H.shape[0] > 50 and np.array_equal(P.q, q)
+    if name == "pile":
+        assert np.count_nonzero(findex >= 0) > 0 and sys_.nc > 40
+    for K in (1, 7, 60):
+        # tol far below reach: both run exactly K sweeps in the same order
+        ref = solve(P, "pgs", max_iterations=K, tol=1e-300)
+        z, w, dv, code, st = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=K, check=0)
+        assert ref.iterations == int(st[0]) == K
+        assert np.abs(z - ref.z).max() <= 1e-12 * np.abs(ref.z).max()
+        assert np.abs(w - (P.M @ z + P.q)).max() <= 1e-12 * np.abs(P.q).max()
+        # dv = M^-1 H' z per body, and the residuals are solve()'s (problems/residual.py)
+        assert np.allclose(dv.reshape(-1), sys_.Minv @ (H.T @ z), rtol=0, atol=1e-13 * np.abs(dv).max())
+        assert st[2] == pytest.approx(ref.relative_residual, rel=1e-8)
+        assert st[1] == pytest.approx(P.residuals(z).natural, rel=1e-8)
+
+
+def test_residual_decreases_and_certifies_with_enough_sweeps():
+    sim, sys_ = _state("stack", 10, 3)
+    H, q, cfm, lo, hi, findex, mu = bf.rows(sys_)
+    res = []
+    for K in (1, 10, 100, 1000):
+        *_, code, st = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=K, check=0)
+        res.append(st[2])
+    assert all(b < a for a, b in zip(res, res[1:]))
+    # a 2-box stack certifies within the cap; the stop is checked every 10 sweeps, and solve()
+    # certifies the same z on the assembled problem
+    sim, sys_ = _state("stack", 2, 3)
+    H, q, cfm, lo, hi, findex, mu = bf.rows(sys_)
+    z, w, dv, code, st = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=20000,
+                                           tol=1e-8, check=10)
+    assert code == 0 and st[2] <= 1e-8 and int(st[0]) % 10 == 0 and st[0] < 20000
+    P = bf.build(sys_)
+    ref = solve(P, "pgs", max_iterations=int(st[0]), tol=1e-300)
+    assert ref.relative_residual == pytest.approx(st[2], rel=1e-6) and ref.relative_residual <= 1e-8
+
+
+def test_resting_box_normal_impulse_is_m_g_h():
+    """One 1 kg box at rest on the ground: its contact normals carry m g h per step (the box stays)."""
+    sim = Simulator(make_scene("stack", count=1), "box-friction", "pgs", iterations=2000)
+    rec = sim.step()
+    assert rec.success and sim.last_solution.info.get("matrix_free")
+    m = float(sim.model.mass[sim.model.index("box0")])
+    g = abs(float(sim.model.gravity[2]))
+    assert sim.data.result.normal.sum() == pytest.approx(m * g * sim.h, rel=1e-6)
+    assert np.abs(sim.data.linear_velocity[sim.model.index("box0")]).max() <= 1e-7
+
+
+def test_fixed_budget_simulator_matches_the_assembled_pgs_path():
+    """The same run with the matrix-free path and with the assembled one (omega=1 forces it:
+    identical iterates) gives the same trajectory up to rounding; the lazily assembled problem is
+    the one the step solved."""
+    a = Simulator(make_scene("stack", count=8), "box-friction", "pgs", iterations=20)
+    b = Simulator(make_scene("stack", count=8), "box-friction", "pgs", iterations=20, solver_options={"omega": 1.0})
+    assert a._matrix_free and not b._matrix_free
+    for _ in range(15):
+        ra, rb = a.step(), b.step()
+        assert ra.iterations == rb.iterations and ra.lcp_size == rb.lcp_size
+        assert ra.residual == pytest.approx(rb.residual, rel=1e-6)
+    assert a.last_solution.info.get("matrix_free") and not b.last_solution.info.get("matrix_free")
+    assert np.abs(a.data.position - b.data.position).max() <= 1e-9
+    assert a.last_problem.n == ra.lcp_size
+    r = a.last_problem.residuals(a.last_solution.z)
+    assert ra.residual == pytest.approx(r.natural, rel=1e-9)
