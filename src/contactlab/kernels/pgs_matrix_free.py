@@ -13,9 +13,11 @@ O(nnz(H)), and A is never built (Catto's sequential impulses; Bullet's and ODE's
 the same row order and sweep count the iterates are those of ``kernels/pgs.py`` on the assembled
 A, up to rounding.
 
-Row storage: each row of H is split into its bodies (``row_blocks``): ``ptr`` (n+1), ``body`` (m,)
-and ``hb`` (m, 6), the row's entries on that body's six dofs (dof c belongs to body c // 6);
-``g`` (m, 6) = W_body hb (``prepare``).
+Row storage: every row of H (a pairwise constraint) touches at most two bodies, so each row gets
+two slots s = 2i, 2i + 1 (``row_blocks``): ``body`` (2n,) (the dummy body ``nbody`` for an unused
+slot, whose dv row stays 0) and ``hb`` (2n, 6), the row's entries on that body's six dofs (dof c
+belongs to body c // 6); ``g`` (2n, 6) = W_body hb (``prepare``); ``ptr`` = 0, 2, 4, ... A fixed,
+row-contiguous layout: a sweep reads 24 numbers per row and no index arrays but two bodies.
 """
 from __future__ import annotations
 
@@ -27,38 +29,40 @@ from .residual import box_row
 
 
 @jit
-def row_blocks(indptr, indices, data, n):
-    """Split the CSR rows of H by body: (ptr, body, hb) as in the module doc (entries of a row on
-    the same body summed into one 6-vector; unsorted columns are fine)."""
-    nnz = indptr[n]
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    body = np.empty(nnz, dtype=np.int64)
-    hb = np.zeros((max(nnz, 1), 6))
-    m = 0
+def row_blocks(indptr, indices, data, n, nbody):
+    """Split the CSR rows of H into two body slots each: (ptr, body, hb, ok) as in the module doc
+    (entries of a row on the same body summed; unsorted columns are fine). ``ok`` is False when
+    a row touches more than two bodies (then the layout does not apply)."""
+    ptr = np.arange(0, 2 * n + 1, 2).astype(np.int64)
+    body = np.full(2 * n, nbody, dtype=np.int64)
+    hb = np.zeros((2 * n, 6))
     for r in range(n):
-        first = m
         for p in range(indptr[r], indptr[r + 1]):
             c = indices[p]
             b = c // 6
-            s = first
-            while s < m and body[s] != b:
-                s += 1
-            if s == m:
-                body[m] = b
-                m += 1
+            if body[2 * r] == b or body[2 * r] == nbody:
+                s = 2 * r
+            elif body[2 * r + 1] == b or body[2 * r + 1] == nbody:
+                s = 2 * r + 1
+            else:
+                return ptr, body, hb, False
+            body[s] = b
             hb[s, c - 6 * b] += data[p]
-        ptr[r + 1] = m
-    return ptr, body[:m].copy(), hb[:m].copy()
+    return ptr, body, hb, True
 
 
 @jit
 def prepare(ptr, body, hb, W, cfm, g, diag):
     """g_s = W_body(s) hb_s for every slot; diag_i = A_ii = sum_s hb_s . g_s + cfm_i."""
     n = ptr.shape[0] - 1
+    nbody = W.shape[0]
     for r in range(n):
         d = cfm[r]
         for s in range(ptr[r], ptr[r + 1]):
             b = body[s]
+            if b == nbody:
+                g[s, :] = 0.0
+                continue
             for c in range(6):
                 acc = 0.0
                 for e in range(6):
@@ -84,12 +88,17 @@ def impulse_velocity(ptr, body, g, z, dv):
 
 @jit
 def _row_w(i, ptr, body, hb, q, cfm, z, dv):
-    acc = q[i] + cfm[i] * z[i]
-    for s in range(ptr[i], ptr[i + 1]):
-        b = body[s]
-        for c in range(6):
-            acc += hb[s, c] * dv[b, c]
-    return acc
+    """w_i = q_i + cfm_i z_i + h_i . dv over the row's two slots (two accumulators)."""
+    s0 = 2 * i
+    s1 = s0 + 1
+    b0 = body[s0]
+    b1 = body[s1]
+    a0 = q[i] + cfm[i] * z[i]
+    a1 = 0.0
+    for c in range(6):
+        a0 += hb[s0, c] * dv[b0, c]
+        a1 += hb[s1, c] * dv[b1, c]
+    return a0 + a1
 
 
 @jit
@@ -102,12 +111,12 @@ def body_slots(ptr, body, nbody):
     for r in range(n):
         for s in range(ptr[r], ptr[r + 1]):
             srow[s] = r
-    bptr = np.zeros(nbody + 1, dtype=np.int64)
+    bptr = np.zeros(nbody + 2, dtype=np.int64)      # the dummy body nbody last
     for s in range(m):
         bptr[body[s] + 1] += 1
-    for b in range(nbody):
+    for b in range(nbody + 1):
         bptr[b + 1] += bptr[b]
-    fill = bptr[:nbody].copy()
+    fill = bptr[:nbody + 1].copy()
     bslot = np.empty(m, dtype=np.int64)
     for s in range(m):
         bslot[fill[body[s]]] = s
@@ -124,6 +133,8 @@ def row_term(i, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touch
     k = 0
     for s in range(ptr[i], ptr[i + 1]):
         b = body[s]
+        if b == bptr.shape[0] - 2:      # the dummy body: no entries
+            continue
         for p in range(bptr[b], bptr[b + 1]):
             s2 = bslot[p]
             j = srow[s2]
@@ -275,10 +286,12 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
             dz = y - z[i]
             if dz != 0.0:
                 z[i] = y
-                for s in range(ptr[i], ptr[i + 1]):
-                    bd = body[s]
-                    for c in range(6):
-                        dv[bd, c] += g[s, c] * dz
+                s0 = 2 * i
+                b0 = body[s0]
+                b1 = body[s0 + 1]
+                for c in range(6):
+                    dv[b0, c] += g[s0, c] * dz
+                    dv[b1, c] += g[s0 + 1, c] * dz
                 if abs(dz) > step:
                     step = abs(dz)
         stats[0] = sweep
@@ -309,20 +322,23 @@ def solve_matrix_free(H, W, q, cfm, lo, hi, findex, mu, z0=None, max_sweeps=50, 
     ip = np.asarray(H.indptr, dtype=np.int64)
     ix = np.asarray(H.indices, dtype=np.int64)
     data = np.asarray(H.data, dtype=np.float64)
-    ptr, body, hb = row_blocks(ip, ix, data, n)
+    nbody = W.shape[0]
+    ptr, body, hb, ok = row_blocks(ip, ix, data, n, nbody)
+    if not ok:
+        raise ValueError("a row of H touches more than two bodies; the matrix-free layout needs pairwise rows")
     cfm = np.ascontiguousarray(np.broadcast_to(np.asarray(cfm, dtype=np.float64), (n,)))
     g = np.empty_like(hb)
     diag = np.empty(n)
     W = np.ascontiguousarray(W, dtype=np.float64)
     prepare(ptr, body, hb, W, cfm, g, diag)
-    bptr, bslot, srow = body_slots(ptr, body, W.shape[0])
+    bptr, bslot, srow = body_slots(ptr, body, nbody)
     findex = np.asarray(findex, dtype=np.int64)
     coupled = findex >= 0
     order = np.concatenate([np.flatnonzero(~coupled), np.flatnonzero(coupled)]).astype(np.int64)
     z = np.zeros(n) if z0 is None else np.array(z0, dtype=np.float64)
     static = ~coupled
     z[static] = np.clip(z[static], lo[static], hi[static])
-    dv = np.zeros((W.shape[0], 6))
+    dv = np.zeros((nbody + 1, 6))
     w = np.empty(n)
     stats = np.zeros(4)
     floor = (NORMWISE_FLOOR if floor_factor is None else floor_factor) * float(np.max(np.abs(q), initial=0.0))
@@ -330,4 +346,4 @@ def solve_matrix_free(H, W, q, cfm, lo, hi, findex, mu, z0=None, max_sweeps=50, 
                            np.ascontiguousarray(lo, dtype=np.float64), np.ascontiguousarray(hi, dtype=np.float64),
                            findex, np.ascontiguousarray(mu, dtype=np.float64), z, dv, w, order,
                            int(max_sweeps), int(check), float(tol), floor, stats)
-    return z, w, dv, int(code), stats
+    return z, w, dv[:nbody], int(code), stats
