@@ -159,8 +159,10 @@ def recover(sys, problem, solution, options: Options | None = None) -> StepResul
         joint = -_joint_solve(sys, sys.J @ (sys.Minv @ (H.T @ z)) + sys.J @ sys.v_free() - sys.j_rhs)
         v_next = sys.v_free() + sys.Minv @ (H.T @ z + sys.J.T @ joint)
     else:
-        H = _rows(sys)
-        v_next = sys.v_free() + sys.Minv @ (H.T @ z)
+        dv = solution.info.get("velocity_change") if isinstance(getattr(solution, "info", None), dict) else None
+        if dv is None:
+            dv = sys.Minv @ (_rows(sys).T @ z)
+        v_next = sys.v_free() + dv     # a matrix-free solver's M^-1 H' z (kernels/pgs_matrix_free.py)
         joint = z[:o_a]
     normal = z[o_n:o_s]
     return StepResult(v_next=v_next, normal=normal, tangent=np.column_stack([z[o_s:o_t], z[o_t:n]]),

@@ -213,11 +213,12 @@ class Simulator:
         n = H.shape[0]
         z0 = warm if (warm is not None and warm.shape == (n,)) else None
         tol = float(self.solver_options.get("tol", 1e-7))
-        z, w, _, code, st = solve_matrix_free(H, sys.W_blocks, q, cfm, lo, hi, findex, mu, z0,
+        z, w, dv, code, st = solve_matrix_free(H, sys.W_blocks, q, cfm, lo, hi, findex, mu, z0,
                                               max_sweeps=self.iterations, tol=tol)
         status = {K.CONVERGED: Status.SOLVED, K.MAX_SWEEPS: Status.MAX_ITERATIONS}.get(code, Status.NUMERICAL_FAILURE)
         return n, Solution(z=z, w=w, status=status, iterations=int(st[0]), residual=float(st[1]), method="pgs",
-                           relative_residual=float(st[2]), info={"matrix_free": True, "last_step": float(st[3])})
+                           relative_residual=float(st[2]), info={"matrix_free": True, "last_step": float(st[3]),
+                                                                         "velocity_change": dv.reshape(-1)})
 
     @property
     def h(self) -> float:
