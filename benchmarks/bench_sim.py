@@ -12,7 +12,9 @@ dt 0.01, gravity -9.81):
   the box from the previous step's matched normal (arechavaleta §IV-C, eq. 16: a convex
   bound-constrained QP); every step certified or counted as a failure, fallbacks as in sim/fallback.py.
 * ``contactlab fixed-50``: box-friction, pgs capped at 50 sweeps (``iterations=50``, PyBullet's default
-  budget), the answer applied whatever its residual (the residual reached is reported).
+  budget), the answer applied whatever its residual (the residual reached is reported); the sweeps
+  run matrix-free on the rows and the 6x6 blocks of M^-1 (kernels/pgs_matrix_free.py: the
+  Delassus matrix is never formed, as in the engines' sequential impulses).
 * ``pybullet``: default settings (50 solver iterations, its own contact slop/ERP).
 * ``mujoco``: the boxes as MJCF free bodies on a plane, default solver (Newton, soft contacts).
 * ``ode``: ``quickStep`` (20 iterations) when ``/usr/bin/python3 -c "import ode"`` works.

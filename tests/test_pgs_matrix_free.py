@@ -86,3 +86,16 @@ def test_fixed_budget_simulator_matches_the_assembled_pgs_path():
     assert a.last_problem.n == ra.lcp_size
     r = a.last_problem.residuals(a.last_solution.z)
     assert ra.residual == pytest.approx(r.natural, rel=1e-9)
+
+
+def test_unreported_residual_is_a_lower_bound_and_dv_is_fresh():
+    """report=False (the position correction): an answer that misses tol gets the screen's lower
+    bound of its relative residual, never more than the exact value, and dv = M^-1 H' z still."""
+    sim, sys_ = _state("pile", 30, 45, seed=1)
+    H, q, cfm, lo, hi, findex, mu = bf.rows(sys_)
+    z1, _, dv1, c1, s1 = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=20, check=0)
+    z2, _, dv2, c2, s2 = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=20, check=0,
+                                           report=False)
+    assert c1 == c2 == 1 and np.array_equal(z1, z2)
+    assert 0 < s2[2] <= s1[2] and s2[1] == pytest.approx(s1[1], rel=1e-12)
+    assert np.abs(dv2 - dv1).max() <= 1e-14 * np.abs(dv1).max()

@@ -230,16 +230,18 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
 
 @jit
 def _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark, floor,
-           tol_rel, final, stats):
-    """The residual at a check point: the cheap screen first; the exact relative residual (dv
-    recomputed from z, so no rounding drift of the updates) when the screen passes or ``final``.
-    Writes stats[1:3] (the exact values, or the screen's when it fails); True when certified."""
+           tol_rel, final, report, stats):
+    """The residual at a check point: the cheap screen first; when it passes or ``final``, dv is
+    recomputed from z (no rounding drift of the updates), and the exact relative residual follows
+    when the screen passed or ``report``. Writes stats[1:3] (the exact values, or the screen's when
+    it fails); True when certified."""
     nat, rel = residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t,
                          val, mark, floor, False)
     if np.isfinite(rel) and (rel <= tol_rel or final):
         impulse_velocity(ptr, body, g, z, dv)
-        nat, rel = residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t,
-                             val, mark, floor, True)
+        if rel <= tol_rel or report:
+            nat, rel = residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t,
+                                 val, mark, floor, True)
     stats[1] = nat
     stats[2] = rel
     return rel <= tol_rel
@@ -247,14 +249,14 @@ def _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, d
 
 @jit
 def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w,
-                    order, max_sweeps, check, tol_rel, floor, stats):
+                    order, max_sweeps, check, tol_rel, floor, report, stats):
     """Projected Gauss-Seidel sweeps in ``order`` on A = H W H' + diag(cfm) without forming A.
 
     ``z`` in/out (warm start in, clipped into the static bounds by the caller), ``dv`` (nbody, 6)
     out (= W H' z), ``w`` out (A z + q at exit). At the start and every ``check`` sweeps (0: only
     at the end) the residual is checked (:func:`_check`) and the sweeps stop once the relative
     residual of ``solve()``'s definition is <= ``tol_rel``; after the last sweep it is computed
-    exactly. stats = [sweeps, natural residual, relative residual, last step ||dz||_inf].
+    exactly when ``report`` (else stats[2] is the screen's lower bound, which is above tol_rel). stats = [sweeps, natural residual, relative residual, last step ||dz||_inf].
     Returns CONVERGED, MAX_SWEEPS, BAD_DIAGONAL or NOT_FINITE (kernels/pgs.py codes)."""
     n = z.shape[0]
     stats[0] = 0.0
@@ -269,7 +271,7 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
     mark = np.full(n, -1, dtype=np.int64)
     impulse_velocity(ptr, body, g, z, dv)
     if _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark, floor,
-              tol_rel, max_sweeps == 0, stats):
+              tol_rel, max_sweeps == 0, report, stats):
         return CONVERGED
     for sweep in range(1, max_sweeps + 1):
         step = 0.0
@@ -303,7 +305,7 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
         last = sweep == max_sweeps
         if last or (check > 0 and sweep % check == 0):
             if _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark,
-                      floor, tol_rel, last, stats):
+                      floor, tol_rel, last, report, stats):
                 return CONVERGED
             if not np.isfinite(stats[2]):
                 return NOT_FINITE
@@ -311,11 +313,13 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
 
 
 def solve_matrix_free(H, W, q, cfm, lo, hi, findex, mu, z0=None, max_sweeps=50, tol=0.0, check=10,
-                      floor_factor=None):
+                      floor_factor=None, report=True):
     """PGS on the boxed LCP (H W H' + diag(cfm), q) with bounds lo/hi and findex/mu coupling,
     A never formed. ``H``: CSR (n, 6 nbody); ``W``: (nbody, 6, 6) blocks of M^-1; ``cfm``: scalar or
     (n,). Rows are swept uncoupled first, then coupled (``solvers/pgs.py``'s ``normals_first``).
-    ``z0``: warm start (clipped into the static bounds). Returns (z, w, dv, status, stats) with
+    ``z0``: warm start (clipped into the static bounds). ``report=False``: an answer that does not
+    reach ``tol`` gets the cheap lower bound of its relative residual in stats[2], not the exact
+    value (a position correction reads only z). Returns (z, w, dv, status, stats) with
     dv = W H' z (nbody, 6) and stats as :func:`pgs_matrix_free`."""
     from .tolerances import NORMWISE_FLOOR
     n = H.shape[0]
@@ -345,5 +349,5 @@ def solve_matrix_free(H, W, q, cfm, lo, hi, findex, mu, z0=None, max_sweeps=50, 
     code = pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, np.ascontiguousarray(q, dtype=np.float64), cfm,
                            np.ascontiguousarray(lo, dtype=np.float64), np.ascontiguousarray(hi, dtype=np.float64),
                            findex, np.ascontiguousarray(mu, dtype=np.float64), z, dv, w, order,
-                           int(max_sweeps), int(check), float(tol), floor, stats)
+                           int(max_sweeps), int(check), float(tol), floor, bool(report), stats)
     return z, w, dv[:nbody], int(code), stats

@@ -343,7 +343,7 @@ class Simulator:
                 Wb[self.model.dof_start[self.model.kind == KIND_KINEMATIC] // 6] = 0.0
             p, _, dx, _, _ = solve_matrix_free(sys.N, Wb, c, 1e-9, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
-                                               max_sweeps=self.iterations, tol=1e-4)
+                                               max_sweeps=self.iterations, tol=1e-4, report=False)
             if np.all(np.isfinite(p)):
                 self._displace(dx.reshape(-1))
             return
