@@ -97,6 +97,9 @@ class Simulator:
     stops after at most this many iterations (sweeps, Newton steps, pivots) and its answer is
     applied whatever its residual (no fallback, no SimulationError unless it is not finite);
     ``StepRecord.residual`` reports the residual reached and ``success`` whether it was certified.
+    With box friction and pgs (no other solver options than tol) the sweeps run matrix-free
+    (:mod:`contactlab.kernels.pgs_matrix_free`: the iterates of pgs on the assembled problem, the
+    Delassus matrix never formed; ``last_problem`` is assembled only when read).
     None (default): certified mode.
     """
 
