@@ -171,7 +171,7 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
     relative residual) with the coupled bounds read from z. The relative residual is
     problems/residual.py's ``box_relative`` (max of natural and infeasibility; z in units of
     max|z|, each w_i in units of max(t_i, floor), t = ``row_terms``). Its row term only decreases
-    as t_i grows, and |q_i| + |w_i - q_i| <= t_i <= t~_i = |q_i| + cfm_i |z_i| + sum_c |h_ic| u_c
+    as t_i grows, and |q_i| + |A_ii z_i| + |w_i - q_i - A_ii z_i| <= t_i <= t~_i = |q_i| + cfm_i |z_i| + sum_c |h_ic| u_c
     (u = sum_j |W h_j'| |z_j| per body, one O(nnz) pass): the bound t~ gives a lower bound L of the
     relative residual, and ``exact`` computes t_i (:func:`row_term`) only on the rows whose upper
     bound exceeds L, so the value is ``solve()``'s. Not ``exact``: L (a screen, never a
@@ -219,7 +219,12 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
     low = rel
     for i in range(n):
         a, b = row_bounds(i, z, lo, hi, findex, mu)
-        u_i = max(abs(q[i]) + abs(w[i] - q[i]), floor)
+        # t_i >= |q_i| + |A_ii z_i| + |sum_{j != i} A_ij z_j| (the off-diagonal part is w_i - q_i - A_ii z_i)
+        aii = cfm[i]
+        for s in range(ptr[i], ptr[i + 1]):
+            for c in range(6):
+                aii += hb[s, c] * g[s, c]
+        u_i = max(abs(q[i]) + abs(aii * z[i]) + abs(w[i] - q[i] - aii * z[i]), floor)
         wi = w[i] / u_i if u_i > 0.0 else 0.0
         if box_row(z[i] / zs, wi, a / zs, b / zs) > low:
             u_i = max(row_term(i, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touched), floor)
