@@ -205,19 +205,23 @@ class Simulator:
     def last_problem(self, problem) -> None:
         self._last_problem, self._unbuilt = problem, None
 
-    def _solve_matrix_free(self, sys, warm):
-        """Fixed-budget box friction without the Delassus matrix: (n, Solution) from
+    def _solve_matrix_free(self, sys, rows, warm):
+        """Fixed-budget box friction without the Delassus matrix: (n, Solution) (None when a row
+        touches more than two bodies) from
         :func:`contactlab.kernels.pgs_matrix_free.solve_matrix_free` (same iterates as ``pgs`` on the
         assembled problem, same stopping tol, residuals of ``solve()``'s definition)."""
         from ..kernels import pgs as K
         from ..kernels.pgs_matrix_free import solve_matrix_free
         from ..solution import Solution, Status
-        H, q, cfm, lo, hi, findex, mu = self.contact_model.rows(sys, self.model_options)
+        H, q, cfm, lo, hi, findex, mu = rows         # box_friction.rows (the build stage)
         n = H.shape[0]
         z0 = warm if (warm is not None and warm.shape == (n,)) else None
         tol = float(self.solver_options.get("tol", 1e-7))
-        z, w, dv, code, st = solve_matrix_free(H, sys.W_blocks, q, cfm, lo, hi, findex, mu, z0,
-                                              max_sweeps=self.iterations, tol=tol)
+        try:
+            z, w, dv, code, st = solve_matrix_free(H, sys.W_blocks, q, cfm, lo, hi, findex, mu, z0,
+                                                  max_sweeps=self.iterations, tol=tol)
+        except ValueError:      # a row on more than two bodies: this step takes the assembled path
+            return None
         status = {K.CONVERGED: Status.SOLVED, K.MAX_SWEEPS: Status.MAX_ITERATIONS}.get(code, Status.NUMERICAL_FAILURE)
         return n, Solution(z=z, w=w, status=status, iterations=int(st[0]), residual=float(st[1]), method="pgs",
                            relative_residual=float(st[2]), info={"matrix_free": True, "last_step": float(st[3]),
@@ -242,10 +246,13 @@ class Simulator:
         sys = build_system(model, data, contacts, h)
         warm = data.warm.get("z")
         matrix_free = self._matrix_free and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof
+        rows = self.contact_model.rows(sys, self.model_options) if matrix_free else None
+        t0 = time.perf_counter()
+        out = self._solve_matrix_free(sys, rows, warm if self.warm_start else None) if matrix_free else None
+        matrix_free = out is not None
         if matrix_free:
             built = problem = None
-            t0 = time.perf_counter()
-            n, sol = self._solve_matrix_free(sys, warm if self.warm_start else None)
+            n, sol = out
         else:
             built = self.contact_model.build(sys, self.model_options)   # a models.built.Built (or a bare problem)
             problem = problem_of(built)
