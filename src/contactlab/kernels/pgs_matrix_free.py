@@ -167,35 +167,28 @@ def row_term(i, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touch
 @jit
 def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark,
               floor, exact):
-    """One pass: w = A z + q from dv (written), and (natural residual ||z - mid(lo, hi, z - w)||_inf,
+    """Two passes: w = A z + q from dv (written), and (natural residual ||z - mid(lo, hi, z - w)||_inf,
     relative residual) with the coupled bounds read from z. The relative residual is
     problems/residual.py's ``box_relative`` (max of natural and infeasibility; z in units of
     max|z|, each w_i in units of max(t_i, floor), t = ``row_terms``). Its row term only decreases
     as t_i grows, and |q_i| + |A_ii z_i| + |w_i - q_i - A_ii z_i| <= t_i <= t~_i = |q_i| + cfm_i |z_i| + sum_c |h_ic| u_c
-    (u = sum_j |W h_j'| |z_j| per body, one O(nnz) pass): the bound t~ gives a lower bound L of the
+    (u = sum_j |W h_j'| |z_j| per body, the first pass): the bound t~ gives a lower bound L of the
     relative residual, and ``exact`` computes t_i (:func:`row_term`) only on the rows whose upper
     bound exceeds L, so the value is ``solve()``'s. Not ``exact``: L (a screen, never a
     certificate). inf for a non-finite iterate."""
     n = z.shape[0]
+    # pass 1: max|z| and u = sum_j |W h_j'| |z_j| per body
     zs = 0.0
-    for i in range(n):
-        w[i] = _row_w(i, ptr, body, hb, q, cfm, z, dv)
-        if not (np.isfinite(z[i]) and np.isfinite(w[i])):
-            return np.inf, np.inf
-        zs = max(zs, abs(z[i]))
     u = np.zeros(dv.shape)
     for r in range(n):
         zr = abs(z[r])
+        if not np.isfinite(zr):
+            return np.inf, np.inf
         if zr != 0.0:
+            zs = max(zs, zr)
             for s in range(ptr[r], ptr[r + 1]):
                 for c in range(6):
                     u[body[s], c] += abs(g[s, c]) * zr
-    for i in range(n):
-        acc = abs(q[i]) + cfm[i] * abs(z[i])
-        for s in range(ptr[i], ptr[i + 1]):
-            for c in range(6):
-                acc += abs(hb[s, c]) * u[body[s], c]
-        t[i] = acc
     if zs == 0.0:
         for i in range(n):
             a, b = row_bounds(i, z, lo, hi, findex, mu)
@@ -205,13 +198,23 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
                 zs = max(zs, abs(b))
         if zs == 0.0:
             zs = 1.0
+    # pass 2: w, t~ and both residuals, row by row
     nat = 0.0
     rel = 0.0
     for i in range(n):
+        wi_ = _row_w(i, ptr, body, hb, q, cfm, z, dv)
+        if not np.isfinite(wi_):
+            return np.inf, np.inf
+        w[i] = wi_
+        acc = abs(q[i]) + cfm[i] * abs(z[i])
+        for s in range(ptr[i], ptr[i + 1]):
+            for c in range(6):
+                acc += abs(hb[s, c]) * u[body[s], c]
+        t[i] = acc
         a, b = row_bounds(i, z, lo, hi, findex, mu)
-        nat = max(nat, box_row(z[i], w[i], a, b))
-        u_i = max(t[i], floor)
-        wi = w[i] / u_i if u_i > 0.0 else 0.0
+        nat = max(nat, box_row(z[i], wi_, a, b))
+        u_i = max(acc, floor)
+        wi = wi_ / u_i if u_i > 0.0 else 0.0
         rel = max(rel, box_row(z[i] / zs, wi, a / zs, b / zs), (a - z[i]) / zs, (z[i] - b) / zs)
     if not exact:
         return nat, rel
