@@ -27,6 +27,14 @@ from .fallback import _cap_option, certified, rescue, usable
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
 
 
+def energies(model: Model, data: Data) -> tuple[float, float]:
+    """(kinetic, potential) energy of the bodies with dofs, one compiled pass (kernels/energy.py)."""
+    from ..kernels.energy import energies as _energies
+    ke, pe = _energies(model.dof_start, model.mass, model.inertia, data.quaternion, data.linear_velocity,
+                       data.angular_velocity, data.position, np.asarray(model.gravity, dtype=np.float64))
+    return float(ke), float(pe)
+
+
 def kinetic_energy(model: Model, data: Data) -> float:
     live = np.flatnonzero(model.dof_start >= 0)
     if live.size == 0:
@@ -237,7 +245,7 @@ class Simulator:
         model, data, h = self.model, self.data, self.h
         clock = time.perf_counter
         t_start = clock()
-        e0 = kinetic_energy(model, data) + potential_energy(model, data)
+        e0 = sum(energies(model, data))
         contacts = self.world.detect(data, margin=self._margin(), reach=self._reach())
         prev = data.contacts
         prev_normal = None if data.result is None else data.result.normal
@@ -303,8 +311,8 @@ class Simulator:
         if matrix_free:
             self._unbuilt = sys
         t_integrated = clock()
-        ke = kinetic_energy(model, data)
-        e1 = ke + potential_energy(model, data)
+        ke, pe = energies(model, data)
+        e1 = ke + pe
         pen = float(max(0.0, -contacts.phi.min())) if contacts.count else 0.0
         # seconds per stage of this step (benchmarks/bench_sim.py): detect (with energy), build
         # (rows, Delassus, right-hand sides), solve (with fallbacks), recover + integrate + projections, record

@@ -1,0 +1,39 @@
+"""Kinetic and potential energy of the bodies in one compiled pass (the simulator's diagnostics)."""
+import numpy as np
+
+from ._jit import jit
+
+
+@jit
+def energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity):
+    """(kinetic, potential) over the bodies with dofs (dof_start >= 0): sum 1/2 m |v|^2 +
+    1/2 omega' R I R' omega (I the body-frame inertia, R of the unit quaternion (w, x, y, z)) and
+    -sum m p . g."""
+    ke = 0.0
+    pe = 0.0
+    for k in range(mass.shape[0]):
+        if dof_start[k] < 0:
+            continue
+        w, x, y, z = quat[k, 0], quat[k, 1], quat[k, 2], quat[k, 3]
+        R = np.empty((3, 3))
+        R[0, 0] = 1 - 2 * (y * y + z * z)
+        R[0, 1] = 2 * (x * y - w * z)
+        R[0, 2] = 2 * (x * z + w * y)
+        R[1, 0] = 2 * (x * y + w * z)
+        R[1, 1] = 1 - 2 * (x * x + z * z)
+        R[1, 2] = 2 * (y * z - w * x)
+        R[2, 0] = 2 * (x * z - w * y)
+        R[2, 1] = 2 * (y * z + w * x)
+        R[2, 2] = 1 - 2 * (x * x + y * y)
+        b = np.zeros(3)                 # R' omega: the angular velocity in body axes
+        for i in range(3):
+            for j in range(3):
+                b[i] += R[j, i] * ang[k, j]
+        rot = 0.0
+        for i in range(3):
+            for j in range(3):
+                rot += b[i] * inertia[k, i, j] * b[j]
+        v2 = lin[k, 0] * lin[k, 0] + lin[k, 1] * lin[k, 1] + lin[k, 2] * lin[k, 2]
+        ke += 0.5 * mass[k] * v2 + 0.5 * rot
+        pe -= mass[k] * (pos[k, 0] * gravity[0] + pos[k, 1] * gravity[1] + pos[k, 2] * gravity[2])
+    return ke, pe
