@@ -91,7 +91,10 @@ class ConstraintSystem:
         return self.v + self.h * (self.Minv @ self.f)
 
 
+@functools.lru_cache(maxsize=64)
 def _empty(ndof: int) -> sp.csr_matrix:
+    """The (0, ndof) CSR matrix, one shared instance per ndof (it holds nothing a caller could
+    change; building one costs ~12 us, and a joint-free step asked for several)."""
     return sp.csr_matrix((0, ndof))
 
 
@@ -233,6 +236,10 @@ def joint_rows(model: Model, data: Data, h: float):
     (``Data.motor_target``, ``set_motor`` changes them between steps), else the compiled joints'."""
     P = _packed(model)
     nj = P.a.size
+    if nj == 0 and P.special.size == 0:   # no joint, kinematic or planar body: no rows (box piles, stacks)
+        e = lambda: _empty(model.ndof)
+        z = np.zeros(0)
+        return (e(), z, z, []), (e(), z, []), (e(), z, z, []), JointState(z, e())
     mt, mf = P.motor_target, P.motor_max_force
     if data.motor_target is not None and data.motor_target.size:
         k = min(nj, data.motor_target.size)
