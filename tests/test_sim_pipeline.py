@@ -238,3 +238,37 @@ def test_compiled_energies_equal_the_array_formulas():
     one.data.angular_velocity[i] = (0.0, 0.0, 3.0)     # about z: I_zz = m (0.2^2 + 0.2^2) / 12
     ke1, _ = energies(one.model, one.data)
     assert ke1 == pytest.approx(0.5 * (1.0 * 0.08 / 12) * 9.0, rel=1e-12)
+
+
+def test_an_interrupt_inside_a_compiled_call_is_raised_as_the_interrupt():
+    """A Ctrl-C that fires while a numba call boxes its result surfaces from CPython as SystemError
+    with the KeyboardInterrupt as cause; step() and solve() raise it as KeyboardInterrupt (the CLI then
+    keeps the partial output and exits 130). Other SystemErrors pass through unchanged."""
+    import contactlab as cl
+    from contactlab.errors import interrupt_behind
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    from contactlab.solvers import registry
+
+    def interrupted_call(*_):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as k:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from k
+
+    sim = Simulator(make_scene("stack", count=2), "box-friction", "pgs", controllers=[interrupted_call])
+    with pytest.raises(KeyboardInterrupt):
+        sim.step()
+    sim = Simulator(make_scene("stack", count=2), "box-friction", "pgs",
+                    controllers=[lambda s: (_ for _ in ()).throw(SystemError("a genuine one"))])
+    with pytest.raises(SystemError, match="genuine"):
+        sim.step()
+    spec = registry.get_solver("lemke")
+    import dataclasses
+    registry._REGISTRY["lemke"] = dataclasses.replace(spec, func=interrupted_call)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            cl.solve(cl.LCP(np.eye(2), -np.ones(2)), method="lemke")
+    finally:
+        registry._REGISTRY["lemke"] = spec
+    assert interrupt_behind(SystemError("no cause")) is None

@@ -24,3 +24,19 @@ class ModelError(ContactlabError):
 class SimulationError(RuntimeError):
     """A time step produced no usable answer (not certified even by the fallback solvers, and its
     residual too large to apply); ``Simulator.run`` stops there and keeps the steps so far."""
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt a ``SystemError`` stands for, or None.
+
+    A Ctrl-C (or the CLI's SIGTERM handler) that fires while a compiled numba call boxes the arrays
+    it returns sets the interrupt inside that call, and CPython reports the call as a SystemError
+    ('returned a result with an exception set') with the KeyboardInterrupt as its cause. ``solve()``
+    and ``Simulator.step()`` raise that interrupt as itself, so partial results are kept as for any
+    Ctrl-C."""
+    seen, e = 0, exc
+    while e is not None and seen < 8:
+        if isinstance(e, KeyboardInterrupt):
+            return e
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return None

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..blas import blas_threads
 from ..collision import CollisionWorld, match_previous
-from ..errors import SimulationError, ModelError
+from ..errors import ModelError, SimulationError, interrupt_behind
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import integrate_quat, quat_to_matrix
 from ..mechanics.scene import Scene
@@ -240,6 +240,16 @@ class Simulator:
         return float(self.model.settings.dt)
 
     def step(self) -> StepRecord:
+        """Advance one step: controllers -> detect -> build -> solve -> recover -> integrate -> record."""
+        try:
+            return self._step()
+        except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
+            interrupt = interrupt_behind(exc)
+            if interrupt is None:
+                raise
+            raise interrupt from None
+
+    def _step(self) -> StepRecord:
         for fn in self.controllers:
             fn(self)
         model, data, h = self.model, self.data, self.h

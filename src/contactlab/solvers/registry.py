@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ParamError, ProblemError, SolverNotFound
+from ..errors import ParamError, ProblemError, SolverNotFound, interrupt_behind
 from ..kernels.tolerances import CERTIFY
 from ..problems import LCP, BoxedLCP, FactoredLCP, MixedLCP, Problem
 from ..problems.friction_contact import FrictionContact, GlobalFrictionContact
@@ -272,7 +272,13 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
             target, lift = problem, None
         else:
             target, lift = problem.lcp_reduction()
-        sol = spec.func(target, opts, warm_start)
+        try:
+            sol = spec.func(target, opts, warm_start)
+        except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
+            interrupt = interrupt_behind(exc)
+            if interrupt is None:
+                raise
+            raise interrupt from None
         if lift is not None:
             sol.info.setdefault("reduced_n", target.n)
             sol.z = lift(sol.z)
