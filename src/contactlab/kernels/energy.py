@@ -2,6 +2,7 @@
 import numpy as np
 
 from ._jit import jit
+from .quaternion import quat_matrix
 
 
 @jit
@@ -14,17 +15,8 @@ def energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity):
     for k in range(mass.shape[0]):
         if dof_start[k] < 0:
             continue
-        w, x, y, z = quat[k, 0], quat[k, 1], quat[k, 2], quat[k, 3]
         R = np.empty((3, 3))
-        R[0, 0] = 1 - 2 * (y * y + z * z)
-        R[0, 1] = 2 * (x * y - w * z)
-        R[0, 2] = 2 * (x * z + w * y)
-        R[1, 0] = 2 * (x * y + w * z)
-        R[1, 1] = 1 - 2 * (x * x + z * z)
-        R[1, 2] = 2 * (y * z - w * x)
-        R[2, 0] = 2 * (x * z - w * y)
-        R[2, 1] = 2 * (y * z + w * x)
-        R[2, 2] = 1 - 2 * (x * x + y * y)
+        quat_matrix(quat[k], R)
         b = np.zeros(3)                 # R' omega: the angular velocity in body axes
         for i in range(3):
             for j in range(3):

@@ -36,6 +36,20 @@ def row_bounds(i, z, lo, hi, findex, mu):
 
 
 @jit
+def bounds_scale(z, lo, hi, findex, mu):
+    """The unit of z for the scale-free box residual when z = 0: the largest finite bound of any row
+    at z (row_bounds), else 1."""
+    zs = 0.0
+    for i in range(z.shape[0]):
+        a, b = row_bounds(i, z, lo, hi, findex, mu)
+        if np.isfinite(a):
+            zs = max(zs, abs(a))
+        if np.isfinite(b):
+            zs = max(zs, abs(b))
+    return zs if zs > 0.0 else 1.0
+
+
+@jit
 def box_natural_residual(z, w, lo, hi, findex, mu):
     """||z - mid(lo, hi, z - w)||_inf with coupled bounds from ``z`` (problems/residual.py, box form)."""
     res = 0.0

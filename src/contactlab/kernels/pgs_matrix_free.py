@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .pgs import CONVERGED, MAX_SWEEPS, NOT_FINITE, BAD_DIAGONAL, row_bounds
+from .pgs import CONVERGED, MAX_SWEEPS, NOT_FINITE, BAD_DIAGONAL, row_bounds, bounds_scale
 from .residual import box_row
 
 
@@ -190,14 +190,7 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
                 for c in range(6):
                     u[body[s], c] += abs(g[s, c]) * zr
     if zs == 0.0:
-        for i in range(n):
-            a, b = row_bounds(i, z, lo, hi, findex, mu)
-            if np.isfinite(a):
-                zs = max(zs, abs(a))
-            if np.isfinite(b):
-                zs = max(zs, abs(b))
-        if zs == 0.0:
-            zs = 1.0
+        zs = bounds_scale(z, lo, hi, findex, mu)
     # pass 2: w, t~ and both residuals, row by row
     nat = 0.0
     rel = 0.0

@@ -28,7 +28,7 @@ import numpy as np
 
 from ._jit import jit
 from .pgs import (BAD_DIAGONAL, CONVERGED, NOT_FINITE, box_natural_residual, dense_refresh_w, pgs_dense_kernel,
-                  row_bounds)
+                  bounds_scale, row_bounds)
 from .residual import box_row
 
 MAX_OUTER, CHOLESKY_FAILED, NOT_SYMMETRIC = 1, 5, 6
@@ -266,14 +266,7 @@ def box_relative_error(M, q, lo, hi, findex, mu, z, w, floor_factor):
         zs = max(zs, abs(z[i]))
         qmax = max(qmax, abs(q[i]))
     if zs == 0.0:
-        for i in range(n):
-            a, b = row_bounds(i, z, lo, hi, findex, mu)
-            if np.isfinite(a):
-                zs = max(zs, abs(a))
-            if np.isfinite(b):
-                zs = max(zs, abs(b))
-        if zs == 0.0:
-            zs = 1.0
+        zs = bounds_scale(z, lo, hi, findex, mu)
     floor = floor_factor * qmax
     terms = np.empty(n)
     for i in range(n):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels._jit import jit
+from ..kernels.quaternion import quat_matrix as _rot
 
 REVOLUTE, PRISMATIC, SPHERICAL, FIXED = 0, 1, 2, 3
 KIND_CODE = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "spherical": SPHERICAL, "fixed": FIXED}
@@ -101,21 +102,6 @@ def pack_joints(joints, names, kind, dof_start, planar, kinematic_code: int) -> 
 
 
 # -- small scalar helpers (compiled inline) -------------------------------------------------------------
-
-@jit
-def _rot(q, R):
-    """R = rotation matrix of the unit quaternion q (w, x, y, z) (as rotation.quat_to_matrix)."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - w * z)
-    R[0, 2] = 2 * (x * z + w * y)
-    R[1, 0] = 2 * (x * y + w * z)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - w * x)
-    R[2, 0] = 2 * (x * z - w * y)
-    R[2, 1] = 2 * (y * z + w * x)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
-
 
 @jit
 def _qmul(a, b, out):
@@ -268,13 +254,12 @@ def joint_rows_kernel(a, b, kind, anchor_a, anchor_b, axis_a, q_rel0, lower, upp
 
     Ra, Rb, Re = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
     ident = np.array([1.0, 0.0, 0.0, 0.0])
-    zero3 = np.zeros(3)
     no_lin = np.empty(0)
     E = np.eye(3)
     xa, qa, xb = np.empty(3), np.empty(4), np.empty(3)
     pa, pb, axis, t1, t2, ref = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
     q_des, q_err, qc, qt, qd = np.empty(4), np.empty(4), np.empty(4), np.empty(4), np.empty(4)
-    ab, ex, d, tmp, r, w, negaxis = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    ab, ex, d, tmp, r, w = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
     e = np.empty(6)
     for k in range(nj):
         ja, jb, kd = a[k], b[k], kind[k]
