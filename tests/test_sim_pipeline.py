@@ -272,3 +272,20 @@ def test_an_interrupt_inside_a_compiled_call_is_raised_as_the_interrupt():
     finally:
         registry._REGISTRY["lemke"] = spec
     assert interrupt_behind(SystemError("no cause")) is None
+
+
+def test_joint_projection_solve_is_exact_on_spd_and_minimum_norm_on_dependent_rows():
+    """The joint projection solves J M^-1 J' lam = -err by Cholesky when the matrix is clearly
+    positive definite and by the minimum-norm least squares otherwise (redundant joint rows)."""
+    from contactlab.sim.simulator import _spd_or_least_squares
+    rng = np.random.default_rng(3)
+    G = rng.standard_normal((8, 12))
+    A, b = G @ G.T, rng.standard_normal(8)
+    assert np.allclose(A @ _spd_or_least_squares(A, b), b, rtol=0, atol=1e-10 * np.abs(b).max())
+    Gd = np.vstack([G[:5], G[:3]])            # three rows repeated: A singular, b in its range
+    Ad = Gd @ Gd.T
+    bd = Ad @ rng.standard_normal(8)
+    x = _spd_or_least_squares(Ad, bd)
+    assert np.allclose(Ad @ x, bd, atol=1e-8 * np.abs(bd).max())
+    assert np.allclose(x, np.linalg.pinv(Ad, rcond=1e-12) @ bd, atol=1e-8 * np.abs(x).max())
+    assert _spd_or_least_squares(np.zeros((0, 0)), np.zeros(0)).shape == (0,)

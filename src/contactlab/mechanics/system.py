@@ -98,14 +98,20 @@ def _empty(ndof: int) -> sp.csr_matrix:
     return sp.csr_matrix((0, ndof))
 
 
-def mobility(model: Model, data: Data) -> sp.csr_matrix:
-    """M^-1 with the blocks of kinematic bodies zeroed (they do not yield to position corrections)."""
+def mobility_blocks(model: Model, data: Data) -> np.ndarray:
+    """(k, 6, 6) blocks of M^-1 over the k non-fixed bodies, kinematic ones zeroed (they do not
+    yield to position corrections)."""
     live = np.flatnonzero(model.dof_start >= 0)
-    if live.size == 0:
-        return _empty(0)
     W = _K.body_blocks(quat_to_matrix(data.quaternion[live]), 1.0 / model.mass[live], model.inv_inertia[live])
     W[model.kind[live] == KIND_KINEMATIC] = 0.0
-    return _block_csr(W)
+    return W
+
+
+def mobility(model: Model, data: Data) -> sp.csr_matrix:
+    """M^-1 with the blocks of kinematic bodies zeroed (they do not yield to position corrections)."""
+    if not np.any(model.dof_start >= 0):
+        return _empty(0)
+    return _block_csr(mobility_blocks(model, data))
 
 
 @functools.lru_cache(maxsize=64)
