@@ -15,6 +15,7 @@ import numpy as np
 from ..blas import blas_threads
 from ..collision import CollisionWorld, match_previous
 from ..errors import ModelError, SimulationError, interrupt_behind
+from ..kernels.energy import energies as _energies
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import integrate_quat, quat_to_matrix
 from ..mechanics.scene import Scene
@@ -28,8 +29,8 @@ from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-ex
 
 
 def energies(model: Model, data: Data) -> tuple[float, float]:
-    """(kinetic, potential) energy of the bodies with dofs, one compiled pass (kernels/energy.py)."""
-    from ..kernels.energy import energies as _energies
+    """(kinetic, potential) energy of the bodies with dofs, one compiled pass (kernels/energy.py;
+    kinetic_energy / potential_energy below are the array formulas it is tested against)."""
     ke, pe = _energies(model.dof_start, model.mass, model.inertia, data.quaternion, data.linear_velocity,
                        data.angular_velocity, data.position, np.asarray(model.gravity, dtype=np.float64))
     return float(ke), float(pe)
@@ -384,11 +385,7 @@ class Simulator:
             # fixed-budget mode: PGS on N W N' + 1e-9 I without forming it (kernels/pgs_matrix_free.py);
             # dv = W N' p is the displacement
             from ..kernels.pgs_matrix_free import solve_matrix_free
-            Wb = sys.W_blocks
-            if self._kinematic:
-                Wb = Wb.copy()
-                Wb[self.model.dof_start[self.model.kind == KIND_KINEMATIC] // 6] = 0.0
-            p, _, dx, _, _ = solve_matrix_free(sys.N, Wb, c, 1e-9, np.zeros(n), np.full(n, np.inf),
+            p, _, dx, _, _ = solve_matrix_free(sys.N, self._held_blocks(sys), c, 1e-9, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
                                                max_sweeps=self.iterations, tol=1e-4, report=False)
             if np.all(np.isfinite(p)):
@@ -396,11 +393,7 @@ class Simulator:
             return
         W = mobility(self.model, self.data) if self._kinematic else sys.Minv
         if sys.W_blocks is not None:
-            Wb = sys.W_blocks
-            if self._kinematic:
-                Wb = Wb.copy()
-                Wb[self.model.dof_start[self.model.kind == KIND_KINEMATIC] // 6] = 0.0
-            A = delassus(dataclasses.replace(sys, W_blocks=Wb), sys.N, 1e-9, dense=sys.nc <= 200)
+            A = delassus(dataclasses.replace(sys, W_blocks=self._held_blocks(sys)), sys.N, 1e-9, dense=sys.nc <= 200)
         else:
             A = (sys.N @ W @ sys.N.T).toarray() + 1e-9 * np.eye(sys.nc)
         prob = BoxedLCP(A, c, np.zeros(n), np.full(n, np.inf))
@@ -417,6 +410,15 @@ class Simulator:
         p, rel = working_set_lcp(A, c, deep)
         if rel <= 1e-2:
             self._displace(W @ (sys.N.T @ p))
+
+    def _held_blocks(self, sys):
+        """The system's M^-1 blocks with kinematic bodies' zeroed: they do not yield to a position
+        correction (a copy only when there are kinematic bodies)."""
+        if not self._kinematic:
+            return sys.W_blocks
+        Wb = sys.W_blocks.copy()
+        Wb[self.model.dof_start[self.model.kind == KIND_KINEMATIC] // 6] = 0.0
+        return Wb
 
     def _margin(self) -> float:
         """The settings' contact margin (every pair's speculative distance before its reach)."""
@@ -449,30 +451,26 @@ class Simulator:
         that limit as one more row. Returns the remaining joint error (limits excluded)."""
         import scipy.sparse as sp
         from ..mechanics.kernels import delassus_dense
-        from ..mechanics.system import _block_csr, mobility_blocks
+        from ..mechanics.system import _block_csr, _packed, mobility_blocks
         model, data = self.model, self.data
+        joints = _packed(model)          # lower / upper per joint, NaN where there is none
         err_max = 0.0
         for _ in range(max_iter):
             (J, _, err, _), _, _, js = joint_rows(model, data, self.h)
-            rows = np.flatnonzero(np.isfinite(err))
-            e = err[rows]
-            Jr = J[rows]
-            extra_rows, extra_err = [], []
-            for k, jt in enumerate(model.joints):
-                c = js.coordinate[k] if k < js.coordinate.size else np.nan
-                for bound, sign in ((jt.lower, 1.0), (jt.upper, -1.0)):
-                    if bound is not None and np.isfinite(c) and sign * (c - bound) < -tol:
-                        extra_rows.append(sign * js.rate_rows[k])
-                        extra_err.append(sign * (c - bound))
+            finite = np.isfinite(err)
+            Jr, e = (J, err) if finite.all() else (J[finite], err[finite])
+            # joints past a limit (NaN bounds and coordinates compare False): one more row each
+            gap_lo, gap_hi = js.coordinate - joints.lower, joints.upper - js.coordinate
+            past_lo, past_hi = np.flatnonzero(gap_lo < -tol), np.flatnonzero(gap_hi < -tol)
             err_max = float(np.max(np.abs(e), initial=0.0))
-            worst = max(err_max, max((-x for x in extra_err), default=0.0))
+            worst = max(err_max, -float(np.min(gap_lo[past_lo], initial=0.0)),
+                        -float(np.min(gap_hi[past_hi], initial=0.0)))
             if worst <= tol:
                 break
-            if extra_rows:
-                Jr = sp.vstack([Jr, *extra_rows], format="csr")
-                e = np.concatenate([e, extra_err])
+            if past_lo.size or past_hi.size:
+                Jr = sp.vstack([Jr, js.rate_rows[past_lo], -js.rate_rows[past_hi]], format="csr")
+                e = np.concatenate([e, gap_lo[past_lo], gap_hi[past_hi]])
             W = mobility_blocks(model, data)
-            Jr = sp.csr_matrix(Jr)
             A = delassus_dense(Jr.indptr, Jr.indices, Jr.data, W, Jr.shape[0], np.zeros(Jr.shape[0]))
             lam = _spd_or_least_squares(A, -e)
             self._displace(_block_csr(W) @ (Jr.T @ lam))
