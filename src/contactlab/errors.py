@@ -40,3 +40,11 @@ def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
             return e
         e, seen = e.__cause__ or e.__context__, seen + 1
     return None
+
+
+def raise_interrupt_behind(exc: SystemError):
+    """Raise the KeyboardInterrupt behind ``exc`` (:func:`interrupt_behind`), else ``exc`` itself."""
+    interrupt = interrupt_behind(exc)
+    if interrupt is None:
+        raise exc
+    raise interrupt from None

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..blas import blas_threads
 from ..collision import CollisionWorld, match_previous
-from ..errors import ModelError, SimulationError, interrupt_behind
+from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.energy import energies as _energies
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import integrate_quat, quat_to_matrix
@@ -264,10 +264,7 @@ class Simulator:
         try:
             return self._step()
         except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
-            interrupt = interrupt_behind(exc)
-            if interrupt is None:
-                raise
-            raise interrupt from None
+            raise_interrupt_behind(exc)
 
     def _step(self) -> StepRecord:
         for fn in self.controllers:

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ParamError, ProblemError, SolverNotFound, interrupt_behind
+from ..errors import ParamError, ProblemError, SolverNotFound, raise_interrupt_behind
 from ..kernels.tolerances import CERTIFY
 from ..problems import LCP, BoxedLCP, FactoredLCP, MixedLCP, Problem
 from ..problems.friction_contact import FrictionContact, GlobalFrictionContact
@@ -275,10 +275,7 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
         try:
             sol = spec.func(target, opts, warm_start)
         except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
-            interrupt = interrupt_behind(exc)
-            if interrupt is None:
-                raise
-            raise interrupt from None
+            raise_interrupt_behind(exc)
         if lift is not None:
             sol.info.setdefault("reduced_n", target.n)
             sol.z = lift(sol.z)
