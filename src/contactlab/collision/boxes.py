@@ -120,6 +120,15 @@ def _dot(a, b):
 
 
 @jit
+def _sat_gap(u, d, Ra, Rb, ha, hb):
+    """Separation of two boxes along the unit axis u (centres d apart, rotations Ra, Rb, half sizes
+    ha, hb): |u.d| minus the two boxes' projected radii (negative: overlap along u)."""
+    ra = abs(_dot(Ra[:, 0], u)) * ha[0] + abs(_dot(Ra[:, 1], u)) * ha[1] + abs(_dot(Ra[:, 2], u)) * ha[2]
+    rb = abs(_dot(Rb[:, 0], u)) * hb[0] + abs(_dot(Rb[:, 1], u)) * hb[1] + abs(_dot(Rb[:, 2], u)) * hb[2]
+    return abs(_dot(u, d)) - ra - rb
+
+
+@jit
 def _clip(poly, npoly, nrm, off):
     """Keep the part of the polygon (npoly points, rows of poly) with nrm.x <= off."""
     out = np.empty((16, 3))
@@ -284,9 +293,7 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out):
         R = Ra if box == 0 else Rb
         for i in range(3):
             u = R[:, i]
-            ra = abs(_dot(Ra[:, 0], u)) * ha[0] + abs(_dot(Ra[:, 1], u)) * ha[1] + abs(_dot(Ra[:, 2], u)) * ha[2]
-            rb = abs(_dot(Rb[:, 0], u)) * hb[0] + abs(_dot(Rb[:, 1], u)) * hb[1] + abs(_dot(Rb[:, 2], u)) * hb[2]
-            s = abs(_dot(u, d)) - ra - rb
+            s = _sat_gap(u, d, Ra, Rb, ha, hb)
             if s > margin:
                 return 0
             if s > best_s:
@@ -304,9 +311,7 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out):
             if ln < 1e-6:
                 continue
             u = u / ln
-            ra = abs(_dot(Ra[:, 0], u)) * ha[0] + abs(_dot(Ra[:, 1], u)) * ha[1] + abs(_dot(Ra[:, 2], u)) * ha[2]
-            rb = abs(_dot(Rb[:, 0], u)) * hb[0] + abs(_dot(Rb[:, 1], u)) * hb[1] + abs(_dot(Rb[:, 2], u)) * hb[2]
-            s = abs(_dot(u, d)) - ra - rb
+            s = _sat_gap(u, d, Ra, Rb, ha, hb)
             if s > margin:
                 return 0
             if s > edge_s:
