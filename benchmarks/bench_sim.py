@@ -212,25 +212,6 @@ print(json.dumps({"steps": k, "wall": wall, "pos": [list(b.getPosition()) for b 
 '''
 
 
-def run_ode(scene_name, n, steps, budget, quick):
-    py = "/usr/bin/python3"
-    if not Path(py).exists() or subprocess.run([py, "-c", "import ode"], capture_output=True).returncode:
-        return None
-    scene = make_scene(scene_name, count=n)
-    with tempfile.TemporaryDirectory() as d:
-        f = Path(d) / "scene.json"
-        f.write_text(json.dumps(scene_to_dict(scene)))
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-        r = subprocess.run([py, "-c", ODE_SCRIPT, str(f), str(steps), str(budget), "quick" if quick else "step"],
-                           capture_output=True, text=True, env=env, timeout=budget * 3 + 60)
-    if r.returncode:
-        return {"engine": f"ode {'quickStep' if quick else 'step'}", "error": r.stderr.strip().splitlines()[-1:]}
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    return {"engine": f"ode {'quickStep' if quick else 'step'}", "steps": out["steps"],
-            "steps_per_s": out["steps"] / out["wall"], "solver_share": float("nan"), "lcp_mean": float("nan"),
-            "failures": 0, "drift": drift(scene, out["pos"]) if scene_name == "stack" else float("nan")}
-
-
 def run_ode(scene_name, n, steps, budget, quick=True):
     py = "/usr/bin/python3"
     if not Path(py).exists() or subprocess.run([py, "-c", "import ode"], capture_output=True).returncode:
