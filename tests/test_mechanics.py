@@ -214,3 +214,51 @@ def test_joint_rows_are_the_time_derivatives_of_the_joint_errors_and_coordinates
     assert llab == ["h1:lower"]
     np.testing.assert_allclose(L.toarray(), js.rate_rows[2].toarray(), atol=0)
     assert bias[0] == pytest.approx(0.01 / 0.005, rel=1e-9)
+
+
+def test_contact_frame_rows_are_point_velocities_and_csr_of_is_a_valid_canonical_matrix():
+    """N, S, T from the one compiled pass (point_rows with several directions) equal u.(v_b(P) - v_a(P))
+    computed body by body from random velocities; csr_of gives what scipy's constructor gives and
+    passes scipy's full format check; the mass blocks from quaternions equal diag(m I, R I R')."""
+    import scipy.sparse as sp
+    from contactlab.mechanics.rotation import quat_to_matrix, tangent_basis
+    from contactlab.mechanics.system import csr_of, mass_blocks, point_rows
+    model, data = build_model(make_scene("pile", count=6))
+    rng = np.random.default_rng(3)
+    live = np.flatnonzero(model.dof_start >= 0)
+    q = rng.normal(size=(model.nb, 4))
+    data.quaternion[:] = q / np.linalg.norm(q, axis=1, keepdims=True)
+    data.linear_velocity[:] = rng.normal(size=(model.nb, 3))
+    data.angular_velocity[:] = rng.normal(size=(model.nb, 3))
+    k = 12
+    a = rng.integers(-1, model.nb, size=k)
+    b = (a + 1 + rng.integers(1, model.nb + 1, size=k)) % (model.nb + 1) - 1     # a != b (a contact's two bodies)
+    P = rng.normal(size=(k, 3))
+    n = rng.normal(size=(k, 3))
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    t1, t2 = tangent_basis(n)
+    rows = point_rows(model, data, a, b, P, np.stack((n, t1, t2)))
+    v = data.velocity_vector(model)
+
+    def point_velocity(body, p):
+        if body < 0 or model.dof_start[body] < 0:
+            return np.zeros(3)
+        return data.linear_velocity[body] + np.cross(data.angular_velocity[body], p - data.position[body])
+
+    for M, U in zip(rows, (n, t1, t2)):
+        M.check_format(full_check=True)
+        expect = [U[r] @ (point_velocity(b[r], P[r]) - point_velocity(a[r], P[r])) for r in range(k)]
+        assert np.allclose(M @ v, expect, rtol=0, atol=1e-12)
+        ref = sp.csr_matrix((M.data.copy(), M.indices.copy(), M.indptr.copy()), shape=M.shape)
+        assert (abs(ref - M)).max() == 0.0 and M.has_canonical_format
+    single = point_rows(model, data, a, b, P, t2)
+    assert (abs(single - rows[2])).max() == 0.0
+    E = csr_of(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(4, dtype=np.int64), (3, 7))
+    E.check_format(full_check=True)
+    assert E.shape == (3, 7) and E.nnz == 0 and np.array_equal(E.toarray(), np.zeros((3, 7)))
+    Bm, Bw = mass_blocks(model, data)
+    R = quat_to_matrix(data.quaternion[live])
+    for t, body in enumerate(live):
+        assert np.allclose(Bm[t, :3, :3], model.mass[body] * np.eye(3), rtol=1e-15)
+        assert np.allclose(Bm[t, 3:, 3:], R[t] @ model.inertia[body] @ R[t].T, rtol=1e-13, atol=1e-15)
+        assert np.allclose(Bm[t] @ Bw[t], np.eye(6), atol=1e-12)

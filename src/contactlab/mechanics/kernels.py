@@ -1,7 +1,10 @@
 """Compiled assembly of a step's rows (numba; flags from kernels/_jit.py).
 
-* :func:`point_rows_csr`: the CSR arrays of rows u.(velocity of P on b - velocity of P on a),
+* :func:`frame_rows_csr`: the CSR arrays of rows u.(velocity of P on b - velocity of P on a),
+  several directions per point in one pass (a contact's normal and tangents share one pattern),
   entries [u, (P - x) x u] per body (drumwright §III, arechavaleta eq. 7-9), no per-row Python.
+* :func:`mass_blocks_kernel`, :func:`tangent_basis_kernel`, :func:`integrate_quat_kernel`: the
+  per-body and per-contact array formulas of a step, compiled.
 * :func:`delassus_dense` / :func:`delassus_csr`: H W H' for a block-diagonal W = M^-1 (one 6x6
   block per moving body): rows are grouped by the bodies they touch, and each body adds
   (H_b W_b)(H_b)' between the rows that touch it, so only blocks of row pairs sharing a body are
@@ -12,35 +15,49 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels._jit import jit
+from ..kernels.quaternion import quat_matrix
 
 
 @jit
-def point_rows_csr(a_dof, b_dof, P, xa, xb, U):
-    """CSR (data, indices, indptr) of k rows; ``a_dof``/``b_dof`` the first dof of each row's
-    bodies (-1: world or fixed, no entries), ``xa``/``xb`` their centres."""
-    k = U.shape[0]
+def frame_rows_csr(a, b, dof_start, position, P, U):
+    """The rows u.(velocity of P on b - velocity of P on a), one per point and direction, for m
+    directions per point at once (U (m, k, 3), e.g. a contact's normal and two tangents) in CSR:
+    data (m, nnz), one row of values per direction, and the (indices, indptr) pattern they share
+    (the same bodies per point). ``a``/``b`` body indices (-1: world; a body with dof_start -1 is
+    fixed: no entries). Entries per body: b: [u, (P - x_b) x u], a: -[u, (P - x_a) x u]
+    (drumwright §III, arechavaleta eq. 7-9); bodies in increasing dof order, so rows are canonical."""
+    m, k = U.shape[0], U.shape[1]
     indptr = np.zeros(k + 1, dtype=np.int64)
     for r in range(k):
-        indptr[r + 1] = indptr[r] + (6 if a_dof[r] >= 0 else 0) + (6 if b_dof[r] >= 0 else 0)
-    data = np.empty(indptr[k])
+        da = dof_start[a[r]] if a[r] >= 0 else -1
+        db = dof_start[b[r]] if b[r] >= 0 else -1
+        indptr[r + 1] = indptr[r] + (6 if da >= 0 else 0) + (6 if db >= 0 else 0)
+    data = np.empty((m, indptr[k]))
     indices = np.empty(indptr[k], dtype=np.int64)
     for r in range(k):
         p = indptr[r]
-        first, second = (a_dof[r], b_dof[r]) if a_dof[r] < b_dof[r] else (b_dof[r], a_dof[r])
+        da = dof_start[a[r]] if a[r] >= 0 else -1
+        db = dof_start[b[r]] if b[r] >= 0 else -1
+        first, second = (da, db) if da < db else (db, da)
         for s in (first, second):
             if s < 0:
                 continue
-            if s == b_dof[r]:
-                sign, x = 1.0, xb[r]
+            if s == db:
+                sign, body = 1.0, b[r]
             else:
-                sign, x = -1.0, xa[r]
-            rx, ry, rz = P[r, 0] - x[0], P[r, 1] - x[1], P[r, 2] - x[2]
-            ux, uy, uz = U[r, 0], U[r, 1], U[r, 2]
-            vals = (ux, uy, uz, ry * uz - rz * uy, rz * ux - rx * uz, rx * uy - ry * ux)
+                sign, body = -1.0, a[r]
+            rx, ry, rz = P[r, 0] - position[body, 0], P[r, 1] - position[body, 1], P[r, 2] - position[body, 2]
             for c in range(6):
-                indices[p] = s + c
-                data[p] = sign * vals[c]
-                p += 1
+                indices[p + c] = s + c
+            for j in range(m):
+                ux, uy, uz = U[j, r, 0], U[j, r, 1], U[j, r, 2]
+                data[j, p] = sign * ux
+                data[j, p + 1] = sign * uy
+                data[j, p + 2] = sign * uz
+                data[j, p + 3] = sign * (ry * uz - rz * uy)
+                data[j, p + 4] = sign * (rz * ux - rx * uz)
+                data[j, p + 5] = sign * (rx * uy - ry * ux)
+            p += 6
     return data, indices, indptr
 
 
@@ -117,6 +134,77 @@ def body_blocks(R, mass, inertia):
                         s += R[b, i, p] * inertia[b, p, q] * R[b, j, q]
                 B[b, 3 + i, 3 + j] = s
     return B
+
+
+@jit
+def mass_blocks_kernel(live, q, mass, inertia, inv_inertia):
+    """(k, 6, 6) blocks diag(m I3, R I R') of M and diag(I3 / m, R I^-1 R') of M^-1 for the bodies
+    ``live``, R from each body's unit quaternion (one pass; :func:`body_blocks` from matrices)."""
+    k = live.size
+    Bm = np.zeros((k, 6, 6))
+    Bw = np.zeros((k, 6, 6))
+    R = np.empty((3, 3))
+    for t in range(k):
+        b = live[t]
+        quat_matrix(q[b], R)
+        Bm[t, 0, 0] = Bm[t, 1, 1] = Bm[t, 2, 2] = mass[b]
+        Bw[t, 0, 0] = Bw[t, 1, 1] = Bw[t, 2, 2] = 1.0 / mass[b]
+        for i in range(3):
+            for j in range(3):
+                sm = 0.0
+                sw = 0.0
+                for p in range(3):
+                    for r in range(3):
+                        RR = R[i, p] * R[j, r]
+                        sm += RR * inertia[b, p, r]
+                        sw += RR * inv_inertia[b, p, r]
+                Bm[t, 3 + i, 3 + j] = sm
+                Bw[t, 3 + i, 3 + j] = sw
+    return Bm, Bw
+
+
+@jit
+def tangent_basis_kernel(n):
+    """(t1, t2) for unit normals n (k, 3): t1 = normalise(e_y x n), or e_z x n where |n_y| > 0.9,
+    t2 = n x t1 (rotation.tangent_basis, compiled)."""
+    k = n.shape[0]
+    t1 = np.empty((k, 3))
+    t2 = np.empty((k, 3))
+    for i in range(k):
+        nx, ny, nz = n[i, 0], n[i, 1], n[i, 2]
+        if abs(ny) > 0.9:          # e_z x n
+            ax, ay, az = -ny, nx, 0.0
+        else:                      # e_y x n
+            ax, ay, az = nz, 0.0, -nx
+        s = np.sqrt(ax * ax + ay * ay + az * az)
+        ax, ay, az = ax / s, ay / s, az / s
+        t1[i, 0], t1[i, 1], t1[i, 2] = ax, ay, az
+        t2[i, 0] = ny * az - nz * ay
+        t2[i, 1] = nz * ax - nx * az
+        t2[i, 2] = nx * ay - ny * ax
+    return t1, t2
+
+
+@jit
+def integrate_quat_kernel(q, omega, h):
+    """q(t+h) = exp(h omega) q(t), normalised, for (k, 4) quaternions and world-frame (k, 3) omega
+    (rotation.integrate_quat, compiled; the series 1/2 - th^2/48 below th = 1e-12)."""
+    k = q.shape[0]
+    out = np.empty((k, 4))
+    for i in range(k):
+        rx, ry, rz = h * omega[i, 0], h * omega[i, 1], h * omega[i, 2]
+        th = np.sqrt(rx * rx + ry * ry + rz * rz)
+        half = 0.5 * th
+        s = np.sin(half) / th if th > 1e-12 else 0.5 - th * th / 48.0
+        aw, ax, ay, az = np.cos(half), s * rx, s * ry, s * rz
+        bw, bx, by, bz = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+        w = aw * bw - ax * bx - ay * by - az * bz
+        x = aw * bx + ax * bw + ay * bz - az * by
+        y = aw * by - ax * bz + ay * bw + az * bx
+        z = aw * bz + ax * by - ay * bx + az * bw
+        nrm = np.sqrt(w * w + x * x + y * y + z * z)
+        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = w / nrm, x / nrm, y / nrm, z / nrm
+    return out
 
 
 @jit

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import kernels as _K
+
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrix of unit quaternion(s) ``q`` (..., 4) in (w, x, y, z) order -> (..., 3, 3)."""
@@ -71,9 +73,14 @@ def quat_to_rotvec(q: np.ndarray) -> np.ndarray:
 
 
 def integrate_quat(q: np.ndarray, omega: np.ndarray, h: float) -> np.ndarray:
-    """q(t+h) = exp(h omega) q(t) with omega in the world frame (exact for constant omega)."""
-    out = quat_mul(quat_from_rotvec(h * np.asarray(omega)), q)
-    return out / np.linalg.norm(out, axis=-1, keepdims=True)
+    """q(t+h) = exp(h omega) q(t) with omega in the world frame (exact for constant omega), normalised;
+    compiled (mechanics/kernels.py ``integrate_quat_kernel``; tests compare it with
+    quat_mul(quat_from_rotvec(h omega), q))."""
+    q = np.asarray(q, dtype=np.float64)
+    w = np.asarray(omega, dtype=np.float64)
+    out = _K.integrate_quat_kernel(np.ascontiguousarray(q.reshape(-1, 4)), np.ascontiguousarray(w.reshape(-1, 3)),
+                                   float(h))
+    return out.reshape(q.shape)
 
 
 def skew(v: np.ndarray) -> np.ndarray:
@@ -88,12 +95,4 @@ def tangent_basis(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     tilted about e_y gets t1 along the line of steepest descent, so a 4-direction pyramid is
     aligned with the slope.
     """
-    n = np.atleast_2d(np.asarray(n, dtype=np.float64))
-    ref = np.zeros_like(n)
-    near_y = np.abs(n[:, 1]) > 0.9
-    ref[~near_y, 1] = 1.0
-    ref[near_y, 2] = 1.0
-    t1 = np.cross(ref, n)
-    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
-    t2 = np.cross(n, t1)
-    return t1, t2
+    return _K.tangent_basis_kernel(np.ascontiguousarray(np.atleast_2d(np.asarray(n, dtype=np.float64))))

@@ -91,6 +91,43 @@ class ConstraintSystem:
         return self.v + self.h * (self.Minv @ self.f)
 
 
+_MAXPRINT = sp.csr_matrix((0, 1)).maxprint
+
+
+def csr_of(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    """The canonical CSR matrix of arrays a compiled kernel wrote (indices sorted within each row,
+    no duplicates, one integer dtype for indices and indptr), taken as they are: scipy's constructor
+    re-derives the index dtype and checks the format on every call (~10 us; a step builds a dozen).
+    tests/test_mechanics.py checks the result against scipy's constructor and its full format check."""
+    m = sp.csr_matrix.__new__(sp.csr_matrix)
+    m._shape = (int(shape[0]), int(shape[1]))
+    m.maxprint = _MAXPRINT
+    m.data, m.indices, m.indptr = data, indices, indptr
+    m.has_sorted_indices = True
+    m.has_canonical_format = True
+    return m
+
+
+def stack_rows(parts, ncols: int) -> sp.csr_matrix:
+    """The canonical CSR matrices ``parts`` (each with ``ncols`` columns) one above the other: data and
+    indices concatenated, row pointers offset (what scipy's vstack does after converting and checking
+    each block)."""
+    parts = [m for m in parts if m.shape[0]]
+    if not parts:
+        return _empty(ncols)
+    if not all(sp.issparse(m) and m.format == "csr" and m.has_canonical_format for m in parts):
+        return sp.vstack(parts, format="csr")      # a system made by hand: scipy's general path
+    if len(parts) == 1:
+        return parts[0]
+    ptr, off = [np.zeros(1, dtype=np.int64)], 0
+    for m in parts:
+        ptr.append(m.indptr[1:].astype(np.int64) + off)
+        off += int(m.indptr[-1])
+    return csr_of(np.concatenate([m.data for m in parts]),
+                  np.concatenate([m.indices.astype(np.int64, copy=False) for m in parts]),
+                  np.concatenate(ptr), (sum(m.shape[0] for m in parts), ncols))
+
+
 @functools.lru_cache(maxsize=64)
 def _empty(ndof: int) -> sp.csr_matrix:
     """The (0, ndof) CSR matrix, one shared instance per ndof (it holds nothing a caller could
@@ -131,15 +168,13 @@ def _block_csr(B: np.ndarray) -> sp.csr_matrix:
     """CSR of the block-diagonal matrix of the (k, 6, 6) blocks B (dense blocks, no conversion)."""
     k = B.shape[0]
     cols, ptr = _block_pattern(k)
-    return _canonical(sp.csr_matrix((B.reshape(-1), cols, ptr), shape=(6 * k, 6 * k)))
+    return csr_of(B.reshape(-1), cols, ptr, (6 * k, 6 * k))
 
 
 def mass_blocks(model: Model, data: Data) -> tuple[np.ndarray, np.ndarray]:
     """(k, 6, 6) blocks diag(m I3, R I R') of M and of M^-1 over the k non-fixed bodies."""
     live = np.flatnonzero(model.dof_start >= 0)
-    R = quat_to_matrix(data.quaternion[live])
-    return (_K.body_blocks(R, model.mass[live], model.inertia[live]),
-            _K.body_blocks(R, 1.0 / model.mass[live], model.inv_inertia[live]))
+    return _K.mass_blocks_kernel(live, data.quaternion, model.mass, model.inertia, model.inv_inertia)
 
 
 def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -159,11 +194,7 @@ def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
     ip, ix, dv = H.indptr.astype(np.int64), H.indices.astype(np.int64), H.data.astype(np.float64)
     if dense:
         return _K.delassus_dense(ip, ix, dv, sys.W_blocks, n, diag)
-    data, indices, indptr = _K.delassus_csr(ip, ix, dv, sys.W_blocks, n, diag)
-    out = sp.csr_matrix((data, indices, indptr), shape=(n, n))
-    out.has_sorted_indices = True      # canonical by construction: no sort, no duplicate pass
-    out.has_canonical_format = True
-    return out
+    return csr_of(*_K.delassus_csr(ip, ix, dv, sys.W_blocks, n, diag), (n, n))   # canonical by construction
 
 
 def joint_torque_forces(model: Model, data: Data) -> np.ndarray:
@@ -194,16 +225,15 @@ def point_rows(model: Model, data: Data, a: np.ndarray, b: np.ndarray, P: np.nda
     """Rows u.(velocity of the point P on b - velocity of the point P on a), one per (a, b, P, u).
 
     Body index -1 (world) or a fixed body contributes nothing. Entries: b: [u, (P - x_b) x u],
-    a: -[u, (P - x_a) x u].
+    a: -[u, (P - x_a) x u]. ``U`` (k, 3), or (m, k, 3) for m directions per point (a tuple of m
+    matrices sharing one sparsity pattern, written in one compiled pass).
     """
-    k = len(U)
-    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-    a_dof = np.where(a >= 0, model.dof_start[np.maximum(a, 0)], -1)
-    b_dof = np.where(b >= 0, model.dof_start[np.maximum(b, 0)], -1)
-    xa, xb = data.position[np.maximum(a, 0)], data.position[np.maximum(b, 0)]
-    dv, ix, ip = _K.point_rows_csr(a_dof, b_dof, np.ascontiguousarray(P, dtype=np.float64), xa, xb,
-                                   np.ascontiguousarray(U, dtype=np.float64))
-    return sp.csr_matrix((dv, ix, ip), shape=(k, model.ndof))
+    k = np.shape(U)[-2]
+    dv, ix, ip = _K.frame_rows_csr(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), model.dof_start,
+                                   data.position, np.ascontiguousarray(P, dtype=np.float64),
+                                   np.ascontiguousarray(U, dtype=np.float64).reshape(-1, k, 3))
+    return tuple(csr_of(d, ix, ip, (k, model.ndof)) for d in dv) if np.ndim(U) == 3 else \
+        csr_of(dv[0], ix, ip, (k, model.ndof))
 
 
 def angular_rows(model: Model, a: int, b: int, U: np.ndarray) -> sp.csr_matrix:
@@ -256,16 +286,10 @@ def joint_rows(model: Model, data: Data, h: float):
         P.special, P.special_kin, P.label_base, P.special_base, model.dof_start, data.position, data.quaternion,
         data.linear_velocity, data.angular_velocity, data.planar_reference, data.velocity_vector(model),
         float(h), float(model.settings.zeta))
-    csr = lambda m, n: _canonical(sp.csr_matrix(m, shape=(n, model.ndof)))
+    csr = lambda m, n: csr_of(*m, (n, model.ndof))
     lab = lambda ids: P.labels[ids].tolist()
     return ((csr(Jm, rhs.size), rhs, err, lab(jl)), (csr(Lm, l_bias.size), l_bias, lab(ll)),
             (csr(Am, a_target.size), a_target, a_max, lab(al)), JointState(coords, csr(Rm, nj)))
-
-
-def _canonical(m: sp.csr_matrix) -> sp.csr_matrix:
-    m.has_sorted_indices = True        # rows sorted and merged by the kernel
-    m.has_canonical_format = True
-    return m
 
 
 def contact_rows(model: Model, data: Data, contacts, d: int):
@@ -280,10 +304,7 @@ def contact_frame_rows(model: Model, data: Data, contacts):
         e = _empty(model.ndof)
         return e, e, e
     a, b, P = contacts.body_a, contacts.body_b, contacts.point
-    N = point_rows(model, data, a, b, P, contacts.normal)
-    S = point_rows(model, data, a, b, P, contacts.t1)
-    T = point_rows(model, data, a, b, P, contacts.t2)
-    return N, S, T
+    return point_rows(model, data, a, b, P, np.stack((contacts.normal, contacts.t1, contacts.t2)))
 
 
 def pyramid_rows(S: sp.csr_matrix, T: sp.csr_matrix, d: int) -> sp.csr_matrix:
@@ -298,7 +319,7 @@ def pyramid_rows(S: sp.csr_matrix, T: sp.csr_matrix, d: int) -> sp.csr_matrix:
     k = np.repeat(np.tile(np.arange(d), S.shape[0]), lens)
     data = np.cos(ang)[k] * S.data[idx] + np.sin(ang)[k] * T.data[idx]
     indptr = np.concatenate([[0], np.cumsum(lens)])
-    return sp.csr_matrix((data, S.indices[idx], indptr), shape=(S.shape[0] * d, S.shape[1]))
+    return csr_of(data, S.indices[idx], indptr.astype(S.indices.dtype), (S.shape[0] * d, S.shape[1]))
 
 
 def normal_bias(phi: np.ndarray, h: float, zeta: float, slop: float) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelError
-from ..mechanics.system import delassus
+from ..mechanics.system import delassus, stack_rows
 from ..problems import BoxedLCP
 from .common import StepResult, contact_modes, dense
 
@@ -64,10 +64,7 @@ def _rows(sys) -> sp.csr_matrix:
     """H = [J; A; L; N; S; T], built once per step (kept on the system for recover)."""
     H = getattr(sys, "_box_rows", None)
     if H is None:
-        parts = [m for m in (sys.J, sys.A, sys.L, sys.N, sys.S, sys.T) if m.shape[0]]
-        H = sp.vstack(parts, format="csr") if len(parts) > 1 else (
-            sp.csr_matrix(parts[0]) if parts else sp.csr_matrix((0, sys.ndof)))
-        sys._box_rows = H
+        H = sys._box_rows = stack_rows((sys.J, sys.A, sys.L, sys.N, sys.S, sys.T), sys.ndof)
     return H
 
 
