@@ -6,7 +6,9 @@ import scipy.sparse as sp
 
 from ..errors import ProblemError
 from ..kernels.residual import lcp_certify_dense
+from ..kernels import validation as V
 from ..kernels.tolerances import NORMWISE_FLOOR
+from ..kernels.validation import boxed_structure
 from .base import Problem
 from .residual import Residuals, box_relative, box_residuals, lcp_relative, lcp_residuals, row_terms
 from .validation import as_matrix, as_vector, is_symmetric, matvec, max_abs
@@ -101,30 +103,21 @@ class BoxedLCP(Problem):
             fi = np.asarray(findex)
             if fi.shape != (n,) or not np.issubdtype(fi.dtype, np.integer):
                 raise ProblemError(f"findex must be an integer vector of length {n} (-1 for uncoupled rows)")
-            self.findex = fi.astype(np.int64)
-            if np.any(self.findex < -1) or np.any(self.findex >= n):
-                raise ProblemError(f"findex out of range: entries must be -1 or a row index in [0, {n})")
-            if np.any(self.findex == np.arange(n)):
-                raise ProblemError("findex[i] == i couples a row to itself; point it at the normal row")
+            self.findex = np.ascontiguousarray(fi, dtype=np.int64)
             if mu is None:
                 raise ProblemError("findex is given without mu; pass mu (friction coefficient per row)")
             self.mu = as_vector("mu", mu, n)
-        coupled = self.findex >= 0
-        if np.any(self.mu[coupled] < 0):
-            raise ProblemError("mu must be >= 0 on coupled rows (friction coefficients are non-negative)")
-        if np.any(coupled):
-            normals = self.findex[coupled]
-            if np.any(self.findex[normals] >= 0):
-                raise ProblemError("findex points at a row that is itself coupled; point friction rows at normal rows")
-            if np.any(self.lo[normals] < 0):
-                raise ProblemError("rows referenced by findex must have lo >= 0 (they are normal impulses)")
-        free = ~coupled
-        if np.any(np.isposinf(self.lo[free])) or np.any(np.isneginf(self.hi[free])):
-            raise ProblemError("lo must not be +inf and hi must not be -inf")
-        bad = free & (self.lo > self.hi)
-        if np.any(bad):
-            i = int(np.flatnonzero(bad)[0])
-            raise ProblemError(f"lo > hi at row {i} (lo={self.lo[i]}, hi={self.hi[i]}); swap or fix the bounds")
+        code, i = boxed_structure(self.lo, self.hi, self.findex, self.mu)
+        if code != V.OK:
+            raise ProblemError({
+                V.FINDEX_RANGE: f"findex out of range: entries must be -1 or a row index in [0, {n})",
+                V.FINDEX_SELF: "findex[i] == i couples a row to itself; point it at the normal row",
+                V.MU_NEGATIVE: "mu must be >= 0 on coupled rows (friction coefficients are non-negative)",
+                V.FINDEX_CHAIN: "findex points at a row that is itself coupled; point friction rows at normal rows",
+                V.NORMAL_LO: "rows referenced by findex must have lo >= 0 (they are normal impulses)",
+                V.BOUND_INF: "lo must not be +inf and hi must not be -inf",
+                V.LO_ABOVE_HI: f"lo > hi at row {i} (lo={self.lo[i]}, hi={self.hi[i]}); swap or fix the bounds",
+            }[code])
 
     @property
     def has_coupling(self) -> bool:

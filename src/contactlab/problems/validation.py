@@ -29,7 +29,7 @@ def as_matrix(name: str, M, shape: tuple[int | None, int | None] | None = None, 
         for axis, want in enumerate(shape):
             if want is not None and M.shape[axis] != want:
                 raise ProblemError(f"{name} has shape {M.shape}; expected {axis and 'columns' or 'rows'} = {want}")
-    if not np.all(np.isfinite(data)):
+    if not np.isfinite(data).all():
         raise ProblemError(f"{name} contains NaN or inf; every entry must be finite")
     return M
 
@@ -48,10 +48,11 @@ def as_vector(name: str, v, n: int | None = None, *, allow_inf: bool = False, fi
         raise ProblemError(f"{name} must be 1-D, got shape {v.shape}")
     if n is not None and v.shape[0] != n:
         raise ProblemError(f"{name} has length {v.shape[0]}; expected {n} to match the matrix")
-    if np.any(np.isnan(v)):
-        raise ProblemError(f"{name} contains NaN")
-    if not allow_inf and not np.all(np.isfinite(v)):
-        raise ProblemError(f"{name} contains inf; every entry must be finite")
+    if not np.isfinite(v).all():            # one pass in the usual case; the details only on failure
+        if np.isnan(v).any():
+            raise ProblemError(f"{name} contains NaN")
+        if not allow_inf:
+            raise ProblemError(f"{name} contains inf; every entry must be finite")
     return np.ascontiguousarray(v)
 
 
