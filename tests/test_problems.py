@@ -6,6 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import contactlab as cl
+from contactlab.errors import ProblemError
+from contactlab.problems import BoxedLCP
 from contactlab.problems import box_residuals, lcp_residuals
 from contactlab.problems import generators as gen
 
@@ -163,3 +165,25 @@ def test_boxed_lcp_bounds_default_from_findex_and_mu():
     sol = cl.solve(P, "pgs")
     assert sol.success
     np.testing.assert_allclose(sol.z, [1.0, 0.5], atol=1e-9)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda a: a["findex"].__setitem__(3, 9), "findex out of range"),
+    (lambda a: a["findex"].__setitem__(3, 3), "couples a row to itself"),
+    (lambda a: a["mu"].__setitem__(4, -0.1), "mu must be >= 0"),
+    (lambda a: a["findex"].__setitem__(0, 1), "itself coupled"),
+    (lambda a: a["lo"].__setitem__(1, -1.0), "lo >= 0"),
+    (lambda a: a["lo"].__setitem__(0, np.inf), "lo must not be \\+inf"),
+    (lambda a: a["hi"].__setitem__(0, -np.inf), "hi must not be -inf"),
+    (lambda a: (a["lo"].__setitem__(1, 2.0), a["hi"].__setitem__(1, 1.0)), "lo > hi at row 1"),
+])
+def test_boxed_lcp_structure_errors_name_the_rule(change, message):
+    """The compiled structure check (kernels/validation.py) raises each rule's own ProblemError; the
+    unchanged problem (2 normals, 2 friction rows each) is accepted."""
+    n = 6
+    args = {"lo": np.zeros(n), "hi": np.full(n, np.inf), "findex": np.array([-1, -1, 0, 0, 1, 1]),
+            "mu": np.full(n, 0.5)}
+    BoxedLCP(np.eye(n), np.ones(n), **args)
+    change(args)
+    with pytest.raises(ProblemError, match=message):
+        BoxedLCP(np.eye(n), np.ones(n), **args)
