@@ -193,3 +193,38 @@ def test_box_dropped_nearly_flat_with_a_yaw_does_not_sink_into_the_box_below(yaw
     traj = sim.run(0.4)
     assert traj.error is None and all(r.success for r in traj.records)
     assert traj.metrics()["max_penetration"] <= 1e-3
+
+
+def test_sphere_against_a_half_space_agrees_with_coal_on_random_poses():
+    """The compiled sphere/half-space contact (boxes.sphere_plane_contacts) against coal's own
+    narrow phase on the same pairs (CollisionWorld._coal_contacts): tilted planes, offset spheres
+    in their body, gaps and penetrations around the margin; same point, normal and distance."""
+    rng = np.random.default_rng(11)
+    margin = 0.01
+    seen = 0
+    for _ in range(60):
+        nrm = rng.normal(size=3)
+        nrm /= np.linalg.norm(nrm)
+        r = rng.uniform(0.02, 0.3)
+        gap = rng.uniform(-0.02, 0.03)
+        local = rng.uniform(-0.1, 0.1, 3)
+        q = _random_quat(rng)
+        from contactlab.mechanics.rotation import quat_to_matrix
+        centre = (0.3 + r + gap) * nrm                      # plane n.x <= 0.3 (offset along the normal)
+        pos = centre - quat_to_matrix(q) @ local
+        w, model, data = _world([Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=tuple(nrm),
+                                                                          offset=0.3)]),
+                                 Body("s", position=tuple(pos), orientation=q,
+                                      shapes=[Shape("sphere", radius=r, position=tuple(local))])])
+        c = w.detect(data, margin=margin)
+        Rs, ps = w._world_poses(data)
+        sa, sb, P, N, phi = w._coal_contacts(np.array([[1, 0]]), Rs, ps)
+        assert c.count == phi.size
+        if phi.size:
+            seen += 1
+            assert abs(c.phi[0] - phi[0]) <= 1e-9 and abs(c.phi[0] - gap) <= 1e-9
+            assert np.allclose(c.normal[0], N[0], atol=1e-9) and np.allclose(c.point[0], P[0], atol=1e-9)
+            assert c.body_a[0] == 1 and c.body_b[0] == 0
+        else:
+            assert gap >= margin - 1e-9
+    assert seen > 30

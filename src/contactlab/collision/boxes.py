@@ -12,7 +12,9 @@
   closest points of the two edges, unless it lies within ~11 degrees of the face axis and the
   face's clipped points agree with its depth (FACE_PARALLEL, FACE_SLACK): then the face's points. Exact for touching faces (the normal is a face axis, not
   EPA's estimate), so a resting stack gets its four corners.
-* :func:`box_plane`: the box vertices within the margin of a half-space, each with its exact distance.
+* :func:`plane_contacts`: the box (or convex mesh) vertices within the margin of a half-space, each
+  with its exact distance; :func:`sphere_plane_contacts`: a sphere's one point against a half-space.
+* :func:`world_poses`: every shape's world rotation and position from its body's quaternion.
 
 Contacts: normal from shape a to shape b, point midway between the witness points, phi the
 signed distance (negative = penetration). Cross-checked against coal in tests/test_collision.py.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels._jit import jit
+from ..kernels.quaternion import quat_matrix
 
 #: a face axis is kept unless an edge-edge axis separates by more than this (relative to the box size)
 EDGE_PREFERENCE = 1e-4
@@ -34,6 +37,28 @@ FACE_PARALLEL = 0.98
 FACE_SLACK = 0.005
 #: contacts kept per box-box pair
 MAX_POINTS = 4
+
+
+@jit
+def world_poses(quaternion, position, shape_body, local_R, local_p):
+    """(Rs, ps): world rotation R_body R_local and position x_body + R_body p_local of every shape."""
+    k = shape_body.shape[0]
+    Rs = np.empty((k, 3, 3))
+    ps = np.empty((k, 3))
+    Rb = np.empty((3, 3))
+    for s in range(k):
+        b = shape_body[s]
+        quat_matrix(quaternion[b], Rb)
+        for i in range(3):
+            acc = position[b, i]
+            for j in range(3):
+                acc += Rb[i, j] * local_p[s, j]
+                r = 0.0
+                for m in range(3):
+                    r += Rb[i, m] * local_R[s, m, j]
+                Rs[s, i, j] = r
+            ps[s, i] = acc
+    return Rs, ps
 
 
 @jit
@@ -400,6 +425,33 @@ def plane_contacts(pairs, Rs, ps, verts, vstart, plane_n, plane_off, margin, rea
                 N[k] = -n
                 phi[k] = dist
                 k += 1
+    return pid[:k], P[:k], N[:k], phi[:k]
+
+
+@jit
+def sphere_plane_contacts(pairs, ps, radius, plane_n, plane_off, margin, reach):
+    """(sphere shape, half-space row) pairs: the sphere's one contact when its surface is within
+    margin + its reach of the plane (outward normal n, inside n.x <= off): phi = n.c - off - r, normal
+    -n (sphere into half-space), point midway between the sphere's lowest point c - r n and its
+    projection on the plane (coal's witness points; cross-checked in tests/test_collision.py)."""
+    npairs = pairs.shape[0]
+    pid = np.empty(npairs, dtype=np.int64)
+    P = np.empty((npairs, 3))
+    N = np.empty((npairs, 3))
+    phi = np.empty(npairs)
+    k = 0
+    for q in range(npairs):
+        s, h = pairs[q, 0], pairs[q, 1]
+        n = plane_n[h]
+        r = radius[s]
+        dist = _dot(ps[s], n) - plane_off[h] - r
+        if dist < margin + reach[s]:
+            pid[k] = q
+            for i in range(3):
+                P[k, i] = ps[s, i] - (r + 0.5 * dist) * n[i]
+                N[k, i] = -n[i]
+            phi[k] = dist
+            k += 1
     return pid[:k], P[:k], N[:k], phi[:k]
 
 

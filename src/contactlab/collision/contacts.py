@@ -6,7 +6,7 @@ Narrow phase: box-box pairs by the compiled separating-axis routine with face cl
 four points per pair, exact face normals), box or convex mesh against a half-space by its
 vertices within ``margin`` of the plane (each with its exact distance: speculative contacts for
 the corners about to land). Every other pair goes to ``coal.collide`` with ``security_margin =
-margin`` then ``coal.computeContactPatch`` (a face-face patch yields its polygon's corners), each
+margin`` then ``coal.computeContactPatch`` (spheres against a half-space are compiled too) (a face-face patch yields its polygon's corners), each
 point's signed distance measured between its two witness points along the patch normal.
 """
 from __future__ import annotations
@@ -144,6 +144,8 @@ class CollisionWorld:
         self.vstart = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.vflat = np.vstack([V for V in self.vertices if V is not None] or [np.zeros((0, 3))]).astype(np.float64)
         self.has_vertices = np.array(counts, dtype=np.int64) > 0
+        self.sphere_radius = np.array([float(s.radius) if s.kind == "sphere" else 0.0 for _, s in model.shapes])
+        self.shape_kind_sphere = np.array([s.kind == "sphere" for _, s in model.shapes], dtype=bool)
 
     def _snap_normal(self, res, Rs, ps, sa, sb, cos_tol: float = 0.9995):
         """EPA's normal for barely overlapping faces can be off by ~1e-3 rad, and coal's patch then
@@ -180,11 +182,7 @@ class CollisionWorld:
         return out
 
     def _world_poses(self, data: Data):
-        R = quat_to_matrix(data.quaternion)
-        Rb = R[self.shape_body]
-        Rs = Rb @ self.local_R
-        ps = data.position[self.shape_body] + np.einsum("kij,kj->ki", Rb, self.local_p)
-        return Rs, ps
+        return B.world_poses(data.quaternion, data.position, self.shape_body, self.local_R, self.local_p)
 
     def _planes_world(self, Rs, ps):
         """World outward normals (k, 3) and offsets (k,) of the half-spaces (``self.plane_idx``)."""
@@ -229,7 +227,7 @@ class CollisionWorld:
         margin grown by its shapes' ``reach`` (per shape, e.g. how far a moving body's points can
         travel in the step: speculative contacts for fast bodies only, not a scene-wide margin).
 
-        Compiled broad phase; box-box pairs and (box or convex mesh, half-space) pairs by the
+        Compiled broad phase; box-box pairs and (box, convex mesh or sphere, half-space) pairs by the
         compiled routines of :mod:`contactlab.collision.boxes`; every other pair by coal."""
         if not self.geoms:
             return ContactSet.empty()
@@ -243,19 +241,26 @@ class CollisionWorld:
         plane_b = self.infinite[pairs[:, 1]]
         boxbox = self.shape_kind_box[pairs[:, 0]] & self.shape_kind_box[pairs[:, 1]]
         vplane = plane_b & self.has_vertices[pairs[:, 0]]
+        splane = plane_b & self.shape_kind_sphere[pairs[:, 0]]
         parts = []                                      # (shape a, shape b, point, normal, phi)
         if np.any(boxbox):
             pb = pairs[boxbox]
             pid, P, N, phi = B.box_contacts(pb, Rs, ps, self.half, self.margin, self._reach)
             parts.append((pb[pid, 0], pb[pid, 1], P, N, phi))
+        if np.any(vplane | splane):
+            n, off = self._planes_world(Rs, ps)
         if np.any(vplane):
             pp = pairs[vplane]
-            n, off = self._planes_world(Rs, ps)
             row = np.searchsorted(self.plane_idx, pp[:, 1])
             pq = np.column_stack([pp[:, 0], row])
             pid, P, N, phi = B.plane_contacts(pq, Rs, ps, self.vflat, self.vstart, n, off, self.margin, self._reach)
             parts.append((pp[pid, 0], pp[pid, 1], P, N, phi))
-        rest = ~(vplane | boxbox)
+        if np.any(splane):
+            pp = pairs[splane]
+            pq = np.column_stack([pp[:, 0], np.searchsorted(self.plane_idx, pp[:, 1])])
+            pid, P, N, phi = B.sphere_plane_contacts(pq, ps, self.sphere_radius, n, off, self.margin, self._reach)
+            parts.append((pp[pid, 0], pp[pid, 1], P, N, phi))
+        rest = ~(vplane | boxbox | splane)
         if np.any(rest):
             parts.append(self._coal_contacts(pairs[rest], Rs, ps))
         parts = [q for q in parts if q[4].size]
