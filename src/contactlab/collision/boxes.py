@@ -329,13 +329,16 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out):
     edge_s = -1e300
     edge_axis = np.zeros(3)
     edge_i, edge_j = 0, 0
+    u = np.empty(3)                 # one buffer for the nine edge-edge axes (no allocation per axis)
     for i in range(3):
         for j in range(3):
-            u = np.cross(Ra[:, i], Rb[:, j])
+            u[0] = Ra[1, i] * Rb[2, j] - Ra[2, i] * Rb[1, j]
+            u[1] = Ra[2, i] * Rb[0, j] - Ra[0, i] * Rb[2, j]
+            u[2] = Ra[0, i] * Rb[1, j] - Ra[1, i] * Rb[0, j]
             ln = np.sqrt(_dot(u, u))
             if ln < 1e-6:
                 continue
-            u = u / ln
+            u /= ln
             s = _sat_gap(u, d, Ra, Rb, ha, hb)
             if s > margin:
                 return 0
