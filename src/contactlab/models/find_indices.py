@@ -5,57 +5,21 @@ candidate row g is kept when [G_kept; g] M^-1 [G_kept; g]' stays nonsingular. Th
 L of G_kept M^-1 G_kept' is grown by one row and column per kept candidate (a bordered update,
 O(m^2) per candidate: one product with the kept rows and one triangular solve), never
 refactorised. At most m rows can be kept (drumwright Sec. VI, Lemma 1).
+
+The whole chain (M's block Cholesky factor, the selection, the null-space basis, the reduced
+problem of eq. 57 and the recovery of the multipliers) runs in compiled kernels
+(kernels/noslip.py); this module checks inputs and names the results.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
 
 from ..errors import ModelError
-from ..kernels._jit import jit
+from ..kernels import noslip as K
+from ..kernels.dense import chol_solve
 from ..problems import FactoredLCP
-
-
-@jit
-def _find_indices_kernel(G, W, tol, L, kept, col):
-    """Greedy independent-row selection with a bordered Cholesky update.
-
-    G (r, m) candidate rows in trial order; W (r, m) rows of (M^-1 G')' = G M^-1; tol relative
-    threshold on the Schur complement d = g M^-1 g' - |l|^2. L (m, m) work array receives the factor
-    of the kept rows' Gram matrix; kept (m,) receives their indices; col (m,) work. Returns the
-    number kept (kernels never raise).
-    """
-    r, m = G.shape
-    k = 0
-    for i in range(r):
-        if k >= m:
-            break
-        gg = 0.0
-        for c in range(m):
-            gg += G[i, c] * W[i, c]
-        if not gg > 0.0:  # a zero (or non-finite) row is never independent
-            continue
-        # col = L^-1 (G_kept M^-1 g')  by forward substitution on the fly
-        ll = 0.0
-        for a in range(k):
-            s = 0.0
-            ra = kept[a]
-            for c in range(m):
-                s += G[ra, c] * W[i, c]
-            for b in range(a):
-                s -= L[a, b] * col[b]
-            col[a] = s / L[a, a]
-            ll += col[a] * col[a]
-        d = gg - ll
-        if d > tol * gg:
-            for b in range(k):
-                L[k, b] = col[b]
-            L[k, k] = np.sqrt(d)
-            kept[k] = i
-            k += 1
-    return k
 
 
 @dataclass
@@ -64,7 +28,8 @@ class IndexSets:
 
     ``J_rows``, ``S_rows``, ``T_rows``: kept row indices of J, S, T (sorted). ``G`` (k, m): the
     kept rows in trial order, with L L' = G M^-1 G' (``L`` lower triangular). ``order[k]`` =
-    (block, row) of row k of G, block 0/1/2 for J/S/T.
+    (block, row) of row k of G, block 0/1/2 for J/S/T; ``kept[k]`` its index among the candidates
+    (Alg. 2's trial order).
     """
 
     J_rows: np.ndarray
@@ -73,6 +38,7 @@ class IndexSets:
     G: np.ndarray
     L: np.ndarray
     order: np.ndarray
+    kept: np.ndarray = None
 
     @property
     def rank(self) -> int:
@@ -80,32 +46,70 @@ class IndexSets:
 
 
 def _candidates(J, S, T):
-    """Candidate rows in Alg. 2's order and their (block, row) labels."""
-    rows, labels = [], []
-    if J is not None:
-        for i in range(J.shape[0]):
-            rows.append(J[i]); labels.append((0, i))
+    """Candidate rows in Alg. 2's order (all of J, then S_i, T_i for each contact i) as one array
+    (r, m), and their (block, row) labels (r, 2)."""
+    j = 0 if J is None else J.shape[0]
     n = 0 if S is None else S.shape[0]
-    for i in range(n):
-        rows.append(S[i]); labels.append((1, i))
-        rows.append(T[i]); labels.append((2, i))
-    return rows, labels
+    m = (J if J is not None else S).shape[1] if (j or n) else 0
+    G = np.empty((j + 2 * n, m))
+    labels = np.empty((j + 2 * n, 2), dtype=np.int64)
+    if j:
+        G[:j] = J
+        labels[:j, 0] = 0
+        labels[:j, 1] = np.arange(j)
+    if n:
+        G[j::2] = S
+        G[j + 1::2] = T
+        labels[j::2, 0] = 1
+        labels[j + 1::2, 0] = 2
+        labels[j:, 1] = np.repeat(np.arange(n), 2)
+    return G, labels
+
+
+class MassFactor:
+    """The Cholesky factor of an SPD mass matrix M by diagonal blocks (kernels/noslip.py
+    ``mass_factor``: one block per body for a ConstraintSystem's M); ``solve(b)`` = M^-1 b for a
+    vector b (m,) or the columns of b (m, c). Raises ModelError when M is not positive definite."""
+
+    __slots__ = ("M", "L", "starts", "nb")
+
+    def __init__(self, M: np.ndarray):
+        self.M = M = np.ascontiguousarray(M, dtype=np.float64)
+        m = M.shape[0]
+        self.L = np.empty((m, m))
+        self.starts = np.empty(m + 1, dtype=np.int64)
+        self.nb = K.mass_factor(M, self.L, self.starts)
+        if self.nb < 0:
+            raise ModelError("M is not positive definite; a mass matrix must be SPD")
+
+    def solve(self, b) -> np.ndarray:
+        b = np.asarray(b, dtype=np.float64)
+        if b.ndim == 1:
+            x = np.empty(b.shape[0])
+            K.mass_solve(self.L, self.starts, self.nb, np.ascontiguousarray(b), x)
+            return x
+        X = np.empty((b.shape[1], b.shape[0]))
+        K.mass_solve_rows(self.L, self.starts, self.nb, np.ascontiguousarray(b.T), X)
+        return X.T
+
+    def solve_rows(self, B: np.ndarray) -> np.ndarray:
+        """(M^-1 B')' for the rows of B (C-contiguous (r, m))."""
+        X = np.empty_like(B)
+        K.mass_solve_rows(self.L, self.starts, self.nb, B, X)
+        return X
 
 
 def step_inputs(M, n: int, n_joint: int, normal_bias, J_rhs):
     """Shared checks of the no-slip and viscous builders: (bias (n,), joint rhs (n_joint,),
-    Cholesky factor of M, M^-1 solve), with ModelErrors naming the argument."""
+    Cholesky factor of M (a :class:`MassFactor`), M^-1 solve), with ModelErrors naming the argument."""
     bias = np.zeros(n) if normal_bias is None else np.asarray(normal_bias, dtype=np.float64).ravel()
     if bias.shape != (n,):
         raise ModelError(f"normal_bias has length {bias.shape[0]}; expected {n} (one per row of N)")
     jr = np.zeros(n_joint) if J_rhs is None else np.asarray(J_rhs, dtype=np.float64).ravel()
     if jr.shape != (n_joint,):
         raise ModelError(f"J_rhs has length {jr.shape[0]}; expected {n_joint} (one per row of J)")
-    try:
-        cf = sla.cho_factor(M, check_finite=False)
-    except np.linalg.LinAlgError:
-        raise ModelError("M is not positive definite; a mass matrix must be SPD") from None
-    return bias, jr, cf, (lambda b: sla.cho_solve(cf, b, check_finite=False))
+    cf = MassFactor(M)
+    return bias, jr, cf, cf.solve
 
 
 def find_indices(M, J=None, S=None, T=None, *, tol: float = 1e-9, M_solve=None) -> IndexSets:
@@ -131,34 +135,42 @@ def find_indices(M, J=None, S=None, T=None, *, tol: float = 1e-9, M_solve=None) 
     J, S, T = mats
     if S is not None and S.shape != T.shape:
         raise ModelError(f"S {S.shape} and T {T.shape} must have the same shape (one row per contact)")
-    rows, labels = _candidates(J, S, T)
-    if not rows:
-        e = np.zeros(0, dtype=np.int64)
-        return IndexSets(e, e, e, np.zeros((0, m)), np.zeros((0, 0)), np.zeros((0, 2), dtype=np.int64))
-    G = np.ascontiguousarray(np.array(rows))
+    G, labels = _candidates(J, S, T)
     if M_solve is None:
-        try:
-            cf = sla.cho_factor(M, check_finite=False)
-        except np.linalg.LinAlgError:
-            raise ModelError("M is not positive definite; a mass matrix must be SPD") from None
-        W = sla.cho_solve(cf, G.T, check_finite=False).T
+        factor = MassFactor(M)
+        M_solve = factor.solve
+    return select_rows(G, labels, M_solve, tol, m)
+
+
+def select_rows(G: np.ndarray, labels: np.ndarray, M_solve, tol: float, m: int) -> IndexSets:
+    """Alg. 2 on candidate rows G (r, m) in trial order with (block, row) ``labels`` (r, 2) (see
+    :func:`_candidates`); ``M_solve`` is a :class:`MassFactor` or a callable b -> M^-1 b (columns)."""
+    if not G.shape[0]:
+        e = np.zeros(0, dtype=np.int64)
+        return IndexSets(e, e, e, np.zeros((0, m)), np.zeros((0, 0)), np.zeros((0, 2), dtype=np.int64), e)
+    G = np.ascontiguousarray(G, dtype=np.float64)
+    if isinstance(M_solve, MassFactor):
+        W = M_solve.solve_rows(G)
     else:
-        W = np.asarray(M_solve(np.ascontiguousarray(G.T))).T
-    W = np.ascontiguousarray(W)
+        solve = getattr(M_solve, "__self__", None)
+        W = solve.solve_rows(G) if isinstance(solve, MassFactor) else \
+            np.ascontiguousarray(np.asarray(M_solve(np.ascontiguousarray(G.T))).T)
     L = np.zeros((m, m))
     kept = np.zeros(m, dtype=np.int64)
-    col = np.zeros(m)
-    k = _find_indices_kernel(G, W, float(tol), L, kept, col)
+    k = K.find_indices_kernel(G, W, float(tol), L, kept, np.zeros(m), np.zeros(m + 1, dtype=np.int64),
+                              np.zeros(m * m, dtype=np.int64))
     kept = kept[:k]
-    lab = np.array(labels, dtype=np.int64)[kept]
-    pick = lambda b: np.sort(lab[lab[:, 0] == b, 1])
-    return IndexSets(pick(0), pick(1), pick(2), G[kept], np.ascontiguousarray(L[:k, :k]), lab)
+    lab = labels[kept]
+    blocks = lab[:, 0]
+    pick = lambda b: np.sort(lab[blocks == b, 1])
+    return IndexSets(pick(0), pick(1), pick(2), G[kept], np.ascontiguousarray(L[:k, :k]), lab, kept)
 
 
 def find_indices_bruteforce(M, J=None, S=None, T=None) -> tuple:
     """Reference for tests: Alg. 2 with a fresh eigenvalue rank test of X' M^-1 X per candidate."""
     M = np.asarray(M, dtype=np.float64)
-    rows, labels = _candidates(None if J is None else np.atleast_2d(J), S, T)
+    G, labels = _candidates(None if J is None else np.atleast_2d(J), S, T)
+    rows = list(G)
     Minv = np.linalg.inv(M)
     kept: list[int] = []
     for i, g in enumerate(rows):
@@ -170,12 +182,18 @@ def find_indices_bruteforce(M, J=None, S=None, T=None) -> tuple:
 
 
 def nullspace_basis(G: np.ndarray, m: int) -> np.ndarray:
-    """Orthonormal basis Z (m, m - k) of {v : G v = 0} for G (k, m) with independent rows (QR of G')."""
+    """Orthonormal basis Z (m, m - k) of {v : G v = 0} for G (k, m) with independent rows
+    (Householder reflections of G' over their nonzeros, kernels/noslip.py ``nullspace_kernel``)."""
     k = G.shape[0]
     if k == 0:
         return np.eye(m)
-    Q, _ = sla.qr(G.T, mode="full", check_finite=False)
-    return np.ascontiguousarray(Q[:, k:])
+    Z = np.empty((m, m - k))
+    code = K.nullspace_kernel(np.array(G, dtype=np.float64, order="C"), Z, np.zeros((k, m)), np.empty(k),
+                              np.empty(k + 1, dtype=np.int64), np.empty(k * m, dtype=np.int64),
+                              np.empty(m, dtype=np.bool_))
+    if code:
+        raise ModelError("the rows of G are linearly dependent (FIND-INDICES keeps independent rows only)")
+    return Z
 
 
 def constraint_impulses(sets: IndexSets, M_solve, r: np.ndarray) -> np.ndarray:
@@ -183,14 +201,18 @@ def constraint_impulses(sets: IndexSets, M_solve, r: np.ndarray) -> np.ndarray:
     if sets.rank == 0:
         return np.zeros(0)
     y = sets.G @ M_solve(r)
-    return sla.cho_solve((sets.L, True), y, check_finite=False)
+    lam = np.empty(sets.rank)
+    chol_solve(sets.L, sets.rank, np.ascontiguousarray(y), lam)
+    return lam
 
 
 def split_impulses(sets: IndexSets, lam: np.ndarray, n_joint: int, n_contact: int):
     """Scatter kept-row multipliers back to full (joint, S, T) vectors; dropped rows get zero."""
     out = [np.zeros(n_joint), np.zeros(n_contact), np.zeros(n_contact)]
-    for (block, row), val in zip(sets.order, lam):
-        out[block][row] = val
+    blocks = sets.order[:, 0]
+    for b in range(3):
+        sel = blocks == b
+        out[b][sets.order[sel, 1]] = lam[sel]
     return out
 
 
@@ -213,6 +235,13 @@ class ShiftedFactoredLCP(FactoredLCP):
             raise ModelError(f"offset has length {offset.shape[0]}; expected {N.shape[0]}")
         super().__init__(N, M, f=f, offset=offset, cfm=cfm)
 
+    @classmethod
+    def from_factor(cls, N, M, L, f, f_star, offset, q, cfm: float = 0.0):
+        """:meth:`FactoredLCP.from_factor` (parts computed by the compiled reduction, not re-checked)."""
+        self = super().from_factor(N, M, L, f, f_star, offset, q, cfm)
+        self.k = M.shape[0]
+        return self
+
     def coordinates(self, z: np.ndarray) -> np.ndarray:
         """The reduced coordinates u (first k of accel) for impulses z."""
         return self.accel(z)[:self.k]
@@ -224,19 +253,33 @@ class ShiftedFactoredLCP(FactoredLCP):
 @dataclass
 class Reduced:
     """Equality rows G x = r eliminated: x = x_p + Z u, with G x_p = r (M-minimum-norm) and Z an
-    orthonormal basis of null(G); ``problem`` is the contact LCP in u (a ShiftedFactoredLCP)."""
+    orthonormal basis of null(G); ``problem`` is the contact LCP in u (a ShiftedFactoredLCP) for
+    M x = p + U' z + G' lam."""
 
     problem: ShiftedFactoredLCP
     Z: np.ndarray
     x_p: np.ndarray
     sets: IndexSets
-    M_factor: tuple
+    M_factor: MassFactor
+    p: np.ndarray = None
+    U: np.ndarray = None
 
     def x(self, z: np.ndarray) -> np.ndarray:
         return self.x_p + self.Z @ self.problem.coordinates(z)
 
     def M_solve(self, b):
-        return sla.cho_solve(self.M_factor, b, check_finite=False)
+        return self.M_factor.solve(b)
+
+    def recover(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(x, lam) for the contact impulses z (n,): x = x_p + Z u and the kept rows' multipliers
+        lam = (G M^-1 G')^-1 G M^-1 (M x - p - U' z) (G' lam = M x - p - U' z), in one compiled pass."""
+        u = self.problem.coordinates(z)
+        cf, sets = self.M_factor, self.sets
+        m = self.x_p.shape[0]
+        x, res, lam = np.empty(m), np.empty(m), np.empty(sets.rank)
+        K.recover_kernel(cf.M, cf.L, cf.starts, cf.nb, sets.G, sets.L, self.x_p, self.Z, u, self.p, self.U,
+                         np.ascontiguousarray(z, dtype=np.float64), x, res, lam, np.empty(m))
+        return x, lam
 
 
 def reduce_equalities(M, p, U, sets: IndexSets, rhs_of_row, bias, cfm: float = 0.0,
@@ -244,25 +287,34 @@ def reduce_equalities(M, p, U, sets: IndexSets, rhs_of_row, bias, cfm: float = 0
     """Contact LCP after removing the kept equality rows of ``sets`` (drumwright eq. 8-10 / 56-57).
 
     Solves M x = p + U' z + G' lam, G x = r, 0 <= z _|_ U x + bias (+ cfm z) >= 0 with x = x_p + Z u:
-    Z' M Z u = Z' (p + U' z) (Z' M x_p = 0 since M x_p lies in range(G')). ``rhs_of_row(block, row)``
-    gives r for each kept row.
+    Z' M Z u = Z' (p + U' z) (Z' M x_p = 0 since M x_p lies in range(G')). ``rhs_of_row`` is r, one
+    value per kept row in ``sets.order`` (an array), or a callable (block, row) -> r. ``M_factor``: M's
+    :class:`MassFactor` if already made. One compiled pass (kernels/noslip.py ``reduce_kernel``).
     """
-    M = np.asarray(M, dtype=np.float64)
+    M = np.ascontiguousarray(M, dtype=np.float64)
     m = M.shape[0]
-    cf = M_factor if M_factor is not None else sla.cho_factor(M, check_finite=False)
-    Z = nullspace_basis(sets.G, m)
-    r = np.array([rhs_of_row(int(b), int(i)) for b, i in sets.order], dtype=np.float64)
-    if sets.rank and np.any(r != 0):
-        y = sla.cho_solve((sets.L, True), r, check_finite=False)
-        x_p = sla.cho_solve(cf, sets.G.T @ y, check_finite=False)
+    cf = M_factor if isinstance(M_factor, MassFactor) else MassFactor(M)
+    k = sets.rank
+    if callable(rhs_of_row):
+        r = np.array([rhs_of_row(int(b), int(i)) for b, i in sets.order], dtype=np.float64)
     else:
-        x_p = np.zeros(m)
-    U = np.asarray(U, dtype=np.float64).reshape(-1, m)
-    offset = U @ x_p + np.asarray(bias, dtype=np.float64)
-    if Z.shape[1] == 0:   # every coordinate is fixed: one inert coordinate keeps the factored form
-        problem = ShiftedFactoredLCP(np.zeros((U.shape[0], 1)), np.eye(1), np.zeros(1), offset, cfm)
+        r = np.ascontiguousarray(rhs_of_row, dtype=np.float64).reshape(k)
+    Z = nullspace_basis(sets.G, m)
+    d = Z.shape[1]
+    U = np.ascontiguousarray(U, dtype=np.float64).reshape(-1, m)
+    n = U.shape[0]
+    p = np.ascontiguousarray(p, dtype=np.float64)
+    bias = np.ascontiguousarray(bias, dtype=np.float64)
+    x_p, UZ, Mr, Lr = np.empty(m), np.empty((n, d)), np.empty((d, d)), np.empty((d, d))
+    Zp, f_star, offset, q = np.empty(d), np.empty(d), np.empty(n), np.empty(n)
+    if not K.reduce_kernel(M, cf.L, cf.starts, cf.nb, np.ascontiguousarray(sets.G), sets.L, r, Z, p, U, bias,
+                           x_p, UZ, Mr, Lr, Zp, f_star, offset, q, np.empty(m), np.empty(k), np.empty(k)):
+        raise ModelError("Z' M Z is not positive definite; M must be SPD")
+    if d == 0:   # every coordinate is fixed: one inert coordinate keeps the factored form
+        one = np.ones((1, 1))
+        problem = ShiftedFactoredLCP.from_factor(np.zeros((n, 1)), one, one, np.zeros(1), np.zeros(1), offset,
+                                                 offset.copy(), cfm)
         Z = np.zeros((m, 1))
     else:
-        Mr = Z.T @ M @ Z
-        problem = ShiftedFactoredLCP(U @ Z, 0.5 * (Mr + Mr.T), Z.T @ p, offset, cfm)
-    return Reduced(problem, Z, x_p, sets, cf)
+        problem = ShiftedFactoredLCP.from_factor(UZ, Mr, Lr, Zp, f_star, offset, q, cfm)
+    return Reduced(problem, Z, x_p, sets, cf, p, U)

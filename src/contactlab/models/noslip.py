@@ -20,10 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
-from .built import ACTIVE_GAP, Built, tangent_rows, touching
+from .built import ACTIVE_GAP, Built, touching
 from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult  # noqa: F401
-from .find_indices import (step_inputs, IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
-                           reduce_equalities, split_impulses)
+from ..kernels.noslip import symmetric_finite
+from .find_indices import (IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates, reduce_equalities,
+                           select_rows, split_impulses, step_inputs)
 
 # one set of contact-mode constants and one result type for every model (models/common.py)
 SEPARATING, STICKING, SLIDING = MODE_SEPARATING, MODE_STICKING, MODE_SLIDING
@@ -32,11 +33,12 @@ ContactResult = StepResult
 
 def check_dynamics(M, v, f, N, J=None, S=None, T=None):
     """Validate shapes (ModelError naming the argument) and return float64 arrays."""
-    M = np.asarray(M, dtype=np.float64)
+    M = np.ascontiguousarray(M, dtype=np.float64)
     if M.ndim != 2 or M.shape[0] != M.shape[1]:
         raise ModelError(f"M must be a square mass matrix, got shape {M.shape}")
     m = M.shape[0]
-    if not np.allclose(M, M.T, atol=1e-10 * max(1.0, np.abs(M).max(initial=0.0))):
+    sym_finite = symmetric_finite(M, 1e-10)       # compiled; numpy's test only when it fails (the message)
+    if not sym_finite and not np.allclose(M, M.T, atol=1e-10 * max(1.0, np.abs(M).max(initial=0.0))):
         raise ModelError("M must be symmetric (a mass matrix)")
     out = [M]
     for name, x in (("v", v), ("f", f)):
@@ -66,7 +68,7 @@ def check_dynamics(M, v, f, N, J=None, S=None, T=None):
             raise ModelError(f"{name} has shape {X.shape}; expected ({n}, {m}), one row per contact like N")
         out.append(X)
     for name, x in zip(("M", "v", "f", "N", "J"), out[:5]):
-        if not np.all(np.isfinite(x)):
+        if not (sym_finite and name == "M") and not np.isfinite(x).all():
             raise ModelError(f"{name} contains NaN or inf")
     return out
 
@@ -119,12 +121,23 @@ def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, J_rhs=None, normal_bias
         raise ModelError(f"dt must be positive, got {dt}")
     n = N.shape[0]
     t0 = time.perf_counter()
-    bias, jr, cf, solve = step_inputs(M, n, J.shape[0], normal_bias, J_rhs)
-    sets = find_indices(M, J if J.shape[0] else None, S if S.shape[0] else None,
-                        T if T.shape[0] else None, tol=tol, M_solve=solve)
+    bias, jr, cf, _ = step_inputs(M, n, J.shape[0], normal_bias, J_rhs)
+    G, labels = _candidates(J if J.shape[0] else None, S if S.shape[0] else None, T if S.shape[0] else None)
+    rhs = np.zeros(G.shape[0])
+    rhs[:J.shape[0]] = jr
+    return _reduce_step(cf, v, f, dt, N, G, labels, rhs, bias, cfm, tol, J.shape[0], S.shape[0], t0)
+
+
+def _reduce_step(cf: MassFactor, v, f, dt, N, G, labels, rhs, bias, cfm, tol, n_joint, n_tangent,
+                 t0) -> NoSlipProblem:
+    """FIND-INDICES on the candidate rows G (Alg. 2's order, ``labels`` (block, row), right-hand
+    sides ``rhs``: J_rhs for joint rows, 0 for S and T) and the factored LCP of eq. 57, all compiled
+    (kernels/noslip.py); inputs already checked (:func:`build_noslip`) or built by the library (:func:`build`)."""
+    M = cf.M
+    sets = select_rows(G, labels, cf, tol, M.shape[0])
     momentum = M @ v + dt * f
-    red = reduce_equalities(M, momentum, N, sets, lambda b, i: jr[i] if b == 0 else 0.0, bias, cfm, cf)
-    return NoSlipProblem(red.problem, red, M, momentum, N, J.shape[0], S.shape[0], time.perf_counter() - t0)
+    red = reduce_equalities(M, momentum, N, sets, rhs[sets.kept], bias, cfm, cf)
+    return NoSlipProblem(red.problem, red, M, momentum, red.U, n_joint, n_tangent, time.perf_counter() - t0)
 
 
 def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> StepResult:
@@ -137,9 +150,7 @@ def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> 
     n = built.N.shape[0]
     if z.shape != (n,):
         raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal impulse per row of N)")
-    v_next = built.reduced.x(z)
-    r = built.M @ v_next - built.momentum - built.N.T @ z
-    lam = constraint_impulses(built.index_sets, built.reduced.M_solve, r)
+    v_next, lam = built.reduced.recover(z)
     joint, fs, ft = split_impulses(built.index_sets, lam, built.n_joint, built.n_tangent)
     vn = built.N @ v_next
     modes = np.where((z <= 0) & (vn > separating_tol), SEPARATING, STICKING).astype(np.int8)
@@ -248,17 +259,57 @@ def motor_violations(sys, state: np.ndarray, v_next: np.ndarray, impulse: np.nda
     return new
 
 
-def _build_state(sys, o: Options, M, U, bias, S, T, J, state) -> MotorStep:
+def _rows_into(out: np.ndarray, X, r0: int, step: int = 1, keep=None) -> None:
+    """out[r0 + step * i] = row i of X (CSR or dense), for the rows i where ``keep`` (default all)
+    (vectorised scatter of the nonzeros: no scipy conversion per matrix)."""
+    if hasattr(X, "indptr"):
+        X = X.tocsr() if X.format != "csr" else X
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        cols, data = X.indices, X.data
+        if keep is not None:
+            sel = keep[rows]
+            rows, cols, data = rows[sel], cols[sel], data[sel]
+        out[r0 + step * rows, cols] = data
+    else:
+        X = np.asarray(X, dtype=np.float64).reshape(-1, out.shape[1])
+        out[r0:r0 + step * X.shape[0]:step] = X if keep is None else X * keep[:, None]
+
+
+def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, st_labels, state) -> MotorStep:
     """The no-slip step with the motors in ``state``: free motor rows join the equality rows,
-    saturated ones act as forces +-a_max / h."""
-    m = sys.ndof
-    A = _dense(sys.A).reshape(-1, m)
-    free = state == 0
-    Jm = np.vstack([J, A[free]])
-    f = sys.f + A.T @ (state * sys.a_max) / sys.h
-    step = build_noslip(M, sys.v, f, sys.h, U, S, T, Jm, J_rhs=np.concatenate([sys.j_rhs, sys.a_target[free]]),
-                        normal_bias=bias, cfm=float(sys.cfm + o.cfm), tol=o.tol)
-    return MotorStep(step, state, J.shape[0])
+    saturated ones act as forces +-a_max / h. ``J`` (nj, m) dense joint rows, ``ST`` (2 nc, m) the
+    touching contacts' S_i, T_i rows interleaved (Alg. 2's order; zero rows for the others)."""
+    t0 = time.perf_counter()
+    m, nj = sys.ndof, J.shape[0]
+    f = sys.f
+    rhs_j = sys.j_rhs
+    if sys.nm:
+        A = _dense(sys.A).reshape(-1, m)
+        free = state == 0
+        J = np.vstack([J, A[free]])
+        f = f + A.T @ (state * sys.a_max) / sys.h
+        rhs_j = np.concatenate([rhs_j, sys.a_target[free]])
+    nje = J.shape[0]
+    G = np.empty((nje + ST.shape[0], m))
+    G[:nje] = J
+    G[nje:] = ST
+    labels = np.empty((G.shape[0], 2), dtype=np.int64)
+    labels[:nje, 0] = 0
+    labels[:nje, 1] = np.arange(nje)
+    labels[nje:] = st_labels
+    rhs = np.zeros(G.shape[0])
+    rhs[:nje] = rhs_j
+    v = np.asarray(sys.v, dtype=np.float64)
+    f = np.asarray(f, dtype=np.float64)
+    if not (np.isfinite(v).all() and np.isfinite(f).all() and np.isfinite(G).all() and np.isfinite(bias).all()):
+        check_dynamics(cf.M, v, f, U, J)          # names the argument
+        raise ModelError("S, T or the normal biases contain NaN or inf")
+    step = _reduce_step(cf, v, f, sys.h, U, G, labels, rhs, bias, float(sys.cfm + o.cfm), o.tol, nje,
+                        ST.shape[0] // 2, t0)
+    return MotorStep(step, state, nj)
 
 
 def build(sys, options: Options | None = None) -> Built:
@@ -272,16 +323,35 @@ def build(sys, options: Options | None = None) -> Built:
     motors switched at once, as in the box-constrained convex QP this step is: the no-slip step is
     the minimiser of a strictly convex quadratic in v+): start saturated toward the target, solve
     the factored LCP with ``ppm``, switch by :func:`motor_violations`, repeat. The problem returned
-    is the one of the last state; ``recover`` reports whether its answer is consistent."""
+    is the one of the last state; ``recover`` reports whether its answer is consistent.
+
+    The system's rows are scattered once into dense arrays and M is factored once (block
+    Cholesky, :class:`~contactlab.models.find_indices.MassFactor`) for every motor state; M is
+    checked (symmetric, finite: compiled) with the other inputs, as :func:`build_noslip` does."""
     o = options or Options()
-    m = sys.ndof
-    U = np.vstack([_dense(sys.L).reshape(-1, m), _dense(sys.N).reshape(-1, m)])
+    m, nl, nc = sys.ndof, sys.nl, sys.nc
+    U = np.zeros((nl + nc, m))
+    _rows_into(U, sys.L, 0)
+    _rows_into(U, sys.N, nl)
     bias = np.concatenate([sys.l_bias, sys.n_bias])
-    S, T = tangent_rows(sys, touching(sys, o.active_gap))     # zero rows: never kept by FIND-INDICES
-    M, J = _dense(sys.M), _dense(sys.J).reshape(-1, m)
+    ST = np.zeros((2 * nc, m))       # zero rows (not touching): never kept by FIND-INDICES
+    touch = touching(sys, o.active_gap)
+    _rows_into(ST, sys.S, 0, 2, touch)
+    _rows_into(ST, sys.T, 1, 2, touch)
+    st_labels = np.empty((2 * nc, 2), dtype=np.int64)
+    st_labels[0::2, 0] = 1
+    st_labels[1::2, 0] = 2
+    st_labels[:, 1] = np.repeat(np.arange(nc), 2)
+    M = np.zeros((m, m))
+    _rows_into(M, sys.M, 0)
+    J = np.zeros((sys.nj, m))
+    _rows_into(J, sys.J, 0)
+    if not symmetric_finite(M, 1e-10):
+        check_dynamics(M, sys.v, sys.f, U, J)     # raises with the message (else M passed numpy's test)
+    cf = MassFactor(M)
     rows = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
     state = np.sign(sys.a_target - sys.A @ sys.v_free()).astype(np.int8) if sys.nm else np.zeros(0, np.int8)
-    ms = _build_state(sys, o, M, U, bias, S, T, J, state)
+    ms = _build_state(sys, o, cf, U, bias, J, ST, st_labels, state)
     if sys.nm:
         from ..solvers import solve
         seen = {state.tobytes()}
@@ -296,7 +366,7 @@ def build(sys, options: Options | None = None) -> Built:
                 ms.consistent = bool(np.array_equal(new, ms.state))
                 break
             seen.add(new.tobytes())
-            ms = _build_state(sys, o, M, U, bias, S, T, J, new)
+            ms = _build_state(sys, o, cf, U, bias, J, ST, st_labels, new)
             ms.trials, ms.consistent = trial, False     # trials solved so far (this state's is not, yet)
         # the kept state's reduction counts once (in step.reduction_s) when it was built in the loop
         ms.search_s = time.perf_counter() - t0 - (ms.step.reduction_s if ms.state is not state else 0.0)

@@ -7,10 +7,20 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..errors import ProblemError
+from ..kernels.dense import chol_solve
 from .base import Problem
 from .lcp import LCP
 from .residual import Residuals, lcp_relative, lcp_residuals
 from .validation import as_matrix, as_vector, is_symmetric, matvec, max_abs, to_dense
+
+
+def _chol_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """M^-1 b from the lower Cholesky factor L of M: compiled for a vector, LAPACK for columns."""
+    if b.ndim == 1:
+        x = np.empty(L.shape[0])
+        chol_solve(L, L.shape[0], np.ascontiguousarray(b, dtype=np.float64), x)
+        return x
+    return sla.cho_solve((L, True), b, check_finite=False)
 
 
 class FactoredLCP(Problem):
@@ -59,6 +69,25 @@ class FactoredLCP(Problem):
             raise ProblemError(f"cfm must be a number >= 0, got {cfm!r}") from None
         if not (np.isfinite(self.cfm) and self.cfm >= 0.0):
             raise ProblemError(f"cfm must be finite and >= 0, got {cfm!r}")
+
+    @classmethod
+    def from_factor(cls, N: np.ndarray, M: np.ndarray, L: np.ndarray, f: np.ndarray, f_star: np.ndarray,
+                    offset: np.ndarray, q: np.ndarray, cfm: float = 0.0):
+        """A problem whose parts a model computed itself (no checks, no factorisation): dense C-contiguous
+        float64 N (n, m), symmetric M (m, m) with its lower Cholesky factor L (L L' = M), f, f_star = M^-1 f,
+        offset and q = N f_star + offset (e.g. models/find_indices.py's compiled no-slip reduction, whose
+        inputs were checked once). The same object as the checked constructor would build."""
+        self = cls.__new__(cls)
+        self.N, self.M = N, M
+        self.n, self.m = N.shape
+        self._chol = (L, True)
+        self._lower = L
+        self._solve = lambda b: _chol_solve(L, b)
+        self.f, self.f_star, self.offset, self.q = f, f_star, offset, q
+        self.cfm = float(cfm)
+        if not (np.isfinite(self.cfm) and self.cfm >= 0.0):
+            raise ProblemError(f"cfm must be finite and >= 0, got {cfm!r}")
+        return self
 
     def lower_factor(self) -> np.ndarray:
         """The lower Cholesky factor L of M (L L' = M), C-contiguous, computed once."""

@@ -1,0 +1,395 @@
+"""Compiled kernels of the no-slip reduction (drumwright Sec. VI, Alg. 2 FIND-INDICES, eq. 45-57).
+
+The chain of one step, without LAPACK or Python glue:
+
+* :func:`mass_factor`: the diagonal blocks of M (found from its nonzeros: one 6 x 6 block per body
+  for a ConstraintSystem, one block for a dense M) and the Cholesky factor of each; M^-1 b is then
+  O(sum of squared block sizes) (:func:`mass_solve`), and b's zero blocks are skipped.
+* :func:`find_indices_kernel`: Alg. 2's greedy selection with the bordered Cholesky update of
+  G M^-1 G' (dot products over the nonzeros of the kept rows only: same sums, zero terms skipped).
+* :func:`nullspace_kernel`: an orthonormal basis Z of null(G) by Householder reflections of G'
+  (each reflector supported on the nonzeros of its column, pivot row the largest entry): G' = Q R
+  with R nonzero on k pivot rows only, so the images Q e_r of the d = m - k other unit vectors are
+  an orthonormal basis of null(G). O(sum of reflector supports x columns) instead of O(m k^2).
+* :func:`reduce_kernel`: x_p (G x_p = r, M-minimum-norm), U Z, Z' M Z (eq. 57), its Cholesky factor,
+  Z' p, the offset U x_p + bias and q of the factored LCP.
+* :func:`recover_kernel`: v+ = x_p + Z u, and the kept rows' multipliers
+  lam = (G M^-1 G')^-1 G M^-1 (M v+ - p - U' z).
+
+Kernels never raise: they return status codes that the Python layer (models/find_indices.py)
+turns into ModelErrors.
+"""
+import numpy as np
+
+from ._jit import jit
+from .dense import chol_solve
+
+
+@jit
+def mass_factor(M, L, starts):
+    """Block Cholesky factor of the SPD matrix M (m, m).
+
+    The diagonal blocks are the smallest contiguous ones with no nonzero outside them (found from
+    M's nonzeros in O(m^2)); starts[:nb + 1] receives their boundaries and L (m, m, zeroed outside
+    the blocks) the lower Cholesky factor of each block, so L L' = M exactly as one dense factor
+    would give (the factor of a block-diagonal matrix is block diagonal). Returns nb, or -1 when a
+    pivot is not positive (M not positive definite, or not finite)."""
+    m = M.shape[0]
+    reach = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        reach[i] = i
+    for r in range(m):
+        for c in range(m):
+            if M[r, c] != 0.0:
+                lo = min(r, c)
+                hi = max(r, c)
+                if hi > reach[lo]:
+                    reach[lo] = hi
+    nb = 0
+    starts[0] = 0
+    cur = -1
+    for i in range(m):
+        if reach[i] > cur:
+            cur = reach[i]
+        if cur == i:
+            nb += 1
+            starts[nb] = i + 1
+    for r in range(m):
+        for c in range(m):
+            L[r, c] = 0.0
+    for b in range(nb):
+        s0 = starts[b]
+        s1 = starts[b + 1]
+        for j in range(s0, s1):
+            d = M[j, j]
+            for t in range(s0, j):
+                d -= L[j, t] * L[j, t]
+            if not d > 0.0:          # also catches NaN
+                return -1
+            ljj = np.sqrt(d)
+            L[j, j] = ljj
+            for i in range(j + 1, s1):
+                s = M[i, j]
+                for t in range(s0, j):
+                    s -= L[i, t] * L[j, t]
+                L[i, j] = s / ljj
+    return nb
+
+
+@jit
+def mass_solve(L, starts, nb, b, x):
+    """x = M^-1 b with the block factor of :func:`mass_factor` (x may be b); zero blocks of b stay zero."""
+    for blk in range(nb):
+        s0 = starts[blk]
+        s1 = starts[blk + 1]
+        nz = False
+        for i in range(s0, s1):
+            if b[i] != 0.0:
+                nz = True
+                break
+        if not nz:
+            for i in range(s0, s1):
+                x[i] = 0.0
+            continue
+        for i in range(s0, s1):
+            s = b[i]
+            for t in range(s0, i):
+                s -= L[i, t] * x[t]
+            x[i] = s / L[i, i]
+        for i in range(s1 - 1, s0 - 1, -1):
+            s = x[i]
+            for t in range(i + 1, s1):
+                s -= L[t, i] * x[t]
+            x[i] = s / L[i, i]
+
+
+@jit
+def mass_solve_rows(L, starts, nb, B, X):
+    """X[i] = M^-1 B[i] for every row of B (the rows of (M^-1 B')')."""
+    for i in range(B.shape[0]):
+        mass_solve(L, starts, nb, B[i], X[i])
+
+
+@jit
+def mass_matvec(M, starts, nb, x, y):
+    """y = M x for the block-diagonal M of :func:`mass_factor` (only the diagonal blocks are read)."""
+    for blk in range(nb):
+        s0 = starts[blk]
+        s1 = starts[blk + 1]
+        for i in range(s0, s1):
+            s = 0.0
+            for t in range(s0, s1):
+                s += M[i, t] * x[t]
+            y[i] = s
+
+
+@jit
+def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
+    """drumwright Alg. 2: greedy independent-row selection with a bordered Cholesky update.
+
+    G (r, m) candidate rows in trial order; W (r, m) rows of G M^-1; tol relative threshold on the
+    Schur complement d = g M^-1 g' - |l|^2 (a row is kept when d > tol g M^-1 g'). L (m, m) work
+    array receives the factor of the kept rows' Gram matrix G_k M^-1 G_k'; kept (m,) their
+    indices; col (m,) work; nzptr (m + 1,), nzidx (m * m,) work: the nonzero columns of each kept
+    row, so the products G_kept M^-1 g' cost the kept rows' nonzeros (zero terms add nothing to the
+    sums: the same values as the dense products). Returns the number kept."""
+    r, m = G.shape
+    k = 0
+    nzptr[0] = 0
+    for i in range(r):
+        if k >= m:
+            break
+        gg = 0.0
+        for c in range(m):
+            gg += G[i, c] * W[i, c]
+        if not gg > 0.0:  # a zero (or non-finite) row is never independent
+            continue
+        # col = L^-1 (G_kept M^-1 g')  by forward substitution on the fly
+        ll = 0.0
+        for a in range(k):
+            s = 0.0
+            ra = kept[a]
+            for p in range(nzptr[a], nzptr[a + 1]):
+                c = nzidx[p]
+                s += G[ra, c] * W[i, c]
+            for b in range(a):
+                s -= L[a, b] * col[b]
+            col[a] = s / L[a, a]
+            ll += col[a] * col[a]
+        d = gg - ll
+        if d > tol * gg:
+            for b in range(k):
+                L[k, b] = col[b]
+            L[k, k] = np.sqrt(d)
+            kept[k] = i
+            p = nzptr[k]
+            for c in range(m):
+                if G[i, c] != 0.0:
+                    nzidx[p] = c
+                    p += 1
+            nzptr[k + 1] = p
+            k += 1
+    return k
+
+
+@jit
+def nullspace_kernel(A, Z, V, beta, vptr, vidx, free):
+    """Orthonormal basis Z (m, m - k) of null(G) for G = A (k, m) with independent rows (A is destroyed).
+
+    Householder QR of G' with row pivoting: reflector j maps column j of G' (row j of A, as the
+    earlier reflectors left it) restricted to the rows not yet pivoted onto its largest entry's row
+    p_j; its vector is supported on that column's nonzeros there, so it is applied only over them
+    (later columns without a nonzero there are unchanged). Then G' = H_0 ... H_{k-1} R with R
+    nonzero on the rows p_0..p_{k-1} only, and the columns Q e_f (f the d unpivoted rows, ascending)
+    of the orthogonal Q = H_0 ... H_{k-1} are orthonormal and orthogonal to range(G'): null(G).
+    Work: V (k, m) reflector entries, beta (k,), vptr (k + 1,), vidx (k * m,), free (m,) bool.
+    Returns 0, or 1 when a column vanished (rows dependent: not FIND-INDICES' output)."""
+    k, m = A.shape
+    for r in range(m):
+        free[r] = True
+    vptr[0] = 0
+    for j in range(k):
+        p0 = vptr[j]
+        cnt = 0
+        sig2 = 0.0
+        piv = -1
+        amax = 0.0
+        for r in range(m):
+            x = A[j, r]
+            if free[r] and x != 0.0:
+                vidx[p0 + cnt] = r
+                cnt += 1
+                sig2 += x * x
+                if abs(x) > amax:
+                    amax = abs(x)
+                    piv = r
+        vptr[j + 1] = p0 + cnt
+        if piv < 0:
+            return 1
+        sigma = np.sqrt(sig2)
+        xp = A[j, piv]
+        alpha = -sigma if xp > 0.0 else sigma
+        # v = x - alpha e_piv on the support; H = I - beta v v', beta = 2 / v'v = 1 / (sigma (sigma + |x_p|))
+        for t in range(p0, p0 + cnt):
+            r = vidx[t]
+            V[j, r] = A[j, r]
+        V[j, piv] = xp - alpha
+        beta[j] = 1.0 / (sigma * (sigma + abs(xp)))
+        free[piv] = False
+        # apply H_j to the later columns (rows j+1.. of A)
+        bj = beta[j]
+        for c in range(j + 1, k):
+            s = 0.0
+            for t in range(p0, p0 + cnt):
+                r = vidx[t]
+                s += V[j, r] * A[c, r]
+            if s != 0.0:
+                s *= bj
+                for t in range(p0, p0 + cnt):
+                    r = vidx[t]
+                    A[c, r] -= s * V[j, r]
+    # Z[:, col] = H_0 ... H_{k-1} e_f
+    col = 0
+    for f in range(m):
+        if not free[f]:
+            continue
+        for r in range(m):
+            Z[r, col] = 0.0
+        Z[f, col] = 1.0
+        for j in range(k - 1, -1, -1):
+            s = 0.0
+            for t in range(vptr[j], vptr[j + 1]):
+                r = vidx[t]
+                s += V[j, r] * Z[r, col]
+            if s != 0.0:
+                s *= beta[j]
+                for t in range(vptr[j], vptr[j + 1]):
+                    r = vidx[t]
+                    Z[r, col] -= s * V[j, r]
+        col += 1
+    return 0
+
+
+@jit
+def chol_factor(A, L):
+    """Dense lower Cholesky factor L of the SPD A (d, d); False if a pivot is not positive."""
+    d = A.shape[0]
+    for i in range(d):
+        for j in range(d):
+            L[i, j] = 0.0
+    for j in range(d):
+        s = A[j, j]
+        for t in range(j):
+            s -= L[j, t] * L[j, t]
+        if not s > 0.0:
+            return False
+        ljj = np.sqrt(s)
+        L[j, j] = ljj
+        for i in range(j + 1, d):
+            s = A[i, j]
+            for t in range(j):
+                s -= L[i, t] * L[j, t]
+            L[i, j] = s / ljj
+    return True
+
+
+@jit
+def reduce_kernel(M, Lm, starts, nb, Gk, Lg, r, Z, p, U, bias, x_p, UZ, Mr, Lr, Zp, f_star, offset, q, wm, wk, wk2):
+    """drumwright eq. 56-57 in the coordinates x = x_p + Z u of null(G) (Z from :func:`nullspace_kernel`).
+
+    x_p = M^-1 Gk' (Gk M^-1 Gk')^-1 r (zero when r = 0; Lg the FIND-INDICES factor), U Z, the reduced
+    mass Z' M Z (symmetrised; M block diagonal by :func:`mass_factor`'s blocks), its Cholesky factor
+    Lr, Z' p, f_star = (Z' M Z)^-1 Z' p, offset = U x_p + bias and q = U Z f_star + offset.
+    Work: wm (m,), wk, wk2 (k,). Returns False when Z' M Z is not positive definite."""
+    m = M.shape[0]
+    k = Gk.shape[0]
+    d = Z.shape[1]
+    n = U.shape[0]
+    anyr = False
+    for i in range(k):
+        if r[i] != 0.0:
+            anyr = True
+    for t in range(m):
+        x_p[t] = 0.0
+    if anyr:
+        chol_solve(Lg, k, r, wk)
+        for i in range(k):
+            c = wk[i]
+            for t in range(m):
+                x_p[t] += Gk[i, t] * c
+        mass_solve(Lm, starts, nb, x_p, x_p)
+    for i in range(n):
+        s = bias[i]
+        for t in range(m):
+            s += U[i, t] * x_p[t]
+        offset[i] = s
+        for a in range(d):
+            UZ[i, a] = 0.0
+        for t in range(m):
+            u = U[i, t]
+            if u != 0.0:
+                for a in range(d):
+                    UZ[i, a] += u * Z[t, a]
+    za = np.empty(m)
+    for a in range(d):
+        s = 0.0
+        for t in range(m):
+            s += Z[t, a] * p[t]
+            za[t] = Z[t, a]
+        Zp[a] = s
+        # column a of M Z, then column a of Z' M Z
+        mass_matvec(M, starts, nb, za, wm)
+        for b in range(d):
+            s = 0.0
+            for t in range(m):
+                s += Z[t, b] * wm[t]
+            Mr[b, a] = s
+    for a in range(d):
+        for b in range(a):
+            s = 0.5 * (Mr[a, b] + Mr[b, a])
+            Mr[a, b] = s
+            Mr[b, a] = s
+    if not chol_factor(Mr, Lr):
+        return False
+    chol_solve(Lr, d, Zp, f_star)
+    for i in range(n):
+        s = offset[i]
+        for a in range(d):
+            s += UZ[i, a] * f_star[a]
+        q[i] = s
+    return True
+
+
+@jit
+def recover_kernel(M, Lm, starts, nb, Gk, Lg, x_p, Z, u, p, U, z, v, res, lam, wm):
+    """v = x_p + Z u (v+ of eq. 57's solution), res = M v - p - U' z and the kept rows' multipliers
+    lam = (Gk M^-1 Gk')^-1 Gk M^-1 res (G' lam = res: Gk the kept rows, Lg their Gram factor)."""
+    m = M.shape[0]
+    k = Gk.shape[0]
+    d = Z.shape[1]
+    for t in range(m):
+        s = x_p[t]
+        for a in range(d):
+            s += Z[t, a] * u[a]
+        v[t] = s
+    mass_matvec(M, starts, nb, v, res)
+    for t in range(m):
+        res[t] -= p[t]
+    for i in range(U.shape[0]):
+        zi = z[i]
+        if zi != 0.0:
+            for t in range(m):
+                res[t] -= U[i, t] * zi
+    if k == 0:
+        return
+    mass_solve(Lm, starts, nb, res, wm)
+    for i in range(k):
+        s = 0.0
+        for t in range(m):
+            s += Gk[i, t] * wm[t]
+        lam[i] = s
+    y = lam.copy()
+    chol_solve(Lg, k, y, lam)
+
+
+@jit
+def symmetric_finite(M, rel):
+    """True when every entry of the square M is finite and |M_ij - M_ji| <= atol + 1e-5 |M_ji| with
+    atol = rel * max(1, max |M|) (numpy's allclose(M, M', atol=atol), as models/noslip.py's
+    check_dynamics asks). False otherwise (the caller then runs the numpy test for its message)."""
+    m = M.shape[0]
+    amax = 1.0
+    for i in range(m):
+        for j in range(m):
+            a = abs(M[i, j])
+            if not a < np.inf:
+                return False
+            if a > amax:
+                amax = a
+    atol = rel * amax
+    for i in range(m):
+        for j in range(i):
+            if abs(M[i, j] - M[j, i]) > atol + 1e-5 * abs(M[j, i]) or \
+                    abs(M[j, i] - M[i, j]) > atol + 1e-5 * abs(M[i, j]):
+                return False
+    return True
