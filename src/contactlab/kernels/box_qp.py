@@ -1,0 +1,312 @@
+"""Compiled projected Newton of the ``box-qp`` method (solvers/box_qp.py) on a dense matrix.
+
+One call runs what solvers/box_qp.py ``_qp`` and the friction-coupled bound updates of ``_solve`` do
+in Python, step for step: Bertsekas's projected Newton (SIAM J. Control Optim. 20(2), 1982) on
+min 1/2 z'Mz + q'z over lo <= z <= hi -- the rows at a bound whose gradient pushes outward (within
+eps = min(1e-3 max|z|, ||z - clip(z - w / diag M)||)) are held, the free rows take the Newton step
+M_FF d_F = -w_F (Cholesky; least squares where it fails, as ``_factor_solve``), the held ones a
+scaled gradient step, accepted by an Armijo test along the projection arc clip(z + t d) (or one full
+step only: ``full_steps``), the scaled gradient when the Newton arc fails; stopping when the scale-free
+residual of problems/residual.py ``box_relative`` (row terms |q_i| + |w_i - q_i|) is at most ``tol``.
+Friction-coupled rows (``findex``, ``mu``): the bounds lo_i = -mu_i max(z_findex_i, 0) = -hi_i are
+frozen at the current normal values, the QP solved, the bounds updated (arechavaleta §IV-C eq. 16),
+until the certified residual (row terms |q_i| + |M_i||z|) of the updated bounds is at most ``tol``.
+
+The interior point stays in Python: where the method would switch to it (``auto``: projected Newton
+did not converge), the kernel stops and says at which bound update (INTERIOR).
+"""
+import math
+
+import numpy as np
+
+from ._jit import jit
+from .residual import box_residual_kernel
+from .tolerances import EPS, NORMWISE_FLOOR
+
+#: outcomes of :func:`box_qp_dense`
+SOLVED, UNSETTLED, INTERIOR = 0, 1, 2
+
+
+@jit
+def _quot(a, b):
+    """a / b as numpy divides (+-inf for a nonzero a over 0, nan for 0 / 0; numba's scalar / raises)."""
+    if b != 0.0:
+        return a / b
+    if a != a or a == 0.0:
+        return np.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+@jit
+def _clip(x, lo, hi):
+    """np.clip of one value (nan stays nan, hi applied last)."""
+    if x < lo:
+        x = lo
+    if x > hi:
+        x = hi
+    return x
+
+
+@jit
+def _absmax(x):
+    """np.max(np.abs(x), initial=0.0), nan propagating."""
+    m = 0.0
+    for i in range(x.size):
+        a = abs(x[i])
+        if a > m or a != a:
+            m = a
+            if a != a:
+                return a
+    return m
+
+
+@jit
+def _affine(M, z, q, w):
+    """w = M z + q."""
+    w[:] = np.dot(M, z)
+    for i in range(q.size):
+        w[i] += q[i]
+
+
+@jit
+def _abs_terms(M, q, z, t):
+    """t_i = |q_i| + sum_j |M_ij| |z_j| (problems/residual.py row_terms), four rows at a time (four
+    independent sums, each in the order of j)."""
+    n = q.size
+    i = 0
+    while i + 4 <= n:
+        s0 = s1 = s2 = s3 = 0.0
+        for j in range(n):
+            a = abs(z[j])
+            if a != 0.0:
+                s0 += abs(M[i, j]) * a
+                s1 += abs(M[i + 1, j]) * a
+                s2 += abs(M[i + 2, j]) * a
+                s3 += abs(M[i + 3, j]) * a
+        t[i] = abs(q[i]) + s0
+        t[i + 1] = abs(q[i + 1]) + s1
+        t[i + 2] = abs(q[i + 2]) + s2
+        t[i + 3] = abs(q[i + 3]) + s3
+        i += 4
+    while i < n:
+        s = 0.0
+        for j in range(n):
+            if z[j] != 0.0:
+                s += abs(M[i, j]) * abs(z[j])
+        t[i] = abs(q[i]) + s
+        i += 1
+
+
+@jit
+def box_relative_error(z, w, lo, hi, q, t, work):
+    """relative_error(box_relative(z, w, lo, hi, q, t)) of problems/residual.py: max(natural,
+    infeasibility) of box_residual_kernel on z, lo, hi in units of max|z| (of the largest finite
+    bound when z = 0, else 1) and w_i in units of max(t_i, NORMWISE_FLOOR max|q|); inf for non-finite
+    z or w. ``work``: 4 x n scratch."""
+    n = z.size
+    if n == 0:
+        return 0.0
+    zs = 0.0
+    size = 0.0
+    for i in range(n):
+        if not (np.isfinite(z[i]) and np.isfinite(w[i])):
+            return np.inf
+        zs = max(zs, abs(z[i]))
+        size = max(size, abs(q[i]))
+    if zs == 0.0:
+        for i in range(n):
+            if np.isfinite(lo[i]):
+                zs = max(zs, abs(lo[i]))
+            if np.isfinite(hi[i]):
+                zs = max(zs, abs(hi[i]))
+        if zs == 0.0:
+            zs = 1.0
+    floor = NORMWISE_FLOOR * size
+    zr, wr, lr, hr = work[0], work[1], work[2], work[3]
+    for i in range(n):
+        zr[i] = z[i] / zs
+        lr[i] = lo[i] / zs
+        hr[i] = hi[i] / zs
+        u = t[i] if t[i] > floor else floor
+        wr[i] = w[i] / u if u > 0.0 else 0.0
+    nat, comp, infeas = box_residual_kernel(zr, wr, lr, hr)
+    return infeas if infeas > nat else nat
+
+
+@jit
+def _free_solve(M, F, k, rhs):
+    """x with M_FF x = rhs (F[:k] the free rows): Cholesky, least squares where it fails
+    (solvers/box_qp.py _factor_solve). The factorised buffer holds M_FF transposed: numba's
+    cholesky hands LAPACK's potrf('U') the buffer in column order, so potrf reads exactly the upper
+    triangle of M_FF that scipy's cho_factor reads."""
+    x = np.empty(k)
+    if k == 0:
+        return x
+    A = np.empty((k, k))
+    for a in range(k):
+        for b in range(k):
+            A[a, b] = M[F[b], F[a]]
+    ok = True
+    try:
+        L = np.linalg.cholesky(A)            # L L' = M_FF (upper triangle), L lower
+    except Exception:
+        ok = False
+        L = A
+    if not ok:
+        for a in range(k):
+            for b in range(k):
+                A[a, b] = M[F[a], F[b]]
+        return np.linalg.lstsq(A, rhs, rcond=EPS)[0]    # scipy lstsq's gelsd with cond = eps
+    for i in range(k):                       # L y = rhs (dot form along rows of L)
+        s0 = s1 = s2 = s3 = 0.0
+        j = 0
+        while j + 4 <= i:
+            s0 += L[i, j] * x[j]
+            s1 += L[i, j + 1] * x[j + 1]
+            s2 += L[i, j + 2] * x[j + 2]
+            s3 += L[i, j + 3] * x[j + 3]
+            j += 4
+        while j < i:
+            s0 += L[i, j] * x[j]
+            j += 1
+        x[i] = (rhs[i] - ((s0 + s1) + (s2 + s3))) / L[i, i]
+    for i in range(k - 1, -1, -1):           # L' x = y (axpy form along rows of L)
+        x[i] /= L[i, i]
+        xi = x[i]
+        for j in range(i):
+            x[j] -= L[i, j] * xi
+    return x
+
+
+@jit
+def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps, work):
+    """solvers/box_qp.py ``_qp`` from z, in place (z, w = M z + q on return); returns (converged,
+    Newton iterations). ``work``: 9 x n scratch."""
+    n = q.size
+    d, cand, dz, t = work[0], work[1], work[2], work[4]
+    rw = work[5:9]
+    diag = np.empty(n)
+    for i in range(n):
+        diag[i] = M[i, i]
+    F = np.empty(n, dtype=np.int64)
+    its = 0
+    for _ in range(max_iterations):
+        _affine(M, z, q, w)
+        for i in range(n):
+            t[i] = abs(q[i]) + abs(w[i] - q[i])
+        if box_relative_error(z, w, lo, hi, q, t, rw) <= tol:
+            return True, its
+        its += 1
+        for i in range(n):
+            dz[i] = z[i] - _clip(z[i] - _quot(w[i], diag[i]), lo[i], hi[i])      # the projected step
+        zmax = _absmax(z)
+        smax = _absmax(dz)
+        a = 1e-300 if 1e-300 > zmax else zmax
+        a = 1e-3 * a
+        eps = smax if smax < a else a        # Python's min(a, smax)
+        k = 0
+        for i in range(n):
+            held = ((z[i] <= lo[i] + eps) and (w[i] > 0.0)) or ((z[i] >= hi[i] - eps) and (w[i] < 0.0))
+            if not held:
+                F[k] = i
+                k += 1
+        accepted = False
+        for attempt in range(1 if full_steps else 2):
+            # Newton on the free rows, else a scaled projected gradient
+            for i in range(n):
+                d[i] = _quot(-w[i], diag[i])
+            if attempt == 0 and k > 0:
+                rhs = np.empty(k)
+                for a_ in range(k):
+                    rhs[a_] = -w[F[a_]]
+                dF = _free_solve(M, F, k, rhs)
+                for a_ in range(k):
+                    d[F[a_]] = dF[a_]
+            step = 1.0
+            for _ls in range(1 if full_steps else 30):
+                moved = False
+                for i in range(n):
+                    cand[i] = _clip(z[i] + step * d[i], lo[i], hi[i])
+                    dz[i] = cand[i] - z[i]
+                    if dz[i] != 0.0:
+                        moved = True
+                Mdz = np.dot(M, dz)
+                df = 0.0
+                slope = 0.0
+                for i in range(n):
+                    df += dz[i] * (w[i] + 0.5 * Mdz[i])
+                    slope += w[i] * dz[i]
+                if df <= armijo * slope and moved:
+                    accepted = True
+                    break
+                step *= 0.5
+            if accepted:
+                break
+        if not accepted:
+            return False, its
+        z[:] = cand
+    _affine(M, z, q, w)
+    for i in range(n):
+        t[i] = abs(q[i]) + abs(w[i] - q[i])
+    return box_relative_error(z, w, lo, hi, q, t, rw) <= tol, its
+
+
+@jit
+def coupled_bounds(lo, hi, findex, mu, z, lo_out, hi_out):
+    """BoxedLCP.bounds(z): lo, hi, with lo_i = -mu_i max(z_findex_i, 0) = -hi_i on coupled rows."""
+    for i in range(lo.size):
+        j = findex[i]
+        if j >= 0:
+            v = z[j]
+            r = mu[i] * (v if (v > 0.0 or v != v) else 0.0)
+            lo_out[i] = -r
+            hi_out[i] = r
+        else:
+            lo_out[i] = lo[i]
+            hi_out[i] = hi[i]
+
+
+@jit
+def box_qp_dense(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
+                 max_outer):
+    """solvers/box_qp.py ``_solve`` up to the interior point, on a dense C-ordered M: the projected
+    Newton QP (max_iterations, full_steps as ``_box_qp`` gives them) from z0 clipped to the bounds; with
+    friction-coupled rows (any findex >= 0) up to ``max_outer`` bound updates, each certified with row
+    terms |q_i| + |M_i||z| on the updated bounds. Returns (outcome, z, w, iterations, outer):
+    SOLVED; UNSETTLED (static bounds: the QP did not converge, ``newton_only``; coupled: max_outer
+    updates without a certified answer, w = M z + q); INTERIOR (not ``newton_only``: the QP of bound
+    update ``outer`` did not converge; z is that update's starting point, before the clip)."""
+    n = q.size
+    z = z0.copy()
+    w = np.zeros(n)
+    work = np.empty((9, n))
+    coupled = False
+    for i in range(n):
+        if findex[i] >= 0:
+            coupled = True
+    lk = np.empty(n)
+    hk = np.empty(n)
+    its = 0
+    for outer in range(1, max_outer + 1):
+        z_start = z.copy()
+        coupled_bounds(lo, hi, findex, mu, z, lk, hk)
+        for i in range(n):
+            z[i] = _clip(z[i], lk[i], hk[i])
+        ok, k = projected_newton(M, q, lk, hk, z, w, tol, max_iterations, armijo, full_steps, work)
+        its += k
+        if not coupled:
+            if ok:
+                return SOLVED, z, w, its, 1
+            if newton_only:
+                return UNSETTLED, z, w, its, 1
+            return INTERIOR, z_start, w, its, 1
+        if not ok and not newton_only:
+            return INTERIOR, z_start, w, its, outer
+        if ok:
+            coupled_bounds(lo, hi, findex, mu, z, lk, hk)
+            t = work[4]
+            _abs_terms(M, q, z, t)
+            if box_relative_error(z, w, lk, hk, q, t, work[5:9]) <= tol:
+                return SOLVED, z, w, its, outer
+    _affine(M, z, q, w)
+    return UNSETTLED, z, w, its, max_outer

@@ -1,0 +1,205 @@
+"""The compiled projected Newton of ``box-qp`` (kernels/box_qp.py) against the Python path it replaces
+on dense problems (solvers/box_qp.py ``_solve(..., compiled=False)``) and against independent
+references: the unique minimiser by exhaustive active-set enumeration, and the certified residual."""
+import itertools
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from contactlab.kernels.box_qp import INTERIOR, SOLVED, _abs_terms, box_qp_dense, box_relative_error
+from contactlab.problems import BoxedLCP
+from contactlab.problems.residual import box_relative, relative_error, row_terms
+from contactlab.solution import Status
+from contactlab.solvers import solve
+from contactlab.solvers.box_qp import BoxQPOptions, _solve
+
+
+def contact_problem(rng, nc, coupled, psd, cfm=1e-6):
+    """A contact-like boxed LCP: rows (normal, friction, friction) per contact, M = J J' (+ cfm: SPD;
+    PSD and singular with fewer columns than rows), friction bounds static or coupled to the normal."""
+    n = 3 * nc
+    m = max(1, n - 3) if psd else n + 3
+    J = rng.normal(size=(n, m))
+    M = J @ J.T
+    if not psd:
+        M += cfm * np.trace(M) / n * np.eye(n)
+    q = rng.normal(size=n)
+    q[::3] -= 0.5
+    lo, hi = np.zeros(n), np.full(n, np.inf)
+    fr = np.arange(n) % 3 != 0
+    if coupled:
+        fi = np.where(fr, np.arange(n) - np.arange(n) % 3, -1)
+        return BoxedLCP(M, q, lo, hi, fi, np.full(n, 0.6))
+    lo[fr] = -rng.uniform(0.1, 1.0, fr.sum())
+    hi[fr] = -lo[fr]
+    return BoxedLCP(M, q, lo, hi)
+
+
+OPTIONS = [BoxQPOptions(), BoxQPOptions(algorithm="newton"),
+           BoxQPOptions(small_n=0, newton_steps=2)]        # full steps only, then the interior point
+
+
+@pytest.mark.parametrize("coupled", [False, True])
+@pytest.mark.parametrize("psd", [False, True])
+@pytest.mark.parametrize("opts", OPTIONS, ids=["auto", "newton", "full-steps"])
+def test_compiled_path_matches_the_python_path(coupled, psd, opts):
+    """Same status, Newton iterations, bound updates and z (to rounding) as the Python loop, on random
+    SPD and singular PSD problems with static and friction-coupled bounds."""
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        p = contact_problem(rng, int(rng.integers(1, 15)), coupled, psd)
+        a = _solve(p, opts, None)
+        b = _solve(p, opts, None, compiled=False)
+        assert (a.status, a.iterations, a.info) == (b.status, b.iterations, b.info)
+        if b.status == Status.SOLVED:
+            assert np.abs(a.z - b.z).max() <= 1e-7 * max(1.0, np.abs(b.z).max())
+            assert relative_error(p.relative_residuals(a.z)) <= opts.tol
+
+
+def test_warm_start_and_sparse_input_take_the_same_path():
+    """A warm start, and a sparse M with n <= dense_max (densified for the kernel), give what the
+    Python path gives."""
+    rng = np.random.default_rng(3)
+    opts = BoxQPOptions()
+    for coupled in (False, True):
+        p = contact_problem(rng, 10, coupled, False)
+        z0 = np.abs(rng.normal(size=p.n)) * 0.1
+        a, b = _solve(p, opts, z0), _solve(p, opts, z0, compiled=False)
+        assert (a.status, a.iterations, a.info) == (b.status, b.iterations, b.info)
+        assert np.abs(a.z - b.z).max() <= 1e-7 * max(1.0, np.abs(b.z).max())
+        s = BoxedLCP(sp.csr_matrix(p.M), p.q, p.lo, p.hi, p.findex if coupled else None, p.mu if coupled else None)
+        c, d = _solve(s, opts, z0), _solve(s, opts, z0, compiled=False)
+        assert (c.status, c.iterations, c.info) == (a.status, a.iterations, a.info) == (d.status, d.iterations, d.info)
+        assert np.abs(c.z - a.z).max() <= 1e-7 * max(1.0, np.abs(a.z).max())
+
+
+def _enumerate(M, q, lo, hi):
+    """The unique minimiser of a strictly convex box QP: each row at lo, at hi or free (M_FF z_F =
+    -(q_F + M_FB z_B)), kept where z is inside the box and w = M z + q has the right sign per row."""
+    n = q.size
+    found = []
+    for choice in itertools.product((0, 1, 2), repeat=n):
+        c = np.array(choice)
+        if np.any((c == 0) & ~np.isfinite(lo)) or np.any((c == 1) & ~np.isfinite(hi)):
+            continue
+        z = np.where(c == 0, lo, np.where(c == 1, hi, 0.0))
+        F, B = np.flatnonzero(c == 2), np.flatnonzero(c != 2)
+        if F.size:
+            z[F] = np.linalg.solve(M[np.ix_(F, F)], -(q[F] + M[np.ix_(F, B)] @ z[B]))
+        w = M @ z + q
+        s = 1e-10 * (1.0 + np.abs(q).max() + np.abs(M).max() * np.abs(z).max())
+        if (np.all(z >= lo - s) and np.all(z <= hi + s) and np.all(w[c == 0] >= -s) and np.all(w[c == 1] <= s)
+                and np.all(np.abs(w[F]) <= s)):
+            found.append(z)
+    assert found
+    return found[0]
+
+
+def test_projected_newton_reaches_the_enumerated_minimiser():
+    """Tiny strictly convex box QPs (one-sided, two-sided, free and fixed rows): the compiled Newton
+    (through solve(), algorithm 'newton' and 'auto') lands on the minimiser found by enumeration."""
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        n = int(rng.integers(1, 6))
+        B = rng.normal(size=(n, n))
+        M = B @ B.T + 0.05 * np.eye(n)
+        q = rng.normal(size=n) * 2
+        lo = np.where(rng.random(n) < 0.7, -rng.random(n), -np.inf)
+        hi = np.where(rng.random(n) < 0.7, rng.random(n), np.inf)
+        if n > 2:
+            lo[0] = hi[0] = 0.2
+        ref = _enumerate(M, q, lo, hi)
+        for alg in ("newton", "auto"):
+            sol = solve(BoxedLCP(M, q, lo, hi), "box-qp", algorithm=alg)
+            assert sol.success
+            assert np.abs(sol.z - ref).max() <= 1e-8 * max(1.0, np.abs(ref).max())
+
+
+def test_singular_free_block_falls_back_to_least_squares():
+    """M_FF = [[1, 1], [1, 1]]: Cholesky fails at the second pivot and the Newton step is the
+    least-squares (minimum-norm) solution z = (1/2, 1/2), in the kernel as in the Python path."""
+    p = BoxedLCP(np.ones((2, 2)), [-1.0, -1.0], [0.0, 0.0], [10.0, 10.0])
+    for compiled in (True, False):
+        s = _solve(p, BoxQPOptions(algorithm="newton"), None, compiled=compiled)
+        assert s.status == Status.SOLVED and s.iterations == 1
+        np.testing.assert_allclose(s.z, [0.5, 0.5], rtol=1e-14)
+
+
+def test_kernel_hands_the_interior_point_a_later_bound_update():
+    """With full steps only, a coupled problem whose first bound update converges but a later one does
+    not: the kernel stops at that update (INTERIOR, z its start) and _solve's interior point goes on from
+    there exactly as the Python path does."""
+    rng = np.random.default_rng(7)
+    opts = BoxQPOptions(small_n=0, newton_steps=2)
+    seen = 0
+    for _ in range(40):
+        p = contact_problem(rng, int(rng.integers(2, 15)), True, False)
+        code, z, w, its, outer = box_qp_dense(np.ascontiguousarray(p.M), p.q, p.lo, p.hi, p.findex, p.mu,
+                                              np.zeros(p.n), opts.tol, 2, opts.armijo, True, False, opts.max_outer)
+        if code == INTERIOR and outer > 1:
+            seen += 1
+            a, b = _solve(p, opts, None), _solve(p, opts, None, compiled=False)
+            assert (a.status, a.iterations, a.info) == (b.status, b.iterations, b.info)
+            assert np.abs(a.z - b.z).max() <= 1e-7 * max(1.0, np.abs(b.z).max())
+        assert code in (SOLVED, INTERIOR)
+    assert seen > 0
+
+
+def test_residual_kernels_equal_the_residual_definition():
+    """box_relative_error is relative_error(box_relative(...)) with either row terms (|q| + |w - q| and
+    row_terms' |q| + |M||z|), z = 0 (units of the largest finite bound) and non-finite w included."""
+    rng = np.random.default_rng(1)
+    for k in range(60):
+        n = int(rng.integers(1, 12))
+        M = rng.normal(size=(n, n))
+        q = rng.normal(size=n)
+        lo = np.where(rng.random(n) < 0.6, -rng.random(n), -np.inf)
+        hi = np.where(rng.random(n) < 0.6, rng.random(n), np.inf)
+        z = np.clip(rng.normal(size=n), lo, hi) * (rng.random(n) < 0.7) * (k % 5 != 0)
+        w = M @ z + q
+        if k % 7 == 3:
+            w[0] = np.nan
+        work = np.empty((4, n))
+        t1 = np.abs(q) + np.abs(w - q)
+        t2 = np.empty(n)
+        _abs_terms(np.ascontiguousarray(M), q, z, t2)
+        np.testing.assert_allclose(t2, row_terms(M, z, q), rtol=1e-14)
+        for t in (t1, t2):
+            ref = relative_error(box_relative(z, w, lo, hi, q, t=t))
+            got = box_relative_error(z, w, lo, hi, q, t, work)
+            assert got == ref or abs(got - ref) <= 1e-14 * max(1.0, ref), (k, got, ref)
+
+
+SCRIPT = r"""
+import json, numpy as np
+from contactlab.solvers import solve
+from tests.test_box_qp_kernel import contact_problem
+rng = np.random.default_rng(11)
+out = {}
+for s in range(6):
+    p = contact_problem(rng, int(rng.integers(1, 8)), s % 2 == 0, s % 3 == 0)
+    r = solve(p, "box-qp", algorithm="newton")
+    out[s] = [r.status.name, r.iterations, r.z.tolist()]
+print(json.dumps(out))
+"""
+
+
+def test_kernel_runs_as_plain_python():
+    """DESIGN.md convention 7: the same statuses, iterations and answers with NUMBA_DISABLE_JIT=1."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    runs = []
+    for flag in ("1", "0"):
+        res = subprocess.run([sys.executable, "-c", SCRIPT], env=dict(os.environ, NUMBA_DISABLE_JIT=flag),
+                             capture_output=True, text=True, timeout=600, cwd=root)
+        assert res.returncode == 0, res.stderr
+        runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    plain, jitted = runs
+    assert plain.keys() == jitted.keys()
+    for key in plain:
+        assert plain[key][:2] == jitted[key][:2], key
+        np.testing.assert_allclose(plain[key][2], jitted[key][2], atol=1e-12, err_msg=key)
