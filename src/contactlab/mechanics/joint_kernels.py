@@ -68,6 +68,14 @@ class JointArrays:
     labels: np.ndarray
     joints: tuple = ()           # the JointInfo tuple packed (a model whose joints differ is repacked)
 
+    @property
+    def kernel_args(self) -> tuple:
+        """The arrays the compiled row writer reads, in :func:`fill_joint_rows`' order (a..special_base),
+        as one tuple for kernels that evaluate the rows themselves (mechanics/joint_projection.py)."""
+        return (self.a, self.b, self.kind, self.anchor_a, self.anchor_b, self.axis_a, self.q_rel0, self.lower,
+                self.upper, self.motor_target, self.motor_max_force, self.follows, self.ratio, self.special,
+                self.special_kin, self.label_base, self.special_base)
+
 
 def pack_joints(joints, names, kind, dof_start, planar, kinematic_code: int) -> JointArrays:
     """Pack compiled :class:`JointInfo` s (and the kinematic/planar bodies) into :class:`JointArrays`."""
@@ -220,36 +228,60 @@ def _csr(cols, vals, cnt, n):
 
 
 @jit
+def row_buffers(nj, ns):
+    """Buffers :func:`fill_joint_rows` writes: (cols, vals, count) per row group, J (with rhs, err,
+    label), L (bias, label), A (target, max, label), rate rows and coordinates, sized for ``nj``
+    joints and ``ns`` kinematic/planar bodies (at most 7 bilateral + motor + coupling rows a joint,
+    6 a body)."""
+    mj = 7 * nj + nj + 6 * ns
+    J = (np.empty((mj, _WIDTH), dtype=np.int64), np.empty((mj, _WIDTH)), np.zeros(mj, dtype=np.int64),
+         np.empty(mj), np.empty(mj), np.empty(mj, dtype=np.int64))
+    L = (np.empty((2 * nj, _WIDTH), dtype=np.int64), np.empty((2 * nj, _WIDTH)), np.zeros(2 * nj, dtype=np.int64),
+         np.empty(2 * nj), np.empty(2 * nj, dtype=np.int64))
+    A = (np.empty((nj, _WIDTH), dtype=np.int64), np.empty((nj, _WIDTH)), np.zeros(nj, dtype=np.int64),
+         np.empty(nj), np.empty(nj), np.empty(nj, dtype=np.int64))
+    R = (np.empty((nj, _WIDTH), dtype=np.int64), np.empty((nj, _WIDTH)), np.zeros(nj, dtype=np.int64),
+         np.full(nj, np.nan))
+    return J, L, A, R
+
+
+@jit
 def joint_rows_kernel(a, b, kind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper, mtarget, mforce,
                       follows, ratio, special, special_kin, label_base, special_base,
                       dof_start, position, quaternion, lin_vel, ang_vel, planar_reference, v_all, h, zeta):
     """All joint rows of the current state (see the module docstring). Returns
     (J csr, j_rhs, j_err, j_label), (L csr, l_bias, l_label), (A csr, a_target, a_max, a_label),
     (rate csr, coordinate); csr = (data, indices, indptr); labels index ``JointArrays.labels``."""
+    bufs = row_buffers(a.size, special.size)
+    nJ, nL, nA = fill_joint_rows(a, b, kind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper, mtarget, mforce,
+                                 follows, ratio, special, special_kin, label_base, special_base, dof_start, position,
+                                 quaternion, lin_vel, ang_vel, planar_reference, v_all, h, zeta, bufs)
+    (Jc, Jv, Jn, j_rhs, j_err, j_lab), (Lc, Lv, Ln, l_bias, l_lab), (Ac, Av, An, a_target, a_max, a_lab), \
+        (Rc, Rv, Rn, coord) = bufs
+    return ((_csr(Jc, Jv, Jn, nJ), j_rhs[:nJ].copy(), j_err[:nJ].copy(), j_lab[:nJ].copy()),
+            (_csr(Lc, Lv, Ln, nL), l_bias[:nL].copy(), l_lab[:nL].copy()),
+            (_csr(Ac, Av, An, nA), a_target[:nA].copy(), a_max[:nA].copy(), a_lab[:nA].copy()),
+            (_csr(Rc, Rv, Rn, a.size), coord))
+
+
+@jit
+def fill_joint_rows(a, b, kind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper, mtarget, mforce,
+                    follows, ratio, special, special_kin, label_base, special_base,
+                    dof_start, position, quaternion, lin_vel, ang_vel, planar_reference, v_all, h, zeta, bufs):
+    """Write the rows of :func:`joint_rows_kernel` into ``bufs`` (:func:`row_buffers`; reused, so a
+    Newton loop over positions evaluates them without allocating): each row's (unsorted, possibly
+    repeated) columns and values, J's rhs / err / label, L's bias / label, A's target / max /
+    label, the rate rows and coordinates (every joint; NaN coordinate for spherical and fixed).
+    Returns the row counts (nJ, nL, nA)."""
     nj = a.size
     ns = special.size
-    mj = 7 * nj + nj + 6 * ns
-    Jc = np.empty((mj, _WIDTH), dtype=np.int64)
-    Jv = np.empty((mj, _WIDTH))
-    Jn = np.zeros(mj, dtype=np.int64)
-    j_rhs = np.empty(mj)
-    j_err = np.empty(mj)
-    j_lab = np.empty(mj, dtype=np.int64)
-    Lc = np.empty((2 * nj, _WIDTH), dtype=np.int64)
-    Lv = np.empty((2 * nj, _WIDTH))
-    Ln = np.zeros(2 * nj, dtype=np.int64)
-    l_bias = np.empty(2 * nj)
-    l_lab = np.empty(2 * nj, dtype=np.int64)
-    Ac = np.empty((nj, _WIDTH), dtype=np.int64)
-    Av = np.empty((nj, _WIDTH))
-    An = np.zeros(nj, dtype=np.int64)
-    a_target = np.empty(nj)
-    a_max = np.empty(nj)
-    a_lab = np.empty(nj, dtype=np.int64)
-    Rc = np.empty((nj, _WIDTH), dtype=np.int64)
-    Rv = np.empty((nj, _WIDTH))
-    Rn = np.zeros(nj, dtype=np.int64)
-    coord = np.full(nj, np.nan)
+    (Jc, Jv, Jn, j_rhs, j_err, j_lab), (Lc, Lv, Ln, l_bias, l_lab), (Ac, Av, An, a_target, a_max, a_lab), \
+        (Rc, Rv, Rn, coord) = bufs
+    Jn[:] = 0
+    Ln[:] = 0
+    An[:] = 0
+    Rn[:] = 0
+    coord[:] = np.nan
     nJ, nL, nA = 0, 0, 0
 
     Ra, Rb, Re = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
@@ -433,10 +465,7 @@ def joint_rows_kernel(a, b, kind, anchor_a, anchor_b, axis_a, q_rel0, lower, upp
                 j_rhs[nJ] = -zeta * e[k] / h
                 j_lab[nJ] = special_base[m] + k
                 nJ += 1
-    return ((_csr(Jc, Jv, Jn, nJ), j_rhs[:nJ].copy(), j_err[:nJ].copy(), j_lab[:nJ].copy()),
-            (_csr(Lc, Lv, Ln, nL), l_bias[:nL].copy(), l_lab[:nL].copy()),
-            (_csr(Ac, Av, An, nA), a_target[:nA].copy(), a_max[:nA].copy(), a_lab[:nA].copy()),
-            (_csr(Rc, Rv, Rn, nj), coord))
+    return nJ, nL, nA
 
 
 @jit

@@ -16,10 +16,11 @@ from ..blas import blas_threads
 from ..collision import CollisionWorld, match_previous
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.energy import energies as _energies
+from ..mechanics.joint_projection import displace, joint_error_kernel, project_joints_kernel, spd_or_least_squares
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import integrate_quat, quat_to_matrix
 from ..mechanics.scene import Scene
-from ..mechanics.system import build_system, joint_rows
+from ..mechanics.system import _packed, build_system
 from ..models import get_model, make_options
 from ..models.built import problem_of
 from ..solvers import available_solvers, solve
@@ -86,19 +87,9 @@ def _spd_or_least_squares(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Solve A x = b for the joint projection's A = J M^-1 J': by Cholesky when A is clearly
     positive definite (pivots within 1e-6 of each other, i.e. cond < ~1e12: the usual case, ~20x
     cheaper than an SVD), else the minimum-norm least-squares answer with rcond 1e-12 (redundant or
-    nearly dependent joint rows)."""
-    import scipy.linalg as sla
-    if A.shape[0]:
-        try:
-            c, low = sla.cho_factor(A, check_finite=False)
-            d = np.abs(np.diag(c))
-            if d.min() > 1e-6 * d.max():
-                x = sla.cho_solve((c, low), b, check_finite=False)
-                if np.all(np.isfinite(x)):
-                    return x
-        except np.linalg.LinAlgError:
-            pass
-    return np.linalg.lstsq(A, b, rcond=1e-12)[0]
+    nearly dependent joint rows); compiled (mechanics/joint_projection.py ``spd_or_least_squares``,
+    the solve inside the compiled projection)."""
+    return spd_or_least_squares(np.ascontiguousarray(A, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64))
 
 
 class Simulator:
@@ -352,12 +343,11 @@ class Simulator:
                           energy_gain=e1 - e0, contact_energy_gain=contact_gain, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
 
     def _displace(self, dx: np.ndarray) -> None:
-        """x += dx (translation, then rotation by the rotation vector) for every moving body."""
+        """x += dx (translation, then rotation by the rotation vector) for every moving body that is
+        not kinematic, in place (compiled: mechanics/joint_projection.py ``displace``)."""
         model, data = self.model, self.data
-        move = (model.dof_start >= 0) & (model.kind != KIND_KINEMATIC)
-        D = np.asarray(dx, dtype=np.float64).reshape(-1, 6)[model.dof_start[move] // 6]
-        data.position[move] += D[:, :3]
-        data.quaternion[move] = integrate_quat(data.quaternion[move], D[:, 3:], 1.0)
+        displace(model.dof_start, model.kind, KIND_KINEMATIC, np.ascontiguousarray(dx, dtype=np.float64).reshape(-1),
+                 data.position, data.quaternion)
 
     def project_contacts(self, sys, v_next: np.ndarray) -> None:
         """Remove penetration beyond the slop at the position level (no velocity change):
@@ -436,42 +426,25 @@ class Simulator:
         return bool(self.model.joints) or bool(np.any(self.model.planar))
 
     def joint_error(self) -> float:
+        """Largest |position error| of the joint rows (limits excluded; compiled, the rows of
+        mechanics.system.joint_rows)."""
         if not self._has_position_rows():
             return 0.0
-        (J, _, err, _), *_ = joint_rows(self.model, self.data, self.h)
-        e = err[np.isfinite(err)]
-        return float(np.max(np.abs(e), initial=0.0))
+        model, data = self.model, self.data
+        return float(joint_error_kernel(_packed(model).kernel_args, model.dof_start, data.position, data.quaternion,
+                                        data.linear_velocity, data.angular_velocity, data.planar_reference))
 
     def project_joints(self, tol: float = 1e-10, max_iter: int = 8) -> float:
         """Newton projection of positions onto the joint manifold, M-weighted minimum norm:
         dx = -M^-1 J' (J M^-1 J')^+ err (post-stabilisation); a joint past one of its limits gets
-        that limit as one more row. Returns the remaining joint error (limits excluded)."""
-        import scipy.sparse as sp
-        from ..mechanics.kernels import delassus_dense
-        from ..mechanics.system import _block_csr, _packed, mobility_blocks
+        that limit as one more row. Returns the remaining joint error (limits excluded). One compiled
+        call (mechanics/joint_projection.py ``project_joints_kernel``: rows, J M^-1 J', Cholesky or
+        least squares, x += M^-1 J' lam with the quaternion update, up to ``max_iter`` times)."""
         model, data = self.model, self.data
-        joints = _packed(model)          # lower / upper per joint, NaN where there is none
-        err_max = 0.0
-        for _ in range(max_iter):
-            (J, _, err, _), _, _, js = joint_rows(model, data, self.h)
-            finite = np.isfinite(err)
-            Jr, e = (J, err) if finite.all() else (J[finite], err[finite])
-            # joints past a limit (NaN bounds and coordinates compare False): one more row each
-            gap_lo, gap_hi = js.coordinate - joints.lower, joints.upper - js.coordinate
-            past_lo, past_hi = np.flatnonzero(gap_lo < -tol), np.flatnonzero(gap_hi < -tol)
-            err_max = float(np.max(np.abs(e), initial=0.0))
-            worst = max(err_max, -float(np.min(gap_lo[past_lo], initial=0.0)),
-                        -float(np.min(gap_hi[past_hi], initial=0.0)))
-            if worst <= tol:
-                break
-            if past_lo.size or past_hi.size:
-                Jr = sp.vstack([Jr, js.rate_rows[past_lo], -js.rate_rows[past_hi]], format="csr")
-                e = np.concatenate([e, gap_lo[past_lo], gap_hi[past_hi]])
-            W = mobility_blocks(model, data)
-            A = delassus_dense(Jr.indptr, Jr.indices, Jr.data, W, Jr.shape[0], np.zeros(Jr.shape[0]))
-            lam = _spd_or_least_squares(A, -e)
-            self._displace(_block_csr(W) @ (Jr.T @ lam))
-        return err_max
+        return float(project_joints_kernel(_packed(model).kernel_args, model.dof_start, model.kind, KIND_KINEMATIC,
+                                           model.mass, model.inv_inertia, data.position, data.quaternion,
+                                           data.linear_velocity, data.angular_velocity, data.planar_reference,
+                                           float(tol), int(max_iter)))
 
     def run(self, duration: float, *, progress: bool = False, record_poses: bool = False,
             trajectory: Trajectory | None = None) -> Trajectory:

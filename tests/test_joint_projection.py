@@ -1,0 +1,170 @@
+"""The compiled joint projection (mechanics/joint_projection.py) against the former Python Newton
+loop of ``Simulator.project_joints`` (kept below as the reference: scipy rows, numpy Delassus
+product, scipy Cholesky / numpy least squares, numpy displacement), on randomly perturbed
+articulated models: floating base, joint limits violated, kinematic and planar bodies, couplings,
+prismatic / spherical / fixed joints, redundant rows (least-squares path)."""
+import numpy as np
+import pytest
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from contactlab.mechanics import Body, Joint, Scene, Settings, Shape, joint_rows
+from contactlab.mechanics.kernels import delassus_dense
+from contactlab.mechanics.model import KIND_KINEMATIC
+from contactlab.mechanics.rotation import integrate_quat
+from contactlab.mechanics.system import _block_csr, _packed, mobility_blocks
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+
+
+def _ref_solve(A, b):
+    if A.shape[0]:
+        try:
+            c, low = sla.cho_factor(A, check_finite=False)
+            d = np.abs(np.diag(c))
+            if d.min() > 1e-6 * d.max():
+                x = sla.cho_solve((c, low), b, check_finite=False)
+                if np.all(np.isfinite(x)):
+                    return x
+        except np.linalg.LinAlgError:
+            pass
+    return np.linalg.lstsq(A, b, rcond=1e-12)[0]
+
+
+def _ref_displace(model, data, dx):
+    move = (model.dof_start >= 0) & (model.kind != KIND_KINEMATIC)
+    D = np.asarray(dx, dtype=np.float64).reshape(-1, 6)[model.dof_start[move] // 6]
+    data.position[move] += D[:, :3]
+    data.quaternion[move] = integrate_quat(data.quaternion[move], D[:, 3:], 1.0)
+
+
+def reference_project(model, data, h, tol=1e-10, max_iter=8):
+    """The Python loop the compiled kernel replaces (contactlab before the compiled projection)."""
+    joints = _packed(model)
+    err_max = 0.0
+    for _ in range(max_iter):
+        (J, _, err, _), _, _, js = joint_rows(model, data, h)
+        finite = np.isfinite(err)
+        Jr, e = (J, err) if finite.all() else (J[finite], err[finite])
+        gap_lo, gap_hi = js.coordinate - joints.lower, joints.upper - js.coordinate
+        past_lo, past_hi = np.flatnonzero(gap_lo < -tol), np.flatnonzero(gap_hi < -tol)
+        err_max = float(np.max(np.abs(e), initial=0.0))
+        worst = max(err_max, -float(np.min(gap_lo[past_lo], initial=0.0)),
+                    -float(np.min(gap_hi[past_hi], initial=0.0)))
+        if worst <= tol:
+            break
+        if past_lo.size or past_hi.size:
+            Jr = sp.vstack([Jr, js.rate_rows[past_lo], -js.rate_rows[past_hi]], format="csr")
+            e = np.concatenate([e, gap_lo[past_lo], gap_hi[past_hi]])
+        W = mobility_blocks(model, data)
+        A = delassus_dense(Jr.indptr, Jr.indices, Jr.data, W, Jr.shape[0], np.zeros(Jr.shape[0]))
+        lam = _ref_solve(A, -e)
+        _ref_displace(model, data, _block_csr(W) @ (Jr.T @ lam))
+    return err_max
+
+
+def _perturb(sim, rng, dx=2e-3, dq=2e-2):
+    live = np.flatnonzero((sim.model.dof_start >= 0))
+    d = sim.data
+    d.position[live] += dx * rng.standard_normal((live.size, 3))
+    d.quaternion[live] = integrate_quat(d.quaternion[live], dq * rng.standard_normal((live.size, 3)), 1.0)
+
+
+def _link(name, pos, mass=1.0, size=(0.4, 0.05, 0.05), **kw):
+    return Body(name, mass=mass, position=pos, shapes=[Shape("box", size=size)], **kw)
+
+
+def _chain():
+    """Fixed, spherical, limited revolutes, a coupling, a prismatic with limits."""
+    sh = [Shape("box", size=(0.2, 0.1, 0.1))]
+    bodies = [_link("a", (0.2, 0, 1)), _link("b", (0.6, 0, 1)), _link("c", (1.0, 0, 1)), _link("d", (1.4, 0, 1)),
+              Body("e", mass=0.5, position=(1.8, 0.1, 1), shapes=sh), _link("s", (1.8, 0.5, 1.0), mass=0.7)]
+    joints = [Joint("weld", "fixed", "world", "a", anchor=(0, 0, 1.0)),
+              Joint("ball", "spherical", "a", "b", anchor=(0.4, 0, 1.0)),
+              Joint("h1", "revolute", "b", "c", anchor=(0.8, 0, 1.0), axis=(0, 1, 1), lower=-0.01, upper=0.01),
+              Joint("h2", "revolute", "c", "d", anchor=(1.2, 0, 1.0), axis=(0, 0, 1), lower=-0.02, upper=0.005),
+              Joint("h3", "revolute", "d", "e", anchor=(1.6, 0, 1.0), axis=(0.3, 0.9, 0.1), follows="h2", ratio=0.5),
+              Joint("rail", "prismatic", "e", "s", anchor=(1.8, 0.5, 1.0), axis=(0, 1, 0), lower=-0.001, upper=0.001)]
+    return Scene("chain", bodies, joints, settings=Settings(dt=0.005))
+
+
+def _kinematic_planar():
+    """A kinematic body carrying a two-link finger (limits), a planar puck, a redundant pair of
+    identical hinges (J M^-1 J' singular: the least-squares path) and a four-bar-like closed loop."""
+    bodies = [_link("palm", (0, 0, 1), kind="kinematic", linear_velocity=(0.1, 0, 0)),
+              _link("f1", (0.4, 0, 1)), _link("f2", (0.8, 0, 1)),
+              Body("puck", mass=1.0, planar=True, position=(0, 2, 0.5), shapes=[Shape("box", size=(0.2, 0.1, 0.05))]),
+              _link("r1", (0.2, -1, 1)), _link("r2", (0.6, -1, 1))]
+    joints = [Joint("k1", "revolute", "palm", "f1", anchor=(0.2, 0, 1), axis=(0, 1, 0), lower=-0.01, upper=0.01),
+              Joint("k2", "revolute", "f1", "f2", anchor=(0.6, 0, 1), axis=(0, 1, 0), lower=-0.01, upper=0.01),
+              Joint("r0", "revolute", "world", "r1", anchor=(0, -1, 1), axis=(0, 0, 1)),
+              Joint("r0bis", "revolute", "world", "r1", anchor=(0, -1, 1), axis=(0, 0, 1)),
+              Joint("rr", "revolute", "r1", "r2", anchor=(0.4, -1, 1), axis=(0, 0, 1))]
+    return Scene("kp", bodies, joints, gravity=(0, 0, 0), settings=Settings(dt=0.01))
+
+
+SCENES = {
+    "quadruped": lambda: make_scene("quadruped"),
+    "pendulum": lambda: make_scene("pendulum-chain", links=5, limit_deg=5.0),
+    "chain": _chain,
+    "kinematic-planar": _kinematic_planar,
+    "barrett": lambda: make_scene("barrett-grasp"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENES))
+@pytest.mark.parametrize("max_iter", [1, 2, 8])
+def test_compiled_projection_gives_the_reference_iterates(name, max_iter):
+    """Each Newton step and the converged positions equal the Python loop's (to rounding: the
+    Cholesky solve's summation order differs), and so does the returned error."""
+    rng = np.random.default_rng(7)
+    sim = Simulator(SCENES[name](), "stewart-trinkle", "lemke")
+    for trial in range(3):
+        _perturb(sim, rng, dq=0.05 if name == "pendulum" else 2e-2)
+        ref = sim.data.copy()
+        err_ref = reference_project(sim.model, ref, sim.h, max_iter=max_iter)
+        err = sim.project_joints(max_iter=max_iter)
+        assert np.allclose(sim.data.position, ref.position, rtol=0, atol=1e-12)
+        assert np.allclose(sim.data.quaternion, ref.quaternion, rtol=0, atol=1e-12)
+        assert err == pytest.approx(err_ref, rel=1e-9, abs=1e-14)
+        if max_iter == 8 and name != "kinematic-planar":
+            assert err <= 1e-10 and sim.joint_error() == pytest.approx(reference_error(sim), abs=1e-15)
+
+
+def reference_error(sim):
+    (_, _, err, _), *_ = joint_rows(sim.model, sim.data, sim.h)
+    e = err[np.isfinite(err)]
+    return float(np.max(np.abs(e), initial=0.0))
+
+
+def test_projection_respects_limits_kinematic_and_planar_bodies():
+    """After the projection: limited joints within their bounds, the kinematic palm where it was,
+    the planar puck back on its plane, the redundant hinge pair satisfied (least squares)."""
+    rng = np.random.default_rng(1)
+    sim = Simulator(_kinematic_planar(), "stewart-trinkle", "lemke")
+    _perturb(sim, rng, dx=1e-2, dq=5e-2)
+    palm = (sim.data.position[0].copy(), sim.data.quaternion[0].copy())
+    sim.project_joints()
+    assert np.array_equal(sim.data.position[0], palm[0]) and np.array_equal(sim.data.quaternion[0], palm[1])
+    assert sim.joint_error() < 1e-9
+    assert sim.data.position[3, 2] == pytest.approx(0.5, abs=1e-9)
+    (_, _, _, _), _, _, js = joint_rows(sim.model, sim.data, sim.h)
+    assert np.all(np.abs(js.coordinate[:2]) <= 0.01 + 1e-9)
+
+
+def test_projection_without_position_rows_changes_nothing():
+    sim = Simulator(Scene("free", [_link("a", (0, 0, 1))], gravity=(0, 0, 0)), "stewart-trinkle", "lemke")
+    x, q = sim.data.position.copy(), sim.data.quaternion.copy()
+    assert sim.project_joints() == 0.0 and sim.joint_error() == 0.0
+    assert np.array_equal(sim.data.position, x) and np.array_equal(sim.data.quaternion, q)
+
+
+def test_compiled_displace_is_the_array_formula():
+    rng = np.random.default_rng(4)
+    sim = Simulator(_kinematic_planar(), "stewart-trinkle", "lemke")
+    dx = 0.1 * rng.standard_normal(sim.model.ndof)
+    ref = sim.data.copy()
+    _ref_displace(sim.model, ref, dx)
+    sim._displace(dx)
+    assert np.array_equal(sim.data.position, ref.position)
+    assert np.allclose(sim.data.quaternion, ref.quaternion, rtol=0, atol=1e-15)
