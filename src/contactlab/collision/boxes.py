@@ -154,31 +154,33 @@ def _sat_gap(u, d, Ra, Rb, ha, hb):
 
 
 @jit
-def _clip(poly, npoly, nrm, off):
-    """Keep the part of the polygon (npoly points, rows of poly) with nrm.x <= off."""
-    out = np.empty((16, 3))
+def _clip(poly, npoly, u, sign, off, out):
+    """Write into ``out`` the part of the polygon (npoly points, rows of poly) with (sign u).x <= off;
+    returns its point count (sign = +-1: a side plane and the opposite one share the axis u)."""
     k = 0
     for i in range(npoly):
-        p = poly[i]
-        q = poly[(i + 1) % npoly]
-        dp = _dot(nrm, p) - off
-        dq = _dot(nrm, q) - off
+        j = (i + 1) % npoly
+        dp = sign * (u[0] * poly[i, 0] + u[1] * poly[i, 1] + u[2] * poly[i, 2]) - off
+        dq = sign * (u[0] * poly[j, 0] + u[1] * poly[j, 1] + u[2] * poly[j, 2]) - off
         if dp <= 0.0:
-            out[k] = p
+            out[k, 0], out[k, 1], out[k, 2] = poly[i, 0], poly[i, 1], poly[i, 2]
             k += 1
         if (dp < 0.0 < dq) or (dq < 0.0 < dp):
             t = dp / (dp - dq)
-            out[k] = p + t * (q - p)
+            for c in range(3):
+                out[k, c] = poly[i, c] + t * (poly[j, c] - poly[i, c])
             k += 1
-    return out, k
+    return k
 
 
 @jit
-def _reduce4(P, sep, k, nref):
-    """Indices of at most 4 of the k points: the deepest, the farthest from it, then the two
-    making the largest triangles on either side of that segment."""
+def _reduce4(P, sep, k, nref, keep):
+    """Indices (into ``keep``) of at most 4 of the k points: the deepest, the farthest from it, then
+    the two making the largest triangles on either side of that segment; returns their count."""
     if k <= MAX_POINTS:
-        return np.arange(k)
+        for i in range(k):
+            keep[i] = i
+        return k
     i0 = 0
     for i in range(k):
         if sep[i] < sep[i0]:
@@ -186,68 +188,74 @@ def _reduce4(P, sep, k, nref):
     i1 = i0
     best = -1.0
     for i in range(k):
-        d = P[i] - P[i0]
-        dd = _dot(d, d)
+        d0, d1, d2 = P[i, 0] - P[i0, 0], P[i, 1] - P[i0, 1], P[i, 2] - P[i0, 2]
+        dd = d0 * d0 + d1 * d1 + d2 * d2
         if dd > best:
             best, i1 = dd, i
-    e = P[i1] - P[i0]
+    e0, e1, e2 = P[i1, 0] - P[i0, 0], P[i1, 1] - P[i0, 1], P[i1, 2] - P[i0, 2]
     ip, im = -1, -1
     bp, bm = 0.0, 0.0
     for i in range(k):
         if i == i0 or i == i1:
             continue
-        c = np.cross(e, P[i] - P[i0])
-        a = _dot(c, nref)
+        d0, d1, d2 = P[i, 0] - P[i0, 0], P[i, 1] - P[i0, 1], P[i, 2] - P[i0, 2]
+        a = (e1 * d2 - e2 * d1) * nref[0] + (e2 * d0 - e0 * d2) * nref[1] + (e0 * d1 - e1 * d0) * nref[2]
         if a > bp:
             bp, ip = a, i
         if a < bm:
             bm, im = a, i
-    out = np.empty(4, dtype=np.int64)
-    out[0], out[1] = i0, i1
+    keep[0], keep[1] = i0, i1
     m = 2
     if ip >= 0:
-        out[m] = ip
+        keep[m] = ip
         m += 1
     if im >= 0:
-        out[m] = im
+        keep[m] = im
         m += 1
-    return out[:m]
+    return m
 
 
 @jit
 def _edge_point(pa, Ra, ha, pb, Rb, hb, n, ei, ej, P_out, phi_out):
     """One contact at the closest points of the edge of a (axis ei) furthest along n and the edge
     of b (axis ej) furthest along -n; returns 1."""
-    ca = pa.copy()
-    cb = pb.copy()
+    ca0, ca1, ca2 = pa[0], pa[1], pa[2]
+    cb0, cb1, cb2 = pb[0], pb[1], pb[2]
     for k in range(3):
         if k != ei:
-            ca += (1.0 if _dot(Ra[:, k], n) > 0 else -1.0) * ha[k] * Ra[:, k]
+            f = (1.0 if _dot(Ra[:, k], n) > 0 else -1.0) * ha[k]
+            ca0 += f * Ra[0, k]
+            ca1 += f * Ra[1, k]
+            ca2 += f * Ra[2, k]
         if k != ej:
-            cb -= (1.0 if _dot(Rb[:, k], n) > 0 else -1.0) * hb[k] * Rb[:, k]
-    ua, ub = Ra[:, ei], Rb[:, ej]
-    w = ca - cb
-    b_ = _dot(ua, ub)
-    dd = _dot(ua, w)
-    e = _dot(ub, w)
+            f = (1.0 if _dot(Rb[:, k], n) > 0 else -1.0) * hb[k]
+            cb0 -= f * Rb[0, k]
+            cb1 -= f * Rb[1, k]
+            cb2 -= f * Rb[2, k]
+    w0, w1, w2 = ca0 - cb0, ca1 - cb1, ca2 - cb2
+    b_ = Ra[0, ei] * Rb[0, ej] + Ra[1, ei] * Rb[1, ej] + Ra[2, ei] * Rb[2, ej]
+    dd = Ra[0, ei] * w0 + Ra[1, ei] * w1 + Ra[2, ei] * w2
+    e = Rb[0, ej] * w0 + Rb[1, ej] * w1 + Rb[2, ej] * w2
     den = 1.0 - b_ * b_
     s_ = (b_ * e - dd) / den if den > 1e-12 else 0.0
     t_ = (e - b_ * dd) / den if den > 1e-12 else 0.0
     s_ = min(max(s_, -ha[ei]), ha[ei])
     t_ = min(max(t_, -hb[ej]), hb[ej])
-    qa = ca + s_ * ua
-    qb = cb + t_ * ub
-    P_out[0] = 0.5 * (qa + qb)
-    phi_out[0] = _dot(qb - qa, n)
+    qa0, qa1, qa2 = ca0 + s_ * Ra[0, ei], ca1 + s_ * Ra[1, ei], ca2 + s_ * Ra[2, ei]
+    qb0, qb1, qb2 = cb0 + t_ * Rb[0, ej], cb1 + t_ * Rb[1, ej], cb2 + t_ * Rb[2, ej]
+    P_out[0, 0], P_out[0, 1], P_out[0, 2] = 0.5 * (qa0 + qb0), 0.5 * (qa1 + qb1), 0.5 * (qa2 + qb2)
+    phi_out[0] = (qb0 - qa0) * n[0] + (qb1 - qa1) * n[1] + (qb2 - qa2) * n[2]
     return 1
 
 
 @jit
-def _face_points(pr, Rr, hr, pc, Rc, hc, nref, i, margin, P_out, phi_out):
+def _face_points(pr, Rr, hr, pc, Rc, hc, nref, i, margin, P_out, phi_out, work):
     """Reference face i of box r (outward normal nref, pointing to box c), the incident face of c
     clipped by its four side planes; the clipped points within ``margin`` (at most 4, deepest
-    first), each with its separation along nref. Returns the count."""
-    cr = pr + hr[i] * nref                      # reference face centre (nref = +-Rr[:, i])
+    first), each with its separation along nref. Returns the count. ``work``: the scratch of
+    :func:`_Work` (no allocation per pair)."""
+    polyA, polyB, P, sep, keep = work
+    cr0, cr1, cr2 = pr[0] + hr[i] * nref[0], pr[1] + hr[i] * nref[1], pr[2] + hr[i] * nref[2]   # face centre
     # incident face: the face of c most anti-parallel to nref
     kc = 0
     bestdot = 0.0
@@ -256,62 +264,71 @@ def _face_points(pr, Rr, hr, pc, Rc, hc, nref, i, margin, P_out, phi_out):
         if dk > bestdot:
             bestdot, kc = dk, k
     sgn = -1.0 if _dot(Rc[:, kc], nref) > 0 else 1.0
-    cc = pc + sgn * hc[kc] * Rc[:, kc]
     k1, k2 = (kc + 1) % 3, (kc + 2) % 3
-    poly = np.empty((16, 3))
-    e1 = hc[k1] * Rc[:, k1]
-    e2 = hc[k2] * Rc[:, k2]
-    poly[0] = cc + e1 + e2
-    poly[1] = cc - e1 + e2
-    poly[2] = cc - e1 - e2
-    poly[3] = cc + e1 - e2
+    for c in range(3):
+        cc = pc[c] + sgn * hc[kc] * Rc[c, kc]
+        e1 = hc[k1] * Rc[c, k1]
+        e2 = hc[k2] * Rc[c, k2]
+        polyA[0, c] = cc + e1 + e2
+        polyA[1, c] = cc - e1 + e2
+        polyA[2, c] = cc - e1 - e2
+        polyA[3, c] = cc + e1 - e2
     npoly = 4
+    src, dst = polyA, polyB
     for k in range(3):
         if k == i:
             continue
         u = Rr[:, k]
         o = _dot(u, pr)
-        poly, npoly = _clip(poly, npoly, u, o + hr[k])
+        npoly = _clip(src, npoly, u, 1.0, o + hr[k], dst)
         if npoly == 0:
             return 0
-        poly, npoly = _clip(poly, npoly, -u, -o + hr[k])
+        npoly = _clip(dst, npoly, u, -1.0, -o + hr[k], src)
         if npoly == 0:
             return 0
     # drop near-duplicate points (clipping at coincident edges)
-    P = np.empty((16, 3))
-    sep = np.empty(16)
     m = 0
     tol = 1e-9 * (1.0 + hr.max())
     for k in range(npoly):
-        s = _dot(poly[k] - cr, nref)
+        s = (src[k, 0] - cr0) * nref[0] + (src[k, 1] - cr1) * nref[1] + (src[k, 2] - cr2) * nref[2]
         if s > margin:
             continue
         dup = False
         for q in range(m):
-            dv = P[q] - poly[k]
-            if _dot(dv, dv) <= tol * tol:
+            d0, d1, d2 = P[q, 0] - src[k, 0], P[q, 1] - src[k, 1], P[q, 2] - src[k, 2]
+            if d0 * d0 + d1 * d1 + d2 * d2 <= tol * tol:
                 dup = True
                 break
         if not dup:
-            P[m] = poly[k]
+            P[m, 0], P[m, 1], P[m, 2] = src[k, 0], src[k, 1], src[k, 2]
             sep[m] = s
             m += 1
-    keep = _reduce4(P, sep, m, nref)
-    for q in range(keep.size):
+    count = _reduce4(P, sep, m, nref, keep)
+    for q in range(count):
         k = keep[q]
-        P_out[q] = P[k] - 0.5 * sep[k] * nref
+        for c in range(3):
+            P_out[q, c] = P[k, c] - 0.5 * sep[k] * nref[c]
         phi_out[q] = sep[k]
-    return keep.size
+    return count
 
 
 @jit
-def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out):
+def _Work():
+    """Scratch for :func:`_face_points`: two polygon buffers (a quad clipped by four planes has at
+    most 8 points; 16 rows), the kept points, their separations, the indices :func:`_reduce4` keeps."""
+    return np.empty((16, 3)), np.empty((16, 3)), np.empty((16, 3)), np.empty(16), np.empty(4, dtype=np.int64)
+
+
+@jit
+def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out, work):
     """Contacts of box a (centre pa, rotation Ra: columns are its axes, half extents ha) and box b
     within ``margin``; writes at most 4 rows of P_out/phi_out and the normal (a -> b) into n_out;
-    returns the count."""
-    d = pb - pa
+    returns the count. ``work``: :func:`_Work` scratch."""
+    d = work[2][15]                # a scratch row for the centre offset (P rows 0..7 are never this far)
+    for c in range(3):
+        d[c] = pb[c] - pa[c]
     best_s = -1e300
-    best_axis = np.zeros(3)
+    best_axis = n_out              # n_out holds the best face axis until the end
     best_kind = -1         # 0: face of a, 1: face of b
     best_i = 0
     for box in range(2):
@@ -327,9 +344,9 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out):
     face_s = best_s
     size = min(ha.min(), hb.min())
     edge_s = -1e300
-    edge_axis = np.zeros(3)
+    edge_axis = work[2][14]
     edge_i, edge_j = 0, 0
-    u = np.empty(3)                 # one buffer for the nine edge-edge axes (no allocation per axis)
+    u = work[2][13]                 # one buffer for the nine edge-edge axes (no allocation per axis)
     for i in range(3):
         for j in range(3):
             u[0] = Ra[1, i] * Rb[2, j] - Ra[2, i] * Rb[1, j]
@@ -345,17 +362,20 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out):
             if s > edge_s:
                 edge_s, edge_i, edge_j = s, i, j
                 edge_axis[:] = u
-    n = best_axis.copy()
+    n = n_out
     if _dot(n, d) < 0.0:
-        n = -n
+        for c in range(3):
+            n[c] = -n[c]
     use_edge = edge_s > face_s + EDGE_PREFERENCE * size
     count = 0
     if not use_edge or abs(_dot(edge_axis, n)) >= FACE_PARALLEL:
         # face case: reference box r (owner of the axis), incident box c; nref points from r to c
         if best_kind == 0:
-            count = _face_points(pa, Ra, ha, pb, Rb, hb, n, best_i, margin, P_out, phi_out)
+            count = _face_points(pa, Ra, ha, pb, Rb, hb, n, best_i, margin, P_out, phi_out, work)
         else:
-            count = _face_points(pb, Rb, hb, pa, Ra, ha, -n, best_i, margin, P_out, phi_out)
+            for c in range(3):
+                u[c] = -n[c]
+            count = _face_points(pb, Rb, hb, pa, Ra, ha, u, best_i, margin, P_out, phi_out, work)
         if use_edge:
             # an edge-edge axis near the face axis: the face's clipped points stand for it when they
             # agree with its exact depth (nearly flat boxes stacked with a relative yaw)
@@ -364,12 +384,12 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out):
                 deepest = min(deepest, phi_out[q])
             use_edge = count == 0 or deepest < edge_s - FACE_SLACK * size
     if not use_edge:
-        n_out[:] = n
         return count
-    n = edge_axis.copy()
+    for c in range(3):
+        n[c] = edge_axis[c]
     if _dot(n, d) < 0.0:
-        n = -n
-    n_out[:] = n
+        for c in range(3):
+            n[c] = -n[c]
     return _edge_point(pa, Ra, ha, pb, Rb, hb, n, edge_i, edge_j, P_out, phi_out)
 
 
@@ -386,10 +406,11 @@ def box_contacts(pairs, Rs, ps, half, margin, reach):
     Pk = np.empty((MAX_POINTS, 3))
     nk = np.empty(3)
     fk = np.empty(MAX_POINTS)
+    work = _Work()
     k = 0
     for q in range(npairs):
         a, b = pairs[q, 0], pairs[q, 1]
-        c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin + reach[a] + reach[b], Pk, nk, fk)
+        c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin + reach[a] + reach[b], Pk, nk, fk, work)
         for r in range(c):
             pid[k] = q
             P[k] = Pk[r]
