@@ -187,3 +187,33 @@ def test_boxed_lcp_structure_errors_name_the_rule(change, message):
     change(args)
     with pytest.raises(ProblemError, match=message):
         BoxedLCP(np.eye(n), np.ones(n), **args)
+
+
+def test_boxed_lcp_dense_certify_equals_the_generic_residuals():
+    """BoxedLCP.certify's one compiled pass (kernels/residual.py boxed_certify_dense) gives the w and
+    both residual triples of the generic path (bounds at z, box_residuals, box_relative with row_terms),
+    on random coupled and static problems, at solutions and at random points."""
+    from contactlab.problems.base import Problem
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        nc = int(rng.integers(1, 6))
+        n = 3 * nc
+        A = rng.normal(size=(n, n))
+        M = A @ A.T + 1e-3 * np.eye(n)
+        q = rng.normal(size=n) * 10.0 ** rng.uniform(-3, 3)
+        fi = np.r_[np.full(nc, -1), np.tile(np.arange(nc), 2)]
+        p = BoxedLCP(M, q, findex=fi, mu=np.r_[np.zeros(nc), np.full(2 * nc, rng.uniform(0, 1))]) if trial % 2 else \
+            BoxedLCP(M, q, -rng.uniform(0, 1, n), rng.uniform(0, 1, n))
+        z = cl.solve(p, "pgs", max_iterations=200).z if trial % 4 < 2 else rng.normal(size=n)
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        w, r_abs, r_rel = p.certify(z)
+        w0, a0, b0 = Problem.certify(p, z)
+        assert np.allclose(w, w0, rtol=1e-13, atol=1e-13 * np.abs(q).max())
+        # w is summed in another order: the residuals agree to its rounding (absolute: in units of the
+        # data's size; relative: scale-free, 1e-13; complementarity carries a further factor |z|)
+        size = np.abs(q).max() + np.abs(M).max() * np.abs(z).max()
+        for x, y, unit in ((r_abs, a0, size), (r_rel, b0, 1.0)):
+            for f in ("natural", "complementarity", "infeasibility"):
+                u, v = getattr(x, f), getattr(y, f)
+                scale = unit * (1.0 + np.abs(z).max() if f == "complementarity" and unit > 1 else 1.0)
+                assert u == v or abs(u - v) <= 1e-10 * max(abs(u), abs(v)) + 1e-13 * scale, (f, u, v)

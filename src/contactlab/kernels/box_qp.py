@@ -20,8 +20,8 @@ import math
 import numpy as np
 
 from ._jit import jit
-from .residual import box_residual_kernel
-from .tolerances import EPS, NORMWISE_FLOOR
+from .residual import abs_terms as _abs_terms, box_relative_error
+from .tolerances import EPS
 
 #: outcomes of :func:`box_qp_dense`
 SOLVED, UNSETTLED, INTERIOR = 0, 1, 2
@@ -66,71 +66,6 @@ def _affine(M, z, q, w):
     w[:] = np.dot(M, z)
     for i in range(q.size):
         w[i] += q[i]
-
-
-@jit
-def _abs_terms(M, q, z, t):
-    """t_i = |q_i| + sum_j |M_ij| |z_j| (problems/residual.py row_terms), four rows at a time (four
-    independent sums, each in the order of j)."""
-    n = q.size
-    i = 0
-    while i + 4 <= n:
-        s0 = s1 = s2 = s3 = 0.0
-        for j in range(n):
-            a = abs(z[j])
-            if a != 0.0:
-                s0 += abs(M[i, j]) * a
-                s1 += abs(M[i + 1, j]) * a
-                s2 += abs(M[i + 2, j]) * a
-                s3 += abs(M[i + 3, j]) * a
-        t[i] = abs(q[i]) + s0
-        t[i + 1] = abs(q[i + 1]) + s1
-        t[i + 2] = abs(q[i + 2]) + s2
-        t[i + 3] = abs(q[i + 3]) + s3
-        i += 4
-    while i < n:
-        s = 0.0
-        for j in range(n):
-            if z[j] != 0.0:
-                s += abs(M[i, j]) * abs(z[j])
-        t[i] = abs(q[i]) + s
-        i += 1
-
-
-@jit
-def box_relative_error(z, w, lo, hi, q, t, work):
-    """relative_error(box_relative(z, w, lo, hi, q, t)) of problems/residual.py: max(natural,
-    infeasibility) of box_residual_kernel on z, lo, hi in units of max|z| (of the largest finite
-    bound when z = 0, else 1) and w_i in units of max(t_i, NORMWISE_FLOOR max|q|); inf for non-finite
-    z or w. ``work``: 4 x n scratch."""
-    n = z.size
-    if n == 0:
-        return 0.0
-    zs = 0.0
-    size = 0.0
-    for i in range(n):
-        if not (np.isfinite(z[i]) and np.isfinite(w[i])):
-            return np.inf
-        zs = max(zs, abs(z[i]))
-        size = max(size, abs(q[i]))
-    if zs == 0.0:
-        for i in range(n):
-            if np.isfinite(lo[i]):
-                zs = max(zs, abs(lo[i]))
-            if np.isfinite(hi[i]):
-                zs = max(zs, abs(hi[i]))
-        if zs == 0.0:
-            zs = 1.0
-    floor = NORMWISE_FLOOR * size
-    zr, wr, lr, hr = work[0], work[1], work[2], work[3]
-    for i in range(n):
-        zr[i] = z[i] / zs
-        lr[i] = lo[i] / zs
-        hr[i] = hi[i] / zs
-        u = t[i] if t[i] > floor else floor
-        wr[i] = w[i] / u if u > 0.0 else 0.0
-    nat, comp, infeas = box_residual_kernel(zr, wr, lr, hr)
-    return infeas if infeas > nat else nat
 
 
 @jit

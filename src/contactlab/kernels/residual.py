@@ -2,6 +2,7 @@
 import numpy as np
 
 from ._jit import jit
+from .tolerances import NORMWISE_FLOOR
 
 
 @jit
@@ -113,3 +114,109 @@ def lcp_certify_dense(M, q, z, w, t, floor_factor):
         if -wi > ri:
             ri = -wi
     return nat, comp, infeas, rn, rc, ri
+
+
+@jit
+def abs_terms(M, q, z, t):
+    """t_i = |q_i| + sum_j |M_ij| |z_j| (problems/residual.py row_terms), four rows at a time (four
+    independent sums, each in the order of j)."""
+    n = q.size
+    i = 0
+    while i + 4 <= n:
+        s0 = s1 = s2 = s3 = 0.0
+        for j in range(n):
+            a = abs(z[j])
+            if a != 0.0:
+                s0 += abs(M[i, j]) * a
+                s1 += abs(M[i + 1, j]) * a
+                s2 += abs(M[i + 2, j]) * a
+                s3 += abs(M[i + 3, j]) * a
+        t[i] = abs(q[i]) + s0
+        t[i + 1] = abs(q[i + 1]) + s1
+        t[i + 2] = abs(q[i + 2]) + s2
+        t[i + 3] = abs(q[i + 3]) + s3
+        i += 4
+    while i < n:
+        s = 0.0
+        for j in range(n):
+            if z[j] != 0.0:
+                s += abs(M[i, j]) * abs(z[j])
+        t[i] = abs(q[i]) + s
+        i += 1
+
+
+@jit
+def box_relative_kernel(z, w, lo, hi, q, t, size, work):
+    """problems/residual.py box_relative in one pass: box_residual_kernel on z, lo, hi in units of
+    max|z| (of the largest finite bound when z = 0, else 1) and w_i in units of max(t_i, NORMWISE_FLOOR
+    size) (size = max|q| when negative); (inf, inf, inf) for non-finite z or w. ``work``: 4 x n scratch."""
+    n = z.size
+    if n == 0:
+        return 0.0, 0.0, 0.0
+    zs = 0.0
+    qs = 0.0
+    for i in range(n):
+        if not (np.isfinite(z[i]) and np.isfinite(w[i])):
+            return np.inf, np.inf, np.inf
+        zs = max(zs, abs(z[i]))
+        qs = max(qs, abs(q[i]))
+    if size < 0.0:
+        size = qs
+    if zs == 0.0:
+        for i in range(n):
+            if np.isfinite(lo[i]):
+                zs = max(zs, abs(lo[i]))
+            if np.isfinite(hi[i]):
+                zs = max(zs, abs(hi[i]))
+        if zs == 0.0:
+            zs = 1.0
+    floor = NORMWISE_FLOOR * size
+    zr, wr, lr, hr = work[0], work[1], work[2], work[3]
+    for i in range(n):
+        zr[i] = z[i] / zs
+        lr[i] = lo[i] / zs
+        hr[i] = hi[i] / zs
+        u = t[i] if t[i] > floor else floor
+        wr[i] = w[i] / u if u > 0.0 else 0.0
+    return box_residual_kernel(zr, wr, lr, hr)
+
+
+@jit
+def box_relative_error(z, w, lo, hi, q, t, work):
+    """relative_error(box_relative(z, w, lo, hi, q, t)) of problems/residual.py: max(natural,
+    infeasibility) of :func:`box_relative_kernel` (size max|q|)."""
+    nat, comp, infeas = box_relative_kernel(z, w, lo, hi, q, t, -1.0, work)
+    return infeas if infeas > nat else nat
+
+
+@jit
+def boxed_certify_dense(M, q, lo, hi, findex, mu, z):
+    """One pass over a dense boxed LCP (problems/lcp.py BoxedLCP.certify): w = M z + q, the bounds
+    at z (coupled rows: -+mu_i max(z_findex_i, 0)), row terms t = |q| + |M||z| (row_terms), and both
+    residual triples: box_residual_kernel (absolute) and box_relative_kernel (scale-free).
+    Returns (w, nat, comp, infeas, rel_nat, rel_comp, rel_infeas)."""
+    n = q.shape[0]
+    w = np.empty(n)
+    t = np.empty(n)
+    work = np.empty((6, n))
+    le, he = work[4], work[5]
+    for i in range(n):
+        j = findex[i]
+        if j >= 0:
+            r = mu[i] * max(z[j], 0.0)
+            le[i], he[i] = -r, r
+        else:
+            le[i], he[i] = lo[i], hi[i]
+    for i in range(n):
+        s = q[i]
+        a = abs(q[i])
+        for j in range(n):
+            if z[j] != 0.0:
+                p = M[i, j] * z[j]
+                s += p
+                a += abs(M[i, j]) * abs(z[j])
+        w[i] = s
+        t[i] = a
+    nat, comp, infeas = box_residual_kernel(z, w, le, he)
+    rn, rc, ri = box_relative_kernel(z, w, le, he, q, t, -1.0, work[:4])
+    return w, nat, comp, infeas, rn, rc, ri

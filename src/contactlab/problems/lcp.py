@@ -5,7 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ProblemError
-from ..kernels.residual import lcp_certify_dense
+from ..kernels.residual import boxed_certify_dense, lcp_certify_dense
 from ..kernels import validation as V
 from ..kernels.tolerances import NORMWISE_FLOOR
 from ..kernels.validation import boxed_structure
@@ -136,6 +136,18 @@ class BoxedLCP(Problem):
 
     def w(self, z):
         return matvec(self.M, z) + self.q
+
+    def certify(self, z):
+        """One numba pass for a dense M (kernels/residual.py boxed_certify_dense): w, the bounds at z,
+        the row terms and both residual triples."""
+        if self.is_sparse or z.dtype != np.float64 or not z.flags.c_contiguous or z.shape != (self.n,):
+            return super().certify(z)
+        w, *r = boxed_certify_dense(self.M, self.q, self.lo, self.hi, self.findex, self.mu, z)
+        return w, Residuals(r[0], r[1], r[2]), Residuals(r[3], r[4], r[5])
+
+    @property
+    def is_sparse(self) -> bool:
+        return sp.issparse(self.M)
 
     def residuals(self, z, w=None) -> Residuals:
         lo, hi = self.bounds(z)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.residual import box_residual_kernel, lcp_residual_kernel
+from ..kernels.residual import box_relative_kernel, box_residual_kernel, lcp_residual_kernel
 from ..kernels.tolerances import NORMWISE_FLOOR
 
 
@@ -112,21 +112,13 @@ def box_relative(z: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray, q
                  t: np.ndarray | None = None, size: float | None = None) -> Residuals:
     """Scale-free residuals of the boxed LCP: :func:`box_residuals` with z, lo, hi in units of
     ||z||_inf (the largest finite bound when z = 0) and each w_i in units of t_i (:func:`row_terms`)."""
-    z = np.asarray(z, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
-    if not (np.all(np.isfinite(z)) and np.all(np.isfinite(w))):
-        return Residuals(np.inf, np.inf, np.inf)
-    if z.size == 0:
-        return Residuals(0.0, 0.0, 0.0)
-    zs = _inf(z)
-    if zs == 0.0:
-        fin = np.concatenate([lo[np.isfinite(lo)], hi[np.isfinite(hi)]])
-        zs = _inf(fin) or 1.0
     f = np.float64
-    nat, comp, inf = box_residual_kernel(np.ascontiguousarray(z / zs, dtype=f),
-                                         np.ascontiguousarray(_units(w, _terms(q, w, t), _size(q, size)), dtype=f),
-                                         np.ascontiguousarray(lo / zs, dtype=f), np.ascontiguousarray(hi / zs, dtype=f))
-    return Residuals(nat, comp, inf)
+    z = np.ascontiguousarray(z, dtype=f)
+    w = np.ascontiguousarray(w, dtype=f)
+    t = np.ascontiguousarray(_terms(q, w, t), dtype=f)
+    return Residuals(*box_relative_kernel(z, w, np.ascontiguousarray(lo, dtype=f), np.ascontiguousarray(hi, dtype=f),
+                                          np.ascontiguousarray(q, dtype=f), t, -1.0 if size is None else float(size),
+                                          np.empty((4, z.size))))
 
 
 def relative_error(r: Residuals) -> float:
