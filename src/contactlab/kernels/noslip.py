@@ -124,6 +124,22 @@ def mass_matvec(M, starts, nb, x, y):
 
 
 @jit
+def _chunk(m):
+    """Rows per bit of the nonzero masks: m entries in at most 64 contiguous chunks."""
+    return max(1, (m + 63) // 64)
+
+
+@jit
+def row_mask(x, cs):
+    """uint64 mask of the chunks (cs entries each) where the vector x has a nonzero."""
+    mask = np.uint64(0)
+    for c in range(x.shape[0]):
+        if x[c] != 0.0:
+            mask |= np.uint64(1) << np.uint64(c // cs)
+    return mask
+
+
+@jit
 def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
     """drumwright Alg. 2: greedy independent-row selection with a bordered Cholesky update.
 
@@ -131,9 +147,16 @@ def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
     Schur complement d = g M^-1 g' - |l|^2 (a row is kept when d > tol g M^-1 g'). L (m, m) work
     array receives the factor of the kept rows' Gram matrix G_k M^-1 G_k'; kept (m,) their
     indices; col (m,) work; nzptr (m + 1,), nzidx (m * m,) work: the nonzero columns of each kept
-    row, so the products G_kept M^-1 g' cost the kept rows' nonzeros (zero terms add nothing to the
-    sums: the same values as the dense products). Returns the number kept."""
+    row. Only nonzero terms are summed, which gives the dense products' values: G_kept M^-1 g' over
+    the kept rows' nonzeros, skipped when their nonzero chunks (``row_mask``) miss those of M^-1 g';
+    the forward substitution from the first nonzero of the new column and of each factor row (a
+    profile). Returns the number kept."""
     r, m = G.shape
+    cs = _chunk(m)
+    gmask = np.empty(r, dtype=np.uint64)
+    for i in range(r):
+        gmask[i] = row_mask(G[i], cs)
+    first = np.empty(m, dtype=np.int64)     # first nonzero column of each row of L
     k = 0
     nzptr[0] = 0
     for i in range(r):
@@ -144,23 +167,29 @@ def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
             gg += G[i, c] * W[i, c]
         if not gg > 0.0:  # a zero (or non-finite) row is never independent
             continue
+        wmask = row_mask(W[i], cs)
         # col = L^-1 (G_kept M^-1 g')  by forward substitution on the fly
         ll = 0.0
+        fnz = k
         for a in range(k):
             s = 0.0
             ra = kept[a]
-            for p in range(nzptr[a], nzptr[a + 1]):
-                c = nzidx[p]
-                s += G[ra, c] * W[i, c]
-            for b in range(a):
+            if gmask[ra] & wmask:
+                for p in range(nzptr[a], nzptr[a + 1]):
+                    c = nzidx[p]
+                    s += G[ra, c] * W[i, c]
+            for b in range(max(fnz, first[a]), a):
                 s -= L[a, b] * col[b]
             col[a] = s / L[a, a]
+            if fnz == k and col[a] != 0.0:
+                fnz = a
             ll += col[a] * col[a]
         d = gg - ll
         if d > tol * gg:
             for b in range(k):
                 L[k, b] = col[b]
             L[k, k] = np.sqrt(d)
+            first[k] = fnz
             kept[k] = i
             p = nzptr[k]
             for c in range(m):
@@ -173,81 +202,106 @@ def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
 
 
 @jit
-def nullspace_kernel(A, Z, V, beta, vptr, vidx, free):
+def nullspace_kernel(A, Z, vval, beta, vptr, vidx, free):
     """Orthonormal basis Z (m, m - k) of null(G) for G = A (k, m) with independent rows (A is destroyed).
 
     Householder QR of G' with row pivoting: reflector j maps column j of G' (row j of A, as the
     earlier reflectors left it) restricted to the rows not yet pivoted onto its largest entry's row
-    p_j; its vector is supported on that column's nonzeros there, so it is applied only over them
-    (later columns without a nonzero there are unchanged). Then G' = H_0 ... H_{k-1} R with R
-    nonzero on the rows p_0..p_{k-1} only, and the columns Q e_f (f the d unpivoted rows, ascending)
-    of the orthogonal Q = H_0 ... H_{k-1} are orthonormal and orthogonal to range(G'): null(G).
-    Work: V (k, m) reflector entries, beta (k,), vptr (k + 1,), vidx (k * m,), free (m,) bool.
+    p_j; its vector is supported on that column's nonzeros there, so it is stored and applied only
+    over them, and only to the later columns whose nonzero chunks (``row_mask``) meet them (the
+    others are unchanged). Then G' = H_0 ... H_{k-1} R with R nonzero on the rows p_0..p_{k-1}
+    only, and the columns Q e_f (f the d unpivoted rows, ascending) of the orthogonal
+    Q = H_0 ... H_{k-1} are orthonormal and orthogonal to range(G'): null(G).
+    Work: vval, vidx (k * m,) the reflectors' entries and rows (reflector j at vptr[j]:vptr[j + 1]),
+    beta (k,), vptr (k + 1,), free (m,) bool.
     Returns 0, or 1 when a column vanished (rows dependent: not FIND-INDICES' output)."""
     k, m = A.shape
+    cs = _chunk(m)
+    amask = np.empty(k, dtype=np.uint64)
+    vmask = np.empty(k, dtype=np.uint64)
+    for j in range(k):
+        amask[j] = row_mask(A[j], cs)
     for r in range(m):
         free[r] = True
     vptr[0] = 0
     for j in range(k):
         p0 = vptr[j]
-        cnt = 0
+        p1 = p0
         sig2 = 0.0
         piv = -1
         amax = 0.0
+        mask = np.uint64(0)
         for r in range(m):
             x = A[j, r]
             if free[r] and x != 0.0:
-                vidx[p0 + cnt] = r
-                cnt += 1
+                vidx[p1] = r
+                vval[p1] = x
+                p1 += 1
                 sig2 += x * x
+                mask |= np.uint64(1) << np.uint64(r // cs)
                 if abs(x) > amax:
                     amax = abs(x)
-                    piv = r
-        vptr[j + 1] = p0 + cnt
+                    piv = p1 - 1
+        vptr[j + 1] = p1
+        vmask[j] = mask
         if piv < 0:
             return 1
         sigma = np.sqrt(sig2)
-        xp = A[j, piv]
-        alpha = -sigma if xp > 0.0 else sigma
-        # v = x - alpha e_piv on the support; H = I - beta v v', beta = 2 / v'v = 1 / (sigma (sigma + |x_p|))
-        for t in range(p0, p0 + cnt):
-            r = vidx[t]
-            V[j, r] = A[j, r]
-        V[j, piv] = xp - alpha
-        beta[j] = 1.0 / (sigma * (sigma + abs(xp)))
-        free[piv] = False
-        # apply H_j to the later columns (rows j+1.. of A)
-        bj = beta[j]
+        xp = vval[piv]
+        # v = x - alpha e_piv, alpha = -sign(x_p) sigma; H = I - beta v v', beta = 2 / v'v = 1 / (sigma (sigma + |x_p|))
+        vval[piv] = xp + sigma if xp > 0.0 else xp - sigma
+        bj = 1.0 / (sigma * (sigma + abs(xp)))
+        beta[j] = bj
+        free[vidx[piv]] = False
+        # apply H_j to the later columns (rows j+1.. of A) that have a nonzero on its support
         for c in range(j + 1, k):
+            if not (amask[c] & mask):
+                continue
             s = 0.0
-            for t in range(p0, p0 + cnt):
-                r = vidx[t]
-                s += V[j, r] * A[c, r]
+            for t in range(p0, p1):
+                s += vval[t] * A[c, vidx[t]]
             if s != 0.0:
                 s *= bj
-                for t in range(p0, p0 + cnt):
-                    r = vidx[t]
-                    A[c, r] -= s * V[j, r]
-    # Z[:, col] = H_0 ... H_{k-1} e_f
+                for t in range(p0, p1):
+                    A[c, vidx[t]] -= s * vval[t]
+                amask[c] |= mask
+    # Z[:, col] = H_0 ... H_{k-1} e_f (in a contiguous work vector)
     col = 0
+    z = np.empty(m)
     for f in range(m):
         if not free[f]:
             continue
         for r in range(m):
-            Z[r, col] = 0.0
-        Z[f, col] = 1.0
+            z[r] = 0.0
+        z[f] = 1.0
+        zmask = np.uint64(1) << np.uint64(f // cs)
         for j in range(k - 1, -1, -1):
+            if not (zmask & vmask[j]):
+                continue
             s = 0.0
             for t in range(vptr[j], vptr[j + 1]):
-                r = vidx[t]
-                s += V[j, r] * Z[r, col]
+                s += vval[t] * z[vidx[t]]
             if s != 0.0:
                 s *= beta[j]
                 for t in range(vptr[j], vptr[j + 1]):
-                    r = vidx[t]
-                    Z[r, col] -= s * V[j, r]
+                    z[vidx[t]] -= s * vval[t]
+                zmask |= vmask[j]
+        for r in range(m):
+            Z[r, col] = z[r]
         col += 1
     return 0
+
+
+@jit
+def csr_rows_into(indptr, indices, data, out, r0, step, keep, use_keep):
+    """out[r0 + step * i, indices] = data of CSR row i, for the rows i with keep[i] (all rows when
+    not ``use_keep``): a system's sparse rows scattered into the model's dense arrays."""
+    for i in range(indptr.shape[0] - 1):
+        if use_keep and not keep[i]:
+            continue
+        row = r0 + step * i
+        for p in range(indptr[i], indptr[i + 1]):
+            out[row, indices[p]] += data[p]
 
 
 @jit

@@ -183,12 +183,17 @@ def find_indices_bruteforce(M, J=None, S=None, T=None) -> tuple:
 
 def nullspace_basis(G: np.ndarray, m: int) -> np.ndarray:
     """Orthonormal basis Z (m, m - k) of {v : G v = 0} for G (k, m) with independent rows
-    (Householder reflections of G' over their nonzeros, kernels/noslip.py ``nullspace_kernel``)."""
+    (Householder reflections of G' over their nonzeros, kernels/noslip.py ``nullspace_kernel``).
+
+    The rows are reflected last to first: any order spans the same space, and joints are listed
+    parent before child, so children are eliminated first and each reflector stays on the bodies
+    between its joint and the leaves already done (a quadruped's 68 kept rows: 18k instead of 48k
+    multiply-adds)."""
     k = G.shape[0]
     if k == 0:
         return np.eye(m)
     Z = np.empty((m, m - k))
-    code = K.nullspace_kernel(np.array(G, dtype=np.float64, order="C"), Z, np.zeros((k, m)), np.empty(k),
+    code = K.nullspace_kernel(np.array(G[::-1], dtype=np.float64, order="C"), Z, np.empty(k * m), np.empty(k),
                               np.empty(k + 1, dtype=np.int64), np.empty(k * m, dtype=np.int64),
                               np.empty(m, dtype=np.bool_))
     if code:

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import ModelError
 from .built import ACTIVE_GAP, Built, touching
 from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult  # noqa: F401
-from ..kernels.noslip import symmetric_finite
+from ..kernels.noslip import csr_rows_into, symmetric_finite
 from .find_indices import (IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates, reduce_equalities,
                            select_rows, split_impulses, step_inputs)
 
@@ -259,23 +259,18 @@ def motor_violations(sys, state: np.ndarray, v_next: np.ndarray, impulse: np.nda
     return new
 
 
+_ALL = np.zeros(0, dtype=np.bool_)
+
+
 def _rows_into(out: np.ndarray, X, r0: int, step: int = 1, keep=None) -> None:
-    """out[r0 + step * i] = row i of X (CSR or dense), for the rows i where ``keep`` (default all)
-    (vectorised scatter of the nonzeros: no scipy conversion per matrix)."""
+    """out[r0 + step * i] += row i of X (CSR or dense) for the rows i where ``keep`` (default all),
+    into a zeroed ``out`` (one compiled scatter of the nonzeros: no scipy conversion per matrix)."""
     if hasattr(X, "indptr"):
         X = X.tocsr() if X.format != "csr" else X
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        cols, data = X.indices, X.data
-        if keep is not None:
-            sel = keep[rows]
-            rows, cols, data = rows[sel], cols[sel], data[sel]
-        out[r0 + step * rows, cols] = data
+        csr_rows_into(X.indptr, X.indices, X.data, out, r0, step, _ALL if keep is None else keep, keep is not None)
     else:
         X = np.asarray(X, dtype=np.float64).reshape(-1, out.shape[1])
-        out[r0:r0 + step * X.shape[0]:step] = X if keep is None else X * keep[:, None]
+        out[r0:r0 + step * X.shape[0]:step] += X if keep is None else X * keep[:, None]
 
 
 def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, st_labels, state) -> MotorStep:
