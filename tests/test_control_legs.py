@@ -103,3 +103,108 @@ def test_joint_reader_matches_simulator_coordinates():
     (_, _, _, _), _, _, js = joint_rows(sim.model, sim.data, sim.h)
     np.testing.assert_allclose(q, js.coordinate, atol=1e-12)
     assert np.abs(q).max() > 1e-4
+
+
+# -- the compiled controller pieces against the numpy formulas they replaced --------------------------
+
+def _ref_foot_offsets(g, t, scale=1.0):
+    p = np.mod(t / g.period + np.asarray(g.offsets, dtype=np.float64), 1.0)
+    L = g.stance_length * scale
+    out = np.zeros((p.size, 3))
+    st = p < g.duty
+    out[st, 0] = L * (0.5 - p[st] / g.duty)
+    s = (p[~st] - g.duty) / (1.0 - g.duty)
+    out[~st, 0] = L * (-0.5 + 0.5 * (1.0 - np.cos(np.pi * s)))
+    out[~st, 2] = scale * g.step_height * 0.5 * (1.0 - np.cos(2.0 * np.pi * s))
+    return out
+
+
+def _ref_analytic_inverse(legs, x):
+    d = np.asarray(x, dtype=np.float64).reshape(-1, 3) - legs.hips
+    r = np.hypot(d[:, 1], d[:, 2])
+    phi = np.arctan2(d[:, 1], -d[:, 2])
+    X, Y = legs.side * d[:, 0], legs.side * r
+    l1, l2 = legs.l1, legs.l2
+    D = (X * X + Y * Y - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
+    t2 = legs.side * np.arccos(np.clip(D, -1.0, 1.0))
+    t1 = np.arctan2(Y, X) - np.arctan2(l2 * np.sin(t2), l1 + l2 * np.cos(t2))
+    return np.stack([phi, t1, t2], axis=1) * legs.signs, np.abs(D) <= 1.0
+
+
+def test_compiled_gait_ik_and_pd_equal_the_array_formulas():
+    g = Gait(period=0.6, duty=0.7, offsets=(0.1, 0.6, 0.35, 0.85), step_height=0.02, velocity=0.08)
+    for t in np.linspace(0.0, 2.0, 401):
+        for scale in (0.0, 0.3, 1.0):
+            np.testing.assert_allclose(g.foot_offsets(t, scale), _ref_foot_offsets(g, t, scale), rtol=0, atol=1e-15)
+        np.testing.assert_array_equal(g.stance(t), np.mod(t / g.period + np.asarray(g.offsets), 1.0) < g.duty)
+    poe, ana = _legs()
+    rng = np.random.default_rng(5)
+    x0 = poe.forward(Q_INIT)
+    for _ in range(50):
+        x = x0 + rng.uniform(-0.12, 0.12, size=(4, 3))          # some out of reach
+        (q, ok), (qr, okr) = ana.inverse(x), _ref_analytic_inverse(ana, x)
+        np.testing.assert_allclose(q, qr, rtol=0, atol=1e-14)
+        np.testing.assert_array_equal(ok, okr)
+    pd = JointPD(kp=np.array([10.0, 5.0, 2.0]), kd=0.1, tau_max=np.array([4.0, 1.0, 0.5]))
+    for _ in range(20):
+        q, qd, qr, vr, ff = rng.standard_normal((5, 4, 3))
+        ref = np.clip(pd.kp * (qr - q) + pd.kd * (vr - qd) + ff, -pd.tau_max, pd.tau_max)
+        np.testing.assert_allclose(pd(q, qd, qr, vr, ff), ref, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(pd(np.zeros(3), np.zeros(3), np.ones(3)), [4.0, 1.0, 0.5])
+
+
+def _reference_torques(ctl, sim):
+    """LegController's torques by the numpy formulas of the controller before it was compiled."""
+    from contactlab.mechanics.rotation import quat_to_matrix
+    s, data = ctl.setup, sim.data
+    L, k = s.kinematics.shape
+    q, qd = ctl._reader(data)
+    q, qd = q.reshape(L, k) + s.q_offset, qd.reshape(L, k)
+    t = data.time - ctl.settle
+    scale = 0.0 if t < 0 else min(1.0, t / ctl.ramp) if ctl.ramp > 0 else 1.0
+    target = s.nominal + _ref_foot_offsets(ctl.gait, max(t, 0.0), scale)
+    if s.analytic is not None:
+        q_ref, _ = _ref_analytic_inverse(s.analytic, target)
+    else:
+        q_ref, _ = s.kinematics.inverse(target, q if ctl._q_prev is None else ctl._q_prev, max_iter=10)
+    x, J = s.kinematics.jacobian(q)
+    h = sim.h
+    xd_ref = (s.nominal + _ref_foot_offsets(ctl.gait, max(t + h, 0.0), scale) - target) / h if scale > 0 else 0.0 * target
+    xd = np.einsum("lij,lj->li", J, qd)
+    F = ctl.foot_kp * (target - x) + ctl.foot_kd * (xd_ref - xd)
+    tau_ff = np.einsum("lij,li->lj", J, F)
+    if ctl.weight_ff:
+        p = np.mod(max(t, 0.0) / ctl.gait.period + np.asarray(ctl.gait.offsets), 1.0)
+        stance = p < ctl.gait.duty if scale > 0 else np.ones(L, bool)
+        R = quat_to_matrix(data.quaternion[ctl._base])
+        W = R.T @ (-s.mass * sim.model.gravity) / max(1, int(stance.sum()))
+        tau_ff = tau_ff - np.einsum("lij,i->lj", J, W) * stance[:, None]
+    qd_ref = np.einsum("lij,lj->li", np.linalg.pinv(J), xd_ref)
+    pd = ctl.pd
+    return np.clip(pd.kp * (q_ref - q) + pd.kd * (qd_ref - qd) + tau_ff, -pd.tau_max, pd.tau_max)
+
+
+@pytest.mark.parametrize("scene,steps", [("quadruped", 400), ("solo12", 120)])
+def test_compiled_controller_torques_equal_the_reference(scene, steps):
+    """Along a trot (settle, ramp and gait; analytic IK on the quadruped, damped least squares on
+    Solo-12), every step's torques equal the numpy formulas', and so does the logged base attitude."""
+    from contactlab.mechanics.rotation import quat_to_matrix
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sc = make_scene(scene, settle=0.05) if scene == "solo12" else make_scene(scene)
+    ctl = sc.controllers[0]
+    worst = []
+
+    def checked(sim):
+        ref = _reference_torques(ctl, sim) if ctl._reader is not None else None
+        ctl(sim)
+        if ref is not None:
+            worst.append(np.abs(ctl._tau - ref).max())
+            np.testing.assert_allclose(ctl._tau, ref, rtol=0, atol=1e-12)
+    sim = Simulator(sc, "no-slip", "ppm", controllers=[checked])
+    sim.run(steps * sim.h)
+    assert len(worst) == steps - 1 and np.abs(ctl.arrays()["torque"]).max() > 0.1
+    R = quat_to_matrix(sim.data.quaternion[ctl._base])
+    ctl._record(sim, ctl._tau)
+    np.testing.assert_allclose(ctl.log["rpy"][-1], [np.arctan2(R[2, 1], R[2, 2]), np.arcsin(np.clip(-R[2, 0], -1, 1)),
+                                                    np.arctan2(R[1, 0], R[0, 0])], rtol=0, atol=1e-15)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParamError
+from ..kernels._jit import jit
 
 #: phase offsets of the paper's trot, feet ordered LF, RF, LH, RH
 TROT_OFFSETS = (0.25, 0.75, 0.75, 0.25)
@@ -59,7 +60,7 @@ class Gait:
 
     def phase(self, t: float) -> np.ndarray:
         """Phase of every foot in [0, 1) at time ``t``."""
-        return np.mod(t / self.period + np.asarray(self.offsets, dtype=np.float64), 1.0)
+        return _phase(float(t), float(self.period), self._offsets)
 
     def stance(self, t: float) -> np.ndarray:
         """True for the feet in stance at time ``t``."""
@@ -68,12 +69,32 @@ class Gait:
     def foot_offsets(self, t: float, scale: float = 1.0) -> np.ndarray:
         """(feet, 3) displacement of each foot target from its nominal position, in the base frame;
         ``scale`` in [0, 1] shrinks stride and step height (a soft start)."""
-        p = self.phase(t)
-        L = self.stance_length * scale
-        out = np.zeros((p.size, 3))
-        st = p < self.duty
-        out[st, 0] = L * (0.5 - p[st] / self.duty)                     # stance: +L/2 -> -L/2, speed v
-        s = (p[~st] - self.duty) / (1.0 - self.duty)                    # swing progress 0 -> 1
-        out[~st, 0] = L * (-0.5 + 0.5 * (1.0 - np.cos(np.pi * s)))
-        out[~st, 2] = scale * self.step_height * 0.5 * (1.0 - np.cos(2.0 * np.pi * s))
-        return out
+        return foot_offsets_kernel(float(t), float(self.period), float(self.duty), self._offsets,
+                                   float(self.stance_length * scale), float(self.step_height), float(scale))
+
+    @property
+    def _offsets(self) -> np.ndarray:
+        return np.asarray(self.offsets, dtype=np.float64)
+
+
+@jit
+def _phase(t, period, offsets):
+    """(t / period + offset) mod 1 per foot."""
+    return np.mod(t / period + offsets, 1.0)
+
+
+@jit
+def foot_offsets_kernel(t, period, duty, offsets, stance_length, step_height, scale):
+    """(feet, 3) foot-target offsets (module docstring): stance x = L (1/2 - p / duty); swing
+    progress s = (p - duty) / (1 - duty), x = L (-1/2 + (1 - cos(pi s)) / 2),
+    z = scale height (1 - cos(2 pi s)) / 2; L = ``stance_length`` (already scaled)."""
+    p = _phase(t, period, offsets)
+    out = np.zeros((p.size, 3))
+    for f in range(p.size):
+        if p[f] < duty:                                                # stance: +L/2 -> -L/2, speed v
+            out[f, 0] = stance_length * (0.5 - p[f] / duty)
+        else:
+            s = (p[f] - duty) / (1.0 - duty)                           # swing progress 0 -> 1
+            out[f, 0] = stance_length * (-0.5 + 0.5 * (1.0 - np.cos(np.pi * s)))
+            out[f, 2] = scale * step_height * 0.5 * (1.0 - np.cos(2.0 * np.pi * s))
+    return out

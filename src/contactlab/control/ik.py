@@ -192,15 +192,29 @@ class ThreeJointLegs:
     def inverse(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Joint angles (legs, 3) putting the foot centres at ``x`` (legs, 3); returns (q, reachable).
         An out-of-reach target is clipped to the reachable annulus (reachable False)."""
-        d = np.asarray(x, dtype=np.float64).reshape(-1, 3) - self.hips
-        r = np.hypot(d[:, 1], d[:, 2])
-        phi = np.arctan2(d[:, 1], -d[:, 2])           # roll that brings the foot into the leg plane
-        X = self.side * d[:, 0]                         # along the leg
-        Y = self.side * r                               # planar target (X, Y) with Y = -side * z'
-        l1, l2 = self.l1, self.l2
+        return three_joint_inverse(self.hips, self.side, self.signs, float(self.l1), float(self.l2),
+                                   np.ascontiguousarray(np.asarray(x, dtype=np.float64).reshape(-1, 3)))
+
+
+@jit
+def three_joint_inverse(hips, side, signs, l1, l2, x):
+    """:meth:`ThreeJointLegs.inverse`, compiled: per leg, d = x - hip, the roll
+    phi = atan2(d_y, -d_z) brings the foot into the leg plane, where the planar target is
+    (X, Y) = side (d_x, |d_yz|); knee t2 = side acos(D), D = (X^2 + Y^2 - l1^2 - l2^2) / (2 l1 l2)
+    clipped to [-1, 1] (reachable: |D| <= 1), hip t1 = atan2(Y, X) - atan2(l2 sin t2, l1 + l2 cos t2);
+    q = (phi, t1, t2) x signs."""
+    n = x.shape[0]
+    q = np.empty((n, 3))
+    reachable = np.empty(n, dtype=np.bool_)
+    for l in range(n):
+        d0, d1, d2 = x[l, 0] - hips[l, 0], x[l, 1] - hips[l, 1], x[l, 2] - hips[l, 2]
+        r = np.hypot(d1, d2)
+        phi = np.arctan2(d1, -d2)                   # roll that brings the foot into the leg plane
+        X = side[l] * d0                            # along the leg
+        Y = side[l] * r                             # planar target (X, Y) with Y = -side * z'
         D = (X * X + Y * Y - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
-        reachable = np.abs(D) <= 1.0
-        t2 = self.side * np.arccos(np.clip(D, -1.0, 1.0))
+        reachable[l] = abs(D) <= 1.0
+        t2 = side[l] * np.arccos(min(max(D, -1.0), 1.0))
         t1 = np.arctan2(Y, X) - np.arctan2(l2 * np.sin(t2), l1 + l2 * np.cos(t2))
-        q = np.stack([phi, t1, t2], axis=1) * self.signs
-        return q, reachable
+        q[l, 0], q[l, 1], q[l, 2] = phi * signs[l, 0], t1 * signs[l, 1], t2 * signs[l, 2]
+    return q, reachable

@@ -16,10 +16,10 @@ import numpy as np
 
 from ..errors import ParamError
 from ..kernels._jit import jit
-from ..mechanics.rotation import quat_to_matrix
+from ..kernels.quaternion import quat_matrix
 from .gait import Gait
-from .ik import SerialLegs, ThreeJointLegs
-from .pd import JointPD, JointReader
+from .ik import SerialLegs, ThreeJointLegs, _position_jacobian, _serial_frames
+from .pd import JointPD, JointReader, pd_torque
 
 
 @dataclass
@@ -63,6 +63,7 @@ class LegController:
         check_setup(self.setup)
         self._reader = None
         self._q_prev = None
+        self._gains = None              # (pd, kp, kd, tau_max): self.pd's gains as (legs, k) arrays
         self.log = {k: [] for k in ("time", "base", "rpy", "stance", "contact", "slip", "torque")}
 
     # -- the callback ---------------------------------------------------------------------------------
@@ -89,19 +90,15 @@ class LegController:
         else:
             q_ref, _ = s.kinematics.inverse(target, q if self._q_prev is None else self._q_prev, max_iter=10)
         self._q_prev = q_ref
-        x, J = s.kinematics.jacobian(q)
         h = sim.h
         xd_ref = (s.nominal + self.gait.foot_offsets(max(t + h, 0.0), scale) - target) / h if scale > 0 else 0.0 * target
-        xd = np.einsum("lij,lj->li", J, qd)
-        F = self.foot_kp * (target - x) + self.foot_kd * (xd_ref - xd)
-        tau_ff = np.einsum("lij,li->lj", J, F)
-        if self.weight_ff:
-            stance = self.gait.stance(max(t, 0.0)) if scale > 0 else np.ones(L, bool)
-            R = quat_to_matrix(data.quaternion[self._base])
-            W = R.T @ (-self.setup.mass * sim.model.gravity) / max(1, int(stance.sum()))   # ground push on a foot
-            tau_ff = tau_ff - np.einsum("lij,i->lj", J, W) * stance[:, None]
-        qd_ref = np.einsum("lij,lj->li", np.linalg.pinv(J), xd_ref)
-        tau = self.pd(q, qd, q_ref, qd_ref, tau_ff)
+        stance = self.gait.stance(max(t, 0.0)) if scale > 0 else np.ones(L, bool)
+        if self._gains is None or self._gains[0] is not self.pd:
+            self._gains = (self.pd, *self.pd.gains((L, k)))
+        kin = s.kinematics
+        tau = _leg_torques(kin.anchors, kin.axes, kin.feet, q, qd, q_ref, target, xd_ref, float(self.foot_kp),
+                           float(self.foot_kd), bool(self.weight_ff), stance, float(s.mass), sim.model.gravity,
+                           data.quaternion[self._base], *self._gains[1:])
         self._tau = tau
         for name, tj in zip(self._reader.names, tau.ravel()):
             sim.set_joint_torque(name, tj)
@@ -113,10 +110,6 @@ class LegController:
         the step's geometry after the step, i.e. what the model's tangential rows S v+, T v+ see)."""
         data, s = sim.data, self.setup
         i = self._base
-        R = quat_to_matrix(data.quaternion[i])
-        roll = np.arctan2(R[2, 1], R[2, 2])
-        pitch = np.arcsin(np.clip(-R[2, 0], -1.0, 1.0))
-        yaw = np.arctan2(R[1, 0], R[0, 0])
         t = data.time - self.settle
         L = len(s.feet)
         contact = np.zeros(L, bool)
@@ -132,7 +125,7 @@ class LegController:
         lg = self.log
         lg["time"].append(data.time)
         lg["base"].append(data.position[i].copy())
-        lg["rpy"].append(np.array([roll, pitch, yaw]))
+        lg["rpy"].append(_rpy(data.quaternion[i]))
         lg["stance"].append(self.gait.stance(max(t, 0.0)))
         lg["contact"].append(contact)
         lg["slip"].append(slip)
@@ -161,6 +154,50 @@ class LegController:
         slip = a["slip"]
         return {"distance_m": dist, "mean_speed_m_s": float(dist / walk) if walk > 0 else 0.0, "fell": fell,
                 "max_foot_slip_m_s": float(np.nanmax(slip)) if np.any(np.isfinite(slip)) else 0.0}
+
+
+@jit
+def _leg_torques(anchors, axes, feet, q, qd, q_ref, target, xd_ref, foot_kp, foot_kd, weight_ff, stance, mass,
+                 gravity, q_base, kp, kd, tau_max):
+    """The joint torques of one control step (module docstring), legs (L, k) at once: foot positions
+    x and Jacobians J at q (:class:`SerialLegs`' product of exponentials, base frame); the foot
+    force F = foot_kp (target - x) + foot_kd (xd_ref - J qd) mapped by J'; with ``weight_ff``,
+    stance feet add -J' R' (m g / n_stance) (R the base orientation ``q_base``); the joint-rate
+    reference qd_ref = pinv(J) xd_ref; then the clipped PD :func:`pd_torque` with tau_ff = J' F."""
+    w, c, x = _serial_frames(anchors, axes, feet, q)
+    J = _position_jacobian(w, c, x)
+    L, k = q.shape
+    push = np.zeros(3)                              # the ground push on a stance foot, base frame
+    if weight_ff:
+        R = np.empty((3, 3))
+        quat_matrix(q_base, R)
+        n = max(1, np.sum(stance))
+        for i in range(3):
+            push[i] = (R[0, i] * (-mass * gravity[0]) + R[1, i] * (-mass * gravity[1]) +
+                       R[2, i] * (-mass * gravity[2])) / n
+    tau_ff, qd_ref, F = np.empty((L, k)), np.empty((L, k)), np.empty(3)
+    for l in range(L):
+        for i in range(3):
+            xd = 0.0
+            for j in range(k):
+                xd += J[l, i, j] * qd[l, j]
+            F[i] = foot_kp * (target[l, i] - x[l, i]) + foot_kd * (xd_ref[l, i] - xd)
+        P = np.linalg.pinv(J[l])
+        for j in range(k):
+            tau_ff[l, j] = J[l, 0, j] * F[0] + J[l, 1, j] * F[1] + J[l, 2, j] * F[2]
+            if weight_ff and stance[l]:
+                tau_ff[l, j] -= J[l, 0, j] * push[0] + J[l, 1, j] * push[1] + J[l, 2, j] * push[2]
+            qd_ref[l, j] = P[j, 0] * xd_ref[l, 0] + P[j, 1] * xd_ref[l, 1] + P[j, 2] * xd_ref[l, 2]
+    return pd_torque(kp, kd, tau_max, q, qd, q_ref, qd_ref, tau_ff)
+
+
+@jit
+def _rpy(q):
+    """(roll, pitch, yaw) of the unit quaternion q: R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    R = np.empty((3, 3))
+    quat_matrix(q, R)
+    return np.array([np.arctan2(R[2, 1], R[2, 2]), np.arcsin(min(max(-R[2, 0], -1.0), 1.0)),
+                     np.arctan2(R[1, 0], R[0, 0])])
 
 
 @jit

@@ -33,8 +33,28 @@ class JointPD:
             raise ParamError("JointPD.tau_max must be > 0")
 
     def __call__(self, q, qd, q_ref, qd_ref=0.0, tau_ff=0.0) -> np.ndarray:
-        tau = self.kp * (np.asarray(q_ref) - q) + self.kd * (np.asarray(qd_ref) - qd) + tau_ff
-        return np.clip(tau, -np.asarray(self.tau_max), np.asarray(self.tau_max))
+        args = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in
+                                     (self.kp, self.kd, self.tau_max, q, qd, q_ref, qd_ref, tau_ff)))
+        shape = args[0].shape
+        return pd_torque(*(np.ascontiguousarray(v).reshape(-1) for v in args)).reshape(shape)
+
+    def gains(self, shape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(kp, kd, tau_max) as float arrays of ``shape`` (for :func:`pd_torque` on arrays of that shape)."""
+        return tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(g, dtype=np.float64), shape))
+                     for g in (self.kp, self.kd, self.tau_max))
+
+
+@jit
+def pd_torque(kp, kd, tau_max, q, qd, q_ref, qd_ref, tau_ff):
+    """clip(kp (q_ref - q) + kd (qd_ref - qd) + tau_ff, -tau_max, tau_max), elementwise over arrays of
+    one shape (:class:`JointPD`)."""
+    tau = np.empty(q.shape)
+    t, k, d, qq, qv, qr, vr, ff, tm = (tau.reshape(-1), kp.reshape(-1), kd.reshape(-1), q.reshape(-1), qd.reshape(-1),
+                                       q_ref.reshape(-1), qd_ref.reshape(-1), tau_ff.reshape(-1), tau_max.reshape(-1))
+    for i in range(t.size):
+        v = k[i] * (qr[i] - qq[i]) + d[i] * (vr[i] - qv[i]) + ff[i]
+        t[i] = min(max(v, -tm[i]), tm[i])
+    return tau
 
 
 class JointReader:
