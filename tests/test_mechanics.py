@@ -262,3 +262,20 @@ def test_contact_frame_rows_are_point_velocities_and_csr_of_is_a_valid_canonical
         assert np.allclose(Bm[t, :3, :3], model.mass[body] * np.eye(3), rtol=1e-15)
         assert np.allclose(Bm[t, 3:, 3:], R[t] @ model.inertia[body] @ R[t].T, rtol=1e-13, atol=1e-15)
         assert np.allclose(Bm[t] @ Bw[t], np.eye(6), atol=1e-12)
+
+
+def test_rows_transpose_times_and_tangential_speeds_equal_scipy():
+    """H' z without a transposed copy, and |(S v, T v)| over the shared pattern, against scipy."""
+    import scipy.sparse as sp
+    from contactlab.mechanics.kernels import tangential_speeds
+    from contactlab.mechanics.system import rows_transpose_times
+    rng = np.random.default_rng(2)
+    H = sp.random(40, 30, density=0.2, format="csr", random_state=3)
+    z = rng.normal(size=40)
+    z[::3] = 0.0
+    assert np.allclose(rows_transpose_times(H, z), H.T @ z, rtol=1e-14, atol=1e-14)
+    assert np.allclose(rows_transpose_times(H.tocsc(), z), H.T @ z, rtol=1e-14, atol=1e-14)
+    T = H.copy()
+    T.data = rng.normal(size=T.nnz)
+    v = rng.normal(size=30)
+    assert np.allclose(tangential_speeds(H.indptr, H.indices, H.data, T.data, v), np.hypot(H @ v, T @ v), rtol=1e-14)

@@ -62,6 +62,20 @@ def world_poses(quaternion, position, shape_body, local_R, local_p):
 
 
 @jit
+def planes_world(Rs, ps, plane_idx, plane_local):
+    """World outward normals n = R n_local (k, 3) and offsets d_local + n.p (k,) of the half-spaces."""
+    k = plane_idx.size
+    n = np.empty((k, 3))
+    off = np.empty(k)
+    for r in range(k):
+        h = plane_idx[r]
+        for i in range(3):
+            n[r, i] = Rs[h, i, 0] * plane_local[h, 0] + Rs[h, i, 1] * plane_local[h, 1] + Rs[h, i, 2] * plane_local[h, 2]
+        off[r] = plane_local[h, 3] + n[r, 0] * ps[h, 0] + n[r, 1] * ps[h, 1] + n[r, 2] * ps[h, 2]
+    return n, off
+
+
+@jit
 def world_aabbs(Rs, ps, center, half, margin, reach):
     """World AABB (lo, hi) of each shape from its local AABB (centre, half extents), grown by
     margin/2 plus the shape's ``reach`` (how far its points can move in the step)."""

@@ -186,9 +186,7 @@ class CollisionWorld:
 
     def _planes_world(self, Rs, ps):
         """World outward normals (k, 3) and offsets (k,) of the half-spaces (``self.plane_idx``)."""
-        h = self.plane_idx
-        n = np.einsum("kij,kj->ki", Rs[h], self.plane_local[h, :3])
-        return n, self.plane_local[h, 3] + np.einsum("ki,ki->k", n, ps[h])
+        return B.planes_world(Rs, ps, self.plane_idx, self.plane_local)
 
     def candidate_pairs(self, data: Data, Rs: np.ndarray, ps: np.ndarray) -> np.ndarray:
         """Broad phase: (k, 2) shape index pairs whose margin-grown world AABBs overlap (compiled

@@ -137,6 +137,34 @@ def body_blocks(R, mass, inertia):
 
 
 @jit
+def rows_transpose_times(indptr, indices, data, z, ncols):
+    """H' z for H in CSR (ncols columns): each row's entries scaled by z_r and scattered, no
+    transposed copy of H."""
+    out = np.zeros(ncols)
+    for r in range(indptr.size - 1):
+        zr = z[r]
+        if zr != 0.0:
+            for p in range(indptr[r], indptr[r + 1]):
+                out[indices[p]] += data[p] * zr
+    return out
+
+
+@jit
+def tangential_speeds(indptr, indices, s_data, t_data, v):
+    """|(S v, T v)| per contact for S and T sharing one CSR pattern (frame_rows_csr)."""
+    k = indptr.size - 1
+    out = np.empty(k)
+    for r in range(k):
+        a = 0.0
+        b = 0.0
+        for p in range(indptr[r], indptr[r + 1]):
+            a += s_data[p] * v[indices[p]]
+            b += t_data[p] * v[indices[p]]
+        out[r] = np.hypot(a, b)
+    return out
+
+
+@jit
 def mass_blocks_kernel(live, q, mass, inertia, inv_inertia):
     """(k, 6, 6) blocks diag(m I3, R I R') of M and diag(I3 / m, R I^-1 R') of M^-1 for the bodies
     ``live``, R from each body's unit quaternion (one pass; :func:`body_blocks` from matrices)."""

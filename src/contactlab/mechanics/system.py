@@ -128,6 +128,13 @@ def stack_rows(parts, ncols: int) -> sp.csr_matrix:
                   np.concatenate(ptr), (sum(m.shape[0] for m in parts), ncols))
 
 
+def rows_transpose_times(H: sp.csr_matrix, z: np.ndarray) -> np.ndarray:
+    """H' z for a CSR H without forming H' (scipy transposes through a new matrix on every ``H.T``)."""
+    if not (sp.issparse(H) and H.format == "csr"):
+        return np.asarray(H.T @ z, dtype=np.float64).ravel()
+    return _K.rows_transpose_times(H.indptr, H.indices, H.data, np.ascontiguousarray(z, dtype=np.float64), H.shape[1])
+
+
 @functools.lru_cache(maxsize=64)
 def _empty(ndof: int) -> sp.csr_matrix:
     """The (0, ndof) CSR matrix, one shared instance per ndof (it holds nothing a caller could

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelError
-from ..mechanics.system import delassus, stack_rows
+from ..mechanics.system import delassus, rows_transpose_times, stack_rows
 from ..problems import BoxedLCP
 from .common import StepResult, contact_modes, dense
 
@@ -158,7 +158,7 @@ def recover(sys, problem, solution, options: Options | None = None) -> StepResul
     else:
         dv = solution.info.get("velocity_change") if isinstance(getattr(solution, "info", None), dict) else None
         if dv is None:
-            dv = sys.Minv @ (_rows(sys).T @ z)
+            dv = sys.Minv @ rows_transpose_times(_rows(sys), z)
         v_next = sys.v_free() + dv     # a matrix-free solver's M^-1 H' z (kernels/pgs_matrix_free.py)
         joint = z[:o_a]
     normal = z[o_n:o_s]

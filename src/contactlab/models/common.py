@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ..mechanics.kernels import tangential_speeds
 from ..mechanics.system import ConstraintSystem
 from ..problems import LCP, MixedLCP
 
@@ -102,6 +103,10 @@ def contact_modes(sys: ConstraintSystem, v_next: np.ndarray, normal: np.ndarray,
         return modes
     scale = max(1.0, float(np.max(np.abs(normal), initial=0.0)))
     touching = normal > impulse_tol * scale
-    vt = np.hypot(sys.S @ v_next, sys.T @ v_next)
+    S, T = sys.S, sys.T
+    if sp.issparse(S) and sp.issparse(T) and S.indices is T.indices and S.indptr is T.indptr:   # one pattern
+        vt = tangential_speeds(S.indptr, S.indices, S.data, T.data, np.ascontiguousarray(v_next, dtype=np.float64))
+    else:
+        vt = np.hypot(S @ v_next, T @ v_next)
     modes[touching] = np.where(vt[touching] > speed_tol, MODE_SLIDING, MODE_STICKING)
     return modes
