@@ -45,12 +45,12 @@ class IndexSets:
         return self.G.shape[0]
 
 
-def _candidates(J, S, T):
+def _candidates(J, S, T, m: int = 0):
     """Candidate rows in Alg. 2's order (all of J, then S_i, T_i for each contact i) as one array
-    (r, m), and their (block, row) labels (r, 2)."""
+    (r, m), and their (block, row) labels (r, 2); ``m`` columns when there are no rows."""
     j = 0 if J is None else J.shape[0]
     n = 0 if S is None else S.shape[0]
-    m = (J if J is not None else S).shape[1] if (j or n) else 0
+    m = (J if J is not None else S).shape[1] if (j or n) else m
     G = np.empty((j + 2 * n, m))
     labels = np.empty((j + 2 * n, 2), dtype=np.int64)
     if j:
@@ -135,7 +135,7 @@ def find_indices(M, J=None, S=None, T=None, *, tol: float = 1e-9, M_solve=None) 
     J, S, T = mats
     if S is not None and S.shape != T.shape:
         raise ModelError(f"S {S.shape} and T {T.shape} must have the same shape (one row per contact)")
-    G, labels = _candidates(J, S, T)
+    G, labels = _candidates(J, S, T, m)
     if M_solve is None:
         factor = MassFactor(M)
         M_solve = factor.solve
@@ -160,10 +160,15 @@ def select_rows(G: np.ndarray, labels: np.ndarray, M_solve, tol: float, m: int) 
     k = K.find_indices_kernel(G, W, float(tol), L, kept, np.zeros(m), np.zeros(m + 1, dtype=np.int64),
                               np.zeros(m * m, dtype=np.int64))
     kept = kept[:k]
+    return _index_sets(labels, kept, G[kept], np.ascontiguousarray(L[:k, :k]))
+
+
+def _index_sets(labels: np.ndarray, kept: np.ndarray, Gk: np.ndarray, L: np.ndarray) -> IndexSets:
+    """IndexSets of the kept candidates (indices into Alg. 2's trial order with ``labels``)."""
     lab = labels[kept]
     blocks = lab[:, 0]
     pick = lambda b: np.sort(lab[blocks == b, 1])
-    return IndexSets(pick(0), pick(1), pick(2), G[kept], np.ascontiguousarray(L[:k, :k]), lab, kept)
+    return IndexSets(pick(0), pick(1), pick(2), Gk, L, lab, kept)
 
 
 def find_indices_bruteforce(M, J=None, S=None, T=None) -> tuple:
@@ -183,17 +188,13 @@ def find_indices_bruteforce(M, J=None, S=None, T=None) -> tuple:
 
 def nullspace_basis(G: np.ndarray, m: int) -> np.ndarray:
     """Orthonormal basis Z (m, m - k) of {v : G v = 0} for G (k, m) with independent rows
-    (Householder reflections of G' over their nonzeros, kernels/noslip.py ``nullspace_kernel``).
-
-    The rows are reflected last to first: any order spans the same space, and joints are listed
-    parent before child, so children are eliminated first and each reflector stays on the bodies
-    between its joint and the leaves already done (a quadruped's 68 kept rows: 18k instead of 48k
-    multiply-adds)."""
+    (Householder reflections of G' over their nonzeros, last row first: kernels/noslip.py
+    ``nullspace_kernel``)."""
     k = G.shape[0]
     if k == 0:
         return np.eye(m)
     Z = np.empty((m, m - k))
-    code = K.nullspace_kernel(np.array(G[::-1], dtype=np.float64, order="C"), Z, np.empty(k * m), np.empty(k),
+    code = K.nullspace_kernel(np.array(G, dtype=np.float64, order="C"), Z, np.empty(k * m), np.empty(k),
                               np.empty(k + 1, dtype=np.int64), np.empty(k * m, dtype=np.int64),
                               np.empty(m, dtype=np.bool_))
     if code:
@@ -314,12 +315,33 @@ def reduce_equalities(M, p, U, sets: IndexSets, rhs_of_row, bias, cfm: float = 0
     Zp, f_star, offset, q = np.empty(d), np.empty(d), np.empty(n), np.empty(n)
     if not K.reduce_kernel(M, cf.L, cf.starts, cf.nb, np.ascontiguousarray(sets.G), sets.L, r, Z, p, U, bias,
                            x_p, UZ, Mr, Lr, Zp, f_star, offset, q, np.empty(m), np.empty(k), np.empty(k)):
-        raise ModelError("Z' M Z is not positive definite; M must be SPD")
-    if d == 0:   # every coordinate is fixed: one inert coordinate keeps the factored form
+        raise ModelError(_NOT_SPD)
+    return _reduced(sets, cf, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q, cfm, p, U)
+
+
+_NOT_SPD = "Z' M Z is not positive definite; M must be SPD"
+
+
+def _reduced(sets, cf, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q, cfm, p, U) -> Reduced:
+    """The Reduced of the compiled reduction's parts (``problem`` built from its factors, unchecked)."""
+    if Z.shape[1] == 0:   # every coordinate is fixed: one inert coordinate keeps the factored form
         one = np.ones((1, 1))
-        problem = ShiftedFactoredLCP.from_factor(np.zeros((n, 1)), one, one, np.zeros(1), np.zeros(1), offset,
-                                                 offset.copy(), cfm)
-        Z = np.zeros((m, 1))
+        problem = ShiftedFactoredLCP.from_factor(np.zeros((offset.shape[0], 1)), one, one, np.zeros(1), np.zeros(1),
+                                                 offset, offset.copy(), cfm)
+        Z = np.zeros((Z.shape[0], 1))
     else:
         problem = ShiftedFactoredLCP.from_factor(UZ, Mr, Lr, Zp, f_star, offset, q, cfm)
     return Reduced(problem, Z, x_p, sets, cf, p, U)
+
+
+def reduce_step(cf: MassFactor, G: np.ndarray, labels: np.ndarray, rhs: np.ndarray, tol: float, p: np.ndarray,
+                U: np.ndarray, bias: np.ndarray, cfm: float = 0.0) -> Reduced:
+    """FIND-INDICES on the candidate rows G (r, m) (Alg. 2's order, ``labels`` (block, row), right-hand
+    sides ``rhs`` (r,)) and :func:`reduce_equalities` of the kept rows, in one compiled call
+    (kernels/noslip.py ``reduce_chain``): the same kernels as :func:`select_rows` and
+    :func:`reduce_equalities`. Inputs C-contiguous float64, already checked."""
+    st, kept, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q = K.reduce_chain(
+        cf.M, cf.L, cf.starts, cf.nb, G, rhs, float(tol), p, U, bias)
+    if st:
+        raise ModelError(_NOT_SPD if st == 2 else "FIND-INDICES kept dependent rows (numerical failure)")
+    return _reduced(_index_sets(labels, kept, Gk, Lg), cf, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q, cfm, p, U)

@@ -23,8 +23,8 @@ from ..errors import ModelError
 from .built import ACTIVE_GAP, Built, touching
 from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult  # noqa: F401
 from ..kernels.noslip import csr_rows_into, symmetric_finite
-from .find_indices import (IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates, reduce_equalities,
-                           select_rows, split_impulses, step_inputs)
+from .find_indices import (IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates, reduce_step,
+                           split_impulses, step_inputs)
 
 # one set of contact-mode constants and one result type for every model (models/common.py)
 SEPARATING, STICKING, SLIDING = MODE_SEPARATING, MODE_STICKING, MODE_SLIDING
@@ -122,7 +122,8 @@ def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, J_rhs=None, normal_bias
     n = N.shape[0]
     t0 = time.perf_counter()
     bias, jr, cf, _ = step_inputs(M, n, J.shape[0], normal_bias, J_rhs)
-    G, labels = _candidates(J if J.shape[0] else None, S if S.shape[0] else None, T if S.shape[0] else None)
+    G, labels = _candidates(J if J.shape[0] else None, S if S.shape[0] else None, T if S.shape[0] else None,
+                            M.shape[0])
     rhs = np.zeros(G.shape[0])
     rhs[:J.shape[0]] = jr
     return _reduce_step(cf, v, f, dt, N, G, labels, rhs, bias, cfm, tol, J.shape[0], S.shape[0], t0)
@@ -134,9 +135,9 @@ def _reduce_step(cf: MassFactor, v, f, dt, N, G, labels, rhs, bias, cfm, tol, n_
     sides ``rhs``: J_rhs for joint rows, 0 for S and T) and the factored LCP of eq. 57, all compiled
     (kernels/noslip.py); inputs already checked (:func:`build_noslip`) or built by the library (:func:`build`)."""
     M = cf.M
-    sets = select_rows(G, labels, cf, tol, M.shape[0])
     momentum = M @ v + dt * f
-    red = reduce_equalities(M, momentum, N, sets, rhs[sets.kept], bias, cfm, cf)
+    red = reduce_step(cf, np.ascontiguousarray(G), labels, rhs, tol, momentum, np.ascontiguousarray(N),
+                      np.ascontiguousarray(bias), cfm)
     return NoSlipProblem(red.problem, red, M, momentum, red.U, n_joint, n_tangent, time.perf_counter() - t0)
 
 
@@ -321,8 +322,10 @@ def build(sys, options: Options | None = None) -> Built:
     is the one of the last state; ``recover`` reports whether its answer is consistent.
 
     The system's rows are scattered once into dense arrays and M is factored once (block
-    Cholesky, :class:`~contactlab.models.find_indices.MassFactor`) for every motor state; M is
-    checked (symmetric, finite: compiled) with the other inputs, as :func:`build_noslip` does."""
+    Cholesky, :class:`~contactlab.models.find_indices.MassFactor`) for every motor state. The
+    system's M is symmetric by construction (no test per step); a non-finite or indefinite M fails
+    its factorisation, and non-finite rows, velocities or forces are named as :func:`build_noslip`
+    names them."""
     o = options or Options()
     m, nl, nc = sys.ndof, sys.nl, sys.nc
     U = np.zeros((nl + nc, m))
@@ -341,9 +344,11 @@ def build(sys, options: Options | None = None) -> Built:
     _rows_into(M, sys.M, 0)
     J = np.zeros((sys.nj, m))
     _rows_into(J, sys.J, 0)
-    if not symmetric_finite(M, 1e-10):
-        check_dynamics(M, sys.v, sys.f, U, J)     # raises with the message (else M passed numpy's test)
-    cf = MassFactor(M)
+    try:
+        cf = MassFactor(M)   # the system's M is symmetric by construction; NaN or inf fail the factor
+    except ModelError:
+        check_dynamics(M, sys.v, sys.f, U, J)     # names a non-finite argument
+        raise
     rows = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
     state = np.sign(sys.a_target - sys.A @ sys.v_free()).astype(np.int8) if sys.nm else np.zeros(0, np.int8)
     ms = _build_state(sys, o, cf, U, bias, J, ST, st_labels, state)
