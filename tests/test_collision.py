@@ -196,7 +196,7 @@ def test_box_dropped_nearly_flat_with_a_yaw_does_not_sink_into_the_box_below(yaw
 
 
 def test_sphere_against_a_half_space_agrees_with_coal_on_random_poses():
-    """The compiled sphere/half-space contact (boxes.sphere_plane_contacts) against coal's own
+    """The compiled sphere/half-space contact (boxes.narrow_phase) against coal's own
     narrow phase on the same pairs (CollisionWorld._coal_contacts): tilted planes, offset spheres
     in their body, gaps and penetrations around the margin; same point, normal and distance."""
     rng = np.random.default_rng(11)

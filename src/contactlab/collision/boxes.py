@@ -12,8 +12,9 @@
   closest points of the two edges, unless it lies within ~11 degrees of the face axis and the
   face's clipped points agree with its depth (FACE_PARALLEL, FACE_SLACK): then the face's points. Exact for touching faces (the normal is a face axis, not
   EPA's estimate), so a resting stack gets its four corners.
-* :func:`plane_contacts`: the box (or convex mesh) vertices within the margin of a half-space, each
-  with its exact distance; :func:`sphere_plane_contacts`: a sphere's one point against a half-space.
+* :func:`narrow_phase`: every pair these routines cover in one call: box-box, the box (or convex
+  mesh) vertices within the margin of a half-space, each with its exact distance, and a sphere's one
+  point against a half-space.
 * :func:`world_poses`: every shape's world rotation and position from its body's quaternion.
 
 Contacts: normal from shape a to shape b, point midway between the witness points, phi the
@@ -407,90 +408,94 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out, work):
     return _edge_point(pa, Ra, ha, pb, Rb, hb, n, edge_i, edge_j, P_out, phi_out)
 
 
+#: shape classes of :func:`narrow_phase` (CollisionWorld.shape_class)
+OTHER, BOX, SPHERE, VERTICES, HALFSPACE = 0, 1, 2, 3, 4
+
+
 @jit
-def box_contacts(pairs, Rs, ps, half, margin, reach):
-    """Box-box contacts for every (a, b) shape pair within margin + reach_a + reach_b: (pair index,
-    point, normal a->b, phi) arrays."""
+def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, plane_n, plane_off, margin, reach):
+    """Contacts of every candidate pair a compiled routine covers, in one call: box-box pairs first
+    (:func:`box_box`, at most 4 points), then (box or convex mesh, half-space) pairs (each vertex
+    within margin + the shape's reach of the plane: outward normal n, inside n.x <= off; normal -n,
+    point midway to the plane), then (sphere, half-space) pairs (phi = n.c - off - r, the point midway
+    between the sphere's lowest point and its projection: coal's witness points), each class in pair
+    order. ``cls`` per shape: BOX, SPHERE, VERTICES (a convex mesh), HALFSPACE or OTHER; ``plane_row``
+    per shape: its row in plane_n/plane_off (-1 for a finite shape). Returns (sa, sb, point, unit
+    normal a -> b, phi) and ``rest``, the pairs left for coal."""
     npairs = pairs.shape[0]
-    cap = MAX_POINTS * npairs
-    pid = np.empty(cap, dtype=np.int64)
+    cap = 0
+    for q in range(npairs):
+        a, b = pairs[q, 0], pairs[q, 1]
+        if cls[a] == BOX and cls[b] == BOX:
+            cap += MAX_POINTS
+        elif cls[b] == HALFSPACE:
+            cap += max(vstart[a + 1] - vstart[a], 1)
+    sa = np.empty(cap, dtype=np.int64)
+    sb = np.empty(cap, dtype=np.int64)
     P = np.empty((cap, 3))
     N = np.empty((cap, 3))
     phi = np.empty(cap)
+    rest = np.ones(npairs, dtype=np.bool_)
     Pk = np.empty((MAX_POINTS, 3))
     nk = np.empty(3)
     fk = np.empty(MAX_POINTS)
     work = _Work()
     k = 0
-    for q in range(npairs):
+    for q in range(npairs):                       # box-box
         a, b = pairs[q, 0], pairs[q, 1]
+        if not (cls[a] == BOX and cls[b] == BOX):
+            continue
+        rest[q] = False
         c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin + reach[a] + reach[b], Pk, nk, fk, work)
         for r in range(c):
-            pid[k] = q
+            sa[k], sb[k] = a, b
             P[k] = Pk[r]
             N[k] = nk
             phi[k] = fk[r]
             k += 1
-    return pid[:k], P[:k], N[:k], phi[:k]
-
-
-@jit
-def plane_contacts(pairs, Rs, ps, verts, vstart, plane_n, plane_off, margin, reach):
-    """Vertex contacts of (finite shape, half-space) pairs: vertices within margin + the shape's
-    reach of the plane (outward normal n, inside n.x <= off); normal -n (shape into half-space)."""
-    npairs = pairs.shape[0]
-    cap = 0
-    for q in range(npairs):
-        cap += vstart[pairs[q, 0] + 1] - vstart[pairs[q, 0]]
-    pid = np.empty(cap, dtype=np.int64)
-    P = np.empty((cap, 3))
-    N = np.empty((cap, 3))
-    phi = np.empty(cap)
-    k = 0
-    for q in range(npairs):
+    x = np.empty(3)
+    for q in range(npairs):                       # vertices against a half-space
         s, h = pairs[q, 0], pairs[q, 1]
-        n = plane_n[h]
+        if cls[h] != HALFSPACE or not (cls[s] == BOX or cls[s] == VERTICES):
+            continue
+        rest[q] = False
+        row = plane_row[h]
+        n = plane_n[row]
         m = margin + reach[s]
         for v in range(vstart[s], vstart[s + 1]):
-            x = ps[s].copy()
             for i in range(3):
+                x[i] = ps[s, i]
                 for j in range(3):
                     x[i] += Rs[s, i, j] * verts[v, j]
-            dist = _dot(x, n) - plane_off[h]
+            dist = _dot(x, n) - plane_off[row]
             if dist < m:
-                pid[k] = q
-                P[k] = x - 0.5 * dist * n
-                N[k] = -n
+                sa[k], sb[k] = s, h
+                for i in range(3):
+                    P[k, i] = x[i] - 0.5 * dist * n[i]
+                    N[k, i] = -n[i]
                 phi[k] = dist
                 k += 1
-    return pid[:k], P[:k], N[:k], phi[:k]
-
-
-@jit
-def sphere_plane_contacts(pairs, ps, radius, plane_n, plane_off, margin, reach):
-    """(sphere shape, half-space row) pairs: the sphere's one contact when its surface is within
-    margin + its reach of the plane (outward normal n, inside n.x <= off): phi = n.c - off - r, normal
-    -n (sphere into half-space), point midway between the sphere's lowest point c - r n and its
-    projection on the plane (coal's witness points; cross-checked in tests/test_collision.py)."""
-    npairs = pairs.shape[0]
-    pid = np.empty(npairs, dtype=np.int64)
-    P = np.empty((npairs, 3))
-    N = np.empty((npairs, 3))
-    phi = np.empty(npairs)
-    k = 0
-    for q in range(npairs):
+    for q in range(npairs):                       # spheres against a half-space
         s, h = pairs[q, 0], pairs[q, 1]
-        n = plane_n[h]
+        if cls[h] != HALFSPACE or cls[s] != SPHERE:
+            continue
+        rest[q] = False
+        row = plane_row[h]
+        n = plane_n[row]
         r = radius[s]
-        dist = _dot(ps[s], n) - plane_off[h] - r
+        dist = _dot(ps[s], n) - plane_off[row] - r
         if dist < margin + reach[s]:
-            pid[k] = q
+            sa[k], sb[k] = s, h
             for i in range(3):
                 P[k, i] = ps[s, i] - (r + 0.5 * dist) * n[i]
                 N[k, i] = -n[i]
             phi[k] = dist
             k += 1
-    return pid[:k], P[:k], N[:k], phi[:k]
+    for r in range(k):                            # unit normals (the routines' are unit to rounding)
+        ln = np.sqrt(N[r, 0] * N[r, 0] + N[r, 1] * N[r, 1] + N[r, 2] * N[r, 2])
+        for i in range(3):
+            N[r, i] /= ln
+    return sa[:k], sb[:k], P[:k], N[:k], phi[:k], rest
 
 
 @jit

@@ -143,9 +143,13 @@ class CollisionWorld:
         counts = [0 if V is None else len(V) for V in self.vertices]
         self.vstart = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.vflat = np.vstack([V for V in self.vertices if V is not None] or [np.zeros((0, 3))]).astype(np.float64)
-        self.has_vertices = np.array(counts, dtype=np.int64) > 0
         self.sphere_radius = np.array([float(s.radius) if s.kind == "sphere" else 0.0 for _, s in model.shapes])
-        self.shape_kind_sphere = np.array([s.kind == "sphere" for _, s in model.shapes], dtype=bool)
+        # narrow-phase class per shape (boxes.narrow_phase) and each half-space's row in plane_idx
+        self.shape_class = np.array([B.BOX if s.kind == "box" else B.SPHERE if s.kind == "sphere" else
+                                     B.VERTICES if s.kind == "convex" else B.HALFSPACE if inf else B.OTHER
+                                     for (_, s), inf in zip(model.shapes, self.infinite)], dtype=np.int64)
+        self.plane_row = np.full(len(model.shapes), -1, dtype=np.int64)
+        self.plane_row[self.plane_idx] = np.arange(self.plane_idx.size)
 
     def _snap_normal(self, res, Rs, ps, sa, sb, cos_tol: float = 0.9995):
         """EPA's normal for barely overlapping faces can be off by ~1e-3 rad, and coal's patch then
@@ -236,38 +240,20 @@ class CollisionWorld:
         pairs = self.candidate_pairs(data, Rs, ps)
         if pairs.shape[0] == 0:
             return ContactSet.empty()
-        plane_b = self.infinite[pairs[:, 1]]
-        boxbox = self.shape_kind_box[pairs[:, 0]] & self.shape_kind_box[pairs[:, 1]]
-        vplane = plane_b & self.has_vertices[pairs[:, 0]]
-        splane = plane_b & self.shape_kind_sphere[pairs[:, 0]]
-        parts = []                                      # (shape a, shape b, point, normal, phi)
-        if np.any(boxbox):
-            pb = pairs[boxbox]
-            pid, P, N, phi = B.box_contacts(pb, Rs, ps, self.half, self.margin, self._reach)
-            parts.append((pb[pid, 0], pb[pid, 1], P, N, phi))
-        if np.any(vplane | splane):
+        if self.plane_idx.size:
             n, off = self._planes_world(Rs, ps)
-        if np.any(vplane):
-            pp = pairs[vplane]
-            row = np.searchsorted(self.plane_idx, pp[:, 1])
-            pq = np.column_stack([pp[:, 0], row])
-            pid, P, N, phi = B.plane_contacts(pq, Rs, ps, self.vflat, self.vstart, n, off, self.margin, self._reach)
-            parts.append((pp[pid, 0], pp[pid, 1], P, N, phi))
-        if np.any(splane):
-            pp = pairs[splane]
-            pq = np.column_stack([pp[:, 0], np.searchsorted(self.plane_idx, pp[:, 1])])
-            pid, P, N, phi = B.sphere_plane_contacts(pq, ps, self.sphere_radius, n, off, self.margin, self._reach)
-            parts.append((pp[pid, 0], pp[pid, 1], P, N, phi))
-        rest = ~(vplane | boxbox | splane)
-        if np.any(rest):
-            parts.append(self._coal_contacts(pairs[rest], Rs, ps))
-        parts = [q for q in parts if q[4].size]
-        if not parts:
+        else:
+            n, off = np.zeros((0, 3)), np.zeros(0)
+        sa, sb, P, n, phi, rest = B.narrow_phase(pairs, self.shape_class, Rs, ps, self.half, self.vflat, self.vstart,
+                                                 self.sphere_radius, self.plane_row, n, off, self.margin, self._reach)
+        if rest.any():
+            csa, csb, cP, cn, cphi = self._coal_contacts(pairs[rest], Rs, ps)
+            if cphi.size:
+                sa, sb, P, phi = (np.concatenate(x) for x in ((sa, csa), (sb, csb), (P, cP), (phi, cphi)))
+                n = np.concatenate([n, cn / np.linalg.norm(cn, axis=1, keepdims=True)])
+        if phi.size == 0:
             return ContactSet.empty()
-        sa, sb, P, n, phi = (np.concatenate([q[k] for q in parts]) for k in range(5))
-        n = n / np.linalg.norm(n, axis=1, keepdims=True)
         t1, t2 = tangent_basis(n)
-        sa, sb = sa.astype(np.int64), sb.astype(np.int64)
         cs = ContactSet(self.shape_body[sa], self.shape_body[sb], sa, sb, P, n, phi,
                         self.pair_mu_array(sa, sb), t1, t2)
         cs.normal_guess = np.full(cs.count, np.nan)
