@@ -195,10 +195,12 @@ def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matri
 def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
     """H M^-1 H' + diag(diag) from the 6x6 blocks of M^-1 (compiled; only row pairs that share a
     body are formed). ``dense``: a numpy array, else CSR."""
-    H = sp.csr_matrix(H)
+    if not (sp.issparse(H) and H.format == "csr"):
+        H = sp.csr_matrix(H)
     n = H.shape[0]
     diag = np.broadcast_to(np.asarray(diag, dtype=np.float64), (n,)).copy()
-    ip, ix, dv = H.indptr.astype(np.int64), H.indices.astype(np.int64), H.data.astype(np.float64)
+    ip, ix = H.indptr.astype(np.int64, copy=False), H.indices.astype(np.int64, copy=False)
+    dv = H.data.astype(np.float64, copy=False)
     if dense:
         return _K.delassus_dense(ip, ix, dv, sys.W_blocks, n, diag)
     return csr_of(*_K.delassus_csr(ip, ix, dv, sys.W_blocks, n, diag), (n, n))   # canonical by construction
