@@ -179,35 +179,64 @@ def refine_basis(M, q, d, basis, xB, Binv, r):
 # (W: rows whose w is nonbasic, Z: basic z's and z0), with its inverse updated by rank-one
 # formulas (O(k^2)) and refactorised periodically. Per pivot O(k^2 + (n - k) k) instead of the
 # tableau's O(n^2); the pivot sequence (lexicographic rule included) is the tableau's.
+#
+# The columns of [M d] are the rows of one (n + 1) x n array MTd = [M d]': basic unknown v (z_l,
+# v = n + l, or z0, v = 2n) has coefficient MTd[v - n, i] in w_i = q_i + M_i z + d_i z0, and column
+# reads are contiguous. The per-pivot constant: every step of a pivot runs in the body of
+# lemke_reduced_kernel or in a leaf helper without calls (_matvec, _row_times_inverse, tie_filter,
+# schur_remove): numba takes and releases an atomic reference on each array passed to a call that
+# it does not prune, and the former per-pivot helpers (a dozen arrays each, and a coefficient
+# function called k^2 times) spent a quarter of the time at n = 100 and most of it at n = 10 on
+# that (perf). Ties, refactorisation and the final refinement keep their own functions.
 # ----------------------------------------------------------------------------------------------
 @jit
-def _coef(var, i, n, M, d):
-    """Coefficient of basic unknown ``var`` (z_l or z0) in w_i = q_i + M_i z + d_i z0."""
-    if var < 2 * n:
-        return M[i, var - n]
-    return d[i]
+def _matvec(A, x, y, k):
+    """y[:k] = A[:k, :k] x[:k], four rows at a time: four independent sums hide the adder's latency,
+    and each row is summed in plain order (the same rounding as one dot at a time)."""
+    a = 0
+    while a + 4 <= k:
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for e in range(k):
+            t = x[e]
+            s0 += A[a, e] * t
+            s1 += A[a + 1, e] * t
+            s2 += A[a + 2, e] * t
+            s3 += A[a + 3, e] * t
+        y[a] = s0
+        y[a + 1] = s1
+        y[a + 2] = s2
+        y[a + 3] = s3
+        a += 4
+    while a < k:
+        s = 0.0
+        for e in range(k):
+            s += A[a, e] * x[e]
+        y[a] = s
+        a += 1
 
 
 @jit
-def _basic_row_times_inverse(i, k, n, M, d, unk, Ainv, out):
-    """out' = c' Ainv with c_a = coef(unk[a], i): row i of [M_iZ d_i] times the inverse (row-contiguous)."""
+def _row_times_inverse(i, k, n, MTd, unk, Ainv, out):
+    """out' = c' Ainv with c_a = MTd[unk[a] - n, i]: row i of [M_iZ d_i] times the inverse, row-contiguous."""
     for e in range(k):
         out[e] = 0.0
     for a in range(k):
-        ca = _coef(unk[a], i, n, M, d)
+        ca = MTd[unk[a] - n, i]
         if ca != 0.0:
             for e in range(k):
                 out[e] += ca * Ainv[a, e]
 
 
-
-
 @jit
-def _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x, work):
+def _refactor(n, k, MTd, eq_rows, unk, Ainv, q, x, work):
     """Ainv = inv(A) from scratch and x = -Ainv q_W; False if A is numerically singular."""
     for e in range(k):
+        i = eq_rows[e]
         for a in range(k):
-            work[e, a] = _coef(unk[a], eq_rows[e], n, M, d)
+            work[e, a] = MTd[unk[a] - n, i]
     if not gauss_jordan_inverse(work, k, Ainv):
         return False
     for a in range(k):
@@ -219,111 +248,33 @@ def _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x, work):
 
 
 @jit
-def _binv_entry(p_is_unknown, p, c, n, k, M, d, eq_pos, unk, Ainv):
-    """Entry (p, c) of B^-1 for the lexicographic rule; p is an unknown position or a basic w row."""
-    pc = eq_pos[c]
-    if pc < 0:  # q_c moves only the basic w_c
-        if p_is_unknown:
-            return 0.0
-        return 1.0 if p == c else 0.0
-    if p_is_unknown:
-        return -Ainv[p, pc]
-    s = 0.0
-    for a in range(k):
-        s -= _coef(unk[a], p, n, M, d) * Ainv[a, pc]
-    return s
-
-
-@jit
-def _reduced_direction(entering, n, k, MT, d, Ainv, eq_rows, eq_pos, unk, dx, dwv, tmp, zcols, zdx):
-    """dx: change of the basic unknowns, dwv: of the basic w rows, per unit of the entering variable
-    (z_j: A dx = -M[W, j]; w_j: dx = Ainv[:, pos(j)]); returns max |entry| (the pivot scale)."""
+def _lexico_tie(n, k, m, cand, ratio, dx, dwv, eq_pos, unk, MTd, Ainv, rows):
+    """The lexicographic rule among m > 1 candidates tied on the minimum ratio (kernels/dense.py
+    tie_filter applied; codes: a basic unknown a, or n + 1 + i for a basic w row i): z0 wins, else
+    the rows of B^-1 divided by the pivot column are compared column by column. Entry (p, c) of
+    B^-1: column c is 0 but for w_c's row when w_c is basic (q_c moves only w_c); else, with
+    pc = pos(c) among the equations, -Ainv[a, pc] for a basic unknown a and -(c_i' Ainv)[pc] for a
+    basic w row i. ``rows`` (n+1, n+1) is work space: row i holds c_i' Ainv for each tied basic w
+    row i, so each entry costs O(1) (degenerate contact stacks tie over many columns; O(k) per entry
+    made the scan O(n m k))."""
     Z0 = 2 * n
-    if entering >= n:
-        j = entering - n
-        for e in range(k):
-            tmp[e] = -MT[j, eq_rows[e]]
-        for a in range(k):
-            s = 0.0
-            for e in range(k):
-                s += Ainv[a, e] * tmp[e]
-            dx[a] = s
-    else:
-        pe = eq_pos[entering]
-        for a in range(k):
-            dx[a] = Ainv[a, pe]
-    dmax = 0.0
-    for a in range(k):
-        dmax = max(dmax, abs(dx[a]))
-    # dw_i = M[i, j] + sum_a M[i, z-col a] dx_a + d_i dx_z0: gather the z-columns once
-    nz = 0
-    dz0 = 0.0
-    for a in range(k):
-        if unk[a] == Z0:
-            dz0 = dx[a]
-        else:
-            zcols[nz] = unk[a] - n
-            zdx[nz] = dx[a]
-            nz += 1
-    # column-oriented: dw += dx_a * M[:, col_a] read as contiguous rows of MT = M'
-    jcol = entering - n if entering >= n else -1
-    for i in range(n):
-        dwv[i] = d[i] * dz0
-    if jcol >= 0:
-        for i in range(n):
-            dwv[i] += MT[jcol, i]
-    for t in range(nz):
-        c = zcols[t]
-        f = zdx[t]
-        for i in range(n):
-            dwv[i] += f * MT[c, i]
-    for i in range(n):
-        if eq_pos[i] >= 0 or i == entering:
-            dwv[i] = 0.0
-        else:
-            dmax = max(dmax, abs(dwv[i]))
-    return dmax
-
-
-@jit
-def _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, Ainv, cand, ratio, rows):
-    """Lexicographic minimum ratio over basic unknowns (code a) and basic w rows (code n + 1 + i);
-    z0 wins a tie; -1 when nothing blocks (a secondary ray). ``rows`` (n+1, n+1) is work space: on a
-    tie, row i holds c_i' Ainv for each tied basic w row i, so the column scan reads each entry of
-    B^-1 in O(1) (degenerate contact stacks tie over many columns; O(k) per entry made the scan
-    cost O(n m k) per pivot)."""
-    Z0 = 2 * n
-    m = 0
-    for a in range(k):
-        if dx[a] < -tol:
-            cand[m] = a
-            ratio[m] = x[a] / -dx[a]
-            m += 1
-    for i in range(n):
-        if eq_pos[i] < 0 and i != entering and dwv[i] < -tol:
-            cand[m] = n + 1 + i
-            ratio[m] = wv[i] / -dwv[i]
-            m += 1
-    if m == 0:
-        return -1
-    m = tie_filter(cand, ratio, m, LEX_RATIO_TIE)
     for t in range(m):
         if cand[t] <= n and unk[cand[t]] == Z0:
             return cand[t]
-    if m > 1:
-        for t in range(m):
-            if cand[t] > n:
-                _basic_row_times_inverse(cand[t] - n - 1, k, n, M, d, unk, Ainv, rows[cand[t] - n - 1])
+    for t in range(m):
+        if cand[t] > n:
+            _row_times_inverse(cand[t] - n - 1, k, n, MTd, unk, Ainv, rows[cand[t] - n - 1])
     c = 0
     while m > 1 and c < n:
         pc = eq_pos[c]
         for t in range(m):
             code = cand[t]
             if code <= n:
-                ratio[t] = _binv_entry(True, code, c, n, k, M, d, eq_pos, unk, Ainv) / -dx[code]
+                e = 0.0 if pc < 0 else -Ainv[code, pc]
+                ratio[t] = e / -dx[code]
             else:
                 i = code - n - 1
-                if pc < 0:   # entry (i, c) of B^-1 (_binv_entry): q_c moves only the basic w_c
+                if pc < 0:
                     e = 1.0 if i == c else 0.0
                 else:
                     e = -rows[i, pc]
@@ -334,20 +285,40 @@ def _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, 
 
 
 @jit
-def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos, unk, unk_pos,
-                         dx, dwv, cand, ratio, tmp, zcols, zdx, work2, ray, out_z):
+def _refine_and_read(n, k, MTd, q, eq_rows, unk, Ainv, x, work, tmp, corr, out_z):
+    """Two steps of iterative refinement of A x = -q_W with the current inverse (O(k^2) each, on A
+    gathered once), then z read off the basic unknowns (clipped at 0)."""
+    for e in range(k):
+        i = eq_rows[e]
+        for a in range(k):
+            work[e, a] = MTd[unk[a] - n, i]
+    for rep in range(2):
+        _matvec(work, x, tmp, k)
+        for e in range(k):
+            tmp[e] = -q[eq_rows[e]] - tmp[e]
+        _matvec(Ainv, tmp, corr, k)
+        for a in range(k):
+            x[a] += corr[a]
+    for a in range(k):
+        if unk[a] < 2 * n:
+            out_z[unk[a] - n] = max(x[a], 0.0)
+
+
+@jit
+def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos, unk, unk_pos,
+                         dx, dwv, cand, ratio, tmp, work2, ray, out_z):
     """Lemke's method (covering vector d > 0, lexicographic rule) on the reduced basis.
 
-    MT is M' (C-contiguous) so column reads are contiguous. A pivot column entry counts as blocking
+    MTd = [M d]' ((n+1) x n, C-contiguous: column reads are contiguous). A pivot column entry counts as blocking
     only above pivot_tol * max(1, max |entry|) (tolerances.LEMKE_PIVOT by default; solvers/lemke.py
     retries with larger values when an answer does not certify). Work arrays: Ainv (n+1, n+1), x (n+1,),
-    wv (n,), eq_rows (n+1,) int64, eq_pos (n,) int64,
-    unk (n+1,) int64, unk_pos (2n+1,) int64, dx (n+1,), dwv (n,), cand (2n+2,) int64, ratio (2n+2,),
-    tmp (n+1,), zcols (n+1,) int64, zdx (n+1,), work2 (n+1, n+1), ray (2n+1,), out_z (n,).
+    wv (n,), eq_rows (n+1,) int64, eq_pos (n,) int64, unk (n+1,) int64, unk_pos (2n+1,) int64, dx (n+1,),
+    dwv (n,), cand (2n+2,) int64, ratio (2n+2,), tmp (n+1,), work2 (n+1, n+1), ray (2n+1,), out_z (n,).
     Returns (status, pivots).
     """
     n = q.shape[0]
     Z0 = 2 * n
+    d = MTd[n]   # the covering vector
     for i in range(n):
         wv[i] = q[i]
         eq_pos[i] = -1
@@ -382,13 +353,56 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, pivot_tol, Ain
     while True:
         if pivots >= max_pivots:
             return MAX_PIVOTS, pivots
-        # ---- direction of the basic variables per unit increase of the entering variable
-        dmax = _reduced_direction(entering, n, k, MT, d, Ainv, eq_rows, eq_pos, unk, dx, dwv, tmp, zcols, zdx)
+        # ---- direction of the basic variables per unit increase of the entering variable:
+        # z_j enters: A dx = -M[W, j]; w_j enters: dx = Ainv[:, pos(j)]
+        jcol = entering - n
+        if jcol >= 0:
+            for e in range(k):
+                tmp[e] = -MTd[jcol, eq_rows[e]]
+            _matvec(Ainv, tmp, dx, k)
+        else:
+            pe = eq_pos[entering]
+            for a in range(k):
+                dx[a] = Ainv[a, pe]
+        dmax = 0.0
+        for a in range(k):
+            dmax = max(dmax, abs(dx[a]))
+        # basic w rows: dw_i = M[i, j] + sum_a M[i, z-col a] dx_a + d_i dx_z0, column-oriented on
+        # the contiguous rows of MTd (z0's term first, then the z columns in basis order)
+        p0 = unk_pos[Z0]
+        dz0 = dx[p0] if p0 >= 0 else 0.0
+        for i in range(n):
+            dwv[i] = d[i] * dz0
+        if jcol >= 0:
+            for i in range(n):
+                dwv[i] += MTd[jcol, i]
+        for a in range(k):
+            v = unk[a]
+            if v != Z0:
+                c = v - n
+                f = dx[a]
+                for i in range(n):
+                    dwv[i] += f * MTd[c, i]
+        for i in range(n):
+            if eq_pos[i] >= 0 or i == entering:
+                dwv[i] = 0.0
+            else:
+                dmax = max(dmax, abs(dwv[i]))
         tol = pivot_tol * max(1.0, dmax)
-        # ---- minimum ratio (lexicographic) over basic unknowns and basic w rows
-        chosen = _reduced_ratio_test(n, k, entering, x, wv, dx, dwv, tol, eq_pos, unk, M, d, Ainv, cand, ratio,
-                                     work2)
-        if chosen < 0:
+        # ---- minimum ratio over basic unknowns (code a) and basic w rows (code n + 1 + i; dwv is 0
+        # on the others); the lexicographic rule only when several tie (_lexico_tie)
+        m = 0
+        for a in range(k):
+            if dx[a] < -tol:
+                cand[m] = a
+                ratio[m] = x[a] / -dx[a]
+                m += 1
+        for i in range(n):
+            if dwv[i] < -tol:
+                cand[m] = n + 1 + i
+                ratio[m] = wv[i] / -dwv[i]
+                m += 1
+        if m == 0:   # nothing blocks: a secondary ray
             for v in range(2 * n + 1):
                 ray[v] = 0.0
             ray[entering] = 1.0
@@ -401,6 +415,10 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, pivot_tol, Ain
                 if unk[a] < 2 * n:
                     out_z[unk[a] - n] = max(x[a], 0.0)
             return RAY, pivots
+        m = tie_filter(cand, ratio, m, LEX_RATIO_TIE)
+        chosen = cand[0]
+        if m > 1:
+            chosen = _lexico_tie(n, k, m, cand, ratio, dx, dwv, eq_pos, unk, MTd, Ainv, work2)
         # ---- step
         if chosen <= n:
             theta = x[chosen] / -dx[chosen]
@@ -418,7 +436,6 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, pivot_tol, Ain
         since_refactor += 1
         # ---- basis update
         if entering >= n:
-            j = entering - n
             if chosen <= n:  # (b) z_j replaces unknown at position a0: Sherman-Morrison on a column
                 a0 = chosen
                 leaving = unk[a0]
@@ -443,10 +460,10 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, pivot_tol, Ain
                 s = dwv[i]
                 if not (abs(s) > 0.0) or not np.isfinite(s):
                     return NUMERICAL, pivots
-                _basic_row_times_inverse(i, k, n, M, d, unk, Ainv, tmp)  # v' = c' Ainv
+                _row_times_inverse(i, k, n, MTd, unk, Ainv, tmp)  # v' = c' Ainv
                 # u = Ainv b = -dx
-                for a in range(k):
-                    ua = -dx[a]
+                for a in range(k):   # (ua v_e) / s, not (ua / s) v_e: that last bit flips a near-tie of
+                    ua = -dx[a]      # the lexicographic rule (test_reduced_basis_follows_the_tableau, seed 5)
                     for e in range(k):
                         Ainv[a, e] += ua * tmp[e] / s
                     Ainv[a, k] = -ua / s
@@ -468,7 +485,7 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, pivot_tol, Ain
                 s = dwv[i]  # r' Ainv e_pe
                 if not (abs(s) > 0.0) or not np.isfinite(s):
                     return NUMERICAL, pivots
-                _basic_row_times_inverse(i, k, n, M, d, unk, Ainv, tmp)
+                _row_times_inverse(i, k, n, MTd, unk, Ainv, tmp)
                 tmp[pe] -= 1.0
                 for a in range(k):
                     f = dx[a] / s  # (Ainv e_pe)[a] / s
@@ -508,33 +525,16 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, pivot_tol, Ain
             if not np.isfinite(x[a]):
                 return NUMERICAL, pivots
         if leaving == Z0:
-            for e in range(k):    # gather A = [M_WZ d_W] once: the refinement's products run on it densely
-                i = eq_rows[e]
-                for a in range(k):
-                    work2[e, a] = _coef(unk[a], i, n, M, d)
-            for rep in range(2):  # iterative refinement of A x = -q_W with the current inverse, O(k^2)
-                for e in range(k):
-                    s = -q[eq_rows[e]]
-                    for a in range(k):
-                        s -= work2[e, a] * x[a]
-                    tmp[e] = s
-                for a in range(k):
-                    s = 0.0
-                    for e in range(k):
-                        s += Ainv[a, e] * tmp[e]
-                    x[a] += s
-            for a in range(k):
-                if unk[a] < 2 * n:
-                    out_z[unk[a] - n] = max(x[a], 0.0)
+            _refine_and_read(n, k, MTd, q, eq_rows, unk, Ainv, x, work2, tmp, dx, out_z)
             return SOLVED, pivots
         if since_refactor >= max(refactor_every, k) and k > 0:
-            if not _refactor(n, k, M, d, eq_rows, unk, Ainv, q, x, work2):
+            if not _refactor(n, k, MTd, eq_rows, unk, Ainv, q, x, work2):
                 return NUMERICAL, pivots
             for i in range(n):
                 if eq_pos[i] < 0:
                     s = q[i]
                     for a in range(k):
-                        s += _coef(unk[a], i, n, M, d) * x[a]
+                        s += MTd[unk[a] - n, i] * x[a]
                     wv[i] = s
             since_refactor = 0
         entering = leaving + n if leaving < n else leaving - n
@@ -544,31 +544,34 @@ def lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, pivot_tol, Ain
 def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor):
     """One compiled call for a small dense LCP: scale (M, q) = (M0, q0) / s, allocate the work
     arrays of :func:`lemke_reduced_kernel`, run it, and certify the answer on the scaled problem
-    (kernels/residual.py ``lcp_certify_dense`` with floor_factor).
+    (kernels/residual.py ``lcp_certify_dense`` with floor_factor). An empty covering vector d means
+    all ones.
 
     Per-call cost matters here: the grasp and contact LCPs of the papers have 10-70 variables, where
-    allocating 17 work arrays and computing the residual from Python cost more than the pivots.
+    allocating the work arrays and computing the residual from Python cost more than the pivots.
     Returns (status, pivots, z, ray, scaled M, scaled q, relative residual).
     """
     n = q0.shape[0]
     M = np.empty((n, n))
-    MT = np.empty((n, n))
+    MTd = np.empty((n + 1, n))
     q = np.empty(n)
     for i in range(n):
         q[i] = q0[i] / s
         for j in range(n):
             v = M0[i, j] / s
             M[i, j] = v
-            MT[j, i] = v
-    Ainv = np.zeros((n + 1, n + 1))
-    work2 = np.zeros((n + 1, n + 1))
-    x, dx, tmp, zdx = np.zeros(n + 1), np.zeros(n + 1), np.zeros(n + 1), np.zeros(n + 1)
-    wv, dwv, z = np.zeros(n), np.zeros(n), np.zeros(n)
-    ratio, ray = np.zeros(2 * n + 2), np.zeros(2 * n + 1)
-    eq_rows, eq_pos = np.zeros(n + 1, np.int64), np.zeros(n, np.int64)
-    unk, unk_pos = np.zeros(n + 1, np.int64), np.zeros(2 * n + 1, np.int64)
-    cand, zcols = np.zeros(2 * n + 2, np.int64), np.zeros(n + 1, np.int64)
-    code, pivots = lemke_reduced_kernel(M, MT, q, d, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos,
-                                        unk, unk_pos, dx, dwv, cand, ratio, tmp, zcols, zdx, work2, ray, z)
+            MTd[j, i] = v
+    for i in range(n):
+        MTd[n, i] = d[i] if d.shape[0] else 1.0
+    Ainv = np.empty((n + 1, n + 1))
+    work2 = np.empty((n + 1, n + 1))
+    x, dx, tmp = np.empty(n + 1), np.empty(n + 1), np.empty(n + 1)
+    wv, dwv, z = np.empty(n), np.empty(n), np.empty(n)
+    ratio, ray = np.empty(2 * n + 2), np.zeros(2 * n + 1)
+    eq_rows, eq_pos = np.empty(n + 1, np.int64), np.empty(n, np.int64)
+    unk, unk_pos = np.empty(n + 1, np.int64), np.empty(2 * n + 1, np.int64)
+    cand = np.empty(2 * n + 2, np.int64)
+    code, pivots = lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos,
+                                        unk, unk_pos, dx, dwv, cand, ratio, tmp, work2, ray, z)
     r = lcp_certify_dense(M, q, z, dwv, wv, floor_factor)
     return code, pivots, z, ray, M, q, max(r[3], r[5])

@@ -23,6 +23,8 @@ from .registry import check_common, dense_matrix_for, register
 
 #: pivots between re-factorisations of the reduced basis inverse (kernels/lemke.py)
 REFACTOR_EVERY = 64
+#: the reduced kernel's covering vector "all ones" (kernels/lemke.py lemke_reduced_run: empty = ones)
+_ONES = np.empty(0)
 
 _STATUS = {K.SOLVED: Status.SOLVED, K.RAY: Status.RAY_TERMINATION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
            K.NUMERICAL: Status.NUMERICAL_FAILURE}
@@ -88,12 +90,14 @@ def _basis_solution(n, basis, xB):
 
 def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refine: bool = True,
                basis: str = "reduced", first_row: bool = False):
-    """Run one kernel once; returns (status, pivots, z, ray)."""
+    """Run one kernel once (d: covering vector, empty for all ones); returns (status, pivots, z, ray)."""
     if basis == "reduced":
         code, pivots, z, ray, _, _, _ = K.lemke_reduced_run(M, q, 1.0, d, max_pivots, REFACTOR_EVERY, LEMKE_PIVOT,
                                                             NORMWISE_FLOOR)
         return _STATUS[code], int(pivots), z, ray
     n = q.size
+    if d.size == 0:
+        d = np.ones(n)
     Binv = np.empty((n, n))
     xB = np.empty(n)
     basis = np.empty(n, dtype=np.int64)
@@ -124,7 +128,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     # one scale: the kernels run on (M, q) / max|M|, so the problem times any c pivots identically
     s = problem.max_abs_M() or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0
     if opts.covering is None:
-        d = np.ones(n)
+        d = _ONES
     else:
         d = np.asarray(opts.covering, dtype=np.float64).ravel()
         if d.shape != (n,) or not np.all(np.isfinite(d)) or np.any(d <= 0):
