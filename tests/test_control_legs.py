@@ -208,3 +208,23 @@ def test_compiled_controller_torques_equal_the_reference(scene, steps):
     ctl._record(sim, ctl._tau)
     np.testing.assert_allclose(ctl.log["rpy"][-1], [np.arctan2(R[2, 1], R[2, 2]), np.arcsin(np.clip(-R[2, 0], -1, 1)),
                                                     np.arctan2(R[1, 0], R[0, 0])], rtol=0, atol=1e-15)
+
+
+def test_joint_rates_are_the_rate_rows_times_the_velocity():
+    """JointReader's rates (and control.grasp.joint_rate) equal the simulator's rate rows . v."""
+    from contactlab.control.grasp import joint_rate
+    from contactlab.mechanics.system import joint_rows
+    from contactlab.sim import Simulator
+    sc = build(controller=False)
+    sim = Simulator(sc, "no-slip")
+    names = [j.name for j in sc.joints]
+    for _ in range(5):
+        for k, n in enumerate(names):
+            sim.set_joint_torque(n, 0.3 * (-1) ** k)
+        sim.step()
+    _, qd = JointReader(sim.model, names)(sim.data)
+    *_, js = joint_rows(sim.model, sim.data, sim.h)
+    v = sim.data.velocity_vector(sim.model)
+    np.testing.assert_allclose(qd, js.rate_rows @ v, rtol=0, atol=1e-12)
+    assert np.abs(qd).max() > 1e-3
+    assert joint_rate(sim, names[4]) == pytest.approx(qd[4], abs=1e-15)

@@ -24,19 +24,15 @@ import numpy as np
 
 from ..errors import ModelError
 from ..mechanics.rotation import quat_to_matrix
+from .pd import JointReader
 
 PHASES = ("settle", "close", "lift", "hold", "done")
 
 
 def joint_rate(sim, name: str, index: dict | None = None) -> float:
-    """Rate of a revolute joint's coordinate: axis . (omega_child - omega_parent). ``index``: an
-    optional {joint name: position in sim.model.joints} map."""
-    k = index[name] if index is not None else [j.name for j in sim.model.joints].index(name)
-    jt = sim.model.joints[k]
-    d = sim.data
-    Ra = np.eye(3) if jt.a < 0 else quat_to_matrix(d.quaternion[jt.a])
-    wa = np.zeros(3) if jt.a < 0 else d.angular_velocity[jt.a]
-    return float((Ra @ jt.axis_a) @ (d.angular_velocity[jt.b] - wa))
+    """Rate of a revolute joint's coordinate: axis . (omega_child - omega_parent) (the compiled
+    :class:`~contactlab.control.pd.JointReader`; ``index`` is accepted for compatibility, unused)."""
+    return float(JointReader(sim.model, [name])(sim.data)[1][0])
 
 
 def relative_pose(sim, a: int, b: int) -> np.ndarray:
@@ -65,12 +61,12 @@ class GraspScript:
     # state (reset when a simulation starts at step 0)
     phase: str = field(default="settle", init=False)
     events: dict = field(default_factory=dict, init=False)
-    _stalled: dict = field(default_factory=dict, init=False)
+    _stalled: np.ndarray = field(default=None, init=False)     # seconds each finger has been slow
+    _reader: object = field(default=None, init=False)          # the fingers' JointReader
     _start: dict = field(default_factory=dict, init=False)
     _grasp_rel: object = field(default=None, init=False)
     _hold_drift: float = field(default=0.0, init=False)
     _lifted_by: float = field(default=0.0, init=False)
-    _index: dict = field(default_factory=dict, init=False)
 
     def __post_init__(self):
         for nm in ("close_speed", "max_torque", "lift_speed", "stall_time", "close_timeout"):
@@ -88,12 +84,12 @@ class GraspScript:
     def reset(self, sim) -> None:
         self.phase = "settle"
         self.events = {}
-        self._stalled = {j: 0.0 for j in self.fingers}
+        self._reader = JointReader(sim.model, list(self.fingers))
+        self._stalled = np.zeros(len(self.fingers))
         iw, io = sim.model.index(self.wrist), sim.model.index(self.obj)
         self._start = {"wrist_z": float(sim.data.position[iw, 2]), "object_z": float(sim.data.position[io, 2]),
                        "iw": iw, "io": io}
         self._grasp_rel, self._hold_drift, self._lifted_by = None, 0.0, 0.0
-        self._index = {j.name: k for k, j in enumerate(sim.model.joints)}
 
     def _enter(self, phase: str, t: float) -> None:
         self.phase = phase
@@ -111,11 +107,11 @@ class GraspScript:
             self._enter("close", t)
         elif self.phase == "close":
             since = t - self.events["close"]
-            for j in self.fingers:
-                slow = abs(joint_rate(sim, j, self._index)) < self.stall_fraction * self.close_speed
-                self._stalled[j] = self._stalled[j] + h if (slow and since >= self.min_close) else 0.0
-            if all(s >= self.stall_time - 1e-12 for s in self._stalled.values()) or since >= self.close_timeout:
-                self.events["stalled"] = all(s >= self.stall_time - 1e-12 for s in self._stalled.values())
+            slow = np.abs(self._reader(sim.data)[1]) < self.stall_fraction * self.close_speed
+            self._stalled = np.where(slow & (since >= self.min_close), self._stalled + h, 0.0)
+            stalled = bool(np.all(self._stalled >= self.stall_time - 1e-12))
+            if stalled or since >= self.close_timeout:
+                self.events["stalled"] = stalled
                 self._grasp_rel = relative_pose(sim, iw, io)
                 self._enter("lift", t)
         if self.phase == "lift":
