@@ -23,7 +23,7 @@ import numpy as np
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
 from .joint_kernels import _copy_row, _csr, _WIDTH, fill_joint_rows, row_buffers
-from .kernels import body_blocks, delassus_dense, integrate_quat_kernel
+from .kernels import body_blocks, delassus_dense, integrate_quat_kernel, rows_transpose_times
 
 
 @jit
@@ -193,10 +193,7 @@ def project_joints_kernel(joints, dof_start, body_kind, kinematic_code, mass, in
         W = _mobility(dof_start, body_kind, kinematic_code, mass, inv_inertia, quaternion)
         A = delassus_dense(indptr, indices, data, W, m, np.zeros(m))
         lam = spd_or_least_squares(A, -e[:m])
-        g = np.zeros(6 * W.shape[0])            # J' lam, then dx = W J' lam block by block
-        for r in range(m):
-            for p in range(indptr[r], indptr[r + 1]):
-                g[indices[p]] += data[p] * lam[r]
+        g = rows_transpose_times(indptr, indices, data, lam, 6 * W.shape[0])    # J' lam; dx = W J' lam by blocks
         dx = np.empty(g.size)
         for t in range(W.shape[0]):
             for i in range(6):
