@@ -8,6 +8,7 @@ import scipy.sparse.linalg as spla
 
 from ..errors import ProblemError
 from ..kernels.dense import chol_solve
+from ..kernels.factored import factored_w_terms
 from .base import Problem
 from .lcp import LCP
 from .residual import Residuals, lcp_relative, lcp_residuals
@@ -121,6 +122,12 @@ class FactoredLCP(Problem):
 
     def certify(self, z, w=None):
         """(w, absolute, relative Residuals) with one solve with M."""
+        if isinstance(self.N, np.ndarray) and hasattr(self, "_chol"):   # dense: one compiled pass
+            z = np.ascontiguousarray(z, dtype=np.float64)
+            t = np.empty(self.n)
+            w_out = np.empty(self.n) if w is None else np.asarray(w, dtype=np.float64)
+            factored_w_terms(self.N, self.lower_factor(), self.f_star, self.offset, self.cfm, z, w_out, t, w is None)
+            return w_out, lcp_residuals(z, w_out), lcp_relative(z, w_out, self.q, t)
         s = self.solve_M(matvec(self.N.T, z))
         if w is None:
             w = matvec(self.N, s + self.f_star) + self.offset

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from ..errors import ParamError
 from ..kernels import pivoting as K
+from ..kernels.factored import clear_full_row_rank
 from ..kernels.tolerances import CERTIFY, ITERATE, RANK
 from ..problems import LCP, FactoredLCP
 from ..problems.residual import lcp_natural_residual, lcp_residuals
@@ -163,14 +164,16 @@ class PPMOptions:
 
 def theorem1_holds(problem: FactoredLCP) -> tuple[bool, str]:
     """Whether drumwright Theorem 1 covers the problem: cfm > 0 (the bordered [N, sqrt(cfm) I] has
-    full row rank), or offset in range(N) (q = N (f* + x)), or N of full row rank. O(n m^2)."""
+    full row rank), or offset in range(N) (q = N (f* + x)), or N of full row rank (compiled when the
+    Gram matrix N N' shows it beyond doubt, kernels/factored.py; else numpy's SVD rank). O(n m^2)."""
     if problem.cfm > 0:
         return True, "cfm > 0: [N, sqrt(cfm) I] has full row rank"
     off = problem.offset
     if not np.any(off):
         return True, "q = N f* (no offset)"
     Nd = to_dense(problem.N)
-    if problem.n <= problem.m and np.linalg.matrix_rank(Nd) == problem.n:
+    if problem.n <= problem.m and (clear_full_row_rank(np.ascontiguousarray(Nd, dtype=np.float64))
+                                   or np.linalg.matrix_rank(Nd) == problem.n):
         return True, "N has full row rank"
     x = np.linalg.lstsq(Nd, off, rcond=None)[0]
     if np.max(np.abs(Nd @ x - off)) <= RANK * max(float(np.max(np.abs(off))), 1e-300):
