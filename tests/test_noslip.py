@@ -247,3 +247,41 @@ def test_force_limited_motor_matches_stewart_trinkle(max_force):
         assert res.motor[0] == pytest.approx(-a_max) and rate > 1.5    # saturated, braking: gravity wins
     else:
         assert rate == pytest.approx(1.0, abs=1e-9) and np.abs(res.motor[0]) < a_max
+
+
+def test_model_build_equals_build_noslip_on_a_quadruped_step():
+    """models/noslip.build (rows scattered once, M factored once, the compiled chain) poses the same
+    factored LCP as build_noslip on the densified system, and both recover the same step, which
+    satisfies the dense KKT conditions of eq. 23-25 and 45-46."""
+    from contactlab.models import noslip
+    from contactlab.models.built import touching
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sim = Simulator(make_scene("quadruped"), "no-slip", "ppm")
+    for _ in range(5):
+        sim.step()
+    sys_ = sim.last_system
+    assert sys_.nc >= 1 and sys_.nj > 0
+    d = lambda X: X.toarray()
+    keep = touching(sys_)[:, None]
+    U = np.vstack([d(sys_.L).reshape(-1, sys_.ndof), d(sys_.N)])
+    bias = np.concatenate([sys_.l_bias, sys_.n_bias])
+    ref = build_noslip(d(sys_.M), sys_.v, sys_.f, sys_.h, U, d(sys_.S) * keep, d(sys_.T) * keep, d(sys_.J),
+                       J_rhs=sys_.j_rhs, normal_bias=bias, cfm=sys_.cfm)
+    built = noslip.build(sys_)
+    a, b = built.problem.to_lcp(), ref.problem.to_lcp()
+    np.testing.assert_allclose(a.M, b.M, atol=1e-12 * max(1.0, np.abs(b.M).max()))
+    np.testing.assert_allclose(a.q, b.q, atol=1e-12 * max(1.0, np.abs(b.q).max()))
+    sol = cl.solve(built.problem, method="ppm")
+    assert sol.success
+    res, res_ref = noslip.recover(sys_, built, sol), recover_noslip(ref, sol.z)
+    np.testing.assert_allclose(res.v_next, res_ref.v_next, atol=1e-12)
+    np.testing.assert_allclose(res.joint, res_ref.joint, atol=1e-9 * max(1.0, np.abs(res_ref.joint).max()))
+    M, J = d(sys_.M), d(sys_.J)
+    vp = res.v_next
+    r = (M @ (vp - sys_.v) - sys_.h * sys_.f - J.T @ res.joint - U.T @ np.concatenate([res.limit, res.normal])
+         - d(sys_.S).T @ res.tangent[:, 0] - d(sys_.T).T @ res.tangent[:, 1])
+    assert np.abs(r).max() < 1e-9 * max(1.0, np.abs(M @ sys_.v).max())
+    np.testing.assert_allclose(J @ vp, sys_.j_rhs, atol=1e-10)
+    on = touching(sys_)
+    assert np.abs(d(sys_.S)[on] @ vp).max() < 1e-10 and np.abs(d(sys_.T)[on] @ vp).max() < 1e-10
