@@ -461,14 +461,18 @@ def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x,
                 if not (abs(s) > 0.0) or not np.isfinite(s):
                     return NUMERICAL, pivots
                 _row_times_inverse(i, k, n, MTd, unk, Ainv, tmp)  # v' = c' Ainv
-                # u = Ainv b = -dx
-                for a in range(k):   # (ua v_e) / s, not (ua / s) v_e: that last bit flips a near-tie of
-                    ua = -dx[a]      # the lexicographic rule (test_reduced_basis_follows_the_tableau, seed 5)
+                # u = Ainv b = -dx; the tableau's order: the new row v / s first, then rank one with it
+                # (k divisions, not k^2; (u_a / s) v_e instead rounds differently from the tableau in
+                # near-ties of the lexicographic rule: 5 pivot sequences of 800 against 1)
+                for e in range(k):
+                    tmp[e] /= s
+                for a in range(k):
+                    ua = -dx[a]
                     for e in range(k):
-                        Ainv[a, e] += ua * tmp[e] / s
+                        Ainv[a, e] += ua * tmp[e]
                     Ainv[a, k] = -ua / s
                 for e in range(k):
-                    Ainv[k, e] = -tmp[e] / s
+                    Ainv[k, e] = -tmp[e]
                 Ainv[k, k] = 1.0 / s
                 eq_rows[k] = i
                 eq_pos[i] = k
@@ -549,7 +553,7 @@ def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor
 
     Per-call cost matters here: the grasp and contact LCPs of the papers have 10-70 variables, where
     allocating the work arrays and computing the residual from Python cost more than the pivots.
-    Returns (status, pivots, z, ray, scaled M, scaled q, relative residual).
+    Returns (status, pivots, z, ray, relative residual); the scaled problem is (M0 / s, q0 / s).
     """
     n = q0.shape[0]
     M = np.empty((n, n))
@@ -574,4 +578,4 @@ def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor
     code, pivots = lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos,
                                         unk, unk_pos, dx, dwv, cand, ratio, tmp, work2, ray, z)
     r = lcp_certify_dense(M, q, z, dwv, wv, floor_factor)
-    return code, pivots, z, ray, M, q, max(r[3], r[5])
+    return code, pivots, z, ray, max(r[3], r[5])

@@ -23,8 +23,9 @@ from .registry import check_common, dense_matrix_for, register
 
 #: pivots between re-factorisations of the reduced basis inverse (kernels/lemke.py)
 REFACTOR_EVERY = 64
-#: the reduced kernel's covering vector "all ones" (kernels/lemke.py lemke_reduced_run: empty = ones)
-_ONES = np.empty(0)
+#: empty: the reduced kernel's covering vector "all ones" (kernels/lemke.py lemke_reduced_run),
+#: also the placeholder w of a Solution (solve() computes w)
+_EMPTY = np.empty(0)
 
 _STATUS = {K.SOLVED: Status.SOLVED, K.RAY: Status.RAY_TERMINATION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
            K.NUMERICAL: Status.NUMERICAL_FAILURE}
@@ -92,9 +93,9 @@ def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, ref
                basis: str = "reduced", first_row: bool = False):
     """Run one kernel once (d: covering vector, empty for all ones); returns (status, pivots, z, ray)."""
     if basis == "reduced":
-        code, pivots, z, ray, _, _, _ = K.lemke_reduced_run(M, q, 1.0, d, max_pivots, REFACTOR_EVERY, LEMKE_PIVOT,
-                                                            NORMWISE_FLOOR)
-        return _STATUS[code], int(pivots), z, ray
+        code, pivots, z, ray, _ = K.lemke_reduced_run(M, q, 1.0, d, max_pivots, REFACTOR_EVERY, LEMKE_PIVOT,
+                                                      NORMWISE_FLOOR)
+        return _STATUS[code], pivots, z, ray
     n = q.size
     if d.size == 0:
         d = np.ones(n)
@@ -128,7 +129,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     # one scale: the kernels run on (M, q) / max|M|, so the problem times any c pivots identically
     s = problem.max_abs_M() or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0
     if opts.covering is None:
-        d = _ONES
+        d = _EMPTY
     else:
         d = np.asarray(opts.covering, dtype=np.float64).ravel()
         if d.shape != (n,) or not np.all(np.isfinite(d)) or np.any(d <= 0):
@@ -137,9 +138,14 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     first_row = opts.ties == "first-row"
     basis = "reduced" if opts.basis == "auto" else opts.basis
     if basis == "reduced":   # one compiled call: scaling, work arrays, pivots and the certified residual
-        code, pivots, z, ray, M, q, residual = K.lemke_reduced_run(M0, problem.q, s, d, max_pivots,
-                                                                   REFACTOR_EVERY, opts.pivot_tol, NORMWISE_FLOOR)
-        status, pivots = _STATUS[code], int(pivots)
+        code, pivots, z, ray, residual = K.lemke_reduced_run(M0, problem.q, s, d, max_pivots, REFACTOR_EVERY,
+                                                             opts.pivot_tol, NORMWISE_FLOOR)
+        status = _STATUS[code]
+        if status is Status.SOLVED and residual <= opts.tol:   # the usual case: certified at once
+            return Solution(z=z, w=_EMPTY, status=status, iterations=pivots, pivots=pivots,
+                            info={"covering": "ones" if opts.covering is None else "given", "basis": basis,
+                                  "scale": s})
+        M, q = M0 / s, problem.q / s   # the kernel's scaled problem (the same correctly rounded quotients)
     else:
         M, q = M0 / s, problem.q / s
         status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, basis, first_row)
@@ -175,10 +181,10 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
         # Barrett/wood step that stopped the sweep solves to 3e-11 with 1e-7)
         tries = []
         for ptol in opts.pivot_retries:
-            code, pv, zp, _, _, _, resp = K.lemke_reduced_run(M0, problem.q, s, d, max_pivots, REFACTOR_EVERY,
-                                                              ptol, NORMWISE_FLOOR)
-            total += int(pv)
-            tries.append({"pivot_tol": ptol, "status": _STATUS[code].name, "pivots": int(pv), "residual": resp})
+            code, pv, zp, _, resp = K.lemke_reduced_run(M0, problem.q, s, d, max_pivots, REFACTOR_EVERY, ptol,
+                                                        NORMWISE_FLOOR)
+            total += pv
+            tries.append({"pivot_tol": ptol, "status": _STATUS[code].name, "pivots": pv, "residual": resp})
             if _STATUS[code] is Status.SOLVED and resp <= max(opts.tol, CERTIFY):
                 status, z = Status.SOLVED, zp
                 info["pivot_tol"], info["basis"] = ptol, "reduced"
