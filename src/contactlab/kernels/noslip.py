@@ -437,35 +437,75 @@ def reduce_kernel(M, Lm, starts, nb, Gk, Lg, r, Z, p, U, bias, x_p, UZ, Mr, Lr, 
 
 
 @jit
-def recover_kernel(M, Lm, starts, nb, Gk, Lg, x_p, Z, u, p, U, z, v, res, lam, wm):
-    """v = x_p + Z u (v+ of eq. 57's solution), res = M v - p - U' z and the kept rows' multipliers
-    lam = (Gk M^-1 Gk')^-1 Gk M^-1 res (G' lam = res: Gk the kept rows, Lg their Gram factor)."""
+def scatter_impulses(order, lam, joint, ts, tt):
+    """Kept-row multipliers to the full (joint, S, T) vectors: lam[a] goes to row order[a, 1] of
+    block order[a, 0] (0 joint, 1 S, 2 T); the others are left as they are (zero: dropped rows)."""
+    for a in range(lam.shape[0]):
+        b = order[a, 0]
+        r = order[a, 1]
+        if b == 0:
+            joint[r] = lam[a]
+        elif b == 1:
+            ts[r] = lam[a]
+        else:
+            tt[r] = lam[a]
+
+
+@jit
+def recover_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, Z, Nr, Lr, f_star, p, U, z, n_joint, n_contact):
+    """The step of eq. 57's solution z (n,) in one pass: u = (Z'MZ)^-1 (Nr' z) + f_star (Nr = U Z,
+    Lr the factor of Z'MZ), v = x_p + Z u, res = M v - p - U' z, the kept rows' multipliers
+    lam = (Gk M^-1 Gk')^-1 Gk M^-1 res (G' lam = res: Gk the kept rows, Lg their Gram factor),
+    scattered to (joint, S, T) (:func:`scatter_impulses`), and U v. Returns (v, lam, joint, ts, tt, Uv)."""
     m = M.shape[0]
     k = Gk.shape[0]
     d = Z.shape[1]
+    n = U.shape[0]
+    y = np.zeros(d)
+    for i in range(n):
+        zi = z[i]
+        if zi != 0.0:
+            for a in range(d):
+                y[a] += Nr[i, a] * zi
+    u = np.empty(d)
+    chol_solve(Lr, d, y, u)
+    v = np.empty(m)
     for t in range(m):
         s = x_p[t]
         for a in range(d):
-            s += Z[t, a] * u[a]
+            s += Z[t, a] * (u[a] + f_star[a])
         v[t] = s
+    res = np.empty(m)
     mass_matvec(M, starts, nb, v, res)
     for t in range(m):
         res[t] -= p[t]
-    for i in range(U.shape[0]):
+    for i in range(n):
         zi = z[i]
         if zi != 0.0:
             for t in range(m):
                 res[t] -= U[i, t] * zi
-    if k == 0:
-        return
-    mass_solve(Lm, starts, nb, res, wm)
-    for i in range(k):
+    lam = np.zeros(k)
+    if k:
+        wm = np.empty(m)
+        mass_solve(Lm, starts, nb, res, wm)
+        g = np.empty(k)
+        for i in range(k):
+            s = 0.0
+            for t in range(m):
+                s += Gk[i, t] * wm[t]
+            g[i] = s
+        chol_solve(Lg, k, g, lam)
+    joint = np.zeros(n_joint)
+    ts = np.zeros(n_contact)
+    tt = np.zeros(n_contact)
+    scatter_impulses(order, lam, joint, ts, tt)
+    Uv = np.empty(n)
+    for i in range(n):
         s = 0.0
         for t in range(m):
-            s += Gk[i, t] * wm[t]
-        lam[i] = s
-    y = lam.copy()
-    chol_solve(Lg, k, y, lam)
+            s += U[i, t] * v[t]
+        Uv[i] = s
+    return v, lam, joint, ts, tt, Uv
 
 
 @jit

@@ -215,10 +215,7 @@ def constraint_impulses(sets: IndexSets, M_solve, r: np.ndarray) -> np.ndarray:
 def split_impulses(sets: IndexSets, lam: np.ndarray, n_joint: int, n_contact: int):
     """Scatter kept-row multipliers back to full (joint, S, T) vectors; dropped rows get zero."""
     out = [np.zeros(n_joint), np.zeros(n_contact), np.zeros(n_contact)]
-    blocks = sets.order[:, 0]
-    for b in range(3):
-        sel = blocks == b
-        out[b][sets.order[sel, 1]] = lam[sel]
+    K.scatter_impulses(sets.order, np.ascontiguousarray(lam, dtype=np.float64), *out)
     return out
 
 
@@ -276,16 +273,15 @@ class Reduced:
     def M_solve(self, b):
         return self.M_factor.solve(b)
 
-    def recover(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(x, lam) for the contact impulses z (n,): x = x_p + Z u and the kept rows' multipliers
-        lam = (G M^-1 G')^-1 G M^-1 (M x - p - U' z) (G' lam = M x - p - U' z), in one compiled pass."""
-        u = self.problem.coordinates(z)
-        cf, sets = self.M_factor, self.sets
-        m = self.x_p.shape[0]
-        x, res, lam = np.empty(m), np.empty(m), np.empty(sets.rank)
-        K.recover_kernel(cf.M, cf.L, cf.starts, cf.nb, sets.G, sets.L, self.x_p, self.Z, u, self.p, self.U,
-                         np.ascontiguousarray(z, dtype=np.float64), x, res, lam, np.empty(m))
-        return x, lam
+    def recover(self, z: np.ndarray, n_joint: int, n_contact: int):
+        """(x, lam, joint, s, t, U x) for the contact impulses z (n,), in one compiled pass: x = x_p + Z u
+        (u the problem's coordinates), the kept rows' multipliers lam = (G M^-1 G')^-1 G M^-1 (M x - p - U' z)
+        (G' lam = M x - p - U' z) and lam scattered as :func:`split_impulses` (n_joint joint rows and
+        n_contact S and T rows)."""
+        cf, sets, pr = self.M_factor, self.sets, self.problem
+        return K.recover_kernel(cf.M, cf.L, cf.starts, cf.nb, sets.G, sets.L, sets.order, self.x_p, self.Z,
+                                pr.N, pr.lower_factor(), pr.f_star, self.p, self.U,
+                                np.ascontiguousarray(z, dtype=np.float64), n_joint, n_contact)
 
 
 def reduce_equalities(M, p, U, sets: IndexSets, rhs_of_row, bias, cfm: float = 0.0,

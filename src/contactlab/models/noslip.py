@@ -20,11 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
+from ..kernels.noslip import csr_rows_into, symmetric_finite
 from .built import ACTIVE_GAP, Built, touching
 from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult  # noqa: F401
-from ..kernels.noslip import csr_rows_into, symmetric_finite
-from .find_indices import (IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates, reduce_step,
-                           split_impulses, step_inputs)
+from .find_indices import IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates, reduce_step, step_inputs
 
 # one set of contact-mode constants and one result type for every model (models/common.py)
 SEPARATING, STICKING, SLIDING = MODE_SEPARATING, MODE_STICKING, MODE_SLIDING
@@ -141,19 +140,22 @@ def _reduce_step(cf: MassFactor, v, f, dt, N, G, labels, rhs, bias, cfm, tol, n_
     return NoSlipProblem(red.problem, red, M, momentum, red.U, n_joint, n_tangent, time.perf_counter() - t0)
 
 
+def _impulses(built: NoSlipProblem, z) -> np.ndarray:
+    z = np.asarray(z, dtype=np.float64).ravel()
+    n = built.N.shape[0]
+    if z.shape != (n,):
+        raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal impulse per row of N)")
+    return z
+
+
 def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> StepResult:
     """Next velocity and impulses from the normal impulses ``z`` (n,) (e.g. ``Solution.z``).
 
     Tangential and joint impulses come from the kept rows' multipliers (dropped dependent rows
     carry zero), lam = (G M^-1 G')^-1 G M^-1 (M v+ - M v - dt f - N' z) with the FIND-INDICES factor.
     """
-    z = np.asarray(z, dtype=np.float64).ravel()
-    n = built.N.shape[0]
-    if z.shape != (n,):
-        raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal impulse per row of N)")
-    v_next, lam = built.reduced.recover(z)
-    joint, fs, ft = split_impulses(built.index_sets, lam, built.n_joint, built.n_tangent)
-    vn = built.N @ v_next
+    z = _impulses(built, z)
+    v_next, _, joint, fs, ft, vn = built.reduced.recover(z, built.n_joint, built.n_tangent)
     modes = np.where((z <= 0) & (vn > separating_tol), SEPARATING, STICKING).astype(np.int8)
     return StepResult.contact(v_next, z, fs, ft, joint, modes)
 
@@ -376,13 +378,18 @@ def build(sys, options: Options | None = None) -> Built:
 def recover(sys, built: Built, solution, options: Options | None = None):
     from .common import contact_modes
     ms = built.state
-    res = recover_noslip(ms.step, solution.z)
+    step = ms.step
+    z = _impulses(step, solution.z)
+    v_next, _, joint, fs, ft, _ = step.reduced.recover(z, step.n_joint, step.n_tangent)
     nl = sys.nl
-    normal = res.normal[nl:]
-    motor = _motor_impulses(sys, ms, res.joint)
-    consistent = bool(np.array_equal(motor_violations(sys, ms.state, res.v_next, motor), ms.state))
-    return StepResult(v_next=res.v_next, normal=normal, tangent=np.column_stack([res.tangent_s, res.tangent_t]),
-                      joint=res.joint[:ms.n_joint], limit=res.normal[:nl], motor=motor,
-                      modes=contact_modes(sys, res.v_next, normal),
+    normal = z[nl:]
+    if sys.nm:
+        motor = _motor_impulses(sys, ms, joint)
+        consistent = bool(np.array_equal(motor_violations(sys, ms.state, v_next, motor), ms.state))
+    else:
+        motor, consistent = np.zeros(0), True
+    return StepResult(v_next=v_next, normal=normal, tangent=np.column_stack([fs, ft]),
+                      joint=joint[:ms.n_joint], limit=z[:nl], motor=motor,
+                      modes=contact_modes(sys, v_next, normal),
                       info={"kept_rows": ms.step.index_sets.rank, "motor_trials": ms.trials,
                             "motor_consistent": consistent, "motor_saturated": bool(np.all(ms.state != 0))})
