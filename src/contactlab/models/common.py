@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..mechanics.kernels import tangential_speeds
-from ..mechanics.system import ConstraintSystem
+from ..mechanics.kernels import delassus_dense, tangential_speeds
+from ..mechanics.system import ConstraintSystem, rows_transpose_times, stack_rows
 from ..problems import LCP, MixedLCP
 
 MODE_SEPARATING, MODE_STICKING, MODE_SLIDING = 0, 1, 2
@@ -51,6 +51,24 @@ def dense(M) -> np.ndarray:
     return M.toarray() if sp.issparse(M) else np.asarray(M)
 
 
+def _canonical(H) -> bool:
+    return sp.issparse(H) and H.format == "csr" and H.has_canonical_format
+
+
+def _block_delassus(sys: ConstraintSystem, H) -> tuple[sp.csr_matrix, np.ndarray] | None:
+    """R = [J; H] and the dense R W R' (W = M^-1 from its 6x6 body blocks ``sys.W_blocks``,
+    compiled: mechanics/kernels.py ``delassus_dense``), or None where the blocks do not cover every
+    dof or the rows are not canonical CSR (a system made by hand)."""
+    Wb = sys.W_blocks
+    if Wb is None or 6 * Wb.shape[0] != sys.ndof or not (_canonical(H) and (sys.nj == 0 or _canonical(sys.J))):
+        return None
+    R = stack_rows([sys.J, H], sys.ndof) if sys.nj else H
+    n = R.shape[0]
+    G = delassus_dense(R.indptr.astype(np.int64, copy=False), R.indices.astype(np.int64, copy=False),
+                       R.data.astype(np.float64, copy=False), Wb, n, np.zeros(n))
+    return R, G
+
+
 def mixed_problem(sys: ConstraintSystem, H: sp.csr_matrix, K, c: np.ndarray, v0: np.ndarray,
                   scale: float = 1.0):
     """Eliminate v+ = v0 + M^-1 (J' x + H' y) analytically (M is block diagonal) and return
@@ -60,29 +78,48 @@ def mixed_problem(sys: ConstraintSystem, H: sp.csr_matrix, K, c: np.ndarray, v0:
     with W = M^-1 (arechavaleta eq. 13 with the velocity eliminated; the remaining joint rows are
     removed by MixedLCP's Schur complement, eq. 15). Without joint rows: ``LCP(H W H' + K, ...)``.
     ``scale`` = h turns impulses into forces (the acceleration-level form).
+
+    With body blocks (every system of ``build_system``) the four blocks are slices of one dense
+    [J; H] W [J; H]' formed by the compiled block Delassus (only row pairs sharing a body), and
+    the right-hand sides come from one product [J; H] v0.
     """
-    W = sys.Minv
-    HW = H @ W
-    B = dense(HW @ H.T) + dense(K)
-    hh = (H @ v0 + c) / scale
-    if sys.nj == 0:
+    fast = _block_delassus(sys, H)
+    if fast is None:
+        W = sys.Minv
+        HW = H @ W
+        B = dense(HW @ H.T) + dense(K)
+        hh = (H @ v0 + c) / scale
+        if sys.nj == 0:
+            return LCP(B, hh)
+        JW = sys.J @ W
+        return MixedLCP(dense(JW @ sys.J.T), dense(JW @ H.T), dense(HW @ sys.J.T), B,
+                        (sys.J @ v0 - sys.j_rhs) / scale, hh)
+    R, G = fast
+    nj = sys.nj
+    r = R @ v0
+    B = G[nj:, nj:] + dense(K)
+    hh = (r[nj:] + c) / scale
+    if nj == 0:
         return LCP(B, hh)
-    JW = sys.J @ W
-    return MixedLCP(dense(JW @ sys.J.T), dense(JW @ H.T), dense(HW @ sys.J.T), B,
-                    (sys.J @ v0 - sys.j_rhs) / scale, hh)
+    g = (r[:nj] - sys.j_rhs) / scale
+    if not (np.isfinite(G).all() and np.isfinite(B).all() and np.isfinite(hh).all() and np.isfinite(g).all()):
+        return MixedLCP(G[:nj, :nj], G[:nj, nj:], G[nj:, :nj], B, g, hh)    # the checked constructor says what
+    return MixedLCP.trusted(np.ascontiguousarray(G[:nj, :nj]), np.ascontiguousarray(G[:nj, nj:]),
+                            np.ascontiguousarray(G[nj:, :nj]), B, g, hh)
 
 
 def mixed_recover(sys: ConstraintSystem, problem, solution, H: sp.csr_matrix, v0: np.ndarray,
                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(v_next, joint impulses x, y) from a solution of :func:`mixed_problem` (impulses = scale * vars)."""
+    """(v_next, joint impulses x, y) from a solution of :func:`mixed_problem` (impulses = scale * vars):
+    v+ = v0 + scale M^-1 (H' y + J' x), the transposed products compiled (no H' formed)."""
     y = np.asarray(solution.z, dtype=np.float64)
     if isinstance(problem, MixedLCP):
         x = solution.x if solution.x is not None else problem.recover_x(y)
     else:
         x = np.zeros(0)
-    p = H.T @ y
+    p = rows_transpose_times(H, y)
     if sys.nj:
-        p = p + sys.J.T @ x
+        p = p + rows_transpose_times(sys.J, x)
     return v0 + scale * (sys.Minv @ p), scale * x, scale * y
 
 

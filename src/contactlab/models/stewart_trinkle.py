@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..mechanics.system import csr_of, rows_transpose_times, stack_rows
 from .common import StepResult, contact_modes, mixed_problem, mixed_recover, pyramid_to_tangent
 
 NAME = "stewart-trinkle"
@@ -34,31 +35,36 @@ class Options:
     cfm: float = 1e-6
 
 
+def _zero_rows(k: int, ndof: int) -> sp.csr_matrix:
+    """k empty rows (the lambda and motor-slack variables act on no velocity)."""
+    return csr_of(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(k + 1, dtype=np.int64), (k, ndof))
+
+
 def _parts(sys):
+    """H = [L; N; D; 0; A; 0] (canonical CSR, one concatenation), K (dense, with the contact rows'
+    cfm on its diagonal added by :func:`build`), c, v0 and the offsets (:func:`build` keeps H, v0 and
+    the offsets on its problem for :func:`recover`)."""
     nc, d, nl, nm = sys.nc, sys.d, sys.nl, sys.nm
     ndof = sys.ndof
-    Z = lambda k: sp.csr_matrix((k, ndof))
-    H = sp.vstack([sys.L, sys.N, sys.D, Z(nc), sys.A, Z(nm)], format="csr")
+    H = stack_rows([sys.L, sys.N, sys.D, _zero_rows(nc, ndof), sys.A, _zero_rows(nm, ndof)], ndof)
     o_cn = nl
     o_b = o_cn + nc
     o_lam = o_b + nc * d
     o_u = o_lam + nc
     o_s = o_u + nm
     ny = o_s + nm
-    rows, cols, vals = [], [], []
+    K = np.zeros((ny, ny))
     ci = np.repeat(np.arange(nc), d)
     bi = np.arange(nc * d)
-    rows += [o_b + bi, o_lam + ci, o_lam + np.arange(nc)]
-    cols += [o_lam + ci, o_b + bi, o_cn + np.arange(nc)]
-    vals += [np.ones(nc * d), -np.ones(nc * d), sys.mu]
-    rows += [o_u + np.arange(nm), o_s + np.arange(nm)]
-    cols += [o_s + np.arange(nm), o_u + np.arange(nm)]
-    vals += [np.ones(nm), -np.ones(nm)]
-    K = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(ny, ny))
+    K[o_b + bi, o_lam + ci] = 1.0            # D v+ + E lambda               (eq. 8)
+    K[o_lam + ci, o_b + bi] = -1.0           # mu c_n - E' beta               (eq. 9)
+    K[o_lam + np.arange(nc), o_cn + np.arange(nc)] = sys.mu
+    K[o_u + np.arange(nm), o_s + np.arange(nm)] = 1.0
+    K[o_s + np.arange(nm), o_u + np.arange(nm)] = -1.0
     c = np.concatenate([sys.l_bias, sys.n_bias, np.zeros(nc * d + nc), -sys.a_target, 2.0 * sys.a_max])
     v0 = sys.v_free()
     if nm:
-        v0 = v0 - sys.Minv @ (sys.A.T @ sys.a_max)
+        v0 = v0 - sys.Minv @ rows_transpose_times(sys.A, sys.a_max)
     return H, K, c, v0, (o_cn, o_b, o_lam, o_u, o_s)
 
 
@@ -68,18 +74,24 @@ def build(sys, options: Options | None = None):
     H, K, c, v0, off = _parts(sys)
     cfm = sys.cfm + options.cfm
     if cfm and sys.nc:
-        d = np.zeros(K.shape[0])
-        d[off[0]:off[3]] = cfm      # contact rows only (normal, friction, lambda): joints, limits, motors stay exact
-        K = K + sp.diags(d, format="csr")
+        K = K.copy()
+        i = np.arange(off[0], off[3])
+        K[i, i] += cfm              # contact rows only (normal, friction, lambda): joints, limits, motors stay exact
     prob = mixed_problem(sys, H, K, c, v0)
     prob.row_groups = {"limit": slice(0, off[0]), "normal": slice(off[0], off[1]), "friction": slice(off[1], off[2]),
                        "lambda": slice(off[2], off[3]), "motor": slice(off[3], off[4]),
                        "motor_slack": slice(off[4], off[4] + sys.nm)}
+    prob.step_rows = (H, v0, off)
     return prob
 
 
 def recover(sys, problem, solution, options: Options | None = None) -> StepResult:
-    H, K, c, v0, (o_cn, o_b, o_lam, o_u, o_s) = _parts(sys)
+    got = getattr(problem, "step_rows", None)
+    if got is None:
+        H, _, _, v0, off = _parts(sys)
+    else:
+        H, v0, off = got
+    o_cn, o_b, o_lam, o_u, o_s = off
     v_next, x, y = mixed_recover(sys, problem, solution, H, v0)
     normal = y[o_cn:o_b]
     beta = y[o_b:o_lam]

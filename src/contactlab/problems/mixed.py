@@ -11,6 +11,14 @@ from ..kernels.tolerances import NORMWISE_FLOOR
 from .residual import Residuals, lcp_relative, lcp_residuals
 from .validation import as_matrix, as_vector, matvec, to_dense
 
+#: the SPD shortcut of MixedLCP._reduce keeps every row only when its bound on lambda_min(A) beats
+#: the QR's rank threshold by this factor (the computed QR then decides the same with room to spare)
+SPD_RANK_MARGIN = 100.0
+
+
+def _identity(y):
+    return y
+
 
 class MixedLCP(Problem):
     """A x + C y + g = 0,  w = D x + B y + h >= 0,  y >= 0,  y'w = 0  (drumwright eq. 4-7).
@@ -34,21 +42,70 @@ class MixedLCP(Problem):
         self.rank_tol = rank_tol
         self._reduced = None
 
+    @classmethod
+    def trusted(cls, A: np.ndarray, C: np.ndarray, D: np.ndarray, B: np.ndarray, g: np.ndarray, h: np.ndarray,
+                *, rank_tol: float = 1e-10) -> "MixedLCP":
+        """A problem whose parts a model assembled itself (no checks): dense C-contiguous float64
+        A (p, p), C (p, n), D (n, p), B (n, n), g (p,), h (n,), all finite (the caller checked
+        them once, e.g. models/common.py ``mixed_problem``). The same object as the checked
+        constructor would build."""
+        self = cls.__new__(cls)
+        self.A, self.C, self.D, self.B, self.g, self.h = A, C, D, B, g, h
+        self.n, self.p = B.shape[0], A.shape[0]
+        self.rank_tol = rank_tol
+        self._reduced = None
+        return self
+
     # -- Schur reduction ---------------------------------------------------------------
     def _reduce(self):
         """Pick independent equality rows R by QR with column pivoting of [A C]^T; factor A[R, R].
 
         Dropped rows must be implied by the kept ones (else the MLCP is inconsistent), and the
         matching x components are fixed at zero (the redundant multipliers of a KKT system).
+        Computed once: (keep, dropped, A_RR^-1 C_R, A_RR^-1 g_R), reused by :meth:`recover_x`,
+        :meth:`lcp_reduction`, :meth:`is_trivial` and the residuals.
+
+        Symmetric positive definite A (J M^-1 J' of independent joint rows) skips the QR: with
+        A = L L' (Cholesky), lambda_min(A) >= 1 / trace(A^-1) = 1 / ||L^-1||_F^2, and every
+        diagonal entry of the pivoted QR's R satisfies |R_kk| >= sigma_min([A C]') >= lambda_min(A),
+        while |R_00| is the largest row norm of [A C]; so when 1 / ||L^-1||_F^2 exceeds
+        ``SPD_RANK_MARGIN`` * rank_tol * |R_00|, the QR keeps every row (its rank test passes with
+        that margin to spare) and A's Cholesky factor gives the solves.
         """
         if self._reduced is not None:
             return self._reduced
         p = self.p
         if p == 0:
-            self._reduced = (np.arange(0), None, np.arange(0))
+            self._reduced = (np.arange(0), np.arange(0), np.zeros((0, self.n)), np.zeros(0))
             return self._reduced
+        red = self._reduce_spd()
+        if red is None:
+            red = self._reduce_qr()
+        self._reduced = red
+        return red
+
+    def _reduce_spd(self):
+        """The full-rank SPD case of :meth:`_reduce` (None when it does not apply)."""
+        A = self.A
+        if not np.array_equal(A, A.T):
+            return None
+        L, info = sla.lapack.dpotrf(A, lower=1, clean=1)
+        if info != 0:
+            return None
+        Li, info = sla.lapack.dtrtri(L, lower=1)
+        if info != 0:
+            return None
+        trace_inv = float(np.einsum("ij,ij->", Li, Li))
+        row0 = float(np.sqrt(np.max(np.einsum("ij,ij->i", A, A) + np.einsum("ij,ij->i", self.C, self.C))))
+        if not (np.isfinite(trace_inv) and trace_inv > 0.0 and 1.0 / trace_inv > SPD_RANK_MARGIN * self.rank_tol * row0):
+            return None
+        X = Li.T @ (Li @ np.column_stack([self.C, self.g]))      # A^-1 [C g]
+        return np.arange(self.p), np.arange(0), np.ascontiguousarray(X[:, :-1]), np.ascontiguousarray(X[:, -1])
+
+    def _reduce_qr(self):
+        p = self.p
         AC = np.hstack([self.A, self.C])
-        _, Rq, piv = sla.qr(AC.T, mode="economic", pivoting=True)
+        Rq, piv = sla.qr(AC.T, mode="r", pivoting=True)
         d = np.abs(np.diag(Rq))
         rank = int(np.sum(d > self.rank_tol * max(d[0], 1e-300))) if d.size else 0
         keep = np.sort(piv[:rank])
@@ -58,8 +115,12 @@ class MixedLCP(Problem):
         if diag_u.size and diag_u.min() <= self.rank_tol * max(diag_u.max(), 1e-300):
             raise ProblemError("A has no nonsingular principal block on its independent rows; "
                                "the MLCP cannot be reduced by a Schur complement (check A's structure)")
-        self._reduced = (keep, lu, dropped)
-        return self._reduced
+        if keep.size:
+            AinvC = sla.lu_solve(lu, self.C[keep], check_finite=False)
+            Ainvg = sla.lu_solve(lu, self.g[keep], check_finite=False)
+        else:
+            AinvC, Ainvg = np.zeros((0, self.n)), np.zeros(0)
+        return keep, dropped, AinvC, Ainvg
 
     @property
     def kept_rows(self) -> np.ndarray:
@@ -67,28 +128,41 @@ class MixedLCP(Problem):
 
     @property
     def dropped_rows(self) -> np.ndarray:
-        return self._reduce()[2]
+        return self._reduce()[1]
 
     def recover_x(self, y: np.ndarray) -> np.ndarray:
-        """x = -A_RR^{-1} (C_R y + g_R), x_dropped = 0 (drumwright eq. 8)."""
-        keep, lu, _ = self._reduce()
+        """x_R = -A_RR^{-1} (C_R y + g_R), x_dropped = 0 (drumwright eq. 8)."""
+        keep, _, AinvC, Ainvg = self._reduce()
+        if keep.size == self.p:
+            return -(AinvC @ y + Ainvg)
         x = np.zeros(self.p)
         if keep.size:
-            x[keep] = -sla.lu_solve(lu, self.C[keep] @ y + self.g[keep], check_finite=False)
+            x[keep] = -(AinvC @ y + Ainvg)
         return x
 
     def lcp_reduction(self):
-        """F = B - D A^{-1} C, e = h - D A^{-1} g (drumwright eq. 9-10) on the kept rows."""
-        keep, lu, dropped = self._reduce()
-        B = to_dense(self.B)
-        if keep.size:
-            AinvC = sla.lu_solve(lu, self.C[keep], check_finite=False)
-            Ainvg = sla.lu_solve(lu, self.g[keep], check_finite=False)
-            Dk = self.D[:, keep]
-            F, e = B - Dk @ AinvC, self.h - Dk @ Ainvg
-        else:
-            F, e = B.copy(), self.h.copy()
-        return LCP(F, e), lambda y: y
+        """F = B - D A^{-1} C, e = h - D A^{-1} g (drumwright eq. 9-10) on the kept rows (formed once)."""
+        if getattr(self, "_lcp", None) is None:
+            keep, _, AinvC, Ainvg = self._reduce()
+            B = to_dense(self.B)
+            if keep.size:
+                Dk = self.D if keep.size == self.p else self.D[:, keep]
+                F, e = B - Dk @ AinvC, self.h - Dk @ Ainvg
+            else:
+                F, e = B.copy(), self.h.copy()
+            self._lcp = LCP(F, e)
+        return self._lcp, _identity
+
+    def is_trivial(self) -> bool:
+        """Whether z = 0 solves the problem exactly (:meth:`residuals` at z = 0 all zero): the
+        equality rows at x = recover_x(0) first, the w rows only when those hold exactly."""
+        if self.n == 0:
+            return True
+        x = self.recover_x(np.zeros(self.n))
+        if self.equality_residual(x, np.zeros(self.n)) != 0.0:
+            return False
+        r = self.residuals(np.zeros(self.n), x)
+        return r.natural == 0.0 and r.infeasibility == 0.0
 
     def equality_residual(self, x: np.ndarray, y: np.ndarray) -> float:
         r = self.A @ x + self.C @ y + self.g
