@@ -7,6 +7,7 @@ import scipy.linalg as sla
 from ..errors import ProblemError
 from .base import Problem
 from .lcp import LCP
+from ..kernels.mixed import mixed_row_terms, symmetric_row_norm
 from ..kernels.tolerances import NORMWISE_FLOOR
 from .residual import Residuals, lcp_relative, lcp_residuals
 from .validation import as_matrix, as_vector, matvec, to_dense
@@ -87,7 +88,8 @@ class MixedLCP(Problem):
     def _reduce_spd(self):
         """The full-rank SPD case of :meth:`_reduce` (None when it does not apply)."""
         A = self.A
-        if not np.array_equal(A, A.T):
+        symmetric, row0 = symmetric_row_norm(A, self.C)
+        if not symmetric:
             return None
         L, info = sla.lapack.dpotrf(A, lower=1, clean=1)
         if info != 0:
@@ -95,8 +97,7 @@ class MixedLCP(Problem):
         Li, info = sla.lapack.dtrtri(L, lower=1)
         if info != 0:
             return None
-        trace_inv = float(np.einsum("ij,ij->", Li, Li))
-        row0 = float(np.sqrt(np.max(np.einsum("ij,ij->i", A, A) + np.einsum("ij,ij->i", self.C, self.C))))
+        trace_inv = float(np.vdot(Li, Li))
         if not (np.isfinite(trace_inv) and trace_inv > 0.0 and 1.0 / trace_inv > SPD_RANK_MARGIN * self.rank_tol * row0):
             return None
         X = Li.T @ (Li @ np.column_stack([self.C, self.g]))      # A^-1 [C g]
@@ -178,21 +179,31 @@ class MixedLCP(Problem):
         eq = self.equality_residual(x, z)
         return Residuals(max(r.natural, eq), r.complementarity, max(r.infeasibility, eq))
 
+    def _size(self) -> float:
+        """The data's size max(|h|, |g|) (x carries the equality rows' rounding into w): floors both units."""
+        return max(float(np.max(np.abs(self.h), initial=0.0)), float(np.max(np.abs(self.g), initial=0.0)))
+
     def relative_residuals(self, z, w=None, x=None) -> Residuals:
         """The LCP part as :func:`lcp_relative` with t = |D||x| + |B||y| + |h|; each equality row
-        relative to its own terms |A||x| + |C||y| + |g|."""
+        relative to its own terms |A||x| + |C||y| + |g| (at least NORMWISE_FLOOR times the data's size).
+        Dense B: the term sizes and the equality rows in one compiled pass (kernels/mixed.py)."""
         x = self.recover_x(z) if x is None else x
-        ax, az = np.abs(x), np.abs(z)
-        absB = abs(self.B) if hasattr(self.B, "nnz") else np.abs(self.B)
-        te = np.abs(self.A) @ ax + np.abs(self.C) @ az + np.abs(self.g)
-        # the data's size (x carries the equality rows' rounding into w): floors both units
-        size = max(float(np.max(np.abs(self.h), initial=0.0)), float(np.max(np.abs(self.g), initial=0.0)))
-        t = np.abs(self.D) @ ax + matvec(absB, az) + np.abs(self.h)
-        r = lcp_relative(z, self.w(z, x) if w is None else w, self.h, t, size)
-        e = np.abs(self.A @ x + self.C @ z + self.g)
-        te = np.maximum(te, NORMWISE_FLOOR * size)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            eq = float(np.max(np.where(te > 0, e / np.where(te > 0, te, 1.0), 0.0), initial=0.0))
+        size = self._size()
+        w = self.w(z, x) if w is None else w
+        if isinstance(self.B, np.ndarray):
+            t = np.empty(self.n)
+            f = np.float64
+            eq, _ = mixed_row_terms(self.A, self.C, self.D, self.B, self.g, self.h, np.ascontiguousarray(x, dtype=f),
+                                    np.ascontiguousarray(z, dtype=f), NORMWISE_FLOOR * size, t)
+        else:
+            ax, az = np.abs(x), np.abs(z)
+            te = np.abs(self.A) @ ax + np.abs(self.C) @ az + np.abs(self.g)
+            t = np.abs(self.D) @ ax + matvec(abs(self.B), az) + np.abs(self.h)
+            e = np.abs(self.A @ x + self.C @ z + self.g)
+            te = np.maximum(te, NORMWISE_FLOOR * size)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                eq = float(np.max(np.where(te > 0, e / np.where(te > 0, te, 1.0), 0.0), initial=0.0))
+        r = lcp_relative(z, w, self.h, t, size)
         return Residuals(max(r.natural, eq), r.complementarity, max(r.infeasibility, eq))
 
     def scale(self) -> float:
