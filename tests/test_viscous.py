@@ -147,3 +147,52 @@ def test_viscous_rk4_in_the_simulator_has_the_rk4_amplification_factor():
             assert rec.success and sim.data.result.info["stage_failures"] == 0
             slip.append((sim.last_system.S @ sim.data.velocity_vector(sim.model))[0])
         np.testing.assert_allclose(np.array(slip[1:]) / np.array(slip[:-1]), factor, rtol=1e-9)
+
+
+# -- the one-call reduction (issue 13) against the former two-step path -------------------------------------
+def _former_viscous(M, v, f, N, S, T, mu_v, J, h, J_rhs, bias, cfm, tol=1e-9):
+    """The former build_viscous/recover_viscous: FIND-INDICES (find_indices), then reduce_equalities,
+    and the joint forces from constraint_impulses/split_impulses."""
+    from contactlab.models.find_indices import (constraint_impulses, find_indices, reduce_equalities,
+                                                split_impulses, step_inputs)
+    mu_v = np.broadcast_to(np.asarray(mu_v, dtype=float), (N.shape[0],))
+    C = S.T @ (mu_v[:, None] * S) + T.T @ (mu_v[:, None] * T)
+    f_total = f - C @ v
+    Mh = M + h * C if h > 0 else M
+    j = 0 if J is None else J.shape[0]
+    b, jr, cf, solve = step_inputs(Mh, N.shape[0], j, bias, J_rhs)
+    sets = find_indices(Mh, J if j else None, tol=tol, M_solve=solve)
+    red = reduce_equalities(Mh, f_total, N, sets, lambda _, i: jr[i], b, cfm, cf)
+
+    def recover(z):
+        a = red.x(z)
+        lam = constraint_impulses(sets, red.M_solve, Mh @ a - f_total - N.T @ z)
+        return a, split_impulses(sets, lam, j, 0)[0]
+    return red, recover
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_one_call_reduction_equals_the_former_path(seed):
+    m, n, j = 6 + seed % 5, 1 + seed % 4, seed % 3
+    M, v, f, N, S, T, J, mu_v = _scene(seed, m, n, j)
+    rng = np.random.default_rng(seed + 100)
+    h = 0.0 if seed % 2 else 1e-2
+    J_rhs = None if J is None else rng.normal(size=J.shape[0])
+    J_rhs = None if J_rhs is None else J @ np.linalg.lstsq(J, J_rhs, rcond=None)[0]   # consistent with the redundant row
+    bias, cfm = rng.normal(size=n), (1e-6 if seed % 3 == 0 else 0.0)
+    built = build_viscous(M, v, f, N, S, T, mu_v, J, h=h, J_rhs=J_rhs, normal_bias=bias, cfm=cfm)
+    red, recover = _former_viscous(M, v, f, N, S, T, mu_v, J, h, J_rhs, bias, cfm)
+    np.testing.assert_array_equal(built.index_sets.kept if built.index_sets.kept is not None else [],
+                                  red.sets.kept if red.sets.kept is not None else [])
+    new, old = built.problem, red.problem
+    for name in ("N", "M", "f", "offset", "q"):
+        np.testing.assert_allclose(getattr(new, name), getattr(old, name), rtol=1e-12, atol=1e-12)
+    sol = cl.solve(new, method="ppm")
+    assert sol.success
+    res = recover_viscous(built, sol.z)
+    a, joint = recover(sol.z)
+    scale = max(1.0, np.abs(a).max())
+    np.testing.assert_allclose(res.accel, a, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(res.joint, joint, rtol=0, atol=1e-9 * max(1.0, np.abs(joint).max(initial=0.0)))
+    vend = v + h * a
+    np.testing.assert_allclose(res.tangent_s, -mu_v * (S @ vend), rtol=1e-12, atol=1e-12 * scale)

@@ -26,8 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ModelError
-from .find_indices import (step_inputs, IndexSets, Reduced, ShiftedFactoredLCP, constraint_impulses, find_indices,
-                           reduce_equalities, split_impulses)
+from .find_indices import IndexSets, Reduced, ShiftedFactoredLCP, _candidates, reduce_step, step_inputs
 from . import rk4 as staging
 from .built import ACTIVE_GAP, Built, tangent_rows, touching
 from .common import StepResult
@@ -97,9 +96,12 @@ def build_viscous(M, v, f, N, S, T, mu_v, J=None, *, h: float = 0.0, J_rhs=None,
     C = S.T @ (mu_v[:, None] * S) + T.T @ (mu_v[:, None] * T)
     f_total = f - C @ v
     Mh = M + h * C if h > 0 else M
-    bias, jr, cf, solve = step_inputs(Mh, n, J.shape[0], normal_bias, J_rhs)
-    sets = find_indices(Mh, J if J.shape[0] else None, tol=tol, M_solve=solve)
-    red = reduce_equalities(Mh, f_total, N, sets, lambda b, i: jr[i], bias, cfm, cf)
+    bias, jr, cf, _ = step_inputs(Mh, n, J.shape[0], normal_bias, J_rhs)
+    # FIND-INDICES on the rows of J (Alg. 2) and the reduction of eq. 41-42 in one compiled call
+    # (find_indices.py reduce_step: the kernels of find_indices and reduce_equalities)
+    G, labels = _candidates(J if J.shape[0] else None, None, None, Mh.shape[0])
+    red = reduce_step(cf, np.ascontiguousarray(G), labels, jr, tol, np.ascontiguousarray(f_total), np.ascontiguousarray(N),
+                      np.ascontiguousarray(bias), cfm)
     return ViscousProblem(red.problem, red, Mh, f_total, N, S, T, mu_v, v, float(h), J.shape[0])
 
 
@@ -109,13 +111,11 @@ def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -
     n = built.N.shape[0]
     if z.shape != (n,):
         raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal force per contact)")
-    a = built.reduced.x(z)
-    r = built.M @ a - built.f_total - built.N.T @ z
-    lam = constraint_impulses(built.index_sets, built.reduced.M_solve, r)
-    joint = split_impulses(built.index_sets, lam, built.n_joint, 0)[0]
+    # a = a_p + Z u, the kept joint rows' multipliers from M a - f_total - N' z = J' f_j, and N a:
+    # one compiled pass (find_indices.py Reduced.recover)
+    a, _, joint, _, _, an = built.reduced.recover(z, built.n_joint, 0)
     vend = built.v + built.h * a
     fs, ft = -built.mu_v * (built.S @ vend), -built.mu_v * (built.T @ vend)
-    an = built.N @ a
     slide = np.hypot(fs, ft) > 0
     modes = np.where((z <= 0) & (an > separating_tol), SEPARATING, np.where(slide, SLIDING, STICKING))
     return StepResult.contact(built.v.copy(), z, fs, ft, joint, modes.astype(np.int8), accel=a)
