@@ -277,3 +277,21 @@ def test_is_trivial_is_the_residual_definition(seed):
     got = [c.is_trivial() for c in cases]
     assert got == [Problem.is_trivial(c) for c in cases]
     assert got[1] and not got[2]
+
+
+def test_viscous_rows_equal_the_former_dense_rows(trot_systems):
+    """viscous._rows scatters the system's CSR rows once; the former conversion (toarray, vstack,
+    built.tangent_rows) gives the same arrays."""
+    from contactlab.models import viscous
+    from contactlab.models.built import tangent_rows, touching
+    o = viscous.Options()
+    for sys in trot_systems:
+        m = sys.ndof
+        M, U, S, T, J, bias = viscous._rows(sys, o)
+        S0, T0 = tangent_rows(sys, touching(sys, o.active_gap), sys.nl)
+        np.testing.assert_array_equal(M, sys.M.toarray())
+        np.testing.assert_array_equal(U, np.vstack([sys.L.toarray().reshape(-1, m), sys.N.toarray().reshape(-1, m)]))
+        np.testing.assert_array_equal(S, S0)
+        np.testing.assert_array_equal(T, T0)
+        np.testing.assert_array_equal(J, sys.J.toarray().reshape(-1, m))
+        np.testing.assert_array_equal(bias, np.concatenate([sys.l_bias, sys.n_bias]))

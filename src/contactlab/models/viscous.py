@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import ModelError
 from .find_indices import IndexSets, Reduced, ShiftedFactoredLCP, _candidates, reduce_step, step_inputs
 from . import rk4 as staging
-from .built import ACTIVE_GAP, Built, tangent_rows, touching
+from .built import ACTIVE_GAP, Built, touching
 from .common import StepResult
 from .noslip import SEPARATING, SLIDING, STICKING, check_dynamics
 from .rk4 import RK4_REAL_STABILITY, check_integrator
@@ -208,11 +208,21 @@ class Options:
 
 
 def _rows(sys, o):
-    from .noslip import _dense
-    m = sys.ndof
-    U = np.vstack([_dense(sys.L).reshape(-1, m), _dense(sys.N).reshape(-1, m)])
-    S, T = tangent_rows(sys, touching(sys, o.active_gap), sys.nl)
-    return _dense(sys.M), U, S, T, _dense(sys.J).reshape(-1, m), np.concatenate([sys.l_bias, sys.n_bias])
+    """Dense M, U = [L; N], S and T of the touching contacts (zero rows for the limits and the
+    others: :func:`~contactlab.models.built.tangent_rows`), J and the biases [l_bias; n_bias]: the
+    system's CSR rows scattered once into zeroed arrays (noslip.py ``_rows_into``, compiled)."""
+    from .noslip import _rows_into
+    m, nl, nc = sys.ndof, sys.nl, sys.nc
+    M, U, J = np.zeros((m, m)), np.zeros((nl + nc, m)), np.zeros((sys.nj, m))
+    S, T = np.zeros((nl + nc, m)), np.zeros((nl + nc, m))
+    _rows_into(M, sys.M, 0)
+    _rows_into(U, sys.L, 0)
+    _rows_into(U, sys.N, nl)
+    touch = touching(sys, o.active_gap)
+    _rows_into(S, sys.S, nl, 1, touch)
+    _rows_into(T, sys.T, nl, 1, touch)
+    _rows_into(J, sys.J, 0)
+    return M, U, S, T, J, np.concatenate([sys.l_bias, sys.n_bias])
 
 
 def build(sys, options: Options | None = None) -> Built:
