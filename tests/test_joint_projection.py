@@ -168,3 +168,39 @@ def test_compiled_displace_is_the_array_formula():
     sim._displace(dx)
     assert np.array_equal(sim.data.position, ref.position)
     assert np.allclose(sim.data.quaternion, ref.quaternion, rtol=0, atol=1e-15)
+
+
+NOJIT_SCRIPT = r"""
+import json, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from test_joint_projection import _chain, _kinematic_planar, _perturb
+from contactlab.sim import Simulator
+out = {{}}
+for name, build in (("chain", _chain), ("kinematic-planar", _kinematic_planar)):
+    sim = Simulator(build(), "stewart-trinkle", "lemke")
+    _perturb(sim, np.random.default_rng(11), dx=5e-3, dq=5e-2)
+    err = sim.project_joints()
+    out[name] = [err, sim.data.position.tolist(), sim.data.quaternion.tolist()]
+print(json.dumps(out))
+"""
+
+
+def test_projection_kernels_run_as_plain_python_with_the_same_answers():
+    """NUMBA_DISABLE_JIT=1: the compiled projection is readable reference code (DESIGN.md convention 7)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    script = NOJIT_SCRIPT.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    runs = []
+    for flag in ("1", "0"):
+        res = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, NUMBA_DISABLE_JIT=flag),
+                             capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stderr
+        runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    for name in runs[0]:
+        (e0, x0, q0), (e1, x1, q1) = runs[0][name], runs[1][name]
+        assert e0 == pytest.approx(e1, rel=1e-6, abs=1e-14)
+        np.testing.assert_allclose(x0, x1, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(q0, q1, rtol=0, atol=1e-12)
