@@ -1,6 +1,7 @@
 """Compiled parts of the factored contact LCP (N M^-1 N' + cfm I, N M^-1 f + offset; drumwright
 eq. 41-42) with a dense N and the lower Cholesky factor L of M: the certification's w and term
-sizes in one pass, and the clear cases of Theorem 1's full-row-rank condition."""
+sizes in one pass, the clear cases of Theorem 1's full-row-rank condition, and N's CSR arrays
+for ppm."""
 import numpy as np
 
 from ._jit import jit
@@ -105,3 +106,26 @@ def clear_full_row_rank(N):
         for i in range(n):
             fro2 += x[i] * x[i]
     return np.sqrt(fro2) * nf2 * max(n, m) * EPS * CLEAR_RANK_MARGIN <= 1.0
+
+
+@jit
+def dense_csr(N):
+    """(indptr, indices, data) of the nonzeros of the dense N (n, m), row by row (int64, float64)."""
+    n, m = N.shape
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        c = 0
+        for j in range(m):
+            if N[i, j] != 0.0:
+                c += 1
+        indptr[i + 1] = indptr[i] + c
+    indices = np.empty(indptr[n], dtype=np.int64)
+    data = np.empty(indptr[n])
+    p = 0
+    for i in range(n):
+        for j in range(m):
+            if N[i, j] != 0.0:
+                indices[p] = j
+                data[p] = N[i, j]
+                p += 1
+    return indptr, indices, data

@@ -26,19 +26,31 @@ from ..problems import FactoredLCP
 class IndexSets:
     """Result of :func:`find_indices`.
 
-    ``J_rows``, ``S_rows``, ``T_rows``: kept row indices of J, S, T (sorted). ``G`` (k, m): the
-    kept rows in trial order, with L L' = G M^-1 G' (``L`` lower triangular). ``order[k]`` =
-    (block, row) of row k of G, block 0/1/2 for J/S/T; ``kept[k]`` its index among the candidates
-    (Alg. 2's trial order).
+    ``G`` (k, m): the kept rows in trial order, with L L' = G M^-1 G' (``L`` lower triangular).
+    ``order[k]`` = (block, row) of row k of G, block 0/1/2 for J/S/T; ``kept[k]`` its index among
+    the candidates (Alg. 2's trial order). ``J_rows``, ``S_rows``, ``T_rows``: kept row indices of
+    J, S, T (sorted; formed when read).
     """
 
-    J_rows: np.ndarray
-    S_rows: np.ndarray
-    T_rows: np.ndarray
     G: np.ndarray
     L: np.ndarray
     order: np.ndarray
-    kept: np.ndarray = None
+    kept: np.ndarray
+
+    def _rows(self, block: int) -> np.ndarray:
+        return np.sort(self.order[self.order[:, 0] == block, 1])
+
+    @property
+    def J_rows(self) -> np.ndarray:
+        return self._rows(0)
+
+    @property
+    def S_rows(self) -> np.ndarray:
+        return self._rows(1)
+
+    @property
+    def T_rows(self) -> np.ndarray:
+        return self._rows(2)
 
     @property
     def rank(self) -> int:
@@ -146,8 +158,7 @@ def select_rows(G: np.ndarray, labels: np.ndarray, M_solve, tol: float, m: int) 
     """Alg. 2 on candidate rows G (r, m) in trial order with (block, row) ``labels`` (r, 2) (see
     :func:`_candidates`); ``M_solve`` is a :class:`MassFactor` or a callable b -> M^-1 b (columns)."""
     if not G.shape[0]:
-        e = np.zeros(0, dtype=np.int64)
-        return IndexSets(e, e, e, np.zeros((0, m)), np.zeros((0, 0)), np.zeros((0, 2), dtype=np.int64), e)
+        return IndexSets(np.zeros((0, m)), np.zeros((0, 0)), np.zeros((0, 2), dtype=np.int64), np.zeros(0, np.int64))
     G = np.ascontiguousarray(G, dtype=np.float64)
     if isinstance(M_solve, MassFactor):
         W = M_solve.solve_rows(G)
@@ -165,10 +176,7 @@ def select_rows(G: np.ndarray, labels: np.ndarray, M_solve, tol: float, m: int) 
 
 def _index_sets(labels: np.ndarray, kept: np.ndarray, Gk: np.ndarray, L: np.ndarray) -> IndexSets:
     """IndexSets of the kept candidates (indices into Alg. 2's trial order with ``labels``)."""
-    lab = labels[kept]
-    blocks = lab[:, 0]
-    pick = lambda b: np.sort(lab[blocks == b, 1])
-    return IndexSets(pick(0), pick(1), pick(2), Gk, L, lab, kept)
+    return IndexSets(Gk, L, labels[kept], kept)
 
 
 def find_indices_bruteforce(M, J=None, S=None, T=None) -> tuple:

@@ -276,11 +276,12 @@ def _rows_into(out: np.ndarray, X, r0: int, step: int = 1, keep=None) -> None:
         out[r0:r0 + step * X.shape[0]:step] += X if keep is None else X * keep[:, None]
 
 
-def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, st_labels, state) -> MotorStep:
+def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, st_labels, state, t0=None) -> MotorStep:
     """The no-slip step with the motors in ``state``: free motor rows join the equality rows,
     saturated ones act as forces +-a_max / h. ``J`` (nj, m) dense joint rows, ``ST`` (2 nc, m) the
-    touching contacts' S_i, T_i rows interleaved (Alg. 2's order; zero rows for the others)."""
-    t0 = time.perf_counter()
+    touching contacts' S_i, T_i rows interleaved (Alg. 2's order; zero rows for the others).
+    ``t0``: start of the reduction's clock (default now; before M's factorisation for the first state)."""
+    t0 = time.perf_counter() if t0 is None else t0
     m, nj = sys.ndof, J.shape[0]
     f = sys.f
     rhs_j = sys.j_rhs
@@ -346,6 +347,7 @@ def build(sys, options: Options | None = None) -> Built:
     _rows_into(M, sys.M, 0)
     J = np.zeros((sys.nj, m))
     _rows_into(J, sys.J, 0)
+    t0 = time.perf_counter()
     try:
         cf = MassFactor(M)   # the system's M is symmetric by construction; NaN or inf fail the factor
     except ModelError:
@@ -353,7 +355,7 @@ def build(sys, options: Options | None = None) -> Built:
         raise
     rows = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
     state = np.sign(sys.a_target - sys.A @ sys.v_free()).astype(np.int8) if sys.nm else np.zeros(0, np.int8)
-    ms = _build_state(sys, o, cf, U, bias, J, ST, st_labels, state)
+    ms = _build_state(sys, o, cf, U, bias, J, ST, st_labels, state, t0)
     if sys.nm:
         from ..solvers import solve
         seen = {state.tobytes()}

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from ..errors import ParamError
 from ..kernels import pivoting as K
-from ..kernels.factored import clear_full_row_rank
+from ..kernels.factored import clear_full_row_rank, dense_csr
 from ..kernels.tolerances import CERTIFY, ITERATE, RANK
 from ..problems import LCP, FactoredLCP
 from ..problems.residual import lcp_natural_residual, lcp_residuals
@@ -142,14 +142,11 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
 
 
 def _csr_arrays(N):
-    """(indptr, indices, data) of N as int64/float64 CSR arrays, without scipy overhead for dense N."""
+    """(indptr, indices, data) of N as int64/float64 CSR arrays (compiled for a dense N, kernels/factored.py)."""
     if sp.issparse(N):
         c = sp.csr_matrix(N)
         return c.indptr.astype(np.int64), c.indices.astype(np.int64), np.ascontiguousarray(c.data, dtype=np.float64)
-    mask = N != 0
-    indptr = np.zeros(N.shape[0] + 1, dtype=np.int64)
-    np.cumsum(mask.sum(axis=1), out=indptr[1:])
-    return indptr, np.nonzero(mask)[1].astype(np.int64), np.ascontiguousarray(N[mask], dtype=np.float64)
+    return dense_csr(np.ascontiguousarray(N, dtype=np.float64))
 
 
 @dataclass(frozen=True)
