@@ -153,9 +153,7 @@ def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
     profile). Returns the number kept."""
     r, m = G.shape
     cs = _chunk(m)
-    gmask = np.empty(r, dtype=np.uint64)
-    for i in range(r):
-        gmask[i] = row_mask(G[i], cs)
+    gmask = np.empty(m, dtype=np.uint64)    # nonzero chunks of each kept row
     first = np.empty(m, dtype=np.int64)     # first nonzero column of each row of L
     k = 0
     nzptr[0] = 0
@@ -163,18 +161,21 @@ def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
         if k >= m:
             break
         gg = 0.0
+        wmask = np.uint64(0)
         for c in range(m):
-            gg += G[i, c] * W[i, c]
+            w = W[i, c]
+            if w != 0.0:
+                gg += G[i, c] * w
+                wmask |= np.uint64(1) << np.uint64(c // cs)
         if not gg > 0.0:  # a zero (or non-finite) row is never independent
             continue
-        wmask = row_mask(W[i], cs)
         # col = L^-1 (G_kept M^-1 g')  by forward substitution on the fly
         ll = 0.0
         fnz = k
         for a in range(k):
             s = 0.0
             ra = kept[a]
-            if gmask[ra] & wmask:
+            if gmask[a] & wmask:
                 for p in range(nzptr[a], nzptr[a + 1]):
                     c = nzidx[p]
                     s += G[ra, c] * W[i, c]
@@ -192,11 +193,14 @@ def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
             first[k] = fnz
             kept[k] = i
             p = nzptr[k]
+            mask = np.uint64(0)
             for c in range(m):
                 if G[i, c] != 0.0:
                     nzidx[p] = c
                     p += 1
+                    mask |= np.uint64(1) << np.uint64(c // cs)
             nzptr[k + 1] = p
+            gmask[k] = mask
             k += 1
     return k
 
