@@ -112,13 +112,14 @@ def pack_joints(joints, names, kind, dof_start, planar, kinematic_code: int) -> 
 
 # -- small scalar helpers (compiled inline) -------------------------------------------------------------
 
-#: the project's flags (kernels/_jit.py) plus numba IR-level inlining, for the row writer's small helpers:
-#: a compiled call passing arrays pays reference counting on each of them, a third of a row evaluation
-#: (quadruped, 12 joints: 8.4 -> 6.1 us, the same rows bit for bit)
+#: the project's flags (kernels/_jit.py) plus numba IR-level inlining, for the helpers that append to the
+#: row buffers: a compiled call passing arrays pays reference counting on each of them, a quarter of a
+#: row evaluation (quadruped, 12 joints: 8.4 -> 6.4 us, the same rows bit for bit; inlining the scalar
+#: helpers too gains nothing more and doubles the first compile)
 _inline = numba.njit(cache=True, nogil=True, fastmath=False, inline="always")
 
 
-@_inline
+@jit
 def _qmul(a, b, out):
     """out = a * b (Hamilton)."""
     aw, ax, ay, az = a[0], a[1], a[2], a[3]
@@ -129,7 +130,7 @@ def _qmul(a, b, out):
     out[3] = aw * bz + ax * by - ay * bx + az * bw
 
 
-@_inline
+@jit
 def _conj(q, out):
     out[0] = q[0]
     out[1] = -q[1]
@@ -137,20 +138,20 @@ def _conj(q, out):
     out[3] = -q[3]
 
 
-@_inline
+@jit
 def _matvec(R, v, out):
     for i in range(3):
         out[i] = R[i, 0] * v[0] + R[i, 1] * v[1] + R[i, 2] * v[2]
 
 
-@_inline
+@jit
 def _cross(a, b, out):
     out[0] = a[1] * b[2] - a[2] * b[1]
     out[1] = a[2] * b[0] - a[0] * b[2]
     out[2] = a[0] * b[1] - a[1] * b[0]
 
 
-@_inline
+@jit
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
