@@ -199,10 +199,13 @@ class Simulator:
         """Apply ``torque`` about a revolute joint's axis (a force along a prismatic joint's axis)
         during the next step: +torque on the child body, -torque on the parent (equal and
         opposite), added to the free-motion forces f. Cleared after the step."""
-        names = [j.name for j in self.model.joints]
-        if joint not in names:
-            raise ModelError(f"no joint named {joint!r}; joints: {names}")
-        k = names.index(joint)
+        joints = self.model.joints
+        cache = getattr(self, "_joint_index", None)
+        if cache is None or cache[0] is not joints:       # name -> index, built once per joint list
+            cache = self._joint_index = (joints, {j.name: k for k, j in reversed(list(enumerate(joints)))})
+        k = cache[1].get(joint)
+        if k is None:
+            raise ModelError(f"no joint named {joint!r}; joints: {[j.name for j in joints]}")
         if self.model.joints[k].kind not in ("revolute", "prismatic"):
             raise ModelError(f"joint {joint!r} is {self.model.joints[k].kind}; "
                              "a joint torque needs a revolute or prismatic joint")
