@@ -236,6 +236,46 @@ def integrate_quat_kernel(q, omega, h):
 
 
 @jit
+def advance_state(dof_start, v_next, lin, ang, pos, quat, h):
+    """Semi-implicit Euler for every body with dofs: (v, omega) from v_next, x += h v, q <- exp(h omega) q
+    normalised (the formula of :func:`integrate_quat_kernel`), in place."""
+    for b in range(dof_start.size):
+        s = dof_start[b]
+        if s < 0:
+            continue
+        for i in range(3):
+            lin[b, i] = v_next[s + i]
+            ang[b, i] = v_next[s + 3 + i]
+            pos[b, i] += h * lin[b, i]
+        rx, ry, rz = h * ang[b, 0], h * ang[b, 1], h * ang[b, 2]
+        th = np.sqrt(rx * rx + ry * ry + rz * rz)
+        half = 0.5 * th
+        sc = np.sin(half) / th if th > 1e-12 else 0.5 - th * th / 48.0
+        aw, ax, ay, az = np.cos(half), sc * rx, sc * ry, sc * rz
+        bw, bx, by, bz = quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3]
+        w = aw * bw - ax * bx - ay * by - az * bz
+        x = aw * bx + ax * bw + ay * bz - az * by
+        y = aw * by - ax * bz + ay * bw + az * bx
+        z = aw * bz + ax * by - ay * bx + az * bw
+        nrm = np.sqrt(w * w + x * x + y * y + z * z)
+        quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3] = w / nrm, x / nrm, y / nrm, z / nrm
+
+
+@jit
+def shape_reach(dof_start, lin, ang, body_radius, shape_body, h):
+    """Per shape: h (|v| + |omega| r) of its body (0 for a body without dofs): how far its points can
+    travel in one step."""
+    out = np.zeros(shape_body.size)
+    for k in range(shape_body.size):
+        b = shape_body[k]
+        if dof_start[b] >= 0:
+            v = np.sqrt(lin[b, 0] ** 2 + lin[b, 1] ** 2 + lin[b, 2] ** 2)
+            w = np.sqrt(ang[b, 0] ** 2 + ang[b, 1] ** 2 + ang[b, 2] ** 2)
+            out[k] = h * (v + w * body_radius[b])
+    return out
+
+
+@jit
 def delassus_csr(indptr, indices, data, W, n, diag):
     """Canonical CSR (data, indices, indptr) of H W H' + diag(diag), built row by row: a row's
     entries are the merge of the (sorted) row lists of the bodies it touches, so no sort and no

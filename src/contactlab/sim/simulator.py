@@ -16,9 +16,10 @@ from ..blas import blas_threads
 from ..collision import CollisionWorld, match_previous
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.energy import energies as _energies
+from ..mechanics import kernels as _MK
 from ..mechanics.joint_projection import displace, joint_error_kernel, project_joints_kernel, spd_or_least_squares
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
-from ..mechanics.rotation import integrate_quat, quat_to_matrix
+from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
 from ..mechanics.system import _packed, build_system
 from ..models import get_model, make_options
@@ -314,10 +315,8 @@ class Simulator:
         vf, vn = sys.v_free() * self._passive, result.v_next * self._passive
         contact_gain = 0.5 * float(vn @ (sys.M @ vn) - vf @ (sys.M @ vf))
         # integrate
-        data.set_velocity_vector(model, result.v_next)
-        live = model.dof_start >= 0
-        data.position[live] += h * data.linear_velocity[live]
-        data.quaternion[live] = integrate_quat(data.quaternion[live], data.angular_velocity[live], h)
+        _MK.advance_state(model.dof_start, np.ascontiguousarray(result.v_next, dtype=np.float64), data.linear_velocity,
+                          data.angular_velocity, data.position, data.quaternion, h)
         if model.settings.contact_stabilization == "position" and contacts.count:
             self.project_contacts(sys, result.v_next)
         joint_error = self.project_joints() if (model.settings.project_joints and self._has_position_rows()) \
@@ -419,11 +418,8 @@ class Simulator:
         |omega| * radius); a pair's margin grows by its two shapes' reach (>= h x their relative
         speed), so fast bodies do not tunnel and resting ones keep the settings' margin."""
         m, d = self.model, self.data
-        live = m.dof_start >= 0
-        speed = np.zeros(m.nb)
-        speed[live] = np.linalg.norm(d.linear_velocity[live], axis=1) + \
-            np.linalg.norm(d.angular_velocity[live], axis=1) * self.world.body_radius[live]
-        return self.h * speed[self.world.shape_body]
+        return _MK.shape_reach(m.dof_start, d.linear_velocity, d.angular_velocity, self.world.body_radius,
+                               self.world.shape_body, self.h)
 
     def _has_position_rows(self) -> bool:
         return bool(self.model.joints) or bool(np.any(self.model.planar))
