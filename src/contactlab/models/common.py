@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..mechanics.kernels import delassus_dense, tangential_speeds
-from ..mechanics.system import ConstraintSystem, rows_transpose_times, stack_rows
+from ..mechanics.system import ConstraintSystem, csr_of, rows_transpose_times, stack_rows
 from ..problems import LCP, MixedLCP
 
 MODE_SEPARATING, MODE_STICKING, MODE_SLIDING = 0, 1, 2
@@ -55,14 +55,17 @@ def _canonical(H) -> bool:
     return sp.issparse(H) and H.format == "csr" and H.has_canonical_format
 
 
-def _block_delassus(sys: ConstraintSystem, H) -> tuple[sp.csr_matrix, np.ndarray] | None:
-    """R = [J; H] and the dense R W R' (W = M^-1 from its 6x6 body blocks ``sys.W_blocks``,
-    compiled: mechanics/kernels.py ``delassus_dense``), or None where the blocks do not cover every
-    dof or the rows are not canonical CSR (a system made by hand)."""
+def _block_delassus(sys: ConstraintSystem, H, stacked=None) -> tuple[sp.csr_matrix, np.ndarray] | None:
+    """R = [J; H] (``stacked`` when the caller formed it) and the dense R W R' (W = M^-1 from its
+    6x6 body blocks ``sys.W_blocks``, compiled: mechanics/kernels.py ``delassus_dense``), or None
+    where the blocks do not cover every dof or the rows are not canonical CSR (a system made by hand)."""
     Wb = sys.W_blocks
     if Wb is None or 6 * Wb.shape[0] != sys.ndof or not (_canonical(H) and (sys.nj == 0 or _canonical(sys.J))):
         return None
-    R = stack_rows([sys.J, H], sys.ndof) if sys.nj else H
+    if stacked is not None and _canonical(stacked):
+        R = stacked
+    else:
+        R = stack_rows([sys.J, H], sys.ndof) if sys.nj else H
     n = R.shape[0]
     G = delassus_dense(R.indptr.astype(np.int64, copy=False), R.indices.astype(np.int64, copy=False),
                        R.data.astype(np.float64, copy=False), Wb, n, np.zeros(n))
@@ -70,7 +73,7 @@ def _block_delassus(sys: ConstraintSystem, H) -> tuple[sp.csr_matrix, np.ndarray
 
 
 def mixed_problem(sys: ConstraintSystem, H: sp.csr_matrix, K, c: np.ndarray, v0: np.ndarray,
-                  scale: float = 1.0):
+                  scale: float = 1.0, stacked: sp.csr_matrix | None = None):
     """Eliminate v+ = v0 + M^-1 (J' x + H' y) analytically (M is block diagonal) and return
 
         MixedLCP:  (J W J') x + (J W H') y + (J v0 - j_rhs)/scale = 0
@@ -81,9 +84,10 @@ def mixed_problem(sys: ConstraintSystem, H: sp.csr_matrix, K, c: np.ndarray, v0:
 
     With body blocks (every system of ``build_system``) the four blocks are slices of one dense
     [J; H] W [J; H]' formed by the compiled block Delassus (only row pairs sharing a body), and
-    the right-hand sides come from one product [J; H] v0.
+    the right-hand sides come from one product [J; H] v0 (``stacked``: [J; H] when the caller has it,
+    e.g. :func:`stacked_rows`).
     """
-    fast = _block_delassus(sys, H)
+    fast = _block_delassus(sys, H, stacked)
     if fast is None:
         W = sys.Minv
         HW = H @ W
@@ -106,6 +110,17 @@ def mixed_problem(sys: ConstraintSystem, H: sp.csr_matrix, K, c: np.ndarray, v0:
         return MixedLCP(G[:nj, :nj], G[:nj, nj:], G[nj:, :nj], B, g, hh)    # the checked constructor says what
     return MixedLCP.trusted(np.ascontiguousarray(G[:nj, :nj]), np.ascontiguousarray(G[:nj, nj:]),
                             np.ascontiguousarray(G[nj:, :nj]), B, g, hh)
+
+
+def stacked_rows(sys: ConstraintSystem, parts) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """(H, [J; H]) for H = the canonical CSR ``parts`` one above the other, stacked once
+    (mechanics/system.py ``stack_rows``): H is the tail of [J; H] (its arrays are views)."""
+    R = stack_rows([sys.J, *parts], sys.ndof)
+    nj = sys.nj
+    if nj == 0 or not _canonical(R):
+        return (R if nj == 0 else stack_rows(parts, sys.ndof)), None
+    p0 = R.indptr[nj]
+    return csr_of(R.data[p0:], R.indices[p0:], R.indptr[nj:] - p0, (R.shape[0] - nj, sys.ndof)), R
 
 
 def mixed_recover(sys: ConstraintSystem, problem, solution, H: sp.csr_matrix, v0: np.ndarray,

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..mechanics.system import csr_of, rows_transpose_times, stack_rows
-from .common import StepResult, contact_modes, mixed_problem, mixed_recover, pyramid_to_tangent
+from ..mechanics.system import csr_of, rows_transpose_times
+from .common import StepResult, contact_modes, mixed_problem, mixed_recover, pyramid_to_tangent, stacked_rows
 
 NAME = "stewart-trinkle"
 DEFAULT_METHOD = "lemke"
@@ -41,12 +41,12 @@ def _zero_rows(k: int, ndof: int) -> sp.csr_matrix:
 
 
 def _parts(sys):
-    """H = [L; N; D; 0; A; 0] (canonical CSR, one concatenation), K (dense, with the contact rows'
+    """H = [L; N; D; 0; A; 0] and [J; H] (canonical CSR, one concatenation), K (dense, with the contact rows'
     cfm on its diagonal added by :func:`build`), c, v0 and the offsets (:func:`build` keeps H, v0 and
     the offsets on its problem for :func:`recover`)."""
     nc, d, nl, nm = sys.nc, sys.d, sys.nl, sys.nm
     ndof = sys.ndof
-    H = stack_rows([sys.L, sys.N, sys.D, _zero_rows(nc, ndof), sys.A, _zero_rows(nm, ndof)], ndof)
+    H, R = stacked_rows(sys, [sys.L, sys.N, sys.D, _zero_rows(nc, ndof), sys.A, _zero_rows(nm, ndof)])
     o_cn = nl
     o_b = o_cn + nc
     o_lam = o_b + nc * d
@@ -65,19 +65,19 @@ def _parts(sys):
     v0 = sys.v_free()
     if nm:
         v0 = v0 - sys.Minv @ rows_transpose_times(sys.A, sys.a_max)
-    return H, K, c, v0, (o_cn, o_b, o_lam, o_u, o_s)
+    return H, K, c, v0, (o_cn, o_b, o_lam, o_u, o_s), R
 
 
 def build(sys, options: Options | None = None):
     """The MixedLCP (joints) or LCP (no joints) of eq. (13)-(15); rows grouped by type."""
     options = options or Options()
-    H, K, c, v0, off = _parts(sys)
+    H, K, c, v0, off, R = _parts(sys)
     cfm = sys.cfm + options.cfm
     if cfm and sys.nc:
         K = K.copy()
         i = np.arange(off[0], off[3])
         K[i, i] += cfm              # contact rows only (normal, friction, lambda): joints, limits, motors stay exact
-    prob = mixed_problem(sys, H, K, c, v0)
+    prob = mixed_problem(sys, H, K, c, v0, stacked=R)
     prob.row_groups = {"limit": slice(0, off[0]), "normal": slice(off[0], off[1]), "friction": slice(off[1], off[2]),
                        "lambda": slice(off[2], off[3]), "motor": slice(off[3], off[4]),
                        "motor_slack": slice(off[4], off[4] + sys.nm)}
@@ -88,7 +88,7 @@ def build(sys, options: Options | None = None):
 def recover(sys, problem, solution, options: Options | None = None) -> StepResult:
     got = getattr(problem, "step_rows", None)
     if got is None:
-        H, _, _, v0, off = _parts(sys)
+        H, _, _, v0, off, _ = _parts(sys)
     else:
         H, v0, off = got
     o_cn, o_b, o_lam, o_u, o_s = off
