@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ModelError
-from .find_indices import IndexSets, Reduced, ShiftedFactoredLCP, _candidates, reduce_step, step_inputs
+from .find_indices import IndexSets, Reduced, ShiftedFactoredLCP, reduce_step, step_inputs
 from . import rk4 as staging
 from .built import ACTIVE_GAP, Built, touching
 from .common import StepResult
@@ -98,10 +98,11 @@ def build_viscous(M, v, f, N, S, T, mu_v, J=None, *, h: float = 0.0, J_rhs=None,
     Mh = M + h * C if h > 0 else M
     bias, jr, cf, _ = step_inputs(Mh, n, J.shape[0], normal_bias, J_rhs)
     # FIND-INDICES on the rows of J (Alg. 2) and the reduction of eq. 41-42 in one compiled call
-    # (find_indices.py reduce_step: the kernels of find_indices and reduce_equalities)
-    G, labels = _candidates(J if J.shape[0] else None, None, None, Mh.shape[0])
-    red = reduce_step(cf, np.ascontiguousarray(G), labels, jr, tol, np.ascontiguousarray(f_total), np.ascontiguousarray(N),
-                      np.ascontiguousarray(bias), cfm)
+    # (find_indices.py reduce_step: the kernels of find_indices and reduce_equalities) for
+    # Mh a = f_total + N' z + J' f_j, i.e. its M x = M v + h f + ... with v = 0, h = 1, f = f_total
+    m = Mh.shape[0]
+    red = reduce_step(cf, np.ascontiguousarray(J), np.zeros((0, m)), jr, tol, np.zeros(m), np.ascontiguousarray(f_total),
+                      1.0, np.ascontiguousarray(N), np.ascontiguousarray(bias), cfm)
     return ViscousProblem(red.problem, red, Mh, f_total, N, S, T, mu_v, v, float(h), J.shape[0])
 
 
