@@ -301,41 +301,78 @@ def nullspace_kernel(A, Z, vval, beta, vptr, vidx, free):
 
 
 @jit
-def reduce_chain(M, Lm, starts, nb, G, rhs, tol, p, U, bias):
-    """One no-slip step's reduction (drumwright Sec. VI) in one call: W = G M^-1 (block factor of
-    :func:`mass_factor`), FIND-INDICES (:func:`find_indices_kernel`) on the candidate rows G (r, m)
-    with right-hand sides rhs (r,), the null-space basis of the kept rows (:func:`nullspace_kernel`)
-    and the factored LCP of eq. 57 (:func:`reduce_kernel`). Returns (status, kept, Lg, Gk, Z, x_p,
-    UZ, Mr, Lr, Zp, f_star, offset, q): status 0, 1 (kept rows dependent) or 2 (Z' M Z not SPD)."""
-    r = G.shape[0]
+def _all_finite(x):
+    for v in x.ravel():
+        if not np.isfinite(v):
+            return False
+    return True
+
+
+@jit
+def noslip_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
+    """One no-slip step's reduction (drumwright Sec. VI) in one call, from the equality rows J (j, m)
+    (J v+ = rhs_j) and the contacts' tangent rows ST (2 n, m: S_0, T_0, S_1, ...): the candidate
+    rows G = [J; ST] in Alg. 2's order, the momentum p = M v + h f, W = G M^-1 (block factor of
+    :func:`mass_factor`), FIND-INDICES (:func:`find_indices_kernel`), the null-space basis of the
+    kept rows (:func:`nullspace_kernel`) and the factored LCP of eq. 57 (:func:`reduce_kernel`).
+    Returns (status, kept, order, p, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q): ``order``
+    (k, 2) the (block, row) of each kept row (0: J, 1: S, 2: T); status 0, 1 (kept rows dependent),
+    2 (Z' M Z not SPD) or 3 (an input is not finite)."""
     m = M.shape[0]
     n = U.shape[0]
+    nj = J.shape[0]
+    r = nj + ST.shape[0]
+    p = np.empty(m)
+    ok = _all_finite(v) and _all_finite(f) and _all_finite(J) and _all_finite(ST) and _all_finite(rhs_j) \
+        and _all_finite(U) and _all_finite(bias)
+    if ok:
+        mass_matvec(M, starts, nb, v, p)
+        for t in range(m):
+            p[t] += h * f[t]
+    G = np.empty((r, m))
+    rhs = np.zeros(r)
+    for i in range(nj):
+        G[i] = J[i]
+        rhs[i] = rhs_j[i]
+    for i in range(ST.shape[0]):
+        G[nj + i] = ST[i]
     W = np.empty((r, m))
-    mass_solve_rows(Lm, starts, nb, G, W)
     Lbuf = np.zeros((m, m))
     kbuf = np.zeros(m, dtype=np.int64)
-    k = find_indices_kernel(G, W, tol, Lbuf, kbuf, np.zeros(m), np.zeros(m + 1, dtype=np.int64),
-                            np.zeros(m * m, dtype=np.int64))
+    k = 0
+    if ok:
+        mass_solve_rows(Lm, starts, nb, G, W)
+        k = find_indices_kernel(G, W, tol, Lbuf, kbuf, np.zeros(m), np.zeros(m + 1, dtype=np.int64),
+                                np.zeros(m * m, dtype=np.int64))
     kept = kbuf[:k].copy()
+    order = np.empty((k, 2), dtype=np.int64)
     Lg = np.empty((k, k))
     Gk = np.empty((k, m))
     rk = np.empty(k)
     for a in range(k):
+        c = kept[a]
+        if c < nj:
+            order[a, 0] = 0
+            order[a, 1] = c
+        else:
+            order[a, 0] = 1 + (c - nj) % 2
+            order[a, 1] = (c - nj) // 2
         for b in range(k):
             Lg[a, b] = Lbuf[a, b]
-        Gk[a] = G[kept[a]]
-        rk[a] = rhs[kept[a]]
+        Gk[a] = G[c]
+        rk[a] = rhs[c]
     d = m - k
     Z = np.empty((m, d))
     x_p, UZ, Mr, Lr = np.zeros(m), np.zeros((n, d)), np.zeros((d, d)), np.zeros((d, d))
     Zp, f_star, offset, q = np.zeros(d), np.zeros(d), np.zeros(n), np.zeros(n)
-    if nullspace_kernel(Gk.copy(), Z, np.empty(k * m), np.empty(k), np.empty(k + 1, dtype=np.int64),
-                        np.empty(k * m, dtype=np.int64), np.empty(m, dtype=np.bool_)):
-        return 1, kept, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q
-    if not reduce_kernel(M, Lm, starts, nb, Gk, Lg, rk, Z, p, U, bias, x_p, UZ, Mr, Lr, Zp, f_star, offset, q,
-                         np.empty(m), np.empty(k), np.empty(k)):
-        return 2, kept, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q
-    return 0, kept, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q
+    status = 0 if ok else 3
+    if ok and nullspace_kernel(Gk.copy(), Z, np.empty(k * m), np.empty(k), np.empty(k + 1, dtype=np.int64),
+                               np.empty(k * m, dtype=np.int64), np.empty(m, dtype=np.bool_)):
+        status = 1
+    elif ok and not reduce_kernel(M, Lm, starts, nb, Gk, Lg, rk, Z, p, U, bias, x_p, UZ, Mr, Lr, Zp, f_star,
+                                  offset, q, np.empty(m), np.empty(k), np.empty(k)):
+        status = 2
+    return status, kept, order, p, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q
 
 
 @jit

@@ -338,14 +338,20 @@ def _reduced(sets, cf, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q, cfm, p, U) -> 
     return Reduced(problem, Z, x_p, sets, cf, p, U)
 
 
-def reduce_step(cf: MassFactor, G: np.ndarray, labels: np.ndarray, rhs: np.ndarray, tol: float, p: np.ndarray,
-                U: np.ndarray, bias: np.ndarray, cfm: float = 0.0) -> Reduced:
-    """FIND-INDICES on the candidate rows G (r, m) (Alg. 2's order, ``labels`` (block, row), right-hand
-    sides ``rhs`` (r,)) and :func:`reduce_equalities` of the kept rows, in one compiled call
-    (kernels/noslip.py ``reduce_chain``): the same kernels as :func:`select_rows` and
-    :func:`reduce_equalities`. Inputs C-contiguous float64, already checked."""
-    st, kept, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q = K.reduce_chain(
-        cf.M, cf.L, cf.starts, cf.nb, G, rhs, float(tol), p, U, bias)
+def reduce_step(cf: MassFactor, J: np.ndarray, ST: np.ndarray, rhs_j: np.ndarray, tol: float, v: np.ndarray,
+                f: np.ndarray, h: float, U: np.ndarray, bias: np.ndarray, cfm: float = 0.0) -> Reduced:
+    """FIND-INDICES on the candidate rows [J; ST] (Alg. 2's order: J (j, m) with J x = rhs_j, then
+    S_i, T_i interleaved in ST (2 n, m) with zero right-hand sides) and :func:`reduce_equalities` of
+    the kept rows for M x = M v + h f + U' z + G' lam (``Reduced.p`` = M v + h f; v = 0, h = 1 gives
+    p = f exactly), in one compiled call (kernels/noslip.py ``noslip_chain``: the same kernels as
+    :func:`select_rows` and :func:`reduce_equalities`). Inputs C-contiguous float64; ModelError if
+    one is not finite."""
+    st, kept, order, p, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q = K.noslip_chain(
+        cf.M, cf.L, cf.starts, cf.nb, J, ST, rhs_j, float(tol), v, f, float(h), U, bias)
     if st:
-        raise ModelError(_NOT_SPD if st == 2 else "FIND-INDICES kept dependent rows (numerical failure)")
-    return _reduced(_index_sets(labels, kept, Gk, Lg), cf, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q, cfm, p, U)
+        raise ModelError({1: "FIND-INDICES kept dependent rows (numerical failure)", 2: _NOT_SPD,
+                          3: NOT_FINITE}[st])
+    return _reduced(IndexSets(Gk, Lg, order, kept), cf, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q, cfm, p, U)
+
+
+NOT_FINITE = "v, f, J, S, T, N, J_rhs or the normal biases contain NaN or inf"

@@ -23,7 +23,8 @@ from ..errors import ModelError
 from ..kernels.noslip import csr_rows_into, symmetric_finite
 from .built import ACTIVE_GAP, Built, touching
 from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult  # noqa: F401
-from .find_indices import IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates, reduce_step, step_inputs
+from .find_indices import (NOT_FINITE, IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates,
+                           reduce_step, step_inputs)
 
 # one set of contact-mode constants and one result type for every model (models/common.py)
 SEPARATING, STICKING, SLIDING = MODE_SEPARATING, MODE_STICKING, MODE_SLIDING
@@ -121,23 +122,24 @@ def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, J_rhs=None, normal_bias
     n = N.shape[0]
     t0 = time.perf_counter()
     bias, jr, cf, _ = step_inputs(M, n, J.shape[0], normal_bias, J_rhs)
-    G, labels = _candidates(J if J.shape[0] else None, S if S.shape[0] else None, T if S.shape[0] else None,
-                            M.shape[0])
-    rhs = np.zeros(G.shape[0])
-    rhs[:J.shape[0]] = jr
-    return _reduce_step(cf, v, f, dt, N, G, labels, rhs, bias, cfm, tol, J.shape[0], S.shape[0], t0)
+    ST, _ = _candidates(None, S if S.shape[0] else None, T if S.shape[0] else None, M.shape[0])
+    return _reduce_step(cf, v, f, dt, N, J, ST, jr, bias, cfm, tol, S.shape[0], t0)
 
 
-def _reduce_step(cf: MassFactor, v, f, dt, N, G, labels, rhs, bias, cfm, tol, n_joint, n_tangent,
-                 t0) -> NoSlipProblem:
-    """FIND-INDICES on the candidate rows G (Alg. 2's order, ``labels`` (block, row), right-hand
-    sides ``rhs``: J_rhs for joint rows, 0 for S and T) and the factored LCP of eq. 57, all compiled
-    (kernels/noslip.py); inputs already checked (:func:`build_noslip`) or built by the library (:func:`build`)."""
-    M = cf.M
-    momentum = M @ v + dt * f
-    red = reduce_step(cf, np.ascontiguousarray(G), labels, rhs, tol, momentum, np.ascontiguousarray(N),
-                      np.ascontiguousarray(bias), cfm)
-    return NoSlipProblem(red.problem, red, M, momentum, red.U, n_joint, n_tangent, time.perf_counter() - t0)
+def _reduce_step(cf: MassFactor, v, f, dt, N, J, ST, rhs_j, bias, cfm, tol, n_tangent, t0) -> NoSlipProblem:
+    """FIND-INDICES on the equality rows J (J v+ = rhs_j) and the tangent rows ST (S_i, T_i
+    interleaved: Alg. 2's order) and the factored LCP of eq. 57, in one compiled call
+    (:func:`~contactlab.models.find_indices.reduce_step`); shapes already checked
+    (:func:`build_noslip`) or built by the library (:func:`build`). A non-finite input is named."""
+    c = lambda x: np.ascontiguousarray(x, dtype=np.float64)
+    J, v, f = c(J), c(v), c(f)
+    try:
+        red = reduce_step(cf, J, c(ST), c(rhs_j), tol, v, f, dt, c(N), c(bias), cfm)
+    except ModelError as exc:
+        if str(exc) == NOT_FINITE:
+            check_dynamics(cf.M, v, f, N, J)      # names v, f, N or J when one of them is the culprit
+        raise
+    return NoSlipProblem(red.problem, red, cf.M, red.p, red.U, J.shape[0], n_tangent, time.perf_counter() - t0)
 
 
 def _impulses(built: NoSlipProblem, z) -> np.ndarray:
@@ -276,7 +278,7 @@ def _rows_into(out: np.ndarray, X, r0: int, step: int = 1, keep=None) -> None:
         out[r0:r0 + step * X.shape[0]:step] += X if keep is None else X * keep[:, None]
 
 
-def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, st_labels, state, t0=None) -> MotorStep:
+def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, state, t0=None) -> MotorStep:
     """The no-slip step with the motors in ``state``: free motor rows join the equality rows,
     saturated ones act as forces +-a_max / h. ``J`` (nj, m) dense joint rows, ``ST`` (2 nc, m) the
     touching contacts' S_i, T_i rows interleaved (Alg. 2's order; zero rows for the others).
@@ -291,23 +293,8 @@ def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, st_labels, sta
         J = np.vstack([J, A[free]])
         f = f + A.T @ (state * sys.a_max) / sys.h
         rhs_j = np.concatenate([rhs_j, sys.a_target[free]])
-    nje = J.shape[0]
-    G = np.empty((nje + ST.shape[0], m))
-    G[:nje] = J
-    G[nje:] = ST
-    labels = np.empty((G.shape[0], 2), dtype=np.int64)
-    labels[:nje, 0] = 0
-    labels[:nje, 1] = np.arange(nje)
-    labels[nje:] = st_labels
-    rhs = np.zeros(G.shape[0])
-    rhs[:nje] = rhs_j
-    v = np.asarray(sys.v, dtype=np.float64)
-    f = np.asarray(f, dtype=np.float64)
-    if not (np.isfinite(v).all() and np.isfinite(f).all() and np.isfinite(G).all() and np.isfinite(bias).all()):
-        check_dynamics(cf.M, v, f, U, J)          # names the argument
-        raise ModelError("S, T or the normal biases contain NaN or inf")
-    step = _reduce_step(cf, v, f, sys.h, U, G, labels, rhs, bias, float(sys.cfm + o.cfm), o.tol, nje,
-                        ST.shape[0] // 2, t0)
+    step = _reduce_step(cf, sys.v, f, sys.h, U, J, ST, rhs_j, bias, float(sys.cfm + o.cfm), o.tol, ST.shape[0] // 2,
+                        t0)
     return MotorStep(step, state, nj)
 
 
@@ -339,10 +326,6 @@ def build(sys, options: Options | None = None) -> Built:
     touch = touching(sys, o.active_gap)
     _rows_into(ST, sys.S, 0, 2, touch)
     _rows_into(ST, sys.T, 1, 2, touch)
-    st_labels = np.empty((2 * nc, 2), dtype=np.int64)
-    st_labels[0::2, 0] = 1
-    st_labels[1::2, 0] = 2
-    st_labels[:, 1] = np.repeat(np.arange(nc), 2)
     M = np.zeros((m, m))
     _rows_into(M, sys.M, 0)
     J = np.zeros((sys.nj, m))
@@ -355,7 +338,7 @@ def build(sys, options: Options | None = None) -> Built:
         raise
     rows = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
     state = np.sign(sys.a_target - sys.A @ sys.v_free()).astype(np.int8) if sys.nm else np.zeros(0, np.int8)
-    ms = _build_state(sys, o, cf, U, bias, J, ST, st_labels, state, t0)
+    ms = _build_state(sys, o, cf, U, bias, J, ST, state, t0)
     if sys.nm:
         from ..solvers import solve
         seen = {state.tobytes()}
@@ -370,7 +353,7 @@ def build(sys, options: Options | None = None) -> Built:
                 ms.consistent = bool(np.array_equal(new, ms.state))
                 break
             seen.add(new.tobytes())
-            ms = _build_state(sys, o, cf, U, bias, J, ST, st_labels, new)
+            ms = _build_state(sys, o, cf, U, bias, J, ST, new)
             ms.trials, ms.consistent = trial, False     # trials solved so far (this state's is not, yet)
         # the kept state's reduction counts once (in step.reduction_s) when it was built in the loop
         ms.search_s = time.perf_counter() - t0 - (ms.step.reduction_s if ms.state is not state else 0.0)
