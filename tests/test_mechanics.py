@@ -279,3 +279,13 @@ def test_rows_transpose_times_and_tangential_speeds_equal_scipy():
     T.data = rng.normal(size=T.nnz)
     v = rng.normal(size=30)
     assert np.allclose(tangential_speeds(H.indptr, H.indices, H.data, T.data, v), np.hypot(H @ v, T @ v), rtol=1e-14)
+
+
+def test_rows_times_equals_scipy():
+    import scipy.sparse as sp
+    from contactlab.mechanics.system import rows_times
+    rng = np.random.default_rng(4)
+    H = sp.random(25, 31, density=0.3, format="csr", random_state=5)
+    x = rng.normal(size=31)
+    assert np.allclose(rows_times(H, x), H @ x, rtol=1e-14, atol=1e-14)
+    assert np.allclose(rows_times(H.toarray(), x), H @ x, rtol=1e-14, atol=1e-14)

@@ -137,6 +137,19 @@ def body_blocks(R, mass, inertia):
 
 
 @jit
+def rows_times(indptr, indices, data, x):
+    """H x for H in CSR."""
+    n = indptr.size - 1
+    out = np.empty(n)
+    for r in range(n):
+        acc = 0.0
+        for p in range(indptr[r], indptr[r + 1]):
+            acc += data[p] * x[indices[p]]
+        out[r] = acc
+    return out
+
+
+@jit
 def rows_transpose_times(indptr, indices, data, z, ncols):
     """H' z for H in CSR (ncols columns): each row's entries scaled by z_r and scattered, no
     transposed copy of H."""

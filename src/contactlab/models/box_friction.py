@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelError
-from ..mechanics.system import delassus, rows_transpose_times, stack_rows
+from ..mechanics.system import delassus, rows_times, rows_transpose_times, stack_rows
 from ..problems import BoxedLCP
 from .common import StepResult, contact_modes, dense
 
@@ -98,7 +98,7 @@ def rows(sys, options: Options | None = None):
     H = _rows(sys)
     n = H.shape[0]
     rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * sys.nc)])
-    q = H @ sys.v_free() - rhs
+    q = rows_times(H, sys.v_free()) - rhs
     lo, hi, findex, mu = _bounds(sys, options, n)
     if findex is None:
         findex, mu = np.full(n, -1, dtype=np.int64), np.zeros(n)
@@ -125,7 +125,7 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
             Mat = H @ sys.Minv @ H.T + (options.cfm + sys.cfm) * sp.eye(n, format="csr")
             Mat = dense(Mat) if n <= options.dense_max else sp.csr_matrix(Mat)
         rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * nc)])
-        q = H @ sys.v_free() - rhs
+        q = rows_times(H, sys.v_free()) - rhs
     lo, hi, findex, mu = _bounds(sys, options, n)
     if findex is not None:
         prob = BoxedLCP(Mat, q, lo, hi, findex, mu) if nc else BoxedLCP(Mat, q, lo, hi)
@@ -158,7 +158,7 @@ def recover(sys, problem, solution, options: Options | None = None) -> StepResul
     else:
         dv = solution.info.get("velocity_change") if isinstance(getattr(solution, "info", None), dict) else None
         if dv is None:
-            dv = sys.Minv @ rows_transpose_times(_rows(sys), z)
+            dv = rows_times(sys.Minv, rows_transpose_times(_rows(sys), z))
         v_next = sys.v_free() + dv     # a matrix-free solver's M^-1 H' z (kernels/pgs_matrix_free.py)
         joint = z[:o_a]
     normal = z[o_n:o_s]

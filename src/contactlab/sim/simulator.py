@@ -21,7 +21,7 @@ from ..mechanics.joint_projection import displace, joint_error_kernel, project_j
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
-from ..mechanics.system import _packed, build_system
+from ..mechanics.system import _packed, build_system, rows_times
 from ..models import get_model, make_options
 from ..models.built import problem_of
 from ..solvers import available_solvers, solve
@@ -313,7 +313,7 @@ class Simulator:
         data.warm["z"] = np.asarray(sol.z).copy() if (sol.success or self.iterations is not None) else None
         # kinetic energy added by the constraint impulses: KE(v+) - KE(v + h M^-1 f), kinematic bodies excluded
         vf, vn = sys.v_free() * self._passive, result.v_next * self._passive
-        contact_gain = 0.5 * float(vn @ (sys.M @ vn) - vf @ (sys.M @ vf))
+        contact_gain = 0.5 * float(vn @ rows_times(sys.M, vn) - vf @ rows_times(sys.M, vf))
         # integrate
         _MK.advance_state(model.dof_start, np.ascontiguousarray(result.v_next, dtype=np.float64), data.linear_velocity,
                           data.angular_velocity, data.position, data.quaternion, h)
@@ -364,7 +364,7 @@ class Simulator:
         from ..mechanics.system import delassus, mobility
         from ..problems import BoxedLCP
         st = self.model.settings
-        phi = sys.phi + sys.h * (sys.N @ v_next)
+        phi = sys.phi + sys.h * rows_times(sys.N, v_next)
         deep = phi < -st.slop
         if not np.any(deep):
             return
