@@ -289,3 +289,32 @@ def test_joint_projection_solve_is_exact_on_spd_and_minimum_norm_on_dependent_ro
     assert np.allclose(Ad @ x, bd, atol=1e-8 * np.abs(bd).max())
     assert np.allclose(x, np.linalg.pinv(Ad, rcond=1e-12) @ bd, atol=1e-8 * np.abs(x).max())
     assert _spd_or_least_squares(np.zeros((0, 0)), np.zeros(0)).shape == (0,)
+
+
+def test_box_friction_bounds_match_their_definition():
+    """box_friction._bounds (one compiled pass) against the layout written out: joints free, motors
+    +-a_max, limits and normals [0, inf), friction rows coupled to their normal (findex, mu) or boxed
+    by mu x the matched previous normal (new contacts: new_contact_bound)."""
+    from types import SimpleNamespace
+    from contactlab.models import box_friction as bf
+    rng = np.random.default_rng(8)
+    nj, nm, nl, nc = 3, 2, 1, 4
+    guess = rng.uniform(0, 2, nc)
+    guess[1] = np.nan
+    sys = SimpleNamespace(nj=nj, nm=nm, nl=nl, nc=nc, a_max=rng.uniform(1, 2, nm), mu=rng.uniform(0, 1, nc),
+                          normal_guess=guess)
+    n = nj + nm + nl + 3 * nc
+    o_n = nj + nm + nl
+    for coupling in ("current", "previous"):
+        opts = bf.Options(coupling=coupling, new_contact_bound=0.25)
+        lo, hi, fi, mu = bf._bounds(sys, opts, n)
+        assert np.all(lo[:nj] == -np.inf) and np.all(hi[:nj] == np.inf)
+        assert np.array_equal(lo[nj:nj + nm], -sys.a_max) and np.array_equal(hi[nj:nj + nm], sys.a_max)
+        assert np.all(lo[nj + nm:o_n + nc] == 0) and np.all(hi[nj + nm:o_n + nc] == np.inf)
+        if coupling == "current":
+            assert np.array_equal(fi, np.r_[np.full(o_n + nc, -1), np.tile(o_n + np.arange(nc), 2)])
+            assert np.array_equal(mu, np.r_[np.zeros(o_n + nc), np.tile(sys.mu, 2)])
+        else:
+            assert fi is None and mu is None
+            b = np.tile(sys.mu * np.where(np.isfinite(guess), guess, 0.25), 2)
+            assert np.array_equal(hi[o_n + nc:], b) and np.array_equal(lo[o_n + nc:], -b)

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelError
+from ..kernels._jit import jit
 from ..mechanics.system import delassus, rows_times, rows_transpose_times, stack_rows
 from ..problems import BoxedLCP
 from .common import StepResult, contact_modes, dense
@@ -69,23 +70,43 @@ def _rows(sys) -> sp.csr_matrix:
 
 
 def _bounds(sys, options: Options, n: int):
-    """(lo, hi, findex, mu) of the rows (findex/mu None for ``coupling="previous"``: static bounds)."""
+    """(lo, hi, findex, mu) of the rows (findex/mu None for ``coupling="previous"``: static bounds):
+    joints free, motors +-a_max, limits and normals [0, inf), friction coupled to its normal by
+    findex/mu (arechavaleta eq. 17) or, with coupling="previous", boxed by mu times the previous
+    step's matched normal (eq. 16; ``new_contact_bound`` for a contact without one). One compiled pass."""
     o_a, o_l, o_n, o_s, o_t, _ = _layout(sys, options)
-    nj, nc = o_a, sys.nc
-    lo = np.concatenate([np.full(nj, -np.inf), -sys.a_max, np.zeros(sys.nl + nc), np.zeros(2 * nc)])
-    hi = np.concatenate([np.full(nj, np.inf), sys.a_max, np.full(sys.nl + nc, np.inf), np.zeros(2 * nc)])
-    if options.coupling == "current":
-        findex = np.full(n, -1, dtype=np.int64)
-        mu = np.zeros(n)
-        normals = o_n + np.arange(nc)
-        findex[o_s:o_t] = normals
-        findex[o_t:n] = normals
-        mu[o_s:n] = np.tile(sys.mu, 2)
-        return lo, hi, findex, mu
-    guess = np.where(np.isfinite(sys.normal_guess), sys.normal_guess, options.new_contact_bound)
-    bound = np.tile(sys.mu * np.maximum(guess, 0.0), 2)
-    lo[o_s:n], hi[o_s:n] = -bound, bound
-    return lo, hi, None, None
+    current = options.coupling == "current"
+    lo, hi, findex, mu = _box_bounds(o_a, o_l, o_n, n, np.ascontiguousarray(sys.a_max, dtype=np.float64),
+                                     np.ascontiguousarray(sys.mu, dtype=np.float64),
+                                     np.ascontiguousarray(sys.normal_guess, dtype=np.float64),
+                                     float(options.new_contact_bound), current)
+    return (lo, hi, findex, mu) if current else (lo, hi, None, None)
+
+
+@jit
+def _box_bounds(o_a, o_l, o_n, n, a_max, mu_c, guess, new_bound, current):
+    """The arrays of :func:`_bounds` (layout offsets o_a, o_l, o_n; nc = len(mu_c) contacts)."""
+    nc = mu_c.size
+    o_s = o_n + nc
+    lo = np.zeros(n)
+    hi = np.full(n, np.inf)
+    findex = np.full(n, -1, dtype=np.int64)
+    mu = np.zeros(n)
+    for i in range(o_a):
+        lo[i] = -np.inf
+    for i in range(o_l - o_a):
+        lo[o_a + i], hi[o_a + i] = -a_max[i], a_max[i]
+    for c in range(nc):
+        for r in (o_s + c, o_s + nc + c):
+            if current:
+                findex[r] = o_n + c
+                mu[r] = mu_c[c]
+                hi[r] = 0.0
+            else:
+                g = guess[c] if np.isfinite(guess[c]) else new_bound
+                b = mu_c[c] * max(g, 0.0)
+                lo[r], hi[r] = -b, b
+    return lo, hi, findex, mu
 
 
 def rows(sys, options: Options | None = None):
