@@ -249,6 +249,23 @@ def integrate_quat_kernel(q, omega, h):
 
 
 @jit
+def velocity_vector(dof_start, lin, ang):
+    """The generalised velocity: (v, omega) of each body with dofs at its dof_start."""
+    n = 0
+    for b in range(dof_start.size):
+        if dof_start[b] >= 0:
+            n = max(n, dof_start[b] + 6)
+    out = np.empty(n)
+    for b in range(dof_start.size):
+        s = dof_start[b]
+        if s >= 0:
+            for i in range(3):
+                out[s + i] = lin[b, i]
+                out[s + 3 + i] = ang[b, i]
+    return out
+
+
+@jit
 def advance_state(dof_start, v_next, lin, ang, pos, quat, h):
     """Semi-implicit Euler for every body with dofs: (v, omega) from v_next, x += h v, q <- exp(h omega) q
     normalised (the formula of :func:`integrate_quat_kernel`), in place."""

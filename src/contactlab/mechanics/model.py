@@ -123,8 +123,9 @@ class Data:
         return copy.deepcopy(self)
 
     def velocity_vector(self, model: Model) -> np.ndarray:
-        live = model.dof_start >= 0          # dof_start is 0, 6, 12, ... over the moving bodies
-        return np.hstack([self.linear_velocity[live], self.angular_velocity[live]]).reshape(-1)
+        """(v, omega) of every body with dofs, at its dof_start (0, 6, 12, ...), one compiled pass."""
+        from .kernels import velocity_vector
+        return velocity_vector(model.dof_start, self.linear_velocity, self.angular_velocity)
 
     def set_velocity_vector(self, model: Model, v: np.ndarray) -> None:
         live = model.dof_start >= 0
