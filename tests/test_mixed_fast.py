@@ -295,3 +295,20 @@ def test_viscous_rows_equal_the_former_dense_rows(trot_systems):
         np.testing.assert_array_equal(T, T0)
         np.testing.assert_array_equal(J, sys.J.toarray().reshape(-1, m))
         np.testing.assert_array_equal(bias, np.concatenate([sys.l_bias, sys.n_bias]))
+
+
+@pytest.mark.parametrize("shape", [(3, 0, 0, 0), (0, 0, 0, 0), (0, 1, 0, 1), (4, 0, 0, 2), (2, 2, 0, 0)])
+def test_systems_without_contacts_build_the_former_lcp(shape):
+    """No contact rows (only joints, limits or motors, or nothing): the stacked rows' edge cases."""
+    nj, nl, nc, nm = shape
+    sys = _random_system(np.random.default_rng(sum(shape)), nj=nj, nl=nl, nc=nc, nm=nm)
+    new = st.build(sys)
+    old, H_old, v0_old = _former_build(sys)
+    assert type(new) is type(old) and new.n == old.n
+    for k in ("ABCDgh" if isinstance(new, MixedLCP) else ("M", "q")):
+        assert _rel(getattr(old, k), getattr(new, k)) <= 1e-13, k
+    sol = solve(new, "lemke")
+    assert sol.success
+    x = sol.x if sol.x is not None else np.zeros(0)
+    v_old = v0_old + sys.Minv @ (H_old.T @ sol.z + (sys.J.T @ x if nj else 0.0))
+    assert _rel(v_old, st.recover(sys, new, sol).v_next) <= 1e-10
