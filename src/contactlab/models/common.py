@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..mechanics.kernels import delassus_dense, tangential_speeds
-from ..mechanics.system import ConstraintSystem, csr_of, rows_transpose_times, stack_rows
+from ..mechanics.system import ConstraintSystem, csr_of, rows_times, rows_transpose_times, stack_rows
 from ..problems import LCP, MixedLCP
 
 MODE_SEPARATING, MODE_STICKING, MODE_SLIDING = 0, 1, 2
@@ -100,7 +100,7 @@ def mixed_problem(sys: ConstraintSystem, H: sp.csr_matrix, K, c: np.ndarray, v0:
                         (sys.J @ v0 - sys.j_rhs) / scale, hh)
     R, G = fast
     nj = sys.nj
-    r = R @ v0
+    r = rows_times(R, v0)
     B = G[nj:, nj:] + dense(K)
     hh = (r[nj:] + c) / scale
     if nj == 0:
@@ -126,7 +126,7 @@ def stacked_rows(sys: ConstraintSystem, parts) -> tuple[sp.csr_matrix, sp.csr_ma
 def mixed_recover(sys: ConstraintSystem, problem, solution, H: sp.csr_matrix, v0: np.ndarray,
                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(v_next, joint impulses x, y) from a solution of :func:`mixed_problem` (impulses = scale * vars):
-    v+ = v0 + scale M^-1 (H' y + J' x), the transposed products compiled (no H' formed)."""
+    v+ = v0 + scale M^-1 (H' y + J' x), the products compiled (no H' formed)."""
     y = np.asarray(solution.z, dtype=np.float64)
     if isinstance(problem, MixedLCP):
         x = solution.x if solution.x is not None else problem.recover_x(y)
@@ -135,7 +135,7 @@ def mixed_recover(sys: ConstraintSystem, problem, solution, H: sp.csr_matrix, v0
     p = rows_transpose_times(H, y)
     if sys.nj:
         p = p + rows_transpose_times(sys.J, x)
-    return v0 + scale * (sys.Minv @ p), scale * x, scale * y
+    return v0 + scale * rows_times(sys.Minv, p), scale * x, scale * y
 
 
 def pyramid_to_tangent(beta: np.ndarray, d: int) -> np.ndarray:

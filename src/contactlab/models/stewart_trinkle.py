@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..mechanics.system import csr_of, rows_transpose_times
+from ..mechanics.system import csr_of, rows_times, rows_transpose_times
 from .common import StepResult, contact_modes, mixed_problem, mixed_recover, pyramid_to_tangent, stacked_rows
 
 NAME = "stewart-trinkle"
@@ -64,7 +64,7 @@ def _parts(sys):
     c = np.concatenate([sys.l_bias, sys.n_bias, np.zeros(nc * d + nc), -sys.a_target, 2.0 * sys.a_max])
     v0 = sys.v_free()
     if nm:
-        v0 = v0 - sys.Minv @ rows_transpose_times(sys.A, sys.a_max)
+        v0 = v0 - rows_times(sys.Minv, rows_transpose_times(sys.A, sys.a_max))
     return H, K, c, v0, (o_cn, o_b, o_lam, o_u, o_s), R
 
 
