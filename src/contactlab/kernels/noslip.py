@@ -1,23 +1,25 @@
 """Compiled kernels of the no-slip reduction (drumwright Sec. VI, Alg. 2 FIND-INDICES, eq. 45-57).
 
-The chain of one step, without LAPACK or Python glue:
+The chain of one step, without LAPACK or Python glue (:func:`noslip_chain` runs it in one call):
 
-* :func:`mass_factor`: the diagonal blocks of M (found from its nonzeros: one 6 x 6 block per body
-  for a ConstraintSystem, one block for a dense M) and the Cholesky factor of each; M^-1 b is then
+* :func:`mass_factor`: the diagonal blocks of M (found from its nonzeros: a ConstraintSystem's M
+  splits per body, a dense M is one block) and the Cholesky factor of each; M^-1 b is then
   O(sum of squared block sizes) (:func:`mass_solve`), and b's zero blocks are skipped.
 * :func:`find_indices_kernel`: Alg. 2's greedy selection with the bordered Cholesky update of
-  G M^-1 G' (dot products over the nonzeros of the kept rows only: same sums, zero terms skipped).
+  G M^-1 G' (products over the nonzeros of the kept rows only, forward substitution from the first
+  nonzero: the same sums, zero terms skipped).
 * :func:`nullspace_kernel`: an orthonormal basis Z of null(G) by Householder reflections of G'
   (each reflector supported on the nonzeros of its column, pivot row the largest entry): G' = Q R
   with R nonzero on k pivot rows only, so the images Q e_r of the d = m - k other unit vectors are
   an orthonormal basis of null(G). O(sum of reflector supports x columns) instead of O(m k^2).
 * :func:`reduce_kernel`: x_p (G x_p = r, M-minimum-norm), U Z, Z' M Z (eq. 57), its Cholesky factor,
   Z' p, the offset U x_p + bias and q of the factored LCP.
-* :func:`recover_kernel`: v+ = x_p + Z u, and the kept rows' multipliers
-  lam = (G M^-1 G')^-1 G M^-1 (M v+ - p - U' z).
+* :func:`recover_kernel`: from the solution z, v+ = x_p + Z u, the kept rows' multipliers
+  lam = (G M^-1 G')^-1 G M^-1 (M v+ - p - U' z) scattered to (joint, S, T), and U v+.
 
-Kernels never raise: they return status codes that the Python layer (models/find_indices.py)
-turns into ModelErrors.
+Also :func:`csr_rows_into` (a system's sparse rows into the dense arrays) and
+:func:`symmetric_finite` (build_noslip's input check). Kernels never raise: they return status
+codes that the Python layer (models/find_indices.py, models/noslip.py) turns into ModelErrors.
 """
 import numpy as np
 
@@ -169,10 +171,18 @@ def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
                 wmask |= np.uint64(1) << np.uint64(c // cs)
         if not gg > 0.0:  # a zero (or non-finite) row is never independent
             continue
-        # col = L^-1 (G_kept M^-1 g')  by forward substitution on the fly
+        # col = L^-1 (G_kept M^-1 g')  by forward substitution on the fly; zero up to the first kept
+        # row whose nonzeros meet those of M^-1 g'
+        a0 = k
+        for a in range(k):
+            if gmask[a] & wmask:
+                a0 = a
+                break
+        for a in range(a0):
+            col[a] = 0.0
         ll = 0.0
         fnz = k
-        for a in range(k):
+        for a in range(a0, k):
             s = 0.0
             ra = kept[a]
             if gmask[a] & wmask:
@@ -337,13 +347,13 @@ def noslip_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     for i in range(ST.shape[0]):
         G[nj + i] = ST[i]
     W = np.empty((r, m))
-    Lbuf = np.zeros((m, m))
-    kbuf = np.zeros(m, dtype=np.int64)
+    Lbuf = np.empty((m, m))           # find_indices_kernel writes every entry it reads
+    kbuf = np.empty(m, dtype=np.int64)
     k = 0
     if ok:
         mass_solve_rows(Lm, starts, nb, G, W)
-        k = find_indices_kernel(G, W, tol, Lbuf, kbuf, np.zeros(m), np.zeros(m + 1, dtype=np.int64),
-                                np.zeros(m * m, dtype=np.int64))
+        k = find_indices_kernel(G, W, tol, Lbuf, kbuf, np.empty(m), np.empty(m + 1, dtype=np.int64),
+                                np.empty(m * m, dtype=np.int64))
     kept = kbuf[:k].copy()
     order = np.empty((k, 2), dtype=np.int64)
     Lg = np.empty((k, k))
@@ -370,7 +380,7 @@ def noslip_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
                                np.empty(k * m, dtype=np.int64), np.empty(m, dtype=np.bool_)):
         status = 1
     elif ok and not reduce_kernel(M, Lm, starts, nb, Gk, Lg, rk, Z, p, U, bias, x_p, UZ, Mr, Lr, Zp, f_star,
-                                  offset, q, np.empty(m), np.empty(k), np.empty(k)):
+                                  offset, q, np.empty(m), np.empty(k)):
         status = 2
     return status, kept, order, p, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q
 
@@ -411,13 +421,13 @@ def chol_factor(A, L):
 
 
 @jit
-def reduce_kernel(M, Lm, starts, nb, Gk, Lg, r, Z, p, U, bias, x_p, UZ, Mr, Lr, Zp, f_star, offset, q, wm, wk, wk2):
+def reduce_kernel(M, Lm, starts, nb, Gk, Lg, r, Z, p, U, bias, x_p, UZ, Mr, Lr, Zp, f_star, offset, q, wm, wk):
     """drumwright eq. 56-57 in the coordinates x = x_p + Z u of null(G) (Z from :func:`nullspace_kernel`).
 
     x_p = M^-1 Gk' (Gk M^-1 Gk')^-1 r (zero when r = 0; Lg the FIND-INDICES factor), U Z, the reduced
     mass Z' M Z (symmetrised; M block diagonal by :func:`mass_factor`'s blocks), its Cholesky factor
     Lr, Z' p, f_star = (Z' M Z)^-1 Z' p, offset = U x_p + bias and q = U Z f_star + offset.
-    Work: wm (m,), wk, wk2 (k,). Returns False when Z' M Z is not positive definite."""
+    Work: wm (m,), wk (k,). Returns False when Z' M Z is not positive definite."""
     m = M.shape[0]
     k = Gk.shape[0]
     d = Z.shape[1]

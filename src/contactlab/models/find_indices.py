@@ -318,7 +318,7 @@ def reduce_equalities(M, p, U, sets: IndexSets, rhs_of_row, bias, cfm: float = 0
     x_p, UZ, Mr, Lr = np.empty(m), np.empty((n, d)), np.empty((d, d)), np.empty((d, d))
     Zp, f_star, offset, q = np.empty(d), np.empty(d), np.empty(n), np.empty(n)
     if not K.reduce_kernel(M, cf.L, cf.starts, cf.nb, np.ascontiguousarray(sets.G), sets.L, r, Z, p, U, bias,
-                           x_p, UZ, Mr, Lr, Zp, f_star, offset, q, np.empty(m), np.empty(k), np.empty(k)):
+                           x_p, UZ, Mr, Lr, Zp, f_star, offset, q, np.empty(m), np.empty(k)):
         raise ModelError(_NOT_SPD)
     return _reduced(sets, cf, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q, cfm, p, U)
 
