@@ -21,7 +21,8 @@ from .certificates import check_farkas
 from ..solution import Solution, Status
 from .registry import check_common, dense_matrix_for, register
 
-#: pivots between re-factorisations of the reduced basis inverse (kernels/lemke.py)
+#: pivots between drift checks of the reduced basis inverse, refactorised when it drifted
+#: (kernels/lemke.py REFACTOR_DRIFT)
 REFACTOR_EVERY = 64
 #: empty: the reduced kernel's covering vector "all ones" (kernels/lemke.py lemke_reduced_run),
 #: also the placeholder w of a Solution (solve() computes w)
