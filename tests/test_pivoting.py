@@ -294,3 +294,61 @@ def test_lemke_pivot_tolerance_retry_on_an_ill_conditioned_grasp_lcp():
     act = np.flatnonzero(z > 1e-12 * z.max())
     zA = np.linalg.solve(M[np.ix_(act, act)], -q[act])
     assert zA.min() >= 0 and np.allclose(zA, z[act], rtol=1e-6, atol=1e-12 * z.max())
+
+
+def test_reduced_kernel_matvec_and_drift_probe():
+    """kernels/lemke.py leaf helpers against numpy: _matvec (four rows at a time) is A x, and the
+    O(k^2) drift probe that decides a refactorisation reads ~eps on an exact inverse and basic
+    solution, and sees an error planted in either."""
+    from contactlab.kernels import lemke as K
+    rng = np.random.default_rng(0)
+    for k in (1, 3, 4, 5, 8, 11):
+        A = rng.standard_normal((k + 2, k + 2))
+        x = rng.standard_normal(k + 1)
+        y = np.zeros(k + 1)
+        K._matvec(A, x, y, k)
+        np.testing.assert_allclose(y[:k], A[:k, :k] @ x[:k], rtol=1e-13, atol=1e-13)
+    # a reduced basis of an n = 6 LCP: equations (rows of W) 0, 2, 5; unknowns z_1, z_4, z0
+    n = 6
+    M = gen.random_p_matrix(n, rng).dense_M()
+    d = np.ones(n)
+    q = rng.standard_normal(n)
+    MTd = np.ascontiguousarray(np.vstack([M.T, d]))          # [M d]'
+    eq_rows = np.array([0, 2, 5, 0], dtype=np.int64)
+    unk = np.array([n + 1, n + 4, 2 * n, 0], dtype=np.int64)
+    k = 3
+    Ablk = np.column_stack([M[[0, 2, 5], 1], M[[0, 2, 5], 4], d[[0, 2, 5]]])
+    Ainv = np.zeros((n + 1, n + 1))
+    Ainv[:k, :k] = np.linalg.inv(Ablk)
+    x = np.zeros(n + 1)
+    x[:k] = -Ainv[:k, :k] @ q[[0, 2, 5]]
+    v, u = np.empty(n + 1), np.empty(n + 1)
+    assert K._basis_drift(n, k, MTd, q, eq_rows, unk, Ainv, x, v, u) < 1e-12
+    bad = Ainv.copy()
+    bad[1, 2] += 1e-6
+    assert K._basis_drift(n, k, MTd, q, eq_rows, unk, bad, x, v, u) > K.REFACTOR_DRIFT
+    xb = x.copy()
+    xb[0] += 1e-6 * (1 + abs(x[0]))
+    assert K._basis_drift(n, k, MTd, q, eq_rows, unk, Ainv, xb, v, u) > K.REFACTOR_DRIFT
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reduced_kernel_answers_do_not_depend_on_checkpoints_or_covering_form(seed):
+    """The refactorisation checkpoint (every pivot, every 64, never) changes no status and no answer
+    beyond rounding on P-matrix problems (unique solution: checked against the full tableau), and an
+    empty covering vector is exactly the all-ones one."""
+    from contactlab.kernels import lemke as K
+    from contactlab.kernels.tolerances import LEMKE_PIVOT, NORMWISE_FLOOR
+    rng = np.random.default_rng(seed)
+    for problem in (gen.random_p_matrix(40, rng), gen.random_spd(60, rng, cond=1e6), gen.murty(9)):
+        M, q, n = np.ascontiguousarray(problem.dense_M()), problem.q, problem.n
+        s = float(np.abs(M).max())
+        ref = cl.solve(problem, method="lemke", basis="tableau", regularize=False)
+        assert ref.success
+        runs = [K.lemke_reduced_run(M, q, s, np.ones(n), 50 * n + 1000, every, LEMKE_PIVOT, NORMWISE_FLOOR)
+                for every in (1, 64, 10**9)]
+        for code, pivots, z, _, residual in runs:
+            assert code == K.SOLVED and pivots == ref.pivots and residual < 1e-12
+            np.testing.assert_allclose(z, ref.z, atol=1e-9 * max(1.0, np.abs(ref.z).max()))
+        empty = K.lemke_reduced_run(M, q, s, np.empty(0), 50 * n + 1000, 64, LEMKE_PIVOT, NORMWISE_FLOOR)
+        assert empty[:2] == runs[1][:2] and np.array_equal(empty[2], runs[1][2])
