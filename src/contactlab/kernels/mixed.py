@@ -16,13 +16,20 @@ def _abs_row(M, i, v, k):
 
 
 @jit
-def mixed_row_terms(A, C, D, B, g, h, x, z, floor, t):
+def mixed_row_terms(A, C, D, B, g, h, x, z, floor_factor, t):
     """The term sizes of the relative residuals (problems/mixed.py ``relative_residuals``) in one
-    pass: t_i = |D||x| + |B||z| + |h| (written) for the w rows, and for the equality rows
-    e = A x + C z + g against te = max(|A||x| + |C||z| + |g|, floor). Returns
-    (max_i |e_i| / te_i (0 where te_i = 0), max_i |e_i|); inf for a non-finite e_i."""
+    pass: the data's size s = max(max|h|, max|g|), t_i = |D||x| + |B||z| + |h| (written) for the
+    w rows, and for the equality rows e = A x + C z + g against
+    te = max(|A||x| + |C||z| + |g|, floor_factor * s). Returns
+    (max_i |e_i| / te_i (0 where te_i = 0), max_i |e_i|, s); inf for a non-finite e_i."""
     p = g.shape[0]
     n = h.shape[0]
+    size = 0.0
+    for i in range(p):
+        size = max(size, abs(g[i]))
+    for i in range(n):
+        size = max(size, abs(h[i]))
+    floor = floor_factor * size
     eq = 0.0
     eabs = 0.0
     for i in range(p):
@@ -32,7 +39,7 @@ def mixed_row_terms(A, C, D, B, g, h, x, z, floor, t):
         for j in range(n):
             s += C[i, j] * z[j]
         if not np.isfinite(s):
-            return np.inf, np.inf
+            return np.inf, np.inf, size
         e = abs(s)
         te = max(abs(g[i]) + _abs_row(A, i, x, p) + _abs_row(C, i, z, n), floor)
         if e > eabs:
@@ -41,7 +48,7 @@ def mixed_row_terms(A, C, D, B, g, h, x, z, floor, t):
             eq = e / te
     for i in range(n):
         t[i] = abs(h[i]) + _abs_row(D, i, x, p) + _abs_row(B, i, z, n)
-    return eq, eabs
+    return eq, eabs, size
 
 
 @jit

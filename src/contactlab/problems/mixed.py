@@ -188,14 +188,14 @@ class MixedLCP(Problem):
         relative to its own terms |A||x| + |C||y| + |g| (at least NORMWISE_FLOOR times the data's size).
         Dense B: the term sizes and the equality rows in one compiled pass (kernels/mixed.py)."""
         x = self.recover_x(z) if x is None else x
-        size = self._size()
         w = self.w(z, x) if w is None else w
         if isinstance(self.B, np.ndarray):
             t = np.empty(self.n)
             f = np.float64
-            eq, _ = mixed_row_terms(self.A, self.C, self.D, self.B, self.g, self.h, np.ascontiguousarray(x, dtype=f),
-                                    np.ascontiguousarray(z, dtype=f), NORMWISE_FLOOR * size, t)
+            eq, _, size = mixed_row_terms(self.A, self.C, self.D, self.B, self.g, self.h, np.ascontiguousarray(x, dtype=f),
+                                          np.ascontiguousarray(z, dtype=f), NORMWISE_FLOOR, t)
         else:
+            size = self._size()
             ax, az = np.abs(x), np.abs(z)
             te = np.abs(self.A) @ ax + np.abs(self.C) @ az + np.abs(self.g)
             t = np.abs(self.D) @ ax + matvec(abs(self.B), az) + np.abs(self.h)
