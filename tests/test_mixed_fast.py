@@ -312,3 +312,26 @@ def test_systems_without_contacts_build_the_former_lcp(shape):
     x = sol.x if sol.x is not None else np.zeros(0)
     v_old = v0_old + sys.Minv @ (H_old.T @ sol.z + (sys.J.T @ x if nj else 0.0))
     assert _rel(v_old, st.recover(sys, new, sol).v_next) <= 1e-10
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 4, 0), (2, 1, 6, 2), (1, 0, 4, 1), (0, 0, 4, 0), (3, 5, 8, 3)])
+def test_pyramid_coupling_is_the_former_k(shape):
+    """kernels/mixed.py pyramid_coupling equals the former sparse K (COO entries plus diags(cfm))."""
+    from contactlab.kernels.mixed import pyramid_coupling
+    nl, nc, d, nm = shape
+    rng = np.random.default_rng(nc + d)
+    mu = rng.uniform(0.1, 2.0, nc)
+    o_cn, o_b = nl, nl + nc
+    o_lam = o_b + nc * d
+    o_u = o_lam + nc
+    o_s = o_u + nm
+    ny = o_s + nm
+    ci, bi = np.repeat(np.arange(nc), d), np.arange(nc * d)
+    rows = np.concatenate([o_b + bi, o_lam + ci, o_lam + np.arange(nc), o_u + np.arange(nm), o_s + np.arange(nm)])
+    cols = np.concatenate([o_lam + ci, o_b + bi, o_cn + np.arange(nc), o_s + np.arange(nm), o_u + np.arange(nm)])
+    vals = np.concatenate([np.ones(nc * d), -np.ones(nc * d), mu, np.ones(nm), -np.ones(nm)])
+    for cfm in (0.0, 1e-6):
+        dg = np.zeros(ny)
+        dg[o_cn:o_u] = cfm
+        K = (sp.csr_matrix((vals, (rows, cols)), shape=(ny, ny)) + sp.diags(dg)).toarray()
+        np.testing.assert_array_equal(pyramid_coupling(nl, nc, d, nm, mu, cfm), K)

@@ -69,3 +69,30 @@ def symmetric_row_norm(A, C):
         if s > best:
             best = s
     return sym, np.sqrt(best)
+
+
+@jit
+def pyramid_coupling(nl, nc, d, nm, mu, cfm):
+    """The constant block K of the Stewart-Trinkle LCP (models/stewart_trinkle.py; arechavaleta
+    eq. 8-9, drumwright §III-C) for y = [c_l (nl), c_n (nc), beta (nc d), lambda (nc), u (nm), s (nm)]:
+    +1 at (beta_ik, lambda_i) (D v+ + E lambda), -1 at (lambda_i, beta_ik) and mu_i at
+    (lambda_i, c_n,i) (mu c_n - E' beta), +1 at (u_j, s_j) and -1 at (s_j, u_j) (the motor box), and
+    ``cfm`` on the diagonal of the contact rows (normal, friction, lambda)."""
+    o_cn = nl
+    o_b = o_cn + nc
+    o_lam = o_b + nc * d
+    o_u = o_lam + nc
+    o_s = o_u + nm
+    ny = o_s + nm
+    K = np.zeros((ny, ny))
+    for i in range(nc):
+        for k in range(d):
+            K[o_b + i * d + k, o_lam + i] = 1.0
+            K[o_lam + i, o_b + i * d + k] = -1.0
+        K[o_lam + i, o_cn + i] = mu[i]
+    for j in range(nm):
+        K[o_u + j, o_s + j] = 1.0
+        K[o_s + j, o_u + j] = -1.0
+    for r in range(o_cn, o_u):
+        K[r, r] += cfm
+    return K

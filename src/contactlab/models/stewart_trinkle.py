@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..kernels.mixed import pyramid_coupling
 from ..mechanics.system import csr_of, rows_times, rows_transpose_times
 from .common import StepResult, contact_modes, mixed_problem, mixed_recover, pyramid_to_tangent, stacked_rows
 
@@ -40,10 +41,10 @@ def _zero_rows(k: int, ndof: int) -> sp.csr_matrix:
     return csr_of(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(k + 1, dtype=np.int64), (k, ndof))
 
 
-def _parts(sys):
-    """H = [L; N; D; 0; A; 0] and [J; H] (canonical CSR, one concatenation), K (dense, with the contact rows'
-    cfm on its diagonal added by :func:`build`), c, v0 and the offsets (:func:`build` keeps H, v0 and
-    the offsets on its problem for :func:`recover`)."""
+def _parts(sys, cfm: float = 0.0):
+    """H = [L; N; D; 0; A; 0] and [J; H] (canonical CSR, one concatenation), K (dense, compiled:
+    kernels/mixed.py ``pyramid_coupling``, ``cfm`` on the contact rows' diagonal), c, v0 and the
+    offsets (:func:`build` keeps H, v0 and the offsets on its problem for :func:`recover`)."""
     nc, d, nl, nm = sys.nc, sys.d, sys.nl, sys.nm
     ndof = sys.ndof
     H, R = stacked_rows(sys, [sys.L, sys.N, sys.D, _zero_rows(nc, ndof), sys.A, _zero_rows(nm, ndof)])
@@ -52,15 +53,7 @@ def _parts(sys):
     o_lam = o_b + nc * d
     o_u = o_lam + nc
     o_s = o_u + nm
-    ny = o_s + nm
-    K = np.zeros((ny, ny))
-    ci = np.repeat(np.arange(nc), d)
-    bi = np.arange(nc * d)
-    K[o_b + bi, o_lam + ci] = 1.0            # D v+ + E lambda               (eq. 8)
-    K[o_lam + ci, o_b + bi] = -1.0           # mu c_n - E' beta               (eq. 9)
-    K[o_lam + np.arange(nc), o_cn + np.arange(nc)] = sys.mu
-    K[o_u + np.arange(nm), o_s + np.arange(nm)] = 1.0
-    K[o_s + np.arange(nm), o_u + np.arange(nm)] = -1.0
+    K = pyramid_coupling(nl, nc, d, nm, np.ascontiguousarray(sys.mu, dtype=np.float64), float(cfm))
     c = np.concatenate([sys.l_bias, sys.n_bias, np.zeros(nc * d + nc), -sys.a_target, 2.0 * sys.a_max])
     v0 = sys.v_free()
     if nm:
@@ -71,12 +64,8 @@ def _parts(sys):
 def build(sys, options: Options | None = None):
     """The MixedLCP (joints) or LCP (no joints) of eq. (13)-(15); rows grouped by type."""
     options = options or Options()
-    H, K, c, v0, off, R = _parts(sys)
-    cfm = sys.cfm + options.cfm
-    if cfm and sys.nc:
-        K = K.copy()
-        i = np.arange(off[0], off[3])
-        K[i, i] += cfm              # contact rows only (normal, friction, lambda): joints, limits, motors stay exact
+    # cfm on the contact rows only (normal, friction, lambda): joints, limits, motors stay exact
+    H, K, c, v0, off, R = _parts(sys, sys.cfm + options.cfm)
     prob = mixed_problem(sys, H, K, c, v0, stacked=R)
     prob.row_groups = {"limit": slice(0, off[0]), "normal": slice(off[0], off[1]), "friction": slice(off[1], off[2]),
                        "lambda": slice(off[2], off[3]), "motor": slice(off[3], off[4]),
