@@ -289,3 +289,18 @@ def test_rows_times_equals_scipy():
     x = rng.normal(size=31)
     assert np.allclose(rows_times(H, x), H @ x, rtol=1e-14, atol=1e-14)
     assert np.allclose(rows_times(H.toarray(), x), H @ x, rtol=1e-14, atol=1e-14)
+
+
+def test_pyramid_rows_are_the_rotated_tangents():
+    """D's row i d + k equals cos(2 pi k / d) S_i + sin(2 pi k / d) T_i, row by row."""
+    import scipy.sparse as sp
+    from contactlab.mechanics.system import pyramid_rows
+    rng = np.random.default_rng(9)
+    S = sp.random(6, 24, density=0.3, format="csr", random_state=2)
+    T = sp.csr_matrix((rng.normal(size=S.nnz), S.indices, S.indptr), shape=S.shape)
+    for d in (3, 4, 8):
+        D = pyramid_rows(S, T, d).toarray()
+        for i in range(6):
+            for k in range(d):
+                a = 2 * np.pi * k / d
+                assert np.allclose(D[i * d + k], np.cos(a) * S[i].toarray() + np.sin(a) * T[i].toarray(), atol=1e-15)

@@ -137,6 +137,29 @@ def body_blocks(R, mass, inertia):
 
 
 @jit
+def pyramid_csr(indptr, indices, s_data, t_data, d):
+    """CSR of the friction-pyramid rows D (contact-major: row i d + k = cos(2 pi k / d) S_i +
+    sin(2 pi k / d) T_i) for S and T sharing one pattern (indptr, indices)."""
+    k = indptr.size - 1
+    nnz = indptr[k]
+    data = np.empty(d * nnz)
+    ix = np.empty(d * nnz, dtype=indices.dtype)
+    ip = np.empty(k * d + 1, dtype=indptr.dtype)
+    ip[0] = 0
+    c = np.cos(2.0 * np.pi * np.arange(d) / d)
+    sn = np.sin(2.0 * np.pi * np.arange(d) / d)
+    p = 0
+    for r in range(k):
+        for j in range(d):
+            for q in range(indptr[r], indptr[r + 1]):
+                data[p] = c[j] * s_data[q] + sn[j] * t_data[q]
+                ix[p] = indices[q]
+                p += 1
+            ip[r * d + j + 1] = p
+    return data, ix, ip
+
+
+@jit
 def rows_times(indptr, indices, data, x):
     """H x for H in CSR."""
     n = indptr.size - 1

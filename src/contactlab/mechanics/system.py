@@ -326,17 +326,8 @@ def contact_frame_rows(model: Model, data: Data, contacts):
 
 def pyramid_rows(S: sp.csr_matrix, T: sp.csr_matrix, d: int) -> sp.csr_matrix:
     """D, contact-major: row i*d + k = cos(2 pi k/d) S_i + sin(2 pi k/d) T_i (S and T share their
-    sparsity pattern: the same bodies per contact)."""
-    ang = 2.0 * np.pi * np.arange(d) / d
-    nnz = np.diff(S.indptr)
-    rep_rows = np.repeat(np.arange(S.shape[0]), d)
-    starts = S.indptr[rep_rows]
-    lens = nnz[rep_rows]
-    idx = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(lens.sum())
-    k = np.repeat(np.tile(np.arange(d), S.shape[0]), lens)
-    data = np.cos(ang)[k] * S.data[idx] + np.sin(ang)[k] * T.data[idx]
-    indptr = np.concatenate([[0], np.cumsum(lens)])
-    return csr_of(data, S.indices[idx], indptr.astype(S.indices.dtype), (S.shape[0] * d, S.shape[1]))
+    sparsity pattern: the same bodies per contact; one compiled pass, mechanics/kernels.py pyramid_csr)."""
+    return csr_of(*_K.pyramid_csr(S.indptr, S.indices, S.data, T.data, int(d)), (S.shape[0] * d, S.shape[1]))
 
 
 def normal_bias(phi: np.ndarray, h: float, zeta: float, slop: float) -> np.ndarray:
