@@ -146,6 +146,33 @@ def abs_terms(M, q, z, t):
 
 
 @jit
+def lcp_relative_kernel(z, w, q, t, size):
+    """problems/residual.py lcp_relative in one pass: lcp_residual_kernel on z in units of max|z| (0
+    when z = 0) and w_i in units of max(t_i, NORMWISE_FLOOR size) (size = max|q| when negative);
+    (inf, inf, inf) for non-finite z or w."""
+    n = z.size
+    if n == 0:
+        return 0.0, 0.0, 0.0
+    zs = 0.0
+    qs = 0.0
+    for i in range(n):
+        if not (np.isfinite(z[i]) and np.isfinite(w[i])):
+            return np.inf, np.inf, np.inf
+        zs = max(zs, abs(z[i]))
+        qs = max(qs, abs(q[i]))
+    if size < 0.0:
+        size = qs
+    floor = NORMWISE_FLOOR * size
+    zr = np.empty(n)
+    wr = np.empty(n)
+    for i in range(n):
+        zr[i] = z[i] / zs if zs > 0.0 else 0.0
+        u = t[i] if t[i] > floor else floor
+        wr[i] = w[i] / u if u > 0.0 else 0.0
+    return lcp_residual_kernel(zr, wr)
+
+
+@jit
 def box_relative_kernel(z, w, lo, hi, q, t, size, work):
     """problems/residual.py box_relative in one pass: box_residual_kernel on z, lo, hi in units of
     max|z| (of the largest finite bound when z = 0, else 1) and w_i in units of max(t_i, NORMWISE_FLOOR

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.residual import box_relative_kernel, box_residual_kernel, lcp_residual_kernel
+from ..kernels.residual import box_relative_kernel, box_residual_kernel, lcp_relative_kernel, lcp_residual_kernel
 from ..kernels.tolerances import NORMWISE_FLOOR
 
 
@@ -45,10 +45,6 @@ def box_residuals(z: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray) 
                                           np.ascontiguousarray(lo, dtype=f), np.ascontiguousarray(hi, dtype=f)))
 
 
-def _inf(v) -> float:
-    return float(np.max(np.abs(v))) if np.size(v) else 0.0
-
-
 def row_terms(M, z: np.ndarray, q: np.ndarray) -> np.ndarray:
     """t_i = |q_i| + sum_j |M_ij| |z_j|: the size of the terms summed into w_i = (M z + q)_i, the
     unit of w_i in the relative residuals (only the columns of nonzero z are read)."""
@@ -61,17 +57,6 @@ def row_terms(M, z: np.ndarray, q: np.ndarray) -> np.ndarray:
         else:
             t += np.abs(M[:, S]) @ np.abs(z[S])
     return t
-
-
-def _units(w: np.ndarray, t: np.ndarray, size: float) -> np.ndarray:
-    """w_i / max(t_i, NORMWISE_FLOOR size) (0 where that is 0: then w_i is exactly 0)."""
-    t = np.maximum(t, NORMWISE_FLOOR * size)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(t > 0, w / np.where(t > 0, t, 1.0), 0.0)
-
-
-def _size(q, size):
-    return float(np.max(np.abs(q), initial=0.0)) if size is None else float(size)
 
 
 def _terms(q, w, t):
@@ -95,17 +80,12 @@ def lcp_relative(z: np.ndarray, w: np.ndarray, q: np.ndarray, t: np.ndarray | No
     natural <= tol means z solves a problem whose data differ from (M, q) by at most tol relative
     to their own entries (or that floor). Invariant under (M, q) -> (c M, c q)
     (and under z -> a z with M -> M / a): no absolute floor. With z = 0 only w = q counts."""
-    z = np.asarray(z, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
-    if not (np.all(np.isfinite(z)) and np.all(np.isfinite(w))):
-        return Residuals(np.inf, np.inf, np.inf)
-    if z.size == 0:
-        return Residuals(0.0, 0.0, 0.0)
-    zs = _inf(z)
-    zr = z / zs if zs > 0 else np.zeros_like(z)
-    wr = _units(w, _terms(q, w, t), _size(q, size))
-    nat, comp, inf = lcp_residual_kernel(np.ascontiguousarray(zr), np.ascontiguousarray(wr))
-    return Residuals(nat, comp, inf)
+    f = np.float64
+    z = np.ascontiguousarray(z, dtype=f)
+    w = np.ascontiguousarray(w, dtype=f)
+    t = np.ascontiguousarray(_terms(q, w, t), dtype=f)
+    return Residuals(*lcp_relative_kernel(z, w, np.ascontiguousarray(q, dtype=f), t,
+                                          -1.0 if size is None else float(size)))
 
 
 def box_relative(z: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: np.ndarray,
