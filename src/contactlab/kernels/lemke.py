@@ -583,24 +583,21 @@ def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x,
 @jit
 def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor):
     """One compiled call for a small dense LCP: scale (M, q) = (M0, q0) / s, allocate the work
-    arrays of :func:`lemke_reduced_kernel`, run it, and certify the answer on the scaled problem
-    (kernels/residual.py ``lcp_certify_dense`` with floor_factor). An empty covering vector d means
-    all ones.
+    arrays of :func:`lemke_reduced_kernel`, run it, and certify the answer (kernels/residual.py
+    ``lcp_certify_dense`` with floor_factor: the scale-free residual, computed on (M0, q0)). An empty
+    covering vector d means all ones.
 
     Per-call cost matters here: the grasp and contact LCPs of the papers have 10-70 variables, where
     allocating the work arrays and computing the residual from Python cost more than the pivots.
     Returns (status, pivots, z, ray, relative residual); the scaled problem is (M0 / s, q0 / s).
     """
     n = q0.shape[0]
-    M = np.empty((n, n))
-    MTd = np.empty((n + 1, n))
+    MTd = np.empty((n + 1, n))   # the only n x n copy: a second one costs page faults at n ~ 1000
     q = np.empty(n)
     for i in range(n):
         q[i] = q0[i] / s
         for j in range(n):
-            v = M0[i, j] / s
-            M[i, j] = v
-            MTd[j, i] = v
+            MTd[j, i] = M0[i, j] / s
     for i in range(n):
         MTd[n, i] = d[i] if d.shape[0] else 1.0
     Ainv = np.empty((n + 1, n + 1))
@@ -613,5 +610,5 @@ def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor
     cand = np.empty(2 * n + 2, np.int64)
     code, pivots = lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos,
                                         unk, unk_pos, dx, dwv, cand, ratio, tmp, work2, ray, z)
-    r = lcp_certify_dense(M, q, z, dwv, wv, floor_factor)
+    r = lcp_certify_dense(M0, q0, z, dwv, wv, floor_factor)   # scale-free: the same on (M0, q0) / s
     return code, pivots, z, ray, max(r[3], r[5])
