@@ -5,6 +5,7 @@ for ppm."""
 import numpy as np
 
 from ._jit import jit
+from .dense import chol_solve
 from .tolerances import EPS
 
 #: :func:`clear_full_row_rank` answers True only when the smallest singular value of N exceeds the
@@ -24,16 +25,7 @@ def factored_w_terms(N, L, f_star, offset, cfm, z, w, t, with_w):
         if zi != 0.0:
             for c in range(m):
                 s[c] += N[i, c] * zi
-    for i in range(m):
-        v = s[i]
-        for j in range(i):
-            v -= L[i, j] * s[j]
-        s[i] = v / L[i, i]
-    for i in range(m - 1, -1, -1):
-        v = s[i]
-        for j in range(i + 1, m):
-            v -= L[j, i] * s[j]
-        s[i] = v / L[i, i]
+    chol_solve(L, m, s, s)              # in place: row i reads b_i before writing x_i
     for i in range(n):
         wi = 0.0
         ti = 0.0
@@ -92,17 +84,11 @@ def clear_full_row_rank(N):
     # ||A^-1||_F^2, column by column of A^-1 = L^-T L^-1
     fro2 = 0.0
     x = np.empty(n)
+    unit = np.zeros(n)
     for e in range(n):
-        for i in range(n):
-            v = 1.0 if i == e else 0.0
-            for k in range(i):
-                v -= Lc[i, k] * x[k]
-            x[i] = v / Lc[i, i]
-        for i in range(n - 1, -1, -1):
-            v = x[i]
-            for k in range(i + 1, n):
-                v -= Lc[k, i] * x[k]
-            x[i] = v / Lc[i, i]
+        unit[e] = 1.0
+        chol_solve(Lc, n, unit, x)
+        unit[e] = 0.0
         for i in range(n):
             fro2 += x[i] * x[i]
     return np.sqrt(fro2) * nf2 * max(n, m) * EPS * CLEAR_RANK_MARGIN <= 1.0

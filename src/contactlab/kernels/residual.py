@@ -146,6 +146,19 @@ def abs_terms(M, q, z, t):
 
 
 @jit
+def _sizes(z, w, q):
+    """(z and w finite, max|z|, max|q|): the units of the relative residuals."""
+    zs = 0.0
+    qs = 0.0
+    for i in range(z.size):
+        if not (np.isfinite(z[i]) and np.isfinite(w[i])):
+            return False, 0.0, 0.0
+        zs = max(zs, abs(z[i]))
+        qs = max(qs, abs(q[i]))
+    return True, zs, qs
+
+
+@jit
 def lcp_relative_kernel(z, w, q, t, size):
     """problems/residual.py lcp_relative in one pass: lcp_residual_kernel on z in units of max|z| (0
     when z = 0) and w_i in units of max(t_i, NORMWISE_FLOOR size) (size = max|q| when negative);
@@ -153,13 +166,9 @@ def lcp_relative_kernel(z, w, q, t, size):
     n = z.size
     if n == 0:
         return 0.0, 0.0, 0.0
-    zs = 0.0
-    qs = 0.0
-    for i in range(n):
-        if not (np.isfinite(z[i]) and np.isfinite(w[i])):
-            return np.inf, np.inf, np.inf
-        zs = max(zs, abs(z[i]))
-        qs = max(qs, abs(q[i]))
+    finite, zs, qs = _sizes(z, w, q)
+    if not finite:
+        return np.inf, np.inf, np.inf
     if size < 0.0:
         size = qs
     floor = NORMWISE_FLOOR * size
@@ -180,13 +189,9 @@ def box_relative_kernel(z, w, lo, hi, q, t, size, work):
     n = z.size
     if n == 0:
         return 0.0, 0.0, 0.0
-    zs = 0.0
-    qs = 0.0
-    for i in range(n):
-        if not (np.isfinite(z[i]) and np.isfinite(w[i])):
-            return np.inf, np.inf, np.inf
-        zs = max(zs, abs(z[i]))
-        qs = max(qs, abs(q[i]))
+    finite, zs, qs = _sizes(z, w, q)
+    if not finite:
+        return np.inf, np.inf, np.inf
     if size < 0.0:
         size = qs
     if zs == 0.0:

@@ -250,24 +250,30 @@ def tangent_basis_kernel(n):
 
 
 @jit
+def _exp_rotate(rx, ry, rz, bw, bx, by, bz):
+    """exp(r) * (bw, bx, by, bz) for the rotation vector r, normalised (the series 1/2 - th^2/48 of
+    sin(th/2)/th below th = 1e-12): the one orientation update of a step."""
+    th = np.sqrt(rx * rx + ry * ry + rz * rz)
+    half = 0.5 * th
+    s = np.sin(half) / th if th > 1e-12 else 0.5 - th * th / 48.0
+    aw, ax, ay, az = np.cos(half), s * rx, s * ry, s * rz
+    w = aw * bw - ax * bx - ay * by - az * bz
+    x = aw * bx + ax * bw + ay * bz - az * by
+    y = aw * by - ax * bz + ay * bw + az * bx
+    z = aw * bz + ax * by - ay * bx + az * bw
+    nrm = np.sqrt(w * w + x * x + y * y + z * z)
+    return w / nrm, x / nrm, y / nrm, z / nrm
+
+
+@jit
 def integrate_quat_kernel(q, omega, h):
     """q(t+h) = exp(h omega) q(t), normalised, for (k, 4) quaternions and world-frame (k, 3) omega
-    (rotation.integrate_quat, compiled; the series 1/2 - th^2/48 below th = 1e-12)."""
+    (rotation.integrate_quat, compiled)."""
     k = q.shape[0]
     out = np.empty((k, 4))
     for i in range(k):
-        rx, ry, rz = h * omega[i, 0], h * omega[i, 1], h * omega[i, 2]
-        th = np.sqrt(rx * rx + ry * ry + rz * rz)
-        half = 0.5 * th
-        s = np.sin(half) / th if th > 1e-12 else 0.5 - th * th / 48.0
-        aw, ax, ay, az = np.cos(half), s * rx, s * ry, s * rz
-        bw, bx, by, bz = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
-        w = aw * bw - ax * bx - ay * by - az * bz
-        x = aw * bx + ax * bw + ay * bz - az * by
-        y = aw * by - ax * bz + ay * bw + az * bx
-        z = aw * bz + ax * by - ay * bx + az * bw
-        nrm = np.sqrt(w * w + x * x + y * y + z * z)
-        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = w / nrm, x / nrm, y / nrm, z / nrm
+        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = _exp_rotate(h * omega[i, 0], h * omega[i, 1], h * omega[i, 2],
+                                                                 q[i, 0], q[i, 1], q[i, 2], q[i, 3])
     return out
 
 
@@ -291,7 +297,7 @@ def velocity_vector(dof_start, lin, ang):
 @jit
 def advance_state(dof_start, v_next, lin, ang, pos, quat, h):
     """Semi-implicit Euler for every body with dofs: (v, omega) from v_next, x += h v, q <- exp(h omega) q
-    normalised (the formula of :func:`integrate_quat_kernel`), in place."""
+    normalised (:func:`_exp_rotate`), in place."""
     for b in range(dof_start.size):
         s = dof_start[b]
         if s < 0:
@@ -300,18 +306,8 @@ def advance_state(dof_start, v_next, lin, ang, pos, quat, h):
             lin[b, i] = v_next[s + i]
             ang[b, i] = v_next[s + 3 + i]
             pos[b, i] += h * lin[b, i]
-        rx, ry, rz = h * ang[b, 0], h * ang[b, 1], h * ang[b, 2]
-        th = np.sqrt(rx * rx + ry * ry + rz * rz)
-        half = 0.5 * th
-        sc = np.sin(half) / th if th > 1e-12 else 0.5 - th * th / 48.0
-        aw, ax, ay, az = np.cos(half), sc * rx, sc * ry, sc * rz
-        bw, bx, by, bz = quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3]
-        w = aw * bw - ax * bx - ay * by - az * bz
-        x = aw * bx + ax * bw + ay * bz - az * by
-        y = aw * by - ax * bz + ay * bw + az * bx
-        z = aw * bz + ax * by - ay * bx + az * bw
-        nrm = np.sqrt(w * w + x * x + y * y + z * z)
-        quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3] = w / nrm, x / nrm, y / nrm, z / nrm
+        quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3] = _exp_rotate(h * ang[b, 0], h * ang[b, 1], h * ang[b, 2],
+                                                                     quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3])
 
 
 @jit
