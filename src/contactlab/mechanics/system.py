@@ -211,7 +211,10 @@ def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
     dv = H.data.astype(np.float64, copy=False)
     if dense:
         return _K.delassus_dense(ip, ix, dv, sys.W_blocks, n, diag)
-    return csr_of(*_K.delassus_csr(ip, ix, dv, sys.W_blocks, n, diag), (n, n))   # canonical by construction
+    data, indices, indptr = _K.delassus_csr(ip, ix, dv, sys.W_blocks, n, diag)     # canonical by construction
+    if indptr[-1] < 2 ** 31:      # int32 indices, as scipy's constructor picks: SuperLU and slicing are faster
+        indices, indptr = indices.astype(np.int32), indptr.astype(np.int32)
+    return csr_of(data, indices, indptr, (n, n))
 
 
 def joint_torque_forces(model: Model, data: Data) -> np.ndarray:
