@@ -64,7 +64,13 @@ def test_sigint_keeps_a_valid_partial_file(tmp_path):
     t0 = time.time()
     while not any(f.endswith(".partial") for f in os.listdir(tmp_path)) and time.time() - t0 < 60:
         time.sleep(0.2)
-    time.sleep(2.0)                                          # some chunks written
+    # some chunks written: the partial file grows past its empty datasets (with a cold numba cache the
+    # first steps compile for many seconds, so a fixed wait could interrupt before the first chunk)
+    partial = tmp_path / next(f for f in os.listdir(tmp_path) if f.endswith(".partial"))
+    size0 = partial.stat().st_size
+    while partial.exists() and partial.stat().st_size <= size0 and time.time() - t0 < 300:
+        time.sleep(0.2)
+    time.sleep(1.0)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, (p.returncode, err)
