@@ -87,8 +87,13 @@ class ConstraintSystem:
         return self.A.shape[0]
 
     def v_free(self) -> np.ndarray:
-        """v + h M^-1 f: the next velocity without constraint impulses."""
-        return self.v + self.h * rows_times(self.Minv, self.f)
+        """v + h M^-1 f: the next velocity without constraint impulses (formed once per system: the
+        model's build, its recovery and the step's energy check all read it; a copy is returned)."""
+        key = (id(self.v), id(self.f), id(self.Minv), self.h)
+        cached = self.__dict__.get("_v_free")
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_v_free"] = (key, self.v + self.h * rows_times(self.Minv, self.f))
+        return cached[1].copy()
 
 
 _MAXPRINT = sp.csr_matrix((0, 1)).maxprint
