@@ -318,3 +318,61 @@ def test_box_friction_bounds_match_their_definition():
             assert fi is None and mu is None
             b = np.tile(sys.mu * np.where(np.isfinite(guess), guess, 0.25), 2)
             assert np.array_equal(hi[o_n + nc:], b) and np.array_equal(lo[o_n + nc:], -b)
+
+
+def test_islands_split_separate_stacks_and_give_the_whole_problems_answer():
+    """Three separate stacks (make_scene("stack", columns=3)) are three islands of the step's boxed LCP
+    (kernels/components.py against scipy's connected components on the same graph); solved island by
+    island every step certifies on the whole problem and the motion equals the whole solve's."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+    from contactlab.sim.islands import island_labels
+    scene = lambda: make_scene("stack", count=4, columns=3)
+    a = Simulator(scene(), "box-friction", "box-qp")
+    b = Simulator(scene(), "box-friction", "box-qp", islands=False)
+    for _ in range(30):
+        ra, rb = a.step(), b.step()
+        assert ra.success and rb.success
+        assert a.last_solution.info["islands"] == 3 and "islands" not in b.last_solution.info
+        assert sum(a.last_solution.info["island_sizes"]) == a.last_problem.n
+        assert a.last_solution.relative_residual <= 1e-6
+    assert np.allclose(a.data.position, b.data.position, atol=1e-9)
+    p = a.last_problem
+    count, labels = island_labels(p)
+    M = p.M if sp.issparse(p.M) else sp.csr_matrix(p.M)
+    rows = np.flatnonzero(p.findex >= 0)
+    G = (M != 0).astype(np.int8) + sp.csr_matrix((np.ones(rows.size), (rows, p.findex[rows])), shape=M.shape)
+    c_ref, l_ref = connected_components(G, directed=False)
+    assert count == c_ref == 3 and len(set(zip(labels, l_ref))) == 3
+    from contactlab.problems import BoxedLCP
+    sparse = BoxedLCP(sp.csr_matrix(p.M), p.q, p.lo, p.hi, p.findex, p.mu)
+    c_sp, l_sp = island_labels(sparse)
+    assert c_sp == 3 and np.array_equal(l_sp, labels)
+    single = Simulator(make_scene("stack", count=4), "box-friction", "box-qp")
+    single.step()
+    assert "islands" not in single.last_solution.info          # one island: the whole solve
+
+
+def test_component_kernels_match_scipy_on_random_graphs():
+    """kernels/components.py (row-scan search, union-find; dense and CSR) give scipy's connected
+    components on random symmetric and nonsymmetric patterns with findex links."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+    from contactlab.kernels.components import csr_components, dense_components
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        n = int(rng.integers(1, 40))
+        A = (rng.random((n, n)) < rng.uniform(0.01, 0.2)) * rng.normal(size=(n, n))
+        if trial % 2:
+            A = A + A.T
+        fi = np.full(n, -1)
+        for i in rng.integers(0, n, size=n // 4):
+            j = int(rng.integers(0, n))
+            if j != i:
+                fi[i] = j
+        rows = np.flatnonzero(fi >= 0)
+        G = sp.csr_matrix((A != 0).astype(int)) + sp.csr_matrix((np.ones(rows.size), (rows, fi[rows])), shape=(n, n))
+        c_ref, l_ref = connected_components(G, directed=False)
+        S = sp.csr_matrix(A)
+        for c, lab in (dense_components(A, fi), csr_components(S.indptr, S.indices, S.data, fi)):
+            assert c == c_ref and len(set(zip(l_ref, lab))) == c_ref

@@ -25,7 +25,9 @@ from ..mechanics.system import _packed, build_system, rows_times
 from ..models import get_model, make_options
 from ..models.built import problem_of
 from ..solvers import available_solvers, solve
+from ..problems import BoxedLCP
 from .fallback import _cap_option, certified, rescue, usable
+from .islands import solve_islands
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
 
@@ -121,13 +123,18 @@ class Simulator:
     (:mod:`contactlab.kernels.pgs_matrix_free`: the iterates of pgs on the assembled problem, the
     Delassus matrix never formed; ``last_problem`` is assembled only when read).
     None (default): certified mode.
+
+    ``islands`` (default True): a boxed-LCP step with a dense matrix whose rows form several
+    independent groups (separate stacks or piles: no shared moving body, no friction link) is solved
+    island by island and the assembled answer certified on the whole problem
+    (:mod:`contactlab.sim.islands`); False solves the whole problem at once.
     """
 
     def __init__(self, scene: Scene, model: str = "stewart-trinkle", method: str | None = None, *,
                  model_options: dict | None = None, solver_options: dict | None = None,
                  dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1,
                  fallback: bool = True, max_uncertified_residual: float = 1e-3, controllers=(),
-                 reuse: str | None = None, iterations: int | None = None):
+                 reuse: str | None = None, iterations: int | None = None, islands: bool = True):
         if dt is not None:
             if not dt > 0:
                 raise ModelError(f"dt must be > 0, got {dt}")
@@ -151,6 +158,7 @@ class Simulator:
             # the step is certified at 1e-6 x scale; sweeping on to the solver's default 1e-10 costs time only
             self.solver_options["tol"] = 1e-7
         spec = available_solvers().get(self.method)
+        self.islands = bool(islands)
         self.iterations = None
         if iterations is not None:
             from .fallback import _cap_option
@@ -294,7 +302,14 @@ class Simulator:
             if self.reuse is not None:      # the motionless set's sub-solution replaces the previous step's
                 self.reuse.prepare(built, contacts, kwargs)
             t0 = time.perf_counter()
-            sol = solve(problem, self.method, **kwargs)
+            sol = None
+            if self.islands and isinstance(problem, BoxedLCP) and self.reuse is None:
+                warm_z = kwargs.pop("warm_start", None)
+                sol = solve_islands(problem, self.method, solve, warm_start=warm_z, **kwargs)
+                if sol is None and warm_z is not None:
+                    kwargs["warm_start"] = warm_z
+            if sol is None:
+                sol = solve(problem, self.method, **kwargs)
         # success is the method's own certified success (issue 10): a non-success whose residual
         # happens to be small (a ray, a numerical failure, a sweep cap) is a rescue, not a success
         primary_ok = bool(sol.success)

@@ -1,0 +1,124 @@
+"""Connected components of a square matrix's coupling graph by union-find, compiled: the islands
+of a step's contact problem (sim/islands.py). scipy.sparse.csgraph finds components too, but a step
+would first have to build its graph (a COO copy of a dense Delassus matrix costs more than the
+whole scan below); this reads the matrix where it lies."""
+import numpy as np
+
+from ._jit import jit
+
+
+@jit
+def _root(parent, i):
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]           # path halving
+        i = parent[i]
+    return i
+
+
+@jit
+def _join(parent, i, j):
+    a, b = _root(parent, i), _root(parent, j)
+    if a != b:
+        if a < b:
+            parent[b] = a
+        else:
+            parent[a] = b
+
+
+@jit
+def _labels(parent):
+    """(count, label per row), labels numbered in order of their first row."""
+    n = parent.size
+    label = np.full(n, -1, dtype=np.int64)
+    count = 0
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        r = _root(parent, i)
+        if label[r] < 0:
+            label[r] = count
+            count += 1
+        out[i] = label[r]
+    return count, out
+
+
+@jit
+def _reaches_all(M, findex):
+    """Whether a search from row 0 along nonzero entries M[r, j] (row scans, contiguous) and findex
+    links (both ways) visits every row: then the graph is connected (one island), whatever the
+    pattern's symmetry. Costs one scan of each visited row."""
+    n = M.shape[0]
+    # rows pointing at each row through findex (the reverse links), as a CSR-like list
+    cnt = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        if findex[i] >= 0:
+            cnt[findex[i] + 1] += 1
+    for i in range(n):
+        cnt[i + 1] += cnt[i]
+    back = np.empty(cnt[n], dtype=np.int64)
+    fill = cnt[:n].copy()
+    for i in range(n):
+        if findex[i] >= 0:
+            back[fill[findex[i]]] = i
+            fill[findex[i]] += 1
+    seen = np.zeros(n, dtype=np.bool_)
+    stack = np.empty(n, dtype=np.int64)
+    seen[0] = True
+    stack[0] = 0
+    top = 1
+    visited = 1
+    while top:
+        top -= 1
+        r = stack[top]
+        for j in range(n):
+            if not seen[j] and M[r, j] != 0.0:
+                seen[j] = True
+                stack[top] = j
+                top += 1
+                visited += 1
+        f = findex[r]
+        if f >= 0 and not seen[f]:
+            seen[f] = True
+            stack[top] = f
+            top += 1
+            visited += 1
+        for p in range(cnt[r], cnt[r + 1]):
+            b = back[p]
+            if not seen[b]:
+                seen[b] = True
+                stack[top] = b
+                top += 1
+                visited += 1
+    return visited == n
+
+
+@jit
+def dense_components(M, findex):
+    """Components of rows i, j joined where M[i, j] != 0 (or M[j, i]) or findex[i] = j: one island
+    found by a row-scan search when the graph is connected (the usual case), union-find otherwise."""
+    n = M.shape[0]
+    if n == 0:
+        return 0, np.zeros(0, dtype=np.int64)
+    if _reaches_all(M, findex):
+        return 1, np.zeros(n, dtype=np.int64)
+    parent = np.arange(n)
+    for i in range(n):
+        for j in range(n):
+            if j != i and M[i, j] != 0.0:
+                _join(parent, i, j)
+        if findex[i] >= 0:
+            _join(parent, i, findex[i])
+    return _labels(parent)
+
+
+@jit
+def csr_components(indptr, indices, data, findex):
+    """Components of rows joined by the nonzero entries of a CSR matrix (either triangle) or findex."""
+    n = indptr.size - 1
+    parent = np.arange(n)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            if data[p] != 0.0 and indices[p] != i:
+                _join(parent, i, indices[p])
+        if findex[i] >= 0:
+            _join(parent, i, findex[i])
+    return _labels(parent)
