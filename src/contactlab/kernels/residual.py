@@ -146,8 +146,9 @@ def abs_terms(M, q, z, t):
 
 
 @jit
-def _sizes(z, w, q):
-    """(z and w finite, max|z|, max|q|): the units of the relative residuals."""
+def _scales(z, w, q, size):
+    """(z and w finite, max|z|, the floor NORMWISE_FLOOR size of the row units; size = max|q| when
+    negative): the units of both relative residuals."""
     zs = 0.0
     qs = 0.0
     for i in range(z.size):
@@ -155,7 +156,15 @@ def _sizes(z, w, q):
             return False, 0.0, 0.0
         zs = max(zs, abs(z[i]))
         qs = max(qs, abs(q[i]))
-    return True, zs, qs
+    return True, zs, NORMWISE_FLOOR * (qs if size < 0.0 else size)
+
+
+@jit
+def _w_units(w, t, floor, out):
+    """out_i = w_i / max(t_i, floor) (0 where that is 0: then w_i is exactly 0)."""
+    for i in range(w.size):
+        u = t[i] if t[i] > floor else floor
+        out[i] = w[i] / u if u > 0.0 else 0.0
 
 
 @jit
@@ -166,18 +175,14 @@ def lcp_relative_kernel(z, w, q, t, size):
     n = z.size
     if n == 0:
         return 0.0, 0.0, 0.0
-    finite, zs, qs = _sizes(z, w, q)
+    finite, zs, floor = _scales(z, w, q, size)
     if not finite:
         return np.inf, np.inf, np.inf
-    if size < 0.0:
-        size = qs
-    floor = NORMWISE_FLOOR * size
     zr = np.empty(n)
     wr = np.empty(n)
     for i in range(n):
         zr[i] = z[i] / zs if zs > 0.0 else 0.0
-        u = t[i] if t[i] > floor else floor
-        wr[i] = w[i] / u if u > 0.0 else 0.0
+    _w_units(w, t, floor, wr)
     return lcp_residual_kernel(zr, wr)
 
 
@@ -189,11 +194,9 @@ def box_relative_kernel(z, w, lo, hi, q, t, size, work):
     n = z.size
     if n == 0:
         return 0.0, 0.0, 0.0
-    finite, zs, qs = _sizes(z, w, q)
+    finite, zs, floor = _scales(z, w, q, size)
     if not finite:
         return np.inf, np.inf, np.inf
-    if size < 0.0:
-        size = qs
     if zs == 0.0:
         for i in range(n):
             if np.isfinite(lo[i]):
@@ -202,14 +205,12 @@ def box_relative_kernel(z, w, lo, hi, q, t, size, work):
                 zs = max(zs, abs(hi[i]))
         if zs == 0.0:
             zs = 1.0
-    floor = NORMWISE_FLOOR * size
     zr, wr, lr, hr = work[0], work[1], work[2], work[3]
     for i in range(n):
         zr[i] = z[i] / zs
         lr[i] = lo[i] / zs
         hr[i] = hi[i] / zs
-        u = t[i] if t[i] > floor else floor
-        wr[i] = w[i] / u if u > 0.0 else 0.0
+    _w_units(w, t, floor, wr)
     return box_residual_kernel(zr, wr, lr, hr)
 
 
