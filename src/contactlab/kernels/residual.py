@@ -70,6 +70,22 @@ def box_residual_kernel(z, w, lo, hi):
 
 
 @jit
+def _affine_terms(M, q, z, w, t):
+    """w = M z + q and the row terms t = |q| + |M| |z| (row_terms) of a dense M, one pass over M."""
+    n = q.shape[0]
+    for i in range(n):
+        s = q[i]
+        a = abs(q[i])
+        for j in range(n):
+            if z[j] != 0.0:
+                p = M[i, j] * z[j]
+                s += p
+                a += abs(p)
+        w[i] = s
+        t[i] = a
+
+
+@jit
 def lcp_certify_dense(M, q, z, w, t, floor_factor):
     """One pass over a dense LCP: w = M z + q (written), t_i = |q_i| + sum_j |M_ij z_j| (work), and
     both residual triples of problems/residual.py: absolute (lcp_residuals) and scale-free
@@ -85,16 +101,7 @@ def lcp_certify_dense(M, q, z, w, t, floor_factor):
         zs = max(zs, abs(z[j]))
         floor = max(floor, abs(q[j]))
     floor *= floor_factor
-    for i in range(n):
-        s = q[i]
-        a = abs(q[i])
-        for j in range(n):
-            if z[j] != 0.0:
-                p = M[i, j] * z[j]
-                s += p
-                a += abs(p)
-        w[i] = s
-        t[i] = a
+    _affine_terms(M, q, z, w, t)
     nat, comp, infeas = lcp_residual_kernel(z, w)
     rn = 0.0
     rc = 0.0
@@ -240,16 +247,7 @@ def boxed_certify_dense(M, q, lo, hi, findex, mu, z):
             le[i], he[i] = -r, r
         else:
             le[i], he[i] = lo[i], hi[i]
-    for i in range(n):
-        s = q[i]
-        a = abs(q[i])
-        for j in range(n):
-            if z[j] != 0.0:
-                p = M[i, j] * z[j]
-                s += p
-                a += abs(M[i, j]) * abs(z[j])
-        w[i] = s
-        t[i] = a
+    _affine_terms(M, q, z, w, t)
     nat, comp, infeas = box_residual_kernel(z, w, le, he)
     rn, rc, ri = box_relative_kernel(z, w, le, he, q, t, -1.0, work[:4])
     return w, nat, comp, infeas, rn, rc, ri
