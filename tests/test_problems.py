@@ -217,3 +217,16 @@ def test_boxed_lcp_dense_certify_equals_the_generic_residuals():
                 u, v = getattr(x, f), getattr(y, f)
                 scale = unit * (1.0 + np.abs(z).max() if f == "complementarity" and unit > 1 else 1.0)
                 assert u == v or abs(u - v) <= 1e-10 * max(abs(u), abs(v)) + 1e-13 * scale, (f, u, v)
+
+
+def test_row_terms_of_a_csr_matrix_equal_the_dense_formula():
+    """row_terms' compiled CSR pass (kernels/residual.py csr_abs_terms) = |q| + |M| |z|."""
+    from contactlab.problems.residual import row_terms
+    rng = np.random.default_rng(12)
+    M = sp.random(30, 30, density=0.2, format="csr", random_state=4)
+    M.data = rng.normal(size=M.nnz)
+    q, z = rng.normal(size=30), rng.normal(size=30)
+    z[::4] = 0.0
+    ref = np.abs(q) + np.abs(M.toarray()) @ np.abs(z)
+    assert np.allclose(row_terms(M, z, q), ref, rtol=1e-14, atol=0)
+    assert np.allclose(row_terms(M.toarray(), z, q), ref, rtol=1e-14, atol=0)

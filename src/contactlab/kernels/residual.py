@@ -86,6 +86,19 @@ def _affine_terms(M, q, z, w, t):
 
 
 @jit
+def csr_abs_terms(indptr, indices, data, q, z):
+    """t_i = |q_i| + sum_j |M_ij| |z_j| for M in CSR (row_terms), one pass over its entries."""
+    n = q.shape[0]
+    t = np.empty(n)
+    for i in range(n):
+        a = abs(q[i])
+        for p in range(indptr[i], indptr[i + 1]):
+            a += abs(data[p]) * abs(z[indices[p]])
+        t[i] = a
+    return t
+
+
+@jit
 def lcp_certify_dense(M, q, z, w, t, floor_factor):
     """One pass over a dense LCP: w = M z + q (written), t_i = |q_i| + sum_j |M_ij z_j| (work), and
     both residual triples of problems/residual.py: absolute (lcp_residuals) and scale-free

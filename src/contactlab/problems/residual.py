@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.residual import box_relative_kernel, box_residual_kernel, lcp_relative_kernel, lcp_residual_kernel
+from ..kernels.residual import box_relative_kernel, csr_abs_terms, box_residual_kernel, lcp_relative_kernel, lcp_residual_kernel
 from ..kernels.tolerances import NORMWISE_FLOOR
 
 
@@ -49,6 +49,9 @@ def row_terms(M, z: np.ndarray, q: np.ndarray) -> np.ndarray:
     """t_i = |q_i| + sum_j |M_ij| |z_j|: the size of the terms summed into w_i = (M z + q)_i, the
     unit of w_i in the relative residuals (only the columns of nonzero z are read)."""
     z = np.asarray(z, dtype=np.float64)
+    if sp.issparse(M) and M.format == "csr":          # one compiled pass over the entries
+        return csr_abs_terms(M.indptr, M.indices, M.data, np.ascontiguousarray(q, dtype=np.float64),
+                             np.ascontiguousarray(z))
     t = np.abs(q).astype(np.float64)
     S = np.flatnonzero(z)
     if S.size:

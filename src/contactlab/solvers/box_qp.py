@@ -47,7 +47,7 @@ from ..kernels._jit import jit
 from ..kernels.box_qp import INTERIOR, SOLVED, box_qp_dense
 from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
-from ..problems.residual import box_relative, relative_error
+from ..problems.residual import box_relative, relative_error, row_terms
 from ..solution import Solution, Status
 from .registry import register
 
@@ -94,7 +94,8 @@ def _factor_solve(M, F, rhs, dense_max):
     if F.size == 0:
         return np.zeros(0)
     if sp.issparse(M) and F.size > dense_max:
-        return _spd_lu(M[F][:, F].tocsc()).solve(rhs)
+        A = M if F.size == M.shape[0] else M[F][:, F]         # every row free (a resting stack): no slicing
+        return _spd_lu(A.tocsc()).solve(rhs)
     A = M[np.ix_(F, F)] if not sp.issparse(M) else M[F][:, F].toarray()
     try:
         return sla.cho_solve(sla.cho_factor(A, check_finite=False), rhs, check_finite=False)
@@ -148,8 +149,11 @@ def _qp(M, q, lo, hi, z, opts, tol, counter, full_steps=False):
 def _residual(M, q, z, w, lo, hi, absM=None):
     """The relative residual solve() certifies: each w_i in units of its row's terms |q_i| + |M_i||z|
     (problems/residual.py, row_terms)."""
-    absM = (abs(M) if sp.issparse(M) else np.abs(M)) if absM is None else absM
-    return relative_error(box_relative(z, w, lo, hi, q, t=np.abs(q) + absM @ np.abs(z)))
+    if absM is None or sp.issparse(M):      # row_terms: one compiled pass over a CSR matrix's entries
+        t = row_terms(M, z, q)
+    else:                                   # a dense |M| kept by the caller (the interior point)
+        t = np.abs(q) + absM @ np.abs(z)
+    return relative_error(box_relative(z, w, lo, hi, q, t=t))
 
 
 #: interior point: a row whose barrier term s/(z - bound) exceeds FREEZE x its largest matrix entry
@@ -282,7 +286,7 @@ def _ipm(M, q, lo, hi, opts, tol, counter):
     fixed = lo == hi
     keep = np.flatnonzero(~fixed)
     zf = np.where(fixed, lo, 0.0)
-    absM = abs(M) if sp.issparse(M) else np.abs(M)
+    absM = None if sp.issparse(M) else np.abs(M)       # dense: |M| once; sparse: row_terms per check
 
     def check(z):
         zf[keep] = z
