@@ -148,17 +148,65 @@ def chol_delete(L, k, rows, p):
         L[j, k - 1] = 0.0
 
 @jit
-def chol_solve(L, k, b, x):
-    for i in range(k):
+def chol_factor_block(A, L, s0, s1):
+    """Lower Cholesky factor of the diagonal block A[s0:s1, s0:s1] into L[s0:s1, s0:s1] (L's strict
+    upper part of the block left as it is: the caller zeroes it); False when a pivot is not positive
+    (not positive definite, or not finite)."""
+    for j in range(s0, s1):
+        d = A[j, j]
+        for t in range(s0, j):
+            d -= L[j, t] * L[j, t]
+        if not d > 0.0:          # also catches NaN
+            return False
+        ljj = np.sqrt(d)
+        L[j, j] = ljj
+        for i in range(j + 1, s1):
+            v = A[i, j]
+            for t in range(s0, j):
+                v -= L[i, t] * L[j, t]
+            L[i, j] = v / ljj
+    return True
+
+
+@jit
+def chol_solve_block(L, s0, s1, b, x):
+    """x[s0:s1] from L L' x = b on the block s0:s1 (x may be b: row i reads b_i before writing x_i)."""
+    for i in range(s0, s1):
         s = b[i]
-        for j in range(i):
+        for j in range(s0, i):
             s -= L[i, j] * x[j]
         x[i] = s / L[i, i]
-    for i in range(k - 1, -1, -1):
+    for i in range(s1 - 1, s0 - 1, -1):
         s = x[i]
-        for j in range(i + 1, k):
+        for j in range(i + 1, s1):
             s -= L[j, i] * x[j]
         x[i] = s / L[i, i]
+
+
+@jit
+def chol_solve(L, k, b, x):
+    """x from L L' x = b on the leading k x k block."""
+    chol_solve_block(L, 0, k, b, x)
+
+
+@jit
+def matvec(A, x, out):
+    """out = A x, each row summed in column order."""
+    for i in range(A.shape[0]):
+        s = 0.0
+        for t in range(A.shape[1]):
+            s += A[i, t] * x[t]
+        out[i] = s
+
+
+@jit
+def add_rmatvec(A, z, sign, out):
+    """out += sign A' z, row by row of A, skipping zero z_i (impulses: most are zero)."""
+    for i in range(A.shape[0]):
+        zi = z[i]
+        if zi != 0.0:
+            for c in range(A.shape[1]):
+                out[c] += sign * (A[i, c] * zi)
 
 @jit
 def gauss_jordan_inverse(A, k, out):

@@ -5,7 +5,7 @@ for ppm."""
 import numpy as np
 
 from ._jit import jit
-from .dense import chol_solve
+from .dense import add_rmatvec, chol_factor_block, chol_solve
 from .tolerances import EPS
 
 #: :func:`clear_full_row_rank` answers True only when the smallest singular value of N exceeds the
@@ -20,11 +20,7 @@ def factored_w_terms(N, L, f_star, offset, cfm, z, w, t, with_w):
     problems/residual.py ``lcp_relative`` (FactoredLCP.certify)."""
     n, m = N.shape
     s = np.zeros(m)
-    for i in range(n):
-        zi = z[i]
-        if zi != 0.0:
-            for c in range(m):
-                s[c] += N[i, c] * zi
+    add_rmatvec(N, z, 1.0, s)
     chol_solve(L, m, s, s)              # in place: row i reads b_i before writing x_i
     for i in range(n):
         wi = 0.0
@@ -69,18 +65,8 @@ def clear_full_row_rank(N):
     if not nf2 > 0.0 or not nf2 < np.inf:
         return False
     Lc = np.zeros((n, n))
-    for j in range(n):
-        d = A[j, j]
-        for k in range(j):
-            d -= Lc[j, k] * Lc[j, k]
-        if not d > 0.0:
-            return False
-        Lc[j, j] = np.sqrt(d)
-        for i in range(j + 1, n):
-            v = A[i, j]
-            for k in range(j):
-                v -= Lc[i, k] * Lc[j, k]
-            Lc[i, j] = v / Lc[j, j]
+    if not chol_factor_block(A, Lc, 0, n):
+        return False
     # ||A^-1||_F^2, column by column of A^-1 = L^-T L^-1
     fro2 = 0.0
     x = np.empty(n)

@@ -24,7 +24,7 @@ codes that the Python layer (models/find_indices.py, models/noslip.py) turns int
 import numpy as np
 
 from ._jit import jit
-from .dense import chol_solve
+from .dense import add_rmatvec, chol_factor_block, chol_solve, chol_solve_block, matvec
 
 
 @jit
@@ -60,21 +60,8 @@ def mass_factor(M, L, starts):
         for c in range(m):
             L[r, c] = 0.0
     for b in range(nb):
-        s0 = starts[b]
-        s1 = starts[b + 1]
-        for j in range(s0, s1):
-            d = M[j, j]
-            for t in range(s0, j):
-                d -= L[j, t] * L[j, t]
-            if not d > 0.0:          # also catches NaN
-                return -1
-            ljj = np.sqrt(d)
-            L[j, j] = ljj
-            for i in range(j + 1, s1):
-                s = M[i, j]
-                for t in range(s0, j):
-                    s -= L[i, t] * L[j, t]
-                L[i, j] = s / ljj
+        if not chol_factor_block(M, L, starts[b], starts[b + 1]):
+            return -1
     return nb
 
 
@@ -93,16 +80,7 @@ def mass_solve(L, starts, nb, b, x):
             for i in range(s0, s1):
                 x[i] = 0.0
             continue
-        for i in range(s0, s1):
-            s = b[i]
-            for t in range(s0, i):
-                s -= L[i, t] * x[t]
-            x[i] = s / L[i, i]
-        for i in range(s1 - 1, s0 - 1, -1):
-            s = x[i]
-            for t in range(i + 1, s1):
-                s -= L[t, i] * x[t]
-            x[i] = s / L[i, i]
+        chol_solve_block(L, s0, s1, b, x)
 
 
 @jit
@@ -404,20 +382,7 @@ def chol_factor(A, L):
     for i in range(d):
         for j in range(d):
             L[i, j] = 0.0
-    for j in range(d):
-        s = A[j, j]
-        for t in range(j):
-            s -= L[j, t] * L[j, t]
-        if not s > 0.0:
-            return False
-        ljj = np.sqrt(s)
-        L[j, j] = ljj
-        for i in range(j + 1, d):
-            s = A[i, j]
-            for t in range(j):
-                s -= L[i, t] * L[j, t]
-            L[i, j] = s / ljj
-    return True
+    return chol_factor_block(A, L, 0, d)
 
 
 @jit
@@ -513,11 +478,7 @@ def recover_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, Z, Nr, Lr, f_star, p, 
     d = Z.shape[1]
     n = U.shape[0]
     y = np.zeros(d)
-    for i in range(n):
-        zi = z[i]
-        if zi != 0.0:
-            for a in range(d):
-                y[a] += Nr[i, a] * zi
+    add_rmatvec(Nr, z, 1.0, y)
     u = np.empty(d)
     chol_solve(Lr, d, y, u)
     v = np.empty(m)
@@ -530,32 +491,20 @@ def recover_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, Z, Nr, Lr, f_star, p, 
     mass_matvec(M, starts, nb, v, res)
     for t in range(m):
         res[t] -= p[t]
-    for i in range(n):
-        zi = z[i]
-        if zi != 0.0:
-            for t in range(m):
-                res[t] -= U[i, t] * zi
+    add_rmatvec(U, z, -1.0, res)
     lam = np.zeros(k)
     if k:
         wm = np.empty(m)
         mass_solve(Lm, starts, nb, res, wm)
         g = np.empty(k)
-        for i in range(k):
-            s = 0.0
-            for t in range(m):
-                s += Gk[i, t] * wm[t]
-            g[i] = s
+        matvec(Gk, wm, g)
         chol_solve(Lg, k, g, lam)
     joint = np.zeros(n_joint)
     ts = np.zeros(n_contact)
     tt = np.zeros(n_contact)
     scatter_impulses(order, lam, joint, ts, tt)
     Uv = np.empty(n)
-    for i in range(n):
-        s = 0.0
-        for t in range(m):
-            s += U[i, t] * v[t]
-        Uv[i] = s
+    matvec(U, v, Uv)
     return v, lam, joint, ts, tt, Uv
 
 
