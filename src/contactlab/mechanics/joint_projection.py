@@ -12,7 +12,7 @@ of its limits by more than ``tol``, its rate row (sign x rate row, error the sig
 are those of :func:`~contactlab.mechanics.system.joint_rows` (one place: the same compiled row
 writer), J W J' is :func:`~contactlab.mechanics.kernels.delassus_dense`, W from
 :func:`~contactlab.mechanics.kernels.body_blocks` and the rotation update x += dx is
-:func:`~contactlab.mechanics.kernels.integrate_quat_kernel` (exp of the rotation vector), so the
+:func:`~contactlab.mechanics.kernels._exp_rotate` (exp of the rotation vector), so the
 iterates are those of the former per-step Python loop (kept as the reference in
 tests/test_joint_projection.py).
 """
@@ -23,7 +23,8 @@ import numpy as np
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
 from .joint_kernels import _copy_row, _csr, _WIDTH, fill_joint_rows, row_buffers
-from .kernels import body_blocks, delassus_dense, integrate_quat_kernel, rows_transpose_times
+from ..kernels.dense import chol_solve
+from .kernels import _exp_rotate, body_blocks, delassus_dense, rows_transpose_times
 
 
 @jit
@@ -49,16 +50,7 @@ def spd_or_least_squares(A, b):
             dmax = max(dmax, d)
         if dmin > 1e-6 * dmax:
             x = np.empty(n)
-            for i in range(n):                 # L y = b
-                s = b[i]
-                for k in range(i):
-                    s -= L[i, k] * x[k]
-                x[i] = s / L[i, i]
-            for i in range(n - 1, -1, -1):     # L' x = y
-                s = x[i]
-                for k in range(i + 1, n):
-                    s -= L[k, i] * x[k]
-                x[i] = s / L[i, i]
+            chol_solve(L, n, b, x)
             if np.all(np.isfinite(x)):
                 return x
     return np.linalg.lstsq(A, b, rcond=1e-12)[0]
@@ -68,28 +60,13 @@ def spd_or_least_squares(A, b):
 def displace(dof_start, body_kind, kinematic_code, dx, position, quaternion):
     """x += dx for every moving body that is not kinematic, in place: translation dx[s:s+3], then
     the orientation rotated by the rotation vector dx[s+3:s+6] (s = the body's first dof)."""
-    nb = dof_start.size
-    k = 0
-    for i in range(nb):
-        if dof_start[i] >= 0 and body_kind[i] != kinematic_code:
-            k += 1
-    move = np.empty(k, dtype=np.int64)
-    Q, rot = np.empty((k, 4)), np.empty((k, 3))
-    t = 0
-    for i in range(nb):
-        if dof_start[i] >= 0 and body_kind[i] != kinematic_code:
-            move[t] = i
-            s = dof_start[i]
+    for i in range(dof_start.size):
+        s = dof_start[i]
+        if s >= 0 and body_kind[i] != kinematic_code:
             for c in range(3):
                 position[i, c] += dx[s + c]
-                rot[t, c] = dx[s + 3 + c]
-            for c in range(4):
-                Q[t, c] = quaternion[i, c]
-            t += 1
-    out = integrate_quat_kernel(Q, rot, 1.0)
-    for t in range(k):
-        for c in range(4):
-            quaternion[move[t], c] = out[t, c]
+            quaternion[i, 0], quaternion[i, 1], quaternion[i, 2], quaternion[i, 3] = _exp_rotate(
+                dx[s + 3], dx[s + 4], dx[s + 5], quaternion[i, 0], quaternion[i, 1], quaternion[i, 2], quaternion[i, 3])
 
 
 @jit

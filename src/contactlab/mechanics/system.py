@@ -16,7 +16,6 @@ from .model import KIND_KINEMATIC, Data, Model
 from . import joint_kernels as _JK
 from . import kernels as _K
 from .joint_kernels import pack_joints
-from .rotation import quat_to_matrix
 
 
 @dataclass
@@ -158,10 +157,8 @@ def _empty(ndof: int) -> sp.csr_matrix:
 def mobility_blocks(model: Model, data: Data) -> np.ndarray:
     """(k, 6, 6) blocks of M^-1 over the k non-fixed bodies, kinematic ones zeroed (they do not
     yield to position corrections)."""
-    live = np.flatnonzero(model.dof_start >= 0)
-    W = _K.body_blocks(quat_to_matrix(data.quaternion[live]), 1.0 / model.mass[live], model.inv_inertia[live])
-    W[model.kind[live] == KIND_KINEMATIC] = 0.0
-    return W
+    from .joint_projection import _mobility
+    return _mobility(model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inv_inertia, data.quaternion)
 
 
 def mobility(model: Model, data: Data) -> sp.csr_matrix:
