@@ -277,7 +277,7 @@ def test_an_interrupt_inside_a_compiled_call_is_raised_as_the_interrupt():
 def test_joint_projection_solve_is_exact_on_spd_and_minimum_norm_on_dependent_rows():
     """The joint projection solves J M^-1 J' lam = -err by Cholesky when the matrix is clearly
     positive definite and by the minimum-norm least squares otherwise (redundant joint rows)."""
-    from contactlab.sim.simulator import _spd_or_least_squares
+    from contactlab.mechanics.joint_projection import spd_or_least_squares as _spd_or_least_squares
     rng = np.random.default_rng(3)
     G = rng.standard_normal((8, 12))
     A, b = G @ G.T, rng.standard_normal(8)

@@ -17,7 +17,7 @@ from ..collision import CollisionWorld, match_previous
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.energy import energies as _energies
 from ..mechanics import kernels as _MK
-from ..mechanics.joint_projection import displace, joint_error_kernel, project_joints_kernel, spd_or_least_squares
+from ..mechanics.joint_projection import displace, joint_error_kernel, project_joints_kernel
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
@@ -84,15 +84,6 @@ def working_set_lcp(A, c: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, fl
         work |= join
     lo, hi = np.zeros(n), np.full(n, np.inf)
     return p, relative_error(box_relative(p, w, lo, hi, c, t=row_terms(A, p, c)))
-
-
-def _spd_or_least_squares(A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Solve A x = b for the joint projection's A = J M^-1 J': by Cholesky when A is clearly
-    positive definite (pivots within 1e-6 of each other, i.e. cond < ~1e12: the usual case, ~20x
-    cheaper than an SVD), else the minimum-norm least-squares answer with rcond 1e-12 (redundant or
-    nearly dependent joint rows); compiled (mechanics/joint_projection.py ``spd_or_least_squares``,
-    the solve inside the compiled projection)."""
-    return spd_or_least_squares(np.ascontiguousarray(A, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64))
 
 
 class Simulator:
@@ -302,13 +293,9 @@ class Simulator:
             if self.reuse is not None:      # the motionless set's sub-solution replaces the previous step's
                 self.reuse.prepare(built, contacts, kwargs)
             t0 = time.perf_counter()
-            sol = None
-            if self.islands and isinstance(problem, BoxedLCP) and self.reuse is None:
-                warm_z = kwargs.pop("warm_start", None)
-                sol = solve_islands(problem, self.method, solve, warm_start=warm_z, **kwargs)
-                if sol is None and warm_z is not None:
-                    kwargs["warm_start"] = warm_z
-            if sol is None:
+            sol = solve_islands(problem, self.method, solve, **kwargs) \
+                if (self.islands and isinstance(problem, BoxedLCP) and self.reuse is None) else None
+            if sol is None:         # one island (or a sparse matrix): the whole problem at once
                 sol = solve(problem, self.method, **kwargs)
         # success is the method's own certified success (issue 10): a non-success whose residual
         # happens to be small (a ray, a numerical failure, a sweep cap) is a rescue, not a success
