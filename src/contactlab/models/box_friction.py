@@ -109,6 +109,13 @@ def _box_bounds(o_a, o_l, o_n, n, a_max, mu_c, guess, new_bound, current):
     return lo, hi, findex, mu
 
 
+def _q(sys, H) -> np.ndarray:
+    """q = H v_free - rhs of the rows [J; A; L; N; S; T]: joint right-hand sides, motor targets,
+    limit and normal biases, zero for friction (arechavaleta eq. 16-17)."""
+    rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * sys.nc)])
+    return rows_times(H, sys.v_free()) - rhs
+
+
 def rows(sys, options: Options | None = None):
     """The problem of :func:`build` (``joints="rows"``) without its matrix, for matrix-free
     solvers (kernels/pgs_matrix_free.py): (H, q, cfm, lo, hi, findex, mu) with the matrix
@@ -118,8 +125,7 @@ def rows(sys, options: Options | None = None):
         raise ModelError("box-friction rows() needs joints='rows' (the Schur form has a dense matrix)")
     H = _rows(sys)
     n = H.shape[0]
-    rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * sys.nc)])
-    q = rows_times(H, sys.v_free()) - rhs
+    q = _q(sys, H)
     lo, hi, findex, mu = _bounds(sys, options, n)
     if findex is None:
         findex, mu = np.full(n, -1, dtype=np.int64), np.zeros(n)
@@ -145,8 +151,7 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
         else:
             Mat = H @ sys.Minv @ H.T + (options.cfm + sys.cfm) * sp.eye(n, format="csr")
             Mat = dense(Mat) if n <= options.dense_max else sp.csr_matrix(Mat)
-        rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * nc)])
-        q = rows_times(H, sys.v_free()) - rhs
+        q = _q(sys, H)
     lo, hi, findex, mu = _bounds(sys, options, n)
     if findex is not None:
         prob = BoxedLCP(Mat, q, lo, hi, findex, mu) if nc else BoxedLCP(Mat, q, lo, hi)
