@@ -3,10 +3,10 @@
 Broad phase: world AABBs (from coal's local AABBs, grown by the contact margin) by compiled
 sort-and-sweep; half-spaces are culled against each AABB (:mod:`contactlab.collision.boxes`).
 Narrow phase: box-box pairs by the compiled separating-axis routine with face clipping (at most
-four points per pair, exact face normals), box or convex mesh against a half-space by its
-vertices within ``margin`` of the plane (each with its exact distance: speculative contacts for
-the corners about to land). Every other pair goes to ``coal.collide`` with ``security_margin =
-margin`` then ``coal.computeContactPatch`` (spheres against a half-space are compiled too) (a face-face patch yields its polygon's corners), each
+four points per pair, exact face normals), a sphere against a half-space by its one point, box or
+convex mesh against a half-space by its vertices within ``margin`` of the plane (each with its
+exact distance: speculative contacts for the corners about to land), all in one compiled call. Every other pair goes to ``coal.collide`` with ``security_margin =
+margin`` then ``coal.computeContactPatch`` (a face-face patch yields its polygon's corners), each
 point's signed distance measured between its two witness points along the patch normal.
 """
 from __future__ import annotations
@@ -192,15 +192,16 @@ class CollisionWorld:
         """World outward normals (k, 3) and offsets (k,) of the half-spaces (``self.plane_idx``)."""
         return B.planes_world(Rs, ps, self.plane_idx, self.plane_local)
 
-    def candidate_pairs(self, data: Data, Rs: np.ndarray, ps: np.ndarray) -> np.ndarray:
+    def candidate_pairs(self, data: Data, Rs: np.ndarray, ps: np.ndarray, planes=None) -> np.ndarray:
         """Broad phase: (k, 2) shape index pairs whose margin-grown world AABBs overlap (compiled
-        sort-and-sweep), then (finite shape, half-space) pairs reaching within the margin."""
+        sort-and-sweep), then (finite shape, half-space) pairs reaching within the margin.
+        ``planes``: the half-spaces' world (normals, offsets) when the caller has them."""
         reach = self._reach if self._reach is not None else np.zeros(len(self.geoms))
         lo, hi = B.world_aabbs(Rs, ps, self.aabb_center, self.aabb_half, self.margin, reach)
         fin = B.sweep_pairs(lo, hi, self.finite_idx, self.shape_body, self.static, self.jointed_keys, self.model.nb)
         if self.plane_idx.size == 0:
             return fin
-        n, off = self._planes_world(Rs, ps)
+        n, off = self._planes_world(Rs, ps) if planes is None else planes
         pl = B.plane_pairs(lo, hi, self.finite_idx, self.plane_idx, n, off, self.static, self.margin)
         return np.concatenate([fin, pl]) if pl.size else fin
 
@@ -237,13 +238,10 @@ class CollisionWorld:
         self.margin = margin
         self._reach = np.zeros(len(self.geoms)) if reach is None else np.ascontiguousarray(reach, dtype=np.float64)
         Rs, ps = self._world_poses(data)
-        pairs = self.candidate_pairs(data, Rs, ps)
+        n, off = self._planes_world(Rs, ps)          # (0, 3) and (0,) without half-spaces
+        pairs = self.candidate_pairs(data, Rs, ps, (n, off))
         if pairs.shape[0] == 0:
             return ContactSet.empty()
-        if self.plane_idx.size:
-            n, off = self._planes_world(Rs, ps)
-        else:
-            n, off = np.zeros((0, 3)), np.zeros(0)
         sa, sb, P, n, phi, rest = B.narrow_phase(pairs, self.shape_class, Rs, ps, self.half, self.vflat, self.vstart,
                                                  self.sphere_radius, self.plane_row, n, off, self.margin, self._reach)
         if rest.any():
