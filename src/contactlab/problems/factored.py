@@ -12,7 +12,7 @@ from ..kernels.factored import factored_w_terms
 from .base import Problem
 from .lcp import LCP
 from .residual import Residuals, lcp_relative, lcp_residuals
-from .validation import as_matrix, as_vector, is_symmetric, matvec, max_abs, to_dense
+from .validation import as_matrix, as_vector, is_symmetric, matvec, to_dense
 
 
 def _chol_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -10,7 +10,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..kernels.residual import box_relative_kernel, csr_abs_terms, box_residual_kernel, lcp_relative_kernel, lcp_residual_kernel
-from ..kernels.tolerances import NORMWISE_FLOOR
 
 
 @dataclass(frozen=True)
