@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .joint_kernels import pack_joints
+from .kernels import velocity_vector as _velocity_vector
 from .rotation import quat_conj, quat_mul, quat_to_matrix
 from .scene import Body, Scene, Shape
 
@@ -124,8 +125,7 @@ class Data:
 
     def velocity_vector(self, model: Model) -> np.ndarray:
         """(v, omega) of every body with dofs, at its dof_start (0, 6, 12, ...), one compiled pass."""
-        from .kernels import velocity_vector
-        return velocity_vector(model.dof_start, self.linear_velocity, self.angular_velocity)
+        return _velocity_vector(model.dof_start, self.linear_velocity, self.angular_velocity)
 
     def set_velocity_vector(self, model: Model, v: np.ndarray) -> None:
         live = model.dof_start >= 0

@@ -16,6 +16,7 @@ from .model import KIND_KINEMATIC, Data, Model
 from . import joint_kernels as _JK
 from . import kernels as _K
 from .joint_kernels import pack_joints
+from .joint_projection import _mobility
 
 
 @dataclass
@@ -157,7 +158,6 @@ def _empty(ndof: int) -> sp.csr_matrix:
 def mobility_blocks(model: Model, data: Data) -> np.ndarray:
     """(k, 6, 6) blocks of M^-1 over the k non-fixed bodies, kinematic ones zeroed (they do not
     yield to position corrections)."""
-    from .joint_projection import _mobility
     return _mobility(model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inv_inertia, data.quaternion)
 
 
