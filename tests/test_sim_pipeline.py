@@ -82,6 +82,34 @@ def test_speculative_reach_grows_only_the_fast_pairs_margin():
     assert np.allclose(c.phi, 0.04)
 
 
+def test_pair_reach_follows_the_relative_motion_and_a_possible_stop():
+    """A pair's speculative distance is h max(|v_a - v_b|, |v_a|, |v_b|) (+ spin): two boxes falling
+    side by side at 2.5 m/s, 4 cm apart, get none (2.5 cm); two boxes closing head-on at 2.5 m/s
+    each get their 4 contacts (5 cm); a box falling at 5 m/s onto a resting one gets them too."""
+    from contactlab.collision.boxes import pair_reach
+    from contactlab.mechanics.scene import Body, Shape
+    scene = make_scene("stack", count=1)
+    scene.bodies[1].position = (0.0, 0.0, 5.0)            # box0 out of the way
+    placed = {"c": (2.0, 1.0, -2.5), "d": (2.0, 1.24, -2.5),  # side by side (x, z, vz)
+              "e": (4.0, 1.0, 2.5), "f": (4.0, 1.24, -2.5),   # head-on
+              "g": (6.0, 1.0, 0.0), "h": (6.0, 1.24, -5.0)}   # onto a resting box
+    for name, (x, z, vz) in placed.items():
+        scene.bodies.append(Body(name, position=(x, 0.0, z), linear_velocity=(0.0, 0.0, vz),
+                                 shapes=[Shape("box", size=(0.2, 0.2, 0.2))]))
+    sim = Simulator(scene, "box-friction", "pgs")
+    c = sim.world.detect(sim.data, sweep=sim._sweep())
+    pairs = {tuple(sorted((sim.model.names[a], sim.model.names[b]))) for a, b in zip(c.body_a, c.body_b)}
+    assert pairs == {("e", "f"), ("g", "h")} and c.count == 8
+    assert np.allclose(c.phi, 0.04)
+    sw = sim._sweep()
+    k = {sim.model.names[b]: s for s, b in enumerate(sim.world.shape_body)}
+    assert np.isclose(pair_reach(sw, k["c"], k["d"]), 0.025) and np.isclose(pair_reach(sw, k["e"], k["f"]), 0.05)
+    # the per-shape reach (no sweep): reach_a + reach_b, the bound used before
+    c2 = sim.world.detect(sim.data, reach=sim._reach())
+    assert {tuple(sorted((sim.model.names[a], sim.model.names[b]))) for a, b in zip(c2.body_a, c2.body_b)} == \
+        {("c", "d"), ("e", "f"), ("g", "h")}
+
+
 def test_success_is_the_methods_own_not_a_small_residual(monkeypatch):
     """Issue 10: a step whose method returned a non-success (here NUMERICAL_FAILURE) with an answer
     that certifies is recorded as rescued, never as the method's success."""

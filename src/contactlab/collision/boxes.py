@@ -160,6 +160,33 @@ def _dot(a, b):
 
 
 @jit
+def shape_reach_of(sweep):
+    """Per shape: |h v| + h |omega| r, how far its points can travel in the step (grows its AABB)."""
+    out = np.empty(sweep.shape[0])
+    for k in range(sweep.shape[0]):
+        out[k] = np.sqrt(sweep[k, 0] ** 2 + sweep[k, 1] ** 2 + sweep[k, 2] ** 2) + sweep[k, 3]
+    return out
+
+
+@jit
+def pair_reach(sweep, a, b):
+    """How far shapes a and b can close in on each other in the step, from their ``sweep`` rows
+    (h v, h |omega| r; mechanics/kernels.py ``shape_sweep``):
+    max(|h (v_a - v_b)|, |h v_a|, |h v_b|) + h |omega_a| r_a + h |omega_b| r_b. The first term covers
+    both bodies going on as they move, the other two one of them being stopped in the step by
+    another contact (a falling box landing on a pile while the one above it still falls): bodies
+    falling side by side get half the speculative distance of reach_a + reach_b, and a box that
+    lands keeps its contacts with the one falling onto it. A sweep of (0, 0, 0, reach) gives
+    reach_a + reach_b."""
+    dx = sweep[a, 0] - sweep[b, 0]
+    dy = sweep[a, 1] - sweep[b, 1]
+    dz = sweep[a, 2] - sweep[b, 2]
+    va = np.sqrt(sweep[a, 0] ** 2 + sweep[a, 1] ** 2 + sweep[a, 2] ** 2)
+    vb = np.sqrt(sweep[b, 0] ** 2 + sweep[b, 1] ** 2 + sweep[b, 2] ** 2)
+    return max(np.sqrt(dx * dx + dy * dy + dz * dz), va, vb) + sweep[a, 3] + sweep[b, 3]
+
+
+@jit
 def _sat_gap(u, d, Ra, Rb, ha, hb):
     """Separation of two boxes along the unit axis u (centres d apart, rotations Ra, Rb, half sizes
     ha, hb): |u.d| minus the two boxes' projected radii (negative: overlap along u)."""
@@ -413,14 +440,15 @@ OTHER, BOX, SPHERE, VERTICES, HALFSPACE = 0, 1, 2, 3, 4
 
 
 @jit
-def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, plane_n, plane_off, margin, reach):
+def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, plane_n, plane_off, margin, sweep):
     """Contacts of every candidate pair a compiled routine covers, in one call: box-box pairs first
     (:func:`box_box`, at most 4 points), then (box or convex mesh, half-space) pairs (each vertex
     within margin + the shape's reach of the plane: outward normal n, inside n.x <= off; normal -n,
     point midway to the plane), then (sphere, half-space) pairs (phi = n.c - off - r, the point midway
     between the sphere's lowest point and its projection: coal's witness points), each class in pair
     order. ``cls`` per shape: BOX, SPHERE, VERTICES (a convex mesh), HALFSPACE or OTHER; ``plane_row``
-    per shape: its row in plane_n/plane_off (-1 for a finite shape). Returns (sa, sb, point, unit
+    per shape: its row in plane_n/plane_off (-1 for a finite shape). Every pair's margin is grown by
+    :func:`pair_reach` of the shapes' ``sweep`` rows (speculative contacts: within reach in the step). Returns (sa, sb, point, unit
     normal a -> b, phi) and ``rest``, the pairs left for coal."""
     npairs = pairs.shape[0]
     cap = 0
@@ -446,7 +474,7 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
         if not (cls[a] == BOX and cls[b] == BOX):
             continue
         rest[q] = False
-        c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin + reach[a] + reach[b], Pk, nk, fk, work)
+        c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin + pair_reach(sweep, a, b), Pk, nk, fk, work)
         for r in range(c):
             sa[k], sb[k] = a, b
             P[k] = Pk[r]
@@ -461,7 +489,7 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
         rest[q] = False
         row = plane_row[h]
         n = plane_n[row]
-        m = margin + reach[s]
+        m = margin + pair_reach(sweep, s, h)
         for v in range(vstart[s], vstart[s + 1]):
             for i in range(3):
                 x[i] = ps[s, i]
@@ -484,7 +512,7 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
         n = plane_n[row]
         r = radius[s]
         dist = _dot(ps[s], n) - plane_off[row] - r
-        if dist < margin + reach[s]:
+        if dist < margin + pair_reach(sweep, s, h):
             sa[k], sb[k] = s, h
             for i in range(3):
                 P[k, i] = ps[s, i] - (r + 0.5 * dist) * n[i]

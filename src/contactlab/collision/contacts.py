@@ -225,10 +225,17 @@ class CollisionWorld:
         m = [x for x in (self.shape_mu[sa], self.shape_mu[sb]) if np.isfinite(x)]
         return min(m) if m else self.model.mu_default
 
-    def detect(self, data: Data, margin: float | None = None, reach: np.ndarray | None = None) -> ContactSet:
+    def detect(self, data: Data, margin: float | None = None, reach: np.ndarray | None = None,
+               sweep: np.ndarray | None = None) -> ContactSet:
         """All contact points within ``margin`` (default: the settings' margin), each pair's
-        margin grown by its shapes' ``reach`` (per shape, e.g. how far a moving body's points can
-        travel in the step: speculative contacts for fast bodies only, not a scene-wide margin).
+        margin grown by how far its shapes can close in on each other in the step (speculative
+        contacts for fast bodies only, not a scene-wide margin).
+
+        ``sweep`` (n_shapes, 4): per shape h v and h |omega| r of its body (mechanics/kernels.py
+        ``shape_sweep``, what the simulator passes): a pair's margin grows by
+        |h (v_a - v_b)| + h |omega_a| r_a + h |omega_b| r_b (:func:`boxes.pair_reach`), so bodies
+        moving together get none. ``reach`` (n_shapes,), without ``sweep``: a pair's margin grows by
+        reach_a + reach_b.
 
         Compiled broad phase; box-box pairs and (box, convex mesh or sphere, half-space) pairs by the
         compiled routines of :mod:`contactlab.collision.boxes`; every other pair by coal."""
@@ -236,14 +243,20 @@ class CollisionWorld:
             return ContactSet.empty()
         margin = self.settings_margin if margin is None else float(margin)
         self.margin = margin
-        self._reach = np.zeros(len(self.geoms)) if reach is None else np.ascontiguousarray(reach, dtype=np.float64)
+        if sweep is not None:
+            self._sweep = np.ascontiguousarray(sweep, dtype=np.float64)
+            self._reach = B.shape_reach_of(self._sweep)
+        else:
+            self._reach = np.zeros(len(self.geoms)) if reach is None else np.ascontiguousarray(reach, dtype=np.float64)
+            self._sweep = np.zeros((len(self.geoms), 4))
+            self._sweep[:, 3] = self._reach
         Rs, ps = self._world_poses(data)
         n, off = self._planes_world(Rs, ps)          # (0, 3) and (0,) without half-spaces
         pairs = self.candidate_pairs(data, Rs, ps, (n, off))
         if pairs.shape[0] == 0:
             return ContactSet.empty()
         sa, sb, P, n, phi, rest = B.narrow_phase(pairs, self.shape_class, Rs, ps, self.half, self.vflat, self.vstart,
-                                                 self.sphere_radius, self.plane_row, n, off, self.margin, self._reach)
+                                                 self.sphere_radius, self.plane_row, n, off, self.margin, self._sweep)
         if rest.any():
             csa, csb, cP, cn, cphi = self._coal_contacts(pairs[rest], Rs, ps)
             if cphi.size:
@@ -277,7 +290,7 @@ class CollisionWorld:
                 sa, sb = sb, sa
             ga, gb = self.geoms[sa], self.geoms[sb]
             Ta, Tb = transform(sa), transform(sb)
-            self.request.security_margin = self.margin + self._reach[sa] + self._reach[sb]
+            self.request.security_margin = self.margin + float(B.pair_reach(self._sweep, sa, sb))
             res = coal.CollisionResult()
             coal.collide(ga, Ta, gb, Tb, self.request, res)
             if not res.isCollision():

@@ -84,9 +84,9 @@ class GridContacts:
             raise AttributeError(name)
         return getattr(world, name)
 
-    def detect(self, data, margin: float | None = None, reach=None):
-        """The fixed grid of each touching face pair; ``reach`` (the simulator's per-shape growth of
-        the margin for fast bodies) is accepted for the interface and not needed here."""
+    def detect(self, data, margin: float | None = None, reach=None, sweep=None):
+        """The fixed grid of each touching face pair; ``reach``/``sweep`` (the simulator's growth of
+        the margin for fast bodies) are accepted for the interface and not needed here."""
         from ..collision.contacts import ContactSet
         from ..mechanics.rotation import quat_to_matrix
         margin = self.margin if margin is None else float(margin)

@@ -267,7 +267,7 @@ class Simulator:
         clock = time.perf_counter
         t_start = clock()
         e0 = sum(energies(model, data))
-        contacts = self.world.detect(data, margin=self._margin(), reach=self._reach())
+        contacts = self.world.detect(data, margin=self._margin(), sweep=self._sweep())
         prev = data.contacts
         prev_normal = None if data.result is None else data.result.normal
         contacts.normal_guess = match_previous(prev, prev_normal, contacts, tol=2.0 * model.settings.margin + 1e-3)
@@ -421,6 +421,14 @@ class Simulator:
         speed), so fast bodies do not tunnel and resting ones keep the settings' margin."""
         m, d = self.model, self.data
         return _MK.shape_reach(m.dof_start, d.linear_velocity, d.angular_velocity, self.world.body_radius,
+                               self.world.shape_body, self.h)
+
+    def _sweep(self) -> np.ndarray:
+        """Per shape: (h v, h |omega| r) of its body (mechanics/kernels.py ``shape_sweep``); a pair's
+        margin grows by how far its two shapes can close in on each other in the step
+        (collision/boxes.py ``pair_reach``), so bodies falling together get no speculative contacts."""
+        m, d = self.model, self.data
+        return _MK.shape_sweep(m.dof_start, d.linear_velocity, d.angular_velocity, self.world.body_radius,
                                self.world.shape_body, self.h)
 
     def _has_position_rows(self) -> bool:
