@@ -198,12 +198,14 @@ def test_box_qp_interior_point_matches_the_unique_minimiser_on_random_box_qps():
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_working_set_lcp_solves_the_whole_lcp(sparse):
-    """The position correction's working-set LCP (start from a few rows, add every row pushed below
-    zero) gives the whole LCP's unique solution (A SPD), the one lemke pivots to on the whole."""
+def test_position_lcp_solves_the_whole_lcp(sparse):
+    """The position correction's LCP (box-qp from p = 0, a few rows deep) gives the whole
+    LCP's unique solution (A SPD), the one lemke pivots to, and its relative residual as solve()
+    measures it."""
     from contactlab import solve
     from contactlab.problems import LCP
-    from contactlab.sim.simulator import working_set_lcp
+    from contactlab.problems.residual import box_relative, relative_error, row_terms
+    from contactlab.sim.simulator import position_lcp
     rng = np.random.default_rng(5)
     n = 60
     B = rng.normal(size=(n, n)) * (rng.random((n, n)) < 0.1)
@@ -212,11 +214,14 @@ def test_working_set_lcp_solves_the_whole_lcp(sparse):
     deep = np.zeros(n, dtype=bool)
     deep[rng.choice(n, 6, replace=False)] = True
     c[deep] = -rng.uniform(0.5, 2.0, 6)
-    p, rel = working_set_lcp(sp.csr_matrix(A) if sparse else A, c, deep)
+    p, rel = position_lcp(sp.csr_matrix(A) if sparse else A, c)
     ref = solve(LCP(A, c), "lemke")
     assert ref.success and rel <= 1e-8
     assert np.abs(p - ref.z).max() <= 1e-8 * max(1.0, np.abs(ref.z).max())
-    assert np.count_nonzero(p) > deep.sum()        # the set grew beyond the start: the growth is exercised
+    assert np.count_nonzero(p) > deep.sum()        # rows beyond the deep ones are pushed: the growth is exercised
+    w = A @ p + c
+    assert rel == pytest.approx(relative_error(box_relative(p, w, np.zeros(n), np.full(n, np.inf), c,
+                                                            t=row_terms(A, p, c))), abs=1e-15)
 
 
 def test_box_qp_reduced_factorisation_matches_the_full_solve():
