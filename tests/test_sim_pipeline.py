@@ -224,32 +224,32 @@ def test_position_lcp_solves_the_whole_lcp(sparse):
                                                             t=row_terms(A, p, c))), abs=1e-15)
 
 
-def test_box_qp_reduced_factorisation_matches_the_full_solve():
-    """The interior point's reduced solve (rows whose barrier term dwarfs their matrix row leave the
-    LU) agrees with the full sparse solve of (M + diag d) x = b to within 1/FREEZE, relative."""
-    from contactlab.solvers.box_qp import FREEZE, _Shifted
+def test_box_qp_ldl_refactorisations_solve_the_shifted_system():
+    """The interior point's sparse factorisations of M + diag(d) (QDLDL: one symbolic analysis, then
+    numeric refactorisations for each new d) solve the system as scipy's spsolve does, also when
+    d spans 1e-3 to 1e8 x the row sizes (rows at their bounds at the end of an interior point), and
+    a matrix that is not quasi-definite falls back to SuperLU."""
+    import contactlab.solvers.box_qp as bq
     p = _pile_lcp(count=100, steps=40)
     keep = p.lo != p.hi
     M = sp.csr_matrix(p.M)[keep][:, keep]
-    M = sp.block_diag([M, M], format="csr")                 # over the 2,000 rows where it is used
     n = M.shape[0]
-    assert n >= 2000
     rng = np.random.default_rng(2)
     rowmax = np.asarray(abs(M).max(axis=1).todense()).ravel()
-    frozen = rng.random(n) < 0.6
-    d = np.where(frozen, 10 * FREEZE * rowmax, rng.uniform(0.0, 1e-3, n))
-    b = rng.normal(size=n)
-    import contactlab.solvers.box_qp as bq
-    sizes, lu = [], bq._spd_lu
-    bq._spd_lu = lambda A: sizes.append(A.shape[0]) or lu(A)
-    try:
-        x = _Shifted(M, dense_max=0).reduced_solver(d, d >= FREEZE * rowmax)(b)
-    finally:
-        bq._spd_lu = lu
-    assert sizes == [n - frozen.sum()]                      # the LU is of the unfrozen rows only
-    ref = sp.linalg.spsolve((M + sp.diags(d)).tocsc(), b)
-    assert np.abs(x - ref).max() <= 1e-6 * np.abs(ref).max()
-    assert np.abs((M + sp.diags(d)) @ x - b).max() <= 1e-6 * np.abs(b).max()
+    shifted = bq._Shifted(M, dense_max=0)
+    for k in range(3):
+        frozen = rng.random(n) < 0.3 * k
+        d = np.where(frozen, 1e8 * rowmax, rng.uniform(0.0, 1e-3, n) * rowmax)
+        b = rng.normal(size=n)
+        x = shifted.solver(d)(b)
+        ref = sp.linalg.spsolve((M + sp.diags(d)).tocsc(), b)
+        assert np.abs(x - ref).max() <= 1e-8 * np.abs(ref).max()
+        assert shifted.ldl is not None                      # the LDL' path, refactorised in place
+    # a zero pivot for LDL' without pivoting (not quasi-definite) takes the SuperLU path
+    K = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 2.0]])
+    S = bq._Shifted(sp.csr_matrix(K), dense_max=0)
+    x = S.solver(np.zeros(3))(np.array([1.0, 2.0, 3.0]))
+    assert S.ldl is None and np.allclose(K @ x, [1.0, 2.0, 3.0])
 
 
 def test_compiled_energies_equal_the_array_formulas():
