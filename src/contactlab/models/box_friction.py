@@ -34,12 +34,14 @@ DESCRIPTION = "boxed LCP with friction box |c_t| <= mu c_n (arechavaleta eq. 16-
 class Options:
     """coupling: "current" (findex, mu) or "previous" (static bounds from the last step);
     cfm: constraint force mixing on every row (plus settings.cfm); new_contact_bound: the normal
-    impulse estimate for a contact with no match in the previous step ("previous" coupling)."""
+    impulse estimate for a contact with no match in the previous step ("previous" coupling);
+    dense_max: the most rows whose Delassus matrix is stored dense (above: CSR, factorised sparse;
+    a 50-box stack's 600-row step 7.7 ms dense, 1.9 ms sparse)."""
     coupling: str = "current"
     cfm: float = 1e-8
     joints: str = "rows"       # "rows": joint rows are free rows of the LCP (ODE); "schur": eliminated (eq. 15)
     new_contact_bound: float = 0.0
-    dense_max: int = 600
+    dense_max: int = 200
 
     def __post_init__(self):
         if self.coupling not in ("current", "previous"):

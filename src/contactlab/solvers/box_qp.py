@@ -57,7 +57,8 @@ from .registry import register
 class BoxQPOptions:
     """tol: relative residual target (problems/residual.py, the measure solve() certifies);
     max_iterations: Newton steps per QP; max_outer: bound updates for friction-coupled rows;
-    dense_max: largest n factorised densely (above: sparse LU); armijo: sufficient decrease;
+    dense_max: largest n of a sparse M factorised densely (above: sparse LDL', QDLDL; a dense 600-row
+    Cholesky costs 6 ms where the sparse one of a contact matrix costs 0.2 ms); armijo: sufficient decrease;
     algorithm: "auto" (``newton_steps`` projected Newton steps, then interior point), "newton"
     (projected Newton only) or "ipm" (interior point only); newton_steps: projected Newton steps
     before the interior point ("auto") for n > small_n, stopping at the first step the line search
@@ -67,7 +68,7 @@ class BoxQPOptions:
     tol: float = 0.1 * CERTIFY
     max_iterations: int = 60
     max_outer: int = 30
-    dense_max: int = 700
+    dense_max: int = 200
     armijo: float = 1e-4
     algorithm: str = "auto"
     newton_steps: int = 3
@@ -90,13 +91,24 @@ def _spd_lu(A):
     return spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
 
 
+def _sparse_spd_solve(A, rhs):
+    """Solve A x = rhs for a sparse symmetric positive definite A: LDL' by QDLDL (AMD ordering), or
+    SuperLU with diagonal pivots where LDL' meets a zero pivot. On a pile's Delassus sub-matrices
+    QDLDL takes 0.14 / 0.43 / 4.7 ms at n = 500 / 1,500 / 6,000 against SuperLU's 0.30 / 0.61 / 7.9
+    and a dense Cholesky's 3.8 / 37 / 1,550."""
+    try:
+        return _qdldl.Solver(sp.triu(A, format="csc"), upper=True).solve(rhs)
+    except (ValueError, RuntimeError):
+        return _spd_lu(A.tocsc()).solve(rhs)
+
+
 def _factor_solve(M, F, rhs, dense_max):
-    """Solve M_FF x = rhs (Cholesky when dense, LU when sparse)."""
+    """Solve M_FF x = rhs (Cholesky when dense or small, sparse LDL' otherwise)."""
     if F.size == 0:
         return np.zeros(0)
     if sp.issparse(M) and F.size > dense_max:
         A = M if F.size == M.shape[0] else M[F][:, F]         # every row free (a resting stack): no slicing
-        return _spd_lu(A.tocsc()).solve(rhs)
+        return _sparse_spd_solve(A, rhs)
     A = M[np.ix_(F, F)] if not sp.issparse(M) else M[F][:, F].toarray()
     try:
         return sla.cho_solve(sla.cho_factor(A, check_finite=False), rhs, check_finite=False)
