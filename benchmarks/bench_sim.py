@@ -258,7 +258,7 @@ def solver_study(n, at_steps, fixed=50):
     for target in at_steps:
         while sim.data.steps < target:
             sim.step()
-        contacts = sim.world.detect(sim.data, reach=sim._reach())
+        contacts = sim.world.detect(sim.data, sweep=sim._sweep())
         from contactlab.collision import match_previous
         contacts.normal_guess = match_previous(sim.data.contacts, sim.data.result.normal, contacts, 0.021)
         sys_ = build_system(sim.model, sim.data, contacts, sim.h)
