@@ -285,6 +285,7 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
     t = np.empty(n)
     val = np.zeros(n)
     mark = np.full(n, -1, dtype=np.int64)
+    inv = 1.0 / diag            # a multiply per row, not a division on the sweep's critical path
     impulse_velocity(ptr, body, g, z, dv)
     if _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark, floor,
               tol_rel, max_sweeps == 0, report, stats):
@@ -296,7 +297,7 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
             a, b = row_bounds(i, z, lo, hi, findex, mu)
             if a == b and z[i] == a:
                 continue        # a zero-width box (friction of a normal at 0) holds z_i: dz = 0 exactly
-            y = z[i] - _row_w(i, ptr, body, hb, q, cfm, z, dv) / diag[i]
+            y = z[i] - _row_w(i, ptr, body, hb, q, cfm, z, dv) * inv[i]
             if y < a:
                 y = a
             if y > b:
