@@ -361,8 +361,8 @@ def test_islands_split_separate_stacks_and_give_the_whole_problems_answer():
     from scipy.sparse.csgraph import connected_components
     from contactlab.sim.islands import island_labels
     scene = lambda: make_scene("stack", count=4, columns=3)
-    a = Simulator(scene(), "box-friction", "box-qp")
-    b = Simulator(scene(), "box-friction", "box-qp", islands=False)
+    a = Simulator(scene(), "box-friction", "box-qp", islands=True)
+    b = Simulator(scene(), "box-friction", "box-qp")
     for _ in range(30):
         ra, rb = a.step(), b.step()
         assert ra.success and rb.success
@@ -381,7 +381,7 @@ def test_islands_split_separate_stacks_and_give_the_whole_problems_answer():
     sparse = BoxedLCP(sp.csr_matrix(p.M), p.q, p.lo, p.hi, p.findex, p.mu)
     c_sp, l_sp = island_labels(sparse)
     assert c_sp == 3 and np.array_equal(l_sp, labels)
-    single = Simulator(make_scene("stack", count=4), "box-friction", "box-qp")
+    single = Simulator(make_scene("stack", count=4), "box-friction", "box-qp", islands=True)
     single.step()
     assert "islands" not in single.last_solution.info          # one island: the whole solve
 
