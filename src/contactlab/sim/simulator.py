@@ -58,18 +58,20 @@ def potential_energy(model: Model, data: Data) -> float:
 
 def position_lcp(A, c: np.ndarray) -> tuple[np.ndarray, float]:
     """The position correction's LCP w = A p + c >= 0 perp p >= 0 (A = N W N' + eps I, symmetric
-    positive definite, dense or CSR) on the whole problem by box-qp: up to 15 projected Newton steps
+    positive definite, dense or CSR) on the whole problem by box-qp: up to 30 projected Newton steps
     from p = 0 (``algorithm="newton"``: its first free set is the rows with c_i < 0, the deep
-    contacts, and each step adds the rows the correction pushes in), then, where they do not
-    certify, the interior point (``algorithm="ipm"``). Returns (p, relative residual of the whole LCP
-    as ``solve()`` certifies it; inf when p is not finite).
-    Measured on the 83 corrections of a 500-box pile's first 100 steps (400-2,400 contacts, 1-520
-    deep): 2.3 s in all, against 5.1 s for a working set of box-qp solves grown from the deep rows,
-    2.9 s for Newton alone (2-5 ms while few rows are deep, up to 150 ms once 500 are) and 2.8 s
-    for the interior point after at most 3 Newton steps."""
+    contacts, and each step adds the rows the correction pushes in, so a factorisation is of the
+    rows in play only), then, where they do not certify, the interior point (``algorithm="ipm"``,
+    which factors every row). Returns (p, relative residual of the whole LCP as ``solve()``
+    certifies it; inf when p is not finite).
+    The budget, measured (integrate stage, ms per step, certified piles): 15 Newton steps 17.8 at
+    500 boxes (200 steps) and 82 at 1,000 (100 steps), 30 steps 25.1 and 40.7; Newton needs 130-185
+    steps on a settling 500-box pile's corrections (the interior point 22, each LDL' 1 ms) but 20-29
+    on a 1,000-box pile's, where the interior point's LDL' of all 6,000 rows fills in (11 ms). A
+    working set of box-qp solves grown from the deep rows (before) took twice as long at 500 boxes."""
     from ..problems import BoxedLCP
     problem = BoxedLCP(A, c, np.zeros(c.size), np.full(c.size, np.inf))
-    sol = solve(problem, "box-qp", algorithm="newton", max_iterations=15)
+    sol = solve(problem, "box-qp", algorithm="newton", max_iterations=30)
     if not sol.success:
         sol = solve(problem, "box-qp", algorithm="ipm")
     p = np.asarray(sol.z, dtype=np.float64)
