@@ -252,6 +252,39 @@ def test_box_qp_ldl_refactorisations_solve_the_shifted_system():
     assert S.ldl is None and np.allclose(K @ x, [1.0, 2.0, 3.0])
 
 
+def test_ldl_pattern_cache_refactorises_a_repeated_pattern_only():
+    """box-qp's sparse LDL' (QDLDL) keeps its symbolic analysis while the sparsity pattern repeats:
+    new values on the same pattern are refactorised in place and solve the new system; another
+    pattern gets a new analysis; a zero pivot raises and empties the cache."""
+    import scipy.sparse as sp
+    from contactlab.solvers.box_qp import _PatternCache
+    rng = np.random.default_rng(3)
+    n = 300
+    B = sp.random(n, n, density=0.02, random_state=4, format="csr")
+    A = (B @ B.T + sp.identity(n)).tocsr()
+    cache = _PatternCache()
+    U = sp.triu(A, format="csc")
+    first = cache.ldl(U)
+    b = rng.normal(size=n)
+    assert np.abs(A @ first.solve(b) - b).max() <= 1e-10 * np.abs(b).max()
+    A2 = A.copy()
+    A2.data = A2.data * rng.uniform(0.5, 2.0, A2.data.size)
+    A2 = (0.5 * (A2 + A2.T) + 5.0 * sp.identity(n)).tocsr()       # same pattern, other values
+    U2 = sp.triu(A2, format="csc")
+    assert np.array_equal(U2.indptr, U.indptr) and np.array_equal(U2.indices, U.indices)
+    again = cache.ldl(U2)
+    assert again is first                                          # refactorised, not analysed again
+    assert np.abs(A2 @ again.solve(b) - b).max() <= 1e-10 * np.abs(b).max()
+    C = (A + sp.random(n, n, density=0.01, random_state=5) @ sp.random(n, n, density=0.01, random_state=6).T).tocsr()
+    C = (C + C.T + 10.0 * sp.identity(n)).tocsr()
+    other = cache.ldl(sp.triu(C, format="csc"))
+    assert other is not first and np.abs(C @ other.solve(b) - b).max() <= 1e-10 * np.abs(b).max()
+    Z = sp.triu(sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]])), format="csc")
+    with pytest.raises(RuntimeError):
+        cache.ldl(Z)
+    assert cache.solver is None
+
+
 def test_compiled_energies_equal_the_array_formulas():
     """kernels/energy.py against the numpy expressions (1/2 m v^2 + 1/2 w' R I R' w, -m p.g) on a
     tumbling pile, and the rotational part against a hand value for one spinning box."""
