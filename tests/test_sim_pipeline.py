@@ -255,7 +255,7 @@ def test_box_qp_ldl_refactorisations_solve_the_shifted_system():
 def test_ldl_pattern_cache_refactorises_a_repeated_pattern_only():
     """box-qp's sparse LDL' (QDLDL) keeps its symbolic analysis while the sparsity pattern repeats:
     new values on the same pattern are refactorised in place and solve the new system; another
-    pattern gets a new analysis; a zero pivot raises and empties the cache."""
+    pattern gets a new analysis and both stay cached; a zero pivot raises and caches nothing."""
     import scipy.sparse as sp
     from contactlab.solvers.box_qp import _PatternCache
     rng = np.random.default_rng(3)
@@ -278,9 +278,10 @@ def test_ldl_pattern_cache_refactorises_a_repeated_pattern_only():
     other = cache.ldl(C)
     assert other is not first and np.abs(C @ other.solve(b) - b).max() <= 1e-10 * np.abs(b).max()
     Z = sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    assert cache.ldl(A2) is first                                  # both patterns kept (2 of 4 entries)
     with pytest.raises(RuntimeError):
         cache.ldl(Z)
-    assert cache.solver is None
+    assert len(cache.entries) == 2
 
 
 def test_compiled_energies_equal_the_array_formulas():
