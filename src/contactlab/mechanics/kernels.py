@@ -342,6 +342,50 @@ def shape_sweep(dof_start, lin, ang, body_radius, shape_body, h):
 
 
 @jit
+def _dot_pair(s, j, r, c, G, vec):
+    """(W h_min)'h_max of slots s (row r) and j (row c), min/max by row: exactly symmetric."""
+    lo_s, hi_s = (s, j) if r <= c else (j, s)
+    v = 0.0
+    for e in range(6):
+        v += G[lo_s, e] * vec[hi_s, e]
+    return v
+
+
+@jit
+def _merge_two(r, s0, s1, body, start, row, G, vec, diag, out_c, out_v, k):
+    """Row r's entries of :func:`delassus_csr` when it touches two bodies (slots s0, s1, bodies in
+    increasing order): the merge of the two bodies' sorted row lists, an entry on both summed in slot
+    order (the general loop's arithmetic, so the same bits). Returns the new fill position k."""
+    i0, e0 = start[body[s0]], start[body[s0] + 1]
+    i1, e1 = start[body[s1]], start[body[s1] + 1]
+    while i0 < e0 or i1 < e1:
+        c0 = row[i0] if i0 < e0 else -1
+        c1 = row[i1] if i1 < e1 else -1
+        if c1 < 0 or (c0 >= 0 and c0 < c1):
+            c = c0
+            v = _dot_pair(s0, i0, r, c, G, vec)
+            i0 += 1
+        elif c0 < 0 or c1 < c0:
+            c = c1
+            v = 0.0 + _dot_pair(s1, i1, r, c, G, vec)
+            i1 += 1
+        else:
+            c = c0
+            v = _dot_pair(s0, i0, r, c, G, vec)
+            lo_s, hi_s = (s1, i1) if r <= c else (i1, s1)
+            for e in range(6):
+                v += G[lo_s, e] * vec[hi_s, e]
+            i0 += 1
+            i1 += 1
+        if c == r:
+            v += diag[r]
+        out_c[k] = c
+        out_v[k] = v
+        k += 1
+    return k
+
+
+@jit
 def delassus_csr(indptr, indices, data, W, n, diag):
     """Canonical CSR (data, indices, indptr) of H W H' + diag(diag), built row by row: a row's
     entries are the merge of the (sorted) row lists of the bodies it touches, so no sort and no
@@ -381,6 +425,10 @@ def delassus_csr(indptr, indices, data, W, n, diag):
     for r in range(n):
         a, z = rs[r], rs[r + 1]
         nl = z - a
+        if nl == 2:         # a contact row (two bodies): a two-pointer merge of their row lists
+            k = _merge_two(r, slots[a], slots[a + 1], body, start, row, G, vec, diag, out_c, out_v, k)
+            out_p[r + 1] = k
+            continue
         if nl > head.size:
             head = np.empty(2 * nl, dtype=np.int64)
         for i in range(nl):
