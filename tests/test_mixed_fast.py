@@ -25,10 +25,8 @@ from contactlab.solvers import solve
 
 
 # -- the former assembly, kept as the reference ------------------------------------------------------------
-def _former_parts(sys):
-    nc, d, nl, nm, ndof = sys.nc, sys.d, sys.nl, sys.nm, sys.ndof
-    Z = lambda k: sp.csr_matrix((k, ndof))
-    H = sp.vstack([sys.L, sys.N, sys.D, Z(nc), sys.A, Z(nm)], format="csr")
+def _former_k(nl, nc, d, nm, mu):
+    """The former sparse coupling K of the mixed LCP (no cfm) and its offsets (o_cn, o_b, o_lam, o_u, o_s)."""
     o_cn, o_b = nl, nl + nc
     o_lam = o_b + nc * d
     o_u = o_lam + nc
@@ -37,8 +35,16 @@ def _former_parts(sys):
     ci, bi = np.repeat(np.arange(nc), d), np.arange(nc * d)
     rows = [o_b + bi, o_lam + ci, o_lam + np.arange(nc), o_u + np.arange(nm), o_s + np.arange(nm)]
     cols = [o_lam + ci, o_b + bi, o_cn + np.arange(nc), o_s + np.arange(nm), o_u + np.arange(nm)]
-    vals = [np.ones(nc * d), -np.ones(nc * d), sys.mu, np.ones(nm), -np.ones(nm)]
+    vals = [np.ones(nc * d), -np.ones(nc * d), mu, np.ones(nm), -np.ones(nm)]
     K = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(ny, ny))
+    return K, (o_cn, o_b, o_lam, o_u, o_s)
+
+
+def _former_parts(sys):
+    nc, d, nl, nm, ndof = sys.nc, sys.d, sys.nl, sys.nm, sys.ndof
+    Z = lambda k: sp.csr_matrix((k, ndof))
+    H = sp.vstack([sys.L, sys.N, sys.D, Z(nc), sys.A, Z(nm)], format="csr")
+    K, (o_cn, o_b, o_lam, o_u, o_s) = _former_k(nl, nc, d, nm, sys.mu)
     c = np.concatenate([sys.l_bias, sys.n_bias, np.zeros(nc * d + nc), -sys.a_target, 2.0 * sys.a_max])
     v0 = sys.v_free()
     if nm:
@@ -321,17 +327,10 @@ def test_pyramid_coupling_is_the_former_k(shape):
     nl, nc, d, nm = shape
     rng = np.random.default_rng(nc + d)
     mu = rng.uniform(0.1, 2.0, nc)
-    o_cn, o_b = nl, nl + nc
-    o_lam = o_b + nc * d
-    o_u = o_lam + nc
-    o_s = o_u + nm
-    ny = o_s + nm
-    ci, bi = np.repeat(np.arange(nc), d), np.arange(nc * d)
-    rows = np.concatenate([o_b + bi, o_lam + ci, o_lam + np.arange(nc), o_u + np.arange(nm), o_s + np.arange(nm)])
-    cols = np.concatenate([o_lam + ci, o_b + bi, o_cn + np.arange(nc), o_s + np.arange(nm), o_u + np.arange(nm)])
-    vals = np.concatenate([np.ones(nc * d), -np.ones(nc * d), mu, np.ones(nm), -np.ones(nm)])
+    K0, (o_cn, _, _, o_u, _) = _former_k(nl, nc, d, nm, mu)
+    ny = K0.shape[0]
     for cfm in (0.0, 1e-6):
         dg = np.zeros(ny)
         dg[o_cn:o_u] = cfm
-        K = (sp.csr_matrix((vals, (rows, cols)), shape=(ny, ny)) + sp.diags(dg)).toarray()
+        K = (K0 + sp.diags(dg)).toarray()
         np.testing.assert_array_equal(pyramid_coupling(nl, nc, d, nm, mu, cfm), K)

@@ -447,13 +447,13 @@ OTHER, BOX, SPHERE, VERTICES, HALFSPACE = 0, 1, 2, 3, 4
 def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, plane_n, plane_off, margin, sweep):
     """Contacts of every candidate pair a compiled routine covers, in one call: box-box pairs first
     (:func:`box_box`, at most 4 points), then (box or convex mesh, half-space) pairs (each vertex
-    within margin + the shape's reach of the plane: outward normal n, inside n.x <= off; normal -n,
+    within the grown margin of the plane: outward normal n, inside n.x <= off; normal -n,
     point midway to the plane), then (sphere, half-space) pairs (phi = n.c - off - r, the point midway
     between the sphere's lowest point and its projection: coal's witness points), each class in pair
     order. ``cls`` per shape: BOX, SPHERE, VERTICES (a convex mesh), HALFSPACE or OTHER; ``plane_row``
-    per shape: its row in plane_n/plane_off (-1 for a finite shape). Every pair's margin is grown by
-    :func:`pair_reach` of the shapes' ``sweep`` rows (speculative contacts: within reach in the step). Returns (sa, sb, point, unit
-    normal a -> b, phi) and ``rest``, the pairs left for coal."""
+    per shape: its row in plane_n/plane_off (-1 for a finite shape). Every pair's margin is grown
+    by :func:`pair_reach` of the shapes' ``sweep`` rows (speculative contacts: within reach in the
+    step). Returns (sa, sb, point, unit normal a -> b, phi) and ``rest``, the pairs left for coal."""
     npairs = pairs.shape[0]
     cap = 0
     for q in range(npairs):

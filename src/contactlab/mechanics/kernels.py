@@ -311,26 +311,11 @@ def advance_state(dof_start, v_next, lin, ang, pos, quat, h):
 
 
 @jit
-def shape_reach(dof_start, lin, ang, body_radius, shape_body, h):
-    """Per shape: h (|v| + |omega| r) of its body (0 for a body without dofs): how far its points can
-    travel in one step."""
-    out = np.zeros(shape_body.size)
-    for k in range(shape_body.size):
-        b = shape_body[k]
-        if dof_start[b] >= 0:
-            v = np.sqrt(lin[b, 0] ** 2 + lin[b, 1] ** 2 + lin[b, 2] ** 2)
-            w = np.sqrt(ang[b, 0] ** 2 + ang[b, 1] ** 2 + ang[b, 2] ** 2)
-            out[k] = h * (v + w * body_radius[b])
-    return out
-
-
-@jit
 def shape_sweep(dof_start, lin, ang, body_radius, shape_body, h):
     """Per shape: (h v_x, h v_y, h v_z, h |omega| r) of its body (zeros for a body without dofs):
-    the step's translation and a bound on how far rotation moves its points. Two shapes' points
-    close in on each other by at most |h (v_a - v_b)| + h |omega_a| r_a + h |omega_b| r_b in a step
-    (:func:`contactlab.collision.boxes.pair_reach`): bodies falling together get no speculative
-    contacts, unlike with the sum of their :func:`shape_reach`."""
+    the step's translation and a bound on how far rotation moves its points, from which
+    :func:`contactlab.collision.boxes.pair_reach` bounds how far two shapes close in on each other
+    and ``shape_reach_of`` how far one shape's points travel."""
     out = np.zeros((shape_body.size, 4))
     for k in range(shape_body.size):
         b = shape_body[k]
@@ -342,10 +327,10 @@ def shape_sweep(dof_start, lin, ang, body_radius, shape_body, h):
 
 
 @jit
-def _dot_pair(s, j, r, c, G, vec):
-    """(W h_min)'h_max of slots s (row r) and j (row c), min/max by row: exactly symmetric."""
+def _add_dot(v, s, j, r, c, G, vec):
+    """v + (W h_min)'h_max of slots s (row r) and j (row c), min/max by row (exactly symmetric),
+    added term by term as the general loop of :func:`delassus_csr` adds them."""
     lo_s, hi_s = (s, j) if r <= c else (j, s)
-    v = 0.0
     for e in range(6):
         v += G[lo_s, e] * vec[hi_s, e]
     return v
@@ -361,21 +346,15 @@ def _merge_two(r, s0, s1, body, start, row, G, vec, diag, out_c, out_v, k):
     while i0 < e0 or i1 < e1:
         c0 = row[i0] if i0 < e0 else -1
         c1 = row[i1] if i1 < e1 else -1
-        if c1 < 0 or (c0 >= 0 and c0 < c1):
+        v = 0.0
+        if c1 < 0 or (0 <= c0 <= c1):
             c = c0
-            v = _dot_pair(s0, i0, r, c, G, vec)
+            v = _add_dot(v, s0, i0, r, c, G, vec)
             i0 += 1
-        elif c0 < 0 or c1 < c0:
-            c = c1
-            v = 0.0 + _dot_pair(s1, i1, r, c, G, vec)
-            i1 += 1
         else:
-            c = c0
-            v = _dot_pair(s0, i0, r, c, G, vec)
-            lo_s, hi_s = (s1, i1) if r <= c else (i1, s1)
-            for e in range(6):
-                v += G[lo_s, e] * vec[hi_s, e]
-            i0 += 1
+            c = c1
+        if c1 == c:
+            v = _add_dot(v, s1, i1, r, c, G, vec)
             i1 += 1
         if c == r:
             v += diag[r]

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..blas import blas_threads
 from ..collision import CollisionWorld, match_previous
+from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.energy import energies as _energies
 from ..mechanics import kernels as _MK
@@ -413,16 +414,14 @@ class Simulator:
 
     def _reach(self) -> np.ndarray:
         """Per shape: the distance its body's points can travel in one step, h (speed +
-        |omega| * radius); a pair's margin grows by its two shapes' reach (>= h x their relative
-        speed), so fast bodies do not tunnel and resting ones keep the settings' margin."""
-        m, d = self.model, self.data
-        return _MK.shape_reach(m.dof_start, d.linear_velocity, d.angular_velocity, self.world.body_radius,
-                               self.world.shape_body, self.h)
+        |omega| * radius) (collision/boxes.py ``shape_reach_of`` of :meth:`_sweep`)."""
+        return shape_reach_of(self._sweep())
 
     def _sweep(self) -> np.ndarray:
         """Per shape: (h v, h |omega| r) of its body (mechanics/kernels.py ``shape_sweep``); a pair's
         margin grows by how far its two shapes can close in on each other in the step
-        (collision/boxes.py ``pair_reach``), so bodies falling together get no speculative contacts."""
+        (collision/boxes.py ``pair_reach``), so fast bodies do not tunnel, resting ones keep the
+        settings' margin, and bodies falling side by side get half the sum of their reaches."""
         m, d = self.model, self.data
         return _MK.shape_sweep(m.dof_start, d.linear_velocity, d.angular_velocity, self.world.body_radius,
                                self.world.shape_body, self.h)

@@ -134,16 +134,17 @@ class _PatternCache:
 _LDL = _PatternCache()
 
 
-def _sparse_spd_solve(A, rhs):
-    """Solve A x = rhs for a sparse symmetric positive definite A: LDL' by QDLDL (AMD ordering; the
-    symbolic analysis reused while the pattern repeats, :class:`_PatternCache`), or SuperLU with
-    diagonal pivots where LDL' meets a zero pivot. On a pile's Delassus sub-matrices QDLDL takes
-    0.14 / 0.43 / 4.7 ms at n = 500 / 1,500 / 6,000 against SuperLU's 0.30 / 0.61 / 7.9 and a dense
-    Cholesky's 3.8 / 37 / 1,550."""
+def _sparse_spd_solver(A):
+    """A solver of A x = b for a sparse symmetric positive definite A: LDL' by QDLDL (AMD ordering;
+    the symbolic analysis reused while the pattern repeats, :class:`_PatternCache`), or SuperLU with
+    diagonal pivots where LDL' meets a zero pivot. Returns (solve, the QDLDL solver or None). On a
+    pile's Delassus sub-matrices QDLDL takes 0.14 / 0.43 / 4.7 ms at n = 500 / 1,500 / 6,000
+    against SuperLU's 0.30 / 0.61 / 7.9 and a dense Cholesky's 3.8 / 37 / 1,550."""
     try:
-        return _LDL.ldl(A).solve(rhs)
+        ldl = _LDL.ldl(A)
+        return ldl.solve, ldl
     except (ValueError, RuntimeError):
-        return _spd_lu(A.tocsc()).solve(rhs)
+        return _spd_lu(sp.csc_matrix(A)).solve, None
 
 
 def _factor_solve(M, F, rhs, dense_max):
@@ -152,7 +153,7 @@ def _factor_solve(M, F, rhs, dense_max):
         return np.zeros(0)
     if sp.issparse(M) and F.size > dense_max:
         A = M if F.size == M.shape[0] else M[F][:, F]         # every row free (a resting stack): no slicing
-        return _sparse_spd_solve(A, rhs)
+        return _sparse_spd_solver(A)[0](rhs)
     A = M[np.ix_(F, F)] if not sp.issparse(M) else M[F][:, F].toarray()
     try:
         return sla.cho_solve(sla.cho_factor(A, check_finite=False), rhs, check_finite=False)
@@ -215,8 +216,9 @@ def _residual(M, q, z, w, lo, hi, absM=None):
 
 class _Shifted:
     """Factorisations of M + diag(d) for a fixed M: dense Cholesky (LU where Cholesky fails), or a
-    sparse LDL' on one pattern whose diagonal is overwritten (QDLDL, :meth:`_ldl`; SuperLU with
-    diagonal pivots where LDL' meets a zero pivot)."""
+    sparse LDL' on one pattern whose diagonal is overwritten (:func:`_sparse_spd_solver`: after the
+    first iteration QDLDL refactorises numerically only, 1.1 ms against SuperLU's 7 ms on a 500-box
+    pile's 6,000 rows)."""
 
     def __init__(self, M, dense_max):
         self.sparse = sp.issparse(M) and M.shape[0] > dense_max
@@ -227,34 +229,16 @@ class _Shifted:
             cols = np.repeat(np.arange(K.shape[1]), np.diff(K.indptr))
             self.diag_at = np.flatnonzero(rows == cols)
             self.base = K.data[self.diag_at] - 1.0
-            self.K = K
-            U = sp.triu(K, format="csc")               # the upper triangle for LDL' (diagonal last per column)
-            U.sort_indices()
-            self.U, self.udiag_at, self.ldl = U, U.indptr[1:] - 1, None
+            self.K, self.ldl = K, None
         else:
             self.A = M.toarray() if sp.issparse(M) else np.asarray(M, dtype=np.float64)
             self.base = np.diag(self.A).copy()
 
-    def _ldl(self, d):
-        """LDL' of M + diag(d) by QDLDL (OSQP's factorisation: an AMD ordering and the symbolic
-        analysis once per pattern, then numeric refactorisations only): on a 500-box pile's
-        6,000-row Delassus, 1.1 ms per refactorisation against 7 ms for SuperLU, which orders and
-        analyses every time."""
-        self.U.data[self.udiag_at] = self.base + d
-        if self.ldl is None:
-            self.ldl = _qdldl.Solver(self.U, upper=True)
-        else:
-            self.ldl.update(self.U, upper=True)
-        return self.ldl.solve
-
     def solver(self, d):
         if self.sparse:
-            try:
-                return self._ldl(d)
-            except (ValueError, RuntimeError):      # a zero pivot: SuperLU (diagonal pivots) instead
-                self.ldl = None
             self.K.data[self.diag_at] = self.base + d
-            return _spd_lu(self.K).solve
+            solve, self.ldl = _sparse_spd_solver(self.K)    # one pattern: numeric refactorisations
+            return solve
         A = self.A.copy()
         A[np.diag_indices_from(A)] = self.base + d
         try:
