@@ -189,10 +189,12 @@ def test_boxed_lcp_structure_errors_name_the_rule(change, message):
         BoxedLCP(np.eye(n), np.ones(n), **args)
 
 
-def test_boxed_lcp_dense_certify_equals_the_generic_residuals():
-    """BoxedLCP.certify's one compiled pass (kernels/residual.py boxed_certify_dense) gives the w and
-    both residual triples of the generic path (bounds at z, box_residuals, box_relative with row_terms),
-    on random coupled and static problems, at solutions and at random points."""
+@pytest.mark.parametrize("sparse", [False, True])
+def test_boxed_lcp_certify_equals_the_generic_residuals(sparse):
+    """BoxedLCP.certify's one compiled pass (kernels/residual.py boxed_certify_dense, boxed_certify_csr
+    for a sparse M) gives the w and both residual triples of the generic path (bounds at z,
+    box_residuals, box_relative with row_terms), on random coupled and static problems, at solutions
+    and at random points."""
     from contactlab.problems.base import Problem
     rng = np.random.default_rng(5)
     for trial in range(40):
@@ -200,6 +202,9 @@ def test_boxed_lcp_dense_certify_equals_the_generic_residuals():
         n = 3 * nc
         A = rng.normal(size=(n, n))
         M = A @ A.T + 1e-3 * np.eye(n)
+        if sparse:      # zero entries off a band, kept symmetric and definite
+            M = sp.csr_matrix(np.where(np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= 2, M, 0.0)
+                              + n * np.eye(n))
         q = rng.normal(size=n) * 10.0 ** rng.uniform(-3, 3)
         fi = np.r_[np.full(nc, -1), np.tile(np.arange(nc), 2)]
         p = BoxedLCP(M, q, findex=fi, mu=np.r_[np.zeros(nc), np.full(2 * nc, rng.uniform(0, 1))]) if trial % 2 else \
@@ -211,12 +216,38 @@ def test_boxed_lcp_dense_certify_equals_the_generic_residuals():
         assert np.allclose(w, w0, rtol=1e-13, atol=1e-13 * np.abs(q).max())
         # w is summed in another order: the residuals agree to its rounding (absolute: in units of the
         # data's size; relative: scale-free, 1e-13; complementarity carries a further factor |z|)
-        size = np.abs(q).max() + np.abs(M).max() * np.abs(z).max()
+        size = np.abs(q).max() + abs(M).max() * np.abs(z).max()
         for x, y, unit in ((r_abs, a0, size), (r_rel, b0, 1.0)):
             for f in ("natural", "complementarity", "infeasibility"):
                 u, v = getattr(x, f), getattr(y, f)
                 scale = unit * (1.0 + np.abs(z).max() if f == "complementarity" and unit > 1 else 1.0)
                 assert u == v or abs(u - v) <= 1e-10 * max(abs(u), abs(v)) + 1e-13 * scale, (f, u, v)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_boxed_is_trivial_is_the_residual_definition(sparse):
+    """BoxedLCP.is_trivial (w = q at z = 0, no product) equals the base definition (residuals at
+    z = 0 from w(0)), on static and coupled bounds, with q of both signs and zero rows."""
+    from contactlab.problems.base import Problem
+    rng = np.random.default_rng(8)
+    got = []
+    for trial in range(60):
+        nc = int(rng.integers(1, 4))
+        n = 3 * nc
+        M = np.eye(n) * 2.0 + 0.1
+        M = sp.csr_matrix(M) if sparse else M
+        q = rng.normal(size=n) * rng.integers(0, 2, size=n)         # some rows exactly 0
+        if trial % 3 == 0:
+            q = np.abs(q)
+        if trial % 2:
+            p = BoxedLCP(M, q, findex=np.r_[np.full(nc, -1), np.tile(np.arange(nc), 2)],
+                         mu=np.r_[np.zeros(nc), np.full(2 * nc, 0.5)])
+        else:
+            lo = np.where(rng.random(n) < 0.5, 0.0, -rng.uniform(0, 1, n))
+            p = BoxedLCP(M, q, lo, np.where(rng.random(n) < 0.3, np.inf, rng.uniform(0, 1, n)))
+        got.append(p.is_trivial())
+        assert got[-1] == Problem.is_trivial(p)
+    assert any(got) and not all(got)
 
 
 def test_row_terms_of_a_csr_matrix_equal_the_dense_formula():

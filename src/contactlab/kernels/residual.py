@@ -243,14 +243,11 @@ def box_relative_error(z, w, lo, hi, q, t, work):
 
 
 @jit
-def boxed_certify_dense(M, q, lo, hi, findex, mu, z):
-    """One pass over a dense boxed LCP (problems/lcp.py BoxedLCP.certify): w = M z + q, the bounds
-    at z (coupled rows: -+mu_i max(z_findex_i, 0)), row terms t = |q| + |M||z| (row_terms), and both
-    residual triples: box_residual_kernel (absolute) and box_relative_kernel (scale-free).
-    Returns (w, nat, comp, infeas, rel_nat, rel_comp, rel_infeas)."""
+def _boxed_finish(q, lo, hi, findex, mu, z, w, t):
+    """Both residual triples of a boxed LCP from w = M z + q and its row terms t: the bounds at z
+    (coupled rows: -+mu_i max(z_findex_i, 0)), box_residual_kernel (absolute) and box_relative_kernel
+    (scale-free). Returns (nat, comp, infeas, rel_nat, rel_comp, rel_infeas)."""
     n = q.shape[0]
-    w = np.empty(n)
-    t = np.empty(n)
     work = np.empty((6, n))
     le, he = work[4], work[5]
     for i in range(n):
@@ -260,7 +257,39 @@ def boxed_certify_dense(M, q, lo, hi, findex, mu, z):
             le[i], he[i] = -r, r
         else:
             le[i], he[i] = lo[i], hi[i]
-    _affine_terms(M, q, z, w, t)
     nat, comp, infeas = box_residual_kernel(z, w, le, he)
     rn, rc, ri = box_relative_kernel(z, w, le, he, q, t, -1.0, work[:4])
+    return nat, comp, infeas, rn, rc, ri
+
+
+@jit
+def boxed_certify_dense(M, q, lo, hi, findex, mu, z):
+    """One pass over a dense boxed LCP (problems/lcp.py BoxedLCP.certify): w = M z + q, row terms
+    t = |q| + |M||z| (row_terms), then :func:`_boxed_finish`.
+    Returns (w, nat, comp, infeas, rel_nat, rel_comp, rel_infeas)."""
+    n = q.shape[0]
+    w = np.empty(n)
+    t = np.empty(n)
+    _affine_terms(M, q, z, w, t)
+    nat, comp, infeas, rn, rc, ri = _boxed_finish(q, lo, hi, findex, mu, z, w, t)
+    return w, nat, comp, infeas, rn, rc, ri
+
+
+@jit
+def boxed_certify_csr(indptr, indices, data, q, lo, hi, findex, mu, z):
+    """:func:`boxed_certify_dense` for M in CSR: w = M z + q and t = |q| + |M||z| in one pass over
+    the entries (the sums in the entries' order, as scipy's matvec and :func:`csr_abs_terms` add them)."""
+    n = q.shape[0]
+    w = np.empty(n)
+    t = np.empty(n)
+    for i in range(n):
+        s = 0.0
+        a = abs(q[i])
+        for p in range(indptr[i], indptr[i + 1]):
+            v = data[p] * z[indices[p]]
+            s += v
+            a += abs(data[p]) * abs(z[indices[p]])
+        w[i] = s + q[i]
+        t[i] = a
+    nat, comp, infeas, rn, rc, ri = _boxed_finish(q, lo, hi, findex, mu, z, w, t)
     return w, nat, comp, infeas, rn, rc, ri

@@ -65,11 +65,14 @@ def frame_rows_csr(a, b, dof_start, position, P, U):
 def _row_blocks(indptr, indices, data, nbody):
     """Per body, the rows touching it with their 6 entries: (start (nbody+1), row, vec (m, 6))."""
     n = indptr.size - 1
+    of_col = np.empty(6 * nbody, dtype=np.int64)       # column -> body (a gather, not a division per entry)
+    for c in range(of_col.size):
+        of_col[c] = c // 6
     count = np.zeros(nbody + 1, dtype=np.int64)
     for r in range(n):
         last = -1
         for p in range(indptr[r], indptr[r + 1]):
-            b = indices[p] // 6
+            b = of_col[indices[p]]
             if b != last:
                 count[b + 1] += 1
                 last = b
@@ -82,13 +85,14 @@ def _row_blocks(indptr, indices, data, nbody):
         last = -1
         slot = -1
         for p in range(indptr[r], indptr[r + 1]):
-            b = indices[p] // 6
+            col = indices[p]
+            b = of_col[col]
             if b != last:
                 slot = fill[b]
                 fill[b] += 1
                 row[slot] = r
                 last = b
-            vec[slot, indices[p] % 6] += data[p]
+            vec[slot, col - 6 * b] += data[p]
     return start, row, vec
 
 
@@ -108,9 +112,8 @@ def delassus_dense(indptr, indices, data, W, n, diag):
                 g[c] = s
             ri = row[i]
             for j in range(i, start[b + 1]):        # upper half, mirrored: exactly symmetric
-                s = 0.0
-                for c in range(6):
-                    s += g[c] * vec[j, c]
+                s = ((g[0] * vec[j, 0] + g[1] * vec[j, 1]) + (g[2] * vec[j, 2] + g[3] * vec[j, 3])) \
+                    + (g[4] * vec[j, 4] + g[5] * vec[j, 5])         # as _dot6
                 D[ri, row[j]] += s
                 if j != i:
                     D[row[j], ri] += s
@@ -327,20 +330,24 @@ def shape_sweep(dof_start, lin, ang, body_radius, shape_body, h):
 
 
 @jit
+def _dot6(G, a, vec, b):
+    """G[a] . vec[b] over the 6 coordinates of a body, summed pairwise (three independent products
+    first: half the dependent additions of a running sum)."""
+    return ((G[a, 0] * vec[b, 0] + G[a, 1] * vec[b, 1]) + (G[a, 2] * vec[b, 2] + G[a, 3] * vec[b, 3])) \
+        + (G[a, 4] * vec[b, 4] + G[a, 5] * vec[b, 5])
+
+
+@jit
 def _add_dot(v, s, j, r, c, G, vec):
-    """v + (W h_min)'h_max of slots s (row r) and j (row c), min/max by row (exactly symmetric),
-    added term by term as the general loop of :func:`delassus_csr` adds them."""
-    lo_s, hi_s = (s, j) if r <= c else (j, s)
-    for e in range(6):
-        v += G[lo_s, e] * vec[hi_s, e]
-    return v
+    """v + (W h_min)'h_max of slots s (row r) and j (row c), min/max by row (exactly symmetric)."""
+    return v + (_dot6(G, s, vec, j) if r <= c else _dot6(G, j, vec, s))
 
 
 @jit
 def _merge_two(r, s0, s1, body, start, row, G, vec, diag, out_c, out_v, k):
     """Row r's entries of :func:`delassus_csr` when it touches two bodies (slots s0, s1, bodies in
     increasing order): the merge of the two bodies' sorted row lists, an entry on both summed in slot
-    order (the general loop's arithmetic, so the same bits). Returns the new fill position k."""
+    order (the general loop's arithmetic). Returns the new fill position k."""
     i0, e0 = start[body[s0]], start[body[s0] + 1]
     i1, e1 = start[body[s1]], start[body[s1] + 1]
     while i0 < e0 or i1 < e1:
@@ -425,10 +432,7 @@ def delassus_csr(indptr, indices, data, W, n, diag):
             for i in range(nl):
                 s = slots[a + i]
                 if head[i] < start[body[s] + 1] and row[head[i]] == c:
-                    j = head[i]
-                    lo_s, hi_s = (s, j) if r <= c else (j, s)
-                    for e in range(6):
-                        v += G[lo_s, e] * vec[hi_s, e]
+                    v = _add_dot(v, s, head[i], r, c, G, vec)
                     head[i] += 1
             if c == r:
                 v += diag[r]

@@ -5,7 +5,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ProblemError
-from ..kernels.residual import boxed_certify_dense, lcp_certify_dense
+from ..kernels.box_qp import coupled_bounds
+from ..kernels.residual import boxed_certify_csr, boxed_certify_dense, lcp_certify_dense
 from ..kernels import validation as V
 from ..kernels.tolerances import NORMWISE_FLOOR
 from ..kernels.validation import boxed_structure
@@ -125,25 +126,35 @@ class BoxedLCP(Problem):
 
     def bounds(self, z: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Effective (lo, hi); coupled rows use mu_i * z_findex[i] of the given ``z``."""
-        lo, hi = self.lo.copy(), self.hi.copy()
-        c = self.findex >= 0
-        if np.any(c):
-            if z is None:
-                raise ProblemError("coupled bounds need z to be evaluated")
-            r = self.mu[c] * np.maximum(z[self.findex[c]], 0.0)
-            lo[c], hi[c] = -r, r
+        if not self.has_coupling:
+            return self.lo.copy(), self.hi.copy()
+        if z is None:
+            raise ProblemError("coupled bounds need z to be evaluated")
+        lo, hi = np.empty(self.n), np.empty(self.n)
+        coupled_bounds(self.lo, self.hi, self.findex, self.mu, np.ascontiguousarray(z, dtype=np.float64), lo, hi)
         return lo, hi
 
     def w(self, z):
         return matvec(self.M, z) + self.q
 
     def certify(self, z):
-        """One numba pass for a dense M (kernels/residual.py boxed_certify_dense): w, the bounds at z,
-        the row terms and both residual triples."""
-        if self.is_sparse or z.dtype != np.float64 or not z.flags.c_contiguous or z.shape != (self.n,):
+        """One compiled pass (kernels/residual.py boxed_certify_dense / boxed_certify_csr): w, the
+        bounds at z, the row terms and both residual triples."""
+        if z.dtype != np.float64 or not z.flags.c_contiguous or z.shape != (self.n,):
             return super().certify(z)
-        w, *r = boxed_certify_dense(self.M, self.q, self.lo, self.hi, self.findex, self.mu, z)
+        args = (self.q, self.lo, self.hi, self.findex, self.mu, z)
+        if self.is_sparse:      # CSR float64 (as_matrix)
+            w, *r = boxed_certify_csr(self.M.indptr, self.M.indices, self.M.data, *args)
+        else:
+            w, *r = boxed_certify_dense(self.M, *args)
         return w, Residuals(r[0], r[1], r[2]), Residuals(r[3], r[4], r[5])
+
+    def is_trivial(self) -> bool:
+        """Whether z = 0 solves the problem exactly: the residuals at z = 0, where w = q (no product)."""
+        if self.n == 0:
+            return True
+        r = self.residuals(np.zeros(self.n), self.q)
+        return r.natural == 0.0 and r.infeasibility == 0.0
 
     @property
     def is_sparse(self) -> bool:

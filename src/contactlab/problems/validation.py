@@ -13,7 +13,8 @@ def as_matrix(name: str, M, shape: tuple[int | None, int | None] | None = None, 
     if sp.issparse(M):
         if not allow_sparse:
             raise ProblemError(f"{name} must be a dense array here; pass {name}.toarray()")
-        M = sp.csr_matrix(M, dtype=np.float64)
+        if not (M.format == "csr" and M.dtype == np.float64):    # a CSR float64 matrix is kept as it is
+            M = sp.csr_matrix(M, dtype=np.float64)
         data = M.data
     else:
         try:

@@ -170,12 +170,12 @@ def _qp(M, q, lo, hi, z, opts, tol, counter, full_steps=False):
     where a Newton step's decrease is below their rounding and the test accepted or refused at random.
     Dense problems run this loop compiled (kernels/box_qp.py, through _compiled); this is the
     reference it is tested against and the path of large sparse problems."""
+    diag = M.diagonal() if sp.issparse(M) else np.diag(M)
     for _ in range(opts.max_iterations):
         w = M @ z + q
         if relative_error(box_relative(z, w, lo, hi, q)) <= tol:
             return z, w, True
         counter[0] += 1
-        diag = M.diagonal() if sp.issparse(M) else np.diag(M)
         step = z - np.clip(z - w / diag, lo, hi)
         eps = min(1e-3 * max(float(np.max(np.abs(z), initial=0.0)), 1e-300),
                   float(np.max(np.abs(step), initial=0.0)))
