@@ -284,6 +284,36 @@ def test_ldl_pattern_cache_refactorises_a_repeated_pattern_only():
     assert len(cache.entries) == 2
 
 
+def test_free_set_solves_reuse_the_matrix_pattern():
+    """box-qp's Newton solve on the free rows F of a sparse M: M_FF embedded in M's pattern (held rows'
+    off-diagonal entries zeroed, kernels/box_qp.py csr_masked) solves M_FF x = b as the sliced block
+    does, through the pattern cache's one analysis of M (the same entry for every free set, and the
+    interior point's M + diag); a small free set is gathered dense (csr_dense_block) as scipy slices it."""
+    import scipy.sparse as sp
+    import contactlab.solvers.box_qp as bq
+    from contactlab.kernels.box_qp import csr_dense_block
+    rng = np.random.default_rng(11)
+    n = 400
+    B = sp.random(n, n // 2, density=0.03, random_state=7, format="csr")
+    M = (B @ B.T + 1e-3 * sp.identity(n)).tocsr()
+    M.sort_indices()
+    bq._LDL.entries.clear()
+    analysed = []
+    for trial in range(4):
+        F = np.sort(rng.choice(n, size=int(rng.integers(250, 390)), replace=False))
+        b = rng.normal(size=F.size)
+        x = bq._factor_solve(M, F, b, dense_max=200)
+        ref = np.linalg.solve(M[F][:, F].toarray(), b)
+        assert np.abs(x - ref).max() <= 1e-8 * np.abs(ref).max(), trial
+        analysed.append(len(bq._LDL.entries))
+    assert analysed == [1, 1, 1, 1]                    # one ordering of M's pattern served every free set
+    S = bq._Shifted(M, dense_max=200)
+    S.solver(np.ones(n))
+    assert len(bq._LDL.entries) == 1                   # the interior point's M + diag: the same entry
+    F = np.sort(rng.choice(n, size=60, replace=False))
+    assert np.array_equal(csr_dense_block(M.indptr, M.indices.astype(np.int64), M.data, F, n), M[F][:, F].toarray())
+
+
 def test_compiled_energies_equal_the_array_formulas():
     """kernels/energy.py against the numpy expressions (1/2 m v^2 + 1/2 w' R I R' w, -m p.g) on a
     tumbling pile, and the rotational part against a hand value for one spinning box."""

@@ -245,3 +245,35 @@ def box_qp_dense(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full
                 return SOLVED, z, w, its, outer
     _affine(M, z, q, w)
     return UNSETTLED, z, w, its, max_outer
+
+
+@jit
+def csr_masked(indptr, indices, data, free):
+    """The values of M_FF embedded in M's own pattern: entry (i, j) kept where rows i and j are both
+    free, a held row's diagonal kept and the rest of its row and column zero. Factorising this has
+    the sparsity pattern of M (a pattern already analysed: no new ordering), and its solve with a
+    zero right-hand side on the held rows returns 0 there and M_FF^-1 b_F on the free ones."""
+    out = np.empty(data.size)
+    for i in range(indptr.size - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            out[p] = data[p] if ((free[i] and free[j]) or i == j) else 0.0
+    return out
+
+
+@jit
+def csr_dense_block(indptr, indices, data, F, n):
+    """M[F][:, F] as a dense array for M in CSR (n columns), F the rows in order: one pass over the
+    rows of F (scipy's fancy indexing builds two intermediate sparse matrices)."""
+    k = F.size
+    at = np.full(n, -1, dtype=np.int64)
+    for a in range(k):
+        at[F[a]] = a
+    A = np.zeros((k, k))
+    for a in range(k):
+        i = F[a]
+        for p in range(indptr[i], indptr[i + 1]):
+            b = at[indices[p]]
+            if b >= 0:
+                A[a, b] += data[p]
+    return A

@@ -45,7 +45,7 @@ import qdldl as _qdldl
 
 from ..errors import ParamError
 from ..kernels._jit import jit
-from ..kernels.box_qp import INTERIOR, SOLVED, box_qp_dense
+from ..kernels.box_qp import INTERIOR, SOLVED, box_qp_dense, csr_dense_block, csr_masked
 from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
 from ..problems.residual import box_relative, relative_error, row_terms
@@ -89,6 +89,19 @@ def _spd_lu(A):
     stable for SPD) on a minimum-degree ordering of A + A': 4-7x less fill and time than partial
     pivoting on a pile's Delassus (n = 5,000: 36 ms against 251 ms)."""
     return spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+
+
+def _symmetric_csc(M: sp.csr_matrix, data: np.ndarray) -> sp.csc_matrix:
+    """The symmetric matrix with the pattern of the symmetric CSR ``M`` and the values ``data``, as
+    CSC on M's own index arrays (no copy: a symmetric matrix's CSR arrays are its CSC arrays). The
+    interior point's M + diag (:class:`_Shifted`, CSC) has the same arrays when M has its diagonal,
+    so Newton's and the interior point's factorisations share one ordering (:class:`_PatternCache`)."""
+    K = sp.csc_matrix.__new__(sp.csc_matrix)
+    K._shape = M.shape
+    K.maxprint = M.maxprint
+    K.data, K.indices, K.indptr = data, M.indices, M.indptr
+    K.has_sorted_indices = M.has_sorted_indices
+    return K
 
 
 class _PatternCache:
@@ -148,13 +161,26 @@ def _sparse_spd_solver(A):
 
 
 def _factor_solve(M, F, rhs, dense_max):
-    """Solve M_FF x = rhs (Cholesky when dense or small, sparse LDL' otherwise)."""
+    """Solve M_FF x = rhs: Cholesky when dense or small (a sparse M's block gathered by one compiled
+    pass), else sparse LDL' of M_FF embedded in M's own pattern (kernels/box_qp.py ``csr_masked``:
+    the held rows' off-diagonal entries zeroed), so the ordering and symbolic analysis of M's pattern
+    are reused from step to step (:class:`_PatternCache`) whichever rows are free. On a 100-box
+    pile's 1,200 rows a Newton step that gave up cost 1-3 ms with a new pattern per free set."""
     if F.size == 0:
         return np.zeros(0)
     if sp.issparse(M) and F.size > dense_max:
-        A = M if F.size == M.shape[0] else M[F][:, F]         # every row free (a resting stack): no slicing
-        return _sparse_spd_solver(A)[0](rhs)
-    A = M[np.ix_(F, F)] if not sp.issparse(M) else M[F][:, F].toarray()
+        if F.size == M.shape[0]:
+            return _sparse_spd_solver(_symmetric_csc(M, M.data))[0](rhs)
+        free = np.zeros(M.shape[0], dtype=np.bool_)
+        free[F] = True
+        K = _symmetric_csc(M, csr_masked(M.indptr, M.indices, M.data, free))
+        b = np.zeros(M.shape[0])
+        b[F] = rhs
+        return _sparse_spd_solver(K)[0](b)[F]
+    if sp.issparse(M):
+        A = csr_dense_block(M.indptr, M.indices, M.data, np.ascontiguousarray(F, dtype=np.int64), M.shape[1])
+    else:
+        A = M[np.ix_(F, F)]
     try:
         return sla.cho_solve(sla.cho_factor(A, check_finite=False), rhs, check_finite=False)
     except np.linalg.LinAlgError:
