@@ -285,10 +285,12 @@ def test_ldl_pattern_cache_refactorises_a_repeated_pattern_only():
 
 
 def test_free_set_solves_reuse_the_matrix_pattern():
-    """box-qp's Newton solve on the free rows F of a sparse M: M_FF embedded in M's pattern (held rows'
-    off-diagonal entries zeroed, kernels/box_qp.py csr_masked) solves M_FF x = b as the sliced block
-    does, through the pattern cache's one analysis of M (the same entry for every free set, and the
-    interior point's M + diag); a small free set is gathered dense (csr_dense_block) as scipy slices it."""
+    """box-qp's Newton solve on the free rows F of a sparse M: with at least EMBED_FREE of the rows
+    free, M_FF embedded in M's pattern (held rows' off-diagonal entries zeroed, kernels/box_qp.py
+    csr_masked) solves M_FF x = b as the sliced block does, through the pattern cache's one analysis
+    of M (the same entry for every such free set, and the interior point's M + diag); with fewer, the
+    sliced block (its own analysis); a free set of at most dense_max rows is gathered dense
+    (csr_dense_block) as scipy slices it."""
     import scipy.sparse as sp
     import contactlab.solvers.box_qp as bq
     from contactlab.kernels.box_qp import csr_dense_block
@@ -299,17 +301,18 @@ def test_free_set_solves_reuse_the_matrix_pattern():
     M.sort_indices()
     bq._LDL.entries.clear()
     analysed = []
-    for trial in range(4):
-        F = np.sort(rng.choice(n, size=int(rng.integers(250, 390)), replace=False))
+    sizes = [int(bq.EMBED_FREE * n) + 1, n - 1, int(bq.EMBED_FREE * n) + 20, int(0.55 * n)]
+    for trial, k in enumerate(sizes):
+        F = np.sort(rng.choice(n, size=k, replace=False))
         b = rng.normal(size=F.size)
         x = bq._factor_solve(M, F, b, dense_max=200)
         ref = np.linalg.solve(M[F][:, F].toarray(), b)
         assert np.abs(x - ref).max() <= 1e-8 * np.abs(ref).max(), trial
         analysed.append(len(bq._LDL.entries))
-    assert analysed == [1, 1, 1, 1]                    # one ordering of M's pattern served every free set
+    assert analysed == [1, 1, 1, 2]                    # one ordering of M's pattern served the large free sets
     S = bq._Shifted(M, dense_max=200)
     S.solver(np.ones(n))
-    assert len(bq._LDL.entries) == 1                   # the interior point's M + diag: the same entry
+    assert len(bq._LDL.entries) == 2                   # the interior point's M + diag: M's entry
     F = np.sort(rng.choice(n, size=60, replace=False))
     assert np.array_equal(csr_dense_block(M.indptr, M.indices.astype(np.int64), M.data, F, n), M[F][:, F].toarray())
 

@@ -277,3 +277,40 @@ def csr_dense_block(indptr, indices, data, F, n):
             if b >= 0:
                 A[a, b] += data[p]
     return A
+
+
+@jit
+def upper_pattern(indptr, indices):
+    """The upper triangle of a CSC pattern (row <= column), in CSC: (indptr, indices, position of
+    each of its entries in the input), the input's order kept within each column."""
+    n = indptr.size - 1
+    count = 0
+    for j in range(n):
+        for p in range(indptr[j], indptr[j + 1]):
+            if indices[p] <= j:
+                count += 1
+    up = np.zeros(n + 1, dtype=np.int64)
+    ui = np.empty(count, dtype=np.int64)
+    at = np.empty(count, dtype=np.int64)
+    k = 0
+    for j in range(n):
+        for p in range(indptr[j], indptr[j + 1]):
+            if indices[p] <= j:
+                ui[k] = indices[p]
+                at[k] = p
+                k += 1
+        up[j + 1] = k
+    return up, ui, at
+
+
+@jit
+def diagonal_positions(indptr, indices):
+    """Where each row's (column's) diagonal entry sits in a CSR (CSC) pattern; -1 where it has none."""
+    n = indptr.size - 1
+    out = np.full(n, -1, dtype=np.int64)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            if indices[p] == i:
+                out[i] = p
+                break
+    return out

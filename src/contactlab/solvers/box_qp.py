@@ -45,7 +45,8 @@ import qdldl as _qdldl
 
 from ..errors import ParamError
 from ..kernels._jit import jit
-from ..kernels.box_qp import INTERIOR, SOLVED, box_qp_dense, csr_dense_block, csr_masked
+from ..kernels.box_qp import (INTERIOR, SOLVED, box_qp_dense, csr_dense_block, csr_masked, diagonal_positions,
+                               upper_pattern)
 from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
 from ..problems.residual import box_relative, relative_error, row_terms
@@ -123,8 +124,10 @@ class _PatternCache:
                 and np.array_equal(A.indptr, indptr) and np.array_equal(A.indices, indices))
 
     def ldl(self, A):
-        """A QDLDL solver holding the LDL' of the symmetric sparse (CSR or CSC) ``A`` (raises on a
-        zero pivot; the entry is dropped then)."""
+        """A QDLDL solver holding the LDL' of the symmetric sparse ``A`` (CSC; another format is
+        converted) (raises on a zero pivot; the entry is dropped then)."""
+        if A.format != "csc":
+            A = A.tocsc()
         for k, entry in enumerate(self.entries):
             if self._same(entry, A):
                 del self.entries[k]
@@ -133,11 +136,8 @@ class _PatternCache:
                 solver.update(U, upper=True)        # raises: the entry stays dropped
                 self.entries.insert(0, entry)
                 return solver
-        slot = A.copy()
-        slot.data = np.arange(A.data.size, dtype=np.float64)     # which entry of A each of triu(A) is
-        U = sp.triu(slot, format="csc")
-        gather = U.data.astype(np.int64)
-        U.data = A.data[gather]
+        up, ui, gather = upper_pattern(A.indptr, A.indices)       # which entry of A each of triu(A) is
+        U = sp.csc_matrix((A.data[gather], ui.astype(np.int32), up.astype(np.int32)), shape=A.shape)
         solver = _qdldl.Solver(U, upper=True)
         self.entries.insert(0, [(A.shape, A.format, A.indptr.copy(), A.indices.copy()), U, gather, solver])
         del self.entries[self.size:]
@@ -160,6 +160,12 @@ def _sparse_spd_solver(A):
         return _spd_lu(sp.csc_matrix(A)).solve, None
 
 
+#: the smallest share of free rows whose Newton system is factorised in M's own pattern (below: the
+#: sliced block M_FF, whose factor has far less fill when many rows are held: a falling 500-box
+#: pile; 0.75 measured against 0.5 and 0.9 on 100- and 500-box piles)
+EMBED_FREE = 0.75
+
+
 def _factor_solve(M, F, rhs, dense_max):
     """Solve M_FF x = rhs: Cholesky when dense or small (a sparse M's block gathered by one compiled
     pass), else sparse LDL' of M_FF embedded in M's own pattern (kernels/box_qp.py ``csr_masked``:
@@ -171,6 +177,10 @@ def _factor_solve(M, F, rhs, dense_max):
     if sp.issparse(M) and F.size > dense_max:
         if F.size == M.shape[0]:
             return _sparse_spd_solver(_symmetric_csc(M, M.data))[0](rhs)
+        if F.size < EMBED_FREE * M.shape[0]:    # many rows held: the sliced block has far less fill
+            A = M[F][:, F]
+            A.sort_indices()
+            return _sparse_spd_solver(_symmetric_csc(A, A.data))[0](rhs)
         free = np.zeros(M.shape[0], dtype=np.bool_)
         free[F] = True
         K = _symmetric_csc(M, csr_masked(M.indptr, M.indices, M.data, free))
@@ -242,19 +252,25 @@ def _residual(M, q, z, w, lo, hi, absM=None):
 
 class _Shifted:
     """Factorisations of M + diag(d) for a fixed M: dense Cholesky (LU where Cholesky fails), or a
-    sparse LDL' on one pattern whose diagonal is overwritten (:func:`_sparse_spd_solver`: after the
-    first iteration QDLDL refactorises numerically only, 1.1 ms against SuperLU's 7 ms on a 500-box
-    pile's 6,000 rows)."""
+    sparse LDL' on M's own pattern whose diagonal is overwritten (:func:`_sparse_spd_solver`: after
+    the first iteration QDLDL refactorises numerically only, 1.1 ms against SuperLU's 7 ms on a
+    500-box pile's 6,000 rows). M symmetric with its whole diagonal (a contact matrix with cfm > 0):
+    M's CSR arrays are the CSC arrays of K, no conversion; otherwise K has M + I's pattern."""
 
     def __init__(self, M, dense_max):
         self.sparse = sp.issparse(M) and M.shape[0] > dense_max
         if self.sparse:
-            K = (sp.csc_matrix(M) + sp.identity(M.shape[0], format="csc")).tocsc()
-            K.sort_indices()
-            rows = K.indices
-            cols = np.repeat(np.arange(K.shape[1]), np.diff(K.indptr))
-            self.diag_at = np.flatnonzero(rows == cols)
-            self.base = K.data[self.diag_at] - 1.0
+            M = M if M.format == "csr" else sp.csr_matrix(M)
+            M.sort_indices()
+            self.diag_at = diagonal_positions(M.indptr, M.indices)
+            if np.all(self.diag_at >= 0):
+                K = _symmetric_csc(M, M.data.copy())
+            else:
+                K = (_symmetric_csc(M, M.data.copy()) + sp.identity(M.shape[0], format="csc")).tocsc()
+                K.sort_indices()
+                self.diag_at = diagonal_positions(K.indptr, K.indices)
+                K.data[self.diag_at] -= 1.0
+            self.base = K.data[self.diag_at].copy()
             self.K, self.ldl = K, None
         else:
             self.A = M.toarray() if sp.issparse(M) else np.asarray(M, dtype=np.float64)
