@@ -228,3 +228,29 @@ def test_sphere_against_a_half_space_agrees_with_coal_on_random_poses():
         else:
             assert gap >= margin - 1e-9
     assert seen > 30
+
+
+@pytest.mark.parametrize("yaw", [0.0, np.pi / 2, np.pi])
+def test_box_on_box_points_keep_their_order_under_tiny_tilts(yaw):
+    """A box resting on a box (shifted, turned by a multiple of 90 degrees: the overlap is a
+    rectangle): the two faces tie for the reference face, and tilts of 1e-9 rad in either direction
+    swap it. The manifold's points come in one order (collision/boxes.py ``canonical_order``: by
+    angle in the lower box's face plane), so row k is the same corner at every pose: the rows move by
+    the tilt only, not by the overlap's width a swap would move them (before: up to 0.18 m)."""
+    def product(a, b):
+        (w1, x1, y1, z1), (w2, x2, y2, z2) = a, b
+        return (w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2)
+    runs = []
+    for tilt in (-1e-9, 0.0, 1e-9):
+        for axis in ([1, 0, 0], [0, 1, 0]):
+            q = product(quat_from_axis_angle(axis, tilt), quat_from_axis_angle([0, 0, 1], yaw))
+            w, model, data = _world([GROUND, Body("a", position=(0, 0, 0.1), shapes=[Shape("box", size=(0.2, 0.2, 0.2))]),
+                                     Body("b", position=(0.01, 0.02, 0.3), orientation=q,
+                                          shapes=[Shape("box", size=(0.2, 0.2, 0.2))])])
+            c = w.detect(data)
+            pair = (c.body_a == 1) & (c.body_b == 2)
+            runs.append(c.point[pair])
+    assert all(r.shape == runs[0].shape for r in runs) and runs[0].shape[0] >= 4
+    for r in runs[1:]:
+        assert np.abs(r - runs[0]).max() <= 1e-8

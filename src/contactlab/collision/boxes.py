@@ -444,6 +444,48 @@ OTHER, BOX, SPHERE, VERTICES, HALFSPACE = 0, 1, 2, 3, 4
 
 
 @jit
+def canonical_order(P, phi, c, R, n):
+    """Sort the first ``c`` points of one manifold (rows of P, with phi) by their angle about the
+    manifold's centroid in box a's own axes (the columns of R), in the face plane of a's axis closest to the
+    normal n: the order no longer depends on which box's face clipped the other (a resting stack's
+    two faces tie, and tiny tilts swap them), so a contact keeps its row from step to step and the
+    previous answer warm-starts the same contact."""
+    if c < 2:
+        return
+    # the two axes of a spanning the face plane: drop the axis most aligned with n
+    best, drop = -1.0, 0
+    for j in range(3):
+        a = abs(R[0, j] * n[0] + R[1, j] * n[1] + R[2, j] * n[2])
+        if a > best:
+            best, drop = a, j
+    u, v = (1, 2) if drop == 0 else ((0, 2) if drop == 1 else (0, 1))
+    cx, cy = 0.0, 0.0
+    for r in range(c):
+        cx += P[r, 0]
+        cy += P[r, 1]
+    key = np.empty(c)
+    cz = 0.0
+    for r in range(c):
+        cz += P[r, 2]
+    cx, cy, cz = cx / c, cy / c, cz / c
+    for r in range(c):
+        dx, dy, dz = P[r, 0] - cx, P[r, 1] - cy, P[r, 2] - cz
+        lu = R[0, u] * dx + R[1, u] * dy + R[2, u] * dz
+        lv = R[0, v] * dx + R[1, v] * dy + R[2, v] * dz
+        key[r] = np.arctan2(lv, lu)
+    for r in range(1, c):           # insertion sort of at most MAX_POINTS rows
+        k = key[r]
+        x0, x1, x2, f = P[r, 0], P[r, 1], P[r, 2], phi[r]
+        t = r - 1
+        while t >= 0 and key[t] > k:
+            key[t + 1] = key[t]
+            P[t + 1, 0], P[t + 1, 1], P[t + 1, 2], phi[t + 1] = P[t, 0], P[t, 1], P[t, 2], phi[t]
+            t -= 1
+        key[t + 1] = k
+        P[t + 1, 0], P[t + 1, 1], P[t + 1, 2], phi[t + 1] = x0, x1, x2, f
+
+
+@jit
 def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, plane_n, plane_off, margin, sweep):
     """Contacts of every candidate pair a compiled routine covers, in one call: box-box pairs first
     (:func:`box_box`, at most 4 points), then (box or convex mesh, half-space) pairs (each vertex
@@ -479,6 +521,7 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
             continue
         rest[q] = False
         c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin + pair_reach(sweep, a, b), Pk, nk, fk, work)
+        canonical_order(Pk, fk, c, Rs[a], nk)
         for r in range(c):
             sa[k], sb[k] = a, b
             P[k] = Pk[r]
