@@ -504,3 +504,35 @@ def test_component_kernels_match_scipy_on_random_graphs():
         S = sp.csr_matrix(A)
         for c, lab in (dense_components(A, fi), csr_components(S.indptr, S.indices, S.data, fi)):
             assert c == c_ref and len(set(zip(l_ref, lab))) == c_ref
+
+
+def test_box_friction_warm_start_follows_each_contact_through_a_reordering():
+    """box_friction.warm_start maps the previous impulses contact by contact (collision.match_indices:
+    same shape pair, nearest point): with the step's contacts reported in another order, every
+    contact starts from its own previous normal and friction impulses, and a contact on a new shape
+    pair from 0; without a reordering the warm start is the previous answer itself."""
+    import dataclasses
+    from contactlab.collision import match_indices
+    from contactlab.mechanics.system import build_system
+    from contactlab.models import box_friction as bf
+    sim = Simulator(make_scene("stack", count=3), "box-friction", "box-qp")
+    for _ in range(5):
+        sim.step()
+    prev, result, z = sim.data.contacts, sim.data.result, sim.data.warm["z"]
+    nc = prev.count
+    same = match_indices(prev, prev, np.inf)
+    assert np.array_equal(same, np.arange(nc))
+    sys0 = build_system(sim.model, sim.data, prev, sim.h)
+    assert np.array_equal(bf.warm_start(sys0, result, same, sim.model_options), z)
+    perm = np.random.default_rng(2).permutation(nc)
+    moved = dataclasses.replace(prev, **{f: getattr(prev, f)[perm] for f in
+                                         ("body_a", "body_b", "shape_a", "shape_b", "point", "normal", "phi", "mu", "t1", "t2")})
+    match = match_indices(prev, moved, np.inf)
+    assert np.array_equal(match, perm)
+    match[0] = -1                                    # as if contact 0 were on a new pair
+    z0 = bf.warm_start(build_system(sim.model, sim.data, moved, sim.h), result, match, sim.model_options)
+    o_n = z0.size - 3 * nc
+    np.testing.assert_array_equal(z0[o_n + 1:o_n + nc], result.normal[perm[1:]])
+    np.testing.assert_array_equal(z0[o_n + nc + 1:o_n + 2 * nc], result.tangent[perm[1:], 0])
+    np.testing.assert_array_equal(z0[o_n + 2 * nc + 1:], result.tangent[perm[1:], 1])
+    assert z0[o_n] == z0[o_n + nc] == z0[o_n + 2 * nc] == 0.0

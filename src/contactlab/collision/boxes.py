@@ -574,12 +574,31 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
 
 
 @jit
-def match_previous_kernel(key_prev, point_prev, value_prev, key_new, point_new, tol):
-    """For each new contact, the value of the nearest previous contact with the same key within
-    ``tol`` (NaN where none): keys sorted once, each new contact scans only its key's run."""
-    out = np.full(key_new.size, np.nan)
+def match_previous_kernel(key_prev, point_prev, key_new, point_new, tol):
+    """For each new contact, the index of the nearest previous contact with the same key within
+    ``tol`` (-1 where none): keys sorted once, each new contact scans only its key's run."""
+    out = np.full(key_new.size, -1, dtype=np.int64)
     if key_prev.size == 0:
         return out
+    order = np.argsort(key_prev, kind="mergesort")
+    ks = key_prev[order]
+    t2 = tol * tol
+    for i in range(key_new.size):
+        lo = np.searchsorted(ks, key_new[i])
+        best = t2
+        found = -1
+        j = lo
+        while j < ks.size and ks[j] == key_new[i]:
+            p = order[j]
+            dx = point_prev[p, 0] - point_new[i, 0]
+            dy = point_prev[p, 1] - point_new[i, 1]
+            dz = point_prev[p, 2] - point_new[i, 2]
+            dd = dx * dx + dy * dy + dz * dz
+            if dd <= best:
+                best, found = dd, p
+            j += 1
+        out[i] = found
+    return out
     order = np.argsort(key_prev, kind="mergesort")
     ks = key_prev[order]
     t2 = tol * tol

@@ -329,16 +329,27 @@ def _polygon_corners(patch, tol: float = 1e-6) -> list[int]:
     return keep if len(keep) >= 3 else list(range(k))
 
 
+def match_indices(prev: ContactSet | None, new: ContactSet, tol: float) -> np.ndarray:
+    """For each new contact, the index of the previous step's contact on the same shape pair whose
+    point is nearest and within ``tol``; -1 where none matches (collision/boxes.py
+    ``match_previous_kernel``)."""
+    if prev is None or prev.count == 0 or new.count == 0:
+        return np.full(new.count, -1, dtype=np.int64)
+    key_prev = prev.shape_a * 1_000_003 + prev.shape_b
+    key_new = new.shape_a * 1_000_003 + new.shape_b
+    return B.match_previous_kernel(key_prev.astype(np.int64), np.ascontiguousarray(prev.point),
+                                   key_new.astype(np.int64), np.ascontiguousarray(new.point), float(tol))
+
+
 def match_previous(prev: ContactSet | None, prev_values: np.ndarray | None, new: ContactSet,
-                   tol: float) -> np.ndarray:
+                   tol: float, match: np.ndarray | None = None) -> np.ndarray:
     """For each new contact, the value (e.g. normal impulse) of the previous step's contact on the
-    same shape pair whose point is nearest and within ``tol``; NaN where none matches."""
+    same shape pair whose point is nearest and within ``tol``; NaN where none matches. ``match``:
+    :func:`match_indices` when the caller has it."""
     out = np.full(new.count, np.nan)
     if prev is None or prev_values is None or prev.count == 0 or new.count == 0:
         return out
-    key_prev = prev.shape_a * 1_000_003 + prev.shape_b
-    key_new = new.shape_a * 1_000_003 + new.shape_b
-    out = B.match_previous_kernel(key_prev.astype(np.int64), np.ascontiguousarray(prev.point),
-                                  np.asarray(prev_values, dtype=np.float64), key_new.astype(np.int64),
-                                  np.ascontiguousarray(new.point), float(tol))
+    match = match_indices(prev, new, tol) if match is None else match
+    hit = match >= 0
+    out[hit] = np.asarray(prev_values, dtype=np.float64)[match[hit]]
     return out

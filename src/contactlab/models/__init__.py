@@ -7,7 +7,10 @@ A model is a module in this package that defines
     build(system, options) -> Built       models/built.py: Built(problem, rows, state)
     recover(system, built, solution, options) -> StepResult     models/common.py (one result type,
                                            one set of contact modes MODE_*)
-and optionally ``DEFAULT_METHOD`` (solver used when none is given) and ``DESCRIPTION``.
+and optionally ``DEFAULT_METHOD`` (solver used when none is given), ``DESCRIPTION`` and
+    warm_start(system, previous, match, options) -> z0 or None: this step's starting point from the
+    previous step's StepResult with contacts matched by ``match`` (collision.match_indices); without
+    it the simulator reuses the previous answer as it is when its size is unchanged.
 (Until every model returns a Built, a bare problem is accepted: ``built.problem_of`` unwraps either.)
 Adding a file is enough: modules are discovered on first use. Modules without ``NAME`` (such as
 ``common``, ``built``, ``rk4``) are helpers and are skipped.

@@ -164,6 +164,28 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
     return prob
 
 
+def warm_start(sys, previous: StepResult, match: np.ndarray, options: Options | None = None) -> np.ndarray:
+    """This step's starting point from the previous step's impulses, contact by contact: a contact
+    matched to a previous one (``match``, collision.match_indices: same shape pair, nearest point)
+    starts from that one's normal and friction impulses, a new contact from 0; joint, motor and
+    limit rows from the previous values where their counts are unchanged (else 0). Rows follow
+    :func:`_layout` ([J; A; L; N; S; T], J omitted with ``joints="schur"``). A contact's rows no
+    longer depend on the order collision reports it in, nor on contacts coming and going."""
+    options = options or Options()
+    o_a, o_l, o_n, o_s, o_t, n = _layout(sys, options)
+    z = np.zeros(n)
+    for lo_, hi_, prev in ((0, o_a, previous.joint), (o_a, o_l, previous.motor), (o_l, o_n, previous.limit)):
+        if prev.size == hi_ - lo_:
+            z[lo_:hi_] = prev
+    hit = np.flatnonzero(match >= 0)
+    if hit.size:
+        k = match[hit]
+        z[o_n + hit] = previous.normal[k]
+        z[o_s + hit] = previous.tangent[k, 0]
+        z[o_t + hit] = previous.tangent[k, 1]
+    return z
+
+
 def _joint_solve(sys, B: np.ndarray) -> np.ndarray:
     """(J W J')^-1 B: Cholesky, or least squares when joint rows are redundant."""
     import scipy.linalg as sla

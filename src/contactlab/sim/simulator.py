@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from ..blas import blas_threads
-from ..collision import CollisionWorld, match_previous
+from ..collision import CollisionWorld, match_indices, match_previous
 from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.energy import energies as _energies
@@ -274,10 +274,19 @@ class Simulator:
         contacts = self.world.detect(data, margin=self._margin(), sweep=self._sweep())
         prev = data.contacts
         prev_normal = None if data.result is None else data.result.normal
-        contacts.normal_guess = match_previous(prev, prev_normal, contacts, tol=2.0 * model.settings.margin + 1e-3)
+        # each contact's nearest previous contact on the same shape pair (-1: a new pair), at any
+        # distance for the warm start (a pair whose reduced manifold picked other points of its
+        # polygon keeps its impulses near), within 2 margin + 1 mm for the previous-normal estimate
+        match = match_indices(prev, contacts, np.inf)
+        near = match.copy()
+        if prev is not None and match.size:
+            hit = match >= 0
+            far = np.linalg.norm(contacts.point[hit] - prev.point[match[hit]], axis=1) > 2.0 * model.settings.margin + 1e-3
+            near[np.flatnonzero(hit)[far]] = -1
+        contacts.normal_guess = match_previous(prev, prev_normal, contacts, 0.0, match=near)
         t_detect = clock()
         sys = build_system(model, data, contacts, h)
-        warm = data.warm.get("z")
+        warm = self._warm(sys, match)
         matrix_free = self._matrix_free and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof
         rows = self.contact_model.rows(sys, self.model_options) if matrix_free else None
         t0 = time.perf_counter()
@@ -415,6 +424,16 @@ class Simulator:
         Wb = sys.W_blocks.copy()
         Wb[self.model.dof_start[self.model.kind == KIND_KINEMATIC] // 6] = 0.0
         return Wb
+
+    def _warm(self, sys, match):
+        """The step's warm start: the model's own from the previous answer with contacts matched
+        (``warm_start`` of the model module, e.g. box_friction.warm_start), else the previous z as
+        it is; None after a step whose answer is not reused (data.warm["z"] None: uncertified)."""
+        z = self.data.warm.get("z")
+        hook = getattr(self.contact_model, "warm_start", None)
+        if z is None or hook is None or self.data.result is None:
+            return z
+        return hook(sys, self.data.result, match, self.model_options)
 
     def _margin(self) -> float:
         """The settings' contact margin (every pair's speculative distance before its reach)."""
