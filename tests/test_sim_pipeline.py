@@ -263,22 +263,23 @@ def test_ldl_pattern_cache_refactorises_a_repeated_pattern_only():
     B = sp.random(n, n, density=0.02, random_state=4, format="csr")
     A = (B @ B.T + sp.identity(n)).tocsr()
     cache = _PatternCache()
-    first = cache.ldl(A)
+    first, fresh = cache.ldl(A)
+    assert fresh
     b = rng.normal(size=n)
     assert np.abs(A @ first.solve(b) - b).max() <= 1e-10 * np.abs(b).max()
     A2 = A.copy()
     A2.data = A2.data * rng.uniform(0.5, 2.0, A2.data.size)
     A2 = (0.5 * (A2 + A2.T) + 5.0 * sp.identity(n)).tocsr()       # same pattern, other values
     assert np.array_equal(A2.indptr, A.indptr) and np.array_equal(A2.indices, A.indices)
-    again = cache.ldl(A2)
+    again, _ = cache.ldl(A2)
     assert again is first                                          # refactorised, not analysed again
     assert np.abs(A2 @ again.solve(b) - b).max() <= 1e-10 * np.abs(b).max()
     C = (A + sp.random(n, n, density=0.01, random_state=5) @ sp.random(n, n, density=0.01, random_state=6).T).tocsr()
     C = (C + C.T + 10.0 * sp.identity(n)).tocsr()
-    other = cache.ldl(C)
+    other, _ = cache.ldl(C)
     assert other is not first and np.abs(C @ other.solve(b) - b).max() <= 1e-10 * np.abs(b).max()
     Z = sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
-    assert cache.ldl(A2) is first                                  # both patterns kept (2 of 4 entries)
+    assert cache.ldl(A2)[0] is first                                  # both patterns kept (2 of 4 entries)
     with pytest.raises(RuntimeError):
         cache.ldl(Z)
     assert len(cache.entries) == 2

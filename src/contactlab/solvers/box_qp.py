@@ -127,39 +127,61 @@ class _PatternCache:
         """Whether the pattern of the symmetric ``A`` (read as CSC) has an analysis here."""
         return any(self._same(entry, A) for entry in self.entries)
 
-    def ldl(self, A):
-        """A QDLDL solver holding the LDL' of the symmetric sparse ``A`` (CSC; another format is
-        converted) (raises on a zero pivot; the entry is dropped then)."""
+    def ldl(self, A, stale_ok: bool = False):
+        """(A QDLDL solver holding the LDL' of the symmetric sparse ``A`` (CSC; another format is
+        converted), fresh) (raises on a zero pivot; the entry is dropped then). ``stale_ok``: where
+        the pattern's last factorisation is of values within STALE of A's (a resting stack's next
+        step), that factorisation itself, with fresh = False (:func:`_sparse_spd_solver` refines)."""
         if A.format != "csc":
             A = A.tocsc()
         for k, entry in enumerate(self.entries):
             if self._same(entry, A):
                 del self.entries[k]
                 _, U, gather, solver = entry
-                U.data[:] = A.data[gather]
+                values = A.data[gather]
+                self.entries.insert(0, entry)
+                if stale_ok and np.max(np.abs(values - U.data), initial=0.0) <= STALE * np.max(np.abs(U.data)):
+                    return solver, False
+                del self.entries[0]
+                U.data[:] = values
                 solver.update(U, upper=True)        # raises: the entry stays dropped
                 self.entries.insert(0, entry)
-                return solver
+                return solver, True
         up, ui, gather = upper_pattern(A.indptr, A.indices)       # which entry of A each of triu(A) is
         U = sp.csc_matrix((A.data[gather], ui.astype(np.int32), up.astype(np.int32)), shape=A.shape)
         solver = _qdldl.Solver(U, upper=True)
         self.entries.insert(0, [(A.shape, A.format, A.indptr.copy(), A.indices.copy()), U, gather, solver])
         del self.entries[self.size:]
-        return solver
+        return solver, True
 
 
 _LDL = _PatternCache()
 
 
-def _sparse_spd_solver(A):
+#: the largest change of a matrix's entries (relative to its largest) for which a Newton step reuses
+#: the last factorisation of its pattern, with one step of iterative refinement: a resting stack's
+#: Delassus matrix changes by ~1e-10 from step to step, and one refinement brings the stale solve's
+#: residual (2e-4 - 2e-3) to that of a fresh factorisation (~2e-7 at condition 5e9)
+STALE = 1e-8
+
+
+def _sparse_spd_solver(A, stale_ok: bool = False):
     """A solver of A x = b for a sparse symmetric positive definite A: LDL' by QDLDL (AMD ordering;
     the symbolic analysis reused while the pattern repeats, :class:`_PatternCache`), or SuperLU with
     diagonal pivots where LDL' meets a zero pivot. Returns (solve, the QDLDL solver or None). On a
     pile's Delassus sub-matrices QDLDL takes 0.14 / 0.43 / 4.7 ms at n = 500 / 1,500 / 6,000
-    against SuperLU's 0.30 / 0.61 / 7.9 and a dense Cholesky's 3.8 / 37 / 1,550."""
+    against SuperLU's 0.30 / 0.61 / 7.9 and a dense Cholesky's 3.8 / 37 / 1,550. ``stale_ok``: the
+    pattern's last factorisation where A's values are within STALE of its, x = F^-1 b refined once
+    by x += F^-1 (b - A x) (no factorisation)."""
     try:
-        ldl = _LDL.ldl(A)
-        return ldl.solve, ldl
+        ldl, fresh = _LDL.ldl(A, stale_ok)
+        if fresh:
+            return ldl.solve, ldl
+
+        def refined(b):
+            x = ldl.solve(b)
+            return x + ldl.solve(b - A @ x)
+        return refined, ldl
     except (ValueError, RuntimeError):
         return _spd_lu(sp.csc_matrix(A)).solve, None
 
@@ -170,7 +192,7 @@ def _sparse_spd_solver(A):
 EMBED_FREE = 0.75
 
 
-def _factor_solve(M, F, rhs, dense_max):
+def _factor_solve(M, F, rhs, dense_max, stale_ok=False):
     """Solve M_FF x = rhs: Cholesky when dense or small (a sparse M's block gathered by one compiled
     pass), else sparse LDL' of M_FF embedded in M's own pattern (kernels/box_qp.py ``csr_masked``:
     the held rows' off-diagonal entries zeroed), so the ordering and symbolic analysis of M's pattern
@@ -180,7 +202,7 @@ def _factor_solve(M, F, rhs, dense_max):
         return np.zeros(0)
     if sp.issparse(M) and F.size > dense_max:
         if F.size == M.shape[0]:
-            return _sparse_spd_solver(_symmetric_csc(M, M.data))[0](rhs)
+            return _sparse_spd_solver(_symmetric_csc(M, M.data), stale_ok)[0](rhs)
         if F.size < EMBED_FREE * M.shape[0]:    # many rows held: the sliced block has far less fill
             A = M[F][:, F]
             A.sort_indices()
@@ -190,7 +212,7 @@ def _factor_solve(M, F, rhs, dense_max):
         K = _symmetric_csc(M, csr_masked(M.indptr, M.indices, M.data, free))
         b = np.zeros(M.shape[0])
         b[F] = rhs
-        return _sparse_spd_solver(K)[0](b)[F]
+        return _sparse_spd_solver(K, stale_ok)[0](b)[F]
     if sp.issparse(M):
         A = csr_dense_block(M.indptr, M.indices, M.data, np.ascontiguousarray(F, dtype=np.int64), M.shape[1])
     else:
@@ -211,7 +233,7 @@ def _qp(M, q, lo, hi, z, opts, tol, counter, full_steps=False):
     Dense problems run this loop compiled (kernels/box_qp.py, through _compiled); this is the
     reference it is tested against and the path of large sparse problems."""
     diag = M.diagonal() if sp.issparse(M) else np.diag(M)
-    for _ in range(opts.max_iterations):
+    for it in range(opts.max_iterations):
         w = M @ z + q
         if relative_error(box_relative(z, w, lo, hi, q)) <= tol:
             return z, w, True
@@ -226,7 +248,8 @@ def _qp(M, q, lo, hi, z, opts, tol, counter, full_steps=False):
         for newton in ((True,) if full_steps else (True, False)):
             d = -w / diag
             if newton:
-                d[F] = _factor_solve(M, F, -w[F], opts.dense_max)
+                # the first step may reuse the last factorisation of nearly the same matrix (STALE)
+                d[F] = _factor_solve(M, F, -w[F], opts.dense_max, stale_ok=it == 0)
             t = 1.0
             for _ in range(1 if full_steps else 30):
                 cand = np.clip(z + t * d, lo, hi)
