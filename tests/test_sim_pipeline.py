@@ -537,3 +537,27 @@ def test_box_friction_warm_start_follows_each_contact_through_a_reordering():
     np.testing.assert_array_equal(z0[o_n + nc + 1:o_n + 2 * nc], result.tangent[perm[1:], 0])
     np.testing.assert_array_equal(z0[o_n + 2 * nc + 1:], result.tangent[perm[1:], 1])
     assert z0[o_n] == z0[o_n + nc] == z0[o_n + 2 * nc] == 0.0
+
+
+@pytest.mark.parametrize("coupling", ["current", "previous"])
+def test_box_friction_builds_the_checked_problem(coupling):
+    """box_friction.build assembles its problem through BoxedLCP.trusted: the same arrays as the
+    checked constructor gives (which accepts them), and with a non-finite q (a blown-up state) the
+    checked constructor itself, so the error names the argument."""
+    from contactlab.errors import ProblemError
+    from contactlab.models import box_friction as bf
+    from contactlab.problems import BoxedLCP
+    sim = Simulator(make_scene("pile", count=6, seed=2), "box-friction", "pgs", model_options={"coupling": coupling})
+    for _ in range(30):
+        sim.step()
+    p = sim.last_problem
+    ref = BoxedLCP(p.M, p.q, p.lo, p.hi, *((p.findex, p.mu) if p.has_coupling else ()))
+    for f in ("q", "lo", "hi", "findex", "mu"):
+        np.testing.assert_array_equal(getattr(p, f), getattr(ref, f))
+        assert getattr(p, f).dtype == getattr(ref, f).dtype
+    assert p.n == ref.n and type(p.M) is type(ref.M)
+    import dataclasses
+    sys_ = dataclasses.replace(sim.last_system, v=np.full_like(sim.last_system.v, np.nan))
+    sys_._box_rows = None
+    with pytest.raises(ProblemError, match="q contains NaN"):
+        bf.build(sys_, sim.model_options)

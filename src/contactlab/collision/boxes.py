@@ -574,12 +574,45 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
 
 
 @jit
+def broad_phase(Rs, ps, aabb_center, aabb_half, margin, reach, finite_idx, shape_body, static, jointed_keys, nb,
+                plane_idx, plane_n, plane_off):
+    """Candidate shape pairs (k, 2): finite pairs whose margin-grown world AABBs overlap
+    (:func:`sweep_pairs`), then (finite shape, half-space) pairs reaching within the margin
+    (:func:`plane_pairs`)."""
+    lo, hi = world_aabbs(Rs, ps, aabb_center, aabb_half, margin, reach)
+    fin = sweep_pairs(lo, hi, finite_idx, shape_body, static, jointed_keys, nb)
+    if plane_idx.size == 0:
+        return fin
+    pl = plane_pairs(lo, hi, finite_idx, plane_idx, plane_n, plane_off, static, margin)
+    return np.concatenate((fin, pl)) if pl.shape[0] else fin
+
+
+@jit
+def detect_kernel(quaternion, position, shape_body, local_R, local_p, plane_idx, plane_local, aabb_center,
+                  aabb_half, margin, sweep, finite_idx, static, jointed_keys, nb, cls, half, verts, vstart,
+                  radius, plane_row):
+    """The compiled stages of collision/contacts.py ``CollisionWorld.detect`` in one call (no
+    dispatch per stage): world poses, half-spaces, :func:`broad_phase` (AABBs grown by each shape's
+    reach, :func:`shape_reach_of` of ``sweep``), :func:`narrow_phase`. Returns (Rs, ps, pairs, sa,
+    sb, point, normal, phi, rest)."""
+    Rs, ps = world_poses(quaternion, position, shape_body, local_R, local_p)
+    n, off = planes_world(Rs, ps, plane_idx, plane_local)
+    pairs = broad_phase(Rs, ps, aabb_center, aabb_half, margin, shape_reach_of(sweep), finite_idx, shape_body,
+                        static, jointed_keys, nb, plane_idx, n, off)
+    sa, sb, P, N, phi, rest = narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, n, off,
+                                           margin, sweep)
+    return Rs, ps, pairs, sa, sb, P, N, phi, rest
+
+
+@jit
 def match_previous_kernel(key_prev, point_prev, key_new, point_new, tol):
     """For each new contact, the index of the nearest previous contact with the same key within
-    ``tol`` (-1 where none): keys sorted once, each new contact scans only its key's run."""
+    ``tol`` (-1 where none) and its squared distance (inf where none): keys sorted once, each new
+    contact scans only its key's run."""
     out = np.full(key_new.size, -1, dtype=np.int64)
+    dist2 = np.full(key_new.size, np.inf)
     if key_prev.size == 0:
-        return out
+        return out, dist2
     order = np.argsort(key_prev, kind="mergesort")
     ks = key_prev[order]
     t2 = tol * tol
@@ -598,7 +631,9 @@ def match_previous_kernel(key_prev, point_prev, key_new, point_new, tol):
                 best, found = dd, p
             j += 1
         out[i] = found
-    return out
+        if found >= 0:
+            dist2[i] = best
+    return out, dist2
     order = np.argsort(key_prev, kind="mergesort")
     ks = key_prev[order]
     t2 = tol * tol

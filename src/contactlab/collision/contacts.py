@@ -197,13 +197,9 @@ class CollisionWorld:
         sort-and-sweep), then (finite shape, half-space) pairs reaching within the margin.
         ``planes``: the half-spaces' world (normals, offsets) when the caller has them."""
         reach = self._reach if self._reach is not None else np.zeros(len(self.geoms))
-        lo, hi = B.world_aabbs(Rs, ps, self.aabb_center, self.aabb_half, self.margin, reach)
-        fin = B.sweep_pairs(lo, hi, self.finite_idx, self.shape_body, self.static, self.jointed_keys, self.model.nb)
-        if self.plane_idx.size == 0:
-            return fin
         n, off = self._planes_world(Rs, ps) if planes is None else planes
-        pl = B.plane_pairs(lo, hi, self.finite_idx, self.plane_idx, n, off, self.static, self.margin)
-        return np.concatenate([fin, pl]) if pl.size else fin
+        return B.broad_phase(Rs, ps, self.aabb_center, self.aabb_half, self.margin, reach, self.finite_idx,
+                             self.shape_body, self.static, self.jointed_keys, self.model.nb, self.plane_idx, n, off)
 
     def pair_mu_array(self, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
         """Friction of each shape pair: the scene's pair override, else the smaller shape mu, else
@@ -250,13 +246,13 @@ class CollisionWorld:
             self._reach = np.zeros(len(self.geoms)) if reach is None else np.ascontiguousarray(reach, dtype=np.float64)
             self._sweep = np.zeros((len(self.geoms), 4))
             self._sweep[:, 3] = self._reach
-        Rs, ps = self._world_poses(data)
-        n, off = self._planes_world(Rs, ps)          # (0, 3) and (0,) without half-spaces
-        pairs = self.candidate_pairs(data, Rs, ps, (n, off))
+        Rs, ps, pairs, sa, sb, P, n, phi, rest = B.detect_kernel(
+            data.quaternion, data.position, self.shape_body, self.local_R, self.local_p, self.plane_idx,
+            self.plane_local, self.aabb_center, self.aabb_half, self.margin, self._sweep, self.finite_idx,
+            self.static, self.jointed_keys, self.model.nb, self.shape_class, self.half, self.vflat, self.vstart,
+            self.sphere_radius, self.plane_row)
         if pairs.shape[0] == 0:
             return ContactSet.empty()
-        sa, sb, P, n, phi, rest = B.narrow_phase(pairs, self.shape_class, Rs, ps, self.half, self.vflat, self.vstart,
-                                                 self.sphere_radius, self.plane_row, n, off, self.margin, self._sweep)
         if rest.any():
             csa, csb, cP, cn, cphi = self._coal_contacts(pairs[rest], Rs, ps)
             if cphi.size:
@@ -329,16 +325,21 @@ def _polygon_corners(patch, tol: float = 1e-6) -> list[int]:
     return keep if len(keep) >= 3 else list(range(k))
 
 
-def match_indices(prev: ContactSet | None, new: ContactSet, tol: float) -> np.ndarray:
+def match_indices(prev: ContactSet | None, new: ContactSet, tol: float, near: float | None = None):
     """For each new contact, the index of the previous step's contact on the same shape pair whose
     point is nearest and within ``tol``; -1 where none matches (collision/boxes.py
-    ``match_previous_kernel``)."""
+    ``match_previous_kernel``). With ``near``: (that, the same indices with -1 where the nearest
+    is farther than ``near``)."""
     if prev is None or prev.count == 0 or new.count == 0:
-        return np.full(new.count, -1, dtype=np.int64)
+        none = np.full(new.count, -1, dtype=np.int64)
+        return none if near is None else (none, none.copy())
     key_prev = prev.shape_a * 1_000_003 + prev.shape_b
     key_new = new.shape_a * 1_000_003 + new.shape_b
-    return B.match_previous_kernel(key_prev.astype(np.int64), np.ascontiguousarray(prev.point),
-                                   key_new.astype(np.int64), np.ascontiguousarray(new.point), float(tol))
+    match, dist2 = B.match_previous_kernel(key_prev.astype(np.int64), np.ascontiguousarray(prev.point),
+                                           key_new.astype(np.int64), np.ascontiguousarray(new.point), float(tol))
+    if near is None:
+        return match
+    return match, np.where(dist2 <= near * near, match, -1)
 
 
 def match_previous(prev: ContactSet | None, prev_values: np.ndarray | None, new: ContactSet,

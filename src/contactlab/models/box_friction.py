@@ -155,10 +155,11 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
             Mat = dense(Mat) if n <= options.dense_max else sp.csr_matrix(Mat)
         q = _q(sys, H)
     lo, hi, findex, mu = _bounds(sys, options, n)
-    if findex is not None:
-        prob = BoxedLCP(Mat, q, lo, hi, findex, mu) if nc else BoxedLCP(Mat, q, lo, hi)
-    else:
-        prob = BoxedLCP(Mat, q, lo, hi)
+    if findex is None or not nc:
+        findex = mu = None
+    # assembled here, finite with a finite state: the checks of the constructor only where q is not
+    make = BoxedLCP.trusted if (np.isfinite(q).all() and (sp.issparse(Mat) or Mat.flags.c_contiguous)) else BoxedLCP
+    prob = make(Mat, q, lo, hi, findex, mu)
     prob.row_groups = {"joint": slice(0, o_a), "motor": slice(o_a, o_l), "limit": slice(o_l, o_n),
                        "normal": slice(o_n, o_s), "friction": slice(o_s, n)}
     return prob
@@ -171,19 +172,26 @@ def warm_start(sys, previous: StepResult, match: np.ndarray, options: Options | 
     limit rows from the previous values where their counts are unchanged (else 0). Rows follow
     :func:`_layout` ([J; A; L; N; S; T], J omitted with ``joints="schur"``). A contact's rows no
     longer depend on the order collision reports it in, nor on contacts coming and going."""
-    options = options or Options()
-    o_a, o_l, o_n, o_s, o_t, n = _layout(sys, options)
+    o_a, o_l, o_n, o_s, o_t, n = _layout(sys, options or Options())
     z = np.zeros(n)
     for lo_, hi_, prev in ((0, o_a, previous.joint), (o_a, o_l, previous.motor), (o_l, o_n, previous.limit)):
-        if prev.size == hi_ - lo_:
+        if hi_ > lo_ and prev.size == hi_ - lo_:
             z[lo_:hi_] = prev
-    hit = np.flatnonzero(match >= 0)
-    if hit.size:
-        k = match[hit]
-        z[o_n + hit] = previous.normal[k]
-        z[o_s + hit] = previous.tangent[k, 0]
-        z[o_t + hit] = previous.tangent[k, 1]
+    _matched_impulses(z, o_n, match, previous.normal, previous.tangent)
     return z
+
+
+@jit
+def _matched_impulses(z, o_n, match, normal, tangent):
+    """z's normal, S and T rows (from o_n, nc = match.size contacts each) from the matched previous
+    contact's impulses (0 where match is -1)."""
+    nc = match.size
+    for i in range(nc):
+        k = match[i]
+        if k >= 0:
+            z[o_n + i] = normal[k]
+            z[o_n + nc + i] = tangent[k, 0]
+            z[o_n + 2 * nc + i] = tangent[k, 1]
 
 
 def _joint_solve(sys, B: np.ndarray) -> np.ndarray:

@@ -277,12 +277,7 @@ class Simulator:
         # each contact's nearest previous contact on the same shape pair (-1: a new pair), at any
         # distance for the warm start (a pair whose reduced manifold picked other points of its
         # polygon keeps its impulses near), within 2 margin + 1 mm for the previous-normal estimate
-        match = match_indices(prev, contacts, np.inf)
-        near = match.copy()
-        if prev is not None and match.size:
-            hit = match >= 0
-            far = np.linalg.norm(contacts.point[hit] - prev.point[match[hit]], axis=1) > 2.0 * model.settings.margin + 1e-3
-            near[np.flatnonzero(hit)[far]] = -1
+        match, near = match_indices(prev, contacts, np.inf, near=2.0 * model.settings.margin + 1e-3)
         contacts.normal_guess = match_previous(prev, prev_normal, contacts, 0.0, match=near)
         t_detect = clock()
         sys = build_system(model, data, contacts, h)
