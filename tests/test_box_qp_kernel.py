@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from contactlab.kernels.box_qp import INTERIOR, SOLVED, _abs_terms, box_qp_dense, box_relative_error
+from contactlab.kernels.box_qp import INTERIOR, SOLVED, _abs_terms, box_qp_dense, box_relative_error, new_factor_cache
 from contactlab.problems import BoxedLCP
 from contactlab.problems.residual import box_relative, relative_error, row_terms
 from contactlab.solution import Status
@@ -158,6 +158,42 @@ def test_interior_point_from_a_warm_start_reaches_the_cold_minimiser(sparse):
     assert fewer >= 10
 
 
+def test_newton_reuses_the_cached_factor_of_a_block_that_barely_moved():
+    """The compiled Newton's first step reuses the cached Cholesky factor when the free block moved by
+    at most STALE (relative), with one refinement: a matrix perturbed by 1e-12 leaves the cache as it
+    was (no factorisation) and certifies the same answer as a cold cache; one perturbed by 1e-6 is
+    factorised again (the cache then holds its block); the same matrix again gives the same bits."""
+    from contactlab.kernels.box_qp import STALE
+    rng = np.random.default_rng(12)
+    n = 40
+    B = rng.normal(size=(n, n))
+    M0 = B @ B.T + 1e-3 * np.eye(n)
+    q = -np.abs(rng.normal(size=n))
+    lo, hi = np.full(n, -np.inf), np.full(n, np.inf)        # every row free: one Newton step
+    fi, mu = np.full(n, -1), np.zeros(n)
+    opts = BoxQPOptions()
+
+    def run(M, cache):
+        return box_qp_dense(np.ascontiguousarray(M), q, lo, hi, fi, mu, np.zeros(n), opts.tol, opts.max_iterations,
+                            opts.armijo, False, False, opts.max_outer, *cache)
+
+    cache = new_factor_cache(n)
+    first = run(M0, cache)
+    assert first[0] == SOLVED and cache[3][0] == n
+    held = cache[1].copy()
+    again = run(M0, cache)
+    assert np.array_equal(again[1], first[1])                       # the cached factor of the same block
+    E = rng.normal(size=(n, n))
+    for size, reused in ((1e-12, True), (1e-6, False)):
+        M = M0 + size * np.abs(M0).max() * (E + E.T) / 2
+        assert (size * 2 * np.abs(E).max() <= STALE) == reused
+        got, cold = run(M, cache), run(M, new_factor_cache(n))
+        assert got[0] == cold[0] == SOLVED
+        assert np.abs(got[1] - cold[1]).max() <= 1e-8 * np.abs(cold[1]).max()
+        assert np.array_equal(cache[1], held) == reused                 # reused: no new factorisation
+        held = cache[1].copy()
+
+
 def test_singular_free_block_falls_back_to_least_squares():
     """M_FF = [[1, 1], [1, 1]]: Cholesky fails at the second pivot and the Newton step is the
     least-squares (minimum-norm) solution z = (1/2, 1/2), in the kernel as in the Python path."""
@@ -178,7 +214,8 @@ def test_kernel_hands_the_interior_point_a_later_bound_update():
     for _ in range(40):
         p = contact_problem(rng, int(rng.integers(2, 15)), True, False)
         code, z, w, its, outer = box_qp_dense(np.ascontiguousarray(p.M), p.q, p.lo, p.hi, p.findex, p.mu,
-                                              np.zeros(p.n), opts.tol, 2, opts.armijo, True, False, opts.max_outer)
+                                              np.zeros(p.n), opts.tol, 2, opts.armijo, True, False, opts.max_outer,
+                                              *new_factor_cache(p.n))
         if code == INTERIOR and outer > 1:
             seen += 1
             a, b = _solve(p, opts, None), _solve(p, opts, None, compiled=False)

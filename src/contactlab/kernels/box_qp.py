@@ -68,30 +68,22 @@ def _affine(M, z, q, w):
         w[i] += q[i]
 
 
+#: a Newton step's free block is factorised again only when it moved by more than this (relative to
+#: its largest entry) since the cached factor of the same free rows (solvers/box_qp.py STALE, same value)
+STALE = 1e-8
+
+
+def new_factor_cache(n: int):
+    """The kernel's factor cache for problems of up to n rows: (L, A, F, k) -- the last Cholesky
+    factor of a free block A_FF (stored transposed, as _free_solve factorises it), its free rows and
+    their count (0: empty). solvers/box_qp.py keeps one per problem size."""
+    return np.zeros((n, n)), np.zeros((n, n)), np.zeros(n, dtype=np.int64), np.zeros(1, dtype=np.int64)
+
+
 @jit
-def _free_solve(M, F, k, rhs):
-    """x with M_FF x = rhs (F[:k] the free rows): Cholesky, least squares where it fails
-    (solvers/box_qp.py _factor_solve). The factorised buffer holds M_FF transposed: numba's
-    cholesky hands LAPACK's potrf('U') the buffer in column order, so potrf reads exactly the upper
-    triangle of M_FF that scipy's cho_factor reads."""
+def _chol_solve(L, k, rhs):
+    """x with L L' x = rhs (L lower, k x k leading block)."""
     x = np.empty(k)
-    if k == 0:
-        return x
-    A = np.empty((k, k))
-    for a in range(k):
-        for b in range(k):
-            A[a, b] = M[F[b], F[a]]
-    ok = True
-    try:
-        L = np.linalg.cholesky(A)            # L L' = M_FF (upper triangle), L lower
-    except Exception:
-        ok = False
-        L = A
-    if not ok:
-        for a in range(k):
-            for b in range(k):
-                A[a, b] = M[F[a], F[b]]
-        return np.linalg.lstsq(A, rhs, rcond=EPS)[0]    # scipy lstsq's gelsd with cond = eps
     for i in range(k):                       # L y = rhs (dot form along rows of L)
         s0 = s1 = s2 = s3 = 0.0
         j = 0
@@ -114,9 +106,83 @@ def _free_solve(M, F, k, rhs):
 
 
 @jit
-def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps, work):
+def _stale_solve(M, F, k, rhs, cL, cA, cF, ck):
+    """With the cached factor of the same free rows whose block moved by at most STALE: x from it,
+    refined once by x += (L L')^-1 (rhs - M_FF x) (not refined when the block is the cached one
+    exactly: then x is the fresh solve's); else None (the caller factorises)."""
+    if ck[0] != k or k == 0:
+        return None
+    for a in range(k):
+        if cF[a] != F[a]:
+            return None
+    dmax = 0.0
+    amax = 0.0
+    for a in range(k):
+        for b in range(k):
+            c = cA[a, b]
+            dmax = max(dmax, abs(M[F[b], F[a]] - c))
+            amax = max(amax, abs(c))
+    if not dmax <= STALE * amax:
+        return None
+    x = _chol_solve(cL, k, rhs)
+    if dmax == 0.0:
+        return x
+    r = np.empty(k)
+    for a in range(k):
+        acc = rhs[a]
+        for b in range(k):
+            acc -= M[F[a], F[b]] * x[b]
+        r[a] = acc
+    dx = _chol_solve(cL, k, r)
+    for a in range(k):
+        x[a] += dx[a]
+    return x
+
+
+@jit
+def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok):
+    """x with M_FF x = rhs (F[:k] the free rows): Cholesky, least squares where it fails
+    (solvers/box_qp.py _factor_solve). The factorised buffer holds M_FF transposed: numba's
+    cholesky hands LAPACK's potrf('U') the buffer in column order, so potrf reads exactly the upper
+    triangle of M_FF that scipy's cho_factor reads. ``stale_ok``: the cached factor of the same free
+    rows where the block moved by at most STALE (:func:`_stale_solve`); every factorisation is
+    cached (cL, cA, cF, ck: :func:`new_factor_cache`)."""
+    if k == 0:
+        return np.empty(0)
+    if stale_ok:
+        x = _stale_solve(M, F, k, rhs, cL, cA, cF, ck)
+        if x is not None:
+            return x
+    A = np.empty((k, k))
+    for a in range(k):
+        for b in range(k):
+            A[a, b] = M[F[b], F[a]]
+    ok = True
+    try:
+        L = np.linalg.cholesky(A)            # L L' = M_FF (upper triangle), L lower
+    except Exception:
+        ok = False
+        L = A
+    if not ok:
+        ck[0] = 0
+        for a in range(k):
+            for b in range(k):
+                A[a, b] = M[F[a], F[b]]
+        return np.linalg.lstsq(A, rhs, rcond=EPS)[0]    # scipy lstsq's gelsd with cond = eps
+    ck[0] = k
+    for a in range(k):
+        cF[a] = F[a]
+        for b in range(k):
+            cA[a, b] = A[a, b]
+            cL[a, b] = L[a, b]
+    return _chol_solve(L, k, rhs)
+
+
+@jit
+def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps, work, cL, cA, cF, ck, stale_ok):
     """solvers/box_qp.py ``_qp`` from z, in place (z, w = M z + q on return); returns (converged,
-    Newton iterations). ``work``: 9 x n scratch."""
+    Newton iterations). ``work``: 9 x n scratch; (cL, cA, cF, ck): the factor cache of
+    :func:`_free_solve`, whose cached factor the first step may reuse where ``stale_ok``."""
     n = q.size
     d, cand, dz, t = work[0], work[1], work[2], work[4]
     rw = work[5:9]
@@ -154,7 +220,7 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
                 rhs = np.empty(k)
                 for a_ in range(k):
                     rhs[a_] = -w[F[a_]]
-                dF = _free_solve(M, F, k, rhs)
+                dF = _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok and its == 1)
                 for a_ in range(k):
                     d[F[a_]] = dF[a_]
             step = 1.0
@@ -203,14 +269,16 @@ def coupled_bounds(lo, hi, findex, mu, z, lo_out, hi_out):
 
 @jit
 def box_qp_dense(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
-                 max_outer):
+                 max_outer, cL, cA, cF, ck):
     """solvers/box_qp.py ``_solve`` up to the interior point, on a dense C-ordered M: the projected
     Newton QP (max_iterations, full_steps as ``_box_qp`` gives them) from z0 clipped to the bounds; with
     friction-coupled rows (any findex >= 0) up to ``max_outer`` bound updates, each certified with row
     terms |q_i| + |M_i||z| on the updated bounds. Returns (outcome, z, w, iterations, outer):
     SOLVED; UNSETTLED (static bounds: the QP did not converge, ``newton_only``; coupled: max_outer
     updates without a certified answer, w = M z + q); INTERIOR (not ``newton_only``: the QP of bound
-    update ``outer`` did not converge; z is that update's starting point, before the clip)."""
+    update ``outer`` did not converge; z is that update's starting point, before the clip).
+    (cL, cA, cF, ck): the factor cache (:func:`new_factor_cache`, n rows at least); the first Newton
+    step reuses its factor where the free block is the cached one's to within STALE."""
     n = q.size
     z = z0.copy()
     w = np.zeros(n)
@@ -227,7 +295,8 @@ def box_qp_dense(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full
         coupled_bounds(lo, hi, findex, mu, z, lk, hk)
         for i in range(n):
             z[i] = _clip(z[i], lk[i], hk[i])
-        ok, k = projected_newton(M, q, lk, hk, z, w, tol, max_iterations, armijo, full_steps, work)
+        ok, k = projected_newton(M, q, lk, hk, z, w, tol, max_iterations, armijo, full_steps, work,
+                                 cL, cA, cF, ck, outer == 1)
         its += k
         if not coupled:
             if ok:

@@ -70,6 +70,21 @@ def box_residual_kernel(z, w, lo, hi):
 
 
 @jit
+def boxed_zero_solves(q, lo, hi, findex):
+    """Whether z = 0 solves the boxed LCP exactly: at z = 0, w = q, a coupled row's bounds are 0
+    and 0, and every row's :func:`box_row` term and bound violation must be 0 (the residuals of
+    :func:`box_residual_kernel` at z = 0, without forming them)."""
+    for i in range(q.size):
+        if not np.isfinite(q[i]):
+            return False
+        if findex[i] >= 0:
+            continue
+        if lo[i] > 0.0 or hi[i] < 0.0 or box_row(0.0, q[i], lo[i], hi[i]) != 0.0:
+            return False
+    return True
+
+
+@jit
 def _affine_terms(M, q, z, w, t):
     """w = M z + q and the row terms t = |q| + |M| |z| (row_terms) of a dense M, one pass over M."""
     n = q.shape[0]

@@ -45,8 +45,8 @@ import qdldl as _qdldl
 
 from ..errors import ParamError
 from ..kernels._jit import jit
-from ..kernels.box_qp import (INTERIOR, SOLVED, box_qp_dense, csr_dense_block, csr_masked, diagonal_positions,
-                               upper_pattern)
+from ..kernels.box_qp import (INTERIOR, SOLVED, STALE, box_qp_dense, csr_dense_block, csr_masked, diagonal_positions,
+                               new_factor_cache, upper_pattern)
 from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
 from ..problems.residual import box_relative, relative_error, row_terms
@@ -158,11 +158,11 @@ class _PatternCache:
 _LDL = _PatternCache()
 
 
-#: the largest change of a matrix's entries (relative to its largest) for which a Newton step reuses
-#: the last factorisation of its pattern, with one step of iterative refinement: a resting stack's
-#: Delassus matrix changes by ~1e-10 from step to step, and one refinement brings the stale solve's
-#: residual (2e-4 - 2e-3) to that of a fresh factorisation (~2e-7 at condition 5e9)
-STALE = 1e-8
+# STALE (kernels/box_qp.py, one value for both paths): the largest change of a matrix's entries
+# (relative to its largest) for which a Newton step reuses the last factorisation of its pattern,
+# with one step of iterative refinement: a resting stack's Delassus matrix changes by ~1e-10 from
+# step to step, and one refinement brings the stale solve's residual (2e-4 - 2e-3) to that of a
+# fresh factorisation (~2e-7 at condition 5e9)
 
 
 def _sparse_spd_solver(A, stale_ok: bool = False):
@@ -514,6 +514,22 @@ def _box_qp(M, q, lo, hi, z, opts, tol, counter, mode):
     return _ipm(M, q, lo, hi, opts, tol, counter, z_warm=z)
 
 
+_DENSE_FACTORS: dict = {}
+
+
+def _dense_factors(n: int):
+    """The compiled Newton's factor cache for n rows (kernels/box_qp.py ``new_factor_cache``): one
+    per problem size, the 8 sizes used last (a resting 10-box stack's next step reuses its factor:
+    STALE)."""
+    cache = _DENSE_FACTORS.pop(n, None)
+    if cache is None:
+        cache = new_factor_cache(n)
+        while len(_DENSE_FACTORS) >= 8:
+            del _DENSE_FACTORS[next(iter(_DENSE_FACTORS))]
+    _DENSE_FACTORS[n] = cache
+    return cache
+
+
 def _compiled(problem: BoxedLCP, opts: BoxQPOptions, z, counter, mode):
     """The projected Newton QPs and bound updates of _solve in one compiled call (kernels/box_qp.py),
     where every factorisation is dense (dense M, or n <= dense_max) and projected Newton runs first.
@@ -528,7 +544,8 @@ def _compiled(problem: BoxedLCP, opts: BoxQPOptions, z, counter, mode):
     small = n <= opts.small_n
     steps, full = (opts.max_iterations, False) if newton_only or small else (opts.newton_steps, True)
     code, z, w, its, outer = box_qp_dense(A, problem.q, problem.lo, problem.hi, problem.findex, problem.mu, z,
-                                          opts.tol, steps, opts.armijo, full, newton_only, opts.max_outer)
+                                          opts.tol, steps, opts.armijo, full, newton_only, opts.max_outer,
+                                          *_dense_factors(n))
     counter[0] = its
     if code == SOLVED:
         return Solution(z=z, w=w, status=Status.SOLVED, iterations=its, info={"outer": outer})
