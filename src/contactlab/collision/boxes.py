@@ -634,23 +634,3 @@ def match_previous_kernel(key_prev, point_prev, key_new, point_new, tol):
         if found >= 0:
             dist2[i] = best
     return out, dist2
-    order = np.argsort(key_prev, kind="mergesort")
-    ks = key_prev[order]
-    t2 = tol * tol
-    for i in range(key_new.size):
-        lo = np.searchsorted(ks, key_new[i])
-        best = t2
-        found = -1
-        j = lo
-        while j < ks.size and ks[j] == key_new[i]:
-            p = order[j]
-            dx = point_prev[p, 0] - point_new[i, 0]
-            dy = point_prev[p, 1] - point_new[i, 1]
-            dz = point_prev[p, 2] - point_new[i, 2]
-            dd = dx * dx + dy * dy + dz * dz
-            if dd <= best:
-                best, found = dd, p
-            j += 1
-        if found >= 0:
-            out[i] = value_prev[found]
-    return out
