@@ -112,8 +112,9 @@ def delassus_dense(indptr, indices, data, W, n, diag):
                 g[c] = s
             ri = row[i]
             for j in range(i, start[b + 1]):        # upper half, mirrored: exactly symmetric
-                s = ((g[0] * vec[j, 0] + g[1] * vec[j, 1]) + (g[2] * vec[j, 2] + g[3] * vec[j, 3])) \
-                    + (g[4] * vec[j, 4] + g[5] * vec[j, 5])         # as _dot6
+                s = 0.0
+                for c in range(6):
+                    s += g[c] * vec[j, c]
                 D[ri, row[j]] += s
                 if j != i:
                     D[row[j], ri] += s
