@@ -194,13 +194,16 @@ EMBED_FREE = 0.75
 
 def _factor_solve(M, F, rhs, dense_max, stale_ok=False):
     """Solve M_FF x = rhs: Cholesky when dense or small (a sparse M's block gathered by one compiled
-    pass), else sparse LDL' of M_FF embedded in M's own pattern (kernels/box_qp.py ``csr_masked``:
-    the held rows' off-diagonal entries zeroed), so the ordering and symbolic analysis of M's pattern
-    are reused from step to step (:class:`_PatternCache`) whichever rows are free. On a 100-box
-    pile's 1,200 rows a Newton step that gave up cost 1-3 ms with a new pattern per free set."""
+    pass); else sparse LDL', with at least EMBED_FREE of the rows free of M_FF embedded in M's own
+    pattern (kernels/box_qp.py ``csr_masked``: the held rows' off-diagonal entries zeroed), so the
+    ordering and symbolic analysis of M's pattern serve every such free set and the interior point
+    (:class:`_PatternCache`; on a 100-box pile's 1,200 rows a Newton step that gave up cost 1-3 ms
+    with a new pattern per free set), and with fewer of the sliced block. ``stale_ok``: the last
+    factorisation of the same values to within STALE, refined once (:func:`_sparse_spd_solver`)."""
     if F.size == 0:
         return np.zeros(0)
     if sp.issparse(M) and F.size > dense_max:
+        M.sort_indices()
         if F.size == M.shape[0]:
             return _sparse_spd_solver(_symmetric_csc(M, M.data), stale_ok)[0](rhs)
         if F.size < EMBED_FREE * M.shape[0]:    # many rows held: the sliced block has far less fill
