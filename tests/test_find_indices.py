@@ -267,3 +267,28 @@ def test_factored_certify_compiled_equals_generic():
                                        [b.natural, b.complementarity, b.infeasibility], rtol=1e-9, atol=1e-13)
         lcp = dense.to_lcp()
         np.testing.assert_allclose(w1, lcp.M @ z + lcp.q, atol=1e-10)
+
+
+def test_barrett_grasp_step_keeps_independent_rows_only():
+    """A recorded no-slip step of the rubber Barrett grasp (tests/data/noslip_barrett_step48.npz: the
+    inputs of kernels/noslip.py ``noslip_chain``, 52 joint rows and 16 contact tangent rows on 60
+    coordinates, masses of links and glass far apart). Its 1e-9 test alone kept an exactly dependent
+    row there (60 rows of rank 59: smallest singular value 5e-17) once the Delassus sums were
+    reordered, and the step stopped with "kept dependent rows". With the second projection of a
+    near-threshold row (RECHECK) the kept rows have full rank, their count is the rank of all the
+    candidates (numpy's SVD), and every row left out is a combination of the kept ones."""
+    from pathlib import Path
+    from contactlab.kernels import noslip as K
+    d = np.load(Path(__file__).parent / "data" / "noslip_barrett_step48.npz")
+    args = [d[k] for k in ("M", "Lm", "starts")] + [int(d["nb"])] + [d[k] for k in ("J", "ST", "rhs_j")] + \
+        [float(d["tol"]), d["v"], d["f"], float(d["h"]), d["U"], d["bias"]]
+    status, kept = K.noslip_chain(*args)[:2]
+    assert status == 0
+    G = np.vstack([d["J"], d["ST"]])
+    Gk = G[kept]
+    s = np.linalg.svd(Gk, compute_uv=False)
+    assert s[-1] > 1e-9 * s[0]                                     # independent
+    assert kept.size == np.linalg.matrix_rank(G)                   # maximal
+    for c in sorted(set(range(G.shape[0])) - set(kept.tolist())):
+        x = np.linalg.lstsq(Gk.T, G[c], rcond=None)[0]
+        assert np.abs(Gk.T @ x - G[c]).max() <= 1e-9 * np.abs(G[c]).max(), c
