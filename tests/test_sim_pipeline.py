@@ -348,6 +348,24 @@ def test_interior_point_embeds_fixed_rows_in_an_analysed_pattern():
     assert np.abs(z1 - z2).max() <= 1e-6 * max(1.0, np.abs(z1).max())
 
 
+def test_kinetic_gain_is_the_quadratic_form():
+    """mechanics/kernels.py kinetic_gain (the step's contact energy gain) equals
+    1/2 (a'Ma - b'Mb) with a, b the weighted velocities, on a block-diagonal CSR M with a body left out."""
+    import scipy.sparse as sp
+    from contactlab.mechanics.kernels import kinetic_gain
+    rng = np.random.default_rng(6)
+    blocks = []
+    for _ in range(4):
+        B = rng.normal(size=(6, 6))
+        blocks.append(B @ B.T + np.eye(6))
+    M = sp.block_diag(blocks, format="csr")
+    a, b = rng.normal(size=24), rng.normal(size=24)
+    w = np.ones(24)
+    w[12:18] = 0.0
+    ref = 0.5 * ((a * w) @ (M @ (a * w)) - (b * w) @ (M @ (b * w)))
+    assert kinetic_gain(M.indptr, M.indices, M.data, a, b, w) == pytest.approx(ref, rel=1e-13, abs=1e-13)
+
+
 def test_compiled_energies_equal_the_array_formulas():
     """kernels/energy.py against the numpy expressions (1/2 m v^2 + 1/2 w' R I R' w, -m p.g) on a
     tumbling pile, and the rotational part against a hand value for one spinning box."""

@@ -605,10 +605,12 @@ def detect_kernel(quaternion, position, shape_body, local_R, local_p, plane_idx,
 
 
 @jit
-def match_previous_kernel(key_prev, point_prev, key_new, point_new, tol):
-    """For each new contact, the index of the nearest previous contact with the same key within
-    ``tol`` (-1 where none) and its squared distance (inf where none): keys sorted once, each new
-    contact scans only its key's run."""
+def match_previous_kernel(sa_prev, sb_prev, point_prev, sa_new, sb_new, point_new, tol):
+    """For each new contact, the index of the nearest previous contact on the same shape pair
+    (sa, sb) within ``tol`` (-1 where none) and its squared distance (inf where none): pair keys
+    sorted once, each new contact scans only its key's run."""
+    key_prev = sa_prev * 1_000_003 + sb_prev
+    key_new = sa_new * 1_000_003 + sb_new
     out = np.full(key_new.size, -1, dtype=np.int64)
     dist2 = np.full(key_new.size, np.inf)
     if key_prev.size == 0:

@@ -333,10 +333,11 @@ def match_indices(prev: ContactSet | None, new: ContactSet, tol: float, near: fl
     if prev is None or prev.count == 0 or new.count == 0:
         none = np.full(new.count, -1, dtype=np.int64)
         return none if near is None else (none, none.copy())
-    key_prev = prev.shape_a * 1_000_003 + prev.shape_b
-    key_new = new.shape_a * 1_000_003 + new.shape_b
-    match, dist2 = B.match_previous_kernel(key_prev.astype(np.int64), np.ascontiguousarray(prev.point),
-                                           key_new.astype(np.int64), np.ascontiguousarray(new.point), float(tol))
+    i64 = np.int64
+    match, dist2 = B.match_previous_kernel(prev.shape_a.astype(i64, copy=False), prev.shape_b.astype(i64, copy=False),
+                                           np.ascontiguousarray(prev.point), new.shape_a.astype(i64, copy=False),
+                                           new.shape_b.astype(i64, copy=False), np.ascontiguousarray(new.point),
+                                           float(tol))
     if near is None:
         return match
     return match, np.where(dist2 <= near * near, match, -1)

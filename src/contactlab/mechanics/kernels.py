@@ -177,6 +177,26 @@ def rows_times(indptr, indices, data, x):
 
 
 @jit
+def kinetic_gain(indptr, indices, data, after, before, weight):
+    """1/2 (a'Ma - b'Mb) with a = weight * after, b = weight * before, M in CSR: the kinetic energy a
+    step's impulses add (weight 0 on the dofs left out), one pass over M."""
+    g = 0.0
+    for r in range(indptr.size - 1):
+        wr = weight[r]
+        if wr == 0.0:
+            continue
+        sa = 0.0
+        sb = 0.0
+        for p in range(indptr[r], indptr[r + 1]):
+            c = indices[p]
+            wc = data[p] * weight[c]
+            sa += wc * after[c]
+            sb += wc * before[c]
+        g += wr * (after[r] * sa - before[r] * sb)
+    return 0.5 * g
+
+
+@jit
 def rows_transpose_times(indptr, indices, data, z, ncols):
     """H' z for H in CSR (ncols columns): each row's entries scaled by z_r and scattered, no
     transposed copy of H."""

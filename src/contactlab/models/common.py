@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ..kernels._jit import jit
 from ..mechanics.kernels import delassus_dense, tangential_speeds
 from ..mechanics.system import ConstraintSystem, csr_of, rows_times, rows_transpose_times, stack_rows
 from ..problems import LCP, MixedLCP
@@ -150,15 +151,31 @@ def contact_modes(sys: ConstraintSystem, v_next: np.ndarray, normal: np.ndarray,
     """separating if the normal impulse is ~0, sliding if the tangential speed at v+ exceeds
     ``speed_tol``, sticking otherwise (tolerances relative to the largest normal impulse)."""
     nc = sys.nc
-    modes = np.zeros(nc, dtype=np.int8)
     if nc == 0:
-        return modes
-    scale = max(1.0, float(np.max(np.abs(normal), initial=0.0)))
-    touching = normal > impulse_tol * scale
+        return np.zeros(0, dtype=np.int8)
     S, T = sys.S, sys.T
+    v = np.ascontiguousarray(v_next, dtype=np.float64)
+    normal = np.ascontiguousarray(normal, dtype=np.float64)
     if sp.issparse(S) and sp.issparse(T) and S.indices is T.indices and S.indptr is T.indptr:   # one pattern
-        vt = tangential_speeds(S.indptr, S.indices, S.data, T.data, np.ascontiguousarray(v_next, dtype=np.float64))
-    else:
-        vt = np.hypot(S @ v_next, T @ v_next)
-    modes[touching] = np.where(vt[touching] > speed_tol, MODE_SLIDING, MODE_STICKING)
+        return _modes_of_rows(S.indptr, S.indices, S.data, T.data, v, normal, impulse_tol, speed_tol)
+    return _modes_of_speeds(np.hypot(S @ v, T @ v), normal, impulse_tol, speed_tol)
+
+
+@jit
+def _modes_of_speeds(vt, normal, impulse_tol, speed_tol):
+    """:func:`contact_modes` from the tangential speeds vt (one pass)."""
+    scale = 1.0
+    for i in range(normal.size):
+        scale = max(scale, abs(normal[i]))
+    modes = np.zeros(normal.size, dtype=np.int8)
+    for i in range(normal.size):
+        if normal[i] > impulse_tol * scale:
+            modes[i] = MODE_SLIDING if vt[i] > speed_tol else MODE_STICKING
     return modes
+
+
+@jit
+def _modes_of_rows(indptr, indices, s_data, t_data, v, normal, impulse_tol, speed_tol):
+    """:func:`contact_modes` for S and T sharing one CSR pattern: the speeds (mechanics/kernels.py
+    ``tangential_speeds``) and the modes in one call."""
+    return _modes_of_speeds(tangential_speeds(indptr, indices, s_data, t_data, v), normal, impulse_tol, speed_tol)

@@ -11,6 +11,7 @@ import dataclasses
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..blas import blas_threads
 from ..collision import CollisionWorld, match_indices, match_previous
@@ -322,8 +323,13 @@ class Simulator:
         # the applied answer warm-starts the next step (certified or, in fixed-budget mode, not)
         data.warm["z"] = np.asarray(sol.z).copy() if (sol.success or self.iterations is not None) else None
         # kinetic energy added by the constraint impulses: KE(v+) - KE(v + h M^-1 f), kinematic bodies excluded
-        vf, vn = sys.v_free() * self._passive, result.v_next * self._passive
-        contact_gain = 0.5 * float(vn @ rows_times(sys.M, vn) - vf @ rows_times(sys.M, vf))
+        if sp.issparse(sys.M) and sys.M.format == "csr":
+            contact_gain = float(_MK.kinetic_gain(sys.M.indptr, sys.M.indices, sys.M.data,
+                                                  np.ascontiguousarray(result.v_next, dtype=np.float64),
+                                                  sys.v_free(), self._passive))
+        else:
+            vf, vn = sys.v_free() * self._passive, result.v_next * self._passive
+            contact_gain = 0.5 * float(vn @ rows_times(sys.M, vn) - vf @ rows_times(sys.M, vf))
         # integrate
         _MK.advance_state(model.dof_start, np.ascontiguousarray(result.v_next, dtype=np.float64), data.linear_velocity,
                           data.angular_velocity, data.position, data.quaternion, h)
