@@ -459,15 +459,13 @@ def canonical_order(P, phi, c, R, n):
         if a > best:
             best, drop = a, j
     u, v = (1, 2) if drop == 0 else ((0, 2) if drop == 1 else (0, 1))
-    cx, cy = 0.0, 0.0
+    cx, cy, cz = 0.0, 0.0, 0.0
     for r in range(c):
         cx += P[r, 0]
         cy += P[r, 1]
-    key = np.empty(c)
-    cz = 0.0
-    for r in range(c):
         cz += P[r, 2]
     cx, cy, cz = cx / c, cy / c, cz / c
+    key = np.empty(c)
     for r in range(c):
         dx, dy, dz = P[r, 0] - cx, P[r, 1] - cy, P[r, 2] - cz
         lu = R[0, u] * dx + R[1, u] * dy + R[2, u] * dz
@@ -589,15 +587,15 @@ def broad_phase(Rs, ps, aabb_center, aabb_half, margin, reach, finite_idx, shape
 
 @jit
 def detect_kernel(quaternion, position, shape_body, local_R, local_p, plane_idx, plane_local, aabb_center,
-                  aabb_half, margin, sweep, finite_idx, static, jointed_keys, nb, cls, half, verts, vstart,
+                  aabb_half, margin, reach, sweep, finite_idx, static, jointed_keys, nb, cls, half, verts, vstart,
                   radius, plane_row):
     """The compiled stages of collision/contacts.py ``CollisionWorld.detect`` in one call (no
     dispatch per stage): world poses, half-spaces, :func:`broad_phase` (AABBs grown by each shape's
-    reach, :func:`shape_reach_of` of ``sweep``), :func:`narrow_phase`. Returns (Rs, ps, pairs, sa,
-    sb, point, normal, phi, rest)."""
+    ``reach``), :func:`narrow_phase` (each pair's margin grown by :func:`pair_reach` of ``sweep``).
+    Returns (Rs, ps, pairs, sa, sb, point, normal, phi, rest)."""
     Rs, ps = world_poses(quaternion, position, shape_body, local_R, local_p)
     n, off = planes_world(Rs, ps, plane_idx, plane_local)
-    pairs = broad_phase(Rs, ps, aabb_center, aabb_half, margin, shape_reach_of(sweep), finite_idx, shape_body,
+    pairs = broad_phase(Rs, ps, aabb_center, aabb_half, margin, reach, finite_idx, shape_body,
                         static, jointed_keys, nb, plane_idx, n, off)
     sa, sb, P, N, phi, rest = narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, n, off,
                                            margin, sweep)

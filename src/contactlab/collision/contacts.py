@@ -248,9 +248,9 @@ class CollisionWorld:
             self._sweep[:, 3] = self._reach
         Rs, ps, pairs, sa, sb, P, n, phi, rest = B.detect_kernel(
             data.quaternion, data.position, self.shape_body, self.local_R, self.local_p, self.plane_idx,
-            self.plane_local, self.aabb_center, self.aabb_half, self.margin, self._sweep, self.finite_idx,
-            self.static, self.jointed_keys, self.model.nb, self.shape_class, self.half, self.vflat, self.vstart,
-            self.sphere_radius, self.plane_row)
+            self.plane_local, self.aabb_center, self.aabb_half, self.margin, self._reach, self._sweep,
+            self.finite_idx, self.static, self.jointed_keys, self.model.nb, self.shape_class, self.half, self.vflat,
+            self.vstart, self.sphere_radius, self.plane_row)
         if pairs.shape[0] == 0:
             return ContactSet.empty()
         if rest.any():

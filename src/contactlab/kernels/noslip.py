@@ -224,6 +224,11 @@ def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
         d = gg - ll
         if tol * gg < d <= RECHECK * gg and k > 0:
             d = _second_projection(G, W, i, L, kept, k, col)
+            fnz = k                         # the refined row's profile: its first nonzero
+            for a in range(k):
+                if col[a] != 0.0:
+                    fnz = a
+                    break
         if d > tol * gg:
             for b in range(k):
                 L[k, b] = col[b]

@@ -258,6 +258,21 @@ def box_relative_error(z, w, lo, hi, q, t, work):
 
 
 @jit
+def coupled_bounds(lo, hi, findex, mu, z, lo_out, hi_out):
+    """BoxedLCP.bounds(z): lo, hi, with lo_i = -mu_i max(z_findex_i, 0) = -hi_i on coupled rows."""
+    for i in range(lo.size):
+        j = findex[i]
+        if j >= 0:
+            v = z[j]
+            r = mu[i] * (v if (v > 0.0 or v != v) else 0.0)
+            lo_out[i] = -r
+            hi_out[i] = r
+        else:
+            lo_out[i] = lo[i]
+            hi_out[i] = hi[i]
+
+
+@jit
 def _boxed_finish(q, lo, hi, findex, mu, z, w, t):
     """Both residual triples of a boxed LCP from w = M z + q and its row terms t: the bounds at z
     (coupled rows: -+mu_i max(z_findex_i, 0)), box_residual_kernel (absolute) and box_relative_kernel
@@ -265,13 +280,7 @@ def _boxed_finish(q, lo, hi, findex, mu, z, w, t):
     n = q.shape[0]
     work = np.empty((6, n))
     le, he = work[4], work[5]
-    for i in range(n):
-        j = findex[i]
-        if j >= 0:
-            r = mu[i] * max(z[j], 0.0)
-            le[i], he[i] = -r, r
-        else:
-            le[i], he[i] = lo[i], hi[i]
+    coupled_bounds(lo, hi, findex, mu, z, le, he)
     nat, comp, infeas = box_residual_kernel(z, w, le, he)
     rn, rc, ri = box_relative_kernel(z, w, le, he, q, t, -1.0, work[:4])
     return nat, comp, infeas, rn, rc, ri

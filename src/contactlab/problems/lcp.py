@@ -5,8 +5,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ProblemError
-from ..kernels.box_qp import coupled_bounds
-from ..kernels.residual import boxed_certify_csr, boxed_certify_dense, boxed_zero_solves, lcp_certify_dense
+from ..kernels.residual import (boxed_certify_csr, boxed_certify_dense, boxed_zero_solves, coupled_bounds,
+                                lcp_certify_dense)
 from ..kernels import validation as V
 from ..kernels.tolerances import NORMWISE_FLOOR
 from ..kernels.validation import boxed_structure

@@ -11,7 +11,6 @@ import dataclasses
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..blas import blas_threads
 from ..collision import CollisionWorld, match_indices, match_previous
@@ -278,8 +277,9 @@ class Simulator:
         # each contact's nearest previous contact on the same shape pair (-1: a new pair), at any
         # distance for the warm start (a pair whose reduced manifold picked other points of its
         # polygon keeps its impulses near), within 2 margin + 1 mm for the previous-normal estimate
-        match, near = match_indices(prev, contacts, np.inf, near=2.0 * model.settings.margin + 1e-3)
-        contacts.normal_guess = match_previous(prev, prev_normal, contacts, 0.0, match=near)
+        radius = 2.0 * model.settings.margin + 1e-3
+        match, near = match_indices(prev, contacts, np.inf, near=radius)
+        contacts.normal_guess = match_previous(prev, prev_normal, contacts, radius, match=near)
         t_detect = clock()
         sys = build_system(model, data, contacts, h)
         warm = self._warm(sys, match)
@@ -323,13 +323,9 @@ class Simulator:
         # the applied answer warm-starts the next step (certified or, in fixed-budget mode, not)
         data.warm["z"] = np.asarray(sol.z).copy() if (sol.success or self.iterations is not None) else None
         # kinetic energy added by the constraint impulses: KE(v+) - KE(v + h M^-1 f), kinematic bodies excluded
-        if sp.issparse(sys.M) and sys.M.format == "csr":
-            contact_gain = float(_MK.kinetic_gain(sys.M.indptr, sys.M.indices, sys.M.data,
-                                                  np.ascontiguousarray(result.v_next, dtype=np.float64),
-                                                  sys.v_free(), self._passive))
-        else:
-            vf, vn = sys.v_free() * self._passive, result.v_next * self._passive
-            contact_gain = 0.5 * float(vn @ rows_times(sys.M, vn) - vf @ rows_times(sys.M, vf))
+        contact_gain = float(_MK.kinetic_gain(sys.M.indptr, sys.M.indices, sys.M.data,     # M: CSR (build_system)
+                                              np.ascontiguousarray(result.v_next, dtype=np.float64),
+                                              sys.v_free(), self._passive))
         # integrate
         _MK.advance_state(model.dof_start, np.ascontiguousarray(result.v_next, dtype=np.float64), data.linear_velocity,
                           data.angular_velocity, data.position, data.quaternion, h)

@@ -139,14 +139,13 @@ class _PatternCache:
                 del self.entries[k]
                 _, U, gather, solver = entry
                 values = A.data[gather]
+                fresh = not (stale_ok and np.max(np.abs(values - U.data), initial=0.0)
+                             <= STALE * np.max(np.abs(U.data)))
+                if fresh:
+                    U.data[:] = values
+                    solver.update(U, upper=True)    # raises: the entry stays dropped
                 self.entries.insert(0, entry)
-                if stale_ok and np.max(np.abs(values - U.data), initial=0.0) <= STALE * np.max(np.abs(U.data)):
-                    return solver, False
-                del self.entries[0]
-                U.data[:] = values
-                solver.update(U, upper=True)        # raises: the entry stays dropped
-                self.entries.insert(0, entry)
-                return solver, True
+                return solver, fresh
         up, ui, gather = upper_pattern(A.indptr, A.indices)       # which entry of A each of triu(A) is
         U = sp.csc_matrix((A.data[gather], ui.astype(np.int32), up.astype(np.int32)), shape=A.shape)
         solver = _qdldl.Solver(U, upper=True)
@@ -156,13 +155,6 @@ class _PatternCache:
 
 
 _LDL = _PatternCache()
-
-
-# STALE (kernels/box_qp.py, one value for both paths): the largest change of a matrix's entries
-# (relative to its largest) for which a Newton step reuses the last factorisation of its pattern,
-# with one step of iterative refinement: a resting stack's Delassus matrix changes by ~1e-10 from
-# step to step, and one refinement brings the stale solve's residual (2e-4 - 2e-3) to that of a
-# fresh factorisation (~2e-7 at condition 5e9)
 
 
 def _sparse_spd_solver(A, stale_ok: bool = False):
@@ -184,6 +176,16 @@ def _sparse_spd_solver(A, stale_ok: bool = False):
         return refined, ldl
     except (ValueError, RuntimeError):
         return _spd_lu(sp.csc_matrix(A)).solve, None
+
+
+def _embedded(M: sp.csr_matrix, rows: np.ndarray) -> sp.csc_matrix:
+    """M_RR embedded in the symmetric M's own pattern (kernels/box_qp.py ``csr_masked``: the other
+    rows' off-diagonal entries zeroed, their diagonal kept), as CSC on M's arrays: its solve with a
+    zero right-hand side outside ``rows`` is M_RR^-1 b_R on them and 0 elsewhere, and its
+    factorisation reuses the analysis of M's pattern."""
+    free = np.zeros(M.shape[0], dtype=np.bool_)
+    free[rows] = True
+    return _symmetric_csc(M, csr_masked(M.indptr, M.indices, M.data, free))
 
 
 #: the smallest share of free rows whose Newton system is factorised in M's own pattern (below: the
@@ -210,12 +212,9 @@ def _factor_solve(M, F, rhs, dense_max, stale_ok=False):
             A = M[F][:, F]
             A.sort_indices()
             return _sparse_spd_solver(_symmetric_csc(A, A.data))[0](rhs)
-        free = np.zeros(M.shape[0], dtype=np.bool_)
-        free[F] = True
-        K = _symmetric_csc(M, csr_masked(M.indptr, M.indices, M.data, free))
         b = np.zeros(M.shape[0])
         b[F] = rhs
-        return _sparse_spd_solver(K, stale_ok)[0](b)[F]
+        return _sparse_spd_solver(_embedded(M, F), stale_ok)[0](b)[F]
     if sp.issparse(M):
         A = csr_dense_block(M.indptr, M.indices, M.data, np.ascontiguousarray(F, dtype=np.int64), M.shape[1])
     else:
@@ -296,16 +295,10 @@ class _Shifted:
         if self.sparse:
             M = M if M.format == "csr" else sp.csr_matrix(M)
             M.sort_indices()
-            data = M.data.copy()
-            if keep is not None:
-                free = np.zeros(M.shape[0], dtype=np.bool_)
-                free[keep] = True
-                data = csr_masked(M.indptr, M.indices, M.data, free)
+            K = _symmetric_csc(M, M.data.copy()) if keep is None else _embedded(M, keep)
             self.diag_at = diagonal_positions(M.indptr, M.indices)
-            if np.all(self.diag_at >= 0):
-                K = _symmetric_csc(M, data)
-            else:
-                K = (_symmetric_csc(M, data) + sp.identity(M.shape[0], format="csc")).tocsc()
+            if not np.all(self.diag_at >= 0):
+                K = (K + sp.identity(M.shape[0], format="csc")).tocsc()
                 K.sort_indices()
                 self.diag_at = diagonal_positions(K.indptr, K.indices)
                 K.data[self.diag_at] -= 1.0
