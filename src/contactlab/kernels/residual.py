@@ -300,13 +300,10 @@ def boxed_certify_dense(M, q, lo, hi, findex, mu, z):
 
 
 @jit
-def boxed_certify_csr(indptr, indices, data, q, lo, hi, findex, mu, z):
-    """:func:`boxed_certify_dense` for M in CSR: w = M z + q and t = |q| + |M||z| in one pass over
-    the entries (the sums in the entries' order, as scipy's matvec and :func:`csr_abs_terms` add them)."""
-    n = q.shape[0]
-    w = np.empty(n)
-    t = np.empty(n)
-    for i in range(n):
+def _csr_affine_terms(indptr, indices, data, q, z, w, t):
+    """w = M z + q and t = |q| + |M||z| for M in CSR, one pass over the entries (the sums in the
+    entries' order, as scipy's matvec and :func:`csr_abs_terms` add them)."""
+    for i in range(q.shape[0]):
         s = 0.0
         a = abs(q[i])
         for p in range(indptr[i], indptr[i + 1]):
@@ -315,5 +312,23 @@ def boxed_certify_csr(indptr, indices, data, q, lo, hi, findex, mu, z):
             a += abs(data[p]) * abs(z[indices[p]])
         w[i] = s + q[i]
         t[i] = a
+
+
+@jit
+def boxed_certify_csr(indptr, indices, data, q, lo, hi, findex, mu, z):
+    """:func:`boxed_certify_dense` for M in CSR (:func:`_csr_affine_terms`, then :func:`_boxed_finish`)."""
+    n = q.shape[0]
+    w = np.empty(n)
+    t = np.empty(n)
+    _csr_affine_terms(indptr, indices, data, q, z, w, t)
     nat, comp, infeas, rn, rc, ri = _boxed_finish(q, lo, hi, findex, mu, z, w, t)
     return w, nat, comp, infeas, rn, rc, ri
+
+
+@jit
+def csr_box_error(indptr, indices, data, q, lo, hi, z, w, work):
+    """w = M z + q into ``w`` and the certified relative error of the boxed LCP with static bounds
+    (:func:`box_relative_error` with the row terms |q| + |M||z|) for M in CSR, in one pass over the
+    entries: an iterative solver's per-iterate check. ``work``: 5 x n scratch."""
+    _csr_affine_terms(indptr, indices, data, q, z, w, work[4])
+    return box_relative_error(z, w, lo, hi, q, work[4], work[:4])

@@ -49,6 +49,7 @@ from ..kernels.box_qp import (INTERIOR, SOLVED, STALE, box_qp_dense, csr_dense_b
                                new_factor_cache, upper_pattern)
 from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
+from ..kernels.residual import csr_box_error
 from ..problems.residual import box_relative, relative_error, row_terms
 from ..solution import Solution, Status
 from .registry import register
@@ -375,6 +376,33 @@ def _ipm_duals(dz, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, corrector, frac, 
 
 
 @jit
+def _ipm_gaps(z, sl, su, lo, hi, L, U, gl, gu, Dg):
+    """The gaps gl = z - lo, gu = hi - z (1 where the bound is infinite), the diagonal
+    Dg = s_lo / gl + s_hi / gu of the iteration's system M + diag(Dg), and the mean complementarity mu."""
+    acc, m = 0.0, 0
+    for i in range(z.size):
+        gl[i] = z[i] - lo[i] if L[i] else 1.0
+        gu[i] = hi[i] - z[i] if U[i] else 1.0
+        Dg[i] = sl[i] / gl[i] + su[i] / gu[i]
+        if L[i]:
+            acc += gl[i] * sl[i]
+            m += 1
+        if U[i]:
+            acc += gu[i] * su[i]
+            m += 1
+    return acc / m if m else 0.0
+
+
+@jit
+def _ipm_advance(z, sl, su, dz, dsl, dsu, a):
+    """The step a along (dz, dsl, dsu), in place."""
+    for i in range(z.size):
+        z[i] += a * dz[i]
+        sl[i] += a * dsl[i]
+        su[i] += a * dsu[i]
+
+
+@jit
 def _ipm_mu(gl, gu, sl, su, L, U, a, dz, dsl, dsu):
     """Mean complementarity after a step a: sum (z-lo) s_lo + (hi-z) s_hi over the finite bounds / count."""
     acc, m = 0.0, 0
@@ -407,8 +435,13 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
     zf = np.where(fixed, lo, 0.0)
     absM = None if sp.issparse(M) else np.abs(M)       # dense: |M| once; sparse: row_terms per check
 
-    def check(z):
+    csr = sp.issparse(M) and M.format == "csr"
+    w_all, work = np.empty(n), np.empty((5, n))
+
+    def check(z):       # w = M z + q (all rows) and the certified residual, one compiled pass for CSR
         zf[keep] = z
+        if csr:
+            return w_all, csr_box_error(M.indptr, M.indices, M.data, q, lo, hi, zf, w_all, work)
         w = M @ zf + q
         return w, _residual(M, q, zf, w, lo, hi, absM)
 
@@ -461,12 +494,12 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
         su = np.where(U, np.maximum(np.maximum(-w2, 0.0), mu0 / np.where(U, hi0 - z, 1.0)), 0.0)
     best = (np.inf, None, None)
     nk = z.size
-    r_, dsl, dsu, dsla, dsua = (np.empty(nk) for _ in range(5))
+    z, sl, su = (np.array(v, dtype=np.float64) for v in (z, sl, su))
+    r_, dsl, dsu, dsla, dsua, gl, gu, Dg = (np.empty(nk) for _ in range(8))
+    if warm is None:
+        w2 = affine(z)      # M z + q on the kept rows; then each check's w
     for _ in range(opts.ipm_iterations):
-        gl, gu = np.where(L, z - lo0, 1.0), np.where(U, hi0 - z, 1.0)
-        w2 = affine(z)
-        mu = _ipm_mu(gl, gu, sl, su, L, U, 0.0, z, sl, su)
-        Dg = sl / gl + su / gu
+        mu = _ipm_gaps(z, sl, su, lo0, hi0, L, U, gl, gu, Dg)
         solve_k = shifted.solver(Dg)
         counter[0] += 1
         # predictor (affine scaling: targets 0), then Mehrotra's corrector (sigma = (mu_aff/mu)^3)
@@ -478,14 +511,15 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
         _ipm_rhs(w2, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, True, r_)
         dz = solve_k(r_)
         a = _ipm_duals(dz, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, True, 0.995, dsl, dsu)
-        z, sl, su = z + a * dz, sl + a * dsl, su + a * dsu
+        _ipm_advance(z, sl, su, dz, dsl, dsu, a)
         w, r = check(z)
         if r < best[0]:
-            best = (r, zf.copy(), w)
+            best = (r, zf.copy(), w.copy())
         if r <= tol:
             return best[1], best[2], True
         if not (np.isfinite(r) and a > 0):
             break
+        w2 = w[keep] if keep.size < n else w    # the next iterate's M z + q on the kept rows
     if best[1] is None:
         w, _ = check(z)
         return zf.copy(), w, False
