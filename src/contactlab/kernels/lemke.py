@@ -581,34 +581,51 @@ def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x,
 
 
 @jit
-def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor):
-    """One compiled call for a small dense LCP: scale (M, q) = (M0, q0) / s, allocate the work
-    arrays of :func:`lemke_reduced_kernel`, run it, and certify the answer (kernels/residual.py
-    ``lcp_certify_dense`` with floor_factor: the scale-free residual, computed on (M0, q0)). An empty
-    covering vector d means all ones.
+def lemke_reduced_certified(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor):
+    """One compiled call for a small dense LCP: scale (M, q) = (M0, q0) / s, set up the work arrays
+    of :func:`lemke_reduced_kernel`, run it, and certify the answer with the library's one residual
+    (kernels/residual.py ``lcp_certify_dense`` with floor_factor, computed on (M0, q0): the same
+    numbers ``LCP.certify`` gives for this z, since the scaled problem has the same solutions). An
+    empty covering vector d means all ones.
 
     Per-call cost matters here: the grasp and contact LCPs of the papers have 10-70 variables, where
-    allocating the work arrays and computing the residual from Python cost more than the pivots.
-    Returns (status, pivots, z, ray, relative residual); the scaled problem is (M0 / s, q0 / s).
+    allocating the work arrays and computing the residual from Python cost more than the pivots; the
+    work arrays are carved out of four allocations (the scaled copy [M d]', the two square blocks,
+    the float and the integer vectors), and z, w = M0 z + q0 and the ray share one output array.
+    Returns (status, pivots, out, nat, comp, infeas, rel_nat, rel_comp, rel_infeas) with
+    out = [z (n) | w (n) | ray (2n + 1)] and the six numbers of ``lcp_certify_dense``.
     """
     n = q0.shape[0]
     MTd = np.empty((n + 1, n))   # the only n x n copy: a second one costs page faults at n ~ 1000
-    q = np.empty(n)
+    sq = np.empty((2 * n + 2, n + 1))
+    Ainv, work2 = sq[:n + 1], sq[n + 1:]
+    fv = np.empty(8 * n + 5)
+    q, x, dx, tmp = fv[:n], fv[n:2 * n + 1], fv[2 * n + 1:3 * n + 2], fv[3 * n + 2:4 * n + 3]
+    wv, dwv, ratio = fv[4 * n + 3:5 * n + 3], fv[5 * n + 3:6 * n + 3], fv[6 * n + 3:]
+    iv = np.empty(7 * n + 5, np.int64)
+    eq_rows, eq_pos, unk = iv[:n + 1], iv[n + 1:2 * n + 1], iv[2 * n + 1:3 * n + 2]
+    unk_pos, cand = iv[3 * n + 2:5 * n + 3], iv[5 * n + 3:]
+    out = np.empty(4 * n + 1)
+    z, w, ray = out[:n], out[n:2 * n], out[2 * n:]
+    for v in range(2 * n + 1):
+        ray[v] = 0.0
     for i in range(n):
         q[i] = q0[i] / s
         for j in range(n):
             MTd[j, i] = M0[i, j] / s
     for i in range(n):
         MTd[n, i] = d[i] if d.shape[0] else 1.0
-    Ainv = np.empty((n + 1, n + 1))
-    work2 = np.empty((n + 1, n + 1))
-    x, dx, tmp = np.empty(n + 1), np.empty(n + 1), np.empty(n + 1)
-    wv, dwv, z = np.empty(n), np.empty(n), np.empty(n)
-    ratio, ray = np.empty(2 * n + 2), np.zeros(2 * n + 1)
-    eq_rows, eq_pos = np.empty(n + 1, np.int64), np.empty(n, np.int64)
-    unk, unk_pos = np.empty(n + 1, np.int64), np.empty(2 * n + 1, np.int64)
-    cand = np.empty(2 * n + 2, np.int64)
     code, pivots = lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos,
                                         unk, unk_pos, dx, dwv, cand, ratio, tmp, work2, ray, z)
-    r = lcp_certify_dense(M0, q0, z, dwv, wv, floor_factor)   # scale-free: the same on (M0, q0) / s
-    return code, pivots, z, ray, max(r[3], r[5])
+    r = lcp_certify_dense(M0, q0, z, w, wv, floor_factor)   # scale-free: the same on (M0, q0) / s
+    return code, pivots, out, r[0], r[1], r[2], r[3], r[4], r[5]
+
+
+@jit
+def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor):
+    """:func:`lemke_reduced_certified` returning (status, pivots, z, ray, relative residual), the
+    certified number being max(rel_nat, rel_infeas) (problems/residual.py ``relative_error``)."""
+    n = q0.shape[0]
+    code, pivots, out, nat, comp, infeas, rn, rc, ri = lemke_reduced_certified(
+        M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor)
+    return code, pivots, out[:n], out[2 * n:], max(rn, ri)

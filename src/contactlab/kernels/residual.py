@@ -70,6 +70,15 @@ def box_residual_kernel(z, w, lo, hi):
 
 
 @jit
+def lcp_zero_solves(q):
+    """Whether z = 0 solves the LCP exactly: w = q >= 0 (False on a NaN)."""
+    for i in range(q.size):
+        if not q[i] >= 0.0:
+            return False
+    return True
+
+
+@jit
 def boxed_zero_solves(q, lo, hi, findex):
     """Whether z = 0 solves the boxed LCP exactly: at z = 0, w = q, a coupled row's bounds are 0
     and 0, and every row's :func:`box_row` term and bound violation must be 0 (the residuals of

@@ -39,6 +39,13 @@ class Problem:
         w = self.w(z)
         return w, self.residuals(z, w), self.relative_residuals(z, w)
 
+    def certify_numbers(self, z: np.ndarray):
+        """:meth:`certify` as (w, (natural, complementarity, infeasibility, relative natural, relative
+        complementarity, relative infeasibility)): the same numbers without the two Residuals objects
+        (what ``solve()`` reads; LCP and BoxedLCP override it with their one compiled pass)."""
+        w, r, rel = self.certify(z)
+        return w, (r.natural, r.complementarity, r.infeasibility, rel.natural, rel.complementarity, rel.infeasibility)
+
     def scale(self) -> float:
         return 1.0
 

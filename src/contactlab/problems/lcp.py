@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from ..errors import ProblemError
 from ..kernels.residual import (boxed_certify_csr, boxed_certify_dense, boxed_zero_solves, coupled_bounds,
-                                lcp_certify_dense)
+                                lcp_certify_dense, lcp_zero_solves)
 from ..kernels import validation as V
 from ..kernels.tolerances import NORMWISE_FLOOR
 from ..kernels.validation import boxed_structure
@@ -56,9 +56,15 @@ class LCP(Problem):
         """One numba pass for a dense M (kernels/residual.py lcp_certify_dense)."""
         if self.is_sparse or z.dtype != np.float64 or not z.flags.c_contiguous:
             return super().certify(z)
-        w, t = np.empty(self.n), np.empty(self.n)
-        r = lcp_certify_dense(self.M, self.q, z, w, t, NORMWISE_FLOOR)
+        w, r = self.certify_numbers(z)
         return w, Residuals(r[0], r[1], r[2]), Residuals(r[3], r[4], r[5])
+
+    def certify_numbers(self, z):
+        """(w, the six numbers of :meth:`certify`): one numba pass for a dense M."""
+        if type(self.M) is not np.ndarray or z.dtype != np.float64 or not z.flags.c_contiguous:
+            return super().certify_numbers(z)
+        w, t = np.empty(self.n), np.empty(self.n)
+        return w, lcp_certify_dense(self.M, self.q, z, w, t, NORMWISE_FLOOR)
 
     def scale(self) -> float:
         if self._scale is None:
@@ -69,7 +75,9 @@ class LCP(Problem):
         return self, lambda z: z
 
     def is_trivial(self) -> bool:
-        return self.n == 0 or float(self.q.min()) >= 0.0
+        """Whether z = 0 solves the problem exactly: q >= 0 (one compiled pass, kernels/residual.py
+        lcp_zero_solves: a third of numpy's q.min() call at n = 10)."""
+        return lcp_zero_solves(self.q)
 
     def dense_M(self) -> np.ndarray:
         return self.M.toarray() if self.is_sparse else self.M
@@ -157,12 +165,19 @@ class BoxedLCP(Problem):
         bounds at z, the row terms and both residual triples."""
         if z.dtype != np.float64 or not z.flags.c_contiguous or z.shape != (self.n,):
             return super().certify(z)
+        w, r = self.certify_numbers(z)
+        return w, Residuals(r[0], r[1], r[2]), Residuals(r[3], r[4], r[5])
+
+    def certify_numbers(self, z):
+        """(w, the six numbers of :meth:`certify`) from the same compiled pass."""
+        if z.dtype != np.float64 or not z.flags.c_contiguous or z.shape != (self.n,):
+            return super().certify_numbers(z)
         args = (self.q, self.lo, self.hi, self.findex, self.mu, z)
         if self.is_sparse:      # CSR float64 (as_matrix)
             w, *r = boxed_certify_csr(self.M.indptr, self.M.indices, self.M.data, *args)
         else:
             w, *r = boxed_certify_dense(self.M, *args)
-        return w, Residuals(r[0], r[1], r[2]), Residuals(r[3], r[4], r[5])
+        return w, r
 
     def is_trivial(self) -> bool:
         """Whether z = 0 solves the problem exactly: the residuals at z = 0, where w = q, are zero

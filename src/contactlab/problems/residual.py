@@ -105,4 +105,9 @@ def box_relative(z: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray, q
 
 def relative_error(r: Residuals) -> float:
     """The one number ``solve()`` certifies: max(natural, infeasibility) of a relative Residuals."""
-    return max(r.natural, r.infeasibility)
+    return certified_error(r.natural, r.infeasibility)
+
+
+def certified_error(natural: float, infeasibility: float) -> float:
+    """:func:`relative_error` from the two numbers (relative natural residual and infeasibility)."""
+    return max(natural, infeasibility)

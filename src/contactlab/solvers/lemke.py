@@ -16,11 +16,14 @@ from ..kernels import lemke as K
 from ..problems import LCP
 from ..kernels.residual import lcp_certify_dense
 from ..kernels.tolerances import CERTIFY, LEMKE_PIVOT, NORMWISE_FLOOR
-from ..problems.residual import lcp_natural_residual
+from ..problems.residual import certified_error, lcp_natural_residual
 from .certificates import check_farkas
 from ..solution import Solution, Status
-from .registry import check_common, dense_matrix_for, register
+from .registry import certified_by_kernel, check_common, dense_matrix_for, register
 
+#: up to this n a dense LCP's own M is passed to the kernel as it is (problems/validation.py as_matrix
+#: made it C-contiguous float64); beyond it dense_matrix_for checks the work arrays fit in memory
+_SMALL = 4096
 #: pivots between drift checks of the reduced basis inverse, refactorised when it drifted
 #: (kernels/lemke.py REFACTOR_DRIFT)
 REFACTOR_EVERY = 64
@@ -125,8 +128,10 @@ def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, ref
                      "reported as NO_SOLUTION only when its z part is a checked Farkas vector (proven for "
                      "copositive-plus M and a ray not caused by the pivot tolerance), else RAY_TERMINATION")
 def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
-    M0 = dense_matrix_for("lemke", problem, copies=4)
     n = problem.n
+    M0 = problem.M   # a dense LCP's M is C-contiguous float64 (problems/validation.py as_matrix)
+    if type(M0) is not np.ndarray or n > _SMALL:
+        M0 = dense_matrix_for("lemke", problem, copies=4)
     # one scale: the kernels run on (M, q) / max|M|, so the problem times any c pivots identically
     s = problem.max_abs_M() or float(np.max(np.abs(problem.q), initial=0.0)) or 1.0
     if opts.covering is None:
@@ -139,13 +144,18 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     first_row = opts.ties == "first-row"
     basis = "reduced" if opts.basis == "auto" else opts.basis
     if basis == "reduced":   # one compiled call: scaling, work arrays, pivots and the certified residual
-        code, pivots, z, ray, residual = K.lemke_reduced_run(M0, problem.q, s, d, max_pivots, REFACTOR_EVERY,
-                                                             opts.pivot_tol, NORMWISE_FLOOR)
+        code, pivots, out, nat, comp, infeas, rnat, rcomp, rinfeas = K.lemke_reduced_certified(
+            M0, problem.q, s, d, max_pivots, REFACTOR_EVERY, opts.pivot_tol, NORMWISE_FLOOR)
         status = _STATUS[code]
+        z, residual = out[:n], certified_error(rnat, rinfeas)
         if status is Status.SOLVED and residual <= opts.tol:   # the usual case: certified at once
-            return Solution(z=z, w=_EMPTY, status=status, iterations=pivots, pivots=pivots,
-                            info={"covering": "ones" if opts.covering is None else "given", "basis": basis,
-                                  "scale": s})
+            sol = Solution(z=z, w=_EMPTY, status=status, iterations=pivots, pivots=pivots,
+                           info={"covering": "ones" if opts.covering is None else "given", "basis": basis,
+                                 "scale": s})
+            if M0 is problem.M:   # certified on problem's own (M, q): solve() need not repeat the pass
+                certified_by_kernel(sol, problem, out[n:2 * n], (nat, comp, infeas, rnat, rcomp, rinfeas))
+            return sol
+        ray = out[2 * n:]
         M, q = M0 / s, problem.q / s   # the kernel's scaled problem (the same correctly rounded quotients)
     else:
         M, q = M0 / s, problem.q / s
