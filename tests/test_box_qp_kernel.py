@@ -1,6 +1,10 @@
 """The compiled projected Newton of ``box-qp`` (kernels/box_qp.py) against the Python path it replaces
 on dense problems (solvers/box_qp.py ``_solve(..., compiled=False)``) and against independent
-references: the unique minimiser by exhaustive active-set enumeration, and the certified residual."""
+references: the unique minimiser by exhaustive active-set enumeration, and the certified residual. Islands
+(independent row groups): their labels from the rows' bodies (kernels/components.py
+``row_block_components``) against scipy's connected components, and box-qp's island-by-island
+solve (``_islands``, kernels/box_qp.py ``box_qp_islands``) against each island solved alone on
+every path it takes, and in the simulator against the whole-problem solve."""
 import itertools
 import json
 import os
@@ -17,6 +21,12 @@ from contactlab.problems.residual import box_relative, relative_error, row_terms
 from contactlab.solution import Status
 from contactlab.solvers import solve
 from contactlab.solvers.box_qp import BoxQPOptions, _solve
+import contactlab.solvers.box_qp as BQ
+from contactlab.kernels.components import row_block_components
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+from contactlab.sim.islands import island_labels
+from scipy.sparse.csgraph import connected_components
 
 
 def contact_problem(rng, nc, coupled, psd, cfm=1e-6):
@@ -278,3 +288,111 @@ def test_kernel_runs_as_plain_python():
     for key in plain:
         assert plain[key][:2] == jitted[key][:2], key
         np.testing.assert_allclose(plain[key][2], jitted[key][2], atol=1e-12, err_msg=key)
+
+
+# --- islands: labels from the rows' bodies, and box-qp solving a problem's islands apart ---
+
+def test_row_block_components_match_scipy_on_random_row_matrices():
+    """Rows joined by a shared 6-column block or a findex link: the same partition as scipy's
+    connected components of the row-block graph, numbered in order of first row."""
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        n, nb = int(rng.integers(1, 60)), int(rng.integers(1, 30))
+        rows, cols = [], []
+        for i in range(n):
+            for b in rng.choice(nb, size=int(rng.integers(0, min(nb, 2) + 1)), replace=False):   # 0-2 bodies a row
+                for c in rng.choice(6, size=int(rng.integers(1, 4)), replace=False):
+                    rows.append(i)
+                    cols.append(6 * b + c)
+        H = sp.csr_matrix((rng.normal(size=len(rows)), (rows, cols)), shape=(n, 6 * nb))
+        H.sum_duplicates()
+        findex = np.full(n, -1, dtype=np.int64)
+        linked = rng.random(n) < 0.3
+        findex[linked] = rng.integers(0, n, size=int(linked.sum()))
+        count, labels = row_block_components(H.indptr, H.indices, findex, 6)
+        # the reference: rows and blocks as nodes of one graph
+        block_of = H.indices // 6
+        row_of = np.repeat(np.arange(n), np.diff(H.indptr))
+        links = np.flatnonzero(findex >= 0)
+        G = sp.coo_matrix((np.ones(row_of.size + links.size),
+                           (np.concatenate([row_of, links]), np.concatenate([n + block_of, findex[links]]))),
+                          shape=(n + nb, n + nb))
+        _, ref = connected_components(G, directed=False)
+        ref = ref[:n]
+        assert count == np.unique(ref).size
+        assert np.array_equal(labels[np.argsort(labels, kind="stable")], np.sort(labels))
+        # the same partition: label pairs correspond one to one, numbered by first row
+        assert len(set(zip(labels.tolist(), ref.tolist()))) == count
+        first = [int(np.flatnonzero(labels == k)[0]) for k in range(count)]
+        assert first == sorted(first)
+
+
+def block_problem(rng, blocks):
+    """A block-diagonal sparse boxed LCP of random contact problems (test_box_qp_kernel.py), one
+    island each, with its islands set as a model sets them; and the blocks."""
+    parts = [contact_problem(rng, nc, coupled, psd=False) for nc, coupled in blocks]
+    M = sp.block_diag([p.M for p in parts], format="csr")
+    M.sort_indices()
+    offs = np.cumsum([0] + [p.n for p in parts])
+    fi = np.concatenate([np.where(p.findex >= 0, p.findex + o, -1) for p, o in zip(parts, offs)])
+    mu = np.concatenate([p.mu for p in parts])
+    P = BoxedLCP(M, np.concatenate([p.q for p in parts]), np.concatenate([p.lo for p in parts]),
+                 np.concatenate([p.hi for p in parts]), fi, mu)
+    P.islands = (len(parts), np.repeat(np.arange(len(parts)), [p.n for p in parts]))
+    return P, parts, offs
+
+
+@pytest.mark.parametrize("options", [{}, {"max_iterations": 1}, {"dense_max": 20}],
+                         ids=["compiled-newton", "interior-point-after-newton", "large-islands-sparse"])
+def test_islands_are_solved_as_each_island_alone(options, monkeypatch):
+    """A block-diagonal problem with its islands: SOLVED, each island's z the one box-qp finds for that
+    island alone (SPD blocks: one minimiser), on the compiled Newton path, with Newton cut to one
+    step (the interior point takes over on the islands it leaves) and with islands above dense_max
+    (their sliced sparse blocks through the whole method). The islands are the problem's own labels
+    (island_labels on the matrix agrees)."""
+    rng = np.random.default_rng(11)
+    P, parts, offs = block_problem(rng, [(2, True), (5, False), (9, True), (1, False), (12, True), (4, True)])
+    assert island_labels(P)[0] == len(parts) and np.array_equal(island_labels(P)[1], P.islands[1])
+    calls = []
+    original = BQ._python_path
+    monkeypatch.setattr(BQ, "_python_path", lambda *a: calls.append(a[4][0]) or original(*a))
+    sol = solve(P, "box-qp", **options)
+    assert sol.status is Status.SOLVED and sol.relative_residual <= 1e-6
+    assert sol.info["islands"] == len(parts)
+    if options.get("max_iterations") == 1:
+        assert "ipm" in calls       # some island's Newton gave up and the interior point went on
+    for p, a, b in zip(parts, offs[:-1], offs[1:]):
+        alone = solve(p, "box-qp", algorithm="ipm", tol=1e-9)
+        assert alone.success
+        assert np.allclose(sol.z[a:b], alone.z, rtol=1e-5, atol=1e-6 * np.abs(alone.z).max())
+    whole = solve(P, "box-qp", islands=False)
+    assert whole.success and "islands" not in whole.info
+
+
+def test_newton_only_islands_report_max_iterations_when_an_island_does_not_settle():
+    """algorithm="newton" with one step: an island whose answer needs more is UNSETTLED, so the
+    whole answer is MAX_ITERATIONS (never SOLVED), and its residual says so."""
+    rng = np.random.default_rng(5)
+    P, parts, _ = block_problem(rng, [(6, False), (8, False), (7, False)])
+    one_step = [solve(p, "box-qp", algorithm="newton", max_iterations=1) for p in parts]
+    assert not all(s.success for s in one_step)         # this data: some island needs more than one step
+    sol = solve(P, "box-qp", algorithm="newton", max_iterations=1)
+    assert sol.status is Status.MAX_ITERATIONS and sol.relative_residual > 1e-6
+
+
+def test_simulator_islands_give_the_whole_problems_motion():
+    """Six separate 4-box stacks (288 rows: sparse, friction-coupled bounds): the model's islands,
+    solved apart, move the boxes as the whole-problem solve does; a 50-box pile (25 columns of two)
+    certifies every step solved island by island."""
+    scene = lambda: make_scene("stack", count=4, columns=6)
+    a = Simulator(scene(), "box-friction", "box-qp")
+    b = Simulator(scene(), "box-friction", "box-qp", solver_options={"islands": False})
+    for _ in range(30):
+        ra, rb = a.step(), b.step()
+        assert ra.success and rb.success
+        assert a.last_solution.info["islands"] == 6 and "islands" not in b.last_solution.info
+    assert np.abs(a.data.position - b.data.position).max() <= 1e-9
+    pile = Simulator(make_scene("pile", count=50), "box-friction", "box-qp", model_options={"coupling": "previous"})
+    for _ in range(60):
+        assert pile.step().success
+    assert pile.last_solution.info["islands"] == 25 and pile.last_solution.relative_residual <= 1e-6

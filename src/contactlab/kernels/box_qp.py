@@ -371,3 +371,41 @@ def diagonal_positions(indptr, indices):
                 out[i] = p
                 break
     return out
+
+
+@jit
+def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, bounds, tol, max_iterations,
+                   armijo, newton_only, max_outer, z, w, codes, its, outers):
+    """:func:`box_qp_dense` on each island of a CSR problem in one call (the islands of a contact
+    problem: rows order[bounds[k]:bounds[k + 1]], ascending, coupled to no other row by M or
+    findex): its dense block gathered (:func:`csr_dense_block`), findex renumbered, a factor cache of
+    its own, the full projected Newton budget (``max_iterations``, line search: the small-problem
+    settings of solvers/box_qp.py). Writes each island's answer into z, w (SOLVED, UNSETTLED), or
+    its starting point into z (INTERIOR: the interior point goes on from bound update outers[k]);
+    codes[k], its[k], outers[k] as box_qp_dense returns them."""
+    n = q.size
+    at = np.full(n, -1, dtype=np.int64)
+    for k in range(bounds.size - 1):
+        idx = order[bounds[k]:bounds[k + 1]]
+        m = idx.size
+        for a in range(m):
+            at[idx[a]] = a
+        A = np.zeros((m, m))
+        qk, lk, hk, mk, zk = np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+        fk = np.empty(m, dtype=np.int64)
+        for a in range(m):
+            i = idx[a]
+            for p in range(indptr[i], indptr[i + 1]):
+                b = at[indices[p]]
+                if b >= 0:
+                    A[a, b] += data[p]
+            qk[a], lk[a], hk[a], mk[a], zk[a] = q[i], lo[i], hi[i], mu[i], z0[i]
+            fk[a] = at[findex[i]] if findex[i] >= 0 else -1
+        code, zz, ww, it, outer = box_qp_dense(A, qk, lk, hk, fk, mk, zk, tol, max_iterations, armijo, False,
+                                               newton_only, max_outer, np.zeros((m, m)), np.zeros((m, m)),
+                                               np.zeros(m, dtype=np.int64), np.zeros(1, dtype=np.int64))
+        codes[k], its[k], outers[k] = code, it, outer
+        for a in range(m):
+            z[idx[a]] = zz[a]
+            w[idx[a]] = ww[a]
+            at[idx[a]] = -1

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from ..errors import ModelError
 from ..kernels._jit import jit
+from ..kernels.components import row_block_components
 from ..mechanics.system import delassus, rows_times, rows_transpose_times, stack_rows
 from ..problems import BoxedLCP
 from .common import StepResult, contact_modes, dense
@@ -162,6 +163,9 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
     prob = make(Mat, q, lo, hi, findex, mu)
     prob.row_groups = {"joint": slice(0, o_a), "motor": slice(o_a, o_l), "limit": slice(o_l, o_n),
                        "normal": slice(o_n, o_s), "friction": slice(o_s, n)}
+    if sp.issparse(Mat) and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof:
+        # the rows' islands from the bodies they touch (one pass over H; sim/islands.py solves them apart)
+        prob.islands = row_block_components(H.indptr, H.indices, prob.findex, 6)
     return prob
 
 

@@ -11,11 +11,13 @@ import dataclasses
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..blas import blas_threads
 from ..collision import CollisionWorld, match_indices, match_previous
 from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
+from ..kernels.components import row_block_components
 from ..kernels.energy import energies as _energies
 from ..mechanics import kernels as _MK
 from ..mechanics.joint_projection import displace, joint_error_kernel, project_joints_kernel
@@ -65,7 +67,7 @@ def potential_energy(model: Model, data: Data) -> float:
 POSITION_TOL = 1e-3
 
 
-def position_lcp(A, c: np.ndarray) -> tuple[np.ndarray, float]:
+def position_lcp(A, c: np.ndarray, islands=None) -> tuple[np.ndarray, float]:
     """The position correction's LCP w = A p + c >= 0 perp p >= 0 (A = N W N' + eps I, symmetric
     positive definite, dense or CSR) on the whole problem by box-qp: up to 30 projected Newton steps
     from p = 0 (``algorithm="newton"``: its first free set is the rows with c_i < 0, the deep
@@ -77,9 +79,12 @@ def position_lcp(A, c: np.ndarray) -> tuple[np.ndarray, float]:
     500 boxes (200 steps) and 82 at 1,000 (100 steps), 30 steps 25.1 and 40.7; Newton needs 130-185
     steps on a settling 500-box pile's corrections (the interior point 22, each LDL' 1 ms) but 20-29
     on a 1,000-box pile's, where the interior point's LDL' of all 6,000 rows fills in (11 ms). A
-    working set of box-qp solves grown from the deep rows (before) took twice as long at 500 boxes."""
-    from ..problems import BoxedLCP
+    working set of box-qp solves grown from the deep rows (before) took twice as long at 500 boxes.
+    ``islands``: (count, label per row) of the contacts' independent groups, solved apart by box-qp
+    (solvers/box_qp.py ``_islands``)."""
     problem = BoxedLCP(A, c, np.zeros(c.size), np.full(c.size, np.inf))
+    if islands is not None:
+        problem.islands = islands
     sol = solve(problem, "box-qp", algorithm="newton", max_iterations=30, tol=POSITION_TOL)
     if not sol.success:
         sol = solve(problem, "box-qp", algorithm="ipm", tol=POSITION_TOL)
@@ -398,10 +403,10 @@ class Simulator:
             A = delassus(dataclasses.replace(sys, W_blocks=self._held_blocks(sys)), sys.N, 1e-9, dense=sys.nc <= 200)
         else:
             A = (sys.N @ W @ sys.N.T).toarray() + 1e-9 * np.eye(sys.nc)
-        prob = BoxedLCP(A, c, np.zeros(n), np.full(n, np.inf))
         if self.iterations is not None:
             # fixed-budget mode: the step's sweep budget; every PGS sweep keeps p >= 0, so a partial
             # answer only pushes apart, and it is applied whatever its residual
+            prob = BoxedLCP(A, c, np.zeros(n), np.full(n, np.inf))
             sol = solve(prob, "pgs", **_cap_option("pgs", self.iterations), tol=1e-4)
             if np.all(np.isfinite(sol.z)):
                 self._displace(W @ (sys.N.T @ sol.z))
@@ -409,7 +414,10 @@ class Simulator:
         # projected Newton from p = 0 (the deep contacts first, then those the correction would push
         # in), then the interior point; 100 capped PGS sweeps on a pile used to miss 1e-2, so the
         # correction was skipped
-        p, rel = position_lcp(A, c)
+        islands = None
+        if sp.issparse(A) and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof:
+            islands = row_block_components(sys.N.indptr, sys.N.indices, np.full(n, -1, dtype=np.int64), 6)
+        p, rel = position_lcp(A, c, islands)
         if rel <= 1e-2:
             self._displace(W @ (sys.N.T @ p))
 

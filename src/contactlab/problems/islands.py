@@ -1,0 +1,33 @@
+"""The sub-problem of one island of a boxed LCP: rows coupled to no other row, by M or by findex
+(sim/islands.py finds and solves islands with any method; solvers/box_qp.py solves a problem's own
+``islands`` in one compiled call)."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernels.box_qp import csr_dense_block
+from .lcp import BoxedLCP
+
+
+def island_problem(problem: BoxedLCP, idx: np.ndarray, dense_max: int) -> BoxedLCP:
+    """The boxed LCP of the rows ``idx`` (ascending; one island of ``problem``). From a sparse
+    matrix: its dense block up to ``dense_max`` rows (one compiled gather, so the solvers take their
+    compiled dense paths), else the sliced CSR block; findex renumbered into the island. The parts
+    of a checked problem, sliced: nothing to check again."""
+    M = problem.M
+    if not sp.issparse(M):
+        sub = M[np.ix_(idx, idx)]
+    elif idx.size <= dense_max:
+        M = M if M.format == "csr" else sp.csr_matrix(M)
+        sub = csr_dense_block(M.indptr, M.indices, M.data, idx, M.shape[1])
+    else:
+        sub = sp.csr_matrix(M)[idx][:, idx]
+        sub.sort_indices()
+    where = np.full(problem.n, -1, dtype=np.int64)
+    where[idx] = np.arange(idx.size)
+    fi = problem.findex[idx]
+    fi = np.where(fi >= 0, where[np.maximum(fi, 0)], -1)
+    coupled = bool(np.any(fi >= 0))
+    return BoxedLCP.trusted(sub, problem.q[idx], problem.lo[idx], problem.hi[idx],
+                            fi if coupled else None, problem.mu[idx] if coupled else None)
