@@ -49,10 +49,9 @@ def solve_islands(problem: BoxedLCP, method: str, solve_fn, warm_start=None, min
 
     Measured (box-qp, ms per step): resting 10-box stacks side by side, dense: 3 stacks (n = 360)
     2.8 -> 1.5, 5 stacks (n = 600) 9.0 -> 2.7-4.5 (a dense factorisation costs n^3, the islands sum
-    n_i^3). Sparse problems: a sparse LDL' factors independent blocks apart anyway, but the whole
-    problem's projected Newton stops, and its interior point iterates, until the worst island is
-    solved, where each island alone often certifies in a Newton step or two: recorded 100-box pile
-    steps (25 columns of 4 boxes, 48 rows each once fallen) 40-200 474 -> 197 ms, 1-40 243 -> 195 ms.
+    n_i^3). box-qp solves a sparse problem's own islands itself, in one compiled call
+    (solvers/box_qp.py ``_islands``), without a solve() per island: this path serves the other
+    methods (``Simulator(islands=True)``).
 
     The answer is SOLVED when every island's solve is and the assembled z certifies on the whole
     problem (its relative residual at most max(tol, CERTIFY), as solve() decides); otherwise the
