@@ -124,10 +124,11 @@ class Simulator:
     ``islands`` (default False): a boxed-LCP step with a dense matrix whose rows form several
     independent groups (separate stacks or piles: no shared moving body, no friction link) is solved
     island by island and the assembled answer certified on the whole problem
-    (:mod:`contactlab.sim.islands`). Off by default: a matrix above box friction's ``dense_max`` rows
-    is sparse, and its LDL' (AMD ordering) factors independent groups apart anyway; below it a
-    solve() per island costs more than it saves (a resting 10-box pile, ten islands of 12 rows:
-    0.93 ms per step split, 0.36 ms whole).
+    (:mod:`contactlab.sim.islands`: a solve() per island, any method). Off by default: box-qp splits
+    box friction's sparse problems (above its ``dense_max`` rows) into their islands itself, in one
+    compiled call (solvers/box_qp.py ``_islands``), and below that a solve() per island costs more
+    than it saves (a resting 10-box pile, ten islands of 12 rows: 0.93 ms per step split, 0.36 ms
+    whole).
     """
 
     def __init__(self, scene: Scene, model: str = "stewart-trinkle", method: str | None = None, *,
