@@ -279,10 +279,19 @@ def test_ldl_pattern_cache_refactorises_a_repeated_pattern_only():
     other, _ = cache.ldl(C)
     assert other is not first and np.abs(C @ other.solve(b) - b).max() <= 1e-10 * np.abs(b).max()
     Z = sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
-    assert cache.ldl(A2)[0] is first                                  # both patterns kept (2 of 4 entries)
+    assert cache.ldl(A2)[0] is first                                  # both patterns kept (2 of 64 entries)
     with pytest.raises(RuntimeError):
         cache.ldl(Z)
     assert len(cache.entries) == 2
+    # least recently used out first: with room for two, A (used last) stays and C goes when D comes
+    small = _PatternCache(size=2)
+    a0, c0 = small.ldl(A)[0], small.ldl(C)[0]
+    assert small.ldl(A)[0] is a0
+    D = (A + 2.0 * sp.identity(n) + sp.random(n, n, density=0.005, random_state=8)).tocsr()
+    D = (D + D.T).tocsr()
+    d0 = small.ldl(D)[0]
+    assert len(small.entries) == 2 and small.holds(A.tocsc()) and small.holds(D.tocsc()) and not small.holds(C.tocsc())
+    assert small.ldl(A)[0] is a0 and small.ldl(C)[0] is not c0       # C analysed again
 
 
 def test_free_set_solves_reuse_the_matrix_pattern():

@@ -337,6 +337,35 @@ def csr_dense_block(indptr, indices, data, F, n):
 
 
 @jit
+def csr_sub_block(indptr, indices, data, F, n):
+    """M[F][:, F] of M in CSR (n columns), F ascending: (data, indices, indptr) of the canonical CSR
+    block (a row's entries stay sorted: the renumbering keeps their order), in two passes over the
+    rows of F (scipy's fancy indexing builds two intermediate matrices: ~0.3 ms for a 240-row block)."""
+    k = F.size
+    at = np.full(n, -1, dtype=np.int64)
+    for a in range(k):
+        at[F[a]] = a
+    ptr = np.zeros(k + 1, dtype=np.int64)
+    for a in range(k):
+        c = 0
+        for p in range(indptr[F[a]], indptr[F[a] + 1]):
+            if at[indices[p]] >= 0:
+                c += 1
+        ptr[a + 1] = ptr[a] + c
+    idx = np.empty(ptr[k], dtype=np.int64)
+    val = np.empty(ptr[k])
+    for a in range(k):
+        o = ptr[a]
+        for p in range(indptr[F[a]], indptr[F[a] + 1]):
+            b = at[indices[p]]
+            if b >= 0:
+                idx[o] = b
+                val[o] = data[p]
+                o += 1
+    return val, idx, ptr
+
+
+@jit
 def upper_pattern(indptr, indices):
     """The upper triangle of a CSC pattern (row <= column), in CSC: (indptr, indices, position of
     each of its entries in the input), the input's order kept within each column."""

@@ -6,14 +6,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.box_qp import csr_dense_block
+from ..kernels.box_qp import csr_dense_block, csr_sub_block
+from ..mechanics.system import csr_of
 from .lcp import BoxedLCP
 
 
 def island_problem(problem: BoxedLCP, idx: np.ndarray, dense_max: int) -> BoxedLCP:
     """The boxed LCP of the rows ``idx`` (ascending; one island of ``problem``). From a sparse
     matrix: its dense block up to ``dense_max`` rows (one compiled gather, so the solvers take their
-    compiled dense paths), else the sliced CSR block; findex renumbered into the island. The parts
+    compiled dense paths), else its CSR block (one compiled pass); findex renumbered into the island. The parts
     of a checked problem, sliced: nothing to check again."""
     M = problem.M
     if not sp.issparse(M):
@@ -22,8 +23,9 @@ def island_problem(problem: BoxedLCP, idx: np.ndarray, dense_max: int) -> BoxedL
         M = M if M.format == "csr" else sp.csr_matrix(M)
         sub = csr_dense_block(M.indptr, M.indices, M.data, idx, M.shape[1])
     else:
-        sub = sp.csr_matrix(M)[idx][:, idx]
-        sub.sort_indices()
+        M = M if M.format == "csr" else sp.csr_matrix(M)
+        M.sort_indices()
+        sub = csr_of(*csr_sub_block(M.indptr, M.indices, M.data, idx, M.shape[1]), (idx.size, idx.size))
     where = np.full(problem.n, -1, dtype=np.int64)
     where[idx] = np.arange(idx.size)
     fi = problem.findex[idx]
