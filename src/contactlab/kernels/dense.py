@@ -4,11 +4,11 @@ Cholesky append / Givens delete / solve, the bordered inverse with its swap-to-l
 Numba only; tolerances from kernels/tolerances.py."""
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_inline
 from .tolerances import GJ_PIVOT, PIVOT, RANK
 
 
-@jit
+@jit_inline
 def tie_filter(cand, vals, m, rel):
     """The one lexicographic tie filter: keep the candidates whose value is within
     rel * (1 + |min|) of the minimum. ``vals[t]`` belongs to ``cand[t]``; both are compacted in
@@ -58,7 +58,7 @@ def border_add(Minv, k, M, idx, a, u, v):
     idx[k] = a
     return True
 
-@jit
+@jit_inline
 def schur_remove(Ainv, k, r, c):
     """Shrink the inverse Ainv[:k,:k] by one: swap its row ``r`` and column ``c`` to the last place
     and downdate by the Schur complement (O(k^2)); the result is the inverse of the matrix without

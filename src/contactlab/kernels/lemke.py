@@ -6,7 +6,7 @@ Status codes: 0 solved, 1 ray termination, 2 pivot limit, 3 numerical failure.
 """
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_inline
 from .dense import gauss_jordan_inverse, schur_remove, tie_filter
 from .residual import lcp_certify_dense
 from .tolerances import LEMKE_PIVOT, LEX_COLUMN_TIE, LEX_RATIO_TIE
@@ -194,7 +194,7 @@ def refine_basis(M, q, d, basis, xB, Binv, r):
 # function called k^2 times) spent a quarter of the time at n = 100 and most of it at n = 10 on
 # that (perf). Ties, refactorisation and the final refinement keep their own functions.
 # ----------------------------------------------------------------------------------------------
-@jit
+@jit_inline
 def _matvec(A, x, y, k):
     """y[:k] = A[:k, :k] x[:k], four rows at a time: four independent sums hide the adder's latency,
     and each row is summed in plain order (the same rounding as one dot at a time)."""
@@ -223,7 +223,7 @@ def _matvec(A, x, y, k):
         a += 1
 
 
-@jit
+@jit_inline
 def _row_times_inverse(i, k, n, MTd, unk, Ainv, out):
     """out' = c' Ainv with c_a = MTd[unk[a] - n, i]: row i of [M_iZ d_i] times the inverse, row-contiguous."""
     for e in range(k):
@@ -399,30 +399,49 @@ def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x,
             pe = eq_pos[entering]
             for a in range(k):
                 dx[a] = Ainv[a, pe]
+        # (the loops below over n are written without data-dependent branches: a branch per row,
+        # taken at random, cost a fifth of a pivot from n = 12 on (perf, Murty's example); each
+        # chooses by a select, and the blocking rows are listed by adding the test's 0 or 1)
         dmax = 0.0
         for a in range(k):
-            dmax = max(dmax, abs(dx[a]))
+            av = abs(dx[a])
+            dmax = av if av > dmax else dmax
         # basic w rows: dw_i = M[i, j] + sum_a M[i, z-col a] dx_a + d_i dx_z0, column-oriented on
         # the contiguous rows of MTd (z0's term first, then the z columns in basis order)
         p0 = unk_pos[Z0]
         dz0 = dx[p0] if p0 >= 0 else 0.0
-        for i in range(n):
-            dwv[i] = d[i] * dz0
         if jcol >= 0:
             for i in range(n):
-                dwv[i] += MTd[jcol, i]
+                dwv[i] = d[i] * dz0 + MTd[jcol, i]
+        else:
+            for i in range(n):
+                dwv[i] = d[i] * dz0
+        # the z columns four at a time (cand, ratio: free until the ratio test): one load and store
+        # of dwv per four columns, each entry still summed in basis order (the same rounding)
+        nc = 0
         for a in range(k):
-            v = unk[a]
-            if v != Z0:
-                c = v - n
-                f = dx[a]
-                for i in range(n):
-                    dwv[i] += f * MTd[c, i]
-        for i in range(n):
-            if eq_pos[i] >= 0 or i == entering:
-                dwv[i] = 0.0
-            else:
-                dmax = max(dmax, abs(dwv[i]))
+            if unk[a] != Z0:
+                cand[nc] = unk[a] - n
+                ratio[nc] = dx[a]
+                nc += 1
+        b = 0
+        while b + 4 <= nc:
+            c0, c1, c2, c3 = cand[b], cand[b + 1], cand[b + 2], cand[b + 3]
+            f0, f1, f2, f3 = ratio[b], ratio[b + 1], ratio[b + 2], ratio[b + 3]
+            for i in range(n):
+                dwv[i] = (((dwv[i] + f0 * MTd[c0, i]) + f1 * MTd[c1, i]) + f2 * MTd[c2, i]) + f3 * MTd[c3, i]
+            b += 4
+        while b < nc:
+            c0 = cand[b]
+            f0 = ratio[b]
+            for i in range(n):
+                dwv[i] += f0 * MTd[c0, i]
+            b += 1
+        for i in range(n):   # 0 on the equation rows (the entering w's row is one of them)
+            dw = dwv[i] if eq_pos[i] < 0 else 0.0
+            dwv[i] = dw
+            av = abs(dw)
+            dmax = av if av > dmax else dmax
         tol = pivot_tol * max(1.0, dmax)
         # ---- minimum ratio over basic unknowns (code a) and basic w rows (code n + 1 + i; dwv is 0
         # on the others); the lexicographic rule only when several tie (_lexico_tie)
@@ -432,11 +451,14 @@ def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x,
                 cand[m] = a
                 ratio[m] = x[a] / -dx[a]
                 m += 1
+        m0 = m
         for i in range(n):
-            if dwv[i] < -tol:
-                cand[m] = n + 1 + i
-                ratio[m] = wv[i] / -dwv[i]
-                m += 1
+            cand[m] = i
+            m += dwv[i] < -tol
+        for t in range(m0, m):
+            i = cand[t]
+            ratio[t] = wv[i] / -dwv[i]
+            cand[t] = n + 1 + i
         if m == 0:   # nothing blocks: a secondary ray
             for v in range(2 * n + 1):
                 ray[v] = 0.0
@@ -464,9 +486,8 @@ def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x,
             theta = 0.0
         for a in range(k):
             x[a] += theta * dx[a]
-        for i in range(n):
-            if eq_pos[i] < 0 and i != entering:
-                wv[i] += theta * dwv[i]
+        for i in range(n):   # dwv is 0 on the equation rows, whose wv is never read (set when one leaves)
+            wv[i] += theta * dwv[i]
         pivots += 1
         since_refactor += 1
         # ---- basis update
