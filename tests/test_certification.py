@@ -242,3 +242,48 @@ def test_common_options(method, old):
 def test_status_equals_its_name():
     assert cl.Status.SOLVED == "SOLVED" and cl.Status.NO_SOLUTION != "SOLVED"
     assert {cl.Status.SOLVED: 1}[cl.Status.SOLVED] == 1
+
+
+def test_lemke_certification_handed_to_solve_is_the_problems_own():
+    """lemke's compiled call certifies with LCP.certify_numbers' kernel and hands w and the six
+    numbers to solve() (registry.certified_by_kernel): they equal a fresh LCP.certify, bit for bit."""
+    from contactlab.problems.residual import relative_error
+    for P in (gen.random_spd(12, np.random.default_rng(0)), gen.friction_pyramid_lcp(3, np.random.default_rng(1)),
+              gen.box_stack_factored(4, np.random.default_rng(2)).to_lcp()):
+        sol = cl.solve(P, "lemke")
+        assert sol.success
+        w, r, rel = P.certify(np.ascontiguousarray(sol.z))
+        assert np.array_equal(sol.w, w)
+        assert (sol.residual, sol.complementarity, sol.infeasibility) == (r.natural, r.complementarity, r.infeasibility)
+        assert sol.relative_residual == relative_error(rel)
+
+
+@pytest.fixture
+def hander():
+    """A method that hands solve() a (false) certification, then maybe replaces z."""
+    box = {}
+
+    @registry.register("test-hander", problems=(cl.LCP,))
+    def _hander(problem, opts, warm_start=None):
+        z = np.zeros(problem.n)
+        sol = cl.Solution(z=z, w=np.empty(0), status=cl.Status.SOLVED)
+        registry.certified_by_kernel(sol, box.get("problem", problem), np.zeros(problem.n), (0.0,) * 6)
+        if box.get("other_z"):
+            sol.z = np.zeros(problem.n)
+        return sol
+    yield box
+    del registry._REGISTRY["test-hander"]
+
+
+def test_solve_takes_a_handed_certification_only_for_its_problem_and_z(hander):
+    """solve() reads a handed certification only when the problem and the z array are the ones it
+    dispatched and got back; otherwise it certifies itself (z = 0 does not solve this LCP)."""
+    P = cl.LCP(np.eye(2), [-1.0, 1.0])
+    # taken as handed: only a compiled call that ran the certification kernel itself may hand one
+    assert cl.solve(P, "test-hander").relative_residual == 0.0
+    hander["other_z"] = True
+    assert cl.solve(P, "test-hander").status is cl.Status.NUMERICAL_FAILURE
+    hander["other_z"] = False
+    hander["problem"] = cl.LCP(np.eye(2), [-1.0, 1.0])
+    assert cl.solve(P, "test-hander").status is cl.Status.NUMERICAL_FAILURE
+    assert "_certified_by_kernel" not in cl.solve(P, "lemke").__dict__

@@ -152,7 +152,8 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
             sol = Solution(z=z, w=_EMPTY, status=status, iterations=pivots, pivots=pivots,
                            info={"covering": "ones" if opts.covering is None else "given", "basis": basis,
                                  "scale": s})
-            if M0 is problem.M:   # certified on problem's own (M, q): solve() need not repeat the pass
+            if M0 is problem.M and type(problem) is LCP:   # certified on problem's own (M, q) with LCP's
+                # own definition (LCP.certify_numbers runs the same kernel): solve() need not repeat it
                 certified_by_kernel(sol, problem, out[n:2 * n], (nat, comp, infeas, rnat, rcomp, rinfeas))
             return sol
         ray = out[2 * n:]
