@@ -391,6 +391,8 @@ def test_simulator_islands_give_the_whole_problems_motion():
         ra, rb = a.step(), b.step()
         assert ra.success and rb.success
         assert a.last_solution.info["islands"] == 6 and "islands" not in b.last_solution.info
+    p = a.last_problem                  # the model's labels (bodies of the rows) = the matrix's components
+    assert p.islands[0] == 6 and np.array_equal(p.islands[1], island_labels(p)[1])
     assert np.abs(a.data.position - b.data.position).max() <= 1e-9
     pile = Simulator(make_scene("pile", count=50), "box-friction", "box-qp", model_options={"coupling": "previous"})
     for _ in range(60):

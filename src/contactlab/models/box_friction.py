@@ -164,9 +164,17 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
     prob.row_groups = {"joint": slice(0, o_a), "motor": slice(o_a, o_l), "limit": slice(o_l, o_n),
                        "normal": slice(o_n, o_s), "friction": slice(o_s, n)}
     if sp.issparse(Mat) and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof:
-        # the rows' islands from the bodies they touch (one pass over H; sim/islands.py solves them apart)
-        prob.islands = row_block_components(H.indptr, H.indices, prob.findex, 6)
+        prob.islands = _islands(H, o_n, o_s, nc)
     return prob
+
+
+def _islands(H: sp.csr_matrix, o_n: int, o_s: int, nc: int):
+    """(count, label per row) of the independent row groups (solvers/box_qp.py solves them apart):
+    rows joined by the bodies they touch (kernels/components.py row_block_components), over the rows
+    up to the normals only; a contact's friction rows S, T touch its normal's bodies and take its label."""
+    count, head = row_block_components(H.indptr[:o_s + 1], H.indices, np.full(o_s, -1, dtype=np.int64), 6)
+    normal = head[o_n:o_s]
+    return count, np.concatenate([head, normal, normal])
 
 
 def warm_start(sys, previous: StepResult, match: np.ndarray, options: Options | None = None) -> np.ndarray:
