@@ -322,10 +322,16 @@ def csr_masked(indptr, indices, data, free):
 def csr_dense_block(indptr, indices, data, F, n):
     """M[F][:, F] as a dense array for M in CSR (n columns), F the rows in order: one pass over the
     rows of F (scipy's fancy indexing builds two intermediate sparse matrices)."""
-    k = F.size
     at = np.full(n, -1, dtype=np.int64)
-    for a in range(k):
+    for a in range(F.size):
         at[F[a]] = a
+    return _gather_block(indptr, indices, data, F, at)
+
+
+@jit
+def _gather_block(indptr, indices, data, F, at):
+    """The dense M[F][:, F] where at[F[a]] = a and at is -1 elsewhere."""
+    k = F.size
     A = np.zeros((k, k))
     for a in range(k):
         i = F[a]
@@ -419,15 +425,11 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
         m = idx.size
         for a in range(m):
             at[idx[a]] = a
-        A = np.zeros((m, m))
+        A = _gather_block(indptr, indices, data, idx, at)
         qk, lk, hk, mk, zk = np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m)
         fk = np.empty(m, dtype=np.int64)
         for a in range(m):
             i = idx[a]
-            for p in range(indptr[i], indptr[i + 1]):
-                b = at[indices[p]]
-                if b >= 0:
-                    A[a, b] += data[p]
             qk[a], lk[a], hk[a], mk[a], zk[a] = q[i], lo[i], hi[i], mu[i], z0[i]
             fk[a] = at[findex[i]] if findex[i] >= 0 else -1
         code, zz, ww, it, outer = box_qp_dense(A, qk, lk, hk, fk, mk, zk, tol, max_iterations, armijo, False,
