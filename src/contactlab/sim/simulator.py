@@ -84,9 +84,10 @@ def position_lcp(A, c: np.ndarray, islands=None) -> tuple[np.ndarray, float]:
     (solvers/box_qp.py ``_islands``)."""
     problem = BoxedLCP(A, c, np.zeros(c.size), np.full(c.size, np.inf))
     if islands is not None and islands[0] > 1:
-        # each island's projected Newton (30 steps), the interior point on the islands it leaves
+        # each island's projected Newton (30 steps with line search, whatever its size: small_n),
+        # the interior point on the islands it leaves
         problem.islands = islands
-        sol = solve(problem, "box-qp", max_iterations=30, tol=POSITION_TOL)
+        sol = solve(problem, "box-qp", max_iterations=30, small_n=c.size, tol=POSITION_TOL)
     else:
         sol = solve(problem, "box-qp", algorithm="newton", max_iterations=30, tol=POSITION_TOL)
     if not sol.success:
