@@ -342,13 +342,15 @@ def block_problem(rng, blocks):
     return P, parts, offs
 
 
-@pytest.mark.parametrize("options", [{}, {"max_iterations": 1}, {"dense_max": 20}],
-                         ids=["compiled-newton", "interior-point-after-newton", "large-islands-sparse"])
+@pytest.mark.parametrize("options", [{}, {"max_iterations": 1}, {"dense_max": 20}, {"small_n": 10}],
+                         ids=["compiled-newton", "interior-point-after-newton", "large-islands-sparse",
+                              "islands-above-small_n-whole-method"])
 def test_islands_are_solved_as_each_island_alone(options, monkeypatch):
     """A block-diagonal problem with its islands: SOLVED, each island's z the one box-qp finds for that
     island alone (SPD blocks: one minimiser), on the compiled Newton path, with Newton cut to one
     step (the interior point takes over on the islands it leaves) and with islands above dense_max
-    (their sliced sparse blocks through the whole method). The islands are the problem's own labels
+    (their sliced sparse blocks through the whole method) or above small_n (the whole method, full
+    Newton steps then the interior point, on their dense blocks). The islands are the problem's own labels
     (island_labels on the matrix agrees)."""
     rng = np.random.default_rng(11)
     P, parts, offs = block_problem(rng, [(2, True), (5, False), (9, True), (1, False), (12, True), (4, True)])

@@ -627,7 +627,9 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
     order = np.argsort(labels, kind="stable")
     bounds = np.searchsorted(labels[order], np.arange(count + 1))
     sizes = np.diff(bounds)
-    fits = (sizes <= opts.dense_max) & (opts.algorithm != "ipm")     # "ipm": every island in Python
+    # the compiled call takes the islands that _compiled would take whole with the small-problem
+    # settings (dense, up to small_n rows: the full Newton budget with line search); "ipm": none
+    fits = (sizes <= min(opts.dense_max, opts.small_n)) & (opts.algorithm != "ipm")
     small = np.flatnonzero(fits)
     rows = order[np.repeat(fits, sizes)]                    # the small islands' rows, island by island
     starts = np.concatenate([[0], np.cumsum(sizes[small])])
@@ -637,14 +639,14 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
                    z, rows, starts, opts.tol, opts.max_iterations, opts.armijo, opts.algorithm == "newton",
                    opts.max_outer, zz, w, codes, its, outers)
     iterations, outer, ok = int(its.sum()), int(outers.max(initial=1)), True
-    # a large island: the whole method on its sliced block; a small one the compiled Newton gave up
-    # on: the interior point from there (its Newton iterations already counted)
-    rest = [(k, 1, 0, "auto") for k in np.flatnonzero(~fits)] + \
-        [(small[j], int(outers[j]), int(its[j]), "ipm") for j in np.flatnonzero(codes == INTERIOR)]
-    for k, first, done, mode in rest:
+    # an island left out: the whole method on its own block; one the compiled Newton gave up on: the
+    # interior point from there, at its bound update (its Newton iterations already counted)
+    rest = [(k, None, 0) for k in np.flatnonzero(~fits)] + \
+        [(small[j], int(outers[j]), int(its[j])) for j in np.flatnonzero(codes == INTERIOR)]
+    for k, first, done in rest:
         idx = order[bounds[k]:bounds[k + 1]]
         sub = island_problem(problem, idx, opts.dense_max)
-        s = _solve(sub, opts, zz[idx]) if mode == "auto" else _python_path(sub, opts, zz[idx], [done], [mode], first)
+        s = _solve(sub, opts, zz[idx]) if first is None else _python_path(sub, opts, zz[idx], [done], ["ipm"], first)
         zz[idx], w[idx] = s.z, s.w
         iterations += s.iterations - done
         outer = max(outer, s.info.get("outer", 1))
