@@ -6,7 +6,7 @@ Status codes: 0 solved, 1 ray termination, 2 pivot limit, 3 numerical failure.
 """
 import numpy as np
 
-from ._jit import jit, jit_inline
+from ._jit import jit, jit_inline, jit_noraise
 from .dense import gauss_jordan_inverse, schur_remove, tie_filter
 from .residual import lcp_certify_dense
 from .tolerances import LEMKE_PIVOT, LEX_COLUMN_TIE, LEX_RATIO_TIE
@@ -339,7 +339,7 @@ def _refine_and_read(n, k, MTd, q, eq_rows, unk, Ainv, x, work, tmp, corr, out_z
             out_z[unk[a] - n] = max(x[a], 0.0)
 
 
-@jit
+@jit_noraise
 def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos, unk, unk_pos,
                          dx, dwv, cand, ratio, tmp, work2, ray, out_z):
     """Lemke's method (covering vector d > 0, lexicographic rule) on the reduced basis.
