@@ -417,3 +417,30 @@ def test_csr_sub_block_is_scipys_slice():
         B.check_format(full_check=True)
         R = A[F][:, F]
         assert B.nnz == R.nnz and np.array_equal(B.toarray(), R.toarray())
+
+
+def test_centrality_correctors_keep_the_answer_and_save_iterations(monkeypatch):
+    """The interior point with Gondzio's centrality correctors (CENTRALITY_CORRECTORS = 2) against
+    Mehrotra's predictor-corrector alone (0) on random SPD contact problems, static and coupled
+    bounds, sparse (above dense_max) and dense: both certify every problem, the answers agree (one
+    minimiser per bound update), and the correctors take fewer iterations in all (this data: 679
+    -> 645; recorded 500-box pile steps of 4,600-7,500 rows: 112 -> 88)."""
+    rng = np.random.default_rng(21)
+    problems = []
+    for k in range(16):
+        p = contact_problem(rng, int(rng.integers(3, 25)), coupled=bool(k % 2), psd=False)
+        if k % 4 == 0:
+            p = BoxedLCP(sp.csr_matrix(p.M), p.q, p.lo, p.hi, p.findex if p.has_coupling else None,
+                         p.mu if p.has_coupling else None)
+        problems.append(p)
+    its = {}
+    answers = {}
+    for K in (0, 2):
+        monkeypatch.setattr(BQ, "CENTRALITY_CORRECTORS", K)
+        sols = [solve(p, "box-qp", algorithm="ipm", dense_max=10) for p in problems]
+        assert all(s.status is Status.SOLVED for s in sols)
+        its[K] = sum(s.iterations for s in sols)
+        answers[K] = sols
+    for a, b in zip(answers[0], answers[2]):
+        assert np.allclose(a.z, b.z, rtol=1e-5, atol=1e-6 * max(np.abs(a.z).max(), 1e-300))
+    assert its[2] < its[0]

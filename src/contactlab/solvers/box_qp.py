@@ -15,10 +15,10 @@ the projection arc cuts them to nothing. ``algorithm="auto"`` (default) therefor
 Newton its steps while they are full ones (a warm start near the answer certifies in 0-2; up to
 ``small_n`` rows its whole budget) and otherwise solves the QP by a primal-dual interior-point
 method (Mehrotra predictor-corrector; Nocedal & Wright, Numerical Optimization, 2nd ed., Alg. 16.4
-with the bounds as the inequalities): rows with lo = hi are eliminated, each iteration factorises
-M + diag(s_lo/(z-lo) + s_hi/(hi-z)) once (dense Cholesky, or sparse LU with diagonal pivots on a
-symmetric minimum-degree ordering), and the iterate itself is checked against the certified
-residual. On recorded 100-box pile steps it certifies cold in 13-22 iterations (25-35 ms) where
+with the bounds as the inequalities; up to CENTRALITY_CORRECTORS of Gondzio's centrality
+correctors on the same factorisation): rows with lo = hi are eliminated, each iteration factorises
+M + diag(s_lo/(z-lo) + s_hi/(hi-z)) once (dense Cholesky, or sparse LDL' by QDLDL on an AMD
+ordering), and the iterate itself is checked against the certified residual. On recorded 100-box pile steps it certifies cold in 13-22 iterations (25-35 ms) where
 projected Newton, PGS (10,000 sweeps) and PGS-SM do not (docs/benchmarks-sim.md). Its convergence
 is Mehrotra's heuristic (no proof); an iterate that does not certify is reported as MAX_ITERATIONS.
 
@@ -357,23 +357,20 @@ class _Shifted:
 
 
 @jit
-def _ipm_rhs(w, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, corrector, out):
+def _ipm_rhs(w, gl, gu, sl, su, L, U, tl, tu, out):
     """Right-hand side of the interior point's reduced Newton system (M + D) dz = out with targets
-    (z-lo) s_lo -> tl, (hi-z) s_hi -> tu: 0 for the predictor, sigma mu minus the predictor's
-    second-order term for the corrector (Mehrotra)."""
+    (z-lo) s_lo -> tl, (hi-z) s_hi -> tu (0 for the predictor; :func:`_ipm_targets`)."""
     for i in range(w.size):
         r = -(w[i] - sl[i] + su[i])
         if L[i]:
-            tl = smu - dza[i] * dsla[i] if corrector else 0.0
-            r += tl / gl[i] - sl[i]
+            r += tl[i] / gl[i] - sl[i]
         if U[i]:
-            tu = smu + dza[i] * dsua[i] if corrector else 0.0
-            r -= tu / gu[i] - su[i]
+            r -= tu[i] / gu[i] - su[i]
         out[i] = r
 
 
 @jit
-def _ipm_duals(dz, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, corrector, frac, dsl, dsu):
+def _ipm_duals(dz, gl, gu, sl, su, L, U, tl, tu, frac, dsl, dsu):
     """The multipliers' steps for dz (same targets as _ipm_rhs) into dsl, dsu; returns the longest
     step in (0, 1] that keeps z - lo, hi - z, s_lo, s_hi positive, times ``frac``."""
     a = 1.0
@@ -381,20 +378,46 @@ def _ipm_duals(dz, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, corrector, frac, 
         dsl[i] = 0.0
         dsu[i] = 0.0
         if L[i]:
-            tl = smu - dza[i] * dsla[i] if corrector else 0.0
-            dsl[i] = (tl - gl[i] * sl[i] - sl[i] * dz[i]) / gl[i]
+            dsl[i] = (tl[i] - gl[i] * sl[i] - sl[i] * dz[i]) / gl[i]
             if dz[i] < 0.0:
                 a = min(a, frac * gl[i] / -dz[i])
             if dsl[i] < 0.0:
                 a = min(a, frac * sl[i] / -dsl[i])
         if U[i]:
-            tu = smu + dza[i] * dsua[i] if corrector else 0.0
-            dsu[i] = (tu - gu[i] * su[i] + su[i] * dz[i]) / gu[i]
+            dsu[i] = (tu[i] - gu[i] * su[i] + su[i] * dz[i]) / gu[i]
             if dz[i] > 0.0:
                 a = min(a, frac * gu[i] / dz[i])
             if dsu[i] < 0.0:
                 a = min(a, frac * su[i] / -dsu[i])
     return a
+
+
+@jit
+def _ipm_targets(L, U, smu, dza, dsla, dsua, tl, tu):
+    """Mehrotra's corrector targets: sigma mu minus the predictor's second-order term."""
+    for i in range(dza.size):
+        tl[i] = smu - dza[i] * dsla[i] if L[i] else 0.0
+        tu[i] = smu + dza[i] * dsua[i] if U[i] else 0.0
+
+
+@jit
+def _ipm_centrality(dz, dsl, dsu, gl, gu, sl, su, L, U, at, smu, tl, tu, tl2, tu2):
+    """Gondzio's multiple centrality correction (Comput. Optim. Appl. 6, 1996; Colombo & Gondzio,
+    Comput. Optim. Appl. 41, 2008): the complementarity products at the longer trial step ``at``
+    along the current direction, those outside [0.1, 10] sigma mu pulled into that band (a product
+    far above it by at most 10 sigma mu), as targets tl2, tu2 = tl, tu plus those corrections."""
+    lo_b, hi_b = 0.1 * smu, 10.0 * smu
+    for i in range(dz.size):
+        tl2[i] = tl[i]
+        tu2[i] = tu[i]
+        if L[i]:
+            v = (gl[i] + at * dz[i]) * (sl[i] + at * dsl[i])
+            c = (lo_b - v) if v < lo_b else ((hi_b - v) if v > hi_b else 0.0)
+            tl2[i] += max(c, -hi_b)
+        if U[i]:
+            v = (gu[i] - at * dz[i]) * (su[i] + at * dsu[i])
+            c = (lo_b - v) if v < lo_b else ((hi_b - v) if v > hi_b else 0.0)
+            tu2[i] += max(c, -hi_b)
 
 
 @jit
@@ -443,6 +466,9 @@ def _ipm_mu(gl, gu, sl, su, L, U, a, dz, dsl, dsu):
 #: recorded 100- and 500-box pile steps: residual 0.02-0.3 -> 11-17 iterations down to 5-13; 0.7-0.8
 #: -> 16-17 up to 18-19 (docs/benchmarks-sim.md)
 IPM_WARM_MAX = 0.5
+
+#: Gondzio centrality correctors per interior-point iteration (0: Mehrotra's predictor-corrector only)
+CENTRALITY_CORRECTORS = 2
 
 
 def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
@@ -518,6 +544,7 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
     nk = z.size
     z, sl, su = (np.array(v, dtype=np.float64) for v in (z, sl, su))
     r_, dsl, dsu, dsla, dsua, gl, gu, Dg = (np.empty(nk) for _ in range(8))
+    tl, tu, tl2, tu2, dsl2, dsu2 = (np.zeros(nk) for _ in range(6))
     if warm is None:
         w2 = affine(z)      # M z + q on the kept rows; then each check's w
     for _ in range(opts.ipm_iterations):
@@ -525,14 +552,31 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
         solve_k = shifted.solver(Dg)
         counter[0] += 1
         # predictor (affine scaling: targets 0), then Mehrotra's corrector (sigma = (mu_aff/mu)^3)
-        _ipm_rhs(w2, gl, gu, sl, su, L, U, 0.0, z, sl, su, False, r_)
+        tl[:] = 0.0
+        tu[:] = 0.0
+        _ipm_rhs(w2, gl, gu, sl, su, L, U, tl, tu, r_)
         dza = solve_k(r_)
-        a = _ipm_duals(dza, gl, gu, sl, su, L, U, 0.0, dza, sl, su, False, 1.0, dsla, dsua)
+        a = _ipm_duals(dza, gl, gu, sl, su, L, U, tl, tu, 1.0, dsla, dsua)
         mu_aff = _ipm_mu(gl, gu, sl, su, L, U, a, dza, dsla, dsua)
         smu = (mu_aff / mu) ** 3 * mu if mu > 0 else 0.0
-        _ipm_rhs(w2, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, True, r_)
+        _ipm_targets(L, U, smu, dza, dsla, dsua, tl, tu)
+        _ipm_rhs(w2, gl, gu, sl, su, L, U, tl, tu, r_)
         dz = solve_k(r_)
-        a = _ipm_duals(dz, gl, gu, sl, su, L, U, smu, dza, dsla, dsua, True, 0.995, dsl, dsu)
+        a = _ipm_duals(dz, gl, gu, sl, su, L, U, tl, tu, 0.995, dsl, dsu)
+        # Gondzio's centrality correctors: one more solve each with the same factorisation, kept
+        # while they lengthen the step enough
+        for _c in range(CENTRALITY_CORRECTORS):
+            if a >= 0.995 or smu <= 0.0:
+                break
+            at = min(1.0, 1.5 * a)
+            _ipm_centrality(dz, dsl, dsu, gl, gu, sl, su, L, U, at, smu, tl, tu, tl2, tu2)
+            _ipm_rhs(w2, gl, gu, sl, su, L, U, tl2, tu2, r_)
+            dz2 = solve_k(r_)
+            a2 = _ipm_duals(dz2, gl, gu, sl, su, L, U, tl2, tu2, 0.995, dsl2, dsu2)
+            if a2 < a + 0.1 * (at - a):
+                break
+            dz, a = dz2, a2
+            dsl, dsl2, dsu, dsu2, tl, tl2, tu, tu2 = dsl2, dsl, dsu2, dsu, tl2, tl, tu2, tu
         _ipm_advance(z, sl, su, dz, dsl, dsu, a)
         w, r = check(z)
         if r < best[0]:
