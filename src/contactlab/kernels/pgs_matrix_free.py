@@ -337,34 +337,58 @@ def solve_matrix_free(H, W, q, cfm, lo, hi, findex, mu, z0=None, max_sweeps=50, 
     ``z0``: warm start (clipped into the static bounds). ``report=False``: an answer that does not
     reach ``tol`` gets the cheap lower bound of its relative residual in stats[2], not the exact
     value (a position correction reads only z). Returns (z, w, dv, status, stats) with
-    dv = W H' z (nbody, 6) and stats as :func:`pgs_matrix_free`."""
+    dv = W H' z (nbody, 6) and stats as :func:`pgs_matrix_free`. The layout, the sweeps and the
+    report run as one compiled call (:func:`_solve`; a 10-box stack's step: 111 -> 76 us a call)."""
     from .tolerances import NORMWISE_FLOOR
     n = H.shape[0]
-    ip = np.asarray(H.indptr, dtype=np.int64)
-    ix = np.asarray(H.indices, dtype=np.int64)
-    data = np.asarray(H.data, dtype=np.float64)
-    nbody = W.shape[0]
-    ptr, body, hb, ok = row_blocks(ip, ix, data, n, nbody)
+    f = np.float64
+    cfm = np.asarray(cfm, dtype=f)
+    cfm = np.full(n, float(cfm)) if cfm.ndim == 0 else np.ascontiguousarray(cfm)
+    z = np.zeros(n) if z0 is None else np.array(z0, dtype=f)
+    ok, w, dv, code, stats = _solve(np.asarray(H.indptr, dtype=np.int64), np.asarray(H.indices, dtype=np.int64),
+                                    np.asarray(H.data, dtype=f), np.ascontiguousarray(W, dtype=f),
+                                    np.ascontiguousarray(q, dtype=f), cfm, np.ascontiguousarray(lo, dtype=f),
+                                    np.ascontiguousarray(hi, dtype=f), np.asarray(findex, dtype=np.int64),
+                                    np.ascontiguousarray(mu, dtype=f), z, int(max_sweeps), int(check), float(tol),
+                                    NORMWISE_FLOOR if floor_factor is None else float(floor_factor), bool(report))
     if not ok:
         raise ValueError("a row of H touches more than two bodies; the matrix-free layout needs pairwise rows")
-    cfm = np.ascontiguousarray(np.broadcast_to(np.asarray(cfm, dtype=np.float64), (n,)))
-    g = np.empty_like(hb)
-    diag = np.empty(n)
-    W = np.ascontiguousarray(W, dtype=np.float64)
-    prepare(ptr, body, hb, W, cfm, g, diag)
-    bptr, bslot, srow = body_slots(ptr, body, nbody)
-    findex = np.asarray(findex, dtype=np.int64)
-    coupled = findex >= 0
-    order = np.concatenate([np.flatnonzero(~coupled), np.flatnonzero(coupled)]).astype(np.int64)
-    z = np.zeros(n) if z0 is None else np.array(z0, dtype=np.float64)
-    static = ~coupled
-    z[static] = np.clip(z[static], lo[static], hi[static])
-    dv = np.zeros((nbody + 1, 6))
+    return z, w, dv, int(code), stats
+
+
+@jit
+def _solve(ip, ix, data, W, q, cfm, lo, hi, findex, mu, z, max_sweeps, check, tol, floor_factor, report):
+    """:func:`solve_matrix_free` after its argument checks: the row blocks, g and the diagonal, the
+    body slots, the sweep order (uncoupled rows, then coupled), z clipped into the static bounds (in
+    place), then :func:`pgs_matrix_free`. Returns (ok, w, dv, code, stats); ok False: a row touches
+    more than two bodies (nothing solved)."""
+    n = q.shape[0]
+    nbody = W.shape[0]
     w = np.empty(n)
     stats = np.zeros(4)
-    floor = (NORMWISE_FLOOR if floor_factor is None else floor_factor) * float(np.max(np.abs(q), initial=0.0))
-    code = pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, np.ascontiguousarray(q, dtype=np.float64), cfm,
-                           np.ascontiguousarray(lo, dtype=np.float64), np.ascontiguousarray(hi, dtype=np.float64),
-                           findex, np.ascontiguousarray(mu, dtype=np.float64), z, dv, w, order,
-                           int(max_sweeps), int(check), float(tol), floor, bool(report), stats)
-    return z, w, dv[:nbody], int(code), stats
+    ptr, body, hb, ok = row_blocks(ip, ix, data, n, nbody)
+    if not ok:
+        return False, w, np.zeros((nbody, 6)), 0, stats
+    g = np.empty_like(hb)
+    diag = np.empty(n)
+    prepare(ptr, body, hb, W, cfm, g, diag)
+    bptr, bslot, srow = body_slots(ptr, body, nbody)
+    order = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if findex[i] < 0:
+            order[k] = i
+            k += 1
+            if z[i] < lo[i]:        # np.clip: lo first, hi last
+                z[i] = lo[i]
+            if z[i] > hi[i]:
+                z[i] = hi[i]
+    for i in range(n):
+        if findex[i] >= 0:
+            order[k] = i
+            k += 1
+    dv = np.zeros((nbody + 1, 6))
+    floor = floor_factor * _max_abs(q)
+    code = pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, order,
+                           max_sweeps, check, tol, floor, report, stats)
+    return True, w, dv[:nbody], code, stats
