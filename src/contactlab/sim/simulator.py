@@ -18,17 +18,20 @@ from ..collision import CollisionWorld, match_indices, match_previous
 from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.components import row_block_components
+from ..kernels import pgs as _PGS
 from ..kernels.energy import energies as _energies
+from ..kernels.pgs_matrix_free import solve_matrix_free
 from ..mechanics import kernels as _MK
 from ..mechanics.joint_projection import displace, joint_error_kernel, project_joints_kernel
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
-from ..mechanics.system import _packed, build_system, rows_times
+from ..mechanics.system import _packed, build_system, delassus, mobility, rows_times
 from ..models import get_model, make_options
 from ..models.built import problem_of
 from ..solvers import available_solvers, solve
 from ..problems import BoxedLCP
+from ..solution import Solution, Status
 from .fallback import _cap_option, certified, rescue, usable
 from .islands import solve_islands
 
@@ -246,9 +249,6 @@ class Simulator:
         touches more than two bodies) from
         :func:`contactlab.kernels.pgs_matrix_free.solve_matrix_free` (same iterates as ``pgs`` on the
         assembled problem, same stopping tol, residuals of ``solve()``'s definition)."""
-        from ..kernels import pgs as K
-        from ..kernels.pgs_matrix_free import solve_matrix_free
-        from ..solution import Solution, Status
         H, q, cfm, lo, hi, findex, mu = rows         # box_friction.rows (the build stage)
         n = H.shape[0]
         z0 = warm if (warm is not None and warm.shape == (n,)) else None
@@ -258,7 +258,7 @@ class Simulator:
                                                   max_sweeps=self.iterations, tol=tol)
         except ValueError:      # a row on more than two bodies: this step takes the assembled path
             return None
-        status = {K.CONVERGED: Status.SOLVED, K.MAX_SWEEPS: Status.MAX_ITERATIONS}.get(code, Status.NUMERICAL_FAILURE)
+        status = {_PGS.CONVERGED: Status.SOLVED, _PGS.MAX_SWEEPS: Status.MAX_ITERATIONS}.get(code, Status.NUMERICAL_FAILURE)
         return n, Solution(z=z, w=w, status=status, iterations=int(st[0]), residual=float(st[1]), method="pgs",
                            relative_residual=float(st[2]), info={"matrix_free": True, "last_step": float(st[3]),
                                                                          "velocity_change": dv.reshape(-1)})
@@ -384,8 +384,6 @@ class Simulator:
         more than 1e-2 (relative) skips the correction.
         Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep),
         matrix-free (the same iterates without forming N W N') where the body blocks cover every dof."""
-        from ..mechanics.system import delassus, mobility
-        from ..problems import BoxedLCP
         st = self.model.settings
         phi = sys.phi + sys.h * rows_times(sys.N, v_next)
         deep = phi < -st.slop
@@ -396,7 +394,6 @@ class Simulator:
         if self.iterations is not None and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof:
             # fixed-budget mode: PGS on N W N' + 1e-9 I without forming it (kernels/pgs_matrix_free.py);
             # dv = W N' p is the displacement
-            from ..kernels.pgs_matrix_free import solve_matrix_free
             p, _, dx, _, _ = solve_matrix_free(sys.N, self._held_blocks(sys), c, 1e-9, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
                                                max_sweeps=self.iterations, tol=1e-4, report=False)
