@@ -175,6 +175,28 @@ def run_quantecon(case: Case, reps: int, budget: float) -> Result:
     return Result(times, rel_residual(case, res.z), int(res.num_iter), f"status={res.status}", res.status == 2)
 
 
+def run_lemke_and_quantecon(case: Case, reps: int, budget: float) -> tuple[Result, Result]:
+    """contactlab's lemke and QuantEcon's lcp_lemke timed alternately, one call of each per round
+    (up to ``reps`` rounds within 2 x ``budget``), so that both see the same machine load: the
+    machine is shared, and timed a second apart the two medians of a 10-us solve drift by 10-20 %."""
+    from quantecon.optimize import lcp_lemke
+    M = np.ascontiguousarray(case.lcp.dense_M())
+    ours_t, qe_t, sol, res = [], [], None, None
+    while True:
+        t0 = time.perf_counter()
+        sol = cl.solve(case.lcp, method="lemke", max_iterations=case.itermax)
+        ours_t.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        res = lcp_lemke(M, case.lcp.q, max_iter=case.itermax)
+        qe_t.append(time.perf_counter() - t0)
+        if len(ours_t) >= reps or sum(ours_t) + sum(qe_t) >= 2 * budget:
+            break
+    ours = Result(ours_t, rel_residual(case, sol.z), sol.pivots, sol.status.name,
+                  sol.status == cl.Status.RAY_TERMINATION)
+    qe = Result(qe_t, rel_residual(case, res.z), int(res.num_iter), f"status={res.status}", res.status == 2)
+    return ours, qe
+
+
 def siconos_available() -> bool:
     if not Path(SYSTEM_PYTHON).exists():
         return False
@@ -356,14 +378,23 @@ def main(argv=None):
             for (name, solver), r in run_siconos(cases, args.reps, args.budget, Path(tmp)).items():
                 results[(name, f"siconos-{solver.lower()}")] = r
         print(f"siconos done in {time.perf_counter() - t0:.0f} s", flush=True)
+    paired: dict = {}           # case name -> QuantEcon's Result timed alternately with lemke's
+
+    def lemke_paired(case):
+        ours, paired[case.name] = run_lemke_and_quantecon(case, args.reps, args.budget)
+        return ours
+
     for case in cases:
         for method, applies in OURS.items():
             if applies(case.family) and not (method == "ppm" and case.factored is None):
-                attempt(case, method, lambda: run_ours(case, method, args.reps, args.budget))
+                if method == "lemke" and peers["quantecon"]:
+                    attempt(case, method, lambda: lemke_paired(case))
+                else:
+                    attempt(case, method, lambda: run_ours(case, method, args.reps, args.budget))
         if peers["moby"]:
             attempt(case, "drake-moby", lambda: run_moby(case, args.reps, args.budget))
         if peers["quantecon"]:
-            attempt(case, "quantecon", lambda: run_quantecon(case, args.reps, args.budget))
+            attempt(case, "quantecon", lambda: paired.pop(case.name, None) or run_quantecon(case, args.reps, args.budget))
         print(f"{case.name} (n={case.n}) done", flush=True)
 
     text = report(cases, results, peers, args, time.perf_counter() - t_start, errors, too_slow)
@@ -426,7 +457,8 @@ def report(cases, results, peers, args, elapsed, errors=(), too_slow=()):
         "the instances, computed by contactlab for every solver's answer; `ok` counts answers with res <= 1e-6. "
         "contactlab is timed through `contactlab.solve` (its certification included); Siconos inside its own "
         "process around `linearComplementarity_driver`; Drake around `MobyLcpSolver().Solve(prog)`; QuantEcon "
-        "around `lcp_lemke(M, q)`. ppm is timed on the FactoredLCP (N, M, f), every other method on the explicit "
+        "around `lcp_lemke(M, q)`, alternately with contactlab's lemke (one call of each per round, up to "
+        f"{args.reps} rounds within {2 * args.budget:g} s, so both see the same load). ppm is timed on the FactoredLCP (N, M, f), every other method on the explicit "
         "matrix N M^-1 N'.",
         "",
         "Families: `spd` (random SPD, cond 1e3), `p-matrix` (SPD + skew), `friction` (Stewart-Trinkle pyramid LCP, "
