@@ -120,7 +120,7 @@ class _PatternCache:
     and 2.5 ms for scipy's triu). Up to ``size`` patterns, least recently used dropped first, found
     by shape, entry count and a hash of the column pointers, then compared in full (a settled
     500-box pile's 25 towers are 25 patterns a step, more than the four a list searched in order
-    used to keep; the step's time did not change measurably, 34.3 against 34.4 ms)."""
+    used to keep; the step's time did not change measurably: 34.4 ms against 34.3 before)."""
 
     def __init__(self, size: int = 64):
         self.size = size
