@@ -294,7 +294,8 @@ def test_kernel_runs_as_plain_python():
 
 def test_row_block_components_match_scipy_on_random_row_matrices():
     """Rows joined by a shared 6-column block or a findex link: the same partition as scipy's
-    connected components of the row-block graph, numbered in order of first row."""
+    connected components of the row-block graph, numbered in order of first row, with each row's
+    columns sorted or shuffled."""
     rng = np.random.default_rng(3)
     for trial in range(40):
         n, nb = int(rng.integers(1, 60)), int(rng.integers(1, 30))
@@ -306,6 +307,12 @@ def test_row_block_components_match_scipy_on_random_row_matrices():
                     cols.append(6 * b + c)
         H = sp.csr_matrix((rng.normal(size=len(rows)), (rows, cols)), shape=(n, 6 * nb))
         H.sum_duplicates()
+        if trial % 2:           # any column order within a row: each row's entries shuffled
+            for i in range(n):
+                a, b = H.indptr[i], H.indptr[i + 1]
+                perm = a + rng.permutation(b - a)
+                H.indices[a:b], H.data[a:b] = H.indices[perm].copy(), H.data[perm].copy()
+            H.has_sorted_indices = False
         findex = np.full(n, -1, dtype=np.int64)
         linked = rng.random(n) < 0.3
         findex[linked] = rng.integers(0, n, size=int(linked.sum()))

@@ -126,25 +126,26 @@ def csr_components(indptr, indices, data, findex):
 
 @jit
 def row_block_components(indptr, indices, findex, block):
-    """Components of the rows of a row matrix H (CSR, sorted indices, over coordinates grouped in blocks of ``block``
-    columns, one block per moving body): rows touching a common block, or linked by findex, are one
-    island. Union-find over blocks and rows (one join per body a row touches, and per findex link),
-    so a contact problem's islands cost a pass over its Jacobian rows instead of over its Delassus
-    matrix (H M^-1 H' couples exactly the rows that share a body). Returns (count, label per row), numbered in order of their first row."""
+    """Components of the rows of a row matrix H (CSR, any column order within a row, over
+    coordinates grouped in blocks of ``block`` columns, one block per moving body): rows touching a
+    common block, or linked by findex, are one island. Union-find over blocks and rows (one join per
+    run of a row's entries on one body, and per findex link), so a contact problem's islands cost a
+    pass over its Jacobian rows instead of over its Delassus matrix (H M^-1 H' couples exactly the
+    rows that share a body). Returns (count, label per row), numbered in order of their first row."""
     n = indptr.size - 1
     top = -1
-    for i in range(n):
-        if indptr[i + 1] > indptr[i]:
-            top = max(top, indices[indptr[i + 1] - 1])     # sorted rows: the last entry is the largest
+    for p in range(indptr[n]):
+        top = max(top, indices[p])
     nb = top // block + 1
     parent = np.arange(nb + n)              # blocks first, then rows
     for i in range(n):
-        end = 0                             # a row's entries come body by body: one join per body
+        start, end = 0, 0                   # a row's entries come body by body: one join per body
         for p in range(indptr[i], indptr[i + 1]):
-            if indices[p] >= end:
-                b = indices[p] // block
+            c = indices[p]
+            if c < start or c >= end:
+                b = c // block
                 _join(parent, nb + i, b)
-                end = (b + 1) * block
+                start, end = b * block, (b + 1) * block
         if findex[i] >= 0:
             _join(parent, nb + i, nb + findex[i])
     label = np.full(nb + n, -1, dtype=np.int64)
