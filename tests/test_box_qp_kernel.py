@@ -451,3 +451,17 @@ def test_centrality_correctors_keep_the_answer_and_save_iterations(monkeypatch):
     for a, b in zip(answers[0], answers[2]):
         assert np.allclose(a.z, b.z, rtol=1e-5, atol=1e-6 * max(np.abs(a.z).max(), 1e-300))
     assert its[2] < its[0]
+
+
+def test_wrong_island_labels_are_never_certified():
+    """Labels that split rows M couples (a builder's bug): box-qp solves the blocks apart, and
+    solve()'s certification, computed on the whole problem, refuses the answer (no false SOLVED)."""
+    rng = np.random.default_rng(4)
+    p = contact_problem(rng, 8, coupled=False, psd=False)
+    P = BoxedLCP(sp.csr_matrix(p.M), p.q, p.lo, p.hi)
+    P.islands = (2, (np.arange(P.n) >= P.n // 2).astype(np.int64))
+    whole = solve(P, "box-qp", islands=False)
+    assert whole.status is Status.SOLVED
+    split = solve(P, "box-qp")
+    assert split.info.get("islands") == 2 and split.info.get("claimed_status") == "SOLVED"
+    assert split.status is Status.NUMERICAL_FAILURE and split.relative_residual > 1e-6
