@@ -613,8 +613,9 @@ def lemke_reduced_certified(M0, q0, s, d, max_pivots, refactor_every, pivot_tol,
     allocating the work arrays and computing the residual from Python cost more than the pivots; the
     work arrays are carved out of four allocations (the scaled copy [M d]', the two square blocks,
     the float and the integer vectors), and z, w = M0 z + q0 and the ray share one output array.
-    Returns (status, pivots, out, nat, comp, infeas, rel_nat, rel_comp, rel_infeas) with
-    out = [z (n) | w (n) | ray (2n + 1)] and the six numbers of ``lcp_certify_dense``.
+    Returns (status, pivots, out, numbers) with out = [z (n) | w (n) | ray (2n + 1)] and numbers the
+    six of ``lcp_certify_dense`` (nat, comp, infeas, rel_nat, rel_comp, rel_infeas) as one tuple (what
+    solvers/lemke.py hands to solve() as it is).
     """
     n = q0.shape[0]
     MTd = np.empty((n + 1, n))   # the only n x n copy: a second one costs page faults at n ~ 1000
@@ -639,7 +640,7 @@ def lemke_reduced_certified(M0, q0, s, d, max_pivots, refactor_every, pivot_tol,
     code, pivots = lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos,
                                         unk, unk_pos, dx, dwv, cand, ratio, tmp, work2, ray, z)
     r = lcp_certify_dense(M0, q0, z, w, wv, floor_factor)   # scale-free: the same on (M0, q0) / s
-    return code, pivots, out, r[0], r[1], r[2], r[3], r[4], r[5]
+    return code, pivots, out, (r[0], r[1], r[2], r[3], r[4], r[5])
 
 
 @jit
@@ -647,6 +648,5 @@ def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor
     """:func:`lemke_reduced_certified` returning (status, pivots, z, ray, relative residual), the
     certified number being max(rel_nat, rel_infeas) (problems/residual.py ``relative_error``)."""
     n = q0.shape[0]
-    code, pivots, out, nat, comp, infeas, rn, rc, ri = lemke_reduced_certified(
-        M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor)
-    return code, pivots, out[:n], out[2 * n:], max(rn, ri)
+    code, pivots, out, r = lemke_reduced_certified(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor)
+    return code, pivots, out[:n], out[2 * n:], max(r[3], r[5])

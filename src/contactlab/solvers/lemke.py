@@ -31,6 +31,7 @@ REFACTOR_EVERY = 64
 #: also the placeholder w of a Solution (solve() computes w)
 _EMPTY = np.empty(0)
 
+_K_SOLVED, _SOLVED = K.SOLVED, Status.SOLVED   # module constants: read on every call
 _STATUS = {K.SOLVED: Status.SOLVED, K.RAY: Status.RAY_TERMINATION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
            K.NUMERICAL: Status.NUMERICAL_FAILURE}
 
@@ -144,18 +145,17 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     first_row = opts.ties == "first-row"
     basis = "reduced" if opts.basis == "auto" else opts.basis
     if basis == "reduced":   # one compiled call: scaling, work arrays, pivots and the certified residual
-        code, pivots, out, nat, comp, infeas, rnat, rcomp, rinfeas = K.lemke_reduced_certified(
-            M0, problem.q, s, d, max_pivots, REFACTOR_EVERY, opts.pivot_tol, NORMWISE_FLOOR)
-        status = _STATUS[code]
-        z, residual = out[:n], certified_error(rnat, rinfeas)
-        if status is Status.SOLVED and residual <= opts.tol:   # the usual case: certified at once
-            sol = Solution(z=z, w=_EMPTY, status=status, iterations=pivots, pivots=pivots,
-                           info={"covering": "ones" if opts.covering is None else "given", "basis": basis,
-                                 "scale": s})
+        code, pivots, out, c = K.lemke_reduced_certified(M0, problem.q, s, d, max_pivots, REFACTOR_EVERY,
+                                                         opts.pivot_tol, NORMWISE_FLOOR)
+        z, residual = out[:n], certified_error(c[3], c[5])
+        if code == _K_SOLVED and residual <= opts.tol:   # the usual case: certified at once
+            sol = Solution(z=z, w=_EMPTY, status=_SOLVED, iterations=pivots, pivots=pivots,
+                           info={"covering": "ones" if d is _EMPTY else "given", "basis": basis, "scale": s})
             if M0 is problem.M and type(problem) is LCP:   # certified on problem's own (M, q) with LCP's
                 # own definition (LCP.certify_numbers runs the same kernel): solve() need not repeat it
-                certified_by_kernel(sol, problem, out[n:2 * n], (nat, comp, infeas, rnat, rcomp, rinfeas))
+                certified_by_kernel(sol, problem, out[n:2 * n], c, residual)
             return sol
+        status = _STATUS[code]
         ray = out[2 * n:]
         M, q = M0 / s, problem.q / s   # the kernel's scaled problem (the same correctly rounded quotients)
     else:
