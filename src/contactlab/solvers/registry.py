@@ -315,9 +315,9 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
     if pre is not None and pre[0] is problem and pre[1] is sol.z:
         # the solver's compiled call ran problem.certify_numbers' own kernel on this very z and on
         # problem's own (M, q) (see :func:`certified_by_kernel`): the same numbers, not recomputed
-        _, _, sol.w, c, rel = pre
+        _, _, sol.w, c, certified = pre
     else:
-        rel = None
+        certified = None
         z = np.ascontiguousarray(sol.z, dtype=np.float64)
         sol.z = z
         if isinstance(problem, MixedLCP):
@@ -330,13 +330,13 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
             sol.w, c = problem.certify_numbers(z)
     sol.residual, sol.complementarity, sol.infeasibility = c[0], c[1], c[2]
     if status is _TRIVIAL:
-        rel = 0.0
-    elif rel is None:
-        rel = certified_error(c[3], c[5])
-    sol.relative_residual = rel
+        certified = 0.0
+    elif certified is None:
+        certified = certified_error(c[3], c[5])
+    sol.relative_residual = certified
     tol = float(getattr(opts, "tol", 0.0) or 0.0)
     threshold = tol if tol > certify else certify   # max(certify, tol), without the call
-    if (status is _SOLVED or status is _TRIVIAL or status in SUCCESS_STATUSES) and not rel <= threshold:
+    if (status is _SOLVED or status is _TRIVIAL or status in SUCCESS_STATUSES) and not certified <= threshold:
         sol.info["claimed_status"] = status.name
         sol.info["certify_threshold"] = threshold
         sol.status = Status.NUMERICAL_FAILURE
