@@ -94,6 +94,14 @@ class BoxedLCP(Problem):
     bounds taken from the current normal value). Their entries of ``lo``/``hi`` are ignored.
     ``lo`` and ``hi`` default to 0 and +inf (LCP rows), so a contact problem given by ``findex``
     and ``mu`` needs no bounds at all.
+
+    Optional attributes a builder may set after construction: ``row_groups`` (name -> slice of
+    rows) and ``islands`` = (count, label per row, int64, numbered from 0): row groups that no
+    entry of M and no findex link couples, e.g. the separate stacks or columns of a scene
+    (models/box_friction.py sets them on its sparse problems from the bodies each row touches;
+    ``contactlab.sim.islands.island_labels(problem)`` finds them from the matrix). box-qp then
+    solves the islands apart (``islands=False`` to solve the whole); labels that split coupled
+    rows give an answer solve()'s certification of the whole problem refuses.
     """
 
     def __init__(self, M, q, lo=None, hi=None, findex=None, mu=None):
