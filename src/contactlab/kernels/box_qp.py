@@ -76,7 +76,8 @@ def _affine(M, z, q, w):
 STALE = 1e-8
 
 
-def new_factor_cache(n: int):
+@jit
+def new_factor_cache(n):
     """The kernel's factor cache for problems of up to n rows: (L, A, F, k) -- the last Cholesky
     factor of a free block A_FF (stored transposed, as _free_solve factorises it), its free rows and
     their count (0: empty). solvers/box_qp.py keeps one per problem size."""
@@ -322,10 +323,16 @@ def csr_masked(indptr, indices, data, free):
 def csr_dense_block(indptr, indices, data, F, n):
     """M[F][:, F] as a dense array for M in CSR (n columns), F the rows in order: one pass over the
     rows of F (scipy's fancy indexing builds two intermediate sparse matrices)."""
+    return _gather_block(indptr, indices, data, F, _positions(F, n))
+
+
+@jit
+def _positions(F, n):
+    """at[F[a]] = a, -1 on the other of n rows."""
     at = np.full(n, -1, dtype=np.int64)
     for a in range(F.size):
         at[F[a]] = a
-    return _gather_block(indptr, indices, data, F, at)
+    return at
 
 
 @jit
@@ -348,9 +355,7 @@ def csr_sub_block(indptr, indices, data, F, n):
     block (a row's entries stay sorted: the renumbering keeps their order), in two passes over the
     rows of F (scipy's fancy indexing builds two intermediate matrices: ~0.3 ms for a 240-row block)."""
     k = F.size
-    at = np.full(n, -1, dtype=np.int64)
-    for a in range(k):
-        at[F[a]] = a
+    at = _positions(F, n)
     ptr = np.zeros(k + 1, dtype=np.int64)
     for a in range(k):
         c = 0
@@ -432,9 +437,9 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
             i = idx[a]
             qk[a], lk[a], hk[a], mk[a], zk[a] = q[i], lo[i], hi[i], mu[i], z0[i]
             fk[a] = at[findex[i]] if findex[i] >= 0 else -1
+        cL, cA, cF, ck = new_factor_cache(m)
         code, zz, ww, it, outer = box_qp_dense(A, qk, lk, hk, fk, mk, zk, tol, max_iterations, armijo, False,
-                                               newton_only, max_outer, np.zeros((m, m)), np.zeros((m, m)),
-                                               np.zeros(m, dtype=np.int64), np.zeros(1, dtype=np.int64))
+                                               newton_only, max_outer, cL, cA, cF, ck)
         codes[k], its[k], outers[k] = code, it, outer
         for a in range(m):
             z[idx[a]] = zz[a]

@@ -71,6 +71,12 @@ class ConstraintSystem:
         return self.pyramid
 
     @property
+    def body_blocks(self) -> bool:
+        """Whether ``W_blocks`` covers every coordinate (6 per moving body): the layout of the
+        matrix-free sweeps, the compiled Delassus and the islands by body (maximal coordinates)."""
+        return self.W_blocks is not None and 6 * self.W_blocks.shape[0] == self.ndof
+
+    @property
     def nc(self) -> int:
         return self.N.shape[0]
 

@@ -163,7 +163,7 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
     prob = make(Mat, q, lo, hi, findex, mu)
     prob.row_groups = {"joint": slice(0, o_a), "motor": slice(o_a, o_l), "limit": slice(o_l, o_n),
                        "normal": slice(o_n, o_s), "friction": slice(o_s, n)}
-    if sp.issparse(Mat) and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof:
+    if sp.issparse(Mat) and sys.body_blocks:
         prob.islands = _islands(H, o_n, o_s, nc)
     return prob
 

@@ -11,11 +11,26 @@ from ..mechanics.system import csr_of
 from .lcp import BoxedLCP
 
 
+def island_rows(count: int, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, bounds): island k's rows are order[bounds[k]:bounds[k + 1]], ascending (a stable
+    sort of the labels)."""
+    order = np.argsort(labels, kind="stable")
+    return order, np.searchsorted(labels[order], np.arange(count + 1))
+
+
+def csr_block(M, rows: np.ndarray) -> sp.csr_matrix:
+    """M[rows][:, rows] of a sparse M (rows ascending) as canonical CSR, one compiled pass
+    (kernels/box_qp.py ``csr_sub_block``; scipy's fancy slice: ~0.3 ms for 240 rows)."""
+    M = M if M.format == "csr" else sp.csr_matrix(M)
+    M.sort_indices()
+    return csr_of(*csr_sub_block(M.indptr, M.indices, M.data, rows, M.shape[1]), (rows.size, rows.size))
+
+
 def island_problem(problem: BoxedLCP, idx: np.ndarray, dense_max: int) -> BoxedLCP:
     """The boxed LCP of the rows ``idx`` (ascending; one island of ``problem``). From a sparse
     matrix: its dense block up to ``dense_max`` rows (one compiled gather, so the solvers take their
-    compiled dense paths), else its CSR block (one compiled pass); findex renumbered into the island. The parts
-    of a checked problem, sliced: nothing to check again."""
+    compiled dense paths), else its CSR block (:func:`csr_block`); findex renumbered into the
+    island. The parts of a checked problem, sliced: nothing to check again."""
     M = problem.M
     if not sp.issparse(M):
         sub = M[np.ix_(idx, idx)]
@@ -23,9 +38,7 @@ def island_problem(problem: BoxedLCP, idx: np.ndarray, dense_max: int) -> BoxedL
         M = M if M.format == "csr" else sp.csr_matrix(M)
         sub = csr_dense_block(M.indptr, M.indices, M.data, idx, M.shape[1])
     else:
-        M = M if M.format == "csr" else sp.csr_matrix(M)
-        M.sort_indices()
-        sub = csr_of(*csr_sub_block(M.indptr, M.indices, M.data, idx, M.shape[1]), (idx.size, idx.size))
+        sub = csr_block(M, idx)
     where = np.full(problem.n, -1, dtype=np.int64)
     where[idx] = np.arange(idx.size)
     fi = problem.findex[idx]

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from ..kernels.components import csr_components, dense_components
 from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
-from ..problems.islands import island_problem
+from ..problems.islands import island_problem, island_rows
 from ..solution import SUCCESS_STATUSES, Solution, Status
 
 
@@ -62,13 +62,12 @@ def solve_islands(problem: BoxedLCP, method: str, solve_fn, warm_start=None, min
     if count < min_islands:
         return None
     t0 = time.perf_counter()
-    order = np.argsort(labels, kind="stable")
-    bounds = np.searchsorted(labels[order], np.arange(count + 1))
+    order, bounds = island_rows(count, labels)
     z = np.zeros(problem.n)
     its = pivots = 0
     statuses = []
     for k in range(count):
-        idx = order[bounds[k]:bounds[k + 1]]       # ascending: a stable sort of the labels
+        idx = order[bounds[k]:bounds[k + 1]]
         sub = island_problem(problem, idx, DENSE_ISLAND)
         kw = dict(options)
         if warm_start is not None:

@@ -293,7 +293,7 @@ class Simulator:
         t_detect = clock()
         sys = build_system(model, data, contacts, h)
         warm = self._warm(sys, match)
-        matrix_free = self._matrix_free and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof
+        matrix_free = self._matrix_free and sys.body_blocks
         rows = self.contact_model.rows(sys, self.model_options) if matrix_free else None
         t0 = time.perf_counter()
         out = self._solve_matrix_free(sys, rows, warm if self.warm_start else None) if matrix_free else None
@@ -391,7 +391,7 @@ class Simulator:
             return
         c = np.where(deep, st.contact_zeta * (phi + st.slop), phi + st.slop)
         n = sys.nc
-        if self.iterations is not None and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof:
+        if self.iterations is not None and sys.body_blocks:
             # fixed-budget mode: PGS on N W N' + 1e-9 I without forming it (kernels/pgs_matrix_free.py);
             # dv = W N' p is the displacement
             p, _, dx, _, _ = solve_matrix_free(sys.N, self._held_blocks(sys), c, 1e-9, np.zeros(n), np.full(n, np.inf),
@@ -417,7 +417,7 @@ class Simulator:
         # in), then the interior point; 100 capped PGS sweeps on a pile used to miss 1e-2, so the
         # correction was skipped
         islands = None
-        if sp.issparse(A) and sys.W_blocks is not None and 6 * sys.W_blocks.shape[0] == sys.ndof:
+        if sp.issparse(A) and sys.body_blocks:
             islands = row_block_components(sys.N.indptr, sys.N.indices, np.full(n, -1, dtype=np.int64), 6)
         p, rel = position_lcp(A, c, islands)
         if rel <= 1e-2:

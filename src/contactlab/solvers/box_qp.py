@@ -18,8 +18,9 @@ method (Mehrotra predictor-corrector; Nocedal & Wright, Numerical Optimization, 
 with the bounds as the inequalities; up to CENTRALITY_CORRECTORS of Gondzio's centrality
 correctors on the same factorisation): rows with lo = hi are eliminated, each iteration factorises
 M + diag(s_lo/(z-lo) + s_hi/(hi-z)) once (dense Cholesky, or sparse LDL' by QDLDL on an AMD
-ordering), and the iterate itself is checked against the certified residual. On recorded 100-box pile steps it certifies cold in 13-22 iterations (25-35 ms) where
-projected Newton, PGS (10,000 sweeps) and PGS-SM do not (docs/benchmarks-sim.md). Its convergence
+ordering), and the iterate itself is checked against the certified residual. On recorded 100-box
+pile steps it certifies cold in 13-22 iterations (25-35 ms) where projected Newton, PGS (10,000
+sweeps) and PGS-SM do not (docs/benchmarks-sim.md). Its convergence
 is Mehrotra's heuristic (no proof); an iterate that does not certify is reported as MAX_ITERATIONS.
 
 Where every factorisation is dense (dense M, or n <= ``dense_max``), the projected Newton QPs and
@@ -47,12 +48,11 @@ import qdldl as _qdldl
 from ..errors import ParamError
 from ..kernels._jit import jit
 from ..kernels.box_qp import (INTERIOR, SOLVED, STALE, UNSETTLED, box_qp_dense, box_qp_islands, csr_dense_block,
-                               csr_masked, csr_sub_block, diagonal_positions, new_factor_cache, upper_pattern)
-from ..mechanics.system import csr_of
+                               csr_masked, diagonal_positions, new_factor_cache, upper_pattern)
+from ..kernels.residual import csr_box_error
 from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
-from ..problems.islands import island_problem
-from ..kernels.residual import csr_box_error
+from ..problems.islands import csr_block, island_problem, island_rows
 from ..problems.residual import box_relative, relative_error, row_terms
 from ..solution import Solution, Status
 from .registry import register
@@ -194,14 +194,6 @@ def _sparse_spd_solver(A, stale_ok: bool = False):
         return _spd_lu(sp.csc_matrix(A)).solve, None
 
 
-def _csr_block(M, rows: np.ndarray) -> sp.csr_matrix:
-    """M[rows][:, rows] of a sparse M (rows ascending) as canonical CSR, one compiled pass
-    (kernels/box_qp.py ``csr_sub_block``)."""
-    M = M if M.format == "csr" else sp.csr_matrix(M)
-    M.sort_indices()
-    return csr_of(*csr_sub_block(M.indptr, M.indices, M.data, rows, M.shape[1]), (rows.size, rows.size))
-
-
 def _embedded(M: sp.csr_matrix, rows: np.ndarray) -> sp.csc_matrix:
     """M_RR embedded in the symmetric M's own pattern (kernels/box_qp.py ``csr_masked``: the other
     rows' off-diagonal entries zeroed, their diagonal kept), as CSC on M's arrays: its solve with a
@@ -233,7 +225,7 @@ def _factor_solve(M, F, rhs, dense_max, stale_ok=False):
         if F.size == M.shape[0]:
             return _sparse_spd_solver(_symmetric_csc(M, M.data), stale_ok)[0](rhs)
         if F.size < EMBED_FREE * M.shape[0]:    # many rows held: the sliced block has far less fill
-            A = _csr_block(M, F)
+            A = csr_block(M, F)
             return _sparse_spd_solver(_symmetric_csc(A, A.data))[0](rhs)
         b = np.zeros(M.shape[0])
         b[F] = rhs
@@ -472,9 +464,9 @@ CENTRALITY_CORRECTORS = 2
 
 
 def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
-    """Primal-dual interior point (Mehrotra predictor-corrector, Gondzio centrality correctors) on min 1/2 z'Mz + q'z over
-    lo <= z <= hi, M symmetric positive (semi)definite: multipliers s_lo, s_hi >= 0 with
-    M z + q = s_lo - s_hi, (z - lo) s_lo = mu, (hi - z) s_hi = mu, mu -> 0 (Nocedal & Wright
+    """Primal-dual interior point (Mehrotra predictor-corrector, Gondzio centrality correctors) on
+    min 1/2 z'Mz + q'z over lo <= z <= hi, M symmetric positive (semi)definite: multipliers
+    s_lo, s_hi >= 0 with M z + q = s_lo - s_hi, (z - lo) s_lo = mu, (hi - z) s_hi = mu, mu -> 0 (Nocedal & Wright
     Alg. 16.4, bounds as the inequalities). Each iterate (strictly inside the box) is checked with
     the certified residual (row sizes |q| + |M||z|, as solve() measures it). Returns (z, w, converged)."""
     n = q.size
@@ -486,12 +478,15 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
     csr = sp.issparse(M) and M.format == "csr"
     w_all, work = np.empty(n), np.empty((5, n))
 
-    def check(z):       # w = M z + q (all rows) and the certified residual, one compiled pass for CSR
-        zf[keep] = z
+    def certified(x):   # w = M x + q (all rows) and the certified residual, one compiled pass for CSR
         if csr:
-            return w_all, csr_box_error(M.indptr, M.indices, M.data, q, lo, hi, zf, w_all, work)
-        w = M @ zf + q
-        return w, _residual(M, q, zf, w, lo, hi, absM)
+            return w_all, csr_box_error(M.indptr, M.indices, M.data, q, lo, hi, x, w_all, work)
+        w = M @ x + q
+        return w, _residual(M, q, x, w, lo, hi, absM)
+
+    def check(z):       # the iterate on the kept rows, the fixed ones at their value
+        zf[keep] = z
+        return certified(zf)
 
     if keep.size == 0:
         w, r = check(np.zeros(0))
@@ -506,7 +501,7 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
     elif embed:
         M2 = q2 = None
     else:
-        M2 = _csr_block(M, keep) if sp.issparse(M) else M[np.ix_(keep, keep)]
+        M2 = csr_block(M, keep) if sp.issparse(M) else M[np.ix_(keep, keep)]
         q2 = q[keep] + (M[keep] @ zf if np.any(zf) else 0.0)
 
     def affine(z):      # M z + q on the kept rows, the fixed ones at their value
@@ -527,7 +522,7 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
     warm = None
     if z_warm is not None:
         zw = np.clip(z_warm, lo, hi)
-        if _residual(M, q, zw, M @ zw + q, lo, hi, absM) <= IPM_WARM_MAX:
+        if certified(zw)[1] <= IPM_WARM_MAX:
             warm = zw[keep]
     if warm is None:    # a start strictly inside the box, multipliers of the size of q
         z = np.where(L & U, 0.5 * (lo0 + hi0), np.where(L, lo0 + scale_z, np.where(U, hi0 - scale_z, 0.0)))
@@ -669,8 +664,7 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
     if own is None or own[0] < 2 or not opts.islands or not sp.issparse(M) or M.format != "csr":
         return None
     count, labels = own
-    order = np.argsort(labels, kind="stable")
-    bounds = np.searchsorted(labels[order], np.arange(count + 1))
+    order, bounds = island_rows(count, labels)
     sizes = np.diff(bounds)
     # the compiled call takes the islands that _compiled would take whole with the small-problem
     # settings (dense, up to small_n rows: the full Newton budget with line search); "ipm": none
