@@ -285,3 +285,44 @@ def test_model_build_equals_build_noslip_on_a_quadruped_step():
     np.testing.assert_allclose(J @ vp, sys_.j_rhs, atol=1e-10)
     on = touching(sys_)
     assert np.abs(d(sys_.S)[on] @ vp).max() < 1e-10 and np.abs(d(sys_.T)[on] @ vp).max() < 1e-10
+
+
+def _quadruped_systems(steps=40, every=4):
+    """ConstraintSystems of the quadruped's trot under no-slip (feet touching and lifting)."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sc = make_scene("quadruped")
+    sim = Simulator(sc, "no-slip", "ppm", controllers=list(sc.controllers))
+    out = []
+    for i in range(steps):
+        sim.step()
+        if i % every == every - 1:
+            out.append(sim.last_system)
+    return out
+
+
+def _general_path(sys_):
+    """A copy of the system whose M is CSC: models/noslip.build then takes its general path (rows
+    scattered one matrix at a time, MassFactor, find_indices.reduce_step) instead of the fused call."""
+    import copy
+    other = copy.copy(sys_)
+    other.M = sys_.M.tocsc()
+    return other
+
+
+def test_fused_build_equals_general_path_bit_for_bit():
+    """drumwright Sec. VI, eq. 56-57: the one-call build of a ConstraintSystem without motors
+    (kernels/noslip.py ``noslip_system_chain``) runs the general path's kernels in the same order, so
+    its kept rows, null-space basis, factored LCP and recovered step are the same floats."""
+    from contactlab.models import noslip
+    for sys_ in _quadruped_systems():
+        a, b = noslip.build(sys_), noslip.build(_general_path(sys_))
+        sa, sb = a.state.step, b.state.step
+        for x, y in ((sa.index_sets.order, sb.index_sets.order), (np.tril(sa.index_sets.L), np.tril(sb.index_sets.L)), (sa.Z, sb.Z),
+                     (a.problem.N, b.problem.N), (a.problem.M, b.problem.M), (a.problem.q, b.problem.q),
+                     (sa.reduced.x_p, sb.reduced.x_p), (sa.M, sb.M), (sa.momentum, sb.momentum)):
+            assert np.array_equal(x, y)
+        sol = cl.solve(a.problem, method="ppm")
+        ra, rb = noslip.recover(sys_, a, sol), noslip.recover(sys_, b, sol)
+        for x, y in ((ra.v_next, rb.v_next), (ra.joint, rb.joint), (ra.tangent, rb.tangent), (ra.normal, rb.normal)):
+            assert np.array_equal(x, y)

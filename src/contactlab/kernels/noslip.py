@@ -91,6 +91,39 @@ def mass_solve_rows(L, starts, nb, B, X):
 
 
 @jit
+def mass_solve_rows_sparse(L, starts, nb, B, X):
+    """X[i] = M^-1 B[i] for every row of B, as :func:`mass_solve_rows` (the same block solves,
+    bit for bit) but reaching the blocks from each row's nonzeros: a block with no nonzero of the
+    row is zero in X without being scanned again, and the block solve is written out here (no
+    call and no row view per block; a joint or tangent row touches 2 of the ~52 blocks' bodies)."""
+    r, m = B.shape
+    for i in range(r):
+        for c in range(m):
+            X[i, c] = 0.0
+        b = 0
+        c = 0
+        while c < m:
+            if B[i, c] == 0.0:
+                c += 1
+                continue
+            while starts[b + 1] <= c:
+                b += 1
+            s0 = starts[b]
+            s1 = starts[b + 1]
+            for t in range(s0, s1):         # chol_solve_block(L, s0, s1, B[i], X[i])
+                s = B[i, t]
+                for j in range(s0, t):
+                    s -= L[t, j] * X[i, j]
+                X[i, t] = s / L[t, t]
+            for t in range(s1 - 1, s0 - 1, -1):
+                s = X[i, t]
+                for j in range(t + 1, s1):
+                    s -= L[j, t] * X[i, j]
+                X[i, t] = s / L[t, t]
+            c = s1
+
+
+@jit
 def mass_matvec(M, starts, nb, x, y):
     """y = M x for the block-diagonal M of :func:`mass_factor` (only the diagonal blocks are read)."""
     for blk in range(nb):
@@ -360,14 +393,14 @@ def noslip_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     kept rows (:func:`nullspace_kernel`) and the factored LCP of eq. 57 (:func:`reduce_kernel`).
     Returns (status, kept, order, p, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q): ``order``
     (k, 2) the (block, row) of each kept row (0: J, 1: S, 2: T); status 0, 1 (kept rows dependent),
-    2 (Z' M Z not SPD) or 3 (an input is not finite)."""
+    2 (Z' M Z not SPD), 3 (an input is not finite) or 4 (nb < 0: M's factor failed, nothing done)."""
     m = M.shape[0]
     n = U.shape[0]
     nj = J.shape[0]
     r = nj + ST.shape[0]
     p = np.empty(m)
-    ok = _all_finite(v) and _all_finite(f) and _all_finite(J) and _all_finite(ST) and _all_finite(rhs_j) \
-        and _all_finite(U) and _all_finite(bias)
+    ok = nb >= 0 and _all_finite(v) and _all_finite(f) and _all_finite(J) and _all_finite(ST) \
+        and _all_finite(rhs_j) and _all_finite(U) and _all_finite(bias)
     if ok:
         mass_matvec(M, starts, nb, v, p)
         for t in range(m):
@@ -384,7 +417,7 @@ def noslip_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     kbuf = np.empty(m, dtype=np.int64)
     k = 0
     if ok:
-        mass_solve_rows(Lm, starts, nb, G, W)
+        mass_solve_rows_sparse(Lm, starts, nb, G, W)
         k = find_indices_kernel(G, W, tol, Lbuf, kbuf, np.empty(m), np.empty(m + 1, dtype=np.int64),
                                 np.empty(m * m, dtype=np.int64))
     kept = kbuf[:k].copy()
@@ -408,7 +441,7 @@ def noslip_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     Z = np.empty((m, d))
     x_p, UZ, Mr, Lr = np.zeros(m), np.zeros((n, d)), np.zeros((d, d)), np.zeros((d, d))
     Zp, f_star, offset, q = np.zeros(d), np.zeros(d), np.zeros(n), np.zeros(n)
-    status = 0 if ok else 3
+    status = 0 if ok else (3 if nb >= 0 else 4)
     if ok and nullspace_kernel(Gk.copy(), Z, np.empty(k * m), np.empty(k), np.empty(k + 1, dtype=np.int64),
                                np.empty(k * m, dtype=np.int64), np.empty(m, dtype=np.bool_)):
         status = 1
@@ -416,6 +449,41 @@ def noslip_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
                                   offset, q, np.empty(m), np.empty(k)):
         status = 2
     return status, kept, order, p, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q
+
+
+@jit
+def noslip_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, Si, Sx, Tp, Ti, Tx, touch, v, f,
+                        rhs_j, l_bias, n_bias, tol, h):
+    """A ConstraintSystem's no-slip step without motors (models/noslip.py ``build``) in one call: the
+    CSR rows (indptr, indices, data) of M, J, L (limits), N, S, T scattered into dense arrays as
+    :func:`csr_rows_into` does (U = [L; N], ST = the touching contacts' S_i, T_i interleaved, Alg.
+    2's order; zero rows for the others), bias = [l_bias; n_bias], M's block factor
+    (:func:`mass_factor`) and :func:`noslip_chain` on them: the same operations in the same order
+    as the separate calls, so the same numbers. Returns (nb, M, Lm, starts, J, U, ST, bias, chain):
+    nb = -1 when M is not positive definite (``chain``'s status is then 4)."""
+    nj = Jp.shape[0] - 1
+    nl = Lp.shape[0] - 1
+    nc = Np.shape[0] - 1
+    M = np.zeros((m, m))
+    J = np.zeros((nj, m))
+    U = np.zeros((nl + nc, m))
+    ST = np.zeros((2 * nc, m))
+    keep = np.zeros(0, dtype=np.bool_)
+    csr_rows_into(Mp, Mi, Mx, M, 0, 1, keep, False)
+    csr_rows_into(Jp, Ji, Jx, J, 0, 1, keep, False)
+    csr_rows_into(Lp, Li, Lx, U, 0, 1, keep, False)
+    csr_rows_into(Np, Ni, Nx, U, nl, 1, keep, False)
+    csr_rows_into(Sp, Si, Sx, ST, 0, 2, touch, True)
+    csr_rows_into(Tp, Ti, Tx, ST, 1, 2, touch, True)
+    bias = np.empty(nl + nc)
+    for i in range(nl):
+        bias[i] = l_bias[i]
+    for i in range(nc):
+        bias[nl + i] = n_bias[i]
+    Lm = np.empty((m, m))
+    starts = np.empty(m + 1, dtype=np.int64)
+    nb = mass_factor(M, Lm, starts)
+    return nb, M, Lm, starts, J, U, ST, bias, noslip_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias)
 
 
 @jit

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
-from ..kernels.noslip import csr_rows_into, symmetric_finite
+from ..kernels.noslip import csr_rows_into, noslip_system_chain, symmetric_finite
 from .built import ACTIVE_GAP, Built, touching
 from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult  # noqa: F401
-from .find_indices import (NOT_FINITE, IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates,
-                           reduce_step, step_inputs)
+from .find_indices import (_NOT_SPD, NOT_FINITE, IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates,
+                           _reduced, reduce_step, step_inputs)
 
 # one set of contact-mode constants and one result type for every model (models/common.py)
 SEPARATING, STICKING, SLIDING = MODE_SEPARATING, MODE_STICKING, MODE_SLIDING
@@ -298,6 +298,46 @@ def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, state, t0=None
     return MotorStep(step, state, nj)
 
 
+_CHAIN_ERRORS = {1: "FIND-INDICES kept dependent rows (numerical failure)", 2: _NOT_SPD, 3: NOT_FINITE}
+
+
+def _f64(x) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
+def _build_csr(sys, o: Options) -> Built | None:
+    """:func:`build` without motors when the system's M, J, L, N, S, T are CSR matrices (a
+    ConstraintSystem's are): the scatter into dense rows, M's block factor and the reduction
+    (FIND-INDICES, null space, eq. 57) in one compiled call (kernels/noslip.py
+    ``noslip_system_chain``: the same kernels in the same order as the general path below, so the
+    same numbers; tests/test_noslip.py compares both). None when a matrix is not CSR (the general
+    path then runs). ``reduction_s`` counts from the scatter."""
+    mats = (sys.M, sys.J, sys.L, sys.N, sys.S, sys.T)
+    for X in mats:
+        if getattr(X, "format", None) != "csr":
+            return None
+    Mc, Jc, Lc, Nc, Sc, Tc = mats
+    nj, nl, nc = Jc.shape[0], Lc.shape[0], Nc.shape[0]
+    t0 = time.perf_counter()
+    nb, M, Lm, starts, J, U, ST, bias, chain = noslip_system_chain(
+        sys.ndof, Mc.indptr, Mc.indices, Mc.data, Jc.indptr, Jc.indices, Jc.data, Lc.indptr, Lc.indices, Lc.data,
+        Nc.indptr, Nc.indices, Nc.data, Sc.indptr, Sc.indices, Sc.data, Tc.indptr, Tc.indices, Tc.data,
+        touching(sys, o.active_gap), _f64(sys.v), _f64(sys.f), _f64(sys.j_rhs), _f64(sys.l_bias), _f64(sys.n_bias),
+        float(o.tol), float(sys.h))
+    st, kept, order, p, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q = chain
+    if st:
+        # the general path's errors: M's factor first (naming a non-finite argument), then the chain's
+        check_dynamics(M, sys.v, sys.f, U, J) if st in (3, 4) else None
+        raise ModelError("M is not positive definite; a mass matrix must be SPD" if st == 4 else _CHAIN_ERRORS[st])
+    cf = MassFactor.__new__(MassFactor)
+    cf.M, cf.L, cf.starts, cf.nb = M, Lm, starts, nb
+    red = _reduced(IndexSets(Gk, Lg, order, kept), cf, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q,
+                   float(sys.cfm + o.cfm), p, U)
+    step = NoSlipProblem(red.problem, red, M, p, U, nj, nc, time.perf_counter() - t0)
+    return Built(red.problem, {"limit": slice(0, nl), "normal": slice(nl, nl + nc)},
+                 MotorStep(step, np.zeros(0, np.int8), nj))
+
+
 def build(sys, options: Options | None = None) -> Built:
     """The no-slip problem of a ConstraintSystem: unilateral rows [L; N] (limits, contacts) with
     their biases, equality rows J (J v+ = j_rhs), S and T (= 0) of the touching contacts
@@ -317,6 +357,10 @@ def build(sys, options: Options | None = None) -> Built:
     its factorisation, and non-finite rows, velocities or forces are named as :func:`build_noslip`
     names them."""
     o = options or Options()
+    if not sys.nm:
+        built = _build_csr(sys, o)
+        if built is not None:
+            return built
     m, nl, nc = sys.ndof, sys.nl, sys.nc
     U = np.zeros((nl + nc, m))
     _rows_into(U, sys.L, 0)
