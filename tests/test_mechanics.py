@@ -222,7 +222,7 @@ def test_contact_frame_rows_are_point_velocities_and_csr_of_is_a_valid_canonical
     passes scipy's full format check; the mass blocks from quaternions equal diag(m I, R I R')."""
     import scipy.sparse as sp
     from contactlab.mechanics.rotation import quat_to_matrix, tangent_basis
-    from contactlab.mechanics.system import csr_of, mass_blocks, point_rows
+    from contactlab.mechanics.system import _point_rows, csr_of, mass_blocks, point_rows
     model, data = build_model(make_scene("pile", count=6))
     rng = np.random.default_rng(3)
     live = np.flatnonzero(model.dof_start >= 0)
@@ -253,6 +253,10 @@ def test_contact_frame_rows_are_point_velocities_and_csr_of_is_a_valid_canonical
         assert (abs(ref - M)).max() == 0.0 and M.has_canonical_format
     single = point_rows(model, data, a, b, P, t2)
     assert (abs(single - rows[2])).max() == 0.0
+    views, stacked = _point_rows(model, data, a, b, P, np.stack((n, t1, t2)))   # [N; S; T], N, S, T its views
+    stacked.check_format(full_check=True)
+    assert stacked.has_canonical_format and (abs(stacked - sp.vstack(rows, format="csr"))).max() == 0.0
+    assert all(np.shares_memory(V.data, stacked.data) and (abs(V - R)).max() == 0.0 for V, R in zip(views, rows))
     E = csr_of(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(4, dtype=np.int64), (3, 7))
     E.check_format(full_check=True)
     assert E.shape == (3, 7) and E.nnz == 0 and np.array_equal(E.toarray(), np.zeros((3, 7)))

@@ -25,15 +25,22 @@ def frame_rows_csr(a, b, dof_start, position, P, U):
     data (m, nnz), one row of values per direction, and the (indices, indptr) pattern they share
     (the same bodies per point). ``a``/``b`` body indices (-1: world; a body with dof_start -1 is
     fixed: no entries). Entries per body: b: [u, (P - x_b) x u], a: -[u, (P - x_a) x u]
-    (drumwright §III, arechavaleta eq. 7-9); bodies in increasing dof order, so rows are canonical."""
+    (drumwright §III, arechavaleta eq. 7-9); bodies in increasing dof order, so rows are canonical.
+    The pattern is written for the m directions' rows one block above the other: ``indices``
+    (m * nnz) and ``indptr`` (m * k + 1), so data.reshape(-1) with them is the stacked CSR of all
+    rows, and ``indices[:nnz]``, ``indptr[:k + 1]`` the pattern of each direction's own rows."""
     m, k = U.shape[0], U.shape[1]
-    indptr = np.zeros(k + 1, dtype=np.int64)
+    indptr = np.zeros(m * k + 1, dtype=np.int64)
     for r in range(k):
         da = dof_start[a[r]] if a[r] >= 0 else -1
         db = dof_start[b[r]] if b[r] >= 0 else -1
         indptr[r + 1] = indptr[r] + (6 if da >= 0 else 0) + (6 if db >= 0 else 0)
-    data = np.empty((m, indptr[k]))
-    indices = np.empty(indptr[k], dtype=np.int64)
+    nnz = indptr[k]
+    for j in range(1, m):
+        for r in range(k):
+            indptr[j * k + r + 1] = indptr[r + 1] + j * nnz
+    data = np.empty((m, nnz))
+    indices = np.empty(m * nnz, dtype=np.int64)
     for r in range(k):
         p = indptr[r]
         da = dof_start[a[r]] if a[r] >= 0 else -1
@@ -58,6 +65,9 @@ def frame_rows_csr(a, b, dof_start, position, P, U):
                 data[j, p + 4] = sign * (rz * ux - rx * uz)
                 data[j, p + 5] = sign * (rx * uy - ry * ux)
             p += 6
+    for j in range(1, m):
+        for p in range(nnz):
+            indices[j * nnz + p] = indices[p]
     return data, indices, indptr
 
 

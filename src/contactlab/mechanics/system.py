@@ -61,6 +61,7 @@ class ConstraintSystem:
     labels: dict = field(default_factory=dict)   # row labels: joint rows, limits, motors
     W_blocks: np.ndarray = None   # (moving bodies, 6, 6) blocks of Minv, for :func:`delassus`
     pyramid: sp.csr_matrix = field(default=None, repr=False)   # D, formed on first use (see D)
+    NST: sp.csr_matrix = field(default=None, repr=False)   # [N; S; T] (N, S, T are views of its arrays)
 
     @property
     def D(self) -> sp.csr_matrix:
@@ -256,12 +257,21 @@ def point_rows(model: Model, data: Data, a: np.ndarray, b: np.ndarray, P: np.nda
     a: -[u, (P - x_a) x u]. ``U`` (k, 3), or (m, k, 3) for m directions per point (a tuple of m
     matrices sharing one sparsity pattern, written in one compiled pass).
     """
+    rows, stacked = _point_rows(model, data, a, b, P, U)
+    return rows if np.ndim(U) == 3 else rows[0]
+
+
+def _point_rows(model: Model, data: Data, a, b, P, U):
+    """(the rows of each direction, all rows stacked direction by direction) of :func:`point_rows`,
+    from one compiled pass: each direction's matrix is a view of the stacked one's arrays."""
     k = np.shape(U)[-2]
     dv, ix, ip = _K.frame_rows_csr(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), model.dof_start,
                                    data.position, np.ascontiguousarray(P, dtype=np.float64),
                                    np.ascontiguousarray(U, dtype=np.float64).reshape(-1, k, 3))
-    return tuple(csr_of(d, ix, ip, (k, model.ndof)) for d in dv) if np.ndim(U) == 3 else \
-        csr_of(dv[0], ix, ip, (k, model.ndof))
+    nnz = dv.shape[1]
+    own_ix, own_ip = ix[:nnz], ip[:k + 1]
+    rows = tuple(csr_of(d, own_ix, own_ip, (k, model.ndof)) for d in dv)
+    return rows, csr_of(dv.reshape(-1), ix, ip, (k * dv.shape[0], model.ndof))
 
 
 def angular_rows(model: Model, a: int, b: int, U: np.ndarray) -> sp.csr_matrix:
@@ -328,11 +338,16 @@ def contact_rows(model: Model, data: Data, contacts, d: int):
 
 def contact_frame_rows(model: Model, data: Data, contacts):
     """N, S, T (the normal and the two tangents of each contact) without the pyramid rows."""
+    return _contact_frame_rows(model, data, contacts)[0]
+
+
+def _contact_frame_rows(model: Model, data: Data, contacts):
+    """((N, S, T), [N; S; T]): the three blocks are views of the stacked matrix's arrays."""
     if contacts is None or contacts.count == 0:
         e = _empty(model.ndof)
-        return e, e, e
+        return (e, e, e), e
     a, b, P = contacts.body_a, contacts.body_b, contacts.point
-    return point_rows(model, data, a, b, P, np.stack((contacts.normal, contacts.t1, contacts.t2)))
+    return _point_rows(model, data, a, b, P, np.stack((contacts.normal, contacts.t1, contacts.t2)))
 
 
 def pyramid_rows(S: sp.csr_matrix, T: sp.csr_matrix, d: int) -> sp.csr_matrix:
@@ -363,7 +378,7 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
     f = generalized_forces(model, data)
     (J, j_rhs, j_err, jl), (L, l_bias, ll), (A, a_target, a_max, al), _ = joint_rows(model, data, h)
     d = int(st.friction_directions)
-    N, S, T = contact_frame_rows(model, data, contacts)      # D (pyramid) formed on first use
+    (N, S, T), NST = _contact_frame_rows(model, data, contacts)      # D (pyramid) formed on first use
     nc = N.shape[0]
     phi = contacts.phi if nc else np.zeros(0)
     mu = contacts.mu if nc else np.zeros(0)
@@ -373,4 +388,4 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
                             S=S, T=T, d=d, mu=mu, phi=phi, A=A, a_target=a_target, a_max=a_max,
                             cfm=float(st.cfm), contacts=contacts,
                             normal_guess=np.full(nc, np.nan) if guess is None else guess,
-                            labels={"joint": jl, "limit": ll, "motor": al}, W_blocks=Bw)
+                            labels={"joint": jl, "limit": ll, "motor": al}, W_blocks=Bw, NST=NST)

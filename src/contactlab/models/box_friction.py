@@ -68,7 +68,11 @@ def _rows(sys) -> sp.csr_matrix:
     """H = [J; A; L; N; S; T], built once per step (kept on the system for recover)."""
     H = getattr(sys, "_box_rows", None)
     if H is None:
-        H = sys._box_rows = stack_rows((sys.J, sys.A, sys.L, sys.N, sys.S, sys.T), sys.ndof)
+        if sys.NST is not None and not (sys.nj or sys.nm or sys.nl):   # contact rows only: build_system's stack
+            H = sys.NST
+        else:
+            H = stack_rows((sys.J, sys.A, sys.L, sys.N, sys.S, sys.T), sys.ndof)
+        sys._box_rows = H
     return H
 
 
