@@ -326,3 +326,72 @@ def test_fused_build_equals_general_path_bit_for_bit():
         ra, rb = noslip.recover(sys_, a, sol), noslip.recover(sys_, b, sol)
         for x, y in ((ra.v_next, rb.v_next), (ra.joint, rb.joint), (ra.tangent, rb.tangent), (ra.normal, rb.normal)):
             assert np.array_equal(x, y)
+
+
+def _orthonormal_reference(M, v, f, dt, N, S, T, J, J_rhs=None, bias=None):
+    """The reduction with the orthonormal null-space basis (models/find_indices.py ``reduce_step``,
+    kernels/noslip.py ``noslip_chain``: Z' Z = I, Z' M Z formed and factored), the no-slip model's
+    path before the M-metric basis."""
+    from contactlab.models.find_indices import MassFactor, _candidates, reduce_step
+    m = M.shape[0]
+    J = np.zeros((0, m)) if J is None else np.ascontiguousarray(J, dtype=np.float64)
+    ST, _ = _candidates(None, S, T, m)
+    rhs = np.zeros(J.shape[0]) if J_rhs is None else np.asarray(J_rhs, dtype=np.float64)
+    b = np.zeros(N.shape[0]) if bias is None else np.asarray(bias, dtype=np.float64)
+    return reduce_step(MassFactor(M), J, np.ascontiguousarray(ST), rhs, 1e-9, np.ascontiguousarray(v, dtype=np.float64),
+                       np.ascontiguousarray(f, dtype=np.float64), dt, np.ascontiguousarray(N, dtype=np.float64), b)
+
+
+def _agree(built, ref, M, G_rhs=None):
+    """Same kept rows, same F and q (eq. 56-57) and the same step for the same z, to round-off; the
+    M-metric basis spans null(G) with Z' M Z = I."""
+    assert np.array_equal(built.index_sets.order, ref.sets.order)
+    a, b = built.problem.to_lcp(), ref.problem.to_lcp()
+    sc = max(1.0, np.abs(b.M).max())
+    np.testing.assert_allclose(a.M, b.M, rtol=0, atol=1e-11 * sc)
+    np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-11 * max(1.0, np.abs(b.q).max()))
+    Z, G = built.Z, built.index_sets.G
+    assert Z.shape == ref.Z.shape
+    assert np.abs(G @ Z).max(initial=0.0) < 1e-11 * max(1.0, np.abs(G).max(initial=0.0))
+    if Z.shape[1] and np.any(Z):
+        np.testing.assert_allclose(Z.T @ M @ Z, np.eye(Z.shape[1]), rtol=0, atol=1e-11)
+    z = np.abs(np.random.default_rng(0).normal(size=built.problem.n))
+    x1, lam1 = built.reduced.recover(z, built.n_joint, built.n_tangent)[:2]
+    x2, lam2 = ref.recover(z, built.n_joint, built.n_tangent)[:2]
+    np.testing.assert_allclose(x1, x2, rtol=0, atol=1e-10 * max(1.0, np.abs(x2).max()))
+    np.testing.assert_allclose(lam1, lam2, rtol=0, atol=1e-9 * max(1.0, np.abs(lam2).max(initial=0.0)))
+    np.testing.assert_allclose(built.reduced.x(z), x2, rtol=0, atol=1e-10 * max(1.0, np.abs(x2).max()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(3, 14), n=st.integers(1, 8), j=st.integers(0, 6))
+def test_metric_basis_agrees_with_orthonormal_basis_on_random_systems(seed, m, n, j):
+    """drumwright eq. 56-57 in the M metric (Z = L_M^-T Q[:, free], Z' M Z = I; kernels/noslip.py
+    ``noslip_metric_chain``) against the orthonormal basis (``noslip_chain``): same rows kept by
+    FIND-INDICES (Alg. 2), same F, e, v+ and multipliers to round-off; with redundant joint rows,
+    nonzero joint right-hand sides and normal biases."""
+    M, v, f, N, S, T, J = _scene(seed, m, n, j)
+    rng = np.random.default_rng(seed + 1)
+    jr = None if J is None else rng.normal(size=J.shape[0])
+    if J is not None:
+        jr[-1] = jr[0] - jr[1] if J.shape[0] >= 3 else jr[-1]   # the redundant row stays consistent
+    bias = rng.normal(size=n) * 0.1
+    built = build_noslip(M, v, f, 0.01, N, S, T, J, J_rhs=jr, normal_bias=bias)
+    ref = _orthonormal_reference(M, v, f, 0.01, N, S, T, J, jr, bias)
+    _agree(built, ref, M)
+
+
+def test_metric_basis_agrees_with_orthonormal_basis_on_the_trot():
+    """The same comparison on the quadruped's constraint systems (60 joint rows, 2-4 feet)."""
+    from contactlab.models import noslip
+    from contactlab.models.built import touching
+    for sys_ in _quadruped_systems():
+        d = lambda X: X.toarray()
+        keep = touching(sys_)[:, None]
+        U = np.vstack([d(sys_.L).reshape(-1, sys_.ndof), d(sys_.N)])
+        bias = np.concatenate([sys_.l_bias, sys_.n_bias])
+        M = d(sys_.M)
+        built = noslip.build(sys_).state.step
+        ref = _orthonormal_reference(M, sys_.v, sys_.f, sys_.h, U, d(sys_.S) * keep, d(sys_.T) * keep, d(sys_.J),
+                                     sys_.j_rhs, bias)
+        _agree(built, ref, M)

@@ -282,26 +282,14 @@ def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
 
 
 @jit
-def nullspace_kernel(A, Z, vval, beta, vptr, vidx, free):
-    """Orthonormal basis Z (m, m - k) of null(G) for G = A (k, m) with independent rows (A is destroyed).
-
-    Householder QR of G' with row pivoting, the columns of G' (rows of A) taken last to first: any
-    order spans the same space, and joints are listed parent before child, so children are
-    eliminated first and each reflector stays on the bodies between its joint and the leaves
-    already done (the quadruped's 68 kept rows: 18k instead of 48k multiply-adds). Reflector t maps
-    its column (as the earlier reflectors left it) restricted to the rows not yet pivoted onto its
-    largest entry's row; it is supported on that column's nonzeros there, so it is stored and
-    applied only over them, and only to the remaining columns whose nonzero chunks (``row_mask``)
-    meet them (the others are unchanged). Then G' = H_0 ... H_{k-1} R with R nonzero on the k
-    pivot rows only, and the columns Q e_f (f the d unpivoted rows, ascending) of the orthogonal
-    Q = H_0 ... H_{k-1} are orthonormal and orthogonal to range(G'): null(G).
-    Work: vval, vidx (k * m,) the reflectors' entries and rows (reflector t at vptr[t]:vptr[t + 1]),
-    beta (k,), vptr (k + 1,), free (m,) bool.
-    Returns 0, or 1 when a column vanished (rows dependent: not FIND-INDICES' output)."""
+def householder_factor(A, vval, beta, vptr, vidx, free, vmask):
+    """The factor phase of :func:`nullspace_kernel` (its docstring): the k reflectors of G' = A'
+    (A (k, m) destroyed), taken last row first, stored over their supports (vval, vidx at
+    vptr[t]:vptr[t + 1], beta[t], the nonzero chunks vmask[t]); free (m,) marks the d = m - k rows
+    never pivoted. Returns 0, or 1 when a column vanished (rows dependent)."""
     k, m = A.shape
     cs = _chunk(m)
     amask = np.empty(k, dtype=np.uint64)
-    vmask = np.empty(k, dtype=np.uint64)
     for j in range(k):
         amask[j] = row_mask(A[j], cs)
     for r in range(m):
@@ -349,6 +337,31 @@ def nullspace_kernel(A, Z, vval, beta, vptr, vidx, free):
                 for q in range(p0, p1):
                     A[c, vidx[q]] -= s * vval[q]
                 amask[c] |= mask
+    return 0
+
+
+@jit
+def nullspace_kernel(A, Z, vval, beta, vptr, vidx, free):
+    """Orthonormal basis Z (m, m - k) of null(G) for G = A (k, m) with independent rows (A is destroyed).
+
+    Householder QR of G' with row pivoting, the columns of G' (rows of A) taken last to first: any
+    order spans the same space, and joints are listed parent before child, so children are
+    eliminated first and each reflector stays on the bodies between its joint and the leaves
+    already done (the quadruped's 68 kept rows: 18k instead of 48k multiply-adds). Reflector t maps
+    its column (as the earlier reflectors left it) restricted to the rows not yet pivoted onto its
+    largest entry's row; it is supported on that column's nonzeros there, so it is stored and
+    applied only over them, and only to the remaining columns whose nonzero chunks (``row_mask``)
+    meet them (the others are unchanged). Then G' = H_0 ... H_{k-1} R with R nonzero on the k
+    pivot rows only, and the columns Q e_f (f the d unpivoted rows, ascending) of the orthogonal
+    Q = H_0 ... H_{k-1} are orthonormal and orthogonal to range(G'): null(G).
+    Work: vval, vidx (k * m,) the reflectors' entries and rows (reflector t at vptr[t]:vptr[t + 1]),
+    beta (k,), vptr (k + 1,), free (m,) bool.
+    Returns 0, or 1 when a column vanished (rows dependent: not FIND-INDICES' output)."""
+    k, m = A.shape
+    cs = _chunk(m)
+    vmask = np.empty(k, dtype=np.uint64)
+    if householder_factor(A, vval, beta, vptr, vidx, free, vmask):
+        return 1
     # Z[:, col] = H_0 ... H_{k-1} e_f (in a contiguous work vector)
     col = 0
     z = np.empty(m)
@@ -458,8 +471,8 @@ def noslip_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, S
     CSR rows (indptr, indices, data) of M, J, L (limits), N, S, T scattered into dense arrays as
     :func:`csr_rows_into` does (U = [L; N], ST = the touching contacts' S_i, T_i interleaved, Alg.
     2's order; zero rows for the others), bias = [l_bias; n_bias], M's block factor
-    (:func:`mass_factor`) and :func:`noslip_chain` on them: the same operations in the same order
-    as the separate calls, so the same numbers. Returns (nb, M, Lm, starts, J, U, ST, bias, chain):
+    (:func:`mass_factor`) and :func:`noslip_metric_chain` on them: the same operations in the same
+    order as the separate calls, so the same numbers. Returns (nb, M, Lm, starts, J, U, ST, bias, chain):
     nb = -1 when M is not positive definite (``chain``'s status is then 4)."""
     nj = Jp.shape[0] - 1
     nl = Lp.shape[0] - 1
@@ -483,7 +496,8 @@ def noslip_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, S
     Lm = np.empty((m, m))
     starts = np.empty(m + 1, dtype=np.int64)
     nb = mass_factor(M, Lm, starts)
-    return nb, M, Lm, starts, J, U, ST, bias, noslip_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias)
+    return nb, M, Lm, starts, J, U, ST, bias, noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h,
+                                                                   U, bias)
 
 
 @jit
@@ -652,3 +666,259 @@ def symmetric_finite(M, rel):
                     abs(M[j, i] - M[i, j]) > atol + 1e-5 * abs(M[i, j]):
                 return False
     return True
+
+
+# -- the no-slip reduction in the M^-1 metric: one Householder QR gives null(G) with Z' M Z = I ---------------
+
+@jit
+def mass_lower_solve(L, starts, nb, b, x):
+    """x = L_M^-1 b with the block factor of :func:`mass_factor` (x may be b); zero blocks of b stay zero."""
+    for blk in range(nb):
+        s0 = starts[blk]
+        s1 = starts[blk + 1]
+        nz = False
+        for i in range(s0, s1):
+            if b[i] != 0.0:
+                nz = True
+                break
+        if not nz:
+            for i in range(s0, s1):
+                x[i] = 0.0
+            continue
+        for i in range(s0, s1):
+            s = b[i]
+            for j in range(s0, i):
+                s -= L[i, j] * x[j]
+            x[i] = s / L[i, i]
+
+
+@jit
+def mass_upper_solve(L, starts, nb, b, x):
+    """x = L_M^-T b with the block factor of :func:`mass_factor` (x may be b)."""
+    for blk in range(nb):
+        s0 = starts[blk]
+        s1 = starts[blk + 1]
+        for i in range(s1 - 1, s0 - 1, -1):
+            s = b[i]
+            for j in range(i + 1, s1):
+                s -= L[j, i] * x[j]
+            x[i] = s / L[i, i]
+
+
+@jit
+def apply_reflectors(vval, vidx, vptr, beta, vmask, k, x, transpose):
+    """x <- Q' x (``transpose``: H_0 first, then H_1 ... H_{k-1}) or x <- Q x (H_{k-1} first) for
+    Q = H_0 ... H_{k-1} of :func:`householder_factor`; a reflector whose support misses x's nonzero
+    chunks (tracked as they grow) leaves x as it is and is skipped."""
+    m = x.shape[0]
+    cs = _chunk(m)
+    xmask = row_mask(x, cs)
+    for s_ in range(k):
+        t = s_ if transpose else k - 1 - s_
+        if not (xmask & vmask[t]):
+            continue
+        p0 = vptr[t]
+        p1 = vptr[t + 1]
+        s = 0.0
+        for q in range(p0, p1):
+            s += vval[q] * x[vidx[q]]
+        if s != 0.0:
+            s *= beta[t]
+            for q in range(p0, p1):
+                x[vidx[q]] -= s * vval[q]
+            xmask |= vmask[t]
+
+
+@jit
+def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
+    """One no-slip step's reduction (drumwright Sec. VI, Alg. 2, eq. 56-57) with the null-space basis
+    taken in the M metric, so that the reduced mass is the identity and is never formed.
+
+    As :func:`noslip_chain` up to FIND-INDICES (the same candidate rows G = [J; ST] in Alg. 2's
+    order, W = G M^-1, the same kept rows and Gram factor Lg). Then, with M = L_M L_M' (block
+    factor) and the kept rows Gk, the Householder QR (:func:`householder_factor`, children first)
+    of Y' = L_M^-1 Gk' = Q R gives the orthonormal Q[:, free] spanning range(Y')^perp, and
+    Z = L_M^-T Q[:, free] spans null(Gk) (Gk Z = R' Q' Q[:, free] = 0) with Z' M Z = I: the factored
+    LCP of eq. 57 is (N_r = U Z, I, f* = Z' p) and F = N_r N_r' = U X^-1 U' (eq. 56), the same matrix
+    as the orthonormal basis gives, up to round-off. Z is not formed: U Z and Z' p are Q' applied to
+    L_M^-1 U' and L_M^-1 p (:func:`apply_reflectors`), and v+ = x_p + L_M^-T Q u (recovery,
+    :func:`recover_metric_kernel`; :func:`metric_basis` forms Z when asked). x_p (G x_p = r,
+    M-minimum-norm), offset = U x_p + bias and q = U Z f* + offset as :func:`reduce_kernel`.
+    Returns (status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, vmask, free):
+    status 0, 1 (kept rows dependent), 3 (an input is not finite) or 4 (nb < 0: M's factor failed)."""
+    m = M.shape[0]
+    n = U.shape[0]
+    nj = J.shape[0]
+    r = nj + ST.shape[0]
+    p = np.empty(m)
+    ok = nb >= 0 and _all_finite(v) and _all_finite(f) and _all_finite(J) and _all_finite(ST) \
+        and _all_finite(rhs_j) and _all_finite(U) and _all_finite(bias)
+    if ok:
+        mass_matvec(M, starts, nb, v, p)
+        for t in range(m):
+            p[t] += h * f[t]
+    G = np.empty((r, m))
+    rhs = np.zeros(r)
+    for i in range(nj):
+        G[i] = J[i]
+        rhs[i] = rhs_j[i]
+    for i in range(ST.shape[0]):
+        G[nj + i] = ST[i]
+    W = np.empty((r, m))
+    Lbuf = np.empty((m, m))
+    kbuf = np.empty(m, dtype=np.int64)
+    k = 0
+    if ok:
+        mass_solve_rows_sparse(Lm, starts, nb, G, W)
+        k = find_indices_kernel(G, W, tol, Lbuf, kbuf, np.empty(m), np.empty(m + 1, dtype=np.int64),
+                                np.empty(m * m, dtype=np.int64))
+    kept = kbuf[:k].copy()
+    order = np.empty((k, 2), dtype=np.int64)
+    Lg = np.zeros((k, k))
+    Gk = np.empty((k, m))
+    Y = np.empty((k, m))
+    rk = np.empty(k)
+    for a in range(k):
+        c = kept[a]
+        if c < nj:
+            order[a, 0] = 0
+            order[a, 1] = c
+        else:
+            order[a, 0] = 1 + (c - nj) % 2
+            order[a, 1] = (c - nj) // 2
+        for b in range(a + 1):
+            Lg[a, b] = Lbuf[a, b]
+        Gk[a] = G[c]
+        rk[a] = rhs[c]
+        if ok:
+            mass_lower_solve(Lm, starts, nb, G[c], Y[a])
+    d = m - k
+    vval = np.empty(k * m)
+    vidx = np.empty(k * m, dtype=np.int64)
+    vptr = np.zeros(k + 1, dtype=np.int64)
+    beta = np.empty(k)
+    vmask = np.zeros(k, dtype=np.uint64)
+    free = np.ones(m, dtype=np.bool_)
+    x_p, UZ, Zp = np.zeros(m), np.zeros((n, d)), np.zeros(d)
+    offset, q = np.zeros(n), np.zeros(n)
+    status = 0 if ok else (3 if nb >= 0 else 4)
+    if ok and householder_factor(Y, vval, beta, vptr, vidx, free, vmask):
+        status = 1
+    if status:
+        return status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, vmask, free
+    w = np.empty(m)
+    for i in range(n):                  # U Z = rows of (Q' L_M^-1 U')[free]
+        mass_lower_solve(Lm, starts, nb, U[i], w)
+        apply_reflectors(vval, vidx, vptr, beta, vmask, k, w, True)
+        a = 0
+        for t in range(m):
+            if free[t]:
+                UZ[i, a] = w[t]
+                a += 1
+    mass_lower_solve(Lm, starts, nb, p, w)          # Z' p = (Q' L_M^-1 p)[free] = f* (Z' M Z = I)
+    apply_reflectors(vval, vidx, vptr, beta, vmask, k, w, True)
+    a = 0
+    for t in range(m):
+        if free[t]:
+            Zp[a] = w[t]
+            a += 1
+    anyr = False
+    for i in range(k):
+        if rk[i] != 0.0:
+            anyr = True
+    if anyr:                            # x_p = M^-1 Gk' (Gk M^-1 Gk')^-1 r
+        wk = np.empty(k)
+        chol_solve(Lg, k, rk, wk)
+        for i in range(k):
+            c = wk[i]
+            for t in range(m):
+                x_p[t] += Gk[i, t] * c
+        mass_solve(Lm, starts, nb, x_p, x_p)
+    for i in range(n):
+        s = bias[i]
+        for t in range(m):
+            s += U[i, t] * x_p[t]
+        offset[i] = s
+        for a in range(d):
+            s += UZ[i, a] * Zp[a]
+        q[i] = s
+    return status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, vmask, free
+
+
+@jit
+def _metric_apply(Lm, starts, nb, vval, vidx, vptr, beta, vmask, free, u, x):
+    """x = Z u = L_M^-T Q u_hat (u_hat: u on the free rows, ascending; zero on the pivot rows)."""
+    m = x.shape[0]
+    k = beta.shape[0]
+    a = 0
+    for t in range(m):
+        if free[t]:
+            x[t] = u[a]
+            a += 1
+        else:
+            x[t] = 0.0
+    apply_reflectors(vval, vidx, vptr, beta, vmask, k, x, False)
+    mass_upper_solve(Lm, starts, nb, x, x)
+
+
+@jit
+def metric_basis(Lm, starts, nb, vval, vidx, vptr, beta, vmask, free):
+    """Z (m, d) of :func:`noslip_metric_chain`: Z e_a = L_M^-T Q e_f (f the a-th free row), with
+    Gk Z = 0 and Z' M Z = I."""
+    m = free.shape[0]
+    d = 0
+    for t in range(m):
+        if free[t]:
+            d += 1
+    Z = np.empty((m, d))
+    u = np.zeros(d)
+    x = np.empty(m)
+    for a in range(d):
+        u[a] = 1.0
+        _metric_apply(Lm, starts, nb, vval, vidx, vptr, beta, vmask, free, u, x)
+        u[a] = 0.0
+        for t in range(m):
+            Z[t, a] = x[t]
+    return Z
+
+
+@jit
+def recover_metric_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, vval, vidx, vptr, beta, vmask, free, Nr, f_star,
+                          p, U, z, n_joint, n_contact):
+    """:func:`recover_kernel` for the basis of :func:`noslip_metric_chain` (Z' M Z = I): u = Nr' z + f*,
+    v = x_p + Z u = x_p + L_M^-T Q u_hat (:func:`apply_reflectors`), then the kept rows'
+    multipliers lam = (Gk M^-1 Gk')^-1 Gk M^-1 (M v - p - U' z) scattered to (joint, S, T) and U v,
+    as :func:`recover_kernel`. Returns (v, lam, joint, ts, tt, Uv)."""
+    m = M.shape[0]
+    k = Gk.shape[0]
+    n = U.shape[0]
+    d = Nr.shape[1]
+    u = f_star.copy()
+    add_rmatvec(Nr, z, 1.0, u)
+    v = np.empty(m)
+    if d:
+        _metric_apply(Lm, starts, nb, vval, vidx, vptr, beta, vmask, free, u, v)
+    else:
+        for t in range(m):
+            v[t] = 0.0
+    for t in range(m):
+        v[t] += x_p[t]
+    res = np.empty(m)
+    mass_matvec(M, starts, nb, v, res)
+    for t in range(m):
+        res[t] -= p[t]
+    add_rmatvec(U, z, -1.0, res)
+    lam = np.zeros(k)
+    if k:
+        wm = np.empty(m)
+        mass_solve(Lm, starts, nb, res, wm)
+        g = np.empty(k)
+        matvec(Gk, wm, g)
+        chol_solve(Lg, k, g, lam)
+    joint = np.zeros(n_joint)
+    ts = np.zeros(n_contact)
+    tt = np.zeros(n_contact)
+    scatter_impulses(order, lam, joint, ts, tt)
+    Uv = np.empty(n)
+    matvec(U, v, Uv)
+    return v, lam, joint, ts, tt, Uv

@@ -5,12 +5,15 @@ Velocity level (eq. 23-25) with S v+ = T v+ = 0 (eq. 45-46) and J v+ = 0 (eq. 24
     M (v+ - v) = dt f + J' f_j + N' f_n + S' f_s + T' f_t,   0 <= f_n  _|_  N v+ >= 0.
 
 FIND-INDICES (Alg. 2) keeps independent rows G = [J_J; S_S; T_T], so A (eq. 47) is nonsingular.
-The LCP matrix F = N X^-1 N' (eq. 56) is kept factored: with Z an orthonormal basis of null(G),
+The LCP matrix F = N X^-1 N' (eq. 56) is kept factored: with Z a basis of null(G),
 X^-1 = Z (Z' M Z)^-1 Z' on the momentum, so the problem is the factored LCP (N Z, Z' M Z,
 Z' (M v + dt f)) (eq. 57 plus the dt f of eq. 23; a ``ShiftedFactoredLCP``, whose constant offset
 carries nonzero joint right-hand sides J v+ = J_rhs and normal biases); ``ppm`` (Alg. 1) solves it
 without forming F, and at most rank(F) <= m - rank(G) normal impulses are positive (Lemma 1,
-Theorem 1). Statuses are the solver's; a build never raises on a valid system.
+Theorem 1). Z is taken in the M metric (Z = L_M^-T Q[:, free] from the Householder QR of
+L_M^-1 G', M = L_M L_M'; :class:`MetricReduced`), so Z' M Z = I is neither formed nor factored and
+the factored LCP is (N Z, I, Z' (M v + dt f)). Statuses are the solver's; a build never raises on a
+valid system.
 """
 from __future__ import annotations
 
@@ -20,11 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
+from ..kernels import noslip as K
 from ..kernels.noslip import csr_rows_into, noslip_system_chain, symmetric_finite
 from .built import ACTIVE_GAP, Built, touching
 from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult  # noqa: F401
-from .find_indices import (_NOT_SPD, NOT_FINITE, IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates,
-                           _reduced, reduce_step, step_inputs)
+from .find_indices import (NOT_FINITE, IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates,
+                           step_inputs)
 
 # one set of contact-mode constants and one result type for every model (models/common.py)
 SEPARATING, STICKING, SLIDING = MODE_SEPARATING, MODE_STICKING, MODE_SLIDING
@@ -129,17 +133,70 @@ def build_noslip(M, v, f, dt: float, N, S, T, J=None, *, J_rhs=None, normal_bias
 def _reduce_step(cf: MassFactor, v, f, dt, N, J, ST, rhs_j, bias, cfm, tol, n_tangent, t0) -> NoSlipProblem:
     """FIND-INDICES on the equality rows J (J v+ = rhs_j) and the tangent rows ST (S_i, T_i
     interleaved: Alg. 2's order) and the factored LCP of eq. 57, in one compiled call
-    (:func:`~contactlab.models.find_indices.reduce_step`); shapes already checked
-    (:func:`build_noslip`) or built by the library (:func:`build`). A non-finite input is named."""
+    (kernels/noslip.py ``noslip_metric_chain``); shapes already checked (:func:`build_noslip`) or
+    built by the library (:func:`build`). A non-finite input is named."""
     c = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     J, v, f = c(J), c(v), c(f)
-    try:
-        red = reduce_step(cf, J, c(ST), c(rhs_j), tol, v, f, dt, c(N), c(bias), cfm)
-    except ModelError as exc:
-        if str(exc) == NOT_FINITE:
-            check_dynamics(cf.M, v, f, N, J)      # names v, f, N or J when one of them is the culprit
-        raise
+    N = c(N)
+    chain = K.noslip_metric_chain(cf.M, cf.L, cf.starts, cf.nb, J, c(ST), c(rhs_j), float(tol), v, f, float(dt), N,
+                                  c(bias))
+    if chain[0] == 3:
+        check_dynamics(cf.M, v, f, N, J)      # names v, f, N or J when one of them is the culprit
+    red = _metric_reduced(cf, chain, cfm, N)
     return NoSlipProblem(red.problem, red, cf.M, red.p, red.U, J.shape[0], n_tangent, time.perf_counter() - t0)
+
+
+class MetricReduced(Reduced):
+    """:class:`~contactlab.models.find_indices.Reduced` of the no-slip reduction in the M metric
+    (kernels/noslip.py ``noslip_metric_chain``): x = x_p + Z u with Z = L_M^-T Q[:, free]
+    (M = L_M L_M', Q the Householder reflectors of L_M^-1 G'), so Z' M Z = I and the factored LCP is
+    (U Z, I, Z' p) (drumwright eq. 56-57: F = U Z Z' U' = N X^-1 N'). Z is formed only when read
+    (``Z``; recovery applies the reflectors to one vector, ``recover``)."""
+
+    def __init__(self, problem, x_p, sets, M_factor, p, U, refl, d):
+        super().__init__(problem, None, x_p, sets, M_factor, p, U)
+        self.refl, self.d = refl, d
+
+    @property
+    def Z(self) -> np.ndarray:
+        if self._Z is None:
+            cf = self.M_factor
+            Z = K.metric_basis(cf.L, cf.starts, cf.nb, *self.refl)
+            # every coordinate fixed: the inert coordinate of find_indices._reduced (Z = 0 (m, 1))
+            self._Z = Z if self.d else np.zeros((Z.shape[0], 1))
+        return self._Z
+
+    @Z.setter
+    def Z(self, value):
+        self._Z = value
+
+    def recover(self, z: np.ndarray, n_joint: int, n_contact: int):
+        """(x, lam, joint, s, t, U x) for the contact impulses z (n,) as :meth:`Reduced.recover`, in one
+        compiled pass (kernels/noslip.py ``recover_metric_kernel``)."""
+        cf, sets, pr = self.M_factor, self.sets, self.problem
+        return K.recover_metric_kernel(cf.M, cf.L, cf.starts, cf.nb, sets.G, sets.L, sets.order, self.x_p,
+                                       *self.refl, pr.N, pr.f_star, self.p, self.U,
+                                       np.ascontiguousarray(z, dtype=np.float64), n_joint, n_contact)
+
+
+_CHAIN_ERRORS = {1: "FIND-INDICES kept dependent rows (numerical failure)", 3: NOT_FINITE,
+                 4: "M is not positive definite; a mass matrix must be SPD"}
+
+
+def _metric_reduced(cf: MassFactor, chain, cfm: float, U: np.ndarray) -> MetricReduced:
+    """The MetricReduced of ``noslip_metric_chain``'s output (ModelError on a failed status)."""
+    st, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, vmask, free = chain
+    if st:
+        raise ModelError(_CHAIN_ERRORS[st])
+    d = UZ.shape[1]
+    if d == 0:   # every coordinate is fixed: one inert coordinate keeps the factored form
+        one = np.ones((1, 1))
+        problem = ShiftedFactoredLCP.from_factor(np.zeros((offset.shape[0], 1)), one, one, np.zeros(1), np.zeros(1),
+                                                 offset, offset.copy(), cfm)
+    else:
+        eye = np.eye(d)
+        problem = ShiftedFactoredLCP.from_factor(UZ, eye, eye, Zp, Zp.copy(), offset, q, cfm)
+    return MetricReduced(problem, x_p, IndexSets(Gk, Lg, order, kept), cf, p, U, (vval, vidx, vptr, beta, vmask, free), d)
 
 
 def _impulses(built: NoSlipProblem, z) -> np.ndarray:
@@ -298,7 +355,6 @@ def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, state, t0=None
     return MotorStep(step, state, nj)
 
 
-_CHAIN_ERRORS = {1: "FIND-INDICES kept dependent rows (numerical failure)", 2: _NOT_SPD, 3: NOT_FINITE}
 
 
 def _f64(x) -> np.ndarray:
@@ -324,16 +380,12 @@ def _build_csr(sys, o: Options) -> Built | None:
         Nc.indptr, Nc.indices, Nc.data, Sc.indptr, Sc.indices, Sc.data, Tc.indptr, Tc.indices, Tc.data,
         touching(sys, o.active_gap), _f64(sys.v), _f64(sys.f), _f64(sys.j_rhs), _f64(sys.l_bias), _f64(sys.n_bias),
         float(o.tol), float(sys.h))
-    st, kept, order, p, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q = chain
-    if st:
-        # the general path's errors: M's factor first (naming a non-finite argument), then the chain's
-        check_dynamics(M, sys.v, sys.f, U, J) if st in (3, 4) else None
-        raise ModelError("M is not positive definite; a mass matrix must be SPD" if st == 4 else _CHAIN_ERRORS[st])
+    if chain[0] in (3, 4):     # the general path's errors: a non-finite argument named first
+        check_dynamics(M, sys.v, sys.f, U, J)
     cf = MassFactor.__new__(MassFactor)
     cf.M, cf.L, cf.starts, cf.nb = M, Lm, starts, nb
-    red = _reduced(IndexSets(Gk, Lg, order, kept), cf, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q,
-                   float(sys.cfm + o.cfm), p, U)
-    step = NoSlipProblem(red.problem, red, M, p, U, nj, nc, time.perf_counter() - t0)
+    red = _metric_reduced(cf, chain, float(sys.cfm + o.cfm), U)
+    step = NoSlipProblem(red.problem, red, M, red.p, U, nj, nc, time.perf_counter() - t0)
     return Built(red.problem, {"limit": slice(0, nl), "normal": slice(nl, nl + nc)},
                  MotorStep(step, np.zeros(0, np.int8), nj))
 
