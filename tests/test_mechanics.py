@@ -308,3 +308,36 @@ def test_pyramid_rows_are_the_rotated_tangents():
             for k in range(d):
                 a = 2 * np.pi * k / d
                 assert np.allclose(D[i * d + k], np.cos(a) * S[i].toarray() + np.sin(a) * T[i].toarray(), atol=1e-15)
+
+
+def test_build_system_compiled_terms_equal_their_references():
+    """build_system's two compiled calls (mechanics/kernels.py body_terms, contact_terms) give what the
+    separate routines give: mass blocks, velocity vector, forces (gravity, gyroscopic, joint torques),
+    N, S, T (S and T sharing one pattern object, the layout contact_modes reads) and the stacked
+    [N; S; T]; the normal bias against its formula at a gap, within the slop and beyond it."""
+    import scipy.sparse as sp
+    from contactlab.collision import CollisionWorld
+    from contactlab.mechanics.system import (build_system, contact_frame_rows, generalized_forces, mass_blocks,
+                                             normal_bias)
+    scene = make_scene("pile", count=6)
+    scene.settings.gyroscopic = True
+    model, data = build_model(scene)
+    rng = np.random.default_rng(5)
+    data.angular_velocity[:] = rng.normal(size=(model.nb, 3))
+    data.linear_velocity[:] = rng.normal(size=(model.nb, 3))
+    contacts = CollisionWorld(model).detect(data, margin=0.05)
+    assert contacts.count > 0
+    sys = build_system(model, data, contacts, 0.01)
+    Bm, Bw = mass_blocks(model, data)
+    assert np.array_equal(sys.W_blocks, Bw) and np.array_equal(sys.M.toarray(), sp.block_diag(list(Bm)).toarray())
+    assert np.array_equal(sys.v, data.velocity_vector(model))
+    assert np.array_equal(sys.f, generalized_forces(model, data))
+    for got, ref in zip((sys.N, sys.S, sys.T), contact_frame_rows(model, data, contacts)):
+        assert (abs(got - ref)).max() == 0.0
+    assert sys.S.indices is sys.T.indices and sys.S.indptr is sys.T.indptr
+    assert (abs(sys.NST - sp.vstack([sys.N, sys.S, sys.T], format="csr"))).max() == 0.0
+    h, zeta, slop = 0.01, 0.2, 1e-3
+    phi = np.array([0.02, 0.0, -5e-4, -1e-3, -3e-3])
+    ref = np.where(phi > 0, phi / h, 0.0)
+    ref[phi < -slop] = zeta * (phi[phi < -slop] + slop) / h
+    assert np.array_equal(normal_bias(phi, h, zeta, slop), ref)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
+from .joint_kernels import body_forces
 
 
 @jit
@@ -477,3 +478,43 @@ def delassus_csr(indptr, indices, data, W, n, diag):
             k += 1
         out_p[r + 1] = k
     return out_v[:k].copy(), out_c[:k].copy(), out_p
+
+
+@jit
+def normal_bias_kernel(phi, h, zeta, slop):
+    """Per contact: phi/h for a gap (speculative contact), 0 within the slop, zeta (phi + slop)/h
+    beyond it (mechanics/system.py ``normal_bias``)."""
+    out = np.empty(phi.size)
+    for i in range(phi.size):
+        out[i] = phi[i] / h if phi[i] > 0 else 0.0
+        if phi[i] < -slop:
+            out[i] = zeta * (phi[i] + slop) / h
+    return out
+
+
+@jit
+def body_terms(live, dof_start, quaternion, mass, inertia, inv_inertia, gravity, linear_velocity,
+               angular_velocity, gyroscopic, f):
+    """build_system's per-body terms in one call: (Bm, Bw, v) = the blocks of M and M^-1 of the
+    bodies ``live`` (:func:`mass_blocks_kernel`), the velocity vector (:func:`velocity_vector`),
+    and f += each body's gravity and gyroscopic force in place (joint_kernels.py ``body_forces``)."""
+    Bm, Bw = mass_blocks_kernel(live, quaternion, mass, inertia, inv_inertia)
+    v = velocity_vector(dof_start, linear_velocity, angular_velocity)
+    body_forces(live, dof_start, mass, inertia, gravity, quaternion, angular_velocity, gyroscopic, f)
+    return Bm, Bw, v
+
+
+@jit
+def contact_terms(a, b, dof_start, position, P, normal, t1, t2, phi, h, zeta, slop):
+    """build_system's per-contact terms in one call: the rows of the normal and the two tangents
+    (:func:`frame_rows_csr`, directions in that order) and the normal rows' bias
+    (:func:`normal_bias_kernel`)."""
+    k = normal.shape[0]
+    U = np.empty((3, k, 3))
+    for i in range(k):
+        for c in range(3):
+            U[0, i, c] = normal[i, c]
+            U[1, i, c] = t1[i, c]
+            U[2, i, c] = t2[i, c]
+    data, indices, indptr = frame_rows_csr(a, b, dof_start, position, P, U)
+    return data, indices, indptr, normal_bias_kernel(phi, h, zeta, slop)

@@ -358,33 +358,57 @@ def pyramid_rows(S: sp.csr_matrix, T: sp.csr_matrix, d: int) -> sp.csr_matrix:
 
 def normal_bias(phi: np.ndarray, h: float, zeta: float, slop: float) -> np.ndarray:
     """phi/h for a gap (speculative contact), 0 within the slop, zeta (phi + slop)/h beyond it
-    (pass zeta = 0 when penetration is corrected at the position level)."""
-    out = np.where(phi > 0, phi / h, 0.0)
-    deep = phi < -slop
-    out[deep] = zeta * (phi[deep] + slop) / h
-    return out
+    (pass zeta = 0 when penetration is corrected at the position level); compiled
+    (mechanics/kernels.py ``normal_bias_kernel``)."""
+    return _K.normal_bias_kernel(np.ascontiguousarray(phi, dtype=np.float64), float(h), float(zeta), float(slop))
+
+
+def _live(model: Model) -> np.ndarray:
+    """The bodies with dofs (ascending), computed once per dof layout of the model."""
+    cached = model.__dict__.get("_live_bodies")
+    if cached is None or cached[0] is not model.dof_start:
+        cached = (model.dof_start, np.flatnonzero(model.dof_start >= 0))
+        object.__setattr__(model, "_live_bodies", cached)
+    return cached[1]
 
 
 def build_system(model: Model, data: Data, contacts, h: float | None = None) -> ConstraintSystem:
     """Assemble the :class:`ConstraintSystem` of the current state and ``contacts``."""
     st = model.settings
     h = float(st.dt if h is None else h)
-    if np.any(model.dof_start >= 0):
-        Bm, Bw = mass_blocks(model, data)
+    live = _live(model)
+    # the bodies' terms (mass blocks, velocity, gravity and gyroscopic forces) in one compiled call
+    f = joint_torque_forces(model, data)
+    if live.size:
+        Bm, Bw, v = _K.body_terms(live, model.dof_start, data.quaternion, model.mass, model.inertia,
+                                  model.inv_inertia, model.gravity, data.linear_velocity, data.angular_velocity,
+                                  bool(st.gyroscopic), f)
         M, Minv = _block_csr(Bm), _block_csr(Bw)
     else:
-        (M, Minv), Bw = mass_matrices(model, data), np.zeros((0, 6, 6))
-    v = data.velocity_vector(model)
-    f = generalized_forces(model, data)
+        (M, Minv), Bw, v = mass_matrices(model, data), np.zeros((0, 6, 6)), data.velocity_vector(model)
     (J, j_rhs, j_err, jl), (L, l_bias, ll), (A, a_target, a_max, al), _ = joint_rows(model, data, h)
     d = int(st.friction_directions)
-    (N, S, T), NST = _contact_frame_rows(model, data, contacts)      # D (pyramid) formed on first use
-    nc = N.shape[0]
-    phi = contacts.phi if nc else np.zeros(0)
-    mu = contacts.mu if nc else np.zeros(0)
-    guess = getattr(contacts, "normal_guess", None) if nc else None
+    zeta = st.contact_zeta if st.contact_stabilization == "velocity" else 0.0
+    nc = 0 if contacts is None else contacts.count
+    if nc:
+        # the contact rows N, S, T (stacked; each a view) and the normal bias in one compiled call
+        dv, ix, ip, n_bias = _K.contact_terms(
+            contacts.body_a.astype(np.int64, copy=False), contacts.body_b.astype(np.int64, copy=False),
+            model.dof_start, data.position, np.ascontiguousarray(contacts.point, dtype=np.float64),
+            np.ascontiguousarray(contacts.normal, dtype=np.float64), np.ascontiguousarray(contacts.t1, dtype=np.float64),
+            np.ascontiguousarray(contacts.t2, dtype=np.float64), np.ascontiguousarray(contacts.phi, dtype=np.float64),
+            h, float(zeta), float(st.slop))
+        own_ix, own_ip = ix[:dv.shape[1]], ip[:nc + 1]        # one pattern object for all three
+        N, S, T = (csr_of(x, own_ix, own_ip, (nc, model.ndof)) for x in dv)
+        NST = csr_of(dv.reshape(-1), ix, ip, (3 * nc, model.ndof))
+        phi, mu = contacts.phi, contacts.mu
+        guess = getattr(contacts, "normal_guess", None)
+    else:
+        (N, S, T), NST = _contact_frame_rows(model, data, contacts)
+        phi = mu = n_bias = np.zeros(0)
+        guess = None
     return ConstraintSystem(h=h, ndof=model.ndof, M=M, Minv=Minv, v=v, f=f, J=J, j_rhs=j_rhs, j_err=j_err,
-                            L=L, l_bias=l_bias, N=N, n_bias=normal_bias(phi, h, st.contact_zeta if st.contact_stabilization == 'velocity' else 0.0, st.slop),
+                            L=L, l_bias=l_bias, N=N, n_bias=n_bias,
                             S=S, T=T, d=d, mu=mu, phi=phi, A=A, a_target=a_target, a_max=a_max,
                             cfm=float(st.cfm), contacts=contacts,
                             normal_guess=np.full(nc, np.nan) if guess is None else guess,
