@@ -1,11 +1,15 @@
 """Compiled parts of the factored contact LCP (N M^-1 N' + cfm I, N M^-1 f + offset; drumwright
 eq. 41-42) with a dense N and the lower Cholesky factor L of M: the certification's w and term
-sizes in one pass, the clear cases of Theorem 1's full-row-rank condition, and N's CSR arrays
-for ppm."""
+sizes in one pass (and the six certification numbers, :func:`factored_certify`), the clear cases of
+Theorem 1's full-row-rank condition, N's CSR arrays for ppm, and ppm's whole solve of a dense N in
+one call (:func:`ppm_dense`)."""
 import numpy as np
 
 from ._jit import jit
 from .dense import add_rmatvec, chol_factor_block, chol_solve
+from .pivoting import UNBOUNDED as PPM_UNBOUNDED
+from .pivoting import ppm_kernel
+from .residual import lcp_relative_kernel, lcp_residual_kernel
 from .tolerances import EPS
 
 #: :func:`clear_full_row_rank` answers True only when the smallest singular value of N exceeds the
@@ -101,3 +105,72 @@ def dense_csr(N):
                 data[p] = N[i, j]
                 p += 1
     return indptr, indices, data
+
+
+@jit
+def factored_certify(N, L, f_star, offset, cfm, q, z):
+    """FactoredLCP.certify's numbers in one call: w and the term sizes t (:func:`factored_w_terms`),
+    then problems/residual.py ``lcp_residuals`` (kernels/residual.py ``lcp_residual_kernel``) and
+    ``lcp_relative`` (``lcp_relative_kernel`` with these t): the same kernels on the same arrays.
+    Returns (w, (natural, complementarity, infeasibility, relative natural, relative
+    complementarity, relative infeasibility))."""
+    n = N.shape[0]
+    w = np.empty(n)
+    t = np.empty(n)
+    factored_w_terms(N, L, f_star, offset, cfm, z, w, t, True)
+    a = lcp_residual_kernel(z, w)
+    r = lcp_relative_kernel(z, w, q, t, -1.0)
+    return w, (a[0], a[1], a[2], r[0], r[1], r[2])
+
+
+#: :func:`ppm_dense` codes of drumwright Theorem 1's case (solvers/pivoting.py ``theorem1_holds``)
+THEOREM1_UNCLEAR, THEOREM1_CFM, THEOREM1_NO_OFFSET, THEOREM1_FULL_RANK = -1, 0, 1, 2
+
+
+@jit
+def ppm_dense(N, Lm, f_star, offset, q, cfm, max_it):
+    """solvers/pivoting.py ``ppm_solve`` on a dense N in one call (drumwright Alg. 1, Theorem 1):
+    Theorem 1's clear cases (cfm > 0; no offset; N of full row rank beyond doubt,
+    :func:`clear_full_row_rank`), N's CSR arrays (:func:`dense_csr`), the work arrays, the pivoting
+    kernel (kernels/pivoting.py ``ppm_kernel``), z = max(z, 0) and its certification
+    (:func:`factored_certify`, what ``solve()`` would compute on that z). Returns (case, code, k, z,
+    w, numbers, counts, nonbasic (sorted), positive, rows[0]); case THEOREM1_UNCLEAR means nothing
+    was solved (the caller runs the SVD / least-squares test of Theorem 1)."""
+    n, m = N.shape
+    case = THEOREM1_UNCLEAR
+    if cfm > 0:
+        case = THEOREM1_CFM
+    else:
+        case = THEOREM1_NO_OFFSET
+        for i in range(n):
+            if offset[i] != 0.0:
+                case = THEOREM1_UNCLEAR
+                break
+        if case == THEOREM1_UNCLEAR and n <= m and clear_full_row_rank(N):
+            case = THEOREM1_FULL_RANK
+    counts = np.zeros(2, dtype=np.int64)
+    z = np.zeros(n)
+    w = np.zeros(0)
+    if case == THEOREM1_UNCLEAR:
+        return case, 0, 0, z, w, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), counts, np.zeros(0, dtype=np.int64), 0, 0
+    indptr, indices, data = dense_csr(N)
+    kmax = n if cfm > 0 else min(m, n)
+    L = np.zeros((kmax + 1, kmax + 1))
+    rows = np.zeros(kmax + 1, dtype=np.int64)
+    Gb = np.zeros((kmax + 1, m))
+    zb = np.zeros(kmax + 1)
+    wt = np.zeros(n)
+    code, k = ppm_kernel(indptr, indices, data, Lm, q, cfm, max_it, L, rows, Gb, zb, wt, np.zeros(kmax + 1),
+                         np.zeros(kmax + 1), np.zeros(m), np.zeros(m), np.zeros(m), counts)
+    if code != PPM_UNBOUNDED:
+        for a in range(k):
+            z[rows[a]] = zb[a]
+    positive = 0
+    for i in range(n):
+        if z[i] > 0.0:
+            positive += 1
+        elif z[i] < 0.0:            # np.maximum(z, 0) (NaN kept)
+            z[i] = 0.0
+    nonbasic = np.sort(rows[:k])
+    w, numbers = factored_certify(N, Lm, f_star, offset, cfm, q, z)
+    return case, code, k, z, w, numbers, counts, nonbasic, positive, rows[0]

@@ -9,13 +9,14 @@ import scipy.sparse as sp
 
 from ..errors import ParamError
 from ..kernels import pivoting as K
+from ..kernels import factored as KF
 from ..kernels.factored import clear_full_row_rank, dense_csr
 from ..kernels.tolerances import CERTIFY, ITERATE, RANK
 from ..problems import LCP, FactoredLCP
 from ..problems.residual import lcp_natural_residual, lcp_residuals
 from ..problems.validation import to_dense
 from ..solution import Solution, Status
-from .registry import check_common, dense_matrix_for, register
+from .registry import certified_by_kernel, check_common, dense_matrix_for, register
 
 _STATUS = {K.SOLVED: Status.SOLVED, K.UNBOUNDED: Status.NO_SOLUTION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
            K.NUMERICAL: Status.NUMERICAL_FAILURE, K.NOT_P: Status.NUMERICAL_FAILURE}
@@ -186,6 +187,11 @@ def theorem1_holds(problem: FactoredLCP) -> tuple[bool, str]:
                      "which is guaranteed for PSD LCPs")
 def ppm_solve(problem: FactoredLCP, opts: PPMOptions, warm_start=None) -> Solution:
     n, m = problem.n, problem.m
+    N = problem.N
+    if type(N) is np.ndarray and N.dtype == np.float64 and N.flags.c_contiguous:
+        sol = _ppm_dense(problem, opts)
+        if sol is not None:
+            return sol
     ok, why = theorem1_holds(problem)
     if not ok:
         sol = dantzig_solve(problem.to_lcp(), _default_dantzig(opts))
@@ -217,6 +223,34 @@ def ppm_solve(problem: FactoredLCP, opts: PPMOptions, warm_start=None) -> Soluti
     info.update({"positive": int(np.sum(z > 0)), "rank_bound": m, "nonbasic": np.sort(rows[:k]).copy()})
     return Solution(z=np.maximum(z, 0.0), w=np.empty(0), status=_STATUS[code], iterations=int(counts[0]),
                     pivots=int(counts[1]), info=info)
+
+
+_THEOREM1_WHY = {KF.THEOREM1_CFM: "cfm > 0: [N, sqrt(cfm) I] has full row rank",
+                 KF.THEOREM1_NO_OFFSET: "q = N f* (no offset)", KF.THEOREM1_FULL_RANK: "N has full row rank"}
+
+
+def _ppm_dense(problem: FactoredLCP, opts: PPMOptions) -> Solution | None:
+    """:func:`ppm_solve` of a dense N in one compiled call (kernels/factored.py ``ppm_dense``: Theorem
+    1's clear cases, the pivoting, z and its certification, which ``solve()`` then reads instead of
+    computing it again, :func:`~contactlab.solvers.registry.certified_by_kernel`). None when Theorem 1
+    is not clear from cfm, the offset or the compiled rank test (the general path decides)."""
+    n = problem.n
+    max_it = opts.max_iterations if opts.max_iterations is not None else 10 * n + 100
+    case, code, k, z, w, numbers, counts, nonbasic, positive, row0 = KF.ppm_dense(
+        problem.N, problem.lower_factor(), np.ascontiguousarray(problem.f_star, dtype=np.float64),
+        np.ascontiguousarray(problem.offset, dtype=np.float64), np.ascontiguousarray(problem.q, dtype=np.float64),
+        float(problem.cfm), int(max_it))
+    if case == KF.THEOREM1_UNCLEAR:
+        return None
+    info = {"theorem1": _THEOREM1_WHY[case]}
+    if code == K.UNBOUNDED:   # a zero row (N_i M^-1 N_i' = 0) with q_i < 0: y = e_i is a Farkas vector
+        y = np.zeros(n)
+        y[row0] = 1.0
+        info["certificate"] = {"kind": "farkas", "y": y}
+    info["positive"], info["rank_bound"], info["nonbasic"] = int(positive), problem.m, nonbasic
+    sol = Solution(z=z, w=np.empty(0), status=_STATUS[code], iterations=int(counts[0]), pivots=int(counts[1]),
+                   info=info)
+    return certified_by_kernel(sol, problem, w, numbers)
 
 
 def _default_dantzig(opts: PPMOptions) -> DantzigOptions:
