@@ -341,3 +341,20 @@ def test_build_system_compiled_terms_equal_their_references():
     ref = np.where(phi > 0, phi / h, 0.0)
     ref[phi < -slop] = zeta * (phi[phi < -slop] + slop) / h
     assert np.array_equal(normal_bias(phi, h, zeta, slop), ref)
+
+
+def test_box_friction_q_compiled_equals_its_formula():
+    """box friction's q = H v_free - [j_rhs; a_target; -l_bias; -n_bias; 0] in one compiled pass
+    (models/box_friction.py _q_kernel) equals the concatenated formula, on a scene with joint,
+    motor and contact rows."""
+    from contactlab.models import box_friction as BF
+    from contactlab.mechanics.system import rows_times
+    sim = Simulator(make_scene("box-gripper"), "box-friction", "pgs")
+    for _ in range(30):
+        sim.step()
+    sys = sim.last_system
+    assert sys.nj and sys.nm and sys.nc
+    sys.l_bias = np.linspace(0.1, 0.2, sys.nl) if sys.nl else sys.l_bias
+    H = BF._rows(sys)
+    rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * sys.nc)])
+    assert np.array_equal(BF._q(sys, H), rows_times(H, sys.v_free()) - rhs)

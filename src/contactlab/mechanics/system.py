@@ -215,7 +215,7 @@ def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
     if not (sp.issparse(H) and H.format == "csr"):
         H = sp.csr_matrix(H)
     n = H.shape[0]
-    diag = np.broadcast_to(np.asarray(diag, dtype=np.float64), (n,)).copy()
+    diag = np.full(n, float(diag)) if np.ndim(diag) == 0 else np.array(diag, dtype=np.float64).reshape(n)
     ip, ix = H.indptr.astype(np.int64, copy=False), H.indices.astype(np.int64, copy=False)
     dv = H.data.astype(np.float64, copy=False)
     if dense:
