@@ -326,6 +326,10 @@ def test_fused_build_equals_general_path_bit_for_bit():
         ra, rb = noslip.recover(sys_, a, sol), noslip.recover(sys_, b, sol)
         for x, y in ((ra.v_next, rb.v_next), (ra.joint, rb.joint), (ra.tangent, rb.tangent), (ra.normal, rb.normal)):
             assert np.array_equal(x, y)
+        # the model's recover (one compiled call without motors) and recover_noslip (Reduced.recover)
+        rc = recover_noslip(sa, sol.z)
+        assert np.array_equal(ra.v_next, rc.v_next) and np.array_equal(ra.joint, rc.joint)
+        assert np.array_equal(ra.tangent, rc.tangent) and np.array_equal(ra.normal, rc.normal)
 
 
 def _orthonormal_reference(M, v, f, dt, N, S, T, J, J_rhs=None, bias=None):

@@ -922,3 +922,17 @@ def recover_metric_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, vval, vidx, vpt
     Uv = np.empty(n)
     matvec(U, v, Uv)
     return v, lam, joint, ts, tt, Uv
+
+
+@jit
+def recover_metric_step(M, Lm, starts, nb, Gk, Lg, order, x_p, vval, vidx, vptr, beta, vmask, free, Nr, f_star, p,
+                        U, z, n_joint, n_contact):
+    """:func:`recover_metric_kernel` for models/noslip.py ``recover``: (v+, joint impulses, tangential
+    impulses (n_contact, 2): S and T columns)."""
+    v, _, joint, ts, tt, _ = recover_metric_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, vval, vidx, vptr, beta,
+                                                   vmask, free, Nr, f_star, p, U, z, n_joint, n_contact)
+    tangent = np.empty((n_contact, 2))
+    for i in range(n_contact):
+        tangent[i, 0] = ts[i]
+        tangent[i, 1] = tt[i]
+    return v, joint, tangent

@@ -461,6 +461,19 @@ def recover(sys, built: Built, solution, options: Options | None = None):
     ms = built.state
     step = ms.step
     z = _impulses(step, solution.z)
+    red = step.reduced
+    if not ms.state.shape[0] and type(red) is MetricReduced:    # no motors: one compiled call
+        cf, sets, pr = red.M_factor, red.sets, red.problem
+        v_next, joint, tangent = K.recover_metric_step(cf.M, cf.L, cf.starts, cf.nb, sets.G, sets.L, sets.order,
+                                                       red.x_p, *red.refl, pr.N, pr.f_star, red.p, red.U,
+                                                       np.ascontiguousarray(z, dtype=np.float64), step.n_joint,
+                                                       step.n_tangent)
+        nl = sys.nl
+        normal = z[nl:]
+        return StepResult(v_next=v_next, normal=normal, tangent=tangent, joint=joint, limit=z[:nl], motor=np.zeros(0),
+                          modes=contact_modes(sys, v_next, normal),
+                          info={"kept_rows": sets.G.shape[0], "motor_trials": ms.trials, "motor_consistent": True,
+                                "motor_saturated": True})
     v_next, _, joint, fs, ft, _ = step.reduced.recover(z, step.n_joint, step.n_tangent)
     nl = sys.nl
     normal = z[nl:]
