@@ -258,6 +258,34 @@ def test_lemke_certification_handed_to_solve_is_the_problems_own():
         assert sol.relative_residual == relative_error(rel)
 
 
+def test_box_qp_certification_handed_to_solve_is_the_problems_own(monkeypatch):
+    """box-qp's dense compiled call certifies with BoxedLCP.certify_numbers' kernel and hands w and
+    the six numbers to solve(): they equal a fresh BoxedLCP.certify bit for bit, coupled or static
+    bounds, warm or cold, and solve() takes them (it does not certify a second time)."""
+    from contactlab.problems.residual import relative_error
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    problems = []
+    for coupling in ("current", "previous"):
+        sim = Simulator(make_scene("pile", count=4), "box-friction", "box-qp", model_options={"coupling": coupling})
+        for _ in range(40):
+            sim.step()
+        problems.append((sim.last_problem, sim.last_solution.z))
+    for P, z in problems:
+        assert isinstance(P.M, np.ndarray) and P.n > 0
+        for warm in (None, z):
+            calls = []
+            own = type(P).certify_numbers
+            monkeypatch.setattr(type(P), "certify_numbers", lambda self, x: calls.append(1) or own(self, x))
+            sol = cl.solve(P, "box-qp", warm_start=warm)
+            monkeypatch.undo()
+            assert sol.success and not calls and "_certified_by_kernel" not in sol.__dict__
+            w, r, rel = P.certify(np.ascontiguousarray(sol.z))
+            assert np.array_equal(sol.w, w)
+            assert (sol.residual, sol.complementarity, sol.infeasibility) == (r.natural, r.complementarity, r.infeasibility)
+            assert sol.relative_residual == relative_error(rel)
+
+
 @pytest.fixture
 def hander():
     """A method that hands solve() a (false) certification, then maybe replaces z."""

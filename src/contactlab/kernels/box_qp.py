@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ._jit import jit
-from .residual import abs_terms as _abs_terms, box_relative_error, coupled_bounds
+from .residual import abs_terms as _abs_terms, box_relative_error, boxed_certify_dense, coupled_bounds
 from .tolerances import EPS
 
 #: outcomes of :func:`box_qp_dense`
@@ -303,6 +303,19 @@ def box_qp_dense(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full
                 return SOLVED, z, w, its, outer
     _affine(M, z, q, w)
     return UNSETTLED, z, w, its, max_outer
+
+
+@jit
+def box_qp_dense_certified(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
+                           max_outer, cL, cA, cF, ck):
+    """:func:`box_qp_dense`, then the certification of its z on (M, q, lo, hi, findex, mu) by the
+    library's residual kernel (kernels/residual.py ``boxed_certify_dense``, what
+    BoxedLCP.certify_numbers runs on a dense M) in the same call. Returns (outcome, z, w, iterations,
+    outer, w_certified, the six certified numbers)."""
+    code, z, w, its, outer = box_qp_dense(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps,
+                                          newton_only, max_outer, cL, cA, cF, ck)
+    wc, nat, comp, infeas, rn, rc, ri = boxed_certify_dense(M, q, lo, hi, findex, mu, z)
+    return code, z, w, its, outer, wc, (nat, comp, infeas, rn, rc, ri)
 
 
 @jit

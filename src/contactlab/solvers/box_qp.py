@@ -47,7 +47,7 @@ import qdldl as _qdldl
 
 from ..errors import ParamError
 from ..kernels._jit import jit
-from ..kernels.box_qp import (INTERIOR, SOLVED, STALE, UNSETTLED, box_qp_dense, box_qp_islands, csr_dense_block,
+from ..kernels.box_qp import (INTERIOR, SOLVED, STALE, UNSETTLED, box_qp_dense_certified, box_qp_islands, csr_dense_block,
                                csr_masked, diagonal_positions, new_factor_cache, upper_pattern)
 from ..kernels.residual import csr_box_error
 from ..kernels.tolerances import CERTIFY
@@ -55,7 +55,7 @@ from ..problems import BoxedLCP
 from ..problems.islands import csr_block, island_problem, island_rows
 from ..problems.residual import box_relative, relative_error, row_terms
 from ..solution import Solution, Status
-from .registry import register
+from .registry import certified_by_kernel, register
 
 
 @dataclass(frozen=True)
@@ -630,16 +630,19 @@ def _compiled(problem: BoxedLCP, opts: BoxQPOptions, z, counter, mode):
     sparse = sp.issparse(M)
     if (sparse and n > opts.dense_max) or not (mode[0] == "newton" or (mode[0] == "auto" and opts.newton_steps > 0)):
         return None
-    A = np.ascontiguousarray(M.toarray() if sparse else M, dtype=np.float64)
+    A = M if (type(M) is np.ndarray and M.dtype == np.float64 and M.flags.c_contiguous) else \
+        np.ascontiguousarray(M.toarray() if sparse else M, dtype=np.float64)
     newton_only = mode[0] == "newton"
     small = n <= opts.small_n
     steps, full = (opts.max_iterations, False) if newton_only or small else (opts.newton_steps, True)
-    code, z, w, its, outer = box_qp_dense(A, problem.q, problem.lo, problem.hi, problem.findex, problem.mu, z,
-                                          opts.tol, steps, opts.armijo, full, newton_only, opts.max_outer,
-                                          *_dense_factors(n))
+    code, z, w, its, outer, wc, numbers = box_qp_dense_certified(
+        A, problem.q, problem.lo, problem.hi, problem.findex, problem.mu, z, opts.tol, steps, opts.armijo, full,
+        newton_only, opts.max_outer, *_dense_factors(n))
     counter[0] = its
     if code == SOLVED:
-        return Solution(z=z, w=w, status=Status.SOLVED, iterations=its, info={"outer": outer})
+        sol = Solution(z=z, w=w, status=Status.SOLVED, iterations=its, info={"outer": outer})
+        # certified in the same call on problem.M itself: solve() reads the numbers (registry.certified_by_kernel)
+        return certified_by_kernel(sol, problem, wc, numbers) if A is problem.M else sol
     if code == INTERIOR:
         mode[0] = "ipm"
         return z, outer

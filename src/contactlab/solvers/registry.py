@@ -240,10 +240,11 @@ def choose_method(problem: Problem) -> tuple[str, str]:
 _CERTIFIED = "_certified_by_kernel"
 
 
-def certified_by_kernel(sol: Solution, problem: LCP, w: np.ndarray, numbers: tuple,
+def certified_by_kernel(sol: Solution, problem, w: np.ndarray, numbers: tuple,
                         relative: float | None = None) -> Solution:
     """Attach to ``sol`` the certification a solver's compiled call computed with the library's one
-    residual kernel (kernels/residual.py ``lcp_certify_dense``, floor tolerances.NORMWISE_FLOOR) on
+    residual kernel (kernels/residual.py ``lcp_certify_dense``, floor tolerances.NORMWISE_FLOOR; for a
+    BoxedLCP ``boxed_certify_dense`` on its own bounds, findex and mu) on
     ``problem.M`` itself (dense, the very array) and ``problem.q`` at exactly ``sol.z``: ``w`` and its
     six numbers (absolute and scale-free natural, complementarity, infeasibility), which are what
     ``problem.certify_numbers(sol.z)`` would return. :func:`solve` then reads them instead of
