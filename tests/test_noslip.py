@@ -441,3 +441,24 @@ def test_ppm_one_call_equals_general_path(seed, n, m, cfm, offset):
     w2, r, rel = P.certify(z)
     assert np.array_equal(w, w2)
     assert nums == (r.natural, r.complementarity, r.infeasibility, rel.natural, rel.complementarity, rel.infeasibility)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(4, 12), n=st.integers(2, 6), j=st.integers(2, 5))
+def test_householder_find_indices_equals_brute_force_with_dependent_tangent_rows(seed, m, n, j):
+    """drumwright Alg. 2 as the no-slip chain runs it (kernels/noslip.py ``householder_select``: one
+    Householder QR in the M^-1 metric) keeps the rows of the brute-force rank test
+    (models/find_indices.py ``find_indices_bruteforce``) with repeated contacts, a tangent row in the
+    span of the joint rows and a redundant joint row."""
+    from contactlab.models.find_indices import find_indices_bruteforce
+    M, v, f, N, S, T, J = _scene(seed, m, n, j)
+    S[1] = S[0]                       # a repeated contact tangent
+    T[-1] = J[0] - 2.0 * J[1]         # a tangent row in the span of the joint rows
+    built = build_noslip(M, v, f, 0.01, N, S, T, J)
+    ref = find_indices_bruteforce(M, J, S, T)
+    sets = built.index_sets
+    for got, want in zip((sets.J_rows, sets.S_rows, sets.T_rows), ref):
+        assert np.array_equal(got, want)
+    G = sets.G
+    np.testing.assert_allclose(sets.L @ sets.L.T, G @ np.linalg.solve(M, G.T), rtol=0,
+                               atol=1e-10 * max(1.0, np.abs(G @ np.linalg.solve(M, G.T)).max()))

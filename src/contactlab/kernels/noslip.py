@@ -17,6 +17,11 @@ The chain of one step, without LAPACK or Python glue (:func:`noslip_chain` runs 
 * :func:`recover_kernel`: from the solution z, v+ = x_p + Z u, the kept rows' multipliers
   lam = (G M^-1 G')^-1 G M^-1 (M v+ - p - U' z) scattered to (joint, S, T), and U v+.
 
+The no-slip model itself runs :func:`noslip_metric_chain` (through :func:`noslip_system_chain` for a
+ConstraintSystem): FIND-INDICES and the null space in one Householder QR of L_M^-1 G' in Alg. 2's
+order (:func:`householder_select`), the basis Z = L_M^-T Q[:, free] with Z' M Z = I (never formed),
+and :func:`recover_metric_kernel`; the chain above (orthonormal Z) serves the viscous model.
+
 Also :func:`csr_rows_into` (a system's sparse rows into the dense arrays) and
 :func:`symmetric_finite` (build_noslip's input check). Kernels never raise: they return status
 codes that the Python layer (models/find_indices.py, models/noslip.py) turns into ModelErrors.
@@ -730,80 +735,161 @@ def apply_reflectors(vval, vidx, vptr, beta, vmask, k, x, transpose):
 
 
 @jit
-def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
-    """One no-slip step's reduction (drumwright Sec. VI, Alg. 2, eq. 56-57) with the null-space basis
-    taken in the M metric, so that the reduced mass is the identity and is never formed.
+def householder_select(Y, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, free, vmask):
+    """drumwright Alg. 2 (FIND-INDICES) as a Householder QR with column rejection, in the M^-1 metric.
 
-    As :func:`noslip_chain` up to FIND-INDICES (the same candidate rows G = [J; ST] in Alg. 2's
-    order, W = G M^-1, the same kept rows and Gram factor Lg). Then, with M = L_M L_M' (block
-    factor) and the kept rows Gk, the Householder QR (:func:`householder_factor`, children first)
-    of Y' = L_M^-1 Gk' = Q R gives the orthonormal Q[:, free] spanning range(Y')^perp, and
-    Z = L_M^-T Q[:, free] spans null(Gk) (Gk Z = R' Q' Q[:, free] = 0) with Z' M Z = I: the factored
-    LCP of eq. 57 is (N_r = U Z, I, f* = Z' p) and F = N_r N_r' = U X^-1 U' (eq. 56), the same matrix
-    as the orthonormal basis gives, up to round-off. Z is not formed: U Z and Z' p are Q' applied to
+    Y (r, m): the candidate rows y_s = L_M^-1 g_s (M = L_M L_M'), in Alg. 2's trial order (all of J,
+    then S_i, T_i per contact); destroyed. gg (r,): g_s M^-1 g_s' = |y_s|^2. Column s of Y' is
+    reflected by the reflectors of the rows kept before it; what remains on the rows not yet pivoted
+    has squared norm d_s = the squared distance of g_s from the span of the kept rows in the M^-1
+    metric (the Schur complement g M^-1 g' - |l|^2 of FIND-INDICES' bordered Cholesky, computed
+    without its cancellation), and the row is kept when d_s > tol gg_s (:func:`find_indices_kernel`'s
+    test; a zero row is never kept, at most m rows are). A kept row gets reflector k (stored over its
+    support as in :func:`householder_factor`: vval, vidx at vptr[k]:vptr[k + 1], beta[k], nonzero
+    chunks vmask[k], pivot row prow[k] taken off ``free``), applied to the later columns whose
+    nonzero chunks meet it. Y_k' = Q R with Q = H_0 ... H_{k-1}; the entries R[t, k] (t < k) are read
+    on the pivot rows when row k is kept, and Lg = (diag(sign) R)' (k, k) is the Cholesky factor of
+    G_k M^-1 G_k' with a positive diagonal (|R[k, k]| = sqrt(d_k)). kept[:k] receives the kept rows'
+    indices (ascending); Q[:, free] spans null(G_k) in the L_M^-1 coordinates. Returns k."""
+    r, m = Y.shape
+    cs = _chunk(m)
+    amask = np.empty(r, dtype=np.uint64)
+    for c in range(r):
+        amask[c] = row_mask(Y[c], cs)
+    for t in range(m):
+        free[t] = True
+    k = 0
+    vptr[0] = 0
+    for s in range(r):
+        if k >= m:
+            break
+        if not gg[s] > 0.0:   # a zero (or non-finite) row is never independent
+            continue
+        p0 = vptr[k]
+        p1 = p0
+        sig2 = 0.0
+        piv = -1
+        amax = 0.0
+        mask = np.uint64(0)
+        for t in range(m):
+            x = Y[s, t]
+            if free[t] and x != 0.0:
+                vidx[p1] = t
+                vval[p1] = x
+                p1 += 1
+                sig2 += x * x
+                mask |= np.uint64(1) << np.uint64(t // cs)
+                if abs(x) > amax:
+                    amax = abs(x)
+                    piv = p1 - 1
+        if not sig2 > tol * gg[s]:   # dependent on the rows kept before (Alg. 2 lines 7, 14, 19)
+            continue
+        for t in range(k):
+            Lg[k, t] = sgn[t] * Y[s, prow[t]]
+        sigma = np.sqrt(sig2)
+        xp = vval[piv]
+        Lg[k, k] = sigma
+        sgn[k] = 1.0 if xp < 0.0 else -1.0      # R[k, k] = alpha = -sign(x_p) sigma
+        vval[piv] = xp + sigma if xp > 0.0 else xp - sigma
+        bt = 1.0 / (sigma * (sigma + abs(xp)))
+        beta[k] = bt
+        prow[k] = vidx[piv]
+        free[vidx[piv]] = False
+        vptr[k + 1] = p1
+        vmask[k] = mask
+        kept[k] = s
+        for c in range(s + 1, r):
+            if not (amask[c] & mask):
+                continue
+            d = 0.0
+            for q in range(p0, p1):
+                d += vval[q] * Y[c, vidx[q]]
+            if d != 0.0:
+                d *= bt
+                for q in range(p0, p1):
+                    Y[c, vidx[q]] -= d * vval[q]
+                amask[c] |= mask
+        k += 1
+    return k
+
+
+@jit
+def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
+    """One no-slip step's reduction (drumwright Sec. VI, Alg. 2, eq. 56-57) in the M metric: the
+    null-space basis makes the reduced mass the identity, which is never formed.
+
+    The candidate rows G = [J; ST] (Alg. 2's order), the momentum p = M v + h f, y_s = L_M^-1 g_s
+    (M = L_M L_M', block factor of :func:`mass_factor`), and FIND-INDICES and the null space in one
+    Householder QR of Y' (:func:`householder_select`: the same test d > tol g M^-1 g' on the same
+    Schur complements as :func:`find_indices_kernel`, the same kept rows up to round-off at the
+    threshold, and Lg the Cholesky factor of Gk M^-1 Gk'). With Y_k' = Q R, Z = L_M^-T Q[:, free]
+    spans null(Gk) (Gk Z = R' Q' Q[:, free] = 0) with Z' M Z = I: the factored LCP of eq. 57 is
+    (N_r = U Z, I, f* = Z' p) and F = N_r N_r' = U X^-1 U' (eq. 56), the matrix of the orthonormal
+    basis (:func:`noslip_chain`) up to round-off. Z is not formed: U Z and Z' p are Q' applied to
     L_M^-1 U' and L_M^-1 p (:func:`apply_reflectors`), and v+ = x_p + L_M^-T Q u (recovery,
     :func:`recover_metric_kernel`; :func:`metric_basis` forms Z when asked). x_p (G x_p = r,
     M-minimum-norm), offset = U x_p + bias and q = U Z f* + offset as :func:`reduce_kernel`.
     Returns (status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, vmask, free):
-    status 0, 1 (kept rows dependent), 3 (an input is not finite) or 4 (nb < 0: M's factor failed)."""
+    status 0, 3 (an input is not finite) or 4 (nb < 0: M's factor failed)."""
     m = M.shape[0]
     n = U.shape[0]
     nj = J.shape[0]
-    r = nj + ST.shape[0]
+    nst = ST.shape[0]
+    r = nj + nst
     p = np.empty(m)
     ok = nb >= 0 and _all_finite(v) and _all_finite(f) and _all_finite(J) and _all_finite(ST) \
         and _all_finite(rhs_j) and _all_finite(U) and _all_finite(bias)
+    Y = np.zeros((r, m))
+    gg = np.zeros(r)
     if ok:
         mass_matvec(M, starts, nb, v, p)
         for t in range(m):
             p[t] += h * f[t]
-    G = np.empty((r, m))
-    rhs = np.zeros(r)
-    for i in range(nj):
-        G[i] = J[i]
-        rhs[i] = rhs_j[i]
-    for i in range(ST.shape[0]):
-        G[nj + i] = ST[i]
-    W = np.empty((r, m))
-    Lbuf = np.empty((m, m))
-    kbuf = np.empty(m, dtype=np.int64)
+        for i in range(r):
+            y = Y[i]
+            mass_lower_solve(Lm, starts, nb, J[i] if i < nj else ST[i - nj], y)
+            s = 0.0
+            for t in range(m):
+                s += y[t] * y[t]
+            gg[i] = s
+    kmax = min(r, m)
+    Lbuf = np.zeros((kmax, kmax))
+    kbuf = np.empty(kmax, dtype=np.int64)
+    prow = np.empty(kmax, dtype=np.int64)
+    sgn = np.empty(kmax)
+    vval = np.empty(kmax * m)
+    vidx = np.empty(kmax * m, dtype=np.int64)
+    vptr = np.zeros(kmax + 1, dtype=np.int64)
+    beta = np.empty(kmax)
+    vmask = np.zeros(kmax, dtype=np.uint64)
+    free = np.ones(m, dtype=np.bool_)
     k = 0
     if ok:
-        mass_solve_rows_sparse(Lm, starts, nb, G, W)
-        k = find_indices_kernel(G, W, tol, Lbuf, kbuf, np.empty(m), np.empty(m + 1, dtype=np.int64),
-                                np.empty(m * m, dtype=np.int64))
+        k = householder_select(Y, gg, tol, Lbuf, kbuf, prow, sgn, vval, beta, vptr, vidx, free, vmask)
     kept = kbuf[:k].copy()
     order = np.empty((k, 2), dtype=np.int64)
-    Lg = np.zeros((k, k))
+    Lg = np.ascontiguousarray(Lbuf[:k, :k])
     Gk = np.empty((k, m))
-    Y = np.empty((k, m))
     rk = np.empty(k)
     for a in range(k):
         c = kept[a]
         if c < nj:
             order[a, 0] = 0
             order[a, 1] = c
+            Gk[a] = J[c]
+            rk[a] = rhs_j[c]
         else:
             order[a, 0] = 1 + (c - nj) % 2
             order[a, 1] = (c - nj) // 2
-        for b in range(a + 1):
-            Lg[a, b] = Lbuf[a, b]
-        Gk[a] = G[c]
-        rk[a] = rhs[c]
-        if ok:
-            mass_lower_solve(Lm, starts, nb, G[c], Y[a])
+            Gk[a] = ST[c - nj]
+            rk[a] = 0.0
     d = m - k
-    vval = np.empty(k * m)
-    vidx = np.empty(k * m, dtype=np.int64)
-    vptr = np.zeros(k + 1, dtype=np.int64)
-    beta = np.empty(k)
-    vmask = np.zeros(k, dtype=np.uint64)
-    free = np.ones(m, dtype=np.bool_)
     x_p, UZ, Zp = np.zeros(m), np.zeros((n, d)), np.zeros(d)
     offset, q = np.zeros(n), np.zeros(n)
+    vptr = vptr[:k + 1].copy()
+    beta = beta[:k].copy()
+    vmask = vmask[:k].copy()
     status = 0 if ok else (3 if nb >= 0 else 4)
-    if ok and householder_factor(Y, vval, beta, vptr, vidx, free, vmask):
-        status = 1
     if status:
         return status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, vmask, free
     w = np.empty(m)
