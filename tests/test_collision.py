@@ -88,6 +88,40 @@ def test_match_previous_by_shape_pair_and_nearest_point():
         assert m[i] == vals[j]
 
 
+def test_match_contacts_is_match_indices_then_match_previous():
+    """The simulator's one-call matching (collision.match_contacts) against the two-step reference
+    and a brute-force nearest search: random contact sets on a few shape pairs, repeated points
+    (ties), previous contacts beyond ``near``, no previous values."""
+    from contactlab.collision import ContactSet, match_contacts, match_indices
+
+    def cset(rng, k):
+        sa = rng.integers(0, 3, size=k)
+        sb = sa + 1 + rng.integers(0, 2, size=k)
+        P = np.round(rng.uniform(0, 0.02, size=(k, 3)), 3)     # coarse grid: ties
+        z3 = np.zeros((k, 3))
+        return ContactSet(sa, sb, sa, sb, P, z3, np.zeros(k), np.zeros(k), z3, z3)
+
+    rng = np.random.default_rng(7)
+    for trial in range(30):
+        prev, new = cset(rng, int(rng.integers(0, 25))), cset(rng, int(rng.integers(1, 25)))
+        vals = rng.normal(size=prev.count)
+        near = float(rng.choice([0.0, 0.005, 0.01, np.inf]))
+        match, guess = match_contacts(prev, vals, new, near)
+        ref_match, ref_near = match_indices(prev, new, np.inf, near=near)
+        ref_guess = match_previous(prev, vals, new, near, match=ref_near)
+        assert np.array_equal(match, ref_match) and np.array_equal(guess, ref_guess, equal_nan=True)
+        for i in range(new.count):      # brute force: nearest on the same pair, any distance
+            same = np.flatnonzero((prev.shape_a == new.shape_a[i]) & (prev.shape_b == new.shape_b[i]))
+            if same.size == 0:
+                assert match[i] == -1 and np.isnan(guess[i])
+                continue
+            d = np.linalg.norm(prev.point[same] - new.point[i], axis=1)
+            assert np.isclose(np.linalg.norm(prev.point[match[i]] - new.point[i]), d.min(), rtol=0, atol=1e-15)
+            assert (guess[i] == vals[match[i]]) if d.min() <= near else np.isnan(guess[i])
+        none = match_contacts(prev, None, new, near)[1]
+        assert none.shape == (new.count,) and np.all(np.isnan(none))
+
+
 # --- compiled box routines against coal (issue 11) ------------------------------------------------
 
 def _coal_signed_distance(w, data, sa, sb):

@@ -603,6 +603,38 @@ def detect_kernel(quaternion, position, shape_body, local_R, local_p, plane_idx,
 
 
 @jit
+def match_with_values(sa_prev, sb_prev, point_prev, values, sa_new, sb_new, point_new, near):
+    """:func:`match_previous_kernel` at any distance, and per new contact the previous ``values``
+    entry of its match where that match is within ``near`` (NaN elsewhere; ``values`` may be empty:
+    all NaN): the simulator's contact matching in one call. Returns (match, matched values)."""
+    match, dist2 = match_previous_kernel(sa_prev, sb_prev, point_prev, sa_new, sb_new, point_new, np.inf)
+    out = np.full(match.size, np.nan)
+    if values.size:
+        r2 = near * near
+        for i in range(match.size):
+            if match[i] >= 0 and dist2[i] <= r2:
+                out[i] = values[match[i]]
+    return match, out
+
+
+@jit
+def contact_fields(shape_body, shape_mu, sa, sb, mu_default):
+    """Per contact: the bodies of its two shapes and its friction, the smaller shape mu where a shape
+    has one (NaN: none), else ``mu_default`` (collision/contacts.py ``pair_mu_array`` before the
+    scene's pair overrides)."""
+    k = sa.size
+    ba = np.empty(k, dtype=np.int64)
+    bb = np.empty(k, dtype=np.int64)
+    mu = np.empty(k)
+    for i in range(k):
+        ba[i] = shape_body[sa[i]]
+        bb[i] = shape_body[sb[i]]
+        m = np.fmin(shape_mu[sa[i]], shape_mu[sb[i]])
+        mu[i] = m if np.isfinite(m) else mu_default
+    return ba, bb, mu
+
+
+@jit
 def match_previous_kernel(sa_prev, sb_prev, point_prev, sa_new, sb_new, point_new, tol):
     """For each new contact, the index of the nearest previous contact on the same shape pair
     (sa, sb) within ``tol`` (-1 where none) and its squared distance (inf where none): pair keys

@@ -204,14 +204,17 @@ class CollisionWorld:
     def pair_mu_array(self, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
         """Friction of each shape pair: the scene's pair override, else the smaller shape mu, else
         the scene's mu (vectorised :meth:`pair_mu`)."""
-        mu = np.fmin(self.shape_mu[sa], self.shape_mu[sb])
-        mu = np.where(np.isfinite(mu), mu, self.model.mu_default)
+        return self._contact_fields(np.asarray(sa, dtype=np.int64), np.asarray(sb, dtype=np.int64))[2]
+
+    def _contact_fields(self, sa: np.ndarray, sb: np.ndarray):
+        """(body_a, body_b, mu) of contacts between shapes sa and sb: one compiled pass
+        (boxes.py ``contact_fields``), then the scene's pair overrides (per override, not per contact)."""
+        ba, bb, mu = B.contact_fields(self.shape_body, self.shape_mu, sa, sb, float(self.model.mu_default))
         if self.model.pair_mu:
-            ba, bb = self.shape_body[sa], self.shape_body[sb]
             lo, hi = np.minimum(ba, bb), np.maximum(ba, bb)
-            for (x, y), m in self.model.pair_mu.items():     # per scene override, not per contact
+            for (x, y), m in self.model.pair_mu.items():
                 mu[(lo == x) & (hi == y)] = m
-        return mu
+        return ba, bb, mu
 
     def pair_mu(self, sa: int, sb: int) -> float:
         ba, bb = int(self.shape_body[sa]), int(self.shape_body[sb])
@@ -261,10 +264,8 @@ class CollisionWorld:
         if phi.size == 0:
             return ContactSet.empty()
         t1, t2 = tangent_basis(n)
-        cs = ContactSet(self.shape_body[sa], self.shape_body[sb], sa, sb, P, n, phi,
-                        self.pair_mu_array(sa, sb), t1, t2)
-        cs.normal_guess = np.full(cs.count, np.nan)
-        return cs
+        ba, bb, mu = self._contact_fields(sa, sb)
+        return ContactSet(ba, bb, sa, sb, P, n, phi, mu, t1, t2, np.full(phi.size, np.nan))
 
     def _coal_contacts(self, pairs, Rs, ps):
         """coal's narrow phase (collide + contact patch) for the pairs no compiled routine covers
@@ -341,6 +342,21 @@ def match_indices(prev: ContactSet | None, new: ContactSet, tol: float, near: fl
     if near is None:
         return match
     return match, np.where(dist2 <= near * near, match, -1)
+
+
+def match_contacts(prev: ContactSet | None, prev_values: np.ndarray | None, new: ContactSet,
+                   near: float) -> tuple[np.ndarray, np.ndarray]:
+    """The step's contact matching in one compiled call (boxes.py ``match_with_values``): each new
+    contact's nearest previous contact on the same shape pair at any distance (-1: none; what
+    :func:`match_indices` returns with tol = inf), and ``prev_values`` of that contact where it is
+    within ``near`` (NaN elsewhere; what :func:`match_previous` returns with tol = near)."""
+    if prev is None or prev.count == 0 or new.count == 0:
+        return np.full(new.count, -1, dtype=np.int64), np.full(new.count, np.nan)
+    i64 = np.int64
+    values = np.zeros(0) if prev_values is None else np.ascontiguousarray(prev_values, dtype=np.float64)
+    return B.match_with_values(prev.shape_a.astype(i64, copy=False), prev.shape_b.astype(i64, copy=False),
+                               np.ascontiguousarray(prev.point), values, new.shape_a.astype(i64, copy=False),
+                               new.shape_b.astype(i64, copy=False), np.ascontiguousarray(new.point), float(near))
 
 
 def match_previous(prev: ContactSet | None, prev_values: np.ndarray | None, new: ContactSet,

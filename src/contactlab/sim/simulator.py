@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..blas import blas_threads
-from ..collision import CollisionWorld, match_indices, match_previous
+from ..collision import CollisionWorld, match_contacts
 from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.components import row_block_components
@@ -288,8 +288,7 @@ class Simulator:
         # distance for the warm start (a pair whose reduced manifold picked other points of its
         # polygon keeps its impulses near), within 2 margin + 1 mm for the previous-normal estimate
         radius = 2.0 * model.settings.margin + 1e-3
-        match, near = match_indices(prev, contacts, np.inf, near=radius)
-        contacts.normal_guess = match_previous(prev, prev_normal, contacts, radius, match=near)
+        match, contacts.normal_guess = match_contacts(prev, prev_normal, contacts, radius)
         t_detect = clock()
         sys = build_system(model, data, contacts, h)
         warm = self._warm(sys, match)
