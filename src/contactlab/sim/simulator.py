@@ -460,7 +460,12 @@ class Simulator:
                                self.world.shape_body, self.h)
 
     def _has_position_rows(self) -> bool:
-        return bool(self.model.joints) or bool(np.any(self.model.planar))
+        """Whether the model has joint or planar rows (position-level constraints); the Model is
+        frozen, so this is worked out once per model."""
+        cached = getattr(self, "_position_rows", None)
+        if cached is None or cached[0] is not self.model:
+            cached = self._position_rows = (self.model, bool(self.model.joints) or bool(np.any(self.model.planar)))
+        return cached[1]
 
     def joint_error(self) -> float:
         """Largest |position error| of the joint rows (limits excluded; compiled, the rows of
