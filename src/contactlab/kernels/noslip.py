@@ -814,6 +814,35 @@ def householder_select(Y, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, 
 
 
 @jit
+def _lower_solve_row(L, starts, g, y):
+    """y = L_M^-1 g (y zeroed first) by the blocks that g's nonzeros reach (the forward half of
+    :func:`mass_solve_rows_sparse`); returns |y|^2 = g M^-1 g'."""
+    m = g.shape[0]
+    for c in range(m):
+        y[c] = 0.0
+    gg = 0.0
+    b = 0
+    c = 0
+    while c < m:
+        if g[c] == 0.0:
+            c += 1
+            continue
+        while starts[b + 1] <= c:
+            b += 1
+        s0 = starts[b]
+        s1 = starts[b + 1]
+        for t in range(s0, s1):
+            s = g[t]
+            for j in range(s0, t):
+                s -= L[t, j] * y[j]
+            s /= L[t, t]
+            y[t] = s
+            gg += s * s
+        c = s1
+    return gg
+
+
+@jit
 def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     """One no-slip step's reduction (drumwright Sec. VI, Alg. 2, eq. 56-57) in the M metric: the
     null-space basis makes the reduced mass the identity, which is never formed.
@@ -828,8 +857,10 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     basis (:func:`noslip_chain`) up to round-off. Z is not formed: U Z and Z' p are Q' applied to
     L_M^-1 U' and L_M^-1 p (:func:`apply_reflectors`), and v+ = x_p + L_M^-T Q u (recovery,
     :func:`recover_metric_kernel`; :func:`metric_basis` forms Z when asked). x_p (G x_p = r,
-    M-minimum-norm), offset = U x_p + bias and q = U Z f* + offset as :func:`reduce_kernel`.
-    Returns (status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, vmask, free):
+    M-minimum-norm), offset = U x_p + bias and q = U Z f* + offset as :func:`reduce_kernel`, but
+    x_p = L_M^-T Q P D Lg^-1 r from the same QR (P: row t of R on pivot row prow[t], D = diag(sgn)).
+    The reflectors travel packed (:func:`unpack_reflectors`): fpack = [beta, sgn, vval], ipack =
+    [vptr, prow, vidx]. Returns (status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack):
     status 0, 3 (an input is not finite) or 4 (nb < 0: M's factor failed)."""
     m = M.shape[0]
     n = U.shape[0]
@@ -846,12 +877,7 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
         for t in range(m):
             p[t] += h * f[t]
         for i in range(r):
-            y = Y[i]
-            mass_lower_solve(Lm, starts, nb, J[i] if i < nj else ST[i - nj], y)
-            s = 0.0
-            for t in range(m):
-                s += y[t] * y[t]
-            gg[i] = s
+            gg[i] = _lower_solve_row(Lm, starts, J[i] if i < nj else ST[i - nj], Y[i])
     kmax = min(r, m)
     Lbuf = np.zeros((kmax, kmax))
     kbuf = np.empty(kmax, dtype=np.int64)
@@ -886,12 +912,21 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     d = m - k
     x_p, UZ, Zp = np.zeros(m), np.zeros((n, d)), np.zeros(d)
     offset, q = np.zeros(n), np.zeros(n)
-    vptr = vptr[:k + 1].copy()
-    beta = beta[:k].copy()
-    vmask = vmask[:k].copy()
+    supp = vptr[k]
+    fpack = np.empty(2 * k + supp)
+    ipack = np.empty(2 * k + 1 + supp, dtype=np.int64)
+    for t in range(k):
+        fpack[t] = beta[t]
+        fpack[k + t] = sgn[t]
+        ipack[k + 1 + t] = prow[t]
+    for t in range(k + 1):
+        ipack[t] = vptr[t]
+    for t in range(supp):
+        fpack[2 * k + t] = vval[t]
+        ipack[2 * k + 1 + t] = vidx[t]
     status = 0 if ok else (3 if nb >= 0 else 4)
     if status:
-        return status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, vmask, free
+        return status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack
     w = np.empty(m)
     for i in range(n):                  # U Z = rows of (Q' L_M^-1 U')[free]
         mass_lower_solve(Lm, starts, nb, U[i], w)
@@ -912,14 +947,16 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     for i in range(k):
         if rk[i] != 0.0:
             anyr = True
-    if anyr:                            # x_p = M^-1 Gk' (Gk M^-1 Gk')^-1 r
-        wk = np.empty(k)
-        chol_solve(Lg, k, rk, wk)
+    if anyr:                            # x_p = L_M^-T Q P D Lg^-1 r (= M^-1 Gk' (Gk M^-1 Gk')^-1 r)
         for i in range(k):
-            c = wk[i]
-            for t in range(m):
-                x_p[t] += Gk[i, t] * c
-        mass_solve(Lm, starts, nb, x_p, x_p)
+            c = rk[i]
+            for j in range(i):
+                c -= Lg[i, j] * rk[j]
+            rk[i] = c / Lg[i, i]
+        for i in range(k):
+            x_p[prow[i]] = sgn[i] * rk[i]
+        apply_reflectors(vval, vidx, vptr, beta, vmask, k, x_p, False)
+        mass_upper_solve(Lm, starts, nb, x_p, x_p)
     for i in range(n):
         s = bias[i]
         for t in range(m):
@@ -928,7 +965,31 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
         for a in range(d):
             s += UZ[i, a] * Zp[a]
         q[i] = s
-    return status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, vmask, free
+    return status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack
+
+
+@jit
+def unpack_reflectors(fpack, ipack, k, m):
+    """The reflectors of :func:`noslip_metric_chain` from their packed form: (vval, vidx, vptr, beta,
+    vmask, free, prow, sgn), views of fpack = [beta, sgn, vval] and ipack = [vptr, prow, vidx], with
+    the nonzero chunks vmask and the free rows recomputed."""
+    vptr = ipack[:k + 1]
+    prow = ipack[k + 1:2 * k + 1]
+    vidx = ipack[2 * k + 1:]
+    beta = fpack[:k]
+    sgn = fpack[k:2 * k]
+    vval = fpack[2 * k:]
+    cs = _chunk(m)
+    vmask = np.zeros(k, dtype=np.uint64)
+    for t in range(k):
+        mask = np.uint64(0)
+        for q in range(vptr[t], vptr[t + 1]):
+            mask |= np.uint64(1) << np.uint64(vidx[q] // cs)
+        vmask[t] = mask
+    free = np.ones(m, dtype=np.bool_)
+    for t in range(k):
+        free[prow[t]] = False
+    return vval, vidx, vptr, beta, vmask, free, prow, sgn
 
 
 @jit
@@ -948,14 +1009,12 @@ def _metric_apply(Lm, starts, nb, vval, vidx, vptr, beta, vmask, free, u, x):
 
 
 @jit
-def metric_basis(Lm, starts, nb, vval, vidx, vptr, beta, vmask, free):
+def metric_basis(Lm, starts, nb, fpack, ipack, k):
     """Z (m, d) of :func:`noslip_metric_chain`: Z e_a = L_M^-T Q e_f (f the a-th free row), with
     Gk Z = 0 and Z' M Z = I."""
-    m = free.shape[0]
-    d = 0
-    for t in range(m):
-        if free[t]:
-            d += 1
+    m = Lm.shape[0]
+    vval, vidx, vptr, beta, vmask, free, _, _ = unpack_reflectors(fpack, ipack, k, m)
+    d = m - k
     Z = np.empty((m, d))
     u = np.zeros(d)
     x = np.empty(m)
@@ -969,20 +1028,24 @@ def metric_basis(Lm, starts, nb, vval, vidx, vptr, beta, vmask, free):
 
 
 @jit
-def recover_metric_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, vval, vidx, vptr, beta, vmask, free, Nr, f_star,
-                          p, U, z, n_joint, n_contact):
-    """:func:`recover_kernel` for the basis of :func:`noslip_metric_chain` (Z' M Z = I): u = Nr' z + f*,
-    v = x_p + Z u = x_p + L_M^-T Q u_hat (:func:`apply_reflectors`), then the kept rows'
-    multipliers lam = (Gk M^-1 Gk')^-1 Gk M^-1 (M v - p - U' z) scattered to (joint, S, T) and U v,
-    as :func:`recover_kernel`. Returns (v, lam, joint, ts, tt, Uv)."""
+def recover_metric_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, fpack, ipack, Nr, f_star, p, U, z, n_joint,
+                          n_contact):
+    """:func:`recover_kernel` for the basis of :func:`noslip_metric_chain` (Z' M Z = I), with its QR
+    Y_k' = L_M^-1 Gk' = Q P R: u = Nr' z + f*, v = x_p + Z u = x_p + L_M^-T Q u_hat
+    (:func:`apply_reflectors`), res = M v - p - U' z, and the kept rows' multipliers from
+    Gk' lam = res: P R lam = Q' L_M^-1 res, so Lg' lam = D (Q' L_M^-1 res)[prow] (Lg = (D R)',
+    D = diag(sgn); the M^-1-metric least-squares solution (Gk M^-1 Gk')^-1 Gk M^-1 res of
+    :func:`recover_kernel`), scattered to (joint, S, T) (:func:`scatter_impulses`), and U v.
+    Returns (v, lam, joint, ts, tt, Uv)."""
     m = M.shape[0]
     k = Gk.shape[0]
     n = U.shape[0]
     d = Nr.shape[1]
+    vval, vidx, vptr, beta, vmask, free, prow, sgn = unpack_reflectors(fpack, ipack, k, m)
     u = f_star.copy()
     add_rmatvec(Nr, z, 1.0, u)
     v = np.empty(m)
-    if d:
+    if d and k < m:
         _metric_apply(Lm, starts, nb, vval, vidx, vptr, beta, vmask, free, u, v)
     else:
         for t in range(m):
@@ -996,11 +1059,13 @@ def recover_metric_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, vval, vidx, vpt
     add_rmatvec(U, z, -1.0, res)
     lam = np.zeros(k)
     if k:
-        wm = np.empty(m)
-        mass_solve(Lm, starts, nb, res, wm)
-        g = np.empty(k)
-        matvec(Gk, wm, g)
-        chol_solve(Lg, k, g, lam)
+        mass_lower_solve(Lm, starts, nb, res, res)
+        apply_reflectors(vval, vidx, vptr, beta, vmask, k, res, True)
+        for i in range(k - 1, -1, -1):          # Lg' lam = D b
+            s = sgn[i] * res[prow[i]]
+            for j in range(i + 1, k):
+                s -= Lg[j, i] * lam[j]
+            lam[i] = s / Lg[i, i]
     joint = np.zeros(n_joint)
     ts = np.zeros(n_contact)
     tt = np.zeros(n_contact)
@@ -1011,12 +1076,12 @@ def recover_metric_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, vval, vidx, vpt
 
 
 @jit
-def recover_metric_step(M, Lm, starts, nb, Gk, Lg, order, x_p, vval, vidx, vptr, beta, vmask, free, Nr, f_star, p,
-                        U, z, n_joint, n_contact):
+def recover_metric_step(M, Lm, starts, nb, Gk, Lg, order, x_p, fpack, ipack, Nr, f_star, p, U, z, n_joint,
+                        n_contact):
     """:func:`recover_metric_kernel` for models/noslip.py ``recover``: (v+, joint impulses, tangential
     impulses (n_contact, 2): S and T columns)."""
-    v, _, joint, ts, tt, _ = recover_metric_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, vval, vidx, vptr, beta,
-                                                   vmask, free, Nr, f_star, p, U, z, n_joint, n_contact)
+    v, _, joint, ts, tt, _ = recover_metric_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, fpack, ipack, Nr, f_star,
+                                                   p, U, z, n_joint, n_contact)
     tangent = np.empty((n_contact, 2))
     for i in range(n_contact):
         tangent[i, 0] = ts[i]

@@ -161,7 +161,7 @@ class MetricReduced(Reduced):
     def Z(self) -> np.ndarray:
         if self._Z is None:
             cf = self.M_factor
-            Z = K.metric_basis(cf.L, cf.starts, cf.nb, *self.refl)
+            Z = K.metric_basis(cf.L, cf.starts, cf.nb, *self.refl, self.sets.G.shape[0])
             # every coordinate fixed: the inert coordinate of find_indices._reduced (Z = 0 (m, 1))
             self._Z = Z if self.d else np.zeros((Z.shape[0], 1))
         return self._Z
@@ -185,7 +185,7 @@ _CHAIN_ERRORS = {1: "FIND-INDICES kept dependent rows (numerical failure)", 3: N
 
 def _metric_reduced(cf: MassFactor, chain, cfm: float, U: np.ndarray) -> MetricReduced:
     """The MetricReduced of ``noslip_metric_chain``'s output (ModelError on a failed status)."""
-    st, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, vmask, free = chain
+    st, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack = chain
     if st:
         raise ModelError(_CHAIN_ERRORS[st])
     d = UZ.shape[1]
@@ -196,7 +196,7 @@ def _metric_reduced(cf: MassFactor, chain, cfm: float, U: np.ndarray) -> MetricR
     else:
         eye = np.eye(d)
         problem = ShiftedFactoredLCP.from_factor(UZ, eye, eye, Zp, Zp.copy(), offset, q, cfm)
-    return MetricReduced(problem, x_p, IndexSets(Gk, Lg, order, kept), cf, p, U, (vval, vidx, vptr, beta, vmask, free), d)
+    return MetricReduced(problem, x_p, IndexSets(Gk, Lg, order, kept), cf, p, U, (fpack, ipack), d)
 
 
 def _impulses(built: NoSlipProblem, z) -> np.ndarray:
