@@ -462,3 +462,23 @@ def test_householder_find_indices_equals_brute_force_with_dependent_tangent_rows
     G = sets.G
     np.testing.assert_allclose(sets.L @ sets.L.T, G @ np.linalg.solve(M, G.T), rtol=0,
                                atol=1e-10 * max(1.0, np.abs(G @ np.linalg.solve(M, G.T)).max()))
+
+
+def test_fused_build_names_a_non_finite_input():
+    """The one-call build reports what the general path reports: a non-finite velocity is named, an
+    indefinite M is called so."""
+    import copy
+    from contactlab.models import noslip
+    sys_ = _quadruped_systems(steps=4)[0]
+    bad = copy.copy(sys_)
+    bad.v = sys_.v.copy()
+    bad.v[3] = np.nan
+    with pytest.raises(ModelError, match="v contains NaN"):
+        noslip.build(bad)
+    with pytest.raises(ModelError, match="v contains NaN"):
+        noslip.build(_general_path(bad))
+    neg = copy.copy(sys_)
+    neg.M = -sys_.M
+    for s in (neg, _general_path(neg)):
+        with pytest.raises(ModelError, match="not positive definite"):
+            noslip.build(s)

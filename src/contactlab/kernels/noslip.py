@@ -477,7 +477,7 @@ def noslip_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, S
     :func:`csr_rows_into` does (U = [L; N], ST = the touching contacts' S_i, T_i interleaved, Alg.
     2's order; zero rows for the others), bias = [l_bias; n_bias], M's block factor
     (:func:`mass_factor`) and :func:`noslip_metric_chain` on them: the same operations in the same
-    order as the separate calls, so the same numbers. Returns (nb, M, Lm, starts, J, U, ST, bias, chain):
+    order as the separate calls, so the same numbers. Returns (nb, M, Lm, starts, U, chain):
     nb = -1 when M is not positive definite (``chain``'s status is then 4)."""
     nj = Jp.shape[0] - 1
     nl = Lp.shape[0] - 1
@@ -501,8 +501,7 @@ def noslip_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, S
     Lm = np.empty((m, m))
     starts = np.empty(m + 1, dtype=np.int64)
     nb = mass_factor(M, Lm, starts)
-    return nb, M, Lm, starts, J, U, ST, bias, noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h,
-                                                                   U, bias)
+    return nb, M, Lm, starts, U, noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias)
 
 
 @jit

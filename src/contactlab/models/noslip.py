@@ -375,12 +375,14 @@ def _build_csr(sys, o: Options) -> Built | None:
     Mc, Jc, Lc, Nc, Sc, Tc = mats
     nj, nl, nc = Jc.shape[0], Lc.shape[0], Nc.shape[0]
     t0 = time.perf_counter()
-    nb, M, Lm, starts, J, U, ST, bias, chain = noslip_system_chain(
+    nb, M, Lm, starts, U, chain = noslip_system_chain(
         sys.ndof, Mc.indptr, Mc.indices, Mc.data, Jc.indptr, Jc.indices, Jc.data, Lc.indptr, Lc.indices, Lc.data,
         Nc.indptr, Nc.indices, Nc.data, Sc.indptr, Sc.indices, Sc.data, Tc.indptr, Tc.indices, Tc.data,
         touching(sys, o.active_gap), _f64(sys.v), _f64(sys.f), _f64(sys.j_rhs), _f64(sys.l_bias), _f64(sys.n_bias),
         float(o.tol), float(sys.h))
     if chain[0] in (3, 4):     # the general path's errors: a non-finite argument named first
+        J = np.zeros((nj, sys.ndof))
+        _rows_into(J, Jc, 0)
         check_dynamics(M, sys.v, sys.f, U, J)
     cf = MassFactor.__new__(MassFactor)
     cf.M, cf.L, cf.starts, cf.nb = M, Lm, starts, nb

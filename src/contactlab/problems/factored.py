@@ -1,6 +1,8 @@
 """The contact LCP kept in factored form: Q = N M^-1 N', q = N M^-1 f (drumwright eq. 41-42)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -86,7 +88,7 @@ class FactoredLCP(Problem):
         self._solve = lambda b: _chol_solve(L, b)
         self.f, self.f_star, self.offset, self.q = f, f_star, offset, q
         self.cfm = float(cfm)
-        if not (np.isfinite(self.cfm) and self.cfm >= 0.0):
+        if not (math.isfinite(self.cfm) and self.cfm >= 0.0):    # math: ~20x cheaper than np.isfinite on a float
             raise ProblemError(f"cfm must be finite and >= 0, got {cfm!r}")
         return self
 
