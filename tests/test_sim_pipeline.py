@@ -252,19 +252,25 @@ def test_box_qp_ldl_refactorisations_solve_the_shifted_system():
     assert S.ldl is None and np.allclose(K @ x, [1.0, 2.0, 3.0])
 
 
-def test_ldl_pattern_cache_refactorises_a_repeated_pattern_only():
-    """box-qp's sparse LDL' (QDLDL) keeps its symbolic analysis while the sparsity pattern repeats:
-    new values on the same pattern are refactorised in place and solve the new system; another
-    pattern gets a new analysis and both stay cached; a zero pivot raises and caches nothing."""
+@pytest.mark.parametrize("cholmod_min", [10 ** 9, 0], ids=["qdldl", "cholmod"])
+def test_ldl_pattern_cache_refactorises_a_repeated_pattern_only(cholmod_min, monkeypatch):
+    """box-qp's sparse factorisations (QDLDL's LDL', and CHOLMOD's supernodal Cholesky from
+    CHOLMOD_MIN rows, forced here on small matrices) keep their symbolic analysis while the sparsity
+    pattern repeats: new values on the same pattern are refactorised in place and solve the new
+    system; another pattern gets a new analysis and both stay cached; a zero pivot raises and caches
+    nothing; CHOLMOD hands an indefinite matrix to LDL' and refuses indefinite new values."""
     import scipy.sparse as sp
+    import contactlab.solvers.box_qp as bq
     from contactlab.solvers.box_qp import _PatternCache
+    monkeypatch.setattr(bq, "CHOLMOD_MIN", cholmod_min)
+    kind = bq._CholmodFactor if cholmod_min == 0 else bq._QDLDLFactor
     rng = np.random.default_rng(3)
     n = 300
     B = sp.random(n, n, density=0.02, random_state=4, format="csr")
     A = (B @ B.T + sp.identity(n)).tocsr()
     cache = _PatternCache()
     first, fresh = cache.ldl(A)
-    assert fresh
+    assert fresh and type(first) is kind
     b = rng.normal(size=n)
     assert np.abs(A @ first.solve(b) - b).max() <= 1e-10 * np.abs(b).max()
     A2 = A.copy()
@@ -292,6 +298,17 @@ def test_ldl_pattern_cache_refactorises_a_repeated_pattern_only():
     d0 = small.ldl(D)[0]
     assert len(small.entries) == 2 and small.holds(A.tocsc()) and small.holds(D.tocsc()) and not small.holds(C.tocsc())
     assert small.ldl(A)[0] is a0 and small.ldl(C)[0] is not c0       # C analysed again
+    # an indefinite (nonsingular) matrix: CHOLMOD refuses it, LDL' factors it
+    E = (A - 3.0 * sp.identity(n)).tocsr()
+    E.data[E.indices == np.repeat(np.arange(n), np.diff(E.indptr))] += np.where(np.arange(n) % 2, 0.0, 6.0)
+    e0, _ = _PatternCache().ldl(E)
+    assert type(e0) is bq._QDLDLFactor and np.abs(E @ e0.solve(b) - b).max() <= 1e-8 * np.abs(b).max()
+    if cholmod_min == 0:        # new values that are not positive definite on a CHOLMOD pattern
+        bad = A.copy()
+        bad.data = -bad.data
+        with pytest.raises(ValueError):
+            cache.ldl(bad)
+        assert not cache.holds(A.tocsc())
 
 
 def test_free_set_solves_reuse_the_matrix_pattern():
