@@ -788,7 +788,7 @@ def householder_select(Y, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, 
         sigma = np.sqrt(sig2)
         xp = vval[piv]
         Lg[k, k] = sigma
-        sgn[k] = 1.0 if xp < 0.0 else -1.0      # R[k, k] = alpha = -sign(x_p) sigma
+        sgn[k] = 1.0 if xp <= 0.0 else -1.0     # R[k, k] = alpha = sigma (x_p <= 0) or -sigma
         vval[piv] = xp + sigma if xp > 0.0 else xp - sigma
         bt = 1.0 / (sigma * (sigma + abs(xp)))
         beta[k] = bt
@@ -867,16 +867,18 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     nst = ST.shape[0]
     r = nj + nst
     p = np.empty(m)
-    ok = nb >= 0 and _all_finite(v) and _all_finite(f) and _all_finite(J) and _all_finite(ST) \
-        and _all_finite(rhs_j) and _all_finite(U) and _all_finite(bias)
-    Y = np.zeros((r, m))
+    ok = nb >= 0 and _all_finite(v) and _all_finite(f) and _all_finite(rhs_j) and _all_finite(U) \
+        and _all_finite(bias)
+    Y = np.empty((r, m))
     gg = np.zeros(r)
     if ok:
         mass_matvec(M, starts, nb, v, p)
         for t in range(m):
             p[t] += h * f[t]
-        for i in range(r):
+        for i in range(r):      # a NaN or inf of a row reaches its block solve, so |y|^2: J and ST checked here
             gg[i] = _lower_solve_row(Lm, starts, J[i] if i < nj else ST[i - nj], Y[i])
+            if not np.isfinite(gg[i]):
+                ok = False
     kmax = min(r, m)
     Lbuf = np.zeros((kmax, kmax))
     kbuf = np.empty(kmax, dtype=np.int64)
