@@ -127,6 +127,12 @@ def test_bad_input():
         build_noslip(np.eye(2), [0, 0], [0, 0], 0.0, [[1.0, 0]], [[0, 1.0]], [[0, 1.0]])
     with pytest.raises(ModelError, match="v has length"):
         build_noslip(np.eye(2), [0, 0, 0], [0, 0], 0.1, [[1.0, 0]], [[0, 1.0]], [[0, 1.0]])
+    M, v, f, N, S, T, J = _scene(3, 6, 2, 2)
+    for name in ("J", "S", "T", "N"):     # a non-finite row is named, wherever it sits
+        args = {"J": J.copy(), "S": S.copy(), "T": T.copy(), "N": N.copy()}
+        args[name][0, 2] = np.inf if name == "S" else np.nan
+        with pytest.raises(ModelError, match="NaN or inf"):
+            build_noslip(M, v, f, 0.1, args["N"], args["S"], args["T"], args["J"])
 
 
 # -- scene level: the box gripper (drumwright Sec. VII-A) and Painleve's rod through the simulator ----------
