@@ -488,3 +488,33 @@ def test_fused_build_names_a_non_finite_input():
     for s in (neg, _general_path(neg)):
         with pytest.raises(ModelError, match="not positive definite"):
             noslip.build(s)
+
+
+def test_barrett_grasp_step_metric_chain_keeps_independent_rows_only():
+    """The recorded rubber Barrett grasp step (tests/data/noslip_barrett_step48.npz, 52 joint rows and
+    16 tangent rows on 60 coordinates, an exactly dependent row with smallest singular value 5e-17)
+    through the no-slip model's chain (kernels/noslip.py ``noslip_metric_chain``: FIND-INDICES as a
+    Householder QR, whose test needs no second projection): the kept rows are those of the
+    bordered-Cholesky chain, independent, as many as the rank of all candidates, and every row left
+    out is a combination of them; Z spans their null space with Z' M Z = I."""
+    from pathlib import Path
+    from contactlab.kernels import noslip as K
+    d = np.load(Path(__file__).parent / "data" / "noslip_barrett_step48.npz")
+    args = [d[k] for k in ("M", "Lm", "starts")] + [int(d["nb"])] + [d[k] for k in ("J", "ST", "rhs_j")] + \
+        [float(d["tol"]), d["v"], d["f"], float(d["h"]), d["U"], d["bias"]]
+    out = K.noslip_metric_chain(*args)
+    status, kept = out[:2]
+    assert status == 0
+    assert np.array_equal(kept, K.noslip_chain(*args)[1])
+    G = np.vstack([d["J"], d["ST"]])
+    Gk = G[kept]
+    s = np.linalg.svd(Gk, compute_uv=False)
+    assert s[-1] > 1e-9 * s[0]
+    assert kept.size == np.linalg.matrix_rank(G)
+    for c in sorted(set(range(G.shape[0])) - set(kept.tolist())):
+        x = np.linalg.lstsq(Gk.T, G[c], rcond=None)[0]
+        assert np.abs(Gk.T @ x - G[c]).max() <= 1e-9 * np.abs(G[c]).max(), c
+    Z = K.metric_basis(d["Lm"], d["starts"], int(d["nb"]), out[11], out[12], kept.size)
+    M = d["M"]
+    assert np.abs(Gk @ Z).max(initial=0.0) <= 1e-10 * np.abs(Gk).max()
+    np.testing.assert_allclose(Z.T @ M @ Z, np.eye(Z.shape[1]), rtol=0, atol=1e-10)
