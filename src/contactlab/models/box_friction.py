@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from ..errors import ModelError
 from ..kernels._jit import jit
 from ..kernels.components import row_block_components
+from ..mechanics.kernels import delassus_dense
 from ..mechanics.system import delassus, rows_times, rows_transpose_times, stack_rows
 from ..problems import BoxedLCP
 from .common import StepResult, contact_modes, dense
@@ -181,6 +182,18 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
         q = H @ sys.v_free() - rhs - dense(HW @ sys.J.T) @ X[:, -1]
     else:
         H = _rows(sys)
+        if sys.body_blocks and n <= options.dense_max and sp.issparse(H) and H.format == "csr":
+            # the dense problem in one compiled call: Delassus matrix, q, bounds (_dense_parts)
+            f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
+            Mat, q, lo, hi, findex, mu, finite = _dense_parts(
+                H.indptr.astype(np.int64, copy=False), H.indices.astype(np.int64, copy=False), f(H.data),
+                sys.W_blocks, float(options.cfm + sys.cfm), sys.v_free(), f(sys.j_rhs), f(sys.a_target),
+                f(sys.l_bias), f(sys.n_bias), o_a, o_l, o_n, f(sys.a_max), f(sys.mu), f(sys.normal_guess),
+                float(options.new_contact_bound), options.coupling == "current")
+            make = BoxedLCP.trusted if finite else BoxedLCP
+            if options.coupling != "current" or not nc:
+                findex = mu = None
+            return _finish(make(Mat, q, lo, hi, findex, mu), sys, H, o_a, o_l, o_n, o_s, n, nc)
         if sys.W_blocks is not None:    # compiled: only row pairs sharing a body (mechanics/kernels.py)
             Mat = delassus(sys, H, options.cfm + sys.cfm, dense=n <= options.dense_max)
         else:
@@ -192,12 +205,33 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
         findex = mu = None
     # assembled here, finite with a finite state: the checks of the constructor only where q is not
     make = BoxedLCP.trusted if (np.isfinite(q).all() and (sp.issparse(Mat) or Mat.flags.c_contiguous)) else BoxedLCP
-    prob = make(Mat, q, lo, hi, findex, mu)
+    return _finish(make(Mat, q, lo, hi, findex, mu), sys, H, o_a, o_l, o_n, o_s, n, nc)
+
+
+def _finish(prob: BoxedLCP, sys, H, o_a, o_l, o_n, o_s, n, nc) -> BoxedLCP:
+    """The problem's row groups, and its islands where its matrix is sparse."""
     prob.row_groups = {"joint": slice(0, o_a), "motor": slice(o_a, o_l), "limit": slice(o_l, o_n),
                        "normal": slice(o_n, o_s), "friction": slice(o_s, n)}
-    if sp.issparse(Mat) and sys.body_blocks:
+    if sp.issparse(prob.M) and sys.body_blocks:
         prob.islands = _islands(H, o_n, o_s, nc)
     return prob
+
+
+@jit
+def _dense_parts(indptr, indices, data, W, cfm, v, j_rhs, a_target, l_bias, n_bias, o_a, o_l, o_n, a_max, mu_c,
+                 guess, new_bound, current):
+    """The dense problem of :func:`build` in one call: H W H' + cfm I (mechanics/kernels.py
+    ``delassus_dense``), q (:func:`_q_kernel`), the bounds (:func:`_box_bounds`) and whether q is
+    finite. Returns (M, q, lo, hi, findex, mu, finite)."""
+    n = indptr.size - 1
+    Mat = delassus_dense(indptr, indices, data, W, n, np.full(n, cfm))
+    q = _q_kernel(indptr, indices, data, v, j_rhs, a_target, l_bias, n_bias)
+    lo, hi, findex, mu = _box_bounds(o_a, o_l, o_n, n, a_max, mu_c, guess, new_bound, current)
+    finite = True
+    for i in range(n):
+        if not np.isfinite(q[i]):
+            finite = False
+    return Mat, q, lo, hi, findex, mu, finite
 
 
 def _islands(H: sp.csr_matrix, o_n: int, o_s: int, nc: int):
