@@ -22,10 +22,10 @@ import scipy.sparse as sp
 from ..errors import ModelError
 from ..kernels._jit import jit
 from ..kernels.components import row_block_components
-from ..mechanics.kernels import delassus_dense
+from ..mechanics.kernels import delassus_dense, rows_times as _rows_times, rows_transpose_times as _rows_transpose_times
 from ..mechanics.system import delassus, rows_times, rows_transpose_times, stack_rows
 from ..problems import BoxedLCP
-from .common import StepResult, contact_modes, dense
+from .common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult, _modes_of_rows, contact_modes, dense
 
 NAME = "box-friction"
 DEFAULT_METHOD = "pgs"
@@ -293,11 +293,36 @@ def recover(sys, problem, solution, options: Options | None = None) -> StepResul
         v_next = sys.v_free() + sys.Minv @ (H.T @ z + sys.J.T @ joint)
     else:
         dv = solution.info.get("velocity_change") if isinstance(getattr(solution, "info", None), dict) else None
+        H, S, T, Minv = _rows(sys), sys.S, sys.T, sys.Minv
+        if (dv is None and z.flags.c_contiguous and sys.nc and all(sp.issparse(X) and X.format == "csr" for X in (H, Minv, S))
+                and sp.issparse(T) and S.indices is T.indices and S.indptr is T.indptr):
+            # v+ = v_free + M^-1 H' z, the tangent impulses and the contact modes in one compiled call
+            v_next, tangent, modes = _recover_parts(Minv.indptr, Minv.indices, Minv.data, H.indptr, H.indices, H.data,
+                                                    z, sys.v_free(), o_n, S.indptr, S.indices, S.data, T.data,
+                                                    MODE_IMPULSE_TOL, MODE_SPEED_TOL)
+            return StepResult(v_next=v_next, normal=z[o_n:o_s], tangent=tangent, joint=z[:o_a], limit=z[o_l:o_n],
+                              motor=z[o_a:o_l], modes=modes)
         if dv is None:
-            dv = rows_times(sys.Minv, rows_transpose_times(_rows(sys), z))
+            dv = rows_times(Minv, rows_transpose_times(H, z))
         v_next = sys.v_free() + dv     # a matrix-free solver's M^-1 H' z (kernels/pgs_matrix_free.py)
         joint = z[:o_a]
     normal = z[o_n:o_s]
     return StepResult(v_next=v_next, normal=normal, tangent=np.column_stack([z[o_s:o_t], z[o_t:n]]),
                       joint=joint, limit=z[o_l:o_n], motor=z[o_a:o_l],
                       modes=contact_modes(sys, v_next, normal))
+
+
+@jit
+def _recover_parts(m_ptr, m_idx, m_data, h_ptr, h_idx, h_data, z, v_free, o_n, s_ptr, s_idx, s_data, t_data,
+                   impulse_tol, speed_tol):
+    """:func:`recover`'s arrays in one call: v+ = v_free + M^-1 (H' z) (mechanics/kernels.py
+    ``rows_transpose_times`` then ``rows_times``), the (nc, 2) tangent impulses and the contact
+    modes (models/common.py ``contact_modes`` on S and T sharing one pattern)."""
+    nc = s_ptr.size - 1
+    v_next = v_free + _rows_times(m_ptr, m_idx, m_data, _rows_transpose_times(h_ptr, h_idx, h_data, z, v_free.size))
+    tangent = np.empty((nc, 2))
+    for c in range(nc):
+        tangent[c, 0] = z[o_n + nc + c]
+        tangent[c, 1] = z[o_n + 2 * nc + c]
+    modes = _modes_of_rows(s_ptr, s_idx, s_data, t_data, v_next, z[o_n:o_n + nc].copy(), impulse_tol, speed_tol)
+    return v_next, tangent, modes

@@ -146,8 +146,13 @@ def pyramid_to_tangent(beta: np.ndarray, d: int) -> np.ndarray:
     return np.column_stack([B @ np.cos(ang), B @ np.sin(ang)])
 
 
+#: contact_modes' default tolerances (relative to the largest normal impulse): separating below
+#: MODE_IMPULSE_TOL, sliding above MODE_SPEED_TOL of tangential speed
+MODE_IMPULSE_TOL, MODE_SPEED_TOL = 1e-9, 1e-6
+
+
 def contact_modes(sys: ConstraintSystem, v_next: np.ndarray, normal: np.ndarray,
-                  impulse_tol: float = 1e-9, speed_tol: float = 1e-6) -> np.ndarray:
+                  impulse_tol: float = MODE_IMPULSE_TOL, speed_tol: float = MODE_SPEED_TOL) -> np.ndarray:
     """separating if the normal impulse is ~0, sliding if the tangential speed at v+ exceeds
     ``speed_tol``, sticking otherwise (tolerances relative to the largest normal impulse)."""
     nc = sys.nc
