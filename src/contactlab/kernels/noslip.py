@@ -813,32 +813,59 @@ def householder_select(Y, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, 
 
 
 @jit
-def _lower_solve_row(L, starts, g, y):
+def _lower_solve_row(L, starts, blk, dinv, g, y):
     """y = L_M^-1 g (y zeroed first) by the blocks that g's nonzeros reach (the forward half of
-    :func:`mass_solve_rows_sparse`); returns |y|^2 = g M^-1 g'."""
+    :func:`mass_solve_rows_sparse`; blk[c] the block of column c, dinv the reciprocals of L_M's
+    diagonal: a product per entry instead of a division); returns |y|^2 = g M^-1 g'."""
     m = g.shape[0]
     for c in range(m):
         y[c] = 0.0
     gg = 0.0
-    b = 0
     c = 0
     while c < m:
         if g[c] == 0.0:
             c += 1
             continue
-        while starts[b + 1] <= c:
-            b += 1
+        b = blk[c]
         s0 = starts[b]
         s1 = starts[b + 1]
         for t in range(s0, s1):
             s = g[t]
             for j in range(s0, t):
                 s -= L[t, j] * y[j]
-            s /= L[t, t]
+            s *= dinv[t]
             y[t] = s
             gg += s * s
         c = s1
     return gg
+
+
+@jit
+def apply_reflectors_rows(vval, vidx, vptr, beta, vmask, k, B, transpose):
+    """:func:`apply_reflectors` on every row of B (r, m) in one pass over the reflectors (each
+    reflector loaded once for all rows; a row whose nonzero chunks miss it is skipped)."""
+    r, m = B.shape
+    cs = _chunk(m)
+    bmask = np.empty(r, dtype=np.uint64)
+    for i in range(r):
+        bmask[i] = row_mask(B[i], cs)
+    for s_ in range(k):
+        t = s_ if transpose else k - 1 - s_
+        p0 = vptr[t]
+        p1 = vptr[t + 1]
+        vm = vmask[t]
+        bt = beta[t]
+        for i in range(r):
+            if not (bmask[i] & vm):
+                continue
+            s = 0.0
+            for q in range(p0, p1):
+                s += vval[q] * B[i, vidx[q]]
+            if s != 0.0:
+                s *= bt
+                for q in range(p0, p1):
+                    B[i, vidx[q]] -= s * vval[q]
+                bmask[i] |= vm
 
 
 @jit
@@ -875,8 +902,14 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
         mass_matvec(M, starts, nb, v, p)
         for t in range(m):
             p[t] += h * f[t]
+        dinv = np.empty(m)
+        blk = np.empty(m, dtype=np.int64)
+        for b in range(nb):
+            for t in range(starts[b], starts[b + 1]):
+                blk[t] = b
+                dinv[t] = 1.0 / Lm[t, t]
         for i in range(r):      # a NaN or inf of a row reaches its block solve, so |y|^2: J and ST checked here
-            gg[i] = _lower_solve_row(Lm, starts, J[i] if i < nj else ST[i - nj], Y[i])
+            gg[i] = _lower_solve_row(Lm, starts, blk, dinv, J[i] if i < nj else ST[i - nj], Y[i])
             if not np.isfinite(gg[i]):
                 ok = False
     kmax = min(r, m)
@@ -928,21 +961,18 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     status = 0 if ok else (3 if nb >= 0 else 4)
     if status:
         return status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack
-    w = np.empty(m)
-    for i in range(n):                  # U Z = rows of (Q' L_M^-1 U')[free]
-        mass_lower_solve(Lm, starts, nb, U[i], w)
-        apply_reflectors(vval, vidx, vptr, beta, vmask, k, w, True)
-        a = 0
-        for t in range(m):
-            if free[t]:
-                UZ[i, a] = w[t]
-                a += 1
-    mass_lower_solve(Lm, starts, nb, p, w)          # Z' p = (Q' L_M^-1 p)[free] = f* (Z' M Z = I)
-    apply_reflectors(vval, vidx, vptr, beta, vmask, k, w, True)
+    # U Z = rows of (Q' L_M^-1 U')[free], Z' p = (Q' L_M^-1 p)[free] = f* (Z' M Z = I): one pass of Q'
+    B = np.empty((n + 1, m))
+    for i in range(n):
+        mass_lower_solve(Lm, starts, nb, U[i], B[i])
+    mass_lower_solve(Lm, starts, nb, p, B[n])
+    apply_reflectors_rows(vval, vidx, vptr, beta, vmask, k, B, True)
     a = 0
     for t in range(m):
         if free[t]:
-            Zp[a] = w[t]
+            for i in range(n):
+                UZ[i, a] = B[i, t]
+            Zp[a] = B[n, t]
             a += 1
     anyr = False
     for i in range(k):
