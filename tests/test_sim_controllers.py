@@ -71,3 +71,23 @@ def test_bad_controller_and_joint_names_are_our_errors():
         sim.set_joint_torque("elbow", 1.0)
     with pytest.raises(ModelError, match="finite"):
         sim.set_joint_torque("joint0", float("nan"))
+
+
+def test_set_joint_torques_is_set_joint_torque_for_each_joint():
+    """The bulk setter leaves the same torques, in the same order, as one set_joint_torque per joint
+    (so the step sums the same forces in the same order), and refuses what the single one refuses."""
+    names = ["joint0", "joint1", "joint2"]
+    a, b = (Simulator(make_scene("pendulum-chain"), "box-friction", "pgs") for _ in range(2))
+    tau = [0.5, -1.25, 2.0]
+    for n, t in zip(names, tau):
+        a.set_joint_torque(n, t)
+    b.set_joint_torques(names, np.array(tau))
+    assert list(a.data.joint_torque.items()) == list(b.data.joint_torque.items())
+    a.step(), b.step()
+    assert np.array_equal(a.data.position, b.data.position) and not b.data.joint_torque
+    with pytest.raises(ModelError, match="one value per joint"):
+        b.set_joint_torques(names, [1.0, 2.0])
+    with pytest.raises(ModelError, match="finite"):
+        b.set_joint_torques(names, [1.0, np.nan, 2.0])
+    with pytest.raises(ModelError, match="no joint named"):
+        b.set_joint_torques(["joint0", "elbow"], [1.0, 2.0])

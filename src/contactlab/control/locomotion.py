@@ -69,13 +69,14 @@ class LegController:
     # -- the callback ---------------------------------------------------------------------------------
     def __call__(self, sim) -> None:
         s = self.setup
+        gait_stance = self.gait.stance(max(sim.data.time - self.settle, 0.0))
         if self._reader is None:
             self._reader = JointReader(sim.model, [n for leg in s.joints for n in leg])
             self._base = sim.model.index(s.base)
             self._feet = np.array([sim.model.index(f) for f in s.feet])
-            self._record(sim, None)
+            self._record(sim, None, gait_stance)
         else:
-            self._record(sim, self._tau)
+            self._record(sim, self._tau, gait_stance)
         self._x_step = sim.data.position.copy()     # body positions at the start of the coming step
         L, k = s.kinematics.shape
         data = sim.data
@@ -92,7 +93,7 @@ class LegController:
         self._q_prev = q_ref
         h = sim.h
         xd_ref = (s.nominal + self.gait.foot_offsets(max(t + h, 0.0), scale) - target) / h if scale > 0 else 0.0 * target
-        stance = self.gait.stance(max(t, 0.0)) if scale > 0 else np.ones(L, bool)
+        stance = gait_stance if scale > 0 else np.ones(L, bool)
         if self._gains is None or self._gains[0] is not self.pd:
             self._gains = (self.pd, *self.pd.gains((L, k)))
         kin = s.kinematics
@@ -100,14 +101,14 @@ class LegController:
                            float(self.foot_kd), bool(self.weight_ff), stance, float(s.mass), sim.model.gravity,
                            data.quaternion[self._base], *self._gains[1:])
         self._tau = tau
-        for name, tj in zip(self._reader.names, tau.ravel()):
-            sim.set_joint_torque(name, tj)
+        sim.set_joint_torques(self._reader.names, tau)
 
     # -- logging ----------------------------------------------------------------------------------------
-    def _record(self, sim, tau) -> None:
-        """State after the previous step: base pose, commanded stance, feet in contact (a touching,
-        loaded contact of that step) and slip speed (tangential velocity of the contact point of
-        the step's geometry after the step, i.e. what the model's tangential rows S v+, T v+ see)."""
+    def _record(self, sim, tau, stance=None) -> None:
+        """State after the previous step: base pose, commanded stance (``stance``: the gait's at this
+        time when the caller has it), feet in contact (a touching, loaded contact of that step) and
+        slip speed (tangential velocity of the contact point of the step's geometry after the step,
+        i.e. what the model's tangential rows S v+, T v+ see)."""
         data, s = sim.data, self.setup
         i = self._base
         t = data.time - self.settle
@@ -126,7 +127,7 @@ class LegController:
         lg["time"].append(data.time)
         lg["base"].append(data.position[i].copy())
         lg["rpy"].append(_rpy(data.quaternion[i]))
-        lg["stance"].append(self.gait.stance(max(t, 0.0)))
+        lg["stance"].append(self.gait.stance(max(t, 0.0)) if stance is None else stance)
         lg["contact"].append(contact)
         lg["slip"].append(slip)
         lg["torque"].append(np.zeros(np.size(s.q_offset)) if tau is None else np.ravel(tau).copy())

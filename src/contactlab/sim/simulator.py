@@ -216,21 +216,45 @@ class Simulator:
         """Apply ``torque`` about a revolute joint's axis (a force along a prismatic joint's axis)
         during the next step: +torque on the child body, -torque on the parent (equal and
         opposite), added to the free-motion forces f. Cleared after the step."""
-        joints = self.model.joints
-        cache = getattr(self, "_joint_index", None)
-        if cache is None or cache[0] is not joints:       # name -> index, built once per joint list
-            cache = self._joint_index = (joints, {j.name: k for k, j in reversed(list(enumerate(joints)))})
-        k = cache[1].get(joint)
-        if k is None:
-            raise ModelError(f"no joint named {joint!r}; joints: {[j.name for j in joints]}")
-        if self.model.joints[k].kind not in ("revolute", "prismatic"):
-            raise ModelError(f"joint {joint!r} is {self.model.joints[k].kind}; "
-                             "a joint torque needs a revolute or prismatic joint")
+        k = self._torque_index(joint)
         tau = float(torque)
         if not np.isfinite(tau):
             raise ModelError(f"torque must be finite, got {torque!r}")
         self.data.joint_torque[k] = tau
         self.has_actuation = True
+
+    def set_joint_torques(self, joints, torques) -> None:
+        """:meth:`set_joint_torque` for several joints at once: ``joints`` a sequence of names,
+        ``torques`` as many values (the names are looked up and checked once per sequence of names;
+        a legged controller sets twelve every step)."""
+        key = tuple(joints)
+        cache = getattr(self, "_torque_sets", None)
+        if cache is None or cache[0] is not self.model.joints:
+            cache = self._torque_sets = (self.model.joints, {})
+        idx = cache[1].get(key)
+        if idx is None:
+            idx = cache[1][key] = [self._torque_index(name) for name in key]
+        tau = np.asarray(torques, dtype=np.float64).reshape(-1)
+        if tau.size != len(idx):
+            raise ModelError(f"torques must give one value per joint ({len(idx)}), got {tau.size}")
+        if not np.all(np.isfinite(tau)):
+            raise ModelError(f"torques must be finite, got {tau.tolist()}")
+        self.data.joint_torque.update(zip(idx, tau.tolist()))
+        self.has_actuation = True
+
+    def _torque_index(self, joint: str) -> int:
+        """The index of the revolute or prismatic joint named ``joint`` (name -> index built once per
+        joint list)."""
+        joints = self.model.joints
+        cache = getattr(self, "_joint_index", None)
+        if cache is None or cache[0] is not joints:
+            cache = self._joint_index = (joints, {j.name: k for k, j in reversed(list(enumerate(joints)))})
+        k = cache[1].get(joint)
+        if k is None:
+            raise ModelError(f"no joint named {joint!r}; joints: {[j.name for j in joints]}")
+        if joints[k].kind not in ("revolute", "prismatic"):
+            raise ModelError(f"joint {joint!r} is {joints[k].kind}; a joint torque needs a revolute or prismatic joint")
+        return k
 
     @property
     def last_problem(self):
