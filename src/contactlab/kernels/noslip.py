@@ -759,6 +759,8 @@ def householder_select(Y, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, 
         free[t] = True
     k = 0
     vptr[0] = 0
+    cl = np.empty(r, dtype=np.int64)      # the columns a reflector meets
+    acc = np.empty(r)
     for s in range(r):
         if k >= m:
             break
@@ -797,17 +799,31 @@ def householder_select(Y, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, 
         vptr[k + 1] = p1
         vmask[k] = mask
         kept[k] = s
+        # H_k on the later columns that meet its support, all at once: the dots accumulate side by side
+        # (one independent sum per column, each in the support's order), then one update pass
+        nl = 0
         for c in range(s + 1, r):
-            if not (amask[c] & mask):
-                continue
-            d = 0.0
-            for q in range(p0, p1):
-                d += vval[q] * Y[c, vidx[q]]
-            if d != 0.0:
-                d *= bt
-                for q in range(p0, p1):
-                    Y[c, vidx[q]] -= d * vval[q]
-                amask[c] |= mask
+            if amask[c] & mask:
+                cl[nl] = c
+                acc[nl] = 0.0
+                nl += 1
+        for q in range(p0, p1):
+            vq = vval[q]
+            iq = vidx[q]
+            for j in range(nl):
+                acc[j] += vq * Y[cl[j], iq]
+        na = 0
+        for j in range(nl):
+            if acc[j] != 0.0:
+                cl[na] = cl[j]
+                acc[na] = acc[j] * bt
+                amask[cl[j]] |= mask
+                na += 1
+        for q in range(p0, p1):
+            vq = vval[q]
+            iq = vidx[q]
+            for j in range(na):
+                Y[cl[j], iq] -= acc[j] * vq
         k += 1
     return k
 
