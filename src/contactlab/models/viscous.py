@@ -26,11 +26,12 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ModelError
-from .find_indices import IndexSets, Reduced, ShiftedFactoredLCP, reduce_step, step_inputs
+from ..kernels import noslip as K
+from .find_indices import IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, step_inputs
 from . import rk4 as staging
 from .built import ACTIVE_GAP, Built, touching
 from .common import StepResult
-from .noslip import SEPARATING, SLIDING, STICKING, check_dynamics
+from .noslip import SEPARATING, SLIDING, STICKING, MetricReduced, _metric_reduced, check_dynamics
 from .rk4 import RK4_REAL_STABILITY, check_integrator
 
 
@@ -97,13 +98,26 @@ def build_viscous(M, v, f, N, S, T, mu_v, J=None, *, h: float = 0.0, J_rhs=None,
     f_total = f - C @ v
     Mh = M + h * C if h > 0 else M
     bias, jr, cf, _ = step_inputs(Mh, n, J.shape[0], normal_bias, J_rhs)
-    # FIND-INDICES on the rows of J (Alg. 2) and the reduction of eq. 41-42 in one compiled call
-    # (find_indices.py reduce_step: the kernels of find_indices and reduce_equalities) for
+    # FIND-INDICES on the rows of J (Alg. 2) and the reduction of eq. 41-42 in one compiled call, the
+    # no-slip model's (kernels/noslip.py noslip_metric_chain, no tangent rows) for
     # Mh a = f_total + N' z + J' f_j, i.e. its M x = M v + h f + ... with v = 0, h = 1, f = f_total
-    m = Mh.shape[0]
-    red = reduce_step(cf, np.ascontiguousarray(J), np.zeros((0, m)), jr, tol, np.zeros(m), np.ascontiguousarray(f_total),
-                      1.0, np.ascontiguousarray(N), np.ascontiguousarray(bias), cfm)
+    red = _reduce(cf, J, jr, tol, f_total, N, bias, cfm)
     return ViscousProblem(red.problem, red, Mh, f_total, N, S, T, mu_v, v, float(h), J.shape[0])
+
+
+def _reduce(cf: MassFactor, J, rhs_j, tol: float, f_total, N, bias, cfm: float) -> MetricReduced:
+    """drumwright eq. 41-42 for Mh a = f_total + N' z + J' f_j, J a = rhs_j (Mh = cf.M, factored):
+    FIND-INDICES (Alg. 2) on the rows of J and A^-1 on the momentum as Z (Z' Mh Z)^-1 Z' with the
+    Mh-metric basis Z = L^-T Q[:, free] of null(J_kept) (Z' Mh Z = I, so F = (N Z)(N Z)', e = N Z Z' f*
+    plus the offsets), in one compiled call: the no-slip model's ``noslip_metric_chain`` (kernels/
+    noslip.py) with no tangent rows and p = Mh 0 + 1 f_total = f_total exactly. ModelError when an input
+    is not finite (those the chain reads: f_total, J, J_rhs, N, bias) or Mh is not positive definite."""
+    m = cf.M.shape[0]
+    c = lambda x: np.ascontiguousarray(x, dtype=np.float64)
+    N = c(N)
+    chain = K.noslip_metric_chain(cf.M, cf.L, cf.starts, cf.nb, c(J), np.zeros((0, m)), c(rhs_j), float(tol),
+                                  np.zeros(m), c(f_total), 1.0, N, c(bias))
+    return _metric_reduced(cf, chain, cfm, N)
 
 
 def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -> StepResult:
