@@ -332,6 +332,8 @@ def test_build_system_compiled_terms_equal_their_references():
     assert np.array_equal(sys.W_blocks, Bw) and np.array_equal(sys.M.toarray(), sp.block_diag(list(Bm)).toarray())
     assert np.array_equal(sys.v, data.velocity_vector(model))
     assert np.array_equal(sys.f, generalized_forces(model, data))
+    from contactlab.mechanics.system import rows_times
+    assert np.array_equal(sys.v_free(), sys.v + sys.h * rows_times(sys.Minv, sys.f))     # kept at build time
     for got, ref in zip((sys.N, sys.S, sys.T), contact_frame_rows(model, data, contacts)):
         assert (abs(got - ref)).max() == 0.0
     assert sys.S.indices is sys.T.indices and sys.S.indptr is sys.T.indptr

@@ -505,6 +505,20 @@ def body_terms(live, dof_start, quaternion, mass, inertia, inv_inertia, gravity,
 
 
 @jit
+def free_velocity(Bw, v, f, h):
+    """v + h M^-1 f with M^-1 block-diagonal (Bw, one 6x6 block per moving body, in dof order): the
+    sums of :func:`rows_times` on M^-1's CSR rows (six entries in column order), so the same numbers."""
+    out = np.empty(v.size)
+    for t in range(Bw.shape[0]):
+        for i in range(6):
+            acc = 0.0
+            for j in range(6):
+                acc += Bw[t, i, j] * f[6 * t + j]
+            out[6 * t + i] = v[6 * t + i] + h * acc
+    return out
+
+
+@jit
 def contact_terms(a, b, dof_start, position, P, normal, t1, t2, phi, h, zeta, slop):
     """build_system's per-contact terms in one call: the rows of the normal and the two tangents
     (:func:`frame_rows_csr`, directions in that order) and the normal rows' bias

@@ -93,10 +93,13 @@ class ConstraintSystem:
     def nm(self) -> int:
         return self.A.shape[0]
 
+    def _v_free_key(self) -> tuple:
+        return id(self.v), id(self.f), id(self.Minv), self.h
+
     def v_free(self) -> np.ndarray:
         """v + h M^-1 f: the next velocity without constraint impulses (formed once per system: the
         model's build, its recovery and the step's energy check all read it; a copy is returned)."""
-        key = (id(self.v), id(self.f), id(self.Minv), self.h)
+        key = self._v_free_key()
         cached = self.__dict__.get("_v_free")
         if cached is None or cached[0] != key:
             cached = self.__dict__["_v_free"] = (key, self.v + self.h * rows_times(self.Minv, self.f))
@@ -407,9 +410,12 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
         (N, S, T), NST = _contact_frame_rows(model, data, contacts)
         phi = mu = n_bias = np.zeros(0)
         guess = None
-    return ConstraintSystem(h=h, ndof=model.ndof, M=M, Minv=Minv, v=v, f=f, J=J, j_rhs=j_rhs, j_err=j_err,
-                            L=L, l_bias=l_bias, N=N, n_bias=n_bias,
-                            S=S, T=T, d=d, mu=mu, phi=phi, A=A, a_target=a_target, a_max=a_max,
-                            cfm=float(st.cfm), contacts=contacts,
-                            normal_guess=np.full(nc, np.nan) if guess is None else guess,
-                            labels={"joint": jl, "limit": ll, "motor": al}, W_blocks=Bw, NST=NST)
+    sys = ConstraintSystem(h=h, ndof=model.ndof, M=M, Minv=Minv, v=v, f=f, J=J, j_rhs=j_rhs, j_err=j_err,
+                           L=L, l_bias=l_bias, N=N, n_bias=n_bias,
+                           S=S, T=T, d=d, mu=mu, phi=phi, A=A, a_target=a_target, a_max=a_max,
+                           cfm=float(st.cfm), contacts=contacts,
+                           normal_guess=np.full(nc, np.nan) if guess is None else guess,
+                           labels={"joint": jl, "limit": ll, "motor": al}, W_blocks=Bw, NST=NST)
+    if live.size and sys.body_blocks:     # v_free from the blocks (compiled), what v_free() would compute
+        sys.__dict__["_v_free"] = (sys._v_free_key(), _K.free_velocity(Bw, v, f, h))
+    return sys
