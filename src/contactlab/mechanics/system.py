@@ -260,7 +260,7 @@ def point_rows(model: Model, data: Data, a: np.ndarray, b: np.ndarray, P: np.nda
     a: -[u, (P - x_a) x u]. ``U`` (k, 3), or (m, k, 3) for m directions per point (a tuple of m
     matrices sharing one sparsity pattern, written in one compiled pass).
     """
-    rows, stacked = _point_rows(model, data, a, b, P, U)
+    rows = _point_rows(model, data, a, b, P, U)[0]
     return rows if np.ndim(U) == 3 else rows[0]
 
 
@@ -271,10 +271,18 @@ def _point_rows(model: Model, data: Data, a, b, P, U):
     dv, ix, ip = _K.frame_rows_csr(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), model.dof_start,
                                    data.position, np.ascontiguousarray(P, dtype=np.float64),
                                    np.ascontiguousarray(U, dtype=np.float64).reshape(-1, k, 3))
-    nnz = dv.shape[1]
+    return _stacked_rows(dv, ix, ip, model.ndof)
+
+
+def _stacked_rows(dv: np.ndarray, ix: np.ndarray, ip: np.ndarray, ndof: int):
+    """(each direction's rows, all rows stacked) from :func:`~contactlab.mechanics.kernels.frame_rows_csr`'s
+    arrays: the stacked CSR on them as they are, and each direction's a view of its values on one
+    pattern object (indices[:nnz], indptr[:k + 1]) that all directions share (models/common.py
+    contact_modes tests the sharing by identity)."""
+    m, nnz = dv.shape
+    k = (ip.size - 1) // m
     own_ix, own_ip = ix[:nnz], ip[:k + 1]
-    rows = tuple(csr_of(d, own_ix, own_ip, (k, model.ndof)) for d in dv)
-    return rows, csr_of(dv.reshape(-1), ix, ip, (k * dv.shape[0], model.ndof))
+    return tuple(csr_of(d, own_ix, own_ip, (k, ndof)) for d in dv), csr_of(dv.reshape(-1), ix, ip, (m * k, ndof))
 
 
 def angular_rows(model: Model, a: int, b: int, U: np.ndarray) -> sp.csr_matrix:
@@ -401,9 +409,7 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
             np.ascontiguousarray(contacts.normal, dtype=np.float64), np.ascontiguousarray(contacts.t1, dtype=np.float64),
             np.ascontiguousarray(contacts.t2, dtype=np.float64), np.ascontiguousarray(contacts.phi, dtype=np.float64),
             h, float(zeta), float(st.slop))
-        own_ix, own_ip = ix[:dv.shape[1]], ip[:nc + 1]        # one pattern object for all three
-        N, S, T = (csr_of(x, own_ix, own_ip, (nc, model.ndof)) for x in dv)
-        NST = csr_of(dv.reshape(-1), ix, ip, (3 * nc, model.ndof))
+        (N, S, T), NST = _stacked_rows(dv, ix, ip, model.ndof)
         phi, mu = contacts.phi, contacts.mu
         guess = getattr(contacts, "normal_guess", None)
     else:
