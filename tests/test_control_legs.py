@@ -228,3 +228,20 @@ def test_joint_rates_are_the_rate_rows_times_the_velocity():
     np.testing.assert_allclose(qd, js.rate_rows @ v, rtol=0, atol=1e-12)
     assert np.abs(qd).max() > 1e-3
     assert joint_rate(sim, names[4]) == pytest.approx(qd[4], abs=1e-15)
+
+
+def test_rate_reference_is_pinv_times_the_foot_velocity():
+    """The controller's joint-rate reference: pinv(J) xd, by a solve where the 3x3 J is far from
+    singular and by pinv itself at a straight knee (J rank 2) and for a non-square J."""
+    from contactlab.control.locomotion import _rate_reference
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        J, xd = rng.normal(size=(3, 3)), rng.normal(size=3)
+        ref = np.linalg.pinv(J) @ xd
+        assert np.allclose(_rate_reference(J, xd), ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max())
+    J = rng.normal(size=(3, 3))
+    J[:, 2] = 2.0 * J[:, 1]                                   # straight knee: two parallel columns
+    xd = rng.normal(size=3)
+    assert np.allclose(_rate_reference(J, xd), np.linalg.pinv(J) @ xd, rtol=0, atol=1e-12)
+    J4 = rng.normal(size=(3, 4))
+    assert np.allclose(_rate_reference(J4, xd), np.linalg.pinv(J4) @ xd, rtol=0, atol=1e-12)

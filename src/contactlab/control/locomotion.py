@@ -183,13 +183,29 @@ def _leg_torques(anchors, axes, feet, q, qd, q_ref, target, xd_ref, foot_kp, foo
             for j in range(k):
                 xd += J[l, i, j] * qd[l, j]
             F[i] = foot_kp * (target[l, i] - x[l, i]) + foot_kd * (xd_ref[l, i] - xd)
-        P = np.linalg.pinv(J[l])
         for j in range(k):
             tau_ff[l, j] = J[l, 0, j] * F[0] + J[l, 1, j] * F[1] + J[l, 2, j] * F[2]
             if weight_ff and stance[l]:
                 tau_ff[l, j] -= J[l, 0, j] * push[0] + J[l, 1, j] * push[1] + J[l, 2, j] * push[2]
-            qd_ref[l, j] = P[j, 0] * xd_ref[l, 0] + P[j, 1] * xd_ref[l, 1] + P[j, 2] * xd_ref[l, 2]
+        qd_ref[l] = _rate_reference(J[l], xd_ref[l])
     return pd_torque(kp, kd, tau_max, q, qd, q_ref, qd_ref, tau_ff)
+
+
+@jit
+def _rate_reference(J, xd):
+    """pinv(J) xd: the joint rates of least norm (least squares) for the foot velocity xd. A square
+    J that is far from singular (|det J| > 1e-9 ||J||_F^3, i.e. not a straight knee) by a solve,
+    which is pinv's answer to round-off at a seventh of its cost (no SVD); otherwise pinv."""
+    if J.shape[0] == J.shape[1] == 3:
+        det = (J[0, 0] * (J[1, 1] * J[2, 2] - J[1, 2] * J[2, 1]) - J[0, 1] * (J[1, 0] * J[2, 2] - J[1, 2] * J[2, 0])
+               + J[0, 2] * (J[1, 0] * J[2, 1] - J[1, 1] * J[2, 0]))
+        scale = 0.0
+        for i in range(3):
+            for j in range(3):
+                scale += J[i, j] * J[i, j]
+        if abs(det) > 1e-9 * scale ** 1.5:
+            return np.linalg.solve(J, xd)
+    return np.linalg.pinv(J) @ xd
 
 
 @jit
