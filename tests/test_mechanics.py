@@ -388,3 +388,21 @@ def test_box_friction_recover_compiled_equals_its_formula():
         assert np.array_equal(r.modes, contact_modes(sys, r.v_next, r.normal))
         assert np.array_equal(r.normal, z[o_n:o_n + nc])
     assert len(seen) >= 2      # more than one contact mode among the steps checked
+
+
+def test_position_targets_equal_their_formula():
+    """The position correction's right-hand side in one compiled pass (mechanics/kernels.py
+    position_targets) equals phi' = phi + h N v+, c = zeta (phi' + slop) where phi' < -slop and
+    phi' + slop elsewhere, with its deep flag, bit for bit."""
+    import scipy.sparse as sp
+    from contactlab.mechanics.kernels import position_targets
+    rng = np.random.default_rng(2)
+    N = sp.random(30, 60, density=0.2, random_state=3, format="csr")
+    v = rng.normal(size=60)
+    for shift, expect_deep in ((-0.002, True), (0.2, False)):
+        phi = rng.uniform(-0.004, 0.004, 30) + shift
+        h, slop, zeta = 0.01, 1e-3, 0.2
+        p = phi + h * (N @ v)
+        ref = np.where(p < -slop, zeta * (p + slop), p + slop)
+        c, deep = position_targets(N.indptr, N.indices, N.data, v, phi, h, slop, zeta)
+        assert np.allclose(c, ref, rtol=0, atol=1e-15) and deep == bool(np.any(p < -slop)) == expect_deep

@@ -188,6 +188,24 @@ def rows_times(indptr, indices, data, x):
 
 
 @jit
+def position_targets(indptr, indices, data, v_next, phi, h, slop, zeta):
+    """The position correction's right-hand side (Simulator.project_contacts): phi' = phi + h N v+
+    per contact (N in CSR; :func:`rows_times`' sums), and c_i = zeta (phi'_i + slop) where
+    phi'_i < -slop, phi'_i + slop elsewhere. Returns (c, whether any contact is that deep)."""
+    Nv = rows_times(indptr, indices, data, v_next)
+    c = np.empty(Nv.size)
+    deep = False
+    for i in range(Nv.size):
+        p = phi[i] + h * Nv[i]
+        if p < -slop:
+            c[i] = zeta * (p + slop)
+            deep = True
+        else:
+            c[i] = p + slop
+    return c, deep
+
+
+@jit
 def kinetic_gain(indptr, indices, data, after, before, weight):
     """1/2 (a'Ma - b'Mb) with a = weight * after, b = weight * before, M in CSR: the kinetic energy a
     step's impulses add (weight 0 on the dofs left out), one pass over M."""
