@@ -26,6 +26,7 @@ import numpy as np
 
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
+from ..mechanics.kernels import tangent_basis_kernel
 
 #: a face axis is kept unless an edge-edge axis separates by more than this (relative to the box size)
 EDGE_PREFERENCE = 1e-4
@@ -600,6 +601,30 @@ def detect_kernel(quaternion, position, shape_body, local_R, local_p, plane_idx,
     sa, sb, P, N, phi, rest = narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, n, off,
                                            margin, sweep)
     return Rs, ps, pairs, sa, sb, P, N, phi, rest
+
+
+@jit
+def detect_contacts(quaternion, position, shape_body, local_R, local_p, plane_idx, plane_local, aabb_center,
+                    aabb_half, margin, reach, sweep, finite_idx, static, jointed_keys, nb, cls, half, verts, vstart,
+                    radius, plane_row, shape_mu, mu_default):
+    """:func:`detect_kernel`, then, where no pair is left to coal, each contact's tangents
+    (mechanics/kernels.py ``tangent_basis_kernel``) and its bodies and friction
+    (:func:`contact_fields`) in the same call. Returns detect_kernel's outputs and (t1, t2, body_a,
+    body_b, mu), the latter empty where some pair is left to coal (the caller merges coal's contacts
+    first and computes them for all)."""
+    Rs, ps, pairs, sa, sb, P, N, phi, rest = detect_kernel(
+        quaternion, position, shape_body, local_R, local_p, plane_idx, plane_local, aabb_center, aabb_half, margin,
+        reach, sweep, finite_idx, static, jointed_keys, nb, cls, half, verts, vstart, radius, plane_row)
+    left = False
+    for i in range(rest.size):
+        left = left or rest[i]
+    if left:
+        e3 = np.empty((0, 3))
+        ei = np.empty(0, dtype=np.int64)
+        return Rs, ps, pairs, sa, sb, P, N, phi, rest, left, e3, e3, ei, ei, np.empty(0)
+    t1, t2 = tangent_basis_kernel(N)
+    ba, bb, mu = contact_fields(shape_body, shape_mu, sa, sb, mu_default)
+    return Rs, ps, pairs, sa, sb, P, N, phi, rest, left, t1, t2, ba, bb, mu
 
 
 @jit

@@ -249,13 +249,19 @@ class CollisionWorld:
             self._reach = np.zeros(len(self.geoms)) if reach is None else np.ascontiguousarray(reach, dtype=np.float64)
             self._sweep = np.zeros((len(self.geoms), 4))
             self._sweep[:, 3] = self._reach
-        Rs, ps, pairs, sa, sb, P, n, phi, rest = B.detect_kernel(
+        Rs, ps, pairs, sa, sb, P, n, phi, rest, left, t1, t2, ba, bb, mu = B.detect_contacts(
             data.quaternion, data.position, self.shape_body, self.local_R, self.local_p, self.plane_idx,
             self.plane_local, self.aabb_center, self.aabb_half, self.margin, self._reach, self._sweep,
             self.finite_idx, self.static, self.jointed_keys, self.model.nb, self.shape_class, self.half, self.vflat,
-            self.vstart, self.sphere_radius, self.plane_row)
+            self.vstart, self.sphere_radius, self.plane_row, self.shape_mu, float(self.model.mu_default))
         if pairs.shape[0] == 0:
             return ContactSet.empty()
+        if not left:        # every pair by the compiled routines: tangents, bodies and friction came with them
+            if phi.size == 0:
+                return ContactSet.empty()
+            if self.model.pair_mu:
+                mu = self._contact_fields(sa, sb)[2]
+            return ContactSet(ba, bb, sa, sb, P, n, phi, mu, t1, t2, np.full(phi.size, np.nan))
         if rest.any():
             csa, csb, cP, cn, cphi = self._coal_contacts(pairs[rest], Rs, ps)
             if cphi.size:
