@@ -200,3 +200,94 @@ def test_one_call_reduction_equals_the_former_path(seed):
     np.testing.assert_allclose(res.joint, joint, rtol=0, atol=1e-9 * max(1.0, np.abs(joint).max(initial=0.0)))
     vend = v + h * a
     np.testing.assert_allclose(res.tangent_s, -mu_v * (S @ vend), rtol=1e-12, atol=1e-12 * scale)
+
+
+# -- the one-call build and recover of a ConstraintSystem (kernels/noslip.py viscous_system_chain) -----------
+def _viscous_systems(steps=40, every=4, **opts):
+    """ConstraintSystems of the quadruped's trot under the viscous model (feet touching and lifting)."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sc = make_scene("quadruped")
+    sim = Simulator(sc, "viscous", "ppm", controllers=list(sc.controllers), model_options=opts or None)
+    out = []
+    for i in range(steps):
+        sim.step()
+        if i % every == every - 1:
+            out.append(sim.last_system)
+    return out
+
+
+def _general(sys_):
+    """A copy of the system whose M is CSC: models/viscous.build then takes its general path (dense rows,
+    build_viscous with numpy's C, f*, Mh and right-hand sides) instead of the fused call."""
+    import copy
+    other = copy.copy(sys_)
+    other.M = sys_.M.tocsc()
+    return other
+
+
+@pytest.mark.parametrize("mu_v", [0.1, 30.0])
+def test_fused_build_and_recover_agree_with_the_general_path(mu_v):
+    """drumwright eq. 41-42 with the implicit drag (Mh = M + h C, f* = f - C v): the one-call build keeps
+    the same joint rows and gives the same LCP (F, q) and the same step (v+, impulses) to round-off (its
+    products are summed over the stored entries, the general path's by BLAS)."""
+    from contactlab.models import viscous
+    o = viscous.Options(mu_v=mu_v)
+    systems = _viscous_systems(**{"mu_v": mu_v})
+    assert any(s.nc for s in systems)
+    for sys_ in systems:
+        a, b = viscous.build(sys_, o), viscous.build(_general(sys_), o)
+        la, lb = a.state[0], b.state[0]
+        assert type(la.reduced) is type(lb.reduced)
+        assert np.array_equal(la.index_sets.order, lb.index_sets.order)
+        for x, y in ((la.M, lb.M), (la.f_total, lb.f_total), (la.N, lb.N), (la.S, lb.S), (la.T, lb.T)):
+            np.testing.assert_allclose(x, y, rtol=0, atol=1e-13 * max(1.0, np.abs(y).max()))
+        A, B = a.problem.to_lcp(), b.problem.to_lcp()
+        np.testing.assert_allclose(A.M, B.M, rtol=0, atol=1e-12 * max(1.0, np.abs(B.M).max()))
+        np.testing.assert_allclose(A.q, B.q, rtol=0, atol=1e-12 * max(1.0, np.abs(B.q).max()))
+        sol = cl.solve(a.problem, method="ppm")
+        assert sol.success
+        ra, rb = viscous.recover(sys_, a, sol, o), viscous.recover(_general(sys_), b, sol, o)
+        for x, y in ((ra.v_next, rb.v_next), (ra.normal, rb.normal), (ra.joint, rb.joint), (ra.tangent, rb.tangent),
+                     (ra.limit, rb.limit)):
+            np.testing.assert_allclose(x, y, rtol=0, atol=1e-10 * max(1.0, np.abs(y).max(initial=0.0)))
+        assert np.array_equal(ra.modes, rb.modes) and ra.info == {**rb.info, "forces": ra.info["forces"]}
+
+
+def test_fused_recover_equals_the_staged_recover():
+    """The one-call recover of an Euler step (kernels/noslip.py viscous_recover_step) against
+    recover_viscous and rk4.combine with weight 1 (the former recover) on the same built step: a, v+, the
+    normal and joint impulses are the same floats; the drag impulses -h mu_v S v+ agree to round-off
+    (rows times v+ summed in column order, not by BLAS)."""
+    from contactlab.models import rk4 as staging
+    from contactlab.models import viscous
+    for sys_ in _viscous_systems(steps=24):
+        built = viscous.build(sys_)
+        last, st = built.state
+        sol = cl.solve(built.problem, method="ppm")
+        fast = viscous.recover(sys_, built, sol)
+        res = recover_viscous(last, sol.z)
+        v_next, mix = staging.combine(sys_, st, res)
+        assert np.array_equal(fast.v_next, v_next)
+        assert np.array_equal(fast.normal, mix(lambda r: r.normal)[sys_.nl:])
+        assert np.array_equal(fast.joint, mix(lambda r: r.joint))
+        tangent = np.column_stack([mix(lambda r: r.tangent_s), mix(lambda r: r.tangent_t)])[sys_.nl:]
+        np.testing.assert_allclose(fast.tangent, tangent, rtol=1e-13, atol=1e-16)
+        assert np.array_equal(fast.info["forces"], sol.z)
+
+
+def test_fused_build_names_a_non_finite_input():
+    """A non-finite velocity or an indefinite M: the one-call build hands over to the general path,
+    which names the culprit."""
+    import copy
+    from contactlab.models import viscous
+    sys_ = _viscous_systems(steps=4)[0]
+    bad = copy.copy(sys_)
+    bad.v = sys_.v.copy()
+    bad.v[3] = np.nan
+    with pytest.raises(ModelError, match="v contains NaN"):
+        viscous.build(bad)
+    neg = copy.copy(sys_)
+    neg.M = -sys_.M
+    with pytest.raises(ModelError, match="not positive definite"):
+        viscous.build(neg)

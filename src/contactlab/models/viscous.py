@@ -240,9 +240,54 @@ def _rows(sys, o):
     return M, U, S, T, J, np.concatenate([sys.l_bias, sys.n_bias])
 
 
+def _f64(x) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
+def _build_csr(sys, o: Options) -> Built | None:
+    """:func:`build` with the semi-implicit Euler integrator when the system's M, J, L, N, S, T are CSR
+    matrices (a ConstraintSystem's are), in one compiled call (kernels/noslip.py
+    ``viscous_system_chain``: the rows scattered as :func:`_rows` does, C = S' mu_v S + T' mu_v T,
+    Mh = M + h C, f* = f - C v, the joint and normal right-hand sides of the step, Mh's block factor
+    and the no-slip model's ``noslip_metric_chain`` on them, as :func:`build_viscous` does with
+    numpy; the same numbers to round-off: the products are summed over the stored entries instead
+    of by BLAS). None when a matrix is not CSR, or when an input is not finite or Mh not positive
+    definite (the general path then runs and names the culprit)."""
+    from .noslip import motor_forces
+    mats = (sys.M, sys.J, sys.L, sys.N, sys.S, sys.T)
+    for X in mats:
+        if getattr(X, "format", None) != "csr":
+            return None
+    Mc, Jc, Lc, Nc, Sc, Tc = mats
+    nl, nc, nj = Lc.shape[0], Nc.shape[0], Jc.shape[0]
+    f = sys.f + motor_forces(sys)[0] if sys.nm else sys.f
+    mu_v = np.full(nl + nc, float(o.mu_v))
+    h = float(sys.h)
+    nb, Mh, Lm, starts, U, S, T, f_total, chain = K.viscous_system_chain(
+        sys.ndof, Mc.indptr, Mc.indices, Mc.data, Jc.indptr, Jc.indices, Jc.data, Lc.indptr, Lc.indices, Lc.data,
+        Nc.indptr, Nc.indices, Nc.data, Sc.indptr, Sc.indices, Sc.data, Tc.indptr, Tc.indices, Tc.data,
+        touching(sys, o.active_gap), mu_v, _f64(sys.v), _f64(f), _f64(sys.j_rhs), _f64(sys.l_bias), _f64(sys.n_bias),
+        float(o.tol), h, h)
+    if chain[0]:
+        return None
+    cf = MassFactor.__new__(MassFactor)
+    cf.M, cf.L, cf.starts, cf.nb = Mh, Lm, starts, nb
+    red = _metric_reduced(cf, chain, float(sys.cfm + o.cfm), U)
+    st = staging.Staging(np.array(sys.v, dtype=np.float64))
+    last = ViscousProblem(red.problem, red, Mh, f_total, U, S, T, mu_v, st.v0, h, nj)
+    return Built(red.problem, {"limit": slice(0, nl), "normal": slice(nl, nl + nc)}, (last, st))
+
+
 def build(sys, options: Options | None = None) -> Built:
+    """The viscous problem of a ConstraintSystem (drumwright Sec. IV, eq. 41-42): unilateral rows
+    [L; N] with their biases, joint rows J, the drag -mu_v S v, -mu_v T v of the touching contacts
+    (implicit over the step with ``integrator="euler"``, explicit at each RK4 stage, :mod:`.rk4`)."""
     from .noslip import motor_forces
     o = options or Options()
+    if o.integrator == "euler":
+        built = _build_csr(sys, o)
+        if built is not None:
+            return built
     f_motor, _ = motor_forces(sys)
     M, U, S, T, J, bias0 = _rows(sys, o)
     h = sys.h
@@ -270,6 +315,8 @@ def recover(sys, built: Built, solution, options: Options | None = None):
     from .common import contact_modes
     from .noslip import motor_forces, motor_saturated
     last, st = built.state
+    if not st.stages and st.impact is None and type(last.reduced) is MetricReduced and last.h == sys.h:
+        return _recover_euler(sys, last, st, solution.z)
     res = recover_viscous(last, solution.z)
     nl = sys.nl
     v_next, mix = staging.combine(sys, st, res)
@@ -282,4 +329,29 @@ def recover(sys, built: Built, solution, options: Options | None = None):
                       joint=imp(lambda r: r.joint), limit=normal_all[:nl], motor=motor,
                       modes=contact_modes(sys, v_next, normal),
                       info={"forces": res.normal, "stage_failures": st.failures, "impact": st.impact is not None,
+                            "certified": st.failures == 0, "motor_saturated": motor_saturated(sys, v_next, motor)})
+
+
+def _recover_euler(sys, last: ViscousProblem, st, z) -> StepResult:
+    """:func:`recover` of a semi-implicit Euler step (one stage, no impact; ``last.h`` = the step) in one
+    compiled call (kernels/noslip.py ``viscous_recover_step``: a and the joint forces as
+    :func:`recover_viscous`, v+ = v + h a, the drag -mu_v S v+, -mu_v T v+ and the impulses h x force,
+    what :func:`recover` forms through :func:`~contactlab.models.rk4.combine` with weight 1)."""
+    from .common import contact_modes
+    from .noslip import motor_forces, motor_saturated
+    z = np.asarray(z, dtype=np.float64).ravel()
+    n = last.N.shape[0]
+    if z.shape != (n,):
+        raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal force per contact)")
+    red = last.reduced
+    cf, sets, pr = red.M_factor, red.sets, red.problem
+    v_next, _, zi, joint, tangent, _, _ = K.viscous_recover_step(
+        cf.M, cf.L, cf.starts, cf.nb, sets.G, sets.L, sets.order, red.x_p, *red.refl, pr.N, pr.f_star, red.p, red.U,
+        np.ascontiguousarray(z), last.n_joint, st.v0, float(sys.h), _f64(last.S), _f64(last.T), last.mu_v, sys.nl)
+    nl = sys.nl
+    normal = zi[nl:]
+    motor = motor_forces(sys)[1] if sys.nm else np.zeros(0)
+    return StepResult(v_next=v_next, normal=normal, tangent=tangent, joint=joint, limit=zi[:nl], motor=motor,
+                      modes=contact_modes(sys, v_next, normal),
+                      info={"forces": z, "stage_failures": st.failures, "impact": False,
                             "certified": st.failures == 0, "motor_saturated": motor_saturated(sys, v_next, motor)})
