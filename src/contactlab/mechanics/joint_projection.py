@@ -24,7 +24,7 @@ from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
 from .joint_kernels import _copy_row, _csr, _WIDTH, fill_joint_rows, row_buffers
 from ..kernels.dense import chol_solve
-from .kernels import _exp_rotate, body_blocks, delassus_dense, rows_transpose_times
+from .kernels import _exp_rotate, block_times, body_blocks, delassus_dense, rows_transpose_times
 
 
 @jit
@@ -171,12 +171,5 @@ def project_joints_kernel(joints, dof_start, body_kind, kinematic_code, mass, in
         A = delassus_dense(indptr, indices, data, W, m, np.zeros(m))
         lam = spd_or_least_squares(A, -e[:m])
         g = rows_transpose_times(indptr, indices, data, lam, 6 * W.shape[0])    # J' lam; dx = W J' lam by blocks
-        dx = np.empty(g.size)
-        for t in range(W.shape[0]):
-            for i in range(6):
-                acc = 0.0
-                for j in range(6):
-                    acc += W[t, i, j] * g[6 * t + j]
-                dx[6 * t + i] = acc
-        displace(dof_start, body_kind, kinematic_code, dx, position, quaternion)
+        displace(dof_start, body_kind, kinematic_code, block_times(W, g), position, quaternion)
     return err_max

@@ -523,17 +523,24 @@ def body_terms(live, dof_start, quaternion, mass, inertia, inv_inertia, gravity,
 
 
 @jit
-def free_velocity(Bw, v, f, h):
-    """v + h M^-1 f with M^-1 block-diagonal (Bw, one 6x6 block per moving body, in dof order): the
-    sums of :func:`rows_times` on M^-1's CSR rows (six entries in column order), so the same numbers."""
-    out = np.empty(v.size)
-    for t in range(Bw.shape[0]):
+def block_times(B, x):
+    """B x for the block-diagonal matrix of the (k, 6, 6) blocks B (one per moving body, in dof
+    order): the sums of :func:`rows_times` on its CSR rows (six entries in column order)."""
+    out = np.empty(6 * B.shape[0])
+    for t in range(B.shape[0]):
         for i in range(6):
             acc = 0.0
             for j in range(6):
-                acc += Bw[t, i, j] * f[6 * t + j]
-            out[6 * t + i] = v[6 * t + i] + h * acc
+                acc += B[t, i, j] * x[6 * t + j]
+            out[6 * t + i] = acc
     return out
+
+
+@jit
+def free_velocity(Bw, v, f, h):
+    """v + h M^-1 f with M^-1 block-diagonal (Bw): :func:`block_times`, so the numbers v_free()
+    computes through M^-1's CSR rows."""
+    return v + h * block_times(Bw, f)
 
 
 @jit
