@@ -1147,10 +1147,10 @@ def _csr_row_dot(indptr, indices, data, i, x):
 
 
 @jit
-def _add_drag(C, x, mu, p0, p1, indices, cols, seen):
-    """C += mu x x' over the columns indices[p0:p1] where the dense row x is stored (each column once;
-    entry (a, b) and (b, a) both get (mu x_a) x_b: C stays exactly symmetric). ``seen`` (m,) all False
-    on entry and on return; ``cols`` (m,) work."""
+def _add_drag(C, pos, x, mu, p0, p1, indices, cols, seen):
+    """C[pos[a], pos[b]] += mu x_a x_b over the columns indices[p0:p1] where the dense row x is stored
+    (each column once; (a, b) and (b, a) both get (mu x_a) x_b: C stays exactly symmetric). ``seen`` (m,)
+    all False on entry and on return; ``cols`` (m,) work."""
     nz = 0
     for p in range(p0, p1):
         c = indices[p]
@@ -1162,12 +1162,22 @@ def _add_drag(C, x, mu, p0, p1, indices, cols, seen):
         a = cols[a_]
         seen[a] = False
         xa = mu * x[a]
+        pa = pos[a]
         for b_ in range(a_, nz):
             b = cols[b_]
             cab = xa * x[b]
-            C[a, b] += cab
+            C[pa, pos[b]] += cab
             if b != a:
-                C[b, a] += cab
+                C[pos[b], pa] += cab
+
+
+@jit
+def _mark_columns(indptr, indices, touch, mark):
+    """mark[c] = True for the columns c stored in the rows i with touch[i]."""
+    for i in range(indptr.shape[0] - 1):
+        if touch[i]:
+            for p in range(indptr[i], indptr[i + 1]):
+                mark[indices[p]] = True
 
 
 @jit
@@ -1177,15 +1187,17 @@ def viscous_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, 
 
     The CSR rows (indptr, indices, data) of M, J, L (limits), N, S, T scattered as
     :func:`csr_rows_into` does (U = [L; N]; S, T (nl + nc, m) with the touching contacts' rows after nl
-    zero rows), the drag matrix C = S' mu_v S + T' mu_v T (mu_v (nl + nc,), symmetric by construction:
-    each entry mu_v (s_a s_b) written to (a, b) and (b, a)), Mh = M + hc C (eq. 29 with the drag at the
-    step's end: hc = h; hc = 0 keeps M), f* = f - C v (eq. 29's f* with the sign of eq. 39's g), the
-    joint right-hand sides (j_rhs - J v) / h and the normal biases (U v + [l_bias; n_bias]) / h (each
-    row's product with v summed over its stored entries), Mh's block factor (:func:`mass_factor`) and
+    zero rows), the drag matrix C = S' mu_v S + T' mu_v T (mu_v (nl + nc,)) on the columns the touching
+    rows reach (C is zero elsewhere; symmetric by construction: each entry mu_v (s_a s_b) written to
+    (a, b) and (b, a)), Mh = M + hc C (eq. 29 with the drag at the step's end: hc = h; hc = 0 keeps M),
+    f* = f - C v (eq. 29's f* with the sign of eq. 39's g; each row of C v summed in ascending column
+    order, the zero columns left out: the sums of the dense product), the joint right-hand sides
+    (j_rhs - J v) / h and the normal biases (U v + [l_bias; n_bias]) / h (each row's product with v
+    summed over its stored entries), Mh's block factor (:func:`mass_factor`) and
     :func:`noslip_metric_chain` on (Mh, J, no tangent rows, v = 0, f = f*, h = 1): FIND-INDICES on J
-    (Alg. 2) and F = N A^-1 N', e (eq. 41-42) factored in the Mh metric, p = f* exactly.
-    Returns (nb, Mh, Lm, starts, U, S, T, f*, chain): nb = -1 when Mh is not positive definite
-    (``chain``'s status is then 4)."""
+    (Alg. 2) and F = N A^-1 N', e (eq. 41-42) factored in the Mh metric, p = f* exactly. A non-finite
+    v makes f* NaN (the chain's status 3). Returns (nb, Mh, Lm, starts, U, S, T, f*, chain): nb = -1
+    when Mh is not positive definite (``chain``'s status is then 4)."""
     nj = Jp.shape[0] - 1
     nl = Lp.shape[0] - 1
     nc = Np.shape[0] - 1
@@ -1202,25 +1214,41 @@ def viscous_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, 
     csr_rows_into(Np, Ni, Nx, U, nl, 1, keep, False)
     csr_rows_into(Sp, Si, Sx, S, nl, 1, touch, True)
     csr_rows_into(Tp, Ti, Tx, T, nl, 1, touch, True)
-    C = np.zeros((m, m))
-    cols = np.empty(m, dtype=np.int64)
+    # the columns of the drag, ascending, and their places in the compact C
     seen = np.zeros(m, dtype=np.bool_)
+    _mark_columns(Sp, Si, touch, seen)
+    _mark_columns(Tp, Ti, touch, seen)
+    tc = np.empty(m, dtype=np.int64)
+    pos = np.empty(m, dtype=np.int64)
+    nt = 0
+    for c in range(m):
+        if seen[c]:
+            seen[c] = False
+            tc[nt] = c
+            pos[c] = nt
+            nt += 1
+    C = np.zeros((nt, nt))
+    cols = np.empty(m, dtype=np.int64)
     for i in range(nc):
         if touch[i]:
-            _add_drag(C, S[nl + i], mu_v[nl + i], Sp[i], Sp[i + 1], Si, cols, seen)
+            _add_drag(C, pos, S[nl + i], mu_v[nl + i], Sp[i], Sp[i + 1], Si, cols, seen)
     for i in range(nc):
         if touch[i]:
-            _add_drag(C, T[nl + i], mu_v[nl + i], Tp[i], Tp[i + 1], Ti, cols, seen)
-    fstar = np.empty(m)
-    for a in range(m):
+            _add_drag(C, pos, T[nl + i], mu_v[nl + i], Tp[i], Tp[i + 1], Ti, cols, seen)
+    fstar = f.copy()
+    if not _all_finite(v):
+        for a in range(m):
+            fstar[a] = np.nan
+    for a_ in range(nt):
         s = 0.0
-        for b in range(m):
-            s += C[a, b] * v[b]
+        for b_ in range(nt):
+            s += C[a_, b_] * v[tc[b_]]
+        a = tc[a_]
         fstar[a] = f[a] - s
     if hc > 0.0:
-        for a in range(m):
-            for b in range(m):
-                M[a, b] += hc * C[a, b]
+        for a_ in range(nt):
+            for b_ in range(nt):
+                M[tc[a_], tc[b_]] += hc * C[a_, b_]
     jr = np.empty(nj)
     for i in range(nj):
         jr[i] = (j_rhs[i] - _csr_row_dot(Jp, Ji, Jx, i, v)) / h
