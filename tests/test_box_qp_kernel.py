@@ -465,3 +465,32 @@ def test_wrong_island_labels_are_never_certified():
     split = solve(P, "box-qp")
     assert split.info.get("islands") == 2 and split.info.get("claimed_status") == "SOLVED"
     assert split.status is Status.NUMERICAL_FAILURE and split.relative_residual > 1e-6
+
+
+def test_cholmod_and_qdldl_factorisations_reach_the_same_minimiser(monkeypatch):
+    """box-qp's sparse factorisations through CHOLMOD (forced here from 0 rows) and through QDLDL
+    certify the same minimiser of strictly convex box QPs, by the interior point and by projected
+    Newton, cold and warm; the pattern cache holds CHOLMOD factors when forced."""
+    rng = np.random.default_rng(33)
+    for trial in range(4):
+        n = 400
+        J = sp.random(n, n // 2, density=0.04, random_state=100 + trial, format="csr")
+        M = (J @ J.T + 1e-2 * sp.identity(n)).tocsr()
+        q = rng.normal(size=n)
+        lo = np.where(rng.random(n) < 0.5, 0.0, -rng.uniform(0.1, 1.0, n))
+        hi = np.where(lo == 0.0, np.inf, -lo)
+        p = BoxedLCP(M, q, lo, hi)
+        for algorithm in ("ipm", "auto", "newton"):
+            opts = dict(algorithm=algorithm, dense_max=50)
+            answers = []
+            for cholmod_min in (10 ** 9, 0):
+                monkeypatch.setattr(BQ, "CHOLMOD_MIN", cholmod_min)
+                BQ._LDL.entries.clear()
+                sol = solve(p, "box-qp", **opts)
+                assert sol.success, (trial, algorithm, cholmod_min, sol.status)
+                kinds = {type(e[2]) for e in BQ._LDL.entries.values()}
+                assert kinds == ({BQ._CholmodFactor} if cholmod_min == 0 else {BQ._QDLDLFactor}), kinds
+                answers.append(sol.z)
+            assert np.abs(answers[0] - answers[1]).max() <= 1e-5 * max(1.0, np.abs(answers[0]).max())
+    monkeypatch.undo()
+    BQ._LDL.entries.clear()
