@@ -763,6 +763,9 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
     for k, first, done in rest:
         idx = order[bounds[k]:bounds[k + 1]]
         sub = island_problem(problem, idx, opts.dense_max)
+        if sub.is_trivial():    # z = 0 solves it (separating contacts): the interior point's iterates
+            zz[idx], w[idx] = 0.0, sub.q        # never reach 0 exactly, and a scale-free residual
+            continue                            # measures z in units of max|z| (solve() tests this first)
         s = _solve(sub, opts, zz[idx]) if first is None else _python_path(sub, opts, zz[idx], [done], ["ipm"], first)
         zz[idx], w[idx] = s.z, s.w
         iterations += s.iterations - done
