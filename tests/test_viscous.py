@@ -291,3 +291,23 @@ def test_fused_build_names_a_non_finite_input():
     neg.M = -sys_.M
     with pytest.raises(ModelError, match="not positive definite"):
         viscous.build(neg)
+
+
+def test_fused_rk4_stages_agree_with_the_general_path():
+    """RK4 (drumwright Sec. VII-B, models/rk4.py): each stage's explicit-drag problem (Mh = M, f* = f - C v_i)
+    from the one-call build gives the step of the general path (build_viscous on dense rows) to round-off."""
+    from contactlab.models import viscous
+    o = viscous.Options(integrator="rk4")
+    systems = _viscous_systems(steps=24, integrator="rk4")
+    assert any(s.nc for s in systems)
+    for sys_ in systems:
+        a, b = viscous.build(sys_, o), viscous.build(_general(sys_), o)
+        assert type(a.state[0].reduced) is type(b.state[0].reduced)
+        assert len(a.state[1].stages) == len(b.state[1].stages) == 3
+        A, B = a.problem.to_lcp(), b.problem.to_lcp()
+        np.testing.assert_allclose(A.M, B.M, rtol=0, atol=1e-12 * max(1.0, np.abs(B.M).max()))
+        np.testing.assert_allclose(A.q, B.q, rtol=0, atol=1e-11 * max(1.0, np.abs(B.q).max()))
+        sol = cl.solve(a.problem, method="ppm")
+        ra, rb = viscous.recover(sys_, a, sol, o), viscous.recover(_general(sys_), b, sol, o)
+        for x, y in ((ra.v_next, rb.v_next), (ra.normal, rb.normal), (ra.joint, rb.joint), (ra.tangent, rb.tangent)):
+            np.testing.assert_allclose(x, y, rtol=0, atol=1e-10 * max(1.0, np.abs(y).max(initial=0.0)))

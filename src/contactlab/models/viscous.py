@@ -244,53 +244,54 @@ def _f64(x) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float64)
 
 
-def _build_csr(sys, o: Options) -> Built | None:
-    """:func:`build` with the semi-implicit Euler integrator when the system's M, J, L, N, S, T are CSR
-    matrices (a ConstraintSystem's are), in one compiled call (kernels/noslip.py
+def _stage_csr(sys, o: Options, v: np.ndarray, hc: float) -> ViscousProblem | None:
+    """The step's :class:`ViscousProblem` at velocity v (drag implicit over hc: hc = h for
+    semi-implicit Euler, 0 for an RK4 stage's explicit drag) when the system's M, J, L, N, S, T are
+    CSR matrices (a ConstraintSystem's are), in one compiled call (kernels/noslip.py
     ``viscous_system_chain``: the rows scattered as :func:`_rows` does, C = S' mu_v S + T' mu_v T,
-    Mh = M + h C, f* = f - C v, the joint and normal right-hand sides of the step, Mh's block factor
-    and the no-slip model's ``noslip_metric_chain`` on them, as :func:`build_viscous` does with
-    numpy; the same numbers to round-off: the products are summed over the stored entries instead
-    of by BLAS). None when a matrix is not CSR, or when an input is not finite or Mh not positive
-    definite (the general path then runs and names the culprit)."""
+    Mh = M + hc C, f* = f - C v, J a = (j_rhs - J v) / h, the normal biases (U v + bias) / h, Mh's block
+    factor and the no-slip model's ``noslip_metric_chain`` on them: :func:`build_viscous` as
+    :func:`build`'s general path calls it, the same numbers to round-off (the products summed over
+    the stored entries instead of by BLAS)). None when a matrix is not CSR, or when an input is not
+    finite or Mh not positive definite (the general path then runs and names the culprit)."""
     from .noslip import motor_forces
     mats = (sys.M, sys.J, sys.L, sys.N, sys.S, sys.T)
     for X in mats:
         if getattr(X, "format", None) != "csr":
             return None
     Mc, Jc, Lc, Nc, Sc, Tc = mats
-    nl, nc, nj = Lc.shape[0], Nc.shape[0], Jc.shape[0]
+    nl, nc = Lc.shape[0], Nc.shape[0]
     f = sys.f + motor_forces(sys)[0] if sys.nm else sys.f
     mu_v = np.full(nl + nc, float(o.mu_v))
-    h = float(sys.h)
     nb, Mh, Lm, starts, U, S, T, f_total, chain = K.viscous_system_chain(
         sys.ndof, Mc.indptr, Mc.indices, Mc.data, Jc.indptr, Jc.indices, Jc.data, Lc.indptr, Lc.indices, Lc.data,
         Nc.indptr, Nc.indices, Nc.data, Sc.indptr, Sc.indices, Sc.data, Tc.indptr, Tc.indices, Tc.data,
-        touching(sys, o.active_gap), mu_v, _f64(sys.v), _f64(f), _f64(sys.j_rhs), _f64(sys.l_bias), _f64(sys.n_bias),
-        float(o.tol), h, h)
+        touching(sys, o.active_gap), mu_v, _f64(v), _f64(f), _f64(sys.j_rhs), _f64(sys.l_bias), _f64(sys.n_bias),
+        float(o.tol), float(sys.h), float(hc))
     if chain[0]:
         return None
     cf = MassFactor.__new__(MassFactor)
     cf.M, cf.L, cf.starts, cf.nb = Mh, Lm, starts, nb
     red = _metric_reduced(cf, chain, float(sys.cfm + o.cfm), U)
-    st = staging.Staging(np.array(sys.v, dtype=np.float64))
-    last = ViscousProblem(red.problem, red, Mh, f_total, U, S, T, mu_v, st.v0, h, nj)
-    return Built(red.problem, {"limit": slice(0, nl), "normal": slice(nl, nl + nc)}, (last, st))
+    return ViscousProblem(red.problem, red, Mh, f_total, U, S, T, mu_v, v, float(hc), Jc.shape[0])
 
 
 def build(sys, options: Options | None = None) -> Built:
     """The viscous problem of a ConstraintSystem (drumwright Sec. IV, eq. 41-42): unilateral rows
     [L; N] with their biases, joint rows J, the drag -mu_v S v, -mu_v T v of the touching contacts
-    (implicit over the step with ``integrator="euler"``, explicit at each RK4 stage, :mod:`.rk4`)."""
+    (implicit over the step with ``integrator="euler"``, explicit at each RK4 stage, :mod:`.rk4`).
+    Each stage in one compiled call (:func:`_stage_csr`) where the system's matrices are CSR."""
     from .noslip import motor_forces
     o = options or Options()
+    rows = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
+    h = sys.h
     if o.integrator == "euler":
-        built = _build_csr(sys, o)
-        if built is not None:
-            return built
+        st = staging.Staging(np.array(sys.v, dtype=np.float64))
+        last = _stage_csr(sys, o, st.v0, h)
+        if last is not None:
+            return Built(last.problem, rows, (last, st))
     f_motor, _ = motor_forces(sys)
     M, U, S, T, J, bias0 = _rows(sys, o)
-    h = sys.h
     implicit = h if o.integrator == "euler" else 0.0
     if o.integrator == "rk4" and sys.nc:
         rate = rk4_drag_rate(M, S, T, np.full(S.shape[0], o.mu_v))
@@ -300,6 +301,9 @@ def build(sys, options: Options | None = None) -> Built:
                              f"use integrator='euler' (implicit drag, stable for every mu_v), a smaller dt or mu_v")
 
     def make_stage(v):
+        fused = _stage_csr(sys, o, v, implicit) if o.integrator == "rk4" else None
+        if fused is not None:
+            return fused
         return build_viscous(M, v, sys.f + f_motor, U, S, T, o.mu_v, J, h=implicit, J_rhs=(sys.j_rhs - J @ v) / h,
                              normal_bias=(U @ v + bias0) / h, cfm=float(sys.cfm + o.cfm), tol=o.tol)
 
@@ -308,7 +312,7 @@ def build(sys, options: Options | None = None) -> Built:
 
     last, st = staging.stage(sys, o.integrator, o.stage_method, make_stage, lambda b, sol: recover_viscous(b, sol.z),
                          make_impact, impact_result, cfm=float(sys.cfm + o.cfm))
-    return Built(last.problem, {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}, (last, st))
+    return Built(last.problem, rows, (last, st))
 
 
 def recover(sys, built: Built, solution, options: Options | None = None):
