@@ -294,12 +294,17 @@ def recover(sys, problem, solution, options: Options | None = None) -> StepResul
     else:
         dv = solution.info.get("velocity_change") if isinstance(getattr(solution, "info", None), dict) else None
         H, S, T, Minv = _rows(sys), sys.S, sys.T, sys.Minv
-        if (dv is None and z.flags.c_contiguous and sys.nc and all(sp.issparse(X) and X.format == "csr" for X in (H, Minv, S))
+        if (z.flags.c_contiguous and sys.nc and all(sp.issparse(X) and X.format == "csr" for X in (H, Minv, S))
                 and sp.issparse(T) and S.indices is T.indices and S.indptr is T.indptr):
-            # v+ = v_free + M^-1 H' z, the tangent impulses and the contact modes in one compiled call
-            v_next, tangent, modes = _recover_parts(Minv.indptr, Minv.indices, Minv.data, H.indptr, H.indices, H.data,
-                                                    z, sys.v_free(), o_n, S.indptr, S.indices, S.data, T.data,
-                                                    MODE_IMPULSE_TOL, MODE_SPEED_TOL)
+            # v+ = v_free + M^-1 H' z (or + the matrix-free solver's dv), the tangent impulses and the
+            # contact modes in one compiled call
+            if dv is None:
+                v_next, tangent, modes = _recover_parts(Minv.indptr, Minv.indices, Minv.data, H.indptr, H.indices,
+                                                        H.data, z, sys.v_free(), o_n, S.indptr, S.indices, S.data,
+                                                        T.data, MODE_IMPULSE_TOL, MODE_SPEED_TOL)
+            else:
+                v_next, tangent, modes = _contact_parts(sys.v_free() + dv, z, o_n, S.indptr, S.indices, S.data,
+                                                        T.data, MODE_IMPULSE_TOL, MODE_SPEED_TOL)
             return StepResult(v_next=v_next, normal=z[o_n:o_s], tangent=tangent, joint=z[:o_a], limit=z[o_l:o_n],
                               motor=z[o_a:o_l], modes=modes)
         if dv is None:
@@ -318,8 +323,14 @@ def _recover_parts(m_ptr, m_idx, m_data, h_ptr, h_idx, h_data, z, v_free, o_n, s
     """:func:`recover`'s arrays in one call: v+ = v_free + M^-1 (H' z) (mechanics/kernels.py
     ``rows_transpose_times`` then ``rows_times``), the (nc, 2) tangent impulses and the contact
     modes (models/common.py ``contact_modes`` on S and T sharing one pattern)."""
-    nc = s_ptr.size - 1
     v_next = v_free + _rows_times(m_ptr, m_idx, m_data, _rows_transpose_times(h_ptr, h_idx, h_data, z, v_free.size))
+    return _contact_parts(v_next, z, o_n, s_ptr, s_idx, s_data, t_data, impulse_tol, speed_tol)
+
+
+@jit
+def _contact_parts(v_next, z, o_n, s_ptr, s_idx, s_data, t_data, impulse_tol, speed_tol):
+    """(v_next, the (nc, 2) tangent impulses, the contact modes) of :func:`_recover_parts`."""
+    nc = s_ptr.size - 1
     tangent = np.empty((nc, 2))
     for c in range(nc):
         tangent[c, 0] = z[o_n + nc + c]
