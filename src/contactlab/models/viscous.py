@@ -30,8 +30,9 @@ from ..kernels import noslip as K
 from .find_indices import IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, step_inputs
 from . import rk4 as staging
 from .built import ACTIVE_GAP, Built, touching
-from .common import StepResult
-from .noslip import SEPARATING, SLIDING, STICKING, MetricReduced, _metric_reduced, check_dynamics
+from .common import StepResult, contact_modes
+from .noslip import (SEPARATING, SLIDING, STICKING, MetricReduced, _metric_reduced, _rows_into, check_dynamics,
+                     motor_forces, motor_saturated)
 from .rk4 import RK4_REAL_STABILITY, check_integrator
 
 
@@ -226,7 +227,6 @@ def _rows(sys, o):
     """Dense M, U = [L; N], S and T of the touching contacts (zero rows for the limits and the
     others: :func:`~contactlab.models.built.tangent_rows`), J and the biases [l_bias; n_bias]: the
     system's CSR rows scattered once into zeroed arrays (noslip.py ``_rows_into``, compiled)."""
-    from .noslip import _rows_into
     m, nl, nc = sys.ndof, sys.nl, sys.nc
     M, U, J = np.zeros((m, m)), np.zeros((nl + nc, m)), np.zeros((sys.nj, m))
     S, T = np.zeros((nl + nc, m)), np.zeros((nl + nc, m))
@@ -254,7 +254,6 @@ def _stage_csr(sys, o: Options, v: np.ndarray, hc: float) -> ViscousProblem | No
     :func:`build`'s general path calls it, the same numbers to round-off (the products summed over
     the stored entries instead of by BLAS)). None when a matrix is not CSR, or when an input is not
     finite or Mh not positive definite (the general path then runs and names the culprit)."""
-    from .noslip import motor_forces
     mats = (sys.M, sys.J, sys.L, sys.N, sys.S, sys.T)
     for X in mats:
         if getattr(X, "format", None) != "csr":
@@ -281,7 +280,6 @@ def build(sys, options: Options | None = None) -> Built:
     [L; N] with their biases, joint rows J, the drag -mu_v S v, -mu_v T v of the touching contacts
     (implicit over the step with ``integrator="euler"``, explicit at each RK4 stage, :mod:`.rk4`).
     Each stage in one compiled call (:func:`_stage_csr`) where the system's matrices are CSR."""
-    from .noslip import motor_forces
     o = options or Options()
     rows = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
     h = sys.h
@@ -316,8 +314,6 @@ def build(sys, options: Options | None = None) -> Built:
 
 
 def recover(sys, built: Built, solution, options: Options | None = None):
-    from .common import contact_modes
-    from .noslip import motor_forces, motor_saturated
     last, st = built.state
     if not st.stages and st.impact is None and type(last.reduced) is MetricReduced and last.h == sys.h:
         return _recover_euler(sys, last, st, solution.z)
@@ -341,8 +337,6 @@ def _recover_euler(sys, last: ViscousProblem, st, z) -> StepResult:
     compiled call (kernels/noslip.py ``viscous_recover_step``: a and the joint forces as
     :func:`recover_viscous`, v+ = v + h a, the drag -mu_v S v+, -mu_v T v+ and the impulses h x force,
     what :func:`recover` forms through :func:`~contactlab.models.rk4.combine` with weight 1)."""
-    from .common import contact_modes
-    from .noslip import motor_forces, motor_saturated
     z = np.asarray(z, dtype=np.float64).ravel()
     n = last.N.shape[0]
     if z.shape != (n,):
