@@ -311,3 +311,19 @@ def test_fused_rk4_stages_agree_with_the_general_path():
         ra, rb = viscous.recover(sys_, a, sol, o), viscous.recover(_general(sys_), b, sol, o)
         for x, y in ((ra.v_next, rb.v_next), (ra.normal, rb.normal), (ra.joint, rb.joint), (ra.tangent, rb.tangent)):
             np.testing.assert_allclose(x, y, rtol=0, atol=1e-10 * max(1.0, np.abs(y).max(initial=0.0)))
+
+
+def test_fused_build_factors_mh_as_mass_factor():
+    """The one-call build finds Mh's diagonal blocks from the stored entries of M and the drag's columns
+    (kernels/noslip.py _mass_factor_stored): the same blocks and the same Cholesky factor, bit for bit,
+    as mass_factor's scan of the dense Mh = M + h C."""
+    from contactlab.kernels import noslip as K
+    from contactlab.models import viscous
+    for mu_v in (0.1, 30.0):
+        for sys_ in _viscous_systems(steps=24, mu_v=mu_v):
+            last = viscous.build(sys_, viscous.Options(mu_v=mu_v)).state[0]
+            cf = last.reduced.M_factor
+            m = cf.M.shape[0]
+            L, starts = np.empty((m, m)), np.empty(m + 1, dtype=np.int64)
+            nb = K.mass_factor(cf.M, L, starts)
+            assert nb == cf.nb and np.array_equal(starts[:nb + 1], cf.starts[:nb + 1]) and np.array_equal(L, cf.L)

@@ -1181,6 +1181,50 @@ def _mark_columns(indptr, indices, touch, mark):
 
 
 @jit
+def _mass_factor_stored(M, Mp, Mi, tc, nt, L, starts):
+    """:func:`mass_factor` of the dense M whose nonzeros can only lie on the stored entries of a CSR
+    pattern (indptr Mp, indices Mi) and on the block tc[:nt] x tc[:nt]: the same blocks (the nonzero
+    values found on those entries only, instead of a scan of all m^2), the same factor bit for bit."""
+    m = M.shape[0]
+    reach = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        reach[i] = i
+    for r in range(m):
+        for p in range(Mp[r], Mp[r + 1]):
+            c = Mi[p]
+            if M[r, c] != 0.0:
+                lo = min(r, c)
+                hi = max(r, c)
+                if hi > reach[lo]:
+                    reach[lo] = hi
+    for a_ in range(nt):
+        a = tc[a_]
+        for b_ in range(nt):
+            b = tc[b_]
+            if M[a, b] != 0.0:
+                lo = min(a, b)
+                hi = max(a, b)
+                if hi > reach[lo]:
+                    reach[lo] = hi
+    nb = 0
+    starts[0] = 0
+    cur = -1
+    for i in range(m):
+        if reach[i] > cur:
+            cur = reach[i]
+        if cur == i:
+            nb += 1
+            starts[nb] = i + 1
+    for r in range(m):
+        for c in range(m):
+            L[r, c] = 0.0
+    for b in range(nb):
+        if not chol_factor_block(M, L, starts[b], starts[b + 1]):
+            return -1
+    return nb
+
+
+@jit
 def viscous_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, Si, Sx, Tp, Ti, Tx, touch, mu_v, v,
                          f, j_rhs, l_bias, n_bias, tol, h, hc):
     """A ConstraintSystem's viscous step (models/viscous.py ``build``, semi-implicit Euler) in one call.
@@ -1193,7 +1237,8 @@ def viscous_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, 
     f* = f - C v (eq. 29's f* with the sign of eq. 39's g; each row of C v summed in ascending column
     order, the zero columns left out: the sums of the dense product), the joint right-hand sides
     (j_rhs - J v) / h and the normal biases (U v + [l_bias; n_bias]) / h (each row's product with v
-    summed over its stored entries), Mh's block factor (:func:`mass_factor`) and
+    summed over its stored entries), Mh's block factor (:func:`mass_factor`'s, its blocks found from
+    the stored entries: :func:`_mass_factor_stored`) and
     :func:`noslip_metric_chain` on (Mh, J, no tangent rows, v = 0, f = f*, h = 1): FIND-INDICES on J
     (Alg. 2) and F = N A^-1 N', e (eq. 41-42) factored in the Mh metric, p = f* exactly. A non-finite
     v makes f* NaN (the chain's status 3). Returns (nb, Mh, Lm, starts, U, S, T, f*, chain): nb = -1
@@ -1259,7 +1304,7 @@ def viscous_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, 
         bias[nl + i] = (_csr_row_dot(Np, Ni, Nx, i, v) + n_bias[i]) / h
     Lm = np.empty((m, m))
     starts = np.empty(m + 1, dtype=np.int64)
-    nb = mass_factor(M, Lm, starts)
+    nb = _mass_factor_stored(M, Mp, Mi, tc, nt, Lm, starts)
     chain = noslip_metric_chain(M, Lm, starts, nb, J, np.zeros((0, m)), jr, tol, np.zeros(m), fstar, 1.0, U, bias)
     return nb, M, Lm, starts, U, S, T, fstar, chain
 
