@@ -346,3 +346,20 @@ def test_compiled_velocity_rows_violated_equals_the_sparse_products():
                 assert a == rk4.velocity_rows_violated(g, v, cfm)
                 seen.add(a)
     assert seen == {True, False}
+
+
+def test_drag_rate_by_the_block_factor_equals_rk4_drag_rate():
+    """The RK4 stability bound as build computes it (models/viscous.py _drag_rate: M's block factor, the
+    nonzero rows of S and T) against rk4_drag_rate (dense solve, every row) on trot systems, to round-off;
+    exact for a sphere (3.5 mu_v / m)."""
+    from contactlab.models import viscous
+    o = viscous.Options(integrator="rk4")
+    for s in _viscous_systems(steps=24, integrator="rk4"):
+        M, _, S, T, _, _ = viscous._rows(s, o)
+        a, b = viscous.rk4_drag_rate(M, S, T, np.full(S.shape[0], 0.1)), viscous._drag_rate(M, S, T, 0.1)
+        assert abs(a - b) <= 1e-12 * a
+    m, r = 2.0, 0.1
+    M = np.diag([m, m, m, 0.4 * m * r * r, 0.4 * m * r * r, 0.4 * m * r * r])
+    S = np.array([[1.0, 0, 0, 0, r, 0]])
+    T = np.array([[0, 1.0, 0, -r, 0, 0]])
+    np.testing.assert_allclose(viscous._drag_rate(M, S, T, 0.5), 3.5 * 0.5 / m, rtol=1e-14)

@@ -1310,16 +1310,14 @@ def viscous_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, 
 
 
 @jit
-def viscous_recover_step(M, Lm, starts, nb, Gk, Lg, order, x_p, fpack, ipack, Nr, f_star, p, U, z, n_joint, v, h,
-                         S, T, mu_v, nl):
-    """The step of :func:`viscous_system_chain`'s LCP solution z (n,) (models/viscous.py ``recover``,
-    semi-implicit Euler) in one call: the acceleration a and the kept joint rows' forces by
-    :func:`recover_metric_kernel` (p = f*), v+ = v + h a, the viscous forces -mu_v S v+, -mu_v T v+ at the
-    step's end (eq. 29 with the implicit drag; each row of S, T times v+ summed in column order) and the
-    impulses over the step (h times the forces). Returns (v+, a, z_impulse (n,) = h z, joint impulses
-    (n_joint,), tangential impulses (n - nl, 2): S and T columns, forces (fs, ft) (n,))."""
-    a, _, joint, _, _, _ = recover_metric_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, fpack, ipack, Nr, f_star, p,
-                                                 U, z, n_joint, 0)
+def viscous_forces(M, Lm, starts, nb, Gk, Lg, order, x_p, fpack, ipack, Nr, f_star, p, U, z, n_joint, v, h, S, T,
+                   mu_v):
+    """The forces of :func:`viscous_system_chain`'s (or :func:`noslip_metric_chain`'s, with p = f*) LCP
+    solution z (n,): the acceleration a, the kept joint rows' forces and N a by :func:`recover_metric_kernel`,
+    v_end = v + h a (h = 0: v itself, the explicit drag of eq. 29) and the viscous forces -mu_v S v_end,
+    -mu_v T v_end (each row of S, T times v_end summed in column order). Returns (a, joint, Na, v_end, fs, ft)."""
+    a, _, joint, _, _, an = recover_metric_kernel(M, Lm, starts, nb, Gk, Lg, order, x_p, fpack, ipack, Nr, f_star, p,
+                                                  U, z, n_joint, 0)
     m = a.shape[0]
     n = z.shape[0]
     vn = np.empty(m)
@@ -1335,6 +1333,20 @@ def viscous_recover_step(M, Lm, starts, nb, Gk, Lg, order, x_p, fpack, ipack, Nr
             t_ += T[i, c] * vn[c]
         fs[i] = -mu_v[i] * s
         ft[i] = -mu_v[i] * t_
+    return a, joint, an, vn, fs, ft
+
+
+@jit
+def viscous_recover_step(M, Lm, starts, nb, Gk, Lg, order, x_p, fpack, ipack, Nr, f_star, p, U, z, n_joint, v, h,
+                         S, T, mu_v, nl):
+    """The step of :func:`viscous_system_chain`'s LCP solution z (n,) (models/viscous.py ``recover``,
+    semi-implicit Euler) in one call: a, the joint forces, v+ = v + h a and the viscous forces -mu_v S v+,
+    -mu_v T v+ at the step's end (eq. 29 with the implicit drag) by :func:`viscous_forces`, and the
+    impulses over the step (h times the forces). Returns (v+, a, z_impulse (n,) = h z, joint impulses
+    (n_joint,), tangential impulses (n - nl, 2): S and T columns, forces (fs, ft) (n,))."""
+    a, joint, _, vn, fs, ft = viscous_forces(M, Lm, starts, nb, Gk, Lg, order, x_p, fpack, ipack, Nr, f_star, p, U, z,
+                                             n_joint, v, h, S, T, mu_v)
+    n = z.shape[0]
     zi = np.empty(n)
     for i in range(n):
         zi[i] = h * z[i]

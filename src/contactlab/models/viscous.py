@@ -36,6 +36,10 @@ from .noslip import (SEPARATING, SLIDING, STICKING, MetricReduced, _metric_reduc
 from .rk4 import RK4_REAL_STABILITY, check_integrator
 
 
+def _f64(x) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
 def _per_contact(name: str, x, n: int) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 0:
@@ -127,11 +131,15 @@ def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -
     n = built.N.shape[0]
     if z.shape != (n,):
         raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal force per contact)")
-    # a = a_p + Z u, the kept joint rows' multipliers from M a - f_total - N' z = J' f_j, and N a:
-    # one compiled pass (find_indices.py Reduced.recover)
-    a, _, joint, _, _, an = built.reduced.recover(z, built.n_joint, 0)
-    vend = built.v + built.h * a
-    fs, ft = -built.mu_v * (built.S @ vend), -built.mu_v * (built.T @ vend)
+    # a = a_p + Z u, the kept joint rows' multipliers from M a - f_total - N' z = J' f_j, N a and the drag
+    # -mu_v S (v + h a), -mu_v T (v + h a): one compiled pass (kernels/noslip.py viscous_forces, on the
+    # Mh-metric reduction of build_viscous and build)
+    red = built.reduced
+    cf, sets, pr = red.M_factor, red.sets, red.problem
+    a, joint, an, _, fs, ft = K.viscous_forces(cf.M, cf.L, cf.starts, cf.nb, sets.G, sets.L, sets.order, red.x_p,
+                                               *red.refl, pr.N, pr.f_star, red.p, red.U, z, built.n_joint,
+                                               _f64(built.v), float(built.h), _f64(built.S), _f64(built.T),
+                                               _f64(built.mu_v))
     slide = np.hypot(fs, ft) > 0
     modes = np.where((z <= 0) & (an > separating_tol), SEPARATING, np.where(slide, SLIDING, STICKING))
     return StepResult.contact(built.v.copy(), z, fs, ft, joint, modes.astype(np.int8), accel=a)
@@ -168,6 +176,18 @@ def rk4_drag_rate(M, S, T, mu_v) -> float:
     d = np.sqrt(np.concatenate([mu_v, mu_v]))
     K = d[:, None] * (G @ np.linalg.solve(M, G.T)) * d[None, :]
     return float(np.abs(K).sum(axis=1).max())
+
+
+def _drag_rate(M, S, T, mu_v: float) -> float:
+    """:func:`rk4_drag_rate` for one coefficient mu_v on the rows of S and T that are not zero (a zero
+    row adds a zero row and column to K), with M^-1 by M's block factor (:class:`MassFactor`) instead of
+    a dense solve: the same bound to round-off."""
+    G = np.vstack([S, T])
+    G = np.ascontiguousarray(G[np.any(G != 0.0, axis=1)])
+    if G.shape[0] == 0:
+        return 0.0
+    K_ = mu_v * (G @ MassFactor(M).solve_rows(G).T)
+    return float(np.abs(K_).sum(axis=1).max())
 
 
 def semi_implicit_euler(q: np.ndarray, v: np.ndarray, a: np.ndarray, dt: float,
@@ -240,10 +260,6 @@ def _rows(sys, o):
     return M, U, S, T, J, np.concatenate([sys.l_bias, sys.n_bias])
 
 
-def _f64(x) -> np.ndarray:
-    return np.ascontiguousarray(x, dtype=np.float64)
-
-
 def _stage_csr(sys, o: Options, v: np.ndarray, hc: float) -> ViscousProblem | None:
     """The step's :class:`ViscousProblem` at velocity v (drag implicit over hc: hc = h for
     semi-implicit Euler, 0 for an RK4 stage's explicit drag) when the system's M, J, L, N, S, T are
@@ -292,7 +308,7 @@ def build(sys, options: Options | None = None) -> Built:
     M, U, S, T, J, bias0 = _rows(sys, o)
     implicit = h if o.integrator == "euler" else 0.0
     if o.integrator == "rk4" and sys.nc:
-        rate = rk4_drag_rate(M, S, T, np.full(S.shape[0], o.mu_v))
+        rate = _drag_rate(M, S, T, o.mu_v)
         if h * rate > RK4_REAL_STABILITY:
             raise ModelError(f"viscous integrator='rk4' with mu_v = {o.mu_v:g}: h * drag rate <= {h * rate:.3g} "
                              f"exceeds RK4's stability limit {RK4_REAL_STABILITY} (explicit drag would add energy); "
