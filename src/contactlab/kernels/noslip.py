@@ -20,7 +20,10 @@ The chain of one step, without LAPACK or Python glue (:func:`noslip_chain` runs 
 The no-slip model itself runs :func:`noslip_metric_chain` (through :func:`noslip_system_chain` for a
 ConstraintSystem): FIND-INDICES and the null space in one Householder QR of L_M^-1 G' in Alg. 2's
 order (:func:`householder_select`), the basis Z = L_M^-T Q[:, free] with Z' M Z = I (never formed),
-and :func:`recover_metric_kernel`; the chain above (orthonormal Z) serves the viscous model.
+and :func:`recover_metric_kernel`; so does the viscous model (drumwright Sec. IV: the same reduction
+without tangent rows, M + h C in place of M; :func:`viscous_system_chain`, :func:`viscous_forces`,
+:func:`viscous_recover_step` at the end of this module). The chain above (orthonormal Z) is the
+reference the tests compare with (models/find_indices.py ``reduce_step``).
 
 Also :func:`csr_rows_into` (a system's sparse rows into the dense arrays) and
 :func:`symmetric_finite` (build_noslip's input check). Kernels never raise: they return status

@@ -14,6 +14,12 @@ In a time step of length h the drag is implicit (``build_viscous(..., h=h)``): -
 dissipates for every mu_v (the explicit force of eq. 29 pumps energy in once h mu_v (1/m + r^2/I) > 2).
 Only touching contacts (gap <= ``active_gap``) carry drag.
 
+The reduction is the no-slip model's (drumwright Sec. VI) without tangent rows: FIND-INDICES and the
+null space in one Householder QR in the M + h C metric (kernels/noslip.py ``noslip_metric_chain``), so
+Z' (M + h C) Z = I and the factored LCP is (N Z, I, Z' f*). For a ConstraintSystem (CSR rows) a step's
+build and recover are one compiled call each (``viscous_system_chain``: the rows, C, M + h C, f* and
+the right-hand sides, M + h C's block factor and the chain; ``viscous_recover_step``).
+
 Integration: :func:`semi_implicit_euler` (v+ = v + dt a, then positions from v+) or :func:`rk4`
 over a user dynamics callback; impacts: :func:`build_impact` is the inelastic velocity-level
 impulse, in which viscous friction (a finite force) has no impulse.
