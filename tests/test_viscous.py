@@ -363,3 +363,23 @@ def test_drag_rate_by_the_block_factor_equals_rk4_drag_rate():
     S = np.array([[1.0, 0, 0, 0, r, 0]])
     T = np.array([[0, 1.0, 0, -r, 0, 0]])
     np.testing.assert_allclose(viscous._drag_rate(M, S, T, 0.5), 3.5 * 0.5 / m, rtol=1e-14)
+
+
+def test_fused_build_with_joint_limits_agrees_with_the_general_path():
+    """A pendulum chain held at its joint limits (unilateral rows L before the contacts, no drag on them):
+    the one-call build and recover give the general path's step, limit and joint impulses to round-off."""
+    from contactlab.models import viscous
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sim = Simulator(make_scene("pendulum-chain", limit_deg=3.0), "viscous", "ppm")
+    limited = 0
+    for _ in range(30):
+        sim.step()
+        s = sim.last_system
+        limited += s.nl > 0
+        a, b = viscous.build(s), viscous.build(_general(s))
+        sol = cl.solve(a.problem, method="ppm")
+        ra, rb = viscous.recover(s, a, sol), viscous.recover(_general(s), b, sol)
+        for x, y in ((ra.v_next, rb.v_next), (ra.limit, rb.limit), (ra.joint, rb.joint)):
+            np.testing.assert_allclose(x, y, rtol=0, atol=1e-12 * max(1.0, np.abs(y).max(initial=0.0)))
+    assert limited
