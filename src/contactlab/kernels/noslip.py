@@ -36,6 +36,30 @@ from .dense import add_rmatvec, chol_factor_block, chol_solve, chol_solve_block,
 
 
 @jit
+def _factor_blocks(M, L, starts, reach):
+    """The tail of :func:`mass_factor`: the diagonal blocks from ``reach`` (reach[i]: the largest
+    index a nonzero of row or column i reaches above the diagonal) into starts[:nb + 1], L zeroed
+    and each block's Cholesky factor written; nb, or -1 at a pivot that is not positive."""
+    m = M.shape[0]
+    nb = 0
+    starts[0] = 0
+    cur = -1
+    for i in range(m):
+        if reach[i] > cur:
+            cur = reach[i]
+        if cur == i:
+            nb += 1
+            starts[nb] = i + 1
+    for r in range(m):
+        for c in range(m):
+            L[r, c] = 0.0
+    for b in range(nb):
+        if not chol_factor_block(M, L, starts[b], starts[b + 1]):
+            return -1
+    return nb
+
+
+@jit
 def mass_factor(M, L, starts):
     """Block Cholesky factor of the SPD matrix M (m, m).
 
@@ -55,22 +79,7 @@ def mass_factor(M, L, starts):
                 hi = max(r, c)
                 if hi > reach[lo]:
                     reach[lo] = hi
-    nb = 0
-    starts[0] = 0
-    cur = -1
-    for i in range(m):
-        if reach[i] > cur:
-            cur = reach[i]
-        if cur == i:
-            nb += 1
-            starts[nb] = i + 1
-    for r in range(m):
-        for c in range(m):
-            L[r, c] = 0.0
-    for b in range(nb):
-        if not chol_factor_block(M, L, starts[b], starts[b + 1]):
-            return -1
-    return nb
+    return _factor_blocks(M, L, starts, reach)
 
 
 @jit
@@ -1209,22 +1218,7 @@ def _mass_factor_stored(M, Mp, Mi, tc, nt, L, starts):
                 hi = max(a, b)
                 if hi > reach[lo]:
                     reach[lo] = hi
-    nb = 0
-    starts[0] = 0
-    cur = -1
-    for i in range(m):
-        if reach[i] > cur:
-            cur = reach[i]
-        if cur == i:
-            nb += 1
-            starts[nb] = i + 1
-    for r in range(m):
-        for c in range(m):
-            L[r, c] = 0.0
-    for b in range(nb):
-        if not chol_factor_block(M, L, starts[b], starts[b + 1]):
-            return -1
-    return nb
+    return _factor_blocks(M, L, starts, reach)
 
 
 @jit

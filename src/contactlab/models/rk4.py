@@ -32,6 +32,8 @@ import numpy as np
 
 from ..errors import ModelError, SimulationError
 from ..kernels._jit import jit
+from ..kernels.coulomb import abs_max as _abs_max_k
+from ..mechanics.kernels import rows_times as _rows_times
 
 INTEGRATORS = ("euler", "rk4")
 RK4_NODES = (0.5, 0.5, 1.0)                   # v_{i+1} = v0 + c_i h a_i
@@ -85,45 +87,24 @@ def _f64(x) -> np.ndarray:
 
 
 @jit
-def _csr_times(indptr, indices, data, x):
-    """H x for a CSR H, each row summed over its stored entries in order (scipy's csr_matvec)."""
-    n = indptr.shape[0] - 1
-    out = np.empty(n)
-    for r in range(n):
-        acc = 0.0
-        for p in range(indptr[r], indptr[r + 1]):
-            acc += data[p] * x[indices[p]]
-        out[r] = acc
-    return out
-
-
-@jit
-def _abs_max(x):
-    a = 0.0
-    for i in range(x.shape[0]):
-        a = max(a, abs(x[i]))
-    return a
-
-
-@jit
 def _violated_rows(Wp, Wi, Wx, Lp, Li, Lx, Np, Ni, Nx, Jp, Ji, Jx, f, l_bias, n_bias, j_rhs, v, guess, h, cfm, rtol):
     """:func:`velocity_rows_violated` on CSR rows (W = M^-1, L, N, J) in one pass: dv = h (W f), the scale
     (the largest of |U v|, |bias|, |U dv| over the blocks with rows), then the limit, contact (with
     cfm max(guess, 0); ``guess`` empty: zero) and joint tests."""
-    dv = _csr_times(Wp, Wi, Wx, f)
+    dv = _rows_times(Wp, Wi, Wx, f)
     for i in range(dv.shape[0]):
         dv[i] = h * dv[i]
     nl, nc, nj = Lp.shape[0] - 1, Np.shape[0] - 1, Jp.shape[0] - 1
-    Lv = _csr_times(Lp, Li, Lx, v)
-    Nv = _csr_times(Np, Ni, Nx, v)
-    Jv = _csr_times(Jp, Ji, Jx, v)
+    Lv = _rows_times(Lp, Li, Lx, v)
+    Nv = _rows_times(Np, Ni, Nx, v)
+    Jv = _rows_times(Jp, Ji, Jx, v)
     scale = 0.0
     if nl:
-        scale = max(scale, _abs_max(Lv), _abs_max(l_bias), _abs_max(_csr_times(Lp, Li, Lx, dv)))
+        scale = max(scale, _abs_max_k(Lv), _abs_max_k(l_bias), _abs_max_k(_rows_times(Lp, Li, Lx, dv)))
     if nc:
-        scale = max(scale, _abs_max(Nv), _abs_max(n_bias), _abs_max(_csr_times(Np, Ni, Nx, dv)))
+        scale = max(scale, _abs_max_k(Nv), _abs_max_k(n_bias), _abs_max_k(_rows_times(Np, Ni, Nx, dv)))
     if nj:
-        scale = max(scale, _abs_max(Jv), _abs_max(j_rhs), _abs_max(_csr_times(Jp, Ji, Jx, dv)))
+        scale = max(scale, _abs_max_k(Jv), _abs_max_k(j_rhs), _abs_max_k(_rows_times(Jp, Ji, Jx, dv)))
     tol = rtol * scale
     for i in range(nl):
         if Lv[i] + l_bias[i] < -tol:
