@@ -299,6 +299,30 @@ def find_indices_kernel(G, W, tol, L, kept, col, nzptr, nzidx):
 
 
 @jit
+def _reflector_support(x_row, free, cs, vidx, vval, p0):
+    """A Householder reflector's support on the free rows: the nonzeros of ``x_row`` there written
+    from p0 (indices vidx, values vval). Returns (end p1, their sum of squares, the position of the
+    largest |x| (the pivot; -1 when none), the mask of the chunks (width cs) they touch)."""
+    p1 = p0
+    sig2 = 0.0
+    piv = -1
+    amax = 0.0
+    mask = np.uint64(0)
+    for r in range(x_row.shape[0]):
+        x = x_row[r]
+        if free[r] and x != 0.0:
+            vidx[p1] = r
+            vval[p1] = x
+            p1 += 1
+            sig2 += x * x
+            mask |= np.uint64(1) << np.uint64(r // cs)
+            if abs(x) > amax:
+                amax = abs(x)
+                piv = p1 - 1
+    return p1, sig2, piv, mask
+
+
+@jit
 def householder_factor(A, vval, beta, vptr, vidx, free, vmask):
     """The factor phase of :func:`nullspace_kernel` (its docstring): the k reflectors of G' = A'
     (A (k, m) destroyed), taken last row first, stored over their supports (vval, vidx at
@@ -315,22 +339,7 @@ def householder_factor(A, vval, beta, vptr, vidx, free, vmask):
     for t in range(k):
         j = k - 1 - t           # the column reflected at step t; columns j-1 .. 0 remain
         p0 = vptr[t]
-        p1 = p0
-        sig2 = 0.0
-        piv = -1
-        amax = 0.0
-        mask = np.uint64(0)
-        for r in range(m):
-            x = A[j, r]
-            if free[r] and x != 0.0:
-                vidx[p1] = r
-                vval[p1] = x
-                p1 += 1
-                sig2 += x * x
-                mask |= np.uint64(1) << np.uint64(r // cs)
-                if abs(x) > amax:
-                    amax = abs(x)
-                    piv = p1 - 1
+        p1, sig2, piv, mask = _reflector_support(A[j], free, cs, vidx, vval, p0)
         vptr[t + 1] = p1
         vmask[t] = mask
         if piv < 0:
@@ -779,22 +788,7 @@ def householder_select(Y, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, 
         if not gg[s] > 0.0:   # a zero (or non-finite) row is never independent
             continue
         p0 = vptr[k]
-        p1 = p0
-        sig2 = 0.0
-        piv = -1
-        amax = 0.0
-        mask = np.uint64(0)
-        for t in range(m):
-            x = Y[s, t]
-            if free[t] and x != 0.0:
-                vidx[p1] = t
-                vval[p1] = x
-                p1 += 1
-                sig2 += x * x
-                mask |= np.uint64(1) << np.uint64(t // cs)
-                if abs(x) > amax:
-                    amax = abs(x)
-                    piv = p1 - 1
+        p1, sig2, piv, mask = _reflector_support(Y[s], free, cs, vidx, vval, p0)
         if not sig2 > tol * gg[s]:   # dependent on the rows kept before (Alg. 2 lines 7, 14, 19)
             continue
         for t in range(k):
