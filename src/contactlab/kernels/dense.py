@@ -169,18 +169,30 @@ def chol_factor_block(A, L, s0, s1):
 
 
 @jit
-def chol_solve_block(L, s0, s1, b, x):
-    """x[s0:s1] from L L' x = b on the block s0:s1 (x may be b: row i reads b_i before writing x_i)."""
+def lower_solve_block(L, s0, s1, b, x):
+    """x[s0:s1] from L x = b on the block s0:s1, L lower triangular (x may be b)."""
     for i in range(s0, s1):
         s = b[i]
         for j in range(s0, i):
             s -= L[i, j] * x[j]
         x[i] = s / L[i, i]
+
+
+@jit
+def upper_solve_block(L, s0, s1, b, x):
+    """x[s0:s1] from L' x = b on the block s0:s1, L lower triangular (x may be b)."""
     for i in range(s1 - 1, s0 - 1, -1):
-        s = x[i]
+        s = b[i]
         for j in range(i + 1, s1):
             s -= L[j, i] * x[j]
         x[i] = s / L[i, i]
+
+
+@jit
+def chol_solve_block(L, s0, s1, b, x):
+    """x[s0:s1] from L L' x = b on the block s0:s1 (x may be b: row i reads b_i before writing x_i)."""
+    lower_solve_block(L, s0, s1, b, x)
+    upper_solve_block(L, s0, s1, x, x)
 
 
 @jit

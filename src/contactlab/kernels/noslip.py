@@ -32,7 +32,7 @@ codes that the Python layer (models/find_indices.py, models/noslip.py) turns int
 import numpy as np
 
 from ._jit import jit
-from .dense import add_rmatvec, chol_factor_block, chol_solve, chol_solve_block, matvec
+from .dense import add_rmatvec, chol_factor_block, chol_solve, chol_solve_block, lower_solve_block, matvec, upper_solve_block
 
 
 @jit
@@ -83,19 +83,23 @@ def mass_factor(M, L, starts):
 
 
 @jit
+def _zero_block(b, x, s0, s1):
+    """Whether b[s0:s1] is all zero, then x[s0:s1] = 0 (a block solve of zeros is zeros)."""
+    for i in range(s0, s1):
+        if b[i] != 0.0:
+            return False
+    for i in range(s0, s1):
+        x[i] = 0.0
+    return True
+
+
+@jit
 def mass_solve(L, starts, nb, b, x):
     """x = M^-1 b with the block factor of :func:`mass_factor` (x may be b); zero blocks of b stay zero."""
     for blk in range(nb):
         s0 = starts[blk]
         s1 = starts[blk + 1]
-        nz = False
-        for i in range(s0, s1):
-            if b[i] != 0.0:
-                nz = True
-                break
-        if not nz:
-            for i in range(s0, s1):
-                x[i] = 0.0
+        if _zero_block(b, x, s0, s1):
             continue
         chol_solve_block(L, s0, s1, b, x)
 
@@ -701,33 +705,16 @@ def mass_lower_solve(L, starts, nb, b, x):
     for blk in range(nb):
         s0 = starts[blk]
         s1 = starts[blk + 1]
-        nz = False
-        for i in range(s0, s1):
-            if b[i] != 0.0:
-                nz = True
-                break
-        if not nz:
-            for i in range(s0, s1):
-                x[i] = 0.0
+        if _zero_block(b, x, s0, s1):
             continue
-        for i in range(s0, s1):
-            s = b[i]
-            for j in range(s0, i):
-                s -= L[i, j] * x[j]
-            x[i] = s / L[i, i]
+        lower_solve_block(L, s0, s1, b, x)
 
 
 @jit
 def mass_upper_solve(L, starts, nb, b, x):
     """x = L_M^-T b with the block factor of :func:`mass_factor` (x may be b)."""
     for blk in range(nb):
-        s0 = starts[blk]
-        s1 = starts[blk + 1]
-        for i in range(s1 - 1, s0 - 1, -1):
-            s = b[i]
-            for j in range(i + 1, s1):
-                s -= L[j, i] * x[j]
-            x[i] = s / L[i, i]
+        upper_solve_block(L, starts[blk], starts[blk + 1], b, x)
 
 
 @jit
