@@ -74,3 +74,27 @@ def make(cls: str, rng: np.random.Generator):
     if cls == "boxed-coupled":
         return boxed_coupled(int(rng.integers(1, 4)), rng)
     raise KeyError(cls)
+
+
+def trot_systems(model: str, steps: int = 40, every: int = 4, **model_options) -> list:
+    """ConstraintSystems of the quadruped's trot under ``model`` (method ppm; feet touching and
+    lifting): every ``every``-th of the first ``steps`` steps."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sc = make_scene("quadruped")
+    sim = Simulator(sc, model, "ppm", controllers=list(sc.controllers), model_options=model_options or None)
+    out = []
+    for i in range(steps):
+        sim.step()
+        if i % every == every - 1:
+            out.append(sim.last_system)
+    return out
+
+
+def with_csc_mass(sys_):
+    """A copy of the ConstraintSystem whose M is CSC: the no-slip and viscous models' build then
+    takes its general path (rows scattered one matrix at a time) instead of the one-call build."""
+    import copy
+    other = copy.copy(sys_)
+    other.M = sys_.M.tocsc()
+    return other

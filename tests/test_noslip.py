@@ -7,6 +7,7 @@ import contactlab as cl
 from contactlab.errors import ModelError
 from contactlab.models.noslip import STICKING, build_noslip, recover_noslip
 from contactlab.models.trinkle_pang import build_stewart_trinkle, painleve_rod, recover_pyramid
+from .problems import trot_systems, with_csc_mass
 
 
 def _scene(seed, m, n, j):
@@ -293,36 +294,13 @@ def test_model_build_equals_build_noslip_on_a_quadruped_step():
     assert np.abs(d(sys_.S)[on] @ vp).max() < 1e-10 and np.abs(d(sys_.T)[on] @ vp).max() < 1e-10
 
 
-def _quadruped_systems(steps=40, every=4):
-    """ConstraintSystems of the quadruped's trot under no-slip (feet touching and lifting)."""
-    from contactlab.scenarios import make_scene
-    from contactlab.sim import Simulator
-    sc = make_scene("quadruped")
-    sim = Simulator(sc, "no-slip", "ppm", controllers=list(sc.controllers))
-    out = []
-    for i in range(steps):
-        sim.step()
-        if i % every == every - 1:
-            out.append(sim.last_system)
-    return out
-
-
-def _general_path(sys_):
-    """A copy of the system whose M is CSC: models/noslip.build then takes its general path (rows
-    scattered one matrix at a time, MassFactor, find_indices.reduce_step) instead of the fused call."""
-    import copy
-    other = copy.copy(sys_)
-    other.M = sys_.M.tocsc()
-    return other
-
-
 def test_fused_build_equals_general_path_bit_for_bit():
     """drumwright Sec. VI, eq. 56-57: the one-call build of a ConstraintSystem without motors
     (kernels/noslip.py ``noslip_system_chain``) runs the general path's kernels in the same order, so
     its kept rows, null-space basis, factored LCP and recovered step are the same floats."""
     from contactlab.models import noslip
-    for sys_ in _quadruped_systems():
-        a, b = noslip.build(sys_), noslip.build(_general_path(sys_))
+    for sys_ in trot_systems("no-slip"):
+        a, b = noslip.build(sys_), noslip.build(with_csc_mass(sys_))
         sa, sb = a.state.step, b.state.step
         for x, y in ((sa.index_sets.order, sb.index_sets.order), (np.tril(sa.index_sets.L), np.tril(sb.index_sets.L)), (sa.Z, sb.Z),
                      (a.problem.N, b.problem.N), (a.problem.M, b.problem.M), (a.problem.q, b.problem.q),
@@ -395,7 +373,7 @@ def test_metric_basis_agrees_with_orthonormal_basis_on_the_trot():
     """The same comparison on the quadruped's constraint systems (60 joint rows, 2-4 feet)."""
     from contactlab.models import noslip
     from contactlab.models.built import touching
-    for sys_ in _quadruped_systems():
+    for sys_ in trot_systems("no-slip"):
         d = lambda X: X.toarray()
         keep = touching(sys_)[:, None]
         U = np.vstack([d(sys_.L).reshape(-1, sys_.ndof), d(sys_.N)])
@@ -475,17 +453,17 @@ def test_fused_build_names_a_non_finite_input():
     indefinite M is called so."""
     import copy
     from contactlab.models import noslip
-    sys_ = _quadruped_systems(steps=4)[0]
+    sys_ = trot_systems("no-slip", steps=4)[0]
     bad = copy.copy(sys_)
     bad.v = sys_.v.copy()
     bad.v[3] = np.nan
     with pytest.raises(ModelError, match="v contains NaN"):
         noslip.build(bad)
     with pytest.raises(ModelError, match="v contains NaN"):
-        noslip.build(_general_path(bad))
+        noslip.build(with_csc_mass(bad))
     neg = copy.copy(sys_)
     neg.M = -sys_.M
-    for s in (neg, _general_path(neg)):
+    for s in (neg, with_csc_mass(neg)):
         with pytest.raises(ModelError, match="not positive definite"):
             noslip.build(s)
 

@@ -7,6 +7,7 @@ import contactlab as cl
 from contactlab.errors import ModelError
 from contactlab.models.viscous import (build_impact, build_viscous, recover_viscous, rk4,
                                        semi_implicit_euler)
+from .problems import trot_systems, with_csc_mass
 
 
 def _scene(seed, m, n, j):
@@ -203,29 +204,6 @@ def test_one_call_reduction_equals_the_former_path(seed):
 
 
 # -- the one-call build and recover of a ConstraintSystem (kernels/noslip.py viscous_system_chain) -----------
-def _viscous_systems(steps=40, every=4, **opts):
-    """ConstraintSystems of the quadruped's trot under the viscous model (feet touching and lifting)."""
-    from contactlab.scenarios import make_scene
-    from contactlab.sim import Simulator
-    sc = make_scene("quadruped")
-    sim = Simulator(sc, "viscous", "ppm", controllers=list(sc.controllers), model_options=opts or None)
-    out = []
-    for i in range(steps):
-        sim.step()
-        if i % every == every - 1:
-            out.append(sim.last_system)
-    return out
-
-
-def _general(sys_):
-    """A copy of the system whose M is CSC: models/viscous.build then takes its general path (dense rows,
-    build_viscous with numpy's C, f*, Mh and right-hand sides) instead of the fused call."""
-    import copy
-    other = copy.copy(sys_)
-    other.M = sys_.M.tocsc()
-    return other
-
-
 @pytest.mark.parametrize("mu_v", [0.1, 30.0])
 def test_fused_build_and_recover_agree_with_the_general_path(mu_v):
     """drumwright eq. 41-42 with the implicit drag (Mh = M + h C, f* = f - C v): the one-call build keeps
@@ -233,10 +211,10 @@ def test_fused_build_and_recover_agree_with_the_general_path(mu_v):
     products are summed over the stored entries, the general path's by BLAS)."""
     from contactlab.models import viscous
     o = viscous.Options(mu_v=mu_v)
-    systems = _viscous_systems(**{"mu_v": mu_v})
+    systems = trot_systems("viscous", mu_v=mu_v)
     assert any(s.nc for s in systems)
     for sys_ in systems:
-        a, b = viscous.build(sys_, o), viscous.build(_general(sys_), o)
+        a, b = viscous.build(sys_, o), viscous.build(with_csc_mass(sys_), o)
         la, lb = a.state[0], b.state[0]
         assert type(la.reduced) is type(lb.reduced)
         assert np.array_equal(la.index_sets.order, lb.index_sets.order)
@@ -247,7 +225,7 @@ def test_fused_build_and_recover_agree_with_the_general_path(mu_v):
         np.testing.assert_allclose(A.q, B.q, rtol=0, atol=1e-12 * max(1.0, np.abs(B.q).max()))
         sol = cl.solve(a.problem, method="ppm")
         assert sol.success
-        ra, rb = viscous.recover(sys_, a, sol, o), viscous.recover(_general(sys_), b, sol, o)
+        ra, rb = viscous.recover(sys_, a, sol, o), viscous.recover(with_csc_mass(sys_), b, sol, o)
         for x, y in ((ra.v_next, rb.v_next), (ra.normal, rb.normal), (ra.joint, rb.joint), (ra.tangent, rb.tangent),
                      (ra.limit, rb.limit)):
             np.testing.assert_allclose(x, y, rtol=0, atol=1e-10 * max(1.0, np.abs(y).max(initial=0.0)))
@@ -261,7 +239,7 @@ def test_fused_recover_equals_the_staged_recover():
     (rows times v+ summed in column order, not by BLAS)."""
     from contactlab.models import rk4 as staging
     from contactlab.models import viscous
-    for sys_ in _viscous_systems(steps=24):
+    for sys_ in trot_systems("viscous", steps=24):
         built = viscous.build(sys_)
         last, st = built.state
         sol = cl.solve(built.problem, method="ppm")
@@ -281,7 +259,7 @@ def test_fused_build_names_a_non_finite_input():
     which names the culprit."""
     import copy
     from contactlab.models import viscous
-    sys_ = _viscous_systems(steps=4)[0]
+    sys_ = trot_systems("viscous", steps=4)[0]
     bad = copy.copy(sys_)
     bad.v = sys_.v.copy()
     bad.v[3] = np.nan
@@ -298,17 +276,17 @@ def test_fused_rk4_stages_agree_with_the_general_path():
     from the one-call build gives the step of the general path (build_viscous on dense rows) to round-off."""
     from contactlab.models import viscous
     o = viscous.Options(integrator="rk4")
-    systems = _viscous_systems(steps=24, integrator="rk4")
+    systems = trot_systems("viscous", steps=24, integrator="rk4")
     assert any(s.nc for s in systems)
     for sys_ in systems:
-        a, b = viscous.build(sys_, o), viscous.build(_general(sys_), o)
+        a, b = viscous.build(sys_, o), viscous.build(with_csc_mass(sys_), o)
         assert type(a.state[0].reduced) is type(b.state[0].reduced)
         assert len(a.state[1].stages) == len(b.state[1].stages) == 3
         A, B = a.problem.to_lcp(), b.problem.to_lcp()
         np.testing.assert_allclose(A.M, B.M, rtol=0, atol=1e-12 * max(1.0, np.abs(B.M).max()))
         np.testing.assert_allclose(A.q, B.q, rtol=0, atol=1e-11 * max(1.0, np.abs(B.q).max()))
         sol = cl.solve(a.problem, method="ppm")
-        ra, rb = viscous.recover(sys_, a, sol, o), viscous.recover(_general(sys_), b, sol, o)
+        ra, rb = viscous.recover(sys_, a, sol, o), viscous.recover(with_csc_mass(sys_), b, sol, o)
         for x, y in ((ra.v_next, rb.v_next), (ra.normal, rb.normal), (ra.joint, rb.joint), (ra.tangent, rb.tangent)):
             np.testing.assert_allclose(x, y, rtol=0, atol=1e-10 * max(1.0, np.abs(y).max(initial=0.0)))
 
@@ -320,7 +298,7 @@ def test_fused_build_factors_mh_as_mass_factor():
     from contactlab.kernels import noslip as K
     from contactlab.models import viscous
     for mu_v in (0.1, 30.0):
-        for sys_ in _viscous_systems(steps=24, mu_v=mu_v):
+        for sys_ in trot_systems("viscous", steps=24, mu_v=mu_v):
             last = viscous.build(sys_, viscous.Options(mu_v=mu_v)).state[0]
             cf = last.reduced.M_factor
             m = cf.M.shape[0]
@@ -337,7 +315,7 @@ def test_compiled_velocity_rows_violated_equals_the_sparse_products():
     from contactlab.models import rk4
     rng = np.random.default_rng(0)
     seen = set()
-    for s in _viscous_systems(steps=40, every=2, integrator="rk4"):
+    for s in trot_systems("viscous", steps=40, every=2, integrator="rk4"):
         g = copy.copy(s)
         g.Minv = s.Minv.tocsc()
         for cfm in (0.0, 1e-3):
@@ -354,7 +332,7 @@ def test_drag_rate_by_the_block_factor_equals_rk4_drag_rate():
     exact for a sphere (3.5 mu_v / m)."""
     from contactlab.models import viscous
     o = viscous.Options(integrator="rk4")
-    for s in _viscous_systems(steps=24, integrator="rk4"):
+    for s in trot_systems("viscous", steps=24, integrator="rk4"):
         M, _, S, T, _, _ = viscous._rows(s, o)
         a, b = viscous.rk4_drag_rate(M, S, T, np.full(S.shape[0], 0.1)), viscous._drag_rate(M, S, T, 0.1)
         assert abs(a - b) <= 1e-12 * a
@@ -377,9 +355,9 @@ def test_fused_build_with_joint_limits_agrees_with_the_general_path():
         sim.step()
         s = sim.last_system
         limited += s.nl > 0
-        a, b = viscous.build(s), viscous.build(_general(s))
+        a, b = viscous.build(s), viscous.build(with_csc_mass(s))
         sol = cl.solve(a.problem, method="ppm")
-        ra, rb = viscous.recover(s, a, sol), viscous.recover(_general(s), b, sol)
+        ra, rb = viscous.recover(s, a, sol), viscous.recover(with_csc_mass(s), b, sol)
         for x, y in ((ra.v_next, rb.v_next), (ra.limit, rb.limit), (ra.joint, rb.joint)):
             np.testing.assert_allclose(x, y, rtol=0, atol=1e-12 * max(1.0, np.abs(y).max(initial=0.0)))
     assert limited
