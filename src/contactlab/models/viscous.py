@@ -131,12 +131,19 @@ def _reduce(cf: MassFactor, J, rhs_j, tol: float, f_total, N, bias, cfm: float) 
     return _metric_reduced(cf, chain, cfm, N)
 
 
-def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -> StepResult:
-    """Acceleration, normal forces ``z``, viscous tangential forces -mu_v S (v + h a) and joint forces."""
-    z = np.asarray(z, dtype=np.float64).ravel()
+def _normal_forces(z, built: ViscousProblem) -> np.ndarray:
+    """``z`` as the problem's normal forces: a contiguous float64 vector, one per contact (ModelError
+    naming the length otherwise)."""
+    z = np.ascontiguousarray(np.asarray(z, dtype=np.float64).ravel())
     n = built.N.shape[0]
     if z.shape != (n,):
         raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal force per contact)")
+    return z
+
+
+def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -> StepResult:
+    """Acceleration, normal forces ``z``, viscous tangential forces -mu_v S (v + h a) and joint forces."""
+    z = _normal_forces(z, built)
     # a = a_p + Z u, the kept joint rows' multipliers from M a - f_total - N' z = J' f_j, N a and the drag
     # -mu_v S (v + h a), -mu_v T (v + h a): one compiled pass (kernels/noslip.py viscous_forces, on the
     # Mh-metric reduction of build_viscous and build)
@@ -359,15 +366,12 @@ def _recover_euler(sys, last: ViscousProblem, st, z) -> StepResult:
     compiled call (kernels/noslip.py ``viscous_recover_step``: a and the joint forces as
     :func:`recover_viscous`, v+ = v + h a, the drag -mu_v S v+, -mu_v T v+ and the impulses h x force,
     what :func:`recover` forms through :func:`~contactlab.models.rk4.combine` with weight 1)."""
-    z = np.asarray(z, dtype=np.float64).ravel()
-    n = last.N.shape[0]
-    if z.shape != (n,):
-        raise ModelError(f"z has length {z.shape[0]}; expected {n} (one normal force per contact)")
+    z = _normal_forces(z, last)
     red = last.reduced
     cf, sets, pr = red.M_factor, red.sets, red.problem
     v_next, _, zi, joint, tangent, _, _ = K.viscous_recover_step(
         cf.M, cf.L, cf.starts, cf.nb, sets.G, sets.L, sets.order, red.x_p, *red.refl, pr.N, pr.f_star, red.p, red.U,
-        np.ascontiguousarray(z), last.n_joint, st.v0, float(sys.h), _f64(last.S), _f64(last.T), last.mu_v, sys.nl)
+        z, last.n_joint, st.v0, float(sys.h), _f64(last.S), _f64(last.T), last.mu_v, sys.nl)
     nl = sys.nl
     normal = zi[nl:]
     motor = motor_forces(sys)[1] if sys.nm else np.zeros(0)
