@@ -146,6 +146,11 @@ def pyramid_to_tangent(beta: np.ndarray, d: int) -> np.ndarray:
     return np.column_stack([B @ np.cos(ang), B @ np.sin(ang)])
 
 
+def f64(x) -> np.ndarray:
+    """``x`` as a C-contiguous float64 array (what the compiled kernels take; no copy when it is one)."""
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
 #: contact_modes' default tolerances (relative to the largest normal impulse): separating below
 #: MODE_IMPULSE_TOL, sliding above MODE_SPEED_TOL of tangential speed
 MODE_IMPULSE_TOL, MODE_SPEED_TOL = 1e-9, 1e-6

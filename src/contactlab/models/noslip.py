@@ -26,7 +26,7 @@ from ..errors import ModelError
 from ..kernels import noslip as K
 from ..kernels.noslip import csr_rows_into, noslip_system_chain, symmetric_finite
 from .built import ACTIVE_GAP, Built, touching
-from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult  # noqa: F401
+from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult, f64  # noqa: F401
 from .find_indices import (NOT_FINITE, IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates,
                            step_inputs)
 
@@ -355,12 +355,6 @@ def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, state, t0=None
     return MotorStep(step, state, nj)
 
 
-
-
-def _f64(x) -> np.ndarray:
-    return np.ascontiguousarray(x, dtype=np.float64)
-
-
 def _build_csr(sys, o: Options) -> Built | None:
     """:func:`build` without motors when the system's M, J, L, N, S, T are CSR matrices (a
     ConstraintSystem's are): the scatter into dense rows, M's block factor and the reduction
@@ -378,7 +372,7 @@ def _build_csr(sys, o: Options) -> Built | None:
     nb, M, Lm, starts, U, chain = noslip_system_chain(
         sys.ndof, Mc.indptr, Mc.indices, Mc.data, Jc.indptr, Jc.indices, Jc.data, Lc.indptr, Lc.indices, Lc.data,
         Nc.indptr, Nc.indices, Nc.data, Sc.indptr, Sc.indices, Sc.data, Tc.indptr, Tc.indices, Tc.data,
-        touching(sys, o.active_gap), _f64(sys.v), _f64(sys.f), _f64(sys.j_rhs), _f64(sys.l_bias), _f64(sys.n_bias),
+        touching(sys, o.active_gap), f64(sys.v), f64(sys.f), f64(sys.j_rhs), f64(sys.l_bias), f64(sys.n_bias),
         float(o.tol), float(sys.h))
     if chain[0] in (3, 4):     # the general path's errors: a non-finite argument named first
         J = np.zeros((nj, sys.ndof))

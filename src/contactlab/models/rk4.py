@@ -34,6 +34,7 @@ from ..errors import ModelError, SimulationError
 from ..kernels._jit import jit
 from ..kernels.coulomb import abs_max as _abs_max_k
 from ..mechanics.kernels import rows_times as _rows_times
+from .common import f64
 
 INTEGRATORS = ("euler", "rk4")
 RK4_NODES = (0.5, 0.5, 1.0)                   # v_{i+1} = v0 + c_i h a_i
@@ -63,8 +64,8 @@ def velocity_rows_violated(sys, v: np.ndarray, cfm: float = 0.0, rtol: float = 1
             np.nan_to_num(np.asarray(sys.normal_guess, dtype=np.float64))
         Mi, L, N, J = sys.Minv, sys.L, sys.N, sys.J
         return bool(_violated_rows(Mi.indptr, Mi.indices, Mi.data, L.indptr, L.indices, L.data, N.indptr, N.indices,
-                                   N.data, J.indptr, J.indices, J.data, _f64(sys.f), _f64(sys.l_bias),
-                                   _f64(sys.n_bias), _f64(sys.j_rhs), _f64(v), guess, float(sys.h), float(cfm),
+                                   N.data, J.indptr, J.indices, J.data, f64(sys.f), f64(sys.l_bias),
+                                   f64(sys.n_bias), f64(sys.j_rhs), f64(v), guess, float(sys.h), float(cfm),
                                    float(rtol)))
     dv = sys.h * (sys.Minv @ sys.f)
     rows = [(sys.L, sys.l_bias), (sys.N, sys.n_bias), (sys.J, -sys.j_rhs)]
@@ -80,10 +81,6 @@ def velocity_rows_violated(sys, v: np.ndarray, cfm: float = 0.0, rtol: float = 1
         if float((sys.N @ v + sys.n_bias + cfm * np.maximum(guess, 0.0)).min()) < -tol:
             return True
     return bool(sys.nj and float(np.abs(sys.J @ v - sys.j_rhs).max()) > tol)
-
-
-def _f64(x) -> np.ndarray:
-    return np.ascontiguousarray(x, dtype=np.float64)
 
 
 @jit

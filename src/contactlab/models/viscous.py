@@ -36,14 +36,10 @@ from ..kernels import noslip as K
 from .find_indices import IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, step_inputs
 from . import rk4 as staging
 from .built import ACTIVE_GAP, Built, touching
-from .common import StepResult, contact_modes
+from .common import StepResult, contact_modes, f64
 from .noslip import (SEPARATING, SLIDING, STICKING, MetricReduced, _metric_reduced, _rows_into, check_dynamics,
                      motor_forces, motor_saturated)
 from .rk4 import RK4_REAL_STABILITY, check_integrator
-
-
-def _f64(x) -> np.ndarray:
-    return np.ascontiguousarray(x, dtype=np.float64)
 
 
 def _per_contact(name: str, x, n: int) -> np.ndarray:
@@ -151,8 +147,8 @@ def recover_viscous(built: ViscousProblem, z, *, separating_tol: float = 1e-9) -
     cf, sets, pr = red.M_factor, red.sets, red.problem
     a, joint, an, _, fs, ft = K.viscous_forces(cf.M, cf.L, cf.starts, cf.nb, sets.G, sets.L, sets.order, red.x_p,
                                                *red.refl, pr.N, pr.f_star, red.p, red.U, z, built.n_joint,
-                                               _f64(built.v), float(built.h), _f64(built.S), _f64(built.T),
-                                               _f64(built.mu_v))
+                                               f64(built.v), float(built.h), f64(built.S), f64(built.T),
+                                               f64(built.mu_v))
     slide = np.hypot(fs, ft) > 0
     modes = np.where((z <= 0) & (an > separating_tol), SEPARATING, np.where(slide, SLIDING, STICKING))
     return StepResult.contact(built.v.copy(), z, fs, ft, joint, modes.astype(np.int8), accel=a)
@@ -294,7 +290,7 @@ def _stage_csr(sys, o: Options, v: np.ndarray, hc: float) -> ViscousProblem | No
     nb, Mh, Lm, starts, U, S, T, f_total, chain = K.viscous_system_chain(
         sys.ndof, Mc.indptr, Mc.indices, Mc.data, Jc.indptr, Jc.indices, Jc.data, Lc.indptr, Lc.indices, Lc.data,
         Nc.indptr, Nc.indices, Nc.data, Sc.indptr, Sc.indices, Sc.data, Tc.indptr, Tc.indices, Tc.data,
-        touching(sys, o.active_gap), mu_v, _f64(v), _f64(f), _f64(sys.j_rhs), _f64(sys.l_bias), _f64(sys.n_bias),
+        touching(sys, o.active_gap), mu_v, f64(v), f64(f), f64(sys.j_rhs), f64(sys.l_bias), f64(sys.n_bias),
         float(o.tol), float(sys.h), float(hc))
     if chain[0]:
         return None
@@ -371,7 +367,7 @@ def _recover_euler(sys, last: ViscousProblem, st, z) -> StepResult:
     cf, sets, pr = red.M_factor, red.sets, red.problem
     v_next, _, zi, joint, tangent, _, _ = K.viscous_recover_step(
         cf.M, cf.L, cf.starts, cf.nb, sets.G, sets.L, sets.order, red.x_p, *red.refl, pr.N, pr.f_star, red.p, red.U,
-        z, last.n_joint, st.v0, float(sys.h), _f64(last.S), _f64(last.T), last.mu_v, sys.nl)
+        z, last.n_joint, st.v0, float(sys.h), f64(last.S), f64(last.T), last.mu_v, sys.nl)
     nl = sys.nl
     normal = zi[nl:]
     motor = motor_forces(sys)[1] if sys.nm else np.zeros(0)
