@@ -188,11 +188,10 @@ def rows_times(indptr, indices, data, x):
 
 
 @jit
-def position_targets(indptr, indices, data, v_next, phi, h, slop, zeta):
+def position_targets(Nv, phi, h, slop, zeta):
     """The position correction's right-hand side (Simulator.project_contacts): phi' = phi + h N v+
-    per contact (N in CSR; :func:`rows_times`' sums), and c_i = zeta (phi'_i + slop) where
-    phi'_i < -slop, phi'_i + slop elsewhere. Returns (c, whether any contact is that deep)."""
-    Nv = rows_times(indptr, indices, data, v_next)
+    per contact (``Nv`` = N v+), and c_i = zeta (phi'_i + slop) where phi'_i < -slop, phi'_i + slop
+    elsewhere. Returns (c, whether any contact is that deep)."""
     c = np.empty(Nv.size)
     deep = False
     for i in range(Nv.size):

@@ -408,19 +408,11 @@ class Simulator:
         Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep),
         matrix-free (the same iterates without forming N W N') where the body blocks cover every dof."""
         st = self.model.settings
-        N = sys.N
-        if sp.issparse(N) and N.format == "csr":     # c and the deep test in one compiled pass
-            c, deep = _MK.position_targets(N.indptr, N.indices, N.data, np.ascontiguousarray(v_next, dtype=np.float64),
-                                           np.ascontiguousarray(sys.phi, dtype=np.float64), float(sys.h),
-                                           float(st.slop), float(st.contact_zeta))
-            if not deep:
-                return
-        else:
-            phi = sys.phi + sys.h * rows_times(N, v_next)
-            deep = phi < -st.slop
-            if not np.any(deep):
-                return
-            c = np.where(deep, st.contact_zeta * (phi + st.slop), phi + st.slop)
+        # phi' = phi + h N v+, c and the deep test in one compiled pass
+        c, deep = _MK.position_targets(rows_times(sys.N, v_next), np.ascontiguousarray(sys.phi, dtype=np.float64),
+                                       float(sys.h), float(st.slop), float(st.contact_zeta))
+        if not deep:
+            return
         n = sys.nc
         if self.iterations is not None and sys.body_blocks:
             # fixed-budget mode: PGS on N W N' + 1e-9 I without forming it (kernels/pgs_matrix_free.py);
