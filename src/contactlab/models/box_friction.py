@@ -25,7 +25,7 @@ from ..kernels.components import row_block_components
 from ..mechanics.kernels import delassus_dense, rows_times as _rows_times, rows_transpose_times as _rows_transpose_times
 from ..mechanics.system import delassus, rows_times, rows_transpose_times, stack_rows
 from ..problems import BoxedLCP
-from .common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult, _modes_of_rows, contact_modes, dense
+from .common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult, _modes_of_rows, contact_modes, dense, f64
 
 NAME = "box-friction"
 DEFAULT_METHOD = "pgs"
@@ -120,12 +120,9 @@ def _box_bounds(o_a, o_l, o_n, n, a_max, mu_c, guess, new_bound, current):
 def _q(sys, H) -> np.ndarray:
     """q = H v_free - rhs of the rows [J; A; L; N; S; T]: joint right-hand sides, motor targets,
     limit and normal biases, zero for friction (arechavaleta eq. 16-17); one compiled pass."""
-    if not (sp.issparse(H) and H.format == "csr"):
-        rhs = np.concatenate([sys.j_rhs, sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * sys.nc)])
-        return rows_times(H, sys.v_free()) - rhs
-    f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
-    return _q_kernel(H.indptr, H.indices, H.data, sys.v_free(), f(sys.j_rhs), f(sys.a_target), f(sys.l_bias),
-                     f(sys.n_bias))
+    H = H if (sp.issparse(H) and H.format == "csr") else sp.csr_matrix(H)
+    return _q_kernel(H.indptr, H.indices, f64(H.data), sys.v_free(), f64(sys.j_rhs), f64(sys.a_target),
+                     f64(sys.l_bias), f64(sys.n_bias))
 
 
 @jit
@@ -184,11 +181,10 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
         H = _rows(sys)
         if sys.body_blocks and n <= options.dense_max and sp.issparse(H) and H.format == "csr":
             # the dense problem in one compiled call: Delassus matrix, q, bounds (_dense_parts)
-            f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
             Mat, q, lo, hi, findex, mu, finite = _dense_parts(
-                H.indptr.astype(np.int64, copy=False), H.indices.astype(np.int64, copy=False), f(H.data),
-                sys.W_blocks, float(options.cfm + sys.cfm), sys.v_free(), f(sys.j_rhs), f(sys.a_target),
-                f(sys.l_bias), f(sys.n_bias), o_a, o_l, o_n, f(sys.a_max), f(sys.mu), f(sys.normal_guess),
+                H.indptr.astype(np.int64, copy=False), H.indices.astype(np.int64, copy=False), f64(H.data),
+                sys.W_blocks, float(options.cfm + sys.cfm), sys.v_free(), f64(sys.j_rhs), f64(sys.a_target),
+                f64(sys.l_bias), f64(sys.n_bias), o_a, o_l, o_n, f64(sys.a_max), f64(sys.mu), f64(sys.normal_guess),
                 float(options.new_contact_bound), options.coupling == "current")
             make = BoxedLCP.trusted if finite else BoxedLCP
             if options.coupling != "current" or not nc:
