@@ -447,21 +447,74 @@ def test_an_interrupt_inside_a_compiled_call_is_raised_as_the_interrupt():
     assert interrupt_behind(SystemError("no cause")) is None
 
 
+def _joint_like_rows(rng, nbody, pairs, width=5, extra=()):
+    """CSR rows J (width rows per body pair, values in both bodies' six columns; ``extra``: rows
+    on any set of bodies) and W (nbody, 6, 6) SPD blocks."""
+    import scipy.sparse as sp
+    dense = []
+    for bodies in [p for p in pairs for _ in range(width)] + list(extra):
+        row = np.zeros(6 * nbody)
+        for b in bodies:
+            row[6 * b:6 * b + 6] = rng.standard_normal(6)
+        dense.append(row)
+    J = sp.csr_matrix(np.array(dense))
+    B = rng.standard_normal((nbody, 6, 6))
+    W = np.einsum("kij,klj->kil", B, B) + 0.1 * np.eye(6)
+    return J, W
+
+
+def _grouped_solve(J, W, b, live=None):
+    from contactlab.mechanics.joint_projection import row_groups, spd_or_least_squares
+    live = np.ones(W.shape[0], dtype=bool) if live is None else live
+    groups = row_groups(J.indptr, J.indices.astype(np.int64), live)
+    return spd_or_least_squares(_dense_delassus(J, W), b, *groups), groups
+
+
+def _dense_delassus(J, W):
+    Wd = np.zeros((6 * W.shape[0],) * 2)
+    for k in range(W.shape[0]):
+        Wd[6 * k:6 * k + 6, 6 * k:6 * k + 6] = W[k]
+    return J.toarray() @ Wd @ J.toarray().T
+
+
 def test_joint_projection_solve_is_exact_on_spd_and_minimum_norm_on_dependent_rows():
-    """The joint projection solves J M^-1 J' lam = -err by Cholesky when the matrix is clearly
-    positive definite and by the minimum-norm least squares otherwise (redundant joint rows)."""
-    from contactlab.mechanics.joint_projection import spd_or_least_squares as _spd_or_least_squares
+    """The joint projection solves J M^-1 J' lam = -err by a Cholesky factorisation over the row
+    groups (a joint's rows: the bodies they touch) when the matrix is clearly positive definite, and
+    by the minimum-norm least squares otherwise (redundant joint rows): against numpy's dense solve
+    and pinv, on a tree of bodies (a floating base with four three-joint legs: no fill), the same
+    with a loop closed and a row on four bodies (fill), and rows repeated."""
     rng = np.random.default_rng(3)
-    G = rng.standard_normal((8, 12))
-    A, b = G @ G.T, rng.standard_normal(8)
-    assert np.allclose(A @ _spd_or_least_squares(A, b), b, rtol=0, atol=1e-10 * np.abs(b).max())
-    Gd = np.vstack([G[:5], G[:3]])            # three rows repeated: A singular, b in its range
-    Ad = Gd @ Gd.T
-    bd = Ad @ rng.standard_normal(8)
-    x = _spd_or_least_squares(Ad, bd)
+    tree = [(0, 1), (1, 2), (2, 3), (0, 4), (4, 5), (5, 6), (0, 7), (7, 8), (8, 9), (0, 10), (10, 11), (11, 12)]
+    for pairs, extra in ((tree, ()), (tree + [(3, 6)], [(2, 5, 8, 11)]), ([(0,)], ())):
+        J, W = _joint_like_rows(rng, 13, pairs, extra=extra)
+        b = rng.standard_normal(J.shape[0])
+        x, (perm, gstart, adj) = _grouped_solve(J, W, b)
+        A = _dense_delassus(J, W)
+        assert np.allclose(x, np.linalg.solve(A, b), rtol=0, atol=1e-9 * np.abs(np.linalg.solve(A, b)).max())
+        assert sorted(perm) == list(range(J.shape[0]))
+        assert gstart.size - 1 == len(set(pairs)) + len(extra)     # one group per body pair, coupling alone
+    # a body that does not yield (kinematic: W = 0) couples nothing: the four legs' groups on it are
+    # not neighbours, and the answer is still exact
+    J, W = _joint_like_rows(rng, 13, tree)
+    W[0] = 0.0
+    live = np.ones(13, dtype=bool)
+    live[0] = False
+    b = rng.standard_normal(J.shape[0])
+    x, (perm, gstart, adj) = _grouped_solve(J, W, b, live)
+    assert np.allclose(_dense_delassus(J, W) @ x, b, rtol=0, atol=1e-9 * np.abs(b).max())
+    assert adj.sum() == 2 * 8      # each leg: hip-knee, knee-foot (the base joins nothing)
+    # rows repeated: singular, b in the range: minimum-norm least squares
+    Jd, W = _joint_like_rows(rng, 4, [(0, 1), (1, 2)])
+    import scipy.sparse as sp
+    Jd = sp.csr_matrix(np.vstack([Jd.toarray(), Jd.toarray()[:3]]))
+    Ad = _dense_delassus(Jd, W)
+    bd = Ad @ rng.standard_normal(Ad.shape[0])
+    x, _ = _grouped_solve(Jd, W, bd)
     assert np.allclose(Ad @ x, bd, atol=1e-8 * np.abs(bd).max())
     assert np.allclose(x, np.linalg.pinv(Ad, rcond=1e-12) @ bd, atol=1e-8 * np.abs(x).max())
-    assert _spd_or_least_squares(np.zeros((0, 0)), np.zeros(0)).shape == (0,)
+    from contactlab.mechanics.joint_projection import spd_or_least_squares
+    empty = (np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros((0, 0), dtype=bool))
+    assert spd_or_least_squares(np.zeros((0, 0)), np.zeros(0), *empty).shape == (0,)
 
 
 def test_box_friction_bounds_match_their_definition():

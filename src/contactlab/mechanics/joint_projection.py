@@ -23,37 +23,231 @@ import numpy as np
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
 from .joint_kernels import _copy_row, _csr, _WIDTH, fill_joint_rows, row_buffers
-from ..kernels.dense import chol_solve
 from .kernels import _exp_rotate, block_times, body_blocks, delassus_dense, rows_transpose_times
 
 
 @jit
-def spd_or_least_squares(A, b):
-    """Solve A x = b for A = J W J' (symmetric positive semi-definite): by Cholesky when A is
-    clearly positive definite (pivots of the factor within 1e-6 of each other, i.e. cond < ~1e12:
-    the usual case, far cheaper than an SVD) and the answer is finite, else the minimum-norm least
-    squares answer with rcond 1e-12 (redundant or nearly dependent joint rows)."""
+def spd_or_least_squares(A, b, perm, gstart, adj):
+    """Solve A x = b for A = J W J' (symmetric positive semi-definite): by the grouped Cholesky
+    factorisation (:func:`grouped_cholesky_solve`; groups from :func:`row_groups`) when A is clearly
+    positive definite (pivots of the factor within 1e-6 of each other, i.e. cond < ~1e12: the usual
+    case, far cheaper than an SVD) and the answer is finite, else the minimum-norm least squares
+    answer with rcond 1e-12 (redundant or nearly dependent joint rows). A is left as it is."""
     n = b.size
     if n == 0:
         return np.zeros(0)
-    ok = True
-    try:
-        L = np.linalg.cholesky(A)
-    except Exception:        # not positive definite
-        ok = False
-        L = np.zeros((0, 0))
+    ok, x = grouped_cholesky_solve(A, b, perm, gstart, adj)
     if ok:
-        dmin, dmax = np.inf, 0.0
-        for i in range(n):
-            d = abs(L[i, i])
-            dmin = min(dmin, d)
-            dmax = max(dmax, d)
-        if dmin > 1e-6 * dmax:
-            x = np.empty(n)
-            chol_solve(L, n, b, x)
-            if np.all(np.isfinite(x)):
-                return x
+        return x
     return np.linalg.lstsq(A, b, rcond=1e-12)[0]
+
+
+@jit
+def row_groups(indptr, indices, live):
+    """Rows grouped by the moving bodies they touch (columns // 6 with ``live[body]``: bodies whose
+    M^-1 block is not zero): rows on the same one or two bodies form one group (a joint's rows and
+    its limit rows), a row on more bodies (a coupling) a group of its own. Returns (perm, gstart,
+    adj): the rows group by group (perm[gstart[g]:gstart[g + 1]]) and adj (G, G), whether two
+    groups share a body (their block of J W J' may be non-zero)."""
+    n = indptr.size - 1
+    nbody = live.size
+    group = np.empty(n, dtype=np.int64)
+    keys = np.empty(n, dtype=np.int64)      # per group: its body pair's key (-1: a row on more bodies)
+    G = 0
+    for r in range(n):
+        b1, b2, more = -1, -1, False
+        for p in range(indptr[r], indptr[r + 1]):
+            b = indices[p] // 6
+            if not live[b] or b == b1 or b == b2:
+                continue
+            if b1 < 0:
+                b1 = b
+            elif b2 < 0:
+                b2 = b
+            else:
+                more = True
+        key = -1 if more else (min(b1, b2) + 1) * (nbody + 1) + max(b1, b2) + 1 if b2 >= 0 else b1 + 1
+        g = -1
+        if key >= 0:
+            if r > 0 and keys[group[r - 1]] == key:      # a joint's rows come one after another
+                g = group[r - 1]
+            else:
+                for c in range(G):
+                    if keys[c] == key:
+                        g = c
+                        break
+        if g < 0:
+            g = G
+            keys[G] = key
+            G += 1
+        group[r] = g
+    gstart = np.zeros(G + 1, dtype=np.int64)   # counting sort: the rows group by group
+    for r in range(n):
+        gstart[group[r] + 1] += 1
+    for g in range(G):
+        gstart[g + 1] += gstart[g]
+    fill = gstart[:G].copy()
+    perm = np.empty(n, dtype=np.int64)
+    for r in range(n):
+        perm[fill[group[r]]] = r
+        fill[group[r]] += 1
+    touches = np.zeros((G, nbody), dtype=np.bool_)
+    for g in range(G):
+        for i in range(gstart[g], gstart[g + 1]):
+            r = perm[i]
+            for p in range(indptr[r], indptr[r + 1]):
+                b = indices[p] // 6
+                if live[b]:
+                    touches[g, b] = True
+    adj = np.zeros((G, G), dtype=np.bool_)
+    for b in range(nbody):
+        for g in range(G):
+            if touches[g, b]:
+                for h in range(G):
+                    if touches[h, b] and h != g:
+                        adj[g, h] = True
+    return perm, gstart, adj
+
+
+@jit
+def elimination_order(gstart, adj):
+    """The groups' elimination order, fewest neighbour rows first (a tree of joints from its leaves:
+    no fill), and each group's neighbours at its elimination (later groups it shares a body with,
+    fill included: the neighbours of an eliminated group become neighbours of each other). Returns
+    (order, nbr, nnb): group order[s] is eliminated at step s; nbr[g, :nnb[g]] its neighbours."""
+    G = gstart.size - 1
+    adj = adj.copy()
+    done = np.zeros(G, dtype=np.bool_)
+    order = np.empty(G, dtype=np.int64)
+    nbr = np.empty((G, G), dtype=np.int64)
+    nnb = np.zeros(G, dtype=np.int64)
+    for step in range(G):
+        g, best = -1, gstart[G] + 1
+        for c in range(G):
+            if not done[c]:
+                w = 0
+                for h in range(G):
+                    if adj[c, h] and not done[h]:
+                        w += gstart[h + 1] - gstart[h]
+                if w < best:
+                    g, best = c, w
+        order[step] = g
+        done[g] = True
+        k = 0
+        for h in range(G):
+            if adj[g, h] and not done[h]:
+                nbr[g, k] = h
+                k += 1
+        nnb[g] = k
+        for i in range(k):
+            for j in range(k):
+                if i != j:
+                    adj[nbr[g, i], nbr[g, j]] = True
+    return order, nbr, nnb
+
+
+@jit
+def grouped_cholesky_solve(A, b, perm, gstart, adj):
+    """x with A x = b for the SPD A = J W J' (dense, left as it is) by a block Cholesky over the row
+    groups of :func:`row_groups` in :func:`elimination_order`: A's rows and columns are copied
+    group by group in that order, and each group's trailing update touches only its neighbours'
+    blocks, so a tree of joints factors without fill and the work grows with the joints, not with
+    their cube (as Baraff's linear-time factorisation of tree-structured constraint matrices,
+    SIGGRAPH 1996). Returns (ok, x): ok False when a pivot is not positive or the pivots spread
+    beyond 1e-6 (:func:`spd_or_least_squares` then takes the least-squares answer)."""
+    n = b.size
+    G = gstart.size - 1
+    order, nbr, nnb = elimination_order(gstart, adj)
+    q = np.empty(n, dtype=np.int64)          # row q[i] of A is row i of B
+    at = np.empty(G + 1, dtype=np.int64)     # group g's rows in B: at[g]:at[g] + size
+    i = 0
+    for s in range(G):
+        g = order[s]
+        at[g] = i
+        for t in range(gstart[g], gstart[g + 1]):
+            q[i] = perm[t]
+            i += 1
+    B = np.zeros((n, n))                     # the lower blocks of neighbouring groups (others: 0 or fill)
+    for g in range(G):
+        for h in range(G):
+            if (g == h or adj[g, h]) and at[h] <= at[g]:
+                for i in range(at[g], at[g] + gstart[g + 1] - gstart[g]):
+                    for j in range(at[h], at[h] + gstart[h + 1] - gstart[h]):
+                        B[i, j] = A[q[i], q[j]]
+    dmin, dmax = np.inf, 0.0
+    for s in range(G):
+        g = order[s]
+        g0, g1 = at[g], at[g] + gstart[g + 1] - gstart[g]
+        for i in range(g0, g1):                # the pivot block
+            for j in range(g0, i + 1):
+                v = B[i, j]
+                for t in range(g0, j):
+                    v -= B[i, t] * B[j, t]
+                if i == j:
+                    if not v > 0.0:
+                        return False, np.zeros(n)
+                    v = np.sqrt(v)
+                    dmin, dmax = min(dmin, v), max(dmax, v)
+                B[i, j] = v if i == j else v / B[j, j]
+        for a in range(nnb[g]):                # L[Nb, R] = A[Nb, R] L_RR^-T
+            h = nbr[g, a]
+            for i in range(at[h], at[h] + gstart[h + 1] - gstart[h]):
+                for j in range(g0, g1):
+                    v = B[i, j]
+                    for t in range(g0, j):
+                        v -= B[i, t] * B[j, t]
+                    B[i, j] = v / B[j, j]
+        for a in range(nnb[g]):                # A[Nb, Nb] -= L[Nb, R] L[Nb, R]' (lower blocks)
+            h = nbr[g, a]
+            for c in range(nnb[g]):
+                k = nbr[g, c]
+                if at[k] > at[h]:
+                    continue
+                for i in range(at[h], at[h] + gstart[h + 1] - gstart[h]):
+                    for j in range(at[k], min(at[k] + gstart[k + 1] - gstart[k], i + 1)):
+                        v = 0.0
+                        for t in range(g0, g1):
+                            v += B[i, t] * B[j, t]
+                        B[i, j] -= v
+    if not dmin > 1e-6 * dmax:
+        return False, np.zeros(n)
+    y = np.empty(n)
+    for i in range(n):
+        y[i] = b[q[i]]
+    for s in range(G):                         # L y = b
+        g = order[s]
+        g0, g1 = at[g], at[g] + gstart[g + 1] - gstart[g]
+        for i in range(g0, g1):
+            v = y[i]
+            for t in range(g0, i):
+                v -= B[i, t] * y[t]
+            y[i] = v / B[i, i]
+        for a in range(nnb[g]):
+            h = nbr[g, a]
+            for i in range(at[h], at[h] + gstart[h + 1] - gstart[h]):
+                v = 0.0
+                for t in range(g0, g1):
+                    v += B[i, t] * y[t]
+                y[i] -= v
+    for s in range(G - 1, -1, -1):             # L' x = y
+        g = order[s]
+        g0, g1 = at[g], at[g] + gstart[g + 1] - gstart[g]
+        for a in range(nnb[g]):
+            h = nbr[g, a]
+            for i in range(at[h], at[h] + gstart[h + 1] - gstart[h]):
+                for j in range(g0, g1):
+                    y[j] -= B[i, j] * y[i]
+        for i in range(g1 - 1, g0 - 1, -1):
+            v = y[i]
+            for t in range(i + 1, g1):
+                v -= B[t, i] * y[t]
+            y[i] = v / B[i, i]
+    x = np.empty(n)
+    for i in range(n):
+        if not np.isfinite(y[i]):
+            return False, x
+        x[q[i]] = y[i]
+    return True, x
 
 
 @jit
@@ -169,7 +363,10 @@ def project_joints_kernel(joints, dof_start, body_kind, kinematic_code, mass, in
         data, indices, indptr = _csr(Pc, Pv, Pn, m)
         W = _mobility(dof_start, body_kind, kinematic_code, mass, inv_inertia, quaternion)
         A = delassus_dense(indptr, indices, data, W, m, np.zeros(m))
-        lam = spd_or_least_squares(A, -e[:m])
+        live = np.zeros(W.shape[0], dtype=np.bool_)     # bodies that yield (kinematic ones' W is 0)
+        for t in range(W.shape[0]):
+            live[t] = W[t, 0, 0] != 0.0
+        lam = spd_or_least_squares(A, -e[:m], *row_groups(indptr, indices, live))
         g = rows_transpose_times(indptr, indices, data, lam, 6 * W.shape[0])    # J' lam; dx = W J' lam by blocks
         displace(dof_start, body_kind, kinematic_code, block_times(W, g), position, quaternion)
     return err_max
