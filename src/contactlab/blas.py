@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 ENV = "CONTACTLAB_BLAS_THREADS"
 
@@ -21,11 +22,26 @@ def default_threads() -> int:
     return int(os.environ.get(ENV, "1"))
 
 
+_controller: tuple[int, ThreadpoolController] | None = None
+
+
+def _thread_pools() -> ThreadpoolController:
+    """threadpoolctl's view of the loaded thread pools, taken once and again only after a module was
+    imported (a new module may have loaded a new BLAS): taking it walks every loaded shared library
+    (~1 ms, which ``threadpool_limits`` pays on every call; a simulator runs in chunks of steps),
+    while limiting through it costs ~10 us."""
+    global _controller
+    key = len(sys.modules)
+    if _controller is None or _controller[0] != key:
+        _controller = (key, ThreadpoolController())
+    return _controller[1]
+
+
 def blas_threads(n: int | None = 1):
     """Context manager limiting BLAS to ``n`` threads while it is open (None: leave BLAS as it is)."""
     if n is None:
         return contextlib.nullcontext()
-    return threadpool_limits(limits=n, user_api="blas")
+    return _thread_pools().limit(limits=n, user_api="blas")
 
 
 def single_thread_blas(func):
