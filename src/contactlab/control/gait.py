@@ -64,7 +64,7 @@ class Gait:
 
     def stance(self, t: float) -> np.ndarray:
         """True for the feet in stance at time ``t``."""
-        return self.phase(t) < self.duty
+        return stance_kernel(float(t), float(self.period), float(self.duty), self._offsets)
 
     def foot_offsets(self, t: float, scale: float = 1.0) -> np.ndarray:
         """(feet, 3) displacement of each foot target from its nominal position, in the base frame;
@@ -81,6 +81,12 @@ class Gait:
 def _phase(t, period, offsets):
     """(t / period + offset) mod 1 per foot."""
     return np.mod(t / period + offsets, 1.0)
+
+
+@jit
+def stance_kernel(t, period, duty, offsets):
+    """Per foot: in stance at time t (phase < duty)."""
+    return _phase(t, period, offsets) < duty
 
 
 @jit

@@ -17,9 +17,9 @@ import numpy as np
 from ..errors import ParamError
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
-from .gait import Gait
-from .ik import SerialLegs, ThreeJointLegs, _position_jacobian, _serial_frames
-from .pd import JointPD, JointReader, pd_torque
+from .gait import Gait, foot_offsets_kernel, stance_kernel
+from .ik import SerialLegs, ThreeJointLegs, _position_jacobian, _serial_frames, three_joint_inverse
+from .pd import JointPD, JointReader, _angles_rates, pd_torque
 
 
 @dataclass
@@ -63,86 +63,116 @@ class LegController:
         check_setup(self.setup)
         self._reader = None
         self._q_prev = None
-        self._gains = None              # (pd, kp, kd, tau_max): self.pd's gains as (legs, k) arrays
-        self.log = {k: [] for k in ("time", "base", "rpy", "stance", "contact", "slip", "torque")}
+        self._gait_pd = None            # (gait, pd, offsets, stance_length, kp, kd, tau_max) of self.gait, self.pd
+        L, k = self.setup.kinematics.shape
+        self._log = {"time": np.empty(0), "base": np.empty((0, 3)), "rpy": np.empty((0, 3)),
+                     "stance": np.empty((0, L), bool), "contact": np.empty((0, L), bool),
+                     "slip": np.empty((0, L)), "torque": np.empty((0, L * k))}
+        self._rows = 0                  # filled rows of the log arrays
 
     # -- the callback ---------------------------------------------------------------------------------
     def __call__(self, sim) -> None:
-        s = self.setup
-        gait_stance = self.gait.stance(max(sim.data.time - self.settle, 0.0))
+        """Record the state after the previous step (:meth:`_record`), then set this step's joint
+        torques (module docstring), all in one compiled call (:func:`_control_step`); a setup
+        without closed-form IK solves damped least squares here first, from the last answer."""
         if self._reader is None:
-            self._reader = JointReader(sim.model, [n for leg in s.joints for n in leg])
-            self._base = sim.model.index(s.base)
-            self._feet = np.array([sim.model.index(f) for f in s.feet])
-            self._record(sim, None, gait_stance)
-        else:
-            self._record(sim, self._tau, gait_stance)
-        self._x_step = sim.data.position.copy()     # body positions at the start of the coming step
+            self._start(sim)
+        data, s = sim.data, self.setup
+        gait, pd = self._gait_and_gains()
+        analytic = s.analytic is not None
+        if not analytic:
+            _, target, _ = _foot_references(data.time, sim.h, float(self.settle), float(self.ramp), *gait[2:], self._nominal)
+            q0 = self._q_prev
+            if q0 is None:
+                q, _ = self._reader(data)
+                q0 = q.reshape(self._q_offset.shape) + self._q_offset
+            self._q_ref = s.kinematics.inverse(target, q0, max_iter=10)[0]
+        n = self._next_row()
+        _control_step(data.time, sim.h, data.position, data.quaternion, data.linear_velocity, data.angular_velocity,
+                      *self._contacts(sim), *self._bodies, *self._legs, analytic, self._q_ref,
+                      float(self.settle), float(self.ramp), *gait[2:], float(self.foot_kp), float(self.foot_kd),
+                      bool(self.weight_ff), *pd, self._tau, self._x_step, *self._log.values(), n)
+        self._rows = n + 1
+        self._q_prev = self._q_ref
+        sim.set_joint_torques(self._joint_names, self._tau)
+
+    def _start(self, sim) -> None:
+        """First call: the model's indices and the controller's buffers (this step's torques, zero
+        before the first; the IK answer; the body positions at the start of the coming step)."""
+        s, model = self.setup, sim.model
+        from ..models.built import ACTIVE_GAP
+        self._reader = reader = JointReader(model, [n for leg in s.joints for n in leg])
+        self._joint_names = tuple(reader.names)
+        self._base = model.index(s.base)
+        self._q_offset = np.ascontiguousarray(s.q_offset, dtype=np.float64)
+        self._nominal = np.ascontiguousarray(s.nominal, dtype=np.float64)
         L, k = s.kinematics.shape
-        data = sim.data
-        q, qd = self._reader(data)
-        q = q.reshape(L, k) + s.q_offset
-        qd = qd.reshape(L, k)
-        t = data.time - self.settle
-        scale = 0.0 if t < 0 else min(1.0, t / self.ramp) if self.ramp > 0 else 1.0
-        target = s.nominal + self.gait.foot_offsets(max(t, 0.0), scale)
-        if s.analytic is not None:
-            q_ref, _ = s.analytic.inverse(target)
-        else:
-            q_ref, _ = s.kinematics.inverse(target, q if self._q_prev is None else self._q_prev, max_iter=10)
-        self._q_prev = q_ref
-        h = sim.h
-        xd_ref = (s.nominal + self.gait.foot_offsets(max(t + h, 0.0), scale) - target) / h if scale > 0 else 0.0 * target
-        stance = gait_stance if scale > 0 else np.ones(L, bool)
-        if self._gains is None or self._gains[0] is not self.pd:
-            self._gains = (self.pd, *self.pd.gains((L, k)))
+        a = s.analytic
+        # analytic IK's arrays (placeholders of the same types without one)
+        ik = ((a.hips, a.side, a.signs, float(a.l1), float(a.l2)) if a is not None else
+              (np.zeros((L, 3)), np.zeros(L), np.zeros((L, 3)), 1.0, 1.0))
         kin = s.kinematics
-        tau = _leg_torques(kin.anchors, kin.axes, kin.feet, q, qd, q_ref, target, xd_ref, float(self.foot_kp),
-                           float(self.foot_kd), bool(self.weight_ff), stance, float(s.mass), sim.model.gravity,
-                           data.quaternion[self._base], *self._gains[1:])
-        self._tau = tau
-        sim.set_joint_torques(self._reader.names, tau)
+        self._bodies = (float(ACTIVE_GAP), self._base, np.array([model.index(f) for f in s.feet]), model.dof_start)
+        self._legs = (reader.a, reader.b, reader.axis_a, reader.q_rel0_conj, self._q_offset, self._nominal,
+                      kin.anchors, kin.axes, kin.feet, float(s.mass), model.gravity, *ik)
+        self._tau, self._q_ref = np.zeros((L, k)), np.zeros((L, k))
+        self._x_step = sim.data.position.copy()
+
+    def _gait_and_gains(self) -> tuple:
+        """(gait, pd, period, duty, offsets, stance_length, step_height) and (kp, kd, tau_max) as
+        (legs, k) arrays, for the current ``self.gait`` and ``self.pd`` (rebuilt when either is replaced)."""
+        c = self._gait_pd
+        if c is None or c[0][0] is not self.gait or c[0][1] is not self.pd:
+            g = self.gait
+            c = self._gait_pd = ((g, self.pd, float(g.period), float(g.duty), g._offsets, float(g.stance_length),
+                                  float(g.step_height)), self.pd.gains(self.setup.kinematics.shape))
+        return c
+
+    def _contacts(self, sim) -> tuple:
+        """The previous step's contacts for :func:`_foot_slip`: bodies a and b, normal impulse, phi,
+        point, normal (empty arrays when there were none)."""
+        cs, res = sim.data.contacts, sim.data.result
+        if cs is not None and res is not None and cs.count:
+            return cs.body_a, cs.body_b, np.asarray(res.normal, dtype=np.float64), cs.phi, cs.point, cs.normal
+        return _NO_CONTACTS
 
     # -- logging ----------------------------------------------------------------------------------------
-    def _record(self, sim, tau, stance=None) -> None:
-        """State after the previous step: base pose, commanded stance (``stance``: the gait's at this
-        time when the caller has it), feet in contact (a touching, loaded contact of that step) and
-        slip speed (tangential velocity of the contact point of the step's geometry after the step,
-        i.e. what the model's tangential rows S v+, T v+ see)."""
-        data, s = sim.data, self.setup
-        i = self._base
-        t = data.time - self.settle
-        L = len(s.feet)
-        contact = np.zeros(L, bool)
-        slip = np.full(L, np.nan)
-        cs, res = data.contacts, data.result
-        if cs is not None and res is not None and cs.count:
-            from ..models.built import ACTIVE_GAP
-            # touching (not speculative: friction acts at touching contacts only) and loaded; the
-            # velocity of the contact point of the step's own geometry (its start), i.e. S v+
-            contact, slip = _foot_slip(cs.body_a, cs.body_b, np.asarray(res.normal, dtype=np.float64), cs.phi,
-                                       cs.point, cs.normal, self._feet, sim.model.dof_start, data.linear_velocity,
-                                       data.angular_velocity, self._x_step, float(ACTIVE_GAP))
-        lg = self.log
-        lg["time"].append(data.time)
-        lg["base"].append(data.position[i].copy())
-        lg["rpy"].append(_rpy(data.quaternion[i]))
-        lg["stance"].append(self.gait.stance(max(t, 0.0)) if stance is None else stance)
-        lg["contact"].append(contact)
-        lg["slip"].append(slip)
-        lg["torque"].append(np.zeros(np.size(s.q_offset)) if tau is None else np.ravel(tau).copy())
+    @property
+    def log(self) -> dict:
+        """The records so far (views of the filled rows): the keys and shapes of :meth:`arrays`."""
+        n = self._rows
+        return {k: v[:n] for k, v in self._log.items()}
+
+    def _next_row(self) -> int:
+        """The index of the next log row, the log arrays doubled in length when they are full."""
+        n = self._rows
+        if n == self._log["time"].shape[0]:
+            self._log = {k: np.concatenate([v, np.empty((max(n, 1024),) + v.shape[1:], v.dtype)])
+                         for k, v in self._log.items()}
+        return n
+
+    def _record(self, sim) -> None:
+        """Log the state after the previous step with the torques applied in it (:func:`_record_row`)."""
+        if self._reader is None:
+            self._start(sim)
+        data = sim.data
+        n = self._next_row()
+        _record_row(data.time, data.position, data.quaternion, data.linear_velocity, data.angular_velocity,
+                    *self._contacts(sim), *self._bodies, float(self.settle), *self._gait_and_gains()[0][2:5],
+                    self._tau, self._x_step, *self._log.values(), n)
+        self._rows = n + 1
 
     def arrays(self) -> dict:
         """The log as arrays: time (n,), base (n, 3), rpy (n, 3), stance/contact (n, legs) bool,
         slip (n, legs) (NaN: foot not in contact), torque (n, joints)."""
-        return {k: np.array(v) for k, v in self.log.items()}
+        return {k: v.copy() for k, v in self.log.items()}
 
     def summary(self, sim=None, traj=None) -> dict:
         """``distance_m`` (base x travelled), ``mean_speed_m_s`` (over the gait's time),
         ``fell`` (base height off nominal by > fall_height share or |roll|/|pitch| > fall_angle_deg
         at any step), ``max_foot_slip_m_s`` (largest tangential speed of a loaded foot contact)."""
         if sim is not None and self._reader is not None and self.log["time"][-1] != sim.data.time:
-            self._record(sim, getattr(self, "_tau", None))   # the state after the last step
+            self._record(sim)                                # the state after the last step
         a = self.arrays()
         if a["time"].size == 0:
             return {"distance_m": 0.0, "mean_speed_m_s": 0.0, "fell": False, "max_foot_slip_m_s": 0.0}
@@ -155,6 +185,82 @@ class LegController:
         slip = a["slip"]
         return {"distance_m": dist, "mean_speed_m_s": float(dist / walk) if walk > 0 else 0.0, "fell": fell,
                 "max_foot_slip_m_s": float(np.nanmax(slip)) if np.any(np.isfinite(slip)) else 0.0}
+
+
+#: the contact arrays of :func:`_foot_slip` when the previous step had no contacts
+_NO_CONTACTS = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty(0), np.empty((0, 3)),
+                np.empty((0, 3)))
+
+
+@jit
+def _control_step(time, h, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal,
+                  active_gap, base, feet, dof_start, joint_a, joint_b, joint_axis, q_rel0_conj, q_offset, nominal,
+                  anchors, axes, foot_points, mass, gravity, hips, side, signs, l1, l2, analytic, q_ref, settle, ramp,
+                  period, duty, offsets, stance_length, step_height, foot_kp, foot_kd, weight_ff, kp, kd, tau_max,
+                  tau, x_step, log_time, log_base, log_rpy, log_stance, log_contact, log_slip, log_torque, n):
+    """One call of :class:`LegController` (drumwright §VII-B, scenario-specs §2.2), compiled whole:
+    log row ``n`` (:func:`_record_row`: the state after the previous step, its torques ``tau``);
+    ``x_step`` <- the body positions (the start of the coming step); the joint angles and rates
+    (:func:`~contactlab.control.pd._angles_rates`, plus ``q_offset``); the foot targets and their
+    rates (:func:`_foot_references`); with ``analytic`` the closed-form IK
+    (:func:`~contactlab.control.ik.three_joint_inverse`) into ``q_ref``, else ``q_ref`` as given;
+    the stance feet (the gait's, all feet while settling); ``tau`` <- :func:`_leg_torques`."""
+    gait_stance = _record_row(time, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal,
+                              active_gap, base, feet, dof_start, settle, period, duty, offsets, tau, x_step, log_time,
+                              log_base, log_rpy, log_stance, log_contact, log_slip, log_torque, n)
+    x_step[:] = position
+    L, k = q_offset.shape
+    angle, rate = _angles_rates(joint_a, joint_b, joint_axis, q_rel0_conj, quaternion, ang)
+    q = angle.reshape((L, k)) + q_offset
+    qd = rate.reshape((L, k))
+    scale, target, xd_ref = _foot_references(time, h, settle, ramp, period, duty, offsets, stance_length,
+                                             step_height, nominal)
+    if analytic:
+        q_ref[:] = three_joint_inverse(hips, side, signs, l1, l2, target)[0]
+    stance = gait_stance if scale > 0 else np.ones(L, dtype=np.bool_)
+    tau[:] = _leg_torques(anchors, axes, foot_points, q, qd, q_ref, target, xd_ref, foot_kp, foot_kd, weight_ff,
+                          stance, mass, gravity, quaternion[base], kp, kd, tau_max)
+
+
+@jit
+def _foot_references(time, h, settle, ramp, period, duty, offsets, stance_length, step_height, nominal):
+    """(scale, target, xd_ref) at ``time``: the gait's time t = time - settle; ``scale`` 0 while
+    settling, then t / ramp up to 1 (stride and step height grow over the ramp); the foot targets
+    nominal + :func:`~contactlab.control.gait.foot_offsets_kernel` at max(t, 0) (legs, 3) in the
+    base frame; their rates (target(t + h) - target(t)) / h (zero while settling)."""
+    t = time - settle
+    scale = 0.0 if t < 0 else min(1.0, t / ramp) if ramp > 0 else 1.0
+    target = nominal + foot_offsets_kernel(max(t, 0.0), period, duty, offsets, stance_length * scale, step_height,
+                                           scale)
+    if scale > 0:
+        ahead = foot_offsets_kernel(max(t + h, 0.0), period, duty, offsets, stance_length * scale, step_height, scale)
+        xd_ref = (nominal + ahead - target) / h
+    else:
+        xd_ref = 0.0 * target
+    return scale, target, xd_ref
+
+
+@jit
+def _record_row(time, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal, active_gap,
+                base, feet, dof_start, settle, period, duty, offsets, tau, x_step, log_time, log_base, log_rpy,
+                log_stance, log_contact, log_slip, log_torque, n):
+    """Log row ``n``, the state after the previous step: time, base position and attitude
+    (:func:`_rpy`), the gait's stance feet at max(time - settle, 0), the feet in contact (a
+    touching, loaded contact of that step: :func:`_foot_slip`, friction acts at touching contacts
+    only) and their slip speed (the velocity of the contact point of the step's geometry, its
+    start ``x_step``, after the step: what the model's tangential rows S v+, T v+ see), and the
+    torques ``tau`` applied in it. Returns the stance feet."""
+    stance = stance_kernel(max(time - settle, 0.0), period, duty, offsets)
+    contact, slip = _foot_slip(body_a, body_b, normal_impulse, phi, point, normal, feet, dof_start, lin, ang, x_step,
+                               active_gap)
+    log_time[n] = time
+    log_base[n] = position[base]
+    log_rpy[n] = _rpy(quaternion[base])
+    log_stance[n] = stance
+    log_contact[n] = contact
+    log_slip[n] = slip
+    log_torque[n] = tau.ravel()
+    return stance
 
 
 @jit
