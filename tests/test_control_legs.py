@@ -245,3 +245,76 @@ def test_rate_reference_is_pinv_times_the_foot_velocity():
     assert np.allclose(_rate_reference(J, xd), np.linalg.pinv(J) @ xd, rtol=0, atol=1e-12)
     J4 = rng.normal(size=(3, 4))
     assert np.allclose(_rate_reference(J4, xd), np.linalg.pinv(J4) @ xd, rtol=0, atol=1e-12)
+
+
+def _separate_routines_step(ctl, sim):
+    """What one LegController call should log and apply, by the separate routines the compiled step
+    composes (JointReader, Gait.stance / foot_offsets, the IK, _leg_torques, _foot_slip, _rpy)."""
+    from contactlab.control.locomotion import _foot_slip, _leg_torques, _rpy
+    from contactlab.models.built import ACTIVE_GAP
+    s, data = ctl.setup, sim.data
+    L, k = s.kinematics.shape
+    t = data.time - ctl.settle
+    stance = ctl.gait.stance(max(t, 0.0))
+    cs, res = data.contacts, data.result
+    contact, slip = np.zeros(L, bool), np.full(L, np.nan)
+    if cs is not None and res is not None and cs.count:
+        feet = np.array([sim.model.index(f) for f in s.feet])
+        contact, slip = _foot_slip(cs.body_a, cs.body_b, res.normal, cs.phi, cs.point, cs.normal, feet,
+                                   sim.model.dof_start, data.linear_velocity, data.angular_velocity, ctl._x_step,
+                                   float(ACTIVE_GAP))
+    i = sim.model.index(s.base)
+    row = {"time": data.time, "base": data.position[i].copy(), "rpy": _rpy(data.quaternion[i]), "stance": stance,
+           "contact": contact, "slip": slip, "torque": ctl._tau.ravel().copy()}
+    q, qd = ctl._reader(data)
+    q, qd = q.reshape(L, k) + s.q_offset, qd.reshape(L, k)
+    scale = 0.0 if t < 0 else min(1.0, t / ctl.ramp) if ctl.ramp > 0 else 1.0
+    target = s.nominal + ctl.gait.foot_offsets(max(t, 0.0), scale)
+    if s.analytic is not None:
+        q_ref, _ = s.analytic.inverse(target)
+    else:
+        q_ref, _ = s.kinematics.inverse(target, q if ctl._q_prev is None else ctl._q_prev, max_iter=10)
+    h = sim.h
+    xd_ref = (s.nominal + ctl.gait.foot_offsets(max(t + h, 0.0), scale) - target) / h if scale > 0 else 0.0 * target
+    kin = s.kinematics
+    tau = _leg_torques(kin.anchors, kin.axes, kin.feet, q, qd, q_ref, target, xd_ref, float(ctl.foot_kp),
+                       float(ctl.foot_kd), bool(ctl.weight_ff), stance if scale > 0 else np.ones(L, bool),
+                       float(s.mass), sim.model.gravity, data.quaternion[i], *ctl.pd.gains((L, k)))
+    return row, tau
+
+
+@pytest.mark.parametrize("scene,steps", [("quadruped", 500), ("solo12", 120)])
+def test_one_compiled_control_step_equals_the_separate_routines(scene, steps):
+    """LegController's single compiled call per step (_control_step) logs and applies bitwise what
+    the separate routines give, along a trot (settle, ramp, gait; analytic IK on the quadruped,
+    damped least squares on Solo-12); its log grows past its first allocation with the rows kept."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sc = make_scene(scene, settle=0.05) if scene == "solo12" else make_scene(scene)
+    ctl = sc.controllers[0]
+    checked = []
+
+    def compare(sim):
+        expected = _separate_routines_step(ctl, sim) if ctl._reader is not None else None
+        ctl(sim)
+        if expected is not None:
+            row, tau = expected
+            np.testing.assert_array_equal(ctl._tau, tau)
+            for key, value in row.items():
+                np.testing.assert_array_equal(ctl.log[key][-1], value, err_msg=key)
+            checked.append(sim.data.time)
+    sim = Simulator(sc, "no-slip", "ppm", controllers=[compare])
+    sim.run(steps * sim.h)
+    assert len(checked) == steps - 1
+    a = ctl.arrays()
+    assert a["contact"].any() and a["stance"].any() and not a["stance"].all() and np.isfinite(a["slip"]).any()
+    for _ in range(1100):                        # past the first 1024 rows: the arrays double, rows kept
+        ctl._record(sim)
+    b = ctl.arrays()
+    assert {k: v.shape[1:] for k, v in b.items()} == {k: v.shape[1:] for k, v in a.items()}
+    assert b["time"].size == a["time"].size + 1100 and set(b) == {"time", "base", "rpy", "stance", "contact",
+                                                                    "slip", "torque"}
+    for k, v in a.items():
+        np.testing.assert_array_equal(b[k][:v.shape[0]], v)
+        assert b[k].dtype == v.dtype
+    np.testing.assert_array_equal(b["torque"][-1], ctl._tau.ravel())

@@ -63,7 +63,7 @@ class LegController:
         check_setup(self.setup)
         self._reader = None
         self._q_prev = None
-        self._gait_pd = None            # (gait, pd, offsets, stance_length, kp, kd, tau_max) of self.gait, self.pd
+        self._gait_pd = None            # (gait, pd, gait arguments, gains) of self.gait and self.pd
         L, k = self.setup.kinematics.shape
         self._log = {"time": np.empty(0), "base": np.empty((0, 3)), "rpy": np.empty((0, 3)),
                      "stance": np.empty((0, L), bool), "contact": np.empty((0, L), bool),
@@ -77,21 +77,21 @@ class LegController:
         without closed-form IK solves damped least squares here first, from the last answer."""
         if self._reader is None:
             self._start(sim)
-        data, s = sim.data, self.setup
-        gait, pd = self._gait_and_gains()
-        analytic = s.analytic is not None
-        if not analytic:
-            _, target, _ = _foot_references(data.time, sim.h, float(self.settle), float(self.ramp), *gait[2:], self._nominal)
+        data = sim.data
+        gait, gains = self._gait_and_gains()
+        settle, ramp = float(self.settle), float(self.ramp)
+        if not self._analytic:
+            _, target, _ = _foot_references(data.time, sim.h, settle, ramp, *gait, self._nominal)
             q0 = self._q_prev
             if q0 is None:
                 q, _ = self._reader(data)
                 q0 = q.reshape(self._q_offset.shape) + self._q_offset
-            self._q_ref = s.kinematics.inverse(target, q0, max_iter=10)[0]
+            self._q_ref = self.setup.kinematics.inverse(target, q0, max_iter=10)[0]
         n = self._next_row()
         _control_step(data.time, sim.h, data.position, data.quaternion, data.linear_velocity, data.angular_velocity,
-                      *self._contacts(sim), *self._bodies, *self._legs, analytic, self._q_ref,
-                      float(self.settle), float(self.ramp), *gait[2:], float(self.foot_kp), float(self.foot_kd),
-                      bool(self.weight_ff), *pd, self._tau, self._x_step, *self._log.values(), n)
+                      *self._contacts(sim), *self._bodies, *self._legs, self._q_ref, settle, ramp, *gait,
+                      float(self.foot_kp), float(self.foot_kd), bool(self.weight_ff), *gains, self._tau, self._x_step,
+                      *self._log.values(), n)
         self._rows = n + 1
         self._q_prev = self._q_ref
         sim.set_joint_torques(self._joint_names, self._tau)
@@ -108,25 +108,26 @@ class LegController:
         self._nominal = np.ascontiguousarray(s.nominal, dtype=np.float64)
         L, k = s.kinematics.shape
         a = s.analytic
-        # analytic IK's arrays (placeholders of the same types without one)
+        self._analytic = a is not None
+        # analytic IK's arrays (placeholders of the same types without one: damped least squares here)
         ik = ((a.hips, a.side, a.signs, float(a.l1), float(a.l2)) if a is not None else
               (np.zeros((L, 3)), np.zeros(L), np.zeros((L, 3)), 1.0, 1.0))
         kin = s.kinematics
         self._bodies = (float(ACTIVE_GAP), self._base, np.array([model.index(f) for f in s.feet]), model.dof_start)
         self._legs = (reader.a, reader.b, reader.axis_a, reader.q_rel0_conj, self._q_offset, self._nominal,
-                      kin.anchors, kin.axes, kin.feet, float(s.mass), model.gravity, *ik)
+                      kin.anchors, kin.axes, kin.feet, float(s.mass), model.gravity, *ik, self._analytic)
         self._tau, self._q_ref = np.zeros((L, k)), np.zeros((L, k))
         self._x_step = sim.data.position.copy()
 
     def _gait_and_gains(self) -> tuple:
-        """(gait, pd, period, duty, offsets, stance_length, step_height) and (kp, kd, tau_max) as
-        (legs, k) arrays, for the current ``self.gait`` and ``self.pd`` (rebuilt when either is replaced)."""
+        """The kernels' arguments of ``self.gait`` (period, duty, offsets, stance_length, step_height)
+        and of ``self.pd`` (kp, kd, tau_max as (legs, k) arrays), rebuilt when either is replaced."""
         c = self._gait_pd
-        if c is None or c[0][0] is not self.gait or c[0][1] is not self.pd:
+        if c is None or c[0] is not self.gait or c[1] is not self.pd:
             g = self.gait
-            c = self._gait_pd = ((g, self.pd, float(g.period), float(g.duty), g._offsets, float(g.stance_length),
-                                  float(g.step_height)), self.pd.gains(self.setup.kinematics.shape))
-        return c
+            c = self._gait_pd = (g, self.pd, (float(g.period), float(g.duty), g._offsets, float(g.stance_length),
+                                              float(g.step_height)), self.pd.gains(self.setup.kinematics.shape))
+        return c[2], c[3]
 
     def _contacts(self, sim) -> tuple:
         """The previous step's contacts for :func:`_foot_slip`: bodies a and b, normal impulse, phi,
@@ -158,7 +159,7 @@ class LegController:
         data = sim.data
         n = self._next_row()
         _record_row(data.time, data.position, data.quaternion, data.linear_velocity, data.angular_velocity,
-                    *self._contacts(sim), *self._bodies, float(self.settle), *self._gait_and_gains()[0][2:5],
+                    *self._contacts(sim), *self._bodies, float(self.settle), *self._gait_and_gains()[0][:3],
                     self._tau, self._x_step, *self._log.values(), n)
         self._rows = n + 1
 
