@@ -118,8 +118,9 @@ def csr_of(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tup
     m._shape = (int(shape[0]), int(shape[1]))
     m.maxprint = _MAXPRINT
     m.data, m.indices, m.indptr = data, indices, indptr
-    m.has_sorted_indices = True
-    m.has_canonical_format = True
+    # the flags scipy's has_sorted_indices / has_canonical_format setters store (written directly: the
+    # setters are three Python calls; were the names to change, scipy would work the flags out itself)
+    m._has_sorted_indices = m._has_canonical_format = True
     return m
 
 
