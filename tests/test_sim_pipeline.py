@@ -464,10 +464,11 @@ def _joint_like_rows(rng, nbody, pairs, width=5, extra=()):
 
 
 def _grouped_solve(J, W, b, live=None):
-    from contactlab.mechanics.joint_projection import row_groups, spd_or_least_squares
+    from contactlab.mechanics.joint_projection import grouped_order, rows_solve
     live = np.ones(W.shape[0], dtype=bool) if live is None else live
-    groups = row_groups(J.indptr, J.indices.astype(np.int64), live)
-    return spd_or_least_squares(_dense_delassus(J, W), b, *groups), groups
+    indices = J.indices.astype(np.int64)
+    return rows_solve(J.indptr.astype(np.int64), indices, J.data, W, b, live), \
+        grouped_order(J.indptr.astype(np.int64), indices, live)
 
 
 def _dense_delassus(J, W):
@@ -488,11 +489,12 @@ def test_joint_projection_solve_is_exact_on_spd_and_minimum_norm_on_dependent_ro
     for pairs, extra in ((tree, ()), (tree + [(3, 6)], [(2, 5, 8, 11)]), ([(0,)], ())):
         J, W = _joint_like_rows(rng, 13, pairs, extra=extra)
         b = rng.standard_normal(J.shape[0])
-        x, (perm, gstart, adj) = _grouped_solve(J, W, b)
+        x, (q, gs, nbr, nnb) = _grouped_solve(J, W, b)
         A = _dense_delassus(J, W)
         assert np.allclose(x, np.linalg.solve(A, b), rtol=0, atol=1e-9 * np.abs(np.linalg.solve(A, b)).max())
-        assert sorted(perm) == list(range(J.shape[0]))
-        assert gstart.size - 1 == len(set(pairs)) + len(extra)     # one group per body pair, coupling alone
+        assert sorted(q) == list(range(J.shape[0]))
+        assert gs.size - 1 == len(set(pairs)) + len(extra)     # one group per body pair, coupling alone
+        assert all(np.all(nbr[s, :nnb[s]] > s) for s in range(gs.size - 1))     # neighbours come later
     # a body that does not yield (kinematic: W = 0) couples nothing: the four legs' groups on it are
     # not neighbours, and the answer is still exact
     J, W = _joint_like_rows(rng, 13, tree)
@@ -500,9 +502,9 @@ def test_joint_projection_solve_is_exact_on_spd_and_minimum_norm_on_dependent_ro
     live = np.ones(13, dtype=bool)
     live[0] = False
     b = rng.standard_normal(J.shape[0])
-    x, (perm, gstart, adj) = _grouped_solve(J, W, b, live)
+    x, (q, gs, nbr, nnb) = _grouped_solve(J, W, b, live)
     assert np.allclose(_dense_delassus(J, W) @ x, b, rtol=0, atol=1e-9 * np.abs(b).max())
-    assert adj.sum() == 2 * 8      # each leg: hip-knee, knee-foot (the base joins nothing)
+    assert nnb.sum() == 8      # each leg: hip-knee, knee-foot, eliminated from the foot (the base joins nothing)
     # rows repeated: singular, b in the range: minimum-norm least squares
     Jd, W = _joint_like_rows(rng, 4, [(0, 1), (1, 2)])
     import scipy.sparse as sp
@@ -512,9 +514,9 @@ def test_joint_projection_solve_is_exact_on_spd_and_minimum_norm_on_dependent_ro
     x, _ = _grouped_solve(Jd, W, bd)
     assert np.allclose(Ad @ x, bd, atol=1e-8 * np.abs(bd).max())
     assert np.allclose(x, np.linalg.pinv(Ad, rcond=1e-12) @ bd, atol=1e-8 * np.abs(x).max())
-    from contactlab.mechanics.joint_projection import spd_or_least_squares
-    empty = (np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros((0, 0), dtype=bool))
-    assert spd_or_least_squares(np.zeros((0, 0)), np.zeros(0), *empty).shape == (0,)
+    from contactlab.mechanics.joint_projection import rows_solve
+    assert rows_solve(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), W, np.zeros(0),
+                      np.ones(4, dtype=bool)).shape == (0,)
 
 
 def test_box_friction_bounds_match_their_definition():

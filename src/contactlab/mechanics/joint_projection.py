@@ -10,10 +10,12 @@ where J holds the bilateral rows with a position error (joint anchors and axes, 
 bodies; :func:`~contactlab.mechanics.joint_kernels.fill_joint_rows`) and, for each joint past one
 of its limits by more than ``tol``, its rate row (sign x rate row, error the signed gap). The rows
 are those of :func:`~contactlab.mechanics.system.joint_rows` (one place: the same compiled row
-writer), J W J' is :func:`~contactlab.mechanics.kernels.delassus_dense`, W from
+writer), J W J' is :func:`~contactlab.mechanics.kernels.delassus_dense` with the rows in the
+elimination order of their groups (a joint's rows: the bodies they touch), factored by a block
+Cholesky without fill on a tree of joints (:func:`rows_solve`), W from
 :func:`~contactlab.mechanics.kernels.body_blocks` and the rotation update x += dx is
 :func:`~contactlab.mechanics.kernels._exp_rotate` (exp of the rotation vector), so the
-iterates are those of the former per-step Python loop (kept as the reference in
+iterates are those of the former per-step Python loop up to round-off (kept as the reference in
 tests/test_joint_projection.py).
 """
 from __future__ import annotations
@@ -24,22 +26,6 @@ from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
 from .joint_kernels import _copy_row, _csr, _WIDTH, fill_joint_rows, row_buffers
 from .kernels import _exp_rotate, block_times, body_blocks, delassus_dense, rows_transpose_times
-
-
-@jit
-def spd_or_least_squares(A, b, perm, gstart, adj):
-    """Solve A x = b for A = J W J' (symmetric positive semi-definite): by the grouped Cholesky
-    factorisation (:func:`grouped_cholesky_solve`; groups from :func:`row_groups`) when A is clearly
-    positive definite (pivots of the factor within 1e-6 of each other, i.e. cond < ~1e12: the usual
-    case, far cheaper than an SVD) and the answer is finite, else the minimum-norm least squares
-    answer with rcond 1e-12 (redundant or nearly dependent joint rows). A is left as it is."""
-    n = b.size
-    if n == 0:
-        return np.zeros(0)
-    ok, x = grouped_cholesky_solve(A, b, perm, gstart, adj)
-    if ok:
-        return x
-    return np.linalg.lstsq(A, b, rcond=1e-12)[0]
 
 
 @jit
@@ -147,37 +133,50 @@ def elimination_order(gstart, adj):
 
 
 @jit
-def grouped_cholesky_solve(A, b, perm, gstart, adj):
-    """x with A x = b for the SPD A = J W J' (dense, left as it is) by a block Cholesky over the row
-    groups of :func:`row_groups` in :func:`elimination_order`: A's rows and columns are copied
-    group by group in that order, and each group's trailing update touches only its neighbours'
-    blocks, so a tree of joints factors without fill and the work grows with the joints, not with
-    their cube (as Baraff's linear-time factorisation of tree-structured constraint matrices,
-    SIGGRAPH 1996). Returns (ok, x): ok False when a pivot is not positive or the pivots spread
-    beyond 1e-6 (:func:`spd_or_least_squares` then takes the least-squares answer)."""
-    n = b.size
-    G = gstart.size - 1
-    order, nbr, nnb = elimination_order(gstart, adj)
-    q = np.empty(n, dtype=np.int64)          # row q[i] of A is row i of B
-    at = np.empty(G + 1, dtype=np.int64)     # group g's rows in B: at[g]:at[g] + size
+def grouped_order(indptr, indices, live):
+    """The rows of J (CSR) in the elimination order of their groups (:func:`row_groups`,
+    :func:`elimination_order`): (q, gs, nbr, nnb) with row q[i] of J at position i, group s at
+    positions gs[s]:gs[s + 1], and its neighbours at elimination nbr[s, :nnb[s]] (later groups,
+    by position)."""
+    perm, gstart, adj = row_groups(indptr, indices, live)
+    order, nbr_g, nnb_g = elimination_order(gstart, adj)
+    G = order.size
+    step_of = np.empty(G, dtype=np.int64)
+    for s in range(G):
+        step_of[order[s]] = s
+    q = np.empty(perm.size, dtype=np.int64)
+    gs = np.empty(G + 1, dtype=np.int64)
+    nbr = np.empty((G, G), dtype=np.int64)
+    nnb = np.empty(G, dtype=np.int64)
     i = 0
     for s in range(G):
         g = order[s]
-        at[g] = i
+        gs[s] = i
         for t in range(gstart[g], gstart[g + 1]):
             q[i] = perm[t]
             i += 1
-    B = np.zeros((n, n))                     # the lower blocks of neighbouring groups (others: 0 or fill)
-    for g in range(G):
-        for h in range(G):
-            if (g == h or adj[g, h]) and at[h] <= at[g]:
-                for i in range(at[g], at[g] + gstart[g + 1] - gstart[g]):
-                    for j in range(at[h], at[h] + gstart[h + 1] - gstart[h]):
-                        B[i, j] = A[q[i], q[j]]
+        nnb[s] = nnb_g[g]
+        for a in range(nnb_g[g]):
+            nbr[s, a] = step_of[nbr_g[g, a]]
+    gs[G] = i
+    return q, gs, nbr, nnb
+
+
+@jit
+def grouped_cholesky_solve(B, b, gs, nbr, nnb):
+    """x with B x = b for the SPD B (dense, overwritten by its factor) whose rows come group by
+    group in elimination order (:func:`grouped_order`: group s at gs[s]:gs[s + 1], later groups it
+    shares a body with nbr[s, :nnb[s]]): a block Cholesky whose trailing update touches only a
+    group's neighbours, so a tree of joints factors without fill and the work grows with the
+    joints, not with their cube (as Baraff's linear-time factorisation of tree-structured
+    constraint matrices, SIGGRAPH 1996). Only B's lower blocks between neighbours are read. Returns
+    (ok, x): ok False when a pivot is not positive, the pivots spread beyond 1e-6 (cond < ~1e12
+    fails) or x is not finite."""
+    n = b.size
+    G = gs.size - 1
     dmin, dmax = np.inf, 0.0
     for s in range(G):
-        g = order[s]
-        g0, g1 = at[g], at[g] + gstart[g + 1] - gstart[g]
+        g0, g1 = gs[s], gs[s + 1]
         for i in range(g0, g1):                # the pivot block
             for j in range(g0, i + 1):
                 v = B[i, j]
@@ -189,65 +188,92 @@ def grouped_cholesky_solve(A, b, perm, gstart, adj):
                     v = np.sqrt(v)
                     dmin, dmax = min(dmin, v), max(dmax, v)
                 B[i, j] = v if i == j else v / B[j, j]
-        for a in range(nnb[g]):                # L[Nb, R] = A[Nb, R] L_RR^-T
-            h = nbr[g, a]
-            for i in range(at[h], at[h] + gstart[h + 1] - gstart[h]):
+        for a in range(nnb[s]):                # L[Nb, R] = B[Nb, R] L_RR^-T
+            h = nbr[s, a]
+            for i in range(gs[h], gs[h + 1]):
                 for j in range(g0, g1):
                     v = B[i, j]
                     for t in range(g0, j):
                         v -= B[i, t] * B[j, t]
                     B[i, j] = v / B[j, j]
-        for a in range(nnb[g]):                # A[Nb, Nb] -= L[Nb, R] L[Nb, R]' (lower blocks)
-            h = nbr[g, a]
-            for c in range(nnb[g]):
-                k = nbr[g, c]
-                if at[k] > at[h]:
+        for a in range(nnb[s]):                # B[Nb, Nb] -= L[Nb, R] L[Nb, R]' (lower blocks)
+            h = nbr[s, a]
+            for c in range(nnb[s]):
+                k = nbr[s, c]
+                if k > h:
                     continue
-                for i in range(at[h], at[h] + gstart[h + 1] - gstart[h]):
-                    for j in range(at[k], min(at[k] + gstart[k + 1] - gstart[k], i + 1)):
+                for i in range(gs[h], gs[h + 1]):
+                    for j in range(gs[k], min(gs[k + 1], i + 1)):
                         v = 0.0
                         for t in range(g0, g1):
                             v += B[i, t] * B[j, t]
                         B[i, j] -= v
     if not dmin > 1e-6 * dmax:
         return False, np.zeros(n)
-    y = np.empty(n)
-    for i in range(n):
-        y[i] = b[q[i]]
+    x = b.copy()
     for s in range(G):                         # L y = b
-        g = order[s]
-        g0, g1 = at[g], at[g] + gstart[g + 1] - gstart[g]
+        g0, g1 = gs[s], gs[s + 1]
         for i in range(g0, g1):
-            v = y[i]
+            v = x[i]
             for t in range(g0, i):
-                v -= B[i, t] * y[t]
-            y[i] = v / B[i, i]
-        for a in range(nnb[g]):
-            h = nbr[g, a]
-            for i in range(at[h], at[h] + gstart[h + 1] - gstart[h]):
+                v -= B[i, t] * x[t]
+            x[i] = v / B[i, i]
+        for a in range(nnb[s]):
+            h = nbr[s, a]
+            for i in range(gs[h], gs[h + 1]):
                 v = 0.0
                 for t in range(g0, g1):
-                    v += B[i, t] * y[t]
-                y[i] -= v
+                    v += B[i, t] * x[t]
+                x[i] -= v
     for s in range(G - 1, -1, -1):             # L' x = y
-        g = order[s]
-        g0, g1 = at[g], at[g] + gstart[g + 1] - gstart[g]
-        for a in range(nnb[g]):
-            h = nbr[g, a]
-            for i in range(at[h], at[h] + gstart[h + 1] - gstart[h]):
+        g0, g1 = gs[s], gs[s + 1]
+        for a in range(nnb[s]):
+            h = nbr[s, a]
+            for i in range(gs[h], gs[h + 1]):
                 for j in range(g0, g1):
-                    y[j] -= B[i, j] * y[i]
+                    x[j] -= B[i, j] * x[i]
         for i in range(g1 - 1, g0 - 1, -1):
-            v = y[i]
+            v = x[i]
             for t in range(i + 1, g1):
-                v -= B[t, i] * y[t]
-            y[i] = v / B[i, i]
-    x = np.empty(n)
+                v -= B[t, i] * x[t]
+            x[i] = v / B[i, i]
     for i in range(n):
-        if not np.isfinite(y[i]):
+        if not np.isfinite(x[i]):
             return False, x
-        x[q[i]] = y[i]
     return True, x
+
+
+@jit
+def rows_solve(indptr, indices, data, W, b, live):
+    """lam with (J W J') lam = b for the rows J (CSR; columns 6 per body, W (nbody, 6, 6) the M^-1
+    blocks, ``live`` the bodies whose W is not zero): J W J' by the compiled block Delassus with
+    J's rows in :func:`grouped_order`, factored by :func:`grouped_cholesky_solve` when it is clearly
+    positive definite (the usual case, far cheaper than an SVD), else the minimum-norm least squares
+    answer with rcond 1e-12 (redundant or nearly dependent joint rows)."""
+    n = b.size
+    if n == 0:
+        return np.zeros(0)
+    q, gs, nbr, nnb = grouped_order(indptr, indices, live)
+    ip = np.empty(n + 1, dtype=indptr.dtype)       # J's rows in that order
+    ip[0] = 0
+    for i in range(n):
+        ip[i + 1] = ip[i] + indptr[q[i] + 1] - indptr[q[i]]
+    ix = np.empty(ip[n], dtype=indices.dtype)
+    dv = np.empty(ip[n])
+    bq = np.empty(n)
+    for i in range(n):
+        r = q[i]
+        bq[i] = b[r]
+        for t in range(indptr[r + 1] - indptr[r]):
+            ix[ip[i] + t] = indices[indptr[r] + t]
+            dv[ip[i] + t] = data[indptr[r] + t]
+    ok, xq = grouped_cholesky_solve(delassus_dense(ip, ix, dv, W, n, np.zeros(n)), bq, gs, nbr, nnb)
+    if ok:
+        x = np.empty(n)
+        for i in range(n):
+            x[q[i]] = xq[i]
+        return x
+    return np.linalg.lstsq(delassus_dense(indptr, indices, data, W, n, np.zeros(n)), b, rcond=1e-12)[0]
 
 
 @jit
@@ -362,11 +388,10 @@ def project_joints_kernel(joints, dof_start, body_kind, kinematic_code, mass, in
                     m += 1
         data, indices, indptr = _csr(Pc, Pv, Pn, m)
         W = _mobility(dof_start, body_kind, kinematic_code, mass, inv_inertia, quaternion)
-        A = delassus_dense(indptr, indices, data, W, m, np.zeros(m))
         live = np.zeros(W.shape[0], dtype=np.bool_)     # bodies that yield (kinematic ones' W is 0)
         for t in range(W.shape[0]):
             live[t] = W[t, 0, 0] != 0.0
-        lam = spd_or_least_squares(A, -e[:m], *row_groups(indptr, indices, live))
+        lam = rows_solve(indptr, indices, data, W, -e[:m], live)
         g = rows_transpose_times(indptr, indices, data, lam, 6 * W.shape[0])    # J' lam; dx = W J' lam by blocks
         displace(dof_start, body_kind, kinematic_code, block_times(W, g), position, quaternion)
     return err_max
