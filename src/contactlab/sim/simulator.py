@@ -8,6 +8,7 @@ velocity-level drift correction of arechavaleta eq. (10).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -234,12 +235,12 @@ class Simulator:
         idx = cache[1].get(key)
         if idx is None:
             idx = cache[1][key] = [self._torque_index(name) for name in key]
-        tau = np.asarray(torques, dtype=np.float64).reshape(-1)
-        if tau.size != len(idx):
-            raise ModelError(f"torques must give one value per joint ({len(idx)}), got {tau.size}")
-        if not np.all(np.isfinite(tau)):
-            raise ModelError(f"torques must be finite, got {tau.tolist()}")
-        self.data.joint_torque.update(zip(idx, tau.tolist()))
+        values = np.asarray(torques, dtype=np.float64).reshape(-1).tolist()
+        if len(values) != len(idx):
+            raise ModelError(f"torques must give one value per joint ({len(idx)}), got {len(values)}")
+        if not all(map(math.isfinite, values)):      # (a dozen floats: the list is checked faster than the array)
+            raise ModelError(f"torques must be finite, got {values}")
+        self.data.joint_torque.update(zip(idx, values))
         self.has_actuation = True
 
     def _torque_index(self, joint: str) -> int:
