@@ -231,7 +231,7 @@ def test_joint_rates_are_the_rate_rows_times_the_velocity():
 
 
 def test_rate_reference_is_pinv_times_the_foot_velocity():
-    """The controller's joint-rate reference: pinv(J) xd, by a solve where the 3x3 J is far from
+    """The controller's joint-rate reference: pinv(J) xd, by the adjugate where the 3x3 J is far from
     singular and by pinv itself at a straight knee (J rank 2) and for a non-square J."""
     from contactlab.control.locomotion import _rate_reference
     rng = np.random.default_rng(11)

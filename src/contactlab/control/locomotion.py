@@ -301,17 +301,30 @@ def _leg_torques(anchors, axes, feet, q, qd, q_ref, target, xd_ref, foot_kp, foo
 @jit
 def _rate_reference(J, xd):
     """pinv(J) xd: the joint rates of least norm (least squares) for the foot velocity xd. A square
-    J that is far from singular (|det J| > 1e-9 ||J||_F^3, i.e. not a straight knee) by a solve,
-    which is pinv's answer to round-off at a seventh of its cost (no SVD); otherwise pinv."""
+    J that is far from singular (|det J| > 1e-9 ||J||_F^3, i.e. not a straight knee) by its
+    adjugate, J^-1 = adj(J) / det J (the cofactors the determinant test already forms): pinv's answer
+    to round-off without a factorisation; otherwise pinv."""
     if J.shape[0] == J.shape[1] == 3:
-        det = (J[0, 0] * (J[1, 1] * J[2, 2] - J[1, 2] * J[2, 1]) - J[0, 1] * (J[1, 0] * J[2, 2] - J[1, 2] * J[2, 0])
-               + J[0, 2] * (J[1, 0] * J[2, 1] - J[1, 1] * J[2, 0]))
+        c00 = J[1, 1] * J[2, 2] - J[1, 2] * J[2, 1]
+        c01 = J[1, 2] * J[2, 0] - J[1, 0] * J[2, 2]
+        c02 = J[1, 0] * J[2, 1] - J[1, 1] * J[2, 0]
+        det = J[0, 0] * c00 + J[0, 1] * c01 + J[0, 2] * c02
         scale = 0.0
         for i in range(3):
             for j in range(3):
                 scale += J[i, j] * J[i, j]
         if abs(det) > 1e-9 * scale ** 1.5:
-            return np.linalg.solve(J, xd)
+            c10 = J[0, 2] * J[2, 1] - J[0, 1] * J[2, 2]
+            c11 = J[0, 0] * J[2, 2] - J[0, 2] * J[2, 0]
+            c12 = J[0, 1] * J[2, 0] - J[0, 0] * J[2, 1]
+            c20 = J[0, 1] * J[1, 2] - J[0, 2] * J[1, 1]
+            c21 = J[0, 2] * J[1, 0] - J[0, 0] * J[1, 2]
+            c22 = J[0, 0] * J[1, 1] - J[0, 1] * J[1, 0]
+            out = np.empty(3)          # x = adj(J) xd / det, adj(J)[i, j] = cofactor c_ji
+            out[0] = (c00 * xd[0] + c10 * xd[1] + c20 * xd[2]) / det
+            out[1] = (c01 * xd[0] + c11 * xd[1] + c21 * xd[2]) / det
+            out[2] = (c02 * xd[0] + c12 * xd[1] + c22 * xd[2]) / det
+            return out
     return np.linalg.pinv(J) @ xd
 
 
