@@ -693,3 +693,21 @@ def test_blas_threads_limits_and_restores_and_rescans_after_an_import():
     assert blas_counts() == initial
     with blas.blas_threads(None):
         assert blas_counts() == initial
+
+
+def test_step_record_energies_and_depth_are_their_definitions():
+    """The record's kinetic energy, energy and deepest overlap (one compiled pass after the step)
+    equal energies() of the state after the step and max(0, -min phi) of the step's contacts."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim.simulator import Simulator, energies
+
+    sim = Simulator(make_scene("pile", count=6), "box-friction", "box-qp")
+    seen_overlap = False
+    for _ in range(120):
+        rec = sim.step()
+        ke, pe = energies(sim.model, sim.data)
+        phi = sim.data.contacts.phi
+        assert rec.kinetic_energy == ke and rec.energy == ke + pe
+        assert rec.max_penetration == (max(0.0, float(-phi.min())) if phi.size else 0.0)
+        seen_overlap |= rec.max_penetration > 0
+    assert seen_overlap          # the pile's contacts overlapped at some step: the depth was measured

@@ -29,3 +29,15 @@ def energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity):
         ke += 0.5 * mass[k] * v2 + 0.5 * rot
         pe -= mass[k] * (pos[k, 0] * gravity[0] + pos[k, 1] * gravity[1] + pos[k, 2] * gravity[2])
     return ke, pe
+
+
+@jit
+def energies_and_depth(dof_start, mass, inertia, quat, lin, ang, pos, gravity, phi):
+    """The simulator's after-step numbers in one call: :func:`energies` and the deepest overlap
+    max(0, -min phi) of the step's contacts (0 without contacts)."""
+    ke, pe = energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity)
+    depth = 0.0
+    for i in range(phi.size):
+        if -phi[i] > depth:
+            depth = -phi[i]
+    return ke, pe, depth

@@ -20,7 +20,7 @@ from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.components import row_block_components
 from ..kernels import pgs as _PGS
-from ..kernels.energy import energies as _energies
+from ..kernels.energy import energies as _energies, energies_and_depth as _energies_and_depth
 from ..kernels.pgs_matrix_free import solve_matrix_free
 from ..mechanics import kernels as _MK
 from ..mechanics.joint_projection import displace, joint_error_kernel, project_joints_kernel
@@ -377,9 +377,12 @@ class Simulator:
         if matrix_free:
             self._unbuilt = sys
         t_integrated = clock()
-        ke, pe = energies(model, data)
+        # energies and the deepest overlap of the step's contacts, in one compiled pass
+        ke, pe, pen = _energies_and_depth(model.dof_start, model.mass, model.inertia, data.quaternion,
+                                          data.linear_velocity, data.angular_velocity, data.position,
+                                          np.asarray(model.gravity, dtype=np.float64),
+                                          np.ascontiguousarray(contacts.phi, dtype=np.float64))
         e1 = ke + pe
-        pen = float(max(0.0, -contacts.phi.min())) if contacts.count else 0.0
         # seconds per stage of this step (benchmarks/bench_sim.py): detect (with energy), build
         # (rows, Delassus, right-hand sides), solve (with fallbacks), recover + integrate + projections, record
         self.timing = {"detect": t_detect - t_start, "build": t0 - t_detect, "solve": t_solved - t0,
