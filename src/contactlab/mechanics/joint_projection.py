@@ -25,6 +25,7 @@ import numpy as np
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
 from .joint_kernels import _copy_row, _csr, _WIDTH, fill_joint_rows, row_buffers
+from ..kernels.dense import chol_factor_block, lower_solve_block, upper_solve_block
 from .kernels import _exp_rotate, block_times, body_blocks, delassus_dense, rows_transpose_times
 
 
@@ -177,17 +178,10 @@ def grouped_cholesky_solve(B, b, gs, nbr, nnb):
     dmin, dmax = np.inf, 0.0
     for s in range(G):
         g0, g1 = gs[s], gs[s + 1]
-        for i in range(g0, g1):                # the pivot block
-            for j in range(g0, i + 1):
-                v = B[i, j]
-                for t in range(g0, j):
-                    v -= B[i, t] * B[j, t]
-                if i == j:
-                    if not v > 0.0:
-                        return False, np.zeros(n)
-                    v = np.sqrt(v)
-                    dmin, dmax = min(dmin, v), max(dmax, v)
-                B[i, j] = v if i == j else v / B[j, j]
+        if not chol_factor_block(B, B, g0, g1):        # the pivot block, in place
+            return False, np.zeros(n)
+        for i in range(g0, g1):
+            dmin, dmax = min(dmin, B[i, i]), max(dmax, B[i, i])
         for a in range(nnb[s]):                # L[Nb, R] = B[Nb, R] L_RR^-T
             h = nbr[s, a]
             for i in range(gs[h], gs[h + 1]):
@@ -213,11 +207,7 @@ def grouped_cholesky_solve(B, b, gs, nbr, nnb):
     x = b.copy()
     for s in range(G):                         # L y = b
         g0, g1 = gs[s], gs[s + 1]
-        for i in range(g0, g1):
-            v = x[i]
-            for t in range(g0, i):
-                v -= B[i, t] * x[t]
-            x[i] = v / B[i, i]
+        lower_solve_block(B, g0, g1, x, x)
         for a in range(nnb[s]):
             h = nbr[s, a]
             for i in range(gs[h], gs[h + 1]):
@@ -232,11 +222,7 @@ def grouped_cholesky_solve(B, b, gs, nbr, nnb):
             for i in range(gs[h], gs[h + 1]):
                 for j in range(g0, g1):
                     x[j] -= B[i, j] * x[i]
-        for i in range(g1 - 1, g0 - 1, -1):
-            v = x[i]
-            for t in range(i + 1, g1):
-                v -= B[t, i] * x[t]
-            x[i] = v / B[i, i]
+        upper_solve_block(B, g0, g1, x, x)
     for i in range(n):
         if not np.isfinite(x[i]):
             return False, x
