@@ -184,26 +184,37 @@ def _reference_torques(ctl, sim):
     return np.clip(pd.kp * (q_ref - q) + pd.kd * (qd_ref - qd) + tau_ff, -pd.tau_max, pd.tau_max)
 
 
+def _trot_checked(scene, steps, expect, check):
+    """``steps`` of ``scene``'s trot under no-slip with its controller wrapped: once the controller
+    has read the model, ``expect(ctl, sim)`` before each call and ``check(ctl, sim, expected)``
+    after it. Returns (controller, simulator, steps checked)."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sc = make_scene(scene, settle=0.05) if scene == "solo12" else make_scene(scene)
+    ctl = sc.controllers[0]
+    checked = []
+
+    def wrapped(sim):
+        expected = expect(ctl, sim) if ctl._reader is not None else None
+        ctl(sim)
+        if expected is not None:
+            check(ctl, sim, expected)
+            checked.append(sim.data.time)
+    sim = Simulator(sc, "no-slip", "ppm", controllers=[wrapped])
+    sim.run(steps * sim.h)
+    return ctl, sim, len(checked)
+
+
 @pytest.mark.parametrize("scene,steps", [("quadruped", 400), ("solo12", 120)])
 def test_compiled_controller_torques_equal_the_reference(scene, steps):
     """Along a trot (settle, ramp and gait; analytic IK on the quadruped, damped least squares on
     Solo-12), every step's torques equal the numpy formulas', and so does the logged base attitude."""
     from contactlab.mechanics.rotation import quat_to_matrix
-    from contactlab.scenarios import make_scene
-    from contactlab.sim import Simulator
-    sc = make_scene(scene, settle=0.05) if scene == "solo12" else make_scene(scene)
-    ctl = sc.controllers[0]
-    worst = []
 
-    def checked(sim):
-        ref = _reference_torques(ctl, sim) if ctl._reader is not None else None
-        ctl(sim)
-        if ref is not None:
-            worst.append(np.abs(ctl._tau - ref).max())
-            np.testing.assert_allclose(ctl._tau, ref, rtol=0, atol=1e-12)
-    sim = Simulator(sc, "no-slip", "ppm", controllers=[checked])
-    sim.run(steps * sim.h)
-    assert len(worst) == steps - 1 and np.abs(ctl.arrays()["torque"]).max() > 0.1
+    def check(ctl, sim, ref):
+        np.testing.assert_allclose(ctl._tau, ref, rtol=0, atol=1e-12)
+    ctl, sim, checked = _trot_checked(scene, steps, _reference_torques, check)
+    assert checked == steps - 1 and np.abs(ctl.arrays()["torque"]).max() > 0.1
     R = quat_to_matrix(sim.data.quaternion[ctl._base])
     ctl._record(sim)
     np.testing.assert_allclose(ctl.log["rpy"][-1], [np.arctan2(R[2, 1], R[2, 2]), np.arcsin(np.clip(-R[2, 0], -1, 1)),
@@ -288,24 +299,13 @@ def test_one_compiled_control_step_equals_the_separate_routines(scene, steps):
     """LegController's single compiled call per step (_control_step) logs and applies bitwise what
     the separate routines give, along a trot (settle, ramp, gait; analytic IK on the quadruped,
     damped least squares on Solo-12); its log grows past its first allocation with the rows kept."""
-    from contactlab.scenarios import make_scene
-    from contactlab.sim import Simulator
-    sc = make_scene(scene, settle=0.05) if scene == "solo12" else make_scene(scene)
-    ctl = sc.controllers[0]
-    checked = []
-
-    def compare(sim):
-        expected = _separate_routines_step(ctl, sim) if ctl._reader is not None else None
-        ctl(sim)
-        if expected is not None:
-            row, tau = expected
-            np.testing.assert_array_equal(ctl._tau, tau)
-            for key, value in row.items():
-                np.testing.assert_array_equal(ctl.log[key][-1], value, err_msg=key)
-            checked.append(sim.data.time)
-    sim = Simulator(sc, "no-slip", "ppm", controllers=[compare])
-    sim.run(steps * sim.h)
-    assert len(checked) == steps - 1
+    def check(ctl, sim, expected):
+        row, tau = expected
+        np.testing.assert_array_equal(ctl._tau, tau)
+        for key, value in row.items():
+            np.testing.assert_array_equal(ctl.log[key][-1], value, err_msg=key)
+    ctl, sim, checked = _trot_checked(scene, steps, _separate_routines_step, check)
+    assert checked == steps - 1
     a = ctl.arrays()
     assert a["contact"].any() and a["stance"].any() and not a["stance"].all() and np.isfinite(a["slip"]).any()
     for _ in range(1100):                        # past the first 1024 rows: the arrays double, rows kept
