@@ -213,6 +213,16 @@ def test_joint_rows_are_the_time_derivatives_of_the_joint_errors_and_coordinates
     (_, _, _, _), (L, bias, llab), _, _ = joint_rows(lim, data, 0.005)
     assert llab == ["h1:lower"]
     np.testing.assert_allclose(L.toarray(), js.rate_rows[2].toarray(), atol=0)
+    # a ConstraintSystem's rows and labels are joint_rows' (its own compiled call without the joint state)
+    from contactlab.mechanics.system import build_system
+    sys_ = build_system(lim, data, None, 0.005)
+    (J2, rhs2, err2, lab2), (L2, bias2, llab2), (A2, at2, am2, alab2), _ = joint_rows(lim, data, 0.005)
+    for got, ref in ((sys_.J, J2), (sys_.L, L2), (sys_.A, A2)):
+        assert got.shape == ref.shape and np.array_equal(got.toarray(), ref.toarray())
+    for got, ref in ((sys_.j_rhs, rhs2), (sys_.j_err, err2), (sys_.l_bias, bias2), (sys_.a_target, at2),
+                     (sys_.a_max, am2)):
+        np.testing.assert_array_equal(got, ref)
+    assert dict(sys_.labels) == {"joint": lab2, "limit": llab2, "motor": alab2} and llab2 == ["h1:lower"]
     assert bias[0] == pytest.approx(0.01 / 0.005, rel=1e-9)
 
 

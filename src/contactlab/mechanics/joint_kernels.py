@@ -264,12 +264,32 @@ def joint_rows_kernel(a, b, kind, anchor_a, anchor_b, axis_a, q_rel0, lower, upp
     nJ, nL, nA = fill_joint_rows(a, b, kind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper, mtarget, mforce,
                                  follows, ratio, special, special_kin, label_base, special_base, dof_start, position,
                                  quaternion, lin_vel, ang_vel, planar_reference, v_all, h, zeta, bufs)
-    (Jc, Jv, Jn, j_rhs, j_err, j_lab), (Lc, Lv, Ln, l_bias, l_lab), (Ac, Av, An, a_target, a_max, a_lab), \
-        (Rc, Rv, Rn, coord) = bufs
+    J, L, A = _constraint_rows(bufs, nJ, nL, nA)
+    Rc, Rv, Rn, coord = bufs[3]
+    return J, L, A, (_csr(Rc, Rv, Rn, a.size), coord)
+
+
+@jit
+def constraint_rows_kernel(a, b, kind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper, mtarget, mforce,
+                           follows, ratio, special, special_kin, label_base, special_base,
+                           dof_start, position, quaternion, lin_vel, ang_vel, planar_reference, v_all, h, zeta):
+    """:func:`joint_rows_kernel`'s J, L and A parts only (a ConstraintSystem's rows; the joint
+    state's rate rows and coordinates are not returned)."""
+    bufs = row_buffers(a.size, special.size)
+    nJ, nL, nA = fill_joint_rows(a, b, kind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper, mtarget, mforce,
+                                 follows, ratio, special, special_kin, label_base, special_base, dof_start, position,
+                                 quaternion, lin_vel, ang_vel, planar_reference, v_all, h, zeta, bufs)
+    return _constraint_rows(bufs, nJ, nL, nA)
+
+
+@jit
+def _constraint_rows(bufs, nJ, nL, nA):
+    """The J, L and A rows :func:`fill_joint_rows` wrote, compacted: (J csr, j_rhs, j_err, j_label),
+    (L csr, l_bias, l_label), (A csr, a_target, a_max, a_label)."""
+    (Jc, Jv, Jn, j_rhs, j_err, j_lab), (Lc, Lv, Ln, l_bias, l_lab), (Ac, Av, An, a_target, a_max, a_lab), _ = bufs
     return ((_csr(Jc, Jv, Jn, nJ), j_rhs[:nJ].copy(), j_err[:nJ].copy(), j_lab[:nJ].copy()),
             (_csr(Lc, Lv, Ln, nL), l_bias[:nL].copy(), l_lab[:nL].copy()),
-            (_csr(Ac, Av, An, nA), a_target[:nA].copy(), a_max[:nA].copy(), a_lab[:nA].copy()),
-            (_csr(Rc, Rv, Rn, a.size), coord))
+            (_csr(Ac, Av, An, nA), a_target[:nA].copy(), a_max[:nA].copy(), a_lab[:nA].copy()))
 
 
 @jit

@@ -7,6 +7,7 @@ contact), A (velocity motors). All Jacobians are ``scipy.sparse`` CSR with ``ndo
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,7 +59,7 @@ class ConstraintSystem:
     cfm: float = 0.0
     contacts: object = None
     normal_guess: np.ndarray = None
-    labels: dict = field(default_factory=dict)   # row labels: joint rows, limits, motors
+    labels: Mapping = field(default_factory=dict)   # row labels: joint rows, limits, motors (RowLabels)
     W_blocks: np.ndarray = None   # (moving bodies, 6, 6) blocks of Minv, for :func:`delassus`
     pyramid: sp.csr_matrix = field(default=None, repr=False)   # D, formed on first use (see D)
     NST: sp.csr_matrix = field(default=None, repr=False)   # [N; S; T] (N, S, T are views of its arrays)
@@ -314,6 +315,20 @@ def _packed(model: Model):
     return model.joint_arrays
 
 
+def _joint_kernel_args(model: Model, data: Data) -> tuple:
+    """The joint kernels' leading arguments (the model's packed joints, the state's motor targets
+    and force limits where it has them, else the compiled joints')."""
+    P = _packed(model)
+    mt, mf = P.motor_target, P.motor_max_force
+    if data.motor_target is not None and data.motor_target.size:
+        k = min(P.a.size, data.motor_target.size)
+        mt, mf = mt.copy(), mf.copy()
+        mt[:k], mf[:k] = data.motor_target[:k], data.motor_max_force[:k]
+    return (P.a, P.b, P.kind, P.anchor_a, P.anchor_b, P.axis_a, P.q_rel0, P.lower, P.upper, mt, mf, P.follows, P.ratio,
+            P.special, P.special_kin, P.label_base, P.special_base, model.dof_start, data.position, data.quaternion,
+            data.linear_velocity, data.angular_velocity, data.planar_reference)
+
+
 def joint_rows(model: Model, data: Data, h: float):
     """Equality rows (J, rhs, err, labels), limit rows (L, bias, labels), motor rows (A, target,
     bound h * max force, labels) and joint state (coordinates, rate rows), written by the compiled
@@ -326,20 +341,49 @@ def joint_rows(model: Model, data: Data, h: float):
         e = lambda: _empty(model.ndof)
         z = np.zeros(0)
         return (e(), z, z, []), (e(), z, []), (e(), z, z, []), JointState(z, e())
-    mt, mf = P.motor_target, P.motor_max_force
-    if data.motor_target is not None and data.motor_target.size:
-        k = min(nj, data.motor_target.size)
-        mt, mf = mt.copy(), mf.copy()
-        mt[:k], mf[:k] = data.motor_target[:k], data.motor_max_force[:k]
     (Jm, rhs, err, jl), (Lm, l_bias, ll), (Am, a_target, a_max, al), (Rm, coords) = _JK.joint_rows_kernel(
-        P.a, P.b, P.kind, P.anchor_a, P.anchor_b, P.axis_a, P.q_rel0, P.lower, P.upper, mt, mf, P.follows, P.ratio,
-        P.special, P.special_kin, P.label_base, P.special_base, model.dof_start, data.position, data.quaternion,
-        data.linear_velocity, data.angular_velocity, data.planar_reference, data.velocity_vector(model),
-        float(h), float(model.settings.zeta))
+        *_joint_kernel_args(model, data), data.velocity_vector(model), float(h), float(model.settings.zeta))
     csr = lambda m, n: csr_of(*m, (n, model.ndof))
     lab = lambda ids: P.labels[ids].tolist()
     return ((csr(Jm, rhs.size), rhs, err, lab(jl)), (csr(Lm, l_bias.size), l_bias, lab(ll)),
             (csr(Am, a_target.size), a_target, a_max, lab(al)), JointState(coords, csr(Rm, nj)))
+
+
+class RowLabels(Mapping):
+    """A system's row labels by group ("joint", "limit", "motor"): each a list of names, one per row,
+    read from the joints' label table when first asked for (a step builds them for every system;
+    few readers want them)."""
+
+    def __init__(self, table: np.ndarray, **ids: np.ndarray):
+        self._table, self._ids, self._lists = table, ids, {}
+
+    def __getitem__(self, key: str) -> list:
+        if key not in self._lists:
+            self._lists[key] = self._table[self._ids[key]].tolist()
+        return self._lists[key]
+
+    def __iter__(self):
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+def _system_joint_rows(model: Model, data: Data, h: float, v: np.ndarray):
+    """The ConstraintSystem's joint rows: (J, j_rhs, j_err), (L, l_bias), (A, a_target, a_max) and
+    their :class:`RowLabels`, as :func:`joint_rows` gives them, from the compiled
+    :func:`~contactlab.mechanics.joint_kernels.constraint_rows_kernel` with the system's velocity
+    vector ``v`` (no joint state)."""
+    P = _packed(model)
+    if P.a.size == 0 and P.special.size == 0:
+        e, z = _empty(model.ndof), np.zeros(0)
+        return (e, z, z), (e, z), (e, z, z), RowLabels(P.labels, joint=z.astype(np.int64), limit=z.astype(np.int64),
+                                                        motor=z.astype(np.int64))
+    (Jm, rhs, err, jl), (Lm, l_bias, ll), (Am, a_target, a_max, al) = _JK.constraint_rows_kernel(
+        *_joint_kernel_args(model, data), v, float(h), float(model.settings.zeta))
+    n = model.ndof
+    return ((csr_of(*Jm, (rhs.size, n)), rhs, err), (csr_of(*Lm, (l_bias.size, n)), l_bias),
+            (csr_of(*Am, (a_target.size, n)), a_target, a_max), RowLabels(P.labels, joint=jl, limit=ll, motor=al))
 
 
 def contact_rows(model: Model, data: Data, contacts, d: int):
@@ -398,7 +442,7 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
         M, Minv = _block_csr(Bm), _block_csr(Bw)
     else:
         (M, Minv), Bw, v = mass_matrices(model, data), np.zeros((0, 6, 6)), data.velocity_vector(model)
-    (J, j_rhs, j_err, jl), (L, l_bias, ll), (A, a_target, a_max, al), _ = joint_rows(model, data, h)
+    (J, j_rhs, j_err), (L, l_bias), (A, a_target, a_max), labels = _system_joint_rows(model, data, h, v)
     d = int(st.friction_directions)
     zeta = st.contact_zeta if st.contact_stabilization == "velocity" else 0.0
     nc = 0 if contacts is None else contacts.count
@@ -422,7 +466,7 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
                            S=S, T=T, d=d, mu=mu, phi=phi, A=A, a_target=a_target, a_max=a_max,
                            cfm=float(st.cfm), contacts=contacts,
                            normal_guess=np.full(nc, np.nan) if guess is None else guess,
-                           labels={"joint": jl, "limit": ll, "motor": al}, W_blocks=Bw, NST=NST)
+                           labels=labels, W_blocks=Bw, NST=NST)
     if live.size and sys.body_blocks:     # v_free from the blocks (compiled), what v_free() would compute
         sys.__dict__["_v_free"] = (sys._v_free_key(), _K.free_velocity(Bw, v, f, h))
     return sys
