@@ -496,3 +496,107 @@ def test_barrett_grasp_step_metric_chain_keeps_independent_rows_only():
     M = d["M"]
     assert np.abs(Gk @ Z).max(initial=0.0) <= 1e-10 * np.abs(Gk).max()
     np.testing.assert_allclose(Z.T @ M @ Z, np.eye(Z.shape[1]), rtol=0, atol=1e-10)
+
+
+def _block_spd(rng, sizes, couple=0):
+    """A random SPD matrix with diagonal blocks of the given sizes (some entries inside a block exactly
+    zero) and ``couple`` symmetric pairs of entries between blocks."""
+    m = int(sum(sizes))
+    M = np.zeros((m, m))
+    s0 = 0
+    for b in sizes:
+        A = rng.normal(size=(b, b)) * (rng.random((b, b)) < 0.7)
+        M[s0:s0 + b, s0:s0 + b] = A @ A.T + b * np.eye(b)
+        s0 += b
+    for _ in range(couple):
+        i, j = rng.integers(0, m, size=2)
+        if i != j:
+            M[i, j] = M[j, i] = 0.1 * rng.normal()
+    return M + m * np.eye(m) * (couple > 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), couple=st.integers(0, 4))
+def test_mass_blocks_from_stored_entries_equal_mass_factor(seed, couple):
+    """kernels/noslip.py ``_mass_factor_stored`` (the no-slip and viscous system chains: M's diagonal
+    blocks found from its CSR pattern) gives mass_factor's blocks and factor bit for bit, on
+    block-diagonal and coupled SPD matrices, with explicitly stored zeros and unsorted, duplicated
+    column indices in the pattern."""
+    import scipy.sparse as sp
+    from contactlab.kernels import noslip as K
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 5, size=rng.integers(1, 9))
+    M = _block_spd(rng, sizes, couple)
+    m = M.shape[0]
+    C = sp.csr_matrix(M)
+    extra = rng.integers(0, m, size=(4, 2))            # stored zeros (and duplicates) in the pattern
+    rows = np.concatenate([np.repeat(np.arange(m), np.diff(C.indptr)), extra[:, 0]])
+    cols = np.concatenate([C.indices, extra[:, 1]])
+    perm = rng.permutation(rows.size)
+    rows, cols = rows[perm], cols[perm]
+    order = np.argsort(rows, kind="stable")
+    Mi = cols[order].astype(np.int32)
+    Mp = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))]).astype(np.int32)
+    L1, s1 = np.empty((m, m)), np.empty(m + 1, dtype=np.int64)
+    L2, s2 = np.empty((m, m)), np.empty(m + 1, dtype=np.int64)
+    nb = K.mass_factor(M, L1, s1)
+    assert nb == K._mass_factor_stored(M, Mp, Mi, np.empty(0, dtype=np.int64), 0, L2, s2)
+    assert nb >= (1 if couple else sizes.size)         # a block-diagonal M splits at least at its blocks
+    assert np.array_equal(s1[:nb + 1], s2[:nb + 1]) and np.array_equal(L1, L2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), nc=st.integers(0, 4), nj=st.integers(0, 6))
+def test_candidate_rows_from_csr_equal_the_dense_chain_bit_for_bit(seed, nc, nj):
+    """drumwright Alg. 2, eq. 56-57 on CSR candidate rows (kernels/noslip.py ``candidate_rows_csr`` and
+    ``metric_chain_rows``, the system chain's path: L_M^-1 g from each row's stored entries, no dense J,
+    S or T) equals ``noslip_metric_chain`` on the dense rows [J; S_0; T_0; ...] (the non-touching
+    contacts' rows zero) bit for bit, with unsorted and duplicated column indices, stored zeros and
+    rows repeated or dependent."""
+    import scipy.sparse as sp
+    from contactlab.kernels import noslip as K
+    rng = np.random.default_rng(seed)
+    M = _block_spd(rng, rng.integers(1, 4, size=rng.integers(2, 8)))
+    m = M.shape[0]
+
+    def rand_csr(r):
+        X = rng.normal(size=(r, m)) * (rng.random((r, m)) < 0.3)
+        if r > 1:
+            X[-1] = X[0]                                    # a repeated (dependent) row
+        rows, cols, vals = [], [], []
+        for i in range(r):
+            c = np.flatnonzero(X[i])
+            part = rng.random(c.size)                       # each entry split into two stored parts
+            for cc, pp in zip(c, part):
+                rows += [i, i]
+                cols += [cc, cc]
+                vals += [X[i, cc] * pp, X[i, cc] * (1.0 - pp)]
+            z = rng.integers(0, m)
+            rows.append(i), cols.append(z), vals.append(0.0)   # a stored zero
+        perm = rng.permutation(len(rows))
+        rows, cols, vals = np.array(rows, int)[perm], np.array(cols, int)[perm], np.array(vals)[perm]
+        o = np.argsort(rows, kind="stable")
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=r))]).astype(np.int32)
+        C = sp.csr_matrix((vals[o], cols[o].astype(np.int32), indptr), shape=(r, m))
+        D = np.zeros((r, m))
+        K.csr_rows_into(C.indptr, C.indices, C.data, D, 0, 1, np.zeros(0, dtype=np.bool_), False)
+        return C, D
+
+    Jc, J = rand_csr(nj)
+    Sc, S = rand_csr(nc)
+    Tc, T = rand_csr(nc)
+    touch = rng.random(nc) < 0.7
+    ST = np.zeros((2 * nc, m))
+    ST[0::2][touch], ST[1::2][touch] = S[touch], T[touch]
+    L, starts = np.empty((m, m)), np.empty(m + 1, dtype=np.int64)
+    nb = K.mass_factor(M, L, starts)
+    n = max(nc, 1)
+    U, bias = rng.normal(size=(n, m)), rng.normal(size=n)
+    rhs, v, f = rng.normal(size=nj), rng.normal(size=m), rng.normal(size=m)
+    gp, gi, gx = K.candidate_rows_csr(Jc.indptr, Jc.indices, Jc.data, Sc.indptr, Sc.indices, Sc.data, Tc.indptr,
+                                      Tc.indices, Tc.data, touch)
+    a = K.metric_chain_rows(M, L, starts, nb, gp, gi, gx, nj, rhs, 1e-9, v, f, 0.01, U, bias)
+    b = K.noslip_metric_chain(M, L, starts, nb, J, ST, rhs, 1e-9, v, f, 0.01, U, bias)
+    assert a[0] == b[0] == 0
+    for x, y in zip(a[1:], b[1:]):
+        assert x.shape == y.shape and np.array_equal(x, y)

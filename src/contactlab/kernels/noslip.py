@@ -17,13 +17,17 @@ The chain of one step, without LAPACK or Python glue (:func:`noslip_chain` runs 
 * :func:`recover_kernel`: from the solution z, v+ = x_p + Z u, the kept rows' multipliers
   lam = (G M^-1 G')^-1 G M^-1 (M v+ - p - U' z) scattered to (joint, S, T), and U v+.
 
-The no-slip model itself runs :func:`noslip_metric_chain` (through :func:`noslip_system_chain` for a
-ConstraintSystem): FIND-INDICES and the null space in one Householder QR of L_M^-1 G' in Alg. 2's
+The no-slip model itself runs :func:`metric_chain_rows` (through :func:`noslip_metric_chain` for dense
+rows, :func:`noslip_system_chain` for a ConstraintSystem): FIND-INDICES and the null space in one Householder QR of L_M^-1 G' in Alg. 2's
 order (:func:`householder_select`), the basis Z = L_M^-T Q[:, free] with Z' M Z = I (never formed),
 and :func:`recover_metric_kernel`; so does the viscous model (drumwright Sec. IV: the same reduction
 without tangent rows, M + h C in place of M; :func:`viscous_system_chain`, :func:`viscous_forces`,
 :func:`viscous_recover_step` at the end of this module). The chain above (orthonormal Z) is the
 reference the tests compare with (models/find_indices.py ``reduce_step``).
+
+The candidate rows travel as CSR (:func:`metric_chain_rows`; :func:`candidate_rows_csr` from a
+system's rows, :func:`candidate_rows_dense` from dense ones): each row's L_M^-1 g is solved from its
+stored entries, and no dense copy of J, S or T is formed.
 
 Also :func:`csr_rows_into` (a system's sparse rows into the dense arrays) and
 :func:`symmetric_finite` (build_noslip's input check). Kernels never raise: they return status
@@ -77,6 +81,36 @@ def mass_factor(M, L, starts):
             if M[r, c] != 0.0:
                 lo = min(r, c)
                 hi = max(r, c)
+                if hi > reach[lo]:
+                    reach[lo] = hi
+    return _factor_blocks(M, L, starts, reach)
+
+
+@jit
+def _mass_factor_stored(M, Mp, Mi, tc, nt, L, starts):
+    """:func:`mass_factor` of the dense M whose nonzeros can only lie on the stored entries of a CSR
+    pattern (indptr Mp, indices Mi) and on the block tc[:nt] x tc[:nt] (nt = 0: none; the viscous
+    model's drag columns): the same blocks (the nonzero values found on those entries only, instead
+    of a scan of all m^2), the same factor bit for bit."""
+    m = M.shape[0]
+    reach = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        reach[i] = i
+    for r in range(m):
+        for p in range(Mp[r], Mp[r + 1]):
+            c = Mi[p]
+            if M[r, c] != 0.0:
+                lo = min(r, c)
+                hi = max(r, c)
+                if hi > reach[lo]:
+                    reach[lo] = hi
+    for a_ in range(nt):
+        a = tc[a_]
+        for b_ in range(nt):
+            b = tc[b_]
+            if M[a, b] != 0.0:
+                lo = min(a, b)
+                hi = max(a, b)
                 if hi > reach[lo]:
                     reach[lo] = hi
     return _factor_blocks(M, L, starts, reach)
@@ -498,26 +532,24 @@ def noslip_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
 def noslip_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, Si, Sx, Tp, Ti, Tx, touch, v, f,
                         rhs_j, l_bias, n_bias, tol, h):
     """A ConstraintSystem's no-slip step without motors (models/noslip.py ``build``) in one call: the
-    CSR rows (indptr, indices, data) of M, J, L (limits), N, S, T scattered into dense arrays as
-    :func:`csr_rows_into` does (U = [L; N], ST = the touching contacts' S_i, T_i interleaved, Alg.
-    2's order; zero rows for the others), bias = [l_bias; n_bias], M's block factor
-    (:func:`mass_factor`) and :func:`noslip_metric_chain` on them: the same operations in the same
-    order as the separate calls, so the same numbers. Returns (nb, M, Lm, starts, U, chain):
-    nb = -1 when M is not positive definite (``chain``'s status is then 4)."""
+    CSR rows (indptr, indices, data) of M, L (limits), N scattered into dense arrays as
+    :func:`csr_rows_into` does (U = [L; N]), bias = [l_bias; n_bias], M's block factor
+    (:func:`mass_factor`'s, its blocks found from M's stored entries: :func:`_mass_factor_stored`)
+    and :func:`metric_chain_rows` on the candidate rows of J, S, T taken from their CSR rows
+    (:func:`candidate_rows_csr`: the touching contacts' S_i, T_i interleaved, Alg. 2's order; empty
+    rows for the others): the numbers of the dense arrays and :func:`noslip_metric_chain`, with no
+    dense J, S or T formed. Returns (nb, M, Lm, starts, U, chain): nb = -1 when M is not positive
+    definite (``chain``'s status is then 4)."""
     nj = Jp.shape[0] - 1
     nl = Lp.shape[0] - 1
     nc = Np.shape[0] - 1
     M = np.zeros((m, m))
-    J = np.zeros((nj, m))
     U = np.zeros((nl + nc, m))
-    ST = np.zeros((2 * nc, m))
     keep = np.zeros(0, dtype=np.bool_)
     csr_rows_into(Mp, Mi, Mx, M, 0, 1, keep, False)
-    csr_rows_into(Jp, Ji, Jx, J, 0, 1, keep, False)
     csr_rows_into(Lp, Li, Lx, U, 0, 1, keep, False)
     csr_rows_into(Np, Ni, Nx, U, nl, 1, keep, False)
-    csr_rows_into(Sp, Si, Sx, ST, 0, 2, touch, True)
-    csr_rows_into(Tp, Ti, Tx, ST, 1, 2, touch, True)
+    gp, gi, gx = candidate_rows_csr(Jp, Ji, Jx, Sp, Si, Sx, Tp, Ti, Tx, touch)
     bias = np.empty(nl + nc)
     for i in range(nl):
         bias[i] = l_bias[i]
@@ -525,8 +557,8 @@ def noslip_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, S
         bias[nl + i] = n_bias[i]
     Lm = np.empty((m, m))
     starts = np.empty(m + 1, dtype=np.int64)
-    nb = mass_factor(M, Lm, starts)
-    return nb, M, Lm, starts, U, noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias)
+    nb = _mass_factor_stored(M, Mp, Mi, np.empty(0, dtype=np.int64), 0, Lm, starts)
+    return nb, M, Lm, starts, U, metric_chain_rows(M, Lm, starts, nb, gp, gi, gx, nj, rhs_j, tol, v, f, h, U, bias)
 
 
 @jit
@@ -742,11 +774,13 @@ def apply_reflectors(vval, vidx, vptr, beta, vmask, k, x, transpose):
 
 
 @jit
-def householder_select(Y, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, free, vmask):
+def householder_select(Y, amask, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, free, vmask):
     """drumwright Alg. 2 (FIND-INDICES) as a Householder QR with column rejection, in the M^-1 metric.
 
     Y (r, m): the candidate rows y_s = L_M^-1 g_s (M = L_M L_M'), in Alg. 2's trial order (all of J,
-    then S_i, T_i per contact); destroyed. gg (r,): g_s M^-1 g_s' = |y_s|^2. Column s of Y' is
+    then S_i, T_i per contact); destroyed. amask (r,): masks of chunks (``row_mask``'s, width
+    ``_chunk(m)``) that cover each row's nonzeros (a wider mask only costs dot products that come out
+    zero and are skipped); updated. gg (r,): g_s M^-1 g_s' = |y_s|^2. Column s of Y' is
     reflected by the reflectors of the rows kept before it; what remains on the rows not yet pivoted
     has squared norm d_s = the squared distance of g_s from the span of the kept rows in the M^-1
     metric (the Schur complement g M^-1 g' - |l|^2 of FIND-INDICES' bordered Cholesky, computed
@@ -760,9 +794,6 @@ def householder_select(Y, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, 
     indices (ascending); Q[:, free] spans null(G_k) in the L_M^-1 coordinates. Returns k."""
     r, m = Y.shape
     cs = _chunk(m)
-    amask = np.empty(r, dtype=np.uint64)
-    for c in range(r):
-        amask[c] = row_mask(Y[c], cs)
     for t in range(m):
         free[t] = True
     k = 0
@@ -822,31 +853,118 @@ def householder_select(Y, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, 
 
 
 @jit
-def _lower_solve_row(L, starts, blk, dinv, g, y):
-    """y = L_M^-1 g (y zeroed first) by the blocks that g's nonzeros reach (the forward half of
+def candidate_rows_dense(J, ST):
+    """Alg. 2's candidate rows G = [J; ST] of dense J (j, m) and ST (2 n, m) as CSR (indptr, indices,
+    data): each row's nonzeros (NaN and inf included) in ascending column order."""
+    nj, m = J.shape
+    r = nj + ST.shape[0]
+    nnz = 0
+    for i in range(r):
+        g = J[i] if i < nj else ST[i - nj]
+        for c in range(m):
+            if g[c] != 0.0:
+                nnz += 1
+    gp = np.empty(r + 1, dtype=np.int64)
+    gi = np.empty(nnz, dtype=np.int64)
+    gx = np.empty(nnz)
+    q = 0
+    gp[0] = 0
+    for i in range(r):
+        g = J[i] if i < nj else ST[i - nj]
+        for c in range(m):
+            if g[c] != 0.0:
+                gi[q] = c
+                gx[q] = g[c]
+                q += 1
+        gp[i + 1] = q
+    return gp, gi, gx
+
+
+@jit
+def candidate_rows_csr(Jp, Ji, Jx, Sp, Si, Sx, Tp, Ti, Tx, touch):
+    """Alg. 2's candidate rows G = [J; S_0; T_0; S_1; T_1; ...] from the CSR rows (indptr, indices,
+    data) of J, S, T as one CSR matrix (the stored entries copied in their order); the rows S_i, T_i of
+    a contact without ``touch[i]`` are empty (zero rows: never kept)."""
+    nj = Jp.shape[0] - 1
+    nc = Sp.shape[0] - 1
+    r = nj + 2 * nc
+    nnz = Jp[nj]
+    for i in range(nc):
+        if touch[i]:
+            nnz += Sp[i + 1] - Sp[i] + Tp[i + 1] - Tp[i]
+    gp = np.empty(r + 1, dtype=np.int64)
+    gi = np.empty(nnz, dtype=np.int64)
+    gx = np.empty(nnz)
+    for i in range(nj + 1):
+        gp[i] = Jp[i]
+    q = Jp[nj]
+    for p in range(q):
+        gi[p] = Ji[p]
+        gx[p] = Jx[p]
+    for i in range(nc):
+        if touch[i]:
+            q = _copy_csr_row(Sp, Si, Sx, i, gi, gx, q)
+        gp[nj + 2 * i + 1] = q
+        if touch[i]:
+            q = _copy_csr_row(Tp, Ti, Tx, i, gi, gx, q)
+        gp[nj + 2 * i + 2] = q
+    return gp, gi, gx
+
+
+@jit
+def _copy_csr_row(Xp, Xi, Xx, i, gi, gx, q):
+    """Row i's stored entries of the CSR (Xp, Xi, Xx) into gi, gx from q; returns the end."""
+    for p in range(Xp[i], Xp[i + 1]):
+        gi[q] = Xi[p]
+        gx[q] = Xx[p]
+        q += 1
+    return q
+
+
+@jit
+def _lower_solve_csr_row(L, starts, blk, dinv, gp, gi, gx, i, w, blist, y, cs):
+    """y = L_M^-1 g for row i of the CSR matrix (gp, gi, gx) (y zero on entry): g's stored entries summed
+    into the work row w (m,) (zero on entry and on return, as a dense scatter would give g), then the
+    blocks that g's nonzeros reach solved in ascending order (the forward half of
     :func:`mass_solve_rows_sparse`; blk[c] the block of column c, dinv the reciprocals of L_M's
-    diagonal: a product per entry instead of a division); returns |y|^2 = g M^-1 g'."""
-    m = g.shape[0]
-    for c in range(m):
-        y[c] = 0.0
+    diagonal: a product per entry instead of a division); blist (m,) work. Returns (|y|^2 = g M^-1 g',
+    y's ``row_mask`` (chunks of width cs))."""
+    p0 = gp[i]
+    p1 = gp[i + 1]
+    for p in range(p0, p1):
+        w[gi[p]] += gx[p]
+    nbk = 0
+    for p in range(p0, p1):
+        c = gi[p]
+        if w[c] != 0.0:                 # also NaN: it reaches its block solve, so |y|^2
+            b = blk[c]
+            j = nbk                     # insert b into the ascending blist[:nbk] unless there
+            while j > 0 and blist[j - 1] > b:
+                j -= 1
+            if j > 0 and blist[j - 1] == b:
+                continue
+            for t in range(nbk, j, -1):
+                blist[t] = blist[t - 1]
+            blist[j] = b
+            nbk += 1
     gg = 0.0
-    c = 0
-    while c < m:
-        if g[c] == 0.0:
-            c += 1
-            continue
-        b = blk[c]
+    mask = np.uint64(0)
+    for a in range(nbk):
+        b = blist[a]
         s0 = starts[b]
         s1 = starts[b + 1]
         for t in range(s0, s1):
-            s = g[t]
+            s = w[t]
             for j in range(s0, t):
                 s -= L[t, j] * y[j]
             s *= dinv[t]
             y[t] = s
             gg += s * s
-        c = s1
-    return gg
+            if s != 0.0:
+                mask |= np.uint64(1) << np.uint64(t // cs)
+    for p in range(p0, p1):
+        w[gi[p]] = 0.0
+    return gg, mask
 
 
 @jit
@@ -878,12 +996,15 @@ def apply_reflectors_rows(vval, vidx, vptr, beta, vmask, k, B, transpose):
 
 
 @jit
-def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
+def metric_chain_rows(M, Lm, starts, nb, gp, gi, gx, nj, rhs_j, tol, v, f, h, U, bias):
     """One no-slip step's reduction (drumwright Sec. VI, Alg. 2, eq. 56-57) in the M metric: the
     null-space basis makes the reduced mass the identity, which is never formed.
 
-    The candidate rows G = [J; ST] (Alg. 2's order), the momentum p = M v + h f, y_s = L_M^-1 g_s
-    (M = L_M L_M', block factor of :func:`mass_factor`), and FIND-INDICES and the null space in one
+    The candidate rows G (r, m) in Alg. 2's order as CSR (gp, gi, gx): the nj rows of J (J x = rhs_j),
+    then S_i, T_i per contact (zero right-hand sides; :func:`candidate_rows_csr`,
+    :func:`candidate_rows_dense`), the momentum p = M v + h f, y_s = L_M^-1 g_s (M = L_M L_M', block
+    factor of :func:`mass_factor`; from each row's stored entries, :func:`_lower_solve_csr_row`), and
+    FIND-INDICES and the null space in one
     Householder QR of Y' (:func:`householder_select`: the same test d > tol g M^-1 g' on the same
     Schur complements as :func:`find_indices_kernel`, the same kept rows up to round-off at the
     threshold, and Lg the Cholesky factor of Gk M^-1 Gk'). With Y_k' = Q R, Z = L_M^-T Q[:, free]
@@ -895,17 +1016,17 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     M-minimum-norm), offset = U x_p + bias and q = U Z f* + offset as :func:`reduce_kernel`, but
     x_p = L_M^-T Q P D Lg^-1 r from the same QR (P: row t of R on pivot row prow[t], D = diag(sgn)).
     The reflectors travel packed (:func:`unpack_reflectors`): fpack = [beta, sgn, vval], ipack =
-    [vptr, prow, vidx]. Returns (status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack):
+    [vptr, prow, vidx]. Gk (k, m): the kept rows, dense (their stored entries summed into zero rows).
+    Returns (status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack):
     status 0, 3 (an input is not finite) or 4 (nb < 0: M's factor failed)."""
     m = M.shape[0]
     n = U.shape[0]
-    nj = J.shape[0]
-    nst = ST.shape[0]
-    r = nj + nst
+    r = gp.shape[0] - 1
     p = np.empty(m)
     ok = nb >= 0 and _all_finite(v) and _all_finite(f) and _all_finite(rhs_j) and _all_finite(U) \
         and _all_finite(bias)
-    Y = np.empty((r, m))
+    Y = np.zeros((r, m))
+    amask = np.zeros(r, dtype=np.uint64)
     gg = np.zeros(r)
     if ok:
         mass_matvec(M, starts, nb, v, p)
@@ -917,12 +1038,15 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
             for t in range(starts[b], starts[b + 1]):
                 blk[t] = b
                 dinv[t] = 1.0 / Lm[t, t]
-        for i in range(r):      # a NaN or inf of a row reaches its block solve, so |y|^2: J and ST checked here
-            gg[i] = _lower_solve_row(Lm, starts, blk, dinv, J[i] if i < nj else ST[i - nj], Y[i])
+        cs = _chunk(m)
+        w = np.zeros(m)
+        blist = np.empty(m, dtype=np.int64)
+        for i in range(r):      # a NaN or inf of a row reaches its block solve, so |y|^2: G checked here
+            gg[i], amask[i] = _lower_solve_csr_row(Lm, starts, blk, dinv, gp, gi, gx, i, w, blist, Y[i], cs)
             if not np.isfinite(gg[i]):
                 ok = False
     kmax = min(r, m)
-    Lbuf = np.zeros((kmax, kmax))
+    Lbuf = np.empty((kmax, kmax))     # householder_select writes the lower triangle of its first k rows
     kbuf = np.empty(kmax, dtype=np.int64)
     prow = np.empty(kmax, dtype=np.int64)
     sgn = np.empty(kmax)
@@ -934,23 +1058,29 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
     free = np.ones(m, dtype=np.bool_)
     k = 0
     if ok:
-        k = householder_select(Y, gg, tol, Lbuf, kbuf, prow, sgn, vval, beta, vptr, vidx, free, vmask)
+        k = householder_select(Y, amask, gg, tol, Lbuf, kbuf, prow, sgn, vval, beta, vptr, vidx, free, vmask)
     kept = kbuf[:k].copy()
     order = np.empty((k, 2), dtype=np.int64)
-    Lg = np.ascontiguousarray(Lbuf[:k, :k])
-    Gk = np.empty((k, m))
+    whole = k == kmax                 # every candidate kept (or m of them): Lg is the buffer itself
+    Lg = Lbuf if whole else np.empty((k, k))
+    Gk = np.zeros((k, m))
     rk = np.empty(k)
     for a in range(k):
         c = kept[a]
+        if not whole:
+            for b in range(a + 1):
+                Lg[a, b] = Lbuf[a, b]
+        for b in range(a + 1, k):
+            Lg[a, b] = 0.0
+        for q in range(gp[c], gp[c + 1]):
+            Gk[a, gi[q]] += gx[q]
         if c < nj:
             order[a, 0] = 0
             order[a, 1] = c
-            Gk[a] = J[c]
             rk[a] = rhs_j[c]
         else:
             order[a, 0] = 1 + (c - nj) % 2
             order[a, 1] = (c - nj) // 2
-            Gk[a] = ST[c - nj]
             rk[a] = 0.0
     d = m - k
     x_p, UZ, Zp = np.zeros(m), np.zeros((n, d)), np.zeros(d)
@@ -1006,6 +1136,16 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
             s += UZ[i, a] * Zp[a]
         q[i] = s
     return status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack
+
+
+@jit
+def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
+    """:func:`metric_chain_rows` of the dense equality rows J (j, m) (J v+ = rhs_j) and tangent rows ST
+    (2 n, m: S_0, T_0, S_1, ...; zero right-hand sides): the candidate rows G = [J; ST] in Alg. 2's
+    order (:func:`candidate_rows_dense`). Returns its (status, kept, order, p, Lg, Gk, x_p, UZ, Zp,
+    offset, q, fpack, ipack)."""
+    gp, gi, gx = candidate_rows_dense(J, ST)
+    return metric_chain_rows(M, Lm, starts, nb, gp, gi, gx, J.shape[0], rhs_j, tol, v, f, h, U, bias)
 
 
 @jit
@@ -1174,40 +1314,11 @@ def _mark_columns(indptr, indices, touch, mark):
 
 
 @jit
-def _mass_factor_stored(M, Mp, Mi, tc, nt, L, starts):
-    """:func:`mass_factor` of the dense M whose nonzeros can only lie on the stored entries of a CSR
-    pattern (indptr Mp, indices Mi) and on the block tc[:nt] x tc[:nt]: the same blocks (the nonzero
-    values found on those entries only, instead of a scan of all m^2), the same factor bit for bit."""
-    m = M.shape[0]
-    reach = np.empty(m, dtype=np.int64)
-    for i in range(m):
-        reach[i] = i
-    for r in range(m):
-        for p in range(Mp[r], Mp[r + 1]):
-            c = Mi[p]
-            if M[r, c] != 0.0:
-                lo = min(r, c)
-                hi = max(r, c)
-                if hi > reach[lo]:
-                    reach[lo] = hi
-    for a_ in range(nt):
-        a = tc[a_]
-        for b_ in range(nt):
-            b = tc[b_]
-            if M[a, b] != 0.0:
-                lo = min(a, b)
-                hi = max(a, b)
-                if hi > reach[lo]:
-                    reach[lo] = hi
-    return _factor_blocks(M, L, starts, reach)
-
-
-@jit
 def viscous_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, Si, Sx, Tp, Ti, Tx, touch, mu_v, v,
                          f, j_rhs, l_bias, n_bias, tol, h, hc):
     """A ConstraintSystem's viscous step (models/viscous.py ``build``, semi-implicit Euler) in one call.
 
-    The CSR rows (indptr, indices, data) of M, J, L (limits), N, S, T scattered as
+    The CSR rows (indptr, indices, data) of M, L (limits), N, S, T scattered as
     :func:`csr_rows_into` does (U = [L; N]; S, T (nl + nc, m) with the touching contacts' rows after nl
     zero rows), the drag matrix C = S' mu_v S + T' mu_v T (mu_v (nl + nc,)) on the columns the touching
     rows reach (C is zero elsewhere; symmetric by construction: each entry mu_v (s_a s_b) written to
@@ -1217,7 +1328,7 @@ def viscous_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, 
     (j_rhs - J v) / h and the normal biases (U v + [l_bias; n_bias]) / h (each row's product with v
     summed over its stored entries), Mh's block factor (:func:`mass_factor`'s, its blocks found from
     the stored entries: :func:`_mass_factor_stored`) and
-    :func:`noslip_metric_chain` on (Mh, J, no tangent rows, v = 0, f = f*, h = 1): FIND-INDICES on J
+    :func:`metric_chain_rows` on (Mh, J's CSR rows, no tangent rows, v = 0, f = f*, h = 1): FIND-INDICES on J
     (Alg. 2) and F = N A^-1 N', e (eq. 41-42) factored in the Mh metric, p = f* exactly. A non-finite
     v makes f* NaN (the chain's status 3). Returns (nb, Mh, Lm, starts, U, S, T, f*, chain): nb = -1
     when Mh is not positive definite (``chain``'s status is then 4)."""
@@ -1226,13 +1337,11 @@ def viscous_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, 
     nc = Np.shape[0] - 1
     n = nl + nc
     M = np.zeros((m, m))
-    J = np.zeros((nj, m))
     U = np.zeros((n, m))
     S = np.zeros((n, m))
     T = np.zeros((n, m))
     keep = np.zeros(0, dtype=np.bool_)
     csr_rows_into(Mp, Mi, Mx, M, 0, 1, keep, False)
-    csr_rows_into(Jp, Ji, Jx, J, 0, 1, keep, False)
     csr_rows_into(Lp, Li, Lx, U, 0, 1, keep, False)
     csr_rows_into(Np, Ni, Nx, U, nl, 1, keep, False)
     csr_rows_into(Sp, Si, Sx, S, nl, 1, touch, True)
@@ -1283,7 +1392,7 @@ def viscous_system_chain(m, Mp, Mi, Mx, Jp, Ji, Jx, Lp, Li, Lx, Np, Ni, Nx, Sp, 
     Lm = np.empty((m, m))
     starts = np.empty(m + 1, dtype=np.int64)
     nb = _mass_factor_stored(M, Mp, Mi, tc, nt, Lm, starts)
-    chain = noslip_metric_chain(M, Lm, starts, nb, J, np.zeros((0, m)), jr, tol, np.zeros(m), fstar, 1.0, U, bias)
+    chain = metric_chain_rows(M, Lm, starts, nb, Jp, Ji, Jx, nj, jr, tol, np.zeros(m), fstar, 1.0, U, bias)
     return nb, M, Lm, starts, U, S, T, fstar, chain
 
 

@@ -357,11 +357,12 @@ def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, state, t0=None
 
 def _build_csr(sys, o: Options) -> Built | None:
     """:func:`build` without motors when the system's M, J, L, N, S, T are CSR matrices (a
-    ConstraintSystem's are): the scatter into dense rows, M's block factor and the reduction
-    (FIND-INDICES, null space, eq. 57) in one compiled call (kernels/noslip.py
-    ``noslip_system_chain``: the same kernels in the same order as the general path below, so the
-    same numbers; tests/test_noslip.py compares both). None when a matrix is not CSR (the general
-    path then runs). ``reduction_s`` counts from the scatter."""
+    ConstraintSystem's are): M, L, N scattered into dense rows, M's block factor (its blocks found
+    from M's stored entries) and the reduction (FIND-INDICES, null space, eq. 57) on the candidate
+    rows J, S, T read from their CSR rows, in one compiled call (kernels/noslip.py
+    ``noslip_system_chain``: the general path's arithmetic below on the same nonzeros in the same
+    order, so the same numbers; tests/test_noslip.py compares both). None when a matrix is not CSR
+    (the general path then runs). ``reduction_s`` counts from the scatter."""
     mats = (sys.M, sys.J, sys.L, sys.N, sys.S, sys.T)
     for X in mats:
         if getattr(X, "format", None) != "csr":
