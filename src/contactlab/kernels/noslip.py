@@ -1016,7 +1016,7 @@ def metric_chain_rows(M, Lm, starts, nb, gp, gi, gx, nj, rhs_j, tol, v, f, h, U,
     M-minimum-norm), offset = U x_p + bias and q = U Z f* + offset as :func:`reduce_kernel`, but
     x_p = L_M^-T Q P D Lg^-1 r from the same QR (P: row t of R on pivot row prow[t], D = diag(sgn)).
     The reflectors travel packed (:func:`unpack_reflectors`): fpack = [beta, sgn, vval], ipack =
-    [vptr, prow, vidx]. Gk (k, m): the kept rows, dense (their stored entries summed into zero rows).
+    [vptr, prow, vmask, vidx]. Gk (k, m): the kept rows, dense (their stored entries summed into zero rows).
     Returns (status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack):
     status 0, 3 (an input is not finite) or 4 (nb < 0: M's factor failed)."""
     m = M.shape[0]
@@ -1087,16 +1087,18 @@ def metric_chain_rows(M, Lm, starts, nb, gp, gi, gx, nj, rhs_j, tol, v, f, h, U,
     offset, q = np.zeros(n), np.zeros(n)
     supp = vptr[k]
     fpack = np.empty(2 * k + supp)
-    ipack = np.empty(2 * k + 1 + supp, dtype=np.int64)
+    ipack = np.empty(3 * k + 1 + supp, dtype=np.int64)
+    pmask = ipack[2 * k + 1:3 * k + 1].view(np.uint64)
     for t in range(k):
         fpack[t] = beta[t]
         fpack[k + t] = sgn[t]
         ipack[k + 1 + t] = prow[t]
+        pmask[t] = vmask[t]
     for t in range(k + 1):
         ipack[t] = vptr[t]
     for t in range(supp):
         fpack[2 * k + t] = vval[t]
-        ipack[2 * k + 1 + t] = vidx[t]
+        ipack[3 * k + 1 + t] = vidx[t]
     status = 0 if ok else (3 if nb >= 0 else 4)
     if status:
         return status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack
@@ -1150,22 +1152,16 @@ def noslip_metric_chain(M, Lm, starts, nb, J, ST, rhs_j, tol, v, f, h, U, bias):
 
 @jit
 def unpack_reflectors(fpack, ipack, k, m):
-    """The reflectors of :func:`noslip_metric_chain` from their packed form: (vval, vidx, vptr, beta,
-    vmask, free, prow, sgn), views of fpack = [beta, sgn, vval] and ipack = [vptr, prow, vidx], with
-    the nonzero chunks vmask and the free rows recomputed."""
+    """The reflectors of :func:`metric_chain_rows` from their packed form: (vval, vidx, vptr, beta,
+    vmask, free, prow, sgn), views of fpack = [beta, sgn, vval] and ipack = [vptr, prow, vmask (the
+    nonzero chunks' bits), vidx], with the free rows recomputed."""
     vptr = ipack[:k + 1]
     prow = ipack[k + 1:2 * k + 1]
-    vidx = ipack[2 * k + 1:]
+    vmask = ipack[2 * k + 1:3 * k + 1].view(np.uint64)
+    vidx = ipack[3 * k + 1:]
     beta = fpack[:k]
     sgn = fpack[k:2 * k]
     vval = fpack[2 * k:]
-    cs = _chunk(m)
-    vmask = np.zeros(k, dtype=np.uint64)
-    for t in range(k):
-        mask = np.uint64(0)
-        for q in range(vptr[t], vptr[t + 1]):
-            mask |= np.uint64(1) << np.uint64(vidx[q] // cs)
-        vmask[t] = mask
     free = np.ones(m, dtype=np.bool_)
     for t in range(k):
         free[prow[t]] = False
