@@ -35,7 +35,7 @@ codes that the Python layer (models/find_indices.py, models/noslip.py) turns int
 """
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_inline
 from .dense import add_rmatvec, chol_factor_block, chol_solve, chol_solve_block, lower_solve_block, matvec, upper_solve_block
 
 
@@ -116,7 +116,7 @@ def _mass_factor_stored(M, Mp, Mi, tc, nt, L, starts):
     return _factor_blocks(M, L, starts, reach)
 
 
-@jit
+@jit_inline
 def _zero_block(b, x, s0, s1):
     """Whether b[s0:s1] is all zero, then x[s0:s1] = 0 (a block solve of zeros is zeros)."""
     for i in range(s0, s1):
@@ -921,7 +921,7 @@ def _copy_csr_row(Xp, Xi, Xx, i, gi, gx, q):
     return q
 
 
-@jit
+@jit_inline
 def _lower_solve_csr_row(L, starts, blk, dinv, gp, gi, gx, i, w, blist, y, cs):
     """y = L_M^-1 g for row i of the CSR matrix (gp, gi, gx) (y zero on entry): g's stored entries summed
     into the work row w (m,) (zero on entry and on return, as a dense scatter would give g), then the
