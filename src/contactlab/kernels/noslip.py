@@ -1004,8 +1004,8 @@ def metric_chain_rows(M, Lm, starts, nb, gp, gi, gx, nj, rhs_j, tol, v, f, h, U,
     then S_i, T_i per contact (zero right-hand sides; :func:`candidate_rows_csr`,
     :func:`candidate_rows_dense`), the momentum p = M v + h f, y_s = L_M^-1 g_s (M = L_M L_M', block
     factor of :func:`mass_factor`; from each row's stored entries, :func:`_lower_solve_csr_row`), and
-    FIND-INDICES and the null space in one
-    Householder QR of Y' (:func:`householder_select`: the same test d > tol g M^-1 g' on the same
+    FIND-INDICES and the null space in one Householder QR of Y' (:func:`householder_select`: the
+    same test d > tol g M^-1 g' on the same
     Schur complements as :func:`find_indices_kernel`, the same kept rows up to round-off at the
     threshold, and Lg the Cholesky factor of Gk M^-1 Gk'). With Y_k' = Q R, Z = L_M^-T Q[:, free]
     spans null(Gk) (Gk Z = R' Q' Q[:, free] = 0) with Z' M Z = I: the factored LCP of eq. 57 is
@@ -1016,8 +1016,8 @@ def metric_chain_rows(M, Lm, starts, nb, gp, gi, gx, nj, rhs_j, tol, v, f, h, U,
     M-minimum-norm), offset = U x_p + bias and q = U Z f* + offset as :func:`reduce_kernel`, but
     x_p = L_M^-T Q P D Lg^-1 r from the same QR (P: row t of R on pivot row prow[t], D = diag(sgn)).
     The reflectors travel packed (:func:`unpack_reflectors`): fpack = [beta, sgn, vval], ipack =
-    [vptr, prow, vmask, vidx]. Gk (k, m): the kept rows, dense (their stored entries summed into zero rows).
-    Returns (status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack):
+    [vptr, prow, vmask, vidx]. Gk (k, m): the kept rows, dense (their stored entries summed into
+    zero rows). Returns (status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack):
     status 0, 3 (an input is not finite) or 4 (nb < 0: M's factor failed)."""
     m = M.shape[0]
     n = U.shape[0]

@@ -346,7 +346,8 @@ def reduce_step(cf: MassFactor, J: np.ndarray, ST: np.ndarray, rhs_j: np.ndarray
     p = f exactly), in one compiled call (kernels/noslip.py ``noslip_chain``: the same kernels as
     :func:`select_rows` and :func:`reduce_equalities`). Inputs C-contiguous float64; ModelError if
     one is not finite. The orthonormal-basis reference of the tests: the no-slip and viscous models
-    run the M-metric chain (kernels/noslip.py ``noslip_metric_chain``)."""
+    run the M-metric chain (kernels/noslip.py ``metric_chain_rows``; ``noslip_metric_chain`` for
+    dense rows)."""
     st, kept, order, p, Lg, Gk, Z, x_p, UZ, Mr, Lr, Zp, f_star, offset, q = K.noslip_chain(
         cf.M, cf.L, cf.starts, cf.nb, J, ST, rhs_j, float(tol), v, f, float(h), U, bias)
     if st:

@@ -275,7 +275,8 @@ def _stage_csr(sys, o: Options, v: np.ndarray, hc: float) -> ViscousProblem | No
     CSR matrices (a ConstraintSystem's are), in one compiled call (kernels/noslip.py
     ``viscous_system_chain``: the rows scattered as :func:`_rows` does, C = S' mu_v S + T' mu_v T,
     Mh = M + hc C, f* = f - C v, J a = (j_rhs - J v) / h, the normal biases (U v + bias) / h, Mh's block
-    factor and the no-slip model's ``noslip_metric_chain`` on them: :func:`build_viscous` as
+    factor and the no-slip model's chain (``metric_chain_rows``, on J's CSR rows: no dense J) on
+    them: :func:`build_viscous` as
     :func:`build`'s general path calls it, the same numbers to round-off (the products summed over
     the stored entries instead of by BLAS)). None when a matrix is not CSR, or when an input is not
     finite or Mh not positive definite (the general path then runs and names the culprit)."""
