@@ -26,7 +26,7 @@ from ..errors import ModelError
 from ..kernels import noslip as K
 from ..kernels.noslip import csr_rows_into, noslip_system_chain, symmetric_finite
 from .built import ACTIVE_GAP, Built, touching
-from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult, f64  # noqa: F401
+from .common import MODE_NAMES, MODE_SEPARATING, MODE_SLIDING, MODE_STICKING, StepResult, contact_modes, f64  # noqa: F401
 from .find_indices import (NOT_FINITE, IndexSets, MassFactor, Reduced, ShiftedFactoredLCP, _candidates,
                            step_inputs)
 
@@ -465,7 +465,6 @@ def build(sys, options: Options | None = None) -> Built:
 
 
 def recover(sys, built: Built, solution, options: Options | None = None):
-    from .common import contact_modes
     ms = built.state
     step = ms.step
     z = _impulses(step, solution.z)
