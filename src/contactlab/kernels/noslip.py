@@ -78,12 +78,18 @@ def mass_factor(M, L, starts):
         reach[i] = i
     for r in range(m):
         for c in range(m):
-            if M[r, c] != 0.0:
-                lo = min(r, c)
-                hi = max(r, c)
-                if hi > reach[lo]:
-                    reach[lo] = hi
+            _reach_entry(M, r, c, reach)
     return _factor_blocks(M, L, starts, reach)
+
+
+@jit_inline
+def _reach_entry(M, r, c, reach):
+    """A nonzero M[r, c] extends the block of min(r, c) to max(r, c) (:func:`mass_factor`'s reach)."""
+    if M[r, c] != 0.0:
+        lo = min(r, c)
+        hi = max(r, c)
+        if hi > reach[lo]:
+            reach[lo] = hi
 
 
 @jit
@@ -98,21 +104,10 @@ def _mass_factor_stored(M, Mp, Mi, tc, nt, L, starts):
         reach[i] = i
     for r in range(m):
         for p in range(Mp[r], Mp[r + 1]):
-            c = Mi[p]
-            if M[r, c] != 0.0:
-                lo = min(r, c)
-                hi = max(r, c)
-                if hi > reach[lo]:
-                    reach[lo] = hi
+            _reach_entry(M, r, Mi[p], reach)
     for a_ in range(nt):
-        a = tc[a_]
         for b_ in range(nt):
-            b = tc[b_]
-            if M[a, b] != 0.0:
-                lo = min(a, b)
-                hi = max(a, b)
-                if hi > reach[lo]:
-                    reach[lo] = hi
+            _reach_entry(M, tc[a_], tc[b_], reach)
     return _factor_blocks(M, L, starts, reach)
 
 
