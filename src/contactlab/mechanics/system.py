@@ -376,9 +376,8 @@ def _system_joint_rows(model: Model, data: Data, h: float, v: np.ndarray):
     vector ``v`` (no joint state)."""
     P = _packed(model)
     if P.a.size == 0 and P.special.size == 0:
-        e, z = _empty(model.ndof), np.zeros(0)
-        return (e, z, z), (e, z), (e, z, z), RowLabels(P.labels, joint=z.astype(np.int64), limit=z.astype(np.int64),
-                                                        motor=z.astype(np.int64))
+        e, z, none = _empty(model.ndof), np.zeros(0), np.zeros(0, dtype=np.int64)
+        return (e, z, z), (e, z), (e, z, z), RowLabels(P.labels, joint=none, limit=none, motor=none)
     (Jm, rhs, err, jl), (Lm, l_bias, ll), (Am, a_target, a_max, al) = _JK.constraint_rows_kernel(
         *_joint_kernel_args(model, data), v, float(h), float(model.settings.zeta))
     n = model.ndof
