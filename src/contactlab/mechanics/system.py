@@ -434,25 +434,44 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
     live = _live(model)
     # the bodies' terms (mass blocks, velocity, gravity and gyroscopic forces) in one compiled call
     f = joint_torque_forces(model, data)
+    body = None
     if live.size:
-        Bm, Bw, v = _K.body_terms(live, model.dof_start, data.quaternion, model.mass, model.inertia,
-                                  model.inv_inertia, model.gravity, data.linear_velocity, data.angular_velocity,
-                                  bool(st.gyroscopic), f)
-        M, Minv = _block_csr(Bm), _block_csr(Bw)
-    else:
-        (M, Minv), Bw, v = mass_matrices(model, data), np.zeros((0, 6, 6)), data.velocity_vector(model)
-    (J, j_rhs, j_err), (L, l_bias), (A, a_target, a_max), labels = _system_joint_rows(model, data, h, v)
-    d = int(st.friction_directions)
+        body = _K.body_terms(live, model.dof_start, data.quaternion, model.mass, model.inertia,
+                             model.inv_inertia, model.gravity, data.linear_velocity, data.angular_velocity,
+                             bool(st.gyroscopic), f)
     zeta = st.contact_zeta if st.contact_stabilization == "velocity" else 0.0
-    nc = 0 if contacts is None else contacts.count
-    if nc:
-        # the contact rows N, S, T (stacked; each a view) and the normal bias in one compiled call
-        dv, ix, ip, n_bias = _K.contact_terms(
+    terms = None
+    if contacts is not None and contacts.count:
+        # the contact rows N, S, T (stacked) and the normal bias in one compiled call
+        terms = _K.contact_terms(
             contacts.body_a.astype(np.int64, copy=False), contacts.body_b.astype(np.int64, copy=False),
             model.dof_start, data.position, np.ascontiguousarray(contacts.point, dtype=np.float64),
             np.ascontiguousarray(contacts.normal, dtype=np.float64), np.ascontiguousarray(contacts.t1, dtype=np.float64),
             np.ascontiguousarray(contacts.t2, dtype=np.float64), np.ascontiguousarray(contacts.phi, dtype=np.float64),
             h, float(zeta), float(st.slop))
+    v_free = _K.free_velocity(body[1], body[2], f, h) if (live.size and 6 * live.size == model.ndof) else None
+    return assemble_system(model, data, contacts, h, f, body, terms, v_free)
+
+
+def assemble_system(model: Model, data: Data, contacts, h: float, f: np.ndarray, body, terms,
+                    v_free: np.ndarray | None) -> ConstraintSystem:
+    """The :class:`ConstraintSystem` from the compiled terms :func:`build_system` computes:
+    ``body`` = mechanics/kernels.py ``body_terms`` (Bm, Bw, v) (None without moving bodies),
+    ``terms`` = ``contact_terms`` (rows data, indices, indptr, normal bias) (None without contacts),
+    ``v_free`` = ``free_velocity`` (Bw, v, f, h) where the blocks cover every dof. The joint rows
+    are formed here from ``data`` (a joint-free model reads nothing of it: sim/box_step.py assembles
+    a step's system after the step from the terms its compiled call returned)."""
+    st = model.settings
+    if body is not None:
+        Bm, Bw, v = body
+        M, Minv = _block_csr(Bm), _block_csr(Bw)
+    else:
+        (M, Minv), Bw, v = mass_matrices(model, data), np.zeros((0, 6, 6)), data.velocity_vector(model)
+    (J, j_rhs, j_err), (L, l_bias), (A, a_target, a_max), labels = _system_joint_rows(model, data, h, v)
+    d = int(st.friction_directions)
+    nc = 0 if contacts is None else contacts.count
+    if nc:
+        dv, ix, ip, n_bias = terms
         (N, S, T), NST = _stacked_rows(dv, ix, ip, model.ndof)
         phi, mu = contacts.phi, contacts.mu
         guess = getattr(contacts, "normal_guess", None)
@@ -466,6 +485,6 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
                            cfm=float(st.cfm), contacts=contacts,
                            normal_guess=np.full(nc, np.nan) if guess is None else guess,
                            labels=labels, W_blocks=Bw, NST=NST)
-    if live.size and sys.body_blocks:     # v_free from the blocks (compiled), what v_free() would compute
-        sys.__dict__["_v_free"] = (sys._v_free_key(), _K.free_velocity(Bw, v, f, h))
+    if v_free is not None and sys.body_blocks:     # v_free from the blocks (compiled), what v_free() would compute
+        sys.__dict__["_v_free"] = (sys._v_free_key(), v_free)
     return sys

@@ -27,13 +27,14 @@ from ..mechanics.joint_projection import displace, joint_error_kernel, project_j
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
-from ..mechanics.system import _packed, build_system, delassus, mobility, rows_times
+from ..mechanics.system import _packed, assemble_system, build_system, delassus, mobility, rows_times
 from ..models import get_model, make_options
 from ..models.built import problem_of
 from ..solvers import available_solvers, solve
 from ..problems import BoxedLCP
 from ..solution import Solution, Status
 from .fallback import _cap_option, certified, rescue, usable
+from .box_step import BoxFrictionStep
 from .islands import solve_islands
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
@@ -98,6 +99,9 @@ def position_lcp(A, c: np.ndarray, islands=None) -> tuple[np.ndarray, float]:
         sol = solve(problem, "box-qp", algorithm="ipm", tol=POSITION_TOL)
     p = np.asarray(sol.z, dtype=np.float64)
     return p, (float(sol.relative_residual) if np.all(np.isfinite(p)) else float("inf"))
+
+
+_FROM_LAST_SYSTEM = object()     # Simulator._unbuilt: the problem is built from last_system when read
 
 
 class Simulator:
@@ -198,7 +202,8 @@ class Simulator:
             if self.model.kind[i] == KIND_KINEMATIC:
                 self._passive[self.model.dof_start[i]:self.model.dof_start[i] + 6] = 0.0
         self._projection_method = next((m for m in ("dantzig", "lemke") if m in available_solvers()), "auto")
-        self.last_system = None
+        self._last_system = None
+        self._deferred_system = None     # the terms of a compiled step's system (sim/box_step.py), assembled when read
         self._last_problem = None
         self._unbuilt = None      # the system whose problem the matrix-free path did not assemble
         self.last_solution = None
@@ -206,6 +211,8 @@ class Simulator:
         self.controllers = []
         for fn in controllers or ():
             self.add_controller(fn)
+        # box friction by box-qp on joint-free scenes: the step after detection in one compiled call
+        self._box_step = BoxFrictionStep.plan(self)
 
     def add_controller(self, fn) -> None:
         """Run ``fn(sim)`` before every step (after the controllers added before it)."""
@@ -258,10 +265,29 @@ class Simulator:
         return k
 
     @property
+    def last_system(self):
+        """The last step's ConstraintSystem; a compiled step's (sim/box_step.py) is assembled on first read."""
+        if self._last_system is None and self._deferred_system is not None:
+            self._last_system = assemble_system(self.model, self.data, *self._deferred_system)
+            self._deferred_system = None
+        return self._last_system
+
+    @last_system.setter
+    def last_system(self, sys) -> None:
+        self._last_system, self._deferred_system = sys, None
+
+    def defer_system(self, contacts, h: float, f, body, terms, v_free) -> None:
+        """Keep the terms of the step's system (mechanics/system.py ``assemble_system``'s arguments
+        after model and data) and its problem for assembly when read: a compiled step's."""
+        self._last_system, self._deferred_system = None, (contacts, h, f, body, terms, v_free)
+        self._last_problem, self._unbuilt = None, _FROM_LAST_SYSTEM
+
+    @property
     def last_problem(self):
         """The last step's problem (as the solver saw it); a matrix-free step's is assembled on first read."""
         if self._last_problem is None and self._unbuilt is not None:
-            self._last_problem = problem_of(self.contact_model.build(self._unbuilt, self.model_options))
+            sys = self.last_system if self._unbuilt is _FROM_LAST_SYSTEM else self._unbuilt
+            self._last_problem = problem_of(self.contact_model.build(sys, self.model_options))
             self._unbuilt = None
         return self._last_problem
 
@@ -305,7 +331,6 @@ class Simulator:
         model, data, h = self.model, self.data, self.h
         clock = time.perf_counter
         t_start = clock()
-        e0 = sum(energies(model, data))
         contacts = self.world.detect(data, margin=self._margin(), sweep=self._sweep())
         prev = data.contacts
         prev_normal = None if data.result is None else data.result.normal
@@ -315,6 +340,11 @@ class Simulator:
         radius = 2.0 * model.settings.margin + 1e-3
         match, contacts.normal_guess = match_contacts(prev, prev_normal, contacts, radius)
         t_detect = clock()
+        if self._box_step is not None:      # compiled build -> solve -> recover -> integrate (sim/box_step.py)
+            record = self._box_step(self, contacts, match, t_start, t_detect)
+            if record is not None:
+                return record
+        e0 = sum(energies(model, data))
         sys = build_system(model, data, contacts, h)
         warm = self._warm(sys, match)
         matrix_free = self._matrix_free and sys.body_blocks

@@ -1,0 +1,229 @@
+"""A box-friction step compiled end to end: build -> solve -> recover -> integrate in one call.
+
+For the scenes of the simulator benchmark (stacks and piles of free bodies, no joints, no
+kinematic bodies) with box friction (arechavaleta eq. 16-17) solved by ``box-qp`` in certified mode,
+the step after detection is a fixed chain of compiled kernels: the bodies' mass blocks and free
+velocity, the contact rows, the dense Delassus matrix with q and the bounds, the warm start from the
+matched previous impulses, projected Newton with the certification of its answer, the recovery of
+v+, the energy check, the semi-implicit Euler update, the position-correction test and the energies.
+:func:`box_friction_step` runs that chain in one call on the very kernels the general path calls one
+by one from Python (simulator.py ``_step``), in the same order on the same arrays, so a step gives
+the same bits either way (tests/test_box_step.py compares the state hashes of both paths); what it
+removes is the glue between them: ~30 Python objects and ~20 compiled calls a step (a resting
+10-box pile: ~160 -> ~110 us a step, docs/benchmarks-sim.md).
+
+It changes nothing unless the step certifies: a step whose Newton hands over to the interior point,
+whose answer does not certify, or whose q is not finite returns before any state is touched, and
+the simulator runs the general path (fallbacks and all) on the same contacts. A step with deep
+penetration returns after the integration and the simulator runs its position correction. The
+step's ConstraintSystem and problem are assembled only when read (``Simulator.last_system``,
+``last_problem``) from the terms the call returns.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..kernels._jit import jit
+from ..kernels.box_qp import SOLVED as _QP_SOLVED, box_qp_dense_certified
+from ..kernels.energy import energies, energies_and_depth
+from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
+from ..mechanics.kernels import (advance_state, body_terms, contact_terms, free_velocity, kinetic_gain,
+                                 position_targets, rows_times)
+from ..models.box_friction import _dense_parts, _matched_impulses, _recover_parts
+from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult
+from ..solution import Solution, Status
+from ..solvers.box_qp import _dense_factors
+from .recorder import StepRecord
+
+# outcome codes of box_friction_step
+DECLINED = 0     # nothing changed: the general path takes the step
+SOLVED = 1       # box-qp's certified answer applied
+TRIVIAL = 2      # z = 0 solves the problem (solve()'s TRIVIAL), applied
+
+
+@jit
+def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyroscopic, quat, pos, lin, ang,
+                      a, b, P, normal, t1, t2, phi, mu_c, guess, h, zeta, slop, cfm, new_bound, current,
+                      warm, match, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
+                      tol, steps, armijo, full, newton_only, max_outer, cL, cA, cF, ck, threshold,
+                      position_stage, position_zeta):
+    """One box-friction step of a joint-free scene with nc = len(phi) > 0 contacts, n = 3 nc rows
+    [N; S; T] (models/box_friction.py layout, no joint, motor or limit rows), in the order of
+    simulator.py ``_step``:
+
+    e0 (kernels/energy.py ``energies``); f = 0 and (Bm, Bw, v) (mechanics/kernels.py ``body_terms``:
+    f += gravity and gyroscopic forces); the rows and the normal bias (``contact_terms``); v_free
+    (``free_velocity``); (M, q, lo, hi, findex, mu) (box_friction.py ``_dense_parts``); the warm
+    start (``_matched_impulses`` of the previous impulses where ``warm``); z = 0 if it solves the
+    problem (``boxed_zero_solves``, certified by ``boxed_certify_dense``), else box-qp's projected
+    Newton and its certification (kernels/box_qp.py ``box_qp_dense_certified``: the call
+    solvers/box_qp.py ``_compiled`` makes), accepted when it reports SOLVED and its relative error
+    max(natural, infeasibility) is <= ``threshold`` (solve()'s test); v+, tangent impulses, modes
+    (``_recover_parts``); the energy the impulses added (``kinetic_gain``); x += h v+
+    (``advance_state``, in place); with ``position_stage`` the deep test of the position correction
+    (``position_targets``); the energies and deepest overlap (``energies_and_depth``) unless deep.
+
+    Returns (outcome, iterations, outer, deep, e0, contact_gain, ke, pe, pen, z, w, numbers (6),
+    v_next, tangent, modes, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias);
+    outcome DECLINED leaves every state array as it was."""
+    ke0, pe0 = energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity)
+    e0 = ke0 + pe0
+    f = np.zeros(ndof)
+    Bm, Bw, v = body_terms(live, dof_start, quat, mass, inertia, inv_inertia, gravity, lin, ang, gyroscopic, f)
+    dv, ix, ip, n_bias = contact_terms(a, b, dof_start, pos, P, normal, t1, t2, phi, h, zeta, slop)
+    v_free = free_velocity(Bw, v, f, h)
+    nc = phi.size
+    n = 3 * nc
+    nnz = dv.shape[1]
+    H = dv.reshape(-1)
+    none = np.zeros(0)
+    M, q, lo, hi, findex, mu, finite = _dense_parts(ip, ix, H, Bw, cfm, v_free, none, none, none, n_bias, 0, 0, 0,
+                                                    none, mu_c, guess, new_bound, current)
+    z0 = np.zeros(n)
+    if warm:
+        _matched_impulses(z0, 0, match, prev_normal, prev_tangent)
+    outcome, its, outer, deep = DECLINED, 0, 0, False
+    contact_gain = ke = pe = pen = 0.0
+    z = z0
+    w = np.zeros(n)
+    numbers = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    v_next = v_free
+    tangent = np.zeros((nc, 2))
+    modes = np.zeros(nc, dtype=np.int8)
+    if finite:
+        if boxed_zero_solves(q, lo, hi, findex):
+            z = np.zeros(n)
+            w, nat, comp, infeas, rn, rc, ri = boxed_certify_dense(M, q, lo, hi, findex, mu, z)
+            numbers = (nat, comp, infeas, rn, rc, ri)
+            outcome = TRIVIAL
+        else:
+            code, z, w_qp, its, outer, w, numbers = box_qp_dense_certified(
+                M, q, lo, hi, findex, mu, z0, tol, steps, armijo, full, newton_only, max_outer, cL, cA, cF, ck)
+            relative = numbers[5] if numbers[5] > numbers[3] else numbers[3]    # Python's max(natural, infeas.)
+            if code == _QP_SOLVED and relative <= threshold:
+                outcome = SOLVED
+    if outcome != DECLINED:
+        v_next, tangent, modes = _recover_parts(blk_ptr, blk_cols, Bw.reshape(-1), ip, ix, H, z, v_free, 0,
+                                                ip[:nc + 1], ix[:nnz], dv[1], dv[2], MODE_IMPULSE_TOL,
+                                                MODE_SPEED_TOL)
+        contact_gain = kinetic_gain(blk_ptr, blk_cols, Bm.reshape(-1), v_next, v_free.copy(), passive)
+        advance_state(dof_start, v_next, lin, ang, pos, quat, h)
+        if position_stage:
+            c, deep = position_targets(rows_times(ip[:nc + 1], ix[:nnz], dv[0], v_next), phi, h, slop, position_zeta)
+        if not deep:
+            ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quat, lin, ang, pos, gravity, phi)
+    return (outcome, its, outer, deep, e0, contact_gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, f,
+            Bm, Bw, v, v_free, dv, ix, ip, n_bias)
+
+
+class BoxFrictionStep:
+    """The simulator's compiled box-friction step (:func:`box_friction_step`) for one Simulator, or
+    the reason it does not apply (:meth:`plan`). Applies to box friction (``joints="rows"``) solved
+    by box-qp in certified mode, with no reuse, islands option, joint, planar or kinematic body,
+    on steps with 1 to ``dense_max`` / 3 contacts whose problem is dense; every other step, and a
+    step it declines, takes the general path."""
+
+    def __init__(self, sim, opts, certify: float):
+        st = sim.model.settings
+        self.opts = opts
+        self.newton_only = opts.algorithm == "newton"
+        self.threshold = opts.tol if opts.tol > certify else certify     # solve()'s max(certify, tol)
+        self.max_rows = int(sim.model_options.dense_max)
+        self.live = np.flatnonzero(sim.model.dof_start >= 0)
+        from ..mechanics.system import _block_pattern
+        self.blk_cols, self.blk_ptr = _block_pattern(self.live.size)
+        self.gravity = np.asarray(sim.model.gravity, dtype=np.float64)
+        self.cfm = float(sim.model_options.cfm + st.cfm)
+
+    @staticmethod
+    def plan(sim):
+        """A :class:`BoxFrictionStep` for ``sim``, or None where its configuration is not the one
+        the compiled step reproduces."""
+        from ..kernels.tolerances import CERTIFY
+        from ..mechanics.system import _packed
+        model = sim.model
+        if (sim.model_name != "box-friction" or sim.method != "box-qp" or sim.iterations is not None
+                or sim.reuse is not None or sim.islands or sim._kinematic or sim.model_options.joints != "rows"):
+            return None
+        P = _packed(model)
+        live = np.flatnonzero(model.dof_start >= 0)
+        if P.a.size or P.special.size or model.joints or np.any(model.planar) or not live.size \
+                or 6 * live.size != model.ndof:
+            return None
+        options = {k: v for k, v in sim.solver_options.items() if k != "certify"}
+        try:
+            opts = sim._spec.make_options(options)
+        except Exception:       # the general path reports a bad option
+            return None
+        if not (opts.algorithm == "newton" or (opts.algorithm == "auto" and opts.newton_steps > 0)):
+            return None
+        return BoxFrictionStep(sim, opts, float(sim.solver_options.get("certify", CERTIFY)))
+
+    def __call__(self, sim, contacts, match: np.ndarray, t_start: float, t_detect: float):
+        """Take the step on ``contacts`` (detected by the simulator; ``match``: each one's previous
+        contact, collision.match_contacts); the StepRecord, or None where the general path must take
+        it (nothing changed)."""
+        nc = contacts.count
+        n = 3 * nc
+        data = sim.data
+        if not nc or n > self.max_rows or data.joint_torque:
+            return None
+        model, opts, h = sim.model, self.opts, sim.h
+        st = model.settings
+        prev = data.result
+        warm = bool(sim.warm_start and data.warm.get("z") is not None and prev is not None)
+        match = match if warm else np.zeros(0, dtype=np.int64)
+        small = n <= opts.small_n
+        steps, full = (opts.max_iterations, False) if self.newton_only or small else (opts.newton_steps, True)
+        cL, cA, cF, ck = _dense_factors(n)
+        f64 = np.ascontiguousarray
+        t0 = time.perf_counter()
+        (outcome, its, outer, deep, e0, gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, f, Bm, Bw, v,
+         v_free, dv, ix, ip, n_bias) = box_friction_step(
+            self.live, model.ndof, model.dof_start, model.mass, model.inertia, model.inv_inertia, self.gravity,
+            bool(st.gyroscopic), data.quaternion, data.position, data.linear_velocity, data.angular_velocity,
+            contacts.body_a.astype(np.int64, copy=False), contacts.body_b.astype(np.int64, copy=False),
+            f64(contacts.point, dtype=np.float64), f64(contacts.normal, dtype=np.float64),
+            f64(contacts.t1, dtype=np.float64), f64(contacts.t2, dtype=np.float64),
+            f64(contacts.phi, dtype=np.float64), f64(contacts.mu, dtype=np.float64),
+            f64(contacts.normal_guess, dtype=np.float64), h,
+            float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), float(st.slop), self.cfm,
+            float(sim.model_options.new_contact_bound), sim.model_options.coupling == "current",
+            warm, match, f64(prev.normal, dtype=np.float64) if warm else np.zeros(0),
+            f64(prev.tangent, dtype=np.float64) if warm else np.zeros((0, 2)), self.blk_cols, self.blk_ptr,
+            sim._passive, float(opts.tol), int(steps), float(opts.armijo), full, self.newton_only,
+            int(opts.max_outer), cL, cA, cF, ck, self.threshold, st.contact_stabilization == "position",
+            float(st.contact_zeta))
+        t_solved = time.perf_counter()
+        if outcome == DECLINED:
+            return None
+        solved = outcome == SOLVED
+        sol = Solution(z=z, w=w, status=Status.SOLVED if solved else Status.TRIVIAL, iterations=int(its),
+                       method="box-qp", info={"outer": int(outer)} if solved else {})
+        sol.residual, sol.complementarity, sol.infeasibility = numbers[0], numbers[1], numbers[2]
+        sol.relative_residual = max(numbers[3], numbers[5]) if solved else 0.0
+        sol.time_s = t_solved - t0
+        result = StepResult(v_next=v_next, normal=z[:nc], tangent=tangent, joint=z[:0], limit=z[0:0],
+                            motor=z[0:0], modes=modes)
+        data.warm["z"] = z.copy()
+        sim.defer_system(contacts, h, f, (Bm, Bw, v), (dv, ix, ip, n_bias), v_free)
+        if deep:        # the position correction (simulator.py project_contacts), then the energies
+            sim.project_contacts(sim.last_system, v_next)
+            ke, pe, pen = energies_and_depth(model.dof_start, model.mass, model.inertia, data.quaternion,
+                                             data.linear_velocity, data.angular_velocity, data.position,
+                                             self.gravity, f64(contacts.phi, dtype=np.float64))
+        data.time += h
+        data.steps += 1
+        data.contacts, data.result = contacts, result
+        sim.last_solution = sol
+        t_end = time.perf_counter()
+        e1 = ke + pe
+        # the compiled call is build, solve, recover and integrate at once: its time is reported as "solve"
+        sim.timing = {"detect": t_detect - t_start, "build": 0.0, "solve": t_solved - t0,
+                      "integrate": t_end - t_solved, "record": 0.0}
+        return StepRecord(time=data.time, contacts=nc, lcp_size=n, iterations=int(its), pivots=0,
+                          residual=float(numbers[0]), success=True, status=sol.status.value, rescued=False,
+                          kinetic_energy=ke, energy=e1, energy_gain=e1 - e0, contact_energy_gain=gain,
+                          max_penetration=pen, solve_time=t_solved - t0, joint_error=0.0)
