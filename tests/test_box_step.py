@@ -9,15 +9,18 @@ import pytest
 import scipy.sparse as sp
 
 import contactlab.sim.box_step as BS
+import contactlab.sim.simulator as SM
+from contactlab.kernels.pgs_matrix_free import solve_matrix_free
 from contactlab.scenarios import make_scene
 from contactlab.sim import Simulator
 
 
-def _sim(scene, count, coupling, compiled=True, stabilization=None, **kw):
-    sc = make_scene(scene, count=count, **kw)
+def _sim(scene, count, coupling, compiled=True, stabilization=None, iterations=None):
+    sc = make_scene(scene, count=count)
     if stabilization is not None:
         sc.settings.contact_stabilization = stabilization
-    sim = Simulator(sc, "box-friction", "box-qp", model_options={"coupling": coupling})
+    sim = Simulator(sc, "box-friction", "pgs" if iterations else "box-qp", model_options={"coupling": coupling},
+                    iterations=iterations)
     if not compiled:
         sim._box_step = None
     return sim
@@ -26,16 +29,19 @@ def _sim(scene, count, coupling, compiled=True, stabilization=None, **kw):
 def _count_compiled(monkeypatch):
     """Count the compiled calls and the steps they took (outcome != DECLINED) and went deep."""
     seen = {"calls": 0, "taken": 0, "deep": 0}
-    kernel = BS.box_friction_step
+    certified, fixed = BS.box_friction_step, BS.box_friction_fixed_step
 
-    def counted(*args):
-        out = kernel(*args)
-        seen["calls"] += 1
-        seen["taken"] += out[0] != BS.DECLINED
-        seen["deep"] += bool(out[0] != BS.DECLINED and out[3])
-        return out
+    def counted(kernel, deep_at):
+        def call(*args):
+            out = kernel(*args)
+            seen["calls"] += 1
+            seen["taken"] += out[0] != BS.DECLINED
+            seen["deep"] += bool(deep_at and out[0] != BS.DECLINED and out[deep_at])
+            return out
+        return call
 
-    monkeypatch.setattr(BS, "box_friction_step", counted)
+    monkeypatch.setattr(BS, "box_friction_step", counted(certified, 3))
+    monkeypatch.setattr(BS, "box_friction_fixed_step", counted(fixed, 0))
     return seen
 
 
@@ -49,17 +55,23 @@ def _shift_down(sim, body, dz):
     sim.data.position[body, 2] -= dz
 
 
-@pytest.mark.parametrize("scene,count,coupling,stabilization,push", [
-    ("pile", 10, "previous", None, 0.0),          # falling, landing, settling (the benchmark's pile)
-    ("stack", 8, "current", None, 0.0),           # friction-coupled bounds: box-qp's bound updates
-    ("stack", 4, "current", None, 0.004),         # 4 mm overlap: position correction after the call
-    ("stack", 4, "previous", "velocity", 0.004),  # velocity-level stabilisation (zeta in the bias)
+@pytest.mark.parametrize("scene,count,coupling,stabilization,push,iterations", [
+    ("pile", 10, "previous", None, 0.0, None),          # falling, landing, settling (the benchmark's pile)
+    ("stack", 8, "current", None, 0.0, None),           # friction-coupled bounds: box-qp's bound updates
+    ("stack", 4, "current", None, 0.004, None),         # 4 mm overlap: position correction after the call
+    ("stack", 4, "previous", "velocity", 0.004, None),  # velocity-level stabilisation (zeta in the bias)
+    ("pile", 10, "current", None, 0.0, 50),             # fixed budget: matrix-free PGS, 50 sweeps
+    ("stack", 6, "current", None, 0.004, 20),           # fixed budget with the position correction's PGS
+    ("stack", 4, "previous", "velocity", 0.0, 7),
 ])
-def test_compiled_step_gives_the_general_paths_bits(monkeypatch, scene, count, coupling, stabilization, push):
+def test_compiled_step_gives_the_general_paths_bits(monkeypatch, scene, count, coupling, stabilization, push,
+                                                    iterations):
     seen = _count_compiled(monkeypatch)
-    a = _sim(scene, count, coupling, True, stabilization)
-    b = _sim(scene, count, coupling, False, stabilization)
-    assert a._box_step is not None
+    corrections = []
+    monkeypatch.setattr(SM, "solve_matrix_free", lambda *a, **k: corrections.append(1) or solve_matrix_free(*a, **k))
+    a = _sim(scene, count, coupling, True, stabilization, iterations)
+    b = _sim(scene, count, coupling, False, stabilization, iterations)
+    assert a._box_step is not None and a._box_step.fixed == (iterations is not None)
     if push:
         for s in (a, b):
             _shift_down(s, 2, push)
@@ -77,15 +89,20 @@ def test_compiled_step_gives_the_general_paths_bits(monkeypatch, scene, count, c
         sa, sb = a.last_solution, b.last_solution
         assert (sa.status, sa.iterations, sa.residual, sa.relative_residual) == \
             (sb.status, sb.iterations, sb.residual, sb.relative_residual)
+        assert np.array_equal(sa.z, sb.z) and np.array_equal(sa.w, sb.w)
     # the compiled call took most steps (the general path only those it declines: no contact, ...)
     assert seen["taken"] >= 100
     if push and stabilization is None:
-        assert seen["deep"] >= 1      # the position correction ran after a compiled call
+        # the position correction ran: after the compiled call (certified) or in it (fixed budget,
+        # where the general path's own correction, a matrix-free PGS, ran on the same steps)
+        assert (seen["deep"] >= 1) if iterations is None else bool(corrections)
 
 
-def test_system_and_problem_assembled_when_read_equal_the_general_paths():
-    a = _sim("pile", 10, "previous", True)
-    b = _sim("pile", 10, "previous", False)
+@pytest.mark.parametrize("iterations", [None, 50])
+def test_system_and_problem_assembled_when_read_equal_the_general_paths(iterations):
+    coupling = "current" if iterations else "previous"
+    a = _sim("pile", 10, coupling, True, iterations=iterations)
+    b = _sim("pile", 10, coupling, False, iterations=iterations)
     for _ in range(80):
         a.step(), b.step()
     assert a._deferred_system is not None          # not assembled until read
@@ -100,8 +117,11 @@ def test_system_and_problem_assembled_when_read_equal_the_general_paths():
     for name in ("M", "q", "lo", "hi", "findex", "mu"):
         x, y = getattr(pa, name), getattr(pb, name)
         assert np.array_equal(x.toarray() if sp.issparse(x) else x, y.toarray() if sp.issparse(y) else y), name
-    # the applied answer solves the problem read back, at the certified threshold
-    assert pa.certify(a.last_solution.z)[2].natural <= 1e-6
+    # the applied answer's residual is the problem read back's own at it (certified: <= 1e-6)
+    rel = pa.certify(a.last_solution.z)[2]
+    assert max(rel.natural, rel.infeasibility) == pytest.approx(a.last_solution.relative_residual, rel=1e-9, abs=1e-15)
+    if iterations is None:
+        assert a.last_solution.relative_residual <= 1e-6
 
 
 def test_a_declined_step_changes_nothing_and_the_general_path_takes_it(monkeypatch):
@@ -126,6 +146,8 @@ def test_a_declined_step_changes_nothing_and_the_general_path_takes_it(monkeypat
 
 @pytest.mark.parametrize("make", [
     lambda: Simulator(make_scene("stack", count=3), "box-friction", "pgs"),
+    lambda: Simulator(make_scene("stack", count=3), "box-friction", "pgs", iterations=5,
+                      solver_options={"omega": 1.2}),
     lambda: Simulator(make_scene("stack", count=3), "box-friction", "box-qp", iterations=5),
     lambda: Simulator(make_scene("stack", count=3), "box-friction", "box-qp", model_options={"joints": "schur"}),
     lambda: Simulator(make_scene("stack", count=3), "box-friction", "box-qp", islands=True),

@@ -30,11 +30,16 @@ from ..kernels.box_qp import SOLVED as _QP_SOLVED, box_qp_dense_certified
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
 from ..mechanics.kernels import (advance_state, body_terms, contact_terms, free_velocity, kinetic_gain,
-                                 position_targets, rows_times)
-from ..models.box_friction import _dense_parts, _matched_impulses, _recover_parts
+                                 position_targets, rows_times, rows_transpose_times)
+from ..kernels.pgs import CONVERGED as _PGS_CONVERGED, MAX_SWEEPS as _PGS_MAX_SWEEPS
+from ..kernels.pgs_matrix_free import _solve as _pgs_matrix_free
+from ..kernels.tolerances import CERTIFY, NORMWISE_FLOOR
+from ..mechanics.joint_projection import displace
+from ..models.box_friction import _box_bounds, _contact_parts, _dense_parts, _matched_impulses, _q_kernel, _recover_parts
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult
 from ..solution import Solution, Status
 from ..solvers.box_qp import _dense_factors
+from .fallback import certified
 from .recorder import StepRecord
 
 # outcome codes of box_friction_step
@@ -49,7 +54,7 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
                       warm, match, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
                       tol, steps, armijo, full, newton_only, max_outer, cL, cA, cF, ck, threshold,
                       position_stage, position_zeta):
-    """One box-friction step of a joint-free scene with nc = len(phi) > 0 contacts, n = 3 nc rows
+    """One box-friction step of a joint-free scene with nc = len(phi) contacts, n = 3 nc rows
     [N; S; T] (models/box_friction.py layout, no joint, motor or limit rows), in the order of
     simulator.py ``_step``:
 
@@ -105,12 +110,16 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
             if code == _QP_SOLVED and relative <= threshold:
                 outcome = SOLVED
     if outcome != DECLINED:
-        v_next, tangent, modes = _recover_parts(blk_ptr, blk_cols, Bw.reshape(-1), ip, ix, H, z, v_free, 0,
-                                                ip[:nc + 1], ix[:nnz], dv[1], dv[2], MODE_IMPULSE_TOL,
-                                                MODE_SPEED_TOL)
+        if nc:
+            v_next, tangent, modes = _recover_parts(blk_ptr, blk_cols, Bw.reshape(-1), ip, ix, H, z, v_free, 0,
+                                                    ip[:nc + 1], ix[:nnz], dv[1], dv[2], MODE_IMPULSE_TOL,
+                                                    MODE_SPEED_TOL)
+        else:       # no contact: box_friction.recover's general branch, v_free + M^-1 (H' z) with H empty
+            v_next = v_free + rows_times(blk_ptr, blk_cols, Bw.reshape(-1),
+                                         rows_transpose_times(ip, ix, H, z, v_free.size))
         contact_gain = kinetic_gain(blk_ptr, blk_cols, Bm.reshape(-1), v_next, v_free.copy(), passive)
         advance_state(dof_start, v_next, lin, ang, pos, quat, h)
-        if position_stage:
+        if position_stage and nc:
             c, deep = position_targets(rows_times(ip[:nc + 1], ix[:nnz], dv[0], v_next), phi, h, slop, position_zeta)
         if not deep:
             ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quat, lin, ang, pos, gravity, phi)
@@ -118,39 +127,122 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
             Bm, Bw, v, v_free, dv, ix, ip, n_bias)
 
 
-class BoxFrictionStep:
-    """The simulator's compiled box-friction step (:func:`box_friction_step`) for one Simulator, or
-    the reason it does not apply (:meth:`plan`). Applies to box friction (``joints="rows"``) solved
-    by box-qp in certified mode, with no reuse, islands option, joint, planar or kinematic body,
-    on steps with 1 to ``dense_max`` / 3 contacts whose problem is dense; every other step, and a
-    step it declines, takes the general path."""
 
-    def __init__(self, sim, opts, certify: float):
-        st = sim.model.settings
-        self.opts = opts
-        self.newton_only = opts.algorithm == "newton"
-        self.threshold = opts.tol if opts.tol > certify else certify     # solve()'s max(certify, tol)
-        self.max_rows = int(sim.model_options.dense_max)
-        self.live = np.flatnonzero(sim.model.dof_start >= 0)
+@jit
+def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic,
+                            quat, pos, lin, ang, a, b, P, normal, t1, t2, phi, mu_c, guess, h, zeta, slop, cfm,
+                            new_bound, current, warm, match, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
+                            sweeps, tol, position_stage, position_zeta):
+    """The fixed-budget (``iterations``) box-friction step of :func:`box_friction_step`'s scenes:
+    the rows, q (box_friction.py ``_q_kernel``) and bounds (``_box_bounds``), the warm start, at
+    most ``sweeps`` matrix-free PGS sweeps (kernels/pgs_matrix_free.py ``_solve``, what
+    simulator.py ``_solve_matrix_free`` calls: its stopping ``tol``, check every 10 sweeps, exact
+    residual report), v+ = v_free + W H' z with the tangent impulses and modes (``_contact_parts``),
+    the energy check, x += h v+, and where a contact is deeper than the slop the position
+    correction's PGS on the normal rows with the same budget (simulator.py ``project_contacts``'
+    fixed-budget branch) and its displacement, then the energies. Any number of contacts (no
+    matrix is formed).
+
+    Returns (outcome, pgs code, stats (4), e0, contact_gain, ke, pe, pen, z, w, velocity change,
+    v_next, tangent, modes, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias); outcome
+    DECLINED (a row on more than two bodies, or an answer that is not finite: the general path
+    reports it) leaves every state array as it was."""
+    ke0, pe0 = energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity)
+    e0 = ke0 + pe0
+    f = np.zeros(ndof)
+    Bm, Bw, v = body_terms(live, dof_start, quat, mass, inertia, inv_inertia, gravity, lin, ang, gyroscopic, f)
+    dv, ix, ip, n_bias = contact_terms(a, b, dof_start, pos, P, normal, t1, t2, phi, h, zeta, slop)
+    v_free = free_velocity(Bw, v, f, h)
+    nc = phi.size
+    n = 3 * nc
+    nnz = dv.shape[1]
+    H = dv.reshape(-1)
+    none = np.zeros(0)
+    q = _q_kernel(ip, ix, H, v_free, none, none, none, n_bias)
+    lo, hi, findex, mu = _box_bounds(0, 0, 0, n, none, mu_c, guess, new_bound, current)
+    z = np.zeros(n)
+    if warm:
+        _matched_impulses(z, 0, match, prev_normal, prev_tangent)
+    ok, w, dvel, code, stats = _pgs_matrix_free(ip, ix, H, Bw, q, np.full(n, cfm), lo, hi, findex, mu, z, sweeps, 10,
+                                                tol, NORMWISE_FLOOR, True)
+    outcome = SOLVED if ok else DECLINED
+    for i in range(n):
+        if not np.isfinite(z[i]):
+            outcome = DECLINED
+    if not stats[2] <= np.inf:      # a NaN residual: not usable (simulator.py raises)
+        outcome = DECLINED
+    contact_gain = ke = pe = pen = 0.0
+    v_next = v_free
+    tangent = np.zeros((nc, 2))
+    modes = np.zeros(nc, dtype=np.int8)
+    dflat = dvel.copy().reshape(-1)
+    if outcome != DECLINED:
+        if nc:
+            v_next, tangent, modes = _contact_parts(v_free + dflat, z, 0, ip[:nc + 1], ix[:nnz], dv[1], dv[2],
+                                                    MODE_IMPULSE_TOL, MODE_SPEED_TOL)
+        else:
+            v_next = v_free + dflat
+        contact_gain = kinetic_gain(blk_ptr, blk_cols, Bm.reshape(-1), v_next, v_free.copy(), passive)
+        advance_state(dof_start, v_next, lin, ang, pos, quat, h)
+        if position_stage and nc:
+            c, deep = position_targets(rows_times(ip[:nc + 1], ix[:nnz], dv[0], v_next), phi, h, slop, position_zeta)
+            if deep:
+                p = np.zeros(nc)
+                ok2, _, dx, _, _ = _pgs_matrix_free(ip[:nc + 1], ix[:nnz], dv[0], Bw, c, np.full(nc, 1e-9),
+                                                    np.zeros(nc), np.full(nc, np.inf),
+                                                    np.full(nc, -1, dtype=np.int64), np.zeros(nc), p, sweeps, 10,
+                                                    1e-4, NORMWISE_FLOOR, False)
+                finite = True
+                for i in range(nc):
+                    if not np.isfinite(p[i]):
+                        finite = False
+                if finite:
+                    displace(dof_start, kind, kinematic, dx.copy().reshape(-1), pos, quat)
+        ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quat, lin, ang, pos, gravity, phi)
+    return (outcome, code, stats, e0, contact_gain, ke, pe, pen, z, w, dflat, v_next, tangent, modes, f,
+            Bm, Bw, v, v_free, dv, ix, ip, n_bias)
+
+
+class BoxFrictionStep:
+    """The simulator's compiled box-friction step for one Simulator: certified mode by box-qp
+    (:func:`box_friction_step`, steps with up to ``dense_max`` / 3 contacts: a dense problem) or
+    fixed-budget mode by matrix-free PGS (:func:`box_friction_fixed_step`, any step); :meth:`plan`
+    says whether it applies. Applies to box friction (``joints="rows"``) with no reuse, islands
+    option, joint, planar or kinematic body; every other step, and a step it declines, takes the
+    general path."""
+
+    def __init__(self, sim, fixed: bool, opts=None, certify: float = CERTIFY):
+        from ..mechanics.model import KIND_KINEMATIC
         from ..mechanics.system import _block_pattern
+        self.fixed = fixed
+        self.opts = opts
+        if not fixed:
+            self.newton_only = opts.algorithm == "newton"
+            self.threshold = opts.tol if opts.tol > certify else certify     # solve()'s max(certify, tol)
+            self.max_rows = int(sim.model_options.dense_max)
+        self.kinematic = KIND_KINEMATIC
+        self.live = np.flatnonzero(sim.model.dof_start >= 0)
         self.blk_cols, self.blk_ptr = _block_pattern(self.live.size)
         self.gravity = np.asarray(sim.model.gravity, dtype=np.float64)
-        self.cfm = float(sim.model_options.cfm + st.cfm)
+        self.cfm = float(sim.model_options.cfm + sim.model.settings.cfm)
 
     @staticmethod
     def plan(sim):
-        """A :class:`BoxFrictionStep` for ``sim``, or None where its configuration is not the one
-        the compiled step reproduces."""
-        from ..kernels.tolerances import CERTIFY
+        """A :class:`BoxFrictionStep` for ``sim``, or None where its configuration is not one the
+        compiled steps reproduce."""
         from ..mechanics.system import _packed
         model = sim.model
-        if (sim.model_name != "box-friction" or sim.method != "box-qp" or sim.iterations is not None
-                or sim.reuse is not None or sim.islands or sim._kinematic or sim.model_options.joints != "rows"):
+        if sim.model_name != "box-friction" or sim.reuse is not None or sim.islands or sim._kinematic \
+                or sim.model_options.joints != "rows":
             return None
         P = _packed(model)
         live = np.flatnonzero(model.dof_start >= 0)
         if P.a.size or P.special.size or model.joints or np.any(model.planar) or not live.size \
                 or 6 * live.size != model.ndof:
+            return None
+        if sim._matrix_free:        # fixed budget by pgs (simulator.py: no other solver option than the budget and tol)
+            return BoxFrictionStep(sim, True)
+        if sim.method != "box-qp" or sim.iterations is not None:
             return None
         options = {k: v for k, v in sim.solver_options.items() if k != "certify"}
         try:
@@ -159,7 +251,7 @@ class BoxFrictionStep:
             return None
         if not (opts.algorithm == "newton" or (opts.algorithm == "auto" and opts.newton_steps > 0)):
             return None
-        return BoxFrictionStep(sim, opts, float(sim.solver_options.get("certify", CERTIFY)))
+        return BoxFrictionStep(sim, False, opts, float(sim.solver_options.get("certify", CERTIFY)))
 
     def __call__(self, sim, contacts, match: np.ndarray, t_start: float, t_detect: float):
         """Take the step on ``contacts`` (detected by the simulator; ``match``: each one's previous
@@ -168,43 +260,64 @@ class BoxFrictionStep:
         nc = contacts.count
         n = 3 * nc
         data = sim.data
-        if not nc or n > self.max_rows or data.joint_torque:
+        if data.joint_torque or (not self.fixed and n > self.max_rows):
             return None
-        model, opts, h = sim.model, self.opts, sim.h
+        model, h = sim.model, sim.h
         st = model.settings
         prev = data.result
         warm = bool(sim.warm_start and data.warm.get("z") is not None and prev is not None)
-        match = match if warm else np.zeros(0, dtype=np.int64)
-        small = n <= opts.small_n
-        steps, full = (opts.max_iterations, False) if self.newton_only or small else (opts.newton_steps, True)
-        cL, cA, cF, ck = _dense_factors(n)
         f64 = np.ascontiguousarray
-        t0 = time.perf_counter()
-        (outcome, its, outer, deep, e0, gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, f, Bm, Bw, v,
-         v_free, dv, ix, ip, n_bias) = box_friction_step(
-            self.live, model.ndof, model.dof_start, model.mass, model.inertia, model.inv_inertia, self.gravity,
-            bool(st.gyroscopic), data.quaternion, data.position, data.linear_velocity, data.angular_velocity,
-            contacts.body_a.astype(np.int64, copy=False), contacts.body_b.astype(np.int64, copy=False),
-            f64(contacts.point, dtype=np.float64), f64(contacts.normal, dtype=np.float64),
-            f64(contacts.t1, dtype=np.float64), f64(contacts.t2, dtype=np.float64),
-            f64(contacts.phi, dtype=np.float64), f64(contacts.mu, dtype=np.float64),
-            f64(contacts.normal_guess, dtype=np.float64), h,
-            float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), float(st.slop), self.cfm,
-            float(sim.model_options.new_contact_bound), sim.model_options.coupling == "current",
-            warm, match, f64(prev.normal, dtype=np.float64) if warm else np.zeros(0),
-            f64(prev.tangent, dtype=np.float64) if warm else np.zeros((0, 2)), self.blk_cols, self.blk_ptr,
-            sim._passive, float(opts.tol), int(steps), float(opts.armijo), full, self.newton_only,
-            int(opts.max_outer), cL, cA, cF, ck, self.threshold, st.contact_stabilization == "position",
-            float(st.contact_zeta))
-        t_solved = time.perf_counter()
-        if outcome == DECLINED:
-            return None
-        solved = outcome == SOLVED
-        sol = Solution(z=z, w=w, status=Status.SOLVED if solved else Status.TRIVIAL, iterations=int(its),
-                       method="box-qp", info={"outer": int(outer)} if solved else {})
-        sol.residual, sol.complementarity, sol.infeasibility = numbers[0], numbers[1], numbers[2]
-        sol.relative_residual = max(numbers[3], numbers[5]) if solved else 0.0
+        args = (contacts.body_a.astype(np.int64, copy=False), contacts.body_b.astype(np.int64, copy=False),
+                f64(contacts.point, dtype=np.float64), f64(contacts.normal, dtype=np.float64),
+                f64(contacts.t1, dtype=np.float64), f64(contacts.t2, dtype=np.float64),
+                f64(contacts.phi, dtype=np.float64), f64(contacts.mu, dtype=np.float64),
+                f64(contacts.normal_guess, dtype=np.float64), h,
+                float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), float(st.slop), self.cfm,
+                float(sim.model_options.new_contact_bound), sim.model_options.coupling == "current",
+                warm, match if warm else np.zeros(0, dtype=np.int64),
+                f64(prev.normal, dtype=np.float64) if warm else np.zeros(0),
+                f64(prev.tangent, dtype=np.float64) if warm else np.zeros((0, 2)), self.blk_cols, self.blk_ptr,
+                sim._passive)
+        position_stage = st.contact_stabilization == "position"
+        if self.fixed:
+            t0 = time.perf_counter()
+            (outcome, code, stats, e0, gain, ke, pe, pen, z, w, dvel, v_next, tangent, modes, f, Bm, Bw, v, v_free,
+             dv, ix, ip, n_bias) = box_friction_fixed_step(
+                self.live, model.ndof, model.dof_start, model.kind, self.kinematic, model.mass, model.inertia,
+                model.inv_inertia, self.gravity, bool(st.gyroscopic), data.quaternion, data.position,
+                data.linear_velocity, data.angular_velocity, *args, int(sim.iterations),
+                float(sim.solver_options.get("tol", 1e-7)), position_stage, float(st.contact_zeta))
+            t_solved = time.perf_counter()
+            if outcome == DECLINED:
+                return None
+            status = _PGS_STATUS.get(int(code), Status.NUMERICAL_FAILURE)
+            sol = Solution(z=z, w=w, status=status, iterations=int(stats[0]), residual=float(stats[1]), method="pgs",
+                           relative_residual=float(stats[2]),
+                           info={"matrix_free": True, "last_step": float(stats[3]), "velocity_change": dvel})
+            deep = False
+        else:
+            opts = self.opts
+            steps, full = (opts.max_iterations, False) if self.newton_only or n <= opts.small_n \
+                else (opts.newton_steps, True)
+            cL, cA, cF, ck = _dense_factors(n)
+            t0 = time.perf_counter()
+            (outcome, its, outer, deep, e0, gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, f, Bm, Bw, v,
+             v_free, dv, ix, ip, n_bias) = box_friction_step(
+                self.live, model.ndof, model.dof_start, model.mass, model.inertia, model.inv_inertia, self.gravity,
+                bool(st.gyroscopic), data.quaternion, data.position, data.linear_velocity, data.angular_velocity,
+                *args, float(opts.tol), int(steps), float(opts.armijo), full, self.newton_only, int(opts.max_outer),
+                cL, cA, cF, ck, self.threshold, position_stage, float(st.contact_zeta))
+            t_solved = time.perf_counter()
+            if outcome == DECLINED:
+                return None
+            solved = outcome == SOLVED
+            sol = Solution(z=z, w=w, status=Status.SOLVED if solved else Status.TRIVIAL, iterations=int(its),
+                           method="box-qp", info={"outer": int(outer)} if solved else {})
+            sol.residual, sol.complementarity, sol.infeasibility = numbers[0], numbers[1], numbers[2]
+            sol.relative_residual = max(numbers[3], numbers[5]) if solved else 0.0
         sol.time_s = t_solved - t0
+        success = sol.success
+        rescued = not success and certified(sol)
         result = StepResult(v_next=v_next, normal=z[:nc], tangent=tangent, joint=z[:0], limit=z[0:0],
                             motor=z[0:0], modes=modes)
         data.warm["z"] = z.copy()
@@ -223,7 +336,10 @@ class BoxFrictionStep:
         # the compiled call is build, solve, recover and integrate at once: its time is reported as "solve"
         sim.timing = {"detect": t_detect - t_start, "build": 0.0, "solve": t_solved - t0,
                       "integrate": t_end - t_solved, "record": 0.0}
-        return StepRecord(time=data.time, contacts=nc, lcp_size=n, iterations=int(its), pivots=0,
-                          residual=float(numbers[0]), success=True, status=sol.status.value, rescued=False,
-                          kinetic_energy=ke, energy=e1, energy_gain=e1 - e0, contact_energy_gain=gain,
-                          max_penetration=pen, solve_time=t_solved - t0, joint_error=0.0)
+        return StepRecord(time=data.time, contacts=nc, lcp_size=n, iterations=int(sol.iterations), pivots=0,
+                          residual=float(sol.residual), success=bool(success), status=sol.status.value,
+                          rescued=bool(rescued), kinetic_energy=ke, energy=e1, energy_gain=e1 - e0,
+                          contact_energy_gain=gain, max_penetration=pen, solve_time=t_solved - t0, joint_error=0.0)
+
+
+_PGS_STATUS = {_PGS_CONVERGED: Status.SOLVED, _PGS_MAX_SWEEPS: Status.MAX_ITERATIONS}
