@@ -158,3 +158,30 @@ def row_block_components(indptr, indices, findex, block):
             count += 1
         out[i] = label[r]
     return count, out
+
+
+@jit
+def body_pair_groups(indptr, indices):
+    """A group per row of H (CSR, sorted columns, 6 per body): rows on the same first and last body
+    (a body pair's contact rows, a joint's rows) share one, numbered from 0 (a problem's
+    ``body_groups``: box-qp factorises an island's Newton steps block by block over them,
+    kernels/box_qp.py ``island_groups``)."""
+    n = indptr.size - 1
+    key = np.empty(n, dtype=np.int64)
+    span = 1
+    for r in range(n):
+        if indptr[r + 1] > indptr[r]:
+            span = max(span, indices[indptr[r + 1] - 1] // 6 + 2)
+    for r in range(n):
+        if indptr[r + 1] > indptr[r]:
+            key[r] = (indices[indptr[r]] // 6) * span + indices[indptr[r + 1] - 1] // 6
+        else:
+            key[r] = -1 - r             # an empty row: a group of its own
+    order = np.argsort(key, kind="mergesort")
+    label = np.empty(n, dtype=np.int64)
+    g = -1
+    for t in range(n):
+        if t == 0 or key[order[t]] != key[order[t - 1]]:
+            g += 1
+        label[order[t]] = g
+    return label

@@ -300,3 +300,107 @@ def solve_small(A, b, k, x, rel_tol=RANK):
             s -= A[i, j] * x[j]
         x[i] = s / A[i, i]
     return True
+
+
+@jit
+def elimination_order(gstart, adj):
+    """The groups' elimination order, fewest neighbour rows first (a tree of joints from its leaves:
+    no fill), and each group's neighbours at its elimination (later groups it shares a body with,
+    fill included: the neighbours of an eliminated group become neighbours of each other). Returns
+    (order, nbr, nnb): group order[s] is eliminated at step s; nbr[g, :nnb[g]] its neighbours."""
+    G = gstart.size - 1
+    adj = adj.copy()
+    done = np.zeros(G, dtype=np.bool_)
+    order = np.empty(G, dtype=np.int64)
+    nbr = np.empty((G, G), dtype=np.int64)
+    nnb = np.zeros(G, dtype=np.int64)
+    for step in range(G):
+        g, best = -1, gstart[G] + 1
+        for c in range(G):
+            if not done[c]:
+                w = 0
+                for h in range(G):
+                    if adj[c, h] and not done[h]:
+                        w += gstart[h + 1] - gstart[h]
+                if w < best:
+                    g, best = c, w
+        order[step] = g
+        done[g] = True
+        k = 0
+        for h in range(G):
+            if adj[g, h] and not done[h]:
+                nbr[g, k] = h
+                k += 1
+        nnb[g] = k
+        for i in range(k):
+            for j in range(k):
+                if i != j:
+                    adj[nbr[g, i], nbr[g, j]] = True
+    return order, nbr, nnb
+
+
+@jit
+def grouped_cholesky_solve(B, b, gs, nbr, nnb, min_spread):
+    """x with B x = b for the SPD B (dense, overwritten by its factor) whose rows come group by
+    group in elimination order (:func:`grouped_order`: group s at gs[s]:gs[s + 1], later groups it
+    shares a body with nbr[s, :nnb[s]]): a block Cholesky whose trailing update touches only a
+    group's neighbours, so a tree of joints factors without fill and the work grows with the
+    joints, not with their cube (as Baraff's linear-time factorisation of tree-structured
+    constraint matrices, SIGGRAPH 1996). Only B's lower blocks between neighbours are read. Returns
+    (ok, x): ok False when a pivot is not positive, the pivots (diagonal of the factor) spread
+    beyond ``min_spread`` (the joint projection's 1e-6: cond < ~1e12 fails; box-qp's 0: positive
+    pivots, what LAPACK's potrf asks) or x is not finite."""
+    n = b.size
+    G = gs.size - 1
+    dmin, dmax = np.inf, 0.0
+    for s in range(G):
+        g0, g1 = gs[s], gs[s + 1]
+        if not chol_factor_block(B, B, g0, g1):        # the pivot block, in place
+            return False, np.zeros(n)
+        for i in range(g0, g1):
+            dmin, dmax = min(dmin, B[i, i]), max(dmax, B[i, i])
+        for a in range(nnb[s]):                # L[Nb, R] = B[Nb, R] L_RR^-T
+            h = nbr[s, a]
+            for i in range(gs[h], gs[h + 1]):
+                for j in range(g0, g1):
+                    v = B[i, j]
+                    for t in range(g0, j):
+                        v -= B[i, t] * B[j, t]
+                    B[i, j] = v / B[j, j]
+        for a in range(nnb[s]):                # B[Nb, Nb] -= L[Nb, R] L[Nb, R]' (lower blocks)
+            h = nbr[s, a]
+            for c in range(nnb[s]):
+                k = nbr[s, c]
+                if k > h:
+                    continue
+                for i in range(gs[h], gs[h + 1]):
+                    for j in range(gs[k], min(gs[k + 1], i + 1)):
+                        v = 0.0
+                        for t in range(g0, g1):
+                            v += B[i, t] * B[j, t]
+                        B[i, j] -= v
+    if not dmin > min_spread * dmax:
+        return False, np.zeros(n)
+    x = b.copy()
+    for s in range(G):                         # L y = b
+        g0, g1 = gs[s], gs[s + 1]
+        lower_solve_block(B, g0, g1, x, x)
+        for a in range(nnb[s]):
+            h = nbr[s, a]
+            for i in range(gs[h], gs[h + 1]):
+                v = 0.0
+                for t in range(g0, g1):
+                    v += B[i, t] * x[t]
+                x[i] -= v
+    for s in range(G - 1, -1, -1):             # L' x = y
+        g0, g1 = gs[s], gs[s + 1]
+        for a in range(nnb[s]):
+            h = nbr[s, a]
+            for i in range(gs[h], gs[h + 1]):
+                for j in range(g0, g1):
+                    x[j] -= B[i, j] * x[i]
+        upper_solve_block(B, g0, g1, x, x)
+    for i in range(n):
+        if not np.isfinite(x[i]):
+            return False, x
+    return True, x

@@ -25,7 +25,7 @@ import numpy as np
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
 from .joint_kernels import _copy_row, _csr, _WIDTH, fill_joint_rows, row_buffers
-from ..kernels.dense import chol_factor_block, lower_solve_block, upper_solve_block
+from ..kernels.dense import elimination_order, grouped_cholesky_solve
 from .kernels import _exp_rotate, block_times, body_blocks, delassus_dense, rows_transpose_times
 
 
@@ -97,43 +97,6 @@ def row_groups(indptr, indices, live):
 
 
 @jit
-def elimination_order(gstart, adj):
-    """The groups' elimination order, fewest neighbour rows first (a tree of joints from its leaves:
-    no fill), and each group's neighbours at its elimination (later groups it shares a body with,
-    fill included: the neighbours of an eliminated group become neighbours of each other). Returns
-    (order, nbr, nnb): group order[s] is eliminated at step s; nbr[g, :nnb[g]] its neighbours."""
-    G = gstart.size - 1
-    adj = adj.copy()
-    done = np.zeros(G, dtype=np.bool_)
-    order = np.empty(G, dtype=np.int64)
-    nbr = np.empty((G, G), dtype=np.int64)
-    nnb = np.zeros(G, dtype=np.int64)
-    for step in range(G):
-        g, best = -1, gstart[G] + 1
-        for c in range(G):
-            if not done[c]:
-                w = 0
-                for h in range(G):
-                    if adj[c, h] and not done[h]:
-                        w += gstart[h + 1] - gstart[h]
-                if w < best:
-                    g, best = c, w
-        order[step] = g
-        done[g] = True
-        k = 0
-        for h in range(G):
-            if adj[g, h] and not done[h]:
-                nbr[g, k] = h
-                k += 1
-        nnb[g] = k
-        for i in range(k):
-            for j in range(k):
-                if i != j:
-                    adj[nbr[g, i], nbr[g, j]] = True
-    return order, nbr, nnb
-
-
-@jit
 def grouped_order(indptr, indices, live):
     """The rows of J (CSR) in the elimination order of their groups (:func:`row_groups`,
     :func:`elimination_order`): (q, gs, nbr, nnb) with row q[i] of J at position i, group s at
@@ -164,72 +127,6 @@ def grouped_order(indptr, indices, live):
 
 
 @jit
-def grouped_cholesky_solve(B, b, gs, nbr, nnb):
-    """x with B x = b for the SPD B (dense, overwritten by its factor) whose rows come group by
-    group in elimination order (:func:`grouped_order`: group s at gs[s]:gs[s + 1], later groups it
-    shares a body with nbr[s, :nnb[s]]): a block Cholesky whose trailing update touches only a
-    group's neighbours, so a tree of joints factors without fill and the work grows with the
-    joints, not with their cube (as Baraff's linear-time factorisation of tree-structured
-    constraint matrices, SIGGRAPH 1996). Only B's lower blocks between neighbours are read. Returns
-    (ok, x): ok False when a pivot is not positive, the pivots spread beyond 1e-6 (cond < ~1e12
-    fails) or x is not finite."""
-    n = b.size
-    G = gs.size - 1
-    dmin, dmax = np.inf, 0.0
-    for s in range(G):
-        g0, g1 = gs[s], gs[s + 1]
-        if not chol_factor_block(B, B, g0, g1):        # the pivot block, in place
-            return False, np.zeros(n)
-        for i in range(g0, g1):
-            dmin, dmax = min(dmin, B[i, i]), max(dmax, B[i, i])
-        for a in range(nnb[s]):                # L[Nb, R] = B[Nb, R] L_RR^-T
-            h = nbr[s, a]
-            for i in range(gs[h], gs[h + 1]):
-                for j in range(g0, g1):
-                    v = B[i, j]
-                    for t in range(g0, j):
-                        v -= B[i, t] * B[j, t]
-                    B[i, j] = v / B[j, j]
-        for a in range(nnb[s]):                # B[Nb, Nb] -= L[Nb, R] L[Nb, R]' (lower blocks)
-            h = nbr[s, a]
-            for c in range(nnb[s]):
-                k = nbr[s, c]
-                if k > h:
-                    continue
-                for i in range(gs[h], gs[h + 1]):
-                    for j in range(gs[k], min(gs[k + 1], i + 1)):
-                        v = 0.0
-                        for t in range(g0, g1):
-                            v += B[i, t] * B[j, t]
-                        B[i, j] -= v
-    if not dmin > 1e-6 * dmax:
-        return False, np.zeros(n)
-    x = b.copy()
-    for s in range(G):                         # L y = b
-        g0, g1 = gs[s], gs[s + 1]
-        lower_solve_block(B, g0, g1, x, x)
-        for a in range(nnb[s]):
-            h = nbr[s, a]
-            for i in range(gs[h], gs[h + 1]):
-                v = 0.0
-                for t in range(g0, g1):
-                    v += B[i, t] * x[t]
-                x[i] -= v
-    for s in range(G - 1, -1, -1):             # L' x = y
-        g0, g1 = gs[s], gs[s + 1]
-        for a in range(nnb[s]):
-            h = nbr[s, a]
-            for i in range(gs[h], gs[h + 1]):
-                for j in range(g0, g1):
-                    x[j] -= B[i, j] * x[i]
-        upper_solve_block(B, g0, g1, x, x)
-    for i in range(n):
-        if not np.isfinite(x[i]):
-            return False, x
-    return True, x
-
-
-@jit
 def rows_solve(indptr, indices, data, W, b, live):
     """lam with (J W J') lam = b for the rows J (CSR; columns 6 per body, W (nbody, 6, 6) the M^-1
     blocks, ``live`` the bodies whose W is not zero): J W J' by the compiled block Delassus with
@@ -253,7 +150,7 @@ def rows_solve(indptr, indices, data, W, b, live):
         for t in range(indptr[r + 1] - indptr[r]):
             ix[ip[i] + t] = indices[indptr[r] + t]
             dv[ip[i] + t] = data[indptr[r] + t]
-    ok, xq = grouped_cholesky_solve(delassus_dense(ip, ix, dv, W, n, np.zeros(n)), bq, gs, nbr, nnb)
+    ok, xq = grouped_cholesky_solve(delassus_dense(ip, ix, dv, W, n, np.zeros(n)), bq, gs, nbr, nnb, 1e-6)
     if ok:
         x = np.empty(n)
         for i in range(n):

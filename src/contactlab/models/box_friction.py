@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from ..errors import ModelError
 from ..kernels._jit import jit
-from ..kernels.components import row_block_components
+from ..kernels.components import body_pair_groups, row_block_components
 from ..mechanics.kernels import delassus_dense, rows_times as _rows_times, rows_transpose_times as _rows_transpose_times
 from ..mechanics.system import delassus, rows_times, rows_transpose_times, stack_rows
 from ..problems import BoxedLCP
@@ -210,7 +210,9 @@ def _finish(prob: BoxedLCP, sys, H, o_a, o_l, o_n, o_s, n, nc) -> BoxedLCP:
                        "normal": slice(o_n, o_s), "friction": slice(o_s, n)}
     if sp.issparse(prob.M) and sys.body_blocks:
         prob.islands = _islands(H, o_n, o_s, nc)
+        prob.body_groups = body_pair_groups(H.indptr, H.indices)
     return prob
+
 
 
 @jit

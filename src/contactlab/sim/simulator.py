@@ -18,7 +18,7 @@ from ..blas import blas_threads
 from ..collision import CollisionWorld, match_contacts
 from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
-from ..kernels.components import row_block_components
+from ..kernels.components import body_pair_groups, row_block_components
 from ..kernels import pgs as _PGS
 from ..kernels.energy import energies as _energies, energies_and_depth as _energies_and_depth
 from ..kernels.pgs_matrix_free import solve_matrix_free
@@ -72,7 +72,7 @@ def potential_energy(model: Model, data: Data) -> float:
 POSITION_TOL = 1e-3
 
 
-def position_lcp(A, c: np.ndarray, islands=None) -> tuple[np.ndarray, float]:
+def position_lcp(A, c: np.ndarray, islands=None, groups=None) -> tuple[np.ndarray, float]:
     """The position correction's LCP w = A p + c >= 0 perp p >= 0 (A = N W N' + eps I, symmetric
     positive definite, dense or CSR) on the whole problem by box-qp: up to 30 projected Newton steps
     from p = 0 (``algorithm="newton"``: its first free set is the rows with c_i < 0, the deep
@@ -86,12 +86,15 @@ def position_lcp(A, c: np.ndarray, islands=None) -> tuple[np.ndarray, float]:
     on a 1,000-box pile's, where the interior point's LDL' of all 6,000 rows fills in (11 ms). A
     working set of box-qp solves grown from the deep rows (before) took twice as long at 500 boxes.
     ``islands``: (count, label per row) of the contacts' independent groups, solved apart by box-qp
-    (solvers/box_qp.py ``_islands``)."""
+    (solvers/box_qp.py ``_islands``); ``groups``: the rows' body-pair groups (kernels/components.py
+    ``body_pair_groups``), over which an island's Newton steps are factorised block by block."""
     problem = BoxedLCP(A, c, np.zeros(c.size), np.full(c.size, np.inf))
     if islands is not None and islands[0] > 1:
         # each island's projected Newton (30 steps with line search, whatever its size: small_n),
         # the interior point on the islands it leaves
         problem.islands = islands
+        if groups is not None:
+            problem.body_groups = groups
         sol = solve(problem, "box-qp", max_iterations=30, small_n=c.size, tol=POSITION_TOL)
     else:
         sol = solve(problem, "box-qp", algorithm="newton", max_iterations=30, tol=POSITION_TOL)
@@ -473,10 +476,11 @@ class Simulator:
         # projected Newton from p = 0 (the deep contacts first, then those the correction would push
         # in), then the interior point; 100 capped PGS sweeps on a pile used to miss 1e-2, so the
         # correction was skipped
-        islands = None
+        islands = groups = None
         if sp.issparse(A) and sys.body_blocks:
             islands = row_block_components(sys.N.indptr, sys.N.indices, np.full(n, -1, dtype=np.int64), 6)
-        p, rel = position_lcp(A, c, islands)
+            groups = body_pair_groups(sys.N.indptr, sys.N.indices)
+        p, rel = position_lcp(A, c, islands, groups)
         if rel <= 1e-2:
             self._displace(W @ (sys.N.T @ p))
 

@@ -71,7 +71,9 @@ class BoxQPOptions:
     shortens (up to small_n: max_iterations, as Newton steps are cheap there and its vertex answers
     settle friction-coupled bounds in fewer updates);
     ipm_iterations: interior-point iterations per QP; islands: solve a sparse problem's own
-    ``islands`` (set by its builder, e.g. box friction) apart (:func:`_islands`)."""
+    ``islands`` (set by its builder, e.g. box friction) apart (:func:`_islands`); grouped_max: the
+    largest island solved by the compiled projected Newton with block-by-block factorisations over
+    the problem's ``body_groups`` (0: none; a 500-box pile's columns of 20 boxes, 240 rows each)."""
     tol: float = 0.1 * CERTIFY
     max_iterations: int = 60
     max_outer: int = 30
@@ -82,12 +84,14 @@ class BoxQPOptions:
     small_n: int = 200
     ipm_iterations: int = 80
     islands: bool = True
+    grouped_max: int = 600
 
     def __post_init__(self):
         if not (self.tol > 0 and self.max_iterations >= 1 and self.max_outer >= 1 and self.dense_max >= 0
-                and self.newton_steps >= 0 and self.small_n >= 0 and self.ipm_iterations >= 1):
+                and self.newton_steps >= 0 and self.small_n >= 0 and self.ipm_iterations >= 1
+                and self.grouped_max >= 0):
             raise ParamError("tol > 0, max_iterations >= 1, max_outer >= 1, dense_max >= 0, newton_steps >= 0, "
-                             "small_n >= 0 and ipm_iterations >= 1 are required")
+                             "small_n >= 0, ipm_iterations >= 1 and grouped_max >= 0 are required")
         if self.algorithm not in ("auto", "newton", "ipm"):
             raise ParamError(f"algorithm must be 'auto', 'newton' or 'ipm', got {self.algorithm!r}")
 
@@ -745,8 +749,13 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
     order, bounds = island_rows(count, labels)
     sizes = np.diff(bounds)
     # the compiled call takes the islands that _compiled would take whole with the small-problem
-    # settings (dense, up to small_n rows: the full Newton budget with line search); "ipm": none
-    fits = (sizes <= min(opts.dense_max, opts.small_n)) & (opts.algorithm != "ipm")
+    # settings (dense, up to small_n rows: the full Newton budget with line search), and with the
+    # rows' groups (``body_groups``, set by box friction: rows on one body pair) those up to
+    # grouped_max rows, whose Newton steps it factorises block by block; "ipm": none
+    groups = getattr(problem, "body_groups", None)
+    groups = _NO_LABELS if groups is None or opts.grouped_max <= 0 else groups
+    fits = (sizes <= min(opts.dense_max, opts.small_n)) | ((sizes <= opts.grouped_max) & (groups.size > 0))
+    fits &= opts.algorithm != "ipm"
     small = np.flatnonzero(fits)
     rows = order[np.repeat(fits, sizes)]                    # the small islands' rows, island by island
     starts = np.concatenate([[0], np.cumsum(sizes[small])])
@@ -754,7 +763,7 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
     codes, its, outers = (np.zeros(small.size, dtype=np.int64) for _ in range(3))
     box_qp_islands(M.indptr, M.indices, M.data, problem.q, problem.lo, problem.hi, problem.findex, problem.mu,
                    z, rows, starts, opts.tol, opts.max_iterations, opts.armijo, opts.algorithm == "newton",
-                   opts.max_outer, zz, w, codes, its, outers)
+                   opts.max_outer, zz, w, codes, its, outers, groups, GROUPED_FROM)
     iterations, outer, ok = int(its.sum()), int(outers.max(initial=1)), True
     # an island left out: the whole method on its own block; one the compiled Newton gave up on: the
     # interior point from there, at its bound update (its Newton iterations already counted)
@@ -774,6 +783,12 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
     ok = ok and not np.any(codes == UNSETTLED)
     return Solution(z=zz, w=w, status=Status.SOLVED if ok else Status.MAX_ITERATIONS, iterations=iterations,
                     info={"outer": outer, "islands": int(count)})
+
+
+#: islands of more rows than this factorise their Newton steps block by block over their groups (where
+#: the problem carries ``body_groups``); below it LAPACK's dense Cholesky is as fast
+GROUPED_FROM = 64
+_NO_LABELS = np.zeros(0, dtype=np.int64)
 
 
 def _solve(problem: BoxedLCP, opts: BoxQPOptions, warm_start, compiled: bool = True) -> Solution:
