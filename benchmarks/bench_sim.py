@@ -66,15 +66,18 @@ _WARM = set()
 
 
 def _warm_up(fixed):
-    """Once per process and mode: 40 steps of a 50-box pile and of six 4-box stacks in throwaway
-    simulators, so every compiled kernel the timed runs use (the interior point, the islands, the
-    position correction, ...) is compiled or loaded from numba's cache before any clock starts: numba
-    loads a cached kernel at its first call, 1-10 ms each, which fell inside the first timed steps
-    of whichever run met it first (a 100-box pile's steps 1-40: ~3 ms per step)."""
+    """Once per process and mode: 40 steps of a 50-box pile, of six 4-box stacks, of three 8-box
+    stacks (islands factorised by body-pair groups) and of a 6-box pile (the compiled box-friction
+    step, sim/box_step.py) in throwaway simulators, so every compiled kernel the timed runs use (the
+    interior point, the islands, the position correction, ...) is compiled or loaded from numba's
+    cache before any clock starts: numba loads a cached kernel at its first call, 1-10 ms each, which
+    fell inside the first timed steps of whichever run met it first (a 100-box pile's steps 1-40:
+    ~3 ms per step; a 10-box pile's 200-step mean: 0.14 instead of 0.11 ms)."""
     if fixed in _WARM:
         return
     _WARM.add(fixed)
-    for name, kw, coupling in (("pile", {"count": 50}, "previous"), ("stack", {"count": 4, "columns": 6}, "current")):
+    for name, kw, coupling in (("pile", {"count": 50}, "previous"), ("stack", {"count": 4, "columns": 6}, "current"),
+                               ("stack", {"count": 8, "columns": 3}, "current"), ("pile", {"count": 6}, "previous")):
         sim = Simulator(make_scene(name, **kw), "box-friction", "pgs" if fixed else "box-qp", iterations=fixed,
                         model_options={"coupling": "current" if fixed else coupling})
         for _ in range(40):

@@ -288,3 +288,27 @@ def test_box_on_box_points_keep_their_order_under_tiny_tilts(yaw):
     assert all(r.shape == runs[0].shape for r in runs) and runs[0].shape[0] >= 4
     for r in runs[1:]:
         assert np.abs(r - runs[0]).max() <= 1e-8
+
+
+def test_detect_matched_is_detect_then_match_contacts():
+    """CollisionWorld.detect_matched (one compiled call: sweep, reach, detection, matching) gives the
+    contacts, matches and normal estimates of detect() with the simulator's sweep followed by
+    match_contacts(), on a falling and landing pile (new contacts, matched ones, none)."""
+    from contactlab.collision import match_contacts
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sim = Simulator(make_scene("pile", count=12, seed=3), "box-friction", "box-qp", model_options={"coupling": "previous"})
+    seen = set()
+    for k in range(60):
+        d = sim.data
+        prev, values = d.contacts, (None if d.result is None else d.result.normal)
+        a, ma = sim.world.detect_matched(d, sim._margin(), sim.h, prev, values, 0.004)
+        b = sim.world.detect(d, margin=sim._margin(), sweep=sim._sweep())
+        mb, b.normal_guess = match_contacts(prev, values, b, 0.004)
+        assert a.count == b.count and np.array_equal(ma, mb)
+        for f in ("body_a", "body_b", "shape_a", "shape_b", "point", "normal", "phi", "mu", "t1", "t2"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+        assert np.array_equal(a.normal_guess, b.normal_guess, equal_nan=True)
+        seen.add((a.count > 0, bool(np.any(ma >= 0)), bool(np.any(ma < 0))))
+        sim.step()
+    assert (False, False, False) in seen and (True, True, False) in seen and (True, False, True) in seen

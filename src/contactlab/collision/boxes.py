@@ -26,7 +26,7 @@ import numpy as np
 
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
-from ..mechanics.kernels import tangent_basis_kernel
+from ..mechanics.kernels import shape_sweep, tangent_basis_kernel
 
 #: a face axis is kept unless an edge-edge axis separates by more than this (relative to the box size)
 EDGE_PREFERENCE = 1e-4
@@ -691,3 +691,27 @@ def match_previous_kernel(sa_prev, sb_prev, point_prev, sa_new, sb_new, point_ne
         if found >= 0:
             dist2[i] = best
     return out, dist2
+
+
+@jit
+def detect_and_match(dof_start, lin, ang, body_radius, h, quaternion, position, shape_body, local_R, local_p,
+                     plane_idx, plane_local, aabb_center, aabb_half, margin, finite_idx, static, jointed_keys, nb,
+                     cls, half, verts, vstart, radius, plane_row, shape_mu, mu_default, sa_prev, sb_prev,
+                     point_prev, values, near):
+    """The simulator's detection and matching in one call: each shape's sweep over the step
+    (mechanics/kernels.py ``shape_sweep``) and reach (:func:`shape_reach_of`), :func:`detect_contacts`
+    with them, then, where no pair is left to coal and there are previous contacts (``sa_prev``
+    non-empty) and new ones, :func:`match_with_values` against the previous contacts (else no match:
+    -1 and NaN). Returns (sweep, reach, detect_contacts' outputs, match, matched values)."""
+    sweep = shape_sweep(dof_start, lin, ang, body_radius, shape_body, h)
+    reach = shape_reach_of(sweep)
+    Rs, ps, pairs, sa, sb, P, N, phi, rest, left, t1, t2, ba, bb, mu = detect_contacts(
+        quaternion, position, shape_body, local_R, local_p, plane_idx, plane_local, aabb_center, aabb_half, margin,
+        reach, sweep, finite_idx, static, jointed_keys, nb, cls, half, verts, vstart, radius, plane_row, shape_mu,
+        mu_default)
+    if left or sa_prev.size == 0 or phi.size == 0:
+        match = np.full(phi.size, -1, dtype=np.int64)
+        guess = np.full(phi.size, np.nan)
+    else:
+        match, guess = match_with_values(sa_prev, sb_prev, point_prev, values, sa, sb, P, near)
+    return sweep, reach, pairs, sa, sb, P, N, phi, rest, left, t1, t2, ba, bb, mu, match, guess

@@ -273,6 +273,53 @@ class CollisionWorld:
         ba, bb, mu = self._contact_fields(sa, sb)
         return ContactSet(ba, bb, sa, sb, P, n, phi, mu, t1, t2, np.full(phi.size, np.nan))
 
+    def detect_matched(self, data: Data, margin: float, h: float, prev: ContactSet | None,
+                       prev_values: np.ndarray | None, near: float) -> tuple[ContactSet, np.ndarray]:
+        """The simulator's detection and contact matching: :meth:`detect` with each shape's sweep over
+        the step of length ``h`` (mechanics/kernels.py ``shape_sweep``), then :func:`match_contacts`
+        against ``prev`` (its ``normal_guess`` set from ``prev_values``); (contacts, match). Where every
+        pair is a compiled routine's and no pair overrides friction, one compiled call
+        (boxes.py ``detect_and_match``); otherwise the two steps (and coal) as they are."""
+        if not self.geoms or self.model.pair_mu or type(self).detect is not CollisionWorld.detect:
+            sweep = self._shape_sweep(data, h)
+            contacts = self.detect(data, margin=margin, sweep=sweep)
+            match, contacts.normal_guess = match_contacts(prev, prev_values, contacts, near)
+            return contacts, match
+        i64 = np.int64
+        has_prev = prev is not None and prev.count > 0
+        if has_prev:
+            sa_prev, sb_prev = prev.shape_a.astype(i64, copy=False), prev.shape_b.astype(i64, copy=False)
+            point_prev = np.ascontiguousarray(prev.point)
+            values = np.zeros(0) if prev_values is None else np.ascontiguousarray(prev_values, dtype=np.float64)
+        else:
+            sa_prev = sb_prev = _NO_SHAPES
+            point_prev, values = _NO_POINTS, _NO_VALUES
+        self.margin = float(margin)
+        m = self.model
+        (self._sweep, self._reach, pairs, sa, sb, P, n, phi, rest, left, t1, t2, ba, bb, mu, match,
+         guess) = B.detect_and_match(
+            m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius, float(h), data.quaternion,
+            data.position, self.shape_body, self.local_R, self.local_p, self.plane_idx, self.plane_local,
+            self.aabb_center, self.aabb_half, self.margin, self.finite_idx, self.static, self.jointed_keys, m.nb,
+            self.shape_class, self.half, self.vflat, self.vstart, self.sphere_radius, self.plane_row, self.shape_mu,
+            float(m.mu_default), sa_prev, sb_prev, point_prev, values, float(near))
+        if left:        # coal's pairs: merged as detect() merges them, then matched
+            contacts = self.detect(data, margin=margin, sweep=self._sweep)
+            match, contacts.normal_guess = match_contacts(prev, prev_values, contacts, near)
+            return contacts, match
+        if pairs.shape[0] == 0 or phi.size == 0:
+            contacts = ContactSet.empty()
+            contacts.normal_guess = np.full(0, np.nan)
+            return contacts, np.full(0, -1, dtype=np.int64)
+        contacts = ContactSet(ba, bb, sa, sb, P, n, phi, mu, t1, t2, guess)
+        return contacts, match
+
+    def _shape_sweep(self, data: Data, h: float) -> np.ndarray:
+        """Per shape: (h v, h |omega| r) of its body (mechanics/kernels.py ``shape_sweep``)."""
+        from ..mechanics.kernels import shape_sweep
+        return shape_sweep(self.model.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius,
+                           self.shape_body, float(h))
+
     def _coal_contacts(self, pairs, Rs, ps):
         """coal's narrow phase (collide + contact patch) for the pairs no compiled routine covers
         (spheres, capsules, cylinders, convex meshes against each other)."""
@@ -313,6 +360,11 @@ class CollisionWorld:
                     out["phi"].append(float(np.dot(p2 - p1, n)))
         return (np.array(out["sa"], dtype=np.int64), np.array(out["sb"], dtype=np.int64),
                 np.array(out["p"]).reshape(-1, 3), np.array(out["n"]).reshape(-1, 3), np.array(out["phi"]))
+
+
+_NO_SHAPES = np.zeros(0, dtype=np.int64)
+_NO_POINTS = np.zeros((0, 3))
+_NO_VALUES = np.zeros(0)
 
 
 def _polygon_corners(patch, tol: float = 1e-6) -> list[int]:

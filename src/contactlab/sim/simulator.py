@@ -334,14 +334,18 @@ class Simulator:
         model, data, h = self.model, self.data, self.h
         clock = time.perf_counter
         t_start = clock()
-        contacts = self.world.detect(data, margin=self._margin(), sweep=self._sweep())
         prev = data.contacts
         prev_normal = None if data.result is None else data.result.normal
         # each contact's nearest previous contact on the same shape pair (-1: a new pair), at any
         # distance for the warm start (a pair whose reduced manifold picked other points of its
         # polygon keeps its impulses near), within 2 margin + 1 mm for the previous-normal estimate
         radius = 2.0 * model.settings.margin + 1e-3
-        match, contacts.normal_guess = match_contacts(prev, prev_normal, contacts, radius)
+        detect_matched = getattr(self.world, "detect_matched", None)
+        if detect_matched is not None:      # CollisionWorld: detection and matching in one compiled call
+            contacts, match = detect_matched(data, self._margin(), h, prev, prev_normal, radius)
+        else:                               # a scene's own contact generator (e.g. the box gripper's grid)
+            contacts = self.world.detect(data, margin=self._margin(), sweep=self._sweep())
+            match, contacts.normal_guess = match_contacts(prev, prev_normal, contacts, radius)
         t_detect = clock()
         if self._box_step is not None:      # compiled build -> solve -> recover -> integrate (sim/box_step.py)
             record = self._box_step(self, contacts, match, t_start, t_detect)
