@@ -340,9 +340,8 @@ class Simulator:
         # distance for the warm start (a pair whose reduced manifold picked other points of its
         # polygon keeps its impulses near), within 2 margin + 1 mm for the previous-normal estimate
         radius = 2.0 * model.settings.margin + 1e-3
-        detect_matched = getattr(self.world, "detect_matched", None)
-        if detect_matched is not None:      # CollisionWorld: detection and matching in one compiled call
-            contacts, match = detect_matched(data, self._margin(), h, prev, prev_normal, radius)
+        if isinstance(self.world, CollisionWorld):      # detection and matching in one compiled call
+            contacts, match = self.world.detect_matched(data, self._margin(), h, prev, prev_normal, radius)
         else:                               # a scene's own contact generator (e.g. the box gripper's grid)
             contacts = self.world.detect(data, margin=self._margin(), sweep=self._sweep())
             match, contacts.normal_guess = match_contacts(prev, prev_normal, contacts, radius)
