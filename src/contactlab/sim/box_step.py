@@ -1,20 +1,25 @@
-"""A box-friction step compiled end to end: build -> solve -> recover -> integrate in one call.
+"""Box-friction steps compiled end to end: build -> solve -> recover -> integrate in one call.
 
 For the scenes of the simulator benchmark (stacks and piles of free bodies, no joints, no
-kinematic bodies) with box friction (arechavaleta eq. 16-17) solved by ``box-qp`` in certified mode,
-the step after detection is a fixed chain of compiled kernels: the bodies' mass blocks and free
-velocity, the contact rows, the dense Delassus matrix with q and the bounds, the warm start from the
-matched previous impulses, projected Newton with the certification of its answer, the recovery of
-v+, the energy check, the semi-implicit Euler update, the position-correction test and the energies.
-:func:`box_friction_step` runs that chain in one call on the very kernels the general path calls one
-by one from Python (simulator.py ``_step``), in the same order on the same arrays, so a step gives
-the same bits either way (tests/test_box_step.py compares the state hashes of both paths); what it
-removes is the glue between them: ~30 Python objects and ~20 compiled calls a step (a resting
-10-box pile: ~160 -> ~110 us a step, docs/benchmarks-sim.md).
+kinematic bodies) with box friction (arechavaleta eq. 16-17), the step after detection is a fixed
+chain of compiled kernels: the bodies' mass blocks and free velocity, the contact rows, the problem
+(certified mode: the dense Delassus matrix with q and the bounds; fixed-budget mode: q and the bounds
+only, the sweeps being matrix-free), the warm start from the matched previous impulses, the solve
+(box-qp's projected Newton with the certification of its answer; or at most ``iterations`` PGS
+sweeps), the recovery of v+, the energy check, the semi-implicit Euler update, the position
+correction (its deep test; in fixed-budget mode its PGS sweeps too) and the energies.
+:func:`box_friction_step` and :func:`box_friction_fixed_step` run that chain in one call on the very
+kernels the general path calls one by one from Python (simulator.py ``_step``), in the same order
+on the same arrays, so a step gives the same bits either way (tests/test_box_step.py compares the
+state, the records and the answers of both paths step by step); what they remove is the glue
+between them: ~30 Python objects and ~20 compiled calls a step. A 10-box pile's certified step
+(median of 1,000 after 50): 176 -> 80 us; fixed-budget (50 sweeps) 171 -> 99 us
+(docs/benchmarks-sim.md).
 
-It changes nothing unless the step certifies: a step whose Newton hands over to the interior point,
-whose answer does not certify, or whose q is not finite returns before any state is touched, and
-the simulator runs the general path (fallbacks and all) on the same contacts. A step with deep
+A step changes nothing unless its answer is applied as the general path would apply it: a step
+whose Newton hands over to the interior point, whose answer does not certify (certified mode), or
+whose answer is not finite, or whose q is not finite, returns before any state is touched, and the
+simulator runs the general path (fallbacks and all) on the same contacts. A certified step with deep
 penetration returns after the integration and the simulator runs its position correction. The
 step's ConstraintSystem and problem are assembled only when read (``Simulator.last_system``,
 ``last_problem``) from the terms the call returns.
@@ -49,6 +54,20 @@ TRIVIAL = 2      # z = 0 solves the problem (solve()'s TRIVIAL), applied
 
 
 @jit
+def _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyroscopic, quat, pos, lin, ang, a, b, P,
+                normal, t1, t2, phi, h, zeta, slop):
+    """What both compiled steps start with, in the general path's order: e0 (kernels/energy.py
+    ``energies``), f = 0 and (Bm, Bw, v) (mechanics/kernels.py ``body_terms``: f += gravity and
+    gyroscopic forces), v_free (``free_velocity``) and the contact rows with the normal bias
+    (``contact_terms``). Returns (e0, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias)."""
+    ke0, pe0 = energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity)
+    f = np.zeros(ndof)
+    Bm, Bw, v = body_terms(live, dof_start, quat, mass, inertia, inv_inertia, gravity, lin, ang, gyroscopic, f)
+    dv, ix, ip, n_bias = contact_terms(a, b, dof_start, pos, P, normal, t1, t2, phi, h, zeta, slop)
+    return ke0 + pe0, f, Bm, Bw, v, free_velocity(Bw, v, f, h), dv, ix, ip, n_bias
+
+
+@jit
 def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyroscopic, quat, pos, lin, ang,
                       a, b, P, normal, t1, t2, phi, mu_c, guess, h, zeta, slop, cfm, new_bound, current,
                       warm, match, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
@@ -73,17 +92,11 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     Returns (outcome, iterations, outer, deep, e0, contact_gain, ke, pe, pen, z, w, numbers (6),
     v_next, tangent, modes, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias);
     outcome DECLINED leaves every state array as it was."""
-    ke0, pe0 = energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity)
-    e0 = ke0 + pe0
-    f = np.zeros(ndof)
-    Bm, Bw, v = body_terms(live, dof_start, quat, mass, inertia, inv_inertia, gravity, lin, ang, gyroscopic, f)
-    dv, ix, ip, n_bias = contact_terms(a, b, dof_start, pos, P, normal, t1, t2, phi, h, zeta, slop)
-    v_free = free_velocity(Bw, v, f, h)
-    nc = phi.size
+    e0, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
+                                                               gravity, gyroscopic, quat, pos, lin, ang, a, b, P,
+                                                               normal, t1, t2, phi, h, zeta, slop)
+    nc, nnz, H, none = phi.size, dv.shape[1], dv.reshape(-1), np.zeros(0)     # H: the rows' values, row by row
     n = 3 * nc
-    nnz = dv.shape[1]
-    H = dv.reshape(-1)
-    none = np.zeros(0)
     M, q, lo, hi, findex, mu, finite = _dense_parts(ip, ix, H, Bw, cfm, v_free, none, none, none, n_bias, 0, 0, 0,
                                                     none, mu_c, guess, new_bound, current)
     z0 = np.zeros(n)
@@ -147,17 +160,11 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
     v_next, tangent, modes, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias); outcome
     DECLINED (a row on more than two bodies, or an answer that is not finite: the general path
     reports it) leaves every state array as it was."""
-    ke0, pe0 = energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity)
-    e0 = ke0 + pe0
-    f = np.zeros(ndof)
-    Bm, Bw, v = body_terms(live, dof_start, quat, mass, inertia, inv_inertia, gravity, lin, ang, gyroscopic, f)
-    dv, ix, ip, n_bias = contact_terms(a, b, dof_start, pos, P, normal, t1, t2, phi, h, zeta, slop)
-    v_free = free_velocity(Bw, v, f, h)
-    nc = phi.size
+    e0, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
+                                                               gravity, gyroscopic, quat, pos, lin, ang, a, b, P,
+                                                               normal, t1, t2, phi, h, zeta, slop)
+    nc, nnz, H, none = phi.size, dv.shape[1], dv.reshape(-1), np.zeros(0)     # H: the rows' values, row by row
     n = 3 * nc
-    nnz = dv.shape[1]
-    H = dv.reshape(-1)
-    none = np.zeros(0)
     q = _q_kernel(ip, ix, H, v_free, none, none, none, n_bias)
     lo, hi, findex, mu = _box_bounds(0, 0, 0, n, none, mu_c, guess, new_bound, current)
     z = np.zeros(n)

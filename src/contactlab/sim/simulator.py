@@ -214,7 +214,8 @@ class Simulator:
         self.controllers = []
         for fn in controllers or ():
             self.add_controller(fn)
-        # box friction by box-qp on joint-free scenes: the step after detection in one compiled call
+        # box friction on joint-free scenes (box-qp certified, or fixed-budget pgs): the step after
+        # detection in one compiled call (sim/box_step.py); None where the configuration is another
         self._box_step = BoxFrictionStep.plan(self)
 
     def add_controller(self, fn) -> None:
@@ -346,7 +347,7 @@ class Simulator:
             contacts = self.world.detect(data, margin=self._margin(), sweep=self._sweep())
             match, contacts.normal_guess = match_contacts(prev, prev_normal, contacts, radius)
         t_detect = clock()
-        if self._box_step is not None:      # compiled build -> solve -> recover -> integrate (sim/box_step.py)
+        if self._box_step is not None:      # build -> solve -> recover -> integrate compiled (sim/box_step.py)
             record = self._box_step(self, contacts, match, t_start, t_detect)
             if record is not None:
                 return record
