@@ -177,7 +177,7 @@ def body_pair_groups(indptr, indices):
             key[r] = (indices[indptr[r]] // 6) * span + indices[indptr[r + 1] - 1] // 6
         else:
             key[r] = -1 - r             # an empty row: a group of its own
-    order = np.argsort(key, kind="mergesort")
+    order = np.argsort(key)
     label = np.empty(n, dtype=np.int64)
     g = -1
     for t in range(n):

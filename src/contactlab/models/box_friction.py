@@ -210,7 +210,8 @@ def _finish(prob: BoxedLCP, sys, H, o_a, o_l, o_n, o_s, n, nc) -> BoxedLCP:
                        "normal": slice(o_n, o_s), "friction": slice(o_s, n)}
     if sp.issparse(prob.M) and sys.body_blocks:
         prob.islands = _islands(H, o_n, o_s, nc)
-        prob.body_groups = body_pair_groups(H.indptr, H.indices)
+        if prob.islands[0] > 1:         # box-qp factorises the islands' Newton steps over these groups
+            prob.body_groups = body_pair_groups(H.indptr, H.indices)
     return prob
 
 

@@ -483,7 +483,7 @@ class Simulator:
         islands = groups = None
         if sp.issparse(A) and sys.body_blocks:
             islands = row_block_components(sys.N.indptr, sys.N.indices, np.full(n, -1, dtype=np.int64), 6)
-            groups = body_pair_groups(sys.N.indptr, sys.N.indices)
+            groups = body_pair_groups(sys.N.indptr, sys.N.indices) if islands[0] > 1 else None
         p, rel = position_lcp(A, c, islands, groups)
         if rel <= 1e-2:
             self._displace(W @ (sys.N.T @ p))
