@@ -157,3 +157,24 @@ def test_a_declined_step_changes_nothing_and_the_general_path_takes_it(monkeypat
 ])
 def test_configurations_it_does_not_reproduce_take_the_general_path(make):
     assert make()._box_step is None
+
+
+def test_a_changed_configuration_is_planned_anew():
+    """Options changed between steps reach the step: the plan is made again (here: the fixed budget
+    raised from 3 to 40 sweeps, then a solver option the compiled step does not reproduce)."""
+    a = _sim("stack", 4, "current", True, iterations=3)
+    b = _sim("stack", 4, "current", False, iterations=3)
+    for _ in range(3):
+        a.step(), b.step()
+    for s in (a, b):
+        s.iterations = 40
+        s.solver_options.update(max_iterations=40)
+    for _ in range(3):
+        ra, rb = a.step(), b.step()
+        assert ra.iterations == rb.iterations and ra.iterations > 3
+        for x, y in zip(_state(a), _state(b)):
+            assert np.array_equal(x, y)
+    a.solver_options["omega"] = 1.1       # not matrix-free any more: no compiled step
+    a._matrix_free = False
+    a.step()
+    assert a._box_step is None

@@ -223,6 +223,7 @@ class BoxFrictionStep:
         from ..mechanics.system import _block_pattern
         self.fixed = fixed
         self.opts = opts
+        self.planned_for = _configuration(sim)
         if not fixed:
             self.newton_only = opts.algorithm == "newton"
             self.threshold = opts.tol if opts.tol > certify else certify     # solve()'s max(certify, tol)
@@ -263,7 +264,11 @@ class BoxFrictionStep:
     def __call__(self, sim, contacts, match: np.ndarray, t_start: float, t_detect: float):
         """Take the step on ``contacts`` (detected by the simulator; ``match``: each one's previous
         contact, collision.match_contacts); the StepRecord, or None where the general path must take
-        it (nothing changed)."""
+        it (nothing changed). A simulator whose method, budget, options, model or reuse changed since
+        the plan is planned anew, and this step takes the general path."""
+        if _configuration(sim) != self.planned_for:
+            sim._box_step = BoxFrictionStep.plan(sim)
+            return None
         nc = contacts.count
         n = 3 * nc
         data = sim.data
@@ -350,3 +355,9 @@ class BoxFrictionStep:
 
 
 _PGS_STATUS = {_PGS_CONVERGED: Status.SOLVED, _PGS_MAX_SWEEPS: Status.MAX_ITERATIONS}
+
+
+def _configuration(sim) -> tuple:
+    """What a plan depends on that a user may change between steps (the Model itself is frozen)."""
+    return (sim.method, sim.iterations, dict(sim.solver_options), sim.model_options, sim.model_name, sim.reuse,
+            sim.islands, sim.model, sim._matrix_free, sim.warm_start)
