@@ -578,6 +578,19 @@ def test_grouped_newton_solves_are_the_dense_solves():
             assert np.abs(AF @ ref - r).max() <= 1e-9 * scale
             checked += 1
     assert checked >= 15
+    # an island of more groups than MAX_GROUPS (here: a group per row) is left to the dense solves
+    from contactlab.kernels.box_qp import MAX_GROUPS
+    _, p = _stacked_columns_problem(count=10, columns=2, steps=5)
+    M = p.M.tocsr()
+    order, bounds = island_rows(*p.islands)
+    idx = np.sort(order[bounds[0]:bounds[1]])
+    assert idx.size > MAX_GROUPS
+    at = np.full(p.n, -1, dtype=np.int64)
+    at[idx] = np.arange(idx.size)
+    own = np.arange(p.n, dtype=np.int64)
+    grp, gstep, nbr, nnb = island_groups(M.indptr.astype(np.int64), M.indices.astype(np.int64), idx, at, own,
+                                         np.full(p.n, -1, dtype=np.int64))
+    assert grp.size == gstep.size == nnb.size == nbr.size == 0
 
 
 def test_grouped_islands_reach_the_dense_islands_minimiser():

@@ -144,6 +144,11 @@ def _stale_solve(M, F, k, rhs, cL, cA, cF, ck):
     return x
 
 
+#: the most groups an island's block factorisation takes (:func:`island_groups`: the minimum-degree
+#: ordering is cubic in the groups, ~1 ms at 96; a column of 80 boxes has 80)
+MAX_GROUPS = 96
+
+
 @jit
 def island_groups(indptr, indices, idx, at, label, scratch):
     """The block structure of an island's matrix for :func:`_grouped_solve`: its rows idx (at[idx[a]]
@@ -152,7 +157,8 @@ def island_groups(indptr, indices, idx, at, label, scratch):
     elimination order (kernels/dense.py ``elimination_order``: fewest neighbour rows first, fill
     included). ``scratch``: -1 per label on entry and exit. Returns (grp, gstep, nbr, nnb): row a's
     group grp[a], group g eliminated at step gstep[g], step s's later neighbours (by step)
-    nbr[s, :nnb[s]]."""
+    nbr[s, :nnb[s]]; empty arrays (dense solves) for an island of more than MAX_GROUPS groups,
+    whose ordering (cubic in the groups) would cost more than it saves."""
     m = idx.size
     grp = np.empty(m, dtype=np.int64)
     G = 0
@@ -164,6 +170,9 @@ def island_groups(indptr, indices, idx, at, label, scratch):
         grp[a] = scratch[lab]
     for a in range(m):
         scratch[label[idx[a]]] = -1
+    if G > MAX_GROUPS:
+        none = np.zeros(0, dtype=np.int64)
+        return none, none, np.zeros((0, 0), dtype=np.int64), none
     gstart = np.zeros(G + 1, dtype=np.int64)
     for a in range(m):
         gstart[grp[a] + 1] += 1
