@@ -136,6 +136,12 @@ class Simulator:
     Delassus matrix never formed; ``last_problem`` is assembled only when read).
     None (default): certified mode.
 
+    Box friction on a scene of free bodies (no joint, planar or kinematic body; box-qp in certified
+    mode, or pgs in fixed-budget mode) takes the step after detection as one compiled call
+    (:mod:`contactlab.sim.box_step`: the same kernels in the same order, the same bits as the
+    general path); ``last_system`` and ``last_problem`` are then assembled when read, and the call's
+    time is the step's ``solve_time`` and ``timing["solve"]``.
+
     ``islands`` (default False): a boxed-LCP step with a dense matrix whose rows form several
     independent groups (separate stacks or piles: no shared moving body, no friction link) is solved
     island by island and the assembled answer certified on the whole problem
