@@ -17,6 +17,7 @@ import coal
 import numpy as np
 
 from ..errors import ModelError
+from ..mechanics.kernels import shape_sweep
 from ..mechanics.model import KIND_FIXED, Data, Model
 from ..mechanics.rotation import quat_to_matrix, tangent_basis
 from . import boxes as B
@@ -280,11 +281,11 @@ class CollisionWorld:
         against ``prev`` (its ``normal_guess`` set from ``prev_values``); (contacts, match). Where every
         pair is a compiled routine's and no pair overrides friction, one compiled call
         (boxes.py ``detect_and_match``); otherwise the two steps (and coal) as they are."""
-        if not self.geoms or self.model.pair_mu or type(self).detect is not CollisionWorld.detect:
-            sweep = self._shape_sweep(data, h)
-            contacts = self.detect(data, margin=margin, sweep=sweep)
-            match, contacts.normal_guess = match_contacts(prev, prev_values, contacts, near)
-            return contacts, match
+        m = self.model
+        if not self.geoms or m.pair_mu or type(self).detect is not CollisionWorld.detect:
+            sweep = shape_sweep(m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius,
+                                self.shape_body, float(h))
+            return detect_then_match(self, data, margin, sweep, prev, prev_values, near)
         i64 = np.int64
         has_prev = prev is not None and prev.count > 0
         if has_prev:
@@ -295,7 +296,6 @@ class CollisionWorld:
             sa_prev = sb_prev = _NO_SHAPES
             point_prev, values = _NO_POINTS, _NO_VALUES
         self.margin = float(margin)
-        m = self.model
         (self._sweep, self._reach, pairs, sa, sb, P, n, phi, rest, left, t1, t2, ba, bb, mu, match,
          guess) = B.detect_and_match(
             m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius, float(h), data.quaternion,
@@ -304,21 +304,13 @@ class CollisionWorld:
             self.shape_class, self.half, self.vflat, self.vstart, self.sphere_radius, self.plane_row, self.shape_mu,
             float(m.mu_default), sa_prev, sb_prev, point_prev, values, float(near))
         if left:        # coal's pairs: merged as detect() merges them, then matched
-            contacts = self.detect(data, margin=margin, sweep=self._sweep)
-            match, contacts.normal_guess = match_contacts(prev, prev_values, contacts, near)
-            return contacts, match
-        if pairs.shape[0] == 0 or phi.size == 0:
+            return detect_then_match(self, data, margin, self._sweep, prev, prev_values, near)
+        if phi.size == 0:
             contacts = ContactSet.empty()
             contacts.normal_guess = np.full(0, np.nan)
             return contacts, np.full(0, -1, dtype=np.int64)
         contacts = ContactSet(ba, bb, sa, sb, P, n, phi, mu, t1, t2, guess)
         return contacts, match
-
-    def _shape_sweep(self, data: Data, h: float) -> np.ndarray:
-        """Per shape: (h v, h |omega| r) of its body (mechanics/kernels.py ``shape_sweep``)."""
-        from ..mechanics.kernels import shape_sweep
-        return shape_sweep(self.model.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius,
-                           self.shape_body, float(h))
 
     def _coal_contacts(self, pairs, Rs, ps):
         """coal's narrow phase (collide + contact patch) for the pairs no compiled routine covers
@@ -400,6 +392,15 @@ def match_indices(prev: ContactSet | None, new: ContactSet, tol: float, near: fl
     if near is None:
         return match
     return match, np.where(dist2 <= near * near, match, -1)
+
+
+def detect_then_match(world, data: Data, margin: float, sweep: np.ndarray, prev: ContactSet | None,
+                      prev_values: np.ndarray | None, near: float) -> tuple[ContactSet, np.ndarray]:
+    """``world.detect`` with ``sweep``, then :func:`match_contacts` against ``prev`` (the contacts'
+    ``normal_guess`` set from ``prev_values``): (contacts, match), for any contact generator."""
+    contacts = world.detect(data, margin=margin, sweep=sweep)
+    match, contacts.normal_guess = match_contacts(prev, prev_values, contacts, near)
+    return contacts, match
 
 
 def match_contacts(prev: ContactSet | None, prev_values: np.ndarray | None, new: ContactSet,

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ._jit import jit
-from .dense import elimination_order, grouped_cholesky_solve
+from .dense import elimination_steps, grouped_cholesky_solve
 from .residual import abs_terms as _abs_terms, box_relative_error, boxed_certify_dense, coupled_bounds
 from .tolerances import EPS
 
@@ -150,6 +150,13 @@ MAX_GROUPS = 96
 
 
 @jit
+def no_groups():
+    """The empty block structure (grp, gstep, nbr, nnb): every Newton system factorised dense."""
+    none = np.zeros(0, dtype=np.int64)
+    return none, none, np.zeros((0, 0), dtype=np.int64), none
+
+
+@jit
 def island_groups(indptr, indices, idx, at, label, scratch):
     """The block structure of an island's matrix for :func:`_grouped_solve`: its rows idx (at[idx[a]]
     = a, -1 elsewhere) in groups by their global ``label`` (rows on the same bodies, e.g. a body
@@ -171,8 +178,7 @@ def island_groups(indptr, indices, idx, at, label, scratch):
     for a in range(m):
         scratch[label[idx[a]]] = -1
     if G > MAX_GROUPS:
-        none = np.zeros(0, dtype=np.int64)
-        return none, none, np.zeros((0, 0), dtype=np.int64), none
+        return no_groups()
     gstart = np.zeros(G + 1, dtype=np.int64)
     for a in range(m):
         gstart[grp[a] + 1] += 1
@@ -186,17 +192,7 @@ def island_groups(indptr, indices, idx, at, label, scratch):
             if b >= 0 and grp[b] != grp[a]:
                 adj[grp[a], grp[b]] = True
                 adj[grp[b], grp[a]] = True
-    order, nbr_g, nnb_g = elimination_order(gstart, adj)
-    gstep = np.empty(G, dtype=np.int64)
-    for s in range(G):
-        gstep[order[s]] = s
-    nbr = np.empty((G, G), dtype=np.int64)
-    nnb = np.empty(G, dtype=np.int64)
-    for s in range(G):
-        g = order[s]
-        nnb[s] = nnb_g[g]
-        for t in range(nnb_g[g]):
-            nbr[s, t] = gstep[nbr_g[g, t]]
+    _, gstep, nbr, nnb = elimination_steps(gstart, adj)
     return grp, gstep, nbr, nnb
 
 
@@ -367,9 +363,9 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
 def box_qp_dense(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
                  max_outer, cL, cA, cF, ck):
     """:func:`box_qp_grouped` with every free block factorised dense (no group structure)."""
-    none = np.zeros(0, dtype=np.int64)
+    grp, gstep, nbr, nnb = no_groups()
     return box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
-                          max_outer, cL, cA, cF, ck, none, none, np.zeros((0, 0), dtype=np.int64), none)
+                          max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb)
 
 
 @jit
@@ -559,7 +555,6 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
     n = q.size
     at = np.full(n, -1, dtype=np.int64)
     scratch = np.full(label.max() + 1 if label.size else 0, -1, dtype=np.int64)
-    none = np.zeros(0, dtype=np.int64)
     for k in range(bounds.size - 1):
         idx = order[bounds[k]:bounds[k + 1]]
         m = idx.size
@@ -576,7 +571,7 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
         if label.size and m > grouped_from:
             grp, gstep, nbr, nnb = island_groups(indptr, indices, idx, at, label, scratch)
         else:
-            grp, gstep, nbr, nnb = none, none, np.zeros((0, 0), dtype=np.int64), none
+            grp, gstep, nbr, nnb = no_groups()
         code, zz, ww, it, outer = box_qp_grouped(A, qk, lk, hk, fk, mk, zk, tol, max_iterations, armijo, False,
                                                  newton_only, max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb)
         codes[k], its[k], outers[k] = code, it, outer

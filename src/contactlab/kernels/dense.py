@@ -340,6 +340,26 @@ def elimination_order(gstart, adj):
 
 
 @jit
+def elimination_steps(gstart, adj):
+    """:func:`elimination_order` numbered by step: (order, step_of, nbr, nnb) with group order[s]
+    eliminated at step s (step_of its inverse) and step s's later neighbours, as steps,
+    nbr[s, :nnb[s]] (the form :func:`grouped_cholesky_solve` reads)."""
+    order, nbr_g, nnb_g = elimination_order(gstart, adj)
+    G = order.size
+    step_of = np.empty(G, dtype=np.int64)
+    for s in range(G):
+        step_of[order[s]] = s
+    nbr = np.empty((G, G), dtype=np.int64)
+    nnb = np.empty(G, dtype=np.int64)
+    for s in range(G):
+        g = order[s]
+        nnb[s] = nnb_g[g]
+        for a in range(nnb_g[g]):
+            nbr[s, a] = step_of[nbr_g[g, a]]
+    return order, step_of, nbr, nnb
+
+
+@jit
 def grouped_cholesky_solve(B, b, gs, nbr, nnb, min_spread):
     """x with B x = b for the SPD B (dense, overwritten by its factor) whose rows come group by
     group in elimination order (:func:`grouped_order`: group s at gs[s]:gs[s + 1], later groups it

@@ -25,7 +25,7 @@ import numpy as np
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
 from .joint_kernels import _copy_row, _csr, _WIDTH, fill_joint_rows, row_buffers
-from ..kernels.dense import elimination_order, grouped_cholesky_solve
+from ..kernels.dense import elimination_steps, grouped_cholesky_solve
 from .kernels import _exp_rotate, block_times, body_blocks, delassus_dense, rows_transpose_times
 
 
@@ -99,19 +99,14 @@ def row_groups(indptr, indices, live):
 @jit
 def grouped_order(indptr, indices, live):
     """The rows of J (CSR) in the elimination order of their groups (:func:`row_groups`,
-    :func:`elimination_order`): (q, gs, nbr, nnb) with row q[i] of J at position i, group s at
+    kernels/dense.py ``elimination_steps``): (q, gs, nbr, nnb) with row q[i] of J at position i, group s at
     positions gs[s]:gs[s + 1], and its neighbours at elimination nbr[s, :nnb[s]] (later groups,
     by position)."""
     perm, gstart, adj = row_groups(indptr, indices, live)
-    order, nbr_g, nnb_g = elimination_order(gstart, adj)
+    order, _, nbr, nnb = elimination_steps(gstart, adj)
     G = order.size
-    step_of = np.empty(G, dtype=np.int64)
-    for s in range(G):
-        step_of[order[s]] = s
     q = np.empty(perm.size, dtype=np.int64)
     gs = np.empty(G + 1, dtype=np.int64)
-    nbr = np.empty((G, G), dtype=np.int64)
-    nnb = np.empty(G, dtype=np.int64)
     i = 0
     for s in range(G):
         g = order[s]
@@ -119,9 +114,6 @@ def grouped_order(indptr, indices, live):
         for t in range(gstart[g], gstart[g + 1]):
             q[i] = perm[t]
             i += 1
-        nnb[s] = nnb_g[g]
-        for a in range(nnb_g[g]):
-            nbr[s, a] = step_of[nbr_g[g, a]]
     gs[G] = i
     return q, gs, nbr, nnb
 

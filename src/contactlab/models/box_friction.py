@@ -215,7 +215,6 @@ def _finish(prob: BoxedLCP, sys, H, o_a, o_l, o_n, o_s, n, nc) -> BoxedLCP:
     return prob
 
 
-
 @jit
 def _dense_parts(indptr, indices, data, W, cfm, v, j_rhs, a_target, l_bias, n_bias, o_a, o_l, o_n, a_max, mu_c,
                  guess, new_bound, current):

@@ -40,6 +40,8 @@ from ..kernels.pgs import CONVERGED as _PGS_CONVERGED, MAX_SWEEPS as _PGS_MAX_SW
 from ..kernels.pgs_matrix_free import _solve as _pgs_matrix_free
 from ..kernels.tolerances import CERTIFY, NORMWISE_FLOOR
 from ..mechanics.joint_projection import displace
+from ..mechanics.model import KIND_KINEMATIC
+from ..mechanics.system import _block_pattern, _live, _packed
 from ..models.box_friction import _box_bounds, _contact_parts, _dense_parts, _matched_impulses, _q_kernel, _recover_parts
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult
 from ..solution import Solution, Status
@@ -219,8 +221,6 @@ class BoxFrictionStep:
     general path."""
 
     def __init__(self, sim, fixed: bool, opts=None, certify: float = CERTIFY):
-        from ..mechanics.model import KIND_KINEMATIC
-        from ..mechanics.system import _block_pattern
         self.fixed = fixed
         self.opts = opts
         self.planned_for = _configuration(sim)
@@ -229,7 +229,7 @@ class BoxFrictionStep:
             self.threshold = opts.tol if opts.tol > certify else certify     # solve()'s max(certify, tol)
             self.max_rows = int(sim.model_options.dense_max)
         self.kinematic = KIND_KINEMATIC
-        self.live = np.flatnonzero(sim.model.dof_start >= 0)
+        self.live = _live(sim.model)
         self.blk_cols, self.blk_ptr = _block_pattern(self.live.size)
         self.gravity = np.asarray(sim.model.gravity, dtype=np.float64)
         self.cfm = float(sim.model_options.cfm + sim.model.settings.cfm)
@@ -238,13 +238,11 @@ class BoxFrictionStep:
     def plan(sim):
         """A :class:`BoxFrictionStep` for ``sim``, or None where its configuration is not one the
         compiled steps reproduce."""
-        from ..mechanics.system import _packed
         model = sim.model
         if sim.model_name != "box-friction" or sim.reuse is not None or sim.islands or sim._kinematic \
                 or sim.model_options.joints != "rows":
             return None
-        P = _packed(model)
-        live = np.flatnonzero(model.dof_start >= 0)
+        P, live = _packed(model), _live(model)
         if P.a.size or P.special.size or model.joints or np.any(model.planar) or not live.size \
                 or 6 * live.size != model.ndof:
             return None
@@ -302,10 +300,7 @@ class BoxFrictionStep:
             t_solved = time.perf_counter()
             if outcome == DECLINED:
                 return None
-            status = _PGS_STATUS.get(int(code), Status.NUMERICAL_FAILURE)
-            sol = Solution(z=z, w=w, status=status, iterations=int(stats[0]), residual=float(stats[1]), method="pgs",
-                           relative_residual=float(stats[2]),
-                           info={"matrix_free": True, "last_step": float(stats[3]), "velocity_change": dvel})
+            sol = matrix_free_solution(z, w, dvel, code, stats)
             deep = False
         else:
             opts = self.opts
@@ -355,6 +350,14 @@ class BoxFrictionStep:
 
 
 _PGS_STATUS = {_PGS_CONVERGED: Status.SOLVED, _PGS_MAX_SWEEPS: Status.MAX_ITERATIONS}
+
+
+def matrix_free_solution(z, w, velocity_change, code, stats) -> Solution:
+    """The Solution of matrix-free PGS (kernels/pgs_matrix_free.py ``_solve``'s z, w, code and stats;
+    ``velocity_change`` = W H' z, flat): the fixed-budget steps' answer, compiled or not."""
+    return Solution(z=z, w=w, status=_PGS_STATUS.get(int(code), Status.NUMERICAL_FAILURE), iterations=int(stats[0]),
+                    residual=float(stats[1]), method="pgs", relative_residual=float(stats[2]),
+                    info={"matrix_free": True, "last_step": float(stats[3]), "velocity_change": velocity_change})
 
 
 def _configuration(sim) -> tuple:

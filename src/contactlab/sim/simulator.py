@@ -15,11 +15,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..blas import blas_threads
-from ..collision import CollisionWorld, match_contacts
+from ..collision import CollisionWorld, detect_then_match
 from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.components import body_pair_groups, row_block_components
-from ..kernels import pgs as _PGS
 from ..kernels.energy import energies as _energies, energies_and_depth as _energies_and_depth
 from ..kernels.pgs_matrix_free import solve_matrix_free
 from ..mechanics import kernels as _MK
@@ -32,9 +31,8 @@ from ..models import get_model, make_options
 from ..models.built import problem_of
 from ..solvers import available_solvers, solve
 from ..problems import BoxedLCP
-from ..solution import Solution, Status
 from .fallback import _cap_option, certified, rescue, usable
-from .box_step import BoxFrictionStep
+from .box_step import BoxFrictionStep, matrix_free_solution
 from .islands import solve_islands
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
@@ -319,10 +317,7 @@ class Simulator:
                                                   max_sweeps=self.iterations, tol=tol)
         except ValueError:      # a row on more than two bodies: this step takes the assembled path
             return None
-        status = {_PGS.CONVERGED: Status.SOLVED, _PGS.MAX_SWEEPS: Status.MAX_ITERATIONS}.get(code, Status.NUMERICAL_FAILURE)
-        return n, Solution(z=z, w=w, status=status, iterations=int(st[0]), residual=float(st[1]), method="pgs",
-                           relative_residual=float(st[2]), info={"matrix_free": True, "last_step": float(st[3]),
-                                                                         "velocity_change": dv.reshape(-1)})
+        return n, matrix_free_solution(z, w, dv.reshape(-1), code, st)
 
     @property
     def h(self) -> float:
@@ -350,8 +345,8 @@ class Simulator:
         if isinstance(self.world, CollisionWorld):      # detection and matching in one compiled call
             contacts, match = self.world.detect_matched(data, self._margin(), h, prev, prev_normal, radius)
         else:                               # a scene's own contact generator (e.g. the box gripper's grid)
-            contacts = self.world.detect(data, margin=self._margin(), sweep=self._sweep())
-            match, contacts.normal_guess = match_contacts(prev, prev_normal, contacts, radius)
+            contacts, match = detect_then_match(self.world, data, self._margin(), self._sweep(), prev, prev_normal,
+                                                radius)
         t_detect = clock()
         if self._box_step is not None:      # build -> solve -> recover -> integrate compiled (sim/box_step.py)
             record = self._box_step(self, contacts, match, t_start, t_detect)

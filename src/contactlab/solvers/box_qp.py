@@ -729,6 +729,12 @@ def _compiled(problem: BoxedLCP, opts: BoxQPOptions, z, counter, mode):
     return Solution(z=z, w=w, status=Status.MAX_ITERATIONS, iterations=its, info=info)
 
 
+#: islands of more rows than this factorise their Newton steps block by block over their groups (where
+#: the problem carries ``body_groups``); below it LAPACK's dense Cholesky is as fast
+GROUPED_FROM = 64
+_NO_LABELS = np.zeros(0, dtype=np.int64)
+
+
 def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution | None:
     """A sparse problem whose builder found its islands (``problem.islands`` = (count, label per
     row): independent row groups, e.g. models/box_friction.py from the bodies each row touches) is
@@ -783,12 +789,6 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
     ok = ok and not np.any(codes == UNSETTLED)
     return Solution(z=zz, w=w, status=Status.SOLVED if ok else Status.MAX_ITERATIONS, iterations=iterations,
                     info={"outer": outer, "islands": int(count)})
-
-
-#: islands of more rows than this factorise their Newton steps block by block over their groups (where
-#: the problem carries ``body_groups``); below it LAPACK's dense Cholesky is as fast
-GROUPED_FROM = 64
-_NO_LABELS = np.zeros(0, dtype=np.int64)
 
 
 def _solve(problem: BoxedLCP, opts: BoxQPOptions, warm_start, compiled: bool = True) -> Solution:
