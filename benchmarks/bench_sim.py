@@ -15,7 +15,15 @@ dt 0.01, gravity -9.81):
   budget), the answer applied whatever its residual (the residual reached is reported); the sweeps
   run matrix-free on the rows and the 6x6 blocks of M^-1 (kernels/pgs_matrix_free.py: the
   Delassus matrix is never formed, as in the engines' sequential impulses).
-* ``pybullet``: default settings (50 solver iterations, its own contact slop/ERP).
+* ``contactlab fixed-50+stop``: as fixed-50, with Bullet's stop as well (pgs ``w_step_tol`` =
+  sqrt(1e-7): a sweep in which no row corrected its own w by more than 3.16e-4 m/s ends the step's
+  sweeps), the rule PyBullet's default run follows; compare it with ``pybullet``.
+* ``pybullet``: default settings (at most 50 solver iterations, stopping early once the largest
+  squared velocity correction of a sweep is <= its ``solverResidualThreshold`` 1e-7; its own contact
+  slop/ERP).
+* ``pybullet no-stop``: ``solverResidualThreshold=0``: all 50 iterations every step, the rule of our
+  fixed-50 (which stops early only at a certified 1e-7 relative residual); compare it with
+  ``contactlab fixed-50``.
 * ``mujoco``: the boxes as MJCF free bodies on a plane, default solver (Newton, soft contacts).
 * ``ode``: ``quickStep`` (20 iterations) when ``/usr/bin/python3 -c "import ode"`` works.
 Every configuration runs at most ``--steps`` steps or ``--budget`` wall seconds after one warm-up step
@@ -84,12 +92,19 @@ def _warm_up(fixed):
             sim.step()
 
 
-def run_contactlab(scene_name, n, steps, budget, fixed=None):
+#: Bullet's stop as our pgs option: PyBullet's solverResidualThreshold 1e-7 bounds the squared
+#: largest velocity correction of a sweep (btSequentialImpulseConstraintSolver), w_step_tol its root
+BULLET_W_STEP = float(np.sqrt(1e-7))
+
+
+def run_contactlab(scene_name, n, steps, budget, fixed=None, options=None, label=None):
     _warm_up(fixed)
     scene = make_scene(scene_name, count=n)
     method = "pgs" if fixed else "box-qp"
     coupling = "previous" if (scene_name == "pile" and not fixed) else "current"
-    sim = Simulator(scene, "box-friction", method, iterations=fixed, model_options={"coupling": coupling})
+    sim = Simulator(scene, "box-friction", method, iterations=fixed, model_options={"coupling": coupling},
+                    solver_options=options)
+    engine = label or ("contactlab " + (f"fixed-{fixed}" if fixed else "certified"))
     pos0 = _dynamic_positions(scene)
     live = np.flatnonzero(sim.model.dof_start >= 0)
     sim.step()                                    # warm-up (this scene's first step)
@@ -103,11 +118,11 @@ def run_contactlab(scene_name, n, steps, budget, fixed=None):
             for k in STAGES:
                 stage[k] += sim.timing.get(k, 0.0)
     except Exception as exc:   # a certified run that stops (SimulationError) is reported as such
-        return {"engine": "contactlab " + ("fixed-%d" % fixed if fixed else "certified"), "scene": scene_name,
+        return {"engine": engine, "scene": scene_name,
                 "n": n, "error": f"{type(exc).__name__}: {exc}"[:200], "steps": len(recs)}
     wall = time.perf_counter() - t0
     k = max(1, len(recs))
-    return _summary("contactlab " + (f"fixed-{fixed}" if fixed else "certified"), scene_name, n, len(recs), wall,
+    return _summary(engine, scene_name, n, len(recs), wall,
                     pos0, sim.data.position[live],
                     method=f"box-friction({coupling})/{method}", stage_ms={s: 1e3 * v / k for s, v in stage.items()},
                     contacts=float(np.mean([r.contacts for r in recs])) if recs else 0.0,
@@ -117,13 +132,15 @@ def run_contactlab(scene_name, n, steps, budget, fixed=None):
                     penetration=float(max((r.max_penetration for r in recs), default=0.0)))
 
 
-def run_pybullet(scene_name, n, steps, budget):
+def run_pybullet(scene_name, n, steps, budget, residual_threshold=None):
     try:
         import pybullet as p
     except ImportError:
         return None
     scene = make_scene(scene_name, count=n)
     cid = p.connect(p.DIRECT)
+    if residual_threshold is not None:
+        p.setPhysicsEngineParameter(solverResidualThreshold=residual_threshold, physicsClientId=cid)
     p.setGravity(*scene.gravity, physicsClientId=cid)
     p.setTimeStep(scene.settings.dt, physicsClientId=cid)
     ids = []
@@ -154,7 +171,8 @@ def run_pybullet(scene_name, n, steps, budget):
     pen = max([0.0] + [-c[8] for c in pts])
     pos = [p.getBasePositionAndOrientation(i, physicsClientId=cid)[0] for i in ids]
     p.disconnect(cid)
-    return _summary("pybullet", scene_name, n, k, wall, pos0, pos, contacts=float(len(pts)),
+    return _summary("pybullet" if residual_threshold is None else "pybullet no-stop", scene_name, n, k, wall, pos0,
+                    pos, contacts=float(len(pts)),
                     penetration_final=float(pen))
 
 
@@ -255,7 +273,11 @@ def run_ode(scene_name, n, steps, budget, quick=True):
 
 RUNNERS = {"contactlab certified": lambda s, n, k, b: run_contactlab(s, n, k, b),
            "contactlab fixed-50": lambda s, n, k, b: run_contactlab(s, n, k, b, fixed=50),
-           "pybullet": run_pybullet, "mujoco": run_mujoco, "ode quickStep": run_ode}
+           "contactlab fixed-50+stop": lambda s, n, k, b: run_contactlab(
+               s, n, k, b, fixed=50, options={"w_step_tol": BULLET_W_STEP}, label="contactlab fixed-50+stop"),
+           "pybullet": run_pybullet,
+           "pybullet no-stop": lambda s, n, k, b: run_pybullet(s, n, k, b, residual_threshold=0.0),
+           "mujoco": run_mujoco, "ode quickStep": run_ode}
 
 
 SOLVER_STUDY = [("pgs", "current", {"max_sweeps": 10000, "tol": 1e-7}),

@@ -112,3 +112,57 @@ def test_joint_rows_run_matrix_free_with_the_same_answers():
         assert ra.residual == pytest.approx(rb.residual, rel=1e-6)
     assert a.last_solution.info.get("matrix_free")
     assert np.abs(a.data.position - b.data.position).max() <= 1e-12
+
+
+def _w_steps(P, H, sys_, lo, hi, findex, mu, cfm, q, K):
+    """Bullet's per-sweep measure, computed independently: sweeps 1..K with no stop (tol far
+    below reach), and after each the largest |z_k - z_{k-1}|_i A_ii (each row moves once a sweep)."""
+    A_ii = P.M.diagonal()
+    prev, out = np.zeros(P.n), []
+    for k in range(1, K + 1):
+        z, *_ = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=k, check=0)
+        out.append(float(np.max(np.abs(z - prev) * A_ii)))
+        prev = z
+    return out
+
+
+def test_bullets_stop_ends_at_the_first_sweep_below_w_step_tol():
+    """w_step_tol (Bullet's solverResidualThreshold, square-rooted): the sweeps end after the first
+    sweep whose largest correction |dz_i| A_ii of a row's own w_i is <= w_step_tol; the assembled
+    pgs and the matrix-free kernel stop at that same sweep, and an answer above tol is not SOLVED."""
+    sim, sys_ = _state("pile", 30, 45, seed=1)
+    P = bf.build(sys_)
+    H, q, cfm, lo, hi, findex, mu = bf.rows(sys_)
+    steps = _w_steps(P, H, sys_, lo, hi, findex, mu, cfm, q, 40)
+    tau = 0.5 * (steps[4] + steps[5])           # a threshold between two sweeps' measures
+    K = next(k + 1 for k, s in enumerate(steps) if s <= tau)
+    assert 3 <= K < 40 and all(s > tau for s in steps[:K - 1])
+    z, w, dv, code, st = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=50,
+                                           tol=1e-12, check=10, w_step_tol=tau)
+    ref = solve(P, "pgs", max_iterations=50, tol=1e-12, w_step_tol=tau)
+    assert int(st[0]) == ref.iterations == K
+    assert code == 4 and ref.status == "NO_SOLUTION_FOUND" and st[2] > 1e-12
+    assert np.abs(z - ref.z).max() <= 1e-12 * np.abs(ref.z).max()
+    assert st[2] == pytest.approx(ref.relative_residual, rel=1e-8)
+    # off (0) by default: the full budget
+    *_, st0 = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=50, tol=1e-12)
+    assert int(st0[0]) == 50 and solve(P, "pgs", max_iterations=50, tol=1e-12).iterations == 50
+    with pytest.raises(Exception, match="w_step_tol"):
+        solve(P, "pgs", w_step_tol=-1.0)
+
+
+def test_fixed_budget_simulator_stops_as_bullet_with_w_step_tol():
+    """The simulator's fixed-budget mode with w_step_tol takes the matrix-free path, stops early on
+    a resting pile (fewer sweeps than without) and reports each step's residual."""
+    kw = dict(iterations=50, model_options={"coupling": "current"})
+    a = Simulator(make_scene("pile", count=10), "box-friction", "pgs", solver_options={"w_step_tol": 3.16e-4}, **kw)
+    b = Simulator(make_scene("pile", count=10), "box-friction", "pgs", **kw)
+    assert a._matrix_free
+    ia, ib = [], []
+    for _ in range(150):
+        ia.append(a.step().iterations)
+        ib.append(b.step().iterations)
+        assert np.isfinite(a.last_solution.relative_residual)
+    assert sum(ia) < sum(ib) and max(ia) <= 50
+    # the piles come to rest alike (no box moved more than 1 mm apart)
+    assert np.abs(a.data.position - b.data.position).max() <= 1e-3

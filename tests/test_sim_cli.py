@@ -119,3 +119,21 @@ def test_simulate_fixed_budget_reports_the_residual_of_every_step():
     assert max(r.iterations for r in traj.records) <= 3
     bad = runner.invoke(app, ["simulate", "stack", "--model", "box-friction", "--iterations", "0", "--json"])
     assert bad.exit_code == 2 and "iterations" in bad.output
+
+
+def test_simulate_w_step_tol_stops_sweeps_as_bullet_does():
+    """--w-step-tol TOL with --iterations K: the sweeps per step (in the JSON) are those of the
+    Python API's run with solver_options w_step_tol, fewer than without it on a resting pile."""
+    args = ["simulate", "pile", "--set", "count=6", "--duration", "0.4", "--model", "box-friction",
+            "--method", "pgs", "--iterations", "50", "--json"]
+    r = runner.invoke(app, args + ["--w-step-tol", "3.16e-4"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    full = json.loads(runner.invoke(app, args).stdout)
+    assert out["w_step_tol"] == 3.16e-4 and sum(out["sweeps_per_step"]) < sum(full["sweeps_per_step"])
+    sim = Simulator(make_scene("pile", count=6), "box-friction", "pgs", iterations=50,
+                    solver_options={"w_step_tol": 3.16e-4})
+    traj = sim.run(0.4)
+    assert out["sweeps_per_step"] == [int(x) for x in traj.column("iterations")]
+    bad = runner.invoke(app, ["simulate", "stack", "--model", "box-friction", "--w-step-tol", "1e-4", "--json"])
+    assert bad.exit_code == 2 and "--iterations" in bad.output

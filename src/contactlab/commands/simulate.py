@@ -98,7 +98,11 @@ def register(app: typer.Typer) -> None:
                                            "from the motionless bodies' sub-LCP (loomis-balkcom §IV)"),
                  iterations: int = typer.Option(None, "--iterations", help="fixed-budget mode: at most K solver "
                                                 "iterations per step, the answer applied whatever its residual "
-                                                "(reported per step; like PyBullet's 50, ODE's 20)")):
+                                                "(reported per step; like PyBullet's 50, ODE's 20)"),
+                 w_step_tol: float = typer.Option(None, "--w-step-tol", help="fixed-budget pgs/psor: also stop "
+                                                  "after a sweep in which no row corrected its own w by more than "
+                                                  "this (Bullet's stop; PyBullet's default solverResidualThreshold "
+                                                  "1e-7 is 3.16e-4 here)")):
         """Simulate SCENE and report final body states and metrics.
 
         With --out the trajectory is written while it runs (HDF5, flushed every chunk of steps);
@@ -121,9 +125,16 @@ def register(app: typer.Typer) -> None:
             if not duration >= 0:
                 raise typer.BadParameter("--duration must be >= 0")
             _check_method(sc, model, method, dt)
+            options = None
+            if w_step_tol is not None:
+                if iterations is None or not w_step_tol >= 0:
+                    raise typer.BadParameter("--w-step-tol takes a number >= 0 and needs --iterations K "
+                                             "(it is a fixed-budget mode's stop)")
+                options = {"w_step_tol": float(w_step_tol)}
             # a scene may carry its controllers (fn(sim) before each step) and a summary(sim, traj) -> dict
             sim = Simulator(sc, model, method, dt=dt, controllers=getattr(sc, "controllers", ()),
-                            reuse=None if reuse == "none" else reuse, iterations=iterations)
+                            reuse=None if reuse == "none" else reuse, iterations=iterations,
+                            solver_options=options)
             _check_overlaps(sim, strict)
             exporter = None
             if export_fclib is not None:
@@ -195,6 +206,9 @@ def register(app: typer.Typer) -> None:
             result["error"] = traj.error  # the run stopped early at an unusable step
         if iterations is not None:     # fixed-budget mode: the residual each step reached
             result["iterations"] = iterations
+            if w_step_tol is not None:
+                result["w_step_tol"] = float(w_step_tol)
+            result["sweeps_per_step"] = [int(r.iterations) for r in traj.records]
             result["residual_per_step"] = [float(r.residual) for r in traj.records]
         if as_json:
             typer.echo(json.dumps(result))

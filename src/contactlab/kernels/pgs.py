@@ -137,9 +137,13 @@ def _refresh(dense, MT, t_indptr, t_indices, t_data, q, z, w):
 
 @jit
 def _pgs_sweeps(dense, MT, t_indptr, t_indices, t_data, q, diag, lo, hi, findex, mu, z, w, order, omega,
-                tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats):
+                tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats, tol_w_step):
     """The one PGS/PSOR sweep loop (arechavaleta eq. 3) for dense and CSR M; ``z`` in/out, ``w``
-    work (M z + q on exit); stats = [sweeps, residual, last step]; returns a status code."""
+    work (M z + q on exit); stats = [sweeps, residual, last step]; returns a status code. A sweep
+    whose largest step is <= ``tol_step`` (units of z), or whose largest correction of a row's own
+    w_i, |dz_i| M_ii, is <= ``tol_w_step`` (units of w: Bullet's sequential-impulse stop, its
+    solverResidualThreshold being the square), ends the sweeps: CONVERGED if the residual is then
+    below ``tol_res``, else STALLED."""
     n = z.shape[0]
     for i in range(n):
         if not diag[i] > 0.0:
@@ -158,6 +162,7 @@ def _pgs_sweeps(dense, MT, t_indptr, t_indices, t_data, q, diag, lo, hi, findex,
         if shuffle:
             _shuffle(order, rng_state)
         step = 0.0
+        wstep = 0.0
         for k in range(n):
             i = order[k]
             dz = _project_step(i, z, w, diag, lo, hi, findex, mu, omega)
@@ -166,6 +171,8 @@ def _pgs_sweeps(dense, MT, t_indptr, t_indices, t_data, q, diag, lo, hi, findex,
                 _add_row(dense, MT, t_indptr, t_indices, t_data, i, dz, w)
                 if abs(dz) > step:
                     step = abs(dz)
+                if abs(dz) * diag[i] > wstep:
+                    wstep = abs(dz) * diag[i]
         if refresh > 0 and sweep % refresh == 0:
             _refresh(dense, MT, t_indptr, t_indices, t_data, q, z, w)
         res = box_natural_residual(z, w, lo, hi, findex, mu)
@@ -174,13 +181,14 @@ def _pgs_sweeps(dense, MT, t_indptr, t_indices, t_data, q, diag, lo, hi, findex,
         stats[2] = step
         if not np.isfinite(res) or not np.isfinite(step):
             return NOT_FINITE
-        if res <= tol_res or step <= tol_step:
+        stalled = step <= tol_step or wstep <= tol_w_step
+        if res <= tol_res or stalled:
             _refresh(dense, MT, t_indptr, t_indices, t_data, q, z, w)
             res = box_natural_residual(z, w, lo, hi, findex, mu)
             stats[1] = res
             if res <= tol_res:
                 return CONVERGED
-            if step <= tol_step:
+            if stalled:
                 return STALLED
     return MAX_SWEEPS
 
@@ -192,15 +200,15 @@ _NO_DENSE = np.zeros((1, 1))
 
 @jit
 def pgs_dense_kernel(MT, q, diag, lo, hi, findex, mu, z, w, order, omega, tol_res, tol_step,
-                     max_sweeps, refresh, shuffle, rng_state, stats):
+                     max_sweeps, refresh, shuffle, rng_state, stats, tol_w_step=0.0):
     """PGS/PSOR sweeps on dense M (given as MT); ``z`` in/out, ``w`` work (M z + q on exit)."""
     return _pgs_sweeps(True, MT, _NO_INDEX, _NO_INDEX, _NO_DATA, q, diag, lo, hi, findex, mu, z, w, order, omega,
-                       tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats)
+                       tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats, tol_w_step)
 
 
 @jit
 def pgs_csr_kernel(t_indptr, t_indices, t_data, q, diag, lo, hi, findex, mu, z, w, order, omega,
-                   tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats):
+                   tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats, tol_w_step=0.0):
     """PGS/PSOR sweeps on CSR M (given by the CSR arrays of M transposed); as the dense kernel."""
     return _pgs_sweeps(False, _NO_DENSE, t_indptr, t_indices, t_data, q, diag, lo, hi, findex, mu, z, w, order,
-                       omega, tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats)
+                       omega, tol_res, tol_step, max_sweeps, refresh, shuffle, rng_state, stats, tol_w_step)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .pgs import CONVERGED, MAX_SWEEPS, NOT_FINITE, BAD_DIAGONAL, row_bounds, bounds_scale
+from .pgs import CONVERGED, MAX_SWEEPS, NOT_FINITE, BAD_DIAGONAL, STALLED, row_bounds, bounds_scale
 from .residual import box_row
 
 
@@ -264,7 +264,7 @@ def _max_abs(z):
 
 @jit
 def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w,
-                    order, max_sweeps, check, tol_rel, floor, report, stats):
+                    order, max_sweeps, check, tol_rel, tol_w, floor, report, stats):
     """Projected Gauss-Seidel sweeps in ``order`` on A = H W H' + diag(cfm) without forming A.
 
     ``z`` in/out (warm start in, clipped into the static bounds by the caller), ``dv`` (nbody, 6)
@@ -273,7 +273,10 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
     max |z|) the residual is checked (:func:`_check`) and the sweeps stop once the relative
     residual of ``solve()``'s definition is <= ``tol_rel``; after the last sweep it is computed
     exactly when ``report`` (else stats[2] is the screen's lower bound, which is above tol_rel). stats = [sweeps, natural residual, relative residual, last step ||dz||_inf].
-    Returns CONVERGED, MAX_SWEEPS, BAD_DIAGONAL or NOT_FINITE (kernels/pgs.py codes)."""
+    ``tol_w`` > 0: a sweep in which no row corrected its own w_i by more than tol_w (|dz_i| A_ii,
+    Bullet's stop; solvers/pgs.py ``w_step_tol``) ends the sweeps with a checked residual:
+    CONVERGED if it is <= tol_rel, else STALLED.
+    Returns CONVERGED, MAX_SWEEPS, STALLED, BAD_DIAGONAL or NOT_FINITE (kernels/pgs.py codes)."""
     n = z.shape[0]
     stats[0] = 0.0
     stats[3] = np.inf
@@ -292,6 +295,7 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
         return CONVERGED
     for sweep in range(1, max_sweeps + 1):
         step = 0.0
+        wstep = 0.0
         for k in range(n):
             i = order[k]
             a, b = row_bounds(i, z, lo, hi, findex, mu)
@@ -313,30 +317,36 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
                     dv[b1, c] += g[s0 + 1, c] * dz
                 if abs(dz) > step:
                     step = abs(dz)
+                if abs(dz) * diag[i] > wstep:
+                    wstep = abs(dz) * diag[i]
         stats[0] = sweep
         stats[3] = step
         if not np.isfinite(step):
             stats[1] = np.inf
             stats[2] = np.inf
             return NOT_FINITE
-        last = sweep == max_sweeps
+        stalled = tol_w > 0.0 and wstep <= tol_w
+        last = sweep == max_sweeps or stalled
         if last or (check > 0 and sweep % check == 0 and step <= CHECK_GATE * _max_abs(z)):
             if _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark,
                       floor, tol_rel, last, report, stats):
                 return CONVERGED
             if not np.isfinite(stats[2]):
                 return NOT_FINITE
+            if stalled:
+                return STALLED
     return MAX_SWEEPS
 
 
 def solve_matrix_free(H, W, q, cfm, lo, hi, findex, mu, z0=None, max_sweeps=50, tol=0.0, check=10,
-                      floor_factor=None, report=True):
+                      floor_factor=None, report=True, w_step_tol=0.0):
     """PGS on the boxed LCP (H W H' + diag(cfm), q) with bounds lo/hi and findex/mu coupling,
     A never formed. ``H``: CSR (n, 6 nbody); ``W``: (nbody, 6, 6) blocks of M^-1; ``cfm``: scalar or
     (n,). Rows are swept uncoupled first, then coupled (``solvers/pgs.py``'s ``normals_first``).
     ``z0``: warm start (clipped into the static bounds). ``report=False``: an answer that does not
     reach ``tol`` gets the cheap lower bound of its relative residual in stats[2], not the exact
-    value (a position correction reads only z). Returns (z, w, dv, status, stats) with
+    value (a position correction reads only z). ``w_step_tol``: Bullet's stop (:func:`pgs_matrix_free`
+    ``tol_w``; 0: off). Returns (z, w, dv, status, stats) with
     dv = W H' z (nbody, 6) and stats as :func:`pgs_matrix_free`. The layout, the sweeps and the
     report run as one compiled call (:func:`_solve`; a 10-box stack's step: 111 -> 76 us a call)."""
     from .tolerances import NORMWISE_FLOOR
@@ -350,14 +360,15 @@ def solve_matrix_free(H, W, q, cfm, lo, hi, findex, mu, z0=None, max_sweeps=50, 
                                     np.ascontiguousarray(q, dtype=f), cfm, np.ascontiguousarray(lo, dtype=f),
                                     np.ascontiguousarray(hi, dtype=f), np.asarray(findex, dtype=np.int64),
                                     np.ascontiguousarray(mu, dtype=f), z, int(max_sweeps), int(check), float(tol),
-                                    NORMWISE_FLOOR if floor_factor is None else float(floor_factor), bool(report))
+                                    float(w_step_tol), NORMWISE_FLOOR if floor_factor is None else float(floor_factor),
+                                    bool(report))
     if not ok:
         raise ValueError("a row of H touches more than two bodies; the matrix-free layout needs pairwise rows")
     return z, w, dv, int(code), stats
 
 
 @jit
-def _solve(ip, ix, data, W, q, cfm, lo, hi, findex, mu, z, max_sweeps, check, tol, floor_factor, report):
+def _solve(ip, ix, data, W, q, cfm, lo, hi, findex, mu, z, max_sweeps, check, tol, tol_w, floor_factor, report):
     """:func:`solve_matrix_free` after its argument checks: the row blocks, g and the diagonal, the
     body slots, the sweep order (uncoupled rows, then coupled), z clipped into the static bounds (in
     place), then :func:`pgs_matrix_free`. Returns (ok, w, dv, code, stats); ok False: a row touches
@@ -390,5 +401,5 @@ def _solve(ip, ix, data, W, q, cfm, lo, hi, findex, mu, z, max_sweeps, check, to
     dv = np.zeros((nbody + 1, 6))
     floor = floor_factor * _max_abs(q)
     code = pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, order,
-                           max_sweeps, check, tol, floor, report, stats)
+                           max_sweeps, check, tol, tol_w, floor, report, stats)
     return True, w, dv[:nbody], code, stats

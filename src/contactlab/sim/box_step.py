@@ -36,7 +36,7 @@ from ..kernels.energy import energies, energies_and_depth
 from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
 from ..mechanics.kernels import (advance_state, body_terms, contact_terms, free_velocity, kinetic_gain,
                                  position_targets, rows_times, rows_transpose_times)
-from ..kernels.pgs import CONVERGED as _PGS_CONVERGED, MAX_SWEEPS as _PGS_MAX_SWEEPS
+from ..kernels.pgs import CONVERGED as _PGS_CONVERGED, MAX_SWEEPS as _PGS_MAX_SWEEPS, STALLED as _PGS_STALLED
 from ..kernels.pgs_matrix_free import _solve as _pgs_matrix_free
 from ..kernels.tolerances import CERTIFY, NORMWISE_FLOOR
 from ..mechanics.joint_projection import displace
@@ -147,12 +147,12 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
 def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic,
                             quat, pos, lin, ang, a, b, P, normal, t1, t2, phi, mu_c, guess, h, zeta, slop, cfm,
                             new_bound, current, warm, match, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
-                            sweeps, tol, position_stage, position_zeta):
+                            sweeps, tol, tol_w, position_stage, position_zeta):
     """The fixed-budget (``iterations``) box-friction step of :func:`box_friction_step`'s scenes:
     the rows, q (box_friction.py ``_q_kernel``) and bounds (``_box_bounds``), the warm start, at
     most ``sweeps`` matrix-free PGS sweeps (kernels/pgs_matrix_free.py ``_solve``, what
-    simulator.py ``_solve_matrix_free`` calls: its stopping ``tol``, check every 10 sweeps, exact
-    residual report), v+ = v_free + W H' z with the tangent impulses and modes (``_contact_parts``),
+    simulator.py ``_solve_matrix_free`` calls: its stopping ``tol`` and ``tol_w`` (pgs's
+    ``w_step_tol``), check every 10 sweeps, exact residual report), v+ = v_free + W H' z with the tangent impulses and modes (``_contact_parts``),
     the energy check, x += h v+, and where a contact is deeper than the slop the position
     correction's PGS on the normal rows with the same budget (simulator.py ``project_contacts``'
     fixed-budget branch) and its displacement, then the energies. Any number of contacts (no
@@ -173,7 +173,7 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
     if warm:
         _matched_impulses(z, 0, match, prev_normal, prev_tangent)
     ok, w, dvel, code, stats = _pgs_matrix_free(ip, ix, H, Bw, q, np.full(n, cfm), lo, hi, findex, mu, z, sweeps, 10,
-                                                tol, NORMWISE_FLOOR, True)
+                                                tol, tol_w, NORMWISE_FLOOR, True)
     outcome = SOLVED if ok else DECLINED
     for i in range(n):
         if not np.isfinite(z[i]):
@@ -200,7 +200,7 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
                 ok2, _, dx, _, _ = _pgs_matrix_free(ip[:nc + 1], ix[:nnz], dv[0], Bw, c, np.full(nc, 1e-9),
                                                     np.zeros(nc), np.full(nc, np.inf),
                                                     np.full(nc, -1, dtype=np.int64), np.zeros(nc), p, sweeps, 10,
-                                                    1e-4, NORMWISE_FLOOR, False)
+                                                    1e-4, 0.0, NORMWISE_FLOOR, False)
                 finite = True
                 for i in range(nc):
                     if not np.isfinite(p[i]):
@@ -296,7 +296,8 @@ class BoxFrictionStep:
                 self.live, model.ndof, model.dof_start, model.kind, self.kinematic, model.mass, model.inertia,
                 model.inv_inertia, self.gravity, bool(st.gyroscopic), data.quaternion, data.position,
                 data.linear_velocity, data.angular_velocity, *args, int(sim.iterations),
-                float(sim.solver_options.get("tol", 1e-7)), position_stage, float(st.contact_zeta))
+                float(sim.solver_options.get("tol", 1e-7)), float(sim.solver_options.get("w_step_tol", 0.0)),
+                position_stage, float(st.contact_zeta))
             t_solved = time.perf_counter()
             if outcome == DECLINED:
                 return None
@@ -349,7 +350,8 @@ class BoxFrictionStep:
                           contact_energy_gain=gain, max_penetration=pen, solve_time=t_solved - t0, joint_error=0.0)
 
 
-_PGS_STATUS = {_PGS_CONVERGED: Status.SOLVED, _PGS_MAX_SWEEPS: Status.MAX_ITERATIONS}
+_PGS_STATUS = {_PGS_CONVERGED: Status.SOLVED, _PGS_MAX_SWEEPS: Status.MAX_ITERATIONS,
+               _PGS_STALLED: Status.NO_SOLUTION_FOUND}
 
 
 def matrix_free_solution(z, w, velocity_change, code, stats) -> Solution:

@@ -197,10 +197,10 @@ class Simulator:
         from .reuse import make_reuse   # reuse="motionless": loomis-balkcom §IV (sim/reuse.py)
         self.reuse = make_reuse(reuse, self)
         # fixed-budget box friction: PGS on the rows and M^-1 blocks, the Delassus matrix never formed
-        # (kernels/pgs_matrix_free.py); options other than the budget and tol keep the assembled pgs
+        # (kernels/pgs_matrix_free.py); options other than the budget and its stops keep the assembled pgs
         self._matrix_free = bool(self.iterations is not None and self.method == "pgs" and model == "box-friction"
                                  and self.model_options.joints == "rows" and self.reuse is None
-                                 and set(self.solver_options) <= {"tol", "max_iterations", "max_sweeps"})
+                                 and set(self.solver_options) <= {"tol", "w_step_tol", "max_iterations", "max_sweeps"})
         self.has_actuation = bool(np.any(self.model.kind == KIND_KINEMATIC)) or any(
             j.motor_target is not None for j in self.model.joints)
         self._kinematic = bool(np.any(self.model.kind == KIND_KINEMATIC))
@@ -307,14 +307,15 @@ class Simulator:
         """Fixed-budget box friction without the Delassus matrix: (n, Solution) (None when a row
         touches more than two bodies) from
         :func:`contactlab.kernels.pgs_matrix_free.solve_matrix_free` (same iterates as ``pgs`` on the
-        assembled problem, same stopping tol, residuals of ``solve()``'s definition)."""
+        assembled problem, same stopping tol and w_step_tol, residuals of ``solve()``'s definition)."""
         H, q, cfm, lo, hi, findex, mu = rows         # box_friction.rows (the build stage)
         n = H.shape[0]
         z0 = warm if (warm is not None and warm.shape == (n,)) else None
         tol = float(self.solver_options.get("tol", 1e-7))
         try:
             z, w, dv, code, st = solve_matrix_free(H, sys.W_blocks, q, cfm, lo, hi, findex, mu, z0,
-                                                  max_sweeps=self.iterations, tol=tol)
+                                                  max_sweeps=self.iterations, tol=tol,
+                                                  w_step_tol=float(self.solver_options.get("w_step_tol", 0.0)))
         except ValueError:      # a row on more than two bodies: this step takes the assembled path
             return None
         return n, matrix_free_solution(z, w, dv.reshape(-1), code, st)

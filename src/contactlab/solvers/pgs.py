@@ -7,7 +7,9 @@ which allocate nothing per sweep. The sweeps run on (M, q) / max|M| (the same it
 problem times any constant). Stopping: the scale-free residual of problems/residual.py
 (``box_relative``) <= ``tol`` (the kernel stops on the absolute residual <= tol * min(||z||, ||w||
 units), which implies it, and is tightened if the units move), or ``||z^{k+1} - z^k||_inf <=
-step_tol`` (NO_SOLUTION_FOUND if the residual is still above tol), or ``max_iterations`` sweeps.
+step_tol``, or a sweep whose largest correction of a row's own w_i (|dz_i| M_ii) is <= ``w_step_tol``
+(Bullet's sequential-impulse stop, for engine-like fixed budgets; NO_SOLUTION_FOUND for either if
+the residual is still above tol), or ``max_iterations`` sweeps.
 """
 from __future__ import annotations
 
@@ -30,13 +32,18 @@ _STATUS = {K.CONVERGED: Status.SOLVED, K.MAX_SWEEPS: Status.MAX_ITERATIONS,
 _REASON = {K.CONVERGED: "residual below tol", K.MAX_SWEEPS: "sweep limit reached",
            K.BAD_DIAGONAL: "a diagonal entry of M (+cfm) is not positive; PGS needs M_ii > 0 (set cfm > 0)",
            K.NOT_FINITE: "iterate became non-finite (divergence)",
-           K.STALLED: "step below step_tol while the residual is above tol"}
+           K.STALLED: "step below step_tol (or w_step_tol) while the residual is above tol"}
 
 
 @dataclass(frozen=True)
 class PGSOptions:
     """tol: certified relative residual (scale-free, problems/residual.py); step_tol: stop when
-    ||z^{k+1} - z^k||_inf <= step_tol (units of z; 0 disables all but an exact stall); max_iterations:
+    ||z^{k+1} - z^k||_inf <= step_tol (units of z; 0 disables all but an exact stall); w_step_tol:
+    stop after a sweep in which no row corrected its own w_i by more than this, max_i |dz_i| M_ii
+    (units of w, e.g. m/s for a velocity-level contact LCP; 0: off). This is the stop of Bullet's
+    sequential-impulse solver, whose ``solverResidualThreshold`` is its square (PyBullet's default
+    1e-7: w_step_tol = 3.16e-4); with a sweep budget it compares an engine's fixed budget like for
+    like. Neither stop certifies: the answer is SOLVED only if the residual is below tol; max_iterations:
     sweep limit (alias max_sweeps);
     omega: relaxation (1 = Gauss-Seidel, 0 < omega < 2); shuffle/seed: randomised row order each sweep
     (fixed seed); cfm: constraint force mixing added to the diagonal (solves M + cfm I, arechavaleta
@@ -45,6 +52,7 @@ class PGSOptions:
 
     tol: float = 1e-10
     step_tol: float = 0.0
+    w_step_tol: float = 0.0
     max_iterations: int = 10000
     omega: float = 1.0
     shuffle: bool = False
@@ -57,8 +65,9 @@ class PGSOptions:
         check_common(self)
         if not (0.0 < self.omega < 2.0):
             raise ParamError(f"omega must lie in (0, 2), got {self.omega}")
-        if self.step_tol < 0 or self.cfm < 0:
-            raise ParamError(f"step_tol and cfm must be >= 0, got {self.step_tol}, {self.cfm}")
+        if not (self.step_tol >= 0 and self.w_step_tol >= 0 and self.cfm >= 0):
+            raise ParamError(f"step_tol, w_step_tol and cfm must be >= 0, got {self.step_tol}, {self.w_step_tol}, "
+                             f"{self.cfm}")
         if self.refresh < 0:
             raise ParamError(f"refresh must be >= 0, got {self.refresh}")
 
@@ -138,15 +147,18 @@ class BoxSweeper:
     def seed(self, seed: int):
         self.rng_state[0] = np.uint64((seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) % (1 << 64) or 1)
 
-    def sweep(self, z, w, max_sweeps, tol_res, tol_step=0.0, omega=1.0, shuffle=False, refresh=50) -> int:
-        """Run up to ``max_sweeps`` sweeps in place on z (w holds M z + q on exit); kernel status."""
+    def sweep(self, z, w, max_sweeps, tol_res, tol_step=0.0, omega=1.0, shuffle=False, refresh=50,
+              w_step_tol=0.0) -> int:
+        """Run up to ``max_sweeps`` sweeps in place on z (w holds M z + q on exit); kernel status.
+        ``tol_res`` is in the swept (scaled) units; ``w_step_tol`` in the problem's units of w."""
+        tol_w = w_step_tol / self.s
         if self.sparse:
             return K.pgs_csr_kernel(self.t_indptr, self.t_indices, self.t_data, self.q, self.diag, self.lo,
                                     self.hi, self.findex, self.mu, z, w, self.order, omega, tol_res, tol_step,
-                                    max_sweeps, refresh, shuffle, self.rng_state, self.stats)
+                                    max_sweeps, refresh, shuffle, self.rng_state, self.stats, tol_w)
         return K.pgs_dense_kernel(self.MT, self.q, self.diag, self.lo, self.hi, self.findex, self.mu, z, w,
                                   self.order, omega, tol_res, tol_step, max_sweeps, refresh, shuffle,
-                                  self.rng_state, self.stats)
+                                  self.rng_state, self.stats, tol_w)
 
     def bounds(self, z):
         lo, hi = self.lo.copy(), self.hi.copy()
@@ -178,7 +190,7 @@ class BoxSweeper:
             zs = float(np.max(np.abs(fin), initial=0.0)) or ws
         return tol * min(zs, ws)
 
-    def run(self, z, w, tol, max_sweeps, step_tol=0.0, omega=1.0, shuffle=False, refresh=50):
+    def run(self, z, w, tol, max_sweeps, step_tol=0.0, omega=1.0, shuffle=False, refresh=50, w_step_tol=0.0):
         """Sweep until the relative residual is <= tol (kernel status CONVERGED), the sweep limit,
         a stall or a failure; returns (kernel status, sweeps)."""
         w[:] = self.w(z)
@@ -186,7 +198,7 @@ class BoxSweeper:
         done = 0
         code = K.MAX_SWEEPS
         for _ in range(12):   # the target tightens only when the iterate's units moved
-            code = self.sweep(z, w, max_sweeps - done, target, step_tol, omega, shuffle, refresh)
+            code = self.sweep(z, w, max_sweeps - done, target, step_tol, omega, shuffle, refresh, w_step_tol)
             done += int(self.stats[0])
             if code != K.CONVERGED or self.relative(z, w) <= tol:
                 return code, done
@@ -201,7 +213,8 @@ def _pgs(problem, opts: PGSOptions, warm_start) -> Solution:
     z = S.start(warm_start)
     w = np.empty(problem.n)
     S.seed(opts.seed)
-    code, sweeps = S.run(z, w, opts.tol, opts.max_iterations, opts.step_tol, opts.omega, opts.shuffle, opts.refresh)
+    code, sweeps = S.run(z, w, opts.tol, opts.max_iterations, opts.step_tol, opts.omega, opts.shuffle, opts.refresh,
+                         opts.w_step_tol)
     _, res, step = S.stats
     return Solution(z=z, w=w, status=_STATUS[code], iterations=int(sweeps),
                     info={"reason": _REASON[code], "solver_residual": float(res), "last_step": float(step),
