@@ -152,11 +152,11 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
     the rows, q (box_friction.py ``_q_kernel``) and bounds (``_box_bounds``), the warm start, at
     most ``sweeps`` matrix-free PGS sweeps (kernels/pgs_matrix_free.py ``_solve``, what
     simulator.py ``_solve_matrix_free`` calls: its stopping ``tol`` and ``tol_w`` (pgs's
-    ``w_step_tol``), check every 10 sweeps, exact residual report), v+ = v_free + W H' z with the tangent impulses and modes (``_contact_parts``),
-    the energy check, x += h v+, and where a contact is deeper than the slop the position
-    correction's PGS on the normal rows with the same budget (simulator.py ``project_contacts``'
-    fixed-budget branch) and its displacement, then the energies. Any number of contacts (no
-    matrix is formed).
+    ``w_step_tol``), check every 10 sweeps, exact residual report), v+ = v_free + W H' z with the
+    tangent impulses and modes (``_contact_parts``), the energy check, x += h v+, and where a
+    contact is deeper than the slop the position correction's PGS on the normal rows with the same
+    budget (simulator.py ``project_contacts``' fixed-budget branch) and its displacement, then the
+    energies. Any number of contacts (no matrix is formed).
 
     Returns (outcome, pgs code, stats (4), e0, contact_gain, ke, pe, pen, z, w, velocity change,
     v_next, tangent, modes, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias); outcome

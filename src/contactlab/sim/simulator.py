@@ -129,9 +129,11 @@ class Simulator:
     stops after at most this many iterations (sweeps, Newton steps, pivots) and its answer is
     applied whatever its residual (no fallback, no SimulationError unless it is not finite);
     ``StepRecord.residual`` reports the residual reached and ``success`` whether it was certified.
-    With box friction and pgs (no other solver options than tol) the sweeps run matrix-free
-    (:mod:`contactlab.kernels.pgs_matrix_free`: the iterates of pgs on the assembled problem, the
-    Delassus matrix never formed; ``last_problem`` is assembled only when read).
+    With pgs, ``solver_options={"w_step_tol": t}`` adds Bullet's stop (a sweep that corrects no
+    row's own w by more than t ends the sweeps; PyBullet's default is t = 3.16e-4).
+    With box friction and pgs (no other solver options than tol and w_step_tol) the sweeps run
+    matrix-free (:mod:`contactlab.kernels.pgs_matrix_free`: the iterates of pgs on the assembled
+    problem, the Delassus matrix never formed; ``last_problem`` is assembled only when read).
     None (default): certified mode.
 
     Box friction on a scene of free bodies (no joint, planar or kinematic body; box-qp in certified
