@@ -53,6 +53,7 @@ from contactlab.problems.io import atomic_write  # noqa: E402
 from contactlab.scenarios import make_scene  # noqa: E402
 from contactlab.scenarios.io import scene_to_dict  # noqa: E402
 from contactlab.sim import Simulator  # noqa: E402
+from contactlab.solvers.pgs import BULLET_W_STEP_TOL  # noqa: E402
 
 STAGES = ("detect", "build", "solve", "integrate", "record")
 
@@ -90,11 +91,6 @@ def _warm_up(fixed):
                         model_options={"coupling": "current" if fixed else coupling})
         for _ in range(40):
             sim.step()
-
-
-#: Bullet's stop as our pgs option: PyBullet's solverResidualThreshold 1e-7 bounds the squared
-#: largest velocity correction of a sweep (btSequentialImpulseConstraintSolver), w_step_tol its root
-BULLET_W_STEP = float(np.sqrt(1e-7))
 
 
 def run_contactlab(scene_name, n, steps, budget, fixed=None, options=None, label=None):
@@ -274,7 +270,7 @@ def run_ode(scene_name, n, steps, budget, quick=True):
 RUNNERS = {"contactlab certified": lambda s, n, k, b: run_contactlab(s, n, k, b),
            "contactlab fixed-50": lambda s, n, k, b: run_contactlab(s, n, k, b, fixed=50),
            "contactlab fixed-50+stop": lambda s, n, k, b: run_contactlab(
-               s, n, k, b, fixed=50, options={"w_step_tol": BULLET_W_STEP}, label="contactlab fixed-50+stop"),
+               s, n, k, b, fixed=50, options={"w_step_tol": BULLET_W_STEP_TOL}, label="contactlab fixed-50+stop"),
            "pybullet": run_pybullet,
            "pybullet no-stop": lambda s, n, k, b: run_pybullet(s, n, k, b, residual_threshold=0.0),
            "mujoco": run_mujoco, "ode quickStep": run_ode}

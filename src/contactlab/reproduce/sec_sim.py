@@ -72,9 +72,17 @@ def _chain(ctx, rows):
     ctx.advance("pendulum chain")
 
 
+def _bullet_stop() -> dict:
+    """Bullet's sequential-impulse stop with PyBullet's default threshold, as pgs options."""
+    from ..solvers.pgs import BULLET_W_STEP_TOL
+    return {"w_step_tol": BULLET_W_STEP_TOL}
+
+
 def _speed(ctx, rows):
     """Stack of N boxes at rest, side by side: contactlab certified (box-friction/box-qp), contactlab
-    fixed budget (pgs, 50 sweeps, PyBullet's default budget), PyBullet and MuJoCo where installed."""
+    fixed budget (pgs, 50 sweeps, PyBullet's default budget; and with Bullet's stop as well, pgs
+    ``w_step_tol``), PyBullet (at most 50 iterations, stopping at its default
+    solverResidualThreshold) and MuJoCo where installed."""
     from ..scenarios import make_scene
     from ..sim import Simulator
     sizes = [10] if ctx.quick else [10, 100]
@@ -82,9 +90,11 @@ def _speed(ctx, rows):
     for n in sizes:
         scene = make_scene("stack", count=n)
         x0 = np.array([b.position for b in scene.bodies[1:]])
-        for label, method, budget in [("contactlab certified (box-qp)", "box-qp", None),
-                                      ("contactlab fixed-50 (pgs)", "pgs", 50)]:
-            sim = Simulator(make_scene("stack", count=n), "box-friction", method, iterations=budget)
+        for label, method, budget, options in [("contactlab certified (box-qp)", "box-qp", None, None),
+                                               ("contactlab fixed-50 (pgs)", "pgs", 50, None),
+                                               ("contactlab fixed-50 + Bullet's stop (pgs)", "pgs", 50, _bullet_stop())]:
+            sim = Simulator(make_scene("stack", count=n), "box-friction", method, iterations=budget,
+                            solver_options=options)
             sim.step()
             t0, fails = time.perf_counter(), 0
             for _ in range(steps):
@@ -109,7 +119,7 @@ def _speed(ctx, rows):
                 p.stepSimulation(physicsClientId=cid)
             wall = time.perf_counter() - t0
             pos = np.array([p.getBasePositionAndOrientation(i, physicsClientId=cid)[0] for i in ids])
-            rows.append([n, "pybullet (peer, 50 iterations)", steps / wall, 1e3 * wall / steps,
+            rows.append([n, "pybullet (peer, at most 50 iterations, its default stop)", steps / wall, 1e3 * wall / steps,
                          float(np.abs(pos - x0).max()), "—"])
             p.disconnect(cid)
         except ImportError:
@@ -139,10 +149,12 @@ def _pile(ctx, rows):
     from ..scenarios import make_scene
     from ..sim import Simulator
     n, steps = (20, 40) if ctx.quick else (100, 150)
-    for label, method, budget, coupling in [("certified (box-qp, previous-normal bounds)", "box-qp", None, "previous"),
-                                            ("fixed-50 (pgs, current-normal bounds)", "pgs", 50, "current")]:
+    for label, method, budget, coupling, options in [
+            ("certified (box-qp, previous-normal bounds)", "box-qp", None, "previous", None),
+            ("fixed-50 (pgs, current-normal bounds)", "pgs", 50, "current", None),
+            ("fixed-50 + Bullet's stop (pgs, current-normal bounds)", "pgs", 50, "current", _bullet_stop())]:
         sim = Simulator(make_scene("pile", count=n), "box-friction", method, iterations=budget,
-                        model_options={"coupling": coupling})
+                        model_options={"coupling": coupling}, solver_options=options)
         sim.step()
         t0, recs, res = time.perf_counter(), [], []
         for _ in range(steps):

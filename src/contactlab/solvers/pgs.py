@@ -35,6 +35,11 @@ _REASON = {K.CONVERGED: "residual below tol", K.MAX_SWEEPS: "sweep limit reached
            K.STALLED: "step below step_tol (or w_step_tol) while the residual is above tol"}
 
 
+#: PyBullet's default stop as ``w_step_tol``: its solverResidualThreshold 1e-7 bounds the square of a
+#: sweep's largest velocity correction (btSequentialImpulseConstraintSolver, m_leastSquaresResidualThreshold)
+BULLET_W_STEP_TOL = 1e-7 ** 0.5
+
+
 @dataclass(frozen=True)
 class PGSOptions:
     """tol: certified relative residual (scale-free, problems/residual.py); step_tol: stop when
