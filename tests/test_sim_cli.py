@@ -137,3 +137,7 @@ def test_simulate_w_step_tol_stops_sweeps_as_bullet_does():
     assert out["sweeps_per_step"] == [int(x) for x in traj.column("iterations")]
     bad = runner.invoke(app, ["simulate", "stack", "--model", "box-friction", "--w-step-tol", "1e-4", "--json"])
     assert bad.exit_code == 2 and "--iterations" in bad.output
+    # a method without that stop: our error at once, naming the option and the method (no traceback)
+    bad = runner.invoke(app, ["simulate", "stack", "--model", "box-friction", "--method", "box-qp", "--iterations", "5",
+                              "--w-step-tol", "1e-4", "--json"])
+    assert bad.exit_code == 2 and "w_step_tol" in bad.output and "box-qp" in bad.output

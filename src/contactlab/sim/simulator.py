@@ -196,6 +196,8 @@ class Simulator:
             self.max_uncertified_residual = float("inf")
         self.warm_start = bool(warm_start and spec is not None and spec.warm_start)
         self._spec = spec
+        if spec is not None:    # a bad or unknown solver option fails here, not at the first step
+            spec.make_options({k: v for k, v in self.solver_options.items() if k != "certify"})
         from .reuse import make_reuse   # reuse="motionless": loomis-balkcom §IV (sim/reuse.py)
         self.reuse = make_reuse(reuse, self)
         # fixed-budget box friction: PGS on the rows and M^-1 blocks, the Delassus matrix never formed
