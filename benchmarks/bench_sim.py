@@ -128,7 +128,7 @@ def run_contactlab(scene_name, n, steps, budget, fixed=None, options=None, label
                     penetration=float(max((r.max_penetration for r in recs), default=0.0)))
 
 
-def run_pybullet(scene_name, n, steps, budget, residual_threshold=None):
+def run_pybullet(scene_name, n, steps, budget, residual_threshold=None, label="pybullet"):
     try:
         import pybullet as p
     except ImportError:
@@ -167,9 +167,7 @@ def run_pybullet(scene_name, n, steps, budget, residual_threshold=None):
     pen = max([0.0] + [-c[8] for c in pts])
     pos = [p.getBasePositionAndOrientation(i, physicsClientId=cid)[0] for i in ids]
     p.disconnect(cid)
-    return _summary("pybullet" if residual_threshold is None else "pybullet no-stop", scene_name, n, k, wall, pos0,
-                    pos, contacts=float(len(pts)),
-                    penetration_final=float(pen))
+    return _summary(label, scene_name, n, k, wall, pos0, pos, contacts=float(len(pts)), penetration_final=float(pen))
 
 
 def mjcf(scene) -> str:
@@ -272,7 +270,8 @@ RUNNERS = {"contactlab certified": lambda s, n, k, b: run_contactlab(s, n, k, b)
            "contactlab fixed-50+stop": lambda s, n, k, b: run_contactlab(
                s, n, k, b, fixed=50, options={"w_step_tol": BULLET_W_STEP_TOL}, label="contactlab fixed-50+stop"),
            "pybullet": run_pybullet,
-           "pybullet no-stop": lambda s, n, k, b: run_pybullet(s, n, k, b, residual_threshold=0.0),
+           "pybullet no-stop": lambda s, n, k, b: run_pybullet(s, n, k, b, residual_threshold=0.0,
+                                                               label="pybullet no-stop"),
            "mujoco": run_mujoco, "ode quickStep": run_ode}
 
 

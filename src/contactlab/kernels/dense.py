@@ -362,8 +362,9 @@ def elimination_steps(gstart, adj):
 @jit
 def grouped_cholesky_solve(B, b, gs, nbr, nnb, min_spread):
     """x with B x = b for the SPD B (dense, overwritten by its factor) whose rows come group by
-    group in elimination order (:func:`grouped_order`: group s at gs[s]:gs[s + 1], later groups it
-    shares a body with nbr[s, :nnb[s]]): a block Cholesky whose trailing update touches only a
+    group in elimination order (:func:`elimination_steps`; the joint projection's ``grouped_order``,
+    box-qp's ``island_groups``: group s at gs[s]:gs[s + 1], later groups it shares a body with
+    nbr[s, :nnb[s]]): a block Cholesky whose trailing update touches only a
     group's neighbours, so a tree of joints factors without fill and the work grows with the
     joints, not with their cube (as Baraff's linear-time factorisation of tree-structured
     constraint matrices, SIGGRAPH 1996). Only B's lower blocks between neighbours are read. Returns

@@ -295,8 +295,7 @@ class BoxFrictionStep:
              dv, ix, ip, n_bias) = box_friction_fixed_step(
                 self.live, model.ndof, model.dof_start, model.kind, self.kinematic, model.mass, model.inertia,
                 model.inv_inertia, self.gravity, bool(st.gyroscopic), data.quaternion, data.position,
-                data.linear_velocity, data.angular_velocity, *args, int(sim.iterations),
-                float(sim.solver_options.get("tol", 1e-7)), float(sim.solver_options.get("w_step_tol", 0.0)),
+                data.linear_velocity, data.angular_velocity, *args, int(sim.iterations), *sim.sweep_stops(),
                 position_stage, float(st.contact_zeta))
             t_solved = time.perf_counter()
             if outcome == DECLINED:

@@ -69,6 +69,10 @@ def potential_energy(model: Model, data: Data) -> float:
 #: 500-box piles reach the same largest penetration (0.82 and 2.5 mm)
 POSITION_TOL = 1e-3
 
+#: pgs/psor's stopping tol in the simulator where none is given: the step is certified at 1e-6 x
+#: scale, and sweeping on to the solver's default 1e-10 costs time only
+SWEEP_TOL = 1e-7
+
 
 def position_lcp(A, c: np.ndarray, islands=None, groups=None) -> tuple[np.ndarray, float]:
     """The position correction's LCP w = A p + c >= 0 perp p >= 0 (A = N W N' + eps I, symmetric
@@ -177,8 +181,7 @@ class Simulator:
             raise ModelError(f"unknown method {self.method!r}; available: {', '.join(['auto', *available_solvers()])}")
         self.solver_options = dict(solver_options or {})
         if self.method in ("pgs", "psor") and "tol" not in self.solver_options:
-            # the step is certified at 1e-6 x scale; sweeping on to the solver's default 1e-10 costs time only
-            self.solver_options["tol"] = 1e-7
+            self.solver_options["tol"] = SWEEP_TOL
         spec = available_solvers().get(self.method)
         self.islands = bool(islands)
         self.iterations = None
@@ -307,6 +310,11 @@ class Simulator:
     def last_problem(self, problem) -> None:
         self._last_problem, self._unbuilt = problem, None
 
+    def sweep_stops(self) -> tuple[float, float]:
+        """(tol, w_step_tol) of the fixed-budget matrix-free sweeps, compiled or not: the solver
+        options' (tol SWEEP_TOL where absent; w_step_tol 0: off)."""
+        return float(self.solver_options.get("tol", SWEEP_TOL)), float(self.solver_options.get("w_step_tol", 0.0))
+
     def _solve_matrix_free(self, sys, rows, warm):
         """Fixed-budget box friction without the Delassus matrix: (n, Solution) (None when a row
         touches more than two bodies) from
@@ -315,11 +323,10 @@ class Simulator:
         H, q, cfm, lo, hi, findex, mu = rows         # box_friction.rows (the build stage)
         n = H.shape[0]
         z0 = warm if (warm is not None and warm.shape == (n,)) else None
-        tol = float(self.solver_options.get("tol", 1e-7))
+        tol, w_step_tol = self.sweep_stops()
         try:
             z, w, dv, code, st = solve_matrix_free(H, sys.W_blocks, q, cfm, lo, hi, findex, mu, z0,
-                                                  max_sweeps=self.iterations, tol=tol,
-                                                  w_step_tol=float(self.solver_options.get("w_step_tol", 0.0)))
+                                                  max_sweeps=self.iterations, tol=tol, w_step_tol=w_step_tol)
         except ValueError:      # a row on more than two bodies: this step takes the assembled path
             return None
         return n, matrix_free_solution(z, w, dv.reshape(-1), code, st)
