@@ -190,8 +190,10 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
             if options.coupling != "current" or not nc:
                 findex = mu = None
             return _finish(make(Mat, q, lo, hi, findex, mu), sys, H, o_a, o_l, o_n, o_s, n, nc)
+        factors = None
         if sys.W_blocks is not None:    # compiled: only row pairs sharing a body (mechanics/kernels.py)
             Mat = delassus(sys, H, options.cfm + sys.cfm, dense=n <= options.dense_max)
+            factors = (H, sys.W_blocks, options.cfm + sys.cfm)
         else:
             Mat = H @ sys.Minv @ H.T + (options.cfm + sys.cfm) * sp.eye(n, format="csr")
             Mat = dense(Mat) if n <= options.dense_max else sp.csr_matrix(Mat)
@@ -201,7 +203,10 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
         findex = mu = None
     # assembled here, finite with a finite state: the checks of the constructor only where q is not
     make = BoxedLCP.trusted if (np.isfinite(q).all() and (sp.issparse(Mat) or Mat.flags.c_contiguous)) else BoxedLCP
-    return _finish(make(Mat, q, lo, hi, findex, mu), sys, H, o_a, o_l, o_n, o_s, n, nc)
+    prob = _finish(make(Mat, q, lo, hi, findex, mu), sys, H, o_a, o_l, o_n, o_s, n, nc)
+    if sp.issparse(Mat) and factors is not None:    # box-qp's interior point solves in body space
+        prob.factors = factors
+    return prob
 
 
 def _finish(prob: BoxedLCP, sys, H, o_a, o_l, o_n, o_s, n, nc) -> BoxedLCP:

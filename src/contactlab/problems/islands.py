@@ -30,7 +30,8 @@ def island_problem(problem: BoxedLCP, idx: np.ndarray, dense_max: int) -> BoxedL
     """The boxed LCP of the rows ``idx`` (ascending; one island of ``problem``). From a sparse
     matrix: its dense block up to ``dense_max`` rows (one compiled gather, so the solvers take their
     compiled dense paths), else its CSR block (:func:`csr_block`); findex renumbered into the
-    island. The parts of a checked problem, sliced: nothing to check again."""
+    island; the problem's ``factors`` (H, W, cfm) with H's rows ``idx`` where the block is sparse.
+    The parts of a checked problem, sliced: nothing to check again."""
     M = problem.M
     if not sp.issparse(M):
         sub = M[np.ix_(idx, idx)]
@@ -44,5 +45,9 @@ def island_problem(problem: BoxedLCP, idx: np.ndarray, dense_max: int) -> BoxedL
     fi = problem.findex[idx]
     fi = np.where(fi >= 0, where[np.maximum(fi, 0)], -1)
     coupled = bool(np.any(fi >= 0))
-    return BoxedLCP.trusted(sub, problem.q[idx], problem.lo[idx], problem.hi[idx],
-                            fi if coupled else None, problem.mu[idx] if coupled else None)
+    out = BoxedLCP.trusted(sub, problem.q[idx], problem.lo[idx], problem.hi[idx],
+                           fi if coupled else None, problem.mu[idx] if coupled else None)
+    factors = getattr(problem, "factors", None)
+    if factors is not None and sp.issparse(sub):    # M = H W H' + cfm I: the island's rows of H
+        out.factors = (factors[0][idx], *factors[1:])
+    return out

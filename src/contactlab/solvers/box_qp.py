@@ -50,6 +50,7 @@ from ..errors import ParamError
 from ..kernels._jit import jit
 from ..kernels.box_qp import (INTERIOR, SOLVED, STALE, UNSETTLED, box_qp_dense_certified, box_qp_islands, csr_dense_block,
                                csr_masked, diagonal_positions, new_factor_cache, upper_pattern)
+from ..kernels.body_space import body_space_back, body_space_layout, body_space_rhs, body_space_values
 from ..kernels.residual import csr_box_error
 from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
@@ -209,12 +210,13 @@ class _PatternCache:
         """Whether the pattern of the symmetric ``A`` (read as CSC) has an analysis here."""
         return self._find(A)[1] is not None
 
-    def ldl(self, A, stale_ok: bool = False):
+    def ldl(self, A, stale_ok: bool = False, cholmod_min: int = 0):
         """(a factor of the symmetric sparse ``A`` (CSC; another format is converted) with
         ``solve(b)``, fresh) (raises ValueError or RuntimeError on a zero pivot; the entry is
         dropped then). ``stale_ok``: where the pattern's last factorisation is of values within
         STALE of A's (a resting stack's next step), that factorisation itself, with fresh = False
-        (:func:`_sparse_spd_solver` refines)."""
+        (:func:`_sparse_spd_solver` refines). ``cholmod_min``: the fewest rows factorised by CHOLMOD
+        (0: CHOLMOD_MIN)."""
         if A.format != "csc":
             A = A.tocsc()
         key, entry = self._find(A)
@@ -234,7 +236,7 @@ class _PatternCache:
         up, ui, gather = upper_pattern(A.indptr, A.indices)       # which entry of A each of triu(A) is
         U = sp.csc_matrix((A.data[gather], ui.astype(np.int32), up.astype(np.int32)), shape=A.shape)
         factor = None
-        if A.shape[0] >= CHOLMOD_MIN:
+        if A.shape[0] >= (cholmod_min or CHOLMOD_MIN):
             try:
                 factor = _CholmodFactor(U)
             except ArithmeticError:     # not numerically positive definite: LDL' below
@@ -251,7 +253,7 @@ class _PatternCache:
 _LDL = _PatternCache()
 
 
-def _sparse_spd_solver(A, stale_ok: bool = False):
+def _sparse_spd_solver(A, stale_ok: bool = False, cholmod_min: int = 0):
     """A solver of A x = b for a sparse symmetric positive definite A: LDL' by QDLDL (AMD ordering),
     or from CHOLMOD_MIN rows CHOLMOD's supernodal Cholesky (the symbolic analysis reused while the
     pattern repeats, :class:`_PatternCache`), or SuperLU with diagonal pivots where the factorisation
@@ -259,9 +261,9 @@ def _sparse_spd_solver(A, stale_ok: bool = False):
     pile's Delassus sub-matrices QDLDL takes 0.14 / 0.43 / 4.7 ms at n = 500 / 1,500 / 6,000
     against SuperLU's 0.30 / 0.61 / 7.9 and a dense Cholesky's 3.8 / 37 / 1,550. ``stale_ok``: the
     pattern's last factorisation where A's values are within STALE of its, x = F^-1 b refined once
-    by x += F^-1 (b - A x) (no factorisation)."""
+    by x += F^-1 (b - A x) (no factorisation). ``cholmod_min``: as :meth:`_PatternCache.ldl`."""
     try:
-        ldl, fresh = _LDL.ldl(A, stale_ok)
+        ldl, fresh = _LDL.ldl(A, stale_ok, cholmod_min)
         if fresh:
             return ldl.solve, ldl
 
@@ -427,6 +429,69 @@ class _Shifted:
             return lambda b: sla.lu_solve(f, b, check_finite=False)
 
 
+#: the fewest body-space rows (6 per touched body) whose Schur complement S is factorised by
+#: CHOLMOD's supernodal Cholesky (its 6x6 blocks are dense: supernodes from small sizes on)
+BODY_SPACE_CHOLMOD_MIN = 600
+
+
+class _BodySpace:
+    """Factorisations of M + diag(d) on the rows ``keep`` of a contact matrix M = H W H' + cfm I
+    (the problem's ``factors`` (H, W, cfm): H's rows on one or two bodies each, W the bodies' 6x6
+    blocks of M^-1, cfm > 0) in body space (kernels/body_space.py): S = W^-1 + H' E^-1 H with
+    E = cfm + d, one factorisation of S (6 rows per body) an iteration, and
+    x = E^-1 (r - H S^-1 H' E^-1 r) per right-hand side (the Sherman-Morrison-Woodbury identity). The
+    same interface as :class:`_Shifted` with ``keep`` (keep-sized vectors in and out). S's pattern (the
+    pairs of bodies the rows join) is analysed once and reused through :class:`_PatternCache` while the
+    pairs repeat (a pile's impact steps keep most of them from step to step). Where E^-1 is large
+    (rows far inside their box: E ~ cfm) x is the difference of nearly equal terms; the interior
+    point checks its iterates with the certified residual whatever the solve's accuracy, and on 26
+    recorded impact steps of a falling 500-box pile it took the same iterations as with M's own
+    factorisation (docs/benchmarks-sim.md)."""
+
+    def __init__(self, layout, cfm, base):
+        (self.ra, self.rb, self.ha, self.hb, self.nt, self.Winv, s_indptr, s_indices, self.diag_base,
+         self.stride, self.pair_base) = layout
+        self.cfm, self.base, self.sparse = cfm, base, True
+        n = 6 * self.nt
+        self.S = sp.csc_matrix.__new__(sp.csc_matrix)
+        self.S._shape = (n, n)
+        self.S.data, self.S.indices, self.S.indptr = np.zeros(s_indices.size), s_indices, s_indptr
+        self.S.has_sorted_indices = True
+        self.ldl = None
+
+    @classmethod
+    def of(cls, factors, M, keep: np.ndarray, dense_max: int):
+        """The body-space form of the rows ``keep`` of a problem whose matrix is H W H' + cfm I
+        (``factors``), or None where it does not apply or would not pay: no factors, cfm <= 0,
+        M_keep small enough for the dense path, no fewer body coordinates than rows, a row on three
+        bodies or more, a touched body's block not invertible."""
+        if factors is None or keep.size <= dense_max:
+            return None
+        H, W, cfm = factors
+        if not cfm > 0 or H.shape[0] != M.shape[0]:
+            return None
+        ok, *layout = body_space_layout(H.indptr.astype(np.int64, copy=False), H.indices.astype(np.int64, copy=False),
+                                        H.data.astype(np.float64, copy=False), keep.astype(np.int64, copy=False),
+                                        np.ascontiguousarray(W, dtype=np.float64))
+        if not ok or 6 * layout[4] >= keep.size:
+            return None
+        return cls(layout, float(cfm), M.diagonal()[keep])
+
+    def solver(self, d):
+        e_inv = 1.0 / (self.cfm + d)
+        body_space_values(self.ra, self.rb, self.ha, self.hb, e_inv, self.Winv, self.diag_base, self.stride,
+                          self.pair_base, self.S.data)
+        solve_s, self.ldl = _sparse_spd_solver(self.S, cholmod_min=BODY_SPACE_CHOLMOD_MIN)
+        t, x = np.empty(6 * self.nt), np.empty(e_inv.size)
+        ra, rb, ha, hb, nt = self.ra, self.rb, self.ha, self.hb, self.nt
+
+        def solve(r):
+            body_space_rhs(ra, rb, ha, hb, r, e_inv, nt, t)
+            body_space_back(ra, rb, ha, hb, r, e_inv, solve_s(t), x)
+            return x.copy()
+        return solve
+
+
 @jit
 def _ipm_rhs(w, gl, gu, sl, su, L, U, tl, tu, out):
     """Right-hand side of the interior point's reduced Newton system (M + D) dz = out with targets
@@ -542,12 +607,15 @@ IPM_WARM_MAX = 0.5
 CENTRALITY_CORRECTORS = 2
 
 
-def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
+def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None, factors=None, warm_residual=None):
     """Primal-dual interior point (Mehrotra predictor-corrector, Gondzio centrality correctors) on
     min 1/2 z'Mz + q'z over lo <= z <= hi, M symmetric positive (semi)definite: multipliers
     s_lo, s_hi >= 0 with M z + q = s_lo - s_hi, (z - lo) s_lo = mu, (hi - z) s_hi = mu, mu -> 0 (Nocedal & Wright
     Alg. 16.4, bounds as the inequalities). Each iterate (strictly inside the box) is checked with
-    the certified residual (row sizes |q| + |M||z|, as solve() measures it). Returns (z, w, converged)."""
+    the certified residual (row sizes |q| + |M||z|, as solve() measures it). ``factors``: the problem's
+    (H, W, cfm) with M = H W H' + cfm I, whose Newton systems are then solved in body space where
+    that pays (:class:`_BodySpace`); ``warm_residual``: z_warm's certified residual where the caller
+    has it. Returns (z, w, converged)."""
     n = q.size
     fixed = lo == hi
     keep = np.flatnonzero(~fixed)
@@ -591,8 +659,12 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
 
     lo2, hi2 = lo[keep], hi[keep]
     L, U = np.isfinite(lo2), np.isfinite(hi2)
-    shifted = _Shifted(M, opts.dense_max, keep=keep) if M2 is None else _Shifted(M2, opts.dense_max)
-    diag = shifted.base if M2 is not None else shifted.base[keep]
+    shifted = _BodySpace.of(factors, M, keep, opts.dense_max)
+    if shifted is not None:
+        diag = shifted.base
+    else:
+        shifted = _Shifted(M, opts.dense_max, keep=keep) if M2 is None else _Shifted(M2, opts.dense_max)
+        diag = shifted.base if M2 is not None else shifted.base[keep]
     if M2 is None:
         q2 = affine(np.zeros(keep.size))
     scale_w = max(float(np.max(np.abs(q2), initial=0.0)), 1e-300)
@@ -601,7 +673,7 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
     warm = None
     if z_warm is not None:
         zw = np.clip(z_warm, lo, hi)
-        if certified(zw)[1] <= IPM_WARM_MAX:
+        if (certified(zw)[1] if warm_residual is None else warm_residual) <= IPM_WARM_MAX:
             warm = zw[keep]
     if warm is None:    # a start strictly inside the box, multipliers of the size of q
         z = np.where(L & U, 0.5 * (lo0 + hi0), np.where(L, lo0 + scale_z, np.where(U, hi0 - scale_z, 0.0)))
@@ -666,22 +738,38 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None):
     return best[1], best[2], False
 
 
-def _box_qp(M, q, lo, hi, z, opts, tol, counter, mode):
+def _box_qp(M, q, lo, hi, z, opts, tol, counter, mode, factors=None):
     """One QP with static bounds by ``mode[0]`` ("auto", "newton" or "ipm"; module docstring). Once
     "auto" needs the interior point, mode[0] becomes "ipm" for the rest of the solve: alternating
     methods in the bound updates of friction-coupled rows can cycle between two answers of a
-    degenerate QP (both within tol, different bounds next)."""
+    degenerate QP (both within tol, different bounds next). ``factors``: as :func:`_ipm`."""
     if mode[0] == "newton":
         return _qp(M, q, lo, hi, z, opts, tol, counter)
+    warm = None
     if mode[0] == "auto" and opts.newton_steps > 0:
         small = q.size <= opts.small_n
-        short = BoxQPOptions(tol=opts.tol, max_iterations=opts.max_iterations if small else opts.newton_steps,
-                             dense_max=opts.dense_max, armijo=opts.armijo)
-        zn, w, ok = _qp(M, q, lo, hi, z, short, tol, counter, full_steps=not small)
-        if ok:
-            return zn, w, True
+        # on a large sparse problem (no compiled path), a start too poor for the interior point to
+        # start from (IPM_WARM_MAX: new contacts, an impact) is too poor for full Newton steps: on a
+        # falling 500-box pile's merged island every such try gave way (warm starts at 0.71-0.98),
+        # where those that landed (a 1,000-box stack) started at <= 0.07
+        warm = None if (small or not sp.issparse(M) or q.size <= opts.dense_max) else _warm_residual(M, q, lo, hi, z)
+        if warm is None or warm <= IPM_WARM_MAX:
+            short = BoxQPOptions(tol=opts.tol, max_iterations=opts.max_iterations if small else opts.newton_steps,
+                                 dense_max=opts.dense_max, armijo=opts.armijo)
+            zn, w, ok = _qp(M, q, lo, hi, z, short, tol, counter, full_steps=not small)
+            if ok:
+                return zn, w, True
+            warm = None
     mode[0] = "ipm"
-    return _ipm(M, q, lo, hi, opts, tol, counter, z_warm=z)
+    return _ipm(M, q, lo, hi, opts, tol, counter, z_warm=z, factors=factors, warm_residual=warm)
+
+
+def _warm_residual(M, q, lo, hi, z) -> float:
+    """The certified relative residual of z clipped into the box (one compiled pass for CSR)."""
+    z = np.clip(z, lo, hi)
+    if sp.issparse(M) and M.format == "csr":
+        return float(csr_box_error(M.indptr, M.indices, M.data, q, lo, hi, z, np.empty(q.size), np.empty((5, q.size))))
+    return _residual(M, q, z, M @ z + q, lo, hi)
 
 
 _DENSE_FACTORS: dict = {}
@@ -814,16 +902,17 @@ def _python_path(problem: BoxedLCP, opts: BoxQPOptions, z, counter, mode, first)
     """_solve in Python from z at bound update ``first`` in ``mode`` (after the compiled Newton, or
     from the start)."""
     M, q = problem.M, problem.q
+    factors = getattr(problem, "factors", None)
     if not problem.has_coupling:
         lo, hi = problem.lo, problem.hi
         z = np.clip(z, lo, hi)
-        z, w, ok = _box_qp(M, q, lo, hi, z, opts, opts.tol, counter, mode)
+        z, w, ok = _box_qp(M, q, lo, hi, z, opts, opts.tol, counter, mode, factors)
         return Solution(z=z, w=w, status=Status.SOLVED if ok else Status.MAX_ITERATIONS,
                         iterations=counter[0], info={"outer": 1})
     for outer in range(first, opts.max_outer + 1):
         lo, hi = problem.bounds(z)
         z = np.clip(z, lo, hi)
-        z, w, ok = _box_qp(M, q, lo, hi, z, opts, opts.tol, counter, mode)
+        z, w, ok = _box_qp(M, q, lo, hi, z, opts, opts.tol, counter, mode, factors)
         lo2, hi2 = problem.bounds(z)
         if ok and _residual(M, q, z, w, lo2, hi2) <= opts.tol:
             return Solution(z=z, w=w, status=Status.SOLVED, iterations=counter[0], info={"outer": outer})
