@@ -139,3 +139,37 @@ def test_box_friction_factors_are_its_matrix():
     sub = island_problem(p, idx, dense_max=0)
     Hs, Ws, cs = sub.factors
     assert abs(contact_matrix(Hs, Ws, cs) - sub.M).max() <= 1e-12 * abs(p.M).max()
+
+
+def test_kept_rows_error_is_a_lower_bound_of_the_certified_error():
+    """kernels/body_space.py ``kept_box_error``: w = M z + q on the kept rows from the factors, and a
+    residual never above the certified one (kernels/residual.py ``csr_box_error``, the one definition),
+    on iterates near and far from an answer; where the bound exceeds a tolerance, so does the error."""
+    from contactlab.kernels.residual import csr_box_error
+    rng = np.random.default_rng(5)
+    H, W = contact_rows(rng, 15, 200)
+    cfm = 1e-8
+    M = contact_matrix(H, W, cfm)
+    n = M.shape[0]
+    lo, hi = np.zeros(n), np.full(n, np.inf)
+    fr = np.arange(n) % 3 != 0
+    lo[fr], hi[fr] = -0.4, 0.4
+    fixed = rng.random(n) < 0.15
+    lo[fixed] = hi[fixed] = 0.0
+    keep = np.flatnonzero(~fixed)
+    body = _BodySpace.of((H, W, cfm), M, keep, dense_max=50)
+    assert body is not None
+    q = rng.normal(size=n)
+    sol = solve(BoxedLCP(M, q, lo, hi), "box-qp", algorithm="ipm")
+    assert sol.success
+    for t in (1.0, 1e-2, 1e-5, 1e-9, 0.0):      # from far away to the answer itself
+        z = np.clip(sol.z + t * rng.normal(size=n), lo, hi)
+        z[fixed] = 0.0
+        w_exact, work = np.empty(n), np.empty((5, n))
+        exact = csr_box_error(M.indptr, M.indices, M.data, q, lo, hi, z, w_exact, work)
+        wk = np.empty(keep.size)
+        low = body.lower_error(q[keep], lo[keep], hi[keep], z[keep], float(np.abs(q).max()), wk,
+                               np.empty((5, keep.size)))
+        assert np.allclose(wk, w_exact[keep], rtol=0, atol=1e-12 * (np.abs(q).max() + np.abs(z).max()))
+        assert low <= exact * (1 + 1e-9) + 1e-15
+        assert low >= 1e-3 * exact      # a bound that says something (the terms differ by cancellation only)

@@ -19,10 +19,13 @@ kept block 106,000 (docs/benchmarks-sim.md).
   the positions each row adds to).
 * :func:`body_space_values`: S's upper triangle for 1 / E (once per iteration).
 * :func:`body_space_rhs`, :func:`body_space_back`: H' E^-1 r and E^-1 (r - H y).
+* :func:`kept_box_error`: the interior point's per-iterate w = M z + q from the same vectors and a lower
+  bound of its certified error (the exact check, a pass over M's entries, only where the bound passes).
 """
 import numpy as np
 
 from ._jit import jit
+from .residual import box_relative_kernel
 
 #: a body's 6x6 block of W counts as invertible when every pivot of its elimination exceeds this times
 #: its largest diagonal entry (else the body-space form is not used: solvers/box_qp.py falls back)
@@ -65,10 +68,10 @@ def body_space_layout(indptr, indices, data, keep, W):
     """The body-space form of the rows ``keep`` of H (CSR, 6 columns per body) with W (nbody, 6, 6).
 
     Bodies whose W block is zero (held ones) are dropped with their columns (they add nothing to
-    M). Returns (ok, ra, rb, ha, hb, nt, Winv, s_indptr, s_indices, diag_base, stride, pair_base):
+    M). Returns (ok, ra, rb, ha, hb, nt, Winv, Wt, s_indptr, s_indices, diag_base, stride, pair_base):
     ok False where a row touches more than two bodies or a touched body's block is not invertible;
     per kept row k its bodies ra[k] < rb[k] numbered 0..nt-1 among the touched ones (-1: none) and
-    its entries on them ha[k], hb[k]; Winv (nt, 6, 6); S's pattern, symmetric CSC with 6 rows per
+    its entries on them ha[k], hb[k]; Winv and Wt (nt, 6, 6): the touched bodies' W^-1 and W; S's pattern, symmetric CSC with 6 rows per
     body in each of its neighbours' columns (6 deg(c) entries per column of body c); S's entry
     (6 a + v, 6 c + u) of a neighbour a of c at position base + stride[c] u + v, where base is
     diag_base[c] for a = c and pair_base[k] for row k's pair (a, c) = (ra[k], rb[k])."""
@@ -111,9 +114,12 @@ def body_space_layout(indptr, indices, data, keep, W):
             cid[b] = nt
             nt += 1
     Winv = np.zeros((nt, 6, 6))
+    Wt = np.zeros((nt, 6, 6))
     for b in range(nbody):
-        if cid[b] >= 0 and not _inverse6(W[b], Winv[cid[b]]):
-            ok = False
+        if cid[b] >= 0:
+            Wt[cid[b]] = W[b]
+            if not _inverse6(W[b], Winv[cid[b]]):
+                ok = False
     npair = 0
     keys = np.empty(m, dtype=np.int64)
     for k in range(m):
@@ -172,7 +178,7 @@ def body_space_layout(indptr, indices, data, keep, W):
         if rb[k] >= 0:
             t = np.searchsorted(keys, ra[k] * nt + rb[k])
             pair_base[k] = 36 * bstart[rb[k]] + 6 * pair_pos[t]
-    return ok, ra, rb, ha, hb, nt, Winv, s_indptr, s_indices, diag_base, stride, pair_base
+    return ok, ra, rb, ha, hb, nt, Winv, Wt, s_indptr, s_indices, diag_base, stride, pair_base
 
 
 @jit
@@ -241,3 +247,65 @@ def body_space_back(ra, rb, ha, hb, r, e_inv, y, out):
                 for i in range(6):
                     acc -= hb[k, i] * y[6 * b + i]
         out[k] = acc * e_inv[k]
+
+
+@jit
+def kept_box_error(ra, rb, ha, hb, Wt, cfm, q, lo, hi, z, size, w, work):
+    """On the kept rows of :func:`body_space_layout` (the fixed rows at 0): w = M z + q for
+    M = H W H' + cfm I from the rows' body vectors (two thin products, no pass over M's entries; Wt
+    the touched bodies' blocks of W) into ``w``, and a lower bound of the certified relative error
+    of the whole boxed LCP with static bounds (kernels/residual.py ``csr_box_error``): the same
+    measure (``size`` = max|q| over every row) with each row's terms |q_i| + |M_i||z| replaced by
+    their upper bound |q_i| + |h_i| |W| |H'| |z| + cfm |z_i| (triangle inequality). A larger unit
+    only shrinks a row's natural residual, and a fixed row's is 0, so where this bound exceeds a
+    tolerance the certified error does too. 0 where z = 0 (the exact measure then scales z by the
+    bounds of every row). ``work``: 5 x n scratch."""
+    nt = Wt.shape[0]
+    u = np.zeros((nt, 6))
+    ua = np.zeros((nt, 6))
+    zmax = 0.0
+    for k in range(ra.size):
+        zk = z[k]
+        zmax = max(zmax, abs(zk))
+        a = ra[k]
+        if a < 0:
+            continue
+        for i in range(6):
+            u[a, i] += ha[k, i] * zk
+            ua[a, i] += abs(ha[k, i]) * abs(zk)
+        b = rb[k]
+        if b >= 0:
+            for i in range(6):
+                u[b, i] += hb[k, i] * zk
+                ua[b, i] += abs(hb[k, i]) * abs(zk)
+    v = np.empty((nt, 6))
+    va = np.empty((nt, 6))
+    for c in range(nt):
+        for i in range(6):
+            s = 0.0
+            sa = 0.0
+            for e in range(6):
+                s += Wt[c, i, e] * u[c, e]
+                sa += abs(Wt[c, i, e]) * ua[c, e]
+            v[c, i] = s
+            va[c, i] = sa
+    t = work[4]
+    for k in range(ra.size):
+        s = cfm * z[k] + q[k]
+        sa = abs(q[k]) + cfm * abs(z[k])
+        a = ra[k]
+        if a >= 0:
+            for i in range(6):
+                s += ha[k, i] * v[a, i]
+                sa += abs(ha[k, i]) * va[a, i]
+            b = rb[k]
+            if b >= 0:
+                for i in range(6):
+                    s += hb[k, i] * v[b, i]
+                    sa += abs(hb[k, i]) * va[b, i]
+        w[k] = s
+        t[k] = sa
+    if zmax == 0.0:
+        return 0.0
+    nat, comp, infeas = box_relative_kernel(z, w, lo, hi, q, t, size, work[:4])
+    return infeas if infeas > nat else nat

@@ -69,12 +69,15 @@ def potential_energy(model: Model, data: Data) -> float:
 #: 500-box piles reach the same largest penetration (0.82 and 2.5 mm)
 POSITION_TOL = 1e-3
 
+#: the position correction's LCP matrix is N W N' + POSITION_CFM I (positive definite)
+POSITION_CFM = 1e-9
+
 #: pgs/psor's stopping tol in the simulator where none is given: the step is certified at 1e-6 x
 #: scale, and sweeping on to the solver's default 1e-10 costs time only
 SWEEP_TOL = 1e-7
 
 
-def position_lcp(A, c: np.ndarray, islands=None, groups=None) -> tuple[np.ndarray, float]:
+def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> tuple[np.ndarray, float]:
     """The position correction's LCP w = A p + c >= 0 perp p >= 0 (A = N W N' + eps I, symmetric
     positive definite, dense or CSR) on the whole problem by box-qp: up to 30 projected Newton steps
     from p = 0 (``algorithm="newton"``: its first free set is the rows with c_i < 0, the deep
@@ -89,8 +92,12 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None) -> tuple[np.ndarra
     working set of box-qp solves grown from the deep rows (before) took twice as long at 500 boxes.
     ``islands``: (count, label per row) of the contacts' independent groups, solved apart by box-qp
     (solvers/box_qp.py ``_islands``); ``groups``: the rows' body-pair groups (kernels/components.py
-    ``body_pair_groups``), over which an island's Newton steps are factorised block by block."""
+    ``body_pair_groups``), over which an island's Newton steps are factorised block by block;
+    ``factors``: (N, W, eps) with A = N W N' + eps I, for the interior point's systems in body space
+    (solvers/box_qp.py ``_BodySpace``)."""
     problem = BoxedLCP(A, c, np.zeros(c.size), np.full(c.size, np.inf))
+    if factors is not None and sp.issparse(A):
+        problem.factors = factors
     if islands is not None and islands[0] > 1:
         # each island's projected Newton (30 steps with line search, whatever its size: small_n),
         # the interior point on the islands it leaves
@@ -469,19 +476,22 @@ class Simulator:
             return
         n = sys.nc
         if self.iterations is not None and sys.body_blocks:
-            # fixed-budget mode: PGS on N W N' + 1e-9 I without forming it (kernels/pgs_matrix_free.py);
+            # fixed-budget mode: PGS on N W N' + POSITION_CFM I without forming it (kernels/pgs_matrix_free.py);
             # dv = W N' p is the displacement
-            p, _, dx, _, _ = solve_matrix_free(sys.N, self._held_blocks(sys), c, 1e-9, np.zeros(n), np.full(n, np.inf),
+            p, _, dx, _, _ = solve_matrix_free(sys.N, self._held_blocks(sys), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
                                                max_sweeps=self.iterations, tol=1e-4, report=False)
             if np.all(np.isfinite(p)):
                 self._displace(dx.reshape(-1))
             return
         W = mobility(self.model, self.data) if self._kinematic else sys.Minv
+        factors = None
         if sys.W_blocks is not None:
-            A = delassus(dataclasses.replace(sys, W_blocks=self._held_blocks(sys)), sys.N, 1e-9, dense=sys.nc <= 200)
+            held = self._held_blocks(sys)
+            A = delassus(dataclasses.replace(sys, W_blocks=held), sys.N, POSITION_CFM, dense=sys.nc <= 200)
+            factors = (sys.N, held, POSITION_CFM)
         else:
-            A = (sys.N @ W @ sys.N.T).toarray() + 1e-9 * np.eye(sys.nc)
+            A = (sys.N @ W @ sys.N.T).toarray() + POSITION_CFM * np.eye(sys.nc)
         if self.iterations is not None:
             # fixed-budget mode: the step's sweep budget; every PGS sweep keeps p >= 0, so a partial
             # answer only pushes apart, and it is applied whatever its residual
@@ -497,7 +507,7 @@ class Simulator:
         if sp.issparse(A) and sys.body_blocks:
             islands = row_block_components(sys.N.indptr, sys.N.indices, np.full(n, -1, dtype=np.int64), 6)
             groups = body_pair_groups(sys.N.indptr, sys.N.indices) if islands[0] > 1 else None
-        p, rel = position_lcp(A, c, islands, groups)
+        p, rel = position_lcp(A, c, islands, groups, factors)
         if rel <= 1e-2:
             self._displace(W @ (sys.N.T @ p))
 

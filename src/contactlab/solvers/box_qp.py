@@ -50,7 +50,8 @@ from ..errors import ParamError
 from ..kernels._jit import jit
 from ..kernels.box_qp import (INTERIOR, SOLVED, STALE, UNSETTLED, box_qp_dense_certified, box_qp_islands, csr_dense_block,
                                csr_masked, diagonal_positions, new_factor_cache, upper_pattern)
-from ..kernels.body_space import body_space_back, body_space_layout, body_space_rhs, body_space_values
+from ..kernels.body_space import (body_space_back, body_space_layout, body_space_rhs, body_space_values,
+                                  kept_box_error)
 from ..kernels.residual import csr_box_error
 from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
@@ -449,7 +450,7 @@ class _BodySpace:
     factorisation (docs/benchmarks-sim.md)."""
 
     def __init__(self, layout, cfm, base):
-        (self.ra, self.rb, self.ha, self.hb, self.nt, self.Winv, s_indptr, s_indices, self.diag_base,
+        (self.ra, self.rb, self.ha, self.hb, self.nt, self.Winv, self.Wt, s_indptr, s_indices, self.diag_base,
          self.stride, self.pair_base) = layout
         self.cfm, self.base, self.sparse = cfm, base, True
         n = 6 * self.nt
@@ -476,6 +477,12 @@ class _BodySpace:
         if not ok or 6 * layout[4] >= keep.size:
             return None
         return cls(layout, float(cfm), M.diagonal()[keep])
+
+    def lower_error(self, q, lo, hi, z, size, w, work) -> float:
+        """On the kept rows (the fixed ones at 0): w = M z + q into ``w``, and a lower bound of the
+        certified error (kernels/body_space.py ``kept_box_error``: no pass over M's entries; ``size``
+        = max|q| over every row)."""
+        return float(kept_box_error(self.ra, self.rb, self.ha, self.hb, self.Wt, self.cfm, q, lo, hi, z, size, w, work))
 
     def solver(self, d):
         e_inv = 1.0 / (self.cfm + d)
@@ -660,8 +667,13 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None, factors=None, warm_resid
     lo2, hi2 = lo[keep], hi[keep]
     L, U = np.isfinite(lo2), np.isfinite(hi2)
     shifted = _BodySpace.of(factors, M, keep, opts.dense_max)
+    lower = None
     if shifted is not None:
         diag = shifted.base
+        if not np.any(zf):      # the fixed rows at 0: the kept rows' w from the factors
+            lower = shifted.lower_error
+            q2k, qmax, wk, work_k = q[keep], float(np.max(np.abs(q), initial=0.0)), np.empty(keep.size), \
+                np.empty((5, keep.size))
     else:
         shifted = _Shifted(M, opts.dense_max, keep=keep) if M2 is None else _Shifted(M2, opts.dense_max)
         diag = shifted.base if M2 is not None else shifted.base[keep]
@@ -724,18 +736,23 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None, factors=None, warm_resid
             dz, a = dz2, a2
             dsl, dsl2, dsu, dsu2, tl, tl2, tu, tu2 = dsl2, dsl, dsu2, dsu, tl2, tl, tu2, tu
         _ipm_advance(z, sl, su, dz, dsl, dsu, a)
-        w, r = check(z)
+        if lower is not None:   # body space: w and a lower bound of the error from the factors; the
+            r = lower(q2k, lo2, hi2, z, qmax, wk, work_k)   # exact check (a pass over M's entries)
+            w = None                                        # only where the bound passes
+        if lower is None or r <= tol:
+            w, r = check(z)
         if r < best[0]:
-            best = (r, zf.copy(), w.copy())
+            zf[keep] = z
+            best = (r, zf.copy(), None if w is None else w.copy())
         if r <= tol:
             return best[1], best[2], True
         if not (np.isfinite(r) and a > 0):
             break
-        w2 = w[keep] if keep.size < n else w    # the next iterate's M z + q on the kept rows
+        w2 = wk if w is None else (w[keep] if keep.size < n else w)    # the next iterate's M z + q, kept rows
     if best[1] is None:
         w, _ = check(z)
         return zf.copy(), w, False
-    return best[1], best[2], False
+    return best[1], (best[2] if best[2] is not None else certified(best[1])[0].copy()), False
 
 
 def _box_qp(M, q, lo, hi, z, opts, tol, counter, mode, factors=None):
