@@ -101,7 +101,12 @@ class BoxedLCP(Problem):
     (models/box_friction.py sets them on its sparse problems from the bodies each row touches;
     ``contactlab.sim.islands.island_labels(problem)`` finds them from the matrix). box-qp then
     solves the islands apart (``islands=False`` to solve the whole); labels that split coupled
-    rows give an answer solve()'s certification of the whole problem refuses.
+    rows give an answer solve()'s certification of the whole problem refuses. ``factors`` = (H, W,
+    cfm) with M = H W H' + cfm I (H CSR, each row on one or two bodies, 6 columns per body; W the
+    bodies' 6x6 blocks of M^-1; set by box friction and the simulator's position correction): box-qp's
+    interior point then solves its Newton systems through the bodies (solvers/box_qp.py ``_BodySpace``);
+    factors that do not give M make its iterations wrong, never its certified answer (each iterate is
+    checked against M itself).
     """
 
     def __init__(self, M, q, lo=None, hi=None, findex=None, mu=None):

@@ -18,7 +18,9 @@ method (Mehrotra predictor-corrector; Nocedal & Wright, Numerical Optimization, 
 with the bounds as the inequalities; up to CENTRALITY_CORRECTORS of Gondzio's centrality
 correctors on the same factorisation): rows with lo = hi are eliminated, each iteration factorises
 M + diag(s_lo/(z-lo) + s_hi/(hi-z)) once (dense Cholesky; sparse: LDL' by QDLDL on an AMD
-ordering, or from CHOLMOD_MIN rows CHOLMOD's supernodal Cholesky), and the iterate itself is
+ordering, or from CHOLMOD_MIN rows CHOLMOD's supernodal Cholesky; for a contact matrix
+M = H W H' + cfm I whose problem carries those ``factors``, through the bodies' velocities where they
+have fewer coordinates than the kept rows: :class:`_BodySpace`), and the iterate itself is
 checked against the certified residual. On recorded 100-box
 pile steps it certifies cold in 13-22 iterations (25-35 ms) where projected Newton, PGS (10,000
 sweeps) and PGS-SM do not (docs/benchmarks-sim.md). Its convergence
