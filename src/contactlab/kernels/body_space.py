@@ -24,7 +24,7 @@ kept block 106,000 (docs/benchmarks-sim.md).
 """
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_inline
 from .residual import box_relative_kernel
 
 #: a body's 6x6 block of W counts as invertible when every pivot of its elimination exceeds this times
@@ -181,6 +181,16 @@ def body_space_layout(indptr, indices, data, keep, W):
     return ok, ra, rb, ha, hb, nt, Winv, Wt, s_indptr, s_indices, diag_base, stride, pair_base
 
 
+@jit_inline
+def _add_outer(data, base, st, e, hu, hv, upper):
+    """S's block at ``base`` (column stride ``st``) += e hv hu' (entry (v, u) at base + st u + v; only
+    v <= u where ``upper``: a diagonal block's upper triangle)."""
+    for u in range(6):
+        t = e * hu[u]
+        for v in range(u + 1 if upper else 6):
+            data[base + st * u + v] += t * hv[v]
+
+
 @jit
 def body_space_values(ra, rb, ha, hb, e_inv, Winv, diag_base, stride, pair_base, data):
     """S = W^-1 + H' diag(e_inv) H into ``data`` (:func:`body_space_layout`'s pattern): the entries on
@@ -196,24 +206,11 @@ def body_space_values(ra, rb, ha, hb, e_inv, Winv, diag_base, stride, pair_base,
         if a < 0:
             continue
         e = e_inv[k]
-        base, st = diag_base[a], stride[a]
-        for u in range(6):
-            t = e * ha[k, u]
-            for v in range(u + 1):
-                data[base + st * u + v] += t * ha[k, v]
+        _add_outer(data, diag_base[a], stride[a], e, ha[k], ha[k], True)
         b = rb[k]
-        if b < 0:
-            continue
-        base, st = diag_base[b], stride[b]
-        for u in range(6):
-            t = e * hb[k, u]
-            for v in range(u + 1):
-                data[base + st * u + v] += t * hb[k, v]
-        base = pair_base[k]
-        for u in range(6):
-            t = e * hb[k, u]
-            for v in range(6):
-                data[base + st * u + v] += t * ha[k, v]
+        if b >= 0:
+            _add_outer(data, diag_base[b], stride[b], e, hb[k], hb[k], True)
+            _add_outer(data, pair_base[k], stride[b], e, hb[k], ha[k], False)
 
 
 @jit
