@@ -25,6 +25,7 @@ kept block 106,000 (docs/benchmarks-sim.md).
 import numpy as np
 
 from ._jit import jit, jit_inline
+from .pgs_matrix_free import row_blocks
 from .residual import box_relative_kernel
 
 #: a body's 6x6 block of W counts as invertible when every pivot of its elimination exceeds this times
@@ -87,21 +88,19 @@ def body_space_layout(indptr, indices, data, keep, W):
     rb = np.full(m, -1, dtype=np.int64)
     ha = np.zeros((m, 6))
     hb = np.zeros((m, 6))
-    ok = True
+    # each row's two body slots (kernels/pgs_matrix_free.py row_blocks; slot body nbody: none)
+    _, body, vec, ok = row_blocks(indptr, indices, data, indptr.size - 1, nbody)
     for k in range(m):
-        r = keep[k]
-        for p in range(indptr[r], indptr[r + 1]):
-            b = indices[p] // 6
-            if not live[b]:
+        for s in range(2 * keep[k], 2 * keep[k] + 2):
+            b = body[s]
+            if b == nbody or not live[b]:
                 continue
-            if ra[k] < 0 or ra[k] == b:
+            if ra[k] < 0:
                 ra[k] = b
-                ha[k, indices[p] - 6 * b] += data[p]
-            elif rb[k] < 0 or rb[k] == b:
-                rb[k] = b
-                hb[k, indices[p] - 6 * b] += data[p]
+                ha[k, :] = vec[s]
             else:
-                ok = False          # a row on three bodies or more
+                rb[k] = b
+                hb[k, :] = vec[s]
     cid = np.full(nbody, -1, dtype=np.int64)
     for k in range(m):
         if ra[k] >= 0:

@@ -631,14 +631,10 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None, factors=None, warm_resid
     zf = np.where(fixed, lo, 0.0)
     absM = None if sp.issparse(M) else np.abs(M)       # dense: |M| once; sparse: row_terms per check
 
-    csr = sp.issparse(M) and M.format == "csr"
     w_all, work = np.empty(n), np.empty((5, n))
 
-    def certified(x):   # w = M x + q (all rows) and the certified residual, one compiled pass for CSR
-        if csr:
-            return w_all, csr_box_error(M.indptr, M.indices, M.data, q, lo, hi, x, w_all, work)
-        w = M @ x + q
-        return w, _residual(M, q, x, w, lo, hi, absM)
+    def certified(x):   # w = M x + q (all rows) and the certified residual
+        return _certified(M, q, lo, hi, x, w_all, work, absM)
 
     def check(z):       # the iterate on the kept rows, the fixed ones at their value
         zf[keep] = z
@@ -774,7 +770,8 @@ def _box_qp(M, q, lo, hi, z, opts, tol, counter, mode, factors=None):
         # start from (IPM_WARM_MAX: new contacts, an impact) is too poor for full Newton steps: on a
         # falling 500-box pile's merged island every such try gave way (warm starts at 0.71-0.98),
         # where those that landed (a 1,000-box stack) started at <= 0.07
-        warm = None if (small or not sp.issparse(M) or q.size <= opts.dense_max) else _warm_residual(M, q, lo, hi, z)
+        warm = None if (small or not sp.issparse(M) or q.size <= opts.dense_max) else \
+            _certified(M, q, lo, hi, np.clip(z, lo, hi), np.empty(q.size), np.empty((5, q.size)))[1]
         if warm is None or warm <= IPM_WARM_MAX:
             short = BoxQPOptions(tol=opts.tol, max_iterations=opts.max_iterations if small else opts.newton_steps,
                                  dense_max=opts.dense_max, armijo=opts.armijo)
@@ -786,12 +783,14 @@ def _box_qp(M, q, lo, hi, z, opts, tol, counter, mode, factors=None):
     return _ipm(M, q, lo, hi, opts, tol, counter, z_warm=z, factors=factors, warm_residual=warm)
 
 
-def _warm_residual(M, q, lo, hi, z) -> float:
-    """The certified relative residual of z clipped into the box (one compiled pass for CSR)."""
-    z = np.clip(z, lo, hi)
+def _certified(M, q, lo, hi, x, w, work, absM=None):
+    """(w, r): w = M x + q and the certified relative residual r of x, one compiled pass for CSR (w
+    written into ``w``; ``work``: 5 x n scratch), else through :func:`_residual` (``absM``: a dense
+    |M| kept by the caller)."""
     if sp.issparse(M) and M.format == "csr":
-        return float(csr_box_error(M.indptr, M.indices, M.data, q, lo, hi, z, np.empty(q.size), np.empty((5, q.size))))
-    return _residual(M, q, z, M @ z + q, lo, hi)
+        return w, float(csr_box_error(M.indptr, M.indices, M.data, q, lo, hi, x, w, work))
+    w = M @ x + q
+    return w, _residual(M, q, x, w, lo, hi, absM)
 
 
 _DENSE_FACTORS: dict = {}
