@@ -405,9 +405,11 @@ def test_box_friction_recover_compiled_equals_its_formula(fixed):
 
 def test_position_targets_equal_their_formula():
     """The position correction's right-hand side in one compiled pass (mechanics/kernels.py
-    position_targets) equals phi' = phi + h N v+, c = zeta (phi' + slop) where phi' < -slop and
-    phi' + slop elsewhere, with its deep flag."""
+    position_targets) equals phi' = phi + h N v+, c = zeta (phi' + slop) where phi' < -slop (1 +
+    SLOP_EXCESS) (deep) and max(phi' + slop, 0) elsewhere, with its deep flag: a contact within that
+    tolerance of the slop is neither corrected nor pushed in."""
     import scipy.sparse as sp
+    from contactlab.kernels.tolerances import SLOP_EXCESS
     from contactlab.mechanics.kernels import position_targets
     rng = np.random.default_rng(2)
     N = sp.random(30, 60, density=0.2, random_state=3, format="csr")
@@ -415,7 +417,10 @@ def test_position_targets_equal_their_formula():
     for shift, expect_deep in ((-0.002, True), (0.2, False)):
         phi = rng.uniform(-0.004, 0.004, 30) + shift
         h, slop, zeta = 0.01, 1e-3, 0.2
+        phi[:3] += -slop * (1 + 0.5 * SLOP_EXCESS) - (phi[:3] + h * (N[:3] @ v))   # within the tolerance
         p = phi + h * (N @ v)
-        ref = np.where(p < -slop, zeta * (p + slop), p + slop)
-        c, deep = position_targets(N @ v, phi, h, slop, zeta)
-        assert np.allclose(c, ref, rtol=0, atol=1e-15) and deep == bool(np.any(p < -slop)) == expect_deep
+        deep = p < -slop * (1 + SLOP_EXCESS)
+        ref = np.where(deep, zeta * (p + slop), np.maximum(p + slop, 0.0))
+        c, flag = position_targets(N @ v, phi, h, slop, zeta)
+        assert np.allclose(c, ref, rtol=0, atol=1e-15) and flag == bool(np.any(deep)) == expect_deep
+        assert np.all(c[:3] == 0.0) and np.all(p[:3] < -slop)

@@ -582,3 +582,16 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
             z[idx[a]] = zz[a]
             w[idx[a]] = ww[a]
             at[idx[a]] = -1
+
+
+@jit
+def csr_rows_affine(indptr, indices, data, rows, x, q):
+    """(M x + q)[rows] for M in CSR: one pass over those rows only."""
+    out = np.empty(rows.size)
+    for a in range(rows.size):
+        i = rows[a]
+        acc = q[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            acc += data[p] * x[indices[p]]
+        out[a] = acc
+    return out

@@ -132,6 +132,13 @@ def row_block_components(indptr, indices, findex, block):
     run of a row's entries on one body, and per findex link), so a contact problem's islands cost a
     pass over its Jacobian rows instead of over its Delassus matrix (H M^-1 H' couples exactly the
     rows that share a body). Returns (count, label per row), numbered in order of their first row."""
+    return kept_row_components(indptr, indices, findex, block, np.ones(indptr.size - 1, dtype=np.bool_))
+
+
+@jit
+def kept_row_components(indptr, indices, findex, block, kept):
+    """:func:`row_block_components` of the rows ``kept`` only (the others join nothing, and a findex
+    link joins two kept rows only): (count, label per row), -1 on the rows not kept."""
     n = indptr.size - 1
     top = -1
     for p in range(indptr[n]):
@@ -139,6 +146,8 @@ def row_block_components(indptr, indices, findex, block):
     nb = top // block + 1
     parent = np.arange(nb + n)              # blocks first, then rows
     for i in range(n):
+        if not kept[i]:
+            continue
         start, end = 0, 0                   # a row's entries come body by body: one join per body
         for p in range(indptr[i], indptr[i + 1]):
             c = indices[p]
@@ -146,12 +155,14 @@ def row_block_components(indptr, indices, findex, block):
                 b = c // block
                 _join(parent, nb + i, b)
                 start, end = b * block, (b + 1) * block
-        if findex[i] >= 0:
+        if findex[i] >= 0 and kept[findex[i]]:
             _join(parent, nb + i, nb + findex[i])
     label = np.full(nb + n, -1, dtype=np.int64)
-    out = np.empty(n, dtype=np.int64)
+    out = np.full(n, -1, dtype=np.int64)
     count = 0
     for i in range(n):
+        if not kept[i]:
+            continue
         r = _root(parent, nb + i)
         if label[r] < 0:
             label[r] = count

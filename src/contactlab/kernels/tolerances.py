@@ -60,3 +60,8 @@ RANK = 1e-10
 #: q'y <= -FARKAS_MARGIN * max|q| * ||y||_1
 FARKAS = 1e-9
 FARKAS_MARGIN = 1e-7
+
+#: the position correction (mechanics/kernels.py ``position_targets``): a contact counts as deeper
+#: than the slop only by more than SLOP_EXCESS * slop; below that the excess is what the step's
+#: solves leave (a 1e-3 relative position solve, a 1e-6 velocity solve), not penetration to remove
+SLOP_EXCESS = 1e-2

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
+from ..kernels.tolerances import SLOP_EXCESS
 from .joint_kernels import body_forces
 
 
@@ -190,17 +191,20 @@ def rows_times(indptr, indices, data, x):
 @jit
 def position_targets(Nv, phi, h, slop, zeta):
     """The position correction's right-hand side (Simulator.project_contacts): phi' = phi + h N v+
-    per contact (``Nv`` = N v+), and c_i = zeta (phi'_i + slop) where phi'_i < -slop, phi'_i + slop
-    elsewhere. Returns (c, whether any contact is that deep)."""
+    per contact (``Nv`` = N v+); a contact is deep where phi' < -slop (1 + SLOP_EXCESS)
+    (kernels/tolerances.py: deeper than the slop by more than rounding and the solves' tolerances),
+    with c_i = zeta (phi'_i + slop); elsewhere c_i = max(phi'_i + slop, 0) (a contact within that
+    tolerance of the slop is held where it is, not pushed in). Returns (c, whether any contact is deep)."""
     c = np.empty(Nv.size)
     deep = False
+    limit = -slop * (1.0 + SLOP_EXCESS)
     for i in range(Nv.size):
         p = phi[i] + h * Nv[i]
-        if p < -slop:
+        if p < limit:
             c[i] = zeta * (p + slop)
             deep = True
         else:
-            c[i] = p + slop
+            c[i] = max(p + slop, 0.0)
     return c, deep
 
 

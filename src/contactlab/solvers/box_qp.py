@@ -51,9 +51,10 @@ import qdldl as _qdldl
 from ..errors import ParamError
 from ..kernels._jit import jit
 from ..kernels.box_qp import (INTERIOR, SOLVED, STALE, UNSETTLED, box_qp_dense_certified, box_qp_islands, csr_dense_block,
-                               csr_masked, diagonal_positions, new_factor_cache, upper_pattern)
+                               csr_masked, csr_rows_affine, diagonal_positions, new_factor_cache, upper_pattern)
 from ..kernels.body_space import (body_space_back, body_space_layout, body_space_rhs, body_space_values,
                                   kept_box_error)
+from ..kernels.components import kept_row_components
 from ..kernels.residual import csr_box_error
 from ..kernels.tolerances import CERTIFY
 from ..problems import BoxedLCP
@@ -77,7 +78,10 @@ class BoxQPOptions:
     ipm_iterations: interior-point iterations per QP; islands: solve a sparse problem's own
     ``islands`` (set by its builder, e.g. box friction) apart (:func:`_islands`); grouped_max: the
     largest island solved by the compiled projected Newton with block-by-block factorisations over
-    the problem's ``body_groups`` (0: none; a 500-box pile's columns of 20 boxes, 240 rows each)."""
+    the problem's ``body_groups`` (0: none; a 500-box pile's columns of 20 boxes, 240 rows each);
+    set_aside: with islands, solve the rows that 0 likely solves (gaps, :func:`_set_aside`) last, so
+    the islands are those of the rows in play (off by default: a falling pile's velocity problems
+    stay one island without their gaps and took 2-4 rounds; the position correction sets it)."""
     tol: float = 0.1 * CERTIFY
     max_iterations: int = 60
     max_outer: int = 30
@@ -89,6 +93,7 @@ class BoxQPOptions:
     ipm_iterations: int = 80
     islands: bool = True
     grouped_max: int = 600
+    set_aside: bool = False
 
     def __post_init__(self):
         if not (self.tol > 0 and self.max_iterations >= 1 and self.max_outer >= 1 and self.dense_max >= 0
@@ -844,6 +849,40 @@ GROUPED_FROM = 64
 _NO_LABELS = np.zeros(0, dtype=np.int64)
 
 
+#: :func:`_set_aside`: a row at lo = 0 is set aside where q_i > SET_ASIDE_GAP * max(-q) (its gap at z = 0
+#: is at least the largest push the problem asks for). Measured on the position corrections of certified
+#: piles (benchmarks/bench_sim.py scenes, 200 steps, ms per step): 0.3 / 1 / 3 gave 49.8 / 48.0 / 50.6 at
+#: 1,000 boxes and 230 / 220 / 231 at 2,000 (noise); 0 (every separating row) re-solved merged islands
+#: over 2-4 rounds where rows set aside were pushed in
+SET_ASIDE_GAP = 1.0
+
+
+def _set_aside(problem: BoxedLCP, z: np.ndarray) -> np.ndarray | None:
+    """The rows solved at z_i = 0 before the rest (a mask), or None: rows at 0 in the start ``z``
+    that 0 can only leave unchanged -- fixed at 0 (lo = hi = 0: new contacts' friction under the
+    previous step's normal) -- or a row with lo = 0 < hi and q_i > 0 (a contact separating at the free
+    velocity, a speculative one with a gap) where q_i > SET_ASIDE_GAP * max(-q), with the friction rows
+    tied to it by findex (bounds 0 when it is 0). They join the bodies they touch into islands that they
+    take no part in: a pile's contacts with a gap merge its columns into one problem. Needs the rows'
+    bodies (``factors``' H)."""
+    factors = getattr(problem, "factors", None)
+    if factors is None or factors[0].shape[0] != problem.n:
+        return None
+    q, lo, hi, fi = problem.q, problem.lo, problem.hi, problem.findex
+    gap = SET_ASIDE_GAP * max(-q.min(initial=0.0), 0.0)
+    aside = (z == 0.0) & (lo == 0.0) & ((hi == 0.0) | (q > gap)) & (fi < 0)
+    tied = fi >= 0
+    aside[fi[tied & (z != 0.0)]] = False        # a normal whose friction carries an impulse stays
+    aside[tied] = (z[tied] == 0.0) & aside[fi[tied]]
+    return aside if aside.any() else None
+
+
+def _kept_islands(problem: BoxedLCP, aside: np.ndarray) -> tuple[int, np.ndarray]:
+    """(count, label per row) of the rows not set aside (-1 on those), from the bodies they touch."""
+    H = problem.factors[0]
+    return kept_row_components(H.indptr, H.indices, problem.findex, 6, ~aside)
+
+
 def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution | None:
     """A sparse problem whose builder found its islands (``problem.islands`` = (count, label per
     row): independent row groups, e.g. models/box_friction.py from the bodies each row touches) is
@@ -855,13 +894,54 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
     step or two. None where the problem carries no islands (or one), or its matrix is dense.
     Measured (benchmarks/bench_sim.py, certified piles, 200 steps, ms per step, commit 1338768
     against the one before): 100 boxes (25 columns of 4 once fallen, 48 rows each) 4.05 -> 2.61,
-    500 boxes 47.4 -> 35.2."""
+    500 boxes 47.4 -> 35.2.
+
+    Rows set aside (``set_aside``, :func:`_set_aside`: at 0, and 0 cannot be wrong unless the others
+    push them in) are left out of the islands: the rest, split by the bodies they touch, is solved,
+    then w = M z + q of the rows set aside; those below 0 (pushed in) join the rest and the islands
+    are solved again from there, until none is: the answer of the whole problem, certified as a whole
+    by solve()."""
     own = getattr(problem, "islands", None)
     M = problem.M
-    if own is None or own[0] < 2 or not opts.islands or not sp.issparse(M) or M.format != "csr":
+    if own is None or not opts.islands or not sp.issparse(M) or M.format != "csr":
         return None
-    count, labels = own
+    aside = _set_aside(problem, z) if opts.set_aside else None
+    if aside is None and own[0] < 2:
+        return None
+    count, labels = own if aside is None else _kept_islands(problem, aside)
+    zz, w = z.copy(), np.empty(problem.n)
+    if aside is not None:
+        zz[aside] = 0.0
+    iterations, outer, rounds = 0, 1, 0
+    while True:
+        rounds += 1
+        its, out, ok = _island_solves(problem, opts, count, labels, zz, w)
+        iterations, outer = iterations + its, max(outer, out)
+        if aside is None:
+            break
+        rows = np.flatnonzero(aside)
+        w[rows] = csr_rows_affine(M.indptr, M.indices, M.data, rows, zz, problem.q)
+        late = np.zeros(problem.n, dtype=bool)
+        late[rows[(w[rows] < 0.0) & (problem.findex[rows] < 0)]] = True     # pushed in: a constraint after all
+        if not late.any():
+            break
+        tied = problem.findex >= 0
+        late[tied] |= late[problem.findex[tied]]
+        aside &= ~late
+        count, labels = _kept_islands(problem, aside)
+    return Solution(z=zz, w=w, status=Status.SOLVED if ok else Status.MAX_ITERATIONS, iterations=iterations,
+                    info={"outer": outer, "islands": int(count), "set_aside": 0 if aside is None else int(aside.sum()),
+                          "rounds": rounds})
+
+
+def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np.ndarray, zz: np.ndarray,
+                   w: np.ndarray) -> tuple[int, int, bool]:
+    """The islands (count, label per row; rows labelled -1 take no part) solved from zz, their
+    answers written into zz and w: the compiled call for those it takes, box-qp in Python on the
+    others. Returns (iterations, bound updates, whether every island is solved)."""
+    M = problem.M
     order, bounds = island_rows(count, labels)
+    order, bounds = order[bounds[0]:], bounds - bounds[0]       # the rows labelled -1 sort first
     sizes = np.diff(bounds)
     # the compiled call takes the islands that _compiled would take whole with the small-problem
     # settings (dense, up to small_n rows: the full Newton budget with line search), and with the
@@ -874,7 +954,7 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
     small = np.flatnonzero(fits)
     rows = order[np.repeat(fits, sizes)]                    # the small islands' rows, island by island
     starts = np.concatenate([[0], np.cumsum(sizes[small])])
-    zz, w = z.copy(), np.empty(problem.n)
+    z = zz.copy()
     codes, its, outers = (np.zeros(small.size, dtype=np.int64) for _ in range(3))
     box_qp_islands(M.indptr, M.indices, M.data, problem.q, problem.lo, problem.hi, problem.findex, problem.mu,
                    z, rows, starts, opts.tol, opts.max_iterations, opts.armijo, opts.algorithm == "newton",
@@ -896,8 +976,7 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
         outer = max(outer, s.info.get("outer", 1))
         ok = ok and s.status is Status.SOLVED
     ok = ok and not np.any(codes == UNSETTLED)
-    return Solution(z=zz, w=w, status=Status.SOLVED if ok else Status.MAX_ITERATIONS, iterations=iterations,
-                    info={"outer": outer, "islands": int(count)})
+    return iterations, outer, ok
 
 
 def _solve(problem: BoxedLCP, opts: BoxQPOptions, warm_start, compiled: bool = True) -> Solution:
