@@ -544,12 +544,15 @@ def diagonal_positions(indptr, indices):
 
 @jit
 def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, bounds, tol, max_iterations,
-                   armijo, newton_only, max_outer, z, w, codes, its, outers, label, grouped_from):
+                   armijo, newton_only, max_outer, z, w, codes, its, outers, label, grouped_from, small_n,
+                   newton_steps):
     """:func:`box_qp_dense` on each island of a CSR problem in one call (the islands of a contact
     problem: rows order[bounds[k]:bounds[k + 1]], ascending, coupled to no other row by M or
     findex): its dense block gathered (:func:`csr_dense_block`), findex renumbered, a factor cache of
-    its own, the full projected Newton budget (``max_iterations``, line search: the small-problem
-    settings of solvers/box_qp.py). An island of more than ``grouped_from`` rows, where ``label``
+    its own, the projected Newton budget solvers/box_qp.py gives a problem of its size: up to
+    ``small_n`` rows (or ``newton_only``) ``max_iterations`` steps with line search, above it
+    ``newton_steps`` steps, stopping at the first the line search would shorten (the interior point
+    goes on from there, as ``_compiled`` hands over). An island of more than ``grouped_from`` rows, where ``label``
     (a group per row, e.g. the rows on one body pair; empty: none) is given, factorises its Newton
     steps block by block over its groups (:func:`island_groups`, :func:`box_qp_grouped`). Writes
     each island's answer into z, w (SOLVED, UNSETTLED), or its starting point into z (INTERIOR: the
@@ -575,7 +578,10 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
             grp, gstep, nbr, nnb = island_groups(indptr, indices, idx, at, label, scratch)
         else:
             grp, gstep, nbr, nnb = no_groups()
-        code, zz, ww, it, outer = box_qp_grouped(A, qk, lk, hk, fk, mk, zk, tol, max_iterations, armijo, False,
+        steps, full = max_iterations, False
+        if m > small_n and not newton_only:
+            steps, full = newton_steps, True
+        code, zz, ww, it, outer = box_qp_grouped(A, qk, lk, hk, fk, mk, zk, tol, steps, armijo, full,
                                                  newton_only, max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb)
         codes[k], its[k], outers[k] = code, it, outer
         for a in range(m):

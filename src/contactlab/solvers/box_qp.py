@@ -81,7 +81,12 @@ class BoxQPOptions:
     the problem's ``body_groups`` (0: none; a 500-box pile's columns of 20 boxes, 240 rows each);
     set_aside: with islands, solve the rows that 0 likely solves (gaps, :func:`_set_aside`) last, so
     the islands are those of the rows in play (off by default: a falling pile's velocity problems
-    stay one island without their gaps and took 2-4 rounds; the position correction sets it)."""
+    stay one island without their gaps and took 2-4 rounds; the position correction sets it);
+    island_search_max: the largest island of the compiled call given ``max_iterations`` Newton steps
+    with line search; a larger one takes ``newton_steps`` full steps, then the interior point, as a
+    whole problem above small_n does (0: every island the line-search budget; the position correction
+    sets 200: on its degenerate columns, four rows per face on three of its freedoms, Newton's free
+    block is near singular and its steps are cut to 1e-8 for 30 iterations)."""
     tol: float = 0.1 * CERTIFY
     max_iterations: int = 60
     max_outer: int = 30
@@ -94,13 +99,14 @@ class BoxQPOptions:
     islands: bool = True
     grouped_max: int = 600
     set_aside: bool = False
+    island_search_max: int = 0
 
     def __post_init__(self):
         if not (self.tol > 0 and self.max_iterations >= 1 and self.max_outer >= 1 and self.dense_max >= 0
                 and self.newton_steps >= 0 and self.small_n >= 0 and self.ipm_iterations >= 1
-                and self.grouped_max >= 0):
+                and self.grouped_max >= 0 and self.island_search_max >= 0):
             raise ParamError("tol > 0, max_iterations >= 1, max_outer >= 1, dense_max >= 0, newton_steps >= 0, "
-                             "small_n >= 0, ipm_iterations >= 1 and grouped_max >= 0 are required")
+                             "small_n >= 0, ipm_iterations >= 1, grouped_max >= 0 and island_search_max >= 0 are required")
         if self.algorithm not in ("auto", "newton", "ipm"):
             raise ParamError(f"algorithm must be 'auto', 'newton' or 'ipm', got {self.algorithm!r}")
 
@@ -958,7 +964,8 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
     codes, its, outers = (np.zeros(small.size, dtype=np.int64) for _ in range(3))
     box_qp_islands(M.indptr, M.indices, M.data, problem.q, problem.lo, problem.hi, problem.findex, problem.mu,
                    z, rows, starts, opts.tol, opts.max_iterations, opts.armijo, opts.algorithm == "newton",
-                   opts.max_outer, zz, w, codes, its, outers, groups, GROUPED_FROM)
+                   opts.max_outer, zz, w, codes, its, outers, groups, GROUPED_FROM,
+                   opts.island_search_max or problem.n, opts.newton_steps)
     iterations, outer, ok = int(its.sum()), int(outers.max(initial=1)), True
     # an island left out: the whole method on its own block; one the compiled Newton gave up on: the
     # interior point from there, at its bound update (its Newton iterations already counted)
