@@ -472,8 +472,9 @@ class Simulator:
     def project_contacts(self, sys, v_next: np.ndarray) -> None:
         """Remove penetration beyond the slop at the position level (no velocity change):
         with phi' = phi + h N v+ (linearised), solve the frictionless LCP
-        w = N W N' p + c >= 0 perp p >= 0, c_i = zeta (phi'_i + slop) where phi'_i < -slop and
-        phi'_i + slop elsewhere (do not push other contacts in), then x += W N' p
+        w = N W N' p + c >= 0 perp p >= 0, c_i = zeta (phi'_i + slop) where phi'_i < -slop (1 +
+        SLOP_EXCESS) and max(phi'_i + slop, 0) elsewhere (do not push other contacts in;
+        mechanics/kernels.py ``position_targets``), then x += W N' p
         (W = M^-1, kinematic bodies held; N W N' from the compiled block Delassus), by box-qp on the
         whole LCP (:func:`position_lcp`: projected Newton from the deep contacts, then the interior
         point). An answer off by

@@ -928,7 +928,8 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
         rows = np.flatnonzero(aside)
         w[rows] = csr_rows_affine(M.indptr, M.indices, M.data, rows, zz, problem.q)
         late = np.zeros(problem.n, dtype=bool)
-        late[rows[(w[rows] < 0.0) & (problem.findex[rows] < 0)]] = True     # pushed in: a constraint after all
+        # pushed in (w < 0 at z = 0 with room above 0): a constraint after all
+        late[rows[(w[rows] < 0.0) & (problem.hi[rows] > 0.0) & (problem.findex[rows] < 0)]] = True
         if not late.any():
             break
         tied = problem.findex >= 0
