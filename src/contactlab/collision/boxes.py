@@ -192,6 +192,22 @@ def pair_reach(sweep, a, b):
 
 
 @jit
+def axis_reach(sweep, a, b, u):
+    """How far shapes a and b can close in on each other along the unit axis ``u`` in the step, from
+    their ``sweep`` rows: max(|h (v_a - v_b).u|, |h v_a.u|, |h v_b.u|) + h |omega_a| r_a + h |omega_b| r_b,
+    :func:`pair_reach` projected on u. Translations move each shape's projection on u by h v.u and
+    rotation moves no point by more than h |omega| r, so a pair separated along u by more than this
+    (plus the margin) stays separated along u through the step, whichever of the two is stopped by
+    another contact (the separating-axis theorem): boxes falling side by side, or a box sliding along
+    the ground, get no speculative contacts across the direction they move in (a falling 2,000-box
+    pile: every falling neighbour in its layer within h |v| did, which merged the columns into one
+    island). Never more than :func:`pair_reach`."""
+    ua = sweep[a, 0] * u[0] + sweep[a, 1] * u[1] + sweep[a, 2] * u[2]
+    ub = sweep[b, 0] * u[0] + sweep[b, 1] * u[1] + sweep[b, 2] * u[2]
+    return max(abs(ua - ub), abs(ua), abs(ub)) + sweep[a, 3] + sweep[b, 3]
+
+
+@jit
 def _sat_gap(u, d, Ra, Rb, ha, hb):
     """Separation of two boxes along the unit axis u (centres d apart, rotations Ra, Rb, half sizes
     ha, hb): |u.d| minus the two boxes' projected radii (negative: overlap along u)."""
@@ -367,10 +383,12 @@ def _Work():
 
 
 @jit
-def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out, work):
+def box_box(pa, Ra, ha, pb, Rb, hb, margin, sweep, a, b, P_out, n_out, phi_out, work):
     """Contacts of box a (centre pa, rotation Ra: columns are its axes, half extents ha) and box b
-    within ``margin``; writes at most 4 rows of P_out/phi_out and the normal (a -> b) into n_out;
-    returns the count. ``work``: :func:`_Work` scratch."""
+    within ``margin`` grown along each axis u by :func:`axis_reach` (``sweep`` rows a and b: how far
+    the two close in along u in the step): a separating axis beyond it means no contact, and the
+    contact points are those within it along the normal. Writes at most 4 rows of P_out/phi_out and
+    the normal (a -> b) into n_out; returns the count. ``work``: :func:`_Work` scratch."""
     d = work[2][15]                # a scratch row for the centre offset (P rows 0..7 are never this far)
     for c in range(3):
         d[c] = pb[c] - pa[c]
@@ -383,7 +401,7 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out, work):
         for i in range(3):
             u = R[:, i]
             s = _sat_gap(u, d, Ra, Rb, ha, hb)
-            if s > margin:
+            if s > margin + axis_reach(sweep, a, b, u):
                 return 0
             if s > best_s:
                 best_s, best_kind, best_i = s, box, i
@@ -404,7 +422,7 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out, work):
                 continue
             u /= ln
             s = _sat_gap(u, d, Ra, Rb, ha, hb)
-            if s > margin:
+            if s > margin + axis_reach(sweep, a, b, u):
                 return 0
             if s > edge_s:
                 edge_s, edge_i, edge_j = s, i, j
@@ -417,12 +435,13 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, P_out, n_out, phi_out, work):
     count = 0
     if not use_edge or abs(_dot(edge_axis, n)) >= FACE_PARALLEL:
         # face case: reference box r (owner of the axis), incident box c; nref points from r to c
+        grown = margin + axis_reach(sweep, a, b, n)
         if best_kind == 0:
-            count = _face_points(pa, Ra, ha, pb, Rb, hb, n, best_i, margin, P_out, phi_out, work)
+            count = _face_points(pa, Ra, ha, pb, Rb, hb, n, best_i, grown, P_out, phi_out, work)
         else:
             for c in range(3):
                 u[c] = -n[c]
-            count = _face_points(pb, Rb, hb, pa, Ra, ha, u, best_i, margin, P_out, phi_out, work)
+            count = _face_points(pb, Rb, hb, pa, Ra, ha, u, best_i, grown, P_out, phi_out, work)
         if use_edge:
             # an edge-edge axis near the face axis: the face's clipped points stand for it when they
             # agree with its exact depth (nearly flat boxes stacked with a relative yaw)
@@ -493,8 +512,9 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
     between the sphere's lowest point and its projection: coal's witness points), each class in pair
     order. ``cls`` per shape: BOX, SPHERE, VERTICES (a convex mesh), HALFSPACE or OTHER; ``plane_row``
     per shape: its row in plane_n/plane_off (-1 for a finite shape). Every pair's margin is grown
-    by :func:`pair_reach` of the shapes' ``sweep`` rows (speculative contacts: within reach in the
-    step). Returns (sa, sb, point, unit normal a -> b, phi) and ``rest``, the pairs left for coal."""
+    along the pair's axes by :func:`axis_reach` of the shapes' ``sweep`` rows (speculative contacts:
+    within reach in the step; :func:`pair_reach`, the same bound in every direction, for coal's pairs).
+    Returns (sa, sb, point, unit normal a -> b, phi) and ``rest``, the pairs left for coal."""
     npairs = pairs.shape[0]
     cap = 0
     for q in range(npairs):
@@ -519,7 +539,7 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
         if not (cls[a] == BOX and cls[b] == BOX):
             continue
         rest[q] = False
-        c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin + pair_reach(sweep, a, b), Pk, nk, fk, work)
+        c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin, sweep, a, b, Pk, nk, fk, work)
         canonical_order(Pk, fk, c, Rs[a], nk)
         for r in range(c):
             sa[k], sb[k] = a, b
@@ -535,7 +555,7 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
         rest[q] = False
         row = plane_row[h]
         n = plane_n[row]
-        m = margin + pair_reach(sweep, s, h)
+        m = margin + axis_reach(sweep, s, h, n)
         for v in range(vstart[s], vstart[s + 1]):
             for i in range(3):
                 x[i] = ps[s, i]
@@ -558,7 +578,7 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
         n = plane_n[row]
         r = radius[s]
         dist = _dot(ps[s], n) - plane_off[row] - r
-        if dist < margin + pair_reach(sweep, s, h):
+        if dist < margin + axis_reach(sweep, s, h, n):
             sa[k], sb[k] = s, h
             for i in range(3):
                 P[k, i] = ps[s, i] - (r + 0.5 * dist) * n[i]
@@ -592,7 +612,7 @@ def detect_kernel(quaternion, position, shape_body, local_R, local_p, plane_idx,
                   radius, plane_row):
     """The compiled stages of collision/contacts.py ``CollisionWorld.detect`` in one call (no
     dispatch per stage): world poses, half-spaces, :func:`broad_phase` (AABBs grown by each shape's
-    ``reach``), :func:`narrow_phase` (each pair's margin grown by :func:`pair_reach` of ``sweep``).
+    ``reach``), :func:`narrow_phase` (each pair's margin grown by :func:`axis_reach` of ``sweep``).
     Returns (Rs, ps, pairs, sa, sb, point, normal, phi, rest)."""
     Rs, ps = world_poses(quaternion, position, shape_body, local_R, local_p)
     n, off = planes_world(Rs, ps, plane_idx, plane_local)

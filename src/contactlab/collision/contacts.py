@@ -234,8 +234,9 @@ class CollisionWorld:
         ``sweep`` (n_shapes, 4): per shape h v and h |omega| r of its body (mechanics/kernels.py
         ``shape_sweep``, what the simulator passes): a pair's margin grows by
         max(|h (v_a - v_b)|, |h v_a|, |h v_b|) + h |omega_a| r_a + h |omega_b| r_b
-        (:func:`boxes.pair_reach`). ``reach`` (n_shapes,), without ``sweep``: a pair's margin grows
-        by reach_a + reach_b.
+        (:func:`boxes.pair_reach`; for the compiled routines' pairs the same bound projected on each
+        separating axis, :func:`boxes.axis_reach`). ``reach`` (n_shapes,), without ``sweep``: a
+        pair's margin grows by reach_a + reach_b.
 
         Compiled broad phase; box-box pairs and (box, convex mesh or sphere, half-space) pairs by the
         compiled routines of :mod:`contactlab.collision.boxes`; every other pair by coal."""
