@@ -349,10 +349,11 @@ def block_problem(rng, blocks):
     return P, parts, offs
 
 
-@pytest.mark.parametrize("options", [{}, {"max_iterations": 1}, {"dense_max": 20}, {"small_n": 10},
-                                     {"island_search_max": 10, "newton_steps": 0}],
-                         ids=["compiled-newton", "interior-point-after-newton", "large-islands-sparse",
-                              "islands-above-small_n-whole-method", "islands-above-island_search_max-ipm"])
+@pytest.mark.parametrize("options", [{}, {"max_iterations": 1}, {"island_iterations": 1}, {"dense_max": 20},
+                                     {"small_n": 10}, {"island_search_max": 10, "newton_steps": 0}],
+                         ids=["compiled-newton", "interior-point-after-newton", "island-budget-one-step",
+                              "large-islands-sparse", "islands-above-small_n-whole-method",
+                              "islands-above-island_search_max-ipm"])
 def test_islands_are_solved_as_each_island_alone(options, monkeypatch):
     """A block-diagonal problem with its islands: SOLVED, each island's z the one box-qp finds for that
     island alone (SPD blocks: one minimiser), on the compiled Newton path, with Newton cut to one
@@ -370,7 +371,7 @@ def test_islands_are_solved_as_each_island_alone(options, monkeypatch):
     sol = solve(P, "box-qp", **options)
     assert sol.status is Status.SOLVED and sol.relative_residual <= 1e-6
     assert sol.info["islands"] == len(parts)
-    if options.get("max_iterations") == 1:
+    if options.get("max_iterations") == 1 or options.get("island_iterations") == 1:
         assert "ipm" in calls       # some island's Newton gave up and the interior point went on
     if "island_search_max" in options:      # the four islands of more than 10 rows: no Newton step
         assert calls == ["ipm"] * 4
@@ -391,6 +392,10 @@ def test_newton_only_islands_report_max_iterations_when_an_island_does_not_settl
     assert not all(s.success for s in one_step)         # this data: some island needs more than one step
     sol = solve(P, "box-qp", algorithm="newton", max_iterations=1)
     assert sol.status is Status.MAX_ITERATIONS and sol.relative_residual > 1e-6
+    # Newton alone has no interior point to hand over to: its islands keep max_iterations, whatever
+    # island_iterations says (the "auto" islands' budget before the interior point)
+    full = solve(P, "box-qp", algorithm="newton", island_iterations=1)
+    assert full.status is Status.SOLVED and full.relative_residual <= 1e-6 and full.iterations > len(parts)
 
 
 def test_simulator_islands_give_the_whole_problems_motion():
@@ -606,3 +611,10 @@ def test_grouped_islands_reach_the_dense_islands_minimiser():
     assert grouped.status is Status.SOLVED and dense.status is Status.SOLVED
     assert grouped.info["islands"] == dense.info["islands"] == 4
     assert np.allclose(grouped.z, dense.z, rtol=1e-5, atol=1e-6 * np.abs(dense.z).max())
+
+
+def test_box_qp_refuses_an_island_budget_below_one_step():
+    from contactlab.errors import ParamError
+    P, _, _ = block_problem(np.random.default_rng(5), [(3, False), (4, True)])
+    with pytest.raises(ParamError, match="island_iterations"):
+        solve(P, "box-qp", island_iterations=0)

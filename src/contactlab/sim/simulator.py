@@ -116,7 +116,7 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
         if groups is not None:
             problem.body_groups = groups
         sol = solve(problem, "box-qp", max_iterations=30, tol=POSITION_TOL, set_aside=True,
-                    island_search_max=POSITION_SEARCH_MAX)
+                    island_search_max=POSITION_SEARCH_MAX, island_iterations=30)
     else:
         sol = solve(problem, "box-qp", algorithm="newton", max_iterations=30, tol=POSITION_TOL)
     if not sol.success:
