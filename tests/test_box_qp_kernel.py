@@ -349,11 +349,12 @@ def block_problem(rng, blocks):
     return P, parts, offs
 
 
-@pytest.mark.parametrize("options", [{}, {"max_iterations": 1}, {"island_iterations": 1}, {"dense_max": 20},
+@pytest.mark.parametrize("options", [{}, {"max_iterations": 1}, {"island_iterations": 1},
+                                     {"island_poor_iterations": 1}, {"dense_max": 20},
                                      {"small_n": 10}, {"island_search_max": 10, "newton_steps": 0}],
                          ids=["compiled-newton", "interior-point-after-newton", "island-budget-one-step",
-                              "large-islands-sparse", "islands-above-small_n-whole-method",
-                              "islands-above-island_search_max-ipm"])
+                              "poor-start-budget-one-step", "large-islands-sparse",
+                              "islands-above-small_n-whole-method", "islands-above-island_search_max-ipm"])
 def test_islands_are_solved_as_each_island_alone(options, monkeypatch):
     """A block-diagonal problem with its islands: SOLVED, each island's z the one box-qp finds for that
     island alone (SPD blocks: one minimiser), on the compiled Newton path, with Newton cut to one
@@ -372,7 +373,7 @@ def test_islands_are_solved_as_each_island_alone(options, monkeypatch):
     sol = solve(P, "box-qp", **options)
     assert sol.status is Status.SOLVED and sol.relative_residual <= 1e-6
     assert sol.info["islands"] == len(parts)
-    if options.get("max_iterations") == 1 or options.get("island_iterations") == 1:
+    if 1 in (options.get("max_iterations"), options.get("island_iterations"), options.get("island_poor_iterations")):
         assert "ipm" in calls       # some island's Newton gave up and the interior point went on
     if "island_search_max" in options:      # the four islands of more than 10 rows: no Newton step,
         assert calls == ["ipm"]             # one interior point on their union
@@ -619,3 +620,27 @@ def test_box_qp_refuses_an_island_budget_below_one_step():
     P, _, _ = block_problem(np.random.default_rng(5), [(3, False), (4, True)])
     with pytest.raises(ParamError, match="island_iterations"):
         solve(P, "box-qp", island_iterations=0)
+    with pytest.raises(ParamError, match="island_poor_iterations"):
+        solve(P, "box-qp", island_poor_iterations=0)
+
+
+def test_a_poor_start_gets_the_poor_budget_and_a_good_one_the_full_budget(monkeypatch):
+    """box_qp_islands (kernels/box_qp.py projected_newton): from z = 0 (relative error above
+    IPM_WARM_MAX) each island gets island_poor_iterations Newton steps, then the interior point; from
+    a start near its answer, island_iterations (it lands). Both certify the same minimiser."""
+    rng = np.random.default_rng(5)
+    P, parts, offs = block_problem(rng, [(9, False), (12, False)])
+    for p in parts:         # each island's Newton alone needs more than one step from z = 0
+        assert solve(p, "box-qp", algorithm="newton").iterations > 1
+    ref = solve(P, "box-qp", algorithm="ipm", tol=1e-12, islands=False)
+    seen = []
+    original = BQ._python_path
+    monkeypatch.setattr(BQ, "_python_path", lambda *a: seen.append(a[3][0]) or original(*a))
+    cold = solve(P, "box-qp", island_poor_iterations=1)
+    assert ref.success and cold.success
+    assert np.allclose(cold.z, ref.z, rtol=1e-5, atol=1e-6 * np.abs(ref.z).max())
+    assert seen == [2]      # one Newton step per island (2 counted), then one interior point on both
+    seen.clear()
+    warm = ref.z * (1 + 1e-7 * rng.normal(size=ref.z.size))
+    good = solve(P, "box-qp", island_poor_iterations=1, warm_start=warm)
+    assert good.success and not seen        # a good start: Newton lands, no interior point

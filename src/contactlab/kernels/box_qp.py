@@ -288,11 +288,13 @@ def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb):
 
 @jit
 def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps, work, cL, cA, cF, ck, stale_ok,
-                     grp, gstep, nbr, nnb):
+                     grp, gstep, nbr, nnb, poor_iterations, poor_residual):
     """solvers/box_qp.py ``_qp`` from z, in place (z, w = M z + q on return); returns (converged,
     Newton iterations). ``work``: 9 x n scratch; (cL, cA, cF, ck): the factor cache of
     :func:`_free_solve`, whose cached factor the first step may reuse where ``stale_ok``; (grp, gstep,
-    nbr, nnb): the block structure of M (:func:`island_groups`), or empty arrays (dense solves)."""
+    nbr, nnb): the block structure of M (:func:`island_groups`), or empty arrays (dense solves).
+    A start whose relative error is above ``poor_residual`` gets at most ``poor_iterations`` steps
+    (:func:`box_qp_islands`; ``poor_residual`` inf: ``max_iterations`` whatever the start)."""
     n = q.size
     d, cand, dz, t = work[0], work[1], work[2], work[4]
     rw = work[5:9]
@@ -301,12 +303,18 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
         diag[i] = M[i, i]
     F = np.empty(n, dtype=np.int64)
     its = 0
+    limit = max_iterations
     for _ in range(max_iterations):
         _affine(M, z, q, w)
         for i in range(n):
             t[i] = abs(q[i]) + abs(w[i] - q[i])
-        if box_relative_error(z, w, lo, hi, q, t, rw) <= tol:
+        rel = box_relative_error(z, w, lo, hi, q, t, rw)
+        if rel <= tol:
             return True, its
+        if its == 0 and rel > poor_residual and poor_iterations < limit:
+            limit = poor_iterations
+        if its >= limit:
+            return False, its
         its += 1
         for i in range(n):
             dz[i] = z[i] - _clip(z[i] - _quot(w[i], diag[i]), lo[i], hi[i])      # the projected step
@@ -368,12 +376,12 @@ def box_qp_dense(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full
     """:func:`box_qp_grouped` with every free block factorised dense (no group structure)."""
     grp, gstep, nbr, nnb = no_groups()
     return box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
-                          max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb)
+                          max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb, max_iterations, np.inf)
 
 
 @jit
 def box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
-                   max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb):
+                   max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb, poor_iterations, poor_residual):
     """solvers/box_qp.py ``_solve`` up to the interior point, on a dense C-ordered M: the projected
     Newton QP (max_iterations, full_steps as ``_box_qp`` gives them) from z0 clipped to the bounds; with
     friction-coupled rows (any findex >= 0) up to ``max_outer`` bound updates, each certified with row
@@ -383,7 +391,8 @@ def box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, fu
     update ``outer`` did not converge; z is that update's starting point, before the clip).
     (cL, cA, cF, ck): the factor cache (:func:`new_factor_cache`, n rows at least); the first Newton
     step reuses its factor where the free block is the cached one's to within STALE. (grp, gstep,
-    nbr, nnb): M's block structure for the Newton solves (:func:`island_groups`; empty: dense)."""
+    nbr, nnb): M's block structure for the Newton solves (:func:`island_groups`; empty: dense);
+    (poor_iterations, poor_residual): each QP's budget from a poor start (:func:`projected_newton`)."""
     n = q.size
     z = z0.copy()
     w = np.zeros(n)
@@ -401,7 +410,7 @@ def box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, fu
         for i in range(n):
             z[i] = _clip(z[i], lk[i], hk[i])
         ok, k = projected_newton(M, q, lk, hk, z, w, tol, max_iterations, armijo, full_steps, work,
-                                 cL, cA, cF, ck, outer == 1, grp, gstep, nbr, nnb)
+                                 cL, cA, cF, ck, outer == 1, grp, gstep, nbr, nnb, poor_iterations, poor_residual)
         its += k
         if not coupled:
             if ok:
@@ -545,7 +554,7 @@ def diagonal_positions(indptr, indices):
 @jit
 def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, bounds, tol, max_iterations,
                    armijo, newton_only, max_outer, z, w, codes, its, outers, label, grouped_from, small_n,
-                   newton_steps):
+                   newton_steps, poor_iterations, poor_residual):
     """:func:`box_qp_dense` on each island of a CSR problem in one call (the islands of a contact
     problem: rows order[bounds[k]:bounds[k + 1]], ascending, coupled to no other row by M or
     findex): its dense block gathered (:func:`csr_dense_block`), findex renumbered, a factor cache of
@@ -557,7 +566,8 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
     steps block by block over its groups (:func:`island_groups`, :func:`box_qp_grouped`). Writes
     each island's answer into z, w (SOLVED, UNSETTLED), or its starting point into z (INTERIOR: the
     interior point goes on from bound update outers[k]); codes[k], its[k], outers[k] as
-    box_qp_dense returns them."""
+    box_qp_dense returns them. An island whose start's relative error is above ``poor_residual`` gets
+    at most ``poor_iterations`` of its line-search steps (:func:`projected_newton`)."""
     n = q.size
     at = np.full(n, -1, dtype=np.int64)
     scratch = np.full(label.max() + 1 if label.size else 0, -1, dtype=np.int64)
@@ -582,7 +592,8 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
         if m > small_n and not newton_only:
             steps, full = newton_steps, True
         code, zz, ww, it, outer = box_qp_grouped(A, qk, lk, hk, fk, mk, zk, tol, steps, armijo, full,
-                                                 newton_only, max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb)
+                                                 newton_only, max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb,
+                                                 steps if full else poor_iterations, poor_residual)
         codes[k], its[k], outers[k] = code, it, outer
         for a in range(m):
             z[idx[a]] = zz[a]

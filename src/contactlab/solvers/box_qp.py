@@ -93,7 +93,14 @@ class BoxQPOptions:
     falling pile's impact islands mostly do not land at all, and 60 steps each before the interior
     point cost more than they saved (certified piles, 200 steps, ms per step, 500 / 1,000 / 2,000
     boxes: 60 steps 18.5 / 42.5 / 122, 30 steps 15.9 at 500, 20 steps 15.3-16.2 / 37.2 / 123,
-    15 steps 15.0 / 38.9, 10 steps 15.7 at 500)."""
+    15 steps 15.0 / 38.9, 10 steps 15.7 at 500: fewer cost the settled columns an interior point now
+    and then); island_poor_iterations: the same budget for an island whose start is poor (relative
+    error above IPM_WARM_MAX, the interior point's own line for a cold start): on a falling 500-box
+    pile's impact steps (20-60) 992 of 2,671 islands started above 0.9, and 274 of those did not land
+    in 20 steps (landed: 8.2 steps on average), while a settled column starts near its answer
+    (certified piles, 200 steps, ms a step, 500 / 1,000 / 2,000 boxes: 20 steps 13.9-14.1 / 36.8 /
+    122-123, 12 steps 13.4 at 500, 8 steps 13.1-13.3 / 33.6 / 124, 5 steps 12.9-15.4 / 32.9 / 130,
+    3 steps 14.8 / 36.3)."""
     tol: float = 0.1 * CERTIFY
     max_iterations: int = 60
     max_outer: int = 30
@@ -108,14 +115,16 @@ class BoxQPOptions:
     set_aside: bool = False
     island_search_max: int = 0
     island_iterations: int = 20
+    island_poor_iterations: int = 8
 
     def __post_init__(self):
         if not (self.tol > 0 and self.max_iterations >= 1 and self.max_outer >= 1 and self.dense_max >= 0
                 and self.newton_steps >= 0 and self.small_n >= 0 and self.ipm_iterations >= 1
-                and self.grouped_max >= 0 and self.island_search_max >= 0 and self.island_iterations >= 1):
+                and self.grouped_max >= 0 and self.island_search_max >= 0 and self.island_iterations >= 1
+                and self.island_poor_iterations >= 1):
             raise ParamError("tol > 0, max_iterations >= 1, max_outer >= 1, dense_max >= 0, newton_steps >= 0, "
-                             "small_n >= 0, ipm_iterations >= 1, grouped_max >= 0, island_search_max >= 0 and "
-                             "island_iterations >= 1 are required")
+                             "small_n >= 0, ipm_iterations >= 1, grouped_max >= 0, island_search_max >= 0, "
+                             "island_iterations >= 1 and island_poor_iterations >= 1 are required")
         if self.algorithm not in ("auto", "newton", "ipm"):
             raise ParamError(f"algorithm must be 'auto', 'newton' or 'ipm', got {self.algorithm!r}")
 
@@ -974,10 +983,11 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
     codes, its, outers = (np.zeros(small.size, dtype=np.int64) for _ in range(3))
     newton_only = opts.algorithm == "newton"
     budget = opts.max_iterations if newton_only else min(opts.max_iterations, opts.island_iterations)
+    poor = budget if newton_only else min(budget, opts.island_poor_iterations)
     box_qp_islands(M.indptr, M.indices, M.data, problem.q, problem.lo, problem.hi, problem.findex, problem.mu,
                    z, rows, starts, opts.tol, budget, opts.armijo, newton_only,
                    opts.max_outer, zz, w, codes, its, outers, groups, GROUPED_FROM,
-                   opts.island_search_max or problem.n, opts.newton_steps)
+                   opts.island_search_max or problem.n, opts.newton_steps, poor, IPM_WARM_MAX)
     iterations, outer, ok = int(its.sum()), int(outers.max(initial=1)), True
     # an island left out: the whole method on its own block; those the compiled Newton gave up on:
     # one interior point on their union from there (rows of separate islands stay uncoupled; one
