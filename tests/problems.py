@@ -98,3 +98,20 @@ def with_csc_mass(sys_):
     other = copy.copy(sys_)
     other.M = sys_.M.tocsc()
     return other
+
+
+def body_rows(rng, nbody, nrows, bodies_of):
+    """A contact-like H (CSR, 6 columns per body) whose row r has random entries on the bodies
+    ``bodies_of(r)`` returns (drawn from ``rng`` first), and W's SPD 6x6 blocks (A A' + I/2): the
+    factors (H, W) of a Delassus matrix H W H' for the body-space and set-aside tests."""
+    import scipy.sparse as sp
+    rows, cols, vals = [], [], []
+    for r in range(nrows):
+        for b in bodies_of(r):
+            rows += [r] * 6
+            cols += list(range(6 * b, 6 * b + 6))
+            vals += list(rng.normal(size=6))
+    H = sp.csr_matrix((vals, (rows, cols)), shape=(nrows, 6 * nbody))
+    H.sort_indices()
+    A = rng.normal(size=(nbody, 6, 6))
+    return H, np.einsum("bij,bkj->bik", A, A) + 0.5 * np.eye(6)

@@ -19,23 +19,16 @@ from contactlab.sim import Simulator
 from contactlab.solvers import solve
 from contactlab.solvers.box_qp import BoxQPOptions, _BodySpace, _ipm
 
+from .problems import body_rows
+
 
 def contact_rows(rng, nbody, nrows, held=(), three=False):
     """A contact-like H (CSR, 6 columns per body, each row on one or two bodies; ``three``: one row on
     three), W's 6x6 blocks (SPD; zero for the ``held`` bodies)."""
-    rows, cols, vals = [], [], []
-    for r in range(nrows):
+    def bodies_of(r):
         bodies = rng.choice(nbody, size=1 if rng.random() < 0.2 else 2, replace=False)
-        if three and r == nrows // 2:
-            bodies = np.array([0, 1, 2])
-        for b in np.sort(bodies):
-            rows += [r] * 6
-            cols += list(range(6 * b, 6 * b + 6))
-            vals += list(rng.normal(size=6))
-    H = sp.csr_matrix((vals, (rows, cols)), shape=(nrows, 6 * nbody))
-    H.sort_indices()
-    A = rng.normal(size=(nbody, 6, 6))
-    W = np.einsum("bij,bkj->bik", A, A) + 0.5 * np.eye(6)
+        return [0, 1, 2] if three and r == nrows // 2 else np.sort(bodies)
+    H, W = body_rows(rng, nbody, nrows, bodies_of)
     W[list(held)] = 0.0
     return H, W
 

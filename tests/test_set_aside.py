@@ -18,21 +18,16 @@ from contactlab.sim import Simulator
 from contactlab.solvers import solve
 from contactlab.solvers.box_qp import SET_ASIDE_GAP
 
+from .problems import body_rows
+
 
 def chain_rows(rng, nbody, nrows):
     """H (CSR, 6 columns per body) whose rows touch one or two neighbouring bodies of a chain, and
     W's SPD 6x6 blocks: the coupling of a column of boxes."""
-    rows, cols, vals = [], [], []
-    for r in range(nrows):
+    def bodies_of(r):
         b = int(rng.integers(nbody - 1))
-        for body in ((b,) if rng.random() < 0.15 else (b, b + 1)):
-            rows += [r] * 6
-            cols += list(range(6 * body, 6 * body + 6))
-            vals += list(rng.normal(size=6))
-    H = sp.csr_matrix((vals, (rows, cols)), shape=(nrows, 6 * nbody))
-    H.sort_indices()
-    A = rng.normal(size=(nbody, 6, 6))
-    return H, np.einsum("bij,bkj->bik", A, A) + 0.5 * np.eye(6)
+        return (b,) if rng.random() < 0.15 else (b, b + 1)
+    return body_rows(rng, nbody, nrows, bodies_of)
 
 
 def lcp_with_rows(H, W, q, cfm=1e-6):
