@@ -629,7 +629,7 @@ def test_a_poor_start_gets_the_poor_budget_and_a_good_one_the_full_budget(monkey
     IPM_WARM_MAX) each island gets island_poor_iterations Newton steps, then the interior point; from
     a start near its answer, island_iterations (it lands). Both certify the same minimiser."""
     rng = np.random.default_rng(5)
-    P, parts, offs = block_problem(rng, [(9, False), (12, False)])
+    P, parts, _ = block_problem(rng, [(9, False), (12, False)])
     for p in parts:         # each island's Newton alone needs more than one step from z = 0
         assert solve(p, "box-qp", algorithm="newton").iterations > 1
     ref = solve(P, "box-qp", algorithm="ipm", tol=1e-12, islands=False)

@@ -110,8 +110,10 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
     if factors is not None and sp.issparse(A):
         problem.factors = factors
     if islands is not None:
-        # each island's projected Newton (30 steps with line search up to POSITION_SEARCH_MAX rows),
-        # the interior point on the islands it leaves; the islands of the rows without a gap
+        # each island's projected Newton (30 steps with line search up to POSITION_SEARCH_MAX rows;
+        # box-qp's island_poor_iterations, 8, from a start above IPM_WARM_MAX: about half of a
+        # falling 500-box pile's correction islands start there), the interior point on the islands
+        # it leaves; the islands of the rows without a gap
         problem.islands = islands
         if groups is not None:
             problem.body_groups = groups

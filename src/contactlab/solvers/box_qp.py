@@ -981,13 +981,14 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
     starts = np.concatenate([[0], np.cumsum(sizes[small])])
     z = zz.copy()
     codes, its, outers = (np.zeros(small.size, dtype=np.int64) for _ in range(3))
+    # Newton alone has no interior point to hand over to: max_iterations, whatever the start
     newton_only = opts.algorithm == "newton"
     budget = opts.max_iterations if newton_only else min(opts.max_iterations, opts.island_iterations)
-    poor = budget if newton_only else min(budget, opts.island_poor_iterations)
     box_qp_islands(M.indptr, M.indices, M.data, problem.q, problem.lo, problem.hi, problem.findex, problem.mu,
                    z, rows, starts, opts.tol, budget, opts.armijo, newton_only,
                    opts.max_outer, zz, w, codes, its, outers, groups, GROUPED_FROM,
-                   opts.island_search_max or problem.n, opts.newton_steps, poor, IPM_WARM_MAX)
+                   opts.island_search_max or problem.n, opts.newton_steps,
+                   min(budget, opts.island_poor_iterations), np.inf if newton_only else IPM_WARM_MAX)
     iterations, outer, ok = int(its.sum()), int(outers.max(initial=1)), True
     # an island left out: the whole method on its own block; those the compiled Newton gave up on:
     # one interior point on their union from there (rows of separate islands stay uncoupled; one
