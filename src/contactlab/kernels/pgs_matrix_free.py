@@ -33,17 +33,26 @@ def row_blocks(indptr, indices, data, n, nbody):
     """Split the CSR rows of H into two body slots each: (ptr, body, hb, ok) as in the module doc
     (entries of a row on the same body summed; unsorted columns are fine). ``ok`` is False when
     a row touches more than two bodies (then the layout does not apply)."""
+    return rows_in_order(indptr, indices, data, np.arange(n), nbody)
+
+
+@jit
+def rows_in_order(indptr, indices, data, order, nbody):
+    """:func:`row_blocks` with the rows taken in ``order``: slots 2k, 2k + 1 hold row order[k] of H
+    (the sweeps then read their rows one after the other in memory)."""
+    n = order.shape[0]
     ptr = np.arange(0, 2 * n + 1, 2).astype(np.int64)
     body = np.full(2 * n, nbody, dtype=np.int64)
     hb = np.zeros((2 * n, 6))
-    for r in range(n):
+    for k in range(n):
+        r = order[k]
         for p in range(indptr[r], indptr[r + 1]):
             c = indices[p]
             b = c // 6
-            if body[2 * r] == b or body[2 * r] == nbody:
-                s = 2 * r
-            elif body[2 * r + 1] == b or body[2 * r + 1] == nbody:
-                s = 2 * r + 1
+            if body[2 * k] == b or body[2 * k] == nbody:
+                s = 2 * k
+            elif body[2 * k + 1] == b or body[2 * k + 1] == nbody:
+                s = 2 * k + 1
             else:
                 return ptr, body, hb, False
             body[s] = b
@@ -165,6 +174,48 @@ def row_term(i, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touch
 
 
 @jit
+def all_row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t):
+    """t_i = |q_i| + sum_j |A_ij| |z_j| for every row at once (:func:`row_term`'s values): each
+    pair of slots on a body once (A_ij = h_i W h_j' = A_ji), the pairs of rows on the same two
+    bodies at the smaller body (both bodies' parts summed before |.|)."""
+    n = ptr.shape[0] - 1
+    nbody = bptr.shape[0] - 2
+    for i in range(n):
+        t[i] = abs(q[i])
+        if body[2 * i] == nbody and body[2 * i + 1] == nbody:
+            t[i] += cfm[i] * abs(z[i])      # a row on no moving body: A_ii = cfm_i
+    for b in range(nbody):
+        for p1 in range(bptr[b], bptr[b + 1]):
+            s1 = bslot[p1]
+            i = srow[s1]
+            o1 = s1 ^ 1                     # the row's other slot (slots 2i, 2i + 1)
+            bi = body[o1]
+            zi = abs(z[i])
+            for p2 in range(p1, bptr[b + 1]):
+                s2 = bslot[p2]
+                j = srow[s2]
+                zj = abs(z[j])
+                if zi == 0.0 and zj == 0.0:
+                    continue
+                o2 = s2 ^ 1
+                both = bi == body[o2] and bi != nbody
+                if both and bi < b:
+                    continue                # taken at the pair's other body
+                d = 0.0
+                for c in range(6):
+                    d += hb[s1, c] * g[s2, c]
+                if both:
+                    for c in range(6):
+                        d += hb[o1, c] * g[o2, c]
+                if i == j:
+                    t[i] += abs(d + cfm[i]) * zi
+                else:
+                    d = abs(d)
+                    t[i] += d * zj
+                    t[j] += d * zi
+
+
+@jit
 def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark,
               floor, exact):
     """Two passes: w = A z + q from dv (written), and (natural residual ||z - mid(lo, hi, z - w)||_inf,
@@ -227,9 +278,36 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
         upper[i] = box_row(z[i] / zs, wi, a / zs, b / zs)
     touched = np.empty(n, dtype=np.int64)
     first = np.argmax(upper)
-    for k in range(-1, n):
-        i = first if k < 0 else k
-        if not upper[i] > rel or (k >= 0 and i == first):
+    if upper[first] > rel:
+        a, b = row_bounds(first, z, lo, hi, findex, mu)
+        u_i = max(row_term(first, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touched), floor)
+        wi = w[first] / u_i if u_i > 0.0 else 0.0
+        rel = max(rel, box_row(z[first] / zs, wi, a / zs, b / zs))
+    # the rows still in doubt, one at a time (each: the slots of its two bodies, with the bookkeeping
+    # of the shared entries), or every row at once (:func:`all_row_terms`: each pair of slots on a
+    # body once, about half the cost a row): whichever reads fewer slots, at twice the weight a row
+    nbody = bptr.shape[0] - 2
+    one_by_one = 0
+    for i in range(n):
+        if upper[i] > rel and i != first:
+            for s in range(ptr[i], ptr[i + 1]):
+                if body[s] != nbody:
+                    one_by_one += 2 * (bptr[body[s] + 1] - bptr[body[s]])
+    at_once = 0
+    for b in range(nbody):
+        m = bptr[b + 1] - bptr[b]
+        at_once += m * (m + 1) // 2
+    if at_once < one_by_one:
+        all_row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t)
+        for i in range(n):
+            if upper[i] > rel and i != first:
+                a, b = row_bounds(i, z, lo, hi, findex, mu)
+                u_i = max(t[i], floor)
+                wi = w[i] / u_i if u_i > 0.0 else 0.0
+                rel = max(rel, box_row(z[i] / zs, wi, a / zs, b / zs))
+        return nat, rel
+    for i in range(n):
+        if not upper[i] > rel or i == first:
             continue
         a, b = row_bounds(i, z, lo, hi, findex, mu)
         u_i = max(row_term(i, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touched), floor)
@@ -273,8 +351,9 @@ def _max_abs(z):
 
 @jit
 def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w,
-                    order, max_sweeps, check, tol_rel, tol_w, floor, report, stats):
-    """Projected Gauss-Seidel sweeps in ``order`` on A = H W H' + diag(cfm) without forming A.
+                    max_sweeps, check, tol_rel, tol_w, floor, report, stats):
+    """Projected Gauss-Seidel sweeps over the rows in their order on A = H W H' + diag(cfm) without
+    forming A (:func:`_solve` lays the rows out in the sweep order first).
 
     ``z`` in/out (warm start in, clipped into the static bounds by the caller), ``dv`` (nbody, 6)
     out (= W H' z), ``w`` out (A z + q at exit). At the start and every ``check`` sweeps (0: only
@@ -305,8 +384,7 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
     for sweep in range(1, max_sweeps + 1):
         step = 0.0
         wstep = 0.0
-        for k in range(n):
-            i = order[k]
+        for i in range(n):
             a, b = row_bounds(i, z, lo, hi, findex, mu)
             if a == b and z[i] == a:
                 continue        # a zero-width box (friction of a normal at 0) holds z_i: dz = 0 exactly
@@ -348,10 +426,11 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
 
 
 def solve_matrix_free(H, W, q, cfm, lo, hi, findex, mu, z0=None, max_sweeps=50, tol=0.0, check=10,
-                      floor_factor=None, report=True, w_step_tol=0.0):
+                      floor_factor=None, report=True, w_step_tol=0.0, height=None):
     """PGS on the boxed LCP (H W H' + diag(cfm), q) with bounds lo/hi and findex/mu coupling,
     A never formed. ``H``: CSR (n, 6 nbody); ``W``: (nbody, 6, 6) blocks of M^-1; ``cfm``: scalar or
-    (n,). Rows are swept uncoupled first, then coupled (``solvers/pgs.py``'s ``normals_first``).
+    (n,). Rows are swept uncoupled first, then coupled (``solvers/pgs.py``'s ``normals_first``);
+    ``height`` (n,): within each class the highest row first (:func:`sweep_order`; None: H's order).
     ``z0``: warm start (clipped into the static bounds). ``report=False``: an answer that does not
     reach ``tol`` gets the cheap lower bound of its relative residual in stats[2], not the exact
     value (a position correction reads only z). ``w_step_tol``: Bullet's stop (:func:`pgs_matrix_free`
@@ -370,45 +449,77 @@ def solve_matrix_free(H, W, q, cfm, lo, hi, findex, mu, z0=None, max_sweeps=50, 
                                     np.ascontiguousarray(hi, dtype=f), np.asarray(findex, dtype=np.int64),
                                     np.ascontiguousarray(mu, dtype=f), z, int(max_sweeps), int(check), float(tol),
                                     float(w_step_tol), NORMWISE_FLOOR if floor_factor is None else float(floor_factor),
-                                    bool(report))
+                                    bool(report), np.zeros(0) if height is None else np.ascontiguousarray(height, dtype=f))
     if not ok:
         raise ValueError("a row of H touches more than two bodies; the matrix-free layout needs pairwise rows")
     return z, w, dv, int(code), stats
 
 
 @jit
-def _solve(ip, ix, data, W, q, cfm, lo, hi, findex, mu, z, max_sweeps, check, tol, tol_w, floor_factor, report):
+def sweep_order(findex, height):
+    """The order of the sweeps: the uncoupled rows (findex < 0: normals, joints, limits) first, then
+    the coupled ones (friction), as ``solvers/pgs.py``'s ``normals_first``; within each class, with
+    ``height`` (n,), the highest row first (a stable sort: ties keep H's order), else H's order.
+
+    Top down is the order in which one sweep carries the weight of a stack to the ground: the top
+    contact takes its box's weight, the one below sees it and takes two, and so on (the
+    shock-propagation order of Guendelman, Bridson and Fedkiw, "Nonconvex rigid bodies with
+    stacking", SIGGRAPH 2003, for Gauss-Seidel). Bottom up, a sweep moves each contact's share by
+    one box only: a 10-box stack under 50 warm-started sweeps a step rocks with a growing amplitude
+    (top box 0.15 m off after 10 s, kinetic energy 7e-4 -> 3.5e-2 J); top down it stays within
+    2.3 mm (docs/benchmarks-sim.md, session 13)."""
+    n = findex.shape[0]
+    perm = np.argsort(-height, kind="mergesort") if height.shape[0] == n else np.arange(n)
+    order = np.empty(n, dtype=np.int64)
+    k = 0
+    for coupled in (False, True):
+        for i in perm:
+            if (findex[i] >= 0) == coupled:
+                order[k] = i
+                k += 1
+    return order
+
+
+@jit
+def _solve(ip, ix, data, W, q, cfm, lo, hi, findex, mu, z, max_sweeps, check, tol, tol_w, floor_factor, report,
+           height):
     """:func:`solve_matrix_free` after its argument checks: the row blocks, g and the diagonal, the
-    body slots, the sweep order (uncoupled rows, then coupled), z clipped into the static bounds (in
+    body slots, the sweep order (:func:`sweep_order`), z clipped into the static bounds (in
     place), then :func:`pgs_matrix_free`. Returns (ok, w, dv, code, stats); ok False: a row touches
     more than two bodies (nothing solved)."""
     n = q.shape[0]
     nbody = W.shape[0]
     w = np.empty(n)
     stats = np.zeros(4)
-    ptr, body, hb, ok = row_blocks(ip, ix, data, n, nbody)
+    order = sweep_order(findex, height)
+    ptr, body, hb, ok = rows_in_order(ip, ix, data, order, nbody)
     if not ok:
         return False, w, np.zeros((nbody, 6)), 0, stats
+    # the problem in the sweep order (row k is row order[k] of H; a coupled row's normal moves with it)
+    position = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        position[order[k]] = k
+    qs, cs, ls, us, fs, ms, zs = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), \
+        np.empty(n), np.empty(n)
+    for k in range(n):
+        i = order[k]
+        qs[k], cs[k], ls[k], us[k], ms[k], zs[k] = q[i], cfm[i], lo[i], hi[i], mu[i], z[i]
+        fs[k] = position[findex[i]] if findex[i] >= 0 else -1
+        if fs[k] < 0:
+            if zs[k] < ls[k]:       # np.clip: lo first, hi last
+                zs[k] = ls[k]
+            if zs[k] > us[k]:
+                zs[k] = us[k]
     g = np.empty_like(hb)
     diag = np.empty(n)
-    prepare(ptr, body, hb, W, cfm, g, diag)
+    prepare(ptr, body, hb, W, cs, g, diag)
     bptr, bslot, srow = body_slots(ptr, body, nbody)
-    order = np.empty(n, dtype=np.int64)
-    k = 0
-    for i in range(n):
-        if findex[i] < 0:
-            order[k] = i
-            k += 1
-            if z[i] < lo[i]:        # np.clip: lo first, hi last
-                z[i] = lo[i]
-            if z[i] > hi[i]:
-                z[i] = hi[i]
-    for i in range(n):
-        if findex[i] >= 0:
-            order[k] = i
-            k += 1
     dv = np.zeros((nbody + 1, 6))
     floor = floor_factor * _max_abs(q)
-    code = pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, order,
+    ws = np.empty(n)
+    code = pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, qs, cs, ls, us, fs, ms, zs, dv, ws,
                            max_sweeps, check, tol, tol_w, floor, report, stats)
+    for k in range(n):
+        z[order[k]] = zs[k]
+        w[order[k]] = ws[k]
     return True, w, dv[:nbody], code, stats

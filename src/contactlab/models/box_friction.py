@@ -165,6 +165,24 @@ def rows(sys, options: Options | None = None):
     return H, q, options.cfm + sys.cfm, lo, hi, findex, mu
 
 
+@jit
+def row_heights(point, gravity, o_n, copies):
+    """Each row's height for the sweep order of the matrix-free PGS (kernels/pgs_matrix_free.py
+    ``sweep_order``: the highest first), (o_n + copies nc,): the ``o_n`` rows before the contacts
+    (joints, motors, limits) +inf, then ``copies`` blocks of nc rows ([N; S; T]: 3; N: 1), each
+    contact's row at its point's height along -gravity (0 without gravity: H's order)."""
+    nc = point.shape[0]
+    g = np.sqrt(gravity[0] ** 2 + gravity[1] ** 2 + gravity[2] ** 2)
+    height = np.full(o_n + copies * nc, np.inf)
+    for i in range(nc):
+        up = 0.0
+        if g > 0.0:
+            up = -(point[i, 0] * gravity[0] + point[i, 1] * gravity[1] + point[i, 2] * gravity[2]) / g
+        for k in range(copies):
+            height[o_n + k * nc + i] = up
+    return height
+
+
 def build(sys, options: Options | None = None) -> BoxedLCP:
     options = options or Options()
     o_a, o_l, o_n, o_s, o_t, n = _layout(sys, options)

@@ -42,7 +42,7 @@ from ..kernels.tolerances import CERTIFY, NORMWISE_FLOOR
 from ..mechanics.joint_projection import displace
 from ..mechanics.model import KIND_KINEMATIC
 from ..mechanics.system import _block_pattern, _live, _packed
-from ..models.box_friction import _box_bounds, _contact_parts, _dense_parts, _matched_impulses, _q_kernel, _recover_parts
+from ..models.box_friction import row_heights, _box_bounds, _contact_parts, _dense_parts, _matched_impulses, _q_kernel, _recover_parts
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult
 from ..solution import Solution, Status
 from ..solvers.box_qp import _dense_factors
@@ -172,8 +172,9 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
     z = np.zeros(n)
     if warm:
         _matched_impulses(z, 0, match, prev_normal, prev_tangent)
+    height = row_heights(P, gravity, 0, 3)
     ok, w, dvel, code, stats = _pgs_matrix_free(ip, ix, H, Bw, q, np.full(n, cfm), lo, hi, findex, mu, z, sweeps, 10,
-                                                tol, tol_w, NORMWISE_FLOOR, True)
+                                                tol, tol_w, NORMWISE_FLOOR, True, height)
     outcome = SOLVED if ok else DECLINED
     for i in range(n):
         if not np.isfinite(z[i]):
@@ -200,7 +201,7 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
                 ok2, _, dx, _, _ = _pgs_matrix_free(ip[:nc + 1], ix[:nnz], dv[0], Bw, c, np.full(nc, 1e-9),
                                                     np.zeros(nc), np.full(nc, np.inf),
                                                     np.full(nc, -1, dtype=np.int64), np.zeros(nc), p, sweeps, 10,
-                                                    1e-4, 0.0, NORMWISE_FLOOR, False)
+                                                    1e-4, 0.0, NORMWISE_FLOOR, False, height[:nc])
                 finite = True
                 for i in range(nc):
                     if not np.isfinite(p[i]):

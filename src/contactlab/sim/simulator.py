@@ -28,6 +28,7 @@ from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
 from ..mechanics.system import _packed, assemble_system, build_system, delassus, mobility, rows_times
 from ..models import get_model, make_options
+from ..models.box_friction import _layout as _box_layout, row_heights
 from ..models.built import problem_of
 from ..solvers import available_solvers, solve
 from ..problems import BoxedLCP
@@ -347,10 +348,21 @@ class Simulator:
         tol, w_step_tol = self.sweep_stops()
         try:
             z, w, dv, code, st = solve_matrix_free(H, sys.W_blocks, q, cfm, lo, hi, findex, mu, z0,
-                                                  max_sweeps=self.iterations, tol=tol, w_step_tol=w_step_tol)
+                                                  max_sweeps=self.iterations, tol=tol, w_step_tol=w_step_tol,
+                                                  height=self._sweep_heights(sys))
         except ValueError:      # a row on more than two bodies: this step takes the assembled path
             return None
         return n, matrix_free_solution(z, w, dv.reshape(-1), code, st)
+
+    def _sweep_heights(self, sys, normals_only: bool = False) -> np.ndarray:
+        """The rows' heights for the matrix-free sweep order (models/box_friction.py ``row_heights``):
+        box friction's rows [J; A; L; N; S; T], or the normal rows N alone."""
+        point = np.ascontiguousarray(sys.contacts.point, dtype=np.float64).reshape(-1, 3) if sys.nc \
+            else np.zeros((0, 3))
+        gravity = np.asarray(self.model.gravity, dtype=np.float64)
+        if normals_only:
+            return row_heights(point, gravity, 0, 1)
+        return row_heights(point, gravity, _box_layout(sys, self.model_options)[2], 3)
 
     @property
     def h(self) -> float:
@@ -401,6 +413,8 @@ class Simulator:
             problem = problem_of(built)
             n = problem.n
             kwargs = dict(self.solver_options)
+            if self.method in ("pgs", "psor") and self.model_name == "box-friction" and not self.islands:
+                kwargs["height"] = self._sweep_heights(sys)     # top down, as the matrix-free sweeps
             if self.warm_start and warm is not None and warm.shape == (problem.n,) and \
                     isinstance(problem, self._spec.problems):
                 kwargs["warm_start"] = warm
@@ -495,7 +509,8 @@ class Simulator:
             # dv = W N' p is the displacement
             p, _, dx, _, _ = solve_matrix_free(sys.N, self._held_blocks(sys), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
-                                               max_sweeps=self.iterations, tol=1e-4, report=False)
+                                               max_sweeps=self.iterations, tol=1e-4, report=False,
+                                               height=self._sweep_heights(sys, normals_only=True))
             if np.all(np.isfinite(p)):
                 self._displace(dx.reshape(-1))
             return
@@ -511,7 +526,8 @@ class Simulator:
             # fixed-budget mode: the step's sweep budget; every PGS sweep keeps p >= 0, so a partial
             # answer only pushes apart, and it is applied whatever its residual
             prob = BoxedLCP(A, c, np.zeros(n), np.full(n, np.inf))
-            sol = solve(prob, "pgs", **_cap_option("pgs", self.iterations), tol=1e-4)
+            sol = solve(prob, "pgs", **_cap_option("pgs", self.iterations), tol=1e-4,
+                        height=self._sweep_heights(sys, normals_only=True))
             if np.all(np.isfinite(sol.z)):
                 self._displace(W @ (sys.N.T @ sol.z))
             return

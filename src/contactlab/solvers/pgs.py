@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from ..errors import ParamError
 from ..kernels import pgs as K
+from ..kernels.pgs_matrix_free import sweep_order
 from ..problems import LCP, BoxedLCP
 from ..problems.residual import box_relative, relative_error, row_terms
 from ..problems.validation import max_abs
@@ -53,7 +54,10 @@ class PGSOptions:
     omega: relaxation (1 = Gauss-Seidel, 0 < omega < 2); shuffle/seed: randomised row order each sweep
     (fixed seed); cfm: constraint force mixing added to the diagonal (solves M + cfm I, arechavaleta
     §V-B); refresh: recompute w = Mz + q exactly every this many sweeps; normals_first: sweep
-    uncoupled rows before friction-coupled rows (ODE's order)."""
+    uncoupled rows before friction-coupled rows (ODE's order); height: (n,) each row's height
+    against gravity (the simulator's box-friction rows, models/box_friction.py ``row_heights``):
+    within each class the highest row first, the top-down order that carries a stack's weight to
+    the ground in one sweep (kernels/pgs_matrix_free.py ``sweep_order``; None: the rows' order)."""
 
     tol: float = 1e-10
     step_tol: float = 0.0
@@ -65,9 +69,15 @@ class PGSOptions:
     cfm: float = 0.0
     refresh: int = 50
     normals_first: bool = True
+    height: object = None
 
     def __post_init__(self):
         check_common(self)
+        if self.height is not None:
+            h = np.asarray(self.height, dtype=np.float64)
+            if h.ndim != 1 or np.isnan(h).any():
+                raise ParamError("height must be a 1-D array of row heights without NaN (one per row of the problem)")
+            object.__setattr__(self, "height", np.ascontiguousarray(h))
         if not (0.0 < self.omega < 2.0):
             raise ParamError(f"omega must lie in (0, 2), got {self.omega}")
         if not (self.step_tol >= 0 and self.w_step_tol >= 0 and self.cfm >= 0):
@@ -90,7 +100,8 @@ class BoxSweeper:
     Used by ``pgs``/``psor`` and by the PGS stage of ``pgs-sm``. ``M`` includes ``cfm``.
     """
 
-    def __init__(self, problem, cfm: float = 0.0, normals_first: bool = True, normalise: bool = True):
+    def __init__(self, problem, cfm: float = 0.0, normals_first: bool = True, normalise: bool = True,
+                 height=None):
         n = problem.n
         M = problem.M
         # one scale: sweep (M + cfm I, q) / max|M| (z unchanged, w divided by s)
@@ -127,7 +138,12 @@ class BoxSweeper:
         self.mmax = max_abs(M)
         self.n = n
         coupled = self.findex >= 0
-        if normals_first and np.any(coupled):
+        if height is not None:
+            if height.shape != (n,):
+                raise ParamError(f"height has {height.shape[0]} rows, the problem {n}: one height per row")
+            self.base_order = sweep_order(np.asarray(self.findex if normals_first else np.full(n, -1), dtype=np.int64),
+                                          height)
+        elif normals_first and np.any(coupled):
             self.base_order = np.concatenate([np.flatnonzero(~coupled), np.flatnonzero(coupled)]).astype(np.int64)
         else:
             self.base_order = np.arange(n, dtype=np.int64)
@@ -214,7 +230,7 @@ class BoxSweeper:
 
 
 def _pgs(problem, opts: PGSOptions, warm_start) -> Solution:
-    S = BoxSweeper(problem, opts.cfm, opts.normals_first)
+    S = BoxSweeper(problem, opts.cfm, opts.normals_first, height=opts.height)
     z = S.start(warm_start)
     w = np.empty(problem.n)
     S.seed(opts.seed)
