@@ -77,20 +77,30 @@ _WARM = set()
 def _warm_up(fixed):
     """Once per process and mode: 40 steps of a 50-box pile, of six 4-box stacks, of three 8-box
     stacks (islands factorised by body-pair groups) and of a 6-box pile (the compiled box-friction
-    step, sim/box_step.py) in throwaway simulators, so every compiled kernel the timed runs use (the
-    interior point, the islands, the position correction, ...) is compiled or loaded from numba's
-    cache before any clock starts: numba loads a cached kernel at its first call, 1-10 ms each, which
-    fell inside the first timed steps of whichever run met it first (a 100-box pile's steps 1-40:
-    ~3 ms per step; a 10-box pile's 200-step mean: 0.14 instead of 0.11 ms)."""
+    step, sim/box_step.py), 5 steps of a 100-box stack and 60 of a 100-box pile (one island of 1,200
+    rows, the body-space interior point of a landing pile) in throwaway simulators, so every compiled
+    kernel the timed runs use (the interior point, the islands, the position correction, ...) is
+    compiled or loaded from numba's cache before any clock starts: numba loads a cached kernel at its
+    first call, 1-10 ms each, which fell inside the first timed steps of whichever run met it first
+    (a 100-box pile's steps 1-40: ~3 ms per step; a 10-box pile's 200-step mean: 0.14 instead of
+    0.11 ms), and compiles one the cache lacks there (cold cache: the certified 100-box stack and pile
+    1.4 -> 2.3 and 1.9 -> 9.8 ms a step before the last two scenes were added)."""
     if fixed in _WARM:
         return
     _WARM.add(fixed)
-    for name, kw, coupling in (("pile", {"count": 50}, "previous"), ("stack", {"count": 4, "columns": 6}, "current"),
-                               ("stack", {"count": 8, "columns": 3}, "current"), ("pile", {"count": 6}, "previous")):
+    for name, kw, coupling, steps in (("pile", {"count": 50}, "previous", 40),
+                                      ("stack", {"count": 4, "columns": 6}, "current", 40),
+                                      ("stack", {"count": 8, "columns": 3}, "current", 40),
+                                      ("pile", {"count": 6}, "previous", 40), ("stack", {"count": 100}, "current", 5),
+                                      ("pile", {"count": 100}, "previous", 60)):
         sim = Simulator(make_scene(name, **kw), "box-friction", "pgs" if fixed else "box-qp", iterations=fixed,
                         model_options={"coupling": "current" if fixed else coupling})
-        for _ in range(40):
+        for _ in range(steps):
             sim.step()
+    if not fixed:       # a kernel compiled per index type (scipy's CSR indices are int32 or int64): both
+        from contactlab.kernels.box_qp import csr_masked
+        for t in (np.int32, np.int64):
+            csr_masked(np.array([0, 1, 2], dtype=t), np.array([0, 1], dtype=t), np.ones(2), np.ones(2, dtype=np.bool_))
 
 
 def run_contactlab(scene_name, n, steps, budget, fixed=None, options=None, label=None):
