@@ -376,6 +376,25 @@ def _face_points(pr, Rr, hr, pc, Rc, hc, nref, i, margin, P_out, phi_out, work):
 
 
 @jit
+def _support_point(pr, Rr, hr, pc, Rc, hc, nref, i, P_out, phi_out):
+    """One contact at the vertex of box c deepest along -nref (towards reference face i of box r),
+    at its separation from that face's plane (the separating-axis gap along nref); returns 1. The
+    contact of a pair whose incident face clips to nothing over the reference face (an edge or
+    corner of c beside r's face) while no axis separates them."""
+    off = _dot(nref, pr) + hr[i]         # the reference face's plane: x . nref = off
+    x0, x1, x2 = pc[0], pc[1], pc[2]
+    for k in range(3):
+        f = (-1.0 if _dot(Rc[:, k], nref) > 0 else 1.0) * hc[k]
+        x0 += f * Rc[0, k]
+        x1 += f * Rc[1, k]
+        x2 += f * Rc[2, k]
+    sep = x0 * nref[0] + x1 * nref[1] + x2 * nref[2] - off
+    P_out[0, 0], P_out[0, 1], P_out[0, 2] = x0 - 0.5 * sep * nref[0], x1 - 0.5 * sep * nref[1], x2 - 0.5 * sep * nref[2]
+    phi_out[0] = sep
+    return 1
+
+
+@jit
 def _Work():
     """Scratch for :func:`_face_points`: two polygon buffers (a quad clipped by four planes has at
     most 8 points; 16 rows), the kept points, their separations, the indices :func:`_reduce4` keeps."""
@@ -438,10 +457,14 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, sweep, a, b, P_out, n_out, phi_out, 
         grown = margin + axis_reach(sweep, a, b, n)
         if best_kind == 0:
             count = _face_points(pa, Ra, ha, pb, Rb, hb, n, best_i, grown, P_out, phi_out, work)
+            if count == 0 and not use_edge:
+                count = _support_point(pa, Ra, ha, pb, Rb, hb, n, best_i, P_out, phi_out)
         else:
             for c in range(3):
                 u[c] = -n[c]
             count = _face_points(pb, Rb, hb, pa, Ra, ha, u, best_i, grown, P_out, phi_out, work)
+            if count == 0 and not use_edge:
+                count = _support_point(pb, Rb, hb, pa, Ra, ha, u, best_i, P_out, phi_out)
         if use_edge:
             # an edge-edge axis near the face axis: the face's clipped points stand for it when they
             # agree with its exact depth (nearly flat boxes stacked with a relative yaw)
