@@ -216,17 +216,10 @@ def all_row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t):
 
 
 @jit
-def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark,
-              floor, exact):
-    """Two passes: w = A z + q from dv (written), and (natural residual ||z - mid(lo, hi, z - w)||_inf,
-    relative residual) with the coupled bounds read from z. The relative residual is
-    problems/residual.py's ``box_relative`` (max of natural and infeasibility; z in units of
-    max|z|, each w_i in units of max(t_i, floor), t = ``row_terms``). Its row term only decreases
-    as t_i grows, and |q_i| + |A_ii z_i| + |w_i - q_i - A_ii z_i| <= t_i <= t~_i = |q_i| + cfm_i |z_i| + sum_c |h_ic| u_c
-    (u = sum_j |W h_j'| |z_j| per body, the first pass): the bound t~ gives a lower bound L of the
-    relative residual, and ``exact`` computes t_i (:func:`row_term`) only on the rows whose upper
-    bound exceeds L, so the value is ``solve()``'s. Not ``exact``: L (a screen, never a
-    certificate). inf for a non-finite iterate."""
+def _screen(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark, floor):
+    """The screen of :func:`residuals`: w = A z + q from dv (written), t~ into t, and (natural
+    residual, the lower bound L of the relative residual, zs = the unit of z); inf for a non-finite
+    iterate."""
     n = z.shape[0]
     # pass 1: max|z| and u = sum_j |W h_j'| |z_j| per body
     zs = 0.0
@@ -234,7 +227,7 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
     for r in range(n):
         zr = abs(z[r])
         if not np.isfinite(zr):
-            return np.inf, np.inf
+            return np.inf, np.inf, 1.0
         if zr != 0.0:
             zs = max(zs, zr)
             for s in range(ptr[r], ptr[r + 1]):
@@ -248,7 +241,7 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
     for i in range(n):
         wi_ = _row_w(i, ptr, body, hb, q, cfm, z, dv)
         if not np.isfinite(wi_):
-            return np.inf, np.inf
+            return np.inf, np.inf, 1.0
         w[i] = wi_
         acc = abs(q[i]) + cfm[i] * abs(z[i])
         for s in range(ptr[i], ptr[i + 1]):
@@ -260,7 +253,16 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
         u_i = max(acc, floor)
         wi = wi_ / u_i if u_i > 0.0 else 0.0
         rel = max(rel, box_row(z[i] / zs, wi, a / zs, b / zs), (a - z[i]) / zs, (z[i] - b) / zs)
-    if not exact or n == 0:
+    return nat, rel, zs
+
+
+@jit
+def _refine(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, w, t, val, mark, floor,
+            nat, rel, zs):
+    """The exact relative residual from the screen of :func:`residuals` (its w, t~, zs and lower
+    bound rel): the row terms of the rows whose upper bound exceeds it."""
+    n = z.shape[0]
+    if n == 0:
         return nat, rel
     # each row's upper bound (t_i's lower bound: t_i >= |q_i| + |A_ii z_i| + |sum_{j != i} A_ij z_j|,
     # the off-diagonal part being w_i - q_i - A_ii z_i); the exact row term only for rows whose bound
@@ -316,20 +318,52 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
     return nat, rel
 
 
+
+@jit
+def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark,
+              floor, exact):
+    """Two passes (:func:`_screen`): w = A z + q from dv (written), and (natural residual
+    ||z - mid(lo, hi, z - w)||_inf, relative residual) with the coupled bounds read from z. The
+    relative residual is problems/residual.py's ``box_relative`` (max of natural and infeasibility;
+    z in units of max|z|, each w_i in units of max(t_i, floor), t = ``row_terms``). Its row term only
+    decreases as t_i grows, and |q_i| + |A_ii z_i| + |w_i - q_i - A_ii z_i| <= t_i <= t~_i = |q_i| +
+    cfm_i |z_i| + sum_c |h_ic| u_c (u = sum_j |W h_j'| |z_j| per body, the first pass): the bound t~
+    gives a lower bound L of the relative residual, and ``exact`` computes t_i (:func:`_refine`) only
+    on the rows whose upper bound exceeds L, so the value is ``solve()``'s. Not ``exact``: L (a
+    screen, never a certificate). inf for a non-finite iterate."""
+    nat, rel, zs = _screen(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark,
+                           floor)
+    if not exact or not np.isfinite(rel):
+        return nat, rel
+    return _refine(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, w, t, val, mark, floor,
+                   nat, rel, zs)
+
 @jit
 def _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark, floor,
-           tol_rel, final, report, stats):
+           tol_rel, final, report, fresh, stats):
     """The residual at a check point: the cheap screen first; when it passes or ``final``, dv is
-    recomputed from z (no rounding drift of the updates), and the exact relative residual follows
-    when the screen passed or ``report``. Writes stats[1:3] (the exact values, or the screen's when
-    it fails); True when certified."""
-    nat, rel = residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t,
-                         val, mark, floor, False)
-    if np.isfinite(rel) and (rel <= tol_rel or final):
-        impulse_velocity(ptr, body, g, z, dv)
-        if rel <= tol_rel or report:
-            nat, rel = residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t,
-                                 val, mark, floor, True)
+    recomputed from z (no rounding drift of the updates; not when ``fresh``: dv was just computed
+    from this z), and the exact relative residual follows when the screen passed or ``report``
+    (``final`` and ``report``: the exact value at once, no screen). Writes stats[1:3] (the exact
+    values, or the screen's when it fails); True when certified."""
+    if final and report:        # the exact value whatever the screen says: no screen first
+        if not fresh:
+            impulse_velocity(ptr, body, g, z, dv)
+        nat, rel = residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t,
+                             val, mark, floor, True)
+    else:
+        nat, rel, zs = _screen(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val,
+                               mark, floor)
+        if np.isfinite(rel) and (rel <= tol_rel or final):
+            if fresh:               # dv is W H' z already: the screen's w and t~ stand
+                if rel <= tol_rel:
+                    nat, rel = _refine(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, w, t,
+                                       val, mark, floor, nat, rel, zs)
+            else:
+                impulse_velocity(ptr, body, g, z, dv)
+                if rel <= tol_rel:
+                    nat, rel = residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv,
+                                         w, t, val, mark, floor, True)
     stats[1] = nat
     stats[2] = rel
     return rel <= tol_rel
@@ -379,7 +413,7 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
     inv = 1.0 / diag            # a multiply per row, not a division on the sweep's critical path
     impulse_velocity(ptr, body, g, z, dv)
     if _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark, floor,
-              tol_rel, max_sweeps == 0, report, stats):
+              tol_rel, max_sweeps == 0, report, True, stats):
         return CONVERGED
     for sweep in range(1, max_sweeps + 1):
         step = 0.0
@@ -416,7 +450,7 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
         last = sweep == max_sweeps or stalled
         if last or (check > 0 and sweep % check == 0 and step <= CHECK_GATE * _max_abs(z)):
             if _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark,
-                      floor, tol_rel, last, report, stats):
+                      floor, tol_rel, last, report, False, stats):
                 return CONVERGED
             if not np.isfinite(stats[2]):
                 return NOT_FINITE
