@@ -230,3 +230,24 @@ def test_fixed_budget_stack_stays_up():
     energy = [sim.step().kinetic_energy for _ in range(800)]
     assert np.linalg.norm(sim.data.position[top] - start) <= 1e-2
     assert max(energy[-100:]) <= 1e-5 and max(energy[-100:]) < 0.1 * max(energy[:100])
+
+
+def test_warm_start_that_certifies_reports_solve_relative_residual():
+    """A warm start that already certifies: no sweep, CONVERGED, and the reported relative residual
+    is solve()'s on the assembled problem (max of natural and infeasibility of box_relative), from
+    the check that refines the first screen; with a budget it cannot meet, the final check's exact
+    value is solve()'s too."""
+    from contactlab.problems.residual import relative_error
+    sim, sys_ = _state("pile", 30, 45, seed=1)
+    P = bf.build(sys_)
+    H, q, cfm, lo, hi, findex, mu = bf.rows(sys_)
+    z, *_ = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=5000, tol=1e-9)
+    expected = relative_error(P.relative_residuals(z))
+    assert 1e-8 < expected < 1e-5          # PGS's answer after 5,000 sweeps (it stalls near 3e-6)
+    z2, _, _, code, st = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, z0=z, max_sweeps=50,
+                                           tol=1e-5)
+    assert code == 0 and st[0] == 0 and np.array_equal(z2, z)
+    assert st[2] == pytest.approx(expected, rel=1e-9)
+    z3, _, _, code, st = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=3, tol=1e-14)
+    assert code == 1 and st[0] == 3
+    assert st[2] == pytest.approx(relative_error(P.relative_residuals(z3)), rel=1e-9)
