@@ -333,19 +333,32 @@ def test_axis_reach_is_the_pair_reach_projected_on_the_axis():
     assert np.isclose(pair_reach(sweep, 0, 1), 0.053)
 
 
-def test_contacts_the_axis_reach_drops_are_pairs_that_stay_apart_through_the_step():
-    """What box-box detection with boxes.axis_reach drops, against the same detection with the
-    direction-free pair_reach (a sweep of spins only, pair_reach / 2 each): random box pairs 1-11 cm
-    apart with random linear (and half of them angular) velocities; every pair that only pair_reach
-    keeps stays more than the margin apart (coal's distance) after the step, whether both boxes move
-    or either one is stopped (the separating-axis argument), and there are such pairs."""
-    from contactlab.collision.boxes import pair_reach
-    from contactlab.mechanics.kernels import shape_sweep
+def _stepped_distances(w, data, h):
+    """coal's signed distance after the step when both boxes move, and when either one is stopped."""
     from contactlab.mechanics.rotation import quat_from_rotvec, quat_mul
-    rng = np.random.default_rng(11)
-    margin, h = 0.01, 0.01
-    dropped = kept = 0
-    for _ in range(300):
+    x0, q0 = data.position.copy(), data.quaternion.copy()
+    out = []
+    for moving in ([0, 1], [0], [1]):
+        data.position[:], data.quaternion[:] = x0, q0
+        for k in moving:
+            data.position[k] += h * data.linear_velocity[k]
+            data.quaternion[k] = quat_mul(quat_from_rotvec(h * data.angular_velocity[k]), q0[k])
+        out.append(_coal_signed_distance(w, data, 0, 1))
+    data.position[:], data.quaternion[:] = x0, q0
+    return out
+
+
+def _sweep(w, model, data, h):
+    from contactlab.mechanics.kernels import shape_sweep
+    return shape_sweep(model.dof_start, data.linear_velocity, data.angular_velocity, w.body_radius, w.shape_body, h)
+
+
+def _moving_pairs(seed, count, margin):
+    """``count`` random box pairs (sizes 0.1-0.3 m, random orientations) placed 1-11 cm apart (coal's
+    distance, margin to margin + 0.1) along a random direction, with random linear velocities
+    (3 m/s scale) and for half of them angular ones (1 rad/s): (w, model, data) each."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
         sa, sb = rng.uniform(0.1, 0.3, 3), rng.uniform(0.1, 0.3, 3)
         u = rng.normal(size=3)
         u /= np.linalg.norm(u)
@@ -360,8 +373,20 @@ def test_contacts_the_axis_reach_drops_are_pairs_that_stay_apart_through_the_ste
             data.position[1] += (target - d) * u * 0.9
         data.linear_velocity[:] = rng.normal(scale=3.0, size=(2, 3))
         data.angular_velocity[:] = rng.normal(scale=1.0, size=(2, 3)) * (rng.uniform() < 0.5)
-        sweep = shape_sweep(model.dof_start, data.linear_velocity, data.angular_velocity, w.body_radius,
-                            w.shape_body, h)
+        yield w, model, data
+
+
+def test_contacts_the_axis_reach_drops_are_pairs_that_stay_apart_through_the_step():
+    """What box-box detection with boxes.axis_reach drops, against the same detection with the
+    direction-free pair_reach (a sweep of spins only, pair_reach / 2 each): random box pairs 1-11 cm
+    apart with random linear (and half of them angular) velocities; every pair that only pair_reach
+    keeps stays more than the margin apart (coal's distance) after the step, whether both boxes move
+    or either one is stopped (the separating-axis argument), and there are such pairs."""
+    from contactlab.collision.boxes import pair_reach
+    margin, h = 0.01, 0.01
+    dropped = kept = 0
+    for w, model, data in _moving_pairs(11, 300, margin):
+        sweep = _sweep(w, model, data, h)
         spins = np.zeros_like(sweep)
         spins[:, 3] = 0.5 * pair_reach(sweep, 0, 1)
         directional = w.detect(data, margin=margin, sweep=sweep).count
@@ -369,13 +394,7 @@ def test_contacts_the_axis_reach_drops_are_pairs_that_stay_apart_through_the_ste
             kept += directional > 0
             continue
         dropped += 1
-        x0, q0 = data.position.copy(), data.quaternion.copy()
-        for moving in ([0, 1], [0], [1]):
-            data.position[:], data.quaternion[:] = x0, q0
-            for k in moving:
-                data.position[k] += h * data.linear_velocity[k]
-                data.quaternion[k] = quat_mul(quat_from_rotvec(h * data.angular_velocity[k]), q0[k])
-            assert _coal_signed_distance(w, data, 0, 1) > margin - 1e-9, moving
+        assert min(_stepped_distances(w, data, h)) > margin - 1e-9
     assert dropped > 20 and kept > 20, (dropped, kept)
 
 
@@ -402,26 +421,6 @@ _CLOSING_PAIRS = [
          v=[[-2.37586178852, 0.49506094311, -2.921945055464], [6.564198396913, 0.187382149513, 0.392249570942]],
          w=[[1.230138800946, 0.155538481391, 0.897412668023], [-0.184725595496, 1.055629297634, 0.155379589624]]),
 ]
-
-
-def _stepped_distances(w, data, h):
-    """coal's signed distance after the step when both boxes move, and when either one is stopped."""
-    from contactlab.mechanics.rotation import quat_from_rotvec, quat_mul
-    x0, q0 = data.position.copy(), data.quaternion.copy()
-    out = []
-    for moving in ([0, 1], [0], [1]):
-        data.position[:], data.quaternion[:] = x0, q0
-        for k in moving:
-            data.position[k] += h * data.linear_velocity[k]
-            data.quaternion[k] = quat_mul(quat_from_rotvec(h * data.angular_velocity[k]), q0[k])
-        out.append(_coal_signed_distance(w, data, 0, 1))
-    data.position[:], data.quaternion[:] = x0, q0
-    return out
-
-
-def _sweep(w, model, data, h):
-    from contactlab.mechanics.kernels import shape_sweep
-    return shape_sweep(model.dof_start, data.linear_velocity, data.angular_velocity, w.body_radius, w.shape_body, h)
 
 
 @pytest.mark.parametrize("pair", range(len(_CLOSING_PAIRS)))
@@ -459,24 +458,9 @@ def test_pairs_without_contacts_stay_apart_through_the_step():
     """Soundness of box-box detection with the grown margin: 400 random box pairs 1-11 cm apart with
     random linear (and half of them angular) velocities; every pair that gets no contact stays more
     than the margin apart (coal's distance) after the step, whether both move or either is stopped."""
-    rng = np.random.default_rng(5)
     margin, h = 0.01, 0.01
     none = 0
-    for _ in range(400):
-        sa, sb = rng.uniform(0.1, 0.3, 3), rng.uniform(0.1, 0.3, 3)
-        u = rng.normal(size=3)
-        u /= np.linalg.norm(u)
-        bodies = [Body("a", position=(0, 0, 0), orientation=_random_quat(rng), shapes=[Shape("box", size=tuple(sa))]),
-                  Body("b", position=tuple(u * 0.6), orientation=_random_quat(rng), shapes=[Shape("box", size=tuple(sb))])]
-        w, model, data = _world(bodies)
-        target = rng.uniform(margin, margin + 0.1)
-        for _ in range(60):
-            d = _coal_signed_distance(w, data, 0, 1)
-            if abs(d - target) < 1e-9:
-                break
-            data.position[1] += (target - d) * u * 0.9
-        data.linear_velocity[:] = rng.normal(scale=3.0, size=(2, 3))
-        data.angular_velocity[:] = rng.normal(scale=1.0, size=(2, 3)) * (rng.uniform() < 0.5)
+    for w, model, data in _moving_pairs(5, 400, margin):
         if w.detect(data, margin=margin, sweep=_sweep(w, model, data, h)).count:
             continue
         none += 1
