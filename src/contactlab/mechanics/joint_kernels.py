@@ -27,10 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from ..kernels._jit import jit
+from ..kernels._jit import jit, jit_inline
 from ..kernels.quaternion import quat_matrix as _rot
 
 REVOLUTE, PRISMATIC, SPHERICAL, FIXED = 0, 1, 2, 3
@@ -116,7 +115,7 @@ def pack_joints(joints, names, kind, dof_start, planar, kinematic_code: int) -> 
 #: row buffers: a compiled call passing arrays pays reference counting on each of them, a quarter of a
 #: row evaluation (quadruped, 12 joints: 8.4 -> 6.4 us, the same rows bit for bit; inlining the scalar
 #: helpers too gains nothing more and doubles the first compile)
-_inline = numba.njit(cache=True, nogil=True, fastmath=False, inline="always")
+_inline = jit_inline
 
 
 @jit
