@@ -257,6 +257,16 @@ def _screen(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, 
 
 
 @jit
+def _row_relative(i, z, w, lo, hi, findex, mu, t_i, floor, zs):
+    """Row i's term of the relative residual: box_row of z_i in units of zs and w_i in units of
+    max(t_i, floor) (``box_relative``'s row, t_i its row term or a lower bound of it)."""
+    a, b = row_bounds(i, z, lo, hi, findex, mu)
+    u_i = max(t_i, floor)
+    wi = w[i] / u_i if u_i > 0.0 else 0.0
+    return box_row(z[i] / zs, wi, a / zs, b / zs)
+
+
+@jit
 def _refine(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, w, t, val, mark, floor,
             nat, rel, zs):
     """The exact relative residual from the screen of :func:`residuals` (its w, t~, zs and lower
@@ -270,21 +280,17 @@ def _refine(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, 
     # prunes most of the others; a full sort costs more than it saves on a 100-box pile)
     upper = np.empty(n)
     for i in range(n):
-        a, b = row_bounds(i, z, lo, hi, findex, mu)
         aii = cfm[i]
         for s in range(ptr[i], ptr[i + 1]):
             for c in range(6):
                 aii += hb[s, c] * g[s, c]
-        u_i = max(abs(q[i]) + abs(aii * z[i]) + abs(w[i] - q[i] - aii * z[i]), floor)
-        wi = w[i] / u_i if u_i > 0.0 else 0.0
-        upper[i] = box_row(z[i] / zs, wi, a / zs, b / zs)
+        upper[i] = _row_relative(i, z, w, lo, hi, findex, mu,
+                                 abs(q[i]) + abs(aii * z[i]) + abs(w[i] - q[i] - aii * z[i]), floor, zs)
     touched = np.empty(n, dtype=np.int64)
     first = np.argmax(upper)
     if upper[first] > rel:
-        a, b = row_bounds(first, z, lo, hi, findex, mu)
-        u_i = max(row_term(first, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touched), floor)
-        wi = w[first] / u_i if u_i > 0.0 else 0.0
-        rel = max(rel, box_row(z[first] / zs, wi, a / zs, b / zs))
+        t_i = row_term(first, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touched)
+        rel = max(rel, _row_relative(first, z, w, lo, hi, findex, mu, t_i, floor, zs))
     # the rows still in doubt, one at a time (each: the slots of its two bodies, with the bookkeeping
     # of the shared entries), or every row at once (:func:`all_row_terms`: each pair of slots on a
     # body once, about half the cost a row): whichever reads fewer slots, at twice the weight a row
@@ -303,20 +309,14 @@ def _refine(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, 
         all_row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t)
         for i in range(n):
             if upper[i] > rel and i != first:
-                a, b = row_bounds(i, z, lo, hi, findex, mu)
-                u_i = max(t[i], floor)
-                wi = w[i] / u_i if u_i > 0.0 else 0.0
-                rel = max(rel, box_row(z[i] / zs, wi, a / zs, b / zs))
+                rel = max(rel, _row_relative(i, z, w, lo, hi, findex, mu, t[i], floor, zs))
         return nat, rel
     for i in range(n):
         if not upper[i] > rel or i == first:
             continue
-        a, b = row_bounds(i, z, lo, hi, findex, mu)
-        u_i = max(row_term(i, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touched), floor)
-        wi = w[i] / u_i if u_i > 0.0 else 0.0
-        rel = max(rel, box_row(z[i] / zs, wi, a / zs, b / zs))
+        t_i = row_term(i, ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, val, mark, touched)
+        rel = max(rel, _row_relative(i, z, w, lo, hi, findex, mu, t_i, floor, zs))
     return nat, rel
-
 
 
 @jit
@@ -337,6 +337,7 @@ def residuals(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z
         return nat, rel
     return _refine(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, w, t, val, mark, floor,
                    nat, rel, zs)
+
 
 @jit
 def _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark, floor,
@@ -501,7 +502,7 @@ def sweep_order(findex, height):
     stacking", SIGGRAPH 2003, for Gauss-Seidel). Bottom up, a sweep moves each contact's share by
     one box only: a 10-box stack under 50 warm-started sweeps a step rocks with a growing amplitude
     (top box 0.15 m off after 10 s, kinetic energy 7e-4 -> 3.5e-2 J); top down it stays within
-    2.3 mm (docs/benchmarks-sim.md, session 13)."""
+    3.4 mm (docs/benchmarks-sim.md, session 13)."""
     n = findex.shape[0]
     perm = np.argsort(-height, kind="mergesort") if height.shape[0] == n else np.arange(n)
     order = np.empty(n, dtype=np.int64)

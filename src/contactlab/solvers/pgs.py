@@ -137,16 +137,12 @@ class BoxSweeper:
         self.q = problem.q / s if s != 1.0 else problem.q
         self.mmax = max_abs(M)
         self.n = n
-        coupled = self.findex >= 0
-        if height is not None:
-            if height.shape != (n,):
-                raise ParamError(f"height has {height.shape[0]} rows, the problem {n}: one height per row")
-            self.base_order = sweep_order(np.asarray(self.findex if normals_first else np.full(n, -1), dtype=np.int64),
-                                          height)
-        elif normals_first and np.any(coupled):
-            self.base_order = np.concatenate([np.flatnonzero(~coupled), np.flatnonzero(coupled)]).astype(np.int64)
-        else:
-            self.base_order = np.arange(n, dtype=np.int64)
+        if height is not None and height.shape != (n,):
+            raise ParamError(f"height has {height.shape[0]} rows, the problem {n}: one height per row")
+        # uncoupled rows first (normals_first), each class top down with heights (one order for
+        # both PGS paths: kernels/pgs_matrix_free.py sweep_order)
+        self.base_order = sweep_order(np.asarray(self.findex if normals_first else np.full(n, -1), dtype=np.int64),
+                                      np.zeros(0) if height is None else height)
         self.order = self.base_order.copy()
         self.stats = np.zeros(3)
         self.rng_state = np.zeros(1, dtype=np.uint64)
