@@ -31,6 +31,39 @@ def test_block_delassus_equals_the_sparse_product():
     assert Ds.has_canonical_format and np.array_equal(Ds.toarray(), Ds.toarray().T)
 
 
+def test_contact_pair_delassus_equals_the_row_by_row_one():
+    """The system's own [N; S; T] go by 3 x 3 blocks of contact pairs (delassus_frames_csr): the
+    same matrix as the row-by-row merge and scipy's product (contacts on the ground and between two
+    boxes, pairs sharing one body and both), exactly symmetric, canonical, int32 indices."""
+    sim, sys = _pile_system(count=20, steps=40)
+    H = sys.NST
+    two = np.diff(sys.N.indptr) == 12
+    assert sys.nc > 30 and two.any() and (~two).any()
+    ref = (H @ sys.Minv @ H.T).toarray() + 1e-8 * np.eye(H.shape[0])
+    Df = delassus(sys, H, 1e-8, dense=False)                        # H is sys.NST: by contact pairs
+    Dr = delassus(sys, sp.csr_matrix(H.toarray()), 1e-8, dense=False)   # another H: row by row
+    assert Df.has_canonical_format and Df.indices.dtype == np.int32 and Df.indptr.dtype == np.int32
+    A = Df.toarray()
+    assert np.array_equal(A, A.T)
+    assert np.abs(A - ref).max() <= 1e-12 * np.abs(ref).max()
+    assert np.abs(A - Dr.toarray()).max() <= 1e-14 * np.abs(ref).max()
+    assert np.array_equal(Df.indptr, Dr.indptr) and np.array_equal(Df.indices, Dr.indices)
+
+
+def test_contact_pair_delassus_declines_what_it_cannot_build():
+    """Not three directions, a row that is not whole 6-blocks, or more entries than the index type
+    holds: nothing built (ok False), and delassus() goes row by row (same matrix)."""
+    from contactlab.mechanics.kernels import delassus_frames_csr
+    sim, sys = _pile_system(count=6, steps=30)
+    nc, H = sys.nc, sys.NST
+    ip, ix, data = H.indptr[:nc + 1], H.indices[:H.indptr[nc]], H.data.reshape(3, -1)
+    diag = np.full(3 * nc, 1e-8)
+    assert delassus_frames_csr(ip, ix, data, sys.W_blocks, diag, np.zeros(0, np.int32))[0]
+    assert not delassus_frames_csr(ip, ix, data[:2], sys.W_blocks, diag[:2 * nc], np.zeros(0, np.int32))[0]
+    assert not delassus_frames_csr(ip, ix + 1, data, sys.W_blocks, diag, np.zeros(0, np.int32))[0]
+    assert not delassus_frames_csr(ip, ix, data, sys.W_blocks, diag, np.zeros(0, np.int8))[0]    # > 127 entries
+
+
 def test_pyramid_rows_are_cos_s_plus_sin_t():
     sim, sys = _pile_system(count=6, steps=10)
     d = 6

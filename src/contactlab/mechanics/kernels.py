@@ -560,3 +560,201 @@ def contact_terms(a, b, dof_start, position, P, normal, t1, t2, phi, h, zeta, sl
             U[2, i, c] = t2[i, c]
     data, indices, indptr = frame_rows_csr(a, b, dof_start, position, P, U)
     return data, indices, indptr, normal_bias_kernel(phi, h, zeta, slop)
+
+
+
+@jit
+def _frame_blocks(ip, ix, data, W):
+    """Per contact of :func:`delassus_frames_csr`: its moving bodies (cb (k, 2): increasing, -1 for
+    none), its rows' 6-vectors on each (V (k, 2, 6 m): direction j at 6 j) and W_b times them (X, the
+    six sums interleaved), and per body the contacts touching it in increasing order with the slot
+    they hold it in (start (nbody + 1), contact, slot). ok False where a contact's entries are not
+    one or two whole, aligned 6-blocks of columns in increasing order."""
+    m, k, nbody = data.shape[0], ip.size - 1, W.shape[0]
+    cb = np.full((k, 2), -1, dtype=np.int64)
+    V = np.zeros((k, 2, 6 * m))
+    X = np.zeros((k, 2, 6 * m))
+    count = np.zeros(nbody + 1, dtype=np.int64)
+    ok = True
+    for c in range(k):
+        e = ip[c + 1] - ip[c]
+        if e % 6 != 0 or e > 12:
+            ok = False
+            break
+        for s in range(e // 6):
+            p = ip[c] + 6 * s
+            b = ix[p] // 6
+            if ix[p] != 6 * b or ix[p + 5] != 6 * b + 5 or b >= nbody or (s == 1 and b <= cb[c, 0]):
+                ok = False
+                break
+            cb[c, s] = b
+            count[b + 1] += 1
+            for j in range(m):
+                for i in range(6):
+                    V[c, s, 6 * j + i] = data[j, p + i]
+                x0 = x1 = x2 = x3 = x4 = x5 = 0.0
+                for t in range(6):
+                    u = V[c, s, 6 * j + t]
+                    x0 += W[b, 0, t] * u
+                    x1 += W[b, 1, t] * u
+                    x2 += W[b, 2, t] * u
+                    x3 += W[b, 3, t] * u
+                    x4 += W[b, 4, t] * u
+                    x5 += W[b, 5, t] * u
+                X[c, s, 6 * j], X[c, s, 6 * j + 1], X[c, s, 6 * j + 2] = x0, x1, x2
+                X[c, s, 6 * j + 3], X[c, s, 6 * j + 4], X[c, s, 6 * j + 5] = x3, x4, x5
+        if not ok:
+            break
+    start = np.cumsum(count)
+    occ_c = np.empty(start[nbody], dtype=np.int64)
+    occ_s = np.empty(start[nbody], dtype=np.int64)
+    if ok:
+        fill = start[:nbody].copy()
+        for c in range(k):
+            for s in range(2):
+                b = cb[c, s]
+                if b >= 0:
+                    occ_c[fill[b]] = c
+                    occ_s[fill[b]] = s
+                    fill[b] += 1
+    return ok, cb, V, X, start, occ_c, occ_s
+
+
+@jit
+def _frame_neighbours(c, cb, start, occ_c, occ_s, near, near_s):
+    """The contacts sharing a body with contact c (c itself included), increasing, into ``near``;
+    near_s[i] = (d's slot of c's first body or -1, of c's second or -1). Returns their count (1
+    for a contact touching no moving body: itself, sharing nothing)."""
+    b0, b1 = cb[c, 0], cb[c, 1]
+    if b0 < 0:
+        near[0] = c
+        near_s[0, 0] = near_s[0, 1] = -1
+        return 1
+    i0, e0 = start[b0], start[b0 + 1]
+    i1, e1 = (start[b1], start[b1 + 1]) if b1 >= 0 else (0, 0)
+    cnt = 0
+    while i0 < e0 or i1 < e1:
+        d0 = occ_c[i0] if i0 < e0 else -1
+        d1 = occ_c[i1] if i1 < e1 else -1
+        if d1 < 0 or (0 <= d0 <= d1):
+            d = d0
+            near_s[cnt, 0] = occ_s[i0]
+            i0 += 1
+        else:
+            d = d1
+            near_s[cnt, 0] = -1
+        near_s[cnt, 1] = -1
+        if d1 == d:
+            near_s[cnt, 1] = occ_s[i1]
+            i1 += 1
+        near[cnt] = d
+        cnt += 1
+    return cnt
+
+
+@jit
+def _dots3(A, ia, ta, B, ib, tb):
+    """The 3 x 3 products A[ia, ta, direction j] . B[ib, tb, direction jj] (6 coordinates each),
+    row-major, the nine sums interleaved over the coordinates (nine independent chains of adds, not
+    nine in a row: 1.15 -> 0.90 ms on a 500-box pile's matrix with the mirror below)."""
+    b00 = b01 = b02 = b10 = b11 = b12 = b20 = b21 = b22 = 0.0
+    for a in range(6):
+        x0, x1, x2 = A[ia, ta, a], A[ia, ta, 6 + a], A[ia, ta, 12 + a]
+        y0, y1, y2 = B[ib, tb, a], B[ib, tb, 6 + a], B[ib, tb, 12 + a]
+        b00 += x0 * y0
+        b01 += x0 * y1
+        b02 += x0 * y2
+        b10 += x1 * y0
+        b11 += x1 * y1
+        b12 += x1 * y2
+        b20 += x2 * y0
+        b21 += x2 * y1
+        b22 += x2 * y2
+    return b00, b01, b02, b10, b11, b12, b20, b21, b22
+
+
+@jit
+def delassus_frames_csr(ip, ix, data, W, diag, index):
+    """:func:`delassus_csr` for box friction's contact rows [N; S; T] as :func:`frame_rows_csr` writes
+    them: three directions per contact sharing one pattern (``ip`` (k + 1), ``ix``: contact c's
+    entries, one 6-block of columns per moving body), values ``data`` (3, nnz), row j k + c being
+    direction j of contact c. Two contacts' rows meet only through a body they share, and all 3 x 3
+    entries between two contacts come from one merge of their bodies' contact lists
+    (:func:`_frame_neighbours`) and one interleaved product per shared body (:func:`_dots3`, W_b
+    applied once per row and body, :func:`_frame_blocks`): the block between contacts c < d is
+    computed once, from c, and written to d's rows too (each contact's rows fill their columns of
+    earlier contacts in increasing order, so a cursor per contact says where). Exactly symmetric
+    by construction, canonical (a row's columns: its contact list for each direction in turn), with
+    indices of ``index``'s type (int32 where they fit, as scipy's constructor picks). On a settled
+    500-box pile (2,000 contacts, 208,800 entries) 1.55 -> 0.8 ms against the row-by-row merge.
+    Returns (ok, data, indices, indptr); ok False (nothing built) where a contact's entries are not
+    whole 6-blocks, ``data`` is not three directions or the entries overflow ``index``'s type."""
+    m, k = data.shape[0], ip.size - 1
+    n = m * k
+    none = (np.zeros(0), np.zeros(0, dtype=index.dtype), np.zeros(n + 1, dtype=index.dtype))
+    ok, cb, V, X, start, occ_c, occ_s = _frame_blocks(ip, ix, data, W)
+    if not ok or m != 3:
+        return False, none[0], none[1], none[2]
+    total = k
+    for b in range(start.size - 1):
+        total += (start[b + 1] - start[b]) ** 2
+    nptr = np.zeros(k + 1, dtype=np.int64)
+    near = np.empty(total, dtype=np.int64)
+    near_s = np.empty((total, 2), dtype=np.int64)
+    for c in range(k):
+        nptr[c + 1] = nptr[c] + _frame_neighbours(c, cb, start, occ_c, occ_s, near[nptr[c]:], near_s[nptr[c]:])
+    entries = 9 * nptr[k]
+    if entries > np.iinfo(index.dtype).max:
+        return False, none[0], none[1], none[2]
+    out_p = np.zeros(n + 1, dtype=index.dtype)
+    for j in range(3):
+        for c in range(k):
+            out_p[j * k + c + 1] = out_p[j * k + c] + 3 * (nptr[c + 1] - nptr[c])
+    out_c = np.empty(out_p[n], dtype=index.dtype)
+    out_v = np.empty(out_p[n])
+    cursor = np.zeros(k, dtype=np.int64)     # each contact's next column of an earlier contact
+    for c in range(k):
+        cnt = nptr[c + 1] - nptr[c]
+        p0, p1, p2 = out_p[c], out_p[k + c], out_p[2 * k + c]
+        for i in range(cursor[c], cnt):      # contact c itself and those after it
+            q = nptr[c] + i
+            d = near[q]
+            s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = 0.0
+            for t in range(2):              # the shared bodies in increasing order
+                sd = near_s[q, t]
+                if sd < 0:
+                    continue
+                e00, e01, e02, e10, e11, e12, e20, e21, e22 = _dots3(X, c, t, V, d, sd)
+                if d == c:                  # within a contact: (W h_j)'h_jj for j <= jj, mirrored
+                    e10, e20, e21 = e01, e02, e12
+                s00 += e00
+                s01 += e01
+                s02 += e02
+                s10 += e10
+                s11 += e11
+                s12 += e12
+                s20 += e20
+                s21 += e21
+                s22 += e22
+            if d == c:
+                s00 += diag[c]
+                s11 += diag[k + c]
+                s22 += diag[2 * k + c]
+            out_c[p0 + i], out_c[p0 + cnt + i], out_c[p0 + 2 * cnt + i] = d, d + k, d + 2 * k
+            out_c[p1 + i], out_c[p1 + cnt + i], out_c[p1 + 2 * cnt + i] = d, d + k, d + 2 * k
+            out_c[p2 + i], out_c[p2 + cnt + i], out_c[p2 + 2 * cnt + i] = d, d + k, d + 2 * k
+            out_v[p0 + i], out_v[p0 + cnt + i], out_v[p0 + 2 * cnt + i] = s00, s01, s02
+            out_v[p1 + i], out_v[p1 + cnt + i], out_v[p1 + 2 * cnt + i] = s10, s11, s12
+            out_v[p2 + i], out_v[p2 + cnt + i], out_v[p2 + 2 * cnt + i] = s20, s21, s22
+            if d != c:                      # row (jj, d), column (j, c): the same number
+                dc = nptr[d + 1] - nptr[d]
+                r = cursor[d]
+                cursor[d] = r + 1
+                r0, r1, r2 = out_p[d] + r, out_p[k + d] + r, out_p[2 * k + d] + r
+                out_c[r0], out_c[r0 + dc], out_c[r0 + 2 * dc] = c, c + k, c + 2 * k
+                out_c[r1], out_c[r1 + dc], out_c[r1 + 2 * dc] = c, c + k, c + 2 * k
+                out_c[r2], out_c[r2 + dc], out_c[r2 + 2 * dc] = c, c + k, c + 2 * k
+                out_v[r0], out_v[r0 + dc], out_v[r0 + 2 * dc] = s00, s10, s20
+                out_v[r1], out_v[r1 + dc], out_v[r1 + 2 * dc] = s01, s11, s21
+                out_v[r2], out_v[r2 + dc], out_v[r2 + 2 * dc] = s02, s12, s22
+    return True, out_v, out_c, out_p

@@ -216,7 +216,9 @@ def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matri
 
 def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
     """H M^-1 H' + diag(diag) from the 6x6 blocks of M^-1 (compiled; only row pairs that share a
-    body are formed). ``dense``: a numpy array, else CSR."""
+    body are formed). ``dense``: a numpy array, else CSR: for the system's own contact rows
+    ``sys.NST`` ([N; S; T]) by 3 x 3 blocks of contact pairs (mechanics/kernels.py
+    ``delassus_frames_csr``), else row by row (``delassus_csr``)."""
     if not (sp.issparse(H) and H.format == "csr"):
         H = sp.csr_matrix(H)
     n = H.shape[0]
@@ -225,6 +227,13 @@ def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
     dv = H.data.astype(np.float64, copy=False)
     if dense:
         return _K.delassus_dense(ip, ix, dv, sys.W_blocks, n, diag)
+    if H is sys.NST and sys.nc:     # box friction's contact rows: by contact pairs (frame_rows_csr's layout)
+        nc = sys.nc
+        for index in (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)):
+            ok, data, indices, indptr = _K.delassus_frames_csr(ip[:nc + 1], ix[:ip[nc]], dv.reshape(3, -1),
+                                                              sys.W_blocks, diag, index)
+            if ok:
+                return csr_of(data, indices, indptr, (n, n))
     data, indices, indptr = _K.delassus_csr(ip, ix, dv, sys.W_blocks, n, diag)     # canonical by construction
     if indptr[-1] < 2 ** 31:      # int32 indices, as scipy's constructor picks: SuperLU and slicing are faster
         indices, indptr = indices.astype(np.int32), indptr.astype(np.int32)

@@ -234,7 +234,10 @@ def _finish(prob: BoxedLCP, sys, H, o_a, o_l, o_n, o_s, n, nc) -> BoxedLCP:
     if sp.issparse(prob.M) and sys.body_blocks:
         prob.islands = _islands(H, o_n, o_s, nc)
         if prob.islands[0] > 1:         # box-qp factorises the islands' Newton steps over these groups
-            prob.body_groups = body_pair_groups(H.indptr, H.indices)
+            if H is sys.NST:            # a contact's three rows share its bodies: its group, found once
+                prob.body_groups = np.tile(body_pair_groups(H.indptr[:nc + 1], H.indices), 3)
+            else:
+                prob.body_groups = body_pair_groups(H.indptr, H.indices)
     return prob
 
 
