@@ -568,13 +568,21 @@ def _frame_blocks(ip, ix, data, W):
     """Per contact of :func:`delassus_frames_csr`: its moving bodies (cb (k, 2): increasing, -1 for
     none), its rows' 6-vectors on each (V (k, 2, 6 m): direction j at 6 j) and W_b times them (X, the
     six sums interleaved), and per body the contacts touching it in increasing order with the slot
-    they hold it in (start (nbody + 1), contact, slot). ok False where a contact's entries are not
-    one or two whole, aligned 6-blocks of columns in increasing order."""
+    they hold it in (start (nbody + 1), contact, slot). A block diag(I3 / m, R I^-1 R') (a body about
+    its centre of mass) is applied as such: the products its zeros would add change no bit (but a
+    zero's sign). ok False where a contact's entries are not one or two whole, aligned 6-blocks of
+    columns in increasing order."""
     m, k, nbody = data.shape[0], ip.size - 1, W.shape[0]
     cb = np.full((k, 2), -1, dtype=np.int64)
     V = np.zeros((k, 2, 6 * m))
     X = np.zeros((k, 2, 6 * m))
     count = np.zeros(nbody + 1, dtype=np.int64)
+    plain = np.ones(nbody, dtype=np.bool_)      # a rigid body's block about its centre of mass
+    for b in range(nbody):
+        for i in range(6):
+            for t in range(6):
+                if W[b, i, t] != 0.0 and ((i < 3 and t != i) or (i >= 3 and t < 3)):
+                    plain[b] = False
     ok = True
     for c in range(k):
         e = ip[c + 1] - ip[c]
@@ -592,15 +600,23 @@ def _frame_blocks(ip, ix, data, W):
             for j in range(m):
                 for i in range(6):
                     V[c, s, 6 * j + i] = data[j, p + i]
-                x0 = x1 = x2 = x3 = x4 = x5 = 0.0
-                for t in range(6):
-                    u = V[c, s, 6 * j + t]
-                    x0 += W[b, 0, t] * u
-                    x1 += W[b, 1, t] * u
-                    x2 += W[b, 2, t] * u
-                    x3 += W[b, 3, t] * u
-                    x4 += W[b, 4, t] * u
-                    x5 += W[b, 5, t] * u
+                if plain[b]:        # W_b = diag(I3 / m, R I^-1 R'): the products the zeros leave
+                    u0, u1, u2 = V[c, s, 6 * j + 3], V[c, s, 6 * j + 4], V[c, s, 6 * j + 5]
+                    x0, x1, x2 = W[b, 0, 0] * V[c, s, 6 * j], W[b, 1, 1] * V[c, s, 6 * j + 1], \
+                        W[b, 2, 2] * V[c, s, 6 * j + 2]
+                    x3 = W[b, 3, 3] * u0 + W[b, 3, 4] * u1 + W[b, 3, 5] * u2
+                    x4 = W[b, 4, 3] * u0 + W[b, 4, 4] * u1 + W[b, 4, 5] * u2
+                    x5 = W[b, 5, 3] * u0 + W[b, 5, 4] * u1 + W[b, 5, 5] * u2
+                else:
+                    x0 = x1 = x2 = x3 = x4 = x5 = 0.0
+                    for t in range(6):
+                        u = V[c, s, 6 * j + t]
+                        x0 += W[b, 0, t] * u
+                        x1 += W[b, 1, t] * u
+                        x2 += W[b, 2, t] * u
+                        x3 += W[b, 3, t] * u
+                        x4 += W[b, 4, t] * u
+                        x5 += W[b, 5, t] * u
                 X[c, s, 6 * j], X[c, s, 6 * j + 1], X[c, s, 6 * j + 2] = x0, x1, x2
                 X[c, s, 6 * j + 3], X[c, s, 6 * j + 4], X[c, s, 6 * j + 5] = x3, x4, x5
         if not ok:
