@@ -1,11 +1,19 @@
 """Shared dense kernels (issue 10: one place each): small LU solve and Gauss-Jordan inverse,
-Cholesky append / Givens delete / solve, the bordered inverse with its swap-to-last Schur downdate
+Cholesky append / Givens delete / solve, a body's six-coordinate dot product, the bordered inverse with its swap-to-last Schur downdate
 (Lemke's reduced basis, principal pivoting, enumeration), and the one lexicographic tie filter.
 Numba only; tolerances from kernels/tolerances.py."""
 import numpy as np
 
 from ._jit import jit, jit_inline
 from .tolerances import GJ_PIVOT, PIVOT, RANK
+
+
+@jit_inline
+def dot6(A, a, B, b):
+    """A[a] . B[b] over six coordinates (a body's dofs), summed pairwise: three independent
+    products first, half the dependent additions of a running sum."""
+    return ((A[a, 0] * B[b, 0] + A[a, 1] * B[b, 1]) + (A[a, 2] * B[b, 2] + A[a, 3] * B[b, 3])) \
+        + (A[a, 4] * B[b, 4] + A[a, 5] * B[b, 5])
 
 
 @jit_inline

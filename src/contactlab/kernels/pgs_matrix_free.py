@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
+from .dense import dot6
 from .pgs import CONVERGED, MAX_SWEEPS, NOT_FINITE, BAD_DIAGONAL, STALLED, row_bounds, bounds_scale
 from .residual import box_row
 
@@ -111,6 +112,37 @@ def _row_w(i, ptr, body, hb, q, cfm, z, dv):
 
 
 @jit
+def chain_couplings(body, hb, g, nbody):
+    """c_i = h_i . g_{i-1} over the bodies rows i and i - 1 share (A_{i,i-1}: 0 for rows with no body
+    in common, and for row 0), for the sweeps' one-row lookahead (:func:`pgs_matrix_free`)."""
+    n = body.shape[0] // 2
+    out = np.zeros(n)
+    for i in range(1, n):
+        acc = 0.0
+        for s in range(2 * i, 2 * i + 2):
+            b = body[s]
+            if b == nbody:
+                continue
+            for t in range(2 * i - 2, 2 * i):
+                if body[t] == b:
+                    for c in range(6):
+                        acc += hb[s, c] * g[t, c]
+        out[i] = acc
+    return out
+
+
+@jit
+def _add_impulse(i, dz, body, g, dv):
+    """dv += W h_i' dz: row i's impulse change on its two bodies."""
+    s0 = 2 * i
+    b0 = body[s0]
+    b1 = body[s0 + 1]
+    for c in range(6):
+        dv[b0, c] += g[s0, c] * dz
+        dv[b1, c] += g[s0 + 1, c] * dz
+
+
+@jit
 def body_slots(ptr, body, nbody):
     """The transpose of the row blocks: per body b the slots bslot[bptr[b]:bptr[b+1]], and the
     row of every slot (srow)."""
@@ -191,6 +223,7 @@ def all_row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t):
             o1 = s1 ^ 1                     # the row's other slot (slots 2i, 2i + 1)
             bi = body[o1]
             zi = abs(z[i])
+            ti = 0.0                        # row i's sum kept in a register (not a chain through t[i])
             for p2 in range(p1, bptr[b + 1]):
                 s2 = bslot[p2]
                 j = srow[s2]
@@ -201,18 +234,16 @@ def all_row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t):
                 both = bi == body[o2] and bi != nbody
                 if both and bi < b:
                     continue                # taken at the pair's other body
-                d = 0.0
-                for c in range(6):
-                    d += hb[s1, c] * g[s2, c]
+                d = dot6(hb, s1, g, s2)
                 if both:
-                    for c in range(6):
-                        d += hb[o1, c] * g[o2, c]
+                    d += dot6(hb, o1, g, o2)
                 if i == j:
-                    t[i] += abs(d + cfm[i]) * zi
+                    ti += abs(d + cfm[i]) * zi
                 else:
                     d = abs(d)
-                    t[i] += d * zj
+                    ti += d * zj
                     t[j] += d * zi
+            t[i] += ti
 
 
 @jit
@@ -412,6 +443,7 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
     val = np.zeros(n)
     mark = np.full(n, -1, dtype=np.int64)
     inv = 1.0 / diag            # a multiply per row, not a division on the sweep's critical path
+    couple = chain_couplings(body, hb, g, dv.shape[0] - 1)       # dv: one row per body and the dummy
     impulse_velocity(ptr, body, g, z, dv)
     if _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark, floor,
               tol_rel, max_sweeps == 0, report, True, stats):
@@ -419,11 +451,24 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
     for sweep in range(1, max_sweeps + 1):
         step = 0.0
         wstep = 0.0
+        last = -1               # the row before, whose change dz_last is not in dv yet
+        dz_last = 0.0
         for i in range(n):
             a, b = row_bounds(i, z, lo, hi, findex, mu)
             if a == b and z[i] == a:
+                if last >= 0:
+                    _add_impulse(last, dz_last, body, g, dv)
+                    last = -1
                 continue        # a zero-width box (friction of a normal at 0) holds z_i: dz = 0 exactly
-            y = z[i] - _row_w(i, ptr, body, hb, q, cfm, z, dv) * inv[i]
+            # one-row lookahead: w_i from dv without the row before's change, plus A_{i,i-1} dz_{i-1};
+            # that change goes into dv after this row's dot product, off its critical path (a
+            # 10-box stack's 50 sweeps 87 -> 62 us, a 100-box pile's 730 -> 620)
+            wi = _row_w(i, ptr, body, hb, q, cfm, z, dv)
+            if last >= 0:
+                wi += couple[i] * dz_last
+                _add_impulse(last, dz_last, body, g, dv)
+                last = -1
+            y = z[i] - wi * inv[i]
             if y < a:
                 y = a
             if y > b:
@@ -431,16 +476,13 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
             dz = y - z[i]
             if dz != 0.0:
                 z[i] = y
-                s0 = 2 * i
-                b0 = body[s0]
-                b1 = body[s0 + 1]
-                for c in range(6):
-                    dv[b0, c] += g[s0, c] * dz
-                    dv[b1, c] += g[s0 + 1, c] * dz
+                last, dz_last = i, dz
                 if abs(dz) > step:
                     step = abs(dz)
                 if abs(dz) * diag[i] > wstep:
                     wstep = abs(dz) * diag[i]
+        if last >= 0:
+            _add_impulse(last, dz_last, body, g, dv)
         stats[0] = sweep
         stats[3] = step
         if not np.isfinite(step):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels._jit import jit
+from ..kernels.dense import dot6
 from ..kernels.quaternion import quat_matrix
 from ..kernels.tolerances import SLOP_EXCESS
 from .joint_kernels import body_forces
@@ -383,17 +384,9 @@ def shape_sweep(dof_start, lin, ang, body_radius, shape_body, h):
 
 
 @jit
-def _dot6(G, a, vec, b):
-    """G[a] . vec[b] over the 6 coordinates of a body, summed pairwise (three independent products
-    first: half the dependent additions of a running sum)."""
-    return ((G[a, 0] * vec[b, 0] + G[a, 1] * vec[b, 1]) + (G[a, 2] * vec[b, 2] + G[a, 3] * vec[b, 3])) \
-        + (G[a, 4] * vec[b, 4] + G[a, 5] * vec[b, 5])
-
-
-@jit
 def _add_dot(v, s, j, r, c, G, vec):
     """v + (W h_min)'h_max of slots s (row r) and j (row c), min/max by row (exactly symmetric)."""
-    return v + (_dot6(G, s, vec, j) if r <= c else _dot6(G, j, vec, s))
+    return v + (dot6(G, s, vec, j) if r <= c else dot6(G, j, vec, s))
 
 
 @jit
