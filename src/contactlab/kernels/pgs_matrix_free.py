@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .dense import dot6
+from .dense import centre_of_mass_blocks, dot6
 from .pgs import CONVERGED, MAX_SWEEPS, NOT_FINITE, BAD_DIAGONAL, STALLED, row_bounds, bounds_scale
 from .residual import box_row
 
@@ -38,6 +38,26 @@ def row_blocks(indptr, indices, data, n, nbody):
 
 
 @jit
+def _whole_blocks(indptr, indices, r):
+    """Whether row r's entries are one or two whole blocks of six columns of a body, in order, on
+    two different bodies: the row :func:`rows_in_order` copies block by block."""
+    e = indptr[r + 1] - indptr[r]
+    if e != 6 and e != 12:
+        return False
+    last = -1
+    for t in range(e // 6):
+        p = indptr[r] + 6 * t
+        c0 = indices[p]
+        if c0 % 6 != 0 or c0 // 6 <= last:
+            return False
+        for c in range(1, 6):
+            if indices[p + c] != c0 + c:
+                return False
+        last = c0 // 6
+    return True
+
+
+@jit
 def rows_in_order(indptr, indices, data, order, nbody):
     """:func:`row_blocks` with the rows taken in ``order``: slots 2k, 2k + 1 hold row order[k] of H
     (the sweeps then read their rows one after the other in memory)."""
@@ -47,6 +67,13 @@ def rows_in_order(indptr, indices, data, order, nbody):
     hb = np.zeros((2 * n, 6))
     for k in range(n):
         r = order[k]
+        if _whole_blocks(indptr, indices, r):     # one or two aligned blocks of six (frame_rows_csr's rows)
+            for t in range((indptr[r + 1] - indptr[r]) // 6):
+                p = indptr[r] + 6 * t
+                body[2 * k + t] = indices[p] // 6
+                for c in range(6):
+                    hb[2 * k + t, c] = data[p + c] + 0.0    # + 0.0: the general loop's sum (no -0.0)
+            continue
         for p in range(indptr[r], indptr[r + 1]):
             c = indices[p]
             b = c // 6
@@ -63,9 +90,11 @@ def rows_in_order(indptr, indices, data, order, nbody):
 
 @jit
 def prepare(ptr, body, hb, W, cfm, g, diag):
-    """g_s = W_body(s) hb_s for every slot; diag_i = A_ii = sum_s hb_s . g_s + cfm_i."""
+    """g_s = W_body(s) hb_s for every slot (:func:`centre_of_mass_blocks` where it applies);
+    diag_i = A_ii = sum_s hb_s . g_s + cfm_i."""
     n = ptr.shape[0] - 1
     nbody = W.shape[0]
+    plain = centre_of_mass_blocks(W)
     for r in range(n):
         d = cfm[r]
         for s in range(ptr[r], ptr[r + 1]):
@@ -73,12 +102,25 @@ def prepare(ptr, body, hb, W, cfm, g, diag):
             if b == nbody:
                 g[s, :] = 0.0
                 continue
-            for c in range(6):
-                acc = 0.0
+            if plain[b]:        # diag(I3 / m, R I^-1 R'): the products its zeros would add change no bit
+                u0, u1, u2 = hb[s, 3], hb[s, 4], hb[s, 5]
+                x0, x1, x2 = W[b, 0, 0] * hb[s, 0], W[b, 1, 1] * hb[s, 1], W[b, 2, 2] * hb[s, 2]
+                x3 = W[b, 3, 3] * u0 + W[b, 3, 4] * u1 + W[b, 3, 5] * u2
+                x4 = W[b, 4, 3] * u0 + W[b, 4, 4] * u1 + W[b, 4, 5] * u2
+                x5 = W[b, 5, 3] * u0 + W[b, 5, 4] * u1 + W[b, 5, 5] * u2
+            else:
+                x0 = x1 = x2 = x3 = x4 = x5 = 0.0  # six independent sums, each in the order e = 0..5
                 for e in range(6):
-                    acc += W[b, c, e] * hb[s, e]
-                g[s, c] = acc
-                d += hb[s, c] * acc
+                    u = hb[s, e]
+                    x0 += W[b, 0, e] * u
+                    x1 += W[b, 1, e] * u
+                    x2 += W[b, 2, e] * u
+                    x3 += W[b, 3, e] * u
+                    x4 += W[b, 4, e] * u
+                    x5 += W[b, 5, e] * u
+            g[s, 0], g[s, 1], g[s, 2], g[s, 3], g[s, 4], g[s, 5] = x0, x1, x2, x3, x4, x5
+            for c in range(6):
+                d += hb[s, c] * g[s, c]
         diag[r] = d
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels._jit import jit
-from ..kernels.dense import dot6
+from ..kernels.dense import centre_of_mass_blocks, dot6
 from ..kernels.quaternion import quat_matrix
 from ..kernels.tolerances import SLOP_EXCESS
 from .joint_kernels import body_forces
@@ -570,12 +570,7 @@ def _frame_blocks(ip, ix, data, W):
     V = np.zeros((k, 2, 6 * m))
     X = np.zeros((k, 2, 6 * m))
     count = np.zeros(nbody + 1, dtype=np.int64)
-    plain = np.ones(nbody, dtype=np.bool_)      # a rigid body's block about its centre of mass
-    for b in range(nbody):
-        for i in range(6):
-            for t in range(6):
-                if W[b, i, t] != 0.0 and ((i < 3 and t != i) or (i >= 3 and t < 3)):
-                    plain[b] = False
+    plain = centre_of_mass_blocks(W)
     ok = True
     for c in range(k):
         e = ip[c + 1] - ip[c]
