@@ -2,7 +2,7 @@
 PyBullet, MuJoCo and (where its Python binding is installed) ODE, on the same scenes in one run.
 
     .venv/bin/python benchmarks/bench_sim.py [--sizes 10 100 500 1000 2000] [--scenes stack pile]
-        [--steps 200] [--budget 20] [--drift-seconds 10] [--json benchmarks/results/sim.json]
+        [--steps 200] [--budget 20] [--drift-seconds 10] [--repeat 1 --repeat-max 100] [--json benchmarks/results/sim.json]
         [--figure docs/figures/bench_sim_time_vs_boxes.png] [--out table.md]
 
 Engines (each runs the same bodies: positions, orientations, 0.2 m cubes of 1 kg, friction 0.5,
@@ -26,6 +26,9 @@ dt 0.01, gravity -9.81):
   ``contactlab fixed-50``.
 * ``mujoco``: the boxes as MJCF free bodies on a plane, default solver (Newton, soft contacts).
 * ``ode``: ``quickStep`` (20 iterations) when ``/usr/bin/python3 -c "import ode"`` works.
+``--repeat K`` runs every configuration of up to ``--repeat-max`` boxes K times, the engines taking turns,
+and reports each engine's median run with its spread (a 0.1 ms step is at the mercy of this virtual
+machine's noisy spells: one run's 10-box figures moved by 30-60 % between runs).
 Every configuration runs at most ``--steps`` steps or ``--budget`` wall seconds after one warm-up step
 (numba compilation excluded: also a throwaway warm-up run per mode, :func:`_warm_up`). Reported: steps, steps/s, ms per step, ms per stage (ours), contacts,
 iterations, largest relative residual (ours), failures (uncertified steps), drift of a stack (largest
@@ -325,6 +328,31 @@ def solver_study(n, at_steps, fixed=50):
     return rows
 
 
+def repeated_runs(engines, scene_name, n, steps, budget, repeat):
+    """Each engine's run of one scene, ``repeat`` times with the engines taking turns (round k starts
+    at engine k), so a noisy spell of the machine falls on every engine alike; per engine the run of
+    median ms per step, with ``repeats`` and ``ms_range`` (fastest, slowest) where repeat > 1."""
+    runs = {e: [] for e in engines}
+    for k in range(repeat):
+        for engine in engines[k % len(engines):] + engines[:k % len(engines)]:
+            r = RUNNERS[engine](scene_name, n, steps, budget)
+            if r is not None:
+                runs[engine].append(r)
+    out = []
+    for engine in engines:
+        timed = sorted((r for r in runs[engine] if np.isfinite(r.get("ms_per_step", np.nan))),
+                       key=lambda r: r["ms_per_step"])
+        if not timed:
+            out.extend(runs[engine][:1])
+            continue
+        r = timed[(len(timed) - 1) // 2]
+        if repeat > 1:
+            r["repeats"] = len(timed)
+            r["ms_range"] = [timed[0]["ms_per_step"], timed[-1]["ms_per_step"]]
+        out.append(r)
+    return out
+
+
 def exponent(rows, engine, scene):
     """Least-squares slope of log(ms per step) against log(boxes): time ~ N^slope."""
     pts = [(r["n"], r["ms_per_step"]) for r in rows if r.get("engine") == engine and r.get("scene") == scene
@@ -363,6 +391,7 @@ def table(rows) -> str:
     lines = ["| scene | N | engine | steps | steps/s | ms/step | ms detect / build / solve / integrate | contacts | "
              "iterations | max rel. residual | uncertified steps | drift (m) | penetration (m) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    spread = lambda r: f" ({r['ms_range'][0]:.3g}-{r['ms_range'][1]:.3g}, {r['repeats']} runs)" if "ms_range" in r else ""
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['scene']} | {r['n']} | {r['engine']} | {r.get('steps', 0)} | error: {r['error']} "
@@ -372,7 +401,7 @@ def table(rows) -> str:
         stages = " / ".join(f"{st[k]:.2f}" for k in ("detect", "build", "solve", "integrate")) if st else "—"
         pen = r.get("penetration", r.get("penetration_final"))
         lines.append(f"| {r['scene']} | {r['n']} | {r['engine']} | {r['steps']} | {fmt(r['steps_per_s'])} | "
-                     f"{fmt(r['ms_per_step'])} | {stages} | {fmt(r.get('contacts'), '{:.0f}')} | "
+                     f"{fmt(r['ms_per_step'])}{spread(r)} | {stages} | {fmt(r.get('contacts'), '{:.0f}')} | "
                      f"{fmt(r.get('iterations'), '{:.1f}')} | {fmt(r.get('residual_max'), '{:.1e}')} | "
                      f"{r.get('failures', '—')} | {fmt(r.get('drift'), '{:.2g}')} | {fmt(pen, '{:.2g}')} |")
     return "\n".join(lines)
@@ -388,6 +417,10 @@ def main(argv=None):
     ap.add_argument("--certified-max", type=int, default=2000,
                     help="largest pile run in certified mode")
     ap.add_argument("--drift-seconds", type=float, default=10.0, help="10-box stack drift run (0: skip)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs of each configuration up to --repeat-max boxes, the engines taking turns; the "
+                         "median run is reported (its spread in ms_range)")
+    ap.add_argument("--repeat-max", type=int, default=100, help="largest scene run --repeat times")
     ap.add_argument("--out", type=Path, default=None, help="also write the raw Markdown table here")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--figure", type=Path, default=None)
@@ -407,12 +440,9 @@ def main(argv=None):
     rows = []
     for scene_name in a.scenes:
         for n in a.sizes:
-            for engine in a.engines:
-                if engine == "contactlab certified" and scene_name == "pile" and n > a.certified_max:
-                    continue
-                r = RUNNERS[engine](scene_name, n, a.steps, a.budget)
-                if r is None:
-                    continue
+            engines = [e for e in a.engines
+                       if not (e == "contactlab certified" and scene_name == "pile" and n > a.certified_max)]
+            for r in repeated_runs(engines, scene_name, n, a.steps, a.budget, a.repeat if n <= a.repeat_max else 1):
                 rows.append(r)
                 print(json.dumps(r), flush=True)
     drift_rows = []
