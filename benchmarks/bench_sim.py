@@ -2,7 +2,8 @@
 PyBullet, MuJoCo and (where its Python binding is installed) ODE, on the same scenes in one run.
 
     .venv/bin/python benchmarks/bench_sim.py [--sizes 10 100 500 1000 2000] [--scenes stack pile]
-        [--steps 200] [--budget 20] [--drift-seconds 10] [--repeat 1 --repeat-max 100] [--json benchmarks/results/sim.json]
+        [--steps 200] [--budget 20] [--drift-seconds 10] [--repeat 1 --repeat-max 100]
+        [--json benchmarks/results/sim.json]
         [--figure docs/figures/bench_sim_time_vs_boxes.png] [--out table.md]
 
 Engines (each runs the same bodies: positions, orientations, 0.2 m cubes of 1 kg, friction 0.5,
@@ -391,7 +392,8 @@ def table(rows) -> str:
     lines = ["| scene | N | engine | steps | steps/s | ms/step | ms detect / build / solve / integrate | contacts | "
              "iterations | max rel. residual | uncertified steps | drift (m) | penetration (m) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    spread = lambda r: f" ({r['ms_range'][0]:.3g}-{r['ms_range'][1]:.3g}, {r['repeats']} runs)" if "ms_range" in r else ""
+    spread = lambda r: (f" ({r['ms_range'][0]:.3g}-{r['ms_range'][1]:.3g}, {r['repeats']} runs)"
+                        if "ms_range" in r else "")
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['scene']} | {r['n']} | {r['engine']} | {r.get('steps', 0)} | error: {r['error']} "

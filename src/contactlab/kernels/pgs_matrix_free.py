@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .dense import centre_of_mass_blocks, dot6
+from .dense import centre_of_mass_blocks, dot6, mass_block_times
 from .pgs import CONVERGED, MAX_SWEEPS, NOT_FINITE, BAD_DIAGONAL, STALLED, row_bounds, bounds_scale
 from .residual import box_row
 
@@ -102,22 +102,8 @@ def prepare(ptr, body, hb, W, cfm, g, diag):
             if b == nbody:
                 g[s, :] = 0.0
                 continue
-            if plain[b]:        # diag(I3 / m, R I^-1 R'): the products its zeros would add change no bit
-                u0, u1, u2 = hb[s, 3], hb[s, 4], hb[s, 5]
-                x0, x1, x2 = W[b, 0, 0] * hb[s, 0], W[b, 1, 1] * hb[s, 1], W[b, 2, 2] * hb[s, 2]
-                x3 = W[b, 3, 3] * u0 + W[b, 3, 4] * u1 + W[b, 3, 5] * u2
-                x4 = W[b, 4, 3] * u0 + W[b, 4, 4] * u1 + W[b, 4, 5] * u2
-                x5 = W[b, 5, 3] * u0 + W[b, 5, 4] * u1 + W[b, 5, 5] * u2
-            else:
-                x0 = x1 = x2 = x3 = x4 = x5 = 0.0  # six independent sums, each in the order e = 0..5
-                for e in range(6):
-                    u = hb[s, e]
-                    x0 += W[b, 0, e] * u
-                    x1 += W[b, 1, e] * u
-                    x2 += W[b, 2, e] * u
-                    x3 += W[b, 3, e] * u
-                    x4 += W[b, 4, e] * u
-                    x5 += W[b, 5, e] * u
+            x0, x1, x2, x3, x4, x5 = mass_block_times(W, b, plain[b], hb[s, 0], hb[s, 1], hb[s, 2], hb[s, 3],
+                                                      hb[s, 4], hb[s, 5])
             g[s, 0], g[s, 1], g[s, 2], g[s, 3], g[s, 4], g[s, 5] = x0, x1, x2, x3, x4, x5
             for c in range(6):
                 d += hb[s, c] * g[s, c]

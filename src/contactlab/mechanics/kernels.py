@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels._jit import jit
-from ..kernels.dense import centre_of_mass_blocks, dot6
+from ..kernels.dense import centre_of_mass_blocks, dot6, mass_block_times
 from ..kernels.quaternion import quat_matrix
 from ..kernels.tolerances import SLOP_EXCESS
 from .joint_kernels import body_forces
@@ -559,12 +559,10 @@ def contact_terms(a, b, dof_start, position, P, normal, t1, t2, phi, h, zeta, sl
 @jit
 def _frame_blocks(ip, ix, data, W):
     """Per contact of :func:`delassus_frames_csr`: its moving bodies (cb (k, 2): increasing, -1 for
-    none), its rows' 6-vectors on each (V (k, 2, 6 m): direction j at 6 j) and W_b times them (X, the
-    six sums interleaved), and per body the contacts touching it in increasing order with the slot
-    they hold it in (start (nbody + 1), contact, slot). A block diag(I3 / m, R I^-1 R') (a body about
-    its centre of mass) is applied as such: the products its zeros would add change no bit (but a
-    zero's sign). ok False where a contact's entries are not one or two whole, aligned 6-blocks of
-    columns in increasing order."""
+    none), its rows' 6-vectors on each (V (k, 2, 6 m): direction j at 6 j) and W_b times them (X,
+    kernels/dense.py ``mass_block_times``), and per body the contacts touching it in increasing
+    order with the slot they hold it in (start (nbody + 1), contact, slot). ok False where a
+    contact's entries are not one or two whole, aligned 6-blocks of columns in increasing order."""
     m, k, nbody = data.shape[0], ip.size - 1, W.shape[0]
     cb = np.full((k, 2), -1, dtype=np.int64)
     V = np.zeros((k, 2, 6 * m))
@@ -588,25 +586,10 @@ def _frame_blocks(ip, ix, data, W):
             for j in range(m):
                 for i in range(6):
                     V[c, s, 6 * j + i] = data[j, p + i]
-                if plain[b]:        # W_b = diag(I3 / m, R I^-1 R'): the products the zeros leave
-                    u0, u1, u2 = V[c, s, 6 * j + 3], V[c, s, 6 * j + 4], V[c, s, 6 * j + 5]
-                    x0, x1, x2 = W[b, 0, 0] * V[c, s, 6 * j], W[b, 1, 1] * V[c, s, 6 * j + 1], \
-                        W[b, 2, 2] * V[c, s, 6 * j + 2]
-                    x3 = W[b, 3, 3] * u0 + W[b, 3, 4] * u1 + W[b, 3, 5] * u2
-                    x4 = W[b, 4, 3] * u0 + W[b, 4, 4] * u1 + W[b, 4, 5] * u2
-                    x5 = W[b, 5, 3] * u0 + W[b, 5, 4] * u1 + W[b, 5, 5] * u2
-                else:
-                    x0 = x1 = x2 = x3 = x4 = x5 = 0.0
-                    for t in range(6):
-                        u = V[c, s, 6 * j + t]
-                        x0 += W[b, 0, t] * u
-                        x1 += W[b, 1, t] * u
-                        x2 += W[b, 2, t] * u
-                        x3 += W[b, 3, t] * u
-                        x4 += W[b, 4, t] * u
-                        x5 += W[b, 5, t] * u
-                X[c, s, 6 * j], X[c, s, 6 * j + 1], X[c, s, 6 * j + 2] = x0, x1, x2
-                X[c, s, 6 * j + 3], X[c, s, 6 * j + 4], X[c, s, 6 * j + 5] = x3, x4, x5
+                o = 6 * j
+                X[c, s, o], X[c, s, o + 1], X[c, s, o + 2], X[c, s, o + 3], X[c, s, o + 4], X[c, s, o + 5] = \
+                    mass_block_times(W, b, plain[b], V[c, s, o], V[c, s, o + 1], V[c, s, o + 2], V[c, s, o + 3],
+                                     V[c, s, o + 4], V[c, s, o + 5])
         if not ok:
             break
     start = np.cumsum(count)
