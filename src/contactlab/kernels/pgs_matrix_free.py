@@ -38,9 +38,10 @@ def row_blocks(indptr, indices, data, n, nbody):
 
 
 @jit
-def _whole_blocks(indptr, indices, r):
+def whole_body_blocks(indptr, indices, r):
     """Whether row r's entries are one or two whole blocks of six columns of a body, in order, on
-    two different bodies: the row :func:`rows_in_order` copies block by block."""
+    two different bodies (frame_rows_csr's rows): the row :func:`rows_in_order` copies block by
+    block, and mechanics/kernels.py ``delassus_frames_csr`` takes."""
     e = indptr[r + 1] - indptr[r]
     if e != 6 and e != 12:
         return False
@@ -67,7 +68,7 @@ def rows_in_order(indptr, indices, data, order, nbody):
     hb = np.zeros((2 * n, 6))
     for k in range(n):
         r = order[k]
-        if _whole_blocks(indptr, indices, r):     # one or two aligned blocks of six (frame_rows_csr's rows)
+        if whole_body_blocks(indptr, indices, r):     # one or two aligned blocks of six (frame_rows_csr's rows)
             for t in range((indptr[r + 1] - indptr[r]) // 6):
                 p = indptr[r] + 6 * t
                 body[2 * k + t] = indices[p] // 6
@@ -111,17 +112,23 @@ def prepare(ptr, body, hb, W, cfm, g, diag):
 
 
 @jit
+def _add_impulse(i, dz, body, g, dv):
+    """dv += W h_i' dz: row i's impulse change on its two bodies."""
+    s0 = 2 * i
+    b0 = body[s0]
+    b1 = body[s0 + 1]
+    for c in range(6):
+        dv[b0, c] += g[s0, c] * dz
+        dv[b1, c] += g[s0 + 1, c] * dz
+
+
+@jit
 def impulse_velocity(ptr, body, g, z, dv):
     """dv = W H' z (dv zeroed first)."""
     dv[:, :] = 0.0
-    n = ptr.shape[0] - 1
-    for r in range(n):
-        zr = z[r]
-        if zr != 0.0:
-            for s in range(ptr[r], ptr[r + 1]):
-                b = body[s]
-                for c in range(6):
-                    dv[b, c] += g[s, c] * zr
+    for r in range(ptr.shape[0] - 1):
+        if z[r] != 0.0:
+            _add_impulse(r, z[r], body, g, dv)
 
 
 @jit
@@ -157,17 +164,6 @@ def chain_couplings(body, hb, g, nbody):
                         acc += hb[s, c] * g[t, c]
         out[i] = acc
     return out
-
-
-@jit
-def _add_impulse(i, dz, body, g, dv):
-    """dv += W h_i' dz: row i's impulse change on its two bodies."""
-    s0 = 2 * i
-    b0 = body[s0]
-    b1 = body[s0 + 1]
-    for c in range(6):
-        dv[b0, c] += g[s0, c] * dz
-        dv[b1, c] += g[s0 + 1, c] * dz
 
 
 @jit
@@ -471,11 +467,11 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
     val = np.zeros(n)
     mark = np.full(n, -1, dtype=np.int64)
     inv = 1.0 / diag            # a multiply per row, not a division on the sweep's critical path
-    couple = chain_couplings(body, hb, g, dv.shape[0] - 1)       # dv: one row per body and the dummy
     impulse_velocity(ptr, body, g, z, dv)
     if _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w, t, val, mark, floor,
               tol_rel, max_sweeps == 0, report, True, stats):
         return CONVERGED
+    couple = chain_couplings(body, hb, g, dv.shape[0] - 1)       # dv: one row per body and the dummy
     for sweep in range(1, max_sweeps + 1):
         step = 0.0
         wstep = 0.0

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..kernels._jit import jit
 from ..kernels.dense import centre_of_mass_blocks, dot6, mass_block_times
+from ..kernels.pgs_matrix_free import whole_body_blocks
 from ..kernels.quaternion import quat_matrix
 from ..kernels.tolerances import SLOP_EXCESS
 from .joint_kernels import body_forces
@@ -555,14 +556,13 @@ def contact_terms(a, b, dof_start, position, P, normal, t1, t2, phi, h, zeta, sl
     return data, indices, indptr, normal_bias_kernel(phi, h, zeta, slop)
 
 
-
 @jit
 def _frame_blocks(ip, ix, data, W):
     """Per contact of :func:`delassus_frames_csr`: its moving bodies (cb (k, 2): increasing, -1 for
     none), its rows' 6-vectors on each (V (k, 2, 6 m): direction j at 6 j) and W_b times them (X,
     kernels/dense.py ``mass_block_times``), and per body the contacts touching it in increasing
     order with the slot they hold it in (start (nbody + 1), contact, slot). ok False where a
-    contact's entries are not one or two whole, aligned 6-blocks of columns in increasing order."""
+    contact's entries are not none or kernels/pgs_matrix_free.py ``whole_body_blocks``."""
     m, k, nbody = data.shape[0], ip.size - 1, W.shape[0]
     cb = np.full((k, 2), -1, dtype=np.int64)
     V = np.zeros((k, 2, 6 * m))
@@ -572,13 +572,13 @@ def _frame_blocks(ip, ix, data, W):
     ok = True
     for c in range(k):
         e = ip[c + 1] - ip[c]
-        if e % 6 != 0 or e > 12:
+        if e != 0 and not whole_body_blocks(ip, ix, c):
             ok = False
             break
         for s in range(e // 6):
             p = ip[c] + 6 * s
             b = ix[p] // 6
-            if ix[p] != 6 * b or ix[p + 5] != 6 * b + 5 or b >= nbody or (s == 1 and b <= cb[c, 0]):
+            if b >= nbody:
                 ok = False
                 break
             cb[c, s] = b

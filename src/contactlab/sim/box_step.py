@@ -42,7 +42,8 @@ from ..kernels.tolerances import CERTIFY, NORMWISE_FLOOR
 from ..mechanics.joint_projection import displace
 from ..mechanics.model import KIND_KINEMATIC
 from ..mechanics.system import _block_pattern, _live, _packed
-from ..models.box_friction import row_heights, _box_bounds, _contact_parts, _dense_parts, _matched_impulses, _q_kernel, _recover_parts
+from ..models.box_friction import (row_heights, _box_bounds, _contact_parts, _dense_parts, _matched_impulses, _q_kernel,
+                                   _recover_parts)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult
 from ..solution import Solution, Status
 from ..solvers.box_qp import _dense_factors
