@@ -253,3 +253,20 @@ def test_warm_start_that_certifies_reports_solve_relative_residual():
     z3, _, _, code, st = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=3, tol=1e-14)
     assert code == 1 and st[0] == 3
     assert st[2] == pytest.approx(relative_error(P.relative_residuals(z3)), rel=1e-9)
+
+
+@pytest.mark.parametrize("name,count,steps,tol", [("stack", 3, 20, 1e-7), ("pile", 10, 60, 1e-7),
+                                                  ("pile", 10, 60, 1e-8)])
+def test_check_gate_stops_at_the_first_check_point_that_certifies(name, count, steps, tol):
+    """The check points skipped by the gate (a sweep that still corrects a row's w by more than
+    CHECK_RELATIVE tol of its scale) are ones that would not certify: the sweeps stop at the first
+    multiple of ``check`` at which pgs on the assembled matrix, run that many sweeps, certifies."""
+    sim, sys_ = _state(name, count, steps, **({"seed": 1} if name == "pile" else {}))
+    H, q, cfm, lo, hi, findex, mu = bf.rows(sys_)
+    z, w, dv, code, st = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=600,
+                                           tol=tol, check=10)
+    P = bf.build(sys_)
+    first = next((K for K in range(10, 601, 10)
+                  if solve(P, "pgs", max_iterations=K, tol=1e-300).relative_residual <= tol), None)
+    assert first is not None and first > 10         # the gate had check points to skip
+    assert code == 0 and int(st[0]) == first
