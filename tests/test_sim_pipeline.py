@@ -100,6 +100,56 @@ def test_box_qp_certifies_a_resting_stack_every_step_without_drift():
     assert traj.metrics()["max_penetration"] <= sim.model.settings.slop
 
 
+def test_warm_start_certified_without_the_delassus_matrix_is_box_qps_answer():
+    """A resting 30-box stack (360 rows, past box friction's dense_max) in certified mode: a step
+    whose warm start box-qp would return without a Newton step takes it without the Delassus
+    matrix (Simulator._certified_warm_start), and only such a step: on the assembled problem,
+    box-qp from the same warm start returns that very z with 0 iterations exactly where the
+    shortcut took it (and iterates where it did not), solve() certifies it there with a relative
+    residual at most the bound reported, and the trajectory is the assembled path's bit for bit."""
+    from contactlab import solve
+    from contactlab.models.built import problem_of
+
+    def run(shortcut):
+        sim = Simulator(make_scene("stack", count=30), "box-friction", "box-qp", model_options={"coupling": "current"})
+        seen = []
+        if shortcut:
+            inner = sim._certified_warm_start
+
+            def spy(sys, warm):
+                out = inner(sys, warm)
+                seen.append((sys, warm.copy(), out))
+                return out
+            sim._certified_warm_start = spy
+        else:
+            sim._warm_start_may_certify = lambda sys: False
+        for _ in range(60):
+            sim.step()
+            if shortcut and seen and seen[-1][2] is not None:
+                assert sim.last_solution is seen[-1][2][1] and sim.last_problem is not None
+        return sim, seen
+
+    sim, seen = run(True)
+    ref, _ = run(False)
+    assert np.array_equal(sim.data.position, ref.data.position)
+    assert np.array_equal(sim.data.quaternion, ref.data.quaternion)
+    taken = [s for s in seen if s[2] is not None]
+    assert len(taken) >= 15 and len(seen) - len(taken) >= 5
+    for sys_, warm, out in seen:
+        P = problem_of(sim.contact_model.build(sys_, sim.model_options))
+        assert P.n > sim.model_options.dense_max
+        s = solve(P, "box-qp", warm_start=warm)
+        assert s.status.name == "SOLVED"
+        if out is None:
+            assert s.iterations >= 1
+            continue
+        n, sol = out
+        assert s.iterations == 0 and np.array_equal(s.z, sol.z) and sol.iterations == 0
+        assert sol.status.name == "SOLVED" and sol.info["warm_start_certified"]
+        assert s.relative_residual <= sol.relative_residual <= 1e-7
+        assert np.abs(sol.w - (P.M @ sol.z + P.q)).max() <= 1e-12 * np.abs(P.q).max()
+
+
 def test_speculative_reach_grows_only_the_fast_pairs_margin():
     """A box falling at 5 m/s gets speculative contacts with the ground 4 cm below (h v = 5 cm),
     while a resting box 4 cm above the ground gets none (the settings' 1 cm margin)."""
