@@ -409,6 +409,34 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
+#: our modes and the PyBullet run each is compared with (the same stopping rule)
+PAIRS = (("contactlab certified", "pybullet"), ("contactlab fixed-50", "pybullet no-stop"),
+         ("contactlab fixed-50+stop", "pybullet"))
+
+
+def ratios(rows) -> str:
+    """Ours / PyBullet, ms per step, per mode, scene and size: the median runs' ratio, and where the
+    configuration was repeated the fastest runs' (``ms_range[0]``; a noisy spell of the machine only
+    adds time, and the engines took turns) after a slash."""
+    by = {(r["engine"], r["scene"], r["n"]): r for r in rows if "error" not in r and r.get("steps", 0) > 0}
+    sizes = sorted({r["n"] for r in by.values()})
+    lines = ["| ours / peer | " + " | ".join(f"{n} boxes" for n in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
+    for scene in sorted({r["scene"] for r in by.values()}, reverse=True):
+        for ours, peer in PAIRS:
+            cells = []
+            for n in sizes:
+                a, b = by.get((ours, scene, n)), by.get((peer, scene, n))
+                if a is None or b is None:
+                    cells.append("—")
+                    continue
+                cell = f"{a['ms_per_step'] / b['ms_per_step']:.2f}"
+                if "ms_range" in a and "ms_range" in b:
+                    cell += f" / {a['ms_range'][0] / b['ms_range'][0]:.2f}"
+                cells.append(cell)
+            lines.append(f"| {ours.replace('contactlab ', '')} {scene} / {peer} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 500, 1000, 2000])
@@ -465,7 +493,8 @@ def main(argv=None):
     header = (f"Run: `{' '.join(['python', 'benchmarks/bench_sim.py', *(argv if argv is not None else sys.argv[1:])])}` "
               f"on {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
               f"{os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n")
-    text = (header + "\n" + table(rows) + "\n\nStack drift runs:\n\n" + table(drift_rows) +
+    text = (header + "\n" + table(rows) + "\n\nOurs / PyBullet, ms per step (median runs; fastest runs after the "
+            "slash where repeated):\n\n" + ratios(rows) + "\n\nStack drift runs:\n\n" + table(drift_rows) +
             "\n\nFitted exponents (ms per step ~ N^slope):\n\n" +
             "\n".join(f"- {k}: {v:.2f}" for k, v in slopes.items() if np.isfinite(v)) + "\n")
     print(text)
