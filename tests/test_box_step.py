@@ -118,9 +118,15 @@ def test_system_and_problem_assembled_when_read_equal_the_general_paths(iteratio
     for name in ("M", "q", "lo", "hi", "findex", "mu"):
         x, y = getattr(pa, name), getattr(pb, name)
         assert np.array_equal(x.toarray() if sp.issparse(x) else x, y.toarray() if sp.issparse(y) else y), name
-    # the applied answer's residual is the problem read back's own at it (certified: <= 1e-6)
+    # the applied answer's residual is the problem read back's own at it (certified: <= 1e-6); a warm
+    # start certified without the matrix reports box-qp's stricter measure, an upper bound of it
     rel = pa.certify(a.last_solution.z)[2]
-    assert max(rel.natural, rel.infeasibility) == pytest.approx(a.last_solution.relative_residual, rel=1e-9, abs=1e-15)
+    exact = max(rel.natural, rel.infeasibility)
+    if a.last_solution.info.get("warm_start_certified"):
+        assert iterations is None and a.last_solution.info["relative_residual_bound"]
+        assert exact <= a.last_solution.relative_residual * (1 + 1e-9) <= 1e-7
+    else:
+        assert exact == pytest.approx(a.last_solution.relative_residual, rel=1e-9, abs=1e-15)
     if iterations is None:
         assert a.last_solution.relative_residual <= 1e-6
 

@@ -33,7 +33,8 @@ import numpy as np
 from ..kernels._jit import jit
 from ..kernels.box_qp import SOLVED as _QP_SOLVED, box_qp_dense_certified
 from ..kernels.energy import energies, energies_and_depth
-from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
+from ..kernels.residual import (box_relative_error, box_residual_kernel, boxed_certify_dense, boxed_zero_solves,
+                                coupled_bounds)
 from ..mechanics.kernels import (advance_state, body_terms, contact_terms, free_velocity, kinetic_gain,
                                  position_targets, rows_times, rows_transpose_times)
 from ..kernels.pgs import CONVERGED as _PGS_CONVERGED, MAX_SWEEPS as _PGS_MAX_SWEEPS, STALLED as _PGS_STALLED
@@ -75,7 +76,7 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
                       a, b, P, normal, t1, t2, phi, mu_c, guess, h, zeta, slop, cfm, new_bound, current,
                       warm, match, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
                       tol, steps, armijo, full, newton_only, max_outer, cL, cA, cF, ck, threshold,
-                      position_stage, position_zeta):
+                      position_stage, position_zeta, try_warm):
     """One box-friction step of a joint-free scene with nc = len(phi) contacts, n = 3 nc rows
     [N; S; T] (models/box_friction.py layout, no joint, motor or limit rows), in the order of
     simulator.py ``_step``:
@@ -88,20 +89,21 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     Newton and its certification (kernels/box_qp.py ``box_qp_dense_certified``: the call
     solvers/box_qp.py ``_compiled`` makes), accepted when it reports SOLVED and its relative error
     max(natural, infeasibility) is <= ``threshold`` (solve()'s test); v+, tangent impulses, modes
-    (``_recover_parts``); the energy the impulses added (``kinetic_gain``); x += h v+
+    (``_recover_parts``); with ``try_warm`` first the warm start against box-qp's own stop without
+    M (:func:`warm_start_stop`, simulator.py ``_certified_warm_start``'s test): where it holds, z is
+    the warm start, v+ = v_free + W H' z (``_contact_parts``), and M is never formed;
+    the energy the impulses added (``kinetic_gain``); x += h v+
     (``advance_state``, in place); with ``position_stage`` the deep test of the position correction
     (``position_targets``); the energies and deepest overlap (``energies_and_depth``) unless deep.
 
     Returns (outcome, iterations, outer, deep, e0, contact_gain, ke, pe, pen, z, w, numbers (6),
-    v_next, tangent, modes, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias);
-    outcome DECLINED leaves every state array as it was."""
+    v_next, tangent, modes, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias, whether the
+    warm start was taken without M); outcome DECLINED leaves every state array as it was."""
     e0, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
                                                                gravity, gyroscopic, quat, pos, lin, ang, a, b, P,
                                                                normal, t1, t2, phi, h, zeta, slop)
     nc, nnz, H, none = phi.size, dv.shape[1], dv.reshape(-1), np.zeros(0)     # H: the rows' values, row by row
     n = 3 * nc
-    M, q, lo, hi, findex, mu, finite = _dense_parts(ip, ix, H, Bw, cfm, v_free, none, none, none, n_bias, 0, 0, 0,
-                                                    none, mu_c, guess, new_bound, current)
     z0 = np.zeros(n)
     if warm:
         _matched_impulses(z0, 0, match, prev_normal, prev_tangent)
@@ -113,6 +115,21 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     v_next = v_free
     tangent = np.zeros((nc, 2))
     modes = np.zeros(nc, dtype=np.int8)
+    taken = False
+    if try_warm and warm and nc:
+        q = _q_kernel(ip, ix, H, v_free, none, none, none, n_bias)
+        lo, hi, findex, mu = _box_bounds(0, 0, 0, n, none, mu_c, guess, new_bound, current)
+        taken, w_s, dvel, numbers_s = warm_start_stop(ip, ix, H, blk_ptr, blk_cols, Bw.reshape(-1), cfm, q, lo, hi,
+                                                      findex, mu, z0, tol)
+        taken = taken and numbers_s[3] <= threshold     # solve()'s test too (max(certify, tol) >= tol)
+        if taken:
+            outcome, w, numbers = SOLVED, w_s, numbers_s
+            v_next, tangent, modes = _contact_parts(v_free + dvel, z, 0, ip[:nc + 1], ix[:nnz], dv[1], dv[2],
+                                                    MODE_IMPULSE_TOL, MODE_SPEED_TOL)
+    finite = False
+    if not taken:
+        M, q, lo, hi, findex, mu, finite = _dense_parts(ip, ix, H, Bw, cfm, v_free, none, none, none, n_bias, 0, 0,
+                                                        0, none, mu_c, guess, new_bound, current)
     if finite:
         if boxed_zero_solves(q, lo, hi, findex):
             z = np.zeros(n)
@@ -126,7 +143,9 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
             if code == _QP_SOLVED and relative <= threshold:
                 outcome = SOLVED
     if outcome != DECLINED:
-        if nc:
+        if taken:
+            pass            # v+, tangent impulses and modes from W H' z above
+        elif nc:
             v_next, tangent, modes = _recover_parts(blk_ptr, blk_cols, Bw.reshape(-1), ip, ix, H, z, v_free, 0,
                                                     ip[:nc + 1], ix[:nnz], dv[1], dv[2], MODE_IMPULSE_TOL,
                                                     MODE_SPEED_TOL)
@@ -140,8 +159,38 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
         if not deep:
             ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quat, lin, ang, pos, gravity, phi)
     return (outcome, its, outer, deep, e0, contact_gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, f,
-            Bm, Bw, v, v_free, dv, ix, ip, n_bias)
+            Bm, Bw, v, v_free, dv, ix, ip, n_bias, taken)
 
+
+@jit
+def warm_start_stop(ip, ix, H, m_ptr, m_idx, m_data, cfm, q, lo, hi, findex, mu, z, tol):
+    """Whether box-qp would return the warm start z without a Newton step, found without the
+    Delassus matrix (simulator.py ``_certified_warm_start`` calls it on the general path): z = 0
+    not a solution (solve()'s TRIVIAL first), dv = W H' z (mechanics/kernels.py
+    ``rows_transpose_times``, then ``rows_times`` on M^-1's blocks), w = (H dv + cfm z) + q, and
+    box-qp's stop at its start (kernels/box_qp.py ``projected_newton``): ``box_relative_error``
+    with each w_i in units of |q_i| + |w_i - q_i|, at the coupled bounds of z, at most ``tol``.
+    Those units are at most solve()'s row terms |q_i| + sum_j |A_ij| |z_j| (same z scale and
+    floor), so the value bounds solve()'s relative residual from above: a certified answer.
+    Returns (taken, w, dv, (natural, complementarity, infeasibility, relative, 0, relative))."""
+    n = q.size
+    none = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    if boxed_zero_solves(q, lo, hi, findex):
+        return False, np.zeros(n), np.zeros(0), none
+    dv = rows_times(m_ptr, m_idx, m_data, rows_transpose_times(ip, ix, H, z, m_ptr.size - 1))
+    Hdv = rows_times(ip, ix, H, dv)
+    w = np.empty(n)
+    t = np.empty(n)
+    for i in range(n):
+        w[i] = (Hdv[i] + cfm * z[i]) + q[i]
+        t[i] = abs(q[i]) + abs(w[i] - q[i])
+    lo_z, hi_z = np.empty(n), np.empty(n)
+    coupled_bounds(lo, hi, findex, mu, z, lo_z, hi_z)
+    rel = box_relative_error(z, w, lo_z, hi_z, q, t, np.empty((4, n)))
+    if not rel <= tol:
+        return False, w, dv, none
+    nat, comp, infeas = box_residual_kernel(z, w, lo_z, hi_z)
+    return True, w, dv, (nat, comp, infeas, rel, 0.0, rel)
 
 
 @jit
@@ -311,17 +360,21 @@ class BoxFrictionStep:
             cL, cA, cF, ck = _dense_factors(n)
             t0 = time.perf_counter()
             (outcome, its, outer, deep, e0, gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, f, Bm, Bw, v,
-             v_free, dv, ix, ip, n_bias) = box_friction_step(
+             v_free, dv, ix, ip, n_bias, taken) = box_friction_step(
                 self.live, model.ndof, model.dof_start, model.mass, model.inertia, model.inv_inertia, self.gravity,
                 bool(st.gyroscopic), data.quaternion, data.position, data.linear_velocity, data.angular_velocity,
                 *args, float(opts.tol), int(steps), float(opts.armijo), full, self.newton_only, int(opts.max_outer),
-                cL, cA, cF, ck, self.threshold, position_stage, float(st.contact_zeta))
+                cL, cA, cF, ck, self.threshold, position_stage, float(st.contact_zeta),
+                warm and sim._warm_start_may_certify())
             t_solved = time.perf_counter()
             if outcome == DECLINED:
                 return None
             solved = outcome == SOLVED
+            info = {"outer": int(outer)} if solved else {}
+            if taken:       # the warm start, certified without M (simulator.py _certified_warm_start)
+                info = {"warm_start_certified": True, "relative_residual_bound": True}
             sol = Solution(z=z, w=w, status=Status.SOLVED if solved else Status.TRIVIAL, iterations=int(its),
-                           method="box-qp", info={"outer": int(outer)} if solved else {})
+                           method="box-qp", info=info)
             sol.residual, sol.complementarity, sol.infeasibility = numbers[0], numbers[1], numbers[2]
             sol.relative_residual = max(numbers[3], numbers[5]) if solved else 0.0
         sol.time_s = t_solved - t0

@@ -21,15 +21,13 @@ from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.components import body_pair_groups, row_block_components
 from ..kernels.energy import energies as _energies, energies_and_depth as _energies_and_depth
 from ..kernels.pgs_matrix_free import solve_matrix_free
-from ..kernels.residual import box_relative_error, box_residual_kernel, boxed_zero_solves, coupled_bounds
 from ..kernels.tolerances import CERTIFY
 from ..mechanics import kernels as _MK
 from ..mechanics.joint_projection import displace, joint_error_kernel, project_joints_kernel
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
-from ..mechanics.system import (_packed, assemble_system, build_system, delassus, mobility, rows_times,
-                                rows_transpose_times)
+from ..mechanics.system import _packed, assemble_system, build_system, delassus, mobility, rows_times
 from ..models import get_model, make_options
 from ..models.box_friction import _layout as _box_layout, row_heights
 from ..models.built import problem_of
@@ -37,7 +35,7 @@ from ..solution import Solution, Status
 from ..solvers import available_solvers, solve
 from ..problems import BoxedLCP
 from .fallback import _cap_option, certified, rescue, usable
-from .box_step import BoxFrictionStep, matrix_free_solution
+from .box_step import BoxFrictionStep, matrix_free_solution, warm_start_stop
 from .islands import solve_islands
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
@@ -358,56 +356,52 @@ class Simulator:
             return None
         return n, matrix_free_solution(z, w, dv.reshape(-1), code, st)
 
-    def _warm_start_may_certify(self, sys) -> bool:
-        """Whether :meth:`_certified_warm_start` is tried: certified box friction (``joints="rows"``,
-        box-qp, no reuse) with a warm start, past the dense size (below it the compiled step or the
-        dense build cost less than the matrix-free layout), after a certified step of at most one
-        Newton step (a resting stack's steps take 0 and 1 in turn, the warm start after a Newton
-        step certifying; a moving pile's take tens, and the try would cost a layout and a screen for
-        nothing)."""
+    def _warm_start_may_certify(self, sys=None) -> bool:
+        """Whether a certified step first tries its warm start without the Delassus matrix
+        (:meth:`_certified_warm_start`; sim/box_step.py ``box_friction_step`` with ``try_warm``):
+        box friction (``joints="rows"``) by box-qp, no reuse or islands option (a solve() per
+        island asked for), with a warm start, after a certified
+        step of at most one Newton step (a resting stack's or settled pile's steps take 0 and 1 in
+        turn, the warm start after a Newton step being the answer; a moving pile's take tens, and
+        the try would cost three sparse passes for nothing); ``sys``: the step's system (its rows
+        must be whole body blocks)."""
         prev = self.last_solution
         return bool(self.iterations is None and self.method == "box-qp" and self.warm_start and self.reuse is None
-                    and self.model_name == "box-friction" and self.model_options.joints == "rows"
-                    and sys.body_blocks and 3 * sys.nc > self.model_options.dense_max
+                    and not self.islands and self.model_name == "box-friction" and self.model_options.joints == "rows"
+                    and (sys is None or sys.body_blocks)
                     and prev is not None and prev.success and prev.iterations <= 1)
 
     def _certified_warm_start(self, sys, warm):
         """The warm start as the step's answer where box-qp would return it without a Newton step,
-        checked without the Delassus matrix (no wasted work: a resting stack's warm start after a
-        Newton step mostly is the answer, and assembling H W H' to find that out cost more than the
-        step's solve). In solve()'s order: z = 0 first (TRIVIAL: then the assembled path); then
-        w = H (W H' z) + cfm z + q (three sparse passes) and box-qp's own stop at its start
-        (kernels/box_qp.py ``projected_newton``): the relative residual of problems/residual.py
-        ``box_relative`` with each w_i in units of |q_i| + |w_i - q_i| at most box-qp's ``tol`` (on
-        the whole problem; box-qp measures its islands and set-aside rows each on their own, so on a
-        resting 30-box stack with the previous normals' bounds the two part at a step or two, 2e-10 m
-        apart after 100 steps; with the current normals' bounds the runs are the same bits).
-        Those units are at most solve()'s row terms |q_i| + sum_j |A_ij| |z_j| (the same z scale
-        and floor), so this residual bounds solve()'s from above: the answer is certified, and its
-        ``relative_residual`` is that bound (info ``warm_start_certified``). Returns (n, Solution)
-        with status SOLVED and 0 iterations, or None (the assembled path takes the step). A
-        tolerance of solve()'s certification threshold instead (1e-6, ten times box-qp's) let a
-        resting 100-box stack take answers box-qp would have refined, rock, and need 3.4 Newton
-        steps a step instead of 0.5 (docs/benchmarks-sim.md, session 15)."""
+        found without the Delassus matrix (sim/box_step.py ``warm_start_stop``: W H' z, w, and
+        box-qp's own stop at its start, whose units |q_i| + |w_i - q_i| make it an upper bound of
+        solve()'s relative residual). No wasted work: a resting stack's warm start after a Newton
+        step mostly is the answer, and assembling H W H' and running box-qp to find that out cost
+        more than the rest of the step. Returns (n, Solution) with status SOLVED, 0 iterations,
+        that bound as ``relative_residual`` (info ``warm_start_certified`` and
+        ``relative_residual_bound``), or None (the assembled path takes the step). The compiled step (sim/box_step.py) does the same in the
+        same order. A tolerance of solve()'s certification threshold instead (1e-6, ten times
+        box-qp's) let a resting 100-box stack take answers box-qp would have refined, rock, and need
+        3.4 Newton steps a step instead of 0.5; with box-qp's own, the runs are the same bits (a
+        stack with the current normals' bounds; with the previous normals' a 30-box stack parts at
+        a step or two, 2e-10 m after 100 steps: box-qp measures its islands and set-aside rows each
+        on their own)."""
         H, q, cfm, lo, hi, findex, mu = self.contact_model.rows(sys, self.model_options)
         n = H.shape[0]
-        if warm.shape != (n,) or n <= self.model_options.dense_max or boxed_zero_solves(q, lo, hi, findex):
+        if warm.shape != (n,):
             return None
         tol = float(self._spec.make_options({k: v for k, v in self.solver_options.items() if k != "certify"}).tol)
         if not 0.0 < tol <= float(self.solver_options.get("certify", CERTIFY)):
             return None
         z = np.ascontiguousarray(warm, dtype=np.float64)
-        dv = rows_times(sys.Minv, rows_transpose_times(H, z))      # W H' z, the velocity change
-        w = rows_times(H, dv) + cfm * z + q
-        lo_z, hi_z = np.empty(n), np.empty(n)
-        coupled_bounds(lo, hi, findex, mu, z, lo_z, hi_z)
-        rel = box_relative_error(z, w, lo_z, hi_z, q, np.abs(q) + np.abs(w - q), np.empty((4, n)))
-        if not rel <= tol:
+        W = sys.Minv
+        taken, w, dv, c = warm_start_stop(H.indptr, H.indices, H.data, W.indptr, W.indices, W.data, float(cfm),
+                                          np.ascontiguousarray(q, dtype=np.float64), lo, hi, findex, mu, z, tol)
+        if not taken:
             return None
-        nat, comp, infeas = box_residual_kernel(z, w, lo_z, hi_z)
-        return n, Solution(z=z.copy(), w=w, status=Status.SOLVED, iterations=0, residual=nat, method=self.method,
-                           complementarity=comp, infeasibility=infeas, relative_residual=rel,
-                           info={"warm_start_certified": True, "velocity_change": dv})
+        info = {"warm_start_certified": True, "relative_residual_bound": True, "velocity_change": dv}
+        return n, Solution(z=z.copy(), w=w, status=Status.SOLVED, iterations=0, residual=c[0], method=self.method,
+                           complementarity=c[1], infeasibility=c[2], relative_residual=c[3], info=info)
 
     def _sweep_heights(self, sys, normals_only: bool = False) -> np.ndarray:
         """The rows' heights for the matrix-free sweep order (models/box_friction.py ``row_heights``):
