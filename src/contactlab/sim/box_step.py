@@ -278,6 +278,7 @@ class BoxFrictionStep:
         if not fixed:
             self.newton_only = opts.algorithm == "newton"
             self.threshold = opts.tol if opts.tol > certify else certify     # solve()'s max(certify, tol)
+            self.warm_tol = 0.0 < opts.tol <= certify     # simulator.py _certified_warm_start's condition
             self.max_rows = int(sim.model_options.dense_max)
         self.kinematic = KIND_KINEMATIC
         self.live = _live(sim.model)
@@ -365,7 +366,7 @@ class BoxFrictionStep:
                 bool(st.gyroscopic), data.quaternion, data.position, data.linear_velocity, data.angular_velocity,
                 *args, float(opts.tol), int(steps), float(opts.armijo), full, self.newton_only, int(opts.max_outer),
                 cL, cA, cF, ck, self.threshold, position_stage, float(st.contact_zeta),
-                warm and sim._warm_start_may_certify())
+                warm and self.warm_tol and sim._warm_start_may_certify())
             t_solved = time.perf_counter()
             if outcome == DECLINED:
                 return None

@@ -379,13 +379,14 @@ class Simulator:
         step mostly is the answer, and assembling H W H' and running box-qp to find that out cost
         more than the rest of the step. Returns (n, Solution) with status SOLVED, 0 iterations,
         that bound as ``relative_residual`` (info ``warm_start_certified`` and
-        ``relative_residual_bound``), or None (the assembled path takes the step). The compiled step (sim/box_step.py) does the same in the
-        same order. A tolerance of solve()'s certification threshold instead (1e-6, ten times
-        box-qp's) let a resting 100-box stack take answers box-qp would have refined, rock, and need
-        3.4 Newton steps a step instead of 0.5; with box-qp's own, the runs are the same bits (a
-        stack with the current normals' bounds; with the previous normals' a 30-box stack parts at
-        a step or two, 2e-10 m after 100 steps: box-qp measures its islands and set-aside rows each
-        on their own)."""
+        ``relative_residual_bound``), or None (the assembled path takes the step); None as well
+        where box-qp's ``tol`` is above the certification threshold. The compiled step
+        (sim/box_step.py) does the same in the same order. A tolerance of solve()'s certification
+        threshold instead (1e-6, ten times box-qp's) let a resting 100-box stack take answers box-qp
+        would have refined, rock, and need 3.4 Newton steps a step instead of 0.5; with box-qp's
+        own, the runs are the same bits (a stack with the current normals' bounds; with the
+        previous normals' a 30-box stack parts at a step or two, 2e-10 m after 100 steps: box-qp
+        measures its islands and set-aside rows each on their own)."""
         H, q, cfm, lo, hi, findex, mu = self.contact_model.rows(sys, self.model_options)
         n = H.shape[0]
         if warm.shape != (n,):
