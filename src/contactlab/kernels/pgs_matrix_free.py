@@ -485,7 +485,7 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
         return CONVERGED
     couple = chain_couplings(body, hb, g, dv.shape[0] - 1)       # dv: one row per body and the dummy
     gate = CHECK_RELATIVE * tol_rel
-    zscale = _max_abs(z)        # max |z| of the sweep before (of the rows it moved)
+    zscale = _max_abs(z)        # max |z| of the sweep before (over the rows it swept)
     for sweep in range(1, max_sweeps + 1):
         step = 0.0
         wstep = 0.0

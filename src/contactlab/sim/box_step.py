@@ -35,15 +35,15 @@ from ..kernels.box_qp import SOLVED as _QP_SOLVED, box_qp_dense_certified
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.residual import (box_relative_error, box_residual_kernel, boxed_certify_dense, boxed_zero_solves,
                                 coupled_bounds)
-from ..mechanics.kernels import (advance_state, body_terms, contact_terms, free_velocity, kinetic_gain,
-                                 position_targets, rows_times, rows_transpose_times)
+from ..mechanics.kernels import (advance_state, body_terms, contact_terms, delassus_dense, free_velocity,
+                                 kinetic_gain, position_targets, rows_times, rows_transpose_times)
 from ..kernels.pgs import CONVERGED as _PGS_CONVERGED, MAX_SWEEPS as _PGS_MAX_SWEEPS, STALLED as _PGS_STALLED
 from ..kernels.pgs_matrix_free import _solve as _pgs_matrix_free
 from ..kernels.tolerances import CERTIFY, NORMWISE_FLOOR
 from ..mechanics.joint_projection import displace
 from ..mechanics.model import KIND_KINEMATIC
 from ..mechanics.system import _block_pattern, _live, _packed
-from ..models.box_friction import (row_heights, _box_bounds, _contact_parts, _dense_parts, _matched_impulses, _q_kernel,
+from ..models.box_friction import (row_heights, _box_bounds, _contact_parts, _matched_impulses, _q_kernel,
                                    _recover_parts)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult
 from ..solution import Solution, Status
@@ -83,8 +83,8 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
 
     e0 (kernels/energy.py ``energies``); f = 0 and (Bm, Bw, v) (mechanics/kernels.py ``body_terms``:
     f += gravity and gyroscopic forces); the rows and the normal bias (``contact_terms``); v_free
-    (``free_velocity``); (M, q, lo, hi, findex, mu) (box_friction.py ``_dense_parts``); the warm
-    start (``_matched_impulses`` of the previous impulses where ``warm``); z = 0 if it solves the
+    (``free_velocity``); q and the bounds, and M unless the warm start is taken below (box_friction.py
+    ``_dense_parts``' kernels); the warm start (``_matched_impulses`` of the previous impulses where ``warm``); z = 0 if it solves the
     problem (``boxed_zero_solves``, certified by ``boxed_certify_dense``), else box-qp's projected
     Newton and its certification (kernels/box_qp.py ``box_qp_dense_certified``: the call
     solvers/box_qp.py ``_compiled`` makes), accepted when it reports SOLVED and its relative error
@@ -115,10 +115,10 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     v_next = v_free
     tangent = np.zeros((nc, 2))
     modes = np.zeros(nc, dtype=np.int8)
+    q = _q_kernel(ip, ix, H, v_free, none, none, none, n_bias)
+    lo, hi, findex, mu = _box_bounds(0, 0, 0, n, none, mu_c, guess, new_bound, current)
     taken = False
     if try_warm and warm and nc:
-        q = _q_kernel(ip, ix, H, v_free, none, none, none, n_bias)
-        lo, hi, findex, mu = _box_bounds(0, 0, 0, n, none, mu_c, guess, new_bound, current)
         taken, w_s, dvel, numbers_s = warm_start_stop(ip, ix, H, blk_ptr, blk_cols, Bw.reshape(-1), cfm, q, lo, hi,
                                                       findex, mu, z0, tol)
         taken = taken and numbers_s[3] <= threshold     # solve()'s test too (max(certify, tol) >= tol)
@@ -127,9 +127,9 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
             v_next, tangent, modes = _contact_parts(v_free + dvel, z, 0, ip[:nc + 1], ix[:nnz], dv[1], dv[2],
                                                     MODE_IMPULSE_TOL, MODE_SPEED_TOL)
     finite = False
-    if not taken:
-        M, q, lo, hi, findex, mu, finite = _dense_parts(ip, ix, H, Bw, cfm, v_free, none, none, none, n_bias, 0, 0,
-                                                        0, none, mu_c, guess, new_bound, current)
+    if not taken:       # the rest of box_friction.py ``_dense_parts``: M, and whether q is finite
+        M = delassus_dense(ip, ix, H, Bw, n, np.full(n, cfm))
+        finite = np.all(np.isfinite(q))
     if finite:
         if boxed_zero_solves(q, lo, hi, findex):
             z = np.zeros(n)
