@@ -529,6 +529,25 @@ def test_an_interrupt_inside_a_compiled_call_is_raised_as_the_interrupt():
         registry._REGISTRY["lemke"] = spec
     assert interrupt_behind(SystemError("no cause")) is None
 
+    def boxing_many_objects(*_):
+        """The chain seen from the simulator's detection (detect_and_match) under SIGALRM-driven
+        interrupts: the interrupt wrapped in 16 SystemErrors, one per object still to box."""
+        err = KeyboardInterrupt()
+        for _ in range(16):
+            try:
+                raise err
+            except BaseException as inner:
+                try:
+                    raise SystemError("<function _numba_unpickle> returned a result with an exception set") \
+                        from inner
+                except SystemError as outer:
+                    err = outer
+        raise err
+
+    sim = Simulator(make_scene("stack", count=2), "box-friction", "pgs", controllers=[boxing_many_objects])
+    with pytest.raises(KeyboardInterrupt):
+        sim.step()
+
 
 def _joint_like_rows(rng, nbody, pairs, width=5, extra=()):
     """CSR rows J (width rows per body pair, values in both bodies' six columns; ``extra``: rows

@@ -33,12 +33,15 @@ def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
     it returns sets the interrupt inside that call, and CPython reports the call as a SystemError
     ('returned a result with an exception set') with the KeyboardInterrupt as its cause. ``solve()``
     and ``Simulator.step()`` raise that interrupt as itself, so partial results are kept as for any
-    Ctrl-C."""
-    seen, e = 0, exc
-    while e is not None and seen < 8:
+    Ctrl-C. The chain can be long: a compiled call that boxes many objects wraps the interrupt once
+    per object still to box (16 SystemErrors seen from the simulator's detection), so it is walked
+    to its end (each exception once)."""
+    seen, e = set(), exc
+    while e is not None and id(e) not in seen:
         if isinstance(e, KeyboardInterrupt):
             return e
-        e, seen = e.__cause__ or e.__context__, seen + 1
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
     return None
 
 
