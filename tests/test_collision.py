@@ -75,6 +75,52 @@ def test_broad_phase_skips_far_pairs_and_jointed_bodies():
     assert w.candidate_pairs(data, Rs := w._world_poses(data)[0], w._world_poses(data)[1]).tolist() == [[0, 1]]
 
 
+def test_sweep_pairs_are_the_overlapping_aabbs_whatever_the_layout():
+    """The sort-and-sweep (boxes.py ``sweep_pairs``, along the axis of largest spread) against every
+    pair tested: columns along x, y and z (a stack), a random cloud, and boxes sharing one centre
+    coordinate; excluded pairs (same body, two static shapes, jointed bodies) left out alike."""
+    from contactlab.collision import boxes as B
+    rng = np.random.default_rng(7)
+
+    def brute(lo, hi, idx, body, static, jointed, nb):
+        out = []
+        for i, a in enumerate(idx):
+            for b in idx[i + 1:]:
+                if np.any(lo[b] > hi[a]) or np.any(lo[a] > hi[b]):
+                    continue
+                if body[a] == body[b] or (static[a] and static[b]):
+                    continue
+                if min(body[a], body[b]) * nb + max(body[a], body[b]) in set(jointed.tolist()):
+                    continue
+                out.append((min(a, b), max(a, b)))
+        return sorted(out)
+
+    layouts = []
+    for axis in range(3):           # columns of touching boxes with a little jitter
+        c = rng.normal(0, 0.01, size=(40, 3))
+        c[:, axis] = 0.2 * np.arange(40)
+        layouts.append(c)
+    layouts.append(rng.uniform(0, 1.5, size=(60, 3)))
+    flat = rng.uniform(0, 1.5, size=(60, 3))
+    flat[:, 0] = 0.3                # a layer: one coordinate shared by all
+    layouts.append(flat)
+    for centres in layouts:
+        m = centres.shape[0]
+        half = rng.uniform(0.08, 0.12, size=(m, 3))
+        lo, hi = centres - half, centres + half
+        idx = np.arange(m, dtype=np.int64)
+        body = np.arange(m, dtype=np.int64)
+        body[5] = body[4]                                  # two shapes of one body
+        static = np.zeros(m, dtype=np.bool_)
+        static[[0, 1]] = True
+        nb = m
+        jointed = np.array(sorted({min(body[2], body[3]) * nb + max(body[2], body[3])}), dtype=np.int64)
+        got = B.sweep_pairs(lo, hi, idx, body, static, jointed, nb)
+        want = brute(lo, hi, idx, body, static, jointed, nb)
+        assert len(want) > 0
+        assert [tuple(p) for p in got.tolist()] == want
+
+
 def test_match_previous_by_shape_pair_and_nearest_point():
     w, model, data = _world([GROUND, Body("box", position=(0, 0, 0.1), shapes=[Shape("box", size=(0.2, 0.2, 0.2))])])
     c0 = w.detect(data)

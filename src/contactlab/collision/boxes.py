@@ -1,7 +1,8 @@
 """Compiled broad phase and box contacts (numba; flags from kernels/_jit.py).
 
-* :func:`sweep_pairs`: sort-and-sweep along x over world AABBs (O(n log n + pairs)), the broad
-  phase of every finite shape; half-spaces are culled against each AABB's support point.
+* :func:`sweep_pairs`: sort-and-sweep over world AABBs along the axis their centres spread most
+  on (O(n log n + pairs)), the broad phase of every finite shape; half-spaces are culled against
+  each AABB's support point.
 * :func:`box_box`: the separating-axis test over the 15 axes of two boxes (Gottschalk et al.
   1996; the same axes and reference-face clipping as ODE's ``dBoxBox``): the face axis of least
   penetration (a face preferred to an edge-edge axis unless the edge separates by more) gives a
@@ -97,23 +98,49 @@ def world_aabbs(Rs, ps, center, half, margin, reach):
 
 
 @jit
-def sweep_pairs(lo, hi, idx, body, static, jointed_keys, nb):
-    """Shape pairs among ``idx`` whose AABBs overlap (sort-and-sweep on x), excluding pairs on one
-    body, pairs of two static shapes and jointed body pairs (sorted keys min*nb+max); (min, max)
-    shape pairs in increasing order, so the same set of pairs always comes out the same way."""
+def _sweep_axis(lo, hi, idx):
+    """The axis (0, 1, 2) along which the centres of the AABBs ``idx`` have the largest variance
+    (the sort-and-sweep axis of Bullet's and others' broad phases: fewest overlapping intervals)."""
     m = idx.size
-    order = np.argsort(lo[idx, 0])
+    best, ax = -1.0, 0
+    if m == 0:
+        return 0
+    for i in range(3):
+        s = 0.0
+        for k in range(m):
+            s += lo[idx[k], i] + hi[idx[k], i]
+        mean = s / m
+        v = 0.0
+        for k in range(m):
+            d = lo[idx[k], i] + hi[idx[k], i] - mean
+            v += d * d
+        if v > best:
+            best, ax = v, i
+    return ax
+
+
+@jit
+def sweep_pairs(lo, hi, idx, body, static, jointed_keys, nb):
+    """Shape pairs among ``idx`` whose AABBs overlap (sort-and-sweep along the axis on which the
+    AABB centres spread most), excluding pairs on one body, pairs of two static shapes and jointed
+    body pairs (sorted keys min*nb+max); (min, max) shape pairs in increasing order, so the same set
+    of pairs always comes out the same way whatever the axis. Along a fixed x, a column of boxes
+    overlaps everywhere and the sweep tests every pair (a 500-box stack: 125,000 tests, 0.38 ms)."""
+    m = idx.size
+    ax = _sweep_axis(lo, hi, idx)
+    a1, a2 = (ax + 1) % 3, (ax + 2) % 3
+    order = np.argsort(lo[idx, ax])
     cap = 8 * m + 16
     out = np.empty((cap, 2), dtype=np.int64)
     k = 0
     for ii in range(m):
         a = idx[order[ii]]
-        hx = hi[a, 0]
+        hx = hi[a, ax]
         for jj in range(ii + 1, m):
             b = idx[order[jj]]
-            if lo[b, 0] > hx:
+            if lo[b, ax] > hx:
                 break
-            if lo[b, 1] > hi[a, 1] or lo[a, 1] > hi[b, 1] or lo[b, 2] > hi[a, 2] or lo[a, 2] > hi[b, 2]:
+            if lo[b, a1] > hi[a, a1] or lo[a, a1] > hi[b, a1] or lo[b, a2] > hi[a, a2] or lo[a, a2] > hi[b, a2]:
                 continue
             ba, bb = body[a], body[b]
             if ba == bb or (static[a] and static[b]):
