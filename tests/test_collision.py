@@ -121,6 +121,27 @@ def test_sweep_pairs_are_the_overlapping_aabbs_whatever_the_layout():
         assert [tuple(p) for p in got.tolist()] == want
 
 
+def test_pseudo_angle_orders_directions_as_arctan2():
+    """canonical_order's key (boxes.py ``pseudo_angle``) sorts directions exactly as arctan2 does,
+    its cut at -pi/pi and the sign of a zero y included (points in one direction, ties of the exact
+    angle, may come in either order: both keys round)."""
+    from contactlab.collision.boxes import pseudo_angle
+    rng = np.random.default_rng(3)
+    pts = rng.normal(size=(20000, 2))
+    pts[:500, 1], pts[500:1000, 1], pts[1000:1500, 0], pts[1500:2000, 0] = 0.0, -0.0, 0.0, -0.0
+    pts[:2000] *= rng.uniform(0.5, 2.0, size=(2000, 1))
+    exact = np.arctan2(pts[:, 1], pts[:, 0])
+    key = np.array([pseudo_angle(y, x) for x, y in pts])
+    order = np.argsort(key, kind="stable")
+    steps = np.diff(exact[order])
+    assert np.all(steps >= 0.0)                         # key order is angle order
+    distinct = np.flatnonzero(np.diff(np.sort(exact)) > 0)
+    assert distinct.size > 15000                        # (many distinct angles, the axes' included)
+    assert pseudo_angle(-0.0, -1.0) == -2.0 and pseudo_angle(0.0, -1.0) == 2.0
+    assert pseudo_angle(-1e-300, -1.0) < pseudo_angle(-1.0, -1.0) < pseudo_angle(-1.0, 0.0) \
+        < pseudo_angle(0.0, 1.0) < pseudo_angle(1.0, 0.0) < pseudo_angle(1e-300, -1.0)
+
+
 def test_match_previous_by_shape_pair_and_nearest_point():
     w, model, data = _world([GROUND, Body("box", position=(0, 0, 0.1), shapes=[Shape("box", size=(0.2, 0.2, 0.2))])])
     c0 = w.detect(data)
