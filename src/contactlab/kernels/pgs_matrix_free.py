@@ -248,6 +248,12 @@ def all_row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t):
             bi = body[o1]
             zi = abs(z[i])
             ti = 0.0                        # row i's sum kept in a register (not a chain through t[i])
+            # row i's entries on both bodies in registers for the whole scan (not reloaded each
+            # iteration: the stores to t could alias them as far as the compiler knows); each
+            # product as dot6 forms it, so the same bits
+            h0, h1, h2, h3, h4, h5 = hb[s1, 0], hb[s1, 1], hb[s1, 2], hb[s1, 3], hb[s1, 4], hb[s1, 5]
+            k0, k1, k2, k3, k4, k5 = hb[o1, 0], hb[o1, 1], hb[o1, 2], hb[o1, 3], hb[o1, 4], hb[o1, 5]
+            shared = bi != nbody
             for p2 in range(p1, bptr[b + 1]):
                 s2 = bslot[p2]
                 j = srow[s2]
@@ -255,12 +261,14 @@ def all_row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t):
                 if zi == 0.0 and zj == 0.0:
                     continue
                 o2 = s2 ^ 1
-                both = bi == body[o2] and bi != nbody
+                both = shared and bi == body[o2]
                 if both and bi < b:
                     continue                # taken at the pair's other body
-                d = dot6(hb, s1, g, s2)
+                d = ((h0 * g[s2, 0] + h1 * g[s2, 1]) + (h2 * g[s2, 2] + h3 * g[s2, 3])) \
+                    + (h4 * g[s2, 4] + h5 * g[s2, 5])
                 if both:
-                    d += dot6(hb, o1, g, o2)
+                    d += ((k0 * g[o2, 0] + k1 * g[o2, 1]) + (k2 * g[o2, 2] + k3 * g[o2, 3])) \
+                        + (k4 * g[o2, 4] + k5 * g[o2, 5])
                 if i == j:
                     ti += abs(d + cfm[i]) * zi
                 else:
