@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_inline
 from .dense import centre_of_mass_blocks, dot6, mass_block_times
 from .pgs import CONVERGED, MAX_SWEEPS, NOT_FINITE, BAD_DIAGONAL, STALLED, row_bounds, bounds_scale
 from .residual import box_row
@@ -120,6 +120,38 @@ def _add_impulse(i, dz, body, g, dv):
     for c in range(6):
         dv[b0, c] += g[s0, c] * dz
         dv[b1, c] += g[s0 + 1, c] * dz
+
+
+@jit_inline
+def _store6(dv, b, x0, x1, x2, x3, x4, x5):
+    dv[b, 0], dv[b, 1], dv[b, 2], dv[b, 3], dv[b, 4], dv[b, 5] = x0, x1, x2, x3, x4, x5
+
+
+@jit_inline
+def _pending(r, dz, body, g, dv, cb0, cb1, a0, a1, a2, a3, a4, a5, e0, e1, e2, e3, e4, e5):
+    """:func:`_add_impulse` of row r's change dz with the pair (cb0, cb1)'s velocity changes held in
+    a0..a5 and e0..e5 (the sweep's registers): each of its two slots adds to the registers of its
+    body where it is one of the pair, else to dv; the same additions, so the same bits."""
+    for t in range(2 * r, 2 * r + 2):
+        bp = body[t]
+        if bp == cb0:
+            a0 += g[t, 0] * dz
+            a1 += g[t, 1] * dz
+            a2 += g[t, 2] * dz
+            a3 += g[t, 3] * dz
+            a4 += g[t, 4] * dz
+            a5 += g[t, 5] * dz
+        elif bp == cb1:
+            e0 += g[t, 0] * dz
+            e1 += g[t, 1] * dz
+            e2 += g[t, 2] * dz
+            e3 += g[t, 3] * dz
+            e4 += g[t, 4] * dz
+            e5 += g[t, 5] * dz
+        else:
+            for c in range(6):
+                dv[bp, c] += g[t, c] * dz
+    return a0, a1, a2, a3, a4, a5, e0, e1, e2, e3, e4, e5
 
 
 @jit
@@ -501,20 +533,49 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
         znext = 0.0
         last = -1               # the row before, whose change dz_last is not in dv yet
         dz_last = 0.0
+        # the velocity changes of the two bodies of the rows being swept, in registers while the rows
+        # stay on that pair (a manifold's rows in turn): dv in memory only when the pair changes
+        cb0 = cb1 = -1
+        a0 = a1 = a2 = a3 = a4 = a5 = e0 = e1 = e2 = e3 = e4 = e5 = 0.0
         for i in range(n):
             a, b = row_bounds(i, z, lo, hi, findex, mu)
             if a == b and z[i] == a:
                 if last >= 0:
-                    _add_impulse(last, dz_last, body, g, dv)
+                    (a0, a1, a2, a3, a4, a5, e0, e1, e2, e3, e4, e5) = _pending(
+                        last, dz_last, body, g, dv, cb0, cb1, a0, a1, a2, a3, a4, a5, e0, e1, e2, e3, e4, e5)
                     last = -1
                 continue        # a zero-width box (friction of a normal at 0) holds z_i: dz = 0 exactly
+            s0 = 2 * i
+            b0, b1 = body[s0], body[s0 + 1]
+            if b0 != cb0 or b1 != cb1:
+                if cb0 >= 0:
+                    _store6(dv, cb1, e0, e1, e2, e3, e4, e5)
+                    _store6(dv, cb0, a0, a1, a2, a3, a4, a5)
+                cb0, cb1 = b0, b1
+                a0, a1, a2, a3, a4, a5 = dv[b0, 0], dv[b0, 1], dv[b0, 2], dv[b0, 3], dv[b0, 4], dv[b0, 5]
+                e0, e1, e2, e3, e4, e5 = dv[b1, 0], dv[b1, 1], dv[b1, 2], dv[b1, 3], dv[b1, 4], dv[b1, 5]
             # one-row lookahead: w_i from dv without the row before's change, plus A_{i,i-1} dz_{i-1};
             # that change goes into dv after this row's dot product, off its critical path (a
-            # 10-box stack's 50 sweeps 87 -> 62 us, a 100-box pile's 730 -> 620)
-            wi = _row_w(i, ptr, body, hb, q, cfm, z, dv)
+            # 10-box stack's 50 sweeps 87 -> 62 us, a 100-box pile's 730 -> 620); _row_w's sums
+            p0 = q[i] + cfm[i] * z[i]
+            p1 = 0.0
+            p0 += hb[s0, 0] * a0
+            p1 += hb[s0 + 1, 0] * e0
+            p0 += hb[s0, 1] * a1
+            p1 += hb[s0 + 1, 1] * e1
+            p0 += hb[s0, 2] * a2
+            p1 += hb[s0 + 1, 2] * e2
+            p0 += hb[s0, 3] * a3
+            p1 += hb[s0 + 1, 3] * e3
+            p0 += hb[s0, 4] * a4
+            p1 += hb[s0 + 1, 4] * e4
+            p0 += hb[s0, 5] * a5
+            p1 += hb[s0 + 1, 5] * e5
+            wi = p0 + p1
             if last >= 0:
                 wi += couple[i] * dz_last
-                _add_impulse(last, dz_last, body, g, dv)
+                (a0, a1, a2, a3, a4, a5, e0, e1, e2, e3, e4, e5) = _pending(
+                    last, dz_last, body, g, dv, cb0, cb1, a0, a1, a2, a3, a4, a5, e0, e1, e2, e3, e4, e5)
                 last = -1
             y = z[i] - wi * inv[i]
             if y < a:
@@ -534,7 +595,11 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
                 if abs(dz) * diag[i] > gate * (abs(q[i]) + diag[i] * zscale + floor):
                     moved = True
         if last >= 0:
-            _add_impulse(last, dz_last, body, g, dv)
+            (a0, a1, a2, a3, a4, a5, e0, e1, e2, e3, e4, e5) = _pending(
+                last, dz_last, body, g, dv, cb0, cb1, a0, a1, a2, a3, a4, a5, e0, e1, e2, e3, e4, e5)
+        if cb0 >= 0:
+            _store6(dv, cb1, e0, e1, e2, e3, e4, e5)
+            _store6(dv, cb0, a0, a1, a2, a3, a4, a5)
         zscale = znext
         stats[0] = sweep
         stats[3] = step
