@@ -288,14 +288,6 @@ class BoxFrictionStep:
         self.blk_cols, self.blk_ptr = _block_pattern(self.live.size)
         self.gravity = np.asarray(sim.model.gravity, dtype=np.float64)
         self.cfm = float(sim.model_options.cfm + sim.model.settings.cfm)
-        # what every step passes that the frozen Model and the plan's configuration fix
-        st = sim.model.settings
-        self.settings = (float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), float(st.slop),
-                         self.cfm, float(sim.model_options.new_contact_bound), sim.model_options.coupling == "current")
-        self.gyroscopic = bool(st.gyroscopic)
-        self.position = (st.contact_stabilization == "position", float(st.contact_zeta))
-        if fixed:
-            self.sweeps = (int(sim.iterations), *sim.sweep_stops())
 
     @staticmethod
     def plan(sim):
@@ -336,23 +328,27 @@ class BoxFrictionStep:
         if data.joint_torque or (not self.fixed and n > self.max_rows):
             return None
         model, h = sim.model, sim.h
+        st = model.settings         # read each step: the Model is frozen, its Settings object is not
         prev = data.result
         warm = bool(sim.warm_start and data.warm.get("z") is not None and prev is not None)
         f64, i64, f8 = np.ascontiguousarray, np.int64, np.float64
         args = (contacts.body_a.astype(i64, copy=False), contacts.body_b.astype(i64, copy=False),
                 f64(contacts.point, dtype=f8), f64(contacts.normal, dtype=f8), f64(contacts.t1, dtype=f8),
                 f64(contacts.t2, dtype=f8), f64(contacts.phi, dtype=f8), f64(contacts.mu, dtype=f8),
-                f64(contacts.normal_guess, dtype=f8), h, *self.settings,
+                f64(contacts.normal_guess, dtype=f8), h,
+                float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), float(st.slop), self.cfm,
+                float(sim.model_options.new_contact_bound), sim.model_options.coupling == "current",
                 warm, match if warm else _NO_MATCH, f64(prev.normal, dtype=f8) if warm else _NO_NORMAL,
                 f64(prev.tangent, dtype=f8) if warm else _NO_TANGENT, self.blk_cols, self.blk_ptr, sim._passive)
-        position_stage, position_zeta = self.position
+        position_stage, position_zeta = st.contact_stabilization == "position", float(st.contact_zeta)
         if self.fixed:
             t0 = time.perf_counter()
             (outcome, code, stats, e0, gain, ke, pe, pen, z, w, dvel, v_next, tangent, modes, f, Bm, Bw, v, v_free,
              dv, ix, ip, n_bias) = box_friction_fixed_step(
                 self.live, model.ndof, model.dof_start, model.kind, self.kinematic, model.mass, model.inertia,
-                model.inv_inertia, self.gravity, self.gyroscopic, data.quaternion, data.position,
-                data.linear_velocity, data.angular_velocity, *args, *self.sweeps, position_stage, position_zeta)
+                model.inv_inertia, self.gravity, bool(st.gyroscopic), data.quaternion, data.position,
+                data.linear_velocity, data.angular_velocity, *args, int(sim.iterations), *sim.sweep_stops(),
+                position_stage, position_zeta)
             t_solved = time.perf_counter()
             if outcome == DECLINED:
                 return None
@@ -367,7 +363,7 @@ class BoxFrictionStep:
             (outcome, its, outer, deep, e0, gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, f, Bm, Bw, v,
              v_free, dv, ix, ip, n_bias, taken) = box_friction_step(
                 self.live, model.ndof, model.dof_start, model.mass, model.inertia, model.inv_inertia, self.gravity,
-                self.gyroscopic, data.quaternion, data.position, data.linear_velocity, data.angular_velocity,
+                bool(st.gyroscopic), data.quaternion, data.position, data.linear_velocity, data.angular_velocity,
                 *args, float(opts.tol), int(steps), float(opts.armijo), full, self.newton_only, int(opts.max_outer),
                 cL, cA, cF, ck, self.threshold, position_stage, position_zeta,
                 warm and self.warm_tol and sim._warm_start_may_certify())
