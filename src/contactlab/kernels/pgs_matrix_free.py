@@ -135,23 +135,32 @@ def _pending(r, dz, body, g, dv, cb0, cb1, a0, a1, a2, a3, a4, a5, e0, e1, e2, e
     for t in range(2 * r, 2 * r + 2):
         bp = body[t]
         if bp == cb0:
-            a0 += g[t, 0] * dz
-            a1 += g[t, 1] * dz
-            a2 += g[t, 2] * dz
-            a3 += g[t, 3] * dz
-            a4 += g[t, 4] * dz
-            a5 += g[t, 5] * dz
+            a0, a1, a2, a3, a4, a5 = _axpy6(a0, a1, a2, a3, a4, a5, g, t, dz)
         elif bp == cb1:
-            e0 += g[t, 0] * dz
-            e1 += g[t, 1] * dz
-            e2 += g[t, 2] * dz
-            e3 += g[t, 3] * dz
-            e4 += g[t, 4] * dz
-            e5 += g[t, 5] * dz
+            e0, e1, e2, e3, e4, e5 = _axpy6(e0, e1, e2, e3, e4, e5, g, t, dz)
         else:
             for c in range(6):
                 dv[bp, c] += g[t, c] * dz
     return a0, a1, a2, a3, a4, a5, e0, e1, e2, e3, e4, e5
+
+
+@jit_inline
+def _running_dot6(acc, hb, s, x0, x1, x2, x3, x4, x5):
+    """acc + hb[s] . (x0, ..., x5) as a running sum (:func:`_row_w`'s order, the same bits)."""
+    acc += hb[s, 0] * x0
+    acc += hb[s, 1] * x1
+    acc += hb[s, 2] * x2
+    acc += hb[s, 3] * x3
+    acc += hb[s, 4] * x4
+    acc += hb[s, 5] * x5
+    return acc
+
+
+@jit_inline
+def _axpy6(x0, x1, x2, x3, x4, x5, g, t, dz):
+    """(x0, ..., x5) + g[t] dz, each as dv[b, c] += g[t, c] dz adds it."""
+    return x0 + g[t, 0] * dz, x1 + g[t, 1] * dz, x2 + g[t, 2] * dz, x3 + g[t, 3] * dz, x4 + g[t, 4] * dz, \
+        x5 + g[t, 5] * dz
 
 
 @jit
@@ -557,21 +566,8 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
             # one-row lookahead: w_i from dv without the row before's change, plus A_{i,i-1} dz_{i-1};
             # that change goes into dv after this row's dot product, off its critical path (a
             # 10-box stack's 50 sweeps 87 -> 62 us, a 100-box pile's 730 -> 620); _row_w's sums
-            p0 = q[i] + cfm[i] * z[i]
-            p1 = 0.0
-            p0 += hb[s0, 0] * a0
-            p1 += hb[s0 + 1, 0] * e0
-            p0 += hb[s0, 1] * a1
-            p1 += hb[s0 + 1, 1] * e1
-            p0 += hb[s0, 2] * a2
-            p1 += hb[s0 + 1, 2] * e2
-            p0 += hb[s0, 3] * a3
-            p1 += hb[s0 + 1, 3] * e3
-            p0 += hb[s0, 4] * a4
-            p1 += hb[s0 + 1, 4] * e4
-            p0 += hb[s0, 5] * a5
-            p1 += hb[s0 + 1, 5] * e5
-            wi = p0 + p1
+            wi = _running_dot6(q[i] + cfm[i] * z[i], hb, s0, a0, a1, a2, a3, a4, a5) \
+                + _running_dot6(0.0, hb, s0 + 1, e0, e1, e2, e3, e4, e5)
             if last >= 0:
                 wi += couple[i] * dz_last
                 (a0, a1, a2, a3, a4, a5, e0, e1, e2, e3, e4, e5) = _pending(
