@@ -14,8 +14,13 @@ from .tolerances import GJ_PIVOT, PIVOT, RANK
 def dot6(A, a, B, b):
     """A[a] . B[b] over six coordinates (a body's dofs), summed pairwise: three independent
     products first, half the dependent additions of a running sum."""
-    return ((A[a, 0] * B[b, 0] + A[a, 1] * B[b, 1]) + (A[a, 2] * B[b, 2] + A[a, 3] * B[b, 3])) \
-        + (A[a, 4] * B[b, 4] + A[a, 5] * B[b, 5])
+    return dot6_of(A[a, 0], A[a, 1], A[a, 2], A[a, 3], A[a, 4], A[a, 5], B, b)
+
+
+@jit_inline
+def dot6_of(x0, x1, x2, x3, x4, x5, B, b):
+    """(x0, ..., x5) . B[b], summed as :func:`dot6` sums (for a vector a caller holds in registers)."""
+    return ((x0 * B[b, 0] + x1 * B[b, 1]) + (x2 * B[b, 2] + x3 * B[b, 3])) + (x4 * B[b, 4] + x5 * B[b, 5])
 
 
 @jit

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit, jit_inline
-from .dense import centre_of_mass_blocks, dot6, mass_block_times
+from .dense import centre_of_mass_blocks, dot6_of, mass_block_times
 from .pgs import CONVERGED, MAX_SWEEPS, NOT_FINITE, BAD_DIAGONAL, STALLED, row_bounds, bounds_scale
 from .residual import box_row
 
@@ -146,7 +146,8 @@ def _pending(r, dz, body, g, dv, cb0, cb1, a0, a1, a2, a3, a4, a5, e0, e1, e2, e
 
 @jit_inline
 def _running_dot6(acc, hb, s, x0, x1, x2, x3, x4, x5):
-    """acc + hb[s] . (x0, ..., x5) as a running sum (:func:`_row_w`'s order, the same bits)."""
+    """acc + hb[s] . (x0, ..., x5) as a running sum: a row's w_i over one of its slots
+    (:func:`_row_w`, and the sweeps from the pair's registers: the same sums, the same bits)."""
     acc += hb[s, 0] * x0
     acc += hb[s, 1] * x1
     acc += hb[s, 2] * x2
@@ -176,15 +177,10 @@ def impulse_velocity(ptr, body, g, z, dv):
 def _row_w(i, ptr, body, hb, q, cfm, z, dv):
     """w_i = q_i + cfm_i z_i + h_i . dv over the row's two slots (two accumulators)."""
     s0 = 2 * i
-    s1 = s0 + 1
-    b0 = body[s0]
-    b1 = body[s1]
-    a0 = q[i] + cfm[i] * z[i]
-    a1 = 0.0
-    for c in range(6):
-        a0 += hb[s0, c] * dv[b0, c]
-        a1 += hb[s1, c] * dv[b1, c]
-    return a0 + a1
+    b0, b1 = body[s0], body[s0 + 1]
+    return _running_dot6(q[i] + cfm[i] * z[i], hb, s0, dv[b0, 0], dv[b0, 1], dv[b0, 2], dv[b0, 3], dv[b0, 4],
+                         dv[b0, 5]) \
+        + _running_dot6(0.0, hb, s0 + 1, dv[b1, 0], dv[b1, 1], dv[b1, 2], dv[b1, 3], dv[b1, 4], dv[b1, 5])
 
 
 @jit
@@ -291,7 +287,7 @@ def all_row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t):
             ti = 0.0                        # row i's sum kept in a register (not a chain through t[i])
             # row i's entries on both bodies in registers for the whole scan (not reloaded each
             # iteration: the stores to t could alias them as far as the compiler knows); each
-            # product as dot6 forms it, so the same bits
+            # product summed as dot6 sums it, so the same bits
             h0, h1, h2, h3, h4, h5 = hb[s1, 0], hb[s1, 1], hb[s1, 2], hb[s1, 3], hb[s1, 4], hb[s1, 5]
             k0, k1, k2, k3, k4, k5 = hb[o1, 0], hb[o1, 1], hb[o1, 2], hb[o1, 3], hb[o1, 4], hb[o1, 5]
             shared = bi != nbody
@@ -305,11 +301,9 @@ def all_row_terms(ptr, body, hb, g, bptr, bslot, srow, q, cfm, z, t):
                 both = shared and bi == body[o2]
                 if both and bi < b:
                     continue                # taken at the pair's other body
-                d = ((h0 * g[s2, 0] + h1 * g[s2, 1]) + (h2 * g[s2, 2] + h3 * g[s2, 3])) \
-                    + (h4 * g[s2, 4] + h5 * g[s2, 5])
+                d = dot6_of(h0, h1, h2, h3, h4, h5, g, s2)
                 if both:
-                    d += ((k0 * g[o2, 0] + k1 * g[o2, 1]) + (k2 * g[o2, 2] + k3 * g[o2, 3])) \
-                        + (k4 * g[o2, 4] + k5 * g[o2, 5])
+                    d += dot6_of(k0, k1, k2, k3, k4, k5, g, o2)
                 if i == j:
                     ti += abs(d + cfm[i]) * zi
                 else:

@@ -281,7 +281,7 @@ class BoxFrictionStep:
         if not fixed:
             self.newton_only = opts.algorithm == "newton"
             self.threshold = opts.tol if opts.tol > certify else certify     # solve()'s max(certify, tol)
-            self.warm_tol = 0.0 < opts.tol <= certify     # simulator.py _certified_warm_start's condition
+            self.warm_tol = sim._warm_start_tol() > 0.0     # the general path's condition, read once per plan
             self.max_rows = int(sim.model_options.dense_max)
         self.kinematic = KIND_KINEMATIC
         self.live = _live(sim.model)

@@ -371,6 +371,13 @@ class Simulator:
                     and (sys is None or sys.body_blocks)
                     and prev is not None and prev.success and prev.iterations <= 1)
 
+    def _warm_start_tol(self) -> float:
+        """box-qp's ``tol``, the stop a warm start is tried against without the Delassus matrix
+        (:meth:`_certified_warm_start`, sim/box_step.py ``box_friction_step``), or 0.0 where it is above
+        the certification threshold (an answer at box-qp's stop would then not be certified)."""
+        tol = float(self._spec.make_options({k: v for k, v in self.solver_options.items() if k != "certify"}).tol)
+        return tol if 0.0 < tol <= float(self.solver_options.get("certify", CERTIFY)) else 0.0
+
     def _certified_warm_start(self, sys, warm):
         """The warm start as the step's answer where box-qp would return it without a Newton step,
         found without the Delassus matrix (sim/box_step.py ``warm_start_stop``: W H' z, w, and
@@ -387,12 +394,10 @@ class Simulator:
         own, the runs are the same bits (a stack with the current normals' bounds; with the
         previous normals' a 30-box stack parts at a step or two, 2e-10 m after 100 steps: box-qp
         measures its islands and set-aside rows each on their own)."""
+        tol = self._warm_start_tol()
         H, q, cfm, lo, hi, findex, mu = self.contact_model.rows(sys, self.model_options)
         n = H.shape[0]
-        if warm.shape != (n,):
-            return None
-        tol = float(self._spec.make_options({k: v for k, v in self.solver_options.items() if k != "certify"}).tol)
-        if not 0.0 < tol <= float(self.solver_options.get("certify", CERTIFY)):
+        if warm.shape != (n,) or tol == 0.0:
             return None
         z = np.ascontiguousarray(warm, dtype=np.float64)
         W = sys.Minv
