@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..blas import blas_threads
+from ..heap import keep_freed_memory
 from ..collision import CollisionWorld, detect_then_match
 from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
@@ -139,7 +140,9 @@ class Simulator:
     ``model_options``/``solver_options`` are dicts passed to the model's Options and to
     :func:`contactlab.solve`. ``warm_start``: pass the previous step's answer to solvers that
     take one when the problem size is unchanged. ``blas_threads``: BLAS threads during
-    :meth:`run` (default 1; None leaves the process setting alone). ``fallback``: when the method
+    :meth:`run` (default 1; None leaves the process setting alone). Building a simulator also keeps
+    the memory its steps free in the process for the next step (:mod:`contactlab.heap`, glibc only;
+    ``CONTACTLAB_KEEP_HEAP=0``: not). ``fallback``: when the method
     returns no certified answer, run the fallbacks that can help, each capped (policy in
     :mod:`contactlab.sim.fallback`); the step still counts as a failure of the method
     (``StepRecord.success`` is the method's own success; ``rescued`` says the applied answer
@@ -191,6 +194,7 @@ class Simulator:
             scene.settings.dt = float(dt)
         self.scene = scene
         self.blas_threads = blas_threads
+        keep_freed_memory()     # the steps' freed memory stays in the process for the next (heap.py)
         self.fallback = fallback
         self.max_uncertified_residual = max_uncertified_residual
         self.model, self.data = build_model(scene)
