@@ -27,6 +27,9 @@ dt 0.01, gravity -9.81):
   ``contactlab fixed-50``.
 * ``mujoco``: the boxes as MJCF free bodies on a plane, default solver (Newton, soft contacts).
 * ``ode``: ``quickStep`` (20 iterations) when ``/usr/bin/python3 -c "import ode"`` works.
+PyBullet, MuJoCo and ours run in this one process on the same C allocator settings, contactlab/heap.py's
+(the memory a step frees stays in the process), set at the start as a Simulator sets them when built
+(ODE runs in a process of its own).
 ``--repeat K`` runs every configuration of up to ``--repeat-max`` boxes K times, the engines taking turns,
 and reports each engine's median run with its spread (a 0.1 ms step is at the mercy of this virtual
 machine's noisy spells: one run's 10-box figures moved by 30-60 % between runs).
@@ -53,6 +56,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from contactlab.heap import keep_freed_memory  # noqa: E402
 from contactlab.problems.io import atomic_write  # noqa: E402
 from contactlab.scenarios import make_scene  # noqa: E402
 from contactlab.scenarios.io import scene_to_dict  # noqa: E402
@@ -457,6 +461,7 @@ def main(argv=None):
     ap.add_argument("--solver-study", type=int, nargs="*", default=None, metavar="STEP",
                     help="only the recorded-LCP solver study: pile of --sizes[0] boxes at these steps")
     a = ap.parse_args(argv)
+    keep_freed_memory()     # what a Simulator sets when built, set first: every engine runs on the same allocator
     if a.solver_study is not None:
         rows = solver_study(a.sizes[0], a.solver_study or [40, 80])
         if a.json:
