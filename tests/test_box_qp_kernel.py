@@ -646,3 +646,59 @@ def test_a_poor_start_gets_the_poor_budget_and_a_good_one_the_full_budget(monkey
     warm = ref.z * (1 + 1e-7 * rng.normal(size=ref.z.size))
     good = solve(P, "box-qp", island_poor_iterations=1, warm_start=warm)
     assert good.success and not seen        # a good start: Newton lands, no interior point
+
+
+def test_dense_islands_factorise_island_by_island_to_the_dense_minimiser():
+    """A dense block-diagonal problem carrying its islands (as box friction's dense build sets them):
+    box-qp's compiled Newton factorises its systems island by island (kernels/box_qp.py
+    ``island_blocks``, no dense Cholesky of the whole free block) and reaches the minimiser the
+    dense factorisation reaches (SPD: unique), certified, in as many Newton steps; one island is the
+    dense path itself."""
+    import contactlab.kernels.box_qp as KQ
+    rng = np.random.default_rng(21)
+    for blocks in ([(3, False), (2, True), (4, False)], [(1, False)] * 6, [(5, True)]):
+        P, parts, offs = block_problem(rng, blocks)
+        dense_M = P.M.toarray()
+        with_islands = BoxedLCP(dense_M, P.q, P.lo, P.hi, P.findex, P.mu)
+        with_islands.islands = P.islands
+        plain = BoxedLCP(dense_M, P.q, P.lo, P.hi, P.findex, P.mu)
+        cache = BQ._dense_factors(P.n)                      # the factor cache of problems of this size
+        cache[3][0] = -1                                    # no factor: a dense solve sets its rows, a block solve 0
+        a = solve(with_islands, "box-qp", algorithm="newton")
+        grouped = cache[3][0] == 0
+        b = solve(plain, "box-qp", algorithm="newton")
+        assert cache[3][0] > 0                              # the dense solve cached its factor
+        assert grouped == (len(blocks) > 1)
+        assert a.status is Status.SOLVED and b.status is Status.SOLVED
+        assert a.iterations == b.iterations
+        assert np.abs(a.z - b.z).max() <= 1e-9 * max(1.0, np.abs(b.z).max())
+        grp, gstep, nbr, nnb = KQ.island_blocks(*P.islands)
+        if len(blocks) == 1:
+            assert grp.size == 0                            # one island: the dense factorisation
+        else:
+            assert np.array_equal(grp, P.islands[1]) and np.array_equal(gstep, np.arange(len(blocks)))
+            assert nbr.shape == (len(blocks), 0) and not nnb.any()
+        for k, part in enumerate(parts):                   # each island's z is that island's own minimiser
+            alone = solve(part, "box-qp", algorithm="newton")
+            assert np.abs(a.z[offs[k]:offs[k + 1]] - alone.z).max() <= 1e-7 * max(1.0, np.abs(alone.z).max())
+
+
+def test_box_friction_dense_problems_carry_the_islands_of_their_matrix():
+    """The dense problem of a falling 10-box pile (the general path's build) carries islands
+    (box_friction.py ``row_islands``) whose partition is that of scipy's connected components of the
+    matrix's pattern, at every step."""
+    sim = Simulator(make_scene("pile", count=10), "box-friction", "box-qp", model_options={"coupling": "previous"})
+    sim._box_step = None
+    seen = 0
+    for _ in range(60):
+        sim.step()
+        p = sim.last_problem
+        if p is None or p.n == 0 or sp.issparse(p.M):
+            continue
+        count, label = p.islands
+        ref_count, ref = connected_components(sp.csr_matrix(p.M != 0.0), directed=False)
+        assert count == ref_count
+        pairs = set(zip(label.tolist(), ref.tolist()))
+        assert len(pairs) == count                         # the same partition, label for label
+        seen += count > 1
+    assert seen >= 10

@@ -207,7 +207,9 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
             make = BoxedLCP.trusted if finite else BoxedLCP
             if options.coupling != "current" or not nc:
                 findex = mu = None
-            return _finish(make(Mat, q, lo, hi, findex, mu), sys, H, o_a, o_l, o_n, o_s, n, nc)
+            prob = _finish(make(Mat, q, lo, hi, findex, mu), sys, H, o_a, o_l, o_n, o_s, n, nc)
+            prob.islands = _islands(H, o_n, o_s, nc)    # box-qp factorises its Newton steps island by island
+            return prob
         factors = None
         if sys.W_blocks is not None:    # compiled: only row pairs sharing a body (mechanics/kernels.py)
             Mat = delassus(sys, H, options.cfm + sys.cfm, dense=n <= options.dense_max)
@@ -259,12 +261,26 @@ def _dense_parts(indptr, indices, data, W, cfm, v, j_rhs, a_target, l_bias, n_bi
 
 
 def _islands(H: sp.csr_matrix, o_n: int, o_s: int, nc: int):
-    """(count, label per row) of the independent row groups (solvers/box_qp.py solves them apart):
-    rows joined by the bodies they touch (kernels/components.py row_block_components), over the rows
-    up to the normals only; a contact's friction rows S, T touch its normal's bodies and take its label."""
-    count, head = row_block_components(H.indptr[:o_s + 1], H.indices, np.full(o_s, -1, dtype=np.int64), 6)
-    normal = head[o_n:o_s]
-    return count, np.concatenate([head, normal, normal])
+    """(count, label per row) of the independent row groups (solvers/box_qp.py solves a sparse
+    problem's apart and factorises a dense one's Newton steps island by island): rows joined by the
+    bodies they touch (kernels/components.py row_block_components), over the rows up to the normals
+    only; a contact's friction rows S, T touch its normal's bodies and take its label
+    (:func:`row_islands`)."""
+    return row_islands(H.indptr, H.indices, o_n, o_s)
+
+
+@jit
+def row_islands(indptr, indices, o_n, o_s):
+    """:func:`_islands` on the CSR arrays of the rows [..; N; S; T] (normals o_n:o_s, then the
+    friction rows of the same contacts in the same order), compiled: the simulator's compiled step
+    (sim/box_step.py) finds the same labels as the general path's build."""
+    count, head = row_block_components(indptr[:o_s + 1], indices, np.full(o_s, -1, dtype=np.int64), 6)
+    nc = o_s - o_n
+    label = np.empty(o_s + 2 * nc, dtype=np.int64)
+    label[:o_s] = head
+    label[o_s:o_s + nc] = head[o_n:o_s]
+    label[o_s + nc:] = head[o_n:o_s]
+    return count, label
 
 
 def warm_start(sys, previous: StepResult, match: np.ndarray, options: Options | None = None) -> np.ndarray:

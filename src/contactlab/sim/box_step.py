@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from ..kernels._jit import jit
-from ..kernels.box_qp import SOLVED as _QP_SOLVED, box_qp_dense_certified
+from ..kernels.box_qp import SOLVED as _QP_SOLVED, box_qp_dense_certified, island_blocks
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.residual import (box_relative_error, box_residual_kernel, boxed_certify_dense, boxed_zero_solves,
                                 coupled_bounds)
@@ -43,8 +43,8 @@ from ..kernels.tolerances import CERTIFY, NORMWISE_FLOOR
 from ..mechanics.joint_projection import displace
 from ..mechanics.model import KIND_KINEMATIC
 from ..mechanics.system import _block_pattern, _live, _packed
-from ..models.box_friction import (row_heights, _box_bounds, _contact_parts, _matched_impulses, _q_kernel,
-                                   _recover_parts)
+from ..models.box_friction import (row_heights, row_islands, _box_bounds, _contact_parts, _matched_impulses,
+                                   _q_kernel, _recover_parts)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult
 from ..solution import Solution, Status
 from ..solvers.box_qp import _dense_factors
@@ -90,7 +90,8 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     ``_dense_parts``' kernels); the warm start (``_matched_impulses`` of the previous impulses where ``warm``); z = 0 if it solves the
     problem (``boxed_zero_solves``, certified by ``boxed_certify_dense``), else box-qp's projected
     Newton and its certification (kernels/box_qp.py ``box_qp_dense_certified``: the call
-    solvers/box_qp.py ``_compiled`` makes), accepted when it reports SOLVED and its relative error
+    solvers/box_qp.py ``_compiled`` makes, its Newton systems factorised island by island over the
+    build's islands, box_friction.py ``row_islands``), accepted when it reports SOLVED and its relative error
     max(natural, infeasibility) is <= ``threshold`` (solve()'s test); v+, tangent impulses, modes
     (``_recover_parts``); with ``try_warm`` first the warm start against box-qp's own stop without
     M (:func:`warm_start_stop`, simulator.py ``_certified_warm_start``'s test): where it holds, z is
@@ -140,8 +141,11 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
             numbers = (nat, comp, infeas, rn, rc, ri)
             outcome = TRIVIAL
         else:
+            count, label = row_islands(ip, ix, 0, nc)      # the build's islands (box_friction.py)
+            grp, gstep, nbr, nnb = island_blocks(count, label)
             code, z, w_qp, its, outer, w, numbers = box_qp_dense_certified(
-                M, q, lo, hi, findex, mu, z0, tol, steps, armijo, full, newton_only, max_outer, cL, cA, cF, ck)
+                M, q, lo, hi, findex, mu, z0, tol, steps, armijo, full, newton_only, max_outer, cL, cA, cF, ck,
+                grp, gstep, nbr, nnb)
             relative = numbers[5] if numbers[5] > numbers[3] else numbers[3]    # Python's max(natural, infeas.)
             if code == _QP_SOLVED and relative <= threshold:
                 outcome = SOLVED

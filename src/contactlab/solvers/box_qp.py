@@ -51,7 +51,8 @@ import qdldl as _qdldl
 from ..errors import ParamError
 from ..kernels._jit import jit
 from ..kernels.box_qp import (INTERIOR, SOLVED, STALE, UNSETTLED, box_qp_dense_certified, box_qp_islands, csr_dense_block,
-                               csr_masked, csr_rows_affine, diagonal_positions, new_factor_cache, upper_pattern)
+                               csr_masked, csr_rows_affine, diagonal_positions, island_blocks, new_factor_cache,
+                               no_groups, upper_pattern)
 from ..kernels.body_space import (body_space_back, body_space_layout, body_space_rhs, body_space_values,
                                   kept_box_error)
 from ..kernels.components import kept_row_components
@@ -852,9 +853,11 @@ def _compiled(problem: BoxedLCP, opts: BoxQPOptions, z, counter, mode):
     newton_only = mode[0] == "newton"
     small = n <= opts.small_n
     steps, full = (opts.max_iterations, False) if newton_only or small else (opts.newton_steps, True)
+    own = getattr(problem, "islands", None)     # (count, label per row) where the builder found them
+    groups = island_blocks(int(own[0]), own[1]) if own is not None and not sparse else no_groups()
     code, z, w, its, outer, wc, numbers = box_qp_dense_certified(
         A, problem.q, problem.lo, problem.hi, problem.findex, problem.mu, z, opts.tol, steps, opts.armijo, full,
-        newton_only, opts.max_outer, *_dense_factors(n))
+        newton_only, opts.max_outer, *_dense_factors(n), *groups)
     counter[0] = its
     if code == SOLVED:
         sol = Solution(z=z, w=w, status=Status.SOLVED, iterations=its, info={"outer": outer})
