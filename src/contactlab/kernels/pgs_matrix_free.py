@@ -652,7 +652,7 @@ def sweep_order(findex, height):
     stacking", SIGGRAPH 2003, for Gauss-Seidel). Bottom up, a sweep moves each contact's share by
     one box only: a 10-box stack under 50 warm-started sweeps a step rocks with a growing amplitude
     (top box 0.15 m off after 10 s, kinetic energy 7e-4 -> 3.5e-2 J); top down it stays within
-    3.4 mm (docs/benchmarks-sim.md, session 13)."""
+    3.4 mm (docs/benchmarks-sim-history.md, session 13)."""
     n = findex.shape[0]
     perm = np.argsort(-height, kind="mergesort") if height.shape[0] == n else np.arange(n)
     order = np.empty(n, dtype=np.int64)
