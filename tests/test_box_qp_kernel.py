@@ -702,3 +702,31 @@ def test_box_friction_dense_problems_carry_the_islands_of_their_matrix():
         assert len(pairs) == count                         # the same partition, label for label
         seen += count > 1
     assert seen >= 10
+
+
+def test_dense_island_labels_that_are_wrong_or_not_labels_are_never_certified_falsely():
+    """A dense problem whose islands split rows M couples: Newton systems factorised on the wrong
+    blocks do not converge, and the answer is refused (projected Newton alone: MAX_ITERATIONS at the
+    residual it reached, certified on the whole M), while the default method's interior point then
+    certifies the whole problem's minimiser; labels out of range, of the wrong size or type fall back
+    to the dense factorisation: the minimiser in as many Newton steps."""
+    rng = np.random.default_rng(4)
+    p = contact_problem(rng, 8, coupled=False, psd=False)
+    ref = solve(p, "box-qp", algorithm="newton")
+    assert ref.status is Status.SOLVED
+
+    def with_islands(islands):
+        P = BoxedLCP(p.M.copy(), p.q, p.lo, p.hi)
+        P.islands = islands
+        return P
+
+    split = with_islands((2, (np.arange(p.n) >= p.n // 2).astype(np.int64)))
+    newton = solve(split, "box-qp", algorithm="newton")
+    assert newton.status is Status.MAX_ITERATIONS and newton.relative_residual > 1e-6
+    auto = solve(split, "box-qp")
+    assert auto.status is Status.SOLVED
+    assert np.abs(auto.z - ref.z).max() <= 1e-6 * max(1.0, np.abs(ref.z).max())
+    for islands in ((2, np.full(p.n, 5)), (3, np.zeros(p.n - 1, dtype=np.int64)), (2, np.linspace(0, 1, p.n))):
+        got = solve(with_islands(islands), "box-qp", algorithm="newton")
+        assert got.status is Status.SOLVED and got.iterations == ref.iterations
+        assert np.abs(got.z - ref.z).max() <= 1e-12 * max(1.0, np.abs(ref.z).max())

@@ -839,6 +839,21 @@ def _dense_factors(n: int):
     return cache
 
 
+def _dense_islands(problem: BoxedLCP):
+    """The block structure of a dense problem's islands for the compiled Newton (kernels/box_qp.py
+    ``island_blocks``) where it carries them (``problem.islands`` = (count, label per row), as box
+    friction's dense build sets them) and they are labels of its rows; else the dense solves. Labels
+    that split rows M couples only slow the Newton down: the answer is certified on the whole M."""
+    own = getattr(problem, "islands", None)
+    if own is None:
+        return no_groups()
+    count, label = int(own[0]), np.asarray(own[1])
+    if count <= 1 or label.shape != (problem.n,) or label.dtype.kind not in "iu" or label.min() < 0 \
+            or label.max() >= count:
+        return no_groups()
+    return island_blocks(count, np.ascontiguousarray(label, dtype=np.int64))
+
+
 def _compiled(problem: BoxedLCP, opts: BoxQPOptions, z, counter, mode):
     """The projected Newton QPs and bound updates of _solve in one compiled call (kernels/box_qp.py),
     where every factorisation is dense (dense M, or n <= dense_max) and projected Newton runs first.
@@ -853,8 +868,7 @@ def _compiled(problem: BoxedLCP, opts: BoxQPOptions, z, counter, mode):
     newton_only = mode[0] == "newton"
     small = n <= opts.small_n
     steps, full = (opts.max_iterations, False) if newton_only or small else (opts.newton_steps, True)
-    own = getattr(problem, "islands", None)     # (count, label per row) where the builder found them
-    groups = island_blocks(int(own[0]), own[1]) if own is not None and not sparse else no_groups()
+    groups = _dense_islands(problem) if not sparse else no_groups()
     code, z, w, its, outer, wc, numbers = box_qp_dense_certified(
         A, problem.q, problem.lo, problem.hi, problem.findex, problem.mu, z, opts.tol, steps, opts.armijo, full,
         newton_only, opts.max_outer, *_dense_factors(n), *groups)
