@@ -117,6 +117,7 @@ class CollisionWorld:
                 jointed.add((min(jt.a, jt.b), max(jt.a, jt.b)))
         self.jointed = jointed
         self._reach = None
+        self._shape_args = None     # detect_matched's constant arguments
         self.request = coal.CollisionRequest()
         self.request.security_margin = self.margin
         self.request.num_max_contacts = 1
@@ -297,13 +298,17 @@ class CollisionWorld:
             sa_prev = sb_prev = _NO_SHAPES
             point_prev, values = _NO_POINTS, _NO_VALUES
         self.margin = float(margin)
+        shapes = self._shape_args
+        if shapes is None:      # the shapes' arrays (fixed once the world is built), gathered at the first call
+            shapes = self._shape_args = (
+                (self.shape_body, self.local_R, self.local_p, self.plane_idx, self.plane_local, self.aabb_center,
+                 self.aabb_half),
+                (self.finite_idx, self.static, self.jointed_keys, m.nb, self.shape_class, self.half, self.vflat,
+                 self.vstart, self.sphere_radius, self.plane_row, self.shape_mu, float(m.mu_default)))
         (self._sweep, self._reach, pairs, sa, sb, P, n, phi, rest, left, t1, t2, ba, bb, mu, match,
          guess) = B.detect_and_match(
             m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius, float(h), data.quaternion,
-            data.position, self.shape_body, self.local_R, self.local_p, self.plane_idx, self.plane_local,
-            self.aabb_center, self.aabb_half, self.margin, self.finite_idx, self.static, self.jointed_keys, m.nb,
-            self.shape_class, self.half, self.vflat, self.vstart, self.sphere_radius, self.plane_row, self.shape_mu,
-            float(m.mu_default), sa_prev, sb_prev, point_prev, values, float(near))
+            data.position, *shapes[0], self.margin, *shapes[1], sa_prev, sb_prev, point_prev, values, float(near))
         if left:        # coal's pairs: merged as detect() merges them, then matched
             return detect_then_match(self, data, margin, self._sweep, prev, prev_values, near)
         if phi.size == 0:

@@ -53,6 +53,9 @@ from .recorder import StepRecord
 
 # a step's arguments where it has no warm start (never written: the kernels only read them)
 _NO_MATCH, _NO_NORMAL, _NO_TANGENT = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 2))
+# a step's joint, limit and motor impulses (none on these scenes): one read-only empty array
+_NONE = np.zeros(0)
+_NONE.flags.writeable = False
 
 # outcome codes of box_friction_step
 DECLINED = 0     # nothing changed: the general path takes the step
@@ -291,6 +294,10 @@ class BoxFrictionStep:
         self.live = _live(sim.model)
         self.blk_cols, self.blk_ptr = _block_pattern(self.live.size)
         self.gravity = np.asarray(sim.model.gravity, dtype=np.float64)
+        m = sim.model       # frozen: its arrays are the plan's (a new model is planned anew)
+        self.model_args = (self.live, m.ndof, m.dof_start, m.kind, self.kinematic, m.mass, m.inertia, m.inv_inertia,
+                           self.gravity) if fixed else \
+            (self.live, m.ndof, m.dof_start, m.mass, m.inertia, m.inv_inertia, self.gravity)
         self.cfm = float(sim.model_options.cfm + sim.model.settings.cfm)
 
     @staticmethod
@@ -349,8 +356,7 @@ class BoxFrictionStep:
             t0 = time.perf_counter()
             (outcome, code, stats, e0, gain, ke, pe, pen, z, w, dvel, v_next, tangent, modes, f, Bm, Bw, v, v_free,
              dv, ix, ip, n_bias) = box_friction_fixed_step(
-                self.live, model.ndof, model.dof_start, model.kind, self.kinematic, model.mass, model.inertia,
-                model.inv_inertia, self.gravity, bool(st.gyroscopic), data.quaternion, data.position,
+                *self.model_args, bool(st.gyroscopic), data.quaternion, data.position,
                 data.linear_velocity, data.angular_velocity, *args, int(sim.iterations), *sim.sweep_stops(),
                 position_stage, position_zeta)
             t_solved = time.perf_counter()
@@ -366,10 +372,9 @@ class BoxFrictionStep:
             t0 = time.perf_counter()
             (outcome, its, outer, deep, e0, gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, f, Bm, Bw, v,
              v_free, dv, ix, ip, n_bias, taken) = box_friction_step(
-                self.live, model.ndof, model.dof_start, model.mass, model.inertia, model.inv_inertia, self.gravity,
-                bool(st.gyroscopic), data.quaternion, data.position, data.linear_velocity, data.angular_velocity,
-                *args, float(opts.tol), int(steps), float(opts.armijo), full, self.newton_only, int(opts.max_outer),
-                cL, cA, cF, ck, self.threshold, position_stage, position_zeta,
+                *self.model_args, bool(st.gyroscopic), data.quaternion, data.position, data.linear_velocity,
+                data.angular_velocity, *args, float(opts.tol), int(steps), float(opts.armijo), full, self.newton_only,
+                int(opts.max_outer), cL, cA, cF, ck, self.threshold, position_stage, position_zeta,
                 warm and self.warm_tol and sim._warm_start_may_certify())
             t_solved = time.perf_counter()
             if outcome == DECLINED:
@@ -385,8 +390,8 @@ class BoxFrictionStep:
         sol.time_s = t_solved - t0
         success = sol.success
         rescued = not success and certified(sol)
-        result = StepResult(v_next=v_next, normal=z[:nc], tangent=tangent, joint=z[:0], limit=z[0:0],
-                            motor=z[0:0], modes=modes)
+        result = StepResult(v_next=v_next, normal=z[:nc], tangent=tangent, joint=_NONE, limit=_NONE, motor=_NONE,
+                            modes=modes)
         data.warm["z"] = z.copy()
         sim.defer_system(contacts, h, f, (Bm, Bw, v), (dv, ix, ip, n_bias), v_free)
         if deep:        # the position correction (simulator.py project_contacts), then the energies
