@@ -54,6 +54,46 @@ def test_contact_pair_delassus_equals_the_row_by_row_one():
     assert np.array_equal(Df.indptr, Dr.indptr) and np.array_equal(Df.indices, Dr.indices)
 
 
+def test_contact_pair_delassus_reuses_the_pattern_of_the_same_rows_only(monkeypatch):
+    """A matrix whose rows touch the bodies the last one's did takes the last pattern (none built)
+    and its own values, equal to scipy's product on them; each matrix's indices are its own (writing
+    to one leaves the next intact); rows on other bodies build the pattern again."""
+    import dataclasses
+
+    import contactlab.mechanics.kernels as MK
+    import contactlab.mechanics.system as MS
+    sim, sys = _pile_system(count=20, steps=40)
+    built = []
+    real = MK.frame_pattern
+    monkeypatch.setattr(MK, "frame_pattern", lambda *a: built.append(1) or real(*a))
+    monkeypatch.setattr(MS, "_last_frame_pattern", None)
+    H = sys.NST
+
+    def ref(s):
+        return (H @ s.Minv @ H.T).toarray() + 1e-8 * np.eye(H.shape[0])
+
+    D1 = delassus(sys, H, 1e-8, dense=False)
+    assert len(built) == 1
+    heavier = dataclasses.replace(sys, W_blocks=0.5 * sys.W_blocks, Minv=0.5 * sys.Minv)
+    D2 = delassus(heavier, H, 1e-8, dense=False)
+    assert len(built) == 1                                      # the same rows: the last pattern
+    R2 = ref(heavier)
+    assert np.abs(D2.toarray() - R2).max() <= 1e-12 * np.abs(R2).max()
+    assert not np.shares_memory(D1.indices, D2.indices) and not np.shares_memory(D1.indptr, D2.indptr)
+    D1.indices[:] = 0
+    D1.indptr[:] = 0
+    D3 = delassus(sys, H, 1e-8, dense=False)
+    R1 = ref(sys)
+    assert np.abs(D3.toarray() - R1).max() <= 1e-12 * np.abs(R1).max()
+    assert len(built) == 1
+    other, osys = _pile_system(count=12, steps=12)              # other bodies, other contacts
+    assert osys.NST.shape != H.shape
+    D4 = delassus(osys, osys.NST, 1e-8, dense=False)
+    assert len(built) == 2
+    R4 = (osys.NST @ osys.Minv @ osys.NST.T).toarray() + 1e-8 * np.eye(osys.NST.shape[0])
+    assert np.abs(D4.toarray() - R4).max() <= 1e-12 * np.abs(R4).max()
+
+
 def test_contact_pair_delassus_declines_what_it_cannot_build():
     """Not three directions, a row that is not whole 6-blocks, or more entries than the index type
     holds: nothing built (ok False), and delassus() goes row by row (same matrix)."""

@@ -214,11 +214,34 @@ def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matri
     return _block_csr(Bm), _block_csr(Bw)
 
 
+#: the last pattern of box friction's Delassus matrix (mechanics/kernels.py ``frame_pattern``) with the
+#: rows' pattern and index type it was built for: a step whose contact rows touch the same bodies in
+#: the same order reuses it and computes only the values (``frame_values``): every step of a resting
+#: stack, 148 of a settling 500-box pile's 187 assembled steps; its matrix 0.81 -> 0.57 ms (0.013 ms
+#: of it comparing the patterns)
+_last_frame_pattern = None
+
+
+def _frame_pattern(ip: np.ndarray, ix: np.ndarray, nbody: int, index: np.ndarray):
+    """mechanics/kernels.py ``frame_pattern`` of the rows (ip, ix), the last one's where the rows'
+    pattern, the number of bodies and the index type are the last call's (compared in full)."""
+    global _last_frame_pattern
+    last = _last_frame_pattern
+    if last is not None and last[2] == nbody and last[3] == index.dtype and np.array_equal(last[0], ip) \
+            and np.array_equal(last[1], ix):
+        return last[4]
+    pattern = _K.frame_pattern(ip, ix, nbody, 3, index)
+    if pattern[0]:
+        _last_frame_pattern = (ip.copy(), ix.copy(), nbody, index.dtype, pattern)
+    return pattern
+
+
 def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
     """H M^-1 H' + diag(diag) from the 6x6 blocks of M^-1 (compiled; only row pairs that share a
     body are formed). ``dense``: a numpy array, else CSR: for the system's own contact rows
     ``sys.NST`` ([N; S; T]) by 3 x 3 blocks of contact pairs (mechanics/kernels.py
-    ``delassus_frames_csr``), else row by row (``delassus_csr``)."""
+    ``delassus_frames_csr``: its pattern, the last step's where the rows touch the same bodies
+    (:func:`_frame_pattern`), then its values), else row by row (``delassus_csr``)."""
     if not (sp.issparse(H) and H.format == "csr"):
         H = sp.csr_matrix(H)
     n = H.shape[0]
@@ -230,10 +253,12 @@ def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
     if H is sys.NST and sys.nc:     # box friction's contact rows: by contact pairs (frame_rows_csr's layout)
         nc = sys.nc
         for index in (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)):
-            ok, data, indices, indptr = _K.delassus_frames_csr(ip[:nc + 1], ix[:ip[nc]], dv.reshape(3, -1),
-                                                              sys.W_blocks, diag, index)
-            if ok:
-                return csr_of(data, indices, indptr, (n, n))
+            ok, cb, nptr, near, near_s, indptr, indices = _frame_pattern(ip[:nc + 1], ix[:ip[nc]],
+                                                                         sys.W_blocks.shape[0], index)
+            if ok:      # the values on the pattern; the matrix gets its own copy of the pattern
+                data = _K.frame_values(ip[:nc + 1], dv.reshape(3, -1), sys.W_blocks, diag, cb, nptr, near, near_s,
+                                       indptr)
+                return csr_of(data, indices.copy(), indptr.copy(), (n, n))
     data, indices, indptr = _K.delassus_csr(ip, ix, dv, sys.W_blocks, n, diag)     # canonical by construction
     if indptr[-1] < 2 ** 31:      # int32 indices, as scipy's constructor picks: SuperLU and slicing are faster
         indices, indptr = indices.astype(np.int32), indptr.astype(np.int32)
