@@ -598,10 +598,11 @@ def _frame_bodies(ip, ix, nbody):
 @jit
 def _frame_vectors(ip, data, W, cb):
     """Per contact and body slot of :func:`delassus_frames_csr`: its rows' 6-vectors (V (k, 2, 6 m):
-    direction j at 6 j) and W_b times them (X, kernels/dense.py ``mass_block_times``)."""
+    direction j at 6 j) and W_b times them (X, kernels/dense.py ``mass_block_times``); a slot without
+    a body (cb -1) is left unwritten (:func:`_frame_neighbours` pairs only the slots that hold one)."""
     m, k = data.shape[0], ip.size - 1
-    V = np.zeros((k, 2, 6 * m))
-    X = np.zeros((k, 2, 6 * m))
+    V = np.empty((k, 2, 6 * m))
+    X = np.empty((k, 2, 6 * m))
     plain = centre_of_mass_blocks(W)
     for c in range(k):
         for s in range(2):
