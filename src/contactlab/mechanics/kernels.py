@@ -701,10 +701,8 @@ def frame_pattern(ip, ix, nbody, m, index):
     k = ip.size - 1
     n = m * k
     ok, cb, start, occ_c, occ_s = _frame_bodies(ip, ix, nbody)
-    e = np.zeros(0, dtype=np.int64)
     if not ok or m != 3:
-        return False, cb, e, e, np.zeros((0, 2), dtype=np.int64), np.zeros(n + 1, dtype=index.dtype), \
-            np.zeros(0, dtype=index.dtype)
+        return _no_pattern(cb, n, index)
     total = k
     for b in range(start.size - 1):
         total += (start[b + 1] - start[b]) ** 2
@@ -714,8 +712,7 @@ def frame_pattern(ip, ix, nbody, m, index):
     for c in range(k):
         nptr[c + 1] = nptr[c] + _frame_neighbours(c, cb, start, occ_c, occ_s, near[nptr[c]:], near_s[nptr[c]:])
     if 9 * nptr[k] > np.iinfo(index.dtype).max:
-        return False, cb, e, e, np.zeros((0, 2), dtype=np.int64), np.zeros(n + 1, dtype=index.dtype), \
-            np.zeros(0, dtype=index.dtype)
+        return _no_pattern(cb, n, index)
     out_p = np.zeros(n + 1, dtype=index.dtype)
     for j in range(3):
         for c in range(k):
@@ -729,6 +726,15 @@ def frame_pattern(ip, ix, nbody, m, index):
                 for i in range(cnt):
                     out_c[r + jj * cnt + i] = near[nptr[c] + i] + jj * k
     return True, cb, nptr, near, near_s, out_p, out_c
+
+
+@jit
+def _no_pattern(cb, n, index):
+    """:func:`frame_pattern`'s answer where it builds none: ok False, empty lists, an all-zero indptr
+    of the n rows and no indices, of ``index``'s type."""
+    e = np.zeros(0, dtype=np.int64)
+    return False, cb, e, e, np.zeros((0, 2), dtype=np.int64), np.zeros(n + 1, dtype=index.dtype), \
+        np.zeros(0, dtype=index.dtype)
 
 
 @jit

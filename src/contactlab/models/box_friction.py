@@ -208,7 +208,7 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
             if options.coupling != "current" or not nc:
                 findex = mu = None
             prob = _finish(make(Mat, q, lo, hi, findex, mu), sys, H, o_a, o_l, o_n, o_s, n, nc)
-            prob.islands = _islands(H, o_n, o_s, nc)    # box-qp factorises its Newton steps island by island
+            prob.islands = row_islands(H.indptr, H.indices, o_n, o_s)    # box-qp factorises its Newton steps island by island
             return prob
         factors = None
         if sys.W_blocks is not None:    # compiled: only row pairs sharing a body (mechanics/kernels.py)
@@ -234,7 +234,7 @@ def _finish(prob: BoxedLCP, sys, H, o_a, o_l, o_n, o_s, n, nc) -> BoxedLCP:
     prob.row_groups = {"joint": slice(0, o_a), "motor": slice(o_a, o_l), "limit": slice(o_l, o_n),
                        "normal": slice(o_n, o_s), "friction": slice(o_s, n)}
     if sp.issparse(prob.M) and sys.body_blocks:
-        prob.islands = _islands(H, o_n, o_s, nc)
+        prob.islands = row_islands(H.indptr, H.indices, o_n, o_s)
         if prob.islands[0] > 1:         # box-qp factorises the islands' Newton steps over these groups
             if H is sys.NST:            # a contact's three rows share its bodies: its group, found once
                 prob.body_groups = np.tile(body_pair_groups(H.indptr[:nc + 1], H.indices), 3)
@@ -260,20 +260,14 @@ def _dense_parts(indptr, indices, data, W, cfm, v, j_rhs, a_target, l_bias, n_bi
     return Mat, q, lo, hi, findex, mu, finite
 
 
-def _islands(H: sp.csr_matrix, o_n: int, o_s: int, nc: int):
-    """(count, label per row) of the independent row groups (solvers/box_qp.py solves a sparse
-    problem's apart and factorises a dense one's Newton steps island by island): rows joined by the
-    bodies they touch (kernels/components.py row_block_components), over the rows up to the normals
-    only; a contact's friction rows S, T touch its normal's bodies and take its label
-    (:func:`row_islands`)."""
-    return row_islands(H.indptr, H.indices, o_n, o_s)
-
-
 @jit
 def row_islands(indptr, indices, o_n, o_s):
-    """:func:`_islands` on the CSR arrays of the rows [..; N; S; T] (normals o_n:o_s, then the
-    friction rows of the same contacts in the same order), compiled: the simulator's compiled step
-    (sim/box_step.py) finds the same labels as the general path's build."""
+    """(count, label per row) of the independent row groups of the rows [..; N; S; T] in CSR (normals
+    o_n:o_s, then the friction rows of the same contacts in the same order): solvers/box_qp.py solves
+    a sparse problem's apart and factorises a dense one's Newton steps island by island. Rows joined
+    by the bodies they touch (kernels/components.py row_block_components), over the rows up to the
+    normals only; a contact's friction rows S, T touch its normal's bodies and take its label.
+    Compiled: the simulator's compiled step (sim/box_step.py) finds the labels the build finds."""
     count, head = row_block_components(indptr[:o_s + 1], indices, np.full(o_s, -1, dtype=np.int64), 6)
     nc = o_s - o_n
     label = np.empty(o_s + 2 * nc, dtype=np.int64)

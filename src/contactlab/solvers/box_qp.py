@@ -848,8 +848,8 @@ def _dense_islands(problem: BoxedLCP):
     if own is None:
         return no_groups()
     count, label = int(own[0]), np.asarray(own[1])
-    if count <= 1 or label.shape != (problem.n,) or label.dtype.kind not in "iu" or label.min() < 0 \
-            or label.max() >= count:
+    if count <= 1 or label.size == 0 or label.shape != (problem.n,) or label.dtype.kind not in "iu" \
+            or label.min() < 0 or label.max() >= count:
         return no_groups()
     return island_blocks(count, np.ascontiguousarray(label, dtype=np.int64))
 
