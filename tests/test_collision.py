@@ -381,6 +381,44 @@ def test_detect_matched_is_detect_then_match_contacts():
     assert (False, False, False) in seen and (True, True, False) in seen and (True, False, True) in seen
 
 
+def test_packed_contacts_are_views_of_two_buffers_and_behave_as_a_contact_set():
+    """detect_matched's PackedContactSet: each field the view of its segment of the two buffers
+    (boxes.py PACKED_FLOATS / PACKED_INTS, as unpack_contacts reads them), the match its own; a
+    plain ContactSet packs to the same buffers (packed); assigning a field or dataclasses.replace
+    gives a set holding its own arrays, the other fields unchanged."""
+    import dataclasses
+    from contactlab.collision import boxes as B
+    from contactlab.collision.contacts import ContactSet, PackedContactSet, packed
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sim = Simulator(make_scene("pile", count=6, seed=1), "box-friction", "pgs", iterations=50)
+    for _ in range(40):
+        sim.step()
+    c, match = sim.world.detect_matched(sim.data, sim._margin(), sim.h, sim.data.contacts, sim.data.result.normal,
+                                        0.004)
+    k = c.count
+    assert isinstance(c, PackedContactSet) and k > 4 and match is c.match and np.any(match >= 0)
+    assert c.floats.shape == (B.PACKED_FLOAT_WIDTH * k,) and c.ints.shape == (5 * k,)
+    names = [f for f, _ in B.PACKED_FLOATS] + list(B.PACKED_INTS)
+    for name, ref in zip(names, B.unpack_contacts(c.floats, c.ints)):
+        v = getattr(c, name)
+        assert np.shares_memory(v, c.floats if v.dtype == np.float64 else c.ints), name
+        assert v.shape == ref.shape and np.array_equal(v, ref, equal_nan=True), name
+    assert c.point.shape == (k, 3) and c.phi.shape == (k,) and np.all(np.isfinite(c.phi))
+    plain = ContactSet(*(np.array(getattr(c, f)) for f in ("body_a", "body_b", "shape_a", "shape_b", "point",
+                                                             "normal", "phi", "mu", "t1", "t2", "normal_guess")))
+    floats, ints = packed(plain, np.array(match))
+    assert np.array_equal(floats, c.floats, equal_nan=True) and np.array_equal(ints, c.ints)
+    assert packed(c, match)[0] is c.floats and packed(c)[1] is c.ints
+    moved = dataclasses.replace(c, phi=c.phi + 1.0)
+    assert moved.ints is None and moved.count == k and np.array_equal(moved.phi, c.phi + 1.0)
+    assert np.array_equal(moved.point, c.point)
+    c.mu = np.full(k, 0.25)
+    assert c.ints is None and c.count == k and np.array_equal(c.mu, np.full(k, 0.25))
+    assert np.array_equal(c.shape_a, plain.shape_a) and np.array_equal(c.match, match)
+    assert packed(c, match)[0] is not c.floats and packed(c, match)[0][13 * k:14 * k].tolist() == [0.25] * k
+
+
 def test_axis_reach_is_the_pair_reach_projected_on_the_axis():
     """boxes.axis_reach: max(|h (v_a - v_b).u|, |h v_a.u|, |h v_b.u|) + both spins, never above
     pair_reach; motion across u gives only the spins, motion along u all of pair_reach."""

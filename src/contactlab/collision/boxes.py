@@ -801,6 +801,66 @@ def match_previous_kernel(sa_prev, sb_prev, point_prev, sa_new, sb_new, point_ne
     return out, dist2
 
 
+#: the packed contacts of one compiled detection (:func:`detect_and_match_packed`): every float field of
+#: a ContactSet in one flat array, each field's k rows in turn (its columns per row), the integer
+#: fields in another; collision/contacts.py ``PackedContactSet`` views them by the same table
+PACKED_FLOATS = (("point", 3), ("normal", 3), ("t1", 3), ("t2", 3), ("phi", 1), ("mu", 1), ("normal_guess", 1))
+PACKED_INTS = ("body_a", "body_b", "shape_a", "shape_b", "match")
+PACKED_FLOAT_WIDTH = 15      # sum of PACKED_FLOATS' columns
+
+
+@jit
+def pack_contacts(P, N, t1, t2, phi, mu, guess, ba, bb, sa, sb, match):
+    """(floats, ints): k contacts' fields packed in :data:`PACKED_FLOATS` / :data:`PACKED_INTS` order."""
+    k = phi.size
+    floats = np.empty(PACKED_FLOAT_WIDTH * k)
+    floats[0:3 * k] = P.reshape(-1)
+    floats[3 * k:6 * k] = N.reshape(-1)
+    floats[6 * k:9 * k] = t1.reshape(-1)
+    floats[9 * k:12 * k] = t2.reshape(-1)
+    floats[12 * k:13 * k] = phi
+    floats[13 * k:14 * k] = mu
+    floats[14 * k:15 * k] = guess
+    ints = np.empty(5 * k, dtype=np.int64)
+    ints[0:k], ints[k:2 * k], ints[2 * k:3 * k], ints[3 * k:4 * k], ints[4 * k:5 * k] = ba, bb, sa, sb, match
+    return floats, ints
+
+
+@jit
+def unpack_contacts(floats, ints):
+    """The views of :func:`pack_contacts`' buffers: (point, normal, t1, t2, phi, mu, normal_guess,
+    body_a, body_b, shape_a, shape_b, match), no copy."""
+    k = ints.size // 5
+    return (floats[0:3 * k].reshape((k, 3)), floats[3 * k:6 * k].reshape((k, 3)),
+            floats[6 * k:9 * k].reshape((k, 3)), floats[9 * k:12 * k].reshape((k, 3)), floats[12 * k:13 * k],
+            floats[13 * k:14 * k], floats[14 * k:15 * k], ints[0:k], ints[k:2 * k], ints[2 * k:3 * k],
+            ints[3 * k:4 * k], ints[4 * k:5 * k])
+
+
+@jit
+def detect_and_match_packed(dof_start, lin, ang, body_radius, h, quaternion, position, shape_body, local_R, local_p,
+                            plane_idx, plane_local, aabb_center, aabb_half, margin, finite_idx, static, jointed_keys,
+                            nb, cls, half, verts, vstart, radius, plane_row, shape_mu, mu_default, prev_floats,
+                            prev_ints, values, near, sweep_out, reach_out):
+    """:func:`detect_and_match` with its results packed (:func:`pack_contacts`: two arrays to hand to
+    Python, not fifteen; each array handed over costs ~0.3 us) and the sweep and reach written into
+    ``sweep_out`` / ``reach_out``; the previous contacts as packed too (``prev_ints`` empty: none).
+    Returns (left, floats, ints); where ``left`` (a pair for coal) the buffers are empty."""
+    point_prev, _, _, _, _, _, _, _, _, sa_prev, sb_prev, _ = unpack_contacts(prev_floats, prev_ints)
+    sweep, reach, _, sa, sb, P, N, phi, _, left, t1, t2, ba, bb, mu, match, guess = detect_and_match(
+        dof_start, lin, ang, body_radius, h, quaternion, position, shape_body, local_R, local_p, plane_idx,
+        plane_local, aabb_center, aabb_half, margin, finite_idx, static, jointed_keys, nb, cls, half, verts, vstart,
+        radius, plane_row, shape_mu, mu_default, sa_prev, sb_prev, point_prev, values, near)
+    sweep_out[:, :] = sweep
+    reach_out[:] = reach
+    if left:
+        e3, ei = np.empty((0, 3)), np.empty(0, dtype=np.int64)
+        floats, ints = pack_contacts(e3, e3, e3, e3, np.empty(0), np.empty(0), np.empty(0), ei, ei, ei, ei, ei)
+        return left, floats, ints
+    floats, ints = pack_contacts(P, N, t1, t2, phi, mu, guess, ba, bb, sa, sb, match)
+    return left, floats, ints
+
+
 @jit
 def detect_and_match(dof_start, lin, ang, body_radius, h, quaternion, position, shape_body, local_R, local_p,
                      plane_idx, plane_local, aabb_center, aabb_half, margin, finite_idx, static, jointed_keys, nb,

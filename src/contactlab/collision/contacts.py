@@ -11,7 +11,8 @@ point's signed distance measured between its two witness points along the patch 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import cached_property
 
 import coal
 import numpy as np
@@ -49,6 +50,86 @@ class ContactSet:
         z3 = np.zeros((0, 3))
         zi = np.zeros(0, dtype=np.int64)
         return ContactSet(zi, zi, zi, zi, z3, z3, np.zeros(0), np.zeros(0), z3, z3, np.zeros(0))
+
+
+def _packed_view(name: str, start: int, width: int, ints: bool):
+    """The field ``name`` of a :class:`PackedContactSet`: a view of its buffer, made on first read."""
+    def view(self):
+        k = self.count
+        buf = self.ints if ints else self.floats
+        a = buf[start * k:(start + width) * k]
+        return a.reshape(k, width) if width > 1 else a
+    view.__name__ = name
+    return cached_property(view)
+
+
+class PackedContactSet(ContactSet):
+    """The contacts of one compiled detection (boxes.py ``detect_and_match_packed``) as its two
+    buffers, ``floats`` and ``ints`` (boxes.py ``PACKED_FLOATS`` / ``PACKED_INTS``: each field's rows
+    in turn); every field of :class:`ContactSet` is a view of them, made on first read. A step hands
+    the buffers to the next compiled call as they are: two arrays, not eleven (~0.3 us an array at
+    each crossing between Python and numba), and ``match``, the detection's contact matching
+    (collision.match_contacts), comes with them. Assigning a field, or ``dataclasses.replace``, gives
+    a set that holds its own arrays (``floats`` and ``ints`` None), as a ContactSet does."""
+
+    def __init__(self, floats: np.ndarray | None = None, ints: np.ndarray | None = None, **arrays):
+        if arrays:      # ContactSet's fields by name (dataclasses.replace): the arrays as given
+            object.__setattr__(self, "floats", None)
+            object.__setattr__(self, "ints", None)
+            ContactSet.__init__(self, **arrays)
+            return
+        object.__setattr__(self, "floats", floats)
+        object.__setattr__(self, "ints", ints)
+
+    @property
+    def count(self) -> int:
+        return self.ints.shape[0] // len(B.PACKED_INTS) if self.ints is not None else int(self.phi.shape[0])
+
+    def __setattr__(self, name, value):
+        if self.ints is not None and name in _CONTACT_FIELDS:     # the views become the set's own arrays
+            for f in _CONTACT_FIELDS:
+                self.__dict__[f] = getattr(self, f)
+            object.__setattr__(self, "floats", None)
+            object.__setattr__(self, "ints", None)
+        object.__setattr__(self, name, value)
+
+
+_CONTACT_FIELDS = frozenset(f.name for f in fields(ContactSet)) | {"match"}
+
+
+def _add_packed_views():
+    start = 0
+    for name, width in B.PACKED_FLOATS:
+        setattr(PackedContactSet, name, _packed_view(name, start, width, False))
+        getattr(PackedContactSet, name).__set_name__(PackedContactSet, name)
+        start += width
+    assert start == B.PACKED_FLOAT_WIDTH
+    for i, name in enumerate(B.PACKED_INTS):
+        setattr(PackedContactSet, name, _packed_view(name, i, 1, True))
+        getattr(PackedContactSet, name).__set_name__(PackedContactSet, name)
+
+
+_add_packed_views()
+
+
+def packed(contacts: ContactSet, match: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(floats, ints) of ``contacts`` in the packed layout, ``match`` each contact's previous one
+    (-1: none): a :class:`PackedContactSet`'s own buffers where ``match`` is None or its own; others
+    copied (``match`` None: all -1; no ``normal_guess``: NaN)."""
+    if isinstance(contacts, PackedContactSet) and contacts.ints is not None and \
+            (match is None or match is contacts.match):
+        return contacts.floats, contacts.ints
+    k = contacts.count
+    guess = contacts.normal_guess
+    f8, i8 = np.float64, np.int64
+    return B.pack_contacts(
+        *(np.ascontiguousarray(x, dtype=f8).reshape(k, 3) for x in (contacts.point, contacts.normal, contacts.t1,
+                                                                    contacts.t2)),
+        *(np.ascontiguousarray(x, dtype=f8).reshape(k) for x in (contacts.phi, contacts.mu,
+                                                                 np.full(k, np.nan) if guess is None else guess)),
+        *(np.ascontiguousarray(x, dtype=i8).reshape(k) for x in (contacts.body_a, contacts.body_b, contacts.shape_a,
+                                                                 contacts.shape_b,
+                                                                 np.full(k, -1) if match is None else match)))
 
 
 def _geometry(shape) -> coal.CollisionGeometry:
@@ -288,15 +369,11 @@ class CollisionWorld:
             sweep = shape_sweep(m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius,
                                 self.shape_body, float(h))
             return detect_then_match(self, data, margin, sweep, prev, prev_values, near)
-        i64 = np.int64
-        has_prev = prev is not None and prev.count > 0
-        if has_prev:
-            sa_prev, sb_prev = prev.shape_a.astype(i64, copy=False), prev.shape_b.astype(i64, copy=False)
-            point_prev = np.ascontiguousarray(prev.point)
-            values = np.zeros(0) if prev_values is None else np.ascontiguousarray(prev_values, dtype=np.float64)
+        if prev is not None and prev.count > 0:
+            prev_floats, prev_ints = packed(prev)
+            values = _NO_VALUES if prev_values is None else np.ascontiguousarray(prev_values, dtype=np.float64)
         else:
-            sa_prev = sb_prev = _NO_SHAPES
-            point_prev, values = _NO_POINTS, _NO_VALUES
+            prev_floats, prev_ints, values = _NO_VALUES, _NO_SHAPES, _NO_VALUES
         self.margin = float(margin)
         shapes = self._shape_args
         if shapes is None:      # the shapes' arrays (fixed once the world is built), gathered at the first call
@@ -304,19 +381,17 @@ class CollisionWorld:
                 (self.shape_body, self.local_R, self.local_p, self.plane_idx, self.plane_local, self.aabb_center,
                  self.aabb_half),
                 (self.finite_idx, self.static, self.jointed_keys, m.nb, self.shape_class, self.half, self.vflat,
-                 self.vstart, self.sphere_radius, self.plane_row, self.shape_mu, float(m.mu_default)))
-        (self._sweep, self._reach, pairs, sa, sb, P, n, phi, rest, left, t1, t2, ba, bb, mu, match,
-         guess) = B.detect_and_match(
+                 self.vstart, self.sphere_radius, self.plane_row, self.shape_mu, float(m.mu_default)),
+                (np.zeros((len(self.geoms), 4)), np.zeros(len(self.geoms))))     # the sweep and reach, written
+        left, floats, ints = B.detect_and_match_packed(
             m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius, float(h), data.quaternion,
-            data.position, *shapes[0], self.margin, *shapes[1], sa_prev, sb_prev, point_prev, values, float(near))
+            data.position, *shapes[0], self.margin, *shapes[1], prev_floats, prev_ints, values, float(near),
+            *shapes[2])
+        self._sweep, self._reach = shapes[2]
         if left:        # coal's pairs: merged as detect() merges them, then matched
-            return detect_then_match(self, data, margin, self._sweep, prev, prev_values, near)
-        if phi.size == 0:
-            contacts = ContactSet.empty()
-            contacts.normal_guess = np.full(0, np.nan)
-            return contacts, np.full(0, -1, dtype=np.int64)
-        contacts = ContactSet(ba, bb, sa, sb, P, n, phi, mu, t1, t2, guess)
-        return contacts, match
+            return detect_then_match(self, data, margin, self._sweep.copy(), prev, prev_values, near)
+        contacts = PackedContactSet(floats, ints)
+        return contacts, contacts.match
 
     def _coal_contacts(self, pairs, Rs, ps):
         """coal's narrow phase (collide + contact patch) for the pairs no compiled routine covers
@@ -360,8 +435,8 @@ class CollisionWorld:
                 np.array(out["p"]).reshape(-1, 3), np.array(out["n"]).reshape(-1, 3), np.array(out["phi"]))
 
 
+# detect_matched's arguments where there are no previous contacts (never written: the kernels only read them)
 _NO_SHAPES = np.zeros(0, dtype=np.int64)
-_NO_POINTS = np.zeros((0, 3))
 _NO_VALUES = np.zeros(0)
 
 

@@ -30,6 +30,8 @@ import time
 
 import numpy as np
 
+from ..collision.boxes import unpack_contacts
+from ..collision.contacts import packed
 from ..kernels._jit import jit
 from ..kernels.box_qp import SOLVED as _QP_SOLVED, box_qp_dense_certified, island_blocks
 from ..kernels.energy import energies, energies_and_depth
@@ -52,7 +54,7 @@ from .fallback import certified
 from .recorder import StepRecord
 
 # a step's arguments where it has no warm start (never written: the kernels only read them)
-_NO_MATCH, _NO_NORMAL, _NO_TANGENT = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 2))
+_NO_NORMAL, _NO_TANGENT = np.zeros(0), np.zeros((0, 2))
 # a step's joint, limit and motor impulses (none on these scenes): one read-only empty array
 _NONE = np.zeros(0)
 _NONE.flags.writeable = False
@@ -78,9 +80,36 @@ def _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyro
 
 
 @jit
+def state_before(quat, pos, lin, ang):
+    """The bodies' state at a step's start in one array (quaternions, positions, linear and angular
+    velocities, each (nb, k) in turn): what a compiled step hands back instead of the nine arrays of
+    its system (each array handed to Python costs ~0.3 us), which :func:`system_terms` recomputes."""
+    return np.concatenate((quat.reshape(-1), pos.reshape(-1), lin.reshape(-1), ang.reshape(-1)))
+
+
+@jit
+def system_terms(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyroscopic, before, floats, ints, h, zeta,
+                 slop):
+    """The terms of a compiled step's system (mechanics/system.py ``assemble_system``'s f, (Bm, Bw,
+    v), (rows data, indices, indptr, normal bias), v_free) from its state before the step
+    (:func:`state_before`) and its packed contacts: :func:`_step_terms` on the same inputs, so the
+    same bits as the step's own."""
+    nb = dof_start.size
+    quat = before[:4 * nb].reshape((nb, 4))
+    pos = before[4 * nb:7 * nb].reshape((nb, 3))
+    lin = before[7 * nb:10 * nb].reshape((nb, 3))
+    ang = before[10 * nb:13 * nb].reshape((nb, 3))
+    P, normal, t1, t2, phi, _, _, a, b, _, _, _ = unpack_contacts(floats, ints)
+    _, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
+                                                              gravity, gyroscopic, quat, pos, lin, ang, a, b, P,
+                                                              normal, t1, t2, phi, h, zeta, slop)
+    return f, Bm, Bw, v, v_free, dv, ix, ip, n_bias
+
+
+@jit
 def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyroscopic, quat, pos, lin, ang,
-                      a, b, P, normal, t1, t2, phi, mu_c, guess, h, zeta, slop, cfm, new_bound, current,
-                      warm, match, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
+                      floats, ints, h, zeta, slop, cfm, new_bound, current,
+                      warm, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
                       tol, steps, armijo, full, newton_only, max_outer, cL, cA, cF, ck, threshold,
                       position_stage, position_zeta, try_warm):
     """One box-friction step of a joint-free scene with nc = len(phi) contacts, n = 3 nc rows
@@ -103,9 +132,15 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     (``advance_state``, in place); with ``position_stage`` the deep test of the position correction
     (``position_targets``); the energies and deepest overlap (``energies_and_depth``) unless deep.
 
+    The contacts come packed (collision/boxes.py ``pack_contacts``: ``floats``, ``ints``, the latter
+    with each contact's match, the previous contact whose impulses warm-start it).
+
     Returns (outcome, iterations, outer, deep, e0, contact_gain, ke, pe, pen, z, w, numbers (6),
-    v_next, tangent, modes, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias, whether the
-    warm start was taken without M); outcome DECLINED leaves every state array as it was."""
+    v_next, tangent, modes, the state before the step (:func:`state_before`: the step's system is
+    assembled from it when read, :func:`system_terms`), whether the warm start was taken without M);
+    outcome DECLINED leaves every state array as it was."""
+    before = state_before(quat, pos, lin, ang)
+    P, normal, t1, t2, phi, mu_c, guess, a, b, _, _, match = unpack_contacts(floats, ints)
     e0, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
                                                                gravity, gyroscopic, quat, pos, lin, ang, a, b, P,
                                                                normal, t1, t2, phi, h, zeta, slop)
@@ -168,8 +203,7 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
             c, deep = position_targets(rows_times(ip[:nc + 1], ix[:nnz], dv[0], v_next), phi, h, slop, position_zeta)
         if not deep:
             ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quat, lin, ang, pos, gravity, phi)
-    return (outcome, its, outer, deep, e0, contact_gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, f,
-            Bm, Bw, v, v_free, dv, ix, ip, n_bias, taken)
+    return outcome, its, outer, deep, e0, contact_gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, before, taken
 
 
 @jit
@@ -205,8 +239,8 @@ def warm_start_stop(ip, ix, H, m_ptr, m_idx, m_data, cfm, q, lo, hi, findex, mu,
 
 @jit
 def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic,
-                            quat, pos, lin, ang, a, b, P, normal, t1, t2, phi, mu_c, guess, h, zeta, slop, cfm,
-                            new_bound, current, warm, match, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
+                            quat, pos, lin, ang, floats, ints, h, zeta, slop, cfm,
+                            new_bound, current, warm, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
                             sweeps, tol, tol_w, position_stage, position_zeta):
     """The fixed-budget (``iterations``) box-friction step of :func:`box_friction_step`'s scenes:
     the rows, q (box_friction.py ``_q_kernel``) and bounds (``_box_bounds``), the warm start, at
@@ -219,9 +253,11 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
     energies. Any number of contacts (no matrix is formed).
 
     Returns (outcome, pgs code, stats (4), e0, contact_gain, ke, pe, pen, z, w, velocity change,
-    v_next, tangent, modes, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias); outcome
-    DECLINED (a row on more than two bodies, or an answer that is not finite: the general path
-    reports it) leaves every state array as it was."""
+    v_next, tangent, modes, the state before the step); outcome DECLINED (a row on more than two
+    bodies, or an answer that is not finite: the general path reports it) leaves every state array
+    as it was. Contacts and the returned state as :func:`box_friction_step`'s."""
+    before = state_before(quat, pos, lin, ang)
+    P, normal, t1, t2, phi, mu_c, guess, a, b, _, _, match = unpack_contacts(floats, ints)
     e0, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
                                                                gravity, gyroscopic, quat, pos, lin, ang, a, b, P,
                                                                normal, t1, t2, phi, h, zeta, slop)
@@ -269,8 +305,7 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
                 if finite:
                     displace(dof_start, kind, kinematic, dx.copy().reshape(-1), pos, quat)
         ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quat, lin, ang, pos, gravity, phi)
-    return (outcome, code, stats, e0, contact_gain, ke, pe, pen, z, w, dflat, v_next, tangent, modes, f,
-            Bm, Bw, v, v_free, dv, ix, ip, n_bias)
+    return outcome, code, stats, e0, contact_gain, ke, pe, pen, z, w, dflat, v_next, tangent, modes, before
 
 
 class BoxFrictionStep:
@@ -294,11 +329,21 @@ class BoxFrictionStep:
         self.live = _live(sim.model)
         self.blk_cols, self.blk_ptr = _block_pattern(self.live.size)
         self.gravity = np.asarray(sim.model.gravity, dtype=np.float64)
-        m = sim.model       # frozen: its arrays are the plan's (a new model is planned anew)
+        m = self.model = sim.model       # frozen: its arrays are the plan's (a new model is planned anew)
         self.model_args = (self.live, m.ndof, m.dof_start, m.kind, self.kinematic, m.mass, m.inertia, m.inv_inertia,
                            self.gravity) if fixed else \
             (self.live, m.ndof, m.dof_start, m.mass, m.inertia, m.inv_inertia, self.gravity)
         self.cfm = float(sim.model_options.cfm + sim.model.settings.cfm)
+
+    def system_terms(self, gyroscopic, before, floats, ints, h, zeta, slop):
+        """mechanics/system.py ``assemble_system``'s (f, (Bm, Bw, v), (rows data, indices, indptr,
+        normal bias), v_free) of a step this plan took (:func:`system_terms`), for
+        Simulator.defer_system."""
+        m = self.model
+        f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = system_terms(
+            self.live, m.ndof, m.dof_start, m.mass, m.inertia, m.inv_inertia, self.gravity, gyroscopic, before, floats,
+            ints, h, zeta, slop)
+        return f, (Bm, Bw, v), (dv, ix, ip, n_bias), v_free
 
     @staticmethod
     def plan(sim):
@@ -342,21 +387,18 @@ class BoxFrictionStep:
         st = model.settings         # read each step: the Model is frozen, its Settings object is not
         prev = data.result
         warm = bool(sim.warm_start and data.warm.get("z") is not None and prev is not None)
-        f64, i64, f8 = np.ascontiguousarray, np.int64, np.float64
-        args = (contacts.body_a.astype(i64, copy=False), contacts.body_b.astype(i64, copy=False),
-                f64(contacts.point, dtype=f8), f64(contacts.normal, dtype=f8), f64(contacts.t1, dtype=f8),
-                f64(contacts.t2, dtype=f8), f64(contacts.phi, dtype=f8), f64(contacts.mu, dtype=f8),
-                f64(contacts.normal_guess, dtype=f8), h,
-                float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), float(st.slop), self.cfm,
-                float(sim.model_options.new_contact_bound), sim.model_options.coupling == "current",
-                warm, match if warm else _NO_MATCH, f64(prev.normal, dtype=f8) if warm else _NO_NORMAL,
+        floats, ints = packed(contacts, match)
+        f64, f8 = np.ascontiguousarray, np.float64
+        zeta, slop, gyroscopic = float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), \
+            float(st.slop), bool(st.gyroscopic)
+        args = (floats, ints, h, zeta, slop, self.cfm, float(sim.model_options.new_contact_bound),
+                sim.model_options.coupling == "current", warm, f64(prev.normal, dtype=f8) if warm else _NO_NORMAL,
                 f64(prev.tangent, dtype=f8) if warm else _NO_TANGENT, self.blk_cols, self.blk_ptr, sim._passive)
         position_stage, position_zeta = st.contact_stabilization == "position", float(st.contact_zeta)
         if self.fixed:
             t0 = time.perf_counter()
-            (outcome, code, stats, e0, gain, ke, pe, pen, z, w, dvel, v_next, tangent, modes, f, Bm, Bw, v, v_free,
-             dv, ix, ip, n_bias) = box_friction_fixed_step(
-                *self.model_args, bool(st.gyroscopic), data.quaternion, data.position,
+            (outcome, code, stats, e0, gain, ke, pe, pen, z, w, dvel, v_next, tangent, modes, before) = \
+                box_friction_fixed_step(*self.model_args, gyroscopic, data.quaternion, data.position,
                 data.linear_velocity, data.angular_velocity, *args, int(sim.iterations), *sim.sweep_stops(),
                 position_stage, position_zeta)
             t_solved = time.perf_counter()
@@ -370,9 +412,9 @@ class BoxFrictionStep:
                 else (opts.newton_steps, True)
             cL, cA, cF, ck = _dense_factors(n)
             t0 = time.perf_counter()
-            (outcome, its, outer, deep, e0, gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, f, Bm, Bw, v,
-             v_free, dv, ix, ip, n_bias, taken) = box_friction_step(
-                *self.model_args, bool(st.gyroscopic), data.quaternion, data.position, data.linear_velocity,
+            (outcome, its, outer, deep, e0, gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, before,
+             taken) = box_friction_step(
+                *self.model_args, gyroscopic, data.quaternion, data.position, data.linear_velocity,
                 data.angular_velocity, *args, float(opts.tol), int(steps), float(opts.armijo), full, self.newton_only,
                 int(opts.max_outer), cL, cA, cF, ck, self.threshold, position_stage, position_zeta,
                 warm and self.warm_tol and sim._warm_start_may_certify())
@@ -393,12 +435,12 @@ class BoxFrictionStep:
         result = StepResult(v_next=v_next, normal=z[:nc], tangent=tangent, joint=_NONE, limit=_NONE, motor=_NONE,
                             modes=modes)
         data.warm["z"] = z.copy()
-        sim.defer_system(contacts, h, f, (Bm, Bw, v), (dv, ix, ip, n_bias), v_free)
+        sim.defer_system(contacts, h, self.system_terms, (gyroscopic, before, floats, ints, h, zeta, slop))
         if deep:        # the position correction (simulator.py project_contacts), then the energies
             sim.project_contacts(sim.last_system, v_next)
             ke, pe, pen = energies_and_depth(model.dof_start, model.mass, model.inertia, data.quaternion,
                                              data.linear_velocity, data.angular_velocity, data.position,
-                                             self.gravity, f64(contacts.phi, dtype=np.float64))
+                                             self.gravity, f64(contacts.phi, dtype=f8))
         data.time += h
         data.steps += 1
         data.contacts, data.result = contacts, result

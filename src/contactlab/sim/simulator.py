@@ -311,7 +311,8 @@ class Simulator:
     def last_system(self):
         """The last step's ConstraintSystem; a compiled step's (sim/box_step.py) is assembled on first read."""
         if self._last_system is None and self._deferred_system is not None:
-            self._last_system = assemble_system(self.model, self.data, *self._deferred_system)
+            contacts, h, terms_of, args = self._deferred_system
+            self._last_system = assemble_system(self.model, self.data, contacts, h, *terms_of(*args))
             self._deferred_system = None
         return self._last_system
 
@@ -319,10 +320,10 @@ class Simulator:
     def last_system(self, sys) -> None:
         self._last_system, self._deferred_system = sys, None
 
-    def defer_system(self, contacts, h: float, f, body, terms, v_free) -> None:
-        """Keep the terms of the step's system (mechanics/system.py ``assemble_system``'s arguments
-        after model and data) and its problem for assembly when read: a compiled step's."""
-        self._last_system, self._deferred_system = None, (contacts, h, f, body, terms, v_free)
+    def defer_system(self, contacts, h: float, terms_of, args: tuple) -> None:
+        """Assemble the step's system and its problem only when read: a compiled step's, whose
+        ``terms_of(*args)`` gives mechanics/system.py ``assemble_system``'s (f, body, terms, v_free)."""
+        self._last_system, self._deferred_system = None, (contacts, h, terms_of, args)
         self._last_problem, self._unbuilt = None, _FROM_LAST_SYSTEM
 
     @property
