@@ -12,7 +12,6 @@ point's signed distance measured between its two witness points along the patch 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from functools import cached_property
 
 import coal
 import numpy as np
@@ -52,15 +51,22 @@ class ContactSet:
         return ContactSet(zi, zi, zi, zi, z3, z3, np.zeros(0), np.zeros(0), z3, z3, np.zeros(0))
 
 
-def _packed_view(name: str, start: int, width: int, ints: bool):
-    """The field ``name`` of a :class:`PackedContactSet`: a view of its buffer, made on first read."""
-    def view(self):
-        k = self.count
-        buf = self.ints if ints else self.floats
-        a = buf[start * k:(start + width) * k]
-        return a.reshape(k, width) if width > 1 else a
-    view.__name__ = name
-    return cached_property(view)
+class _PackedView:
+    """A field of :class:`PackedContactSet`: the view of its segment of a buffer, made on first read
+    and kept in the instance (a non-data descriptor, as functools.cached_property, without its lock)."""
+
+    def __init__(self, name: str, start: int, width: int, ints: bool):
+        self.name, self.start, self.width, self.ints = name, start, width, ints
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        k = obj.count
+        a = (obj.ints if self.ints else obj.floats)[self.start * k:(self.start + self.width) * k]
+        if self.width > 1:
+            a = a.reshape(k, self.width)
+        obj.__dict__[self.name] = a
+        return a
 
 
 class PackedContactSet(ContactSet):
@@ -78,12 +84,12 @@ class PackedContactSet(ContactSet):
             object.__setattr__(self, "ints", None)
             ContactSet.__init__(self, **arrays)
             return
-        object.__setattr__(self, "floats", floats)
-        object.__setattr__(self, "ints", ints)
+        d = self.__dict__
+        d["floats"], d["ints"], d["_count"] = floats, ints, ints.shape[0] // len(B.PACKED_INTS)
 
     @property
     def count(self) -> int:
-        return self.ints.shape[0] // len(B.PACKED_INTS) if self.ints is not None else int(self.phi.shape[0])
+        return self._count if self.ints is not None else int(self.phi.shape[0])
 
     def __setattr__(self, name, value):
         if self.ints is not None and name in _CONTACT_FIELDS:     # the views become the set's own arrays
@@ -100,13 +106,11 @@ _CONTACT_FIELDS = frozenset(f.name for f in fields(ContactSet)) | {"match"}
 def _add_packed_views():
     start = 0
     for name, width in B.PACKED_FLOATS:
-        setattr(PackedContactSet, name, _packed_view(name, start, width, False))
-        getattr(PackedContactSet, name).__set_name__(PackedContactSet, name)
+        setattr(PackedContactSet, name, _PackedView(name, start, width, False))
         start += width
     assert start == B.PACKED_FLOAT_WIDTH
     for i, name in enumerate(B.PACKED_INTS):
-        setattr(PackedContactSet, name, _packed_view(name, i, 1, True))
-        getattr(PackedContactSet, name).__set_name__(PackedContactSet, name)
+        setattr(PackedContactSet, name, _PackedView(name, i, 1, True))
 
 
 _add_packed_views()

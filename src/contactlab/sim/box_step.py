@@ -451,7 +451,7 @@ class BoxFrictionStep:
         sim.timing = {"detect": t_detect - t_start, "build": 0.0, "solve": t_solved - t0,
                       "integrate": t_end - t_solved, "record": 0.0}
         return StepRecord(time=data.time, contacts=nc, lcp_size=n, iterations=int(sol.iterations), pivots=0,
-                          residual=float(sol.residual), success=bool(success), status=sol.status.value,
+                          residual=float(sol.residual), success=bool(success), status=sol.status.name,
                           rescued=bool(rescued), kinetic_energy=ke, energy=e1, energy_gain=e1 - e0,
                           contact_energy_gain=gain, max_penetration=pen, solve_time=t_solved - t0, joint_error=0.0)
 

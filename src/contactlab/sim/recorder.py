@@ -27,6 +27,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from ..solution import Status
+
 RECORD_FIELDS = ("time", "contacts", "lcp_size", "iterations", "pivots", "residual", "success", "rescued",
                  "kinetic_energy", "energy", "energy_gain", "contact_energy_gain", "max_penetration",
                  "solve_time", "joint_error")
@@ -62,6 +64,8 @@ class StepRecord:
 
     def __post_init__(self):
         # one spelling of a status everywhere: the Status name ("SOLVED"), also when given the enum or its value
+        if self.status.__class__ is str and self.status in _STATUS_NAMES:
+            return
         name = getattr(self.status, "name", None)
         if name is None and isinstance(self.status, str):
             name = self.status.upper()
@@ -257,6 +261,7 @@ def write_trajectory(path, traj: Trajectory, *, attrs: dict | None = None, extra
 
 
 _INT_FIELDS = {"contacts", "lcp_size", "iterations", "pivots"}
+_STATUS_NAMES = frozenset(s.name for s in Status)     # StepRecord's statuses as they are stored
 _BOOL_FIELDS = {"success", "rescued"}
 
 

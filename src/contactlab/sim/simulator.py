@@ -536,7 +536,7 @@ class Simulator:
                        "integrate": t_integrated - t_solved, "record": clock() - t_integrated}
         return StepRecord(time=data.time, contacts=contacts.count, lcp_size=n,
                           iterations=int(sol.iterations), pivots=int(sol.pivots), residual=float(sol.residual),
-                          success=bool(primary_ok), status=sol.status.value,
+                          success=bool(primary_ok), status=sol.status.name,
                           rescued=bool(rescued), kinetic_energy=ke, energy=e1,
                           energy_gain=e1 - e0, contact_energy_gain=contact_gain, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
 
