@@ -88,6 +88,14 @@ def state_before(quat, pos, lin, ang):
 
 
 @jit
+def results(z, w, dvel, v_next, tangent, before):
+    """A compiled step's float results in one array, [z | w | velocity change | v+ | tangent impulses
+    (nc, 2) | state before]: each array handed to Python costs ~0.3 us to box and about as much to free
+    (:func:`_split` views it)."""
+    return np.concatenate((z, w, dvel, v_next, tangent.reshape(-1), before))
+
+
+@jit
 def system_terms(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyroscopic, before, floats, ints, h, zeta,
                  slop):
     """The terms of a compiled step's system (mechanics/system.py ``assemble_system``'s f, (Bm, Bw,
@@ -135,10 +143,10 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     The contacts come packed (collision/boxes.py ``pack_contacts``: ``floats``, ``ints``, the latter
     with each contact's match, the previous contact whose impulses warm-start it).
 
-    Returns (outcome, iterations, outer, deep, e0, contact_gain, ke, pe, pen, z, w, numbers (6),
-    v_next, tangent, modes, the state before the step (:func:`state_before`: the step's system is
-    assembled from it when read, :func:`system_terms`), whether the warm start was taken without M);
-    outcome DECLINED leaves every state array as it was."""
+    Returns (outcome, iterations, outer, deep, e0, contact_gain, ke, pe, pen, numbers (6), the float
+    results in one array (:func:`results`: z, w, v+, the tangent impulses, and the state before the
+    step, from which the step's system is assembled when read, :func:`system_terms`), modes, whether
+    the warm start was taken without M); outcome DECLINED leaves every state array as it was."""
     before = state_before(quat, pos, lin, ang)
     P, normal, t1, t2, phi, mu_c, guess, a, b, _, _, match = unpack_contacts(floats, ints)
     e0, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
@@ -203,7 +211,8 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
             c, deep = position_targets(rows_times(ip[:nc + 1], ix[:nnz], dv[0], v_next), phi, h, slop, position_zeta)
         if not deep:
             ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quat, lin, ang, pos, gravity, phi)
-    return outcome, its, outer, deep, e0, contact_gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, before, taken
+    return (outcome, its, outer, deep, e0, contact_gain, ke, pe, pen, numbers, results(z, w, np.zeros(0), v_next, tangent, before),
+            modes, taken)
 
 
 @jit
@@ -252,10 +261,11 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
     budget (simulator.py ``project_contacts``' fixed-budget branch) and its displacement, then the
     energies. Any number of contacts (no matrix is formed).
 
-    Returns (outcome, pgs code, stats (4), e0, contact_gain, ke, pe, pen, z, w, velocity change,
-    v_next, tangent, modes, the state before the step); outcome DECLINED (a row on more than two
-    bodies, or an answer that is not finite: the general path reports it) leaves every state array
-    as it was. Contacts and the returned state as :func:`box_friction_step`'s."""
+    Returns (outcome, pgs code, stats (4 numbers), e0, contact_gain, ke, pe, pen, the float results
+    in one array (:func:`results`: z, w, the velocity change W H' z, v+, the tangent impulses, the state
+    before the step), modes); outcome DECLINED (a row on more than two bodies, or an answer that is
+    not finite: the general path reports it) leaves every state array as it was. Contacts as
+    :func:`box_friction_step`'s."""
     before = state_before(quat, pos, lin, ang)
     P, normal, t1, t2, phi, mu_c, guess, a, b, _, _, match = unpack_contacts(floats, ints)
     e0, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
@@ -305,7 +315,8 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
                 if finite:
                     displace(dof_start, kind, kinematic, dx.copy().reshape(-1), pos, quat)
         ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quat, lin, ang, pos, gravity, phi)
-    return outcome, code, stats, e0, contact_gain, ke, pe, pen, z, w, dflat, v_next, tangent, modes, before
+    return (outcome, code, (stats[0], stats[1], stats[2], stats[3]), e0, contact_gain, ke, pe, pen,
+            results(z, w, dflat, v_next, tangent, before), modes)
 
 
 class BoxFrictionStep:
@@ -397,13 +408,13 @@ class BoxFrictionStep:
         position_stage, position_zeta = st.contact_stabilization == "position", float(st.contact_zeta)
         if self.fixed:
             t0 = time.perf_counter()
-            (outcome, code, stats, e0, gain, ke, pe, pen, z, w, dvel, v_next, tangent, modes, before) = \
-                box_friction_fixed_step(*self.model_args, gyroscopic, data.quaternion, data.position,
+            (outcome, code, stats, e0, gain, ke, pe, pen, out, modes) = box_friction_fixed_step(*self.model_args, gyroscopic, data.quaternion, data.position,
                 data.linear_velocity, data.angular_velocity, *args, int(sim.iterations), *sim.sweep_stops(),
                 position_stage, position_zeta)
             t_solved = time.perf_counter()
             if outcome == DECLINED:
                 return None
+            z, w, dvel, v_next, tangent, before = _split(out, n, 6 * self.live.size, model.ndof, nc)
             sol = matrix_free_solution(z, w, dvel, code, stats)
             deep = False
         else:
@@ -412,8 +423,7 @@ class BoxFrictionStep:
                 else (opts.newton_steps, True)
             cL, cA, cF, ck = _dense_factors(n)
             t0 = time.perf_counter()
-            (outcome, its, outer, deep, e0, gain, ke, pe, pen, z, w, numbers, v_next, tangent, modes, before,
-             taken) = box_friction_step(
+            (outcome, its, outer, deep, e0, gain, ke, pe, pen, numbers, out, modes, taken) = box_friction_step(
                 *self.model_args, gyroscopic, data.quaternion, data.position, data.linear_velocity,
                 data.angular_velocity, *args, float(opts.tol), int(steps), float(opts.armijo), full, self.newton_only,
                 int(opts.max_outer), cL, cA, cF, ck, self.threshold, position_stage, position_zeta,
@@ -421,6 +431,7 @@ class BoxFrictionStep:
             t_solved = time.perf_counter()
             if outcome == DECLINED:
                 return None
+            z, w, _, v_next, tangent, before = _split(out, n, 0, model.ndof, nc)
             solved = outcome == SOLVED
             info = {"outer": int(outer)} if solved else {}
             if taken:       # the warm start, certified without M (simulator.py _certified_warm_start)
@@ -454,6 +465,14 @@ class BoxFrictionStep:
                           residual=float(sol.residual), success=bool(success), status=sol.status.name,
                           rescued=bool(rescued), kinetic_energy=ke, energy=e1, energy_gain=e1 - e0,
                           contact_energy_gain=gain, max_penetration=pen, solve_time=t_solved - t0, joint_error=0.0)
+
+
+def _split(out, n: int, nv: int, ndof: int, nc: int) -> tuple:
+    """The views of :func:`results`' array: (z, w, velocity change (nv,), v+, tangent impulses (nc, 2),
+    state before)."""
+    a = 2 * n + nv
+    b = a + ndof
+    return out[:n], out[n:2 * n], out[2 * n:a], out[a:b], out[b:b + 2 * nc].reshape(nc, 2), out[b + 2 * nc:]
 
 
 _PGS_STATUS = {_PGS_CONVERGED: Status.SOLVED, _PGS_MAX_SWEEPS: Status.MAX_ITERATIONS,
