@@ -12,13 +12,14 @@ def energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity):
     -sum m p . g."""
     ke = 0.0
     pe = 0.0
+    R = np.empty((3, 3))
+    b = np.empty(3)                     # R' omega: the angular velocity in body axes
     for k in range(mass.shape[0]):
         if dof_start[k] < 0:
             continue
-        R = np.empty((3, 3))
         quat_matrix(quat[k], R)
-        b = np.zeros(3)                 # R' omega: the angular velocity in body axes
         for i in range(3):
+            b[i] = 0.0
             for j in range(3):
                 b[i] += R[j, i] * ang[k, j]
         rot = 0.0
