@@ -211,8 +211,8 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
             c, deep = position_targets(rows_times(ip[:nc + 1], ix[:nnz], dv[0], v_next), phi, h, slop, position_zeta)
         if not deep:
             ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quat, lin, ang, pos, gravity, phi)
-    return (outcome, its, outer, deep, e0, contact_gain, ke, pe, pen, numbers, results(z, w, np.zeros(0), v_next, tangent, before),
-            modes, taken)
+    return (outcome, its, outer, deep, e0, contact_gain, ke, pe, pen, numbers,
+            results(z, w, np.zeros(0), v_next, tangent, before), modes, taken)
 
 
 @jit
@@ -408,9 +408,9 @@ class BoxFrictionStep:
         position_stage, position_zeta = st.contact_stabilization == "position", float(st.contact_zeta)
         if self.fixed:
             t0 = time.perf_counter()
-            (outcome, code, stats, e0, gain, ke, pe, pen, out, modes) = box_friction_fixed_step(*self.model_args, gyroscopic, data.quaternion, data.position,
-                data.linear_velocity, data.angular_velocity, *args, int(sim.iterations), *sim.sweep_stops(),
-                position_stage, position_zeta)
+            (outcome, code, stats, e0, gain, ke, pe, pen, out, modes) = box_friction_fixed_step(
+                *self.model_args, gyroscopic, data.quaternion, data.position, data.linear_velocity,
+                data.angular_velocity, *args, int(sim.iterations), *sim.sweep_stops(), position_stage, position_zeta)
             t_solved = time.perf_counter()
             if outcome == DECLINED:
                 return None
