@@ -385,8 +385,10 @@ def test_packed_contacts_are_views_of_two_buffers_and_behave_as_a_contact_set():
     """detect_matched's PackedContactSet: each field the view of its segment of the two buffers
     (boxes.py PACKED_FLOATS / PACKED_INTS, as unpack_contacts reads them), the match its own; a
     plain ContactSet packs to the same buffers (packed); assigning a field or dataclasses.replace
-    gives a set holding its own arrays, the other fields unchanged."""
+    gives a set holding its own arrays, the other fields unchanged; deepcopy and pickle keep it whole."""
+    import copy
     import dataclasses
+    import pickle
     from contactlab.collision import boxes as B
     from contactlab.collision.contacts import ContactSet, PackedContactSet, packed
     from contactlab.scenarios import make_scene
@@ -410,6 +412,9 @@ def test_packed_contacts_are_views_of_two_buffers_and_behave_as_a_contact_set():
     floats, ints = packed(plain, np.array(match))
     assert np.array_equal(floats, c.floats, equal_nan=True) and np.array_equal(ints, c.ints)
     assert packed(c, match)[0] is c.floats and packed(c)[1] is c.ints
+    for copied in (copy.deepcopy(c), pickle.loads(pickle.dumps(c))):       # Data.copy() deep-copies its contacts
+        assert copied.floats is not c.floats and copied.count == k
+        assert np.array_equal(copied.point, c.point) and np.array_equal(copied.match, match)
     moved = dataclasses.replace(c, phi=c.phi + 1.0)
     assert moved.ints is None and moved.count == k and np.array_equal(moved.phi, c.phi + 1.0)
     assert np.array_equal(moved.point, c.point)
