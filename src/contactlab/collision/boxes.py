@@ -830,7 +830,7 @@ def pack_contacts(P, N, t1, t2, phi, mu, guess, ba, bb, sa, sb, match):
 def unpack_contacts(floats, ints):
     """The views of :func:`pack_contacts`' buffers: (point, normal, t1, t2, phi, mu, normal_guess,
     body_a, body_b, shape_a, shape_b, match), no copy."""
-    k = ints.size // 5
+    k = ints.size // len(PACKED_INTS)
     return (floats[0:3 * k].reshape((k, 3)), floats[3 * k:6 * k].reshape((k, 3)),
             floats[6 * k:9 * k].reshape((k, 3)), floats[9 * k:12 * k].reshape((k, 3)), floats[12 * k:13 * k],
             floats[13 * k:14 * k], floats[14 * k:15 * k], ints[0:k], ints[k:2 * k], ints[2 * k:3 * k],
@@ -854,9 +854,7 @@ def detect_and_match_packed(dof_start, lin, ang, body_radius, h, quaternion, pos
     sweep_out[:, :] = sweep
     reach_out[:] = reach
     if left:
-        e3, ei = np.empty((0, 3)), np.empty(0, dtype=np.int64)
-        floats, ints = pack_contacts(e3, e3, e3, e3, np.empty(0), np.empty(0), np.empty(0), ei, ei, ei, ei, ei)
-        return left, floats, ints
+        return left, np.empty(0), np.empty(0, dtype=np.int64)
     floats, ints = pack_contacts(P, N, t1, t2, phi, mu, guess, ba, bb, sa, sb, match)
     return left, floats, ints
 

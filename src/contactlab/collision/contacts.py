@@ -375,9 +375,9 @@ class CollisionWorld:
             return detect_then_match(self, data, margin, sweep, prev, prev_values, near)
         if prev is not None and prev.count > 0:
             prev_floats, prev_ints = packed(prev)
-            values = _NO_VALUES if prev_values is None else np.ascontiguousarray(prev_values, dtype=np.float64)
+            values = _NO_FLOATS if prev_values is None else np.ascontiguousarray(prev_values, dtype=np.float64)
         else:
-            prev_floats, prev_ints, values = _NO_VALUES, _NO_SHAPES, _NO_VALUES
+            prev_floats, prev_ints, values = _NO_FLOATS, _NO_INTS, _NO_FLOATS
         self.margin = float(margin)
         shapes = self._shape_args
         if shapes is None:      # the shapes' arrays (fixed once the world is built), gathered at the first call
@@ -393,7 +393,7 @@ class CollisionWorld:
             *shapes[2])
         self._sweep, self._reach = shapes[2]
         if left:        # coal's pairs: merged as detect() merges them, then matched
-            return detect_then_match(self, data, margin, self._sweep.copy(), prev, prev_values, near)
+            return detect_then_match(self, data, margin, self._sweep, prev, prev_values, near)
         contacts = PackedContactSet(floats, ints)
         return contacts, contacts.match
 
@@ -439,9 +439,9 @@ class CollisionWorld:
                 np.array(out["p"]).reshape(-1, 3), np.array(out["n"]).reshape(-1, 3), np.array(out["phi"]))
 
 
-# detect_matched's arguments where there are no previous contacts (never written: the kernels only read them)
-_NO_SHAPES = np.zeros(0, dtype=np.int64)
-_NO_VALUES = np.zeros(0)
+# detect_matched's empty arguments (no previous contacts or values; never written: the kernels only read them)
+_NO_INTS = np.zeros(0, dtype=np.int64)
+_NO_FLOATS = np.zeros(0)
 
 
 def _polygon_corners(patch, tol: float = 1e-6) -> list[int]:

@@ -66,12 +66,14 @@ TRIVIAL = 2      # z = 0 solves the problem (solve()'s TRIVIAL), applied
 
 
 @jit
-def _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyroscopic, quat, pos, lin, ang, a, b, P,
-                normal, t1, t2, phi, h, zeta, slop):
+def _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyroscopic, quat, pos, lin, ang, floats,
+                ints, h, zeta, slop):
     """What both compiled steps start with, in the general path's order: e0 (kernels/energy.py
     ``energies``), f = 0 and (Bm, Bw, v) (mechanics/kernels.py ``body_terms``: f += gravity and
-    gyroscopic forces), v_free (``free_velocity``) and the contact rows with the normal bias
-    (``contact_terms``). Returns (e0, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias)."""
+    gyroscopic forces), v_free (``free_velocity``) and the rows of the packed contacts (``floats``,
+    ``ints``: collision/boxes.py ``pack_contacts``) with the normal bias (``contact_terms``).
+    Returns (e0, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias)."""
+    P, normal, t1, t2, phi, _, _, a, b, _, _, _ = unpack_contacts(floats, ints)
     ke0, pe0 = energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity)
     f = np.zeros(ndof)
     Bm, Bw, v = body_terms(live, dof_start, quat, mass, inertia, inv_inertia, gravity, lin, ang, gyroscopic, f)
@@ -107,10 +109,9 @@ def system_terms(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyr
     pos = before[4 * nb:7 * nb].reshape((nb, 3))
     lin = before[7 * nb:10 * nb].reshape((nb, 3))
     ang = before[10 * nb:13 * nb].reshape((nb, 3))
-    P, normal, t1, t2, phi, _, _, a, b, _, _, _ = unpack_contacts(floats, ints)
     _, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
-                                                              gravity, gyroscopic, quat, pos, lin, ang, a, b, P,
-                                                              normal, t1, t2, phi, h, zeta, slop)
+                                                              gravity, gyroscopic, quat, pos, lin, ang, floats, ints,
+                                                              h, zeta, slop)
     return f, Bm, Bw, v, v_free, dv, ix, ip, n_bias
 
 
@@ -148,10 +149,10 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     step, from which the step's system is assembled when read, :func:`system_terms`), modes, whether
     the warm start was taken without M); outcome DECLINED leaves every state array as it was."""
     before = state_before(quat, pos, lin, ang)
-    P, normal, t1, t2, phi, mu_c, guess, a, b, _, _, match = unpack_contacts(floats, ints)
+    _, _, _, _, phi, mu_c, guess, _, _, _, _, match = unpack_contacts(floats, ints)
     e0, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
-                                                               gravity, gyroscopic, quat, pos, lin, ang, a, b, P,
-                                                               normal, t1, t2, phi, h, zeta, slop)
+                                                               gravity, gyroscopic, quat, pos, lin, ang, floats,
+                                                               ints, h, zeta, slop)
     nc, nnz, H, none = phi.size, dv.shape[1], dv.reshape(-1), np.zeros(0)     # H: the rows' values, row by row
     n = 3 * nc
     z0 = np.zeros(n)
@@ -267,10 +268,10 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
     not finite: the general path reports it) leaves every state array as it was. Contacts as
     :func:`box_friction_step`'s."""
     before = state_before(quat, pos, lin, ang)
-    P, normal, t1, t2, phi, mu_c, guess, a, b, _, _, match = unpack_contacts(floats, ints)
+    P, _, _, _, phi, mu_c, guess, _, _, _, _, match = unpack_contacts(floats, ints)
     e0, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
-                                                               gravity, gyroscopic, quat, pos, lin, ang, a, b, P,
-                                                               normal, t1, t2, phi, h, zeta, slop)
+                                                               gravity, gyroscopic, quat, pos, lin, ang, floats,
+                                                               ints, h, zeta, slop)
     nc, nnz, H, none = phi.size, dv.shape[1], dv.reshape(-1), np.zeros(0)     # H: the rows' values, row by row
     n = 3 * nc
     q = _q_kernel(ip, ix, H, v_free, none, none, none, n_bias)
