@@ -51,10 +51,20 @@ def _pack(name: str, M, out: dict):
         out[name] = np.asarray(M)
 
 
-def _unpack(name: str, f):
+def _unpack(name: str, f, path):
     if f"{name}__data" in f:
-        return sp.csr_matrix((f[f"{name}__data"], f[f"{name}__indices"], f[f"{name}__indptr"]),
-                             shape=tuple(f[f"{name}__shape"]))
+        from .validation import check_dtype, compressed_error
+        data, indices, indptr = (f[f"{name}__{k}"] for k in ("data", "indices", "indptr"))
+        shape = np.asarray(f[f"{name}__shape"]).ravel()
+        if shape.size != 2 or shape.dtype.kind not in "iu":
+            raise ProblemError(f"{path}: {name}__shape must be two integers, got {shape.tolist()!r}")
+        check_dtype(f"{path}: {name}", data.dtype)
+        why = compressed_error(indptr, indices, data.size if data.ndim == 1 else -1, int(shape[0]), int(shape[1]))
+        if why is None and data.ndim != 1:
+            why = "its data array must be 1-D"
+        if why is not None:
+            raise ProblemError(f"{path}: {name} is a malformed sparse matrix: {why}")
+        return sp.csr_matrix((data, indices, indptr), shape=(int(shape[0]), int(shape[1])))
     return f[name]
 
 
@@ -115,13 +125,24 @@ def load(path: str | os.PathLike) -> Problem:
                 raise fc_error from None
     if path.suffix != ".npz":
         raise ProblemError(f"unknown problem file type {path.suffix!r}; use .npz, Siconos .dat or FCLIB .hdf5")
-    with np.load(path, allow_pickle=False) as f:
-        kind = str(f["kind"]) if "kind" in f else "LCP"
-        if kind not in _FIELDS:
-            raise ProblemError(f"{path}: unknown problem kind {kind!r}")
-        cls, names = _FIELDS[kind]
-        args = {n: _unpack(n, f) for n in names if n in f or f"{n}__data" in f}
-    return cls(**args)
+    import zipfile
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            kind = str(f["kind"]) if "kind" in f else "LCP"
+            if kind not in _FIELDS:
+                raise ProblemError(f"{path}: unknown problem kind {kind!r}")
+            cls, names = _FIELDS[kind]
+            args = {n: _unpack(n, f, path) for n in names if n in f or f"{n}__data" in f}
+    except ProblemError:
+        raise
+    except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
+        raise ProblemError(f"{path}: not a readable contactlab .npz problem ({type(exc).__name__}: {exc})") from None
+    try:
+        return cls(**args)
+    except ProblemError as exc:
+        raise ProblemError(f"{path}: {exc}") from None
+    except TypeError as exc:
+        raise ProblemError(f"{path}: the {kind} fields are incomplete ({exc})") from None
 
 
 def _tokens(path: Path) -> list[str]:
