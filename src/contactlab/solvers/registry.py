@@ -259,6 +259,7 @@ def certified_by_kernel(sol: Solution, problem, w: np.ndarray, numbers: tuple,
 
 # statuses read on every call (an Enum member read from its class costs ~70 ns in Python 3.11)
 _SOLVED, _TRIVIAL, _NO_SOLUTION = Status.SOLVED, Status.TRIVIAL, Status.NO_SOLUTION
+_INF = float("inf")
 
 
 def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: float = CERTIFY,
@@ -337,7 +338,10 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
     sol.relative_residual = certified
     tol = float(getattr(opts, "tol", 0.0) or 0.0)
     threshold = tol if tol > certify else certify   # max(certify, tol), without the call
-    if (status is _SOLVED or status is _TRIVIAL or status in SUCCESS_STATUSES) and not certified <= threshold:
+    if (status is _SOLVED or status is _TRIVIAL or status in SUCCESS_STATUSES) and not (
+            certified <= threshold and c[0] < _INF and c[2] < _INF):
+        # a certificate only from finite numbers: the relative residual within the threshold, and
+        # the absolute natural residual and infeasibility finite (inf when z or w is not; NaN fails)
         sol.info["claimed_status"] = status.name
         sol.info["certify_threshold"] = threshold
         sol.status = Status.NUMERICAL_FAILURE
