@@ -53,6 +53,14 @@ def _parts(sys, cfm: float = 0.0):
     o_lam = o_b + nc * d
     o_u = o_lam + nc
     o_s = o_u + nm
+    rows = o_s + nm
+    from ..solvers.registry import DENSE_BYTES_LIMIT
+    if 8 * rows * rows > DENSE_BYTES_LIMIT:   # refused before the dense K is allocated
+        from ..errors import ModelError
+        raise ModelError(f"this step's Stewart-Trinkle problem has {rows} rows ({nc} contacts x {d} friction "
+                         f"directions): its dense coupling matrix needs {8 * rows * rows / 2**30:.1f} GiB "
+                         f"(limit {DENSE_BYTES_LIMIT / 2**30:.0f} GiB); use fewer bodies or friction_directions, "
+                         "or model box-friction")
     K = pyramid_coupling(nl, nc, d, nm, np.ascontiguousarray(sys.mu, dtype=np.float64), float(cfm))
     c = np.concatenate([sys.l_bias, sys.n_bias, np.zeros(nc * d + nc), -sys.a_target, 2.0 * sys.a_max])
     v0 = sys.v_free()

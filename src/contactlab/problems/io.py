@@ -2,6 +2,7 @@
 (read; friction also write) and FCLIB HDF5 ``.hdf5``/``.h5`` (read/write, atomic; see problems/fclib.py)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -40,6 +41,54 @@ def atomic_write(path: str | os.PathLike, write) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+class OutputLocked(ProblemError):
+    """Another process holds the lock of an output (:func:`output_lock` with ``wait=False``)."""
+
+
+@contextlib.contextmanager
+def output_lock(path: str | os.PathLike, *, folder: bool = False, wait: bool = True, on_wait=None):
+    """Hold an exclusive lock on the output ``path`` for the block: the lock file ``.NAME.lock``
+    beside it (``folder=True``: ``.lock`` inside the folder ``path``), locked with ``flock``, so writers of one output from
+    several processes take turns (a sweep or a report then resumes from what the other wrote: rows
+    and sections merged) instead of each replacing the other's file. The kernel drops the lock when
+    its process dies, so a crash leaves no stale lock. ``wait=False``: :class:`OutputLocked` at once
+    if another holds it; ``on_wait(message)`` is called once before waiting."""
+    import fcntl
+    path = Path(path)
+    lock = (path / ".lock") if folder else path.parent / f".{path.name}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+                msg = (f"{path} is being written by another contactlab run (pid {holder}, lock {lock})")
+                if not wait:
+                    raise OutputLocked(f"{msg}; wait for it to finish or choose another output") from None
+                if on_wait is not None:
+                    on_wait(f"{msg}; waiting for it to finish ...")
+                    on_wait = None
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.path.exists(lock) and os.stat(lock).st_ino == os.fstat(fd).st_ino:
+                break      # the lock file we hold is still the one on disk (not removed by its last holder)
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        try:
+            os.unlink(lock)     # removed while held: a waiter re-checks the inode (above)
+        except OSError:
+            pass
+        os.close(fd)
 
 
 def _pack(name: str, M, out: dict):
