@@ -16,13 +16,18 @@ def register(app: typer.Typer) -> None:
         """Write an interactive 3D replay (play, pause, speed, time slider, orbit / pan / zoom, contact
         points and force arrows) of TRAJ as one HTML file that opens offline in any browser."""
         from ..errors import ContactlabError
+        from . import check_trajectory
         from ..viz.replay import read_replay, replay_html
         try:
+            check_trajectory(traj)
             data = read_replay(traj)
             if max_frames is not None and max_frames < 2:
                 raise typer.BadParameter("--max-frames must be >= 2")
             replay_html(data, html_out, title=title or traj.name, max_frames=max_frames, max_contacts=max_contacts)
         except ContactlabError as exc:
             typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
+        except (KeyError, IndexError, ValueError, OSError) as exc:   # damage the checks did not foresee
+            typer.echo(f"error: {traj}: unreadable trajectory file ({type(exc).__name__}: {exc})", err=True)
             raise typer.Exit(2)
         typer.echo(f"wrote {html_out} ({html_out.stat().st_size / 1e6:.1f} MB, {data.frames} frames recorded)")
