@@ -41,35 +41,9 @@ def interrupt_exit_on_sigterm() -> None:
 
 
 def check_output(path, flag: str, *, suffixes: tuple[str, ...] | None = None, folder: bool = False):
-    """Refuse, before any work, an output the command could not write (ParamError naming ``flag``):
-    a directory where a file is wanted (or a file where a folder is), a special file (a device is
-    never replaced by a rename), a suffix outside ``suffixes``, or a folder where no file can be
-    created (tried: a temporary file is made and removed there, which also creates missing parents)."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    from ..errors import ParamError
-    path = Path(path)
-    if folder:
-        if path.exists() and not path.is_dir():
-            raise ParamError(f"{flag} {path} is a file; give a folder")
-        where = path
-    else:
-        if path.is_dir():
-            raise ParamError(f"{flag} {path} is a directory; give a file name")
-        if path.exists() and not path.is_file():
-            raise ParamError(f"{flag} {path} is not a regular file; give a file name")
-        if suffixes is not None and path.suffix.lower() not in suffixes:
-            raise ParamError(f"{flag} writes {' or '.join(suffixes)} files; got {str(path)!r}")
-        where = path.parent
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".contactlab-write-test.", dir=where)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        raise ParamError(f"{flag} {path}: cannot write there ({exc.strerror or exc})") from None
+    """problems/io.py ``check_output``: an output refused before any work (ParamError naming ``flag``)."""
+    from ..problems.io import check_output as check
+    check(path, flag, suffixes=suffixes, folder=folder)
 
 
 def write_failed(exc: OSError, what) -> str:

@@ -43,6 +43,34 @@ def atomic_write(path: str | os.PathLike, write) -> Path:
     return path
 
 
+def check_output(path, flag: str, *, suffixes: tuple[str, ...] | None = None, folder: bool = False):
+    """Refuse, before any work, an output the command could not write (ParamError naming ``flag``):
+    a directory where a file is wanted (or a file where a folder is), a special file (a device is
+    never replaced by a rename), a suffix outside ``suffixes``, or a folder where no file can be
+    created (tried: a temporary file is made and removed there, which also creates missing parents)."""
+    from ..errors import ParamError
+    path = Path(path)
+    if folder:
+        if path.exists() and not path.is_dir():
+            raise ParamError(f"{flag} {path} is a file; give a folder")
+        where = path
+    else:
+        if path.is_dir():
+            raise ParamError(f"{flag} {path} is a directory; give a file name")
+        if path.exists() and not path.is_file():
+            raise ParamError(f"{flag} {path} is not a regular file; give a file name")
+        if suffixes is not None and path.suffix.lower() not in suffixes:
+            raise ParamError(f"{flag} writes {' or '.join(suffixes)} files; got {str(path)!r}")
+        where = path.parent
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".contactlab-write-test.", dir=where)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise ParamError(f"{flag} {path}: cannot write there ({exc.strerror or exc})") from None
+
+
 class OutputLocked(ProblemError):
     """Another process holds the lock of an output (:func:`output_lock` with ``wait=False``)."""
 
