@@ -47,13 +47,7 @@ def _parts(sys, cfm: float = 0.0):
     offsets (:func:`build` keeps H, v0 and the offsets on its problem for :func:`recover`)."""
     nc, d, nl, nm = sys.nc, sys.d, sys.nl, sys.nm
     ndof = sys.ndof
-    H, R = stacked_rows(sys, [sys.L, sys.N, sys.D, _zero_rows(nc, ndof), sys.A, _zero_rows(nm, ndof)])
-    o_cn = nl
-    o_b = o_cn + nc
-    o_lam = o_b + nc * d
-    o_u = o_lam + nc
-    o_s = o_u + nm
-    rows = o_s + nm
+    rows = nl + nc * (d + 2) + 2 * nm     # H's rows: L, N, D, lambda, A, motor slack
     from ..solvers.registry import DENSE_BYTES_LIMIT
     if 8 * rows * rows > DENSE_BYTES_LIMIT:   # refused before the dense K is allocated
         from ..errors import ModelError
@@ -61,6 +55,12 @@ def _parts(sys, cfm: float = 0.0):
                          f"directions): its dense coupling matrix needs {8 * rows * rows / 2**30:.1f} GiB "
                          f"(limit {DENSE_BYTES_LIMIT / 2**30:.0f} GiB); use fewer bodies or friction_directions, "
                          "or model box-friction")
+    H, R = stacked_rows(sys, [sys.L, sys.N, sys.D, _zero_rows(nc, ndof), sys.A, _zero_rows(nm, ndof)])
+    o_cn = nl
+    o_b = o_cn + nc
+    o_lam = o_b + nc * d
+    o_u = o_lam + nc
+    o_s = o_u + nm
     K = pyramid_coupling(nl, nc, d, nm, np.ascontiguousarray(sys.mu, dtype=np.float64), float(cfm))
     c = np.concatenate([sys.l_bias, sys.n_bias, np.zeros(nc * d + nc), -sys.a_target, 2.0 * sys.a_max])
     v0 = sys.v_free()
