@@ -93,7 +93,10 @@ def problem_cases(draw):
 
 
 def collect(strategy, n: int) -> list:
+    """``n`` examples of ``strategy``, drawn by hypothesis (fixed examples: tests/conftest.py)."""
     out = []
+    if n <= 0:
+        return out
 
     @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(strategy)

@@ -125,9 +125,12 @@ def load_scene(path) -> Scene:
         raise ModelError(f"{path}: cannot parse ({exc})") from None
     except RecursionError:
         raise ModelError(f"{path}: cannot parse (nested too deeply; a scene file is a few levels deep)") from None
-    if isinstance(data, dict) and "urdf" in data:
-        return _with_urdf(data, path)
-    return scene_from_dict(data)
+    try:
+        if isinstance(data, dict) and "urdf" in data:
+            return _with_urdf(data, path)
+        return scene_from_dict(data)
+    except OverflowError as exc:    # an integer beyond any float, e.g. 10**400 written out
+        raise ModelError(f"{path}: a number is too large ({exc}); every value must be a finite float") from None
 
 
 _URDF_KEYS = {"path", "fixed_base", "position", "name"}
