@@ -175,3 +175,26 @@ def test_highs_prints_no_banner_from_a_command():
         assert r.returncode == 0, r.stderr
         assert "HiGHS" not in r.stdout + r.stderr and "Copyright" not in r.stdout + r.stderr
         assert json.loads(r.stdout)["modes"]
+
+
+def test_a_pseudo_terminal_of_unknown_size_still_gets_the_output():
+    """A pty that reports 0 x 0 (script, some CI runners) printed nothing at width 0; now 80 columns."""
+    import subprocess
+    import sys
+    code = ("import os, pty, sys\n"
+            "pid, fd = pty.fork()\n"
+            "if pid == 0:\n"
+            "    from contactlab.cli import main; sys.argv = ['contactlab', 'plan', 'pyramid-6']; main()\n"
+            "out = b''\n"
+            "while True:\n"
+            "    try:\n"
+            "        chunk = os.read(fd, 4096)\n"
+            "    except OSError:\n"
+            "        break\n"
+            "    if not chunk:\n"
+            "        break\n"
+            "    out += chunk\n"
+            "os.waitpid(pid, 0)\n"
+            "sys.stdout.write(out.decode(errors='replace'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300).stdout
+    assert "stable disassembly" in out and "6 blocks" in out

@@ -19,7 +19,7 @@ def console(stderr: bool = False, quiet: bool = False):
     width = 100_000
     if tty:
         try:
-            width = os.get_terminal_size(stream.fileno()).columns
+            width = os.get_terminal_size(stream.fileno()).columns or 80   # a pty may report 0 x 0
         except (OSError, ValueError):
             width = 80
     return Console(stderr=stderr, quiet=quiet, width=width, soft_wrap=not tty)
