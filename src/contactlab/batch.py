@@ -294,7 +294,7 @@ class _ParquetSink:
         self.last = time.monotonic()
         if self.path is None or not self.dirty:
             return
-        from .problems.io import atomic_write
+        from .files import atomic_write
         df = _parquet_safe(self.frame())
         atomic_write(self.path, lambda tmp: df.to_parquet(tmp, engine="pyarrow", index=False))
         self.dirty = False

@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
         import numpy as np
 
         import contactlab as cl
-        from contactlab.problems.io import atomic_write
+        from contactlab.files import atomic_write
 
         from . import console, status_text
 
