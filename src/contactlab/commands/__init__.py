@@ -9,6 +9,8 @@ from __future__ import annotations
 import signal
 import sys
 
+from ..solution import status_text  # noqa: F401  (its home is contactlab.solution)
+
 
 def console(stderr: bool = False, quiet: bool = False):
     """A rich Console; on a non-terminal stream lines are not wrapped or cut at 80 columns."""
@@ -23,11 +25,6 @@ def console(stderr: bool = False, quiet: bool = False):
         except (OSError, ValueError):
             width = 80
     return Console(stderr=stderr, quiet=quiet, width=width, soft_wrap=not tty)
-
-
-def status_text(status) -> str:
-    """A solver status as the CLI prints it everywhere (text and JSON): the enum name, ``SOLVED``."""
-    return getattr(status, "name", str(status).upper())
 
 
 def interrupt_exit_on_sigterm() -> None:
