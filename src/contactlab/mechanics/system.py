@@ -321,18 +321,6 @@ def _stacked_rows(dv: np.ndarray, ix: np.ndarray, ip: np.ndarray, ndof: int):
     return tuple(csr_of(d, own_ix, own_ip, (k, ndof)) for d in dv), csr_of(dv.reshape(-1), ix, ip, (m * k, ndof))
 
 
-def angular_rows(model: Model, a: int, b: int, U: np.ndarray) -> sp.csr_matrix:
-    """Rows u.(omega_b - omega_a)."""
-    k = len(U)
-    M = sp.lil_matrix((k, model.ndof))
-    for body, sign in ((b, 1.0), (a, -1.0)):
-        if body >= 0 and model.dof_start[body] >= 0:
-            s = model.dof_start[body]
-            for r in range(k):
-                M[r, s + 3:s + 6] = sign * U[r]
-    return M.tocsr()
-
-
 @dataclass
 class JointState:
     """Current joint coordinate (angle or displacement) and its rate row, per joint."""

@@ -243,7 +243,6 @@ class Simulator:
         for i in range(self.model.nb):
             if self.model.kind[i] == KIND_KINEMATIC:
                 self._passive[self.model.dof_start[i]:self.model.dof_start[i] + 6] = 0.0
-        self._projection_method = next((m for m in ("dantzig", "lemke") if m in available_solvers()), "auto")
         self._last_system = None
         self._deferred_system = None     # the terms of a compiled step's system (sim/box_step.py), assembled when read
         self._last_problem = None
