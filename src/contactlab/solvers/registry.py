@@ -104,7 +104,7 @@ class SolverSpec:
             return _default_options(self.options)
         try:   # options are frozen: one instance serves every call with the same (hashable) values
             # (keyed in the order given: no sort, so a repeated call costs one lookup; a flat key of
-            # three entries per option, built without a comprehension: 0.36 -> 0.24 us for one option)
+            # three entries per option, built without a comprehension, the cheapest key measured)
             key = (self.options,)
             for k, v in options.items():
                 key += (k, v.__class__, v)
@@ -226,9 +226,8 @@ def choose_method(problem: Problem) -> tuple[str, str]:
                 return m, "boxed LCP"
         return "lemke", "boxed LCP (no iterative solver registered)"
     if isinstance(problem, (LCP, MixedLCP)):
-        # measured (docs/benchmarks-pivoting.md, dantzig/lemke time, 2026-11-24 run): spd 2.83,
-        # box-stack 1.08 (a wash since lemke's per-call work shrank), box-stack-25 0.28: lemke on
-        # positive definite M, dantzig on rank-deficient PSD contact M.
+        # chosen by benchmarks/bench_pivoting.py (docs/benchmarks-pivoting.md, dantzig/lemke time):
+        # lemke on positive definite M, dantzig on rank-deficient PSD contact M.
         # Both are guaranteed there and neither can claim NO_SOLUTION without a checked certificate.
         M = problem.M if isinstance(problem, LCP) else problem.to_lcp().M
         if is_symmetric(M) and "dantzig" in _REGISTRY and (not sp.issparse(M) or M.shape[0] <= 3000):
@@ -242,8 +241,8 @@ def choose_method(problem: Problem) -> tuple[str, str]:
         return "lemke", "general matrix (guaranteed for P and copositive-plus M)"
 
     if isinstance(problem, (FrictionContact, GlobalFrictionContact)) and "newton-ac" in _REGISTRY:
-        # measured (docs/fclib.md, 2026-11-24 run): the fastest contactlab method at 1e-8 on every 3D
-        # collection; prox is the more robust (slower) one
+        # chosen by benchmarks/bench_fclib.py (docs/fclib.md): the fastest contactlab method at 1e-8
+        # on every 3D collection; prox is the more robust (slower) one
         return "newton-ac", "exact-cone Coulomb problem (newton-ac measured fastest, docs/fclib.md)"
     for spec in _REGISTRY.values():
         if isinstance(problem, spec.problems):
@@ -262,7 +261,7 @@ def certified_by_kernel(sol: Solution, problem, w: np.ndarray, numbers: tuple,
     ``problem.M`` itself (dense, the very array) and ``problem.q`` at exactly ``sol.z``: ``w`` and its
     six numbers (absolute and scale-free natural, complementarity, infeasibility), which are what
     ``problem.certify_numbers(sol.z)`` would return. :func:`solve` then reads them instead of
-    running the same pass again (~3 us of a 10-variable solve), provided ``problem`` is the problem it
+    running the same pass again, provided ``problem`` is the problem it
     dispatched and ``sol.z`` is still that array; it applies its threshold as always. ``relative``:
     ``certified_error(numbers[3], numbers[5])`` when the caller computed it already (else computed here)."""
     if relative is None:
