@@ -1,8 +1,9 @@
 """CLI subcommands: each module defines ``register(app: typer.Typer)``.
 
 Shared helpers for the commands: :func:`console` (rich output that is not cut at 80 columns
-when it goes to a file or a pipe), :func:`interrupt_exit_on_sigterm`, :func:`status_text`
-(one spelling of a solver status everywhere: the ``Status`` name, e.g. ``SOLVED``).
+when it goes to a file or a pipe), :func:`interrupt_exit_on_sigterm`, and :func:`status_text`
+(one spelling of a solver status everywhere: the ``Status`` name, e.g. ``SOLVED``; defined with
+``Solution`` in contactlab/solution.py).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ..problems.io import load as load_problem  # noqa: F401  (load reports unreadable files itself)
+from ..problems.io import load as load_problem  # the former CLI helper: load reports unreadable files itself
 
 
 def parse_value(text: str):
