@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ParamError
 from .statics import NodeResult, StaticsModel, lp_feasible, make_test
-from .structures import Structure
+from .blocks import Structure
 
 
 @dataclass

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ParamError
-from .structures import Structure
+from .blocks import Structure
 
 ACC_TOL = 1e-8
 

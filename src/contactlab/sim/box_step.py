@@ -12,9 +12,7 @@ correction (its deep test; in fixed-budget mode its PGS sweeps too) and the ener
 kernels the general path calls one by one from Python (simulator.py ``_step``), in the same order
 on the same arrays, so a step gives the same bits either way (tests/test_box_step.py compares the
 state, the records and the answers of both paths step by step); what they remove is the glue
-between them: ~30 Python objects and ~20 compiled calls a step. A 10-box pile's certified step
-(median of 1,000 after 50): 176 -> 80 us; fixed-budget (50 sweeps) 171 -> 99 us
-(docs/benchmarks-sim.md).
+between them: ~30 Python objects and ~20 compiled calls a step (docs/benchmarks-tuning.md).
 
 A step changes nothing unless its answer is applied as the general path would apply it: a step
 whose Newton hands over to the interior point, whose answer does not certify (certified mode), or

@@ -50,7 +50,7 @@ def normalised(G, F, g, sigma):
     return sp.vstack([top, norm], format="csr"), np.concatenate([np.zeros(rows), [1.0]])
 
 
-@register("mip", problems=(UCP,), options=MipOptions, convert=False,
+@register("mip", problems=(UCP,), options=MipOptions, convert=False, referee_for=(UCP,),
           description="exact decision: x_i y_i = 0 by binaries and LP-derived big-M, HiGHS MIP",
           guarantees="decides: SOLVED (certified) or NO_SOLUTION (proven, for vertices with "
                      "||u||_1 < sigma (1/delta - 1)); MAX_ITERATIONS at the time limit")
