@@ -31,7 +31,8 @@ PACKAGE = SRC / "contactlab"
 
 #: modules every layer may import; they import only each other (or nothing of contactlab)
 GROUND = {"contactlab.errors", "contactlab.solution", "contactlab.files", "contactlab.heap",
-          "contactlab.blas", "contactlab.highs", "contactlab.kernels.tolerances", "contactlab.data"}
+          "contactlab.blas", "contactlab.highs", "contactlab.quiet", "contactlab.kernels.tolerances",
+          "contactlab.data"}
 
 #: layer of each top-level package or module of contactlab, lowest first
 LAYERS = {
@@ -42,7 +43,7 @@ LAYERS = {
     "models": 4, "planning": 4, "__init__": 4,        # contact models, disassembly planning, the package face
     "sim": 5, "control": 5, "viz": 5,                 # the simulator, controllers, replays and plots
     "scenarios": 6,                                   # named scenes and data sets
-    "reproduce": 7, "batch": 7,                       # the paper reproductions, the sweep engine
+    "reproduce": 7, "batch": 7, "warmup": 7,          # the paper reproductions, the sweep engine, compiling ahead
     "commands": 8, "cli": 8,                          # the command line
 }
 
