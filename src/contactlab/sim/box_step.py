@@ -318,6 +318,14 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
             results(z, w, dflat, v_next, tangent, before), modes)
 
 
+def free_bodies_only(model) -> bool:
+    """Whether every moving body of ``model`` is a free rigid body (6 dof, no joint, no planar or
+    kinematic body, no special pair): the scenes whose box-friction steps the compiled kernels take."""
+    P, live = _packed(model), _live(model)
+    return not (P.a.size or P.special.size or model.joints or np.any(model.planar)
+                or np.any(model.kind == KIND_KINEMATIC) or not live.size or 6 * live.size != model.ndof)
+
+
 class BoxFrictionStep:
     """The simulator's compiled box-friction step for one Simulator: certified mode by box-qp
     (:func:`box_friction_step`, steps with up to ``dense_max`` / 3 contacts: a dense problem) or
@@ -359,13 +367,8 @@ class BoxFrictionStep:
     def plan(sim):
         """A :class:`BoxFrictionStep` for ``sim``, or None where its configuration is not one the
         compiled steps reproduce."""
-        model = sim.model
-        if sim.model_name != "box-friction" or sim.reuse is not None or sim.islands or sim._kinematic \
-                or sim.model_options.joints != "rows":
-            return None
-        P, live = _packed(model), _live(model)
-        if P.a.size or P.special.size or model.joints or np.any(model.planar) or not live.size \
-                or 6 * live.size != model.ndof:
+        if sim.model_name != "box-friction" or sim.reuse is not None or sim.islands \
+                or sim.model_options.joints != "rows" or not free_bodies_only(sim.model):
             return None
         if sim._matrix_free:        # fixed budget by pgs (simulator.py: no other solver option than the budget and tol)
             return BoxFrictionStep(sim, True)

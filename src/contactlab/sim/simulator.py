@@ -36,7 +36,7 @@ from ..solution import Solution, Status
 from ..solvers import available_solvers, solve
 from ..problems import BoxedLCP
 from .fallback import _cap_option, certified, rescue, usable
-from .box_step import BoxFrictionStep, matrix_free_solution, warm_start_stop
+from .box_step import BoxFrictionStep, free_bodies_only, matrix_free_solution, warm_start_stop
 from .islands import solve_islands
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
@@ -127,6 +127,22 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
 _FROM_LAST_SYSTEM = object()     # Simulator._unbuilt: the problem is built from last_system when read
 
 
+def default_combination(model, method, model_options, reuse, iterations, islands) -> tuple[str, str | None, str]:
+    """(contact model, method, why) for a simulator given no model: box friction (arechavaleta eq.
+    16-17) solved by box-qp where every moving body is free (:func:`contactlab.sim.box_step.free_bodies_only`:
+    the compiled, certified steps); else Stewart-Trinkle with ``method`` (the default of earlier
+    releases). A caller who sets a method, model options, reuse, a fixed budget or islands keeps
+    Stewart-Trinkle, for which those were written."""
+    if (method is None and model_options is None and reuse is None and iterations is None and not islands
+            and free_bodies_only(model)):
+        return "box-friction", "box-qp", "free bodies only: box friction by box-qp, compiled and certified"
+    if not free_bodies_only(model):
+        why = "joints, planar or kinematic bodies: Stewart-Trinkle"
+    else:
+        why = "a method, model options, reuse, a budget or islands given: Stewart-Trinkle"
+    return "stewart-trinkle", method, why
+
+
 class Simulator:
     """Steps a scene with a contact model (``models.get_model(name)``) and a solver method.
 
@@ -166,6 +182,11 @@ class Simulator:
     general path); ``last_system`` and ``last_problem`` are then assembled when read, and the call's
     time is the step's ``solve_time`` and ``timing["solve"]``.
 
+    ``model`` None (default) chooses a certified combination that is fast for the scene
+    (:func:`default_combination`, recorded in ``default_choice``): box friction solved by box-qp on
+    scenes of free bodies only (the compiled steps above), else Stewart-Trinkle with its default
+    method (``auto``).
+
     ``islands`` (default False): a boxed-LCP step with a dense matrix whose rows form several
     independent groups (separate stacks or piles: no shared moving body, no friction link) is solved
     island by island and the assembled answer certified on the whole problem
@@ -175,7 +196,7 @@ class Simulator:
     than it saves (docs/benchmarks-tuning.md).
     """
 
-    def __init__(self, scene: Scene, model: str = "stewart-trinkle", method: str | None = None, *,
+    def __init__(self, scene: Scene, model: str | None = None, method: str | None = None, *,
                  model_options: dict | None = None, solver_options: dict | None = None,
                  dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1,
                  fallback: bool = True, max_uncertified_residual: float = 1e-3, controllers=(),
@@ -191,6 +212,11 @@ class Simulator:
         self.max_uncertified_residual = max_uncertified_residual
         self.model, self.data = build_model(scene)
         self.world = CollisionWorld(self.model)
+        if model is None:
+            model, method, self.default_choice = default_combination(
+                self.model, method, model_options, reuse, iterations, islands)
+        else:
+            self.default_choice = None
         self.contact_model = get_model(model)
         if not callable(getattr(self.contact_model, "recover", None)):
             raise ModelError(f"model {model!r} has no recover(); it cannot drive a time-stepping simulation")
