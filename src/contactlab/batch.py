@@ -81,9 +81,8 @@ def task_solve(file: str, *, method: str = "auto", seed: int | None = None, **op
     ``contactlab solve --json`` without z and w; ``status`` is the solver's (``SOLVED``, ...)."""
     import contactlab as cl
 
-    from .commands import status_text
-    from .commands.solve import load_problem
-    problem = load_problem(Path(file))
+    from .solution import status_text
+    problem = cl.load(Path(file))
     sol = cl.solve(problem, method=method, **options)
     return {"problem": type(problem).__name__, "n": int(problem.n), "method_used": sol.method,
             "status": status_text(sol.status), "success": sol.success, "iterations": sol.iterations,
@@ -93,7 +92,7 @@ def task_solve(file: str, *, method: str = "auto", seed: int | None = None, **op
 
 def task_quasistatic(case: str, *, method: str = "bilinear-lp", seed: int = 0, contacts: int = 10) -> dict:
     """One quasistatic case: the record of ``contactlab quasistatic --json``."""
-    from .commands.quasistatic import run_case
+    from .scenarios.quasistatic_data import run_case
     rec = run_case(case, method, int(seed), int(contacts))
     rec["time_s"] = rec.pop("_time")
     for k in [k for k in rec if k.startswith("_")]:
@@ -295,7 +294,7 @@ class _ParquetSink:
         self.last = time.monotonic()
         if self.path is None or not self.dirty:
             return
-        from .problems.io import atomic_write
+        from .files import atomic_write
         df = _parquet_safe(self.frame())
         atomic_write(self.path, lambda tmp: df.to_parquet(tmp, engine="pyarrow", index=False))
         self.dirty = False
@@ -430,7 +429,7 @@ def sweep(task, grid, *, workers: int | None = None, scheduler=None, out=None, s
     fn = _resolve(task)
     if out is None:
         return _sweep(task, fn, grid, workers, scheduler, None, seed, progress, repeat, timeout, flush_s)
-    from .problems.io import check_output, output_lock
+    from .files import check_output, output_lock
     check_output(out, "--out")
     # one sweep per output at a time: a second waits, then resumes from the first's rows (merged)
     with output_lock(out, on_wait=lambda m: print(f"note: {m}", file=sys.stderr, flush=True)):

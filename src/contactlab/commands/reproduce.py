@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
         130 interrupted (the report is kept and marked INCOMPLETE)."""
         from ..errors import ContactlabError
         from ..reproduce import SectionsFailed, run_report, section_name, sections
-        from ..problems.io import output_lock
+        from ..files import output_lock
         from . import check_output, interrupt_exit_on_sigterm
         if list_:
             for m in sections():

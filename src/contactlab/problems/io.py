@@ -2,121 +2,18 @@
 (read; friction also write) and FCLIB HDF5 ``.hdf5``/``.h5`` (read/write, atomic; see problems/fclib.py)."""
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ProblemError
+from ..errors import ContactlabError, ProblemError
+from ..files import atomic_write  # also importable from here, its former home (one release)
 from .base import Problem
 from .factored import FactoredLCP
 from .lcp import LCP, BoxedLCP
 from .mixed import MixedLCP
-
-
-def _umask_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-_FILE_MODE = _umask_mode()
-
-
-def atomic_write(path: str | os.PathLike, write) -> Path:
-    """Call ``write(tmp_path)`` on a temporary file beside ``path``, then rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, _FILE_MODE)  # mkstemp creates 0600; a written file gets the usual 0666 & ~umask
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
-
-
-def check_output(path, flag: str, *, suffixes: tuple[str, ...] | None = None, folder: bool = False):
-    """Refuse, before any work, an output the command could not write (ParamError naming ``flag``):
-    a directory where a file is wanted (or a file where a folder is), a special file (a device is
-    never replaced by a rename), a suffix outside ``suffixes``, or a folder where no file can be
-    created (tried: a temporary file is made and removed there, which also creates missing parents)."""
-    from ..errors import ParamError
-    path = Path(path)
-    if folder:
-        if path.exists() and not path.is_dir():
-            raise ParamError(f"{flag} {path} is a file; give a folder")
-        where = path
-    else:
-        if path.is_dir():
-            raise ParamError(f"{flag} {path} is a directory; give a file name")
-        if path.exists() and not path.is_file():
-            raise ParamError(f"{flag} {path} is not a regular file; give a file name")
-        if suffixes is not None and path.suffix.lower() not in suffixes:
-            raise ParamError(f"{flag} writes {' or '.join(suffixes)} files; got {str(path)!r}")
-        where = path.parent
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".contactlab-write-test.", dir=where)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        raise ParamError(f"{flag} {path}: cannot write there ({exc.strerror or exc})") from None
-
-
-class OutputLocked(ProblemError):
-    """Another process holds the lock of an output (:func:`output_lock` with ``wait=False``)."""
-
-
-@contextlib.contextmanager
-def output_lock(path: str | os.PathLike, *, folder: bool = False, wait: bool = True, on_wait=None):
-    """Hold an exclusive lock on the output ``path`` for the block: the lock file ``.NAME.lock``
-    beside it (``folder=True``: ``.lock`` inside the folder ``path``), locked with ``flock``, so writers of one output from
-    several processes take turns (a sweep or a report then resumes from what the other wrote: rows
-    and sections merged) instead of each replacing the other's file. The kernel drops the lock when
-    its process dies, so a crash leaves no stale lock. ``wait=False``: :class:`OutputLocked` at once
-    if another holds it; ``on_wait(message)`` is called once before waiting."""
-    import fcntl
-    path = Path(path)
-    lock = (path / ".lock") if folder else path.parent / f".{path.name}.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, _FILE_MODE)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-                msg = (f"{path} is being written by another contactlab run (pid {holder}, lock {lock})")
-                if not wait:
-                    raise OutputLocked(f"{msg}; wait for it to finish or choose another output") from None
-                if on_wait is not None:
-                    on_wait(f"{msg}; waiting for it to finish ...")
-                    on_wait = None
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.path.exists(lock) and os.stat(lock).st_ino == os.fstat(fd).st_ino:
-                break      # the lock file we hold is still the one on disk (not removed by its last holder)
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
-    finally:
-        try:
-            os.unlink(lock)     # removed while held: a waiter re-checks the inode (above)
-        except OSError:
-            pass
-        os.close(fd)
 
 
 def _pack(name: str, M, out: dict):
@@ -182,10 +79,41 @@ def save(problem: Problem, path: str | os.PathLike, **fclib) -> Path:
 def load(path: str | os.PathLike) -> Problem:
     """Read a problem from ``.npz`` (written by :func:`save`), a Siconos ``.dat`` file (LCP,
     FrictionContact or GlobalFrictionContact) or an FCLIB HDF5 file (``.hdf5``/``.h5``; the stored
-    solution and guesses come as ``problem.reference`` and ``problem.guesses``)."""
+    solution and guesses come as ``problem.reference`` and ``problem.guesses``). Every way a file
+    can be unreadable is one :class:`~contactlab.errors.ProblemError` naming the file and why."""
+    import zipfile
     path = Path(path)
     if not path.exists():
         raise ProblemError(f"no such file: {path}")
+    if path.is_dir():
+        raise ProblemError(f"{path} is a directory; give one problem file (.npz or Siconos .dat)")
+    if path.suffix == ".npz" and not zipfile.is_zipfile(path):
+        raise ProblemError(f"{path}: cannot read this problem file: not a .npz archive")
+    try:
+        return _read(path)
+    except ContactlabError:
+        raise
+    except (ValueError, TypeError, KeyError, OSError, EOFError, OverflowError, zipfile.BadZipFile) as exc:
+        raise ProblemError(f"{path}: cannot read this problem file: {_unreadable(exc)}") from None
+    except MemoryError:      # a header asking for more than fits (e.g. n = 10**10 in a .dat file)
+        raise ProblemError(f"{path}: cannot read this problem file: its sizes do not fit in memory") from None
+
+
+def _unreadable(exc: BaseException) -> str:
+    """Why a problem file could not be read, in one line, from the exception its reader raised."""
+    import zipfile
+    msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "allow_pickle" in msg:
+        return "it holds pickled Python objects, which are never loaded (save numeric arrays only)"
+    if isinstance(exc, TypeError) and "missing" in msg:
+        return "missing array(s) " + msg.split(":", 1)[-1].strip() + " (see contactlab.save)"
+    if isinstance(exc, zipfile.BadZipFile) or "zip" in msg.lower():
+        return "not a valid .npz archive"
+    return msg
+
+
+def _read(path: Path) -> Problem:
+    """:func:`load` of an existing file, by its suffix."""
     from . import fclib as _fc
     if path.suffix in _fc.FCLIB_SUFFIXES:
         return _fc.read_fclib(path)
@@ -202,24 +130,13 @@ def load(path: str | os.PathLike) -> Problem:
                 raise fc_error from None
     if path.suffix != ".npz":
         raise ProblemError(f"unknown problem file type {path.suffix!r}; use .npz, Siconos .dat or FCLIB .hdf5")
-    import zipfile
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            kind = str(f["kind"]) if "kind" in f else "LCP"
-            if kind not in _FIELDS:
-                raise ProblemError(f"{path}: unknown problem kind {kind!r}")
-            cls, names = _FIELDS[kind]
-            args = {n: _unpack(n, f, path) for n in names if n in f or f"{n}__data" in f}
-    except ProblemError:
-        raise
-    except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
-        raise ProblemError(f"{path}: not a readable contactlab .npz problem ({type(exc).__name__}: {exc})") from None
-    try:
-        return cls(**args)
-    except ProblemError as exc:
-        raise ProblemError(f"{path}: {exc}") from None
-    except TypeError as exc:
-        raise ProblemError(f"{path}: the {kind} fields are incomplete ({exc})") from None
+    with np.load(path, allow_pickle=False) as f:
+        kind = str(f["kind"]) if "kind" in f else "LCP"
+        if kind not in _FIELDS:
+            raise ProblemError(f"{path}: unknown problem kind {kind!r}")
+        cls, names = _FIELDS[kind]
+        args = {n: _unpack(n, f, path) for n in names if n in f or f"{n}__data" in f}
+    return cls(**args)
 
 
 def _tokens(path: Path) -> list[str]:
