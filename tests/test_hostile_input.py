@@ -48,7 +48,10 @@ def test_simulate_mistakes_are_one_line_errors(tmp_path):
     one_line_error(["simulate", "stack", "--duration", "inf"], contains="--duration must be a finite")
     one_line_error(["simulate", "stack", "--duration", "nan"], contains="--duration must be a finite")
     one_line_error(["simulate", "stack", "--set", "friction_directions=100000"],
+                   contains="friction_directions=100000 must be from 1 to 10000")
+    one_line_error(["simulate", "stack", "--set", "friction_directions=66"],
                    contains="friction_directions must be an even number from 2 to 64")
+    one_line_error(["simulate", "stack", "--set", "count=99999999999"], contains="must be from 1 to 10000")
     nested = tmp_path / "nested.json"
     nested.write_text("[" * 100_000 + "]" * 100_000)
     one_line_error(["simulate", str(nested)], contains="nested too deeply")
