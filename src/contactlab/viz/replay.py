@@ -116,7 +116,7 @@ def shapes_of(model) -> list:
         if model.kind[body] == KIND_FIXED or body in with_visuals:
             continue
         sides, q = inertia_box(float(model.mass[body]), np.asarray(model.inertia[body], dtype=float))
-        thick = float(np.sort(sides)[1])    # the box's middle side: a link's cross-section
+        thick = float(sides.min())          # the box's thinnest side
         collision = sum(shape_volume(d) for d in out if d["body"] == body and not d.get("visual"))
         if collision < 0.25 * float(np.prod(sides)):
             out.append({"body": int(body), "kind": "box", "name": "inertia", "fixed": False, "visual": True,
@@ -130,7 +130,7 @@ def shapes_of(model) -> list:
             R = _rot_y_to(p / L) @ np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])   # local z along p
             x, y, z, w = _quat_xyzw(R)[0]
             out.append({"body": int(body), "kind": "capsule", "name": "skeleton", "fixed": False, "visual": True,
-                        "link": True, "size": [0.0, 0.0, 0.0], "radius": max(0.05 * L, 0.3 * thick, 1e-3),
+                        "link": True, "size": [0.0, 0.0, 0.0], "radius": max(0.05 * L, 0.25 * thick, 1e-3),
                         "length": L, "normal": [0, 0, 1], "offset": 0.0, "position": (0.5 * p).tolist(),
                         "orientation": [w, x, y, z]})
     return out
@@ -139,13 +139,13 @@ def shapes_of(model) -> list:
 def inertia_box(mass: float, inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sides (3,) and orientation (w, x, y, z) of the uniform box with the given mass and inertia
     tensor about its centre: along the principal axes (eigenvectors of ``inertia``, moments I_i),
-    I_i = m (a_j^2 + a_k^2) / 12, so a_i^2 = 6 (I_j + I_k - I_i) / m. Sides are kept above a tenth
-    of the largest (a rod or a point mass still shows)."""
+    I_i = m (a_j^2 + a_k^2) / 12, so a_i^2 = 6 (I_j + I_k - I_i) / m. Sides are kept above 0.15
+    of the largest (a rod or a point mass still shows as a volume)."""
     moments, axes = np.linalg.eigh(0.5 * (inertia + inertia.T))
     if np.linalg.det(axes) < 0:
         axes[:, 2] *= -1.0
     sides = np.sqrt(np.maximum(6.0 * (moments.sum() - 2.0 * moments) / max(mass, 1e-300), 0.0))
-    sides = np.maximum(sides, max(0.1 * sides.max(), 1e-4))
+    sides = np.maximum(sides, max(0.15 * sides.max(), 1e-4))
     x, y, z, w = _quat_xyzw(axes)[0]
     return sides, np.array([w, x, y, z])
 
@@ -401,30 +401,39 @@ def _decimate(n_frames: int, nb: int, slots: int, budget: int, max_frames: int |
     return np.unique(np.round(np.linspace(0, n_frames - 1, cap)).astype(int))
 
 
-def _body_radius(shapes: list, nb: int) -> np.ndarray:
-    """Per body, the radius about its origin of a ball holding all its drawn shapes (halfspaces excluded)."""
-    rad = np.zeros(nb)
+def _body_balls(shapes: list, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per body, a ball holding all its drawn shapes (halfspaces excluded): centre (nb, 3) in the
+    body frame (the middle of the shapes' extreme points) and radius (nb,)."""
+    unit = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+    pts = [[] for _ in range(nb)]
     for sh in shapes:
         kind, r, L = sh["kind"], sh["radius"], sh["length"]
         if kind == "halfspace":
             continue
         if kind == "sphere":
-            e = r
+            local = unit * r
         elif kind == "box":
-            e = 0.5 * float(np.linalg.norm(sh["size"]))
-        elif kind == "capsule":
-            e = 0.5 * L + r
-        elif kind == "cylinder":
-            e = float(np.hypot(0.5 * L, r))
+            local = unit * 0.5 * np.asarray(sh["size"], dtype=float)
+        elif kind in ("capsule", "cylinder"):
+            local = unit * np.array([r, r, 0.5 * L + (r if kind == "capsule" else 0.0)])
+        elif sh.get("vertices"):
+            local = np.asarray(sh["vertices"], dtype=float)
         else:
-            e = float(np.linalg.norm(np.asarray(sh["vertices"], dtype=float), axis=1).max()) if sh.get("vertices") else 0.0
-        rad[sh["body"]] = max(rad[sh["body"]], float(np.linalg.norm(sh["position"])) + e)
-    return rad
+            continue
+        R = quat_to_matrix(np.asarray(sh["orientation"], dtype=float))
+        pts[sh["body"]].append(local @ R.T + np.asarray(sh["position"], dtype=float))
+    centre, radius = np.zeros((nb, 3)), np.zeros(nb)
+    for b, ps in enumerate(pts):
+        if ps:
+            ps = np.concatenate(ps)
+            centre[b] = 0.5 * (ps.min(axis=0) + ps.max(axis=0))
+            radius[b] = float(np.linalg.norm(ps - centre[b], axis=1).max())
+    return centre, radius
 
 
 def replay_view(data: ReplayData, keep: np.ndarray) -> dict:
     """What the camera frames: the bodies that move (poses change over the run; not fixed, not the
-    ground), each as the ball of its shapes (:func:`_body_radius`), over the kept frames ``keep``.
+    ground), each as the ball of its shapes (:func:`_body_balls`), over the kept frames ``keep``.
 
     ``moving`` (body indices); ``lo``, ``hi``: the box holding them over the whole run, and
     ``follow`` False; or, where they travel (the run's box is more than 1.5x, in diagonal, the box
@@ -442,17 +451,21 @@ def replay_view(data: ReplayData, keep: np.ndarray) -> dict:
         if pick.any():
             moving = np.flatnonzero(pick)
             break
-    P = data.position[keep][:, moving]                      # (K, m, 3)
-    rad = _body_radius(data.shapes, nb)[moving][None, :, None]
+    centre, radius = _body_balls(data.shapes, nb)
+    P = data.position[keep][:, moving] + np.einsum("kmij,mj->kmi", quat_to_matrix(data.orientation[keep][:, moving]),
+                                                   centre[moving])     # (K, m, 3): the balls' centres
+    rad = radius[moving][None, :, None]
     lo, hi = (P - rad).min(axis=1), (P + rad).max(axis=1)   # (K, 3) per frame
     view = {"moving": moving, "lo": lo.min(axis=0), "hi": hi.max(axis=0), "follow": False, "target": None}
     centre = P.mean(axis=1)
     t = data.time[keep]
-    w = int(min(len(keep) // 2, round(0.25 / max((t[-1] - t[0]) / max(len(keep) - 1, 1), 1e-12)))) if len(keep) > 1 else 0
-    if w > 0:   # a centred moving average over 0.5 s, the ends held
-        pad = np.pad(centre, ((w, w), (0, 0)), mode="edge")
-        kernel = np.full(2 * w + 1, 1.0 / (2 * w + 1))
-        centre = np.stack([np.convolve(pad[:, k], kernel, mode="valid") for k in range(3)], axis=1)
+    K = len(keep)
+    w = int(round(0.25 / max((t[-1] - t[0]) / (K - 1), 1e-12))) if K > 1 else 0
+    if w > 0:   # centred moving average over 0.5 s, narrower near the ends (exact on a steady walk)
+        half = np.minimum(np.minimum(np.arange(K), np.arange(K)[::-1]), w)
+        cs = np.concatenate([np.zeros((1, 3)), np.cumsum(centre, axis=0)])
+        k = np.arange(K)
+        centre = (cs[k + half + 1] - cs[k - half]) / (2 * half + 1)[:, None]
     rel_lo, rel_hi = (lo - centre).min(axis=0), (hi - centre).max(axis=0)
     if np.linalg.norm(view["hi"] - view["lo"]) > 1.5 * np.linalg.norm(rel_hi - rel_lo):
         view.update(follow=True, target=centre, lo=rel_lo, hi=rel_hi)

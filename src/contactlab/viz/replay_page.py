@@ -68,15 +68,14 @@ white-space:pre;pointer-events:none;z-index:10}
                 find(["contactlab", "contacts", "friction", s])]);
   var N = info.frames, T0 = info.time[0], D = info.duration;
 
-  // ---- camera: world frame, z up (meshcat's camera sits under a y-up 'rotated' node; orbit
-  // controls look at their target in world coordinates, so the camera is taken out of that frame)
-  var camera = viewer.camera;
+  // ---- camera. meshcat turns its scene (z up) by -90 degrees about x into three.js' world (y up)
+  // and hangs the camera inside it; orbit controls look at their target in world coordinates, so
+  // the camera is taken out into the world and the scene's points are turned with W
+  var camera = viewer.camera, controls = viewer.controls;
   camera.fov = 40;                          // less wide-angle stretch than three.js' 75 degrees
-  viewer.controls.dispose();
-  viewer.set_transform(["Cameras", "default", "rotated"], new THREE.Matrix4().toArray());
-  camera.up.set(0, 0, 1);
-  viewer.set_camera(camera);
-  var controls = viewer.controls;
+  if (camera.parent) camera.parent.remove(camera);
+  camera.up.set(0, 1, 0);
+  function W(p) { return new THREE.Vector3(p.x, p.z, -p.y); }
   var lo = new THREE.Vector3().fromArray(data.lo), hi = new THREE.Vector3().fromArray(data.hi);
   var focus = new THREE.Vector3();          // where the camera follows (a travelling robot's centre), else 0
   var userMoved = false;
@@ -99,8 +98,8 @@ white-space:pre;pointer-events:none;z-index:10}
     }
     d = Math.max(d, 1e-3);
     var look = c.clone().add(focus);
-    controls.target.copy(look);
-    camera.position.copy(look).addScaledVector(dir, d);
+    controls.target.copy(W(look));
+    camera.position.copy(W(look.addScaledVector(dir, d)));
     camera.near = d / 1000;
     camera.far = 100 * (d + h.length());
     camera.updateProjectionMatrix();
@@ -142,7 +141,7 @@ white-space:pre;pointer-events:none;z-index:10}
       }
     }
     if (target) {   // follow: move the camera and its orbit target by the focus' step
-      var next = focusAt(f), step = next.clone().sub(focus);
+      var next = focusAt(f), step = W(next.clone().sub(focus));
       focus.copy(next);
       camera.position.add(step);
       controls.target.add(step);
@@ -230,14 +229,16 @@ white-space:pre;pointer-events:none;z-index:10}
     g.font = "11px sans-serif"; g.textBaseline = "middle";
     var rowH = h / series.length;
     series.forEach(function(sr, i) {
-      var ys = sr[1].map(function(y) { return y === null ? null : sr[2] ? Math.log10(Math.max(y, 1e-300)) : y; });
+      var pos = sr[2] ? sr[1].filter(function(y) { return y > 0; }) : [];   // a log axis: zeros drawn at the least positive
+      var floor = pos.length ? Math.min.apply(null, pos) : 1;
+      var ys = sr[1].map(function(y) { return y === null ? null : sr[2] ? Math.log10(Math.max(y, floor)) : y; });
       var ok = ys.filter(function(y) { return y !== null && isFinite(y); });
       var y0 = i * rowH, lo = ok.length ? Math.min.apply(null, ok) : 0, hi = ok.length ? Math.max.apply(null, ok) : 1;
       if (!sr[2]) lo = Math.min(lo, 0);
       if (hi <= lo) hi = lo + 1;
       g.strokeStyle = "#ddd"; g.beginPath(); g.moveTo(LEFT, y0 + rowH - 0.5); g.lineTo(w, y0 + rowH - 0.5); g.stroke();
       g.fillStyle = sr[3];
-      var range = ok.length ? (sr[2] ? "1e" + lo.toFixed(0) + "-1e" + hi.toFixed(0) : lo + "-" + hi) : "none";
+      var range = ok.length ? (sr[2] ? "1e" + Math.floor(lo) + " .. 1e" + Math.ceil(hi) : lo + " .. " + hi) : "none";
       g.fillText(sr[0] + "  " + range, 6, y0 + rowH / 2);
       g.strokeStyle = sr[3]; g.lineWidth = 1.5; g.beginPath();
       var pen = false;
