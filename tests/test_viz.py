@@ -146,7 +146,7 @@ def strip_cursor(page):
 
     from PIL import Image
     img = np.asarray(Image.open(BytesIO(page.locator("#cl-strip").screenshot())).convert("RGB")).astype(int)
-    dark = (img.max(axis=2) < 40).sum(axis=0)
+    dark = (img.max(axis=2) < 60).sum(axis=0)
     x = int(np.argmax(dark))
     assert dark[x] > 0.6 * img.shape[0]            # a full-height line
     left = 150   # the plot starts right of the labels (replay_page.py LEFT)

@@ -257,8 +257,8 @@ white-space:pre;pointer-events:none;z-index:10}
     g.drawImage(plot, 0, 0);
     if (shown < 0) return;
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    var x = xOf(info.time[shown], strip.clientWidth);
-    g.strokeStyle = "#000"; g.lineWidth = 1; g.beginPath(); g.moveTo(x, 0); g.lineTo(x, strip.clientHeight); g.stroke();
+    var x = Math.round(xOf(info.time[shown], strip.clientWidth));
+    g.fillStyle = "#000"; g.fillRect(x - 1, 0, 2, strip.clientHeight);
   }
   function seekStrip(e) {
     var r = strip.getBoundingClientRect(), w = r.width;
