@@ -270,6 +270,12 @@ def test_simulate_html_and_replay_from_the_trajectory_file(tmp_path):
     assert info[0] == info[1] and info[0]["frames"] == 21
     res = r.invoke(app, ["replay", str(tmp_path), "--html", str(tmp_path / "x.html")])
     assert res.exit_code == 2 and "is a directory" in res.output
+    res = r.invoke(app, ["replay", str(tmp_path / "s.h5"), "--html", str(tmp_path / "q.html"), "--speed", "3", "--loop"])
+    assert res.exit_code == 0, res.output
+    q = json.loads(re.search(r"var info = (\{.*?\});", (tmp_path / "q.html").read_text()).group(1))
+    assert q["speed"] == 3.0 and q["loop"] is True and 3.0 in q["speeds"]
+    res = r.invoke(app, ["replay", str(tmp_path / "s.h5"), "--html", str(tmp_path / "q.html"), "--speed", "0"])
+    assert res.exit_code == 2 and "--speed" in res.output
 
 
 def test_urdf_visual_meshes_are_drawn(browser, tmp_path):
@@ -408,7 +414,9 @@ def test_replay_speed_loop_and_pause_controls(browser, tmp_path):
     assert rates[0.5] >= 0.5 * 0.5 * fps and rates[2.0] >= 0.5 * 2.0 * fps
     assert rates[2.0] > 2.5 * rates[0.5]
     # pause (the button) holds the frame; loop starts over at the end
+    page.evaluate("() => { const cl = window.contactlab; cl.setSpeed(0.25); cl.seek(10); cl.play(); }")   # 11 s to go
     page.click("#cl-play")
+    assert not page.evaluate("window.contactlab.playing()")
     f0 = page.evaluate("window.contactlab.frame()")
     page.wait_for_timeout(300)
     assert page.evaluate("window.contactlab.frame()") == f0 and page.inner_text("#cl-play") == "play"

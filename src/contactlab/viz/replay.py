@@ -1,10 +1,15 @@
 """Interactive 3D replay of a simulation as one self-contained HTML file.
 
 The page is meshcat's viewer (three.js, the viewer Drake and Pinocchio use), inlined with the
-scene and one animation clip: it opens offline in any browser, with meshcat's own controls for
-play / pause / speed (``time_scale``) / time slider, orbit / pan / zoom, and a visibility toggle for
-every scene-tree node (``contacts/points``, ``contacts/normal``, ``contacts/friction``). A small
-overlay prints the frame's time, contact count, LCP size and solver status.
+scene and the run's frames: it opens offline in any browser. Its own player (``replay_page.py``)
+plays the run at real time from the moment its first frame is on screen, with play / pause, a
+frame slider, a speed menu and a loop toggle, and holds the last frame at the end; the camera
+frames the bodies that move and follows them where they travel (a walking robot); meshcat's
+controls give orbit / pan / zoom and a visibility toggle for every scene-tree node
+(``contacts/points``, ``contacts/normal``, ``contacts/friction``). An overlay prints the frame's
+time, contact count, LCP size, solver status and residual; a strip under the view plots contacts,
+LCP size and residual against time with a cursor at the frame shown. Links of a mechanism without
+visual geometry are drawn as the boxes of their mass and inertia (:func:`inertia_box`).
 
 What a replay needs is recorded by :class:`ReplayRecorder` (one ``capture(sim)`` per step) into a
 :class:`ReplayData`, stored in a trajectory file's ``/replay`` group (:func:`write_replay`,
