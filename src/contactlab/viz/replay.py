@@ -271,7 +271,7 @@ def write_replay(path, data: ReplayData) -> Path:
     """Write a replay-only HDF5 file atomically."""
     import h5py
 
-    from ..problems.io import atomic_write
+    from ..files import atomic_write
 
     def write(tmp):
         with h5py.File(tmp, "w") as f:
@@ -607,7 +607,7 @@ def replay_html(data: ReplayData, out=None, *, title: str = "contactlab replay",
             "FRAMES": json.dumps(frames), "PAYLOAD": json.dumps([pack(c) for c in cmds])}
     page = re.sub(r"@(TITLE|VIEWER|INFO|FRAMES|PAYLOAD)@", lambda m: fill[m.group(1)], PAGE)   # one pass
     if out is not None:
-        from ..problems.io import atomic_write
+        from ..files import atomic_write
         atomic_write(Path(out), lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
     return page
 
