@@ -363,12 +363,12 @@ def test_replay_plays_at_real_time_from_its_first_frame_and_holds_the_last(brows
     """The clip's clock starts once the page has loaded and frame 0 is drawn: from the load on, the
     frame shown is never ahead of real time (a page whose clock ran while it was built showed frame
     98 of 201 at load + 250 ms), it advances at real time, and after the clip's end the last frame stays."""
-    data = slide()
+    data = slide(seconds=5.0, frames=501)
     out = tmp_path / "slide.html"
     replay_html(data, out)
     page, log = open_page(browser, out)
     fps, N = 100.0, data.frames
-    res = page.evaluate(SAMPLE, 8)
+    res = page.evaluate(SAMPLE, 8)        # ~2 s of samples (more on a loaded machine)
     assert res["started"] is not None and res["started"] >= 0    # the clock started after the page's load
     frames = [f for _, _, f in res["out"]]
     for since_load, since_start, f in res["out"]:
@@ -380,10 +380,10 @@ def test_replay_plays_at_real_time_from_its_first_frame_and_holds_the_last(brows
     assert frames[0] <= 0.25 * N                                  # near the start
     assert all(b >= a for a, b in zip(frames, frames[1:])) and len(set(frames)) >= 4
     since_start, f = res["out"][-1][1], frames[-1]
-    assert f >= 0.4 * since_start / 1000 * fps and f < N - 1      # real time (a loaded machine may lag a little)
+    assert f >= min(0.4 * since_start / 1000 * fps, N - 1)       # real time (a loaded machine may lag a little)
     # the end holds: once the clock passed the clip's duration the last frame stays, and the page says so
     page.wait_for_function("window.contactlab.clipTime() >= window.contactlab.info.duration "
-                           "&& !window.contactlab.playing()", timeout=15000)
+                           "&& !window.contactlab.playing()", timeout=30000)
     held = []
     for _ in range(3):
         held.append(page.evaluate("window.contactlab.frame()"))
@@ -395,7 +395,7 @@ def test_replay_plays_at_real_time_from_its_first_frame_and_holds_the_last(brows
 
 
 def test_replay_speed_loop_and_pause_controls(browser, tmp_path):
-    data = slide()
+    data = slide(seconds=8.0, frames=801)     # 4 s at 2x: room for a loaded machine's slow timers
     out = tmp_path / "slide.html"
     replay_html(data, out)
     page, log = open_page(browser, out)
@@ -414,7 +414,7 @@ def test_replay_speed_loop_and_pause_controls(browser, tmp_path):
     assert rates[0.5] >= 0.5 * 0.5 * fps and rates[2.0] >= 0.5 * 2.0 * fps
     assert rates[2.0] > 2.5 * rates[0.5]
     # pause (the button) holds the frame; loop starts over at the end
-    page.evaluate("() => { const cl = window.contactlab; cl.setSpeed(0.25); cl.seek(10); cl.play(); }")   # 11 s to go
+    page.evaluate("() => { const cl = window.contactlab; cl.setSpeed(0.25); cl.seek(10); cl.play(); }")   # 30 s to go
     page.click("#cl-play")
     assert not page.evaluate("window.contactlab.playing()")
     f0 = page.evaluate("window.contactlab.frame()")
