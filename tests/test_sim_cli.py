@@ -148,13 +148,17 @@ def test_the_default_model_is_the_compiled_certified_box_engine_on_free_bodies()
     a resting stack stays put); Stewart-Trinkle where there are joints, or where a method is given."""
     sim = Simulator(make_scene("stack", count=3))
     assert (sim.model_name, sim.method) == ("box-friction", "box-qp") and sim._box_step is not None
-    assert "free bodies" in sim.default_choice
+    assert "free bodies" in sim.default_choice and sim.model_options.coupling == "previous"
     x0 = sim.data.position.copy()
     traj = sim.run(1.0)
     assert all(r.success for r in traj.records) and traj.metrics()["solver_failures"] == 0
     assert np.abs(sim.data.position - x0).max() < 1e-6
     chain = Simulator(make_scene("pendulum-chain", links=2))
     assert chain.model_name == "stewart-trinkle" and "joints" in chain.default_choice
+    pile = Simulator(make_scene("pile", count=20))      # impacts: every step certified by box-qp itself
+    traj = pile.run(0.6)
+    assert all(r.success and not r.rescued for r in traj.records)
+    assert traj.metrics()["max_penetration"] < 1e-3
     given = Simulator(make_scene("stack", count=1), None, "lemke")
     assert (given.model_name, given.method) == ("stewart-trinkle", "lemke")
     assert Simulator(make_scene("stack", count=1), "frictionless").default_choice is None

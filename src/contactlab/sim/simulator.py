@@ -127,20 +127,26 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
 _FROM_LAST_SYSTEM = object()     # Simulator._unbuilt: the problem is built from last_system when read
 
 
-def default_combination(model, method, model_options, reuse, iterations, islands) -> tuple[str, str | None, str]:
-    """(contact model, method, why) for a simulator given no model: box friction (arechavaleta eq.
-    16-17) solved by box-qp where every moving body is free (:func:`contactlab.sim.box_step.free_bodies_only`:
-    the compiled, certified steps); else Stewart-Trinkle with ``method`` (the default of earlier
+def default_combination(model, method, model_options, reuse, iterations, islands) -> tuple:
+    """(contact model, method, model options, why) for a simulator given no model.
+
+    Where every moving body is free (:func:`contactlab.sim.box_step.free_bodies_only`): box friction
+    with each friction box set from the contact's normal impulse of the previous step (arechavaleta
+    §IV-C, eq. 16: static bounds, so each step is a convex bound-constrained QP whose minimiser
+    box-qp's projected Newton reaches and solve() certifies), taken by the compiled steps. Bounds
+    coupled to the current normal impulse have no convergence guarantee for box-qp's fixed point
+    (docs/benchmarks-sim.md). Else Stewart-Trinkle with ``method`` (the default of earlier
     releases). A caller who sets a method, model options, reuse, a fixed budget or islands keeps
     Stewart-Trinkle, for which those were written."""
     if (method is None and model_options is None and reuse is None and iterations is None and not islands
             and free_bodies_only(model)):
-        return "box-friction", "box-qp", "free bodies only: box friction by box-qp, compiled and certified"
+        return ("box-friction", "box-qp", {"coupling": "previous"},
+                "free bodies only: box friction (bounds from the previous step) by box-qp, compiled and certified")
     if not free_bodies_only(model):
         why = "joints, planar or kinematic bodies: Stewart-Trinkle"
     else:
         why = "a method, model options, reuse, a budget or islands given: Stewart-Trinkle"
-    return "stewart-trinkle", method, why
+    return "stewart-trinkle", method, model_options, why
 
 
 class Simulator:
@@ -183,9 +189,9 @@ class Simulator:
     time is the step's ``solve_time`` and ``timing["solve"]``.
 
     ``model`` None (default) chooses a certified combination that is fast for the scene
-    (:func:`default_combination`, recorded in ``default_choice``): box friction solved by box-qp on
-    scenes of free bodies only (the compiled steps above), else Stewart-Trinkle with its default
-    method (``auto``).
+    (:func:`default_combination`, recorded in ``default_choice``): box friction with the previous
+    step's bounds solved by box-qp on scenes of free bodies only (the compiled steps above), else
+    Stewart-Trinkle with its default method.
 
     ``islands`` (default False): a boxed-LCP step with a dense matrix whose rows form several
     independent groups (separate stacks or piles: no shared moving body, no friction link) is solved
@@ -213,7 +219,7 @@ class Simulator:
         self.model, self.data = build_model(scene)
         self.world = CollisionWorld(self.model)
         if model is None:
-            model, method, self.default_choice = default_combination(
+            model, method, model_options, self.default_choice = default_combination(
                 self.model, method, model_options, reuse, iterations, islands)
         else:
             self.default_choice = None
