@@ -116,7 +116,7 @@ def _grasp(material, model, method, hold, opts=None, results=None):
 @pytest.mark.slow
 def test_rubber_holds_plastic_slips():
     """arechavaleta Figs. 2-3: glass in plastic fingers (mu 0.2) is grasped (at least two finger
-    bodies press on it for 10 or more steps before the lift: a hand that missed the glass would
+    bodies press on it for 5 or more steps before the lift: a hand that missed the glass would
     leave it on the table too) and then stays on the table; in rubber fingers
     (mu 1.0) it rises with the wrist and stays within 5 mm of its grasped pose for 2 s. Penetration
     stays below the contact margin, joint error below 1e-6. Under no-slip (drumwright §VI, no mu:
@@ -132,7 +132,7 @@ def test_rubber_holds_plastic_slips():
     g = sc.summary(sim, traj)["grasp"]
     # the fingers reached the glass and pressed on it before the lift (a miss would also "slip") ...
     touching = [r for r in log.before("lift") if sum(v > 1e-4 for v in r[4].values()) >= 2]
-    assert len(touching) >= 10, "the plastic fingers never grasped the glass"
+    assert len(touching) >= 5, "the plastic fingers never grasped the glass"
     # ... and the glass then slipped out: it ends more than half the lift below the wrist
     assert not g["lifted"] and g["object_drop_m"] > 0.5 * lift
     for model, method, opts in (("stewart-trinkle", "lemke", None), ("box-friction", "pgs-sm", BF),
