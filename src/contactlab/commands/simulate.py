@@ -37,6 +37,32 @@ def _check_method(scene, model: str, method: str | None, dt) -> None:
     raise ModelError(f"{what} {method!r}{tail}; methods for model {model!r}: {', '.join(ok)}")
 
 
+def _reuse_method(model: str, method: str | None) -> tuple[str | None, str | None]:
+    """The method ``--reuse motionless`` runs with, and a note to print (or None).
+
+    Motionless-set reuse warm-starts each solve from the motionless bodies' sub-LCP (loomis-balkcom
+    Theorem 1); with a method that takes no warm start it only adds the sub-solves. Without
+    ``--method``, a model whose default cannot warm start runs with dantzig (the paper's algorithm)
+    where dantzig is guaranteed (the frictionless model's symmetric PSD LCP), and says so; an
+    explicit method that cannot warm start, or a model with no such method, is an error naming the
+    methods that can."""
+    from ..errors import ModelError
+    from ..models import get_model
+    from ..sim.reuse import warm_start_methods
+    from ..solvers import available_solvers
+    chosen = method if method not in (None, "auto") else getattr(get_model(model), "DEFAULT_METHOD", "auto")
+    spec = available_solvers().get(chosen)
+    if spec is not None and spec.warm_start:
+        return method, None
+    if method in (None, "auto") and model == "frictionless":
+        return "dantzig", (f"note: --reuse motionless needs a method that warm starts; {chosen} (the default for "
+                           "model 'frictionless') does not, so dantzig is used (loomis-balkcom's algorithm)")
+    raise ModelError(f"--reuse motionless warm-starts each solve from the motionless set's sub-LCP, but method "
+                     f"{chosen!r} takes no warm start (it would only add the sub-solves); use --method with one "
+                     f"that does: {', '.join(warm_start_methods())} (dantzig with --model frictionless is the "
+                     "paper's case), or --reuse none")
+
+
 def _initial_problem(sim):
     from ..mechanics.system import build_system
     contacts = sim.world.detect(sim.data, margin=sim._margin())
@@ -128,6 +154,10 @@ def register(app: typer.Typer) -> None:
             if not duration >= 0:
                 raise typer.BadParameter("--duration must be >= 0")
             _check_method(sc, model, method, dt)
+            if reuse not in ("none", ""):
+                method, note = _reuse_method(model, method)
+                if note:
+                    typer.echo(note, err=True)
             options = None
             if w_step_tol is not None:
                 if iterations is None or not w_step_tol >= 0:
