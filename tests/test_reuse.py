@@ -72,11 +72,30 @@ def test_same_trajectory_with_and_without_reuse_frictionless():
 def test_same_trajectory_with_and_without_reuse_velocity_level(model, method):
     """Velocity-level friction models: the stack at rest and the sliding top blocks follow the
     same path with reuse (the warm start changes the work, not the answer, to the solver's
-    tolerance). Lemke takes no warm start: the hook must then pass none."""
+    tolerance). Lemke takes no warm start: the hook must then pass none, so its two runs are the
+    same computation; both runs are therefore also checked against an independent reference, the
+    velocity-stepping Coulomb slide in closed form: the top box (0.3 m/s along x, a friction
+    direction of the pyramid and of the box, so the sliding friction is exactly mu m g) loses
+    mu g h of speed per step, v_k+1 = max(v_k - mu g h, 0), x_k+1 = x_k + h v_k+1, while the two
+    boxes under it stay where they are (box1's friction from box2, mu m g, is below what box0 can
+    hold, 2 mu m g)."""
     scene = lambda: stack([(0, 0, 0), (0, 0, 0), (0.3, 0, 0)])   # noqa: E731  the top box slides
     _, p0, _ = run(scene(), model, method, 30, None)
     warm, p1, _ = run(scene(), model, method, 30, "motionless")
     assert np.allclose(p0, p1, rtol=0, atol=1e-6)
+    sc = scene()
+    mu, g, h = sc.mu, 9.81, sc.settings.dt
+    v, x, ref = 0.3, 0.0, []
+    for _ in range(30):
+        v = max(v - mu * g * h, 0.0)
+        x += h * v
+        ref.append(x)
+    start = np.array([b.position for b in sc.bodies[1:]])
+    for p in (p0, p1):
+        top = p[:, 3] - start[2]
+        assert np.allclose(top[:, 0], ref, rtol=0, atol=1e-6)        # the slide, step by step
+        assert ref[-1] > 5e-3 and np.abs(top[:, 1:]).max() < 1e-6   # it slid 7.7 mm, along x only
+        assert np.abs(p[:, 1:3] - start[:2]).max() < 1e-6           # the boxes under it at rest
     assert warm.reuse.log.sets and warm.reuse.log.sets[0][1] == ["box0", "box1"]
     assert any(r > 0 for r in warm.reuse.log.warm_rows) == (method != "lemke")
 

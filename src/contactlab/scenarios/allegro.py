@@ -54,11 +54,12 @@ def transform_scene(scene, R: np.ndarray, t) -> None:
 
 
 def build(object: str = "cylinder", material: str = "rubber", object_material: str = "glass",
-          table_material: str = "wood", size: float = 0.03, palm_height: float = 0.072, object_y: float = 0.045,
+          table_material: str = "wood", size: float = 0.03, palm_height: float = 0.0735, object_y: float = 0.045,
           grip_torque: float = 0.7, close_speed: float = 1.0, lift: float = 0.1, lift_speed: float = 0.1,
           hold: float = 2.0, settle: float = 0.05, close_timeout: float = 1.5, dt: float = 0.005,
           margin: float = 0.003, friction_directions: int = 4, object_mass: float = 0.1):
-    """Allegro hand palm-down at ``palm_height`` (palm link origin, m) over a ``cylinder`` (radius
+    """Allegro hand palm-down at ``palm_height`` (palm link origin, m; 73.5 mm puts the proximal
+    links 3.7 mm above the cylinder, clear of the 3 mm contact margin) over a ``cylinder`` (radius
     ``size``, along x) or ``cube`` (side 2 ``size``) centred at world y = ``object_y``. ``close_timeout``
     1.5 s: the fingers need more than 1 s at 1 rad/s to close on the cylinder (with 1 s the wrist
     rose while they were still closing, and the cylinder shifted 15 mm in the hand when it stopped)."""

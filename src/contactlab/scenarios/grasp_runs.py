@@ -29,6 +29,9 @@ TABLE_METHODS = ("lemke", "pgs", "pgs-sm")
 PAPER_TABLE_I = {"3-fingered": {"lemke": (146, 7050, 672), "pgs": (97, 1332, 207), "pgs-sm": (84, 355, 145)},
                  "5-fingered": {"lemke": (220, 11820, 1885), "pgs": (95, 3348, 238), "pgs-sm": (79, 452, 155)}}
 CONTACT_GROUPS = ((1, 3), (4, 12), (13, 10 ** 6))
+# the hands of Table I and our scenes for them; the paper's rows are its "4 to 12 contacts" steps
+TABLE_I_HANDS = {"3-fingered": "barrett-grasp", "5-fingered": "hand5-grasp"}
+PAPER_CONTACTS = "4-12"
 
 
 @dataclass
@@ -182,4 +185,27 @@ def summarize(rows: list[dict], methods=TABLE_METHODS) -> list[dict]:
             entry["pgs_sm_faster_steps"] = int(faster)
             entry["pgs_sm_faster_every_step"] = faster == len(grp)
         out.append(entry)
+    return out
+
+
+def table_i(summaries: dict, methods=TABLE_METHODS) -> list[dict]:
+    """arechavaleta Table I, both halves: for each hand of ``summaries`` ({"3-fingered" |
+    "5-fingered": :func:`summarize`'s entries of that hand's runs}) and each method, our min / max /
+    mean solve time (us) over the steps with the paper's 4-12 contacts beside the paper's figures,
+    with the mean iterations and pivots, the certified count and the lemke / pgs-sm mean ratio
+    (ours and the paper's). A hand without 4-12-contact steps gives no rows."""
+    out = []
+    for hand, entries in summaries.items():
+        e = next((x for x in entries if x["contacts"] == PAPER_CONTACTS), None)
+        if e is None:
+            continue
+        paper = PAPER_TABLE_I[hand]
+        for m in methods:
+            x = e[m]
+            out.append({"hand": hand, "method": m, "steps": e["steps"], "min": x["min"], "max": x["max"],
+                        "mean": x["mean"], "paper": paper.get(m), "iterations_mean": x["iterations_mean"],
+                        "pivots_mean": x["pivots_mean"], "certified": x["certified"],
+                        "ratio_lemke_pgs_sm": e.get("ratio_lemke_pgs_sm"),
+                        "paper_ratio_lemke_pgs_sm": paper["lemke"][2] / paper["pgs-sm"][2],
+                        "n_box": e["n_box"], "n_lemke": e["n_lemke"], "cond_box_median": e["cond_box_median"]})
     return out

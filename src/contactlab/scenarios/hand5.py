@@ -13,9 +13,14 @@ listed, width and thickness capped at 18 mm so neighbouring fingers do not overl
 thickness 30 mm) and the kinematic wrist. The hand is turned palm-down (GraspIt!'s approach
 direction (0, -1, 0) along world -z); the ball lies on a wood table under the fingers.
 
-Script: the flexion joints (and the thumb's) close with force-limited velocity motors until they
-stall, the wrist lifts, holds (:mod:`contactlab.control.grasp`). Every flexion joint has its own
-motor, as in HumanHand20DOF (20 DOFs, no coupling); the thumb's motors have twice the force limit.
+Pre-grasp, then closing (as a grasp planner hands it over): the fingers start flexed by
+``preshape`` and the thumb rolled open (its second joint at ``thumb_roll``, its flexion joints at
+``thumb_preshape``), so that at t = 0 every hand body is more than the contact margin from the
+ball and from every body it is not jointed to; closing brings the thumb back across to oppose the
+fingers. Script: the flexion joints (and the thumb's) close with force-limited velocity motors
+until they stall, the wrist lifts, holds (:mod:`contactlab.control.grasp`). Every flexion joint
+has its own motor, as in HumanHand20DOF (20 DOFs, no coupling); the thumb's motors have twice the
+force limit.
 """
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ THUMB_ROWS = ((0.0, 0.0, 90.0, (-10, 70)), (49.5, 52.12, 44.0, (-50, 25)), (5.0,
               (85.0, 0.0, 90.0, (0, 100)))
 LINK_MASS = 0.15
 KNUCKLE_MASS = 0.02
+THUMB1_COVER = 0.4     # share of thumb1 its box covers, from the distal end (clear of the palm box by > the margin)
 WIDTH = 18.0          # mm, finger link width / thickness cap
 PALM = ((-125.0, -10.0, -51.2), (27.5, 15.0, 51.2))   # mm, palm box (mesh extents; 25 mm thick, clear of the finger bases)
 
@@ -55,13 +61,17 @@ def build(material: str = "metal", object_material: str = "rubber", table_materi
           radius: float = 0.04, object_mass: float = 0.1, palm_height: float = 0.09, object_x: float = -0.16,
           preshape: float = 0.2, grip_torque: float = 0.6, close_speed: float = 1.0, lift: float = 0.1,
           lift_speed: float = 0.1, hold: float = 2.0, settle: float = 0.05, close_timeout: float = 2.0,
-          dt: float = 0.005, margin: float = 0.003, friction_directions: int = 4, cfm: float = 1e-6) -> Scene:
+          dt: float = 0.005, margin: float = 0.003, friction_directions: int = 4, cfm: float = 1e-6,
+          thumb_preshape: float = 0.0, thumb_roll: float = -0.34, thumb_abduction: float = 0.0,
+          object_y: float = 0.0) -> Scene:
     """The hand palm-down with its palm face ``palm_height`` above the table, the ball (``radius``)
-    under the fingers at world x = ``object_x``; ``preshape``: every flexion DOF at start (rad).
-    ``close_timeout`` 2 s: the fingers stall on the ball after ~1.5 s at 1 rad/s (with 1 s the wrist
-    rose while they were still closing, and the ball shifted 11 mm in the hand when it stopped). At
-    the default ``object_x`` the thumb's tip starts 9.4 mm inside the ball (the first steps push
-    the ball out); the grasp is sensitive to that placement (docs/grasping.md)."""
+    under the fingers at world (``object_x``, ``object_y``); ``preshape``: every finger flexion DOF
+    at start (rad). The thumb's pre-grasp: ``thumb_abduction`` (its first joint), ``thumb_roll``
+    (its second; -0.34 rad turns its tip 3.3 mm clear of the ball, where the fingers' pre-shape
+    would put it 9.4 mm inside) and ``thumb_preshape`` (its two flexion joints, at their lower
+    limit 0). ``close_timeout`` 2 s: the fingers stall on the ball after ~1.5 s at 1 rad/s (with 1
+    s the wrist rose while they were still closing, and the ball shifted 11 mm in the hand when it
+    stopped)."""
     for nm, m in (("material", material), ("object_material", object_material), ("table_material", table_material)):
         check_material(nm, m)
     for nm, val in (("radius", radius), ("object_mass", object_mass), ("grip_torque", grip_torque),
@@ -100,7 +110,9 @@ def build(material: str = "metal", object_material: str = "rubber", table_materi
             parent = name
     B = _T(*THUMB_BASE)
     B[:3, :3] = THUMB_R
-    rows = [((off * DEG) + (preshape if k > 1 else 0.0), 0.0, a, al * DEG) for k, (off, a, al, _) in enumerate(THUMB_ROWS)]
+    tq = float(thumb_preshape)
+    q_thumb = (thumb_abduction, thumb_roll, tq, tq)
+    rows = [((off * DEG) + q_thumb[k], 0.0, a, al * DEG) for k, (off, a, al, _) in enumerate(THUMB_ROWS)]
     chain = dh_chain(B, rows)
     parent = "palm"
     for k, ((Tb, Ta), (_, a, _, lim)) in enumerate(zip(chain, THUMB_ROWS)):
@@ -113,16 +125,16 @@ def build(material: str = "metal", object_material: str = "rubber", table_materi
         else:
             L = a if a > 0 else 34.0
             # thumb1's box covers its distal half (its base sits inside the palm box)
-            lo = ((-L if k > 1 else -0.5 * L), -WIDTH / 2, -WIDTH / 2) if a > 0 else (0.0, -WIDTH / 2, -WIDTH / 2)
+            lo = ((-L if k > 1 else -THUMB1_COVER * L), -WIDTH / 2, -WIDTH / 2) if a > 0 else (0.0, -WIDTH / 2, -WIDTH / 2)
             hi = (0.0, WIDTH / 2, WIDTH / 2) if a > 0 else (L, WIDTH / 2, WIDTH / 2)
             bodies.append(_box_body(name, to_world(Ta), lo, hi, LINK_MASS))
-        q0 = (preshape if k > 1 else 0.0)
+        q0 = q_thumb[k]
         joints.append(Joint(f"thumb_j{k + 1}", "revolute", parent, name, anchor, axis, lim[0] * DEG - q0,
                             lim[1] * DEG - q0, motor=Motor(0.0, 2 * grip_torque)))
         if k >= 1:
             flex[f"thumb_j{k + 1}"] = 2 * grip_torque
         parent = name
-    ball = Body("object", mass=object_mass, position=(object_x, 0.0, radius), shapes=[Shape("sphere", radius=radius)])
+    ball = Body("object", mass=object_mass, position=(object_x, object_y, radius), shapes=[Shape("sphere", radius=radius)])
     table = Body("table", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1), offset=0.0)])
     bodies += [ball, table]
     links = {b.name: material for b in bodies if b.name not in ("object", "table")}
