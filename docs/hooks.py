@@ -89,12 +89,12 @@ def _cli_reference() -> str:
     runner = CliRunner()
     group = get_command(app)
     env = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
-    out = ["## contactlab", "", "```text\n" + runner.invoke(app, ["--help"], env=env).output.rstrip() + "\n```", ""]
+    out = ["## contactlab", "", "```text\n" + runner.invoke(app, ["--help"], env=env, prog_name="contactlab").output.rstrip() + "\n```", ""]
     for name in sorted(group.commands):
-        r = runner.invoke(app, [name, "--help"], env=env)
+        r = runner.invoke(app, [name, "--help"], env=env, prog_name="contactlab")
         if r.exit_code != 0:
             raise RuntimeError(f"contactlab {name} --help failed: {r.output}")
-        out += [f"## contactlab {name}", "", "```text\n" + r.output.rstrip() + "\n```", ""]
+        out += [f"## contactlab {name}", "", "```text\n" + "\n".join(line.rstrip() for line in r.output.rstrip().splitlines()) + "\n```", ""]
     return "\n".join(out)
 
 
