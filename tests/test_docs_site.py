@@ -24,7 +24,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 API_PAGES = {"index": ["contactlab"], "problems": ["contactlab.problems", "contactlab.problems.ucp",
                                                    "contactlab.problems.friction_contact", "contactlab.problems.io",
                                                    "contactlab.problems.fclib"],
-             "solvers": ["contactlab.solvers"], "sim": ["contactlab.sim"], "models": ["contactlab.models"],
+             "solvers": ["contactlab.solvers"], "sim": ["contactlab.sim"],
+             "models": ["contactlab.models", "contactlab.models.common"] + [
+                 f"contactlab.models.{m}" for m in ("stewart_trinkle", "box_friction", "frictionless", "noslip",
+                                                    "viscous", "trinkle_pang", "quasistatic")],
              "mechanics": ["contactlab.mechanics"], "collision": ["contactlab.collision"],
              "scenarios": ["contactlab.scenarios", "contactlab.scenarios.io"], "control": ["contactlab.control"],
              "planning": ["contactlab.planning"], "viz": ["contactlab.viz", "contactlab.viz.plots"],

@@ -142,6 +142,10 @@ def test_only_keeps_earlier_failures_in_the_status(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- the opening summary table
+VERDICT = {v: f'<span class="verdict-{v.replace(" ", "-")}">{v}</span>' for v in
+           ("agree", "differ", "not reproduced", "not run")}
+
+
 def _summary_part(text):
     """The report between its status line and the provenance: the summary table's lines."""
     head = text.split("Provenance of the last run", 1)[0]
@@ -171,8 +175,8 @@ def test_summary_table_comes_first_and_is_built_from_the_sections_rows(tmp_path,
     rows = _summary_part(text)
     assert len(rows) == len(papers.ITEMS)          # every table and figure of the five papers has its row
     table1 = [r for r in rows if r.startswith("| drumwright | Table I |")]
-    assert table1 == ['| drumwright | Table I | 6.58x | 6.00x | **agree** |  | [box_gripper](#sec-box_gripper) | '
-                      '<img src="figures/gripper.png" alt="gripper" width="220"> |']
+    assert table1 == ['| drumwright | Table I | 6.58x | 6.00x | <span class="verdict-agree">agree</span> |  | '
+                      '[box_gripper](#sec-box_gripper) | <img src="figures/gripper.png" alt="gripper" width="220"> |']
     assert '<a id="sec-box_gripper"></a>' in text
     # items whose section is not in the report say how to run it; illustrations say why nothing is compared
     fig2 = next(r for r in rows if r.startswith("| drumwright | Table II |"))
@@ -186,7 +190,7 @@ def test_summary_table_comes_first_and_is_built_from_the_sections_rows(tmp_path,
     reproduce.run_report(tmp_path, only=["other"], progress=False)
     text = (tmp_path / "report.md").read_text()
     row = next(r for r in _summary_part(text) if r.startswith("| drumwright | Table I |"))
-    assert "| 1.65x | **differ** | outside a factor 1.5 |" in row
+    assert '| 1.65x | <span class="verdict-differ">differ</span> | outside a factor 1.5 |' in row
     # report.html: title, status, summary, then the contents list; the summary's figure embedded
     page = (tmp_path / "report.html").read_text()
     assert page.index("<h1>") < page.index("Status: COMPLETE") < page.index("Summary: the papers") < page.index("<nav>")
@@ -220,17 +224,17 @@ def test_quick_sections_give_their_papers_rows(tmp_path):
     t1 = rows["drumwright", "Table I"]
     st, ppm, ratio = map(float, re.match(r"([0-9.]+) s vs ([0-9.]+) s: ([0-9.]+)x", t1[3]).groups())
     assert ratio == pytest.approx(st / ppm, rel=0.01, abs=0.01)
-    assert t1[4] == ("**agree**" if 6.58 / 1.5 <= ratio <= 6.58 * 1.5 else "**differ**")
+    assert t1[4] == VERDICT["agree" if 6.58 / 1.5 <= ratio <= 6.58 * 1.5 else "differ"]
     block = text[text.index("## Box gripper"):]
     assert re.search(r"\| stewart-trinkle \| lemke \| 10 \(10\) \|", block)
     fig1 = rows["drumwright", "Fig. 1"]
-    assert fig1[4] == "**agree**" and "held in 1/1 trials" in fig1[3]    # no-slip holds the boxes
-    assert rows["trinkle-pang-sudarsky-lo", "(no table or figure)"][4] == "not reproduced"
+    assert fig1[4] == VERDICT["agree"] and "held in 1/1 trials" in fig1[3]    # no-slip holds the boxes
+    assert rows["trinkle-pang-sudarsky-lo", "(no table or figure)"][4] == VERDICT["not reproduced"]
     ds = rows["pang-trinkle-lo", "Data Sets 1-4"]
-    assert "DS 4: MIP no solution" in ds[3] and ds[4] == "**agree**"     # Data Set 4 jams: proven by the MIP
-    assert rows["pang-trinkle-lo", "Table 1"][4] == "not reproduced" and "quick mode" in rows["pang-trinkle-lo", "Table 1"][5]
+    assert "DS 4: MIP no solution" in ds[3] and ds[4] == VERDICT["agree"]     # Data Set 4 jams: proven by the MIP
+    assert rows["pang-trinkle-lo", "Table 1"][4] == VERDICT["not reproduced"] and "quick mode" in rows["pang-trinkle-lo", "Table 1"][5]
     jam = rows["pang-trinkle-lo", "56 friction combinations"]
     n = sum(map(int, re.findall(r"(\d+) (?:solved by Step 1|via Step 3|unsolved)", jam[3])))
     assert n == 56 and "quasistatic_jamming.png" in jam[7]
-    assert rows["drumwright", "Table II"][4] == "not run"
+    assert rows["drumwright", "Table II"][4] == VERDICT["not run"]
     assert len(rows) == len(papers.ITEMS)

@@ -106,7 +106,7 @@ def summary_table(blocks: dict[str, str], titles: dict[str, str]) -> str:
             else:
                 rows_by_item.setdefault(key, []).append({**r, "section": name})
     head = ["paper", "table / figure", "the paper", "ours", "verdict", "why they differ", "section", "figure"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = ["| " + " | ".join(head) + " |", "|" + ":---|" * len(head)]   # left-aligned: text, not numbers
     counts = {"agree": 0, "differ": 0, "not reproduced": 0, "not run": 0}
 
     def link(section):
@@ -114,7 +114,7 @@ def summary_table(blocks: dict[str, str], titles: dict[str, str]) -> str:
 
     def emit(paper, item, paper_value, ours, verdict, reason, section, figs):
         counts[verdict] += 1
-        shown = f"**{verdict}**" if verdict in ("agree", "differ") else verdict
+        shown = f'<span class="verdict-{verdict.replace(" ", "-")}">{verdict}</span>'
         lines.append("| " + " | ".join([paper, _cell(item), _cell(paper_value), _cell(ours), shown, _cell(reason),
                                          section, _figure_cell(figs)]) + " |")
 
@@ -145,8 +145,9 @@ def summary_table(blocks: dict[str, str], titles: dict[str, str]) -> str:
                 emit(key[0], key[1], r["paper_value"], r["ours"], VERDICTS[r["agrees"]], r.get("reason", ""),
                      link(r["section"]), r.get("figures", []))
     tally = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
-    legend = ("**agree**: the paper's key figure or claim holds in ours within the tolerance the row states; "
-              "**differ**: it does not (why: the next column); *not reproduced*: no result to compare (why "
-              "given); *not run*: the section was not run in this report. Papers: "
-              + "; ".join(f"{k}: {v}" for k, v in PAPERS.items()) + ".")
-    return "\n".join([f"## Summary: the papers' tables and figures ({tally})", "", legend, "", *lines])
+    legend = ("*agree*: the paper's key figure or claim holds in ours within the tolerance the row states; "
+              "*differ*: it does not (why: the next column); *not reproduced*: no result to compare (why "
+              "given); *not run*: the section was not run in this report.")
+    papers = [f"- {k}: {v}" for k, v in PAPERS.items()]
+    return "\n".join([f"## Summary: the papers' tables and figures ({tally})", "", legend, "", *lines, "",
+                      "Papers:", "", *papers])

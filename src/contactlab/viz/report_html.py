@@ -18,7 +18,9 @@ line-height:1.45;color:#222}table{border-collapse:collapse;margin:1em 0;font-siz
 padding:3px 8px;text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto}code{background:#f6f6f6}nav{columns:2;font-size:.9em}
 h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
-td img{display:block}"""
+td img{display:block}.verdict-agree,.verdict-differ,.verdict-not-reproduced,.verdict-not-run{padding:1px 5px;
+border-radius:3px;white-space:nowrap}.verdict-agree{background:#d4f4d4}.verdict-differ{background:#fbd9d3}
+.verdict-not-reproduced{background:#eee}.verdict-not-run{color:#777}"""
 
 
 def _embed_images(body: str, base: Path) -> str:
