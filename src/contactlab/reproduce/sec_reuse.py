@@ -337,7 +337,7 @@ def summarize(ctx, res: dict, cc: dict, rs: dict, figs: list, cc_fig: str, rs_fi
                     + ("; reuse saves 45 % of the LCP time" if item == "Fig. 1" else ""),
                     ours=f"changes at frames {', '.join(map(str, changes)) or 'none'}; reuse saves "
                     f"{100 * (1 - t_reuse / t_cold):.0f} % of the LCP time", agrees=ok,
-                    reason="" if ok else "the motionless set changes at other frames than the paper's (within 20 %)",
+                    reason="" if ok else "the motionless set changes at other frames than the paper's (tolerance 20 %)",
                     figures=[fig])
     if "random-84" not in res:
         for item in ("Fig. 6", "Fig. 7"):
