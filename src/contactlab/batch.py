@@ -80,9 +80,8 @@ def task_solve(file: str, *, method: str = "auto", seed: int | None = None, **op
     ``contactlab solve --json`` without z and w; ``status`` is the solver's (``SOLVED``, ...)."""
     import contactlab as cl
 
-    from .commands import status_text
-    from .commands.solve import load_problem
-    problem = load_problem(Path(file))
+    from .solution import status_text
+    problem = cl.load(Path(file))
     sol = cl.solve(problem, method=method, **options)
     return {"problem": type(problem).__name__, "n": int(problem.n), "method_used": sol.method,
             "status": status_text(sol.status), "success": sol.success, "iterations": sol.iterations,
@@ -92,7 +91,7 @@ def task_solve(file: str, *, method: str = "auto", seed: int | None = None, **op
 
 def task_quasistatic(case: str, *, method: str = "bilinear-lp", seed: int = 0, contacts: int = 10) -> dict:
     """One quasistatic case: the record of ``contactlab quasistatic --json``."""
-    from .commands.quasistatic import run_case
+    from .scenarios.quasistatic_data import run_case
     rec = run_case(case, method, int(seed), int(contacts))
     rec["time_s"] = rec.pop("_time")
     for k in [k for k in rec if k.startswith("_")]:
@@ -294,7 +293,7 @@ class _ParquetSink:
         self.last = time.monotonic()
         if self.path is None or not self.dirty:
             return
-        from .problems.io import atomic_write
+        from .files import atomic_write
         df = _parquet_safe(self.frame())
         atomic_write(self.path, lambda tmp: df.to_parquet(tmp, engine="pyarrow", index=False))
         self.dirty = False

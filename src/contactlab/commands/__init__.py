@@ -1,13 +1,16 @@
 """CLI subcommands: each module defines ``register(app: typer.Typer)``.
 
 Shared helpers for the commands: :func:`console` (rich output that is not cut at 80 columns
-when it goes to a file or a pipe), :func:`interrupt_exit_on_sigterm`, :func:`status_text`
-(one spelling of a solver status everywhere: the ``Status`` name, e.g. ``SOLVED``).
+when it goes to a file or a pipe), :func:`interrupt_exit_on_sigterm`, and :func:`status_text`
+(one spelling of a solver status everywhere: the ``Status`` name, e.g. ``SOLVED``; defined with
+``Solution`` in contactlab/solution.py).
 """
 from __future__ import annotations
 
 import signal
 import sys
+
+from ..solution import status_text  # noqa: F401  (its home is contactlab.solution)
 
 
 def console(stderr: bool = False, quiet: bool = False):
@@ -19,15 +22,10 @@ def console(stderr: bool = False, quiet: bool = False):
     width = 100_000
     if tty:
         try:
-            width = os.get_terminal_size(stream.fileno()).columns
+            width = os.get_terminal_size(stream.fileno()).columns or 80   # a pty may report 0 x 0
         except (OSError, ValueError):
             width = 80
     return Console(stderr=stderr, quiet=quiet, width=width, soft_wrap=not tty)
-
-
-def status_text(status) -> str:
-    """A solver status as the CLI prints it everywhere (text and JSON): the enum name, ``SOLVED``."""
-    return getattr(status, "name", str(status).upper())
 
 
 def interrupt_exit_on_sigterm() -> None:

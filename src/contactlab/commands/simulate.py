@@ -25,6 +25,7 @@ def _check_method(scene, model: str, method: str | None, dt) -> None:
     from ..solvers import available_solvers
     if method in (None, "auto"):
         return
+    model = model or "stewart-trinkle"      # a method given without a model: Simulator's default_combination
     spec = available_solvers().get(method)
     probe = Simulator(scene, model, None, dt=dt)
     problem = probe.initial_problem() if hasattr(probe, "initial_problem") else _initial_problem(probe)
@@ -83,7 +84,9 @@ def register(app: typer.Typer) -> None:
                  duration: float = typer.Option(None, "--duration", help="simulated seconds (default: the scene's "
                                                 "own duration if it has one, e.g. a grasp script's, else 1)"),
                  dt: float = typer.Option(None, "--dt", help="time step (default: the scene's)"),
-                 model: str = typer.Option("stewart-trinkle", "--model", help="contact model"),
+                 model: str = typer.Option(None, "--model", help="contact model (default: box-friction solved by "
+                                           "box-qp on scenes of free bodies, compiled and certified; else "
+                                           "stewart-trinkle; the choice is printed)"),
                  method: str = typer.Option(None, "--method", help="solver method (default: the model's)"),
                  out: Path = typer.Option(None, "--out", help="write the trajectory to this HDF5 file"),
                  as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
@@ -157,7 +160,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         traj = Trajectory(list(sim.model.names))
         writer = None if out is None else TrajectoryWriter(
-            out, traj.body_names, attrs={"scene": sc.name, "model": model, "method": sim.method, "dt": sim.h,
+            out, traj.body_names, attrs={"scene": sc.name, "model": sim.model_name, "method": sim.method, "dt": sim.h,
                                          "duration": duration})
         steps = int(round(duration / sim.h))
         chunk = max(1, min(200, steps // 20 or 1))   # flush (and update progress) every chunk of steps
@@ -191,6 +194,7 @@ def register(app: typer.Typer) -> None:
             raise
         if writer is not None:
             writer.close(traj, extra=_replay_group(sim, recorder))
+        model = sim.model_name
         if html_out is not None:
             from ..viz.replay import replay_html
             recorder.capture(sim)
@@ -200,6 +204,8 @@ def register(app: typer.Typer) -> None:
         bodies = {n: sim.body_state(n) for i, n in enumerate(sim.model.names) if sim.model.dof_start[i] >= 0}
         result = {"scene": scene, "model": model, "method": sim.method, "steps": len(traj.records),
                   "bodies": bodies, "metrics": traj.metrics()}
+        if sim.default_choice is not None:
+            result["model_choice"] = sim.default_choice     # why this model and method (no --model given)
         if callable(getattr(sc, "summary", None)):
             result.update(sc.summary(sim, traj))   # e.g. "locomotion" (quadruped), "grasp" (hands)
         if traj.error:
@@ -218,7 +224,8 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
         con = console()
         m = result["metrics"]
-        con.print(f"[bold]{scene}[/bold]: {result['steps']} steps of {sim.h:g} s, model {model}, method {sim.method}")
+        con.print(f"[bold]{scene}[/bold]: {result['steps']} steps of {sim.h:g} s, model {model}, method {sim.method}"
+                  + (f" (default for this scene: {sim.default_choice})" if sim.default_choice else ""))
         t = Table("metric", "value")
         for k, v in m.items():
             t.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))

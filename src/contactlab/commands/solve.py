@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from ..problems.io import load as load_problem  # the former CLI helper: load reports unreadable files itself
+
 
 def parse_value(text: str):
     """A command-line value: int, float, true/false/none, else the string itself."""
@@ -37,31 +39,6 @@ def parse_options(items: list[str] | None, flag: str = "--option") -> dict:
     return out
 
 
-def load_problem(path: Path):
-    """``contactlab.load`` with every way a file can be unreadable turned into one ProblemError line."""
-    import zipfile
-
-    import contactlab as cl
-    path = Path(path)
-    if path.is_dir():
-        raise cl.ProblemError(f"{path} is a directory; give one problem file (.npz or Siconos .dat)")
-    if path.suffix == ".npz" and path.is_file() and not zipfile.is_zipfile(path):
-        raise cl.ProblemError(f"{path}: cannot read this problem file: not a .npz archive")
-    try:
-        return cl.load(path)
-    except cl.ContactlabError:
-        raise
-    except (ValueError, TypeError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if "allow_pickle" in msg:
-            msg = "it holds pickled Python objects, which are never loaded (save numeric arrays only)"
-        elif isinstance(exc, TypeError) and "missing" in msg:
-            msg = "missing array(s) " + msg.split(":", 1)[-1].strip() + " (see contactlab.save)"
-        elif isinstance(exc, zipfile.BadZipFile) or "zip" in msg.lower():
-            msg = "not a valid .npz archive"
-        raise cl.ProblemError(f"{path}: cannot read this problem file: {msg}") from None
-
-
 def register(app: typer.Typer) -> None:
     @app.command()
     def solve(path: Path = typer.Argument(..., help="problem file: .npz (contactlab.save) or Siconos .dat"),
@@ -78,7 +55,7 @@ def register(app: typer.Typer) -> None:
         import numpy as np
 
         import contactlab as cl
-        from contactlab.problems.io import atomic_write
+        from contactlab.files import atomic_write
 
         from . import console, status_text
 

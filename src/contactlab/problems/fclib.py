@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ProblemError
+from ..files import atomic_write
 from .friction_contact import FrictionContact, GlobalFrictionContact
 
 FCLIB_SUFFIXES = (".hdf5", ".h5", ".fclib")
@@ -148,7 +149,6 @@ def write_fclib(problem, path: str | os.PathLike, solution: dict | None = None, 
     ``solution``/``guesses``: dicts with keys among v, u, r, l (written to /solution, /guesses/k).
     """
     import h5py
-    from .io import atomic_write
     if not isinstance(problem, (FrictionContact, GlobalFrictionContact)):
         raise ProblemError(f"FCLIB files hold friction problems; got a {type(problem).__name__}")
 
@@ -324,7 +324,6 @@ def sniff_siconos(path: Path) -> str | None:
 
 def write_siconos_fc(problem: FrictionContact, path: str | os.PathLike) -> Path:
     """Write a local problem as a Siconos FrictionContact text file (W sparse-block, dim x dim blocks)."""
-    from .io import atomic_write
     W = sp.csr_matrix(problem.W)
     d, nc = problem.dim, problem.nc
     B = sp.bsr_matrix(W, blocksize=(d, d))

@@ -45,8 +45,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
+from ..files import atomic_write
 from ..mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
-from ..problems.io import atomic_write
 
 
 def _make(cls, data: dict, where: str, nested: dict | None = None):

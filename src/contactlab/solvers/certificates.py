@@ -11,9 +11,12 @@ A status NO_SOLUTION is a proof. A method that claims it puts ``info['certificat
 * ``{"kind": "exhaustive", "supports": 2**n}`` from ``enumerate`` only: every support was decided
   (a nonsingular block solved directly, a singular one by a HiGHS LP), so no complementary
   solution exists. The LCP is then feasible but unsolvable (no Farkas vector exists); the check
-  is the count of decided supports, not a short certificate.
-* For a UCP: the HiGHS MIP of pang-trinkle-lo (method ``mip``) is infeasible; ``solve()`` runs it
-  itself when another method claims NO_SOLUTION.
+  is the count of decided supports, not a short certificate. It is checked by
+  ``solvers/enumerate.py`` :func:`check_exhaustive`, which ``enumerate`` registers with itself
+  (``register(..., certificates=...)``): a kind is accepted only from the method that registered
+  its check.
+* For a UCP: the HiGHS MIP of pang-trinkle-lo (method ``mip``, registered as the UCP's referee)
+  is infeasible; ``solve()`` runs it itself when another method claims NO_SOLUTION.
 
 Anything else, or a certificate that fails its check, turns the status into NO_SOLUTION_FOUND.
 """
@@ -93,18 +96,12 @@ def _lcp_data(problem: Problem, target: Problem | None):
     return None
 
 
-def verify(problem: Problem, target: Problem | None, method: str, info: dict) -> tuple[bool, str]:
-    """Check the certificate behind a NO_SOLUTION claim; (accepted, reason)."""
-    from ..problems.ucp import UCP
+def verify(problem: Problem, target: Problem | None, method: str, info: dict,
+           checks: dict | None = None) -> tuple[bool, str]:
+    """Check the certificate behind a NO_SOLUTION claim of ``method``; (accepted, reason). A Farkas
+    vector is checked here; any other kind only by the check the claiming method registered for it
+    (``checks``, from ``register(..., certificates=...)``), which lives beside that method."""
     cert = info.get("certificate")
-    if isinstance(problem, UCP):
-        if method == "mip":
-            return True, "HiGHS MIP infeasible (method mip)"
-        from .registry import solve
-        ref = solve(problem, method="mip")
-        if ref.status == "NO_SOLUTION":
-            return True, "HiGHS MIP infeasible (checked by solve)"
-        return False, f"the HiGHS MIP check says {ref.status.name}"
     if not isinstance(cert, dict):
         return False, "no certificate"
     kind = cert.get("kind")
@@ -116,15 +113,7 @@ def verify(problem: Problem, target: Problem | None, method: str, info: dict) ->
         ok, detail = check_farkas(M, q, cert.get("y"))
         cert.update({k: v for k, v in detail.items() if k != "why"})
         return ok, "Farkas vector checked" if ok else f"Farkas vector rejected: {detail.get('why')}"
-    if kind == "exhaustive" and method == "enumerate":
-        from ..problems.validation import is_psd
-        from .enumerate import MAX_N
-        n = q.size
-        if not (n <= MAX_N and cert.get("supports") == 2 ** n):
-            return False, "exhaustive search incomplete"
-        if is_psd(M):   # a feasible PSD LCP is solvable (Cottle-Pang-Stone 3.8.6): the claim contradicts it
-            return False, "exhaustive claim on a PSD matrix (feasible PSD LCPs are solvable)"
-        if lcp_feasible(M, q) is not True:
-            return False, "exhaustive claim needs a feasible LCP (else a Farkas vector)"
-        return True, "every support decided (enumerate) on a feasible, non-PSD LCP"
-    return False, f"unknown certificate kind {kind!r}"
+    check = (checks or {}).get(kind)
+    if check is not None:
+        return check(M, q, cert)
+    return False, f"unknown certificate kind {kind!r} for method {method!r}"

@@ -77,6 +77,10 @@ class SolverSpec:
     converts: tuple[type, ...] = field(default=())  # types accepted via lcp_reduction()
     classes: tuple[str, ...] = field(default=())  # matrix classes it claims (see MATRIX_CLASSES)
     refuse: Callable[[Any], str | None] | None = None  # LCP -> why it is outside the method's class
+    #: checks of the certificate kinds the method claims beyond a Farkas vector:
+    #: kind -> check(M, q, certificate) -> (accepted, reason); see solvers/certificates.py
+    certificates: dict[str, Callable[..., tuple[bool, str]]] = field(default_factory=dict)
+    referee_for: tuple[type, ...] = field(default=())  # problem types whose NO_SOLUTION claims it decides
 
     def refusal(self, problem: Problem) -> str | None:
         """Why the method refuses this LCP up front (a cheap test that M is outside the class the
@@ -100,7 +104,7 @@ class SolverSpec:
             return _default_options(self.options)
         try:   # options are frozen: one instance serves every call with the same (hashable) values
             # (keyed in the order given: no sort, so a repeated call costs one lookup; a flat key of
-            # three entries per option, built without a comprehension: 0.36 -> 0.24 us for one option)
+            # three entries per option, built without a comprehension, the cheapest key measured)
             key = (self.options,)
             for k, v in options.items():
                 key += (k, v.__class__, v)
@@ -142,6 +146,7 @@ MATRIX_CLASSES = {
 }
 
 _REGISTRY: dict[str, SolverSpec] = {}
+_REFEREES: dict[type, str] = {}   # problem type -> the method that decides NO_SOLUTION claims on it
 _DEFAULTS: dict[type, Any] = {}
 _OPTIONS_CACHE: dict[tuple, Any] = {}
 
@@ -157,11 +162,17 @@ _CONVERTIBLE = (BoxedLCP, MixedLCP, FactoredLCP)
 
 def register(name: str, *, problems: tuple[type, ...], options: type = NoOptions, description: str = "",
              guarantees: str = "", warm_start: bool = False, convert: bool = True,
-             classes: tuple[str, ...] = (), refuse: Callable[[Any], str | None] | None = None):
+             classes: tuple[str, ...] = (), refuse: Callable[[Any], str | None] | None = None,
+             certificates: dict[str, Callable[..., tuple[bool, str]]] | None = None,
+             referee_for: tuple[type, ...] = ()):
     """Decorator adding ``func(problem, opts, warm_start) -> Solution`` to the registry.
 
     With ``convert`` (default), a solver registered for :class:`LCP` also accepts boxed (static
-    bounds), mixed and factored problems through their ``lcp_reduction()``.
+    bounds), mixed and factored problems through their ``lcp_reduction()``. ``certificates``: the
+    checks of the certificate kinds the method claims beyond a Farkas vector, kept beside the
+    method (``{kind: check(M, q, certificate) -> (accepted, reason)}``); ``referee_for``: problem
+    types on which the method is an exact decision, so that :func:`solve` reruns it to check
+    another method's NO_SOLUTION claim (the UCP's ``mip``).
     """
     unknown = set(classes) - set(MATRIX_CLASSES)
     if unknown:
@@ -171,7 +182,10 @@ def register(name: str, *, problems: tuple[type, ...], options: type = NoOptions
         if name in _REGISTRY:
             raise RuntimeError(f"solver {name!r} registered twice")
         _REGISTRY[name] = SolverSpec(name, func, tuple(problems), options, description, guarantees,
-                                     warm_start, _CONVERTIBLE if convert else (), tuple(classes), refuse)
+                                     warm_start, _CONVERTIBLE if convert else (), tuple(classes), refuse,
+                                     dict(certificates or {}), tuple(referee_for))
+        for kind in referee_for:
+            _REFEREES[kind] = name
         return func
     return deco
 
@@ -212,9 +226,8 @@ def choose_method(problem: Problem) -> tuple[str, str]:
                 return m, "boxed LCP"
         return "lemke", "boxed LCP (no iterative solver registered)"
     if isinstance(problem, (LCP, MixedLCP)):
-        # measured (docs/benchmarks-pivoting.md, dantzig/lemke time, 2026-11-24 run): spd 2.83,
-        # box-stack 1.08 (a wash since lemke's per-call work shrank), box-stack-25 0.28: lemke on
-        # positive definite M, dantzig on rank-deficient PSD contact M.
+        # chosen by benchmarks/bench_pivoting.py (docs/benchmarks-pivoting.md, dantzig/lemke time):
+        # lemke on positive definite M, dantzig on rank-deficient PSD contact M.
         # Both are guaranteed there and neither can claim NO_SOLUTION without a checked certificate.
         M = problem.M if isinstance(problem, LCP) else problem.to_lcp().M
         if is_symmetric(M) and "dantzig" in _REGISTRY and (not sp.issparse(M) or M.shape[0] <= 3000):
@@ -228,8 +241,8 @@ def choose_method(problem: Problem) -> tuple[str, str]:
         return "lemke", "general matrix (guaranteed for P and copositive-plus M)"
 
     if isinstance(problem, (FrictionContact, GlobalFrictionContact)) and "newton-ac" in _REGISTRY:
-        # measured (docs/fclib.md, 2026-11-24 run): the fastest contactlab method at 1e-8 on every 3D
-        # collection; prox is the more robust (slower) one
+        # chosen by benchmarks/bench_fclib.py (docs/fclib.md): the fastest contactlab method at 1e-8
+        # on every 3D collection; prox is the more robust (slower) one
         return "newton-ac", "exact-cone Coulomb problem (newton-ac measured fastest, docs/fclib.md)"
     for spec in _REGISTRY.values():
         if isinstance(problem, spec.problems):
@@ -248,13 +261,29 @@ def certified_by_kernel(sol: Solution, problem, w: np.ndarray, numbers: tuple,
     ``problem.M`` itself (dense, the very array) and ``problem.q`` at exactly ``sol.z``: ``w`` and its
     six numbers (absolute and scale-free natural, complementarity, infeasibility), which are what
     ``problem.certify_numbers(sol.z)`` would return. :func:`solve` then reads them instead of
-    running the same pass again (~3 us of a 10-variable solve), provided ``problem`` is the problem it
+    running the same pass again, provided ``problem`` is the problem it
     dispatched and ``sol.z`` is still that array; it applies its threshold as always. ``relative``:
     ``certified_error(numbers[3], numbers[5])`` when the caller computed it already (else computed here)."""
     if relative is None:
         relative = certified_error(numbers[3], numbers[5])
     sol.__dict__[_CERTIFIED] = (problem, sol.z, w, numbers, relative)
     return sol
+
+
+def _check_claim(problem: Problem, target: Problem | None, spec: SolverSpec, info: dict) -> tuple[bool, str]:
+    """Check a NO_SOLUTION claim; (accepted, reason). On a problem type with a referee method (the
+    UCP's ``mip``) the referee decides; otherwise the certificate in ``info['certificate']`` is
+    checked by solvers/certificates.py: a Farkas vector, or a kind the claiming method registered a
+    check for."""
+    referee = next((name for kind, name in _REFEREES.items() if isinstance(problem, kind)), None)
+    if referee is not None:
+        if referee == spec.name:
+            return True, f"decided by method {referee} (exact on a {type(problem).__name__})"
+        ref = solve(problem, method=referee)
+        if ref.status is _NO_SOLUTION:
+            return True, f"confirmed by method {referee} (checked by solve)"
+        return False, f"the {referee} check says {ref.status.name}"
+    return certificates.verify(problem, target, spec.name, info, spec.certificates)
 
 
 # statuses read on every call (an Enum member read from its class costs ~70 ns in Python 3.11)
@@ -342,7 +371,7 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
         sol.info["certify_threshold"] = threshold
         sol.status = Status.NUMERICAL_FAILURE
     elif status is _NO_SOLUTION:
-        ok, why = certificates.verify(problem, target, method, sol.info)
+        ok, why = _check_claim(problem, target, spec, sol.info)
         sol.info["certificate_check"] = why
         if not ok:
             sol.info["claimed_status"] = sol.status.name

@@ -212,7 +212,7 @@ def write_replay(path, data: ReplayData) -> Path:
     """Write a replay-only HDF5 file atomically."""
     import h5py
 
-    from ..problems.io import atomic_write
+    from ..files import atomic_write
 
     def write(tmp):
         with h5py.File(tmp, "w") as f:
@@ -486,7 +486,7 @@ def replay_html(data: ReplayData, out=None, *, title: str = "contactlab replay",
             "fps": fps, "frames": len(keep), "source_frames": F, "bodies": nb}
     page = _PAGE.format(title=html.escape(title), viewer=_viewer_js(), payload=payload, info=json.dumps(info))
     if out is not None:
-        from ..problems.io import atomic_write
+        from ..files import atomic_write
         atomic_write(Path(out), lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
     return page
 
