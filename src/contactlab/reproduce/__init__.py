@@ -319,7 +319,8 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
     propagates. Raises :class:`SectionsFailed` (after writing) when a section raised or reported
     failed rows.
     """
-    from .papers import TOC, summary_table
+    from ..viz.report_html import TOC
+    from .papers import summary_table
     out_dir = Path(out_dir)
     all_mods = sections()
     mods = select_sections(only, all_mods)

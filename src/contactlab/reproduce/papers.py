@@ -60,7 +60,6 @@ ITEMS = [
 VERDICTS = {True: "agree", False: "differ", None: "not reproduced"}
 _MARK = "<!-- contactlab:summary {} -->"
 _MARK_RE = re.compile(r"<!-- contactlab:summary (\{.*?\}) -->")
-TOC = "<!-- contactlab:toc -->"
 
 
 def encode(row: dict) -> str:

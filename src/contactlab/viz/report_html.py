@@ -11,6 +11,8 @@ import html
 import re
 from pathlib import Path
 
+#: where a report wants its table of contents (contactlab.reproduce puts it after the summary table)
+TOC = "<!-- contactlab:toc -->"
 _MIME = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
 
 _STYLE = """body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
@@ -42,8 +44,6 @@ def markdown_to_html(markdown: str, base_dir, *, title: str = "contactlab report
     with a table of contents of its ``##`` sections where the report marks it (after its title,
     status and summary table), else under the title."""
     from markdown_it import MarkdownIt
-
-    from ..reproduce.papers import TOC as _TOC   # where the report wants its table of contents
     md = MarkdownIt("commonmark", {"html": True}).enable("table")   # our own report: <sub>, comments pass through
     tokens = md.parse(markdown)
     toc, used = [], set()
@@ -59,8 +59,8 @@ def markdown_to_html(markdown: str, base_dir, *, title: str = "contactlab report
     body = md.renderer.render(tokens, md.options, {})
     body = _embed_images(body, Path(base_dir))
     nav = "<nav><ul>" + "".join(f'<li><a href="#{s}">{html.escape(t)}</a></li>' for s, t in toc) + "</ul></nav>"
-    if _TOC in body:                  # the report puts it after its title, status and summary table
-        body = body.replace(_TOC, nav, 1)
+    if TOC in body:                  # the report puts it after its title, status and summary table
+        body = body.replace(TOC, nav, 1)
     elif "</h1>" in body:             # otherwise under the title, never above it
         body = body.replace("</h1>", "</h1>" + nav, 1)
     else:
