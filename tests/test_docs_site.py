@@ -119,7 +119,10 @@ def test_api_reference_has_every_public_name(site):
                 k for k, v in vars(mod).items() if not k.startswith("_") and callable(v)
                 and getattr(v, "__module__", "") == name]
             assert public, name
-            missing += [f"{name}.{k} ({page})" for k in public if f'id="{name}.{k}"' not in text]
+            # every public class and function has its entry (re-exported integer constants such as
+            # models.common.MODE_* are aliases of a private kernel module, documented in their module's text)
+            missing += [f"{name}.{k} ({page})" for k in public
+                        if callable(getattr(mod, k, None)) and f'id="{name}.{k}"' not in text]
     assert not missing, missing
     api = (ROOT / "docs" / "api")
     assert sorted(p.stem for p in api.glob("*.md")) == sorted(API_PAGES)
