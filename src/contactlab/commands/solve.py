@@ -46,7 +46,9 @@ def register(app: typer.Typer) -> None:
               option: list[str] = typer.Option(None, "--option", "-o",
                                                help="solver option KEY=VALUE, e.g. tol=1e-10 (repeatable)"),
               json_out: bool = typer.Option(False, "--json", help="print one JSON object, with z and w"),
-              out: Path = typer.Option(None, "--out", help="write z and w to this .npz"),
+              out: Path = typer.Option(None, "--out", help="write z and w to this file: .npz (arrays z, w), "
+                                                           ".json (the printed record with z and w), .csv or "
+                                                           ".txt (columns z, w)"),
               quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display")):
         """Solve one problem file and print its certified result (z and w with --json or --out).
 
@@ -55,12 +57,14 @@ def register(app: typer.Typer) -> None:
         import numpy as np
 
         import contactlab as cl
-        from contactlab.files import atomic_write
+        from contactlab.files import output_lock
 
-        from . import console, status_text
+        from . import check_output, console, status_text, write_failed
 
         try:
             opts = parse_options(option)
+            if out is not None:    # checked before the work: the file named is the file written
+                check_output(out, "--out", suffixes=OUT_SUFFIXES)
             t0 = time.perf_counter()
             problem = load_problem(path)
             load_s = time.perf_counter() - t0
@@ -78,12 +82,16 @@ def register(app: typer.Typer) -> None:
                   "infeasibility": sol.infeasibility, "time_s": sol.time_s, "load_s": load_s}
         if opts:
             record["options"] = opts
+        full = {**record, "z": np.asarray(sol.z, dtype=float).tolist(), "w": np.asarray(sol.w, dtype=float).tolist()}
         if out is not None:
-            atomic_write(out, lambda tmp: np.savez(tmp, z=sol.z, w=sol.w))
+            try:
+                with output_lock(out):
+                    write_result(out, sol, full)
+            except OSError as exc:
+                typer.echo(write_failed(exc, out), err=True)
+                raise typer.Exit(1)
         if json_out:
-            record["z"] = np.asarray(sol.z, dtype=float).tolist()
-            record["w"] = np.asarray(sol.w, dtype=float).tolist()
-            typer.echo(json.dumps(record))
+            typer.echo(json.dumps(full))
         else:
             for k, v in record.items():
                 typer.echo(f"{k:>16}: {v}")
@@ -130,6 +138,35 @@ def register(app: typer.Typer) -> None:
             if own:
                 out.append(para(", ".join(own), "    ", "  options: "))
         typer.echo("\n".join(out))
+
+
+#: the files ``solve --out`` writes, by suffix
+OUT_SUFFIXES = (".npz", ".json", ".csv", ".txt")
+
+
+def write_result(path: Path, sol, record: dict) -> Path:
+    """Write z and w to ``path`` atomically, in the format its suffix names (:data:`OUT_SUFFIXES`):
+    .npz arrays z and w; .json the record (with z and w); .csv/.txt one row per variable, columns
+    z and w (w may be shorter: a problem without w), 17 significant digits. Written through an open
+    file, so NumPy never adds a suffix of its own (it used to write ``.NAME.npz`` beside an empty NAME)."""
+    import numpy as np
+
+    from contactlab.files import atomic_write
+    z, w = np.asarray(sol.z, dtype=float), np.asarray(sol.w, dtype=float)
+    kind = Path(path).suffix.lower()
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            if kind == ".npz":
+                np.savez(f, z=z, w=w)
+            elif kind == ".json":
+                f.write(json.dumps(record).encode())
+            else:
+                sep = "," if kind == ".csv" else " "
+                f.write(f"z{sep}w\n".encode())
+                for i in range(z.size):
+                    f.write(f"{z[i]:.17g}{sep}{w[i]:.17g}\n".encode() if i < w.size else f"{z[i]:.17g}{sep}\n".encode())
+    return atomic_write(path, write)
 
 
 def _warm_up(problem, method: str, opts: dict) -> None:

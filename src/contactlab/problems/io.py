@@ -25,10 +25,20 @@ def _pack(name: str, M, out: dict):
         out[name] = np.asarray(M)
 
 
-def _unpack(name: str, f):
+def _unpack(name: str, f, path):
     if f"{name}__data" in f:
-        return sp.csr_matrix((f[f"{name}__data"], f[f"{name}__indices"], f[f"{name}__indptr"]),
-                             shape=tuple(f[f"{name}__shape"]))
+        from .validation import check_dtype, compressed_error
+        data, indices, indptr = (f[f"{name}__{k}"] for k in ("data", "indices", "indptr"))
+        shape = np.asarray(f[f"{name}__shape"]).ravel()
+        if shape.size != 2 or shape.dtype.kind not in "iu":
+            raise ProblemError(f"{path}: {name}__shape must be two integers, got {shape.tolist()!r}")
+        check_dtype(f"{path}: {name}", data.dtype)
+        why = compressed_error(indptr, indices, data.size if data.ndim == 1 else -1, int(shape[0]), int(shape[1]))
+        if why is None and data.ndim != 1:
+            why = "its data array must be 1-D"
+        if why is not None:
+            raise ProblemError(f"{path}: {name} is a malformed sparse matrix: {why}")
+        return sp.csr_matrix((data, indices, indptr), shape=(int(shape[0]), int(shape[1])))
     return f[name]
 
 
@@ -83,8 +93,10 @@ def load(path: str | os.PathLike) -> Problem:
         return _read(path)
     except ContactlabError:
         raise
-    except (ValueError, TypeError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
+    except (ValueError, TypeError, KeyError, OSError, EOFError, OverflowError, zipfile.BadZipFile) as exc:
         raise ProblemError(f"{path}: cannot read this problem file: {_unreadable(exc)}") from None
+    except MemoryError:      # a header asking for more than fits (e.g. n = 10**10 in a .dat file)
+        raise ProblemError(f"{path}: cannot read this problem file: its sizes do not fit in memory") from None
 
 
 def _unreadable(exc: BaseException) -> str:
@@ -123,7 +135,7 @@ def _read(path: Path) -> Problem:
         if kind not in _FIELDS:
             raise ProblemError(f"{path}: unknown problem kind {kind!r}")
         cls, names = _FIELDS[kind]
-        args = {n: _unpack(n, f) for n in names if n in f or f"{n}__data" in f}
+        args = {n: _unpack(n, f, path) for n in names if n in f or f"{n}__data" in f}
     return cls(**args)
 
 

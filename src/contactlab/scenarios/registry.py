@@ -45,6 +45,11 @@ def _coerce(name: str, key: str, value, default):
     return value
 
 
+#: the largest count (an int scene parameter with a positive default: bodies, bumps, ...) a scene is
+#: built with: 1e11 boxes used to run the builder out of memory instead of being refused
+MAX_COUNT = 10_000
+
+
 def make_scene(name: str, **params):
     """Build a named scene, or load a scene file when ``name`` ends in .toml/.json."""
     if name not in SCENES and Path(name).is_dir():
@@ -63,8 +68,9 @@ def make_scene(name: str, **params):
     args = {k: _coerce(name, k, v, defaults[k]) for k, v in params.items()}
     for k, v in args.items():   # counts: an int parameter with a positive default must be positive
         d = defaults[k]
-        if isinstance(d, int) and not isinstance(d, bool) and d > 0 and isinstance(v, int) and not v > 0:
-            raise ModelError(f"scene {name!r}: parameter {k}={v!r} must be > 0 (default {d!r})")
+        if isinstance(d, int) and not isinstance(d, bool) and d > 0 and isinstance(v, int) and not 0 < v <= MAX_COUNT:
+            raise ModelError(f"scene {name!r}: parameter {k}={v!r} must be from 1 to {MAX_COUNT} (default {d!r}); "
+                             "a count is checked before the scene is built")
     scene = SCENES[name](**args)
     if not any(getattr(b, "kind", "dynamic") != "fixed" for b in scene.bodies):
         raise ModelError(f"scene {name!r} with {args} has no moving bodies; nothing to simulate")

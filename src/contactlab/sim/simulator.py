@@ -696,6 +696,10 @@ class Simulator:
     def run(self, duration: float, *, progress: bool = False, record_poses: bool = False,
             trajectory: Trajectory | None = None) -> Trajectory:
         """Step for ``duration`` seconds (rounded to whole steps); returns the :class:`Trajectory`."""
+        if isinstance(duration, bool) or not isinstance(duration, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(duration) and duration >= 0):
+            from ..errors import ParamError
+            raise ParamError(f"duration must be a finite number of seconds >= 0, got {duration!r}")
         traj = trajectory or Trajectory(list(self.model.names))
         steps = int(round(duration / self.h))
         if record_poses and not traj.positions:

@@ -39,15 +39,23 @@ def check_farkas(M, q: np.ndarray, y) -> tuple[bool, dict]:
     ymax = float(np.max(y, initial=0.0))
     if ymax <= 0.0 or float(np.min(y)) < -FARKAS * ymax:
         return False, {"why": "y must be >= 0 and nonzero"}
-    y = np.maximum(y, 0.0)
+    # checked on M / max|M|, q / max|q| and y / max y (entries at most 1: no overflow, and the tests
+    # below are invariant under these scalings); a non-finite number anywhere rejects the vector
+    y = np.maximum(y, 0.0) / ymax
     y1 = float(y.sum())
-    Mty = matvec(M.T, y) if sp.issparse(M) else np.asarray(M).T @ y
+    sM = max_abs(M) or 1.0
+    sq = float(np.max(np.abs(q), initial=0.0)) or 1.0
+    Ms = M / sM if sp.issparse(M) else np.asarray(M) / sM
+    Mty = matvec(Ms.T, y) if sp.issparse(Ms) else Ms.T @ y
     viol = float(np.max(Mty, initial=0.0))
-    qty = float(q @ y)
-    ok_m = viol <= FARKAS * max_abs(M) * y1
-    ok_q = qty <= -FARKAS_MARGIN * float(np.max(np.abs(q), initial=0.0)) * y1
-    radius = np.inf if viol <= 0.0 else -qty / viol
-    detail = {"max_MTy": viol, "qTy": qty, "radius": float(radius)}
+    qty = float((q / sq) @ y)
+    if not (np.isfinite(viol) and np.isfinite(qty) and np.isfinite(Mty).all()):
+        return False, {"why": "M'y or q'y is not finite"}
+    ok_m = viol <= FARKAS * y1
+    ok_q = qty <= -FARKAS_MARGIN * y1
+    with np.errstate(over="ignore"):   # R = -q'y / max(M'y)_+ does not depend on the scale of y
+        radius = np.inf if viol <= 0.0 else -(qty * sq) / (viol * sM)
+        detail = {"max_MTy": viol * sM * ymax, "qTy": qty * sq * ymax, "radius": float(radius)}
     if not ok_m:
         detail["why"] = "M'y <= 0 fails"
     elif not ok_q:

@@ -58,11 +58,64 @@ def _canonical_cap(options: dict[str, Any], names: set[str]) -> dict[str, Any]:
 def check_common(opts) -> None:
     """``__post_init__`` checks of the common options (tol > 0, max_iterations >= 1 or None); ParamError."""
     tol = getattr(opts, "tol", None)
-    if tol is not None and not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
+    if tol is not None and not (isinstance(tol, (int, float)) and abs(tol) <= MAX_OPTION_INT
+                                and np.isfinite(tol) and tol > 0):
         raise ParamError(f"tol must be a positive finite number, got {tol!r}")
     cap = getattr(opts, "max_iterations", None)
-    if cap is not None and not (isinstance(cap, (int, np.integer)) and not isinstance(cap, bool) and cap >= 1):
-        raise ParamError(f"max_iterations must be an integer >= 1 (or None for the default), got {cap!r}")
+    if cap is not None and not (isinstance(cap, (int, np.integer)) and not isinstance(cap, bool)
+                                and 1 <= cap <= MAX_OPTION_INT):
+        raise ParamError(f"max_iterations must be an integer from 1 to 2**62 (or None for the default), got {cap!r}")
+
+
+#: the largest integer an option may hold: compiled kernels take 64-bit integers
+MAX_OPTION_INT = 2 ** 62
+
+
+def _check_option_numbers(method: str, options: dict[str, Any]) -> None:
+    """Every integer option fits the kernels' 64-bit integers and every float is a number (a
+    Python int of 10**23 used to reach numba as an untyped object: a TypingError)."""
+    for k, v in options.items():
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and abs(int(v)) > MAX_OPTION_INT:
+            text = str(v) if len(str(v)) <= 24 else f"{str(v)[:8]}... ({len(str(v))} digits)"
+            raise ParamError(f"option {k}={text} for method {method!r} is too large (integers up to 2**62)")
+
+
+def check_warm_start(warm_start):
+    """A warm start as the methods read it, checked once by :func:`solve` (ParamError naming
+    ``warm_start``): a pair ``(indices, z_sub)`` (a tuple: integer indices, distinct and >= 0, and
+    as many finite values), or a finite vector (a Solution's ``z``). The Solution itself is passed
+    on (a method may read more of it); a pair comes back as (int64 indices, float64 values). The
+    methods check the lengths against their own problem's size."""
+    if isinstance(warm_start, tuple) and len(warm_start) == 2:
+        idx, zs = warm_start
+        try:
+            idx = np.asarray(idx)
+            zs = np.asarray(zs, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ParamError(f"warm_start pair (indices, z_sub) is malformed ({exc})") from None
+        if idx.size == 0:
+            idx = idx.astype(np.int64)
+        if idx.ndim > 1 or zs.ndim > 1 or idx.dtype.kind not in "iu" or idx.shape != zs.shape:
+            raise ParamError("warm_start pair (indices, z_sub) needs a 1-D integer array of indices and "
+                             f"as many values; got indices {idx.dtype} {idx.shape} and z_sub {zs.shape}")
+        if idx.size and (int(idx.min()) < 0 or np.unique(idx).size != idx.size):
+            raise ParamError("warm_start pair (indices, z_sub) needs distinct indices >= 0")
+        if not np.isfinite(zs).all():
+            raise ParamError("warm_start z_sub contains NaN or inf; every value must be finite")
+        return idx.astype(np.int64).ravel(), zs.ravel()
+    z = getattr(warm_start, "z", warm_start)
+    try:
+        if np.iscomplexobj(z):
+            raise TypeError("complex values")
+        z = np.asarray(z, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ParamError(f"warm_start must be a Solution, a vector of numbers or a pair (indices, z_sub) "
+                         f"({exc})") from None
+    if z.ndim > 1 and max(z.shape) != z.size:
+        raise ParamError(f"warm_start must be a vector, got an array of shape {z.shape}")
+    if not np.isfinite(z).all():
+        raise ParamError("warm_start contains NaN or inf; every value must be finite")
+    return warm_start if isinstance(warm_start, Solution) else z.ravel()
 
 
 @dataclass(frozen=True)
@@ -121,6 +174,7 @@ class SolverSpec:
     def _build_options(self, options: dict[str, Any]):
         names = {f.name for f in dataclasses.fields(self.options)}
         options = _canonical_cap(options, names)
+        _check_option_numbers(self.name, options)
         unknown = sorted(set(options) - names)
         if unknown:
             raise ParamError(f"unknown option(s) {unknown} for method {self.name!r}; "
@@ -288,6 +342,7 @@ def _check_claim(problem: Problem, target: Problem | None, spec: SolverSpec, inf
 
 # statuses read on every call (an Enum member read from its class costs ~70 ns in Python 3.11)
 _SOLVED, _TRIVIAL, _NO_SOLUTION = Status.SOLVED, Status.TRIVIAL, Status.NO_SOLUTION
+_INF = float("inf")
 
 
 def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: float = CERTIFY,
@@ -312,9 +367,11 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
     if not direct and not spec.handles(problem):
         raise ParamError(f"method {method!r} does not accept a {type(problem).__name__}; "
                          f"it solves {[t.__name__ for t in spec.problems]}")
-    if warm_start is not None and not spec.warm_start:
-        raise ParamError(f"method {method!r} takes no warm_start; use one of "
-                         f"{[s.name for s in _REGISTRY.values() if s.warm_start]}")
+    if warm_start is not None:
+        if not spec.warm_start:
+            raise ParamError(f"method {method!r} takes no warm_start; use one of "
+                             f"{[s.name for s in _REGISTRY.values() if s.warm_start]}")
+        warm_start = check_warm_start(warm_start)
     opts = spec.make_options(options)
     t0 = time.perf_counter()
     target = None
@@ -366,7 +423,10 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
     sol.relative_residual = certified
     tol = float(getattr(opts, "tol", 0.0) or 0.0)
     threshold = tol if tol > certify else certify   # max(certify, tol), without the call
-    if (status is _SOLVED or status is _TRIVIAL or status in SUCCESS_STATUSES) and not certified <= threshold:
+    if (status is _SOLVED or status is _TRIVIAL or status in SUCCESS_STATUSES) and not (
+            certified <= threshold and c[0] < _INF and c[2] < _INF):
+        # a certificate only from finite numbers: the relative residual within the threshold, and
+        # the absolute natural residual and infeasibility finite (inf when z or w is not; NaN fails)
         sol.info["claimed_status"] = status.name
         sol.info["certify_threshold"] = threshold
         sol.status = Status.NUMERICAL_FAILURE
