@@ -139,3 +139,102 @@ def test_only_keeps_earlier_failures_in_the_status(tmp_path, monkeypatch):
     reproduce.run_report(tmp_path, only=["flaky"], progress=False)
     text = path.read_text()
     assert "**Status: COMPLETE**" in text and "broken today" not in text and "fixed" in text
+
+
+# ----------------------------------------------------------------------------- the opening summary table
+VERDICT = {v: f'<span class="verdict-{v.replace(" ", "-")}">{v}</span>' for v in
+           ("agree", "differ", "not reproduced", "not run")}
+
+
+def _summary_part(text):
+    """The report between its status line and the provenance: the summary table's lines."""
+    head = text.split("Provenance of the last run", 1)[0]
+    return [line for line in head.splitlines() if line.startswith("| ") and not line.startswith("| paper |")]
+
+
+def test_summary_table_comes_first_and_is_built_from_the_sections_rows(tmp_path, monkeypatch):
+    from contactlab.reproduce import papers
+    state = {"ratio": 6.0}
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def gripper(ctx):                      # a section judging drumwright Table I from its own "result"
+        ok = 6.58 / 1.5 <= state["ratio"] <= 6.58 * 1.5
+        fig = ctx.figure("gripper", plt.figure(figsize=(1, 1)))
+        ctx.summary("drumwright", "Table I", paper_value="6.58x", ours=f"{state['ratio']:.2f}x", agrees=ok,
+                    reason="" if ok else "outside a factor 1.5", figures=[fig])
+        return "gripper table"
+    mods = [_sec("box_gripper", "Box gripper", 1, gripper), _sec("other", "Other", 2, lambda ctx: "other")]
+    monkeypatch.setattr(reproduce, "sections", lambda: mods)
+    text = reproduce.run_report(tmp_path, progress=False).read_text()
+    # order: title, status, summary, provenance, sections
+    assert text.index("# contactlab reproduction report") < text.index("**Status: COMPLETE**") \
+        < text.index("## Summary") < text.index("Provenance of the last run") < text.index("## Box gripper")
+    rows = _summary_part(text)
+    assert len(rows) == len(papers.ITEMS)          # every table and figure of the five papers has its row
+    table1 = [r for r in rows if r.startswith("| drumwright | Table I |")]
+    assert table1 == ['| drumwright | Table I | 6.58x | 6.00x | <span class="verdict-agree">agree</span> |  | '
+                      '[box_gripper](#sec-box_gripper) | <img src="figures/gripper.png" alt="gripper" width="220"> |']
+    assert '<a id="sec-box_gripper"></a>' in text
+    # items whose section is not in the report say how to run it; illustrations say why nothing is compared
+    fig2 = next(r for r in rows if r.startswith("| drumwright | Table II |"))
+    assert "not run" in fig2 and "`contactlab reproduce --only quadruped`" in fig2
+    illus = next(r for r in rows if r.startswith("| loomis-balkcom | Fig. 2 |"))
+    assert "not reproduced" in illus and "illustration" in illus
+    assert "1 agree" in text.split("## Summary", 1)[1].splitlines()[0]
+    # the verdict follows the section's result, and --only of another section keeps the row
+    state["ratio"] = 1.65
+    reproduce.run_report(tmp_path, only=["box_gripper"], progress=False)
+    reproduce.run_report(tmp_path, only=["other"], progress=False)
+    text = (tmp_path / "report.md").read_text()
+    row = next(r for r in _summary_part(text) if r.startswith("| drumwright | Table I |"))
+    assert '| 1.65x | <span class="verdict-differ">differ</span> | outside a factor 1.5 |' in row
+    # report.html: title, status, summary, then the contents list; the summary's figure embedded
+    page = (tmp_path / "report.html").read_text()
+    assert page.index("<h1>") < page.index("Status: COMPLETE") < page.index("Summary: the papers") < page.index("<nav>")
+    assert page.index("<nav>") < page.index("Provenance of the last run")
+    summary_html = page[page.index("Summary: the papers"):page.index("<nav>")]
+    assert 'src="data:image/png;base64,' in summary_html and 'href="#sec-box_gripper"' in summary_html
+
+
+def test_summary_rows_need_a_known_paper_and_a_reason(tmp_path):
+    ctx = reproduce.ReportContext(tmp_path)
+    with pytest.raises(ParamError, match="unknown paper"):
+        ctx.summary("nobody", "Table I", paper_value="1", ours="1", agrees=True)
+    with pytest.raises(ParamError, match="needs its reason"):
+        ctx.summary("drumwright", "Table I", paper_value="1", ours="2", agrees=False)
+    ctx.summary("drumwright", "Table I", paper_value="a | b", ours="c\nd", agrees=None, reason="why -- not")
+    from contactlab.reproduce import papers
+    row = papers.decode(papers.encode(ctx.summaries[0]))[0]
+    assert row == ctx.summaries[0] and "--" not in papers.encode(row)[4:-3]   # safe inside an HTML comment
+
+
+def test_quick_sections_give_their_papers_rows(tmp_path):
+    """A quick run of two real sections: the rows come from their computed results (verdicts checked
+    against the numbers the sections print), not from a fixed table."""
+    import re
+
+    from contactlab.reproduce import papers
+    path = reproduce.run_report(tmp_path, quick=True, only=["box_gripper", "quasistatic"], progress=False)
+    text = path.read_text()
+    rows = {tuple(c.strip() for c in r.split("|")[1:3]): [c.strip() for c in r.split("|")[1:-1]]
+            for r in _summary_part(text)}
+    t1 = rows["drumwright", "Table I"]
+    st, ppm, ratio = map(float, re.match(r"([0-9.]+) s vs ([0-9.]+) s: ([0-9.]+)x", t1[3]).groups())
+    assert ratio == pytest.approx(st / ppm, rel=0.01, abs=0.01)
+    assert t1[4] == VERDICT["agree" if 6.58 / 1.5 <= ratio <= 6.58 * 1.5 else "differ"]
+    block = text[text.index("## Box gripper"):]
+    assert re.search(r"\| stewart-trinkle \| lemke \| 10 \(10\) \|", block)
+    fig1 = rows["drumwright", "Fig. 1"]
+    assert fig1[4] == VERDICT["agree"] and "held in 1/1 trials" in fig1[3]    # no-slip holds the boxes
+    assert rows["trinkle-pang-sudarsky-lo", "(no table or figure)"][4] == VERDICT["not reproduced"]
+    ds = rows["pang-trinkle-lo", "Data Sets 1-4"]
+    assert "DS 4: MIP no solution" in ds[3] and ds[4] == VERDICT["agree"]     # Data Set 4 jams: proven by the MIP
+    assert rows["pang-trinkle-lo", "Table 1"][4] == VERDICT["not reproduced"] and "quick mode" in rows["pang-trinkle-lo", "Table 1"][5]
+    jam = rows["pang-trinkle-lo", "56 friction combinations"]
+    n = sum(map(int, re.findall(r"(\d+) (?:solved by Step 1|via Step 3|unsolved)", jam[3])))
+    assert n == 56 and "quasistatic_jamming.png" in jam[7]
+    assert rows["drumwright", "Table II"][4] == VERDICT["not run"]
+    assert len(rows) == len(papers.ITEMS)

@@ -217,8 +217,10 @@ class BoxedLCP(Problem):
 
         Substitute z = z0 + P u with u >= 0 (z = lo + u, z = hi - u, or z = u+ - u- for a free row)
         and add one multiplier v >= 0 per two-sided row for the upper bound:
+
             [P'MP   sE] [u]   [P'(M z0 + q) ]
             [-sE'   0 ] [v] + [s (hi - lo)  ]  (two-sided rows only; s = max|M|)
+
         P'MP keeps symmetry and positive semi-definiteness of M.
         """
         if self.has_coupling:

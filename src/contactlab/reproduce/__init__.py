@@ -15,10 +15,15 @@ What the framework gives a section (:class:`ReportContext`):
   labels) it happened in, so a leak into a timing is visible;
 - ``ctx.failed(reason)`` returns a :class:`Failed` marker to put in a table cell (or row) in place
   of a number: ``markdown_table`` prints it as **FAILED (reason)**, the section and the report
-  header count failed rows, and ``contactlab reproduce`` exits 1.
+  header count failed rows, and ``contactlab reproduce`` exits 1;
+- ``ctx.summary(paper, item, paper_value=..., ours=..., agrees=..., reason=...)`` adds the section's
+  computed verdict on one table or figure of a paper to the report's opening table
+  (:mod:`contactlab.reproduce.papers` lists every table and figure of the five papers).
 
-Report layout: a status line (COMPLETE / INCOMPLETE / FAILED rows), the provenance of the run
-(commit, package versions, CPU, cores, load, start and end time), then one block per section
+Report layout: the title, a status line (COMPLETE / INCOMPLETE / FAILED rows), the summary table
+(per table and figure of each paper: its key figure, ours, agree / differ / not reproduced, why, the
+section, our figure), the provenance of the run (commit, package versions, CPU, cores, load, start
+and end time), then one block per section
 between ``<!-- contactlab:section NAME -->`` markers. ``--only NAME`` reruns the named sections and
 replaces their blocks inside the existing report; the other sections are kept as they were.
 """
@@ -115,6 +120,7 @@ class ReportContext:
     advance: Callable[[str], None] = lambda label: None   # progress-bar hook: call once per unit of work
     figures: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    summaries: list[dict] = field(default_factory=list)
     _clock: _CompileClock | None = None
 
     def rng(self, seed: int) -> np.random.Generator:
@@ -128,6 +134,27 @@ class ReportContext:
         plt.close(fig)
         self.figures.append(rel)
         return f"![{name}]({rel})"
+
+    def summary(self, paper: str, item: str, *, paper_value: str, ours: str, agrees: bool | None,
+                reason: str = "", figures=()) -> None:
+        """One row of the report's opening table: the section's verdict on ``item`` ("Table I",
+        "Fig. 2") of ``paper`` (a key of :data:`contactlab.reproduce.papers.PAPERS`), computed from its
+        own results. ``paper_value``: the paper's key figure or claim; ``ours``: the same from this run;
+        ``agrees``: True (agree), False (differ) or None (not reproduced in this run); ``reason``: why
+        they differ or why there is nothing to compare (required unless they agree); ``figures``: our
+        figures (links from :meth:`figure`, or paths relative to the report) shown beside the row."""
+        from .papers import PAPERS
+        if paper not in PAPERS:
+            raise ParamError(f"summary: unknown paper {paper!r}; papers: {', '.join(PAPERS)}")
+        if agrees is not True and not reason:
+            raise ParamError(f"summary {paper} {item}: a row that does not agree needs its reason")
+        self.summaries.append({"paper": paper, "item": item, "paper_value": str(paper_value), "ours": str(ours),
+                               "agrees": agrees, "reason": reason, "figures": [_link_target(f) for f in figures]})
+
+    def summary_figure(self, paper: str, item: str, figure: str) -> None:
+        """Show ``figure`` (a link from :meth:`figure` or a path relative to the report, e.g. a replay
+        page) beside ``item`` of ``paper`` in the opening table, whichever section gives its verdict."""
+        self.summaries.append({"paper": paper, "item": item, "kind": "figure", "figure": _link_target(figure)})
 
     def failed(self, reason: str = "") -> Failed:
         """A failed-row marker: put it where the number would go. Counted in the report header."""
@@ -153,6 +180,12 @@ class ReportContext:
             out = fn(*args, **kwargs)
             best = min(best, time.perf_counter() - t0)
         return best, out
+
+
+def _link_target(figure: str) -> str:
+    """``figures/x.png`` from ``![x](figures/x.png)`` (what :meth:`ReportContext.figure` returns) or a path."""
+    m = re.search(r"\]\(([^)\s]+)\)", figure)
+    return m.group(1) if m else figure
 
 
 def sections() -> list:
@@ -261,9 +294,12 @@ def _header(status: str, prov: dict, started: float, ended: float | None, load0:
     return "\n".join(rows)
 
 
-def _section_block(mod, body: str, meta: str) -> str:
+def _section_block(mod, body: str, meta: str, summaries=()) -> str:
+    from .papers import encode
     name = section_name(mod)
-    return f"{_BEGIN.format(name)}\n## {mod.TITLE}\n\n{body.strip()}\n\n{meta}\n{_END.format(name)}\n"
+    rows = "".join(encode(r) + "\n" for r in summaries)
+    return (f"{_BEGIN.format(name)}\n<a id=\"sec-{name}\"></a>\n\n## {mod.TITLE}\n\n{body.strip()}\n\n{meta}\n"
+            f"{rows}{_END.format(name)}\n")
 
 
 def _existing_blocks(path: Path) -> dict[str, str]:
@@ -283,6 +319,8 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
     propagates. Raises :class:`SectionsFailed` (after writing) when a section raised or reported
     failed rows.
     """
+    from ..viz.report_html import TOC
+    from .papers import summary_table
     out_dir = Path(out_dir)
     all_mods = sections()
     mods = select_sections(only, all_mods)
@@ -299,8 +337,10 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
         if missing and not status.startswith("INCOMPLETE"):
             status += f" (sections never run in this report: {', '.join(missing)})"
         head = _header(status, prov, started, ended, load0, _load() if ended else None, quick, scope)
+        status_line, provenance_lines = head.split("\n", 1)
         body = "".join(blocks[section_name(m)] + "\n" for m in all_mods if section_name(m) in blocks)
-        text = f"{HEADER}\n\n{head}\n\n{body}"
+        table = summary_table(blocks, {section_name(m): m.TITLE for m in all_mods})
+        text = f"{HEADER}\n\n{status_line}\n\n{table}\n\n{TOC}\n{provenance_lines}\n\n{body}"
         atomic_write(path, lambda tmp: Path(tmp).write_text(text))
         from ..viz.report_html import write_report_html
         write_report_html(path)   # report.html beside it: one page, figures embedded (docs/replay.md)
@@ -347,7 +387,7 @@ def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = N
                 meta = (f"<sub>Section `{section_name(mod)}` ran {_utc(w0)} to {_utc(time.time())} "
                         f"({time.perf_counter() - t0:.1f} s) at commit {prov['commit']}"
                         f"{', quick mode' if quick else ''}.{leak}</sub>")
-                blocks[section_name(mod)] = _section_block(mod, body, meta)
+                blocks[section_name(mod)] = _section_block(mod, body, meta, ctx.summaries)
             current = None
         except KeyboardInterrupt:
             not_run = [section_name(m) for m in mods[mods.index(current) + 1:]] if current else []

@@ -164,11 +164,13 @@ def run(ctx) -> str:
               markdown_table(["hand", "method", "steps", "min us", "max us", "mean us", "paper min / max / mean",
                               "iterations", "pivots", "certified"], t1), "", ratios, ""]
     # figures
+    snaps = {}
     for material, r in runs.items():
         if r.poses:
             fig = snapshot_figure("barrett-grasp", {"material": material, "hold": hold, **fast}, r.poses,
                                   f"barrett-grasp, {material} links on glass")
-            lines.append(ctx.figure(f"grasp_snapshots_{material}", fig))
+            snaps[material] = ctx.figure(f"grasp_snapshots_{material}", fig)
+            lines.append(snaps[material])
             plt.close(fig)
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.5))
     for material, r in runs.items():
@@ -187,6 +189,37 @@ def run(ctx) -> str:
         ax.scatter([x["contacts"] for x in table_rows], [1e6 * x[m]["time_s"] for x in table_rows], s=8, marker=mk,
                    label=m, alpha=0.6)
     ax.set_yscale("log"); ax.set_xlabel("contacts"); ax.set_ylabel("solve time (us)"); ax.legend(fontsize=7)
-    lines.append(ctx.figure("grasp_solve_time_vs_contacts", fig))
+    times_fig = ctx.figure("grasp_solve_time_vs_contacts", fig)
+    lines.append(times_fig)
     plt.close(fig)
+    summarize_rows(ctx, runs, summary, snaps, times_fig)
     return "\n".join(lines)
+
+
+def summarize_rows(ctx, runs: dict, summary: list[dict], snaps: dict, times_fig: str) -> None:
+    """The report's opening rows from these runs: Figs. 2-3 (plastic slips, rubber lifts) and Table I
+    (the paper's ordering of mean times on its 4-12 contact grasps: PGS-SM < PGS < Lemke)."""
+    for material, item, want in (("plastic", "Fig. 2", False), ("rubber", "Fig. 3", True)):
+        if material not in runs:
+            continue
+        s = runs[material].summary
+        ok = bool(s["lifted"]) == want
+        ctx.summary("arechavaleta", item, paper_value="the glass slips out (mu 0.2)" if not want else
+                    "a stable grasp: the glass is lifted (mu 1.0)",
+                    ours=f"{'lifted' if s['lifted'] else 'not lifted'}, drop {1e3 * s['object_drop_m']:.1f} mm"
+                    + (f"; {runs[material].error}" if runs[material].error else ""), agrees=ok,
+                    reason="" if ok else f"the glass was {'lifted' if s['lifted'] else 'not lifted'}",
+                    figures=[snaps[material]] if material in snaps else [])
+    e = next((e for e in summary if e["contacts"] == "4-12"), None)
+    if e is None:
+        ctx.summary("arechavaleta", "Table I", paper_value="mean us: PGS-SM 145 < PGS 207 < Lemke 672",
+                    ours="-", agrees=None, reason="no simulated step had 4-12 contacts")
+        return
+    mean = {m: e[m]["mean"] for m in ("lemke", "pgs", "pgs-sm")}
+    ok = mean["pgs-sm"] < mean["pgs"] < mean["lemke"]
+    ctx.summary("arechavaleta", "Table I", paper_value="3-fingered, mean us: PGS-SM 145 < PGS 207 < Lemke 672 "
+                "(Lemke/PGS-SM 4.6x)", ours=f"{e['steps']} steps with 4-12 contacts, mean us: PGS-SM "
+                f"{mean['pgs-sm']:.0f}, PGS {mean['pgs']:.0f}, Lemke {mean['lemke']:.0f} (Lemke/PGS-SM "
+                f"{e['ratio_lemke_pgs_sm']:.1f}x)", agrees=ok,
+                reason="" if ok else "the order of the mean times is not the paper's: "
+                + " < ".join(sorted(mean, key=mean.get)), figures=[times_fig])

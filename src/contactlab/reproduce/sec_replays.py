@@ -23,6 +23,26 @@ REPLAYS = [
 ]
 
 
+#: replay label -> the papers' figures it shows (beside their rows in the report's opening table)
+FIGURES = {"box-gripper": [("drumwright", "Fig. 1")], "barrett-grasp-rubber": [("arechavaleta", "Fig. 3")],
+           "barrett-grasp-plastic": [("arechavaleta", "Fig. 2")], "hand5-grasp": [("arechavaleta", "Fig. 1")],
+           "quadruped": [("drumwright", "Fig. 2")], "column-collapse": [("loomis-balkcom", "Fig. 1")]}
+
+
+def _fig1(ctx, scene, sim, traj, seconds: float) -> None:
+    """arechavaleta Fig. 1 from the replay's own run: does the five-fingered hand lift the ball?"""
+    if seconds < scene.duration:
+        ctx.summary("arechavaleta", "Fig. 1", paper_value="the five-fingered hand picks up the rubber ball",
+                    ours=f"replay of {seconds:g} s (script phase at its end: {scene.script.phase})", agrees=None,
+                    reason=f"the replay stops before the end of the {scene.duration:g} s grasp script (lift and hold)")
+        return
+    g = scene.summary(sim, traj)["grasp"]
+    ctx.summary("arechavaleta", "Fig. 1", paper_value="the five-fingered hand picks up the rubber ball",
+                ours=f"{'lifted' if g['lifted'] else 'not lifted'} (drop {1e3 * g['object_drop_m']:.1f} mm, "
+                f"{g['max_contacts']} contacts at most)", agrees=bool(g["lifted"]),
+                reason="" if g["lifted"] else "the ball was not lifted")
+
+
 def _model_options(scene: str, model: str) -> dict | None:
     """The grasp scenes run with the grasping section's model options (arechavaleta's layout: joints
     eliminated as in eq. 15, friction bounds from the previous normals). With box-friction's defaults
@@ -69,6 +89,10 @@ def run(ctx) -> str:
             else "ran to the end"
         mopts = _model_options(scene, model)
         model_cell = model + (" (" + ", ".join(f"{k}={v}" for k, v in mopts.items()) + ")" if mopts else "")
+        for paper, item in FIGURES.get(label, ()):
+            ctx.summary_figure(paper, item, rel)
+        if label == "hand5-grasp":
+            _fig1(ctx, sc, sim, traj, dur)
         rows.append([f"[{label}]({rel})", what, model_cell, method, f"{data.time[-1]:.2f}", data.frames,
                      int(data.contacts.max(initial=0)), f"{size:.1f}", certified, status])
         if hasattr(ctx, "advance"):

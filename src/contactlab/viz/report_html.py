@@ -11,13 +11,18 @@ import html
 import re
 from pathlib import Path
 
+#: where a report wants its table of contents (contactlab.reproduce puts it after the summary table)
+TOC = "<!-- contactlab:toc -->"
 _MIME = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
 
 _STYLE = """body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
 line-height:1.45;color:#222}table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;
 padding:3px 8px;text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto}code{background:#f6f6f6}nav{columns:2;font-size:.9em}
-h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}"""
+h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
+td img{display:block}.verdict-agree,.verdict-differ,.verdict-not-reproduced,.verdict-not-run{padding:1px 5px;
+border-radius:3px;white-space:nowrap}.verdict-agree{background:#d4f4d4}.verdict-differ{background:#fbd9d3}
+.verdict-not-reproduced{background:#eee}.verdict-not-run{color:#777}"""
 
 
 def _embed_images(body: str, base: Path) -> str:
@@ -36,7 +41,8 @@ def _embed_images(body: str, base: Path) -> str:
 
 def markdown_to_html(markdown: str, base_dir, *, title: str = "contactlab report") -> str:
     """One self-contained HTML page of ``markdown`` (images relative to ``base_dir`` embedded),
-    with a table of contents of its ``##`` sections."""
+    with a table of contents of its ``##`` sections where the report marks it (after its title,
+    status and summary table), else under the title."""
     from markdown_it import MarkdownIt
     md = MarkdownIt("commonmark", {"html": True}).enable("table")   # our own report: <sub>, comments pass through
     tokens = md.parse(markdown)
@@ -52,9 +58,15 @@ def markdown_to_html(markdown: str, base_dir, *, title: str = "contactlab report
             toc.append((slug, text))
     body = md.renderer.render(tokens, md.options, {})
     body = _embed_images(body, Path(base_dir))
-    nav = "".join(f'<li><a href="#{s}">{html.escape(t)}</a></li>' for s, t in toc)
+    nav = "<nav><ul>" + "".join(f'<li><a href="#{s}">{html.escape(t)}</a></li>' for s, t in toc) + "</ul></nav>"
+    if TOC in body:                  # the report puts it after its title, status and summary table
+        body = body.replace(TOC, nav, 1)
+    elif "</h1>" in body:             # otherwise under the title, never above it
+        body = body.replace("</h1>", "</h1>" + nav, 1)
+    else:
+        body = nav + body
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{_STYLE}</style></head><body><nav><ul>{nav}</ul></nav>{body}</body></html>")
+            f"<style>{_STYLE}</style></head><body>{body}</body></html>")
 
 
 def write_report_html(report_md, out=None) -> Path:
