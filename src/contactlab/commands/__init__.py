@@ -61,6 +61,8 @@ def check_trajectory(path) -> None:
 
     from ..errors import ParamError
     path = Path(path)
+    if path.is_dir():
+        raise ParamError(f"{path} is a directory; give a trajectory file written by 'contactlab simulate --out'")
     if not path.is_file():
         raise ParamError(f"{path}: no such trajectory file")
     try:

@@ -164,6 +164,7 @@ def _dantzig_dense(problem: LCP, opts: DantzigOptions, zw: np.ndarray) -> Soluti
     max_pivots = opts.max_iterations if opts.max_iterations is not None else 20 * n + 100
     code, k0, majors, pivots, d, z, w, numbers, active, y = K.dantzig_dense(
         problem.M, problem.q, zw, max_pivots, bool(opts.refine), NORMWISE_FLOOR)
+    code, k0, majors, pivots = int(code), int(k0), int(majors), int(pivots)   # numpy ints without numba
     info: dict = {"active_set": active}
     if zw.size:
         info["warm_start_k"] = k0
