@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from contactlab.batch import sweep  # noqa: E402
-from contactlab.problems.io import atomic_write  # noqa: E402
+from contactlab.files import atomic_write  # noqa: E402
 
 
 def noop(i):

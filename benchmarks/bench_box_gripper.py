@@ -20,7 +20,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-from contactlab.problems.io import atomic_write  # noqa: E402
+from contactlab.files import atomic_write  # noqa: E402
 from contactlab.scenarios.box_gripper import (DEFAULT_CONFIGS, PAPER_LCP_VARIABLES, paper_row,  # noqa: E402
                                               ratios, table_one)
 from contactlab.solvers import available_solvers  # noqa: E402

@@ -23,7 +23,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-from contactlab.problems.io import atomic_write  # noqa: E402
+from contactlab.files import atomic_write  # noqa: E402
 from contactlab.scenarios.grasp_runs import PAPER_TABLE_I, run_grasp, step_table, summarize  # noqa: E402
 
 

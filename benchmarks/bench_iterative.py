@@ -43,7 +43,7 @@ import contactlab as cl  # noqa: E402
 from contactlab.problems import generators as gen  # noqa: E402
 from contactlab.problems.conditioning import dense_ill_conditioned_lcp, sparse_ill_conditioned_lcp  # noqa: E402
 from contactlab.problems.grasp import grasp_lcp  # noqa: E402
-from contactlab.problems.io import atomic_write  # noqa: E402
+from contactlab.files import atomic_write  # noqa: E402
 from contactlab.solvers import get_solver  # noqa: E402
 
 SYSTEM_PYTHON = "/usr/bin/python3"

@@ -32,7 +32,7 @@ import numpy as np
 
 import contactlab as cl
 from contactlab.problems import generators as gen
-from contactlab.problems.io import atomic_write
+from contactlab.files import atomic_write
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM_PYTHON = "/usr/bin/python3"

@@ -57,7 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from contactlab.heap import keep_freed_memory  # noqa: E402
-from contactlab.problems.io import atomic_write  # noqa: E402
+from contactlab.files import atomic_write  # noqa: E402
 from contactlab.scenarios import make_scene  # noqa: E402
 from contactlab.scenarios.io import scene_to_dict  # noqa: E402
 from contactlab.sim import Simulator  # noqa: E402

@@ -318,3 +318,41 @@ def test_one_compiled_control_step_equals_the_separate_routines(scene, steps):
         np.testing.assert_array_equal(b[k][:v.shape[0]], v)
         assert b[k].dtype == v.dtype
     np.testing.assert_array_equal(b["torque"][-1], ctl._tau.ravel())
+
+
+def _ref_damped_least_squares(legs, x, q0, tol=1e-10, max_iter=50, damping=1e-6):
+    """The damped least squares of SerialLegs.inverse written with NumPy over all legs at once
+    (the compiled kernel's independent reference)."""
+    L, k = legs.shape
+    q = np.array(q0, dtype=float).reshape(L, k)
+    scale = np.maximum(1.0, np.abs(x).max(axis=1))
+    lam = np.full(L, damping)
+    p, J = legs.jacobian(q)
+    e = x - p
+    err = np.linalg.norm(e, axis=1)
+    for _ in range(max_iter):
+        if np.all(err <= tol * scale):
+            break
+        JT = np.swapaxes(J, 1, 2)
+        dq = np.linalg.solve(JT @ J + lam[:, None, None] * np.eye(k), np.einsum("lij,lj->li", JT, e)[..., None])[..., 0]
+        pn, Jn = legs.jacobian(q + dq)
+        en = x - pn
+        errn = np.linalg.norm(en, axis=1)
+        better = errn < err
+        q[better], p[better], J[better], e[better], err[better] = (q + dq)[better], pn[better], Jn[better], \
+            en[better], errn[better]
+        lam = np.where(better, np.maximum(lam * 0.3, damping), lam * 10.0)
+    return q, err <= tol * scale
+
+
+def test_compiled_damped_least_squares_follows_the_numpy_iteration():
+    poe, _ = _legs()
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        q_true = Q_INIT + rng.uniform(-0.4, 0.4, size=(4, 3))
+        x = poe.forward(q_true) + (np.array([0, 0, -0.3]) if trial % 5 == 4 else 0.0)   # some out of reach
+        for max_iter in (3, 10, 50):
+            q, ok = poe.inverse(x, Q_INIT, max_iter=max_iter)
+            q_ref, ok_ref = _ref_damped_least_squares(poe, x, Q_INIT, max_iter=max_iter)
+            np.testing.assert_allclose(q, q_ref, rtol=0, atol=1e-9)
+            assert (ok == ok_ref).all()

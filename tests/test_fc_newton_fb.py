@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 import contactlab as cl
+from contactlab import data
 from contactlab.kernels.coulomb import fb_block
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "fclib-samples"
+SAMPLES = data.ROOT / "fclib"       # shipped with the package (contactlab/data/fclib)
 
 
 def _fb(r, u, mu, rho):

@@ -1,4 +1,4 @@
-"""FCLIB HDF5 and Siconos FrictionContact files: reading the shared samples, round trips, clear errors,
+"""FCLIB HDF5 and Siconos FrictionContact files: reading the shipped samples, round trips, clear errors,
 and the export of simulator steps."""
 from pathlib import Path
 
@@ -8,9 +8,10 @@ import pytest
 import scipy.sparse as sp
 
 import contactlab as cl
+from contactlab import data
 from contactlab.problems.fclib import StepExporter, write_siconos_fc
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "fclib-samples"
+SAMPLES = data.ROOT / "fclib"       # shipped with the package (contactlab/data/fclib)
 LOCAL = SAMPLES / "fclib_local_problem_test.hdf5"
 GRANULAR = SAMPLES / "fc2d_granularflowonwall_07002_00801.dat"
 

@@ -1,35 +1,81 @@
-"""kernels/_jit.py: numba's caches are dropped when any source file of the package changes (numba
-itself only notices a change of the kernel's own file)."""
+"""kernels/_jit.py: a module's numba caches are dropped when any file in its import closure changes
+(numba itself only notices a change of the kernel's own file), and only those modules' caches."""
 import os
 
-from contactlab.kernels._jit import STAMP_NAME, invalidate_stale_caches, sources_stamp
+from contactlab.kernels._jit import STAMP_NAME, import_closures, imported_files, invalidate_stale_caches
 
 
 def _caches(root):
     return sorted(p.name for p in root.rglob("__pycache__/*.nb[ic]"))
 
 
-def test_caches_go_when_another_source_file_changes(tmp_path):
+def _cache(root, relpath, function):
+    path = root / relpath
+    folder = path.parent / "__pycache__"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{path.stem}.{function}-1.py311.nbi").write_bytes(b"index")
+    (folder / f"{path.stem}.{function}-1.py311.1.nbc").write_bytes(b"code")
+
+
+def _package(tmp_path):
+    """pkg/kernels/step.py -> pkg/kernels/inner.py -> pkg/helpers.py (transitively); pkg/other.py alone."""
     root = tmp_path / "pkg"
-    (root / "kernels" / "__pycache__").mkdir(parents=True)
-    (root / "kernels" / "step.py").write_text("def step(): return helper()\n")
+    (root / "kernels").mkdir(parents=True)
+    (root / "__init__.py").write_text("from .kernels import step\n")
+    (root / "kernels" / "__init__.py").write_text("")
+    (root / "kernels" / "step.py").write_text("from .inner import f\ndef step(): return f()\n")
+    (root / "kernels" / "inner.py").write_text("def f():\n    from pkg.helpers import X\n    return X\n")
     (root / "helpers.py").write_text("X = 1\n")
-    cache = root / "kernels" / "__pycache__"
-    (cache / "step.step-1.py311.nbi").write_bytes(b"index")
-    (cache / "step.step-1.py311.1.nbc").write_bytes(b"code")
-    # first import: no stamp yet, so nothing cached can be trusted
+    (root / "other.py").write_text("import numpy\nY = 2\n")
+    return root
+
+
+def test_imports_resolve_relative_absolute_and_function_level(tmp_path):
+    root = _package(tmp_path)
+    assert imported_files(root, "kernels/step.py") == {"kernels/inner.py"}
+    assert imported_files(root, "kernels/inner.py") == {"helpers.py"}       # inside a function, absolute
+    assert imported_files(root, "__init__.py") == {"kernels/step.py"}       # a submodule named in from-import
+    assert imported_files(root, "other.py") == set()                        # outside the package
+    direct = {f: imported_files(root, f) for f in ("kernels/step.py", "kernels/inner.py", "helpers.py")}
+    assert import_closures(direct)["kernels/step.py"] == {"kernels/step.py", "kernels/inner.py", "helpers.py"}
+
+
+def test_caches_go_only_where_the_import_closure_changed(tmp_path):
+    root = _package(tmp_path)
+    _cache(root, "kernels/step.py", "step")
+    _cache(root, "other.py", "g")
+    # first check: no record yet, so nothing cached can be trusted
     assert invalidate_stale_caches(root) and _caches(root) == []
-    assert (root / "__pycache__" / STAMP_NAME).read_text() == sources_stamp(root)
-    # caches written after the stamp stay while no source changes
-    (cache / "step.step-1.py311.nbi").write_bytes(b"index")
-    (cache / "step.step-1.py311.1.nbc").write_bytes(b"code")
-    assert not invalidate_stale_caches(root) and len(_caches(root)) == 2
-    # another file than the kernel's changes (numba would keep the kernel's cache): all go
+    assert (root / "__pycache__" / STAMP_NAME).is_file()
+    # caches written after the record stay while no source changes
+    _cache(root, "kernels/step.py", "step")
+    _cache(root, "other.py", "g")
+    assert not invalidate_stale_caches(root) and len(_caches(root)) == 4
+    # a file two imports away from the kernel changes (numba would keep the kernel's cache): the
+    # kernel's caches go, the unrelated module's stay
     (root / "helpers.py").write_text("X = 2  # changed\n")
-    assert invalidate_stale_caches(root) and _caches(root) == []
+    assert invalidate_stale_caches(root)
+    assert _caches(root) == ["other.g-1.py311.1.nbc", "other.g-1.py311.nbi"]
     assert not invalidate_stale_caches(root)
-    # a file's time alone (a checkout rewrote it) counts too
+    # a file's time alone (a checkout rewrote it, same bytes) leaves every cache
+    _cache(root, "kernels/step.py", "step")
     st = os.stat(root / "helpers.py")
     os.utime(root / "helpers.py", ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 9))
-    (cache / "x.nbi").write_bytes(b"index")
+    assert not invalidate_stale_caches(root) and len(_caches(root)) == 4
+    # a new import is followed: other.py now reads helpers, and helpers changes again
+    (root / "other.py").write_text("from .helpers import X\nY = X\n")
+    invalidate_stale_caches(root)
+    _cache(root, "kernels/step.py", "step")
+    _cache(root, "other.py", "g")
+    (root / "helpers.py").write_text("X = 3\n")
     assert invalidate_stale_caches(root) and _caches(root) == []
+
+
+def test_a_removed_module_drops_its_importers_caches(tmp_path):
+    root = _package(tmp_path)
+    invalidate_stale_caches(root)
+    _cache(root, "kernels/step.py", "step")
+    _cache(root, "other.py", "g")
+    (root / "kernels" / "inner.py").unlink()
+    assert invalidate_stale_caches(root)
+    assert _caches(root) == ["other.g-1.py311.1.nbc", "other.g-1.py311.nbi"]

@@ -600,3 +600,44 @@ def test_candidate_rows_from_csr_equal_the_dense_chain_bit_for_bit(seed, nc, nj)
     assert a[0] == b[0] == 0
     for x, y in zip(a[1:], b[1:]):
         assert x.shape == y.shape and np.array_equal(x, y)
+
+
+def test_gripper_closing_from_a_gap_catches_and_holds_under_no_slip():
+    """Motors as the paper's velocity constraints, solved with the contacts (drumwright eq. 23-25):
+    the box gripper's motors close at their target speed (equality rows A v+ = a_target, the impulse
+    inside its bound) while the two boxes fall freely; when the grippers meet the boxes the free
+    motors' rows contradict the contacts (ppm's checked Farkas certificate), so they saturate at
+    +-max force toward each other and no-slip holds the boxes: vertical velocity zero and no drift
+    for the rest of the run, every step's motor state consistent."""
+    from contactlab.scenarios.box_gripper import build
+    from contactlab.sim import Simulator
+    sc = build(push=50.0, closing_speed=0.1)
+    gap = 0.004                       # each gripper starts 4 mm from its box: contact after 0.04 s
+    for b in sc.bodies:
+        if b.name.startswith("gripper"):
+            s = -1.0 if b.name == "gripper_left" else 1.0
+            b.position = (b.position[0] + s * gap, *b.position[1:])
+    for j in sc.joints:
+        s = -1.0 if j.name == "slide_left" else 1.0
+        j.anchor = (j.anchor[0] + s * gap, *j.anchor[1:])
+    sim = Simulator(sc, "no-slip", "ppm")
+    held = [sim.model.index("box0"), sim.model.index("box1")]
+    g, h = 9.81, sim.h
+    caught = None
+    for k in range(50):
+        rec = sim.step()
+        assert rec.success
+        res, sys_ = sim.data.result, sim.last_system
+        assert res.info["motor_consistent"]
+        rate = sys_.A @ sim.data.velocity_vector(sim.model)
+        if caught is None and np.all(np.abs(res.motor) < sys_.a_max):      # closing: at target, free fall
+            assert np.allclose(rate, sys_.a_target, atol=1e-9)
+            assert np.allclose(sim.data.linear_velocity[held, 2], -g * h * (k + 1), rtol=1e-6)
+            continue
+        if caught is None:
+            caught = (k, sim.data.position[held, 2].copy())
+            assert k >= 3                                                    # 4 mm at 0.1 m/s: 4 steps
+        assert np.allclose(res.motor, sys_.a_max * np.sign(sys_.a_target), rtol=1e-12)   # squeezing
+        assert np.abs(sim.data.linear_velocity[held, 2]).max() < 1e-9
+        assert np.abs(sim.data.position[held, 2] - caught[1]).max() < 1e-9
+    assert caught is not None and caught[0] <= 5

@@ -220,3 +220,11 @@ def test_lp_friction_holds_a_wedged_block():
         m = StaticsModel(make_structure("wedge", blocks, mu=mu))
         assert lp_feasible(m, np.ones(3, dtype=bool))[0] is held
         assert lp_feasible(m, np.array([True, True, False]))[0]
+
+
+def test_plan_reports_progress_after_each_tested_sub_assembly():
+    from contactlab.planning import get_structure, plan
+    seen = []
+    res = plan(get_structure("pyramid-15", None), "reuse", progress=lambda nodes, size, n: seen.append((nodes, size, n)))
+    assert [s[0] for s in seen] == list(range(1, res.nodes_visited + 1))
+    assert all(s[2] == 15 and 1 <= s[1] <= 15 for s in seen) and res.stable

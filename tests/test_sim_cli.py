@@ -71,7 +71,7 @@ def test_scene_files_round_trip_and_name_unknown_keys(tmp_path):
 
 
 def test_trajectory_records_are_consistent(tmp_path):
-    sim = Simulator(make_scene("stack", count=1))
+    sim = Simulator(make_scene("stack", count=1), "stewart-trinkle")
     traj = sim.run(0.1, record_poses=True)
     write_trajectory(tmp_path / "t.h5", traj, attrs={"scene": "stack"})
     d = read_trajectory(tmp_path / "t.h5")
@@ -141,3 +141,29 @@ def test_simulate_w_step_tol_stops_sweeps_as_bullet_does():
     bad = runner.invoke(app, ["simulate", "stack", "--model", "box-friction", "--method", "box-qp", "--iterations", "5",
                               "--w-step-tol", "1e-4", "--json"])
     assert bad.exit_code == 2 and "w_step_tol" in bad.output and "box-qp" in bad.output
+
+
+def test_the_default_model_is_the_compiled_certified_box_engine_on_free_bodies():
+    """No model given: box friction by box-qp where every moving body is free (every step certified,
+    a resting stack stays put); Stewart-Trinkle where there are joints, or where a method is given."""
+    sim = Simulator(make_scene("stack", count=3))
+    assert (sim.model_name, sim.method) == ("box-friction", "box-qp") and sim._box_step is not None
+    assert "free bodies" in sim.default_choice and sim.model_options.coupling == "previous"
+    x0 = sim.data.position.copy()
+    traj = sim.run(1.0)
+    assert all(r.success for r in traj.records) and traj.metrics()["solver_failures"] == 0
+    assert np.abs(sim.data.position - x0).max() < 1e-6
+    chain = Simulator(make_scene("pendulum-chain", links=2))
+    assert chain.model_name == "stewart-trinkle" and "joints" in chain.default_choice
+    pile = Simulator(make_scene("pile", count=20))      # impacts: every step certified by box-qp itself
+    traj = pile.run(0.6)
+    assert all(r.success and not r.rescued for r in traj.records)
+    assert traj.metrics()["max_penetration"] < 1e-3
+    given = Simulator(make_scene("stack", count=1), None, "lemke")
+    assert (given.model_name, given.method) == ("stewart-trinkle", "lemke")
+    assert Simulator(make_scene("stack", count=1), "frictionless").default_choice is None
+    r = runner.invoke(app, ["simulate", "stack", "--set", "count=2", "--duration", "0.05", "--json"])
+    out = json.loads(r.stdout)
+    assert (out["model"], out["method"]) == ("box-friction", "box-qp") and "free bodies" in out["model_choice"]
+    r = runner.invoke(app, ["simulate", "stack", "--set", "count=2", "--duration", "0.05"])
+    assert "model box-friction, method box-qp (default for this scene" in r.stdout

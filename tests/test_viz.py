@@ -140,12 +140,25 @@ def pixels(page):
     return np.asarray(Image.open(BytesIO(page.screenshot())).convert("RGB")).astype(int)
 
 
+def strip_cursor(page):
+    """Where the strip's cursor (its black column) is, as a fraction of the plot's width."""
+    from io import BytesIO
+
+    from PIL import Image
+    img = np.asarray(Image.open(BytesIO(page.locator("#cl-strip").screenshot())).convert("RGB")).astype(int)
+    dark = (img.max(axis=2) < 60).sum(axis=0)
+    x = int(np.argmax(dark))
+    assert dark[x] > 0.6 * img.shape[0]            # a full-height line
+    left = 150   # the plot starts right of the labels (replay_page.py LEFT)
+    return (x - left) / (img.shape[1] - left - 8)
+
+
 def test_replay_page_renders_the_motion(recorded, browser, tmp_path):
     _, data = recorded
     out = tmp_path / "drop.html"
     replay_html(data, out, title="drop")
     page, log = open_page(browser, out)
-    page.wait_for_function("window.contactlab !== undefined && window.contactlab.viewer.animator.actions.length > 0")
+    page.wait_for_function("window.contactlab !== undefined && window.contactlab.startedAt() !== null")
     page.evaluate("window.contactlab.seek(0)")
     page.wait_for_timeout(400)
     first = pixels(page)
@@ -154,9 +167,15 @@ def test_replay_page_renders_the_motion(recorded, browser, tmp_path):
     page.wait_for_timeout(400)
     last = pixels(page)
     text1 = page.inner_text("#cl-info")
+    strip1 = strip_cursor(page)
+    page.evaluate("window.contactlab.seek(0)")
+    page.wait_for_timeout(200)
+    strip0 = strip_cursor(page)
     assert log["errors"] == []
     assert log["requests"] == [out.as_uri()]      # nothing but the page itself
     assert "t = 0.0000 s" in text0 and "contacts 0" in text0
+    # the strip under the view: its cursor is at the start for frame 0 and at the end for the last
+    assert strip0 < 0.3 and strip1 > 0.95
     assert f"t = {data.time[-1]:.4f} s" in text1 and f"contacts {data.contacts[-1]}" in text1
     # the bodies are drawn (saturated colours of the palette, not the grey ground or the sky) near the centre
     def coloured(img):
@@ -239,8 +258,11 @@ def test_simulate_html_and_replay_from_the_trajectory_file(tmp_path):
     assert res.exit_code == 0, res.output
     data = read_replay(tmp_path / "s.h5")
     assert data.frames == 21 and data.time[-1] == pytest.approx(0.2)
-    with h5py.File(tmp_path / "s.h5", "r") as f:   # the replay's contacts are the steps' contacts
+    with h5py.File(tmp_path / "s.h5", "r") as f:   # the replay's contacts, LCP sizes, residuals are the steps'
         np.testing.assert_array_equal(data.contacts[1:], f["steps/contacts"][()])
+        np.testing.assert_array_equal(data.lcp_size[1:], f["steps/lcp_size"][()])
+        np.testing.assert_array_equal(data.residual[1:], f["steps/residual"][()])
+        assert data.lcp_size[0] == 0 and np.isnan(data.residual[0])
         assert f.attrs["complete"]
     res = r.invoke(app, ["replay", str(tmp_path / "s.h5"), "--html", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
@@ -248,6 +270,12 @@ def test_simulate_html_and_replay_from_the_trajectory_file(tmp_path):
     assert info[0] == info[1] and info[0]["frames"] == 21
     res = r.invoke(app, ["replay", str(tmp_path), "--html", str(tmp_path / "x.html")])
     assert res.exit_code == 2 and "is a directory" in res.output
+    res = r.invoke(app, ["replay", str(tmp_path / "s.h5"), "--html", str(tmp_path / "q.html"), "--speed", "3", "--loop"])
+    assert res.exit_code == 0, res.output
+    q = json.loads(re.search(r"var info = (\{.*?\});", (tmp_path / "q.html").read_text()).group(1))
+    assert q["speed"] == 3.0 and q["loop"] is True and 3.0 in q["speeds"]
+    res = r.invoke(app, ["replay", str(tmp_path / "s.h5"), "--html", str(tmp_path / "q.html"), "--speed", "0"])
+    assert res.exit_code == 2 and "--speed" in res.output
 
 
 def test_urdf_visual_meshes_are_drawn(browser, tmp_path):
@@ -283,3 +311,223 @@ def test_urdf_visual_meshes_are_drawn(browser, tmp_path):
     assert hidden is False and visuals >= 1
     assert log["errors"] == [] and log["requests"] == [out.as_uri()]
     page.close()
+
+
+# ------------------------------------------------------------------------------------ playback and camera
+def translated(body_names, shapes, position0, orientation0, shift, seconds, frames):
+    """A replay without simulating: the bodies that are not fixed carried from their initial poses
+    along ``shift`` (m) at a steady speed over ``seconds``, no contacts."""
+    nb = len(body_names)
+    fixed = np.array([any(s.get("fixed") or s["kind"] == "halfspace" for s in shapes if s["body"] == b) for b in range(nb)])
+    s = np.linspace(0.0, 1.0, frames)[:, None, None]
+    position = position0[None] + s * np.asarray(shift, dtype=float)[None, None] * ~fixed[None, :, None]
+    return ReplayData(list(body_names), shapes, np.linspace(0.0, seconds, frames), position,
+                      np.repeat(orientation0[None], frames, axis=0), np.zeros(frames + 1, np.int64), np.zeros((0, 3)),
+                      np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)), np.zeros(frames, np.int64), [""] * frames)
+
+
+def slide(seconds=3.0, frames=301):
+    """A box sliding 1 m along x over ``seconds`` on the ground (100 frames a second)."""
+    shapes = [{"body": 0, "kind": "halfspace", "normal": [0, 0, 1], "offset": 0.0, "size": [1, 1, 1], "radius": 0.5,
+               "length": 1.0, "position": [0, 0, 0], "orientation": [1, 0, 0, 0], "name": "", "fixed": True},
+              {"body": 1, "kind": "box", "size": [0.2, 0.2, 0.2], "radius": 0.5, "length": 1.0, "normal": [0, 0, 1],
+               "offset": 0.0, "position": [0, 0, 0], "orientation": [1, 0, 0, 0], "name": ""}]
+    return translated(["ground", "box"], shapes, np.array([[0.0, 0, 0], [0.0, 0, 0.1]]), np.tile([1.0, 0, 0, 0], (2, 1)),
+                      [1.0, 0, 0], seconds, frames)
+
+
+#: in the page: the frame shown every 250 ms from the page's load + 250 ms, with ms since the load and
+#: since the clip's clock started (null before)
+SAMPLE = """(n) => new Promise(done => {
+    const load = performance.getEntriesByType("navigation")[0].loadEventStart, cl = window.contactlab, out = [];
+    function sample(k) {
+        const now = performance.now(), s = cl.startedAt();
+        out.push([now - load, s === null ? null : now - s, cl.frame()]);
+        if (k < n) setTimeout(() => sample(k + 1), 250); else done({out: out, started: s === null ? null : s - load});
+    }
+    setTimeout(() => sample(1), Math.max(0, load + 250 - performance.now()));
+})"""
+
+#: in the page: play from frame 0 at a speed (null: the menu's) for 800 ms; the frame then and the ms it took
+RATE = """(speed) => new Promise(done => {
+    const cl = window.contactlab;
+    cl.seek(0);
+    if (speed !== null) cl.setSpeed(speed);
+    const t = performance.now();
+    cl.play();
+    setTimeout(() => done([cl.frame(), performance.now() - t, cl.speed()]), 800);
+})"""
+
+
+def test_replay_plays_at_real_time_from_its_first_frame_and_holds_the_last(browser, tmp_path):
+    """The clip's clock starts once the page has loaded and frame 0 is drawn: from the load on, the
+    frame shown is never ahead of real time (a page whose clock ran while it was built showed frame
+    98 of 201 at load + 250 ms), it advances at real time, and after the clip's end the last frame stays."""
+    data = slide(seconds=5.0, frames=501)
+    out = tmp_path / "slide.html"
+    replay_html(data, out)
+    page, log = open_page(browser, out)
+    fps, N = 100.0, data.frames
+    res = page.evaluate(SAMPLE, 8)        # ~2 s of samples (more on a loaded machine)
+    assert res["started"] is not None and res["started"] >= 0    # the clock started after the page's load
+    frames = [f for _, _, f in res["out"]]
+    for since_load, since_start, f in res["out"]:
+        assert f <= since_load / 1000 * fps + 1                   # never ahead of real time since the load
+        if since_start is None:
+            assert f == 0
+        else:
+            assert f <= since_start / 1000 * fps + 1
+    assert frames[0] <= 0.25 * N                                  # near the start
+    assert all(b >= a for a, b in zip(frames, frames[1:])) and len(set(frames)) >= 4
+    since_start, f = res["out"][-1][1], frames[-1]
+    assert f >= min(0.4 * since_start / 1000 * fps, N - 1)       # real time (a loaded machine may lag a little)
+    # the end holds: once the clock passed the clip's duration the last frame stays, and the page says so
+    page.wait_for_function("window.contactlab.clipTime() >= window.contactlab.info.duration "
+                           "&& !window.contactlab.playing()", timeout=30000)
+    held = []
+    for _ in range(3):
+        held.append(page.evaluate("window.contactlab.frame()"))
+        page.wait_for_timeout(300)
+    assert held == [N - 1] * 3
+    assert f"frame {N}/{N}" in page.inner_text("#cl-info") and page.inner_text("#cl-play") == "play"
+    assert log["errors"] == [] and log["requests"] == [out.as_uri()]
+    page.close()
+
+
+def test_replay_speed_loop_and_pause_controls(browser, tmp_path):
+    data = slide(seconds=8.0, frames=801)     # 4 s at 2x: room for a loaded machine's slow timers
+    out = tmp_path / "slide.html"
+    replay_html(data, out)
+    page, log = open_page(browser, out)
+    page.wait_for_function("window.contactlab !== undefined && window.contactlab.startedAt() !== null")
+    fps, N = 100.0, data.frames
+    rates = {}
+    for speed in (0.5, 2.0):
+        if speed == 2.0:                      # through the menu, as a user picks it
+            page.select_option("#cl-speed", "2")
+            f, ms, shown = page.evaluate(RATE, None)
+        else:
+            f, ms, shown = page.evaluate(RATE, speed)
+        assert shown == speed
+        assert f <= speed * fps * ms / 1000 + 1                   # never ahead of speed x real time
+        rates[speed] = f / (ms / 1000)
+    assert rates[0.5] >= 0.5 * 0.5 * fps and rates[2.0] >= 0.5 * 2.0 * fps
+    assert rates[2.0] > 2.5 * rates[0.5]
+    # pause (the button) holds the frame; loop starts over at the end
+    page.evaluate("() => { const cl = window.contactlab; cl.setSpeed(0.25); cl.seek(10); cl.play(); }")   # 30 s to go
+    page.click("#cl-play")
+    assert not page.evaluate("window.contactlab.playing()")
+    f0 = page.evaluate("window.contactlab.frame()")
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.contactlab.frame()") == f0 and page.inner_text("#cl-play") == "play"
+    page.evaluate(f"() => {{ const cl = window.contactlab; cl.setSpeed(1); cl.setLoop(true); cl.seek({N - 20}); cl.play(); }}")
+    page.wait_for_timeout(700)
+    assert page.evaluate("window.contactlab.playing()") and page.evaluate("window.contactlab.frame()") < N - 20
+    assert page.is_checked("#cl-loop")
+    assert log["errors"] == []
+    page.close()
+
+
+#: in the page: the moving bodies' box (their meshes, as drawn) projected with the page's camera: x and y ranges in [-1, 1]
+PROJECT = """() => {
+    const cl = window.contactlab, THREE = MeshCat.THREE, cam = cl.viewer.camera, box = new THREE.Box3();
+    cam.updateMatrixWorld();
+    for (const n of cl.moving) box.expandByObject(cl.viewer.scene_tree.find(["contactlab", "bodies", n]).object);
+    const x = [], y = [];
+    for (let i = 0; i < 8; i++) {
+        const v = new THREE.Vector3(i & 1 ? box.max.x : box.min.x, i & 2 ? box.max.y : box.min.y,
+                                    i & 4 ? box.max.z : box.min.z).project(cam);
+        x.push(v.x); y.push(v.y);
+    }
+    return [Math.min(...x), Math.max(...x), Math.min(...y), Math.max(...y)];
+}"""
+
+
+def in_view_share(ndc):
+    """The projected box is inside the view; its larger share of the view's width or height."""
+    x0, x1, y0, y1 = ndc
+    assert -1.0 <= x0 < x1 <= 1.0 and -1.0 <= y0 < y1 <= 1.0
+    return max(x1 - x0, y1 - y0) / 2.0
+
+
+def test_camera_frames_the_column_not_the_ground(browser, tmp_path):
+    """The column-collapse column (7 blocks on a ground plane with walls) fills a fair share of the
+    view: projected with the page's camera, and counted in pixels (it was a few pixels tall)."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    from contactlab.scenarios import make_scene
+    _, data = record(make_scene("column-collapse"), 2)
+    out = tmp_path / "column.html"
+    replay_html(data, out)
+    page, log = open_page(browser, out)
+    page.wait_for_function("window.contactlab !== undefined && window.contactlab.startedAt() !== null")
+    page.evaluate("window.contactlab.seek(0)")
+    page.wait_for_timeout(300)
+    assert len(page.evaluate("window.contactlab.moving")) == 7
+    assert in_view_share(page.evaluate(PROJECT)) >= 0.6
+    # the bodies' pixels: what changes when they are hidden (contact markers hidden in both shots)
+    shots = []
+    for shown in ("true", "false"):
+        page.evaluate(f"""() => {{ const cl = window.contactlab, tree = cl.viewer.scene_tree;
+            tree.find(["contactlab", "contacts"]).object.visible = false;
+            for (const n of cl.moving) tree.find(["contactlab", "bodies", n]).object.visible = {shown};
+            cl.viewer.render(); }}""")
+        shots.append(np.asarray(Image.open(BytesIO(page.locator("#meshcat-pane").screenshot())).convert("RGB")).astype(int))
+    body = np.abs(shots[0] - shots[1]).sum(axis=2) > 30
+    rows = np.flatnonzero(body.sum(axis=1) > 3)
+    assert rows.size and (rows.max() - rows.min()) >= 0.5 * body.shape[0]
+    assert log["errors"] == []
+    page.close()
+
+
+def test_camera_follows_a_walking_robot(browser, tmp_path):
+    """The quadruped carried 3 m along x (ten times its size): the camera follows it, so at the
+    first and the last frame it is near the middle of the view and fills a fair share of it."""
+    from contactlab.scenarios import make_scene
+    sim = Simulator(make_scene("quadruped"), "box-friction", "pgs-sm")
+    rec = ReplayRecorder(sim)
+    rec.capture(sim)
+    d = rec.data()
+    data = translated(d.body_names, d.shapes, d.position[0], d.orientation[0], [3.0, 0.0, 0.0], 3.0, 151)
+    out = tmp_path / "walk.html"
+    replay_html(data, out)
+    page, log = open_page(browser, out)
+    page.wait_for_function("window.contactlab !== undefined && window.contactlab.startedAt() !== null")
+    assert page.evaluate("window.contactlab.follow") is True
+    for f in (0, data.frames - 1):
+        page.evaluate(f"window.contactlab.seek({f})")
+        x0, x1, y0, y1 = ndc = page.evaluate(PROJECT)
+        assert in_view_share(ndc) >= 0.3
+        assert abs(x0 + x1) / 2 < 0.25 and abs(y0 + y1) / 2 < 0.25
+    assert log["errors"] == []
+    page.close()
+
+
+def test_robot_links_are_drawn_as_volumes():
+    """The quadruped's legs have no collision shapes but their feet: each link is drawn as the
+    uniform box of its own mass and inertia (I = R diag(m (b^2 + c^2) / 12, ...) R^T, the body's
+    tensor), not as lines; the base keeps its collision blocks."""
+    from contactlab.mechanics.model import KIND_FIXED
+    from contactlab.scenarios import make_scene
+    from contactlab.viz.replay import shape_volume, shapes_of
+    sim = Simulator(make_scene("quadruped"), "box-friction", "pgs-sm")
+    model = sim.model
+    shapes = shapes_of(model)
+    links = [b for b in range(len(model.names)) if model.kind[b] != KIND_FIXED]
+    boxes = {s["body"]: s for s in shapes if s["name"] == "inertia"}
+    assert len(links) == 13 and len(boxes) == 12 and model.names.index("base") not in boxes
+    from contactlab.mechanics.rotation import quat_to_matrix
+    for b, s in boxes.items():
+        a = np.asarray(s["size"])
+        m = float(model.mass[b])
+        R = quat_to_matrix(np.asarray(s["orientation"]))
+        if a.min() > 0.15 * a.max() + 1e-12:         # not widened: the box has the body's inertia exactly
+            I = R @ np.diag(m / 12 * np.array([a[1] ** 2 + a[2] ** 2, a[0] ** 2 + a[2] ** 2, a[0] ** 2 + a[1] ** 2])) @ R.T
+            np.testing.assert_allclose(I, model.inertia[b], rtol=1e-9, atol=1e-12 * np.abs(model.inertia[b]).max())
+        assert a.min() >= 0.15 * a.max() - 1e-12    # a volume, never a line
+        collision = sum(shape_volume(c) for c in shapes if c["body"] == b and not c.get("visual"))
+        assert collision < 0.25 * np.prod(a)
+    base = model.names.index("base")
+    assert sum(shape_volume(c) for c in shapes if c["body"] == base and not c.get("visual")) > 0

@@ -24,6 +24,7 @@ import json
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -80,9 +81,8 @@ def task_solve(file: str, *, method: str = "auto", seed: int | None = None, **op
     ``contactlab solve --json`` without z and w; ``status`` is the solver's (``SOLVED``, ...)."""
     import contactlab as cl
 
-    from .commands import status_text
-    from .commands.solve import load_problem
-    problem = load_problem(Path(file))
+    from .solution import status_text
+    problem = cl.load(Path(file))
     sol = cl.solve(problem, method=method, **options)
     return {"problem": type(problem).__name__, "n": int(problem.n), "method_used": sol.method,
             "status": status_text(sol.status), "success": sol.success, "iterations": sol.iterations,
@@ -92,7 +92,7 @@ def task_solve(file: str, *, method: str = "auto", seed: int | None = None, **op
 
 def task_quasistatic(case: str, *, method: str = "bilinear-lp", seed: int = 0, contacts: int = 10) -> dict:
     """One quasistatic case: the record of ``contactlab quasistatic --json``."""
-    from .commands.quasistatic import run_case
+    from .scenarios.quasistatic_data import run_case
     rec = run_case(case, method, int(seed), int(contacts))
     rec["time_s"] = rec.pop("_time")
     for k in [k for k in rec if k.startswith("_")]:
@@ -294,7 +294,7 @@ class _ParquetSink:
         self.last = time.monotonic()
         if self.path is None or not self.dirty:
             return
-        from .problems.io import atomic_write
+        from .files import atomic_write
         df = _parquet_safe(self.frame())
         atomic_write(self.path, lambda tmp: df.to_parquet(tmp, engine="pyarrow", index=False))
         self.dirty = False
@@ -318,11 +318,51 @@ def _serial(specs):
         yield _run_spec(s)
 
 
+def _died(spec, exc) -> tuple:
+    """The failed row of a run whose worker process died (a crash such as SIGSEGV in compiled code)."""
+    from . import __version__
+    return spec[0], spec[1], {"status": "error", "wall_s": float("nan"), "host": socket.gethostname(),
+                              "pid": None, "version": __version__,
+                              "error": f"the worker process died running this row ({type(exc).__name__}: {exc})"}
+
+
 def _joblib(specs, workers: int):
-    from joblib import Parallel, delayed
-    par = Parallel(n_jobs=int(workers), backend="loky", return_as="generator_unordered", batch_size=1,
-                   pre_dispatch="2*n_jobs")
-    yield from par(delayed(_run_spec)(s) for s in specs)
+    """Rows on ``workers`` loky processes (joblib's executor), at most 2 per worker in flight.
+
+    A worker that dies (SIGSEGV, abort, out of memory) breaks the pool, and every row in flight
+    fails with it; those rows are rerun one at a time, alone in a fresh pool, so the row that
+    crashes alone is the one recorded as failed (with the reason) and the others and the rest of
+    the sweep finish (issue 40)."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    from joblib.externals.loky import get_reusable_executor
+    from joblib.externals.loky.process_executor import TerminatedWorkerError
+    queue = list(reversed(specs))
+    alone: list = []         # rows in flight when a worker died: each rerun with nothing beside it
+    running: dict = {}
+    try:
+        while queue or running or alone:
+            if alone and not running:
+                s = alone.pop()
+                running[get_reusable_executor(max_workers=workers).submit(_run_spec, s)] = (s, True)
+            while queue and not alone and len(running) < 2 * workers:
+                s = queue.pop()
+                running[get_reusable_executor(max_workers=workers).submit(_run_spec, s)] = (s, False)
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                s, was_alone = running.pop(fut)
+                try:
+                    out = fut.result()
+                except (TerminatedWorkerError, BrokenProcessPool) as exc:
+                    if not was_alone:
+                        alone.append(s)
+                        continue
+                    out = _died(s, exc)
+                yield out
+    finally:
+        if running:    # interrupted: stop the rows still running
+            get_reusable_executor(max_workers=workers).shutdown(wait=False, kill_workers=True)
 
 
 def _dask(specs, scheduler):
@@ -376,7 +416,9 @@ def sweep(task, grid, *, workers: int | None = None, scheduler=None, out=None, s
     written atomically as rows finish and read back on a rerun (rows already there are skipped).
     ``seed``: the sweep seed from which every row's seed is derived. ``timeout``: seconds per row,
     after which the row is a ``timeout`` row. On KeyboardInterrupt the rows so far are written and
-    the interrupt propagates.
+    the interrupt propagates. ``out`` is checked before any row runs and locked for the sweep
+    (problems/io.py ``output_lock``): a second sweep on it waits, then adds its missing rows. With
+    workers, a row whose process dies (a crash) is a failed row; the sweep goes on.
     """
     if workers is not None and scheduler is not None:
         raise ParamError("give workers= (local processes) or scheduler= (Dask), not both")
@@ -385,6 +427,16 @@ def sweep(task, grid, *, workers: int | None = None, scheduler=None, out=None, s
     if timeout is not None and not timeout > 0:
         raise ParamError(f"timeout must be > 0 seconds, got {timeout}")
     fn = _resolve(task)
+    if out is None:
+        return _sweep(task, fn, grid, workers, scheduler, None, seed, progress, repeat, timeout, flush_s)
+    from .files import check_output, output_lock
+    check_output(out, "--out")
+    # one sweep per output at a time: a second waits, then resumes from the first's rows (merged)
+    with output_lock(out, on_wait=lambda m: print(f"note: {m}", file=sys.stderr, flush=True)):
+        return _sweep(task, fn, grid, workers, scheduler, out, seed, progress, repeat, timeout, flush_s)
+
+
+def _sweep(task, fn, grid, workers, scheduler, out, seed, progress, repeat, timeout, flush_s):
     name = task if isinstance(task, str) else f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
     rows = expand_grid(grid, repeat)
     sink = _ParquetSink(out, flush_s)

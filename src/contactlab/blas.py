@@ -1,7 +1,7 @@
 """BLAS thread limiting, written once (issue 11).
 
 Contact problems are many small dense solves; on them threaded BLAS costs more in thread start-up
-and oversubscription than it saves (measured 30-100x slower on a loaded 2-core machine). The CLI,
+and oversubscription than it saves (many times slower on a loaded machine, docs/benchmarks-tuning.md). The CLI,
 the simulator, the UCP solvers and the benchmarks' timed sections all go through :func:`blas_threads`.
 ``CONTACTLAB_BLAS_THREADS`` sets the CLI's limit (default 1).
 """

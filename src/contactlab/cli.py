@@ -65,14 +65,10 @@ class RepeatedWarnings:
 
 def main() -> None:
     """Entry point. BLAS runs on CONTACTLAB_BLAS_THREADS threads (default 1): contact problems are
-    many small dense solves, for which thread start-up costs more than it saves (30x slower
-    measured on a loaded 2-core machine). Repeated warnings are shown once (:class:`RepeatedWarnings`)."""
-    import os
-
+    many small dense solves, for which thread start-up costs more than it saves (contactlab/blas.py). Repeated warnings are shown once (:class:`RepeatedWarnings`).
+    Help and usage errors wrap at the terminal's width, and at 80 columns into a file or pipe (rich's
+    default); the commands' own results are not cut there (:func:`contactlab.commands.console`)."""
     from .blas import blas_threads, default_threads
-
-    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
-        os.environ["COLUMNS"] = "100000"   # rich output into a file or pipe: no 80-column cut (any command)
 
     with blas_threads(default_threads()), RepeatedWarnings():
         app()

@@ -4,10 +4,8 @@ A step's compiled kernels allocate and free the same few megabytes every step (a
 pile's: ~2.3 MB). With glibc's defaults the freed top of the heap goes back to the operating system
 at the end of each step (``brk`` down: free space there above ``M_TRIM_THRESHOLD``, a threshold
 glibc raises only to twice the largest ``mmap``-ed block it has freed), and the next step takes it
-back one page fault at a time. Measured (fixed budget, 50 sweeps; A/B runs of 20-60 steps after
-40-100): 410-480 faults a step on a settling 500-box pile (10.4 -> 9.5-10.1 ms a step), 970-1,220 at
-1,000 boxes (20.5-22.3 -> 18.0-18.1 ms), 2,100 on a 2,000-box stack (23.4-24.3 -> 19.1-20.2 ms;
-certified 36 -> 28-31 ms); none left after. :func:`keep_freed_memory` sets glibc's thresholds once
+back one page fault at a time: hundreds to thousands of faults a step on large piles, none left
+after (docs/benchmarks-tuning.md). :func:`keep_freed_memory` sets glibc's thresholds once
 per process so that freed memory up to :data:`TRIM_THRESHOLD` stays in the process for the next
 step, and blocks up to :data:`MMAP_THRESHOLD` (glibc's largest allowed) come from the heap, not from
 ``mmap``. The cost: up to :data:`TRIM_THRESHOLD` of freed memory stays with the process.

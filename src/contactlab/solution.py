@@ -31,6 +31,11 @@ class Status(enum.Enum):
 SUCCESS_STATUSES = frozenset({Status.SOLVED, Status.TRIVIAL})
 
 
+def status_text(status) -> str:
+    """A solver status as text and JSON print it everywhere: the enum name, ``SOLVED``."""
+    return getattr(status, "name", str(status).upper())
+
+
 @dataclass
 class Solution:
     """Answer of :func:`contactlab.solve`.

@@ -127,7 +127,7 @@ def sweep_pairs(lo, hi, idx, body, static, jointed_keys, nb):
     AABB centres spread most), excluding pairs on one body, pairs of two static shapes and jointed
     body pairs (sorted keys min*nb+max); (min, max) shape pairs in increasing order, so the same set
     of pairs always comes out the same way whatever the axis. Along a fixed x, a column of boxes
-    overlaps everywhere and the sweep tests every pair (a 500-box stack: 125,000 tests, 0.38 ms)."""
+    overlaps everywhere and the sweep tests every pair."""
     m = idx.size
     ax = _sweep_axis(lo, hi, idx)
     a1, a2 = (ax + 1) % 3, (ax + 2) % 3

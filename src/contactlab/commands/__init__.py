@@ -1,13 +1,16 @@
 """CLI subcommands: each module defines ``register(app: typer.Typer)``.
 
 Shared helpers for the commands: :func:`console` (rich output that is not cut at 80 columns
-when it goes to a file or a pipe), :func:`interrupt_exit_on_sigterm`, :func:`status_text`
-(one spelling of a solver status everywhere: the ``Status`` name, e.g. ``SOLVED``).
+when it goes to a file or a pipe), :func:`interrupt_exit_on_sigterm`, and :func:`status_text`
+(one spelling of a solver status everywhere: the ``Status`` name, e.g. ``SOLVED``; defined with
+``Solution`` in contactlab/solution.py).
 """
 from __future__ import annotations
 
 import signal
 import sys
+
+from ..solution import status_text  # noqa: F401  (its home is contactlab.solution)
 
 
 def console(stderr: bool = False, quiet: bool = False):
@@ -19,15 +22,10 @@ def console(stderr: bool = False, quiet: bool = False):
     width = 100_000
     if tty:
         try:
-            width = os.get_terminal_size(stream.fileno()).columns
+            width = os.get_terminal_size(stream.fileno()).columns or 80   # a pty may report 0 x 0
         except (OSError, ValueError):
             width = 80
     return Console(stderr=stderr, quiet=quiet, width=width, soft_wrap=not tty)
-
-
-def status_text(status) -> str:
-    """A solver status as the CLI prints it everywhere (text and JSON): the enum name, ``SOLVED``."""
-    return getattr(status, "name", str(status).upper())
 
 
 def interrupt_exit_on_sigterm() -> None:
@@ -38,3 +36,73 @@ def interrupt_exit_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread (e.g. under a test runner thread)
         pass
+
+
+def check_output(path, flag: str, *, suffixes: tuple[str, ...] | None = None, folder: bool = False):
+    """problems/io.py ``check_output``: an output refused before any work (ParamError naming ``flag``)."""
+    from ..files import check_output as check
+    check(path, flag, suffixes=suffixes, folder=folder)
+
+
+def write_failed(exc: OSError, what) -> str:
+    """The one line for an output that could not be written (disk full, permissions, ...)."""
+    return f"error: could not write {what} ({exc.strerror or exc}); any previous file there is left as it was"
+
+
+def check_trajectory(path) -> None:
+    """Refuse a trajectory file (``simulate --out``) whose parts disagree, naming the part
+    (ParamError), before ``plot`` or ``replay`` indexes one array by another's length: every
+    ``steps/*`` of one length; ``bodies/position`` and ``orientation`` of one frame count and one
+    column per name; ``replay/*`` per-frame arrays of one length, per-contact arrays of one length,
+    ``contact_offset`` rising from 0 to at most that length with one entry per frame and one more."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from ..errors import ParamError
+    path = Path(path)
+    if not path.is_file():
+        raise ParamError(f"{path}: no such trajectory file")
+    try:
+        import h5py
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise ParamError(f"{path}: not an HDF5 trajectory file ({exc})") from None
+
+    def lengths(group, names) -> dict:
+        return {n: group[n].shape[0] if group[n].shape else 0 for n in names if n in group}
+
+    def one(what: str, lens: dict) -> int | None:
+        if len(set(lens.values())) > 1:
+            vals = list(lens.values())
+            common = max(set(vals), key=vals.count)
+            odd = ", ".join(f"{k} has {v}" for k, v in sorted(lens.items()) if v != common)
+            raise ParamError(f"{path}: inconsistent trajectory file: the {what} have different lengths "
+                             f"({odd}; the others {common})")
+        return next(iter(lens.values()), None)
+
+    with f:
+        if "steps" in f:
+            one("steps/* arrays", lengths(f["steps"], list(f["steps"].keys())))
+        if "bodies" in f:
+            b = f["bodies"]
+            frames = one("bodies/position and orientation", lengths(b, ["position", "orientation"]))
+            if frames is not None and "names" in b:
+                cols = {b[k].shape[1] for k in ("position", "orientation") if k in b and len(b[k].shape) > 1}
+                if cols and cols != {b["names"].shape[0]}:
+                    raise ParamError(f"{path}: inconsistent trajectory file: bodies/names lists "
+                                     f"{b['names'].shape[0]} bodies, the poses hold {sorted(cols)}")
+        if "replay" in f:
+            r = f["replay"]
+            frames = one("replay per-frame arrays", lengths(r, ["position", "orientation", "time", "status",
+                                                                  "lcp_size"]))
+            points = one("replay per-contact arrays", lengths(r, [k for k in r.keys() if k.startswith("contact_")
+                                                                   and k != "contact_offset"]))
+            if "contact_offset" in r:
+                off = np.asarray(r["contact_offset"][:])
+                ok = (off.ndim == 1 and off.dtype.kind in "iuf" and off.size >= 1 and off[0] == 0
+                      and np.all(np.diff(off) >= 0) and off[-1] <= (points or 0)
+                      and (frames is None or off.size == frames + 1))
+                if not ok:
+                    raise ParamError(f"{path}: inconsistent trajectory file: replay/contact_offset must rise "
+                                     f"from 0 to at most {points or 0} contacts, one entry per frame and one more")

@@ -26,9 +26,18 @@ def register(app: typer.Typer) -> None:
         if test not in TESTS:
             typer.echo(f"error: unknown --test {test!r}; use one of {', '.join(TESTS)}", err=True)
             raise typer.Exit(2)
+        import sys
+
+        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+        err = console(stderr=True)
         try:
             s = get_structure(structure, seed)
-            res = run_plan(s, test)
+            with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True,
+                          disable=not (sys.stderr.isatty() and not as_json)) as bar:
+                task = bar.add_task(f"planning {structure}")
+                res = run_plan(s, test, progress=lambda nodes, size, n: bar.update(
+                    task, description=f"planning {structure}: {nodes} sub-assemblies tested, "
+                                      f"last {size} of {n} blocks"))
         except ContactlabError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)

@@ -2,55 +2,19 @@
 from __future__ import annotations
 
 import json
-import math
-import time
 
 import typer
 
-# CLI names -> registered solvers. The contact-mode enumeration is ``mode-enumeration`` (the name
-# ``enumerate`` belongs to the exhaustive LCP solver); ``enumerate`` is still accepted here as an
-# old spelling and is reported under its real name.
-METHODS = {"bilinear-lp": "bilinear-lp", "mip": "mip", "mode-enumeration": "mode-enumeration"}
-ALIASES = {"enumerate": "mode-enumeration"}
+_MOVED = ("run_case", "METHODS", "ALIASES")   # now in contactlab.scenarios.quasistatic_data
 
 
-def run_case(case: str, method: str = "bilinear-lp", seed: int = 0, contacts: int = 10) -> dict:
-    """Solve one case and return the CLI's JSON record (plus ``_solution``, ``_task`` for callers)."""
-    import numpy as np
-
-    from ..models.quasistatic import build_ucp, equation_residuals, recover
-    from ..scenarios.quasistatic_data import case as make_case
-    from ..solvers import solve
-
-    from ..commands import status_text
-    from ..errors import ParamError
-    method = ALIASES.get(method, method)
-    if method not in METHODS:
-        raise ParamError(f"unknown quasistatic method {method!r}; use one of {', '.join(METHODS)}")
-    task = make_case(case, seed=seed, contacts=contacts)
-    problem = build_ucp(task)
-    opts = {"seed": seed} if METHODS[method] == "bilinear-lp" else {}
-    t0 = time.perf_counter()
-    sol = solve(problem, method=METHODS[method], **opts)
-    elapsed = time.perf_counter() - t0
-    pairs = sol.info.get("candidates") if METHODS[method] == "mode-enumeration" else sol.info.get("pairs")
-    if METHODS[method] == "mip":
-        pairs = None
-    rec = {"case": case, "method": method, "status": status_text(sol.status), "pairs": pairs,
-           "lps": sol.info.get("lps"), "xTy": None, "c_n": None, "c_t": None, "q_dot": None,
-           "theta_dot": None, "tau": None, "modes": None}
-    if np.all(np.isfinite(sol.z)):
-        x, y = problem.split(sol.z)
-        rec["xTy"] = float(x @ y)
-    elif isinstance(sol.info.get("xTy"), float) and math.isfinite(sol.info["xTy"]):
-        rec["xTy"] = sol.info["xTy"]
-    if sol.success:
-        x, y = problem.split(sol.z)
-        motion = recover(task, x, y)
-        rec.update(motion.as_dict())
-        rec["_equations"] = equation_residuals(task, motion)
-    rec["_solution"], rec["_task"], rec["_time"] = sol, task, elapsed
-    return rec
+def __getattr__(name: str):
+    """The names that moved beside the quasistatic data, importable from here for one release
+    (imported on first use: the CLI does not load the scenarios package to start)."""
+    if name in _MOVED:
+        from ..scenarios import quasistatic_data
+        return getattr(quasistatic_data, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(app: typer.Typer) -> None:
@@ -64,6 +28,7 @@ def register(app: typer.Typer) -> None:
                     as_json: bool = typer.Option(False, "--json", help="print one JSON object")):
         """Predict the object's motion and each contact's mode (roll, slide, break) from a UCP."""
         from ..errors import ContactlabError
+        from ..scenarios.quasistatic_data import ALIASES, run_case
         from . import console, status_text
 
         if method in ALIASES:

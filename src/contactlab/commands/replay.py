@@ -12,17 +12,29 @@ def register(app: typer.Typer) -> None:
                html_out: Path = typer.Option(..., "--html", help="write the replay page here (one self-contained file)"),
                max_frames: int = typer.Option(None, "--max-frames", help="at most this many frames (default: fit the size budget)"),
                max_contacts: int = typer.Option(64, "--max-contacts", help="contacts drawn per frame (largest forces first)"),
-               title: str = typer.Option(None, "--title", help="page title (default: the file name)")):
-        """Write an interactive 3D replay (play, pause, speed, time slider, orbit / pan / zoom, contact
-        points and force arrows) of TRAJ as one HTML file that opens offline in any browser."""
+               title: str = typer.Option(None, "--title", help="page title (default: the file name)"),
+               speed: float = typer.Option(1.0, "--speed", help="playback speed when the page opens (x real time; "
+                                           "the page's menu offers 0.25x-4x)"),
+               loop: bool = typer.Option(False, "--loop", help="start over at the end (default: hold the last frame)")):
+        """Write an interactive 3D replay (play, pause, speed, loop, time slider, orbit / pan / zoom, contact
+        points and force arrows, a strip of contacts, LCP size and residual) of TRAJ as one HTML file
+        that opens offline in any browser."""
         from ..errors import ContactlabError
+        from . import check_trajectory
         from ..viz.replay import read_replay, replay_html
         try:
+            check_trajectory(traj)
             data = read_replay(traj)
             if max_frames is not None and max_frames < 2:
                 raise typer.BadParameter("--max-frames must be >= 2")
-            replay_html(data, html_out, title=title or traj.name, max_frames=max_frames, max_contacts=max_contacts)
+            if not speed > 0:
+                raise typer.BadParameter("--speed must be > 0 (1 is real time)")
+            replay_html(data, html_out, title=title or traj.name, max_frames=max_frames, max_contacts=max_contacts,
+                        speed=speed, loop=loop)
         except ContactlabError as exc:
             typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
+        except (KeyError, IndexError, ValueError, OSError) as exc:   # damage the checks did not foresee
+            typer.echo(f"error: {traj}: unreadable trajectory file ({type(exc).__name__}: {exc})", err=True)
             raise typer.Exit(2)
         typer.echo(f"wrote {html_out} ({html_out.stat().st_size / 1e6:.1f} MB, {data.frames} frames recorded)")

@@ -19,17 +19,25 @@ def register(app: typer.Typer) -> None:
         130 interrupted (the report is kept and marked INCOMPLETE)."""
         from ..errors import ContactlabError
         from ..reproduce import SectionsFailed, run_report, section_name, sections
-        from . import interrupt_exit_on_sigterm
+        from ..files import output_lock
+        from . import check_output, interrupt_exit_on_sigterm
         if list_:
             for m in sections():
                 typer.echo(f"{section_name(m):<16} {m.TITLE}")
             return
         interrupt_exit_on_sigterm()
         try:
-            path = run_report(out, quick=quick, only=only or None, progress=not quiet)
+            check_output(out, "--out", folder=True)   # before the work, not after the first section
+            # one report per folder at a time: a second run waits, then keeps the first's sections
+            with output_lock(out, folder=True, on_wait=lambda m: typer.echo(f"note: {m}", err=True)):
+                path = run_report(out, quick=quick, only=only or None, progress=not quiet)
         except ContactlabError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
+        except OSError as exc:   # disk full, permissions: the previous file is intact (atomic writes)
+            from . import write_failed
+            typer.echo(write_failed(exc, exc.filename or out), err=True)
+            raise typer.Exit(1)
         except SectionsFailed as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from ..problems.io import load as load_problem  # the former CLI helper: load reports unreadable files itself
+
 
 def parse_value(text: str):
     """A command-line value: int, float, true/false/none, else the string itself."""
@@ -37,31 +39,6 @@ def parse_options(items: list[str] | None, flag: str = "--option") -> dict:
     return out
 
 
-def load_problem(path: Path):
-    """``contactlab.load`` with every way a file can be unreadable turned into one ProblemError line."""
-    import zipfile
-
-    import contactlab as cl
-    path = Path(path)
-    if path.is_dir():
-        raise cl.ProblemError(f"{path} is a directory; give one problem file (.npz or Siconos .dat)")
-    if path.suffix == ".npz" and path.is_file() and not zipfile.is_zipfile(path):
-        raise cl.ProblemError(f"{path}: cannot read this problem file: not a .npz archive")
-    try:
-        return cl.load(path)
-    except cl.ContactlabError:
-        raise
-    except (ValueError, TypeError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if "allow_pickle" in msg:
-            msg = "it holds pickled Python objects, which are never loaded (save numeric arrays only)"
-        elif isinstance(exc, TypeError) and "missing" in msg:
-            msg = "missing array(s) " + msg.split(":", 1)[-1].strip() + " (see contactlab.save)"
-        elif isinstance(exc, zipfile.BadZipFile) or "zip" in msg.lower():
-            msg = "not a valid .npz archive"
-        raise cl.ProblemError(f"{path}: cannot read this problem file: {msg}") from None
-
-
 def register(app: typer.Typer) -> None:
     @app.command()
     def solve(path: Path = typer.Argument(..., help="problem file: .npz (contactlab.save) or Siconos .dat"),
@@ -69,7 +46,9 @@ def register(app: typer.Typer) -> None:
               option: list[str] = typer.Option(None, "--option", "-o",
                                                help="solver option KEY=VALUE, e.g. tol=1e-10 (repeatable)"),
               json_out: bool = typer.Option(False, "--json", help="print one JSON object, with z and w"),
-              out: Path = typer.Option(None, "--out", help="write z and w to this .npz"),
+              out: Path = typer.Option(None, "--out", help="write z and w to this file: .npz (arrays z, w), "
+                                                           ".json (the printed record with z and w), .csv or "
+                                                           ".txt (columns z, w)"),
               quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress display")):
         """Solve one problem file and print its certified result (z and w with --json or --out).
 
@@ -78,12 +57,14 @@ def register(app: typer.Typer) -> None:
         import numpy as np
 
         import contactlab as cl
-        from contactlab.problems.io import atomic_write
+        from contactlab.files import output_lock
 
-        from . import console, status_text
+        from . import check_output, console, status_text, write_failed
 
         try:
             opts = parse_options(option)
+            if out is not None:    # checked before the work: the file named is the file written
+                check_output(out, "--out", suffixes=OUT_SUFFIXES)
             t0 = time.perf_counter()
             problem = load_problem(path)
             load_s = time.perf_counter() - t0
@@ -101,12 +82,16 @@ def register(app: typer.Typer) -> None:
                   "infeasibility": sol.infeasibility, "time_s": sol.time_s, "load_s": load_s}
         if opts:
             record["options"] = opts
+        full = {**record, "z": np.asarray(sol.z, dtype=float).tolist(), "w": np.asarray(sol.w, dtype=float).tolist()}
         if out is not None:
-            atomic_write(out, lambda tmp: np.savez(tmp, z=sol.z, w=sol.w))
+            try:
+                with output_lock(out):
+                    write_result(out, sol, full)
+            except OSError as exc:
+                typer.echo(write_failed(exc, out), err=True)
+                raise typer.Exit(1)
         if json_out:
-            record["z"] = np.asarray(sol.z, dtype=float).tolist()
-            record["w"] = np.asarray(sol.w, dtype=float).tolist()
-            typer.echo(json.dumps(record))
+            typer.echo(json.dumps(full))
         else:
             for k, v in record.items():
                 typer.echo(f"{k:>16}: {v}")
@@ -153,6 +138,35 @@ def register(app: typer.Typer) -> None:
             if own:
                 out.append(para(", ".join(own), "    ", "  options: "))
         typer.echo("\n".join(out))
+
+
+#: the files ``solve --out`` writes, by suffix
+OUT_SUFFIXES = (".npz", ".json", ".csv", ".txt")
+
+
+def write_result(path: Path, sol, record: dict) -> Path:
+    """Write z and w to ``path`` atomically, in the format its suffix names (:data:`OUT_SUFFIXES`):
+    .npz arrays z and w; .json the record (with z and w); .csv/.txt one row per variable, columns
+    z and w (w may be shorter: a problem without w), 17 significant digits. Written through an open
+    file, so NumPy never adds a suffix of its own (it used to write ``.NAME.npz`` beside an empty NAME)."""
+    import numpy as np
+
+    from contactlab.files import atomic_write
+    z, w = np.asarray(sol.z, dtype=float), np.asarray(sol.w, dtype=float)
+    kind = Path(path).suffix.lower()
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            if kind == ".npz":
+                np.savez(f, z=z, w=w)
+            elif kind == ".json":
+                f.write(json.dumps(record).encode())
+            else:
+                sep = "," if kind == ".csv" else " "
+                f.write(f"z{sep}w\n".encode())
+                for i in range(z.size):
+                    f.write(f"{z[i]:.17g}{sep}{w[i]:.17g}\n".encode() if i < w.size else f"{z[i]:.17g}{sep}\n".encode())
+    return atomic_write(path, write)
 
 
 def _warm_up(problem, method: str, opts: dict) -> None:

@@ -86,6 +86,10 @@ def register(app: typer.Typer) -> None:
         except ContactlabError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
+        except OSError as exc:   # disk full, permissions: the previous file is intact (atomic writes)
+            from . import write_failed
+            typer.echo(write_failed(exc, exc.filename or out), err=True)
+            raise typer.Exit(1)
         except KeyboardInterrupt:
             typer.echo(f"interrupted: the finished rows are in {out}; rerun the same command to resume", err=True)
             raise typer.Exit(130)

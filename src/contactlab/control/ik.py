@@ -78,28 +78,59 @@ class SerialLegs:
         (default zeros). Returns (q, converged (legs,) bool: |foot - x| <= tol * max(1, |x|)); an
         unreachable target ends at the closest point the iteration finds (converged False)."""
         L, k = self.shape
-        x = np.asarray(x, dtype=np.float64).reshape(L, 3)
+        x = np.ascontiguousarray(np.asarray(x, dtype=np.float64).reshape(L, 3))
         q = np.zeros((L, k)) if q0 is None else np.array(q0, dtype=np.float64).reshape(L, k)
-        scale = np.maximum(1.0, np.abs(x).max(axis=1))
-        lam = np.full(L, damping)
-        p, J = self.jacobian(q)
-        e = x - p
-        err = np.linalg.norm(e, axis=1)
-        for _ in range(max_iter):
-            if np.all(err <= tol * scale):
-                break
-            JT = np.swapaxes(J, 1, 2)
-            A = JT @ J + lam[:, None, None] * np.eye(k)
-            dq = np.linalg.solve(A, np.einsum("lij,lj->li", JT, e)[..., None])[..., 0]
-            qn = q + dq
-            pn, Jn = self.jacobian(qn)
-            en = x - pn
-            errn = np.linalg.norm(en, axis=1)
-            better = errn < err
-            q[better], p[better], J[better], e[better], err[better] = qn[better], pn[better], Jn[better], \
-                en[better], errn[better]
-            lam = np.where(better, np.maximum(lam * 0.3, damping), lam * 10.0)
-        return q, err <= tol * scale
+        return serial_inverse(self.anchors, self.axes, self.feet, x, q, float(tol), int(max_iter), float(damping))
+
+
+@jit
+def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
+    """:meth:`SerialLegs.inverse`, compiled; ``q`` (legs, k) is the start and is overwritten.
+
+    Levenberg-Marquardt on every leg at once: dq = (J'J + lam I)^-1 J' e with e = x - foot(q); a
+    leg takes the step when its error falls (then lam <- max(0.3 lam, damping)), else keeps q and
+    lam <- 10 lam; the iterations stop when every leg's error is <= tol * max(1, |x|_inf), or after
+    ``max_iter``. Returns (q, converged per leg)."""
+    L, k = q.shape
+    scale = np.empty(L)
+    for l in range(L):
+        scale[l] = max(1.0, np.abs(x[l]).max())
+    lam = np.full(L, damping)
+    w, c, p = _serial_frames(anchors, axes, feet, q)
+    J = _position_jacobian(w, c, p)
+    e = x - p
+    err = np.sqrt((e * e).sum(axis=1))
+    A = np.empty((k, k))
+    g = np.empty(k)
+    qn = np.empty((L, k))
+    for _ in range(max_iter):
+        done = True
+        for l in range(L):
+            if err[l] > tol * scale[l]:
+                done = False
+        if done:
+            break
+        for l in range(L):
+            for a in range(k):
+                g[a] = J[l, 0, a] * e[l, 0] + J[l, 1, a] * e[l, 1] + J[l, 2, a] * e[l, 2]
+                for b in range(k):
+                    A[a, b] = J[l, 0, a] * J[l, 0, b] + J[l, 1, a] * J[l, 1, b] + J[l, 2, a] * J[l, 2, b]
+                A[a, a] += lam[l]
+            qn[l] = q[l] + np.linalg.solve(A, g)
+        wn, cn, pn = _serial_frames(anchors, axes, feet, qn)
+        Jn = _position_jacobian(wn, cn, pn)
+        for l in range(L):
+            en = x[l] - pn[l]
+            errn = np.sqrt((en * en).sum())
+            if errn < err[l]:
+                q[l], p[l], J[l], e[l], err[l] = qn[l], pn[l], Jn[l], en, errn
+                lam[l] = max(lam[l] * 0.3, damping)
+            else:
+                lam[l] = lam[l] * 10.0
+    converged = np.empty(L, dtype=np.bool_)
+    for l in range(L):
+        converged[l] = err[l] <= tol * scale[l]
+    return q, converged
 
 
 @jit

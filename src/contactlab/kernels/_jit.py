@@ -3,15 +3,16 @@ kept honest (:func:`invalidate_stale_caches`, run when this module is first impo
 
 ``jit_inline``: the same flags, and numba inlines the function into its compiled callers (its IR,
 before typing), for the small helpers a pivot calls every iteration; otherwise each call passes
-every array as a seven- to nine-word struct (at n = 8-16 Lemke's per-pivot helper calls were a
-third of a pivot, perf). Called from Python it is an ordinary compiled function.
+every array as a seven- to nine-word struct. Called from Python it is an ordinary compiled function.
 
 ``jit_noraise``: the same flags with numpy's error model: a float division by zero gives inf or nan
 instead of raising ZeroDivisionError (kernels never raise; their finiteness checks report it),
 and no zero test precedes each division. Lemke's reduced kernel uses it (its divisors are
-nonzero by construction: 2-5 % per pivot).
+nonzero by construction).
 """
+import ast
 import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -19,11 +20,12 @@ from pathlib import Path
 import numba
 
 #: the file beside the package's numba caches that records the sources they were compiled from
-STAMP_NAME = "numba-sources.stamp"
+STAMP_NAME = "numba-sources.json"
 
 
 def sources_stamp(root: Path) -> str:
-    """A digest of the path, size and modification time of every ``.py`` file under ``root``."""
+    """A digest of the path, size and modification time of every ``.py`` file under ``root``: the
+    cheap test (``stat`` only) that nothing changed since the caches were last checked."""
     digest = hashlib.sha1()
     for path in sorted(root.rglob("*.py")):
         st = path.stat()
@@ -31,39 +33,141 @@ def sources_stamp(root: Path) -> str:
     return digest.hexdigest()
 
 
+def _content_digests(root: Path) -> dict[str, str]:
+    """Each ``.py`` file under ``root`` (relative POSIX path) -> the SHA-1 of its bytes."""
+    return {path.relative_to(root).as_posix(): hashlib.sha1(path.read_bytes()).hexdigest()
+            for path in sorted(root.rglob("*.py"))}
+
+
+def _module_file(root: Path, parts: list[str]) -> str | None:
+    """The file (relative to ``root``) of the package module named by ``parts`` below ``root``."""
+    base = root.joinpath(*parts) if parts else root
+    for candidate in (base.with_suffix(".py") if parts else None, base / "__init__.py"):
+        if candidate is not None and candidate.is_file():
+            return candidate.relative_to(root).as_posix()
+    return None
+
+
+def imported_files(root: Path, relpath: str) -> set[str]:
+    """The package files that ``relpath`` imports directly (module level or inside functions).
+
+    ``from pkg import name`` counts ``pkg/name.py`` when ``name`` is a submodule, else
+    ``pkg/__init__.py`` (the name is defined or re-exported there); ``import pkg.mod`` counts
+    ``pkg/mod.py``. Parent packages' ``__init__`` files run on import too but define nothing a
+    kernel reads unless named, so they are not counted (counting them would make the package's
+    top ``__init__``, which imports everything, part of every closure)."""
+    package = root.name
+    here = relpath.split("/")[:-1]           # the importing module's package, below root
+    try:
+        tree = ast.parse((root / relpath).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == package and (f := _module_file(root, parts[1:])):
+                    found.add(f)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if node.level - 1 > len(here):
+                    continue
+                base = here[:len(here) - (node.level - 1)]
+                parts = base + (node.module.split(".") if node.module else [])
+            elif node.module and node.module.split(".")[0] == package:
+                parts = node.module.split(".")[1:]
+            else:
+                continue
+            for alias in node.names:
+                sub = _module_file(root, parts + [alias.name]) if alias.name != "*" else None
+                if sub is not None:
+                    found.add(sub)
+                elif (f := _module_file(root, parts)) is not None:
+                    found.add(f)
+    found.discard(relpath)
+    return found
+
+
+def import_closures(direct: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Each file -> itself and every package file it imports, directly or through others, from
+    each file's direct imports (:func:`imported_files`)."""
+    closures: dict[str, set[str]] = {}
+    for start in direct:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in direct.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        closures[start] = seen
+    return closures
+
+
+def _drop_caches(root: Path, relpath: str) -> int:
+    """Delete numba's cache files of the kernels defined in ``relpath`` (named
+    ``__pycache__/<stem>.<function>-<line>.py<ver>.nbi`` / ``.nbc`` beside it); how many went."""
+    path = root / relpath
+    gone = 0
+    for cache in path.parent.glob(f"__pycache__/{path.stem}.*.nb[ic]"):
+        try:
+            cache.unlink()
+            gone += 1
+        except OSError:         # another process removed it first, or a read-only install
+            pass
+    return gone
+
+
 def invalidate_stale_caches(root: Path) -> bool:
-    """Delete numba's cached kernels under ``root`` (``__pycache__/*.nbi``, ``*.nbc``) when any
-    source file changed since they were written; True when it deleted them.
+    """Delete the numba caches of every module whose import closure changed since they were
+    written; True when it deleted some (or had no record to trust).
 
     numba keys a cached kernel on its own file only ("changes in symbols defined in another file
     are not recognised", numba's notes on caching): a kernel that calls, or reads a constant from,
-    another module keeps the old code after that module changes (seen here: after an edit of
-    kernels/pgs_matrix_free.py the compiled box-friction step of sim/box_step.py went on running
-    the old sweeps). A checkout updated by ``git pull`` would run stale kernels the same way. So
-    the caches are kept only with the stamp of the sources they came from (:func:`sources_stamp`,
-    under ``root/__pycache__``): any change recompiles every kernel once. Where the package's
-    folders are not writable numba keeps its caches elsewhere and this does nothing."""
-    stamp = sources_stamp(root)
+    another module would keep the old code after that module changes, and a checkout updated by
+    ``git pull`` would run stale kernels the same way. So the record beside the caches
+    (``root/__pycache__/numba-sources.json``) keeps the content digest of every source file; when
+    files change, the caches of each module that imports one of them, directly or through other
+    package modules (:func:`import_closures`), go, and only those: an edit recompiles the kernels
+    that could have seen it. A ``stat`` digest of the tree (:func:`sources_stamp`) skips the
+    reading when nothing was touched. Where the package's folders are not writable numba keeps its
+    caches elsewhere and this does nothing."""
     marker = root / "__pycache__" / STAMP_NAME
+    stamp = sources_stamp(root)
     try:
-        if marker.read_text() == stamp:
+        record = json.loads(marker.read_text())
+        old_digests, old_imports = dict(record["digests"]), dict(record["imports"])
+        if record.get("stamp") == stamp:
             return False
-    except OSError:
-        pass
-    for cache in (*root.rglob("__pycache__/*.nbi"), *root.rglob("__pycache__/*.nbc")):
-        try:
-            cache.unlink()
-        except OSError:         # another process removed it first, or a read-only install
-            pass
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        record, old_digests, old_imports = None, {}, {}
+    digests = _content_digests(root)
+    direct = {f: set(old_imports[f]) if old_digests.get(f) == d and f in old_imports
+              else imported_files(root, f) for f, d in digests.items()}
+    if record is None:
+        stale = set(digests)        # nothing recorded: no cached kernel can be trusted
+        for cache in (*root.rglob("__pycache__/*.nbi"), *root.rglob("__pycache__/*.nbc")):
+            try:
+                cache.unlink()
+            except OSError:
+                pass
+    else:
+        changed = {f for f in digests.keys() | old_digests.keys()
+                   if digests.get(f) != old_digests.get(f)}
+        closures = import_closures(direct)
+        stale = {f for f, closure in closures.items() if closure & changed}
+        for f in stale:
+            _drop_caches(root, f)
     try:
         marker.parent.mkdir(exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{STAMP_NAME}.", dir=marker.parent)
         with os.fdopen(fd, "w") as f:
-            f.write(stamp)
+            json.dump({"stamp": stamp, "digests": digests,
+                       "imports": {f: sorted(i) for f, i in direct.items()}}, f)
         os.replace(tmp, marker)
     except OSError:
         pass
-    return True
+    return bool(stale)
 
 
 invalidate_stale_caches(Path(__file__).resolve().parents[1])

@@ -83,8 +83,8 @@ def new_factor_cache(n):
     factor of a free block A_FF (stored transposed, as _free_solve factorises it), its free rows and
     their count (0: empty). solvers/box_qp.py keeps one per problem size. Nothing is read before
     it is written (the count guards it), so the buffers are not cleared: box_qp_islands makes one per
-    island, and clearing two 480 x 480 buffers for each of a 1,000-box pile's 25 columns cost ~9 ms
-    a step (the pages of a buffer that is never written are never touched)."""
+    island, and clearing its buffers would touch every page of them, which a buffer never written
+    in full never does."""
     return np.empty((n, n)), np.empty((n, n)), np.empty(n, dtype=np.int64), np.zeros(1, dtype=np.int64)
 
 
@@ -148,7 +148,7 @@ def _stale_solve(M, F, k, rhs, cL, cA, cF, ck):
 
 
 #: the most groups an island's block factorisation takes (:func:`island_groups`: the minimum-degree
-#: ordering is cubic in the groups, ~1 ms at 96; a column of 80 boxes has 80)
+#: ordering is cubic in the groups; a column of 80 boxes has 80)
 MAX_GROUPS = 96
 
 
@@ -164,9 +164,8 @@ def island_blocks(count, label):
     """The block structure (grp, gstep, nbr, nnb) of a matrix whose rows form ``count`` independent
     islands (``label`` per row, numbered as kernels/components.py numbers them) for
     :func:`_grouped_solve`: a group per island, eliminated in label order, no neighbours, so a Newton
-    system is factorised island by island (a 10-box pile's 120 rows in ten islands of 12: ~20 us for
-    box-qp's step against ~38 us re-using the dense factor of the step before and ~84 us factorising
-    anew). One island (or none): :func:`no_groups`, the dense factorisation."""
+    system is factorised island by island, cheaper than the dense factor of the whole
+    (docs/benchmarks-tuning.md). One island (or none): :func:`no_groups`, the dense factorisation."""
     if count <= 1:
         return no_groups()
     return label, np.arange(count), np.zeros((count, 0), dtype=np.int64), np.zeros(count, dtype=np.int64)
@@ -218,7 +217,7 @@ def _grouped_solve(M, F, k, rhs, grp, gstep, nbr, nnb):
     over the free rows in their groups' elimination order (:func:`island_groups`): only the blocks
     of a group with itself and with its neighbours are gathered and factorised, so a column of
     boxes (its body pairs a path) factors in time linear in its height where LAPACK's dense
-    Cholesky grows with its cube (240 rows: ~45 us against ~250 us). ok False where a pivot is not
+    Cholesky grows with its cube. ok False where a pivot is not
     positive (the caller then takes the dense path)."""
     G = gstep.size
     gs = np.zeros(G + 1, dtype=np.int64)
@@ -506,7 +505,7 @@ def _gather_block(indptr, indices, data, F, at):
 def csr_sub_block(indptr, indices, data, F, n):
     """M[F][:, F] of M in CSR (n columns), F ascending: (data, indices, indptr) of the canonical CSR
     block (a row's entries stay sorted: the renumbering keeps their order), in two passes over the
-    rows of F (scipy's fancy indexing builds two intermediate matrices: ~0.3 ms for a 240-row block)."""
+    rows of F (scipy's fancy indexing builds two intermediate matrices)."""
     k = F.size
     at = _positions(F, n)
     ptr = np.zeros(k + 1, dtype=np.int64)

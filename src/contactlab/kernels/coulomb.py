@@ -407,14 +407,6 @@ def ac_merit(r, u, mu, rho, dim):
 
 
 @jit
-def project_all(x, mu, dim, out):
-    """Blockwise projection on K_mu of every contact."""
-    for i in range(mu.shape[0]):
-        o = i * dim
-        project_cone(x[o:o + dim], mu[i], out[o:o + dim])
-
-
-@jit
 def ac_jacobian_csr(indptr, indices, data, Jindptr, Jindices, Jdata, Ablk, Bblk, dim, pos, shift):
     """Fill the CSR values of J = A + B W + shift I on a precomputed pattern (Jindptr, Jindices) that
     contains W's pattern of each contact's rows and the diagonal blocks. ``pos``: int work array (n,)."""

@@ -304,8 +304,9 @@ def _basis_drift(n, k, MTd, q, eq_rows, unk, Ainv, x, v, u):
     """How far the rank-one updates have drifted, in O(k^2): the largest of |Ainv (A p) - p|_inf for
     the probe p_a = 1 + a / k (the inverse's error E shows as E A p) and of the basic solution's
     relative residual max_e |q_e + (A x)_e| / (|q_e| + sum_a |A_ea x_a|) (A x = -q_W, _refactor).
-    The tableau never refactorises; a fixed O(k^3) refactorisation every max(64, k) pivots was up to
-    40 % of a solve (measured at n = 240-1000) while its drift stays ~1e-14 on well-conditioned bases.
+    The tableau never refactorises: a fixed O(k^3) refactorisation every max(64, k) pivots costs a
+    large share of a solve (docs/benchmarks-tuning.md) while its drift stays ~1e-14 on
+    well-conditioned bases.
     v, u: work space (k,)."""
     res = 0.0
     for e in range(k):

@@ -375,7 +375,7 @@ def _refine(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, 
     # each row's upper bound (t_i's lower bound: t_i >= |q_i| + |A_ii z_i| + |sum_{j != i} A_ij z_j|,
     # the off-diagonal part being w_i - q_i - A_ii z_i); the exact row term only for rows whose bound
     # exceeds the largest value known so far, the row of the largest bound first (its exact value
-    # prunes most of the others; a full sort costs more than it saves on a 100-box pile)
+    # prunes most of the others; a full sort costs more than it saves)
     upper = np.empty(n)
     for i in range(n):
         aii = cfm[i]
@@ -470,17 +470,16 @@ def _check(ptr, body, hb, g, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, d
 
 #: a check point's residual is computed only when the sweep's largest step is at most this fraction
 #: of max |z|: iterates that still move more cannot be within a 1e-4..1e-7 relative residual, and
-#: each check costs about two sweeps (a 500-box pile step: 1.4 of 12 ms); the last sweep is always checked
+#: each check costs about two sweeps (docs/benchmarks-tuning.md); the last sweep is always checked
 CHECK_GATE = 1e-3
 
 #: ... and only when no row of the sweep corrected its own w_i by more than this many times
 #: ``tol_rel`` of its scale: |dz_i| A_ii <= CHECK_RELATIVE tol_rel (|q_i| + A_ii max|z| + floor),
 #: max|z| of the sweep before (the unit of z in the relative residual; A_ii |z_i| instead let a
-#: friction row near 0 on a loaded stack read 560 tol_rel at a point that certified). Checks that
-#: passed had at most 1.3 tol_rel in their sweep, and a 3-box stack converging slowly 4.3 (fixed-budget
-#: stacks and piles of 10 and 100 boxes, 150 steps each, docs/benchmarks-sim.md session 15); a
-#: 10-box stack that never certifies in 50 sweeps ran ~4 failing checks a step (13 of its ~200 us),
-#: all skipped now. A skipped check only delays a stop: the iterates are those of every check point
+#: friction row near 0 on a loaded stack read hundreds of tol_rel at a point that certified). Checks
+#: that pass have a few tol_rel at most in their sweep, so the gate skips only checks bound to fail
+#: (the value chosen on fixed-budget stacks and piles, docs/benchmarks-tuning.md).
+#: A skipped check only delays a stop: the iterates are those of every check point
 CHECK_RELATIVE = 100.0
 
 
@@ -558,8 +557,8 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
                 a0, a1, a2, a3, a4, a5 = dv[b0, 0], dv[b0, 1], dv[b0, 2], dv[b0, 3], dv[b0, 4], dv[b0, 5]
                 e0, e1, e2, e3, e4, e5 = dv[b1, 0], dv[b1, 1], dv[b1, 2], dv[b1, 3], dv[b1, 4], dv[b1, 5]
             # one-row lookahead: w_i from dv without the row before's change, plus A_{i,i-1} dz_{i-1};
-            # that change goes into dv after this row's dot product, off its critical path (a
-            # 10-box stack's 50 sweeps 87 -> 62 us, a 100-box pile's 730 -> 620); _row_w's sums
+            # that change goes into dv after this row's dot product, off its critical path
+            # (docs/benchmarks-tuning.md); _row_w's sums
             wi = _running_dot6(q[i] + cfm[i] * z[i], hb, s0, a0, a1, a2, a3, a4, a5) \
                 + _running_dot6(0.0, hb, s0 + 1, e0, e1, e2, e3, e4, e5)
             if last >= 0:
@@ -621,7 +620,7 @@ def solve_matrix_free(H, W, q, cfm, lo, hi, findex, mu, z0=None, max_sweeps=50, 
     value (a position correction reads only z). ``w_step_tol``: Bullet's stop (:func:`pgs_matrix_free`
     ``tol_w``; 0: off). Returns (z, w, dv, status, stats) with
     dv = W H' z (nbody, 6) and stats as :func:`pgs_matrix_free`. The layout, the sweeps and the
-    report run as one compiled call (:func:`_solve`; a 10-box stack's step: 111 -> 76 us a call)."""
+    report run as one compiled call (:func:`_solve`)."""
     from .tolerances import NORMWISE_FLOOR
     n = H.shape[0]
     f = np.float64
@@ -650,9 +649,8 @@ def sweep_order(findex, height):
     contact takes its box's weight, the one below sees it and takes two, and so on (the
     shock-propagation order of Guendelman, Bridson and Fedkiw, "Nonconvex rigid bodies with
     stacking", SIGGRAPH 2003, for Gauss-Seidel). Bottom up, a sweep moves each contact's share by
-    one box only: a 10-box stack under 50 warm-started sweeps a step rocks with a growing amplitude
-    (top box 0.15 m off after 10 s, kinetic energy 7e-4 -> 3.5e-2 J); top down it stays within
-    3.4 mm (docs/benchmarks-sim-history.md, session 13)."""
+    one box only: a 10-box stack under 50 warm-started sweeps a step rocks with a growing amplitude,
+    where top down it stays within millimetres (docs/benchmarks-tuning.md)."""
     n = findex.shape[0]
     perm = np.argsort(-height, kind="mergesort") if height.shape[0] == n else np.arange(n)
     order = np.empty(n, dtype=np.int64)

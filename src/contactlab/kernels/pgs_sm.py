@@ -278,6 +278,8 @@ def box_relative_error(M, q, lo, hi, findex, mu, z, w, floor_factor):
                 terms[i] += abs(M[j, i]) * zj
     worst = 0.0
     for i in range(n):
+        if not np.isfinite(terms[i]):   # an overflowed term: no certificate from it
+            return np.inf
         t = max(terms[i], floor)
         wr = w[i] / t if t > 0.0 else 0.0
         a, b = row_bounds(i, z, lo, hi, findex, mu)

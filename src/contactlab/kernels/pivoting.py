@@ -10,15 +10,10 @@ import numpy as np
 
 from ._jit import jit
 from .dense import border_add, border_remove, chol_append_column, chol_delete, chol_solve
-from .tolerances import DEPENDENT_W, ITERATE, PIVOT, TIE
+from .residual import lcp_certify_dense, lcp_residual_kernel
+from .tolerances import DEPENDENT_W, ITERATE, PIVOT, SYMMETRY, TIE
 
 SOLVED, UNBOUNDED, MAX_PIVOTS, NUMERICAL, NOT_P = 0, 1, 2, 3, 4
-
-
-
-
-
-
 
 
 @jit
@@ -419,13 +414,26 @@ def warm_start_kernel(M, q, cand, F, sym, idx, inC, z, w1, w2, x):
     """Factor M_CC over the candidate active indices (dependent ones skipped: PSD M), then drop the
     most negative z_C until z_C = -M_CC^-1 q_C >= 0: a complementary solution of the principal
     sub-problem on C, where loomis-balkcom Theorem 1 starts. All O(k^2) updates, no LAPACK.
-    Returns k = |C|; z, inC, idx and F describe the start."""
+    Returns k = |C|; z, inC, idx and F describe the start. The symmetric case calls the Cholesky
+    updates directly (through the sym/bordered switch each append cost ~4x its arithmetic)."""
     k = 0
     for t in range(cand.shape[0]):
-        if _set_add(sym, F, k, M, idx, cand[t], w1, w2):
+        a = cand[t]
+        if sym:
+            for i in range(k):
+                w1[i] = M[idx[i], a]
+            ok = chol_append_column(F, k, w1, M[a, a], idx, a, w2, PIVOT)
+        else:
+            ok = border_add(F, k, M, idx, a, w1, w2)
+        if ok:
             k += 1
     while k > 0:
-        _active_solve(sym, F, k, M, q, idx, w1, x)
+        for a in range(k):
+            w1[a] = -q[idx[a]]
+        if sym:
+            chol_solve(F, k, w1, x)
+        else:
+            _factor_solve(sym, F, k, w1, x)
         worst = 0.0
         p = -1
         for a in range(k):
@@ -434,7 +442,10 @@ def warm_start_kernel(M, q, cand, F, sym, idx, inC, z, w1, w2, x):
                 p = a
         if p < 0:
             break
-        _set_remove(sym, F, k, idx, p)
+        if sym:
+            chol_delete(F, k, idx, p)
+        else:
+            border_remove(F, k, idx, p)
         k -= 1
     for i in range(z.shape[0]):
         z[i] = 0.0
@@ -443,3 +454,106 @@ def warm_start_kernel(M, q, cand, F, sym, idx, inC, z, w1, w2, x):
         z[idx[a]] = max(x[a], 0.0)
         inC[idx[a]] = True
     return k
+
+
+@jit
+def _natural(M, q, z, w):
+    """||min(z, M z + q)||_inf (w written): the solvers' internal check (problems/residual.py
+    lcp_natural_residual) in one compiled pass."""
+    n = q.shape[0]
+    for i in range(n):
+        s = q[i]
+        for j in range(n):
+            if z[j] != 0.0:
+                s += M[i, j] * z[j]
+        w[i] = s
+    return lcp_residual_kernel(z, w)[0]
+
+
+@jit
+def symmetry_dense(M):
+    """(max |M_ij|, max |M_ij - M_ji|) of a dense M in one pass: the numbers of the one symmetry
+    test (problems/validation.py ``is_symmetric``: symmetric when the second <= SYMMETRY * the first)."""
+    n = M.shape[0]
+    mmax = 0.0
+    asym = 0.0
+    for i in range(n):
+        for j in range(n):
+            mmax = max(mmax, abs(M[i, j]))
+            asym = max(asym, abs(M[i, j] - M[j, i]))
+    return mmax, asym
+
+
+@jit
+def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor):
+    """The whole Cottle-Dantzig solve of a dense LCP in one compiled call (solvers/pivoting.py
+    ``dantzig_solve``'s fast path, the same steps in the same order): symmetry (tolerances.SYMMETRY,
+    problems/validation.py ``is_symmetric``'s test), the warm start's candidates (zwarm_i >
+    ITERATE (max|q| + max|M|); an empty zwarm: cold), :func:`warm_start_kernel`'s exact start on the
+    current data (loomis-balkcom Theorem 1), :func:`dantzig_kernel`, one step of
+    :func:`refine_active` kept when it lowers the natural residual, and the certification of the
+    final z with the library's one residual kernel (kernels/residual.py ``lcp_certify_dense``,
+    ``floor_factor`` = tolerances.NORMWISE_FLOOR), which ``solve()`` then reads instead of
+    recomputing it. Each call costs one dispatch instead of the ~40 us of Python steps around the
+    two kernels, which is what a warm start from a motionless set saves pivots against.
+
+    Returns (status, k0, majors, pivots, d, z (n), w (n), numbers (6), the active set sorted (k),
+    y (n): the driving ray y_d = 1, y_C = u on UNBOUNDED, else empty): few boxed objects."""
+    n = q.shape[0]
+    qmax = 0.0
+    for i in range(n):
+        qmax = max(qmax, abs(q[i]))
+    mmax, asym = symmetry_dense(M)
+    sym = asym <= SYMMETRY * mmax
+    MT = M if sym else np.ascontiguousarray(M.T)
+    tol = ITERATE * (qmax + mmax)
+    inC = np.zeros(n, dtype=np.bool_)
+    idx = np.zeros(n, dtype=np.int64)
+    F = np.zeros((n, n))
+    z = np.zeros(n)
+    w = np.empty(n)
+    dz = np.zeros(n)
+    dw = np.zeros(n)
+    u = np.zeros(n)
+    v = np.zeros(n)
+    skip = np.zeros(n, dtype=np.bool_)
+    counts = np.zeros(3, dtype=np.int64)
+    k0 = 0
+    if zwarm.shape[0] == n:
+        nc = 0
+        for i in range(n):
+            if zwarm[i] > tol:
+                nc += 1
+        cand = np.empty(nc, dtype=np.int64)
+        nc = 0
+        for i in range(n):
+            if zwarm[i] > tol:
+                cand[nc] = i
+                nc += 1
+        k0 = warm_start_kernel(M, q, cand, F, sym, idx, inC, z, dz, dw, u)
+    for i in range(n):
+        s = q[i]
+        for j in range(n):
+            if z[j] != 0.0:
+                s += M[i, j] * z[j]
+        w[i] = 0.0 if inC[i] else s
+    code, k = dantzig_kernel(M, MT, q, z, w, inC, idx, k0, F, sym, max_pivots, mmax, dz, dw, u, v, skip, counts)
+    if code == SOLVED and refine and k > 0:
+        zr = z.copy()
+        refine_active(M, q, zr, idx, k, F, sym, dz, v)
+        ok = True
+        for a in range(k):
+            if zr[idx[a]] < 0.0:
+                ok = False
+        if ok and _natural(M, q, zr, dz) <= _natural(M, q, z, dz):
+            for i in range(n):
+                z[i] = zr[i]
+    for i in range(n):
+        z[i] = max(z[i], 0.0)
+    numbers = lcp_certify_dense(M, q, z, w, dz, floor_factor)
+    y = np.zeros(n if code == UNBOUNDED else 0)
+    if code == UNBOUNDED:
+        y[counts[2]] = 1.0
+        for a in range(k):
+            y[idx[a]] = u[a]
+    return code, k0, counts[0], counts[1], counts[2], z, w, numbers, np.sort(idx[:k]), y

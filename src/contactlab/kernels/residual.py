@@ -153,7 +153,8 @@ def lcp_certify_dense(M, q, z, w, t, floor_factor):
     both residual triples of problems/residual.py: absolute (lcp_residuals) and scale-free
     (lcp_relative: z in units of max|z|, w_i in units of max(t_i, floor), floor = floor_factor * max|q|,
     tolerances.NORMWISE_FLOOR for the library's definition).
-    Returns (nat, comp, infeas, rel_nat, rel_comp, rel_infeas); inf for non-finite z or w."""
+    Returns (nat, comp, infeas, rel_nat, rel_comp, rel_infeas); all inf for non-finite z, w or t (a
+    certificate only from finite numbers: an overflowed w_i would read as 0 in units of t_i = inf)."""
     n = q.shape[0]
     zs = 0.0
     floor = 0.0
@@ -165,10 +166,14 @@ def lcp_certify_dense(M, q, z, w, t, floor_factor):
     floor *= floor_factor
     _affine_terms(M, q, z, w, t)
     nat, comp, infeas = lcp_residual_kernel(z, w)
+    if not np.isfinite(nat):    # w overflowed: no residual, relative or not, from it
+        return np.inf, np.inf, np.inf, np.inf, np.inf, np.inf
     rn = 0.0
     rc = 0.0
     ri = 0.0
     for i in range(n):
+        if not np.isfinite(t[i]):   # a term overflowed: w_i's cancellation cannot be trusted
+            return np.inf, np.inf, np.inf, np.inf, np.inf, np.inf
         zi = z[i] / zs if zs > 0.0 else 0.0
         u = max(t[i], floor)
         wi = w[i] / u if u > 0.0 else 0.0
@@ -230,10 +235,14 @@ def _scales(z, w, q, size):
 
 @jit
 def _w_units(w, t, floor, out):
-    """out_i = w_i / max(t_i, floor) (0 where that is 0: then w_i is exactly 0)."""
+    """out_i = w_i / max(t_i, floor) (0 where that is 0: then w_i is exactly 0). False when a t_i is
+    not finite (a term overflowed: w_i / inf would read as 0, a residual from infinities)."""
     for i in range(w.size):
+        if not np.isfinite(t[i]):
+            return False
         u = t[i] if t[i] > floor else floor
         out[i] = w[i] / u if u > 0.0 else 0.0
+    return True
 
 
 @jit
@@ -251,7 +260,8 @@ def lcp_relative_kernel(z, w, q, t, size):
     wr = np.empty(n)
     for i in range(n):
         zr[i] = z[i] / zs if zs > 0.0 else 0.0
-    _w_units(w, t, floor, wr)
+    if not _w_units(w, t, floor, wr):
+        return np.inf, np.inf, np.inf
     return lcp_residual_kernel(zr, wr)
 
 
@@ -279,7 +289,8 @@ def box_relative_kernel(z, w, lo, hi, q, t, size, work):
         zr[i] = z[i] / zs
         lr[i] = lo[i] / zs
         hr[i] = hi[i] / zs
-    _w_units(w, t, floor, wr)
+    if not _w_units(w, t, floor, wr):
+        return np.inf, np.inf, np.inf
     return box_residual_kernel(zr, wr, lr, hr)
 
 

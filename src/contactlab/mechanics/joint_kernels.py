@@ -113,8 +113,8 @@ def pack_joints(joints, names, kind, dof_start, planar, kinematic_code: int) -> 
 
 #: the project's flags (kernels/_jit.py) plus numba IR-level inlining, for the helpers that append to the
 #: row buffers: a compiled call passing arrays pays reference counting on each of them, a quarter of a
-#: row evaluation (quadruped, 12 joints: 8.4 -> 6.4 us, the same rows bit for bit; inlining the scalar
-#: helpers too gains nothing more and doubles the first compile)
+#: row evaluation (the same rows bit for bit; inlining the scalar helpers too gains nothing more and
+#: doubles the first compile; docs/benchmarks-tuning.md)
 _inline = jit_inline
 
 

@@ -656,7 +656,7 @@ def _frame_neighbours(c, cb, start, occ_c, occ_s, near, near_s):
 def _dots3(A, ia, ta, B, ib, tb):
     """The 3 x 3 products A[ia, ta, direction j] . B[ib, tb, direction jj] (6 coordinates each),
     row-major, the nine sums interleaved over the coordinates (nine independent chains of adds, not
-    nine in a row: 1.15 -> 0.90 ms on a 500-box pile's matrix with the mirror below)."""
+    nine in a row, docs/benchmarks-tuning.md)."""
     b00 = b01 = b02 = b10 = b11 = b12 = b20 = b21 = b22 = 0.0
     for a in range(6):
         x0, x1, x2 = A[ia, ta, a], A[ia, ta, 6 + a], A[ia, ta, 12 + a]
@@ -744,8 +744,7 @@ def frame_values(ip, data, W, diag, cb, nptr, near, near_s, out_p):
     W_b applied once per row and body, :func:`_frame_vectors`); the block between contacts c < d is
     computed once, from c, and written to d's rows too (each contact's rows fill their columns of
     earlier contacts in increasing order, so a cursor per contact says where). Exactly symmetric by
-    construction. A settled 500-box pile's (2,000 contacts, 208,800 entries): 1.55 ms by the
-    row-by-row merge, 0.8 ms with its pattern, 0.56 ms on a given pattern."""
+    construction."""
     k = ip.size - 1
     V, X = _frame_vectors(ip, data, W, cb)
     out_v = np.empty(out_p[3 * k])

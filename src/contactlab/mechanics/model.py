@@ -15,7 +15,7 @@ from ..errors import ModelError
 from .joint_kernels import pack_joints
 from .kernels import velocity_vector as _velocity_vector
 from .rotation import quat_conj, quat_mul, quat_to_matrix
-from .scene import Body, Scene, Shape
+from .scene import Scene, Shape
 
 KIND_DYNAMIC, KIND_FIXED, KIND_KINEMATIC = 0, 1, 2
 _KIND = {"dynamic": KIND_DYNAMIC, "fixed": KIND_FIXED, "kinematic": KIND_KINEMATIC}
@@ -204,7 +204,3 @@ def build_model(scene: Scene) -> tuple[Model, Data]:
                 motor_target=np.array([np.nan if j.motor_target is None else j.motor_target for j in joints]),
                 motor_max_force=np.array([j.motor_max_force for j in joints], dtype=np.float64))
     return model, data
-
-
-def body_of(model: Model, name: str) -> Body:
-    return model.scene.bodies[model.index(name)]

@@ -217,8 +217,7 @@ def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matri
 #: the last pattern of box friction's Delassus matrix (mechanics/kernels.py ``frame_pattern``) with the
 #: rows' pattern and index type it was built for: a step whose contact rows touch the same bodies in
 #: the same order reuses it and computes only the values (``frame_values``): every step of a resting
-#: stack, 148 of a settling 500-box pile's 187 assembled steps; its matrix 0.81 -> 0.57 ms (0.013 ms
-#: of it comparing the patterns)
+#: stack, most steps of a settling pile (docs/benchmarks-tuning.md)
 _last_frame_pattern = None
 
 
@@ -319,18 +318,6 @@ def _stacked_rows(dv: np.ndarray, ix: np.ndarray, ip: np.ndarray, ndof: int):
     k = (ip.size - 1) // m
     own_ix, own_ip = ix[:nnz], ip[:k + 1]
     return tuple(csr_of(d, own_ix, own_ip, (k, ndof)) for d in dv), csr_of(dv.reshape(-1), ix, ip, (m * k, ndof))
-
-
-def angular_rows(model: Model, a: int, b: int, U: np.ndarray) -> sp.csr_matrix:
-    """Rows u.(omega_b - omega_a)."""
-    k = len(U)
-    M = sp.lil_matrix((k, model.ndof))
-    for body, sign in ((b, 1.0), (a, -1.0)):
-        if body >= 0 and model.dof_start[body] >= 0:
-            s = model.dof_start[body]
-            for r in range(k):
-                M[r, s + 3:s + 6] = sign * U[r]
-    return M.tocsr()
 
 
 @dataclass

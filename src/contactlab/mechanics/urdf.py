@@ -10,6 +10,9 @@ the 3D replays. Damping and transmissions are ignored.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +72,24 @@ def _visual_geometry(geom, urdf_dir: Path) -> list[Shape]:
         return []
 
 
-def _geometry(geom, link: str, urdf_dir: Path) -> list[Shape]:
+#: whether a collision mesh that cannot be read is a warning (True) or an error (False, the default);
+#: set for a block of code by :func:`allowing_missing_meshes` (the CLI's --allow-missing-meshes)
+_ALLOW_MISSING = contextvars.ContextVar("allow_missing_meshes", default=False)
+
+
+@contextlib.contextmanager
+def allowing_missing_meshes(allow: bool = True):
+    """Within the block, :func:`load_urdf` loads a link whose collision mesh is missing or unreadable
+    without that shape, with a warning naming the link (instead of a ModelError); for loaders that
+    reach load_urdf through a scene (scene files' ``[[urdf]]``, .urdf scenes)."""
+    token = _ALLOW_MISSING.set(bool(allow))
+    try:
+        yield
+    finally:
+        _ALLOW_MISSING.reset(token)
+
+
+def _geometry(geom, link: str, urdf_dir: Path, allow_missing: bool = False) -> list[Shape]:
     if geom.box is not None:
         return [Shape("box", size=tuple(float(x) for x in geom.box.size))]
     if geom.sphere is not None:
@@ -77,29 +97,72 @@ def _geometry(geom, link: str, urdf_dir: Path) -> list[Shape]:
     if geom.cylinder is not None:
         return [Shape("cylinder", radius=float(geom.cylinder.radius), length=float(geom.cylinder.length))]
     if geom.mesh is not None:
+        where = resolve_mesh(str(geom.mesh.filename), urdf_dir)
         try:
             import trimesh
-            mesh = trimesh.load(resolve_mesh(str(geom.mesh.filename), urdf_dir), force="mesh")
+            if not where.is_file():
+                raise FileNotFoundError(f"no file {where}")
+            mesh = trimesh.load(where, force="mesh")
             V = np.asarray(mesh.vertices, dtype=np.float64)
             if geom.mesh.scale is not None:
                 V = V * np.asarray(geom.mesh.scale, dtype=np.float64)
+            if V.ndim != 2 or V.shape[1:] != (3,) or len(V) < 4 or not np.isfinite(V).all():
+                raise ValueError(f"{len(V)} vertices, finite: {bool(np.isfinite(V).all())}")
             return [Shape("convex", vertices=V)]
-        except Exception:     # unreadable mesh: the link keeps its other shapes
+        except Exception as exc:     # a link without its collision shape falls through the world
+            why = f"URDF link {link!r}: collision mesh {geom.mesh.filename!r} cannot be read ({exc})"
+            if not allow_missing:
+                raise ModelError(f"{why}; fix the path, or load without it (--allow-missing-meshes, "
+                                 "API load_urdf(..., allow_missing_meshes=True))") from None
+            warnings.warn(f"{why}: the link has no collision shape from it", stacklevel=3)
             return []
     raise ModelError(f"URDF link {link!r}: unsupported collision geometry")
 
 
+def _check_finite(path: Path, r) -> None:
+    """Every number the loader reads (joint origins, axes and limits; inertial and collision
+    origins, masses, inertias) finite: a NaN would otherwise reach the scene as a NaN pose."""
+    def bad(x) -> bool:
+        try:
+            return x is not None and not np.isfinite(np.asarray(x, dtype=np.float64)).all()
+        except (TypeError, ValueError):
+            return True
+    for j in r.joints:
+        lim = j.limit
+        for what, x in (("origin", j.origin), ("axis", j.axis),
+                        ("limit", None if lim is None else [v for v in (lim.lower, lim.upper, lim.effort, lim.velocity)
+                                                            if v is not None])):
+            if bad(x):
+                raise ModelError(f"{path}: joint {j.name!r} has a non-finite {what} (NaN or inf); every number must be finite")
+    for link in r.links:
+        inert = link.inertial
+        items = [] if inert is None else [("inertial origin", inert.origin), ("mass", inert.mass),
+                                           ("inertia", inert.inertia)]
+        items += [("collision origin", c.origin) for c in link.collisions]
+        for what, x in items:
+            if bad(x):
+                raise ModelError(f"{path}: link {link.name!r} has a non-finite {what} (NaN or inf); every number must be finite")
+
+
 def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: str | None = None,
-              settings: Settings | None = None, merge_fixed: bool = False) -> Scene:
+              settings: Settings | None = None, merge_fixed: bool = False,
+              allow_missing_meshes: bool | None = None) -> Scene:
     """A :class:`Scene` of the URDF's mechanism (no ground; add bodies to ``scene.bodies``).
     ``merge_fixed``: every link attached to its parent link by a fixed joint is folded into the
     parent's body (masses summed, centre of mass, inertia about it by parallel axes, collision and
     visual shapes carried over), so massless sensor/foot frames need no body of their own; the
-    body keeps the parent link's name. Default False: one body per link, fixed joints kept."""
+    body keeps the parent link's name. Default False: one body per link, fixed joints kept.
+    ``allow_missing_meshes``: a collision mesh that is missing or unreadable is a ModelError naming
+    the link (default, None: unless inside :func:`allowing_missing_meshes`), or with True a warning
+    naming the link, which then has no collision shape from it. Every origin, axis, limit, mass and
+    inertia must be finite (ModelError naming the joint or link)."""
     import yourdfpy
     path = Path(path)
     if not path.exists():
         raise ModelError(f"no such URDF file: {path}")
+    if not path.is_file():
+        raise ModelError(f"{path} is not a URDF file (a directory?); give the path of a .urdf file")
+    allow_missing = _ALLOW_MISSING.get() if allow_missing_meshes is None else bool(allow_missing_meshes)
     import xml.etree.ElementTree as ET
     try:
         root = ET.parse(path).getroot()     # strict: yourdfpy silently repairs broken XML
@@ -116,6 +179,7 @@ def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: 
     links = {l.name: l for l in r.links}
     if not links:
         raise ModelError(f"{path}: the URDF has no links")
+    _check_finite(path, r)
     child_of = {}
     for j in r.joints:
         if j.child not in links:
@@ -189,7 +253,7 @@ def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: 
             Tl = link_pose(x)
             for col in links[x].collisions:
                 Tloc = Tb_inv @ (Tl @ (col.origin if col.origin is not None else np.eye(4)))
-                for sh in _geometry(col.geometry, x, path.parent):
+                for sh in _geometry(col.geometry, x, path.parent, allow_missing):
                     sh.position = tuple(Tloc[:3, 3])
                     sh.orientation = _quat_from_matrix(Tloc[:3, :3])
                     shapes.append(sh)

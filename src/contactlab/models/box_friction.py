@@ -38,7 +38,7 @@ class Options:
     cfm: constraint force mixing on every row (plus settings.cfm); new_contact_bound: the normal
     impulse estimate for a contact with no match in the previous step ("previous" coupling);
     dense_max: the most rows whose Delassus matrix is stored dense (above: CSR, factorised sparse;
-    a 50-box stack's 600-row step 7.7 ms dense, 1.9 ms sparse)."""
+    the crossover in docs/benchmarks-tuning.md)."""
     coupling: str = "current"
     cfm: float = 1e-8
     joints: str = "rows"       # "rows": joint rows are free rows of the LCP (ODE); "schur": eliminated (eq. 15)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
+from ..solution import Status
 from ..kernels import noslip as K
 from ..kernels.noslip import csr_rows_into, noslip_system_chain, symmetric_finite
 from .built import ACTIVE_GAP, Built, touching
@@ -183,7 +184,7 @@ _IDENTITY: dict = {}
 
 
 def _identity(d: int) -> np.ndarray:
-    """np.eye(d): a copy of the one kept for each size (0.2 us instead of np.eye's 1.2; one a build)."""
+    """np.eye(d): a copy of the one kept for each size (cheaper than np.eye; one a build)."""
     eye = _IDENTITY.get(d)
     if eye is None:
         eye = _IDENTITY[d] = np.eye(d)
@@ -310,6 +311,22 @@ def _motor_impulses(sys, ms: MotorStep, joint: np.ndarray) -> np.ndarray:
     free = np.flatnonzero(ms.state == 0)
     c[free] = joint[ms.n_joint + np.arange(free.size)]
     return c
+
+
+def saturate_free_motors(sys, state: np.ndarray) -> np.ndarray:
+    """The motor state after a trial whose LCP has no solution (ppm's checked Farkas certificate):
+    with its free motors as equality rows A_i v+ = a_target_i the contacts cannot be satisfied
+    (e.g. two grippers closing at their target speed onto a held box), so no finite impulse keeps
+    every free motor at its target: each free motor saturates, pushing toward its target (the sign
+    of a_target_i - A_i v, else of a_target_i, else +1); a wrong side is switched back by
+    :func:`motor_violations` on the next trial (drumwright eq. 23-25 with the motors' box rows)."""
+    new = state.copy()
+    free = state == 0
+    d = np.sign(sys.a_target - sys.A @ sys.v)
+    d = np.where(d != 0, d, np.sign(sys.a_target))
+    d = np.where(d != 0, d, 1.0)
+    new[free] = d[free].astype(np.int8)
+    return new
 
 
 def motor_violations(sys, state: np.ndarray, v_next: np.ndarray, impulse: np.ndarray,
@@ -450,8 +467,11 @@ def build(sys, options: Options | None = None) -> Built:
         ms.consistent = False
         for trial in range(1, o.motor_trials + 1):
             sol = solve(ms.step.problem, "ppm")
-            res = recover_noslip(ms.step, sol.z)
-            new = motor_violations(sys, ms.state, res.v_next, _motor_impulses(sys, ms, res.joint))
+            if sol.status is Status.NO_SOLUTION and np.any(ms.state == 0):
+                new = saturate_free_motors(sys, ms.state)     # the free motors' targets contradict the contacts
+            else:
+                res = recover_noslip(ms.step, sol.z)
+                new = motor_violations(sys, ms.state, res.v_next, _motor_impulses(sys, ms, res.joint))
             ms.trials = trial
             if np.array_equal(new, ms.state) or new.tobytes() in seen:
                 ms.consistent = bool(np.array_equal(new, ms.state))

@@ -317,8 +317,3 @@ def equation_residuals(task: QuasistaticTask, motion: QuasistaticMotion) -> dict
         "eq10_sliding_law": inf(np.maximum(v_t, 0) * np.abs(c_t + mu * c_n)
                                 + np.maximum(-v_t, 0) * np.abs(c_t - mu * c_n)) / (fs * vs),
     }
-
-
-def satisfies_equations(task: QuasistaticTask, motion: QuasistaticMotion, tol: float = 1e-7) -> bool:
-    """Whether every residual of :func:`equation_residuals` is at most ``tol``."""
-    return max(equation_residuals(task, motion).values()) <= tol

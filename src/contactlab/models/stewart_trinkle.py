@@ -47,6 +47,14 @@ def _parts(sys, cfm: float = 0.0):
     offsets (:func:`build` keeps H, v0 and the offsets on its problem for :func:`recover`)."""
     nc, d, nl, nm = sys.nc, sys.d, sys.nl, sys.nm
     ndof = sys.ndof
+    rows = nl + nc * (d + 2) + 2 * nm     # H's rows: L, N, D, lambda, A, motor slack
+    from ..solvers.registry import DENSE_BYTES_LIMIT
+    if 8 * rows * rows > DENSE_BYTES_LIMIT:   # refused before the dense K is allocated
+        from ..errors import ModelError
+        raise ModelError(f"this step's Stewart-Trinkle problem has {rows} rows ({nc} contacts x {d} friction "
+                         f"directions): its dense coupling matrix needs {8 * rows * rows / 2**30:.1f} GiB "
+                         f"(limit {DENSE_BYTES_LIMIT / 2**30:.0f} GiB); use fewer bodies or friction_directions, "
+                         "or model box-friction")
     H, R = stacked_rows(sys, [sys.L, sys.N, sys.D, _zero_rows(nc, ndof), sys.A, _zero_rows(nm, ndof)])
     o_cn = nl
     o_b = o_cn + nc

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ParamError
 from .statics import NodeResult, StaticsModel, lp_feasible, make_test
-from .structures import Structure
+from .blocks import Structure
 
 
 @dataclass
@@ -62,10 +62,12 @@ def _load_kernels() -> None:
 
 
 def plan(structure: Structure, test: str = "reuse", *, max_nodes: int = 200_000,
-         model: StaticsModel | None = None) -> PlanResult:
+         model: StaticsModel | None = None, progress=None) -> PlanResult:
     """Find a stable disassembly sequence of ``structure`` with stability test ``test``
     (``lp``, ``dantzig`` or ``reuse``, see :mod:`contactlab.planning.statics`). Raises
-    ParamError when more than ``max_nodes`` nodes would have to be tested."""
+    ParamError when more than ``max_nodes`` nodes would have to be tested. ``progress(nodes,
+    size, n)``, when given, is called after each node's test with the nodes tested so far and the
+    size of the sub-assembly just tested (of ``n`` blocks)."""
     if test in ("dantzig", "reuse"):
         _load_kernels()
     t0 = time.perf_counter()
@@ -96,6 +98,8 @@ def plan(structure: Structure, test: str = "reuse", *, max_nodes: int = 200_000,
         res.nodes_visited += 1
         res.pivots += r.pivots
         res.tests.append((r.size, r.pivots, r.majors, r.n, r.k, r.stable))
+        if progress is not None:
+            progress(res.nodes_visited, int(r.size), n)
         return r
 
     def dfs(mask: int, size: int, parent: NodeResult | None) -> bool:

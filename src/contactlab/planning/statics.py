@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ParamError
-from .structures import Structure
+from .blocks import Structure
 
 ACC_TOL = 1e-8
 
@@ -165,6 +165,8 @@ def lp_feasible(model: StaticsModel, in_s: np.ndarray, mu: float | None = None) 
     components <= mu f_n / sqrt 2, a pyramid inside the cone) and J' f_n + T' f_t = -F_ext on the
     sub-assembly's coordinates. Returns (feasible, simplex iterations, f_n)."""
     import highspy
+
+    from ..highs import new_highs
     import scipy.sparse as sp
 
     mu = model.structure.mu if mu is None else float(mu)
@@ -203,11 +205,7 @@ def lp_feasible(model: StaticsModel, in_s: np.ndarray, mu: float | None = None) 
     lp.a_matrix_.start_ = Afull.indptr.astype(np.int32)
     lp.a_matrix_.index_ = Afull.indices.astype(np.int32)
     lp.a_matrix_.value_ = Afull.data
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("presolve", "off")
-    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-    h.setOptionValue("dual_feasibility_tolerance", 1e-9)
+    h = new_highs(presolve="off", primal_feasibility_tolerance=1e-9, dual_feasibility_tolerance=1e-9)
     h.passModel(lp)
     h.run()
     status = h.getModelStatus()

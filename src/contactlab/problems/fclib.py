@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ProblemError
+from ..files import atomic_write
 from .friction_contact import FrictionContact, GlobalFrictionContact
 
 FCLIB_SUFFIXES = (".hdf5", ".h5", ".fclib")
@@ -34,9 +35,30 @@ FCLIB_SUFFIXES = (".hdf5", ".h5", ".fclib")
 def _read_matrix(g, path, name):
     try:
         m, n, nz = int(g["m"][0]), int(g["n"][0]), int(g["nz"][0])
+        from .validation import check_dtype
+        for key in ("p", "i"):
+            if g[key].dtype.kind not in "iu":
+                raise ProblemError(f"{path}: matrix {name}/{key} must hold integers, got {g[key].dtype}")
+        check_dtype(f"{path}: matrix {name}/x", g["x"].dtype)
         p, i, x = np.asarray(g["p"][:], np.int64), np.asarray(g["i"][:], np.int64), np.asarray(g["x"][:], float)
     except KeyError as exc:
         raise ProblemError(f"{path}: matrix group {name} lacks {exc} (needs m, n, nz, p, i, x)") from None
+    except (TypeError, ValueError, IndexError, OverflowError) as exc:
+        raise ProblemError(f"{path}: matrix group {name} is malformed ({exc})") from None
+    from .validation import compressed_error
+    if m < 0 or n < 0:
+        raise ProblemError(f"{path}: matrix {name} has size {m} x {n}; sizes must be >= 0")
+    if not np.isfinite(x).all():
+        raise ProblemError(f"{path}: matrix {name} contains NaN or inf")
+    if nz in (-1, -2):       # checked before SciPy reads the arrays: a bad index corrupts memory
+        why = compressed_error(p, i, x.size, *((n, m) if nz == -1 else (m, n)))
+        if why is not None:
+            raise ProblemError(f"{path}: matrix {name} ({'CSC' if nz == -1 else 'CSR'}) is malformed: {why}")
+    elif nz >= 0:
+        if nz > min(x.size, i.size, p.size):
+            raise ProblemError(f"{path}: matrix {name} has nz = {nz} but holds {min(x.size, i.size, p.size)} entries")
+        if nz and (i[:nz].min() < 0 or i[:nz].max() >= m or p[:nz].min() < 0 or p[:nz].max() >= n):
+            raise ProblemError(f"{path}: matrix {name} has a triplet index outside its {m} x {n} size")
     try:
         if nz >= 0:
             A = sp.coo_matrix((x[:nz], (i[:nz], p[:nz])), shape=(m, n)).tocsr()
@@ -68,6 +90,8 @@ def _write_matrix(f, name, A):
 def _vec(g, key, path, where):
     if key not in g:
         raise ProblemError(f"{path}: {where}/{key} is missing")
+    from .validation import check_dtype
+    check_dtype(f"{path}: {where}/{key}", g[key].dtype)
     return np.asarray(g[key][:], dtype=np.float64).ravel()
 
 
@@ -105,39 +129,44 @@ def read_fclib(path: str | os.PathLike):
         f = h5py.File(path, "r")
     except OSError as exc:
         raise ProblemError(f"{path}: not an HDF5 file ({exc})") from None
-    with f:
-        keys = sorted(f.keys())
-        if "fclib_local" in f:
-            g = f["fclib_local"]
-            if "V" in g or "R" in g:
-                raise ProblemError(f"{path}: this FCLIB local problem has equality rows (V, R: a mixed problem); "
-                                   "only plain local problems (W, q, mu) are supported")
-            dim = int(np.asarray(g["spacedim"][:]).ravel()[0])
-            if "W" not in g or "vectors" not in g:
-                raise ProblemError(f"{path}: fclib_local needs W and vectors/{{q, mu}}")
-            W = _read_matrix(g["W"], path, "fclib_local/W")
-            q = _vec(g["vectors"], "q", path, "fclib_local/vectors")
-            mu = _vec(g["vectors"], "mu", path, "fclib_local/vectors")
-            prob = FrictionContact(W, q, mu, dim)
-        elif "fclib_global" in f:
-            g = f["fclib_global"]
-            if "G" in g and int(g["G"]["n"][0]) > 0:
-                raise ProblemError(f"{path}: this FCLIB global problem has equality rows (G, b: bilateral "
-                                   "constraints); only problems without G are supported")
-            dim = int(np.asarray(g["spacedim"][:]).ravel()[0])
-            M = _read_matrix(g["M"], path, "fclib_global/M")
-            H = _read_matrix(g["H"], path, "fclib_global/H")
-            fv = _vec(g["vectors"], "f", path, "fclib_global/vectors")
-            w = _vec(g["vectors"], "w", path, "fclib_global/vectors")
-            mu = _vec(g["vectors"], "mu", path, "fclib_global/vectors")
-            prob = GlobalFrictionContact(M, H, fv, w, mu, dim)
-        else:
-            rolling = [k for k in keys if "rolling" in k.lower()]
-            what = f"rolling-friction problem ({', '.join(rolling)})" if rolling else f"groups {keys}"
-            raise ProblemError(f"{path}: unsupported FCLIB content: the file holds {what}; "
-                               "contactlab reads fclib_local and fclib_global problems")
-        prob.reference, prob.guesses = _solutions(f)
-        prob.info = _info(g)
+    try:
+        with f:
+            keys = sorted(f.keys())
+            if "fclib_local" in f:
+                g = f["fclib_local"]
+                if "V" in g or "R" in g:
+                    raise ProblemError(f"{path}: this FCLIB local problem has equality rows (V, R: a mixed problem); "
+                                       "only plain local problems (W, q, mu) are supported")
+                dim = int(np.asarray(g["spacedim"][:]).ravel()[0])
+                if "W" not in g or "vectors" not in g:
+                    raise ProblemError(f"{path}: fclib_local needs W and vectors/{{q, mu}}")
+                W = _read_matrix(g["W"], path, "fclib_local/W")
+                q = _vec(g["vectors"], "q", path, "fclib_local/vectors")
+                mu = _vec(g["vectors"], "mu", path, "fclib_local/vectors")
+                prob = FrictionContact(W, q, mu, dim)
+            elif "fclib_global" in f:
+                g = f["fclib_global"]
+                if "G" in g and int(g["G"]["n"][0]) > 0:
+                    raise ProblemError(f"{path}: this FCLIB global problem has equality rows (G, b: bilateral "
+                                       "constraints); only problems without G are supported")
+                dim = int(np.asarray(g["spacedim"][:]).ravel()[0])
+                M = _read_matrix(g["M"], path, "fclib_global/M")
+                H = _read_matrix(g["H"], path, "fclib_global/H")
+                fv = _vec(g["vectors"], "f", path, "fclib_global/vectors")
+                w = _vec(g["vectors"], "w", path, "fclib_global/vectors")
+                mu = _vec(g["vectors"], "mu", path, "fclib_global/vectors")
+                prob = GlobalFrictionContact(M, H, fv, w, mu, dim)
+            else:
+                rolling = [k for k in keys if "rolling" in k.lower()]
+                what = f"rolling-friction problem ({', '.join(rolling)})" if rolling else f"groups {keys}"
+                raise ProblemError(f"{path}: unsupported FCLIB content: the file holds {what}; "
+                                   "contactlab reads fclib_local and fclib_global problems")
+            prob.reference, prob.guesses = _solutions(f)
+            prob.info = _info(g)
+    except ProblemError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError, OSError) as exc:
+        raise ProblemError(f"{path}: malformed FCLIB file ({type(exc).__name__}: {exc})") from None
     return prob
 
 
@@ -148,7 +177,6 @@ def write_fclib(problem, path: str | os.PathLike, solution: dict | None = None, 
     ``solution``/``guesses``: dicts with keys among v, u, r, l (written to /solution, /guesses/k).
     """
     import h5py
-    from .io import atomic_write
     if not isinstance(problem, (FrictionContact, GlobalFrictionContact)):
         raise ProblemError(f"FCLIB files hold friction problems; got a {type(problem).__name__}")
 
@@ -246,7 +274,7 @@ def _read_cs_print(t: _Tokens, rows: int, cols: int):
             vals[:] = [float(x) for x in body[3::4]]
     except (ValueError, IndexError):
         raise ProblemError(f"{t.path}: malformed CSparse listing near token {t.pos}") from None
-    if np.any(r_idx >= rows) or np.any(c_idx >= cols):
+    if np.any(r_idx >= rows) or np.any(c_idx >= cols) or np.any(r_idx < 0) or np.any(c_idx < 0):
         raise ProblemError(f"{t.path}: CSparse entry outside the {rows} x {cols} matrix")
     return sp.csr_matrix((vals, (r_idx, c_idx)), shape=(rows, cols))
 
@@ -324,7 +352,6 @@ def sniff_siconos(path: Path) -> str | None:
 
 def write_siconos_fc(problem: FrictionContact, path: str | os.PathLike) -> Path:
     """Write a local problem as a Siconos FrictionContact text file (W sparse-block, dim x dim blocks)."""
-    from .io import atomic_write
     W = sp.csr_matrix(problem.W)
     d, nc = problem.dim, problem.nc
     B = sp.bsr_matrix(W, blocksize=(d, d))

@@ -3,43 +3,17 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ProblemError
+from ..errors import ContactlabError, ProblemError
+from ..files import atomic_write  # also importable from here, its former home (one release)
 from .base import Problem
 from .factored import FactoredLCP
 from .lcp import LCP, BoxedLCP
 from .mixed import MixedLCP
-
-
-def _umask_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-_FILE_MODE = _umask_mode()
-
-
-def atomic_write(path: str | os.PathLike, write) -> Path:
-    """Call ``write(tmp_path)`` on a temporary file beside ``path``, then rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, _FILE_MODE)  # mkstemp creates 0600; a written file gets the usual 0666 & ~umask
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 def _pack(name: str, M, out: dict):
@@ -51,10 +25,20 @@ def _pack(name: str, M, out: dict):
         out[name] = np.asarray(M)
 
 
-def _unpack(name: str, f):
+def _unpack(name: str, f, path):
     if f"{name}__data" in f:
-        return sp.csr_matrix((f[f"{name}__data"], f[f"{name}__indices"], f[f"{name}__indptr"]),
-                             shape=tuple(f[f"{name}__shape"]))
+        from .validation import check_dtype, compressed_error
+        data, indices, indptr = (f[f"{name}__{k}"] for k in ("data", "indices", "indptr"))
+        shape = np.asarray(f[f"{name}__shape"]).ravel()
+        if shape.size != 2 or shape.dtype.kind not in "iu":
+            raise ProblemError(f"{path}: {name}__shape must be two integers, got {shape.tolist()!r}")
+        check_dtype(f"{path}: {name}", data.dtype)
+        why = compressed_error(indptr, indices, data.size if data.ndim == 1 else -1, int(shape[0]), int(shape[1]))
+        if why is None and data.ndim != 1:
+            why = "its data array must be 1-D"
+        if why is not None:
+            raise ProblemError(f"{path}: {name} is a malformed sparse matrix: {why}")
+        return sp.csr_matrix((data, indices, indptr), shape=(int(shape[0]), int(shape[1])))
     return f[name]
 
 
@@ -95,10 +79,41 @@ def save(problem: Problem, path: str | os.PathLike, **fclib) -> Path:
 def load(path: str | os.PathLike) -> Problem:
     """Read a problem from ``.npz`` (written by :func:`save`), a Siconos ``.dat`` file (LCP,
     FrictionContact or GlobalFrictionContact) or an FCLIB HDF5 file (``.hdf5``/``.h5``; the stored
-    solution and guesses come as ``problem.reference`` and ``problem.guesses``)."""
+    solution and guesses come as ``problem.reference`` and ``problem.guesses``). Every way a file
+    can be unreadable is one :class:`~contactlab.errors.ProblemError` naming the file and why."""
+    import zipfile
     path = Path(path)
     if not path.exists():
         raise ProblemError(f"no such file: {path}")
+    if path.is_dir():
+        raise ProblemError(f"{path} is a directory; give one problem file (.npz or Siconos .dat)")
+    if path.suffix == ".npz" and not zipfile.is_zipfile(path):
+        raise ProblemError(f"{path}: cannot read this problem file: not a .npz archive")
+    try:
+        return _read(path)
+    except ContactlabError:
+        raise
+    except (ValueError, TypeError, KeyError, OSError, EOFError, OverflowError, zipfile.BadZipFile) as exc:
+        raise ProblemError(f"{path}: cannot read this problem file: {_unreadable(exc)}") from None
+    except MemoryError:      # a header asking for more than fits (e.g. n = 10**10 in a .dat file)
+        raise ProblemError(f"{path}: cannot read this problem file: its sizes do not fit in memory") from None
+
+
+def _unreadable(exc: BaseException) -> str:
+    """Why a problem file could not be read, in one line, from the exception its reader raised."""
+    import zipfile
+    msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "allow_pickle" in msg:
+        return "it holds pickled Python objects, which are never loaded (save numeric arrays only)"
+    if isinstance(exc, TypeError) and "missing" in msg:
+        return "missing array(s) " + msg.split(":", 1)[-1].strip() + " (see contactlab.save)"
+    if isinstance(exc, zipfile.BadZipFile) or "zip" in msg.lower():
+        return "not a valid .npz archive"
+    return msg
+
+
+def _read(path: Path) -> Problem:
+    """:func:`load` of an existing file, by its suffix."""
     from . import fclib as _fc
     if path.suffix in _fc.FCLIB_SUFFIXES:
         return _fc.read_fclib(path)
@@ -120,7 +135,7 @@ def load(path: str | os.PathLike) -> Problem:
         if kind not in _FIELDS:
             raise ProblemError(f"{path}: unknown problem kind {kind!r}")
         cls, names = _FIELDS[kind]
-        args = {n: _unpack(n, f) for n in names if n in f or f"{n}__data" in f}
+        args = {n: _unpack(n, f, path) for n in names if n in f or f"{n}__data" in f}
     return cls(**args)
 
 

@@ -109,5 +109,8 @@ def relative_error(r: Residuals) -> float:
 
 
 def certified_error(natural: float, infeasibility: float) -> float:
-    """:func:`relative_error` from the two numbers (relative natural residual and infeasibility)."""
+    """:func:`relative_error` from the two numbers (relative natural residual and infeasibility);
+    inf when either is NaN (Python's ``max`` would drop a NaN in second place)."""
+    if natural != natural or infeasibility != infeasibility:
+        return float("inf")
     return max(natural, infeasibility)

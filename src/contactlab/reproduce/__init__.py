@@ -39,7 +39,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ParamError
-from ..problems.io import atomic_write
+from ..files import atomic_write
 
 HEADER = "# contactlab reproduction report"
 _RAISED = "**This section FAILED.**"

@@ -1,5 +1,5 @@
-"""Frictional contact problems of record (issue 15): the exact-cone Coulomb solvers on the shared FCLIB /
-Siconos samples and on problems exported from contactlab's own stacks and piles (FCLIB files written by
+"""Frictional contact problems of record: the exact-cone Coulomb solvers on the FCLIB / Siconos samples
+shipped in ``contactlab/data/fclib`` and on problems exported from contactlab's own stacks and piles (FCLIB files written by
 ``simulate --export-fclib``'s exporter). contactlab only; the side-by-side comparison with Siconos and
 the performance profiles are benchmarks/bench_fclib.py (docs/fclib.md)."""
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import data
 from . import markdown_table
 
 TITLE = "Frictional contact problems of record: exact-cone Coulomb solvers (FCLIB)"
 ORDER = 60
 
-SAMPLES = Path(__file__).resolve().parents[4] / "shared" / "fclib-samples"
 METHODS = ("nsgs", "newton-ac", "newton-fb", "prox", "pyramid")
 TOLS = (1e-4, 1e-8)
 
@@ -41,15 +41,15 @@ def run(ctx) -> str:
         ctx.warm_up(cl.solve, warm, m)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        coll = {"fclib-samples": [SAMPLES / "fclib_local_problem_test.hdf5"]
-                + ([] if quick else [SAMPLES / "fc2d_granularflowonwall_07002_00801.dat"])}
+        coll = {"fclib-samples": [data.path("fclib", "fclib_local_problem_test.hdf5")]
+                + ([] if quick else [data.path("fclib", "fc2d_granularflowonwall_07002_00801.dat")])}
         coll["contactlab-stack"] = _export("stack", 3 if quick else 20, 2 if quick else 5, tmp / "stack")
         coll["contactlab-pile"] = _export("pile", 40 if quick else 80, 2 if quick else 5, tmp / "pile",
                                           count=8 if quick else 30)
         ctx.advance("exported problems")
         rows, cone = [], []
         for name, files in coll.items():
-            probs = [cl.load(f) for f in files if Path(f).exists()]
+            probs = [cl.load(f) for f in files]
             if not probs:
                 rows.append([name, 0, "-", "-", ctx.failed("no problem files"), "-", "-"])
                 continue

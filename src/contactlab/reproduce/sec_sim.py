@@ -104,7 +104,9 @@ def _speed(ctx, rows):
                          fails])
             ctx.advance(f"speed {n} {label}")
         try:
-            import pybullet as p
+            from ..quiet import native_output_silenced
+            with native_output_silenced(stderr=True):      # pybullet prints its build time on import
+                import pybullet as p
             cid = p.connect(p.DIRECT)
             p.setGravity(0, 0, -G, physicsClientId=cid)
             p.setTimeStep(scene.settings.dt, physicsClientId=cid)

@@ -45,8 +45,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
+from ..files import atomic_write
 from ..mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
-from ..problems.io import atomic_write
 
 
 def _make(cls, data: dict, where: str, nested: dict | None = None):
@@ -108,8 +108,10 @@ def load_scene(path) -> Scene:
     path = Path(path)
     if not path.exists():
         raise ModelError(f"no such scene file: {path}")
-    text = path.read_text()
+    if not path.is_file():
+        raise ModelError(f"{path} is not a scene file (a directory?); give a .toml or .json file")
     try:
+        text = path.read_text()
         if path.suffix.lower() == ".toml":
             import tomllib
             data = tomllib.loads(text)
@@ -117,13 +119,18 @@ def load_scene(path) -> Scene:
             data = json.loads(text)
         else:
             raise ModelError(f"scene files are .toml or .json, got {path.suffix!r}")
-    except (ValueError, json.JSONDecodeError) as exc:
+    except (ValueError, json.JSONDecodeError) as exc:   # UnicodeDecodeError included
         if isinstance(exc, ModelError):
             raise
         raise ModelError(f"{path}: cannot parse ({exc})") from None
-    if isinstance(data, dict) and "urdf" in data:
-        return _with_urdf(data, path)
-    return scene_from_dict(data)
+    except RecursionError:
+        raise ModelError(f"{path}: cannot parse (nested too deeply; a scene file is a few levels deep)") from None
+    try:
+        if isinstance(data, dict) and "urdf" in data:
+            return _with_urdf(data, path)
+        return scene_from_dict(data)
+    except OverflowError as exc:    # an integer beyond any float, e.g. 10**400 written out
+        raise ModelError(f"{path}: a number is too large ({exc}); every value must be a finite float") from None
 
 
 _URDF_KEYS = {"path", "fixed_base", "position", "name"}
@@ -144,8 +151,20 @@ def _with_urdf(data: dict, path: Path) -> Scene:
         unknown = sorted(set(e) - _URDF_KEYS)
         if unknown:
             raise ModelError(f"{path}: urdf[{i}]: unknown key(s) {unknown}; known keys: {sorted(_URDF_KEYS)}")
+        if not isinstance(e["path"], str) or not e["path"].strip():
+            raise ModelError(f"{path}: urdf[{i}].path must be the file name of a URDF, got {e['path']!r}")
+        position = e.get("position", (0.0, 0.0, 0.0))
+        try:
+            position = np.asarray(position, dtype=np.float64)
+        except (TypeError, ValueError):
+            position = None
+        if position is None or position.shape != (3,) or not np.isfinite(position).all():
+            raise ModelError(f"{path}: urdf[{i}].position must be three finite numbers, got {e.get('position')!r}")
+        name = e.get("name")
+        if name is not None and not isinstance(name, str):
+            raise ModelError(f"{path}: urdf[{i}].name must be a string, got {name!r}")
         robot = load_urdf(path.parent / e["path"], fixed_base=bool(e.get("fixed_base", True)),
-                          position=tuple(e.get("position", (0.0, 0.0, 0.0))), name=e.get("name"))
+                          position=tuple(position), name=name)
         bodies += robot.bodies
         joints += robot.joints
     scene.bodies, scene.joints = bodies, joints

@@ -175,7 +175,7 @@ def run_trot(model: str = "no-slip", method: str | None = None, duration: float 
     import time
 
     from ..sim import Simulator
-    from . import make_scene
+    from .registry import make_scene
     sc = make_scene(scene, **params)
     ctl = sc.controllers[0]
     clock = {"collision": 0.0, "control": 0.0}

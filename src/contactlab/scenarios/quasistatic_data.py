@@ -2,10 +2,14 @@
 and the twenty Table-1 problem specifications."""
 from __future__ import annotations
 
+import math
+import time
+
 import numpy as np
 
-from ..errors import ModelError
-from ..models.quasistatic import QuasistaticTask, wrench_matrices
+from ..errors import ModelError, ParamError
+from ..models.quasistatic import QuasistaticTask, build_ucp, equation_residuals, recover, wrench_matrices
+from ..solution import status_text
 
 # Every data set has three point fingers with two joints each: joint 2i moves finger i along
 # the contact normal, joint 2i+1 along the tangent.
@@ -138,3 +142,44 @@ def case(name: str, *, seed: int = 0, contacts: int = 10) -> QuasistaticTask:
     if name == "random":
         return random_case(seed, contacts)
     raise ModelError(f"unknown case {name!r}; use one of {', '.join(DATA_SETS)}, random, table1-1 .. table1-20")
+
+
+# CLI names -> registered solvers. The contact-mode enumeration is ``mode-enumeration`` (the name
+# ``enumerate`` belongs to the exhaustive LCP solver); ``enumerate`` is still accepted here as an
+# old spelling and is reported under its real name.
+METHODS = {"bilinear-lp": "bilinear-lp", "mip": "mip", "mode-enumeration": "mode-enumeration"}
+ALIASES = {"enumerate": "mode-enumeration"}
+_case = case   # run_case's argument of that name hides the function
+
+
+def run_case(case: str, method: str = "bilinear-lp", seed: int = 0, contacts: int = 10) -> dict:
+    """Solve one case and return the record ``contactlab quasistatic --json`` prints (plus
+    ``_solution``, ``_task``, ``_time`` and, when solved, ``_equations`` for callers)."""
+    from ..solvers import solve
+    method = ALIASES.get(method, method)
+    if method not in METHODS:
+        raise ParamError(f"unknown quasistatic method {method!r}; use one of {', '.join(METHODS)}")
+    task = _case(case, seed=seed, contacts=contacts)
+    problem = build_ucp(task)
+    opts = {"seed": seed} if METHODS[method] == "bilinear-lp" else {}
+    t0 = time.perf_counter()
+    sol = solve(problem, method=METHODS[method], **opts)
+    elapsed = time.perf_counter() - t0
+    pairs = sol.info.get("candidates") if METHODS[method] == "mode-enumeration" else sol.info.get("pairs")
+    if METHODS[method] == "mip":
+        pairs = None
+    rec = {"case": case, "method": method, "status": status_text(sol.status), "pairs": pairs,
+           "lps": sol.info.get("lps"), "xTy": None, "c_n": None, "c_t": None, "q_dot": None,
+           "theta_dot": None, "tau": None, "modes": None}
+    if np.all(np.isfinite(sol.z)):
+        x, y = problem.split(sol.z)
+        rec["xTy"] = float(x @ y)
+    elif isinstance(sol.info.get("xTy"), float) and math.isfinite(sol.info["xTy"]):
+        rec["xTy"] = sol.info["xTy"]
+    if sol.success:
+        x, y = problem.split(sol.z)
+        motion = recover(task, x, y)
+        rec.update(motion.as_dict())
+        rec["_equations"] = equation_residuals(task, motion)
+    rec["_solution"], rec["_task"], rec["_time"] = sol, task, elapsed
+    return rec

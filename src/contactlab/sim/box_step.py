@@ -12,9 +12,7 @@ correction (its deep test; in fixed-budget mode its PGS sweeps too) and the ener
 kernels the general path calls one by one from Python (simulator.py ``_step``), in the same order
 on the same arrays, so a step gives the same bits either way (tests/test_box_step.py compares the
 state, the records and the answers of both paths step by step); what they remove is the glue
-between them: ~30 Python objects and ~20 compiled calls a step. A 10-box pile's certified step
-(median of 1,000 after 50): 176 -> 80 us; fixed-budget (50 sweeps) 171 -> 99 us
-(docs/benchmarks-sim.md).
+between them: ~30 Python objects and ~20 compiled calls a step (docs/benchmarks-tuning.md).
 
 A step changes nothing unless its answer is applied as the general path would apply it: a step
 whose Newton hands over to the interior point, whose answer does not certify (certified mode), or
@@ -320,6 +318,14 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
             results(z, w, dflat, v_next, tangent, before), modes)
 
 
+def free_bodies_only(model) -> bool:
+    """Whether every moving body of ``model`` is a free rigid body (6 dof, no joint, no planar or
+    kinematic body, no special pair): the scenes whose box-friction steps the compiled kernels take."""
+    P, live = _packed(model), _live(model)
+    return not (P.a.size or P.special.size or model.joints or np.any(model.planar)
+                or np.any(model.kind == KIND_KINEMATIC) or not live.size or 6 * live.size != model.ndof)
+
+
 class BoxFrictionStep:
     """The simulator's compiled box-friction step for one Simulator: certified mode by box-qp
     (:func:`box_friction_step`, steps with up to ``dense_max`` / 3 contacts: a dense problem) or
@@ -361,13 +367,8 @@ class BoxFrictionStep:
     def plan(sim):
         """A :class:`BoxFrictionStep` for ``sim``, or None where its configuration is not one the
         compiled steps reproduce."""
-        model = sim.model
-        if sim.model_name != "box-friction" or sim.reuse is not None or sim.islands or sim._kinematic \
-                or sim.model_options.joints != "rows":
-            return None
-        P, live = _packed(model), _live(model)
-        if P.a.size or P.special.size or model.joints or np.any(model.planar) or not live.size \
-                or 6 * live.size != model.ndof:
+        if sim.model_name != "box-friction" or sim.reuse is not None or sim.islands \
+                or sim.model_options.joints != "rows" or not free_bodies_only(sim.model):
             return None
         if sim._matrix_free:        # fixed budget by pgs (simulator.py: no other solver option than the budget and tol)
             return BoxFrictionStep(sim, True)

@@ -47,9 +47,7 @@ def solve_islands(problem: BoxedLCP, method: str, solve_fn, warm_start=None, min
     sparse problems, from the bodies each row touches: kernels/components.py row_block_components),
     else found from the matrix (:func:`island_labels`).
 
-    Measured (box-qp, ms per step): resting 10-box stacks side by side, dense: 3 stacks (n = 360)
-    2.8 -> 1.5, 5 stacks (n = 600) 9.0 -> 2.7-4.5 (a dense factorisation costs n^3, the islands sum
-    n_i^3). box-qp solves a sparse problem's own islands itself, in one compiled call
+    A dense factorisation costs n^3, the islands' sum n_i^3 (docs/benchmarks-tuning.md). box-qp solves a sparse problem's own islands itself, in one compiled call
     (solvers/box_qp.py ``_islands``), without a solve() per island: this path serves the other
     methods (``Simulator(islands=True)``).
 

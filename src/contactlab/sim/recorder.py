@@ -165,7 +165,7 @@ class TrajectoryWriter:
     """
 
     def __init__(self, path, body_names, *, attrs: dict | None = None):
-        from ..problems.io import _FILE_MODE
+        from ..files import _FILE_MODE
         self.path = Path(path)
         if self.path.is_dir():
             raise IsADirectoryError(f"{self.path} is a directory")

@@ -224,10 +224,26 @@ class MotionlessReuse:
         return t
 
 
+def warm_start_methods() -> list[str]:
+    """The registered methods that take a warm start on an LCP or BoxedLCP (what motionless reuse
+    can drive)."""
+    from ..problems import LCP, BoxedLCP
+    from ..solvers import available_solvers
+    return [n for n, s in available_solvers().items()
+            if s.warm_start and any(issubclass(t, (LCP, BoxedLCP)) for t in s.problems)]
+
+
 def make_reuse(mode, sim):
-    """None, or the reuse state for ``mode`` (``"motionless"``)."""
+    """None, or the reuse state for ``mode`` (``"motionless"``). With a method that takes no warm
+    start (lemke, ppm, ...) the reuse only adds the sub-solves' time: a RuntimeWarning says so
+    (``contactlab simulate --reuse`` refuses it or picks dantzig, commands/simulate.py)."""
     if mode in (None, "", "none"):
         return None
     if mode not in MODES:
         raise ModelError(f"unknown reuse {mode!r}; use one of: none, {', '.join(MODES)}")
+    if sim._spec is None or not sim._spec.warm_start:
+        import warnings
+        warnings.warn(f"reuse={mode!r} with method {sim.method!r}, which takes no warm start: the motionless set's "
+                      f"sub-LCPs are solved but cannot speed up the steps; use one of {warm_start_methods()} "
+                      "(dantzig for a frictionless model, as loomis-balkcom)", RuntimeWarning, stacklevel=3)
     return MotionlessReuse(sim)

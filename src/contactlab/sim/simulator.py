@@ -36,7 +36,7 @@ from ..solution import Solution, Status
 from ..solvers import available_solvers, solve
 from ..problems import BoxedLCP
 from .fallback import _cap_option, certified, rescue, usable
-from .box_step import BoxFrictionStep, matrix_free_solution, warm_start_stop
+from .box_step import BoxFrictionStep, free_bodies_only, matrix_free_solution, warm_start_stop
 from .islands import solve_islands
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
@@ -68,16 +68,13 @@ def potential_energy(model: Model, data: Data) -> float:
 
 #: the position correction's solve tolerance (relative residual, as solve() certifies it): the
 #: correction is applied up to 1e-2 (``Simulator.project_contacts``), so 1e-3 leaves a factor 10
-#: and spares the last Newton or interior-point iterations of a 1e-7 solve: on a settling 500-box
-#: pile (steps 160-200) the correction went from 30 to 1.4 ms per step, and 200 steps of 100- and
-#: 500-box piles reach the same largest penetration (0.82 and 2.5 mm)
+#: and spares the last Newton or interior-point iterations of a 1e-7 solve at no cost in the
+#: largest penetration (docs/benchmarks-tuning.md)
 POSITION_TOL = 1e-3
 
 #: the position correction's islands above this many rows take box-qp's 3 full Newton steps, then its
-#: interior point (``island_search_max``); smaller ones 30 Newton steps with line search. Measured
-#: (certified piles, 200 steps, ms per step, 500 / 1,000 / 2,000 boxes): 100: 13.8 / 50.8 / 200;
-#: 200: 13.7 / 48.2 / 205; 400: 13.6 / 48.2 / 213; none (every island the line-search budget):
-#: 13.4 / 48.0 / 220
+#: interior point (``island_search_max``); smaller ones 30 Newton steps with line search (chosen on
+#: certified piles of 500 to 2,000 boxes, docs/benchmarks-tuning.md)
 POSITION_SEARCH_MAX = 200
 
 #: the position correction's LCP matrix is N W N' + POSITION_CFM I (positive definite)
@@ -96,16 +93,12 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
     rows in play only), then, where they do not certify, the interior point (``algorithm="ipm"``,
     which factors every row). Returns (p, relative residual of the whole LCP as ``solve()``
     certifies it; inf when p is not finite).
-    The budget, measured (integrate stage, ms per step, certified piles): 15 Newton steps 17.8 at
-    500 boxes (200 steps) and 82 at 1,000 (100 steps), 30 steps 25.1 and 40.7; Newton needs 130-185
-    steps on a settling 500-box pile's corrections (the interior point 22, each LDL' 1 ms) but 20-29
-    on a 1,000-box pile's, where the interior point's LDL' of all 6,000 rows fills in (11 ms). A
-    working set of box-qp solves grown from the deep rows (before) took twice as long at 500 boxes.
+    The Newton budget of 30 steps is the one measured best on certified piles (docs/benchmarks-tuning.md):
+    fewer leave large corrections to an interior point whose factorisation of every row fills in.
     ``islands``: (count, label per row) of the contacts' independent groups, solved apart by box-qp
     (solvers/box_qp.py ``_islands``) after the contacts with a gap are set aside (``set_aside``: rows
     with c_i above the deepest target, checked afterwards and brought in where the correction pushes
-    them in): a falling 2,000-box pile's 15,000-row correction, one island with its gaps, splits into
-    ~24 of at most ~440 rows (integrate stage at steps 40-80: 200-450 -> 10-30 ms per step);
+    them in: a large pile's correction, one island with its gaps, splits into many small ones);
     ``groups``: the rows' body-pair groups (kernels/components.py
     ``body_pair_groups``), over which an island's Newton steps are factorised block by block;
     ``factors``: (N, W, eps) with A = N W N' + eps I, for the interior point's systems in body space
@@ -115,8 +108,8 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
         problem.factors = factors
     if islands is not None:
         # each island's projected Newton (30 steps with line search up to POSITION_SEARCH_MAX rows;
-        # box-qp's island_poor_iterations, 8, from a start above IPM_WARM_MAX: about half of a
-        # falling 500-box pile's correction islands start there), the interior point on the islands
+        # box-qp's island_poor_iterations, 8, from a start above IPM_WARM_MAX, as a falling pile's
+        # new contacts are), the interior point on the islands
         # it leaves; the islands of the rows without a gap
         problem.islands = islands
         if groups is not None:
@@ -132,6 +125,28 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
 
 
 _FROM_LAST_SYSTEM = object()     # Simulator._unbuilt: the problem is built from last_system when read
+
+
+def default_combination(model, method, model_options, reuse, iterations, islands) -> tuple:
+    """(contact model, method, model options, why) for a simulator given no model.
+
+    Where every moving body is free (:func:`contactlab.sim.box_step.free_bodies_only`): box friction
+    with each friction box set from the contact's normal impulse of the previous step (arechavaleta
+    §IV-C, eq. 16: static bounds, so each step is a convex bound-constrained QP whose minimiser
+    box-qp's projected Newton reaches and solve() certifies), taken by the compiled steps. Bounds
+    coupled to the current normal impulse have no convergence guarantee for box-qp's fixed point
+    (docs/benchmarks-sim.md). Else Stewart-Trinkle with ``method`` (the default of earlier
+    releases). A caller who sets a method, model options, reuse, a fixed budget or islands keeps
+    Stewart-Trinkle, for which those were written."""
+    if (method is None and model_options is None and reuse is None and iterations is None and not islands
+            and free_bodies_only(model)):
+        return ("box-friction", "box-qp", {"coupling": "previous"},
+                "free bodies only: box friction (bounds from the previous step) by box-qp, compiled and certified")
+    if not free_bodies_only(model):
+        why = "joints, planar or kinematic bodies: Stewart-Trinkle"
+    else:
+        why = "a method, model options, reuse, a budget or islands given: Stewart-Trinkle"
+    return "stewart-trinkle", method, model_options, why
 
 
 class Simulator:
@@ -173,17 +188,21 @@ class Simulator:
     general path); ``last_system`` and ``last_problem`` are then assembled when read, and the call's
     time is the step's ``solve_time`` and ``timing["solve"]``.
 
+    ``model`` None (default) chooses a certified combination that is fast for the scene
+    (:func:`default_combination`, recorded in ``default_choice``): box friction with the previous
+    step's bounds solved by box-qp on scenes of free bodies only (the compiled steps above), else
+    Stewart-Trinkle with its default method.
+
     ``islands`` (default False): a boxed-LCP step with a dense matrix whose rows form several
     independent groups (separate stacks or piles: no shared moving body, no friction link) is solved
     island by island and the assembled answer certified on the whole problem
     (:mod:`contactlab.sim.islands`: a solve() per island, any method). Off by default: box-qp splits
     box friction's sparse problems (above its ``dense_max`` rows) into their islands itself, in one
     compiled call (solvers/box_qp.py ``_islands``), and below that a solve() per island costs more
-    than it saves (a resting 10-box pile, ten islands of 12 rows: 0.93 ms per step split, 0.36 ms
-    whole).
+    than it saves (docs/benchmarks-tuning.md).
     """
 
-    def __init__(self, scene: Scene, model: str = "stewart-trinkle", method: str | None = None, *,
+    def __init__(self, scene: Scene, model: str | None = None, method: str | None = None, *,
                  model_options: dict | None = None, solver_options: dict | None = None,
                  dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1,
                  fallback: bool = True, max_uncertified_residual: float = 1e-3, controllers=(),
@@ -199,6 +218,11 @@ class Simulator:
         self.max_uncertified_residual = max_uncertified_residual
         self.model, self.data = build_model(scene)
         self.world = CollisionWorld(self.model)
+        if model is None:
+            model, method, model_options, self.default_choice = default_combination(
+                self.model, method, model_options, reuse, iterations, islands)
+        else:
+            self.default_choice = None
         self.contact_model = get_model(model)
         if not callable(getattr(self.contact_model, "recover", None)):
             raise ModelError(f"model {model!r} has no recover(); it cannot drive a time-stepping simulation")
@@ -243,7 +267,6 @@ class Simulator:
         for i in range(self.model.nb):
             if self.model.kind[i] == KIND_KINEMATIC:
                 self._passive[self.model.dof_start[i]:self.model.dof_start[i] + 6] = 0.0
-        self._projection_method = next((m for m in ("dantzig", "lemke") if m in available_solvers()), "auto")
         self._last_system = None
         self._deferred_system = None     # the terms of a compiled step's system (sim/box_step.py), assembled when read
         self._last_problem = None
@@ -673,6 +696,10 @@ class Simulator:
     def run(self, duration: float, *, progress: bool = False, record_poses: bool = False,
             trajectory: Trajectory | None = None) -> Trajectory:
         """Step for ``duration`` seconds (rounded to whole steps); returns the :class:`Trajectory`."""
+        if isinstance(duration, bool) or not isinstance(duration, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(duration) and duration >= 0):
+            from ..errors import ParamError
+            raise ParamError(f"duration must be a finite number of seconds >= 0, got {duration!r}")
         traj = trajectory or Trajectory(list(self.model.names))
         steps = int(round(duration / self.h))
         if record_poses and not traj.positions:

@@ -21,15 +21,13 @@ M + diag(s_lo/(z-lo) + s_hi/(hi-z)) once (dense Cholesky; sparse: LDL' by QDLDL 
 ordering, or from CHOLMOD_MIN rows CHOLMOD's supernodal Cholesky; for a contact matrix
 M = H W H' + cfm I whose problem carries those ``factors``, through the bodies' velocities where they
 have fewer coordinates than the kept rows: :class:`_BodySpace`), and the iterate itself is
-checked against the certified residual. On recorded 100-box
-pile steps it certifies cold in 13-22 iterations (25-35 ms) where projected Newton, PGS (10,000
-sweeps) and PGS-SM do not (docs/benchmarks-sim.md). Its convergence
+checked against the certified residual. It certifies cold the recorded pile steps on which
+projected Newton, PGS and PGS-SM do not (docs/benchmarks-sim.md). Its convergence
 is Mehrotra's heuristic (no proof); an iterate that does not certify is reported as MAX_ITERATIONS.
 
 Where every factorisation is dense (dense M, or n <= ``dense_max``), the projected Newton QPs and
 the bound updates below run as one compiled call (kernels/box_qp.py: the same iterations, Cholesky
-with the same least-squares fallback); Python takes over only for the interior point. A resting
-10-box stack's step (n = 120): 210 -> 25 us.
+with the same least-squares fallback); Python takes over only for the interior point.
 
 Friction-coupled bounds (``findex``, ``mu``): the bounds are frozen at the current normal values,
 the QP solved, the bounds updated and the QP solved again from there (a fixed point of the
@@ -69,8 +67,8 @@ from .registry import certified_by_kernel, register
 class BoxQPOptions:
     """tol: relative residual target (problems/residual.py, the measure solve() certifies);
     max_iterations: Newton steps per QP; max_outer: bound updates for friction-coupled rows;
-    dense_max: largest n of a sparse M factorised densely (above: sparse LDL', QDLDL; a dense 600-row
-    Cholesky costs 6 ms where the sparse one of a contact matrix costs 0.2 ms); armijo: sufficient decrease;
+    dense_max: largest n of a sparse M factorised densely (above: sparse LDL', QDLDL, whose factor of a
+    contact matrix is far cheaper than a dense Cholesky; docs/benchmarks-tuning.md); armijo: sufficient decrease;
     algorithm: "auto" (``newton_steps`` projected Newton steps, then interior point), "newton"
     (projected Newton only) or "ipm" (interior point only); newton_steps: projected Newton steps
     before the interior point ("auto") for n > small_n, stopping at the first step the line search
@@ -79,10 +77,10 @@ class BoxQPOptions:
     ipm_iterations: interior-point iterations per QP; islands: solve a sparse problem's own
     ``islands`` (set by its builder, e.g. box friction) apart (:func:`_islands`); grouped_max: the
     largest island solved by the compiled projected Newton with block-by-block factorisations over
-    the problem's ``body_groups`` (0: none; a 500-box pile's columns of 20 boxes, 240 rows each);
+    the problem's ``body_groups`` (0: none; e.g. a pile's columns of boxes);
     set_aside: with islands, solve the rows that 0 likely solves (gaps, :func:`_set_aside`) last, so
     the islands are those of the rows in play (off by default: a falling pile's velocity problems
-    stay one island without their gaps and took 2-4 rounds; the position correction sets it);
+    stay one island without their gaps and take several rounds; the position correction sets it);
     island_search_max: the largest island of the compiled call given ``max_iterations`` Newton steps
     with line search; a larger one takes ``newton_steps`` full steps, then the interior point, as a
     whole problem above small_n does (0: every island the line-search budget; the position correction
@@ -132,8 +130,8 @@ class BoxQPOptions:
 
 def _spd_lu(A):
     """Sparse LU of a symmetric positive definite A with diagonal pivots only (what Cholesky does;
-    stable for SPD) on a minimum-degree ordering of A + A': 4-7x less fill and time than partial
-    pivoting on a pile's Delassus (n = 5,000: 36 ms against 251 ms)."""
+    stable for SPD) on a minimum-degree ordering of A + A': less fill and time than partial
+    pivoting on a contact matrix (docs/benchmarks-tuning.md)."""
     return spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
 
 
@@ -174,9 +172,8 @@ class _CholmodFactor:
     """Supernodal Cholesky LL' of a sparse symmetric positive definite matrix by CHOLMOD (SuiteSparse,
     through cvxopt's wheel) from its upper triangle ``U`` (CSC): CHOLMOD's default
     ordering and symbolic analysis once, ``refactor`` numeric only. The supernodes factor dense
-    blocks with BLAS, where QDLDL works entry by entry: on a falling 1,000-box pile's merged island
-    (10,800 rows, 390,000 entries) a refactorisation takes 6.6 ms against QDLDL's 18.3, at 6,100
-    rows 1.7 against 2.2; below ~4,000 rows QDLDL is the faster (2,650 rows: 0.6 against 1.0 ms).
+    blocks with BLAS, where QDLDL works entry by entry: faster on large matrices, slower below
+    CHOLMOD_MIN rows (docs/benchmarks-tuning.md).
     Raises ArithmeticError where the matrix is not numerically positive definite."""
 
     def __init__(self, U):
@@ -207,7 +204,7 @@ class _CholmodFactor:
 
 
 #: the fewest rows whose sparse factorisation is CHOLMOD's supernodal Cholesky (:class:`_CholmodFactor`);
-#: below, QDLDL's LDL' (measured crossover between 2,650 and 4,670 rows on recorded pile islands)
+#: below, QDLDL's LDL' (the crossover measured on recorded pile islands, docs/benchmarks-tuning.md)
 CHOLMOD_MIN = 4000
 
 
@@ -216,11 +213,9 @@ class _PatternCache:
     pattern seen recently (a resting stack's Delassus matrix from one step to the next, the same
     free set of its second Newton step, each island of a pile step after step) is refactorised
     numerically only, without the ordering and symbolic analysis, and its upper triangle is
-    a gather of its values (a 1,000-box stack's 12,000 rows: 2.5 ms against 10 ms for the analysis
-    and 2.5 ms for scipy's triu). Up to ``size`` patterns, least recently used dropped first, found
+    a gather of its values. Up to ``size`` patterns, least recently used dropped first, found
     by shape, entry count and a hash of the column pointers, then compared in full (a settled
-    500-box pile's 25 towers are 25 patterns a step, more than the four a list searched in order
-    used to keep; the step's time did not change measurably: 34.4 ms against 34.3 before). A
+    pile's towers are one pattern each, every step). A
     pattern of at least CHOLMOD_MIN rows is factorised by CHOLMOD (:class:`_CholmodFactor`), a
     smaller one, or one CHOLMOD finds not positive definite, by QDLDL (:class:`_QDLDLFactor`)."""
 
@@ -290,9 +285,8 @@ def _sparse_spd_solver(A, stale_ok: bool = False, cholmod_min: int = 0):
     """A solver of A x = b for a sparse symmetric positive definite A: LDL' by QDLDL (AMD ordering),
     or from CHOLMOD_MIN rows CHOLMOD's supernodal Cholesky (the symbolic analysis reused while the
     pattern repeats, :class:`_PatternCache`), or SuperLU with diagonal pivots where the factorisation
-    meets a zero pivot. Returns (solve, the factor or None). On a
-    pile's Delassus sub-matrices QDLDL takes 0.14 / 0.43 / 4.7 ms at n = 500 / 1,500 / 6,000
-    against SuperLU's 0.30 / 0.61 / 7.9 and a dense Cholesky's 3.8 / 37 / 1,550. ``stale_ok``: the
+    meets a zero pivot. Returns (solve, the factor or None). On contact matrices QDLDL is faster
+    than SuperLU and far faster than a dense Cholesky (docs/benchmarks-tuning.md). ``stale_ok``: the
     pattern's last factorisation where A's values are within STALE of its, x = F^-1 b refined once
     by x += F^-1 (b - A x) (no factorisation). ``cholmod_min``: as :meth:`_PatternCache.ldl`."""
     try:
@@ -319,8 +313,8 @@ def _embedded(M: sp.csr_matrix, rows: np.ndarray) -> sp.csc_matrix:
 
 
 #: the smallest share of free rows whose Newton system is factorised in M's own pattern (below: the
-#: sliced block M_FF, whose factor has far less fill when many rows are held: a falling 500-box
-#: pile; 0.75 measured against 0.5 and 0.9 on 100- and 500-box piles)
+#: sliced block M_FF, whose factor has far less fill when many rows are held; the value chosen on
+#: recorded pile steps, docs/benchmarks-tuning.md)
 EMBED_FREE = 0.75
 
 
@@ -329,8 +323,7 @@ def _factor_solve(M, F, rhs, dense_max, stale_ok=False):
     pass); else sparse LDL', with at least EMBED_FREE of the rows free of M_FF embedded in M's own
     pattern (kernels/box_qp.py ``csr_masked``: the held rows' off-diagonal entries zeroed), so the
     ordering and symbolic analysis of M's pattern serve every such free set and the interior point
-    (:class:`_PatternCache`; on a 100-box pile's 1,200 rows a Newton step that gave up cost 1-3 ms
-    with a new pattern per free set), and with fewer of the sliced block. ``stale_ok``: the last
+    (:class:`_PatternCache`: otherwise every free set is a new pattern), and with fewer of the sliced block. ``stale_ok``: the last
     factorisation of the same values to within STALE, refined once (:func:`_sparse_spd_solver`)."""
     if F.size == 0:
         return np.zeros(0)
@@ -411,8 +404,7 @@ def _residual(M, q, z, w, lo, hi, absM=None):
 class _Shifted:
     """Factorisations of M + diag(d) for a fixed M: dense Cholesky (LU where Cholesky fails), or a
     sparse LDL' on M's own pattern whose diagonal is overwritten (:func:`_sparse_spd_solver`: after
-    the first iteration QDLDL refactorises numerically only, 1.1 ms against SuperLU's 7 ms on a
-    500-box pile's 6,000 rows). M symmetric with its whole diagonal (a contact matrix with cfm > 0):
+    the first iteration QDLDL refactorises numerically only). M symmetric with its whole diagonal (a contact matrix with cfm > 0):
     M's CSR arrays are the CSC arrays of K, no conversion; otherwise K has M + I's pattern."""
 
     def __init__(self, M, dense_max, keep=None):
@@ -477,9 +469,8 @@ class _BodySpace:
     pairs of bodies the rows join) is analysed once and reused through :class:`_PatternCache` while the
     pairs repeat (a pile's impact steps keep most of them from step to step). Where E^-1 is large
     (rows far inside their box: E ~ cfm) x is the difference of nearly equal terms; the interior
-    point checks its iterates with the certified residual whatever the solve's accuracy, and on 26
-    recorded impact steps of a falling 500-box pile it took the same iterations as with M's own
-    factorisation (docs/benchmarks-sim.md)."""
+    point checks its iterates with the certified residual whatever the solve's accuracy (on recorded
+    impact steps it takes the same iterations as with M's own factorisation, docs/benchmarks-tuning.md)."""
 
     def __init__(self, layout, cfm, base):
         (self.ra, self.rb, self.ha, self.hb, self.nt, self.Winv, self.Wt, s_indptr, s_indices, self.diag_base,
@@ -637,9 +628,9 @@ def _ipm_mu(gl, gu, sl, su, L, U, a, dz, dsl, dsu):
 
 
 #: the interior point starts from the warm start (pushed inside the box) when the warm start's own
-#: relative residual is at most this; a poorer one (a falling pile's new contacts) starts cold. On
-#: recorded 100- and 500-box pile steps: residual 0.02-0.3 -> 11-17 iterations down to 5-13; 0.7-0.8
-#: -> 16-17 up to 18-19 (docs/benchmarks-sim.md)
+#: relative residual is at most this; a poorer one (a falling pile's new contacts) starts cold (a
+#: good warm start saves iterations, a poor one costs some: the threshold from recorded pile steps,
+#: docs/benchmarks-tuning.md)
 IPM_WARM_MAX = 0.5
 
 #: Gondzio centrality correctors per interior-point iteration (0: Mehrotra's predictor-corrector only)
@@ -675,7 +666,7 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None, factors=None, warm_resid
         return zf.copy(), w, r <= tol
     # few fixed rows, and M's pattern analysed already (by Newton's free-set solves, _factor_solve):
     # M's own pattern with the fixed rows decoupled; otherwise the sliced block, whose factor has
-    # less fill (a falling 500-box pile: 92 against 66 ms per step when its pattern is new)
+    # less fill when its pattern is new
     embed = (sp.issparse(M) and n > opts.dense_max and keep.size >= EMBED_FREE * n
              and _LDL.holds(_symmetric_csc(M, M.data)))
     lo2, hi2 = lo[keep], hi[keep]
@@ -797,9 +788,8 @@ def _box_qp(M, q, lo, hi, z, opts, tol, counter, mode, factors=None):
     if mode[0] == "auto" and opts.newton_steps > 0:
         small = q.size <= opts.small_n
         # on a large sparse problem (no compiled path), a start too poor for the interior point to
-        # start from (IPM_WARM_MAX: new contacts, an impact) is too poor for full Newton steps: on a
-        # falling 500-box pile's merged island every such try gave way (warm starts at 0.71-0.98),
-        # where those that landed (a 1,000-box stack) started at <= 0.07
+        # start from (IPM_WARM_MAX: new contacts, an impact) is too poor for full Newton steps
+        # (on recorded piles every such try gave way to the interior point)
         warm = None if (small or not sp.issparse(M) or q.size <= opts.dense_max) else \
             _certified(M, q, lo, hi, np.clip(z, lo, hi), np.empty(q.size), np.empty((5, q.size)))[1]
         if warm is None or warm <= IPM_WARM_MAX:
@@ -891,10 +881,9 @@ _NO_LABELS = np.zeros(0, dtype=np.int64)
 
 
 #: :func:`_set_aside`: a row at lo = 0 is set aside where q_i > SET_ASIDE_GAP * max(-q) (its gap at z = 0
-#: is at least the largest push the problem asks for). Measured on the position corrections of certified
-#: piles (benchmarks/bench_sim.py scenes, 200 steps, ms per step): 0.3 / 1 / 3 gave 49.8 / 48.0 / 50.6 at
-#: 1,000 boxes and 230 / 220 / 231 at 2,000 (noise); 0 (every separating row) re-solved merged islands
-#: over 2-4 rounds where rows set aside were pushed in
+#: is at least the largest push the problem asks for). Chosen on the position corrections of certified
+#: piles (docs/benchmarks-tuning.md): 0.3 to 3 alike; 0 (every separating row) re-solves merged islands
+#: over several rounds where rows set aside are pushed in
 SET_ASIDE_GAP = 1.0
 
 
@@ -933,9 +922,6 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray) -> Solution |
     one) on its own block in Python. The whole problem's Newton stops, and its interior point
     iterates, until its worst island is solved, where each island alone mostly certifies in a Newton
     step or two. None where the problem carries no islands (or one), or its matrix is dense.
-    Measured (benchmarks/bench_sim.py, certified piles, 200 steps, ms per step, commit 1338768
-    against the one before): 100 boxes (25 columns of 4 once fallen, 48 rows each) 4.05 -> 2.61,
-    500 boxes 47.4 -> 35.2.
 
     Rows set aside (``set_aside``, :func:`_set_aside`: at 0, and 0 cannot be wrong unless the others
     push them in) are left out of the islands: the rest, split by the bodies they touch, is solved,

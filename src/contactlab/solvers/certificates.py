@@ -11,9 +11,12 @@ A status NO_SOLUTION is a proof. A method that claims it puts ``info['certificat
 * ``{"kind": "exhaustive", "supports": 2**n}`` from ``enumerate`` only: every support was decided
   (a nonsingular block solved directly, a singular one by a HiGHS LP), so no complementary
   solution exists. The LCP is then feasible but unsolvable (no Farkas vector exists); the check
-  is the count of decided supports, not a short certificate.
-* For a UCP: the HiGHS MIP of pang-trinkle-lo (method ``mip``) is infeasible; ``solve()`` runs it
-  itself when another method claims NO_SOLUTION.
+  is the count of decided supports, not a short certificate. It is checked by
+  ``solvers/enumerate.py`` :func:`check_exhaustive`, which ``enumerate`` registers with itself
+  (``register(..., certificates=...)``): a kind is accepted only from the method that registered
+  its check.
+* For a UCP: the HiGHS MIP of pang-trinkle-lo (method ``mip``, registered as the UCP's referee)
+  is infeasible; ``solve()`` runs it itself when another method claims NO_SOLUTION.
 
 Anything else, or a certificate that fails its check, turns the status into NO_SOLUTION_FOUND.
 """
@@ -36,15 +39,23 @@ def check_farkas(M, q: np.ndarray, y) -> tuple[bool, dict]:
     ymax = float(np.max(y, initial=0.0))
     if ymax <= 0.0 or float(np.min(y)) < -FARKAS * ymax:
         return False, {"why": "y must be >= 0 and nonzero"}
-    y = np.maximum(y, 0.0)
+    # checked on M / max|M|, q / max|q| and y / max y (entries at most 1: no overflow, and the tests
+    # below are invariant under these scalings); a non-finite number anywhere rejects the vector
+    y = np.maximum(y, 0.0) / ymax
     y1 = float(y.sum())
-    Mty = matvec(M.T, y) if sp.issparse(M) else np.asarray(M).T @ y
+    sM = max_abs(M) or 1.0
+    sq = float(np.max(np.abs(q), initial=0.0)) or 1.0
+    Ms = M / sM if sp.issparse(M) else np.asarray(M) / sM
+    Mty = matvec(Ms.T, y) if sp.issparse(Ms) else Ms.T @ y
     viol = float(np.max(Mty, initial=0.0))
-    qty = float(q @ y)
-    ok_m = viol <= FARKAS * max_abs(M) * y1
-    ok_q = qty <= -FARKAS_MARGIN * float(np.max(np.abs(q), initial=0.0)) * y1
-    radius = np.inf if viol <= 0.0 else -qty / viol
-    detail = {"max_MTy": viol, "qTy": qty, "radius": float(radius)}
+    qty = float((q / sq) @ y)
+    if not (np.isfinite(viol) and np.isfinite(qty) and np.isfinite(Mty).all()):
+        return False, {"why": "M'y or q'y is not finite"}
+    ok_m = viol <= FARKAS * y1
+    ok_q = qty <= -FARKAS_MARGIN * y1
+    with np.errstate(over="ignore"):   # R = -q'y / max(M'y)_+ does not depend on the scale of y
+        radius = np.inf if viol <= 0.0 else -(qty * sq) / (viol * sM)
+        detail = {"max_MTy": viol * sM * ymax, "qTy": qty * sq * ymax, "radius": float(radius)}
     if not ok_m:
         detail["why"] = "M'y <= 0 fails"
     elif not ok_q:
@@ -93,18 +104,12 @@ def _lcp_data(problem: Problem, target: Problem | None):
     return None
 
 
-def verify(problem: Problem, target: Problem | None, method: str, info: dict) -> tuple[bool, str]:
-    """Check the certificate behind a NO_SOLUTION claim; (accepted, reason)."""
-    from ..problems.ucp import UCP
+def verify(problem: Problem, target: Problem | None, method: str, info: dict,
+           checks: dict | None = None) -> tuple[bool, str]:
+    """Check the certificate behind a NO_SOLUTION claim of ``method``; (accepted, reason). A Farkas
+    vector is checked here; any other kind only by the check the claiming method registered for it
+    (``checks``, from ``register(..., certificates=...)``), which lives beside that method."""
     cert = info.get("certificate")
-    if isinstance(problem, UCP):
-        if method == "mip":
-            return True, "HiGHS MIP infeasible (method mip)"
-        from .registry import solve
-        ref = solve(problem, method="mip")
-        if ref.status == "NO_SOLUTION":
-            return True, "HiGHS MIP infeasible (checked by solve)"
-        return False, f"the HiGHS MIP check says {ref.status.name}"
     if not isinstance(cert, dict):
         return False, "no certificate"
     kind = cert.get("kind")
@@ -116,15 +121,7 @@ def verify(problem: Problem, target: Problem | None, method: str, info: dict) ->
         ok, detail = check_farkas(M, q, cert.get("y"))
         cert.update({k: v for k, v in detail.items() if k != "why"})
         return ok, "Farkas vector checked" if ok else f"Farkas vector rejected: {detail.get('why')}"
-    if kind == "exhaustive" and method == "enumerate":
-        from ..problems.validation import is_psd
-        from .enumerate import MAX_N
-        n = q.size
-        if not (n <= MAX_N and cert.get("supports") == 2 ** n):
-            return False, "exhaustive search incomplete"
-        if is_psd(M):   # a feasible PSD LCP is solvable (Cottle-Pang-Stone 3.8.6): the claim contradicts it
-            return False, "exhaustive claim on a PSD matrix (feasible PSD LCPs are solvable)"
-        if lcp_feasible(M, q) is not True:
-            return False, "exhaustive claim needs a feasible LCP (else a Farkas vector)"
-        return True, "every support decided (enumerate) on a feasible, non-PSD LCP"
-    return False, f"unknown certificate kind {kind!r}"
+    check = (checks or {}).get(kind)
+    if check is not None:
+        return check(M, q, cert)
+    return False, f"unknown certificate kind {kind!r} for method {method!r}"

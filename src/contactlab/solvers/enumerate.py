@@ -21,6 +21,7 @@ from ..errors import ParamError
 from ..kernels.enumerate import enumerate_kernel
 from ..kernels.tolerances import RANK
 from ..problems import LCP
+from ..problems.validation import is_psd
 from ..problems.residual import lcp_relative, relative_error, row_terms
 from ..solution import Solution, Status
 from .certificates import farkas_lp, lcp_feasible
@@ -60,8 +61,23 @@ def _support_lp(M, q, mask: int, n: int):
     return z
 
 
+def check_exhaustive(M, q: np.ndarray, cert: dict) -> tuple[bool, str]:
+    """Check ``{"kind": "exhaustive", "supports": 2**n}`` (see solvers/certificates.py); (accepted,
+    reason). Accepted when all 2^n supports were decided, M is not PSD (a feasible PSD LCP is
+    solvable, Cottle-Pang-Stone 3.8.6, so the claim would contradict it) and the LCP is feasible
+    (an infeasible one has a Farkas vector instead)."""
+    n = q.size
+    if not (n <= MAX_N and cert.get("supports") == 2 ** n):
+        return False, "exhaustive search incomplete"
+    if is_psd(M):
+        return False, "exhaustive claim on a PSD matrix (feasible PSD LCPs are solvable)"
+    if lcp_feasible(M, q) is not True:
+        return False, "exhaustive claim needs a feasible LCP (else a Farkas vector)"
+    return True, "every support decided (enumerate) on a feasible, non-PSD LCP"
+
+
 @register("enumerate", problems=(LCP,), options=EnumerateOptions,
-          classes=("spd", "psd", "p", "friction", "boxed"),
+          classes=("spd", "psd", "p", "friction", "boxed"), certificates={"exhaustive": check_exhaustive},
           description="exhaustive search over the 2^n supports (n <= 20; singular blocks by LP)",
           guarantees="finds a solution whenever one exists; NO_SOLUTION with a checked certificate "
                      "(Farkas vector, or every support decided)")

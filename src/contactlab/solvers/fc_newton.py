@@ -61,8 +61,8 @@ class NewtonACOptions:
             raise ValueError("max_iter and ls_max must be >= 1")
 
 
-DENSE_N = 96   # up to this size the Newton system is assembled and factorised densely (numba LU); measured:
-# a 258-row pile system (W 6 % full) factorises 5-8x faster in SuperLU, a 72-row stack (44 % full) 2x slower
+DENSE_N = 96   # up to this size the Newton system is assembled and factorised densely (numba LU); above,
+# SuperLU on the sparse system (the crossover measured on piles and stacks, docs/benchmarks-tuning.md)
 
 
 LM_MAX = 1e2   # the shift grows x100 per failed line search up to this (a short gradient-like step), then stop

@@ -21,7 +21,8 @@ from .registry import register
 class PyramidOptions:
     """inner: the LCP method; d: friction directions per contact (3D, >= 3; 2D always 2);
     tol: exact-cone residual accepted as SOLVED; max_variables: larger pyramid LCPs are refused (dense
-    pivoting on the 2000-variable LCPs of 40-box piles took 30-100 s: use nsgs / newton-ac / prox)."""
+    pivoting on the LCPs of 40-box piles takes minutes, docs/benchmarks-tuning.md: use nsgs /
+    newton-ac / prox)."""
 
     inner: str = "lemke"
     d: int = 8

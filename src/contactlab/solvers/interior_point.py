@@ -138,6 +138,30 @@ def crossover(M, q, z, lo, hi, y_lo=None, y_hi=None):
     return zp if np.all(np.isfinite(zp)) else None
 
 
+def _with_fixed_rows(problem, opts) -> Solution:
+    """A boxed LCP with rows of lo_i = hi_i: z_i = lo_i there, whatever w_i (the box condition holds
+    for every w_i), so those rows leave the problem: the interior point, whose slacks z - lo and hi - z
+    are 0 on such a row (no interior), solves the boxed LCP of the other rows F with
+    q_F + M_FX z_X; solve() certifies the assembled z on the whole problem."""
+    from ..problems.validation import matvec
+    n = problem.n
+    fixed = problem.lo == problem.hi
+    free = np.flatnonzero(~fixed)
+    z = np.where(fixed, problem.lo, 0.0)
+    if free.size == 0:
+        return Solution(z=z, w=np.zeros(n), status=Status.SOLVED, iterations=0,
+                        info={"reason": "every variable fixed (lo = hi)", "fixed_rows": n})
+    M = problem.M
+    rows = M[free]
+    sub = BoxedLCP(rows[:, free], problem.q[free] + matvec(rows[:, np.flatnonzero(fixed)], z[fixed]),
+                   problem.lo[free], problem.hi[free])
+    sol = interior_point_solve(sub, opts)
+    z[free] = sol.z
+    sol.z, sol.w = z, np.zeros(n)
+    sol.info["fixed_rows"] = int(n - free.size)
+    return sol
+
+
 @register("interior-point", problems=(LCP, BoxedLCP), options=InteriorPointOptions,
           classes=("spd", "p", "factored", "boxed"),
           description="primal-dual interior point, Mehrotra predictor-corrector, monotone LCP and boxed LCP "
@@ -154,6 +178,8 @@ def interior_point_solve(problem, opts: InteriorPointOptions, warm_start=None) -
             raise ParamError("interior-point does not solve friction-coupled bounds (findex); "
                              "use method='pgs' or 'pgs-sm', or give static bounds")
         lo, hi = problem.lo, problem.hi
+        if np.any(lo == hi):
+            return _with_fixed_rows(problem, opts)
     else:
         lo, hi = np.zeros(n), np.full(n, np.inf)
     info: dict = {}

@@ -11,7 +11,7 @@ from ..errors import ParamError
 from ..kernels import pivoting as K
 from ..kernels import factored as KF
 from ..kernels.factored import clear_full_row_rank, dense_csr
-from ..kernels.tolerances import CERTIFY, ITERATE, RANK
+from ..kernels.tolerances import CERTIFY, ITERATE, NORMWISE_FLOOR, RANK, SYMMETRY
 from ..problems import LCP, FactoredLCP
 from ..problems.residual import lcp_natural_residual, lcp_residuals
 from ..problems.validation import to_dense
@@ -67,7 +67,12 @@ def dantzig_refusal(problem: LCP) -> str | None:
     (NO_SOLUTION_FOUND with info['reason'] naming lemke; the registry's ``accepts`` is False, so
     fallback chains and ``simulate --method`` do not offer dantzig for it). Only LCPs given as such:
     the reductions of boxed / mixed problems, which dantzig solves in practice, run and report
-    honestly (the kernel stops with 'not a P-matrix' at a Schur complement <= 0). O(n^2)."""
+    honestly (the kernel stops with 'not a P-matrix' at a Schur complement <= 0). O(n^2): for a
+    dense M the symmetry test's two numbers in one compiled pass (kernels/pivoting.py
+    ``symmetry_dense``), kept on the problem as ``is_symmetric`` and ``max_abs_M`` keep them."""
+    if type(problem.M) is np.ndarray and getattr(problem, "_symmetric", None) is None and problem.M.dtype == np.float64:
+        mmax, asym = K.symmetry_dense(problem.M)
+        problem._max_abs, problem._symmetric = mmax, bool(asym <= SYMMETRY * mmax)
     if problem.is_symmetric():
         return None
     M = problem.M
@@ -92,6 +97,11 @@ def dantzig_refusal(problem: LCP) -> str | None:
                      "guarantee, an honest non-success (never an exception)")
 def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Solution:
     M = dense_matrix_for("dantzig", problem, copies=3)
+    if M is problem.M and (warm_start is None or isinstance(warm_start, (np.ndarray, Solution))):
+        zw = _EMPTY if warm_start is None else getattr(warm_start, "z", warm_start)
+        if type(zw) is np.ndarray and zw.dtype == np.float64 and zw.ndim == 1 and zw.flags.c_contiguous \
+                and zw.size in (0, problem.n):
+            return _dantzig_dense(problem, opts, zw)
     q = problem.q
     n = problem.n
     mmax = problem.max_abs_M()
@@ -128,9 +138,7 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
         info["certificate"] = {"kind": "farkas", "y": y}
         info["reason"] = "no blocking index on the driving ray"
     if code == K.NOT_P:
-        info["reason"] = (f"M is not a P-matrix (adding index {int(counts[2])} to the principal block gives a "
-                          "Schur complement <= 0); dantzig is guaranteed only for P-matrix and symmetric PSD "
-                          "LCPs: use method='lemke' (guaranteed for copositive-plus M, e.g. friction LCPs)")
+        info["reason"] = _not_p_reason(int(counts[2]))
     if status is Status.SOLVED and opts.refine and k:
         zr = z.copy()
         K.refine_active(M, q, zr, idx, k, Minv, sym, work[0], work[1])
@@ -140,6 +148,39 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
     info["active_set"] = np.sort(idx[:k]).copy()
     return Solution(z=np.maximum(z, 0.0), w=np.empty(0), status=status, iterations=int(counts[0]),
                     pivots=int(counts[1]), info=info)
+
+
+_EMPTY = np.zeros(0)
+
+
+def _dantzig_dense(problem: LCP, opts: DantzigOptions, zw: np.ndarray) -> Solution:
+    """:func:`dantzig_solve` of a dense M (cold, or warm-started from a full-size z) in one compiled
+    call (kernels/pivoting.py ``dantzig_dense``: the warm start's exact start, the pivoting, the
+    refinement and the certification of z with the library's residual kernel, which ``solve()``
+    then reads, :func:`~contactlab.solvers.registry.certified_by_kernel`). The same steps as the
+    general path; a warm start from a motionless set (loomis-balkcom §IV) then costs its pivots,
+    not the Python around them."""
+    n = problem.n
+    max_pivots = opts.max_iterations if opts.max_iterations is not None else 20 * n + 100
+    code, k0, majors, pivots, d, z, w, numbers, active, y = K.dantzig_dense(
+        problem.M, problem.q, zw, max_pivots, bool(opts.refine), NORMWISE_FLOOR)
+    info: dict = {"active_set": active}
+    if zw.size:
+        info["warm_start_k"] = k0
+        info["major_cycle_bound"] = n - k0
+    if code == K.UNBOUNDED:   # the driving ray: a Farkas vector when M is PSD; solve() checks it
+        info["certificate"] = {"kind": "farkas", "y": y}
+        info["reason"] = "no blocking index on the driving ray"
+    elif code == K.NOT_P:
+        info["reason"] = _not_p_reason(d)
+    sol = Solution(z=z, w=_EMPTY, status=_STATUS[code], iterations=majors, pivots=pivots, info=info)
+    return certified_by_kernel(sol, problem, w, numbers)
+
+
+def _not_p_reason(d: int) -> str:
+    return (f"M is not a P-matrix (adding index {d} to the principal block gives a Schur complement <= 0); "
+            "dantzig is guaranteed only for P-matrix and symmetric PSD LCPs: use method='lemke' (guaranteed "
+            "for copositive-plus M, e.g. friction LCPs)")
 
 
 def _csr_arrays(N):

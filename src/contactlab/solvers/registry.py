@@ -58,11 +58,64 @@ def _canonical_cap(options: dict[str, Any], names: set[str]) -> dict[str, Any]:
 def check_common(opts) -> None:
     """``__post_init__`` checks of the common options (tol > 0, max_iterations >= 1 or None); ParamError."""
     tol = getattr(opts, "tol", None)
-    if tol is not None and not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
+    if tol is not None and not (isinstance(tol, (int, float)) and abs(tol) <= MAX_OPTION_INT
+                                and np.isfinite(tol) and tol > 0):
         raise ParamError(f"tol must be a positive finite number, got {tol!r}")
     cap = getattr(opts, "max_iterations", None)
-    if cap is not None and not (isinstance(cap, (int, np.integer)) and not isinstance(cap, bool) and cap >= 1):
-        raise ParamError(f"max_iterations must be an integer >= 1 (or None for the default), got {cap!r}")
+    if cap is not None and not (isinstance(cap, (int, np.integer)) and not isinstance(cap, bool)
+                                and 1 <= cap <= MAX_OPTION_INT):
+        raise ParamError(f"max_iterations must be an integer from 1 to 2**62 (or None for the default), got {cap!r}")
+
+
+#: the largest integer an option may hold: compiled kernels take 64-bit integers
+MAX_OPTION_INT = 2 ** 62
+
+
+def _check_option_numbers(method: str, options: dict[str, Any]) -> None:
+    """Every integer option fits the kernels' 64-bit integers and every float is a number (a
+    Python int of 10**23 used to reach numba as an untyped object: a TypingError)."""
+    for k, v in options.items():
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and abs(int(v)) > MAX_OPTION_INT:
+            text = str(v) if len(str(v)) <= 24 else f"{str(v)[:8]}... ({len(str(v))} digits)"
+            raise ParamError(f"option {k}={text} for method {method!r} is too large (integers up to 2**62)")
+
+
+def check_warm_start(warm_start):
+    """A warm start as the methods read it, checked once by :func:`solve` (ParamError naming
+    ``warm_start``): a pair ``(indices, z_sub)`` (a tuple: integer indices, distinct and >= 0, and
+    as many finite values), or a finite vector (a Solution's ``z``). The Solution itself is passed
+    on (a method may read more of it); a pair comes back as (int64 indices, float64 values). The
+    methods check the lengths against their own problem's size."""
+    if isinstance(warm_start, tuple) and len(warm_start) == 2:
+        idx, zs = warm_start
+        try:
+            idx = np.asarray(idx)
+            zs = np.asarray(zs, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ParamError(f"warm_start pair (indices, z_sub) is malformed ({exc})") from None
+        if idx.size == 0:
+            idx = idx.astype(np.int64)
+        if idx.ndim > 1 or zs.ndim > 1 or idx.dtype.kind not in "iu" or idx.shape != zs.shape:
+            raise ParamError("warm_start pair (indices, z_sub) needs a 1-D integer array of indices and "
+                             f"as many values; got indices {idx.dtype} {idx.shape} and z_sub {zs.shape}")
+        if idx.size and (int(idx.min()) < 0 or np.unique(idx).size != idx.size):
+            raise ParamError("warm_start pair (indices, z_sub) needs distinct indices >= 0")
+        if not np.isfinite(zs).all():
+            raise ParamError("warm_start z_sub contains NaN or inf; every value must be finite")
+        return idx.astype(np.int64).ravel(), zs.ravel()
+    z = getattr(warm_start, "z", warm_start)
+    try:
+        if np.iscomplexobj(z):
+            raise TypeError("complex values")
+        z = np.asarray(z, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ParamError(f"warm_start must be a Solution, a vector of numbers or a pair (indices, z_sub) "
+                         f"({exc})") from None
+    if z.ndim > 1 and max(z.shape) != z.size:
+        raise ParamError(f"warm_start must be a vector, got an array of shape {z.shape}")
+    if not np.isfinite(z).all():
+        raise ParamError("warm_start contains NaN or inf; every value must be finite")
+    return warm_start if isinstance(warm_start, Solution) else z.ravel()
 
 
 @dataclass(frozen=True)
@@ -77,6 +130,10 @@ class SolverSpec:
     converts: tuple[type, ...] = field(default=())  # types accepted via lcp_reduction()
     classes: tuple[str, ...] = field(default=())  # matrix classes it claims (see MATRIX_CLASSES)
     refuse: Callable[[Any], str | None] | None = None  # LCP -> why it is outside the method's class
+    #: checks of the certificate kinds the method claims beyond a Farkas vector:
+    #: kind -> check(M, q, certificate) -> (accepted, reason); see solvers/certificates.py
+    certificates: dict[str, Callable[..., tuple[bool, str]]] = field(default_factory=dict)
+    referee_for: tuple[type, ...] = field(default=())  # problem types whose NO_SOLUTION claims it decides
 
     def refusal(self, problem: Problem) -> str | None:
         """Why the method refuses this LCP up front (a cheap test that M is outside the class the
@@ -100,7 +157,7 @@ class SolverSpec:
             return _default_options(self.options)
         try:   # options are frozen: one instance serves every call with the same (hashable) values
             # (keyed in the order given: no sort, so a repeated call costs one lookup; a flat key of
-            # three entries per option, built without a comprehension: 0.36 -> 0.24 us for one option)
+            # three entries per option, built without a comprehension, the cheapest key measured)
             key = (self.options,)
             for k, v in options.items():
                 key += (k, v.__class__, v)
@@ -117,6 +174,7 @@ class SolverSpec:
     def _build_options(self, options: dict[str, Any]):
         names = {f.name for f in dataclasses.fields(self.options)}
         options = _canonical_cap(options, names)
+        _check_option_numbers(self.name, options)
         unknown = sorted(set(options) - names)
         if unknown:
             raise ParamError(f"unknown option(s) {unknown} for method {self.name!r}; "
@@ -142,6 +200,7 @@ MATRIX_CLASSES = {
 }
 
 _REGISTRY: dict[str, SolverSpec] = {}
+_REFEREES: dict[type, str] = {}   # problem type -> the method that decides NO_SOLUTION claims on it
 _DEFAULTS: dict[type, Any] = {}
 _OPTIONS_CACHE: dict[tuple, Any] = {}
 
@@ -157,11 +216,17 @@ _CONVERTIBLE = (BoxedLCP, MixedLCP, FactoredLCP)
 
 def register(name: str, *, problems: tuple[type, ...], options: type = NoOptions, description: str = "",
              guarantees: str = "", warm_start: bool = False, convert: bool = True,
-             classes: tuple[str, ...] = (), refuse: Callable[[Any], str | None] | None = None):
+             classes: tuple[str, ...] = (), refuse: Callable[[Any], str | None] | None = None,
+             certificates: dict[str, Callable[..., tuple[bool, str]]] | None = None,
+             referee_for: tuple[type, ...] = ()):
     """Decorator adding ``func(problem, opts, warm_start) -> Solution`` to the registry.
 
     With ``convert`` (default), a solver registered for :class:`LCP` also accepts boxed (static
-    bounds), mixed and factored problems through their ``lcp_reduction()``.
+    bounds), mixed and factored problems through their ``lcp_reduction()``. ``certificates``: the
+    checks of the certificate kinds the method claims beyond a Farkas vector, kept beside the
+    method (``{kind: check(M, q, certificate) -> (accepted, reason)}``); ``referee_for``: problem
+    types on which the method is an exact decision, so that :func:`solve` reruns it to check
+    another method's NO_SOLUTION claim (the UCP's ``mip``).
     """
     unknown = set(classes) - set(MATRIX_CLASSES)
     if unknown:
@@ -171,7 +236,10 @@ def register(name: str, *, problems: tuple[type, ...], options: type = NoOptions
         if name in _REGISTRY:
             raise RuntimeError(f"solver {name!r} registered twice")
         _REGISTRY[name] = SolverSpec(name, func, tuple(problems), options, description, guarantees,
-                                     warm_start, _CONVERTIBLE if convert else (), tuple(classes), refuse)
+                                     warm_start, _CONVERTIBLE if convert else (), tuple(classes), refuse,
+                                     dict(certificates or {}), tuple(referee_for))
+        for kind in referee_for:
+            _REFEREES[kind] = name
         return func
     return deco
 
@@ -212,9 +280,8 @@ def choose_method(problem: Problem) -> tuple[str, str]:
                 return m, "boxed LCP"
         return "lemke", "boxed LCP (no iterative solver registered)"
     if isinstance(problem, (LCP, MixedLCP)):
-        # measured (docs/benchmarks-pivoting.md, dantzig/lemke time, 2026-11-24 run): spd 2.83,
-        # box-stack 1.08 (a wash since lemke's per-call work shrank), box-stack-25 0.28: lemke on
-        # positive definite M, dantzig on rank-deficient PSD contact M.
+        # chosen by benchmarks/bench_pivoting.py (docs/benchmarks-pivoting.md, dantzig/lemke time):
+        # lemke on positive definite M, dantzig on rank-deficient PSD contact M.
         # Both are guaranteed there and neither can claim NO_SOLUTION without a checked certificate.
         M = problem.M if isinstance(problem, LCP) else problem.to_lcp().M
         if is_symmetric(M) and "dantzig" in _REGISTRY and (not sp.issparse(M) or M.shape[0] <= 3000):
@@ -228,8 +295,8 @@ def choose_method(problem: Problem) -> tuple[str, str]:
         return "lemke", "general matrix (guaranteed for P and copositive-plus M)"
 
     if isinstance(problem, (FrictionContact, GlobalFrictionContact)) and "newton-ac" in _REGISTRY:
-        # measured (docs/fclib.md, 2026-11-24 run): the fastest contactlab method at 1e-8 on every 3D
-        # collection; prox is the more robust (slower) one
+        # chosen by benchmarks/bench_fclib.py (docs/fclib.md): the fastest contactlab method at 1e-8
+        # on every 3D collection; prox is the more robust (slower) one
         return "newton-ac", "exact-cone Coulomb problem (newton-ac measured fastest, docs/fclib.md)"
     for spec in _REGISTRY.values():
         if isinstance(problem, spec.problems):
@@ -248,7 +315,7 @@ def certified_by_kernel(sol: Solution, problem, w: np.ndarray, numbers: tuple,
     ``problem.M`` itself (dense, the very array) and ``problem.q`` at exactly ``sol.z``: ``w`` and its
     six numbers (absolute and scale-free natural, complementarity, infeasibility), which are what
     ``problem.certify_numbers(sol.z)`` would return. :func:`solve` then reads them instead of
-    running the same pass again (~3 us of a 10-variable solve), provided ``problem`` is the problem it
+    running the same pass again, provided ``problem`` is the problem it
     dispatched and ``sol.z`` is still that array; it applies its threshold as always. ``relative``:
     ``certified_error(numbers[3], numbers[5])`` when the caller computed it already (else computed here)."""
     if relative is None:
@@ -257,8 +324,25 @@ def certified_by_kernel(sol: Solution, problem, w: np.ndarray, numbers: tuple,
     return sol
 
 
+def _check_claim(problem: Problem, target: Problem | None, spec: SolverSpec, info: dict) -> tuple[bool, str]:
+    """Check a NO_SOLUTION claim; (accepted, reason). On a problem type with a referee method (the
+    UCP's ``mip``) the referee decides; otherwise the certificate in ``info['certificate']`` is
+    checked by solvers/certificates.py: a Farkas vector, or a kind the claiming method registered a
+    check for."""
+    referee = next((name for kind, name in _REFEREES.items() if isinstance(problem, kind)), None)
+    if referee is not None:
+        if referee == spec.name:
+            return True, f"decided by method {referee} (exact on a {type(problem).__name__})"
+        ref = solve(problem, method=referee)
+        if ref.status is _NO_SOLUTION:
+            return True, f"confirmed by method {referee} (checked by solve)"
+        return False, f"the {referee} check says {ref.status.name}"
+    return certificates.verify(problem, target, spec.name, info, spec.certificates)
+
+
 # statuses read on every call (an Enum member read from its class costs ~70 ns in Python 3.11)
 _SOLVED, _TRIVIAL, _NO_SOLUTION = Status.SOLVED, Status.TRIVIAL, Status.NO_SOLUTION
+_INF = float("inf")
 
 
 def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: float = CERTIFY,
@@ -283,9 +367,11 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
     if not direct and not spec.handles(problem):
         raise ParamError(f"method {method!r} does not accept a {type(problem).__name__}; "
                          f"it solves {[t.__name__ for t in spec.problems]}")
-    if warm_start is not None and not spec.warm_start:
-        raise ParamError(f"method {method!r} takes no warm_start; use one of "
-                         f"{[s.name for s in _REGISTRY.values() if s.warm_start]}")
+    if warm_start is not None:
+        if not spec.warm_start:
+            raise ParamError(f"method {method!r} takes no warm_start; use one of "
+                             f"{[s.name for s in _REGISTRY.values() if s.warm_start]}")
+        warm_start = check_warm_start(warm_start)
     opts = spec.make_options(options)
     t0 = time.perf_counter()
     target = None
@@ -337,12 +423,15 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
     sol.relative_residual = certified
     tol = float(getattr(opts, "tol", 0.0) or 0.0)
     threshold = tol if tol > certify else certify   # max(certify, tol), without the call
-    if (status is _SOLVED or status is _TRIVIAL or status in SUCCESS_STATUSES) and not certified <= threshold:
+    if (status is _SOLVED or status is _TRIVIAL or status in SUCCESS_STATUSES) and not (
+            certified <= threshold and c[0] < _INF and c[2] < _INF):
+        # a certificate only from finite numbers: the relative residual within the threshold, and
+        # the absolute natural residual and infeasibility finite (inf when z or w is not; NaN fails)
         sol.info["claimed_status"] = status.name
         sol.info["certify_threshold"] = threshold
         sol.status = Status.NUMERICAL_FAILURE
     elif status is _NO_SOLUTION:
-        ok, why = certificates.verify(problem, target, method, sol.info)
+        ok, why = _check_claim(problem, target, spec, sol.info)
         sol.info["certificate_check"] = why
         if not ok:
             sol.info["claimed_status"] = sol.status.name

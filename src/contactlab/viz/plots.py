@@ -86,7 +86,7 @@ def plot_trajectory(path, what=PANELS, out=None, bodies=None):
     axes[-1, 0].set_xlabel("time (s)")
     fig.tight_layout()
     if out is not None:
-        from ..problems.io import atomic_write
+        from ..files import atomic_write
         out = Path(out)
         fmt = out.suffix.lstrip(".").lower()
         if fmt not in ("png", "svg", "pdf"):

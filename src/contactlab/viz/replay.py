@@ -1,10 +1,15 @@
 """Interactive 3D replay of a simulation as one self-contained HTML file.
 
 The page is meshcat's viewer (three.js, the viewer Drake and Pinocchio use), inlined with the
-scene and one animation clip: it opens offline in any browser, with meshcat's own controls for
-play / pause / speed (``time_scale``) / time slider, orbit / pan / zoom, and a visibility toggle for
-every scene-tree node (``contacts/points``, ``contacts/normal``, ``contacts/friction``). A small
-overlay prints the frame's time, contact count, LCP size and solver status.
+scene and the run's frames: it opens offline in any browser. Its own player (``replay_page.py``)
+plays the run at real time from the moment its first frame is on screen, with play / pause, a
+frame slider, a speed menu and a loop toggle, and holds the last frame at the end; the camera
+frames the bodies that move and follows them where they travel (a walking robot); meshcat's
+controls give orbit / pan / zoom and a visibility toggle for every scene-tree node
+(``contacts/points``, ``contacts/normal``, ``contacts/friction``). An overlay prints the frame's
+time, contact count, LCP size, solver status and residual; a strip under the view plots contacts,
+LCP size and residual against time with a cursor at the frame shown. Links of a mechanism without
+visual geometry are drawn as the boxes of their mass and inertia (:func:`inertia_box`).
 
 What a replay needs is recorded by :class:`ReplayRecorder` (one ``capture(sim)`` per step) into a
 :class:`ReplayData`, stored in a trajectory file's ``/replay`` group (:func:`write_replay`,
@@ -15,6 +20,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,7 +51,8 @@ class ReplayData:
     k (frame 0 is the initial state). Contacts of frame k are rows ``contact_offset[k]:contact_offset[k+1]``
     of point (K, 3), normal (K, 3), normal_force (K,) and friction_force (K, 3) in newtons (impulse / h):
     the force on the contact's moving body (body_b, or body_a where body_b is fixed), normal along ``normal``.
-    contacts, lcp_size (F,) ints and status (F,) strings per frame ("" for frame 0).
+    contacts, lcp_size (F,) ints, status (F,) strings and residual (F,) floats per frame: the step's
+    :class:`~contactlab.sim.recorder.StepRecord` fields ("" and NaN for frame 0; residual None: not recorded).
     """
     body_names: list
     shapes: list
@@ -59,6 +66,11 @@ class ReplayData:
     contact_friction_force: np.ndarray
     lcp_size: np.ndarray
     status: list = field(default_factory=list)
+    residual: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.residual is None:
+            self.residual = np.full(len(self.time), np.nan)
 
     @property
     def frames(self) -> int:
@@ -95,8 +107,10 @@ def shapes_of(model) -> list:
             if getattr(s, "faces", None) is not None:
                 d["faces"] = np.asarray(s.faces, dtype=np.int64).reshape(-1, 3).tolist()
             out.append(d)
-    # links of a mechanism are drawn as a skeleton too (many have no collision shape: they never
-    # touch anything): a thin capsule from the body's centre of mass to each joint anchor and shape
+    # links of a mechanism without visual geometry (many have no collision shape: they never touch
+    # anything) are drawn as volumes: the uniform box of the link's mass and inertia
+    # (:func:`inertia_box`) where its collision shapes are a small part of it, and a capsule from the
+    # centre of mass to each joint anchor, as thick as the box allows, so the linkage reads
     anchors = {}
     for jt in getattr(model, "joints", []):
         if jt.a >= 0:
@@ -106,18 +120,59 @@ def shapes_of(model) -> list:
     for body, pts in sorted(anchors.items()):
         if model.kind[body] == KIND_FIXED or body in with_visuals:
             continue
+        sides, q = inertia_box(float(model.mass[body]), np.asarray(model.inertia[body], dtype=float))
+        thick = float(sides.min())          # the box's thinnest side
+        collision = sum(shape_volume(d) for d in out if d["body"] == body and not d.get("visual"))
+        if collision < 0.25 * float(np.prod(sides)):
+            out.append({"body": int(body), "kind": "box", "name": "inertia", "fixed": False, "visual": True,
+                        "link": True, "size": sides.tolist(), "radius": 0.0, "length": 0.0, "normal": [0, 0, 1],
+                        "offset": 0.0, "position": [0.0, 0.0, 0.0], "orientation": q.tolist()})
         pts = pts + [np.asarray(sh.position, dtype=float) for b, sh in model.shapes if b == body]
         for p in pts:
             L = float(np.linalg.norm(p))
             if L < 1e-9:
                 continue
             R = _rot_y_to(p / L) @ np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])   # local z along p
-            from scipy.spatial.transform import Rotation
-            x, y, z, w = Rotation.from_matrix(R).as_quat()
+            x, y, z, w = _quat_xyzw(R)[0]
             out.append({"body": int(body), "kind": "capsule", "name": "skeleton", "fixed": False, "visual": True,
-                        "size": [0.0, 0.0, 0.0], "radius": max(0.05 * L, 1e-3), "length": L, "normal": [0, 0, 1],
-                        "offset": 0.0, "position": (0.5 * p).tolist(), "orientation": [w, x, y, z]})
+                        "link": True, "size": [0.0, 0.0, 0.0], "radius": max(0.05 * L, 0.25 * thick, 1e-3),
+                        "length": L, "normal": [0, 0, 1], "offset": 0.0, "position": (0.5 * p).tolist(),
+                        "orientation": [w, x, y, z]})
     return out
+
+
+def inertia_box(mass: float, inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sides (3,) and orientation (w, x, y, z) of the uniform box with the given mass and inertia
+    tensor about its centre: along the principal axes (eigenvectors of ``inertia``, moments I_i),
+    I_i = m (a_j^2 + a_k^2) / 12, so a_i^2 = 6 (I_j + I_k - I_i) / m. Sides are kept above 0.15
+    of the largest (a rod or a point mass still shows as a volume)."""
+    moments, axes = np.linalg.eigh(0.5 * (inertia + inertia.T))
+    if np.linalg.det(axes) < 0:
+        axes[:, 2] *= -1.0
+    sides = np.sqrt(np.maximum(6.0 * (moments.sum() - 2.0 * moments) / max(mass, 1e-300), 0.0))
+    sides = np.maximum(sides, max(0.15 * sides.max(), 1e-4))
+    x, y, z, w = _quat_xyzw(axes)[0]
+    return sides, np.array([w, x, y, z])
+
+
+def shape_volume(shape: dict) -> float:
+    """Volume of one shape dict (0 for a halfspace)."""
+    kind, r, L = shape["kind"], shape["radius"], shape["length"]
+    if kind == "sphere":
+        return 4.0 / 3.0 * np.pi * r ** 3
+    if kind == "box":
+        return float(np.prod(shape["size"]))
+    if kind == "capsule":
+        return np.pi * r * r * L + 4.0 / 3.0 * np.pi * r ** 3
+    if kind == "cylinder":
+        return np.pi * r * r * L
+    if shape.get("vertices"):
+        from scipy.spatial import ConvexHull, QhullError
+        try:
+            return float(ConvexHull(np.asarray(shape["vertices"], dtype=float)).volume)
+        except (QhullError, ValueError):   # flat or too few points: no volume
+            return 0.0
+    return 0.0
 
 
 class ReplayRecorder:
@@ -134,7 +189,7 @@ class ReplayRecorder:
         self.h = float(sim.h)
         from ..mechanics.model import KIND_FIXED
         self._fixed = np.asarray(model.kind) == KIND_FIXED
-        self._t, self._p, self._q, self._n, self._lcp, self._status = [], [], [], [], [], []
+        self._t, self._p, self._q, self._n, self._lcp, self._status, self._res = [], [], [], [], [], [], []
         self._pt, self._nrm, self._fn, self._ft = [], [], [], []
 
     def capture(self, sim) -> None:
@@ -147,9 +202,12 @@ class ReplayRecorder:
         contacts = getattr(data, "contacts", None)
         result = getattr(data, "result", None)
         m = int(getattr(contacts, "count", 0) or 0) if contacts is not None and self._t[-1] > 0 else 0
-        problem, sol = getattr(sim, "last_problem", None), getattr(sim, "last_solution", None)
-        self._lcp.append(int(getattr(problem, "n", 0)) if m or problem is not None and len(self._t) > 1 else 0)
-        self._status.append(getattr(getattr(sol, "status", None), "name", "") if len(self._t) > 1 else "")
+        # the step's StepRecord fields, read from its solution (its size is the LCP's: reading
+        # sim.last_problem would assemble a matrix-free step's problem only to count its rows)
+        sol = getattr(sim, "last_solution", None) if len(self._t) > 1 else None
+        self._lcp.append(int(np.size(sol.z)) if sol is not None else 0)
+        self._status.append(getattr(getattr(sol, "status", None), "name", "") if sol is not None else "")
+        self._res.append(float(getattr(sol, "residual", np.nan)) if sol is not None else np.nan)
         if m == 0 or result is None:
             self._n.append(0)
             return
@@ -188,7 +246,7 @@ class ReplayRecorder:
                           np.array(self._q).reshape(-1, len(self.body_names), 4),
                           np.concatenate([[0], np.cumsum(self._n)]).astype(np.int64),
                           cat(self._pt, (0, 3)), cat(self._nrm, (0, 3)), cat(self._fn, (0,)), cat(self._ft, (0, 3)),
-                          np.array(self._lcp, dtype=np.int64), list(self._status))
+                          np.array(self._lcp, dtype=np.int64), list(self._status), np.array(self._res, dtype=np.float64))
 
 
 # ---------------------------------------------------------------------------------------- HDF5
@@ -206,13 +264,14 @@ def write_replay_group(h5, data: ReplayData) -> None:
         arr = np.asarray(getattr(data, name))
         g.create_dataset(name, data=arr, compression="gzip" if arr.size > 1024 else None)
     g.create_dataset("status", data=np.array(data.status, dtype="S"))
+    g.create_dataset("residual", data=np.asarray(data.residual, dtype=np.float64))
 
 
 def write_replay(path, data: ReplayData) -> Path:
     """Write a replay-only HDF5 file atomically."""
     import h5py
 
-    from ..problems.io import atomic_write
+    from ..files import atomic_write
 
     def write(tmp):
         with h5py.File(tmp, "w") as f:
@@ -246,7 +305,11 @@ def read_replay(path) -> ReplayData:
         g = f["replay"]
         arrays = {name: g[name][()] for name in _ARRAYS}
         status = [s.decode() for s in g["status"][()]]
-        return ReplayData(json.loads(g.attrs["body_names"]), json.loads(g.attrs["shapes"]), status=status, **arrays)
+        residual = g["residual"][()] if "residual" in g else None
+        if residual is None and "steps/residual" in f and len(f["steps/residual"]) == len(arrays["time"]) - 1:
+            residual = np.concatenate([[np.nan], f["steps/residual"][()]])   # a file from before /replay/residual
+        return ReplayData(json.loads(g.attrs["body_names"]), json.loads(g.attrs["shapes"]), status=status,
+                          residual=residual, **arrays)
 
 
 # ---------------------------------------------------------------------------------------- HTML
@@ -332,7 +395,9 @@ def _geometry(shape, extent):
 
 
 def _decimate(n_frames: int, nb: int, slots: int, budget: int, max_frames: int | None) -> np.ndarray:
-    per_frame = 75 * max(1, nb) + 3 * 80 * slots + 40
+    # page bytes per kept frame: base64 float32 poses (7 numbers a moving body), contact rows (9 a
+    # slot) and the frame's JSON (time, contacts, LCP size, status, residual)
+    per_frame = 38 * max(1, nb) + 48 * slots + 80
     cap = max(2, budget // per_frame)
     if max_frames is not None:
         cap = min(cap, max(2, int(max_frames)))
@@ -341,90 +406,160 @@ def _decimate(n_frames: int, nb: int, slots: int, budget: int, max_frames: int |
     return np.unique(np.round(np.linspace(0, n_frames - 1, cap)).astype(int))
 
 
+def _body_balls(shapes: list, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per body, a ball holding all its drawn shapes (halfspaces excluded): centre (nb, 3) in the
+    body frame (the middle of the shapes' extreme points) and radius (nb,)."""
+    unit = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+    pts = [[] for _ in range(nb)]
+    for sh in shapes:
+        kind, r, L = sh["kind"], sh["radius"], sh["length"]
+        if kind == "halfspace":
+            continue
+        if kind == "sphere":
+            local = unit * r
+        elif kind == "box":
+            local = unit * 0.5 * np.asarray(sh["size"], dtype=float)
+        elif kind in ("capsule", "cylinder"):
+            local = unit * np.array([r, r, 0.5 * L + (r if kind == "capsule" else 0.0)])
+        elif sh.get("vertices"):
+            local = np.asarray(sh["vertices"], dtype=float)
+        else:
+            continue
+        R = quat_to_matrix(np.asarray(sh["orientation"], dtype=float))
+        pts[sh["body"]].append(local @ R.T + np.asarray(sh["position"], dtype=float))
+    centre, radius = np.zeros((nb, 3)), np.zeros(nb)
+    for b, ps in enumerate(pts):
+        if ps:
+            ps = np.concatenate(ps)
+            centre[b] = 0.5 * (ps.min(axis=0) + ps.max(axis=0))
+            radius[b] = float(np.linalg.norm(ps - centre[b], axis=1).max())
+    return centre, radius
+
+
+def replay_view(data: ReplayData, keep: np.ndarray) -> dict:
+    """What the camera frames: the bodies that move (poses change over the run; not fixed, not the
+    ground), each as the ball of its shapes (:func:`_body_balls`), over the kept frames ``keep``.
+
+    ``moving`` (body indices); ``lo``, ``hi``: the box holding them over the whole run, and
+    ``follow`` False; or, where they travel (the run's box is more than 1.5x, in diagonal, the box
+    they span about their own centre: a walking robot), ``follow`` True, ``target`` (len(keep), 3)
+    their mean position smoothed over 0.5 s (the camera moves with it, not with each leg) and
+    ``lo``, ``hi`` the box about ``target`` holding them at every frame."""
+    nb = len(data.body_names)
+    fixed = np.zeros(nb, bool)
+    drawn = np.zeros(nb, bool)
+    for sh in data.shapes:
+        fixed[sh["body"]] |= bool(sh.get("fixed")) or sh["kind"] == "halfspace"
+        drawn[sh["body"]] |= sh["kind"] != "halfspace"
+    moved = (np.ptp(data.position, axis=0).max(axis=1) > 0) | (np.ptp(data.orientation, axis=0).max(axis=1) > 0)
+    for pick in (moved & ~fixed & drawn, ~fixed & drawn, drawn, np.ones(nb, bool)):
+        if pick.any():
+            moving = np.flatnonzero(pick)
+            break
+    centre, radius = _body_balls(data.shapes, nb)
+    P = data.position[keep][:, moving] + np.einsum("kmij,mj->kmi", quat_to_matrix(data.orientation[keep][:, moving]),
+                                                   centre[moving])     # (K, m, 3): the balls' centres
+    rad = radius[moving][None, :, None]
+    lo, hi = (P - rad).min(axis=1), (P + rad).max(axis=1)   # (K, 3) per frame
+    view = {"moving": moving, "lo": lo.min(axis=0), "hi": hi.max(axis=0), "follow": False, "target": None}
+    centre = P.mean(axis=1)
+    t = data.time[keep]
+    K = len(keep)
+    w = int(round(0.25 / max((t[-1] - t[0]) / (K - 1), 1e-12))) if K > 1 else 0
+    if w > 0:   # centred moving average over 0.5 s, narrower near the ends (exact on a steady walk)
+        half = np.minimum(np.minimum(np.arange(K), np.arange(K)[::-1]), w)
+        cs = np.concatenate([np.zeros((1, 3)), np.cumsum(centre, axis=0)])
+        k = np.arange(K)
+        centre = (cs[k + half + 1] - cs[k - half]) / (2 * half + 1)[:, None]
+    rel_lo, rel_hi = (lo - centre).min(axis=0), (hi - centre).max(axis=0)
+    if np.linalg.norm(view["hi"] - view["lo"]) > 1.5 * np.linalg.norm(rel_hi - rel_lo):
+        view.update(follow=True, target=centre, lo=rel_lo, hi=rel_hi)
+    return view
+
+
+def _b64(a, dtype) -> str:
+    return base64.b64encode(np.ascontiguousarray(a, dtype=dtype).tobytes()).decode("ascii")
+
+
 def replay_html(data: ReplayData, out=None, *, title: str = "contactlab replay", max_frames: int | None = None,
                 max_contacts: int = DEFAULT_MAX_CONTACTS, budget_bytes: int = DEFAULT_BUDGET_BYTES,
-                force_scale: float | None = None) -> str:
+                force_scale: float | None = None, speed: float = 1.0, loop: bool = False) -> str:
     """The replay page as a string (and written atomically to ``out`` when given).
+
+    The page plays the run at real time x ``speed`` from the moment its first frame is drawn
+    and holds the last frame (``loop``: starts over), with play / pause, a frame slider, a speed
+    menu (0.25x-4x) and a loop toggle; the camera frames the bodies that move and follows them
+    where they travel (:func:`replay_view`); a strip under the view plots contacts, LCP size and
+    residual per frame with a cursor at the frame shown. ``window.contactlab`` drives it (seek,
+    play, pause, speed, loop; frame(), clipTime()).
 
     Frames are decimated (evenly in time, first and last kept) so that the animation stays
     within ``budget_bytes``; at most ``max_contacts`` contacts per frame are drawn (largest
     normal forces first). Arrows are drawn with length ``force_scale`` x force (default: the
-    largest force shown is a fifth of the scene's extent).
+    largest force shown is a fifth of the framed bodies' extent).
     """
     import meshcat.geometry as g
     import umsgpack
-    from meshcat.animation import Animation, AnimationClip
-    from meshcat.commands import SetAnimation, SetObject, SetProperty, SetTransform
+    from meshcat.commands import SetObject, SetProperty, SetTransform
     from meshcat.path import Path as MPath
 
+    from .replay_page import PAGE, SPEEDS
+    if not (isinstance(speed, (int, float)) and speed > 0):
+        raise ReplayError(f"speed must be a number > 0 (1 is real time), got {speed!r}")
     F, nb = data.frames, len(data.body_names)
     if F == 0:
         raise ReplayError("the trajectory has no frames")
     counts = data.contacts
     slots = int(min(max_contacts, counts.max() if counts.size else 0))
     keep = _decimate(F, nb, slots, budget_bytes, max_frames)
-    dyn = np.flatnonzero(np.any(np.abs(np.diff(data.position, axis=0)).sum(axis=2) > 0, axis=0)
-                         | np.any(np.abs(np.diff(data.orientation, axis=0)).sum(axis=2) > 0, axis=0)) \
-        if F > 1 else np.zeros(0, int)
-    moving = sorted({sh["body"] for sh in data.shapes if not sh.get("fixed") and sh["kind"] != "halfspace"})
-    pts = data.position[keep][:, moving].reshape(-1, 3) if moving else data.position[keep].reshape(-1, 3)
-    extent = float(np.ptp(pts, axis=0).max()) if len(pts) else 1.0
-    for sh in data.shapes:
-        if sh["body"] in moving:
-            if sh["kind"] == "box":
-                extent = max(extent, max(sh["size"]))
-            elif sh["kind"] in ("sphere", "capsule", "cylinder"):
-                extent = max(extent, 2 * sh["radius"], sh["length"] if sh["kind"] != "sphere" else 0.0)
-            elif sh.get("vertices"):
-                extent = max(extent, float(np.ptp(np.asarray(sh["vertices"]), axis=0).max()))
-    extent = max(extent, 0.02)
-    center = pts.mean(axis=0) if len(pts) else np.zeros(3)
+    view = replay_view(data, keep)
+    extent = max(float(np.max(view["hi"] - view["lo"])), 0.02)            # what the camera frames
+    P = data.position[keep][:, view["moving"]].reshape(-1, 3)
+    ground = max(extent, float(np.ptp(P, axis=0).max()) if len(P) else 0.0)   # the ground covers the whole run
 
     cmds = []
     def node(*parts):
         return MPath(("contactlab",) + tuple(str(p) for p in parts))
 
-    # bodies: a node per body (animated), its shapes as children (fixed offsets)
-    drawn_visuals = {sh["body"] for sh in data.shapes if sh.get("visual")}
+    # bodies: a node per body (posed per frame), its shapes as children (fixed offsets). URDF visuals
+    # replace a body's collision shapes (kept as a hidden 'collision' node); link volumes add to them
+    drawn_visuals = {sh["body"] for sh in data.shapes if sh.get("visual") and not sh.get("link")}
+    body_names = [(n.replace("/", "_") or f"body{i}") for i, n in enumerate(data.body_names)]
     for k, s in enumerate(data.shapes):
         b = s["body"]
-        geom, extra = _geometry(s, extent)
+        geom, extra = _geometry(s, ground)
         fixed = s["kind"] == "halfspace" or s.get("fixed", False)   # ground, walls, tables: grey, see-through
         color = 0x999999 if fixed else PALETTE[b % len(PALETTE)]
         mat = g.MeshLambertMaterial(color=color, opacity=0.45 if fixed else 1.0, transparent=fixed)
-        name = f"{data.body_names[b]}".replace("/", "_") or f"body{b}"
         if s.get("visual"):
-            p = node("bodies", name, f"visual{k}")
+            p = node("bodies", body_names[b], f"visual{k}")
         elif b in drawn_visuals:
-            p = node("bodies", name, "collision", f"shape{k}")
+            p = node("bodies", body_names[b], "collision", f"shape{k}")
         else:
-            p = node("bodies", name, f"shape{k}")
+            p = node("bodies", body_names[b], f"shape{k}")
         cmds.append(SetObject(geom, mat, p))
         w, x, y, z = s["orientation"]
         local = _T(quat_to_matrix(np.array([w, x, y, z])), np.array(s["position"]))
         if s["kind"] == "halfspace":
             local = np.eye(4)
         cmds.append(SetTransform(local @ extra, p))
-    body_paths = [node("bodies", (n.replace("/", "_") or f"body{i}")) for i, n in enumerate(data.body_names)]
     for i in range(nb):
-        R = quat_to_matrix(data.orientation[0, i])
-        cmds.append(SetTransform(_T(R, data.position[0, i]), body_paths[i]))
+        cmds.append(SetTransform(_T(quat_to_matrix(data.orientation[0, i]), data.position[0, i]),
+                                 node("bodies", body_names[i])))
+    for b in sorted(drawn_visuals):   # collision shapes of bodies with visuals: hidden, toggleable
+        cmds.append(SetProperty("visible", False, node("bodies", body_names[b], "collision")))
 
-    fps = (len(keep) - 1) / max(data.time[keep[-1]] - data.time[keep[0]], 1e-12) if len(keep) > 1 else 1.0
-    anim = Animation(default_framerate=fps)
-    def clip(p):
-        if p not in anim.clips:
-            anim.clips[p] = AnimationClip(fps=fps)
-        return anim.clips[p]
-    q_all = _quat_xyzw(quat_to_matrix(data.orientation[keep][:, dyn].reshape(-1, 4))).reshape(len(keep), len(dyn), 4) \
-        if len(dyn) else None
-    for j, i in enumerate(dyn):
-        c = clip(body_paths[i])
-        for f, k in enumerate(keep):
-            c.set_property(f, "position", "vector3", data.position[k, i].tolist())
-            c.set_property(f, "quaternion", "quaternion", q_all[f, j].tolist())
+    # poses of the bodies that move, per kept frame: position and quaternion (x, y, z, w: three.js)
+    fixed_body = np.zeros(nb, bool)
+    for sh in data.shapes:
+        fixed_body[sh["body"]] |= bool(sh.get("fixed"))
+    moved = (np.ptp(data.position, axis=0).max(axis=1) > 0) | (np.ptp(data.orientation, axis=0).max(axis=1) > 0)
+    dyn = np.flatnonzero(moved & ~fixed_body) if F > 1 else np.zeros(0, int)
+    poses = np.concatenate([data.position[keep][:, dyn], data.orientation[keep][:, dyn][..., [1, 2, 3, 0]]], axis=2)
 
-    # contacts: a pool of slots; each frame moves, scales and shows or hides them
+    # contacts: a pool of slots (a point and two arrows each); each frame places, scales and shows them.
+    # Rows per kept frame: point (3), normal force x scale (3), friction force x scale (3)
+    rows, offsets = [], [0]
     if slots:
         fmax = max(float(np.abs(data.contact_normal_force).max(initial=0.0)),
                    float(np.linalg.norm(data.contact_friction_force, axis=1).max(initial=0.0)), 1e-12)
@@ -436,57 +571,43 @@ def replay_html(data: ReplayData, out=None, *, title: str = "contactlab replay",
             for kind, color in (("normal", 0x1F77B4), ("friction", 0x2CA02C)):
                 p = node("contacts", kind, sl, "arrow")
                 cmds.append(SetObject(arrow, g.MeshLambertMaterial(color=color), p))
-                cmds.append(SetTransform(_T(np.eye(3), np.array([0.0, 0.5, 0.0])), p))
-        hidden = [1e-6, 1e-6, 1e-6]
-        for f, k in enumerate(keep):
-            a, b = data.contact_offset[k], data.contact_offset[k + 1] if k + 1 < len(data.contact_offset) else data.contact_offset[k]
+                cmds.append(SetTransform(_T(np.eye(3), np.array([0.0, 0.5, 0.0])), p))   # base at the node's origin
+                cmds.append(SetProperty("visible", False, node("contacts", kind, sl)))
+            cmds.append(SetProperty("visible", False, node("contacts", "points", sl)))
+        for k in keep:
+            a, b = data.contact_offset[k], data.contact_offset[min(k + 1, len(data.contact_offset) - 1)]
             idx = np.arange(a, b)
             if idx.size > slots:
-                idx = idx[np.argsort(-data.contact_normal_force[idx])[:slots]]
-            for sl in range(slots):
-                cp, cn = clip(node("contacts", "points", sl)), clip(node("contacts", "normal", sl))
-                cf = clip(node("contacts", "friction", sl))
-                if sl < idx.size:
-                    c = idx[sl]
-                    pt = data.contact_point[c].tolist()
-                    cp.set_property(f, "position", "vector3", pt)
-                    cp.set_property(f, "scale", "vector3", [1.0, 1.0, 1.0])
-                    for clp, vec in ((cn, data.contact_normal[c] * data.contact_normal_force[c]),
-                                     (cf, data.contact_friction_force[c])):
-                        L = float(np.linalg.norm(vec))
-                        clp.set_property(f, "position", "vector3", pt)
-                        if L * scale > 1e-9:
-                            clp.set_property(f, "quaternion", "quaternion",
-                                             _quat_xyzw(_rot_y_to(vec / L))[0].tolist())
-                            clp.set_property(f, "scale", "vector3", [1.0, L * scale, 1.0])
-                        else:
-                            clp.set_property(f, "scale", "vector3", hidden)
-                else:
-                    for clp in (cp, cn, cf):
-                        clp.set_property(f, "scale", "vector3", hidden)
+                idx = idx[np.argsort(-data.contact_normal_force[idx], kind="stable")[:slots]]
+            rows.append(np.concatenate([data.contact_point[idx],
+                                        data.contact_normal[idx] * data.contact_normal_force[idx, None] * scale,
+                                        data.contact_friction_force[idx] * scale], axis=1))
+            offsets.append(offsets[-1] + idx.size)
+    rows = np.concatenate(rows) if rows else np.zeros((0, 9))
 
-    for b in sorted(drawn_visuals):   # collision shapes of bodies with visuals: hidden, toggleable
-        name = f"{data.body_names[b]}".replace("/", "_") or f"body{b}"
-        cmds.append(SetProperty("visible", False, node("bodies", name, "collision")))
-    # camera: look at the scene's centre from a distance that fits it
     cmds.append(SetProperty("visible", False, MPath(("Axes",))))
     cmds.append(SetProperty("visible", False, MPath(("Grid",))))
-    cmds.append(SetTransform(_T(np.eye(3), center), MPath(("Cameras", "default"))))
-    d = 1.6 * extent
-    # the camera node is y-up (three.js): (x, y, z) here is (x, z_up, -y) in the world
-    cmds.append(SetProperty("position", [d * 0.9, d * 0.55, d * 0.9], MPath(("Cameras", "default", "rotated", "<object>"))))
-    if anim.clips:
-        cmds.append(SetAnimation(anim, play=True, repetitions=1))
 
     def pack(cmd):
         return base64.b64encode(umsgpack.packb(cmd.lower(), force_float_precision="single")).decode("ascii")
-    payload = json.dumps([pack(c) for c in cmds])
-    info = {"time": [round(float(data.time[k]), 6) for k in keep], "contacts": [int(counts[k]) if k < len(counts) else 0 for k in keep],
+    t = data.time[keep]
+    fps = (len(keep) - 1) / max(t[-1] - t[0], 1e-12) if len(keep) > 1 else 1.0
+    res = np.asarray(data.residual, dtype=float)[keep]
+    info = {"time": [round(float(x), 6) for x in t], "contacts": [int(counts[k]) if k < len(counts) else 0 for k in keep],
             "lcp": [int(data.lcp_size[k]) for k in keep], "status": [data.status[k] if k < len(data.status) else "" for k in keep],
-            "fps": fps, "frames": len(keep), "source_frames": F, "bodies": nb}
-    page = _PAGE.format(title=html.escape(title), viewer=_viewer_js(), payload=payload, info=json.dumps(info))
+            "residual": [float(f"{x:.3g}") if np.isfinite(x) else None for x in res],
+            "fps": fps, "frames": len(keep), "source_frames": F, "bodies": nb, "duration": float(t[-1] - t[0]),
+            "speed": float(speed), "loop": bool(loop), "speeds": sorted(set(SPEEDS) | {float(speed)})}
+    frames = {"bodies": [["contactlab", "bodies", body_names[i]] for i in dyn], "poses": _b64(poses, np.float32),
+              "slots": slots, "contact_offset": _b64(offsets, np.int32), "contacts": _b64(rows, np.float32),
+              "moving": [body_names[i] for i in view["moving"]], "follow": view["follow"],
+              "lo": view["lo"].tolist(), "hi": view["hi"].tolist(),
+              "target": _b64(view["target"], np.float32) if view["follow"] else None}
+    fill = {"TITLE": html.escape(title), "VIEWER": _viewer_js(), "INFO": json.dumps(info),
+            "FRAMES": json.dumps(frames), "PAYLOAD": json.dumps([pack(c) for c in cmds])}
+    page = re.sub(r"@(TITLE|VIEWER|INFO|FRAMES|PAYLOAD)@", lambda m: fill[m.group(1)], PAGE)   # one pass
     if out is not None:
-        from ..problems.io import atomic_write
+        from ..files import atomic_write
         atomic_write(Path(out), lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
     return page
 
@@ -495,46 +616,6 @@ def _viewer_js() -> str:
     import meshcat
     js = Path(meshcat.__file__).parent / "viewer" / "dist" / "main.min.js"
     return js.read_text(encoding="utf-8").replace("</script", "<\\/script")
-
-
-_PAGE = """<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{margin:0;overflow:hidden;font-family:sans-serif}}#meshcat-pane{{width:100vw;height:100vh}}
-#cl-info{{position:absolute;left:8px;top:8px;padding:4px 8px;background:rgba(255,255,255,.85);font:13px monospace;
-white-space:pre;pointer-events:none;z-index:10}}</style></head>
-<body><div id="meshcat-pane"></div><div id="cl-info"></div>
-<script>{viewer}</script>
-<script>
-(function() {{
-  var viewer = new MeshCat.Viewer(document.getElementById("meshcat-pane"));
-  var info = {info};
-  var cmds = {payload};
-  function bytes(b64) {{ var s = atob(b64), a = new Uint8Array(s.length); for (var i = 0; i < s.length; i++) a[i] = s.charCodeAt(i); return a; }}
-  cmds.forEach(function(c) {{ viewer.handle_command_bytearray(bytes(c)); }});
-  function frameAt(t) {{ return Math.max(0, Math.min(info.frames - 1, Math.round(t * info.fps))); }}
-  function clipTime() {{
-    var acts = viewer.animator.actions;
-    return acts.length ? acts[0].time : 0;
-  }}
-  var box = document.getElementById("cl-info"), last = -1;
-  function show() {{
-    var f = frameAt(clipTime());
-    if (f !== last) {{
-      last = f;
-      box.textContent = "t = " + info.time[f].toFixed(4) + " s   frame " + (f + 1) + "/" + info.frames +
-        "\\ncontacts " + info.contacts[f] + "   LCP size " + info.lcp[f] + "   " + (info.status[f] || "");
-    }}
-    requestAnimationFrame(show);
-  }}
-  show();
-  window.contactlab = {{
-    viewer: viewer, info: info,
-    seek: function(f) {{ viewer.animator.pause(); viewer.animator.seek(f / info.fps); viewer.render(); last = -1; }},
-    frame: function() {{ return frameAt(clipTime()); }}
-  }};
-}})();
-</script></body></html>
-"""
 
 
 def record_replay(sim, duration: float, **run_kwargs):

@@ -59,7 +59,7 @@ def markdown_to_html(markdown: str, base_dir, *, title: str = "contactlab report
 
 def write_report_html(report_md, out=None) -> Path:
     """Render ``report.md`` to ``report.html`` beside it (atomically); returns the page's path."""
-    from ..problems.io import atomic_write
+    from ..files import atomic_write
     report_md = Path(report_md)
     out = Path(out) if out is not None else report_md.with_suffix(".html")
     page = markdown_to_html(report_md.read_text(encoding="utf-8"), report_md.parent)

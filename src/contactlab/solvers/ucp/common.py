@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...problems.ucp import UCP
+from ...highs import new_highs
 from ...solution import Solution, Status
 
 INF = highspy.kHighsInf
@@ -42,11 +43,7 @@ class PolyhedronLP:
         if n_free:
             self.lower[self.m - n_free:] = -INF
         self.counter = counter
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("solver", "simplex")
-        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-        h.setOptionValue("dual_feasibility_tolerance", 1e-9)
+        h = new_highs(solver="simplex", primal_feasibility_tolerance=1e-9, dual_feasibility_tolerance=1e-9)
         h.passModel(highs_model(A, self.lower, np.full(self.m, INF), a, a))
         self.h = h
         self.idx = np.arange(self.m, dtype=np.int32)

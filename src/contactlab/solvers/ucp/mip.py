@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from ...errors import ParamError
 from ...problems.ucp import UCP
+from ...highs import new_highs
 from ...solution import Solution, Status
 from ..registry import register
 from .bilinear import BilinearOptions, bilinear_lp
@@ -49,7 +50,7 @@ def normalised(G, F, g, sigma):
     return sp.vstack([top, norm], format="csr"), np.concatenate([np.zeros(rows), [1.0]])
 
 
-@register("mip", problems=(UCP,), options=MipOptions, convert=False,
+@register("mip", problems=(UCP,), options=MipOptions, convert=False, referee_for=(UCP,),
           description="exact decision: x_i y_i = 0 by binaries and LP-derived big-M, HiGHS MIP",
           guarantees="decides: SOLVED (certified) or NO_SOLUTION (proven, for vertices with "
                      "||u||_1 < sigma (1/delta - 1)); MAX_ITERATIONS at the time limit")
@@ -145,9 +146,7 @@ def mip(problem: UCP, opts: MipOptions, warm_start=None) -> Solution:
 
         def run_mip(presolve: str):
             """One HiGHS branch and bound on the model plus the no-good cuts found so far."""
-            h = highspy.Highs()
-            h.setOptionValue("output_flag", False)
-            h.setOptionValue("presolve", presolve)
+            h = new_highs(presolve=presolve)
             h.setOptionValue("time_limit", max(1.0, float(opts.time_limit) - (time.perf_counter() - t_start)))
             h.setOptionValue("mip_feasibility_tolerance", 1e-9)
             h.setOptionValue("primal_feasibility_tolerance", 1e-9)

@@ -1,0 +1,92 @@
+"""Time to the first answer (issue 38): import, first ``solve()`` per method and first simulation
+steps per contact model, each in a fresh process, on a cold numba cache (an empty
+``NUMBA_CACHE_DIR``: every kernel compiled) and then warm (the caches that run wrote), with the
+number of kernels compiled per module. Peers answer in under a second after ``pip install``
+(PyBullet, MuJoCo: compiled ahead of time).
+
+    .venv/bin/python benchmarks/bench_first_call.py [--methods lemke pgs ...] [--models ...]
+        [--json benchmarks/results/first_call.json]
+
+Each cold case gets its own empty cache, so its figure is what a new user pays for that call alone
+(kernels shared between cases are compiled again in each). Run it on a quiet machine: compile
+time is CPU time.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PROBE = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import contactlab as cl
+t1 = time.perf_counter()
+kind, name = sys.argv[1], sys.argv[2]
+if kind == "solve":
+    from contactlab.warmup import _problems
+    problem = _problems(name)[0]
+    t2 = time.perf_counter()
+    cl.solve(problem, method=name)
+else:
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    model, method = name.split("/")
+    sim = Simulator(make_scene("stack", count=2), model, None if method == "default" else method)
+    t2 = time.perf_counter()
+    sim.step()
+t3 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "first_call_s": t3 - t2, "total_s": t3 - t0}))
+"""
+
+
+def _probe(kind: str, name: str, cache: Path) -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), OPENBLAS_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, "-c", PROBE, kind, name], capture_output=True, text=True, env=env)
+    if r.returncode:
+        return {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _kernels_by_module(cache: Path) -> dict[str, int]:
+    counts = collections.Counter(p.name.split(".")[0] for p in cache.rglob("*.nbi"))
+    return dict(counts.most_common())
+
+
+def main() -> None:
+    import contactlab as cl
+    from contactlab.models import available_models
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--methods", nargs="*", default=sorted(set(cl.available_solvers()) - {"auto"}))
+    ap.add_argument("--models", nargs="*", default=sorted(available_models()))
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    cases = [("solve", m) for m in args.methods]
+    cases += [("simulate", f"{m}/{'box-qp' if m == 'box-friction' else 'default'}") for m in args.models]
+    rows = []
+    print(f"{'case':34s} {'import':>7s} {'cold call':>10s} {'warm call':>10s} {'cold total':>11s} kernels")
+    for kind, name in cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            cache = Path(tmp)
+            cold = _probe(kind, name, cache)
+            warm = _probe(kind, name, cache)
+            kernels = _kernels_by_module(cache)
+        row = {"kind": kind, "name": name, "cold": cold, "warm": warm, "kernels": kernels}
+        rows.append(row)
+        if "error" in cold or "error" in warm:
+            print(f"{kind + ' ' + name:34s} error: {cold.get('error') or warm.get('error')}")
+            continue
+        print(f"{kind + ' ' + name:34s} {cold['import_s']:7.2f} {cold['first_call_s']:10.2f} "
+              f"{warm['first_call_s']:10.3f} {cold['total_s']:11.2f} {sum(kernels.values())} "
+              f"({', '.join(f'{k} {v}' for k, v in list(kernels.items())[:4])})")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""contactlab warmup: its tasks cover every solver method and contact model, and run cleanly."""
+import pytest
+from typer.testing import CliRunner
+
+import contactlab as cl
+from contactlab.cli import app
+from contactlab.models import available_models
+from contactlab.warmup import SIMULATIONS, Task, _problems, run_task, tasks
+
+
+def test_tasks_cover_every_method_and_model():
+    labels = {t.name for t in tasks() if t.kind == "solve"}
+    assert labels == set(cl.available_solvers()) - {"auto"}
+    assert {m for m, *_ in SIMULATIONS} == set(available_models())
+
+
+@pytest.mark.parametrize("method", sorted(set(cl.available_solvers()) - {"auto"}))
+def test_each_methods_warm_up_task_runs_without_error(method):
+    problems = _problems(method)
+    assert problems, method
+    label, seconds, error = run_task(Task("solve", method))
+    assert error is None and label == f"solve {method}"
+
+
+def test_a_simulation_task_runs_and_a_bad_option_is_a_usage_error():
+    assert run_task(Task("simulate", "box-friction/box-qp/stack"))[2] is None
+    r = CliRunner().invoke(app, ["warmup", "--only", "everything"])
+    assert r.exit_code == 2 and "--only" in r.output
