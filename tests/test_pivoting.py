@@ -277,20 +277,29 @@ def test_dantzig_reuse_on_block_pyramid_sequence():
 def test_lemke_pivot_tolerance_retry_on_an_ill_conditioned_grasp_lcp():
     """A Stewart-Trinkle LCP from the Barrett hand closing on a wood object (step 565 of `simulate
     barrett-grasp --set material=plastic --set object_material=wood`, n = 84, cond ~4e8): with the
-    default pivot tolerance Lemke takes a spurious tiny pivot and ends on a complementary basis whose
-    re-solve has z_A < 0 (relative residual 0.44); the retry with a larger pivot tolerance finds a
-    basis that certifies. The answer is checked here independently of the solver's own figures."""
+    default pivot tolerance and no restart Lemke takes a spurious tiny pivot and ends on a
+    complementary basis whose re-solve has z_A < 0 (relative residual 0.44); the retry with a larger
+    pivot tolerance finds a basis that certifies, and so does (by default, before any retry) the
+    restart from the refactorised final basis (kernels/lemke.py ``_restart_from_basis``). Each answer
+    is checked here independently of the solver's own figures."""
     from pathlib import Path
     p = cl.load(Path(__file__).parent / "data" / "barrett_wood_step565.npz")
-    bare = cl.solve(p, method="lemke", pivot_retries=(), regularize=False)
-    assert bare.relative_residual > 0.1            # the failure the retry exists for
-    sol = cl.solve(p, method="lemke")
-    assert sol.status == cl.Status.SOLVED and sol.info["pivot_tol"] > 1e-9
-    M, q, z = p.dense_M(), p.q, sol.z
-    w = M @ z + q
+    bare = cl.solve(p, method="lemke", pivot_retries=(), regularize=False, restarts=0)
+    assert bare.relative_residual > 0.1            # the failure the retry and the restart exist for
+    retried = cl.solve(p, method="lemke", restarts=0)
+    assert retried.status == cl.Status.SOLVED and retried.info["pivot_tol"] > 1e-9
+    restarted = cl.solve(p, method="lemke", pivot_retries=(), regularize=False)
+    assert restarted.status == cl.Status.SOLVED and "pivot_tol" not in restarted.info \
+        and "reduced_attempt" not in restarted.info            # the reduced run's own answer
+    M, q = p.dense_M(), p.q
     scale = np.abs(q).max()
-    assert z.min() >= 0 and w.min() >= -1e-9 * scale and np.abs(z * w).max() <= 1e-9 * scale * max(z.max(), 1)
-    # the active set re-solved from scratch gives the same z (a genuine complementary basis)
+    for sol in (retried, restarted):
+        z = sol.z
+        w = M @ z + q
+        assert z.min() >= 0 and w.min() >= -1e-9 * scale and np.abs(z * w).max() <= 1e-9 * scale * max(z.max(), 1)
+    # the retry's active set re-solved from scratch gives the same z (a genuine complementary basis);
+    # (the restarted answer is another solution of this degenerate LCP, its basis holding z's at 0)
+    z = retried.z
     act = np.flatnonzero(z > 1e-12 * z.max())
     zA = np.linalg.solve(M[np.ix_(act, act)], -q[act])
     assert zA.min() >= 0 and np.allclose(zA, z[act], rtol=1e-6, atol=1e-12 * z.max())

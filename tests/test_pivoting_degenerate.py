@@ -80,3 +80,50 @@ def test_dantzig_not_p_is_an_honest_failure_naming_lemke():
     sol = solve(LCP(M, np.array([-1.0, -1.0, -2.0])), method="dantzig")
     assert sol.status.name == "NUMERICAL_FAILURE"
     assert "not a P-matrix" in sol.info["reason"] and "lemke" in sol.info["reason"]
+
+
+# ---- Lemke on Stewart-Trinkle column-collapse (issue 39 item 5) ----------------------------------
+# Three LCPs of `contactlab simulate column-collapse` (stewart-trinkle + lemke, steps 17, 20 and 269
+# of the trajectory before the restart: n = 144 and 192, cond(M) ~ 3e8, resting blocks whose corner
+# contacts are redundant, so many rows are degenerate). The reduced basis ended on complementary
+# bases that were infeasible, re-solved exactly, by 1.6e-5 .. 1.9e-4 (relative): rows whose tiny
+# column entries the pivot tolerance did not take as blocking. Restarted from the refactorised
+# final basis (kernels/lemke.py _restart_from_basis), Lemke itself certifies each.
+import pytest  # noqa: E402
+
+COLUMN_COLLAPSE = [17, 20, 269]
+
+
+def _certified_error(M, q, z):
+    """The library's scale-free LCP error (problems/residual.py lcp_relative, NORMWISE_FLOOR = 1e-2)
+    written out here in numpy: z in units of max z, w_i in units of max(|q_i| + sum_j |M_ij z_j|, 1e-2 max|q|)."""
+    w = M @ z + q
+    u = np.maximum(np.abs(q) + np.abs(M) @ np.abs(z), 1e-2 * np.abs(q).max())
+    zr, wr = z / np.abs(z).max(), w / u
+    return max(np.abs(np.minimum(zr, wr)).max(), max(0.0, -zr.min(), -wr.min()))
+
+
+@pytest.mark.parametrize("step", COLUMN_COLLAPSE)
+def test_lemke_certifies_column_collapse_lcps(step):
+    from pathlib import Path
+    import contactlab as cl
+    p = cl.load(Path(__file__).parent / "data" / f"column_collapse_lemke_step{step}.npz")
+    M, q = p.dense_M(), p.q
+    bare = solve(p, method="lemke", restarts=0, pivot_retries=(), regularize=False)
+    assert _certified_error(M, q, bare.z) > 1e-6            # the failure: an infeasible final basis
+    sol = solve(p, method="lemke")
+    # Lemke's own answer, from its first (reduced) run, certified at its tolerance 1e-8
+    assert sol.status == cl.Status.SOLVED and "reduced_attempt" not in sol.info and "regularization" not in sol.info
+    assert sol.z.min() >= 0 and _certified_error(M, q, sol.z) <= 1e-8
+
+
+@pytest.mark.slow
+def test_lemke_certifies_every_column_collapse_step():
+    """300 steps (3 s) of column-collapse under Stewart-Trinkle: every step certified by Lemke itself
+    (StepRecord.success is the method's own success; no fallback rescued a step)."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sim = Simulator(make_scene("column-collapse"), "stewart-trinkle", "lemke")
+    records = sim.run(3.0).records
+    assert len(records) == 300
+    assert [k for k, r in enumerate(records) if not r.success or r.rescued] == []

@@ -14,8 +14,8 @@ position coordinate, in m, and of a quaternion component, in 1) and why (``basis
   no reassociation, no contraction into fused multiply-adds, so each sum is taken in the order
   written) and scipy.sparse's C++ products, whose order does not depend on the CPU or the BLAS
   build. Run again under each of OpenBLAS's CPU kernels (``OPENBLAS_CORETYPE``: each changes the
-  blocking and the summation order of every BLAS/LAPACK call), and under NumPy without its AVX-512
-  and AVX2 loops, these cases gave the same bits (``python -m tests.golden.regenerate --check --variants``, README.md).
+  blocking and the summation order of every BLAS/LAPACK call), under NumPy without its AVX-512 and
+  AVX2 loops, and with every kernel compiled for a generic x86-64 CPU, these cases gave the same bits (``python -m tests.golden.regenerate --check --variants``, README.md).
 - ``blas``: some value that reaches the state goes through BLAS/LAPACK (NumPy's ``@``, a dense
   factorisation or solve), whose rounding depends on the CPU kernel OpenBLAS picks; a contact that
   enters the margin or a pivot that a rounding decides can then differ as well. The tolerance is

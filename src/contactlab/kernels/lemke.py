@@ -1,4 +1,6 @@
-"""Lemke's complementary pivoting on a product-form basis inverse (O(n^2) per pivot).
+"""Lemke's complementary pivoting on a product-form basis inverse (O(n^2) per pivot), and on a
+reduced basis (O(k^2 + n k) per pivot) that restarts from its refactorised final basis when that
+basis is infeasible (_restart_from_basis).
 
 Variables are numbered w_0..w_{n-1} = 0..n-1, z_0..z_{n-1} = n..2n-1, z0 (artificial) = 2n.
 The system is  I w - M z - d z0 = q  with basis inverse ``Binv`` (starting at I, never M^-1).
@@ -9,7 +11,7 @@ import numpy as np
 from ._jit import jit, jit_inline, jit_noraise
 from .dense import gauss_jordan_inverse, schur_remove, tie_filter
 from .residual import lcp_certify_dense
-from .tolerances import LEMKE_PIVOT, LEX_COLUMN_TIE, LEX_RATIO_TIE
+from .tolerances import LEMKE_PIVOT, LEX_COLUMN_TIE, LEX_RATIO_TIE, NORMWISE_FLOOR
 
 SOLVED, RAY, MAX_PIVOTS, NUMERICAL = 0, 1, 2, 3
 #: reduced basis: refactorise (O(k^3)) at a checkpoint only when the updated inverse or the basic
@@ -17,6 +19,14 @@ SOLVED, RAY, MAX_PIVOTS, NUMERICAL = 0, 1, 2, 3
 #: well-conditioned bases and 1e-11..1e-9 on the friction pyramids (cond * eps, which a fresh
 #: inverse would not improve)
 REFACTOR_DRIFT = 1e-8
+#: reduced basis: when z0 leaves on an answer that does not certify to RESTART_TOL, a basic variable
+#: negative by more than RESTART_TOL (relative, as the library's certified residual measures it: a z
+#: in units of max|z|, a w in units of |q_i| + sum_j |M_ij z_j|), also once the basis is refactorised,
+#: restarts Lemke from that complementary basis (_restart_from_basis)
+RESTART_TOL = 1e-9
+#: restarts per solve by default (solvers/lemke.py LemkeOptions.restarts; each begins on the
+#: refactorised basis and is kept only if its answer certifies better)
+RESTARTS = 3
 
 
 @jit
@@ -340,9 +350,89 @@ def _refine_and_read(n, k, MTd, q, eq_rows, unk, Ainv, x, work, tmp, corr, out_z
             out_z[unk[a] - n] = max(x[a], 0.0)
 
 
+@jit
+def _infeasibility(n, k, MTd, q, eq_pos, unk, x, wv):
+    """How far the complementary basis (z0 not basic) is from feasible: the basic w's recomputed
+    (wv_i = q_i + M_iZ x on the rows outside W) and the largest relative negativity of a basic
+    variable, measured as the library's certified residual measures it (a z in units of max|z|, a w
+    in units of max(|q_i| + sum_j |M_ij z_j|, NORMWISE_FLOOR max|q|)). Returns (that number, the code
+    of the most negative basic variable: a position in ``unk``, or n + 1 + i for row i's w; -1 if none)."""
+    zmax = 0.0
+    qmax = 0.0
+    for a in range(k):
+        if unk[a] < 2 * n:
+            zmax = max(zmax, abs(x[a]))
+    for i in range(n):
+        qmax = max(qmax, abs(q[i]))
+    floor = NORMWISE_FLOOR * qmax
+    worst = 0.0
+    lowest = 0.0
+    code = -1
+    for a in range(k):
+        if unk[a] < 2 * n and x[a] < 0.0:
+            worst = max(worst, -x[a] / zmax)
+            if x[a] < lowest:
+                lowest = x[a]
+                code = a
+    for i in range(n):
+        if eq_pos[i] < 0:
+            s = q[i]
+            t = abs(q[i])
+            for a in range(k):
+                p = MTd[unk[a] - n, i] * x[a]
+                s += p
+                t += abs(p)
+            wv[i] = s
+            if s < 0.0:
+                u = max(t, floor)
+                worst = max(worst, -s / u) if u > 0.0 else worst
+                if s < lowest:
+                    lowest = s
+                    code = n + 1 + i
+    return worst, code
+
+
+@jit
+def _restart_from_basis(n, MTd, q, eq_rows, eq_pos, unk, Ainv, x, wv, work):
+    """Prepare a restart of Lemke's method from the complementary basis it ended on (z0 just left).
+
+    On ill-conditioned degenerate contact LCPs (Stewart-Trinkle with redundant box corners, cond(M)
+    ~ 1e8) the ratio tests' choices among near-tied degenerate rows are decided by roundings, and the
+    basis z0 leaves can be infeasible, re-solved exactly, by far more than rounding (w_i = -1e-7
+    relative, sometimes -1, on column-collapse; a smaller pivot tolerance or a refactorisation at
+    every pivot left those bases as they were). When the basis is
+    infeasible by more than RESTART_TOL (:func:`_infeasibility`), it is refactorised (Ainv =
+    inv(M[W, Z]) afresh, x = -Ainv q_W) and measured again; if still infeasible, the covering vector
+    MTd[n] becomes d' with d'_i = [i not in W] - M_iZ 1: with it, z0 entering moves every basic
+    variable up at rate 1 (A 1 = -d'_W on the equations, M_iZ 1 + d'_i = 1 elsewhere), so a first
+    pivot that takes out the most negative basic variable leaves every basic variable >= 0: Lemke's
+    start, an almost complementary feasible basis (Cottle-Pang-Stone §4.4), on the problem's own
+    (M, q), from which the pivots continue as usual at the scale of the infeasibility.
+    Returns the code of that first leaving variable (``_infeasibility``), -1 when the basis is
+    feasible as it is, -3 when it is feasible once refactorised (x recomputed: read z again), -2
+    when the basis is singular (keep the answer)."""
+    k = 0
+    for i in range(n):
+        k += eq_pos[i] >= 0
+    worst, code = _infeasibility(n, k, MTd, q, eq_pos, unk, x, wv)
+    if worst <= RESTART_TOL:
+        return -1
+    if k == 0 or not _refactor(n, k, MTd, eq_rows, unk, Ainv, q, x, work):
+        return -2
+    worst, code = _infeasibility(n, k, MTd, q, eq_pos, unk, x, wv)
+    if worst <= RESTART_TOL or code < 0:
+        return -3
+    for i in range(n):
+        s = 0.0 if eq_pos[i] >= 0 else 1.0
+        for a in range(k):
+            s -= MTd[unk[a] - n, i]
+        MTd[n, i] = s
+    return code
+
+
 @jit_noraise
 def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos, unk, unk_pos,
-                         dx, dwv, cand, ratio, tmp, work2, ray, out_z):
+                         dx, dwv, cand, ratio, tmp, work2, ray, out_z, resume=-1):
     """Lemke's method (covering vector d > 0, lexicographic rule) on the reduced basis.
 
     MTd = [M d]' ((n+1) x n, C-contiguous: column reads are contiguous). A pivot column entry counts as blocking
@@ -350,42 +440,53 @@ def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x,
     retries with larger values when an answer does not certify). Work arrays: Ainv (n+1, n+1), x (n+1,),
     wv (n,), eq_rows (n+1,) int64, eq_pos (n,) int64, unk (n+1,) int64, unk_pos (2n+1,) int64, dx (n+1,),
     dwv (n,), cand (2n+2,) int64, ratio (2n+2,), tmp (n+1,), work2 (n+1, n+1), ray (2n+1,), out_z (n,).
+    ``resume`` >= 0: continue from the state the work arrays hold (a complementary basis prepared by
+    :func:`_restart_from_basis`, whose answer is the code of the first leaving variable): z0 enters,
+    that variable leaves, and the pivots go on as usual.
     Returns (status, pivots).
     """
     n = q.shape[0]
     Z0 = 2 * n
     d = MTd[n]   # the covering vector
-    for i in range(n):
-        wv[i] = q[i]
-        eq_pos[i] = -1
-    for v in range(2 * n + 1):
-        unk_pos[v] = -1
-    # first pivot: z0 enters, w_r leaves (r = argmin q_i/d_i, ties -> largest index)
-    r = -1
-    best = np.inf
-    for i in range(n):
-        t = q[i] / d[i]
-        if t <= best:
-            best = t
-            r = i
-    for i in range(n):
-        out_z[i] = 0.0
-    if best >= 0.0:
-        return SOLVED, 0
-    k = 1
-    eq_rows[0] = r
-    eq_pos[r] = 0
-    unk[0] = Z0
-    unk_pos[Z0] = 0
-    Ainv[0, 0] = 1.0 / d[r]
-    x[0] = -q[r] / d[r]
-    for i in range(n):
-        if i != r:
-            wv[i] = q[i] + d[i] * x[0]
-    wv[r] = 0.0
-    pivots = 1
-    since_refactor = 0
-    entering = r + n  # complement of w_r
+    if resume < 0:
+        for i in range(n):
+            wv[i] = q[i]
+            eq_pos[i] = -1
+        for v in range(2 * n + 1):
+            unk_pos[v] = -1
+        # first pivot: z0 enters, w_r leaves (r = argmin q_i/d_i, ties -> largest index)
+        r = -1
+        best = np.inf
+        for i in range(n):
+            t = q[i] / d[i]
+            if t <= best:
+                best = t
+                r = i
+        for i in range(n):
+            out_z[i] = 0.0
+        if best >= 0.0:
+            return SOLVED, 0
+        k = 1
+        eq_rows[0] = r
+        eq_pos[r] = 0
+        unk[0] = Z0
+        unk_pos[Z0] = 0
+        Ainv[0, 0] = 1.0 / d[r]
+        x[0] = -q[r] / d[r]
+        for i in range(n):
+            if i != r:
+                wv[i] = q[i] + d[i] * x[0]
+        wv[r] = 0.0
+        pivots = 1
+        since_refactor = 0
+        entering = r + n  # complement of w_r
+    else:   # a restart (_restart_from_basis): the basis is in the work arrays, z0 enters
+        k = 0
+        for i in range(n):
+            k += eq_pos[i] >= 0
+        pivots = 0
+        since_refactor = 0
+        entering = Z0
     while True:
         if pivots >= max_pivots:
             return MAX_PIVOTS, pivots
@@ -444,39 +545,43 @@ def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x,
             av = abs(dw)
             dmax = av if av > dmax else dmax
         tol = pivot_tol * max(1.0, dmax)
-        # ---- minimum ratio over basic unknowns (code a) and basic w rows (code n + 1 + i; dwv is 0
-        # on the others); the lexicographic rule only when several tie (_lexico_tie)
-        m = 0
-        for a in range(k):
-            if dx[a] < -tol:
-                cand[m] = a
-                ratio[m] = x[a] / -dx[a]
-                m += 1
-        m0 = m
-        for i in range(n):
-            cand[m] = i
-            m += dwv[i] < -tol
-        for t in range(m0, m):
-            i = cand[t]
-            ratio[t] = wv[i] / -dwv[i]
-            cand[t] = n + 1 + i
-        if m == 0:   # nothing blocks: a secondary ray
-            for v in range(2 * n + 1):
-                ray[v] = 0.0
-            ray[entering] = 1.0
+        if resume >= 0:   # a restart's first pivot: the most negative basic variable leaves (all rise at rate 1)
+            chosen = resume
+            resume = -1
+        else:
+            # ---- minimum ratio over basic unknowns (code a) and basic w rows (code n + 1 + i; dwv is 0
+            # on the others); the lexicographic rule only when several tie (_lexico_tie)
+            m = 0
             for a in range(k):
-                ray[unk[a]] = dx[a]
+                if dx[a] < -tol:
+                    cand[m] = a
+                    ratio[m] = x[a] / -dx[a]
+                    m += 1
+            m0 = m
             for i in range(n):
-                if eq_pos[i] < 0 and i != entering:
-                    ray[i] = dwv[i]
-            for a in range(k):
-                if unk[a] < 2 * n:
-                    out_z[unk[a] - n] = max(x[a], 0.0)
-            return RAY, pivots
-        m = tie_filter(cand, ratio, m, LEX_RATIO_TIE)
-        chosen = cand[0]
-        if m > 1:
-            chosen = _lexico_tie(n, k, m, cand, ratio, dx, dwv, eq_pos, unk, MTd, Ainv, work2)
+                cand[m] = i
+                m += dwv[i] < -tol
+            for t in range(m0, m):
+                i = cand[t]
+                ratio[t] = wv[i] / -dwv[i]
+                cand[t] = n + 1 + i
+            if m == 0:   # nothing blocks: a secondary ray
+                for v in range(2 * n + 1):
+                    ray[v] = 0.0
+                ray[entering] = 1.0
+                for a in range(k):
+                    ray[unk[a]] = dx[a]
+                for i in range(n):
+                    if eq_pos[i] < 0 and i != entering:
+                        ray[i] = dwv[i]
+                for a in range(k):
+                    if unk[a] < 2 * n:
+                        out_z[unk[a] - n] = max(x[a], 0.0)
+                return RAY, pivots
+            m = tie_filter(cand, ratio, m, LEX_RATIO_TIE)
+            chosen = cand[0]
+            if m > 1:
+                chosen = _lexico_tie(n, k, m, cand, ratio, dx, dwv, eq_pos, unk, MTd, Ainv, work2)
         # ---- step
         if chosen <= n:
             theta = x[chosen] / -dx[chosen]
@@ -603,7 +708,7 @@ def lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x,
 
 
 @jit
-def lemke_reduced_certified(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor):
+def lemke_reduced_certified(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor, restarts=RESTARTS):
     """One compiled call for a small dense LCP: scale (M, q) = (M0, q0) / s, set up the work arrays
     of :func:`lemke_reduced_kernel`, run it, and certify the answer with the library's one residual
     (kernels/residual.py ``lcp_certify_dense`` with floor_factor, computed on (M0, q0): the same
@@ -641,13 +746,44 @@ def lemke_reduced_certified(M0, q0, s, d, max_pivots, refactor_every, pivot_tol,
     code, pivots = lemke_reduced_kernel(MTd, q, max_pivots, refactor_every, pivot_tol, Ainv, x, wv, eq_rows, eq_pos,
                                         unk, unk_pos, dx, dwv, cand, ratio, tmp, work2, ray, z)
     r = lcp_certify_dense(M0, q0, z, w, wv, floor_factor)   # scale-free: the same on (M0, q0) / s
+    for _ in range(restarts):
+        # the basis z0 left may be infeasible beyond rounding (degenerate rows the pivot tolerance let
+        # go): refactorised, and restarted from where it is infeasible (_restart_from_basis); the
+        # answer with the smaller certified residual is kept
+        if code != SOLVED or pivots == 0 or max(r[3], r[5]) <= RESTART_TOL:
+            break
+        first = _restart_from_basis(n, MTd, q, eq_rows, eq_pos, unk, Ainv, x, wv, work2)
+        if first == -1 or first == -2:
+            break
+        before = z.copy()
+        if first == -3:     # feasible once refactorised: z read again from the fresh inverse
+            k = 0
+            for i in range(n):
+                k += eq_pos[i] >= 0
+            _refine_and_read(n, k, MTd, q, eq_rows, unk, Ainv, x, work2, tmp, dx, z)
+            code2 = SOLVED
+        else:
+            code2, more = lemke_reduced_kernel(MTd, q, max_pivots - pivots, refactor_every, pivot_tol, Ainv, x, wv,
+                                               eq_rows, eq_pos, unk, unk_pos, dx, dwv, cand, ratio, tmp, work2, ray,
+                                               z, first)
+            pivots += more
+        r2 = lcp_certify_dense(M0, q0, z, w, wv, floor_factor) if code2 == SOLVED else r
+        if code2 != SOLVED or max(r2[3], r2[5]) >= max(r[3], r[5]):
+            z[:] = before
+            r = lcp_certify_dense(M0, q0, z, w, wv, floor_factor)
+            code = SOLVED
+            for v in range(2 * n + 1):
+                ray[v] = 0.0
+            break
+        r = r2
     return code, pivots, out, (r[0], r[1], r[2], r[3], r[4], r[5])
 
 
 @jit
-def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor):
+def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor, restarts=RESTARTS):
     """:func:`lemke_reduced_certified` returning (status, pivots, z, ray, relative residual), the
     certified number being max(rel_nat, rel_infeas) (problems/residual.py ``relative_error``)."""
     n = q0.shape[0]
-    code, pivots, out, r = lemke_reduced_certified(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor)
+    code, pivots, out, r = lemke_reduced_certified(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor,
+                                                   restarts)
     return code, pivots, out[:n], out[2 * n:], max(r[3], r[5])

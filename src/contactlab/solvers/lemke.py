@@ -49,7 +49,10 @@ class LemkeOptions:
     lexicography, tableau only, kept to show cycling on Kostreva's example); pivot_tol: a pivot column
     entry blocks only above pivot_tol * max(1, max|entry|) (reduced basis); pivot_retries: larger
     pivot tolerances tried in turn (reduced basis) when the answer does not certify, before the
-    regularised retries."""
+    regularised retries; restarts: how many times the reduced basis may restart Lemke from the
+    complementary basis it ended on when that basis, refactorised, is infeasible (kernels/lemke.py
+    ``_restart_from_basis``: degenerate rows whose tiny column entries the pivot tolerance did not
+    take as blocking), each kept only if its answer certifies better; 0: none."""
     covering: object = None
     max_iterations: int | None = None
     regularize: bool = True
@@ -60,6 +63,7 @@ class LemkeOptions:
     ties: str = "lexicographic"
     pivot_tol: float = LEMKE_PIVOT
     pivot_retries: tuple = (1e-7, 1e-5)
+    restarts: int = K.RESTARTS
 
     def __post_init__(self):
         check_common(self)
@@ -73,6 +77,8 @@ class LemkeOptions:
                 not all(np.isfinite(t) and 0 < t < 1 for t in self.pivot_retries):
             raise ParamError(f"pivot_tol and pivot_retries must lie in (0, 1), got {self.pivot_tol!r}, "
                              f"{self.pivot_retries!r}")
+        if isinstance(self.restarts, bool) or not isinstance(self.restarts, (int, np.integer)) or self.restarts < 0:
+            raise ParamError(f"restarts must be an integer >= 0, got {self.restarts!r}")
         if not all(e > 0 for e in self.reg_eps):
             raise ParamError(f"reg_eps must be positive, got {self.reg_eps!r}")
 
@@ -146,7 +152,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     basis = "reduced" if opts.basis == "auto" else opts.basis
     if basis == "reduced":   # one compiled call: scaling, work arrays, pivots and the certified residual
         code, pivots, out, c = K.lemke_reduced_certified(M0, problem.q, s, d, max_pivots, REFACTOR_EVERY,
-                                                         opts.pivot_tol, NORMWISE_FLOOR)
+                                                         opts.pivot_tol, NORMWISE_FLOOR, int(opts.restarts))
         z, residual = out[:n], certified_error(c[3], c[5])
         if code == _K_SOLVED and residual <= opts.tol:   # the usual case: certified at once
             sol = Solution(z=z, w=_EMPTY, status=_SOLVED, iterations=pivots, pivots=pivots,
@@ -194,7 +200,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
         tries = []
         for ptol in opts.pivot_retries:
             code, pv, zp, _, resp = K.lemke_reduced_run(M0, problem.q, s, d, max_pivots, REFACTOR_EVERY, ptol,
-                                                        NORMWISE_FLOOR)
+                                                        NORMWISE_FLOOR, int(opts.restarts))
             total += pv
             tries.append({"pivot_tol": ptol, "status": _STATUS[code].name, "pivots": pv, "residual": resp})
             if _STATUS[code] is Status.SOLVED and resp <= max(opts.tol, CERTIFY):
