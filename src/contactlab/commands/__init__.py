@@ -60,16 +60,9 @@ def check_trajectory(path) -> None:
     import numpy as np
 
     from ..errors import ParamError
+    from ..viz.replay import open_trajectory_file
     path = Path(path)
-    if path.is_dir():
-        raise ParamError(f"{path} is a directory; give a trajectory file written by 'contactlab simulate --out'")
-    if not path.is_file():
-        raise ParamError(f"{path}: no such trajectory file")
-    try:
-        import h5py
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise ParamError(f"{path}: not an HDF5 trajectory file ({exc})") from None
+    f = open_trajectory_file(path, ParamError)      # a directory, no such file, not HDF5: one line each
 
     def lengths(group, names) -> dict:
         return {n: group[n].shape[0] if group[n].shape else 0 for n in names if n in group}
