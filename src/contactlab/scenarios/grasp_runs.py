@@ -124,11 +124,12 @@ def _target(problem, method):
 def time_step_problem(problem, method: str, repeats: int = 5) -> dict:
     """Median wall time (s) of the solver call alone over ``repeats`` (after one warm-up call), the
     iterations and pivots, and whether :func:`contactlab.solve` certifies the answer of the problem
-    the method solves (for lemke on the pyramid model: the joint-free LCP of eq. 15, formed by the
+    the method solves (lemke as the paper ran it: without contactlab's restarts from a stalled basis) (for lemke on the pyramid model: the joint-free LCP of eq. 15, formed by the
     Schur complement outside the timing, as GraspIt! forms it before calling Lemke)."""
     from ..solvers import solve
     spec, target = _target(problem, method)
-    opts = spec.make_options({})
+    plain = {"restarts": 0} if method == "lemke" else {}    # the paper's Lemke: no restart from a stalled basis
+    opts = spec.make_options(plain)
     if problem.is_trivial():
         times = [0.0]
     else:
@@ -138,7 +139,7 @@ def time_step_problem(problem, method: str, repeats: int = 5) -> dict:
             t = time.perf_counter()
             spec.func(target, opts, None)
             times.append(time.perf_counter() - t)
-    sol = solve(target, method)     # certify the problem the method solved (eq. 15's LCP for lemke)
+    sol = solve(target, method, **plain)     # certify the problem the method solved (eq. 15's LCP for lemke)
     return {"time_s": float(np.median(times)), "iterations": int(sol.iterations), "pivots": int(sol.pivots),
             "certified": bool(sol.success), "status": sol.status.name, "n": int(target.n)}
 
