@@ -1,6 +1,6 @@
 """``barrett-grasp``: the three-finger Barrett hand of arechavaleta §V (Figs. 2-3) closing on an object.
 
-Geometry, masses and joints from GraspIt!'s Barrett model (../shared/scenario-specs.md §1.3): DH
+Geometry, masses and joints from GraspIt!'s Barrett model (GraspIt! model data §1.3): DH
 chains in the palm frame (mm, degrees), proximal and distal flexion driven by one DOF per finger
 (the distal joint follows the proximal one at 1/3, a joint coupling row, :class:`Joint.follows`),
 the spread DOF on fingers 1 and 2 (finger 2 coupled to finger 1 at 1), the links as boxes of their

@@ -1,4 +1,4 @@
-"""``hand5-grasp``: a five-finger hand from GraspIt!'s HumanHand20DOF (../shared/scenario-specs.md
+"""``hand5-grasp``: a five-finger hand from GraspIt!'s HumanHand20DOF (GraspIt! model data
 §1.4) picking up a ball, as arechavaleta Fig. 1 (metal hand, rubber ball, mu 1.0).
 
 Four fingers (index, middle, ring, little), each with an abduction joint and three flexion joints

@@ -1,4 +1,4 @@
-"""Material friction table of GraspIt! (src/world.cpp; ../shared/scenario-specs.md §1.2).
+"""Material friction table of GraspIt! (src/world.cpp; GraspIt! model data §1.2).
 
 arechavaleta §V-A: a plastic hand on a glass object has mu = 0.2 (Fig. 2, the object slips), a rubber
 hand mu = 1.0 (Fig. 3, the grasp holds); the table is wood (wood-glass 0.3). The table is

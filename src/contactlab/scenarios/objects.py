@@ -1,4 +1,4 @@
-"""Grasped objects on a table (arechavaleta §V-A; ../shared/scenario-specs.md §1.5).
+"""Grasped objects on a table (arechavaleta §V-A; GraspIt! model data §1.5).
 
 ``glass`` is GraspIt!'s stemmed wine glass (models/objects/glass.iv at its 0.75 scale, 183.8 mm
 tall, 200 g) as a convex decomposition of its outer profile (spec §1.5, radii about the glass
