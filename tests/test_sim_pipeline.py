@@ -60,13 +60,12 @@ def test_contact_pair_delassus_reuses_the_pattern_of_the_same_rows_only(monkeypa
     to one leaves the next intact); rows on other bodies build the pattern again."""
     import dataclasses
 
-    import contactlab.mechanics.kernels as MK
-    import contactlab.mechanics.system as MS
+    import contactlab.mechanics.delassus as MD
     sim, sys = _pile_system(count=20, steps=40)
     built = []
-    real = MK.frame_pattern
-    monkeypatch.setattr(MK, "frame_pattern", lambda *a: built.append(1) or real(*a))
-    monkeypatch.setattr(MS, "_last_frame_pattern", None)
+    real = MD.frame_pattern
+    monkeypatch.setattr(MD, "frame_pattern", lambda *a: built.append(1) or real(*a))
+    monkeypatch.setattr(MD, "_last_pattern", None)
     H = sys.NST
 
     def ref(s):

@@ -26,7 +26,10 @@ from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
 from .joint_kernels import _copy_row, _csr, _WIDTH, fill_joint_rows, row_buffers
 from ..kernels.dense import elimination_steps, grouped_cholesky_solve
-from .kernels import _exp_rotate, block_times, body_blocks, delassus_dense, rows_transpose_times
+from .bodies import block_times, body_blocks
+from .delassus import delassus_dense
+from .integrate import _exp_rotate
+from .rows import rows_transpose_times
 
 
 @jit

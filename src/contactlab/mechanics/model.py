@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .joint_kernels import pack_joints
-from .kernels import velocity_vector as _velocity_vector
+from .bodies import velocity_vector as _velocity_vector
 from .rotation import quat_conj, quat_mul, quat_to_matrix
 from .scene import Scene, Shape
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels as _K
+from . import integrate as _I
+from . import rows as _R
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
@@ -74,11 +75,11 @@ def quat_to_rotvec(q: np.ndarray) -> np.ndarray:
 
 def integrate_quat(q: np.ndarray, omega: np.ndarray, h: float) -> np.ndarray:
     """q(t+h) = exp(h omega) q(t) with omega in the world frame (exact for constant omega), normalised;
-    compiled (mechanics/kernels.py ``integrate_quat_kernel``; tests compare it with
+    compiled (:func:`~.integrate.integrate_quat_kernel`; tests compare it with
     quat_mul(quat_from_rotvec(h omega), q))."""
     q = np.asarray(q, dtype=np.float64)
     w = np.asarray(omega, dtype=np.float64)
-    out = _K.integrate_quat_kernel(np.ascontiguousarray(q.reshape(-1, 4)), np.ascontiguousarray(w.reshape(-1, 3)),
+    out = _I.integrate_quat_kernel(np.ascontiguousarray(q.reshape(-1, 4)), np.ascontiguousarray(w.reshape(-1, 3)),
                                    float(h))
     return out.reshape(q.shape)
 
@@ -95,4 +96,4 @@ def tangent_basis(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     tilted about e_y gets t1 along the line of steepest descent, so a 4-direction pyramid is
     aligned with the slope.
     """
-    return _K.tangent_basis_kernel(np.ascontiguousarray(np.atleast_2d(np.asarray(n, dtype=np.float64))))
+    return _R.tangent_basis_kernel(np.ascontiguousarray(np.atleast_2d(np.asarray(n, dtype=np.float64))))

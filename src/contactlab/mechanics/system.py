@@ -15,9 +15,12 @@ import scipy.sparse as sp
 
 from .model import KIND_KINEMATIC, Data, Model
 from . import joint_kernels as _JK
-from . import kernels as _K
+from . import bodies as _B
+from . import rows as _R
+from .delassus import delassus  # noqa: F401  (the system's Delassus operator; also importable from here)
 from .joint_kernels import pack_joints
 from .joint_projection import _mobility
+from .rows import csr_of
 
 
 @dataclass
@@ -107,24 +110,6 @@ class ConstraintSystem:
         return cached[1].copy()
 
 
-_MAXPRINT = sp.csr_matrix((0, 1)).maxprint
-
-
-def csr_of(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
-    """The canonical CSR matrix of arrays a compiled kernel wrote (indices sorted within each row,
-    no duplicates, one integer dtype for indices and indptr), taken as they are: scipy's constructor
-    re-derives the index dtype and checks the format on every call (~10 us; a step builds a dozen).
-    tests/test_mechanics.py checks the result against scipy's constructor and its full format check."""
-    m = sp.csr_matrix.__new__(sp.csr_matrix)
-    m._shape = (int(shape[0]), int(shape[1]))
-    m.maxprint = _MAXPRINT
-    m.data, m.indices, m.indptr = data, indices, indptr
-    # the flags scipy's has_sorted_indices / has_canonical_format setters store (written directly: the
-    # setters are three Python calls; were the names to change, scipy would work the flags out itself)
-    m._has_sorted_indices = m._has_canonical_format = True
-    return m
-
-
 def stack_rows(parts, ncols: int) -> sp.csr_matrix:
     """The canonical CSR matrices ``parts`` (each with ``ncols`` columns) one above the other: data and
     indices concatenated, row pointers offset (what scipy's vstack does after converting and checking
@@ -150,14 +135,14 @@ def rows_times(H, x: np.ndarray) -> np.ndarray:
     small systems of a step); any other matrix through ``@``."""
     if not (sp.issparse(H) and H.format == "csr"):
         return np.asarray(H @ x, dtype=np.float64).ravel()
-    return _K.rows_times(H.indptr, H.indices, H.data, np.ascontiguousarray(x, dtype=np.float64))
+    return _R.rows_times(H.indptr, H.indices, H.data, np.ascontiguousarray(x, dtype=np.float64))
 
 
 def rows_transpose_times(H: sp.csr_matrix, z: np.ndarray) -> np.ndarray:
     """H' z for a CSR H without forming H' (scipy transposes through a new matrix on every ``H.T``)."""
     if not (sp.issparse(H) and H.format == "csr"):
         return np.asarray(H.T @ z, dtype=np.float64).ravel()
-    return _K.rows_transpose_times(H.indptr, H.indices, H.data, np.ascontiguousarray(z, dtype=np.float64), H.shape[1])
+    return _R.rows_transpose_times(H.indptr, H.indices, H.data, np.ascontiguousarray(z, dtype=np.float64), H.shape[1])
 
 
 @functools.lru_cache(maxsize=64)
@@ -203,7 +188,7 @@ def _block_csr(B: np.ndarray) -> sp.csr_matrix:
 def mass_blocks(model: Model, data: Data) -> tuple[np.ndarray, np.ndarray]:
     """(k, 6, 6) blocks diag(m I3, R I R') of M and of M^-1 over the k non-fixed bodies."""
     live = np.flatnonzero(model.dof_start >= 0)
-    return _K.mass_blocks_kernel(live, data.quaternion, model.mass, model.inertia, model.inv_inertia)
+    return _B.mass_blocks_kernel(live, data.quaternion, model.mass, model.inertia, model.inv_inertia)
 
 
 def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -212,56 +197,6 @@ def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matri
         return _empty(0), _empty(0)
     Bm, Bw = mass_blocks(model, data)
     return _block_csr(Bm), _block_csr(Bw)
-
-
-#: the last pattern of box friction's Delassus matrix (mechanics/kernels.py ``frame_pattern``) with the
-#: rows' pattern and index type it was built for: a step whose contact rows touch the same bodies in
-#: the same order reuses it and computes only the values (``frame_values``): every step of a resting
-#: stack, most steps of a settling pile (docs/benchmarks-tuning.md)
-_last_frame_pattern = None
-
-
-def _frame_pattern(ip: np.ndarray, ix: np.ndarray, nbody: int, index: np.ndarray):
-    """mechanics/kernels.py ``frame_pattern`` of the rows (ip, ix), the last one's where the rows'
-    pattern, the number of bodies and the index type are the last call's (compared in full)."""
-    global _last_frame_pattern
-    last = _last_frame_pattern
-    if last is not None and last[2] == nbody and last[3] == index.dtype and np.array_equal(last[0], ip) \
-            and np.array_equal(last[1], ix):
-        return last[4]
-    pattern = _K.frame_pattern(ip, ix, nbody, 3, index)
-    if pattern[0]:
-        _last_frame_pattern = (ip.copy(), ix.copy(), nbody, index.dtype, pattern)
-    return pattern
-
-
-def delassus(sys: "ConstraintSystem", H: sp.csr_matrix, diag, dense: bool):
-    """H M^-1 H' + diag(diag) from the 6x6 blocks of M^-1 (compiled; only row pairs that share a
-    body are formed). ``dense``: a numpy array, else CSR: for the system's own contact rows
-    ``sys.NST`` ([N; S; T]) by 3 x 3 blocks of contact pairs (mechanics/kernels.py
-    ``delassus_frames_csr``: its pattern, the last step's where the rows touch the same bodies
-    (:func:`_frame_pattern`), then its values), else row by row (``delassus_csr``)."""
-    if not (sp.issparse(H) and H.format == "csr"):
-        H = sp.csr_matrix(H)
-    n = H.shape[0]
-    diag = np.full(n, float(diag)) if np.ndim(diag) == 0 else np.array(diag, dtype=np.float64).reshape(n)
-    ip, ix = H.indptr.astype(np.int64, copy=False), H.indices.astype(np.int64, copy=False)
-    dv = H.data.astype(np.float64, copy=False)
-    if dense:
-        return _K.delassus_dense(ip, ix, dv, sys.W_blocks, n, diag)
-    if H is sys.NST and sys.nc:     # box friction's contact rows: by contact pairs (frame_rows_csr's layout)
-        nc = sys.nc
-        for index in (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)):
-            ok, cb, nptr, near, near_s, indptr, indices = _frame_pattern(ip[:nc + 1], ix[:ip[nc]],
-                                                                         sys.W_blocks.shape[0], index)
-            if ok:      # the values on the pattern; the matrix gets its own copy of the pattern
-                data = _K.frame_values(ip[:nc + 1], dv.reshape(3, -1), sys.W_blocks, diag, cb, nptr, near, near_s,
-                                       indptr)
-                return csr_of(data, indices.copy(), indptr.copy(), (n, n))
-    data, indices, indptr = _K.delassus_csr(ip, ix, dv, sys.W_blocks, n, diag)     # canonical by construction
-    if indptr[-1] < 2 ** 31:      # int32 indices, as scipy's constructor picks: SuperLU and slicing are faster
-        indices, indptr = indices.astype(np.int32), indptr.astype(np.int32)
-    return csr_of(data, indices, indptr, (n, n))
 
 
 def joint_torque_forces(model: Model, data: Data) -> np.ndarray:
@@ -303,7 +238,7 @@ def _point_rows(model: Model, data: Data, a, b, P, U):
     """(the rows of each direction, all rows stacked direction by direction) of :func:`point_rows`,
     from one compiled pass: each direction's matrix is a view of the stacked one's arrays."""
     k = np.shape(U)[-2]
-    dv, ix, ip = _K.frame_rows_csr(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), model.dof_start,
+    dv, ix, ip = _R.frame_rows_csr(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), model.dof_start,
                                    data.position, np.ascontiguousarray(P, dtype=np.float64),
                                    np.ascontiguousarray(U, dtype=np.float64).reshape(-1, k, 3))
     return _stacked_rows(dv, ix, ip, model.ndof)
@@ -428,15 +363,15 @@ def _contact_frame_rows(model: Model, data: Data, contacts):
 
 def pyramid_rows(S: sp.csr_matrix, T: sp.csr_matrix, d: int) -> sp.csr_matrix:
     """D, contact-major: row i*d + k = cos(2 pi k/d) S_i + sin(2 pi k/d) T_i (S and T share their
-    sparsity pattern: the same bodies per contact; one compiled pass, mechanics/kernels.py pyramid_csr)."""
-    return csr_of(*_K.pyramid_csr(S.indptr, S.indices, S.data, T.data, int(d)), (S.shape[0] * d, S.shape[1]))
+    sparsity pattern: the same bodies per contact; one compiled pass, :func:`~.rows.pyramid_csr`)."""
+    return csr_of(*_R.pyramid_csr(S.indptr, S.indices, S.data, T.data, int(d)), (S.shape[0] * d, S.shape[1]))
 
 
 def normal_bias(phi: np.ndarray, h: float, zeta: float, slop: float) -> np.ndarray:
     """phi/h for a gap (speculative contact), 0 within the slop, zeta (phi + slop)/h beyond it
     (pass zeta = 0 when penetration is corrected at the position level); compiled
-    (mechanics/kernels.py ``normal_bias_kernel``)."""
-    return _K.normal_bias_kernel(np.ascontiguousarray(phi, dtype=np.float64), float(h), float(zeta), float(slop))
+    (:func:`~.rows.normal_bias_kernel`)."""
+    return _R.normal_bias_kernel(np.ascontiguousarray(phi, dtype=np.float64), float(h), float(zeta), float(slop))
 
 
 def _live(model: Model) -> np.ndarray:
@@ -457,27 +392,27 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
     f = joint_torque_forces(model, data)
     body = None
     if live.size:
-        body = _K.body_terms(live, model.dof_start, data.quaternion, model.mass, model.inertia,
+        body = _B.body_terms(live, model.dof_start, data.quaternion, model.mass, model.inertia,
                              model.inv_inertia, model.gravity, data.linear_velocity, data.angular_velocity,
                              bool(st.gyroscopic), f)
     zeta = st.contact_zeta if st.contact_stabilization == "velocity" else 0.0
     terms = None
     if contacts is not None and contacts.count:
         # the contact rows N, S, T (stacked) and the normal bias in one compiled call
-        terms = _K.contact_terms(
+        terms = _R.contact_terms(
             contacts.body_a.astype(np.int64, copy=False), contacts.body_b.astype(np.int64, copy=False),
             model.dof_start, data.position, np.ascontiguousarray(contacts.point, dtype=np.float64),
             np.ascontiguousarray(contacts.normal, dtype=np.float64), np.ascontiguousarray(contacts.t1, dtype=np.float64),
             np.ascontiguousarray(contacts.t2, dtype=np.float64), np.ascontiguousarray(contacts.phi, dtype=np.float64),
             h, float(zeta), float(st.slop))
-    v_free = _K.free_velocity(body[1], body[2], f, h) if (live.size and 6 * live.size == model.ndof) else None
+    v_free = _B.free_velocity(body[1], body[2], f, h) if (live.size and 6 * live.size == model.ndof) else None
     return assemble_system(model, data, contacts, h, f, body, terms, v_free)
 
 
 def assemble_system(model: Model, data: Data, contacts, h: float, f: np.ndarray, body, terms,
                     v_free: np.ndarray | None) -> ConstraintSystem:
     """The :class:`ConstraintSystem` from the compiled terms :func:`build_system` computes:
-    ``body`` = mechanics/kernels.py ``body_terms`` (Bm, Bw, v) (None without moving bodies),
+    ``body`` = :func:`~.bodies.body_terms` (Bm, Bw, v) (None without moving bodies),
     ``terms`` = ``contact_terms`` (rows data, indices, indptr, normal bias) (None without contacts),
     ``v_free`` = ``free_velocity`` (Bw, v, f, h) where the blocks cover every dof. The joint rows
     are formed here from ``data`` (a joint-free model reads nothing of it: sim/box_step.py assembles
