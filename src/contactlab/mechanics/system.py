@@ -17,6 +17,7 @@ from .model import KIND_KINEMATIC, Data, Model
 from . import joint_kernels as _JK
 from . import bodies as _B
 from . import rows as _R
+from . import terms as _T
 from .delassus import delassus  # noqa: F401  (the system's Delassus operator; also importable from here)
 from .joint_kernels import pack_joints
 from .joint_projection import _mobility
@@ -271,15 +272,22 @@ def _packed(model: Model):
     return model.joint_arrays
 
 
-def _joint_kernel_args(model: Model, data: Data) -> tuple:
-    """The joint kernels' leading arguments (the model's packed joints, the state's motor targets
-    and force limits where it has them, else the compiled joints')."""
-    P = _packed(model)
+def _motor_state(P, data: Data) -> tuple[np.ndarray, np.ndarray]:
+    """The motor targets and force limits of the packed joints ``P``: the state's where it has them
+    (``Data.motor_target``, ``set_motor`` changes them between steps), else the compiled joints'."""
     mt, mf = P.motor_target, P.motor_max_force
     if data.motor_target is not None and data.motor_target.size:
         k = min(P.a.size, data.motor_target.size)
         mt, mf = mt.copy(), mf.copy()
         mt[:k], mf[:k] = data.motor_target[:k], data.motor_max_force[:k]
+    return mt, mf
+
+
+def _joint_kernel_args(model: Model, data: Data) -> tuple:
+    """The joint kernels' leading arguments (the model's packed joints, the state's motor targets
+    and force limits where it has them, else the compiled joints')."""
+    P = _packed(model)
+    mt, mf = _motor_state(P, data)
     return (P.a, P.b, P.kind, P.anchor_a, P.anchor_b, P.axis_a, P.q_rel0, P.lower, P.upper, mt, mf, P.follows, P.ratio,
             P.special, P.special_kin, P.label_base, P.special_base, model.dof_start, data.position, data.quaternion,
             data.linear_velocity, data.angular_velocity, data.planar_reference)
@@ -332,10 +340,21 @@ def _system_joint_rows(model: Model, data: Data, h: float, v: np.ndarray):
     vector ``v`` (no joint state)."""
     P = _packed(model)
     if P.a.size == 0 and P.special.size == 0:
-        e, z, none = _empty(model.ndof), np.zeros(0), np.zeros(0, dtype=np.int64)
-        return (e, z, z), (e, z), (e, z, z), RowLabels(P.labels, joint=none, limit=none, motor=none)
-    (Jm, rhs, err, jl), (Lm, l_bias, ll), (Am, a_target, a_max, al) = _JK.constraint_rows_kernel(
-        *_joint_kernel_args(model, data), v, float(h), float(model.settings.zeta))
+        return _no_joint_rows(model, P)
+    return _joint_groups(model, P, _JK.constraint_rows_kernel(*_joint_kernel_args(model, data), v, float(h),
+                                                              float(model.settings.zeta)))
+
+
+def _no_joint_rows(model: Model, P):
+    """:func:`_system_joint_rows` of a model without joint, kinematic or planar body: no rows."""
+    e, z, none = _empty(model.ndof), np.zeros(0), np.zeros(0, dtype=np.int64)
+    return (e, z, z), (e, z), (e, z, z), RowLabels(P.labels, joint=none, limit=none, motor=none)
+
+
+def _joint_groups(model: Model, P, rows):
+    """:func:`_system_joint_rows`'s answer from the compiled rows ``rows`` (the J, L and A groups of
+    :func:`~contactlab.mechanics.joint_kernels.constraint_rows_kernel`)."""
+    (Jm, rhs, err, jl), (Lm, l_bias, ll), (Am, a_target, a_max, al) = rows
     n = model.ndof
     return ((csr_of(*Jm, (rhs.size, n)), rhs, err), (csr_of(*Lm, (l_bias.size, n)), l_bias),
             (csr_of(*Am, (a_target.size, n)), a_target, a_max), RowLabels(P.labels, joint=jl, limit=ll, motor=al))
@@ -383,38 +402,54 @@ def _live(model: Model) -> np.ndarray:
     return cached[1]
 
 
+#: the contact arguments of :func:`~.terms.system_terms` for a step without contacts
+_NO_CONTACTS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3)),
+                np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+
+
+def _contact_arrays(contacts) -> tuple:
+    """(a, b, point, normal, t1, t2, phi) of ``contacts`` as the compiled kernels take them."""
+    if contacts is None or not contacts.count:
+        return _NO_CONTACTS
+    c64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)
+    return (contacts.body_a.astype(np.int64, copy=False), contacts.body_b.astype(np.int64, copy=False),
+            c64(contacts.point), c64(contacts.normal), c64(contacts.t1), c64(contacts.t2), c64(contacts.phi))
+
+
 def build_system(model: Model, data: Data, contacts, h: float | None = None) -> ConstraintSystem:
-    """Assemble the :class:`ConstraintSystem` of the current state and ``contacts``."""
+    """Assemble the :class:`ConstraintSystem` of the current state and ``contacts``: the bodies', the
+    contacts' and the joints' terms in one compiled call (:func:`~.terms.system_terms`), then the
+    system around them."""
     st = model.settings
     h = float(st.dt if h is None else h)
     live = _live(model)
-    # the bodies' terms (mass blocks, velocity, gravity and gyroscopic forces) in one compiled call
     f = joint_torque_forces(model, data)
-    body = None
-    if live.size:
-        body = _B.body_terms(live, model.dof_start, data.quaternion, model.mass, model.inertia,
-                             model.inv_inertia, model.gravity, data.linear_velocity, data.angular_velocity,
-                             bool(st.gyroscopic), f)
     zeta = st.contact_zeta if st.contact_stabilization == "velocity" else 0.0
-    terms = None
-    if contacts is not None and contacts.count:
-        # the contact rows N, S, T (stacked) and the normal bias in one compiled call
-        terms = _R.contact_terms(
-            contacts.body_a.astype(np.int64, copy=False), contacts.body_b.astype(np.int64, copy=False),
-            model.dof_start, data.position, np.ascontiguousarray(contacts.point, dtype=np.float64),
-            np.ascontiguousarray(contacts.normal, dtype=np.float64), np.ascontiguousarray(contacts.t1, dtype=np.float64),
-            np.ascontiguousarray(contacts.t2, dtype=np.float64), np.ascontiguousarray(contacts.phi, dtype=np.float64),
-            h, float(zeta), float(st.slop))
-    v_free = _B.free_velocity(body[1], body[2], f, h) if (live.size and 6 * live.size == model.ndof) else None
-    return assemble_system(model, data, contacts, h, f, body, terms, v_free)
+    nc = 0 if contacts is None else contacts.count
+    a, b, point, normal, t1, t2, phi = _contact_arrays(contacts)
+    if not live.size:       # no moving body: the mass matrices and rows from the state (assemble_system)
+        terms = _R.contact_terms(a, b, model.dof_start, data.position, point, normal, t1, t2, phi, h, float(zeta),
+                                 float(st.slop)) if nc else None
+        return assemble_system(model, data, contacts, h, f, None, terms, None)
+    P = _packed(model)
+    mt, mf = _motor_state(P, data)
+    covers = 6 * live.size == model.ndof
+    body, v_free, terms, rows = _T.system_terms(
+        live, model.dof_start, data.quaternion, data.position, model.mass, model.inertia, model.inv_inertia,
+        model.gravity, data.linear_velocity, data.angular_velocity, bool(st.gyroscopic), f, covers, a, b, point, normal,
+        t1, t2, phi, float(zeta), float(st.slop), P.kernel_args, mt, mf, data.planar_reference, h, float(st.zeta))
+    joint = _joint_groups(model, P, rows) if (P.a.size or P.special.size) else _no_joint_rows(model, P)
+    return assemble_system(model, data, contacts, h, f, body, terms if nc else None, v_free if covers else None,
+                           joint)
 
 
 def assemble_system(model: Model, data: Data, contacts, h: float, f: np.ndarray, body, terms,
-                    v_free: np.ndarray | None) -> ConstraintSystem:
+                    v_free: np.ndarray | None, joint=None) -> ConstraintSystem:
     """The :class:`ConstraintSystem` from the compiled terms :func:`build_system` computes:
     ``body`` = :func:`~.bodies.body_terms` (Bm, Bw, v) (None without moving bodies),
     ``terms`` = ``contact_terms`` (rows data, indices, indptr, normal bias) (None without contacts),
-    ``v_free`` = ``free_velocity`` (Bw, v, f, h) where the blocks cover every dof. The joint rows
+    ``v_free`` = ``free_velocity`` (Bw, v, f, h) where the blocks cover every dof, ``joint`` =
+    :func:`_system_joint_rows`'s answer where already computed. Else the joint rows
     are formed here from ``data`` (a joint-free model reads nothing of it: sim/box_step.py assembles
     a step's system after the step from the terms its compiled call returned)."""
     st = model.settings
@@ -423,7 +458,8 @@ def assemble_system(model: Model, data: Data, contacts, h: float, f: np.ndarray,
         M, Minv = _block_csr(Bm), _block_csr(Bw)
     else:
         (M, Minv), Bw, v = mass_matrices(model, data), np.zeros((0, 6, 6)), data.velocity_vector(model)
-    (J, j_rhs, j_err), (L, l_bias), (A, a_target, a_max), labels = _system_joint_rows(model, data, h, v)
+    (J, j_rhs, j_err), (L, l_bias), (A, a_target, a_max), labels = \
+        _system_joint_rows(model, data, h, v) if joint is None else joint
     d = int(st.friction_directions)
     nc = 0 if contacts is None else contacts.count
     if nc:
