@@ -214,6 +214,22 @@ def compile_always():
         _MODE["value"] = old
 
 
+#: every kernel defined so far (by the modules imported so far)
+_KERNELS: list = []
+
+
+def cached_fraction() -> float:
+    """The fraction of the kernels defined so far that have machine code in numba's disk cache
+    (any specialisation): near 0 on a fresh checkout, near 1 once the package has run."""
+    cached = 0
+    for kernel in _KERNELS:
+        try:
+            cached += os.path.exists(kernel._cache._cache_file._index_path)
+        except AttributeError:          # another numba's internals
+            return 1.0
+    return cached / len(_KERNELS) if _KERNELS else 1.0
+
+
 class TieredDispatcher(CPUDispatcher):
     """numba's CPU dispatcher, with interpreted calls until compiling pays (module docstring).
 
@@ -223,6 +239,7 @@ class TieredDispatcher(CPUDispatcher):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        _KERNELS.append(self)
         self._interpreted_seconds = 0.0
         self._budget = None             # seconds of interpreting before compiling; set on first use
         self._not_on_disk = set()       # argument types whose machine code is in no cache
