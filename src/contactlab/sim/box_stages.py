@@ -292,7 +292,7 @@ class CompiledRowStages(RowStages):
     def build(self, w: StepWork) -> None:
         sim = self.sim
         data = sim.data
-        if data.joint_torque or (not self.fixed and 3 * w.contacts.count > self.max_rows):
+        if data.joint_torque or (not self.fixed and 3 * w.nc > self.max_rows):
             return super().build(w)
         w.compiled = True
         st = sim.model.settings     # read each step: the Model is frozen, its Settings object is not
@@ -300,7 +300,7 @@ class CompiledRowStages(RowStages):
         warm = bool(sim.warm_start and data.warm.get("z") is not None and prev is not None)
         floats, ints = packed(w.contacts, w.match)
         f64, f8 = np.ascontiguousarray, np.float64
-        h = sim.h
+        h = w.h
         zeta, slop, gyroscopic = float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), \
             float(st.slop), bool(st.gyroscopic)
         args = (floats, ints, h, zeta, slop, self.cfm, float(sim.model_options.new_contact_bound),
@@ -316,7 +316,7 @@ class CompiledRowStages(RowStages):
         sim = self.sim
         model, data = sim.model, sim.data
         args, warm, gyroscopic, floats, ints, h, zeta, slop, position_stage, position_zeta = w.call
-        nc = w.contacts.count
+        nc = w.nc
         n = w.n = 3 * nc
         if self.fixed:
             w.t0 = time.perf_counter()
@@ -374,7 +374,7 @@ class CompiledRowStages(RowStages):
         sim = self.sim
         model, data = sim.model, sim.data
         gyroscopic, before, floats, ints, h, zeta, slop, deep, ke, pe, pen, v_next, tangent, modes, z = w.call
-        nc = w.contacts.count
+        nc = w.nc
         result = StepResult(v_next=v_next, normal=z[:nc], tangent=tangent, joint=_NONE, limit=_NONE, motor=_NONE,
                             modes=modes)
         data.warm["z"] = z.copy()
@@ -402,7 +402,7 @@ class CompiledRowStages(RowStages):
         # the compiled call is build, solve, recover and integrate at once: its time is reported as "solve"
         self.state.timing = {"detect": w.t_detect - w.t_start, "build": 0.0, "solve": w.t_solved - w.t0,
                              "integrate": w.t_integrated - w.t_solved, "record": 0.0}
-        return StepRecord(time=self.sim.data.time, contacts=w.contacts.count, lcp_size=w.n,
+        return StepRecord(time=self.sim.data.time, contacts=w.nc, lcp_size=w.n,
                           iterations=int(sol.iterations), pivots=0, residual=float(sol.residual),
                           success=bool(w.primary_ok), status=sol.status.name, rescued=bool(w.rescued),
                           kinetic_energy=ke, energy=e1, energy_gain=e1 - w.e0, contact_energy_gain=w.contact_gain,

@@ -397,9 +397,14 @@ class Simulator:
     def plan(self):
         """The step's stages (:attr:`stages`): planned again where the configuration (method, budget,
         options, model, reuse, islands, warm start, ``compiled``) changed since they were planned."""
-        if self.stages.planned_for != configuration(self):
-            self.stages = plan_stages(self, self.step_state)
-        return self.stages
+        stages = self.stages
+        try:
+            same = stages.planned_for == configuration(self) and stages.options_seen == self.solver_options
+        except ValueError:      # an array option replaced by another
+            same = False
+        if not same:
+            self.stages = stages = plan_stages(self, self.step_state)
+        return stages
 
     def _displace(self, dx: np.ndarray) -> None:
         """x += dx (translation, then rotation by the rotation vector) for every moving body that is

@@ -96,13 +96,15 @@ class StepState:
         self.solution = sol
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class StepWork:
     """One step's values, handed from stage to stage (the general path's names; a compiled step
     fills what its call returns). ``compiled``: the step is the compiled call's (else the general
     stages take it)."""
     contacts: object
     match: np.ndarray
+    nc: int                         # contacts.count
+    h: float                        # the step's length
     t_start: float
     t_detect: float
     compiled: bool = False
@@ -130,14 +132,10 @@ class StepWork:
 
 def configuration(sim) -> tuple:
     """What the stages are planned from that a user may change between steps (the Model itself is
-    frozen): a new configuration is planned anew at the next step."""
-    return (sim.method, sim.iterations, _options_key(sim.solver_options), sim.model_options, sim.model_name,
-            sim.reuse, sim.islands, sim.model, sim.warm_start, sim.compiled, sim.contact_model)
-
-
-def _options_key(options: dict) -> tuple:
-    """The solver options as a comparable tuple (arrays by identity)."""
-    return tuple((k, v if isinstance(v, (int, float, str, bool, type(None))) else id(v)) for k, v in options.items())
+    frozen) besides the solver options (``Stages.options_seen``): a new configuration is planned
+    anew at the next step."""
+    return (sim.method, sim.iterations, sim.model_options, sim.model_name, sim.reuse, sim.islands, sim.model,
+            sim.warm_start, sim.compiled, sim.contact_model)
 
 
 class Stages:
@@ -156,6 +154,7 @@ class Stages:
     def __init__(self, sim, state: StepState):
         self.sim, self.state = sim, state
         self.planned_for = configuration(sim)
+        self.options_seen = dict(sim.solver_options)
         model = sim.model
         self.spec = available_solvers().get(sim.method)
         self.kinematic = bool(np.any(model.kind == KIND_KINEMATIC))
@@ -188,14 +187,14 @@ class Stages:
             contacts, match = sim.world.detect_matched(data, margin, h, prev, prev_normal, radius)
         else:                               # a scene's own contact generator (e.g. the box gripper's grid)
             contacts, match = detect_then_match(sim.world, data, margin, shape_sweep(sim), prev, prev_normal, radius)
-        return StepWork(contacts, match, t_start, time.perf_counter())
+        return StepWork(contacts, match, contacts.count, h, t_start, time.perf_counter())
 
     # -- build ------------------------------------------------------------------------------------
     def build(self, w: StepWork) -> None:
         """The energy before the step, the constraint system, the warm start and the problem."""
         sim = self.sim
         w.e0 = sum(energies(sim.model, sim.data))
-        w.sys = build_system(sim.model, sim.data, w.contacts, sim.h)
+        w.sys = build_system(sim.model, sim.data, w.contacts, w.h)
         w.warm = self.warm(w)
         self.assemble(w)
 
@@ -263,7 +262,7 @@ class Stages:
         """v+ from the model's ``recover``; the energy the impulses added; x += h v+ (semi-implicit
         Euler); the position corrections of contacts and joints; the step's bookkeeping."""
         sim = self.sim
-        model, data, h, sys, sol = sim.model, sim.data, sim.h, w.sys, w.sol
+        model, data, h, sys, sol = sim.model, sim.data, w.h, w.sys, w.sol
         result = sim.contact_model.recover(sys, w.built, sol, sim.model_options)
         # the applied answer warm-starts the next step (certified or, in fixed-budget mode, not)
         data.warm["z"] = np.asarray(sol.z).copy() if (sol.success or sim.iterations is not None) else None
@@ -273,7 +272,7 @@ class Stages:
                                                 sys.v_free(), self.passive))
         _MK.advance_state(model.dof_start, np.ascontiguousarray(result.v_next, dtype=np.float64),
                           data.linear_velocity, data.angular_velocity, data.position, data.quaternion, h)
-        if model.settings.contact_stabilization == "position" and w.contacts.count:
+        if model.settings.contact_stabilization == "position" and w.nc:
             sim.project_contacts(sys, result.v_next)
         w.joint_error = sim.project_joints() if (model.settings.project_joints and self.position_rows) \
             else sim.joint_error()
@@ -302,7 +301,7 @@ class Stages:
         self.state.timing = {
             "detect": w.t_detect - w.t_start, "build": w.t0 - w.t_detect, "solve": w.t_solved - w.t0,
             "integrate": w.t_integrated - w.t_solved, "record": time.perf_counter() - w.t_integrated}
-        return StepRecord(time=sim.data.time, contacts=w.contacts.count, lcp_size=w.n,
+        return StepRecord(time=sim.data.time, contacts=w.nc, lcp_size=w.n,
                           iterations=int(sol.iterations), pivots=int(sol.pivots), residual=float(sol.residual),
                           success=bool(w.primary_ok), status=sol.status.name,
                           rescued=bool(w.rescued), kinetic_energy=ke, energy=e1,
