@@ -34,12 +34,9 @@ from ..solvers.pgs import PGSOptions
 from ..problems import BoxedLCP
 from .fallback import _cap_option
 from .box_stages import STAGES, free_bodies_only
-from .stages import Stages, StepState, configuration, energies, shape_sweep
+from .stages import Stages, StepState, configuration, energies, shape_sweep  # noqa: F401 (energies re-exported)
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
-
-__all__ = ["Simulator", "StepRecord", "Trajectory", "energies", "kinetic_energy", "potential_energy",
-           "default_combination", "position_lcp"]
 
 
 def kinetic_energy(model: Model, data: Data) -> float:
