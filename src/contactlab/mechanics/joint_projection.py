@@ -10,13 +10,13 @@ where J holds the bilateral rows with a position error (joint anchors and axes, 
 bodies; :func:`~contactlab.mechanics.joint_kernels.fill_joint_rows`) and, for each joint past one
 of its limits by more than ``tol``, its rate row (sign x rate row, error the signed gap). The rows
 are those of :func:`~contactlab.mechanics.system.joint_rows` (one place: the same compiled row
-writer), J W J' is :func:`~contactlab.mechanics.kernels.delassus_dense` with the rows in the
+writer), J W J' is :func:`~contactlab.mechanics.delassus.delassus_dense` with the rows in the
 elimination order of their groups (a joint's rows: the bodies they touch), factored by a block
 Cholesky without fill on a tree of joints (:func:`rows_solve`), W from
-:func:`~contactlab.mechanics.kernels.body_blocks` and the rotation update x += dx is
-:func:`~contactlab.mechanics.kernels._exp_rotate` (exp of the rotation vector), so the
+:func:`~contactlab.mechanics.bodies.body_blocks` and the rotation update x += dx is
+the exponential map of :mod:`~contactlab.mechanics.integrate` (exp of the rotation vector), so the
 iterates are those of the former per-step Python loop up to round-off (kept as the reference in
-tests/test_joint_projection.py).
+tests/mechanics/test_joint_projection.py).
 """
 from __future__ import annotations
 

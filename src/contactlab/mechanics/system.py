@@ -246,7 +246,7 @@ def _point_rows(model: Model, data: Data, a, b, P, U):
 
 
 def _stacked_rows(dv: np.ndarray, ix: np.ndarray, ip: np.ndarray, ndof: int):
-    """(each direction's rows, all rows stacked) from :func:`~contactlab.mechanics.kernels.frame_rows_csr`'s
+    """(each direction's rows, all rows stacked) from :func:`~contactlab.mechanics.rows.frame_rows_csr`'s
     arrays: the stacked CSR on them as they are, and each direction's a view of its values on one
     pattern object (indices[:nnz], indptr[:k + 1]) that all directions share (models/common.py
     contact_modes tests the sharing by identity)."""
