@@ -182,7 +182,7 @@ def run(ctx) -> str:
     like_duration = 0.5 if ctx.quick else LIKE_DURATION
     configs = CONFIGS[:2] if ctx.quick else CONFIGS
     ctx.warm_up(run_all, 0.01, None, configs)
-    ctx.warm_up(run_all, 0.01, None, CONFIGS[:2], None, **LIKE_FOR_LIKE)
+    ctx.warm_up(run_all, 0.1, None, CONFIGS[:2], None, **LIKE_FOR_LIKE)     # long enough to reach the rarer paths
     results = run_all(duration, None, configs)
     for _ in configs:
         ctx.advance("quadruped")
