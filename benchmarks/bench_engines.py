@@ -71,6 +71,7 @@ from scene_export import mjcf, pybullet_load  # noqa: E402
 from contactlab.files import atomic_write  # noqa: E402
 from contactlab.heap import keep_freed_memory  # noqa: E402
 from contactlab.mechanics.model import build_model  # noqa: E402
+from contactlab.mechanics.rotation import quat_to_matrix  # noqa: E402
 from contactlab.scenarios import make_scene  # noqa: E402
 
 BOX_ROWS = ("stack", "pile")
@@ -79,7 +80,7 @@ ENGINES = ("contactlab", "mujoco", "mujoco-pyramidal", "pybullet")
 #: our model, method and model options per robot (the papers' choices)
 OURS = {"quadruped": ("no-slip", "ppm", None), "solo12": ("no-slip", "ppm", None),
         "barrett": ("box-friction", "pgs-sm", {"joints": "schur", "coupling": "previous"})}
-SCENES = {"quadruped": ("quadruped", {}), "solo12": ("solo12", {}), "barrett": ("barrett-grasp", {})}
+SCENES = {"quadruped": ("quadruped", {}), "solo12": ("solo12", {}), "barrett": ("barrett-grasp", {"material": "rubber"})}
 
 DIFFERENCES = """\
 Where the engines do different work:
@@ -96,6 +97,11 @@ Where the engines do different work:
   velocity motors, the wrist a prismatic joint under a velocity motor, the coupling a gear constraint.
 - The robots' controller is contactlab's, the same code in every engine, fed each engine's body
   poses and velocities; it applies joint torques (legged) or motor targets (Barrett)."""
+
+
+def matrix_to_quat(R) -> np.ndarray:
+    from scene_export import _quat
+    return _quat(R)
 
 
 # ------------------------------------------------------------------------------------------------ the shared controller
@@ -183,15 +189,22 @@ class Ours:
 class MuJoCo:
     name = "mujoco"
 
-    def __init__(self, scene, row, cone=None):
+    def __init__(self, scene, row, cone=None, integrator=None):
         import mujoco
         self.mj = mujoco
         robot = row in ROBOT_ROWS
         cone = cone or ("elliptic" if robot else None)
-        self.method = f"Newton, {cone or 'pyramidal'} cone" + (", implicitfast" if robot else "")
-        self.m = mujoco.MjModel.from_xml_string(mjcf(scene, cone=cone, integrator="implicitfast" if robot else None,
+        # the legged robots' explicit PD torques (stiff foot-space gains on 0.05 kg shanks at 1 ms) went
+        # unstable under Euler and implicitfast with the default soft contact; RK4 holds them. The hand's
+        # velocity servos need their damping implicit: implicitfast
+        integrator = integrator or {"quadruped": "RK4", "solo12": "RK4", "barrett": "implicitfast"}.get(row)
+        self.method = f"Newton, {cone or 'pyramidal'} cone" + (f", {integrator}" if integrator else "")
+        script = getattr(scene, "script", None)    # a grasp's velocity servos saturate at stall, not before:
+        kv = script.max_torque / script.close_speed if script is not None else 100.0   # kv = limit / speed
+        self.m = mujoco.MjModel.from_xml_string(mjcf(scene, cone=cone, integrator=integrator, motor_kv=kv,
                                                      memory_mb=min(2048, max(64, len(scene.bodies) // 2))))
         self.d = mujoco.MjData(self.m)
+        mujoco.mj_forward(self.m, self.d)            # poses of the initial configuration
         self.names = [b.name for b in scene.bodies]
         self.control_s = 0.0
         self.ctl = list(getattr(scene, "controllers", []) or []) if robot else []
@@ -285,6 +298,13 @@ class PyBullet:
             return
         self.peer = PeerSim(scene)
         self.live = [(i, *self.where[b.name]) for i, b in enumerate(scene.bodies) if b.kind != "fixed"]
+        # PyBullet turns an inertia with products into its principal axes: a base's reported orientation is
+        # that frame's; the body (link) frame is R_inertial R_local^T (links report their link frame too)
+        self.base_turn = {}
+        for i, bid, link in self.live:
+            if link < 0:
+                x, y, z, w = p.getDynamicsInfo(bid, -1, physicsClientId=cid)[4]
+                self.base_turn[i] = quat_to_matrix(np.array([w, x, y, z])).T
         self.joint = {}
         for bid in self.bodies:
             for k in range(p.getNumJoints(bid, physicsClientId=cid)):
@@ -303,11 +323,13 @@ class PyBullet:
             if link < 0:
                 pos, orn = p.getBasePositionAndOrientation(bid, physicsClientId=cid)
                 lin, ang = p.getBaseVelocity(bid, physicsClientId=cid)
+                R = quat_to_matrix(np.array([orn[3], orn[0], orn[1], orn[2]])) @ self.base_turn[i]
+                d.quaternion[i] = matrix_to_quat(R)
             else:
                 s = p.getLinkState(bid, link, computeLinkVelocity=1, physicsClientId=cid)
-                pos, orn, lin, ang = s[0], s[1], s[6], s[7]
+                pos, orn, lin, ang = s[0], s[5], s[6], s[7]
+                d.quaternion[i] = (orn[3], orn[0], orn[1], orn[2])
             d.position[i] = pos
-            d.quaternion[i] = (orn[3], orn[0], orn[1], orn[2])
             d.linear_velocity[i] = lin
             d.angular_velocity[i] = ang
         d.time = self.peer.data.steps * self.peer.h

@@ -132,14 +132,15 @@ def _axis_angle(axis, angle) -> np.ndarray:
     return Rotation.from_rotvec(np.asarray(axis) * angle).as_matrix()
 
 
-def mjcf(scene, *, cone: str | None = None, integrator: str | None = None, memory_mb: int | None = None) -> str:
+def mjcf(scene, *, cone: str | None = None, integrator: str | None = None, memory_mb: int | None = None,
+         motor_kv: float = 100.0) -> str:
     """The scene as an MJCF string (module docstring). ``cone``: MuJoCo's friction cone
     (``pyramidal``, its default, or ``elliptic``); ``integrator``: e.g. ``implicitfast``. Geom
     names: ``<body>/<k>`` (k the shape's index in the body); joints and actuator-free: the
     driver applies ``qfrc_applied`` or sets mocap poses. Joint couplings (``follows``) become
     ``<equality><joint polycoef="0 ratio 0 0 0">``; limits ``range``; velocity motors
-    ``<velocity>`` actuators named after the joint (kv 100, force-limited at the motor's
-    max_force; inf: unlimited)."""
+    ``<velocity>`` actuators named after the joint (force-limited at the motor's max_force, gain
+    ``motor_kv``; an unlimited motor (max_force inf): kv 100)."""
     t = SceneTree(scene)
     mu = float(scene.mu)
     meshes, world, bodies = [], [], []
@@ -204,7 +205,8 @@ def mjcf(scene, *, cone: str | None = None, integrator: str | None = None, memor
         if j.motor is not None:
             f = float(j.motor.max_force)
             lim = f' forcelimited="true" forcerange="{-f:.10g} {f:.10g}"' if np.isfinite(f) else ""
-            actuators.append(f'<velocity name={quoteattr(j.name)} joint={quoteattr(j.name)} kv="100"{lim}/>')
+            kv = motor_kv if np.isfinite(f) else 100.0
+            actuators.append(f'<velocity name={quoteattr(j.name)} joint={quoteattr(j.name)} kv="{kv:.10g}"{lim}/>')
     opt = f'timestep="{scene.settings.dt:.10g}" gravity="{_f(scene.gravity)}"'
     if cone:
         opt += f' cone="{cone}"'
