@@ -58,7 +58,11 @@ def _rpy(R: np.ndarray) -> tuple:
 
 
 def _f(v) -> str:
-    return " ".join(f"{float(x):.10g}" for x in np.ravel(v))
+    """Numbers for XML attributes, positional with 12 decimals, |x| < 1e-12 written as 0 (PyBullet's
+    URDF parser misread "-7.3e-19 -0.037 -0.16", dropping the last value, and rejects a list
+    starting "-0 ")."""
+    return " ".join(np.format_float_positional(float(x) if abs(float(x)) >= 1e-12 else 0.0, precision=12, trim="-")
+                    for x in np.ravel(v))
 
 
 class SceneTree:
@@ -99,7 +103,7 @@ def _mj_geom(s, body_pos=None, body_R=None, name=None, friction=None) -> str:
     if name:
         attrs += f" name={quoteattr(name)}"
     if friction is not None:
-        attrs += f' friction="{friction:.10g} 0.005 0.0001"'
+        attrs += f' friction="{_f(friction)} 0.005 0.0001"'
     if s.kind in ("halfspace", "plane"):
         n = np.asarray(s.normal, float)
         n = n / np.linalg.norm(n)
@@ -118,9 +122,9 @@ def _mj_geom(s, body_pos=None, body_R=None, name=None, friction=None) -> str:
     if s.kind == "box":
         return f'<geom type="box" size="{_f(0.5 * np.asarray(s.size, float))}" pos="{_f(p)}" quat="{_f(q)}"{attrs}/>'
     if s.kind == "sphere":
-        return f'<geom type="sphere" size="{float(s.radius):.10g}" pos="{_f(p)}"{attrs}/>'
+        return f'<geom type="sphere" size="{_f(float(s.radius))}" pos="{_f(p)}"{attrs}/>'
     if s.kind in ("capsule", "cylinder"):
-        return (f'<geom type="{s.kind}" size="{float(s.radius):.10g} {0.5 * float(s.length):.10g}" pos="{_f(p)}" '
+        return (f'<geom type="{s.kind}" size="{_f(float(s.radius))} {_f(0.5 * float(s.length))}" pos="{_f(p)}" '
                 f'quat="{_f(q)}"{attrs}/>')
     if s.kind == "convex":
         return f'<geom type="mesh" mesh="{{mesh}}" pos="{_f(p)}" quat="{_f(q)}"{attrs}/>'
@@ -176,11 +180,11 @@ def mjcf(scene, *, cone: str | None = None, integrator: str | None = None, memor
             if j.lower is not None or j.upper is not None:
                 lo = -1e6 if j.lower is None else j.lower
                 hi = 1e6 if j.upper is None else j.upper
-                lim = f' limited="true" range="{lo:.10g} {hi:.10g}"'
+                lim = f' limited="true" range="{_f(lo)} {_f(hi)}"'
             inner.append(f'<joint name={quoteattr(j.name)} type="{kind}" pos="{_f(jp)}" axis="{_f(ax / np.linalg.norm(ax))}"{lim}/>')
         if b.kind != "kinematic" or not top:
             I = t.inertia[name]
-            inner.append(f'<inertial pos="0 0 0" mass="{t.mass[name]:.10g}" '
+            inner.append(f'<inertial pos="0 0 0" mass="{_f(t.mass[name])}" '
                          f'fullinertia="{_f([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])}"/>')
         inner += [geom(s, b, k) for k, s in enumerate(b.shapes)]
         inner += [body_xml(c, pos, R, False) for _, c in t.children[name]]
@@ -195,19 +199,19 @@ def mjcf(scene, *, cone: str | None = None, integrator: str | None = None, memor
         contact.append(f'<exclude body1={quoteattr(bx)} body2={quoteattr(by)}/>')
         for i, sx in enumerate(t.bodies[x].shapes):
             for k, sy in enumerate(t.bodies[y].shapes):
-                contact.append(f'<pair geom1="{x}/{i}" geom2="{y}/{k}" friction="{max(float(m), 1e-5):.10g} '
-                               f'{max(float(m), 1e-5):.10g} 0.005 0.0001 0.0001"/>')
+                contact.append(f'<pair geom1="{x}/{i}" geom2="{y}/{k}" friction="{_f(max(float(m), 1e-5))} '
+                               f'{_f(max(float(m), 1e-5))} 0.005 0.0001 0.0001"/>')
     equality, actuators = [], []
     for j in scene.joints:
         if j.follows is not None:
             equality.append(f'<joint joint1={quoteattr(j.name)} joint2={quoteattr(j.follows)} '
-                            f'polycoef="0 {float(j.ratio):.10g} 0 0 0"/>')
+                            f'polycoef="0 {_f(float(j.ratio))} 0 0 0"/>')
         if j.motor is not None:
             f = float(j.motor.max_force)
-            lim = f' forcelimited="true" forcerange="{-f:.10g} {f:.10g}"' if np.isfinite(f) else ""
+            lim = f' forcelimited="true" forcerange="{_f(-f)} {_f(f)}"' if np.isfinite(f) else ""
             kv = motor_kv if np.isfinite(f) else 100.0
-            actuators.append(f'<velocity name={quoteattr(j.name)} joint={quoteattr(j.name)} kv="{kv:.10g}"{lim}/>')
-    opt = f'timestep="{scene.settings.dt:.10g}" gravity="{_f(scene.gravity)}"'
+            actuators.append(f'<velocity name={quoteattr(j.name)} joint={quoteattr(j.name)} kv="{_f(kv)}"{lim}/>')
+    opt = f'timestep="{_f(scene.settings.dt)}" gravity="{_f(scene.gravity)}"'
     if cone:
         opt += f' cone="{cone}"'
     if integrator:
@@ -215,7 +219,7 @@ def mjcf(scene, *, cone: str | None = None, integrator: str | None = None, memor
     n = sum(1 for _ in scene.bodies)
     mem = memory_mb or max(64, n // 2)
     xml = (f'<mujoco model={quoteattr(scene.name)}><compiler angle="radian" inertiafromgeom="false"/>'
-           f'<option {opt}/><default><geom friction="{mu:.10g} 0.005 0.0001"/></default>'
+           f'<option {opt}/><default><geom friction="{_f(mu)} 0.005 0.0001"/></default>'
            f'<size memory="{mem}M"/>'
            + (f"<asset>{''.join(meshes)}</asset>" if meshes else "")
            + f"<worldbody>{''.join(world)}{''.join(bodies)}</worldbody>"
@@ -231,9 +235,9 @@ def _urdf_geometry(s, mesh_dir: Path | None, tag: str) -> str:
     if s.kind == "box":
         return f'<geometry><box size="{_f(s.size)}"/></geometry>'
     if s.kind == "sphere":
-        return f'<geometry><sphere radius="{float(s.radius):.10g}"/></geometry>'
+        return f'<geometry><sphere radius="{_f(float(s.radius))}"/></geometry>'
     if s.kind in ("capsule", "cylinder"):
-        return f'<geometry><{s.kind} radius="{float(s.radius):.10g}" length="{float(s.length):.10g}"/></geometry>'
+        return f'<geometry><{s.kind} radius="{_f(float(s.radius))}" length="{_f(float(s.length))}"/></geometry>'
     if s.kind == "convex":
         if mesh_dir is None:
             raise NotImplementedError("convex shapes need a mesh directory")
@@ -278,9 +282,9 @@ def urdf(scene, root: str, mesh_dir: Path | None = None) -> tuple[str, list]:
         com = R.T @ (np.asarray(b.position, float) - o)
         I = t.inertia[name]
         mass = t.mass[name]
-        parts = [f'<inertial><origin xyz="{_f(com)}" rpy="0 0 0"/><mass value="{mass:.10g}"/>'
-                 f'<inertia ixx="{I[0, 0]:.10g}" iyy="{I[1, 1]:.10g}" izz="{I[2, 2]:.10g}" ixy="{I[0, 1]:.10g}" '
-                 f'ixz="{I[0, 2]:.10g}" iyz="{I[1, 2]:.10g}"/></inertial>']
+        parts = [f'<inertial><origin xyz="{_f(com)}" rpy="0 0 0"/><mass value="{_f(mass)}"/>'
+                 f'<inertia ixx="{_f(I[0, 0])}" iyy="{_f(I[1, 1])}" izz="{_f(I[2, 2])}" ixy="{_f(I[0, 1])}" '
+                 f'ixz="{_f(I[0, 2])}" iyz="{_f(I[1, 2])}"/></inertial>']
         for k, s in enumerate(b.shapes):
             p = com + np.asarray(s.position, float)
             parts.append(f'<collision><origin xyz="{_f(p)}" rpy="{_f(_rpy(_R(s.orientation)))}"/>'
@@ -303,7 +307,7 @@ def urdf(scene, root: str, mesh_dir: Path | None = None) -> tuple[str, list]:
             if kind in ("revolute", "prismatic"):
                 lo = -1e3 if j.lower is None else j.lower
                 hi = 1e3 if j.upper is None else j.upper
-                lim = f'<limit lower="{lo:.10g}" upper="{hi:.10g}" effort="1e6" velocity="1e3"/>'
+                lim = f'<limit lower="{_f(lo)}" upper="{_f(hi)}" effort="1e6" velocity="1e3"/>'
             joints.append(f'<joint name={quoteattr(j.name)} type="{kind}"><parent link={quoteattr(name)}/>'
                           f'<child link={quoteattr(c)}/><origin xyz="{_f(rel_p)}" rpy="{_f(_rpy(rel_R))}"/>'
                           f'<axis xyz="{_f(ax / np.linalg.norm(ax))}"/>{lim}<dynamics damping="0" friction="0"/></joint>')
@@ -319,7 +323,8 @@ def urdf(scene, root: str, mesh_dir: Path | None = None) -> tuple[str, list]:
         joints.insert(0, f'<joint name="{root}__lift" type="prismatic"><parent link="{base}"/><child link={quoteattr(root)}/>'
                          f'<origin xyz="0 0 0" rpy="0 0 0"/><axis xyz="{_f(R.T @ np.array([0.0, 0.0, 1.0]))}"/>'
                          f'<limit lower="-10" upper="10" effort="1e6" velocity="10"/></joint>')
-    return f"<robot name={quoteattr(root)}>{''.join(links)}{''.join(joints)}</robot>", order
+    # one element a line: PyBullet read the last joint's origin of a one-line 16-link URDF as z = 0
+    return f"<robot name={quoteattr(root)}>\n" + "\n".join(links + joints) + "\n</robot>\n", order
 
 
 def pybullet_friction(scene) -> dict:
