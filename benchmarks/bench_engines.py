@@ -29,8 +29,11 @@ multibodies for its free boxes and fixed walls):
   eliminated and previous-step bounds, pgs-sm (the paper's).
 
 Every row runs at most ``--steps`` steps (boxes) or ``--duration`` simulated seconds (robots;
-the grasp script's own length for barrett), and at most ``--budget`` wall seconds (at least 3
-steps), after one untimed step. Reported: steps, ms per step of the physics (the engine's step
+the grasp script's own length for barrett), after one untimed step, and stops once ``--budget``
+wall seconds have passed since that first step began (after at least 3 timed steps: a 10,000-box
+row ends). Building the engines' models is not timed; our kernels are compiled or loaded from
+numba's cache in throwaway runs first (bench_sim's warm-up for the boxes, 1.2 s of each robot).
+The robots run first, then the boxes by size; ``--json`` is rewritten after every row. Reported: steps, ms per step of the physics (the engine's step
 call; for the robots the controller and the state transfer are timed apart as "control ms"),
 mean contacts, certified fraction (ours: steps whose solve was certified; "n/a" for the peers),
 drift (stacks: largest displacement of any box at the end), penetration (deepest overlap of any
@@ -538,6 +541,12 @@ def ratios(rows) -> str:
     return "\n".join(lines)
 
 
+def save(path, rows):
+    payload = {"argv": sys.argv[1:], "machine": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+               "load_avg": os.getloadavg(), "time": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
+    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(payload, indent=1, default=float)))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000, 10000], help="boxes per stack/pile row")
@@ -555,8 +564,12 @@ def main(argv=None):
         ap.error("--budget and --duration must be > 0, --steps >= 1")
     keep_freed_memory()      # the allocator setting a Simulator makes, set first for every engine alike
     rows = []
-    for row in a.rows:
-        for n in (a.sizes if row in BOX_ROWS else [None]):
+    # the robots first, then the boxes by size (each size's stack, then its pile): a run cut short
+    # loses the largest sizes; the JSON is rewritten after every row
+    plan = [(row, None) for row in a.rows if row in ROBOT_ROWS]
+    plan += [(row, n) for n in sorted(a.sizes) for row in a.rows if row in BOX_ROWS]
+    for row, n in plan:
+        if True:
             for engine in a.engines:
                 if engine == "mujoco-pyramidal" and row not in PYRAMIDAL_ROWS:
                     continue      # boxes: the MuJoCo row is pyramidal already; the hand: mu <= 1
@@ -569,6 +582,8 @@ def main(argv=None):
                 r["load"] = os.getloadavg()[0]
                 rows.append(r)
                 print(json.dumps(r, default=float), flush=True)
+                if a.json:
+                    save(a.json, rows)
     load = os.getloadavg()
     header = (f"Run: `python benchmarks/bench_engines.py {' '.join(argv if argv is not None else sys.argv[1:])}` on "
               f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average at the end "
@@ -578,8 +593,7 @@ def main(argv=None):
             + DIFFERENCES + "\n")
     print(text)
     if a.json:
-        atomic_write(a.json, lambda tmp: Path(tmp).write_text(json.dumps({"rows": rows, "load_avg": load},
-                                                                          indent=1, default=float)))
+        save(a.json, rows)
     if a.out:
         atomic_write(a.out, lambda tmp: Path(tmp).write_text(text))
     return rows, text
