@@ -279,14 +279,10 @@ class MuJoCo:
     def step(self):
         if self.ctl:
             self._control()
-            t0 = time.perf_counter()
             self.mj.mj_step(self.m, self.d)
-            self.physics_s += time.perf_counter() - t0
             self.peer.data.steps += 1
         else:
             self.mj.mj_step(self.m, self.d)
-
-    physics_s = 0.0
 
     def measure(self):
         n = int(self.d.ncon)
@@ -379,14 +375,10 @@ class PyBullet:
                                     physicsClientId=cid)
         self.control_s += time.perf_counter() - t0
 
-    physics_s = 0.0
-
     def step(self):
         if self.ctl:
             self._control()
-            t0 = time.perf_counter()
             self.p.stepSimulation(physicsClientId=self.cid)
-            self.physics_s += time.perf_counter() - t0
             self.peer.data.steps += 1
         else:
             self.p.stepSimulation(physicsClientId=self.cid)
@@ -480,13 +472,14 @@ def run_row(engine, row, n, steps, budget):
         t_start = time.perf_counter()               # the budget counts the first step too
         eng.step()                                   # untimed first step (peers' set-up, our caches)
         out["first_step_s"] = time.perf_counter() - t_start
-        ctl0 = eng.control_s
-        phys0 = getattr(eng, "physics_s", 0.0)
-        contacts, pen, certified, step_s = 0, 0.0, 0, 0.0
+        contacts, pen, certified, step_ms, ctl_ms = 0, 0.0, 0, [], []
         while k < steps and (time.perf_counter() - t_start < budget or k < MIN_STEPS):
+            c0 = eng.control_s
             t0 = time.perf_counter()
             eng.step()
-            step_s += time.perf_counter() - t0
+            t1 = time.perf_counter()
+            ctl_ms.append(1e3 * (eng.control_s - c0))        # the controller and the state transfer
+            step_ms.append(1e3 * (t1 - t0) - ctl_ms[-1])     # the physics: the rest of the step call
             k += 1
             c, p, ok = eng.measure()
             contacts += c
@@ -495,11 +488,10 @@ def run_row(engine, row, n, steps, budget):
     except Exception as exc:      # a run that stops (a certified run's SimulationError, a peer's error)
         out.update(error=f"{type(exc).__name__}: {exc}"[:200], steps=k)
         return out
-    control = eng.control_s - ctl0
-    physics = (step_s - control) if isinstance(eng, Ours) else (eng.physics_s - phys0 if eng.ctl else step_s)
     end = eng.positions(watch)
-    out.update(steps=k, simulated_s=k * scene.settings.dt, ms_per_step=1e3 * physics / k,
-               control_ms=1e3 * control / k if control else None, contacts=contacts / k, penetration=pen,
+    out.update(steps=k, simulated_s=k * scene.settings.dt, ms_per_step=float(np.mean(step_ms)),
+               control_ms=float(np.mean(ctl_ms)) if any(ctl_ms) else None, step_ms=step_ms,
+               contacts=contacts / k, penetration=pen,
                certified=certified / k if isinstance(eng, Ours) else None)
     out.update(job(row, scene, start, end, out))
     if hasattr(eng, "close"):
@@ -527,16 +519,28 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
+def common_ratio(a, b) -> tuple[float, int]:
+    """Our mean physics ms per step over the peer's, over the steps both rows ran (the first k of
+    each: a budget-cut row of a falling pile stops at a different phase of the fall), and k."""
+    k = min(len(a["step_ms"]), len(b["step_ms"]))
+    return float(np.mean(a["step_ms"][:k]) / np.mean(b["step_ms"][:k])), k
+
+
 def ratios(rows) -> str:
-    """ms per step of contactlab over each peer, per row and size (the same run)."""
+    """ms per step of contactlab over each peer, per row and size (the same run, common steps)."""
     by = {(r["engine"], r["row"], r["n"]): r for r in rows if "ms_per_step" in r}
     keys = sorted({(r["row"], r["n"]) for r in by.values()}, key=lambda x: (x[0] not in BOX_ROWS, x))
     peers = [e for e in ENGINES if e != "contactlab" and any(k[0] == e for k in by)]
-    lines = ["| row | N | " + " | ".join(f"ours / {p}" for p in peers) + " |", "|---|---|" + "---|" * len(peers)]
+    lines = ["| row | N | " + " | ".join(f"ours / {p} (steps)" for p in peers) + " |", "|---|---|" + "---|" * len(peers)]
     for row, n in keys:
         a = by.get(("contactlab", row, n))
-        cells = [f"{a['ms_per_step'] / by[(p, row, n)]['ms_per_step']:.2f}" if a and (p, row, n) in by else "—"
-                 for p in peers]
+        cells = []
+        for p in peers:
+            if a and (p, row, n) in by:
+                x, k = common_ratio(a, by[(p, row, n)])
+                cells.append(f"{x:.2f} ({k})")
+            else:
+                cells.append("—")
         lines.append(f"| {row} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -581,7 +585,7 @@ def main(argv=None):
                 r = run_row(engine, row, n, steps, a.budget)
                 r["load"] = os.getloadavg()[0]
                 rows.append(r)
-                print(json.dumps(r, default=float), flush=True)
+                print(json.dumps({k: v for k, v in r.items() if k != "step_ms"}, default=float), flush=True)
                 if a.json:
                     save(a.json, rows)
     load = os.getloadavg()
@@ -589,7 +593,8 @@ def main(argv=None):
               f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average at the end "
               f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min), "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n")
-    text = (header + "\n" + table(rows) + "\n\nOurs / peer, ms per step (same run):\n\n" + ratios(rows) + "\n\n"
+    text = (header + "\n" + table(rows) + "\n\nOurs / peer, mean physics ms per step over the steps both ran (same run; "
+            "the number of those steps in brackets):\n\n" + ratios(rows) + "\n\n"
             + DIFFERENCES + "\n")
     print(text)
     if a.json:

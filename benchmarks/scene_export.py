@@ -355,6 +355,14 @@ def pybullet_free_bodies(p, cid, scene, friction: dict | None = None) -> list:
     friction = friction or pybullet_friction(scene)
     t = SceneTree(scene)
     ids = []
+    shapes = {}                    # one collision shape per box size, shared by the bodies
+
+    def box(half):
+        key = tuple(np.round(half, 12))
+        if key not in shapes:
+            shapes[key] = p.createCollisionShape(p.GEOM_BOX, halfExtents=list(half), physicsClientId=cid)
+        return shapes[key]
+
     for b in scene.bodies:
         if b.kind != "fixed" and (b.name in t.parent_joint or t.children[b.name]):
             continue
@@ -367,7 +375,7 @@ def pybullet_free_bodies(p, cid, scene, friction: dict | None = None) -> list:
                 bid = p.createMultiBody(0, col, basePosition=list(np.asarray(b.position) + float(s.offset) * n),
                                         physicsClientId=cid)
             elif s.kind == "box" and (b.kind == "fixed" or len(b.shapes) == 1):
-                col = p.createCollisionShape(p.GEOM_BOX, halfExtents=[0.5 * v for v in s.size], physicsClientId=cid)
+                col = box([0.5 * v for v in s.size])
                 if b.kind == "fixed":
                     pos = np.asarray(b.position) + R @ np.asarray(s.position)
                     qs = _quat(R @ _R(s.orientation))
