@@ -96,7 +96,8 @@ Where the engines do different work:
 - MuJoCo 4: soft (regularised, compliant) contact in joint coordinates, Newton solver, default
   solref/solimp; boxes with its default pyramidal cone, robots (mu = 100) with the elliptic cone (the
   pyramidal one lets the feet sink: row "mujoco-pyramidal"); Barrett motors as velocity actuators
-  (kv 100, force-limited), its wrist a mocap body, the distal coupling a soft joint equality.
+  (kv = force limit / closing speed, force-limited), its wrist a mocap body, the distal coupling a soft
+  joint equality.
 - PyBullet: sequential impulses (PGS), at most 50 iterations a step, its own contact ERP/slop;
   robots in Featherstone joint coordinates with self-collision (parent-child excluded); friction is
   the product of two bodies' coefficients, clamped at 10 (mu = 100 runs as 10); Barrett motors its
