@@ -429,7 +429,7 @@ def build_scene(row, n):
     return make_scene(name, **kw)
 
 
-def job(row, scene, start, end, extra) -> dict:
+def job(row, scene, start, end) -> dict:
     """Whether the job was done, from the watched bodies' positions at start and end."""
     if row == "stack":
         drift = float(np.abs(end - start).max())
@@ -494,7 +494,7 @@ def run_row(engine, row, n, steps, budget):
                control_ms=float(np.mean(ctl_ms)) if any(ctl_ms) else None, step_ms=step_ms,
                contacts=contacts / k, penetration=pen,
                certified=certified / k if isinstance(eng, Ours) else None)
-    out.update(job(row, scene, start, end, out))
+    out.update(job(row, scene, start, end))
     if hasattr(eng, "close"):
         eng.close()
     return out
@@ -574,21 +574,20 @@ def main(argv=None):
     plan = [(row, None) for row in a.rows if row in ROBOT_ROWS]
     plan += [(row, n) for n in sorted(a.sizes) for row in a.rows if row in BOX_ROWS]
     for row, n in plan:
-        if True:
-            for engine in a.engines:
-                if engine == "mujoco-pyramidal" and row not in PYRAMIDAL_ROWS:
-                    continue      # boxes: the MuJoCo row is pyramidal already; the hand: mu <= 1
-                if row in BOX_ROWS:
-                    steps = a.steps
-                else:
-                    sc = build_scene(row, None)
-                    steps = int(round((sc.duration if row == "barrett" else a.duration) / sc.settings.dt))
-                r = run_row(engine, row, n, steps, a.budget)
-                r["load"] = os.getloadavg()[0]
-                rows.append(r)
-                print(json.dumps({k: v for k, v in r.items() if k != "step_ms"}, default=float), flush=True)
-                if a.json:
-                    save(a.json, rows)
+        for engine in a.engines:
+            if engine == "mujoco-pyramidal" and row not in PYRAMIDAL_ROWS:
+                continue      # boxes: the MuJoCo row is pyramidal already; the hand: mu <= 1
+            if row in BOX_ROWS:
+                steps = a.steps
+            else:
+                sc = build_scene(row, None)
+                steps = int(round((sc.duration if row == "barrett" else a.duration) / sc.settings.dt))
+            r = run_row(engine, row, n, steps, a.budget)
+            r["load"] = os.getloadavg()[0]
+            rows.append(r)
+            print(json.dumps({k: v for k, v in r.items() if k != "step_ms"}, default=float), flush=True)
+            if a.json:
+                save(a.json, rows)
     load = os.getloadavg()
     header = (f"Run: `python benchmarks/bench_engines.py {' '.join(argv if argv is not None else sys.argv[1:])}` on "
               f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average at the end "
