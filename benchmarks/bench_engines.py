@@ -51,6 +51,9 @@ complementarity problem to a certified residual in maximal coordinates with join
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import json
 import os
