@@ -112,3 +112,37 @@ def test_a_row_that_crashes_its_worker_is_a_failed_row(tmp_path):
     assert bad["status"] == "error" and "worker process died" in bad["error"]
     good = df[df["i"] != 3]
     assert (good["status"] == "ok").all() and list(good["square"]) == [0, 1, 4, 16, 25]
+
+
+def test_a_serial_sweep_row_that_crashes_is_a_failed_row_and_strict_exits_1(tmp_path):
+    """Without --workers, rows run one at a time in one worker process: row i = 3 (SIGSEGV) is a
+    failed row naming the signal, the others finish; exit 0, or 1 with --strict (one error line)."""
+    out = tmp_path / "rows.parquet"
+    p = _cli("sweep", "tests.hostile_tasks:crash_on", "--grid", "i=0,1,2,3,4,5", "--out", str(out), "--json")
+    stdout, stderr = p.communicate(timeout=600)
+    assert p.returncode == 0, stderr[-2000:]
+    assert json.loads(stdout.strip().splitlines()[-1])["failed"] == 1
+    df = pd.read_parquet(out).sort_values("i")
+    assert list(df["i"]) == [0, 1, 2, 3, 4, 5]
+    bad = df[df["i"] == 3].iloc[0]
+    assert bad["status"] == "error" and "worker process died" in bad["error"] and "SIGSEGV" in bad["error"]
+    assert (df[df["i"] != 3]["status"] == "ok").all() and list(df[df["i"] != 3]["square"]) == [0, 1, 4, 16, 25]
+    strict = tmp_path / "strict.parquet"
+    p = _cli("sweep", "tests.hostile_tasks:crash_on", "--grid", "i=2,3", "--out", str(strict), "--strict", "-q")
+    stdout, stderr = p.communicate(timeout=600)
+    assert p.returncode == 1, stderr[-2000:]
+    errors = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+    assert errors == [f"error: 1 of 2 rows failed (--strict); their reasons are in the error column of {strict}"]
+    assert "Traceback" not in stderr and len(pd.read_parquet(strict)) == 2
+    p = _cli("sweep", "tests.hostile_tasks:crash_on", "--grid", "i=0,1", "--out", str(tmp_path / "ok.parquet"),
+             "--strict", "-q")
+    assert p.communicate(timeout=600) and p.returncode == 0
+
+
+def test_a_serial_sweep_in_this_process_keeps_memory_errors_as_rows():
+    """isolate=False runs rows in this process; a MemoryError is an error row, the sweep goes on."""
+    from contactlab.batch import sweep
+    from tests.hostile_tasks import out_of_memory
+    df = sweep(out_of_memory, {"i": [0, 1, 2]}, progress=False, isolate=False)
+    assert list(df["status"]) == ["ok", "error", "ok"] and df["error"][1].startswith("MemoryError")
+    assert list(df["square"][[0, 2]]) == [0, 4]
