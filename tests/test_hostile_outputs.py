@@ -4,6 +4,7 @@ intact with one line, and a sweep row whose worker process crashes is a failed r
 import errno
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -146,3 +147,25 @@ def test_a_serial_sweep_in_this_process_keeps_memory_errors_as_rows():
     df = sweep(out_of_memory, {"i": [0, 1, 2]}, progress=False, isolate=False)
     assert list(df["status"]) == ["ok", "error", "ok"] and df["error"][1].startswith("MemoryError")
     assert list(df["square"][[0, 2]]) == [0, 4]
+
+
+@pytest.mark.parametrize("limit", [4096, 65536])
+def test_simulate_out_past_a_file_size_limit_leaves_the_previous_file_intact(tmp_path, limit):
+    """A real write failure (not a mock): the process may write files of ``limit`` bytes at most
+    (RLIMIT_FSIZE, SIGXFSZ ignored, so a write past it fails with EFBIG as on a full disk): at the
+    file's creation (4 KiB) or while the steps are flushed (64 KiB). Exit 1, one error line naming
+    the file, no traceback, the previous file byte for byte, no temporary file left beside it."""
+    import resource
+    out = tmp_path / "run.h5"
+    out.write_bytes(b"previous trajectory")
+
+    def cap():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    p = _cli("simulate", "stack", "--duration", "1", "--out", str(out), "-q", preexec_fn=cap)
+    stdout, stderr = p.communicate(timeout=600)
+    assert p.returncode == 1, (stdout[-1000:], stderr[-2000:])
+    assert "Traceback" not in stderr and stdout == ""
+    assert stderr.splitlines() == [f"error: could not write {out} (File too large); any previous file there is "
+                                   "left as it was"]
+    assert out.read_bytes() == b"previous trajectory" and [p.name for p in tmp_path.iterdir()] == ["run.h5"]
