@@ -36,6 +36,7 @@ from ..solution import Solution, Status
 from ..solvers import available_solvers, solve
 from ..problems import BoxedLCP
 from .fallback import _cap_option, certified, rescue, usable
+from .faults import checked_step
 from .box_step import BoxFrictionStep, free_bodies_only, matrix_free_solution, warm_start_stop
 from .islands import solve_islands
 
@@ -454,7 +455,7 @@ class Simulator:
     def step(self) -> StepRecord:
         """Advance one step: controllers -> detect -> build -> solve -> recover -> integrate -> record."""
         try:
-            return self._step()
+            return checked_step(self, self._step)     # the motion's plausibility (sim/faults.py)
         except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
             raise_interrupt_behind(exc)
 
