@@ -33,6 +33,8 @@ def two_boxes(light: float, heavy: float) -> Scene:
 
 SCENE_FILE = """name = "heavy-on-light"
 mu = 0.5
+[settings]
+dt = 0.005
 [[bodies]]
 name = "ground"
 kind = "fixed"

@@ -163,8 +163,25 @@ def _free_velocities(sim, v0, w0):
             at = model.dof_start[live][:, None] + np.arange(3)
             lin[live], ang[live] = vf[at], vf[at + 3]
             return lin, ang
-    g = np.asarray(model.gravity, dtype=np.float64)
-    return v0 + sim.h * g, w0
+    return v0 + sim.h * np.asarray(model.gravity, dtype=np.float64), w0
+
+
+def _statics(sim):
+    """What the checks read of the model, worked out once per (frozen) model: body kinds (int64),
+    collision radii, whether there are joint or planar rows, the moving bodies' total mass."""
+    model = sim.model
+    cached = getattr(sim, "_fault_statics", None)
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    radius = getattr(sim.world, "body_radius", None)
+    radius = np.zeros(model.nb) if radius is None or len(radius) != model.nb else \
+        np.ascontiguousarray(radius, dtype=np.float64)
+    kind = np.ascontiguousarray(model.kind, dtype=np.int64)
+    jointed = bool(model.joints) or bool(np.any(model.planar))
+    mass = float(np.sum(model.mass[(model.dof_start >= 0) & (kind != 2)]))
+    statics = (kind, radius, jointed, mass)
+    sim._fault_statics = (model, statics)
+    return statics
 
 
 def step_fault(sim, before, rec) -> str:
@@ -173,19 +190,19 @@ def step_fault(sim, before, rec) -> str:
     "" when its motion is plausible (module docstring)."""
     model, data, h = sim.model, sim.data, sim.h
     x0, v0, w0, prev_joint_error = before
-    radius = getattr(sim.world, "body_radius", None)
-    radius = np.zeros(model.nb) if radius is None or len(radius) != model.nb else np.asarray(radius, dtype=np.float64)
+    kind, radius, jointed, mass = _statics(sim)
     vf, wf = _free_velocities(sim, v0, w0)
     scale, fast, vmax, moved, cmax, extent = _motion_check(
-        model.dof_start, np.asarray(model.kind, dtype=np.int64), 2, radius, x0, v0, w0,
-        np.ascontiguousarray(vf), np.ascontiguousarray(wf), data.position, data.linear_velocity,
+        model.dof_start, kind, 2, radius, x0, v0, w0, vf, wf, data.position, data.linear_velocity,
         data.angular_velocity, h)
     st = model.settings
     depth = max(float(rec.max_penetration), 0.0) if math.isfinite(rec.max_penetration) else 0.0
-    joint_error = prev_joint_error if (model.joints or bool(np.any(model.planar))) else 0.0
+    joint_error = prev_joint_error if jointed else 0.0
     motors = getattr(data, "motor_target", None)
-    motor = float(np.max(np.abs(motors[np.isfinite(motors)]), initial=0.0)) * max(extent, 1.0) \
-        if motors is not None and len(motors) else 0.0
+    motor = 0.0
+    if motors is not None and len(motors):
+        live = motors[np.isfinite(motors)]
+        motor = float(np.max(np.abs(live))) * max(extent, 1.0) if live.size else 0.0
     name = lambda i: model.names[i]
     where = f"step {data.steps} (t = {data.time:.6g} s)"
     recovery = (depth + float(st.slop) + joint_error) / h
@@ -195,7 +212,7 @@ def step_fault(sim, before, rec) -> str:
                 f"{speed_bound:.3g} m/s ({SPEED_AMPLIFICATION:g} x its fastest free motion {scale:.3g} m/s"
                 + (f" and motor speeds {motor:.3g} m/s" if motor else "")
                 + f", + {recovery:.3g} m/s to remove penetration and joint error)")
-    joint_allow = (prev_joint_error + h * vmax) if (model.joints or bool(np.any(model.planar))) else 0.0
+    joint_allow = (prev_joint_error + h * vmax) if jointed else 0.0
     corr_bound = CORRECTION_FACTOR * (depth + float(st.slop) + joint_allow) + CORRECTION_FLOOR
     if moved >= 0 and not cmax <= corr_bound:
         return (f"{where}: body {name(moved)!r} was displaced {cmax:.3g} m by the position correction, where the "
@@ -204,7 +221,6 @@ def step_fault(sim, before, rec) -> str:
     if not sim.has_actuation:
         gain, ke = float(rec.contact_energy_gain), float(rec.kinetic_energy)
         free = max(ke - gain, 0.0)
-        mass = float(np.sum(model.mass[(model.dof_start >= 0) & (np.asarray(model.kind) != 2)]))
         bias = 0.5 * mass * recovery ** 2
         bound = ENERGY_FACTOR * free + bias + 1e-12 * (abs(float(rec.energy)) + 1.0)
         if not gain <= bound:
