@@ -15,13 +15,15 @@ process nor in numba's cache on disk runs as plain Python (the same function: ev
 readable reference code that also runs interpreted, tests/test_kernels_nojit.py) until the time
 spent interpreting it reaches an estimate of what compiling it would cost; then it compiles. This
 is the ski-rental rule: the total time is never more than twice what the better of "compile at
-once" and "never compile" would have taken, and a short first run (a small ``solve()``, a
+once" and "never compile" would have taken (the interpreted time is summed over processes,
+:class:`_Rent`), and a short first run (a small ``solve()``, a
 half-second ``simulate``) never waits for the compiler. ``CONTACTLAB_JIT=compile`` (or
 :func:`compile_always`) compiles on first call instead: bit-reproducible runs across cold and
 warm caches (interpreted NumPy sums and factorisations may round differently), and
 ``contactlab warmup``.
 """
 import ast
+import atexit
 import hashlib
 import json
 import os
@@ -280,6 +282,7 @@ class TieredDispatcher(CPUDispatcher):
             self._not_on_disk.add(key)
         if self._budget is None:
             self._budget = COMPILE_SECONDS_PER_FUNCTION * self._closure_size()
+            self._interpreted_seconds += _RENT.paid(self)       # by earlier processes
         if self._interpreted_seconds >= self._budget:
             return super()._compile_for_args(*args)
         return self._interpret
@@ -293,6 +296,55 @@ class TieredDispatcher(CPUDispatcher):
                 return self.py_func(*(a.value if isinstance(a, OmittedArg) else a for a in args))
         finally:
             self._interpreted_seconds += time.perf_counter() - t0
+
+
+class _Rent:
+    """Seconds each kernel has run interpreted, summed over processes (``RENT_NAME`` beside the
+    caches: the package's ``__pycache__``, or ``NUMBA_CACHE_DIR`` where set), so that a kernel used by many short runs compiles once their sum reaches its estimate
+    instead of each run interpreting it anew. Read on first use, merged back at exit; best effort
+    (a read-only install keeps the per-process rule)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.record = None
+
+    @staticmethod
+    def key(kernel) -> str:
+        return f"{kernel.py_func.__module__}.{kernel.py_func.__qualname__}"
+
+    def paid(self, kernel) -> float:
+        if self.record is None:
+            try:
+                self.record = {k: float(v) for k, v in json.loads(self.path.read_text()).items()}
+            except (OSError, ValueError, TypeError, AttributeError):
+                self.record = {}
+            atexit.register(self.save)
+        return self.record.get(self.key(kernel), 0.0)
+
+    def save(self) -> None:
+        try:
+            try:
+                merged = {k: float(v) for k, v in json.loads(self.path.read_text()).items()}
+            except (OSError, ValueError, TypeError, AttributeError):
+                merged = {}
+            for kernel in _KERNELS:
+                if kernel._budget is not None and not kernel.signatures:    # still interpreted
+                    key = self.key(kernel)
+                    merged[key] = max(merged.get(key, 0.0), kernel._interpreted_seconds)
+                elif kernel.signatures:
+                    merged.pop(self.key(kernel), None)
+            fd, tmp = tempfile.mkstemp(prefix=f".{RENT_NAME}.", dir=self.path.parent)
+            with os.fdopen(fd, "w") as f:
+                json.dump(merged, f)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
+
+
+#: the file beside the package's numba caches that sums each kernel's interpreted seconds
+RENT_NAME = "numba-interpreted.json"
+_RENT = _Rent(Path(numba.config.CACHE_DIR) / RENT_NAME if numba.config.CACHE_DIR
+              else Path(__file__).resolve().parents[1] / "__pycache__" / RENT_NAME)
 
 
 def _decorator(**options):

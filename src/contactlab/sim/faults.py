@@ -150,7 +150,9 @@ def _free_velocities(sim, v0, w0):
     """(linear, angular) free velocities of the step, v + h M^-1 f (gravity, joint torques, the
     controllers' velocities), from the step's system where it is at hand (the general path);
     else v0 + h g (a compiled step of free bodies: gravity is their only force)."""
-    sys = getattr(sim, "_last_system", None)
+    # the step's system where the step assembled it (sim/stages.py StepState; None where a compiled
+    # step deferred it: assembling it here would cost more than the step)
+    sys = getattr(getattr(sim, "step_state", None), "system", None)
     model = sim.model
     if sys is not None:
         try:
