@@ -15,3 +15,11 @@ def slow(i: int, pause: float = 0.4) -> dict:
     """Row i after ``pause`` seconds (two sweeps on one output overlap)."""
     time.sleep(pause)
     return {"square": i * i}
+
+
+def out_of_memory(i: int, bad: int = 1) -> dict:
+    """Row i; the row i == bad asks for more memory than any machine has (numpy's MemoryError)."""
+    if i == bad:
+        import numpy as np
+        np.empty(1 << 62, dtype=np.uint8)
+    return {"square": i * i}

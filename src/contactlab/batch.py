@@ -406,20 +406,25 @@ def _progress(enabled: bool, total: int, done0: int):
 
 # ----------------------------------------------------------------------------------- sweep
 def sweep(task, grid, *, workers: int | None = None, scheduler=None, out=None, seed: int = 0,
-          progress: bool = True, repeat: int = 1, timeout: float | None = None, flush_s: float = 1.0):
+          progress: bool = True, repeat: int = 1, timeout: float | None = None, flush_s: float = 1.0,
+          isolate: bool = True):
     """Run ``task`` over ``grid``; return a ``pandas.DataFrame`` with one row per run.
 
     ``task``: a name in :data:`TASKS` or a picklable function of keyword parameters returning a
     flat dict. ``grid``: dict of parameter -> list of values (Cartesian product) or a list of
     dicts; ``repeat`` runs each ``repeat`` times (distinct seeds). ``workers=N``: N local processes
     through joblib (loky); ``scheduler="tcp://HOST:PORT"`` or a ``dask.distributed.Client``: a
-    Dask cluster; neither (or ``workers=1``): serially in this process. ``out``: a Parquet file,
+    Dask cluster; neither (or ``workers=1``): serially, one row after the other in one worker process
+    (``isolate=True``, the default: a row that crashes it, SIGSEGV in compiled code or the kernel's
+    out-of-memory kill, is a failed row naming the signal, and the sweep goes on in a fresh worker), or
+    in this process (``isolate=False``: no process start, the task need not be picklable, a crash
+    ends the sweep). ``out``: a Parquet file,
     written atomically as rows finish and read back on a rerun (rows already there are skipped).
     ``seed``: the sweep seed from which every row's seed is derived. ``timeout``: seconds per row,
     after which the row is a ``timeout`` row. On KeyboardInterrupt the rows so far are written and
     the interrupt propagates. ``out`` is checked before any row runs and locked for the sweep
     (problems/io.py ``output_lock``): a second sweep on it waits, then adds its missing rows. With
-    workers, a row whose process dies (a crash) is a failed row; the sweep goes on.
+    workers or ``isolate``, a row whose process dies (a crash) is a failed row; the sweep goes on.
     """
     if workers is not None and scheduler is not None:
         raise ParamError("give workers= (local processes) or scheduler= (Dask), not both")
@@ -429,15 +434,15 @@ def sweep(task, grid, *, workers: int | None = None, scheduler=None, out=None, s
         raise ParamError(f"timeout must be > 0 seconds, got {timeout}")
     fn = _resolve(task)
     if out is None:
-        return _sweep(task, fn, grid, workers, scheduler, None, seed, progress, repeat, timeout, flush_s)
+        return _sweep(task, fn, grid, workers, scheduler, None, seed, progress, repeat, timeout, flush_s, isolate)
     from .files import check_output, output_lock
     check_output(out, "--out")
     # one sweep per output at a time: a second waits, then resumes from the first's rows (merged)
     with output_lock(out, on_wait=lambda m: print(f"note: {m}", file=sys.stderr, flush=True)):
-        return _sweep(task, fn, grid, workers, scheduler, out, seed, progress, repeat, timeout, flush_s)
+        return _sweep(task, fn, grid, workers, scheduler, out, seed, progress, repeat, timeout, flush_s, isolate)
 
 
-def _sweep(task, fn, grid, workers, scheduler, out, seed, progress, repeat, timeout, flush_s):
+def _sweep(task, fn, grid, workers, scheduler, out, seed, progress, repeat, timeout, flush_s, isolate=True):
     name = task if isinstance(task, str) else f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
     rows = expand_grid(grid, repeat)
     sink = _ParquetSink(out, flush_s)
@@ -452,6 +457,8 @@ def _sweep(task, fn, grid, workers, scheduler, out, seed, progress, repeat, time
         engine = _dask(specs, scheduler)
     elif workers is not None and int(workers) > 1 and len(specs) > 1:
         engine = _joblib(specs, int(workers))
+    elif isolate and specs:     # serial, in one worker process: a row that crashes it is a failed row
+        engine = _joblib(specs, 1)
     else:
         engine = _serial(specs)
     by_row = {s[0]: s for s in specs}

@@ -26,7 +26,7 @@ def test_simulate_json_contract_and_physics():
     assert set(body) == {"position", "orientation", "linear_velocity", "angular_velocity"}
     assert len(body["position"]) == 3 and len(body["orientation"]) == 4
     assert set(out["metrics"]) == {"max_penetration", "max_energy_gain", "solver_failures", "lcp_variables_mean",
-                                   "lcp_variables_max", "solve_time_s"}
+                                   "lcp_variables_max", "solve_time_s", "physics_faults"}
     th = np.radians(30)
     speed = np.linalg.norm(body["linear_velocity"])
     assert speed == pytest.approx(9.81 * (np.sin(th) - 0.3 * np.cos(th)) * 0.5, rel=1e-3)

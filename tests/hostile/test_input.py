@@ -148,3 +148,19 @@ def test_plot_and_replay_refuse_inconsistent_trajectory_files(tmp_path, damage, 
     bad = _mutate(DATA / "stack2_traj.h5", tmp_path / "bad.h5", damage)
     one_line_error(["plot", str(bad), "--out", str(tmp_path / "p.png")], contains=contains)
     one_line_error(["replay", str(bad), "--html", str(tmp_path / "r.html")], contains=contains)
+
+
+@pytest.mark.parametrize("module, call, contains", [
+    ("noslip", lambda m, s: m.build(s), r"no-slip problem needs dense arrays of 20\.1 GiB \(M 30000 x 30000"),
+    ("viscous", lambda m, s: m._rows(s, m.Options()), r"viscous problem needs dense arrays of 20\.1 GiB \(M 30000 x 30000"),
+    ("trinkle_pang", lambda m, s: m.build(s), r"trinkle-pang problem needs dense arrays of 127\.4 GiB"),
+])
+def test_the_dense_models_refuse_a_step_too_large_before_allocating(module, call, contains):
+    """The models that scatter a step into dense arrays (no-slip with motors, viscous, Trinkle-Pang)
+    check the arrays' size from the counts alone, as Stewart-Trinkle does: 5,000 boxes (30,000 dofs,
+    20,000 contacts) are a ModelError naming the model and the sizes, not a MemoryError."""
+    import importlib
+    mod = importlib.import_module(f"contactlab.models.{module}")
+    sys_ = SimpleNamespace(nc=20000, d=4, nl=0, nm=1, nj=0, ndof=30000)
+    with pytest.raises(ModelError, match=contains + r".*limit 4 GiB\); use fewer bodies, or model box-friction"):
+        call(mod, sys_)

@@ -4,6 +4,7 @@ intact with one line, and a sweep row whose worker process crashes is a failed r
 import errno
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -112,3 +113,59 @@ def test_a_row_that_crashes_its_worker_is_a_failed_row(tmp_path):
     assert bad["status"] == "error" and "worker process died" in bad["error"]
     good = df[df["i"] != 3]
     assert (good["status"] == "ok").all() and list(good["square"]) == [0, 1, 4, 16, 25]
+
+
+def test_a_serial_sweep_row_that_crashes_is_a_failed_row_and_strict_exits_1(tmp_path):
+    """Without --workers, rows run one at a time in one worker process: row i = 3 (SIGSEGV) is a
+    failed row naming the signal, the others finish; exit 0, or 1 with --strict (one error line)."""
+    out = tmp_path / "rows.parquet"
+    p = _cli("sweep", "tests.hostile_tasks:crash_on", "--grid", "i=0,1,2,3,4,5", "--out", str(out), "--json")
+    stdout, stderr = p.communicate(timeout=600)
+    assert p.returncode == 0, stderr[-2000:]
+    assert json.loads(stdout.strip().splitlines()[-1])["failed"] == 1
+    df = pd.read_parquet(out).sort_values("i")
+    assert list(df["i"]) == [0, 1, 2, 3, 4, 5]
+    bad = df[df["i"] == 3].iloc[0]
+    assert bad["status"] == "error" and "worker process died" in bad["error"] and "SIGSEGV" in bad["error"]
+    assert (df[df["i"] != 3]["status"] == "ok").all() and list(df[df["i"] != 3]["square"]) == [0, 1, 4, 16, 25]
+    strict = tmp_path / "strict.parquet"
+    p = _cli("sweep", "tests.hostile_tasks:crash_on", "--grid", "i=2,3", "--out", str(strict), "--strict", "-q")
+    stdout, stderr = p.communicate(timeout=600)
+    assert p.returncode == 1, stderr[-2000:]
+    errors = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+    assert errors == [f"error: 1 of 2 rows failed (--strict); their reasons are in the error column of {strict}"]
+    assert "Traceback" not in stderr and len(pd.read_parquet(strict)) == 2
+    p = _cli("sweep", "tests.hostile_tasks:crash_on", "--grid", "i=0,1", "--out", str(tmp_path / "ok.parquet"),
+             "--strict", "-q")
+    assert p.communicate(timeout=600) and p.returncode == 0
+
+
+def test_a_serial_sweep_in_this_process_keeps_memory_errors_as_rows():
+    """isolate=False runs rows in this process; a MemoryError is an error row, the sweep goes on."""
+    from contactlab.batch import sweep
+    from tests.hostile_tasks import out_of_memory
+    df = sweep(out_of_memory, {"i": [0, 1, 2]}, progress=False, isolate=False)
+    assert list(df["status"]) == ["ok", "error", "ok"] and df["error"][1].startswith("MemoryError")
+    assert list(df["square"][[0, 2]]) == [0, 4]
+
+
+@pytest.mark.parametrize("limit", [4096, 65536])
+def test_simulate_out_past_a_file_size_limit_leaves_the_previous_file_intact(tmp_path, limit):
+    """A real write failure (not a mock): the process may write files of ``limit`` bytes at most
+    (RLIMIT_FSIZE, SIGXFSZ ignored, so a write past it fails with EFBIG as on a full disk): at the
+    file's creation (4 KiB) or while the steps are flushed (64 KiB). Exit 1, one error line naming
+    the file, no traceback, the previous file byte for byte, no temporary file left beside it."""
+    import resource
+    out = tmp_path / "run.h5"
+    out.write_bytes(b"previous trajectory")
+
+    def cap():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    p = _cli("simulate", "stack", "--duration", "1", "--out", str(out), "-q", preexec_fn=cap)
+    stdout, stderr = p.communicate(timeout=600)
+    assert p.returncode == 1, (stdout[-1000:], stderr[-2000:])
+    assert "Traceback" not in stderr and stdout == ""
+    assert stderr.splitlines() == [f"error: could not write {out} (File too large); any previous file there is "
+                                   "left as it was"]
+    assert out.read_bytes() == b"previous trajectory" and [p.name for p in tmp_path.iterdir()] == ["run.h5"]

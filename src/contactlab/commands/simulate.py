@@ -138,7 +138,11 @@ def register(app: typer.Typer) -> None:
                  allow_missing_meshes: bool = typer.Option(False, "--allow-missing-meshes",
                                                            help="a URDF collision mesh that is missing or "
                                                                 "unreadable is a warning naming the link (which "
-                                                                "loses that shape), not an error")):
+                                                                "loses that shape), not an error"),
+                 max_mass_ratio: float = typer.Option(None, "--max-mass-ratio",
+                                                      help="the largest heaviest/lightest dynamic body mass ratio "
+                                                           "accepted (default 1e5, what every certified default "
+                                                           "resolves; docs/robustness.md); inf: no limit")):
         """Simulate SCENE and report final body states and metrics.
 
         With --out the trajectory is written while it runs (HDF5, flushed every chunk of steps);
@@ -164,8 +168,11 @@ def register(app: typer.Typer) -> None:
                     raise typer.BadParameter(f"--set takes KEY=VALUE, got {item!r}")
                 k, v = item.split("=", 1)
                 params[k.strip()] = v.strip()
-            with allowing_missing_meshes(allow_missing_meshes):
+            from ..sim.faults import MAX_MASS_RATIO, check_mass_ratio, mass_ratio_limit
+            limit = MAX_MASS_RATIO if max_mass_ratio is None else max_mass_ratio
+            with allowing_missing_meshes(allow_missing_meshes), mass_ratio_limit(limit):
                 sc = make_scene(scene, **params)
+                check_mass_ratio(sc)     # every scene: built-in, file or URDF
             if duration is None:
                 duration = float(getattr(sc, "duration", 1.0))
             if not (math.isfinite(duration) and duration >= 0):
@@ -200,11 +207,27 @@ def register(app: typer.Typer) -> None:
         except ContactlabError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
-        with contextlib.ExitStack() as held:
-            if out is not None:    # one writer per output at a time (the second waits its turn)
-                held.enter_context(output_lock(out, on_wait=lambda m: typer.echo(f"note: {m}", err=True)))
-            return _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, iterations,
-                        w_step_tol, as_json, quiet, write_failed)
+        try:
+            with contextlib.ExitStack() as held:
+                if out is not None:    # one writer per output at a time (the second waits its turn)
+                    held.enter_context(output_lock(out, on_wait=lambda m: typer.echo(f"note: {m}", err=True)))
+                return _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, iterations,
+                            w_step_tol, as_json, quiet, write_failed)
+        except typer.Exit as stop:      # the lock released first
+            _exit_if_hdf5_unclosable(stop.exit_code)
+            raise
+
+
+def _exit_if_hdf5_unclosable(code: int) -> None:
+    """End the process now (``os._exit``, after flushing the output) when HDF5 could not close a
+    trajectory file on a full disk: the library's own clean-up at the interpreter's exit would
+    crash on that file (SIGSEGV) after the one-line error (sim/recorder.py ``UNCLOSABLE``)."""
+    import sys
+    from ..sim import recorder
+    if recorder.UNCLOSABLE:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def _abort_quietly(writer) -> None:
@@ -297,6 +320,9 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
         result.update(sc.summary(sim, traj))   # e.g. "locomotion" (quadruped), "grasp" (hands)
     if traj.error:
         result["error"] = traj.error  # the run stopped early at an unusable step
+    faults = [r.fault for r in traj.records if not r.plausible]     # sim/faults.py
+    if faults:
+        result["faults"] = faults[:10]
     if iterations is not None:     # fixed-budget mode: the residual each step reached
         result["iterations"] = iterations
         if w_step_tol is not None:
@@ -305,6 +331,7 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
         result["residual_per_step"] = [float(r.residual) for r in traj.records]
     if as_json:
         typer.echo(json.dumps(result))
+        _fail_on_faults(faults)
         if traj.error:
             raise typer.Exit(1)
         return
@@ -327,4 +354,19 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
         con.print(f"wrote {html_out} (3D replay)")
     if traj.error:
         con.print(f"[red]stopped early:[/red] {traj.error}")
+    _fail_on_faults(faults)
+    if traj.error:
         raise typer.Exit(1)
+
+
+def _fail_on_faults(faults: list) -> None:
+    """Steps whose motion no physics of the step explains (sim/faults.py): each of the first three on
+    stderr, then one error line and exit 1 (a run that moved bodies implausibly is not a success)."""
+    if not faults:
+        return
+    for text in faults[:3]:
+        typer.echo(f"physics fault: {text}", err=True)
+    more = f" (the first {min(3, len(faults))} above)" if len(faults) <= 3 else f" (the first 3 above, {len(faults) - 3} more)"
+    typer.echo(f"error: {len(faults)} step(s) moved bodies implausibly{more}; the certified answers are not right "
+               "for this scene (mass ratio, time step, or a solver's answer; docs/robustness.md)", err=True)
+    raise typer.Exit(1)

@@ -67,9 +67,14 @@ def register(app: typer.Typer) -> None:
               seed: int = typer.Option(0, "--seed", help="sweep seed; each row's seed derives from it and the row"),
               timeout: float = typer.Option(None, "--timeout", help="seconds per row; longer runs are failed rows"),
               as_json: bool = typer.Option(False, "--json", help='print {"rows", "failed", "wall_s", "out"}'),
-              quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar")):
+              quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+              strict: bool = typer.Option(False, "--strict", help="exit 1 when a row failed (an error, a timeout, "
+                                                                  "a crash of its process); without it failed rows "
+                                                                  "are results and the exit is 0")):
         """Run TASK over a parameter grid; one Parquet row per run (params, seed, status, metrics,
         wall time, host, version). Rerunning the same command skips the rows already in --out.
+        Rows run one at a time in a worker process without --workers/--scheduler: a row that
+        crashes it (SIGSEGV, out of memory) is a failed row and the sweep goes on.
         Ctrl-C keeps the finished rows (exit 130)."""
         from ..batch import failed_count
         from ..batch import sweep as run_sweep
@@ -98,3 +103,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(rec))
         else:
             typer.echo(f"{rec['rows']} rows ({rec['failed']} failed) in {rec['wall_s']:.1f} s -> {out}")
+        if strict and rec["failed"]:
+            typer.echo(f"error: {rec['failed']} of {rec['rows']} rows failed (--strict); their reasons are in the "
+                       f"error column of {out}", err=True)
+            raise typer.Exit(1)

@@ -188,6 +188,9 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
     o_a, o_l, o_n, o_s, o_t, n = _layout(sys, options)
     nc = sys.nc
     if options.joints == "schur" and sys.nj:
+        from .common import refuse_dense
+        refuse_dense("box-friction (joints by Schur complement)", {"H W H'": (n, n), "X": (sys.nj, n + 1)},
+                     "use fewer bodies, or joints='rows' (sparse)")
         H = sp.vstack([sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
         rhs = np.concatenate([sys.a_target, -sys.l_bias, -sys.n_bias, np.zeros(2 * nc)])
         JW, HW = sys.J @ sys.Minv, H @ sys.Minv
@@ -321,6 +324,9 @@ def recover(sys, problem, solution, options: Options | None = None) -> StepResul
     o_a, o_l, o_n, o_s, o_t, n = _layout(sys, options)
     z = np.asarray(solution.z, dtype=np.float64)
     if options.joints == "schur" and sys.nj:
+        from .common import refuse_dense
+        refuse_dense("box-friction (joints by Schur complement)", {"H W H'": (n, n), "X": (sys.nj, n + 1)},
+                     "use fewer bodies, or joints='rows' (sparse)")
         H = sp.vstack([sys.A, sys.L, sys.N, sys.S, sys.T], format="csr")
         # c_j = -(J W J')^-1 (J W H' z + J v_free - j_rhs)   (arechavaleta, after eq. 17)
         joint = -_joint_solve(sys, sys.J @ (sys.Minv @ (H.T @ z)) + sys.J @ sys.v_free() - sys.j_rhs)

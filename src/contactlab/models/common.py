@@ -18,6 +18,21 @@ __all__ = ["ConstraintSystem", "StepResult", "MODE_SEPARATING", "MODE_STICKING",
            "MODE_NAMES", "mixed_problem", "mixed_recover", "contact_modes", "pyramid_to_tangent", "dense"]
 
 
+
+def refuse_dense(model: str, arrays: dict, fix: str) -> None:
+    """A ModelError, before anything is allocated, when a step's dense arrays (name -> (rows, cols))
+    need together more than ``solvers.registry.DENSE_BYTES_LIMIT`` (issue 40: 5,000 boxes asked for
+    a MemoryError after seconds); the message names the model, the sizes and ``fix``. As
+    stewart_trinkle.py ``_parts`` checks its coupling matrix."""
+    from ..errors import ModelError
+    from ..solvers.registry import DENSE_BYTES_LIMIT
+    need = 8 * sum(int(r) * int(c) for r, c in arrays.values())
+    if need > DENSE_BYTES_LIMIT:
+        sizes = ", ".join(f"{k} {int(r)} x {int(c)}" for k, (r, c) in arrays.items())
+        raise ModelError(f"this step's {model} problem needs dense arrays of {need / 2**30:.1f} GiB ({sizes}; "
+                         f"limit {DENSE_BYTES_LIMIT / 2**30:.0f} GiB); {fix}")
+
+
 @dataclass
 class StepResult:
     """What ``recover`` returns. Impulses (not forces) over the step: ``normal`` (nc,),

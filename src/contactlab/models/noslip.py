@@ -439,6 +439,8 @@ def build(sys, options: Options | None = None) -> Built:
         if built is not None:
             return built
     m, nl, nc = sys.ndof, sys.nl, sys.nc
+    from .common import refuse_dense
+    refuse_dense("no-slip", {"M": (m, m), "[L; N]": (nl + nc, m), "[S; T]": (2 * nc, m)}, "use fewer bodies, or model box-friction (sparse)")
     U = np.zeros((nl + nc, m))
     _rows_into(U, sys.L, 0)
     _rows_into(U, sys.N, nl)

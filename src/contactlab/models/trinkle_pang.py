@@ -453,7 +453,10 @@ class Options:
 
 
 def build(sys, options: Options | None = None) -> Built:
+    from .common import refuse_dense
     from .noslip import _dense, motor_forces
+    refuse_dense("trinkle-pang", {"M": (sys.ndof, sys.ndof), "[L; N], S, T": (3 * (sys.nl + sys.nc), sys.ndof),
+                                  "pyramid": ((sys.d + 2) * sys.nc + sys.nl, (sys.d + 2) * sys.nc + sys.nl)}, "use fewer bodies, or model box-friction (sparse)")
     o = options or Options()
     f_motor, _ = motor_forces(sys)
     m, h, nl = sys.ndof, sys.h, sys.nl

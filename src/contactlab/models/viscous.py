@@ -257,6 +257,8 @@ def _rows(sys, o):
     others: :func:`~contactlab.models.built.tangent_rows`), J and the biases [l_bias; n_bias]: the
     system's CSR rows scattered once into zeroed arrays (noslip.py ``_rows_into``, compiled)."""
     m, nl, nc = sys.ndof, sys.nl, sys.nc
+    from .common import refuse_dense
+    refuse_dense("viscous", {"M": (m, m), "[L; N], S, T": (3 * (nl + nc), m)}, "use fewer bodies, or model box-friction (sparse)")
     M, U, J = np.zeros((m, m)), np.zeros((nl + nc, m)), np.zeros((sys.nj, m))
     S, T = np.zeros((nl + nc, m)), np.zeros((nl + nc, m))
     _rows_into(M, sys.M, 0)

@@ -104,7 +104,9 @@ def scene_to_dict(scene: Scene) -> dict:
 
 
 def load_scene(path) -> Scene:
-    """Read a scene from ``.toml`` or ``.json``."""
+    """Read a scene from ``.toml`` or ``.json``; a ModelError names what is wrong, including two dynamic
+    bodies whose mass ratio is above :data:`contactlab.sim.faults.MAX_MASS_RATIO` (or the limit of a
+    ``faults.mass_ratio_limit`` block)."""
     path = Path(path)
     if not path.exists():
         raise ModelError(f"no such scene file: {path}")
@@ -125,10 +127,11 @@ def load_scene(path) -> Scene:
         raise ModelError(f"{path}: cannot parse ({exc})") from None
     except RecursionError:
         raise ModelError(f"{path}: cannot parse (nested too deeply; a scene file is a few levels deep)") from None
+    from ..sim.faults import check_mass_ratio
     try:
-        if isinstance(data, dict) and "urdf" in data:
-            return _with_urdf(data, path)
-        return scene_from_dict(data)
+        scene = _with_urdf(data, path) if isinstance(data, dict) and "urdf" in data else scene_from_dict(data)
+        check_mass_ratio(scene)      # a ratio the certified solvers cannot resolve (sim/faults.py)
+        return scene
     except OverflowError as exc:    # an integer beyond any float, e.g. 10**400 written out
         raise ModelError(f"{path}: a number is too large ({exc}); every value must be a finite float") from None
 

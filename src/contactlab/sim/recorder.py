@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from ..solution import Status
 
 RECORD_FIELDS = ("time", "contacts", "lcp_size", "iterations", "pivots", "residual", "success", "rescued",
                  "kinetic_energy", "energy", "energy_gain", "contact_energy_gain", "max_penetration",
-                 "solve_time", "joint_error")
+                 "solve_time", "joint_error", "plausible")
 
 
 @dataclass
@@ -44,7 +45,9 @@ class StepRecord:
     energy = kinetic + potential) after the step; ``energy_gain`` energy change over the step
     (NaN when motors act); ``contact_energy_gain`` energy the contact impulses added (> 0 is
     unphysical); ``max_penetration`` deepest overlap (m) after the step; ``solve_time`` seconds in
-    the solver; ``joint_error`` largest joint constraint violation after projection."""
+    the solver; ``joint_error`` largest joint constraint violation after projection; ``plausible``
+    the step's motion is one its velocities and forces explain, else ``fault`` says what moved how
+    far (:mod:`contactlab.sim.faults`; ``fault`` is not stored in files, ``plausible`` is)."""
     time: float
     contacts: int
     lcp_size: int
@@ -61,6 +64,8 @@ class StepRecord:
     max_penetration: float
     solve_time: float
     joint_error: float
+    plausible: bool = True
+    fault: str = ""
 
     def __post_init__(self):
         # one spelling of a status everywhere: the Status name ("SOLVED"), also when given the enum or its value
@@ -124,13 +129,15 @@ class Trajectory:
     def metrics(self) -> dict:
         if not self.records:
             return {"max_penetration": 0.0, "max_energy_gain": 0.0, "solver_failures": 0,
-                    "lcp_variables_mean": 0.0, "lcp_variables_max": 0, "solve_time_s": 0.0}
+                    "lcp_variables_mean": 0.0, "lcp_variables_max": 0, "solve_time_s": 0.0, "physics_faults": 0}
         n = self.column("lcp_size")
         return {"max_penetration": float(max(0.0, self.column("max_penetration").max())),
                 "max_energy_gain": float(max(0.0, np.nanmax(self.column("contact_energy_gain")))),
                 "solver_failures": int(np.sum(~self.column("success").astype(bool))),
                 "lcp_variables_mean": float(n.mean()), "lcp_variables_max": int(n.max()),
-                "solve_time_s": float(self.column("solve_time").sum())}
+                "solve_time_s": float(self.column("solve_time").sum()),
+                # steps whose motion their velocities and forces do not explain (sim/faults.py)
+                "physics_faults": int(sum(not r.plausible for r in self.records))}
 
 
 def _attr(v):
@@ -154,6 +161,11 @@ class _signals_deferred:
         return False
 
 
+#: True once HDF5 failed to close a trajectory file (disk full): the process must then end by
+#: ``os._exit`` after its output, not by the interpreter's shutdown (commands/simulate.py)
+UNCLOSABLE = False
+
+
 class TrajectoryWriter:
     """Writes a trajectory to HDF5 while it runs: :meth:`append` flushes the steps added to a
     :class:`Trajectory` since the last call; :meth:`close` finishes the file (``complete`` True or
@@ -174,6 +186,21 @@ class TrajectoryWriter:
         os.close(fd)
         os.chmod(tmp, _FILE_MODE)
         self.tmp = tmp
+        self.f = None
+        _quiet_h5py_deallocs()      # a failed write is reported once, by the call that failed
+        try:
+            with _h5py_stderr():
+                self._create(tmp, body_names, attrs)
+        except (OSError, RuntimeError) as exc:    # the disk full at the file's creation
+            err = _write_error(exc, self.path)
+            with _h5py_stderr(failed=True):
+                try:
+                    self.abort()
+                except Exception:
+                    pass
+            raise err from None
+
+    def _create(self, tmp, body_names, attrs) -> None:
         self.f = h5py.File(tmp, "w")
         self.n_steps = 0
         self.n_poses = 0
@@ -199,7 +226,11 @@ class TrajectoryWriter:
         """Write the steps and poses added since the last call, then flush the file. SIGINT and
         SIGTERM wait until the chunk is written: an interrupt never lands inside an HDF5 write."""
         with _signals_deferred():
-            self._append(traj)
+            try:
+                with _h5py_stderr():
+                    self._append(traj)
+            except RuntimeError as exc:      # h5py's report of a failed write (EFBIG, ENOSPC): an OSError
+                raise _write_error(exc, self.path) from None
 
     def _append(self, traj: Trajectory) -> None:
         recs = traj.records[self.n_steps:]
@@ -240,6 +271,10 @@ class TrajectoryWriter:
                 extra(self.f)
             self.f.close()
             os.replace(self.tmp, self.path)
+        except RuntimeError as exc:
+            _quiet_h5py_deallocs()
+            self.abort()
+            raise _write_error(exc, self.path) from None
         except BaseException:
             self.abort()
             raise
@@ -248,10 +283,72 @@ class TrajectoryWriter:
     def abort(self) -> None:
         """Close and delete the temporary file (the target path is left as it was)."""
         try:
-            self.f.close()
+            if self.f is not None:
+                self.f.close()
+        except Exception:
+            # HDF5 could not write the file's last metadata (disk full) and keeps it half open: its
+            # own clean-up at exit would then crash the process (SIGSEGV, "slist already enabled")
+            global UNCLOSABLE
+            UNCLOSABLE = True
+            _quiet_h5py_deallocs()
+            raise
         finally:
             if os.path.exists(self.tmp):
                 os.unlink(self.tmp)
+
+
+def _quiet_h5py_deallocs() -> None:
+    """After a failed HDF5 write (disk full), each h5py object of that file freed later fails its own
+    write and prints "Exception ignored in h5py._objects.ObjectID.__dealloc__" with a traceback: those
+    (and only those) are dropped from the process's unraisable-exception hook; the failure itself is
+    raised by the h5py call that wrote (flush, close) and reported once, as an OSError."""
+    previous = sys.unraisablehook
+    if getattr(previous, "_contactlab_h5py", False):
+        return
+
+    def hook(unraisable):
+        if "h5py" in f"{unraisable.object!r} {unraisable.err_msg}":
+            return
+        previous(unraisable)
+    hook._contactlab_h5py = True
+    sys.unraisablehook = hook
+
+
+class _h5py_stderr:
+    """Within the block, what is printed on stderr is held back: shown at the end if the block
+    succeeds, dropped if it raises (or with ``failed``). On a full disk h5py prints a traceback for
+    each temporary object it frees while writing (its own "Exception ignored"), before the write
+    that failed raises; the failure is then reported once, as an OSError, by the caller."""
+
+    def __init__(self, failed: bool = False):
+        self.failed = failed
+
+    def __enter__(self):
+        import io
+        self.held, self.previous = io.StringIO(), sys.stderr
+        sys.stderr = self.held
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        sys.stderr = self.previous
+        if kind is None and not self.failed and self.held.getvalue():
+            self.previous.write(self.held.getvalue())
+        return False
+
+
+def _write_error(exc: BaseException, path) -> OSError:
+    """An OSError for a write HDF5 could not do (h5py raises RuntimeError or OSError with the C
+    library's message, e.g. "errno = 28, error message = 'No space left on device'"): the errno it
+    names, else EIO."""
+    import errno as _errno
+    import re
+    _quiet_h5py_deallocs()
+    if isinstance(exc, OSError) and exc.errno:
+        return OSError(exc.errno, exc.strerror or str(exc), str(path))
+    found = re.search(r"errno = (\d+)", str(exc))
+    code = int(found.group(1)) if found else _errno.EIO
+    why = os.strerror(code) if found else f"HDF5 write failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    return OSError(code, why, str(path))
 
 
 def write_trajectory(path, traj: Trajectory, *, attrs: dict | None = None, extra=None) -> Path:
@@ -262,7 +359,7 @@ def write_trajectory(path, traj: Trajectory, *, attrs: dict | None = None, extra
 
 _INT_FIELDS = {"contacts", "lcp_size", "iterations", "pivots"}
 _STATUS_NAMES = frozenset(s.name for s in Status)     # StepRecord's statuses as they are stored
-_BOOL_FIELDS = {"success", "rescued"}
+_BOOL_FIELDS = {"success", "rescued", "plausible"}
 
 
 def read_trajectory(path) -> Trajectory:

@@ -34,6 +34,7 @@ from ..solvers.pgs import PGSOptions
 from ..problems import BoxedLCP
 from .fallback import _cap_option
 from .box_stages import STAGES, free_bodies_only
+from .faults import checked_step
 from .stages import Stages, StepState, configuration, energies, shape_sweep  # noqa: F401 (energies re-exported)
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
@@ -371,7 +372,7 @@ class Simulator:
     def step(self) -> StepRecord:
         """Advance one step: controllers -> detect -> build -> solve -> certify -> integrate -> record."""
         try:
-            return self._step()
+            return checked_step(self, self._step)     # the motion's plausibility (sim/faults.py)
         except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
             raise_interrupt_behind(exc)
 

@@ -1,0 +1,245 @@
+"""Physics faults are loud (issue 40 item 5): a step whose motion no physics of the step explains is
+reported, and scenes whose mass ratio the certified solvers cannot resolve are refused at load.
+
+A certificate is relative: solve() accepts an answer whose residual is small against the scale of
+the problem (|M| |z| + |q|). With a 1e9 mass ratio that scale is the heavy body's impulse seen by
+the light body, 1e9 times the light body's own velocities, so a "certified" answer can fling the
+light body at metres per second or lift the heavy one (a 1e6 kg box on a 1e-3 kg box: box-qp
+certifies a first step that gives the heavy box 0.94 m/s upward and 4.4e5 J). The checks below
+measure the step in physical units instead, from the states before and after it.
+
+What a step may do (semi-implicit Euler, ``x1 = x0 + h v1`` then the position corrections):
+
+- **speed** (the velocity change): contact and joint impulses are passive (no restitution), so they
+  can redistribute the step's free motion but not create speed: a body's speed after the step,
+  |v1| + |omega1| r (r: its collision radius, so a spin counts at its rim), is at most
+  :data:`SPEED_AMPLIFICATION` times the fastest free motion of the step (the speeds before it, or
+  the free velocities v + h M^-1 f where the step's system carries them: gravity, joint torques,
+  controllers' velocities), plus the speed that removes the step's penetration and joint error in
+  one step ((depth + joint error) / h: Baumgarte and drift terms), plus the motors' target speeds
+  at the scene's extent. The factor allows levers (a see-saw's long arm moves faster than its short
+  one) up to 1:``SPEED_AMPLIFICATION``.
+- **position correction**: ``x1 - x0 - h v1`` is what the contact position correction and the
+  joint projection moved the body (no velocity change). The contact correction removes the
+  penetration (at most the deepest, plus the slop); the joint projection removes the joint error
+  (at most the previous error plus what the step's motion adds, h times the fastest speed). A
+  correction beyond :data:`CORRECTION_FACTOR` times that is a body pushed out through the far side.
+- **energy**: without actuation the contact impulses cannot add kinetic energy beyond what the
+  stabilisation terms put in (StepRecord.contact_energy_gain, KE(v1) - KE(v + h M^-1 f)); more than
+  :data:`ENERGY_FACTOR` times the free kinetic energy, plus that stabilisation energy, is a fault.
+
+A faulty step is kept (the run goes on; a fault does not change the state) and reported:
+``StepRecord.plausible`` False and ``StepRecord.fault`` the first finding in words, naming the body;
+``Trajectory.metrics()["physics_faults"]`` counts them; ``contactlab simulate`` prints them on
+stderr and exits 1.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+
+import numpy as np
+
+from ..errors import ModelError
+from ..kernels._jit import jit
+
+#: a body's speed after a step is at most this many times the step's fastest free motion (plus the
+#: penetration and joint-error recovery speeds): contact impulses only redistribute motion, and a
+#: lever of arms 1:10 is the largest gain of speed expected of a scene's geometry
+SPEED_AMPLIFICATION = 10.0
+
+#: a position correction is at most this many times the penetration plus slop (contacts) and the
+#: joint error the step can have made (joints) it removes
+CORRECTION_FACTOR = 2.0
+
+#: contact impulses may add at most this many times the free kinetic energy (plus the stabilisation
+#: terms' energy) before the step counts as a fault; passive impulses add none
+ENERGY_FACTOR = 1.0
+
+#: speeds (m/s) and displacements (m) below these are never faults (rounding of bodies at rest)
+SPEED_FLOOR = 1e-6
+CORRECTION_FLOOR = 1e-9
+
+#: the largest ratio of two dynamic bodies' masses a scene may have (heaviest / lightest). Measured
+#: on a box resting on a lighter box on the ground (docs/robustness.md): box-qp (box friction)
+#: keeps the stack at rest within 0.3 mm over 0.4 s (dt 10 ms) up to a ratio of 10^6.5 and fails at 10^7
+#: (bodies at 1.6 m/s, every step still "certified"); Stewart-Trinkle by lemke or dantzig keeps it
+#: within 0.4 mm up to 10^5 and fails at 10^5.5 (1 m/s). 10^5 is the ratio every certified default
+#: resolves.
+MAX_MASS_RATIO = 1e5
+
+_MASS_RATIO_LIMIT = contextvars.ContextVar("max_mass_ratio", default=MAX_MASS_RATIO)
+
+
+@contextlib.contextmanager
+def mass_ratio_limit(limit: float | None):
+    """Within the block, :func:`check_mass_ratio` (scene files, URDF scenes, ``contactlab simulate``)
+    refuses ratios above ``limit`` instead of :data:`MAX_MASS_RATIO` (None or inf: no limit; the
+    CLI's ``--max-mass-ratio``)."""
+    limit = math.inf if limit is None else float(limit)
+    if not limit >= 1:
+        raise ModelError(f"max_mass_ratio must be a number >= 1 (or inf), got {limit!r}")
+    token = _MASS_RATIO_LIMIT.set(limit)
+    try:
+        yield
+    finally:
+        _MASS_RATIO_LIMIT.reset(token)
+
+
+def check_mass_ratio(scene, limit: float | None = None) -> None:
+    """Raise :class:`ModelError` naming the heaviest and the lightest dynamic body when their mass
+    ratio is above ``limit`` (default: :data:`MAX_MASS_RATIO`, or the block's
+    :func:`mass_ratio_limit`). Fixed and kinematic bodies have no mass in the problem and do not count."""
+    limit = _MASS_RATIO_LIMIT.get() if limit is None else float(limit)
+    dyn = [(float(b.mass), b.name) for b in scene.bodies if getattr(b, "kind", "dynamic") == "dynamic"]
+    if len(dyn) < 2 or not math.isfinite(limit):
+        return
+    (lo, light), (hi, heavy) = min(dyn), max(dyn)
+    if lo > 0 and hi / lo > limit:
+        raise ModelError(
+            f"bodies {heavy!r} ({hi:.6g} kg) and {light!r} ({lo:.6g} kg) have a mass ratio of {hi / lo:.3g}, above "
+            f"{limit:.3g}: the certified solvers do not resolve contacts across such a ratio (the light body's "
+            f"velocities drown in the heavy body's impulses); bring the masses closer, make the heavy body fixed "
+            f"or kinematic, or raise the limit (--max-mass-ratio, API faults.mass_ratio_limit)")
+
+
+@jit
+def _motion_check(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1, w1, h):
+    """Per body with dofs: the speed scale of the step (fastest |v| + |omega| r before it, in its
+    free motion, and of kinematic bodies after it), and the worst body by speed after the step and
+    by position correction |x1 - x0 - h v1| (kinematic bodies excluded). Returns (scale, fastest
+    body, its speed, most corrected body, its correction, largest distance between bodies)."""
+    nb = dof_start.shape[0]
+    scale = 0.0
+    fast, vmax = -1, 0.0
+    moved, cmax = -1, 0.0
+    lo = np.full(3, np.inf)
+    hi = np.full(3, -np.inf)
+    for i in range(nb):
+        if dof_start[i] < 0:
+            continue
+        r = radius[i]
+        s0 = math.sqrt(v0[i, 0] ** 2 + v0[i, 1] ** 2 + v0[i, 2] ** 2) + r * math.sqrt(
+            w0[i, 0] ** 2 + w0[i, 1] ** 2 + w0[i, 2] ** 2)
+        sf = math.sqrt(vf[i, 0] ** 2 + vf[i, 1] ** 2 + vf[i, 2] ** 2) + r * math.sqrt(
+            wf[i, 0] ** 2 + wf[i, 1] ** 2 + wf[i, 2] ** 2)
+        s1 = math.sqrt(v1[i, 0] ** 2 + v1[i, 1] ** 2 + v1[i, 2] ** 2) + r * math.sqrt(
+            w1[i, 0] ** 2 + w1[i, 1] ** 2 + w1[i, 2] ** 2)
+        scale = max(scale, s0, sf)
+        for k in range(3):
+            lo[k] = min(lo[k], x1[i, k] - r)
+            hi[k] = max(hi[k], x1[i, k] + r)
+        if kind[i] == kinematic:
+            scale = max(scale, s1)
+            continue
+        if not s1 <= vmax:      # NaN counts as the worst
+            fast, vmax = i, s1
+        c = math.sqrt((x1[i, 0] - x0[i, 0] - h * v1[i, 0]) ** 2 + (x1[i, 1] - x0[i, 1] - h * v1[i, 1]) ** 2
+                      + (x1[i, 2] - x0[i, 2] - h * v1[i, 2]) ** 2)
+        if not c <= cmax:
+            moved, cmax = i, c
+    extent = 0.0
+    for k in range(3):
+        if hi[k] > lo[k]:
+            extent += (hi[k] - lo[k]) ** 2
+    return scale, fast, vmax, moved, cmax, math.sqrt(extent)
+
+
+def _free_velocities(sim, v0, w0):
+    """(linear, angular) free velocities of the step, v + h M^-1 f (gravity, joint torques, the
+    controllers' velocities), from the step's system where it is at hand (the general path);
+    else v0 + h g (a compiled step of free bodies: gravity is their only force)."""
+    # the step's system where the step assembled it (sim/stages.py StepState; None where a compiled
+    # step deferred it: assembling it here would cost more than the step)
+    sys = getattr(getattr(sim, "step_state", None), "system", None)
+    model = sim.model
+    if sys is not None:
+        try:
+            vf = np.asarray(sys.v_free(), dtype=np.float64)
+        except Exception:      # a system without free velocities: gravity below
+            vf = None
+        if vf is not None and vf.shape == (model.ndof,):
+            lin, ang = np.zeros_like(v0), np.zeros_like(w0)
+            live = np.flatnonzero(model.dof_start >= 0)
+            at = model.dof_start[live][:, None] + np.arange(3)
+            lin[live], ang[live] = vf[at], vf[at + 3]
+            return lin, ang
+    return v0 + sim.h * np.asarray(model.gravity, dtype=np.float64), w0
+
+
+def _statics(sim):
+    """What the checks read of the model, worked out once per (frozen) model: body kinds (int64),
+    collision radii, whether there are joint or planar rows, the moving bodies' total mass."""
+    model = sim.model
+    cached = getattr(sim, "_fault_statics", None)
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    radius = getattr(sim.world, "body_radius", None)
+    radius = np.zeros(model.nb) if radius is None or len(radius) != model.nb else \
+        np.ascontiguousarray(radius, dtype=np.float64)
+    kind = np.ascontiguousarray(model.kind, dtype=np.int64)
+    jointed = bool(model.joints) or bool(np.any(model.planar))
+    mass = float(np.sum(model.mass[(model.dof_start >= 0) & (kind != 2)]))
+    statics = (kind, radius, jointed, mass)
+    sim._fault_statics = (model, statics)
+    return statics
+
+
+def step_fault(sim, before, rec) -> str:
+    """The first physics fault of the step that took the state ``before`` (positions, linear and
+    angular velocities, previous joint error) to the simulator's state, in words naming the body;
+    "" when its motion is plausible (module docstring)."""
+    model, data, h = sim.model, sim.data, sim.h
+    x0, v0, w0, prev_joint_error = before
+    kind, radius, jointed, mass = _statics(sim)
+    vf, wf = _free_velocities(sim, v0, w0)
+    scale, fast, vmax, moved, cmax, extent = _motion_check(
+        model.dof_start, kind, 2, radius, x0, v0, w0, vf, wf, data.position, data.linear_velocity,
+        data.angular_velocity, h)
+    st = model.settings
+    depth = max(float(rec.max_penetration), 0.0) if math.isfinite(rec.max_penetration) else 0.0
+    joint_error = prev_joint_error if jointed else 0.0
+    motors = getattr(data, "motor_target", None)
+    motor = 0.0
+    if motors is not None and len(motors):
+        live = motors[np.isfinite(motors)]
+        motor = float(np.max(np.abs(live))) * max(extent, 1.0) if live.size else 0.0
+    name = lambda i: model.names[i]
+    where = f"step {data.steps} (t = {data.time:.6g} s)"
+    recovery = (depth + float(st.slop) + joint_error) / h
+    speed_bound = SPEED_AMPLIFICATION * (scale + motor) + recovery + SPEED_FLOOR
+    if fast >= 0 and not vmax <= speed_bound:
+        return (f"{where}: body {name(fast)!r} reached {vmax:.3g} m/s, where the step's motion allows at most "
+                f"{speed_bound:.3g} m/s ({SPEED_AMPLIFICATION:g} x its fastest free motion {scale:.3g} m/s"
+                + (f" and motor speeds {motor:.3g} m/s" if motor else "")
+                + f", + {recovery:.3g} m/s to remove penetration and joint error)")
+    joint_allow = (prev_joint_error + h * vmax) if jointed else 0.0
+    corr_bound = CORRECTION_FACTOR * (depth + float(st.slop) + joint_allow) + CORRECTION_FLOOR
+    if moved >= 0 and not cmax <= corr_bound:
+        return (f"{where}: body {name(moved)!r} was displaced {cmax:.3g} m by the position correction, where the "
+                f"penetration {depth:.3g} m" + (f" and joint error {joint_allow:.3g} m" if joint_allow else "")
+                + f" allow at most {corr_bound:.3g} m")
+    if not sim.has_actuation:
+        gain, ke = float(rec.contact_energy_gain), float(rec.kinetic_energy)
+        free = max(ke - gain, 0.0)
+        bias = 0.5 * mass * recovery ** 2
+        bound = ENERGY_FACTOR * free + bias + 1e-12 * (abs(float(rec.energy)) + 1.0)
+        if not gain <= bound:
+            return (f"{where}: the contact impulses added {gain:.3g} J of kinetic energy to the free motion's "
+                    f"{free:.3g} J (at most {bound:.3g} J with the stabilisation terms); passive contacts add none")
+    return ""
+
+
+def checked_step(sim, take):
+    """``take()`` (the simulator's step), then the plausibility of its motion (:func:`step_fault`):
+    the record's ``plausible`` and ``fault`` say what was found. The one call site is
+    ``Simulator.step``."""
+    d = sim.data
+    before = (d.position.copy(), d.linear_velocity.copy(), d.angular_velocity.copy(),
+              float(getattr(sim, "_fault_joint_error", 0.0)))
+    rec = take()
+    rec.fault = step_fault(sim, before, rec)
+    rec.plausible = not rec.fault
+    sim._fault_joint_error = float(rec.joint_error) if math.isfinite(rec.joint_error) else 0.0
+    return rec

@@ -1,0 +1,176 @@
+"""Physics faults are loud (issue 40 item 5; contactlab.sim.faults): a step whose motion its
+velocities and forces do not explain is reported (StepRecord.plausible/fault, metrics, CLI exit 1),
+and a scene whose mass ratio the certified solvers cannot resolve is refused when it is loaded.
+
+The detector is tested against motions made by hand (a body given speed or displaced after a real
+step: the bounds of the module docstring, computed here independently), and on the case of the
+issue (a heavy box on a light one) against what the physics says: a resting stack stays at rest."""
+import math
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from contactlab.cli import app
+from contactlab.errors import ModelError
+from contactlab.mechanics.scene import Body, Scene, Shape
+from contactlab.scenarios.io import load_scene
+from contactlab.sim import Simulator
+from contactlab.sim import faults
+
+runner = CliRunner()
+G, H = 9.81, 0.005
+
+
+def two_boxes(light: float, heavy: float) -> Scene:
+    """A box of mass ``heavy`` resting on a box of mass ``light`` resting on the ground (0.2 m cubes)."""
+    box = lambda: [Shape("box", size=(0.2, 0.2, 0.2))]
+    return Scene(name="two-boxes", mu=0.5, bodies=[
+        Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1))]),
+        Body("light", mass=light, position=(0, 0, 0.1), shapes=box()),
+        Body("heavy", mass=heavy, position=(0, 0, 0.3), shapes=box())])
+
+
+SCENE_FILE = """name = "heavy-on-light"
+mu = 0.5
+[settings]
+dt = 0.005
+[[bodies]]
+name = "ground"
+kind = "fixed"
+[[bodies.shapes]]
+kind = "halfspace"
+normal = [0, 0, 1]
+[[bodies]]
+name = "light"
+mass = {light}
+position = [0, 0, 0.1]
+[[bodies.shapes]]
+kind = "box"
+size = [0.2, 0.2, 0.2]
+[[bodies]]
+name = "heavy"
+mass = {heavy}
+position = [0, 0, 0.3]
+[[bodies.shapes]]
+kind = "box"
+size = [0.2, 0.2, 0.2]
+"""
+
+
+def write_scene(tmp_path, light, heavy):
+    path = tmp_path / "heavy.toml"
+    path.write_text(SCENE_FILE.format(light=light, heavy=heavy))
+    return path
+
+
+def test_a_mass_ratio_beyond_the_limit_is_refused_naming_both_bodies(tmp_path):
+    path = write_scene(tmp_path, 1e-3, 1e6)
+    with pytest.raises(ModelError, match=r"bodies 'heavy' \(1e\+06 kg\) and 'light' \(0\.001 kg\) have a mass ratio "
+                                         r"of 1e\+09, above 1e\+05"):
+        load_scene(path)
+    with faults.mass_ratio_limit(math.inf):
+        assert [b.mass for b in load_scene(path).bodies[1:]] == [1e-3, 1e6]
+    faults.check_mass_ratio(two_boxes(1.0, faults.MAX_MASS_RATIO))            # at the limit: accepted
+    with pytest.raises(ModelError, match="mass ratio of 1.01e\\+05"):
+        faults.check_mass_ratio(two_boxes(1.0, 1.01 * faults.MAX_MASS_RATIO))
+    fixed = two_boxes(1.0, 1e9)
+    fixed.bodies[2].kind = "fixed"           # a fixed or kinematic body has no mass in the problem
+    faults.check_mass_ratio(fixed)
+    with pytest.raises(ModelError, match="max_mass_ratio must be a number >= 1"):
+        with faults.mass_ratio_limit(0.5):
+            pass
+    res = runner.invoke(app, ["simulate", str(path), "--duration", "0.01"])
+    errors = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
+    assert res.exit_code == 2 and len(errors) == 1 and "'heavy'" in errors[0] and "'light'" in errors[0] \
+        and "--max-mass-ratio" in errors[0] and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("model, method", [(None, None), ("stewart-trinkle", "lemke")])
+def test_at_the_mass_ratio_limit_the_certified_defaults_keep_a_stack_at_rest(model, method):
+    """The limit is what both certified defaults resolve (faults.MAX_MASS_RATIO, measured): at a
+    ratio of 1e5 a heavy box on a light box stays at rest (within 1 mm over 0.4 s, speeds below
+    1 cm/s) and every step is plausible."""
+    sim = Simulator(two_boxes(1.0, faults.MAX_MASS_RATIO), model, method)
+    x0 = sim.data.position.copy()
+    recs = [sim.step() for _ in range(40)]
+    assert all(r.success for r in recs) and all(r.plausible and r.fault == "" for r in recs)
+    assert np.abs(sim.data.position - x0).max() < 1e-3 and np.abs(sim.data.linear_velocity).max() < 1e-2
+
+
+@pytest.mark.parametrize("model, method, step, body", [(None, None, 1, "heavy"), ("stewart-trinkle", "lemke", 3, "light")])
+def test_the_issues_heavy_box_on_a_light_box_is_a_fault_not_a_silent_success(model, method, step, body):
+    """1e6 kg on 1e-3 kg (the limit lifted): box-qp certifies a first step that throws the heavy box
+    up at 0.94 m/s (its free motion is 0.049 m/s down); Stewart-Trinkle by lemke throws the light box
+    at step 3. The step is reported, naming the body."""
+    sim = Simulator(two_boxes(1e-3, 1e6), model, method, dt=H)
+    recs = [sim.step() for _ in range(step)]
+    assert all(r.plausible for r in recs[:-1])
+    last = recs[-1]
+    assert not last.plausible and last.fault.startswith(f"step {step} (t = {step * H:g} s): body {body!r}")
+
+
+def test_simulate_reports_each_fault_on_stderr_and_exits_1(tmp_path):
+    path = write_scene(tmp_path, 1e-3, 1e6)
+    res = runner.invoke(app, ["simulate", str(path), "--duration", "0.02", "--max-mass-ratio", "inf", "--json"])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    lines = res.output.splitlines()
+    faults_seen = [ln for ln in lines if ln.startswith("physics fault: step 1 (t = 0.005 s): body 'heavy' reached")]
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    assert len(faults_seen) == 1 and len(errors) == 1 and "moved bodies implausibly" in errors[0]
+    import json
+    result = json.loads(next(ln for ln in lines if ln.startswith("{")))
+    assert result["metrics"]["physics_faults"] >= 1 and result["faults"][0].startswith("step 1 ")
+
+
+def _rest_box():
+    return Scene(name="box", bodies=[Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1))]),
+                                     Body("box", mass=2.0, position=(0, 0, 0.1), shapes=[Shape("box", size=(0.2, 0.2, 0.2))])])
+
+
+def test_the_detector_against_motions_made_by_hand():
+    """A box resting on the ground, after a real step: its speed raised above 10 x the step's free
+    motion (h g: 0.049 m/s at rest; the 0.2 m cube's collision radius makes a spin count at 0.17 m)
+    is a speed fault; displaced beyond 2 x (penetration + slop) without a velocity is a correction
+    fault; a displacement within that, and a speed within the bound, are not faults."""
+    def stepped(change):
+        sim = Simulator(_rest_box(), dt=H)
+        sim.step()
+
+        def take():
+            rec = sim._step()
+            change(sim)
+            return rec
+        return faults.checked_step(sim, take)
+
+    free = G * H                                   # the free motion of a body at rest
+    bound = faults.SPEED_AMPLIFICATION * free      # + (depth + slop) / h, below 0.03 m/s here
+
+    def speed(v):
+        def change(sim):
+            sim.data.linear_velocity[1] = [v, 0.0, 0.0]
+            sim.data.position[1, 0] += H * v       # x1 = x0 + h v1: no correction
+        return change
+    assert stepped(speed(0.9 * bound)).plausible
+    rec = stepped(speed(1.2 * bound + 0.03))
+    assert not rec.plausible and "body 'box' reached" in rec.fault and "m/s" in rec.fault
+
+    def displace(dx):
+        def change(sim):
+            sim.data.position[1, 1] += dx
+        return change
+    assert stepped(displace(1e-5)).plausible      # slop 1e-4: up to 2e-4 m allowed here
+    rec = stepped(displace(0.01))
+    assert not rec.plausible and "body 'box' was displaced 0.01 m by the position correction" in rec.fault
+
+
+@pytest.mark.parametrize("scene, steps", [("stack", 100), ("pendulum-chain", 200)])
+def test_ordinary_scenes_have_no_faults(scene, steps):
+    """No false alarms on a resting stack (box friction, compiled) and a swinging chain (joints,
+    Stewart-Trinkle): every step plausible."""
+    from contactlab.scenarios import make_scene
+    sc = make_scene(scene)
+    sim = Simulator(sc, controllers=getattr(sc, "controllers", ()))
+    traj = sim.run(steps * sim.h)
+    assert len(traj.records) == steps and traj.metrics()["physics_faults"] == 0
+    assert all(r.plausible for r in traj.records)
