@@ -369,7 +369,7 @@ def test_islands_are_solved_as_each_island_alone(options, monkeypatch):
     assert island_labels(P)[0] == len(parts) and np.array_equal(island_labels(P)[1], P.islands[1])
     calls = []
     original = BQ._python_path
-    monkeypatch.setattr(BQ, "_python_path", lambda *a: calls.append(a[4][0]) or original(*a))
+    monkeypatch.setattr(BQ.solver, "_python_path", lambda *a: calls.append(a[4][0]) or original(*a))
     sol = solve(P, "box-qp", **options)
     assert sol.status is Status.SOLVED and sol.relative_residual <= 1e-6
     assert sol.info["islands"] == len(parts)
@@ -456,7 +456,7 @@ def test_centrality_correctors_keep_the_answer_and_save_iterations(monkeypatch):
     its = {}
     answers = {}
     for K in (0, 2):
-        monkeypatch.setattr(BQ, "CENTRALITY_CORRECTORS", K)
+        monkeypatch.setattr(BQ.interior_point, "CENTRALITY_CORRECTORS", K)
         sols = [solve(p, "box-qp", algorithm="ipm", dense_max=10) for p in problems]
         assert all(s.status is Status.SOLVED for s in sols)
         its[K] = sum(s.iterations for s in sols)
@@ -497,7 +497,7 @@ def test_cholmod_and_qdldl_factorisations_reach_the_same_minimiser(monkeypatch):
             opts = dict(algorithm=algorithm, dense_max=50)
             answers = []
             for cholmod_min in (10 ** 9, 0):
-                monkeypatch.setattr(BQ, "CHOLMOD_MIN", cholmod_min)
+                monkeypatch.setattr(BQ.factors, "CHOLMOD_MIN", cholmod_min)
                 BQ._LDL.entries.clear()
                 sol = solve(p, "box-qp", **opts)
                 assert sol.success, (trial, algorithm, cholmod_min, sol.status)
@@ -637,7 +637,7 @@ def test_a_poor_start_gets_the_poor_budget_and_a_good_one_the_full_budget(monkey
     ref = solve(P, "box-qp", algorithm="ipm", tol=1e-12, islands=False)
     seen = []
     original = BQ._python_path
-    monkeypatch.setattr(BQ, "_python_path", lambda *a: seen.append(a[3][0]) or original(*a))
+    monkeypatch.setattr(BQ.solver, "_python_path", lambda *a: seen.append(a[3][0]) or original(*a))
     cold = solve(P, "box-qp", island_poor_iterations=1)
     assert ref.success and cold.success
     assert np.allclose(cold.z, ref.z, rtol=1e-5, atol=1e-6 * np.abs(ref.z).max())

@@ -122,7 +122,7 @@ def test_ldl_pattern_cache_refactorises_a_repeated_pattern_only(cholmod_min, mon
     import scipy.sparse as sp
     import contactlab.solvers.box_qp as bq
     from contactlab.solvers.box_qp import _PatternCache
-    monkeypatch.setattr(bq, "CHOLMOD_MIN", cholmod_min)
+    monkeypatch.setattr(bq.factors, "CHOLMOD_MIN", cholmod_min)
     kind = bq._CholmodFactor if cholmod_min == 0 else bq._QDLDLFactor
     rng = np.random.default_rng(3)
     n = 300
