@@ -26,6 +26,9 @@ dt 0.01, gravity -9.81):
   fixed-50 (which stops early only at a certified 1e-7 relative residual); compare it with
   ``contactlab fixed-50``.
 * ``mujoco``: the boxes as MJCF free bodies on a plane, default solver (Newton, soft contacts).
+  Both peers' models come from scene_export.py (shared with bench_engines.py); PyBullet gets
+  sqrt(mu) on every body, since it multiplies two bodies' coefficients (before 2026-12-02 this
+  script gave every body mu, so its PyBullet runs had friction 0.25 where ours had 0.5).
 * ``ode``: ``quickStep`` (20 iterations) when ``/usr/bin/python3 -c "import ode"`` works.
 PyBullet, MuJoCo and ours run in this one process on the same C allocator settings, contactlab/heap.py's
 (the memory a step frees stays in the process), set at the start as a Simulator sets them when built
@@ -60,6 +63,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from contactlab.heap import keep_freed_memory  # noqa: E402
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from scene_export import mjcf, pybullet_free_bodies  # noqa: E402
 from contactlab.files import atomic_write  # noqa: E402
 from contactlab.scenarios import make_scene  # noqa: E402
 from contactlab.scenarios.io import scene_to_dict  # noqa: E402
@@ -160,22 +165,7 @@ def run_pybullet(scene_name, n, steps, budget, residual_threshold=None, label="p
         p.setPhysicsEngineParameter(solverResidualThreshold=residual_threshold, physicsClientId=cid)
     p.setGravity(*scene.gravity, physicsClientId=cid)
     p.setTimeStep(scene.settings.dt, physicsClientId=cid)
-    ids = []
-    for b in scene.bodies:
-        for s in b.shapes:
-            w, x, y, z = b.orientation
-            if s.kind in ("halfspace", "plane"):
-                col = p.createCollisionShape(p.GEOM_PLANE, planeNormal=list(s.normal), physicsClientId=cid)
-                bid = p.createMultiBody(0, col, basePosition=list(b.position), physicsClientId=cid)
-            else:
-                col = p.createCollisionShape(p.GEOM_BOX, halfExtents=[0.5 * v for v in s.size], physicsClientId=cid)
-                pos = np.asarray(b.position) + np.asarray(s.position)
-                mass = 0.0 if b.kind == "fixed" else b.mass
-                bid = p.createMultiBody(mass, col, basePosition=list(pos), baseOrientation=[x, y, z, w],
-                                        physicsClientId=cid)
-                if b.kind != "fixed":
-                    ids.append(bid)
-            p.changeDynamics(bid, -1, lateralFriction=scene.mu, restitution=0.0, physicsClientId=cid)
+    ids = pybullet_free_bodies(p, cid, scene)     # friction sqrt(mu) per body: PyBullet multiplies the two
     pos0 = _dynamic_positions(scene)
     p.stepSimulation(physicsClientId=cid)
     k, pen = 0, 0.0
@@ -189,27 +179,6 @@ def run_pybullet(scene_name, n, steps, budget, residual_threshold=None, label="p
     pos = [p.getBasePositionAndOrientation(i, physicsClientId=cid)[0] for i in ids]
     p.disconnect(cid)
     return _summary(label, scene_name, n, k, wall, pos0, pos, contacts=float(len(pts)), penetration_final=float(pen))
-
-
-def mjcf(scene) -> str:
-    """The scene's boxes and planes as MJCF: free bodies with box geoms (full sizes halved), fixed
-    boxes and half-spaces (as planes) in the world body; friction mu, default solver."""
-    geoms, bodies = [], []
-    for b in scene.bodies:
-        for k, s in enumerate(b.shapes):
-            if s.kind in ("halfspace", "plane"):
-                geoms.append('<geom type="plane" size="0 0 1" pos="0 0 %g"/>' % float(s.offset))
-            elif b.kind == "fixed":
-                pos = np.asarray(b.position) + np.asarray(s.position)
-                geoms.append('<geom type="box" size="%g %g %g" pos="%g %g %g"/>' % (*(0.5 * np.asarray(s.size)), *pos))
-            else:
-                w, x, y, z = b.orientation
-                bodies.append('<body pos="%g %g %g" quat="%g %g %g %g"><freejoint/>'
-                              '<geom type="box" size="%g %g %g" mass="%g"/></body>'
-                              % (*b.position, w, x, y, z, *(0.5 * np.asarray(s.size)), b.mass))
-    return ('<mujoco><option timestep="%g" gravity="%g %g %g"/><default><geom friction="%g 0.005 0.0001"/></default>'
-            '<size memory="%dM"/><worldbody>%s%s</worldbody></mujoco>'
-            % (scene.settings.dt, *scene.gravity, scene.mu, max(64, len(bodies) // 2), "".join(geoms), "".join(bodies)))
 
 
 def run_mujoco(scene_name, n, steps, budget):

@@ -24,14 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
-#: kernels compiled at their first call, as in the test session (tests/conftest.py): in the default
-#: tiered mode (kernels/_jit.py) a cold cache runs a kernel as Python first, and its rounding there
-#: is not its machine code's, so a check on a cold cache would report differences the code does not have
+import numpy as np
+
+# compiled kernels from the first call (kernels/_jit.py): stored bits never depend on a cold cache
 os.environ.setdefault("CONTACTLAB_JIT", "compile")
 
-import numpy as np  # noqa: E402
-
-from .cases import ARRAYS, CASES, Case, run_case  # noqa: E402
+from .cases import ARRAYS, CASES, Case, run_case
 
 DATA = Path(__file__).resolve().parent / "data"
 
