@@ -14,7 +14,7 @@ dt 0.01, gravity -9.81):
   bound-constrained QP); every step certified or counted as a failure, fallbacks as in sim/fallback.py.
 * ``contactlab fixed-50``: box-friction, pgs capped at 50 sweeps (``iterations=50``, PyBullet's default
   budget), the answer applied whatever its residual (the residual reached is reported); the sweeps
-  run matrix-free on the rows and the 6x6 blocks of M^-1 (kernels/pgs_matrix_free.py: the
+  run matrix-free on the rows and the 6x6 blocks of M^-1 (kernels/pgs_matrix_free/: the
   Delassus matrix is never formed, as in the engines' sequential impulses).
 * ``contactlab fixed-50+stop``: as fixed-50, with Bullet's stop as well (pgs ``w_step_tol`` =
   sqrt(1e-7): a sweep in which no row corrected its own w by more than 3.16e-4 m/s ends the step's

@@ -1,4 +1,4 @@
-"""box-qp's interior-point Newton systems in body space (kernels/body_space.py, solvers/box_qp.py
+"""box-qp's interior-point Newton systems in body space (kernels/body_space.py, solvers/box_qp/
 ``_BodySpace``): for M = H W H' + cfm I, S = W^-1 + H' E^-1 H and x = E^-1 (r - H S^-1 H' E^-1 r)
 against the contact-space system (M_keep + diag(d)) x = r solved directly; the cases where the form
 does not apply; the interior point with and without it on the same problems; and box friction's

@@ -1,5 +1,5 @@
 """The compiled projected Newton of ``box-qp`` (kernels/box_qp.py) against the Python path it replaces
-on dense problems (solvers/box_qp.py ``_solve(..., compiled=False)``) and against independent
+on dense problems (solvers/box_qp/ ``_solve(..., compiled=False)``) and against independent
 references: the unique minimiser by exhaustive active-set enumeration, and the certified residual. Islands
 (independent row groups): their labels from the rows' bodies (kernels/components.py
 ``row_block_components``) against scipy's connected components, and box-qp's island-by-island

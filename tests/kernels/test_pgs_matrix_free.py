@@ -1,4 +1,4 @@
-"""Matrix-free PGS (kernels/pgs_matrix_free.py): the iterates of ``pgs`` on the assembled
+"""Matrix-free PGS (kernels/pgs_matrix_free/): the iterates of ``pgs`` on the assembled
 box-friction LCP (arechavaleta eq. 16-17) without forming H M^-1 H', and the simulator's
 fixed-budget mode on it."""
 import numpy as np
@@ -209,7 +209,7 @@ def test_all_row_terms_equal_the_row_by_row_terms():
     H, q, cfm, lo, hi, findex, mu = bf.rows(sys_)
     z, *_ = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=20, check=0)
     n, nbody = P.n, sys_.W_blocks.shape[0]
-    ptr, body, hb, ok = PM.row_blocks(H.indptr.astype(np.int64), H.indices.astype(np.int64), H.data, n, nbody)
+    ptr, body, hb, ok = PM.row_slots(H.indptr.astype(np.int64), H.indices.astype(np.int64), H.data, n, nbody)
     assert ok and np.any(body == nbody)          # ground contacts: one slot on no moving body
     g, diag, cf = np.empty_like(hb), np.empty(n), np.full(n, float(cfm))
     PM.prepare(ptr, body, hb, sys_.W_blocks, cf, g, diag)

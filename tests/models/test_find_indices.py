@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from contactlab.errors import ModelError
-from contactlab.models.find_indices import find_indices, find_indices_bruteforce, nullspace_basis
+from contactlab.models.find_indices import find_indices
+from tests.reference.find_indices import find_indices_bruteforce, nullspace_basis
 
 
 def _case(seed, m, j, n, n_dep):

@@ -317,10 +317,11 @@ def test_fused_build_equals_general_path_bit_for_bit():
 
 
 def _orthonormal_reference(M, v, f, dt, N, S, T, J, J_rhs=None, bias=None):
-    """The reduction with the orthonormal null-space basis (models/find_indices.py ``reduce_step``,
+    """The reduction with the orthonormal null-space basis (tests/reference/find_indices.py ``reduce_step``,
     kernels/noslip.py ``noslip_chain``: Z' Z = I, Z' M Z formed and factored), the no-slip model's
     path before the M-metric basis."""
-    from contactlab.models.find_indices import MassFactor, _candidates, reduce_step
+    from contactlab.models.find_indices import MassFactor, _candidates
+    from tests.reference.find_indices import reduce_step
     m = M.shape[0]
     J = np.zeros((0, m)) if J is None else np.ascontiguousarray(J, dtype=np.float64)
     ST, _ = _candidates(None, S, T, m)
@@ -432,9 +433,9 @@ def test_ppm_one_call_equals_general_path(seed, n, m, cfm, offset):
 def test_householder_find_indices_equals_brute_force_with_dependent_tangent_rows(seed, m, n, j):
     """drumwright Alg. 2 as the no-slip chain runs it (kernels/noslip.py ``householder_select``: one
     Householder QR in the M^-1 metric) keeps the rows of the brute-force rank test
-    (models/find_indices.py ``find_indices_bruteforce``) with repeated contacts, a tangent row in the
+    (tests/reference/find_indices.py ``find_indices_bruteforce``) with repeated contacts, a tangent row in the
     span of the joint rows and a redundant joint row."""
-    from contactlab.models.find_indices import find_indices_bruteforce
+    from tests.reference.find_indices import find_indices_bruteforce
     M, v, f, N, S, T, J = _scene(seed, m, n, j)
     S[1] = S[0]                       # a repeated contact tangent
     T[-1] = J[0] - 2.0 * J[1]         # a tangent row in the span of the joint rows

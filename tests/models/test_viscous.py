@@ -154,8 +154,8 @@ def test_viscous_rk4_in_the_simulator_has_the_rk4_amplification_factor():
 def _former_viscous(M, v, f, N, S, T, mu_v, J, h, J_rhs, bias, cfm, tol=1e-9):
     """The former build_viscous/recover_viscous: FIND-INDICES (find_indices), then reduce_equalities,
     and the joint forces from constraint_impulses/split_impulses."""
-    from contactlab.models.find_indices import (constraint_impulses, find_indices, reduce_equalities,
-                                                split_impulses, step_inputs)
+    from contactlab.models.find_indices import find_indices, step_inputs
+    from tests.reference.find_indices import constraint_impulses, reduce_equalities, split_impulses
     mu_v = np.broadcast_to(np.asarray(mu_v, dtype=float), (N.shape[0],))
     C = S.T @ (mu_v[:, None] * S) + T.T @ (mu_v[:, None] * T)
     f_total = f - C @ v

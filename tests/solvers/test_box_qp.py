@@ -1,4 +1,4 @@
-"""box-qp (solvers/box_qp.py): certifying resting stacks and pile steps, the interior point against the
+"""box-qp (solvers/box_qp/): certifying resting stacks and pile steps, the interior point against the
 unique minimiser, and its sparse factorisations (QDLDL / CHOLMOD pattern cache, free-set solves)."""
 import numpy as np
 import pytest

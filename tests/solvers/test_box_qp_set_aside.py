@@ -1,4 +1,4 @@
-"""box-qp's rows set aside (solvers/box_qp.py ``_set_aside``, ``_islands``): rows that z = 0 likely
+"""box-qp's rows set aside (solvers/box_qp/ ``_set_aside``, ``_islands``): rows that z = 0 likely
 solves (gaps) are left out of the islands, solved last, and brought back in where the others push
 them in; the components of the rows kept (kernels/components.py ``kept_row_components``).
 References: scipy's connected components, Lemke on the whole LCP, the interior point on the whole

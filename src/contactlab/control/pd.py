@@ -12,7 +12,8 @@ import numpy as np
 
 from ..errors import ParamError
 from ..kernels._jit import jit
-from ..mechanics.joint_kernels import _conj, _matvec, _qmul, _rot
+from ..kernels.dense import matvec
+from ..kernels.quaternion import quat_conj_into, quat_matrix, quat_mul_into
 from ..mechanics.rotation import quat_conj
 
 
@@ -97,13 +98,13 @@ def _angles_rates(a, b, axis_a, q_rel0_conj, quaternion, omega):
             qa[:] = quaternion[a[k]]
         else:
             qa[0], qa[1], qa[2], qa[3] = 1.0, 0.0, 0.0, 0.0
-        _conj(qa, qc)
-        _qmul(qc, quaternion[b[k]], qt)
-        _qmul(qt, q_rel0_conj[k], qd)
+        quat_conj_into(qa, qc)
+        quat_mul_into(qc, quaternion[b[k]], qt)
+        quat_mul_into(qt, q_rel0_conj[k], qd)
         c = 2.0 * np.arctan2(axis_a[k, 0] * qd[1] + axis_a[k, 1] * qd[2] + axis_a[k, 2] * qd[3], qd[0])
         ang[k] = (c + np.pi) % (2.0 * np.pi) - np.pi
-        _rot(qa, R)
-        _matvec(R, axis_a[k], axis)
+        quat_matrix(qa, R)
+        matvec(R, axis_a[k], axis)
         r = 0.0
         for i in range(3):
             r += axis[i] * (omega[b[k], i] - (omega[a[k], i] if a[k] >= 0 else 0.0))

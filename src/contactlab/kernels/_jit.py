@@ -12,7 +12,7 @@ nonzero by construction).
 
 Tiered execution (:class:`TieredDispatcher`): a kernel whose machine code is neither in this
 process nor in numba's cache on disk runs as plain Python (the same function: every kernel is
-readable reference code that also runs interpreted, tests/test_kernels_nojit.py) until the CPU time
+readable reference code that also runs interpreted, tests/kernels/test_nojit.py) until the CPU time
 spent interpreting it reaches an estimate of what compiling it would cost; then it compiles. This
 is the ski-rental rule: the total time is never more than twice what the better of "compile at
 once" and "never compile" would have taken (the interpreted time is summed over processes,

@@ -1,5 +1,5 @@
 """Compiled parts of box-qp's interior-point Newton systems solved in body space
-(solvers/box_qp.py ``_BodySpace``).
+(solvers/box_qp/shifted.py ``_BodySpace``).
 
 A contact matrix is M = H W H' + cfm I: H the rows (each on one or two bodies, 6 columns per
 body), W the bodies' 6x6 blocks of the inverse mass matrix. The interior point solves
@@ -25,11 +25,11 @@ kept block 106,000 (docs/benchmarks-sim.md).
 import numpy as np
 
 from ._jit import jit, jit_inline
-from .pgs_matrix_free import row_blocks
+from .pgs_matrix_free import row_slots
 from .residual import box_relative_kernel
 
 #: a body's 6x6 block of W counts as invertible when every pivot of its elimination exceeds this times
-#: its largest diagonal entry (else the body-space form is not used: solvers/box_qp.py falls back)
+#: its largest diagonal entry (else the body-space form is not used: solvers/box_qp/ falls back)
 PIVOT_FLOOR = 1e-12
 
 
@@ -88,8 +88,8 @@ def body_space_layout(indptr, indices, data, keep, W):
     rb = np.full(m, -1, dtype=np.int64)
     ha = np.zeros((m, 6))
     hb = np.zeros((m, 6))
-    # each row's two body slots (kernels/pgs_matrix_free.py row_blocks; slot body nbody: none)
-    _, body, vec, ok = row_blocks(indptr, indices, data, indptr.size - 1, nbody)
+    # each row's two body slots (kernels/pgs_matrix_free/ row_slots; slot body nbody: none)
+    _, body, vec, ok = row_slots(indptr, indices, data, indptr.size - 1, nbody)
     for k in range(m):
         for s in range(2 * keep[k], 2 * keep[k] + 2):
             b = body[s]

@@ -1,6 +1,6 @@
-"""Compiled projected Newton of the ``box-qp`` method (solvers/box_qp.py) on a dense matrix.
+"""Compiled projected Newton of the ``box-qp`` method (solvers/box_qp/) on a dense matrix.
 
-One call runs what solvers/box_qp.py ``_qp`` and the friction-coupled bound updates of ``_solve`` do
+One call runs what solvers/box_qp/newton.py ``_qp`` and the friction-coupled bound updates of ``_solve`` do
 in Python, step for step: Bertsekas's projected Newton (SIAM J. Control Optim. 20(2), 1982) on
 min 1/2 z'Mz + q'z over lo <= z <= hi -- the rows at a bound whose gradient pushes outward (within
 eps = min(1e-3 max|z|, ||z - clip(z - w / diag M)||)) are held, the free rows take the Newton step
@@ -70,7 +70,7 @@ def _affine(M, z, q, w):
 
 
 #: the largest change of a matrix's entries (relative to its largest) for which a Newton step reuses
-#: the last factorisation (this kernel's cached Cholesky of the same free rows; solvers/box_qp.py's
+#: the last factorisation (this kernel's cached Cholesky of the same free rows; solvers/box_qp/'s
 #: LDL' of the same pattern), with one step of iterative refinement: a resting stack's Delassus
 #: matrix changes by ~1e-10 from step to step, and one refinement brings the stale solve's residual
 #: (2e-4 - 2e-3) to that of a fresh factorisation (~2e-7 at condition 5e9)
@@ -81,7 +81,7 @@ STALE = 1e-8
 def new_factor_cache(n):
     """The kernel's factor cache for problems of up to n rows: (L, A, F, k) -- the last Cholesky
     factor of a free block A_FF (stored transposed, as _free_solve factorises it), its free rows and
-    their count (0: empty). solvers/box_qp.py keeps one per problem size. Nothing is read before
+    their count (0: empty). solvers/box_qp/ keeps one per problem size. Nothing is read before
     it is written (the count guards it), so the buffers are not cleared: box_qp_islands makes one per
     island, and clearing its buffers would touch every page of them, which a buffer never written
     in full never does."""
@@ -256,7 +256,7 @@ def _grouped_solve(M, F, k, rhs, grp, gstep, nbr, nnb):
 @jit
 def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb):
     """x with M_FF x = rhs (F[:k] the free rows): Cholesky, least squares where it fails
-    (solvers/box_qp.py _factor_solve). The factorised buffer holds M_FF transposed: numba's
+    (solvers/box_qp/factors.py _factor_solve). The factorised buffer holds M_FF transposed: numba's
     cholesky hands LAPACK's potrf('U') the buffer in column order, so potrf reads exactly the upper
     triangle of M_FF that scipy's cho_factor reads. ``stale_ok``: the cached factor of the same free
     rows where the block moved by at most STALE (:func:`_stale_solve`); every factorisation is
@@ -301,7 +301,7 @@ def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb):
 @jit
 def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps, work, cL, cA, cF, ck, stale_ok,
                      grp, gstep, nbr, nnb, poor_iterations, poor_residual):
-    """solvers/box_qp.py ``_qp`` from z, in place (z, w = M z + q on return); returns (converged,
+    """solvers/box_qp/newton.py ``_qp`` from z, in place (z, w = M z + q on return); returns (converged,
     Newton iterations). ``work``: 9 x n scratch; (cL, cA, cF, ck): the factor cache of
     :func:`_free_solve`, whose cached factor the first step may reuse where ``stale_ok``; (grp, gstep,
     nbr, nnb): the block structure of M (:func:`island_groups`), or empty arrays (dense solves).
@@ -394,7 +394,7 @@ def box_qp_dense(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full
 @jit
 def box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
                    max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb, poor_iterations, poor_residual):
-    """solvers/box_qp.py ``_solve`` up to the interior point, on a dense C-ordered M: the projected
+    """solvers/box_qp/solver.py ``_solve`` up to the interior point, on a dense C-ordered M: the projected
     Newton QP (max_iterations, full_steps as ``_box_qp`` gives them) from z0 clipped to the bounds; with
     friction-coupled rows (any findex >= 0) up to ``max_outer`` bound updates, each certified with row
     terms |q_i| + |M_i||z| on the updated bounds. Returns (outcome, z, w, iterations, outer):
@@ -572,7 +572,7 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
     """:func:`box_qp_dense` on each island of a CSR problem in one call (the islands of a contact
     problem: rows order[bounds[k]:bounds[k + 1]], ascending, coupled to no other row by M or
     findex): its dense block gathered (:func:`csr_dense_block`), findex renumbered, a factor cache of
-    its own, the projected Newton budget solvers/box_qp.py gives a problem of its size: up to
+    its own, the projected Newton budget solvers/box_qp/ gives a problem of its size: up to
     ``small_n`` rows (or ``newton_only``) ``max_iterations`` steps with line search, above it
     ``newton_steps`` steps, stopping at the first the line search would shorten (the interior point
     goes on from there, as ``_compiled`` hands over). An island of more than ``grouped_from`` rows, where ``label``

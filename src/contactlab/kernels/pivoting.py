@@ -402,14 +402,6 @@ def refine_active(M, q, z, idx, k, F, sym, r, x):
 
 
 @jit
-def _active_solve(sym, F, k, M, q, idx, b, x):
-    """x[:k] = -M_CC^-1 q_C with the factor F of M[idx[:k], idx[:k]]."""
-    for a in range(k):
-        b[a] = -q[idx[a]]
-    _factor_solve(sym, F, k, b, x)
-
-
-@jit
 def warm_start_kernel(M, q, cand, F, sym, idx, inC, z, w1, w2, x):
     """Factor M_CC over the candidate active indices (dependent ones skipped: PSD M), then drop the
     most negative z_C until z_C = -M_CC^-1 q_C >= 0: a complementary solution of the principal

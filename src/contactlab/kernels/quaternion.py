@@ -1,5 +1,7 @@
-"""Rotation of a unit quaternion, compiled (the one copy the numba kernels share; the NumPy
-version for Python callers is mechanics/rotation.py ``quat_to_matrix``)."""
+"""Unit quaternions (w, x, y, z), compiled: the one module of the quaternion helpers the numba
+kernels share (rotation matrix, Hamilton product, conjugate, each into a caller's array). The NumPy
+versions for Python callers (vectorised, allocating) are mechanics/rotation.py's ``quat_to_matrix``,
+``quat_mul``, ``quat_conj`` and ``quat_from_matrix``."""
 from ._jit import jit
 
 
@@ -16,3 +18,23 @@ def quat_matrix(q, R):
     R[2, 0] = 2 * (x * z - w * y)
     R[2, 1] = 2 * (y * z + w * x)
     R[2, 2] = 1 - 2 * (x * x + y * y)
+
+
+@jit
+def quat_mul_into(a, b, out):
+    """out (4,) = a * b (Hamilton product)."""
+    aw, ax, ay, az = a[0], a[1], a[2], a[3]
+    bw, bx, by, bz = b[0], b[1], b[2], b[3]
+    out[0] = aw * bw - ax * bx - ay * by - az * bz
+    out[1] = aw * bx + ax * bw + ay * bz - az * by
+    out[2] = aw * by - ax * bz + ay * bw + az * bx
+    out[3] = aw * bz + ax * by - ay * bx + az * bw
+
+
+@jit
+def quat_conj_into(q, out):
+    """out (4,) = the conjugate (w, -x, -y, -z) of q (the inverse of a unit quaternion)."""
+    out[0] = q[0]
+    out[1] = -q[1]
+    out[2] = -q[2]
+    out[3] = -q[3]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels._jit import jit, jit_inline
-from ..kernels.quaternion import quat_matrix as _rot
+from ..kernels.quaternion import quat_conj_into as _conj, quat_matrix as _rot, quat_mul_into as _qmul
 
 REVOLUTE, PRISMATIC, SPHERICAL, FIXED = 0, 1, 2, 3
 KIND_CODE = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "spherical": SPHERICAL, "fixed": FIXED}
@@ -116,25 +116,6 @@ def pack_joints(joints, names, kind, dof_start, planar, kinematic_code: int) -> 
 #: row evaluation (the same rows bit for bit; inlining the scalar helpers too gains nothing more and
 #: doubles the first compile; docs/benchmarks-tuning.md)
 _inline = jit_inline
-
-
-@jit
-def _qmul(a, b, out):
-    """out = a * b (Hamilton)."""
-    aw, ax, ay, az = a[0], a[1], a[2], a[3]
-    bw, bx, by, bz = b[0], b[1], b[2], b[3]
-    out[0] = aw * bw - ax * bx - ay * by - az * bz
-    out[1] = aw * bx + ax * bw + ay * bz - az * by
-    out[2] = aw * by - ax * bz + ay * bw + az * bx
-    out[3] = aw * bz + ax * by - ay * bx + az * bw
-
-
-@jit
-def _conj(q, out):
-    out[0] = q[0]
-    out[1] = -q[1]
-    out[2] = -q[2]
-    out[3] = -q[3]
 
 
 @jit

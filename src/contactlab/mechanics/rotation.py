@@ -45,6 +45,15 @@ def quat_conj(q: np.ndarray) -> np.ndarray:
     return q
 
 
+def quat_from_matrix(R: np.ndarray) -> tuple:
+    """The unit quaternion (w, x, y, z) of a rotation matrix R (3, 3), as a tuple (a Body's or Shape's
+    ``orientation``), by scipy's Rotation and normalised."""
+    from scipy.spatial.transform import Rotation
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    q = np.array([w, x, y, z])
+    return tuple(q / np.linalg.norm(q))
+
+
 def quat_from_axis_angle(axis, angle: float) -> np.ndarray:
     axis = np.asarray(axis, dtype=np.float64)
     axis = axis / np.linalg.norm(axis)

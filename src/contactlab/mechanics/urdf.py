@@ -18,14 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
+from .rotation import quat_from_matrix
 from .scene import Body, Joint, Scene, Settings, Shape
-
-
-def _quat_from_matrix(R: np.ndarray) -> tuple:
-    from scipy.spatial.transform import Rotation
-    x, y, z, w = Rotation.from_matrix(R).as_quat()
-    q = np.array([w, x, y, z])
-    return tuple(q / np.linalg.norm(q))
 
 
 def resolve_mesh(filename: str, urdf_dir: Path) -> Path:
@@ -255,25 +249,25 @@ def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: 
                 Tloc = Tb_inv @ (Tl @ (col.origin if col.origin is not None else np.eye(4)))
                 for sh in _geometry(col.geometry, x, path.parent, allow_missing):
                     sh.position = tuple(Tloc[:3, 3])
-                    sh.orientation = _quat_from_matrix(Tloc[:3, :3])
+                    sh.orientation = quat_from_matrix(Tloc[:3, :3])
                     shapes.append(sh)
             for vis in getattr(links[x], "visuals", None) or []:
                 Tv = Tb_inv @ Tl @ (vis.origin if vis.origin is not None else np.eye(4))
                 for sh in _visual_geometry(vis.geometry, path.parent):
                     sh.position = tuple(Tv[:3, 3])
-                    sh.orientation = _quat_from_matrix(Tv[:3, :3])
+                    sh.orientation = quat_from_matrix(Tv[:3, :3])
                     visuals.append(sh)
         is_root = ln in roots
         welded_to_world = ln in child_of and child_of[ln].parent not in links and child_of[ln].type == "fixed"
         if (is_root and fixed_base) or welded_to_world:
-            bodies.append(Body(ln, kind="fixed", position=tuple(Tb[:3, 3]), orientation=_quat_from_matrix(Tb[:3, :3]),
+            bodies.append(Body(ln, kind="fixed", position=tuple(Tb[:3, 3]), orientation=quat_from_matrix(Tb[:3, :3]),
                                shapes=shapes, visuals=visuals))
             continue
         if mass is None or mass <= 0 or I is None:
             hint = "" if merge_fixed else " (load_urdf(..., merge_fixed=True) folds fixed-joint links into their parent)"
             raise ModelError(f"{path}: link {ln!r} moves but has no positive <mass> and <inertia> in <inertial>{hint}")
         bodies.append(Body(ln, mass=mass, inertia=I, position=tuple(Tb[:3, 3]),
-                           orientation=_quat_from_matrix(Tb[:3, :3]), shapes=shapes, visuals=visuals))
+                           orientation=quat_from_matrix(Tb[:3, :3]), shapes=shapes, visuals=visuals))
     fixed_names = {b.name for b in bodies if b.kind == "fixed"}
     joints = []
     for j in r.joints:
@@ -297,3 +291,4 @@ def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: 
     scene = Scene(name=name or r.name or path.stem, bodies=bodies, joints=joints, settings=settings or Settings())
     scene.validate()
     return scene
+

@@ -151,7 +151,7 @@ def _q_kernel(indptr, indices, data, v, j_rhs, a_target, l_bias, n_bias):
 
 def rows(sys, options: Options | None = None):
     """The problem of :func:`build` (``joints="rows"``) without its matrix, for matrix-free
-    solvers (kernels/pgs_matrix_free.py): (H, q, cfm, lo, hi, findex, mu) with the matrix
+    solvers (kernels/pgs_matrix_free/): (H, q, cfm, lo, hi, findex, mu) with the matrix
     H M^-1 H' + cfm I (findex = -1 everywhere, mu = 0 for ``coupling="previous"``)."""
     options = options or Options()
     if options.joints != "rows":
@@ -167,7 +167,7 @@ def rows(sys, options: Options | None = None):
 
 @jit
 def row_heights(point, gravity, o_n, copies):
-    """Each row's height for the sweep order of the matrix-free PGS (kernels/pgs_matrix_free.py
+    """Each row's height for the sweep order of the matrix-free PGS (kernels/pgs_matrix_free/
     ``sweep_order``: the highest first), (o_n + copies nc,): the ``o_n`` rows before the contacts
     (joints, motors, limits) +inf, then ``copies`` blocks of nc rows ([N; S; T]: 3; N: 1), each
     contact's row at its point's height along -gravity (0 without gravity: H's order)."""
@@ -266,7 +266,7 @@ def _dense_parts(indptr, indices, data, W, cfm, v, j_rhs, a_target, l_bias, n_bi
 @jit
 def row_islands(indptr, indices, o_n, o_s):
     """(count, label per row) of the independent row groups of the rows [..; N; S; T] in CSR (normals
-    o_n:o_s, then the friction rows of the same contacts in the same order): solvers/box_qp.py solves
+    o_n:o_s, then the friction rows of the same contacts in the same order): solvers/box_qp/ solves
     a sparse problem's apart and factorises a dense one's Newton steps island by island. Rows joined
     by the bodies they touch (kernels/components.py row_block_components), over the rows up to the
     normals only; a contact's friction rows S, T touch its normal's bodies and take its label.
@@ -349,7 +349,7 @@ def recover(sys, problem, solution, options: Options | None = None) -> StepResul
                               motor=z[o_a:o_l], modes=modes)
         if dv is None:
             dv = rows_times(Minv, rows_transpose_times(H, z))
-        v_next = sys.v_free() + dv     # a matrix-free solver's M^-1 H' z (kernels/pgs_matrix_free.py)
+        v_next = sys.v_free() + dv     # a matrix-free solver's M^-1 H' z (kernels/pgs_matrix_free/)
         joint = z[:o_a]
     normal = z[o_n:o_s]
     return StepResult(v_next=v_next, normal=normal, tangent=np.column_stack([z[o_s:o_t], z[o_t:n]]),

@@ -104,7 +104,7 @@ class BoxedLCP(Problem):
     rows give an answer solve()'s certification of the whole problem refuses. ``factors`` = (H, W,
     cfm) with M = H W H' + cfm I (H CSR, each row on one or two bodies, 6 columns per body; W the
     bodies' 6x6 blocks of M^-1; set by box friction and the simulator's position correction): box-qp's
-    interior point then solves its Newton systems through the bodies (solvers/box_qp.py ``_BodySpace``);
+    interior point then solves its Newton systems through the bodies (solvers/box_qp/shifted.py ``_BodySpace``);
     factors that do not give M make its iterations wrong, never its certified answer (each iterate is
     checked against M itself).
     """

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
-from ..mechanics.rotation import quat_mul
+from ..mechanics.rotation import quat_from_matrix, quat_mul
 from ..mechanics.scene import Body, Motor, Shape
-from .barrett import _quat, attach_script
+from .barrett import attach_script
 from .materials import check_material, pair_friction
 
 URDF = "allegro_hand_description/urdf/allegro_right_hand.urdf"
@@ -47,7 +47,7 @@ def urdf_path() -> Path:
 def transform_scene(scene, R: np.ndarray, t) -> None:
     """Move every body and joint of ``scene`` (built in place) by x -> R x + t."""
     t = np.asarray(t, dtype=np.float64)
-    qR = np.asarray(_quat(R))
+    qR = np.asarray(quat_from_matrix(R))
     for b in scene.bodies:
         b.position = tuple(R @ np.asarray(b.position) + t)
         q = quat_mul(qR, np.asarray(b.orientation, dtype=np.float64))
@@ -64,7 +64,7 @@ def pose_joint(scene, joint: str, angle: float) -> None:
     from scipy.spatial.transform import Rotation
     j0 = next(j for j in scene.joints if j.name == joint)
     p, R = np.asarray(j0.anchor, dtype=np.float64), Rotation.from_rotvec(np.asarray(j0.axis) * angle).as_matrix()
-    qR = np.asarray(_quat(R))
+    qR = np.asarray(quat_from_matrix(R))
     below, grow = {j0.child}, True
     while grow:                          # builder only (a few links), not a simulation step
         grow = False

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
+from ..mechanics.rotation import quat_from_matrix
 from ..mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
 from .materials import check_material, pair_friction
 from .objects import make_object
@@ -101,13 +102,6 @@ def _inertia(im, mass):
     return mass * 1e-6 * np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
 
 
-def _quat(R):
-    from scipy.spatial.transform import Rotation
-    x, y, z, w = Rotation.from_matrix(R).as_quat()
-    q = np.array([w, x, y, z])
-    return tuple(q / np.linalg.norm(q))
-
-
 def _link_body(name, kind, T_world, palm=False, box_name=None):
     """A body at the link frame T_world (m, rotation) with COM offset and box from the tables."""
     key = "palm" if palm else kind
@@ -119,7 +113,7 @@ def _link_body(name, kind, T_world, palm=False, box_name=None):
         shapes.append(Shape("box", size=tuple(hi - lo), position=tuple(0.5 * (lo + hi) - cog),
                             name=f"{box_name or name}{k or ''}"))
     return Body(name, mass=LINK_MASS[key], inertia=_inertia(PALM_IM if palm else LINK_IM[kind], LINK_MASS[key]),
-                position=tuple(p + R @ cog), orientation=_quat(R), shapes=shapes,
+                position=tuple(p + R @ cog), orientation=quat_from_matrix(R), shapes=shapes,
                 kind="kinematic" if palm else "dynamic")
 
 
@@ -213,3 +207,4 @@ def attach_script(scene, fingers, close_speed, grip_torque, lift, lift_speed, ho
     scene.duration = script.duration
     scene.script = script
     return script
+

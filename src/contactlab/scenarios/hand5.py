@@ -27,8 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
+from ..mechanics.rotation import quat_from_matrix
 from ..mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
-from .barrett import DEG, _T, _Rx, _quat, attach_script, dh_chain
+from .barrett import DEG, _T, _Rx, attach_script, dh_chain
 from .materials import check_material, pair_friction
 
 # base translation (mm), abduction limit (deg), bone lengths a (mm, signed as in the file)
@@ -53,7 +54,7 @@ def _box_body(name, T, lo, hi, mass):
     lo, hi = np.asarray(lo) * 1e-3, np.asarray(hi) * 1e-3
     c = 0.5 * (lo + hi)
     R = T[:3, :3]
-    return Body(name, mass=mass, position=tuple(T[:3, 3] + R @ c), orientation=_quat(R),
+    return Body(name, mass=mass, position=tuple(T[:3, 3] + R @ c), orientation=quat_from_matrix(R),
                 shapes=[Shape("box", size=tuple(hi - lo), name=name)])
 
 
@@ -95,7 +96,7 @@ def build(material: str = "metal", object_material: str = "rubber", table_materi
             if k == 0:
                 name = f"{finger}_knuckle"
                 bodies.append(Body(name, mass=KNUCKLE_MASS, inertia=np.eye(3) * 2e-6,
-                                   position=tuple(to_world(Ta)[:3, 3]), orientation=_quat(to_world(Ta)[:3, :3])))
+                                   position=tuple(to_world(Ta)[:3, 3]), orientation=quat_from_matrix(to_world(Ta)[:3, :3])))
                 joints.append(Joint(f"{finger}_abd", "revolute", parent, name, anchor, axis, -abd * DEG, abd * DEG,
                                     motor=Motor(0.0, grip_torque)))
             else:
@@ -121,7 +122,7 @@ def build(material: str = "metal", object_material: str = "rubber", table_materi
         name = f"thumb_{k}"
         if k == 0:
             bodies.append(Body(name, mass=KNUCKLE_MASS, inertia=np.eye(3) * 2e-6,
-                               position=tuple(to_world(Ta)[:3, 3]), orientation=_quat(to_world(Ta)[:3, :3])))
+                               position=tuple(to_world(Ta)[:3, 3]), orientation=quat_from_matrix(to_world(Ta)[:3, :3])))
         else:
             L = a if a > 0 else 34.0
             # thumb1's box covers its distal half (its base sits inside the palm box)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..control import Gait, JointPD, LegController, LegSetup, SerialLegs, ThreeJointLegs, attach, axis_rotations
 from ..errors import ModelError
+from ..mechanics.rotation import quat_from_matrix
 from ..mechanics.scene import Body, Joint, Scene, Settings, Shape
 
 LEGS = ("LF", "RF", "LH", "RH")
@@ -46,13 +47,6 @@ _BASE_PARTS = [
     (0.05, (-0.075, 0.0, 0.035), (8.54e-5, 1.04e-5, 8.83e-5)),         # BATTERY
     (0.05, (0.065, 0.06, 0.0275), (6.04e-6, 3.54e-6, 7.71e-6)),        # IMU
 ]
-
-
-def _quat(R: np.ndarray) -> tuple:
-    from scipy.spatial.transform import Rotation
-    x, y, z, w = Rotation.from_matrix(R).as_quat()
-    q = np.array([w, x, y, z])
-    return tuple(q / np.linalg.norm(q))
 
 
 def _composite(parts) -> tuple[float, np.ndarray, np.ndarray]:
@@ -147,10 +141,10 @@ def build(terrain: str = "flat", mu: float = 100.0, bumps: int = 40, bump_height
             shapes = [] if i < 2 else [
                 Shape("sphere", radius=FOOT_RADIUS, position=tuple(feet0[l] - c), name=f"{leg}_foot") if foot == "sphere"
                 else Shape("box", size=(np.sqrt(2) * FOOT_RADIUS,) * 3, position=tuple(feet0[l] - c),
-                           orientation=_quat(Rl.T @ _EDGE_DOWN), name=f"{leg}_foot")]
+                           orientation=quat_from_matrix(Rl.T @ _EDGE_DOWN), name=f"{leg}_foot")]
             name = f"{leg}_{names[i]}"
             bodies.append(Body(name, mass=m, inertia=I, position=tuple(origin + Rl @ c + tl),
-                               orientation=_quat(Rl), shapes=shapes))
+                               orientation=quat_from_matrix(Rl), shapes=shapes))
             Rp, tp = (np.eye(3), np.zeros(3)) if i == 0 else (frames[i - 1][0][l], frames[i - 1][1][l])
             joints.append(Joint(f"{leg}_{jnames[i]}", "revolute", parent, name,
                                 anchor=tuple(origin + Rp @ anchors[l, i] + tp), axis=tuple(Rp @ axes[l, i])))

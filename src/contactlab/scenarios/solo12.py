@@ -19,9 +19,8 @@ import numpy as np
 
 from ..control import Gait, JointPD, LegController, LegSetup, SerialLegs, attach, axis_rotations
 from ..errors import ModelError
-from ..mechanics.rotation import quat_to_matrix
+from ..mechanics.rotation import quat_from_matrix, quat_to_matrix
 from ..mechanics.scene import Body, Scene, Settings, Shape
-from .quadruped import _quat
 
 LEGS = ("FL", "FR", "HL", "HR")
 JOINTS = ("HAA", "HFE", "KFE")
@@ -68,7 +67,7 @@ def pose_scene(scene: Scene, angles: dict) -> None:
         for n in below:
             b = bodies[n]
             b.position = tuple(c + R @ (np.asarray(b.position) - c))
-            b.orientation = _quat(R @ quat_to_matrix(np.asarray(b.orientation, dtype=np.float64)))
+            b.orientation = quat_from_matrix(R @ quat_to_matrix(np.asarray(b.orientation, dtype=np.float64)))
         for k in scene.joints:
             if k.parent in below:
                 k.anchor = tuple(c + R @ (np.asarray(k.anchor) - c))

@@ -57,7 +57,7 @@ class PGSOptions:
     uncoupled rows before friction-coupled rows (ODE's order); height: (n,) each row's height
     against gravity (the simulator's box-friction rows, models/box_friction.py ``row_heights``):
     within each class the highest row first, the top-down order that carries a stack's weight to
-    the ground in one sweep (kernels/pgs_matrix_free.py ``sweep_order``; None: the rows' order)."""
+    the ground in one sweep (kernels/pgs_matrix_free/ ``sweep_order``; None: the rows' order)."""
 
     tol: float = 1e-10
     step_tol: float = 0.0
@@ -140,7 +140,7 @@ class BoxSweeper:
         if height is not None and height.shape != (n,):
             raise ParamError(f"height has {height.shape[0]} rows, the problem {n}: one height per row")
         # uncoupled rows first (normals_first), each class top down with heights (one order for
-        # both PGS paths: kernels/pgs_matrix_free.py sweep_order)
+        # both PGS paths: kernels/pgs_matrix_free/ sweep_order)
         self.base_order = sweep_order(np.asarray(self.findex if normals_first else np.full(n, -1), dtype=np.int64),
                                       np.zeros(0) if height is None else height)
         self.order = self.base_order.copy()

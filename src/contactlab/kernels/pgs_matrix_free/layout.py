@@ -11,17 +11,17 @@ from ..dense import centre_of_mass_blocks, mass_block_times
 
 
 @jit
-def row_blocks(indptr, indices, data, n, nbody):
+def row_slots(indptr, indices, data, n, nbody):
     """Split the CSR rows of H into two body slots each: (ptr, body, hb, ok) as in the module doc
     (entries of a row on the same body summed; unsorted columns are fine). ``ok`` is False when
     a row touches more than two bodies (then the layout does not apply)."""
-    return rows_in_order(indptr, indices, data, np.arange(n), nbody)
+    return row_slots_in_order(indptr, indices, data, np.arange(n), nbody)
 
 
 @jit
 def whole_body_blocks(indptr, indices, r):
     """Whether row r's entries are one or two whole blocks of six columns of a body, in order, on
-    two different bodies (frame_rows_csr's rows): the row :func:`rows_in_order` copies block by
+    two different bodies (frame_rows_csr's rows): the row :func:`row_slots_in_order` copies block by
     block, and mechanics/kernels.py ``delassus_frames_csr`` takes."""
     e = indptr[r + 1] - indptr[r]
     if e != 6 and e != 12:
@@ -40,8 +40,8 @@ def whole_body_blocks(indptr, indices, r):
 
 
 @jit
-def rows_in_order(indptr, indices, data, order, nbody):
-    """:func:`row_blocks` with the rows taken in ``order``: slots 2k, 2k + 1 hold row order[k] of H
+def row_slots_in_order(indptr, indices, data, order, nbody):
+    """:func:`row_slots` with the rows taken in ``order``: slots 2k, 2k + 1 hold row order[k] of H
     (the sweeps then read their rows one after the other in memory)."""
     n = order.shape[0]
     ptr = np.arange(0, 2 * n + 1, 2).astype(np.int64)

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._jit import jit
 from ..pgs import BAD_DIAGONAL, CONVERGED, MAX_SWEEPS, NOT_FINITE, STALLED, row_bounds
-from .layout import body_slots, chain_couplings, prepare, rows_in_order, sweep_order
+from .layout import body_slots, chain_couplings, prepare, row_slots_in_order, sweep_order
 from .screen import _check
 from .velocity import _max_abs, _pending, _running_dot6, _store6, impulse_velocity
 
@@ -158,7 +158,7 @@ def _solve(ip, ix, data, W, q, cfm, lo, hi, findex, mu, z, max_sweeps, check, to
     w = np.empty(n)
     stats = np.zeros(4)
     order = sweep_order(findex, height)
-    ptr, body, hb, ok = rows_in_order(ip, ix, data, order, nbody)
+    ptr, body, hb, ok = row_slots_in_order(ip, ix, data, order, nbody)
     if not ok:
         return False, w, np.zeros((nbody, 6)), 0, stats
     # the problem in the sweep order (row k is row order[k] of H; a coupled row's normal moves with it)
