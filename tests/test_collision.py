@@ -576,3 +576,62 @@ def test_pairs_without_contacts_stay_apart_through_the_step():
         none += 1
         assert min(_stepped_distances(w, data, h)) > margin - 1e-9
     assert none > 150
+
+
+def _box_distance(x, p, R, h):
+    """Euclidean distance from point x to the box (centre p, axes the columns of R, half extents h);
+    0 inside."""
+    q = np.abs(R.T @ (x - p)) - h
+    return float(np.linalg.norm(np.maximum(q, 0.0)))
+
+
+def test_edge_edge_contacts_come_with_the_face_points_beside_them_at_their_exact_distances():
+    """Box pairs 1-30 mm apart (coal's distance) in random poses, detected with a 5 cm margin: where
+    the separating axis is an edge-edge axis, row 0 is the contact at the two edges' closest points
+    (normal not along any face axis, phi the separating-axis gap: at most coal's distance), and every
+    other point is a point of the incident box over the reference face of the best face axis, along
+    that face's normal, with phi its exact distance to the reference box (point-to-box distance in
+    the box's own axes, independent of the routine): never closer than the boxes are (phi >= coal's
+    distance), the witness on the reference face inside that face's rectangle."""
+    from contactlab.mechanics.rotation import quat_to_matrix
+    rng = np.random.default_rng(5)
+    margin = 0.05
+    edge = with_faces = 0
+    for _ in range(300):
+        sa, sb = rng.uniform(0.1, 0.3, 3), rng.uniform(0.1, 0.3, 3)
+        qa, qb = _random_quat(rng), _random_quat(rng)
+        u = rng.normal(size=3)
+        u /= np.linalg.norm(u)
+        bodies = [Body("a", position=(0, 0, 0), orientation=qa, shapes=[Shape("box", size=tuple(sa))]),
+                  Body("b", position=tuple(u * 0.5), orientation=qb, shapes=[Shape("box", size=tuple(sb))])]
+        w, model, data = _world(bodies)
+        target = rng.uniform(0.001, 0.03)
+        for _ in range(60):
+            d = _coal_signed_distance(w, data, 0, 1)
+            if abs(d - target) < 1e-10:
+                break
+            data.position[1] += (target - d) * u * 0.9
+        d = _coal_signed_distance(w, data, 0, 1)
+        c = w.detect(data, margin=margin)
+        assert c.count >= 1
+        boxes = [(data.position[k].copy(), quat_to_matrix(data.quaternion[k]), np.array([sa, sb][k]) / 2) for k in (0, 1)]
+        face_axis = [np.abs(boxes[k][1].T @ c.normal[0]).max() > 1 - 1e-12 for k in (0, 1)]
+        if any(face_axis):
+            continue
+        edge += 1
+        assert c.phi[0] <= d + 1e-9
+        assert c.count <= 5
+        for r in range(1, c.count):
+            n, phi, P = c.normal[r], c.phi[r], c.point[r]
+            owner = [k for k in (0, 1) if np.abs(boxes[k][1].T @ n).max() > 1 - 1e-12]
+            assert len(owner) >= 1
+            k = owner[0]                      # the reference box; the point's witness on the other one
+            other = 1 - k
+            x_c = P + (0.5 * phi if k == 0 else -0.5 * phi) * n
+            x_r = P - (0.5 * phi if k == 0 else -0.5 * phi) * n
+            assert phi >= d - 1e-9
+            assert _box_distance(x_c, *boxes[other]) <= 1e-9                  # on (or in) the incident box
+            assert _box_distance(x_r, *boxes[k]) <= 1e-9                      # on the reference face
+            assert _box_distance(x_c, *boxes[k]) == pytest.approx(phi, abs=1e-9)
+            with_faces += 1
+    assert edge > 20 and with_faces > 20, (edge, with_faces)

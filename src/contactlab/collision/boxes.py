@@ -9,10 +9,14 @@
   reference face; the incident face of the other box is clipped by the four side planes of the
   reference face (Sutherland-Hodgman), and every clipped point within the margin becomes a
   contact, its signed distance measured along the face normal; more than four are reduced to the
-  four spanning the largest area (deepest first). An edge-edge axis gives one contact at the
+  four spanning the largest area (deepest first). An edge-edge axis gives a contact at the
   closest points of the two edges, unless it lies within ~11 degrees of the face axis and the
-  face's clipped points agree with its depth (FACE_PARALLEL, FACE_SLACK): then the face's points. Exact for touching faces (the normal is a face axis, not
-  EPA's estimate), so a resting stack gets its four corners.
+  face's clipped points agree with its depth (FACE_PARALLEL, FACE_SLACK): then the face's points.
+  Beside an edge-edge contact come the face's clipped points that are apart (phi >= 0), along the
+  face normal: speculative contacts for the faces an edge impact turns into each other in the
+  step (an edge-edge point alone let a box spun up by its impulse swing its corners 6.5 cm into
+  the other box). Exact for touching faces (the normal is a face axis, not EPA's estimate), so a
+  resting stack gets its four corners.
 * :func:`narrow_phase`: every pair these routines cover in one call: box-box, the box (or convex
   mesh) vertices within the margin of a half-space, each with its exact distance, and a sphere's one
   point against a half-space.
@@ -40,8 +44,10 @@ EDGE_PREFERENCE = 1e-4
 #: sank 5-12 cm that way)
 FACE_PARALLEL = 0.98
 FACE_SLACK = 0.005
-#: contacts kept per box-box pair
+#: contacts kept per box-box face (the clipped polygon reduced to its 4 widest points)
 MAX_POINTS = 4
+#: contacts per box-box pair: a face's points, or an edge-edge contact and the face's points beside it
+MAX_PAIR_POINTS = MAX_POINTS + 1
 
 
 @jit
@@ -436,12 +442,16 @@ def _cross_unit(Ra, i, Rb, j, out):
 
 
 @jit
-def box_box(pa, Ra, ha, pb, Rb, hb, margin, sweep, a, b, P_out, n_out, phi_out, work):
+def box_box(pa, Ra, ha, pb, Rb, hb, margin, sweep, a, b, P_out, N_out, phi_out, work):
     """Contacts of box a (centre pa, rotation Ra: columns are its axes, half extents ha) and box b
     within ``margin`` grown along each axis u by :func:`axis_reach` (``sweep`` rows a and b: how far
     the two close in along u in the step): a separating axis beyond it means no contact, and the
-    contact points are those within it along the normal. Writes at most 4 rows of P_out/phi_out and
-    the normal (a -> b) into n_out; returns the count. ``work``: :func:`_Work` scratch."""
+    contact points are those within it along the normal. Writes at most MAX_PAIR_POINTS rows of
+    P_out/N_out/phi_out, the normals a -> b: a face's points (at most 4, one normal), or an edge-edge
+    contact (row 0, along the edge axis) and then the points of the best face axis's face that are
+    apart (phi >= 0, along that face's normal; each the exact distance of a point of the incident
+    box over the reference face, whatever the edge's depth); returns the count. ``work``:
+    :func:`_Work` scratch."""
     d = work[2][15]                # a scratch row for the centre offset (P rows 0..7 are never this far)
     for c in range(3):
         d[c] = pb[c] - pa[c]
@@ -457,7 +467,7 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, sweep, a, b, P_out, n_out, phi_out, 
             C[i, j] = Ra[0, i] * Rb[0, j] + Ra[1, i] * Rb[1, j] + Ra[2, i] * Rb[2, j]
             A[i, j] = abs(C[i, j])
     best_s = -1e300
-    best_axis = n_out              # n_out holds the best face axis until the end
+    best_axis = work[2][12]        # the best face axis (rows 8..12 of the clipped points' buffer are free)
     best_kind = -1         # 0: face of a, 1: face of b
     best_i = 0
     for box in range(2):
@@ -496,40 +506,56 @@ def box_box(pa, Ra, ha, pb, Rb, hb, margin, sweep, a, b, P_out, n_out, phi_out, 
             if s > edge_s:
                 edge_s, edge_i, edge_j = s, i, j
     _cross_unit(Ra, edge_i, Rb, edge_j, edge_axis)
-    n = n_out
+    n = best_axis
     if _dot(n, d) < 0.0:
         for c in range(3):
             n[c] = -n[c]
     use_edge = edge_s > face_s + EDGE_PREFERENCE * size
-    count = 0
-    if not use_edge or abs(_dot(edge_axis, n)) >= FACE_PARALLEL:
-        # face case: reference box r (owner of the axis), incident box c; nref points from r to c
-        grown = margin + axis_reach(sweep, a, b, n)
-        if best_kind == 0:
-            count = _face_points(pa, Ra, ha, pb, Rb, hb, n, best_i, grown, P_out, phi_out, work)
-            if count == 0 and not use_edge:
-                count = _support_point(pa, Ra, ha, pb, Rb, hb, n, best_i, P_out, phi_out)
-        else:
-            for c in range(3):
-                u[c] = -n[c]
-            count = _face_points(pb, Rb, hb, pa, Ra, ha, u, best_i, grown, P_out, phi_out, work)
-            if count == 0 and not use_edge:
-                count = _support_point(pb, Rb, hb, pa, Ra, ha, u, best_i, P_out, phi_out)
-        if use_edge:
-            # an edge-edge axis near the face axis: the face's clipped points stand for it when they
-            # agree with its exact depth (nearly flat boxes stacked with a relative yaw)
-            deepest = 1e300
-            for q in range(count):
-                deepest = min(deepest, phi_out[q])
-            use_edge = count == 0 or deepest < edge_s - FACE_SLACK * size
-    if not use_edge:
-        return count
-    for c in range(3):
-        n[c] = edge_axis[c]
-    if _dot(n, d) < 0.0:
+    # the face of the best face axis: reference box r (owner of the axis), incident box c; nref
+    # points from r to c
+    grown = margin + axis_reach(sweep, a, b, n)
+    if best_kind == 0:
+        count = _face_points(pa, Ra, ha, pb, Rb, hb, n, best_i, grown, P_out, phi_out, work)
+        if count == 0 and not use_edge:
+            count = _support_point(pa, Ra, ha, pb, Rb, hb, n, best_i, P_out, phi_out)
+    else:
         for c in range(3):
-            n[c] = -n[c]
-    return _edge_point(pa, Ra, ha, pb, Rb, hb, n, edge_i, edge_j, P_out, phi_out)
+            u[c] = -n[c]
+        count = _face_points(pb, Rb, hb, pa, Ra, ha, u, best_i, grown, P_out, phi_out, work)
+        if count == 0 and not use_edge:
+            count = _support_point(pb, Rb, hb, pa, Ra, ha, u, best_i, P_out, phi_out)
+    if use_edge and abs(_dot(edge_axis, n)) >= FACE_PARALLEL:
+        # an edge-edge axis near the face axis: the face's clipped points stand for it when they
+        # agree with its exact depth (nearly flat boxes stacked with a relative yaw)
+        deepest = 1e300
+        for q in range(count):
+            deepest = min(deepest, phi_out[q])
+        use_edge = count == 0 or deepest < edge_s - FACE_SLACK * size
+    if not use_edge:
+        for q in range(count):
+            for c in range(3):
+                N_out[q, c] = n[c]
+        return count
+    # the edge contact in row 0, then the face's clipped points that are apart (phi >= 0: each the
+    # exact distance of a point of c over r's face) as speculative contacts beside it
+    kept = 0
+    for q in range(count):
+        if phi_out[q] >= 0.0:
+            P_out[kept, 0], P_out[kept, 1], P_out[kept, 2], phi_out[kept] = (P_out[q, 0], P_out[q, 1], P_out[q, 2],
+                                                                             phi_out[q])
+            kept += 1
+    for q in range(kept - 1, -1, -1):
+        P_out[q + 1, 0], P_out[q + 1, 1], P_out[q + 1, 2], phi_out[q + 1] = (P_out[q, 0], P_out[q, 1], P_out[q, 2],
+                                                                             phi_out[q])
+        for c in range(3):
+            N_out[q + 1, c] = n[c]
+    for c in range(3):
+        N_out[0, c] = edge_axis[c]
+    if _dot(edge_axis, d) < 0.0:
+        for c in range(3):
+            N_out[0, c] = -N_out[0, c]
+    _edge_point(pa, Ra, ha, pb, Rb, hb, N_out[0], edge_i, edge_j, P_out, phi_out)
+    return 1 + kept
 
 
 #: shape classes of :func:`narrow_phase` (CollisionWorld.shape_class)
@@ -551,18 +577,19 @@ def pseudo_angle(y, x):
 
 
 @jit
-def canonical_order(P, phi, c, R, n, key_out):
-    """Sort the first ``c`` points of one manifold (rows of P, with phi) by their angle about the
-    manifold's centroid in box a's own axes (the columns of R), in the face plane of a's axis closest to the
-    normal n: the order no longer depends on which box's face clipped the other (a resting stack's
-    two faces tie, and tiny tilts swap them), so a contact keeps its row from step to step and the
-    previous answer warm-starts the same contact."""
+def canonical_order(P, N, phi, c, R, key_out):
+    """Sort the first ``c`` points of one manifold (rows of P, with their normals N and phi) by
+    their angle about the manifold's centroid in box a's own axes (the columns of R), in the face
+    plane of a's axis closest to the last point's normal (a face's normal; an edge-edge manifold's
+    face points follow its edge point): the order no longer depends on which box's face clipped the
+    other (a resting stack's two faces tie, and tiny tilts swap them), so a contact keeps its row
+    from step to step and the previous answer warm-starts the same contact."""
     if c < 2:
         return
-    # the two axes of a spanning the face plane: drop the axis most aligned with n
+    # the two axes of a spanning the face plane: drop the axis most aligned with the normal
     best, drop = -1.0, 0
     for j in range(3):
-        a = abs(R[0, j] * n[0] + R[1, j] * n[1] + R[2, j] * n[2])
+        a = abs(R[0, j] * N[c - 1, 0] + R[1, j] * N[c - 1, 1] + R[2, j] * N[c - 1, 2])
         if a > best:
             best, drop = a, j
     u, v = (1, 2) if drop == 0 else ((0, 2) if drop == 1 else (0, 1))
@@ -578,16 +605,19 @@ def canonical_order(P, phi, c, R, n, key_out):
         lu = R[0, u] * dx + R[1, u] * dy + R[2, u] * dz
         lv = R[0, v] * dx + R[1, v] * dy + R[2, v] * dz
         key[r] = pseudo_angle(lv, lu)
-    for r in range(1, c):           # insertion sort of at most MAX_POINTS rows
+    for r in range(1, c):           # insertion sort of at most MAX_PAIR_POINTS rows
         k = key[r]
         x0, x1, x2, f = P[r, 0], P[r, 1], P[r, 2], phi[r]
+        n0, n1, n2 = N[r, 0], N[r, 1], N[r, 2]
         t = r - 1
         while t >= 0 and key[t] > k:
             key[t + 1] = key[t]
             P[t + 1, 0], P[t + 1, 1], P[t + 1, 2], phi[t + 1] = P[t, 0], P[t, 1], P[t, 2], phi[t]
+            N[t + 1, 0], N[t + 1, 1], N[t + 1, 2] = N[t, 0], N[t, 1], N[t, 2]
             t -= 1
         key[t + 1] = k
         P[t + 1, 0], P[t + 1, 1], P[t + 1, 2], phi[t + 1] = x0, x1, x2, f
+        N[t + 1, 0], N[t + 1, 1], N[t + 1, 2] = n0, n1, n2
 
 
 @jit
@@ -607,7 +637,7 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
     for q in range(npairs):
         a, b = pairs[q, 0], pairs[q, 1]
         if cls[a] == BOX and cls[b] == BOX:
-            cap += MAX_POINTS
+            cap += MAX_PAIR_POINTS
         elif cls[b] == HALFSPACE:
             cap += max(vstart[a + 1] - vstart[a], 1)
     sa = np.empty(cap, dtype=np.int64)
@@ -616,10 +646,10 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
     N = np.empty((cap, 3))
     phi = np.empty(cap)
     rest = np.ones(npairs, dtype=np.bool_)
-    Pk = np.empty((MAX_POINTS, 3))
-    keys = np.empty(MAX_POINTS)
-    nk = np.empty(3)
-    fk = np.empty(MAX_POINTS)
+    Pk = np.empty((MAX_PAIR_POINTS, 3))
+    keys = np.empty(MAX_PAIR_POINTS)
+    Nk = np.empty((MAX_PAIR_POINTS, 3))
+    fk = np.empty(MAX_PAIR_POINTS)
     work = _Work()
     k = 0
     for q in range(npairs):                       # box-box
@@ -627,12 +657,12 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
         if not (cls[a] == BOX and cls[b] == BOX):
             continue
         rest[q] = False
-        c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin, sweep, a, b, Pk, nk, fk, work)
-        canonical_order(Pk, fk, c, Rs[a], nk, keys)
+        c = box_box(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], margin, sweep, a, b, Pk, Nk, fk, work)
+        canonical_order(Pk, Nk, fk, c, Rs[a], keys)
         for r in range(c):
             sa[k], sb[k] = a, b
             P[k] = Pk[r]
-            N[k] = nk
+            N[k] = Nk[r]
             phi[k] = fk[r]
             k += 1
     x = np.empty(3)
