@@ -10,6 +10,9 @@ DIR/batch.json and DIR/batch.md (default: out/bench, not tracked).
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import json
 import os

@@ -10,6 +10,9 @@ BLAS runs on one thread (small dense matrices; see docs/box-gripper.md).
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import json
 import os

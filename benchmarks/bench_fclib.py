@@ -19,6 +19,9 @@ Usage: python benchmarks/bench_fclib.py DIR_OR_FILE ... [--make-own DIR] [--tols
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import json
 import subprocess

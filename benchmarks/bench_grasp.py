@@ -14,6 +14,9 @@ beside the paper's 5-fingered figures. BLAS on one thread.
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import json
 import os

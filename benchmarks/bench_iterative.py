@@ -22,6 +22,9 @@ Usage: python benchmarks/bench_iterative.py [--quick] [--no-peers] [--out FILE.m
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import json
 import os

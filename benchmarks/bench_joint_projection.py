@@ -9,6 +9,9 @@ so the time grows with the joints rather than with their cube (a dense factorisa
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import os
 import sys

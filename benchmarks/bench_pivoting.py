@@ -14,6 +14,9 @@ its own terms |q_i| + sum_j |M_ij z_j|); "solved" means <= 1e-6.
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import json
 import math

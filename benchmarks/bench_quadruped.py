@@ -12,6 +12,9 @@ the CPU-time ratios of every round are printed and saved (``rounds`` in the JSON
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import json
 import os

@@ -9,6 +9,9 @@ step's problem (best of --repeats), so a shared machine's load affects all three
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import json
 import platform

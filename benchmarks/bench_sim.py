@@ -41,6 +41,9 @@ long (drift goal <= 1e-6 m over 10 s).
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import json
 import os

@@ -7,6 +7,9 @@ Prints a Markdown table (docs/quasistatic.md) and appends one JSON line per run 
 """
 from __future__ import annotations
 
+import os
+os.environ.setdefault("CONTACTLAB_JIT", "compile")   # time compiled kernels, not interpreted first calls (kernels/_jit.py)
+
 import argparse
 import json
 import platform

@@ -1,5 +1,12 @@
 """Test-session settings: BLAS on one thread (many small dense solves, where thread start-up
-costs more than it saves; the CLI does the same through CONTACTLAB_BLAS_THREADS)."""
+costs more than it saves; the CLI does the same through CONTACTLAB_BLAS_THREADS); kernels compiled at
+their first call (CONTACTLAB_JIT=compile, kernels/_jit.py), so that a test's bits do not depend on
+whether the cache was cold (interpreted first calls round NumPy's sums differently); the tiered
+default is tested on its own (tests/test_jit_tiered.py). Subprocesses inherit both."""
+import os
+
+os.environ.setdefault("CONTACTLAB_JIT", "compile")
+
 from threadpoolctl import threadpool_limits
 
 _BLAS_LIMIT = threadpool_limits(limits=1, user_api="blas")

@@ -1,4 +1,4 @@
-"""Sweep tasks for tests/test_hostile_outputs.py (importable by sweep workers as tests.hostile_tasks)."""
+"""Sweep tasks for tests/hostile/test_outputs.py (importable by sweep workers as tests.hostile_tasks)."""
 import os
 import signal
 import time

@@ -223,7 +223,8 @@ def run_row(task, params: dict, seed: int, timeout: float | None = None) -> dict
         kwargs = {k: v for k, v in params.items() if k != "repeat"}
         if "seed" not in kwargs and "seed" in inspect.signature(fn).parameters:
             kwargs["seed"] = seed
-        with _Deadline(timeout):
+        from .kernels._jit import compile_always
+        with _Deadline(timeout), compile_always():      # a sweep's rows time compiled kernels
             res = fn(**kwargs)
         if not isinstance(res, dict):
             raise TypeError(f"the task returned {type(res).__name__}; it must return a flat dict of results")

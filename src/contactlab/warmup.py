@@ -99,9 +99,11 @@ def tasks(kinds=("solve", "simulate")) -> list[Task]:
 
 def run_task(task: Task) -> tuple[str, float, str | None]:
     """Run one task in this process; (label, seconds, the error that stopped it or None)."""
+    from .kernels._jit import compile_always
     t0 = time.perf_counter()
     try:
-        _run(task)
+        with compile_always():      # compile now (not the interpreted first calls of kernels/_jit.py)
+            _run(task)
     except Exception as exc:        # reported per task: one failure does not stop the others
         return task.label, time.perf_counter() - t0, f"{type(exc).__name__}: {exc}"
     return task.label, time.perf_counter() - t0, None

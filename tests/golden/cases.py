@@ -5,7 +5,7 @@ A :class:`Case` names the scene and its parameters, the contact model, the metho
 simulator's options, how many steps to run and every how many steps the body poses are kept
 (``stride``; the first and the last pose always). :func:`run_case` runs it and returns the arrays
 stored in ``tests/golden/data/<case>.npz`` (:mod:`tests.golden.regenerate` writes them,
-``tests/test_golden_trajectories.py`` compares a fresh run with them).
+``tests/golden/test_golden_trajectories.py`` compares a fresh run with them).
 
 Each case carries the tolerance its path guarantees (``tol``: the largest |difference| of a
 position coordinate, in m, and of a quaternion component, in 1) and why (``basis``):
@@ -24,7 +24,7 @@ position coordinate, in m, and of a quaternion component, in 1) and why (``basis
 
 ``sanity`` names the physical checks the stored data must pass whatever the code does (a resting
 stack stays put, nothing falls through the ground, the robot stands, the gripper holds its boxes):
-``tests/test_golden_trajectories.py`` runs them on the stored arrays, so the golden data cannot be
+``tests/golden/test_golden_trajectories.py`` runs them on the stored arrays, so the golden data cannot be
 garbage.
 """
 from __future__ import annotations

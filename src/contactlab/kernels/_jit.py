@@ -9,15 +9,31 @@ every array as a seven- to nine-word struct. Called from Python it is an ordinar
 instead of raising ZeroDivisionError (kernels never raise; their finiteness checks report it),
 and no zero test precedes each division. Lemke's reduced kernel uses it (its divisors are
 nonzero by construction).
+
+Tiered execution (:class:`TieredDispatcher`): a kernel whose machine code is neither in this
+process nor in numba's cache on disk runs as plain Python (the same function: every kernel is
+readable reference code that also runs interpreted, tests/test_kernels_nojit.py) until the time
+spent interpreting it reaches an estimate of what compiling it would cost; then it compiles. This
+is the ski-rental rule: the total time is never more than twice what the better of "compile at
+once" and "never compile" would have taken, and a short first run (a small ``solve()``, a
+half-second ``simulate``) never waits for the compiler. ``CONTACTLAB_JIT=compile`` (or
+:func:`compile_always`) compiles on first call instead: bit-reproducible runs across cold and
+warm caches (interpreted NumPy sums and factorisations may round differently), and
+``contactlab warmup``.
 """
 import ast
 import hashlib
 import json
 import os
 import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numba
+import numpy as np
+from numba.core.dispatcher import OmittedArg
+from numba.core.registry import CPUDispatcher
 
 #: the file beside the package's numba caches that records the sources they were compiled from
 STAMP_NAME = "numba-sources.json"
@@ -172,6 +188,127 @@ def invalidate_stale_caches(root: Path) -> bool:
 
 invalidate_stale_caches(Path(__file__).resolve().parents[1])
 
-jit = numba.njit(cache=True, nogil=True, fastmath=False)
-jit_inline = numba.njit(cache=True, nogil=True, fastmath=False, inline="always")
-jit_noraise = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+#: estimated seconds to compile one kernel function (numba typing plus LLVM at -O3): the "buy"
+#: price of the ski-rental rule, per function in a kernel's call closure
+COMPILE_SECONDS_PER_FUNCTION = 0.7
+
+#: "tiered" (default) or "compile"; see the module docstring
+_MODE = {"value": os.environ.get("CONTACTLAB_JIT", "tiered").strip().lower() or "tiered"}
+if _MODE["value"] not in ("tiered", "compile"):
+    raise ValueError(f"CONTACTLAB_JIT={_MODE['value']!r}: use 'tiered' (default) or 'compile'")
+
+
+def tiered() -> bool:
+    """Whether kernels without machine code run interpreted first (see the module docstring)."""
+    return _MODE["value"] == "tiered"
+
+
+@contextmanager
+def compile_always():
+    """Within the block, a kernel without machine code compiles at its first call (as plain numba)."""
+    old = _MODE["value"]
+    _MODE["value"] = "compile"
+    try:
+        yield
+    finally:
+        _MODE["value"] = old
+
+
+#: every kernel defined so far (by the modules imported so far)
+_KERNELS: list = []
+
+
+def cached_fraction() -> float:
+    """The fraction of the kernels defined so far that have machine code in numba's disk cache
+    (any specialisation): near 0 on a fresh checkout, near 1 once the package has run."""
+    cached = 0
+    for kernel in _KERNELS:
+        try:
+            cached += os.path.exists(kernel._cache._cache_file._index_path)
+        except AttributeError:          # another numba's internals
+            return 1.0
+    return cached / len(_KERNELS) if _KERNELS else 1.0
+
+
+class TieredDispatcher(CPUDispatcher):
+    """numba's CPU dispatcher, with interpreted calls until compiling pays (module docstring).
+
+    Only the path numba takes when no compiled specialisation matches the arguments
+    (``_compile_for_args``) changes: a compiled call, and a call from another compiled kernel
+    (which compiles its callees with itself), are numba's own."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _KERNELS.append(self)
+        self._interpreted_seconds = 0.0
+        self._budget = None             # seconds of interpreting before compiling; set on first use
+        self._not_on_disk = set()       # argument types whose machine code is in no cache
+
+    def _closure_size(self) -> int:
+        """How many kernel functions compiling this one compiles: itself and every kernel it
+        names, through the kernels they name."""
+        seen, todo = {id(self)}, [self]
+        while todo:
+            fn = todo.pop().py_func
+            for name in fn.__code__.co_names:
+                other = fn.__globals__.get(name)
+                if isinstance(other, CPUDispatcher) and id(other) not in seen:
+                    seen.add(id(other))
+                    todo.append(other)
+        return len(seen)
+
+    def _on_disk(self, key: tuple) -> bool:
+        """Whether numba's cache index on disk holds machine code for these argument types (the
+        lookup numba's own ``Dispatcher.compile`` makes, without loading the code)."""
+        try:
+            cache = self._cache
+            return cache._index_key(key, self.targetctx.codegen()) in cache._cache_file._load_index()
+        except Exception:               # another numba's internals: let numba load or compile
+            return True
+
+    def _compile_for_args(self, *args, **kws):
+        if kws or not tiered():
+            return super()._compile_for_args(*args, **kws)
+        try:
+            key = tuple(numba.types.Omitted(a.value) if isinstance(a, OmittedArg) else self.typeof_pyval(a)
+                        for a in args)
+        except Exception:               # an argument numba cannot type: numba says so
+            return super()._compile_for_args(*args)
+        if key not in self._not_on_disk:
+            if self._on_disk(key):
+                return super()._compile_for_args(*args)     # loading from the cache is cheap
+            self._not_on_disk.add(key)
+        if self._budget is None:
+            self._budget = COMPILE_SECONDS_PER_FUNCTION * self._closure_size()
+        if self._interpreted_seconds >= self._budget:
+            return super()._compile_for_args(*args)
+        return self._interpret
+
+    def _interpret(self, *args):
+        """Run the kernel's Python function (numba calls what ``_compile_for_args`` returns);
+        floating-point warnings off, as in compiled code."""
+        t0 = time.perf_counter()
+        try:
+            with np.errstate(all="ignore"):
+                return self.py_func(*(a.value if isinstance(a, OmittedArg) else a for a in args))
+        finally:
+            self._interpreted_seconds += time.perf_counter() - t0
+
+
+def _decorator(**options):
+    """``numba.njit(cache=True, **options)`` building :class:`TieredDispatcher` instances."""
+    plain = numba.njit(cache=True, nogil=True, fastmath=False, **options)
+
+    def wrap(func):
+        kernel = plain(func)
+        if numba.config.DISABLE_JIT:        # njit returned the function itself
+            return kernel
+        tiered_kernel = TieredDispatcher(func, locals=dict(kernel.locals), targetoptions=dict(kernel.targetoptions))
+        tiered_kernel.enable_caching()
+        return tiered_kernel
+    return wrap
+
+
+jit = _decorator()
+jit_inline = _decorator(inline="always")
+jit_noraise = _decorator(error_model="numpy")

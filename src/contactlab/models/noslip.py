@@ -389,7 +389,7 @@ def _build_csr(sys, o: Options) -> Built | None:
     from M's stored entries) and the reduction (FIND-INDICES, null space, eq. 57) on the candidate
     rows J, S, T read from their CSR rows, in one compiled call (kernels/noslip.py
     ``noslip_system_chain``: the general path's arithmetic below on the same nonzeros in the same
-    order, so the same numbers; tests/test_noslip.py compares both). None when a matrix is not CSR
+    order, so the same numbers; tests/models/test_noslip.py compares both). None when a matrix is not CSR
     (the general path then runs). ``reduction_s`` counts from the scatter."""
     mats = (sys.M, sys.J, sys.L, sys.N, sys.S, sys.T)
     for X in mats:

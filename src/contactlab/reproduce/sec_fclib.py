@@ -21,13 +21,16 @@ TOLS = (1e-4, 1e-8)
 
 
 def _export(scene: str, steps: int, keep: int, directory: Path, **params) -> list[Path]:
+    """The exact-cone problems of the last ``keep`` of ``steps`` steps of ``contactlab simulate
+    SCENE`` (its default model and method): the exporter is attached for those steps only."""
     from ..problems.fclib import StepExporter
     from ..scenarios import make_scene
     from ..sim import Simulator
-    sim = Simulator(make_scene(scene, **params), "stewart-trinkle")
+    sim = Simulator(make_scene(scene, **params))
+    sim.run((steps - keep) * sim.h)
     exp = StepExporter(directory, title=scene)
     sim.add_controller(exp)
-    sim.run(steps * sim.h)
+    sim.run(keep * sim.h)
     exp(sim)
     return exp.written[-keep:]
 
@@ -35,7 +38,7 @@ def _export(scene: str, steps: int, keep: int, directory: Path, **params) -> lis
 def run(ctx) -> str:
     import contactlab as cl
     quick = ctx.quick
-    cap = 2.0 if quick else 10.0
+    cap = 2.0 if quick else 3.0     # seconds per solve; the 7,002-contact granular sample reaches it
     warm = cl.FrictionContact(np.eye(3) * 2, [-1.0, 0.3, 0.1], [0.5])
     for m in METHODS:
         ctx.warm_up(cl.solve, warm, m)
@@ -48,6 +51,7 @@ def run(ctx) -> str:
                                           count=8 if quick else 30)
         ctx.advance("exported problems")
         rows, cone = [], []
+        pyramid_runs = {}   # the pyramid route's answer per problem: its inner LCP does not depend on tol
         for name, files in coll.items():
             probs = [cl.load(f) for f in files]
             if not probs:
@@ -57,17 +61,22 @@ def run(ctx) -> str:
             for tol in TOLS:
                 for m in METHODS:
                     times, res, ok = [], [], 0
-                    for p in probs:
+                    for k, p in enumerate(probs):
                         if m == "pyramid" and p.nc * 10 > 1500:   # PyramidOptions.max_variables
                             continue
                         opts = {"tol": tol} if m == "pyramid" else {"tol": tol, "max_time": cap}
                         t0 = time.perf_counter()
                         try:
-                            sol = cl.solve(p, m, **opts)
+                            if m == "pyramid" and (name, k) in pyramid_runs:
+                                sol, dt = pyramid_runs[name, k]
+                            else:
+                                sol = cl.solve(p, m, **opts)
+                                dt = time.perf_counter() - t0
+                                if m == "pyramid":
+                                    pyramid_runs[name, k] = sol, dt
                         except Exception as exc:   # a solver bug shows in the report instead of ending it
                             rows.append([name, len(probs), tol, m, ctx.failed(f"raised {type(exc).__name__}"), "-", "-"])
                             break
-                        dt = time.perf_counter() - t0
                         res.append(sol.residual)
                         if sol.residual <= tol and dt <= cap:
                             ok += 1
@@ -85,7 +94,8 @@ def run(ctx) -> str:
                              "exact-cone residual of its answer"], cone)
     return "\n\n".join([
         f"Residual: contactlab's one definition for friction (natural map of the De Saxce formulation, "
-        f"relative, scale-free; problems/friction_contact.py). Solved = residual <= tol within the {cap:g} s cap. "
+        f"relative, scale-free; problems/friction_contact.py). Solved = residual <= tol within the {cap:g} s cap (the pyramid route solves its LCP "
+        f"once per problem, and each tolerance judges that answer's exact-cone residual). "
         "Stack and pile problems are exported steps of `contactlab simulate` scenes (exact Coulomb cone, the "
         "scene's mu); the fclib sample is FCLIB's own boxes-stack test problem. Siconos side by side: "
         "benchmarks/bench_fclib.py and docs/fclib.md.",

@@ -188,7 +188,7 @@ class SolverSpec:
 
 
 #: Tags a solver may claim with ``register(..., classes=...)``; the registry-wide test suite
-#: (tests/test_registry_suite.py) runs every solver on every class it claims.
+#: (tests/solvers/test_registry.py) runs every solver on every class it claims.
 MATRIX_CLASSES = {
     "spd": "symmetric positive definite LCP",
     "psd": "symmetric positive semi-definite, rank-deficient LCP",

@@ -1,0 +1,270 @@
+"""``box-qp``'s primal-dual interior point on the bound-constrained QP (Mehrotra predictor-corrector;
+Nocedal & Wright, Numerical Optimization, 2nd ed., Alg. 16.4 with the bounds as the inequalities;
+Gondzio's centrality correctors): the compiled per-row updates of one iteration and the iteration
+(:func:`_ipm`), each iterate checked against the certified residual."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...kernels._jit import jit
+from ...problems.islands import csr_block
+from .factors import EMBED_FREE, _LDL, _symmetric_csc
+from .residual import _certified
+from .shifted import _BodySpace, _Shifted
+
+
+@jit
+def _ipm_rhs(w, gl, gu, sl, su, L, U, tl, tu, out):
+    """Right-hand side of the interior point's reduced Newton system (M + D) dz = out with targets
+    (z-lo) s_lo -> tl, (hi-z) s_hi -> tu (0 for the predictor; :func:`_ipm_targets`)."""
+    for i in range(w.size):
+        r = -(w[i] - sl[i] + su[i])
+        if L[i]:
+            r += tl[i] / gl[i] - sl[i]
+        if U[i]:
+            r -= tu[i] / gu[i] - su[i]
+        out[i] = r
+
+
+@jit
+def _ipm_duals(dz, gl, gu, sl, su, L, U, tl, tu, frac, dsl, dsu):
+    """The multipliers' steps for dz (same targets as _ipm_rhs) into dsl, dsu; returns the longest
+    step in (0, 1] that keeps z - lo, hi - z, s_lo, s_hi positive, times ``frac``."""
+    a = 1.0
+    for i in range(dz.size):
+        dsl[i] = 0.0
+        dsu[i] = 0.0
+        if L[i]:
+            dsl[i] = (tl[i] - gl[i] * sl[i] - sl[i] * dz[i]) / gl[i]
+            if dz[i] < 0.0:
+                a = min(a, frac * gl[i] / -dz[i])
+            if dsl[i] < 0.0:
+                a = min(a, frac * sl[i] / -dsl[i])
+        if U[i]:
+            dsu[i] = (tu[i] - gu[i] * su[i] + su[i] * dz[i]) / gu[i]
+            if dz[i] > 0.0:
+                a = min(a, frac * gu[i] / dz[i])
+            if dsu[i] < 0.0:
+                a = min(a, frac * su[i] / -dsu[i])
+    return a
+
+
+@jit
+def _ipm_targets(L, U, smu, dza, dsla, dsua, tl, tu):
+    """Mehrotra's corrector targets: sigma mu minus the predictor's second-order term."""
+    for i in range(dza.size):
+        tl[i] = smu - dza[i] * dsla[i] if L[i] else 0.0
+        tu[i] = smu + dza[i] * dsua[i] if U[i] else 0.0
+
+
+@jit
+def _ipm_centrality(dz, dsl, dsu, gl, gu, sl, su, L, U, at, smu, tl, tu, tl2, tu2):
+    """Gondzio's multiple centrality correction (Comput. Optim. Appl. 6, 1996; Colombo & Gondzio,
+    Comput. Optim. Appl. 41, 2008): the complementarity products at the longer trial step ``at``
+    along the current direction, those outside [0.1, 10] sigma mu pulled into that band (a product
+    far above it by at most 10 sigma mu), as targets tl2, tu2 = tl, tu plus those corrections."""
+    lo_b, hi_b = 0.1 * smu, 10.0 * smu
+    for i in range(dz.size):
+        tl2[i] = tl[i]
+        tu2[i] = tu[i]
+        if L[i]:
+            v = (gl[i] + at * dz[i]) * (sl[i] + at * dsl[i])
+            c = (lo_b - v) if v < lo_b else ((hi_b - v) if v > hi_b else 0.0)
+            tl2[i] += max(c, -hi_b)
+        if U[i]:
+            v = (gu[i] - at * dz[i]) * (su[i] + at * dsu[i])
+            c = (lo_b - v) if v < lo_b else ((hi_b - v) if v > hi_b else 0.0)
+            tu2[i] += max(c, -hi_b)
+
+
+@jit
+def _ipm_gaps(z, sl, su, lo, hi, L, U, gl, gu, Dg):
+    """The gaps gl = z - lo, gu = hi - z (1 where the bound is infinite), the diagonal
+    Dg = s_lo / gl + s_hi / gu of the iteration's system M + diag(Dg), and the mean complementarity mu."""
+    acc, m = 0.0, 0
+    for i in range(z.size):
+        gl[i] = z[i] - lo[i] if L[i] else 1.0
+        gu[i] = hi[i] - z[i] if U[i] else 1.0
+        Dg[i] = sl[i] / gl[i] + su[i] / gu[i]
+        if L[i]:
+            acc += gl[i] * sl[i]
+            m += 1
+        if U[i]:
+            acc += gu[i] * su[i]
+            m += 1
+    return acc / m if m else 0.0
+
+
+@jit
+def _ipm_advance(z, sl, su, dz, dsl, dsu, a):
+    """The step a along (dz, dsl, dsu), in place."""
+    for i in range(z.size):
+        z[i] += a * dz[i]
+        sl[i] += a * dsl[i]
+        su[i] += a * dsu[i]
+
+
+@jit
+def _ipm_mu(gl, gu, sl, su, L, U, a, dz, dsl, dsu):
+    """Mean complementarity after a step a: sum (z-lo) s_lo + (hi-z) s_hi over the finite bounds / count."""
+    acc, m = 0.0, 0
+    for i in range(dz.size):
+        if L[i]:
+            acc += (gl[i] + a * dz[i]) * (sl[i] + a * dsl[i])
+            m += 1
+        if U[i]:
+            acc += (gu[i] - a * dz[i]) * (su[i] + a * dsu[i])
+            m += 1
+    return acc / m if m else 0.0
+
+
+#: the interior point starts from the warm start (pushed inside the box) when the warm start's own
+#: relative residual is at most this; a poorer one (a falling pile's new contacts) starts cold (a
+#: good warm start saves iterations, a poor one costs some: the threshold from recorded pile steps,
+#: docs/benchmarks-tuning.md)
+IPM_WARM_MAX = 0.5
+
+
+#: Gondzio centrality correctors per interior-point iteration (0: Mehrotra's predictor-corrector only)
+CENTRALITY_CORRECTORS = 2
+
+
+def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None, factors=None, warm_residual=None):
+    """Primal-dual interior point (Mehrotra predictor-corrector, Gondzio centrality correctors) on
+    min 1/2 z'Mz + q'z over lo <= z <= hi, M symmetric positive (semi)definite: multipliers
+    s_lo, s_hi >= 0 with M z + q = s_lo - s_hi, (z - lo) s_lo = mu, (hi - z) s_hi = mu, mu -> 0 (Nocedal & Wright
+    Alg. 16.4, bounds as the inequalities). Each iterate (strictly inside the box) is checked with
+    the certified residual (row sizes |q| + |M||z|, as solve() measures it). ``factors``: the problem's
+    (H, W, cfm) with M = H W H' + cfm I, whose Newton systems are then solved in body space where
+    that pays (:class:`_BodySpace`); ``warm_residual``: z_warm's certified residual where the caller
+    has it. Returns (z, w, converged)."""
+    n = q.size
+    fixed = lo == hi
+    keep = np.flatnonzero(~fixed)
+    zf = np.where(fixed, lo, 0.0)
+    absM = None if sp.issparse(M) else np.abs(M)       # dense: |M| once; sparse: row_terms per check
+
+    w_all, work = np.empty(n), np.empty((5, n))
+
+    def certified(x):   # w = M x + q (all rows) and the certified residual
+        return _certified(M, q, lo, hi, x, w_all, work, absM)
+
+    def check(z):       # the iterate on the kept rows, the fixed ones at their value
+        zf[keep] = z
+        return certified(zf)
+
+    if keep.size == 0:
+        w, r = check(np.zeros(0))
+        return zf.copy(), w, r <= tol
+    # few fixed rows, and M's pattern analysed already (by Newton's free-set solves, _factor_solve):
+    # M's own pattern with the fixed rows decoupled; otherwise the sliced block, whose factor has
+    # less fill when its pattern is new
+    embed = (sp.issparse(M) and n > opts.dense_max and keep.size >= EMBED_FREE * n
+             and _LDL.holds(_symmetric_csc(M, M.data)))
+    lo2, hi2 = lo[keep], hi[keep]
+    L, U = np.isfinite(lo2), np.isfinite(hi2)
+    shifted = _BodySpace.of(factors, M, keep, opts.dense_max)
+    lower = None
+    if shifted is not None and not np.any(zf):  # the fixed rows at 0: the kept rows' w from the factors
+        lower = shifted.lower_error
+        q2k, qmax, wk, work_k = q[keep], float(np.max(np.abs(q), initial=0.0)), np.empty(keep.size), \
+            np.empty((5, keep.size))
+    if keep.size == n:
+        M2, q2 = M, q
+    elif embed or lower is not None:
+        M2 = q2 = None
+    else:
+        M2 = csr_block(M, keep) if sp.issparse(M) else M[np.ix_(keep, keep)]
+        q2 = q[keep] + (M[keep] @ zf if np.any(zf) else 0.0)
+
+    def affine(z):      # M z + q on the kept rows, the fixed ones at their value
+        if lower is not None:
+            lower(q2k, lo2, hi2, z, qmax, wk, work_k)
+            return wk.copy()
+        if M2 is not None:
+            return M2 @ z + q2
+        zf[keep] = z
+        return (M @ zf + q)[keep]
+
+    if shifted is not None:
+        diag = shifted.base
+    else:
+        shifted = _Shifted(M, opts.dense_max, keep=keep) if M2 is None else _Shifted(M2, opts.dense_max)
+        diag = shifted.base if M2 is not None else shifted.base[keep]
+    if M2 is None:
+        q2 = affine(np.zeros(keep.size))
+    scale_w = max(float(np.max(np.abs(q2), initial=0.0)), 1e-300)
+    scale_z = scale_w / max(float(np.max(np.abs(diag), initial=0.0)), 1e-300)
+    lo0, hi0 = np.where(L, lo2, 0.0), np.where(U, hi2, 0.0)
+    warm = None
+    if z_warm is not None:
+        zw = np.clip(z_warm, lo, hi)
+        if (certified(zw)[1] if warm_residual is None else warm_residual) <= IPM_WARM_MAX:
+            warm = zw[keep]
+    if warm is None:    # a start strictly inside the box, multipliers of the size of q
+        z = np.where(L & U, 0.5 * (lo0 + hi0), np.where(L, lo0 + scale_z, np.where(U, hi0 - scale_z, 0.0)))
+        sl, su = np.where(L, scale_w, 0.0), np.where(U, scale_w, 0.0)
+    else:               # the warm start 1 % of the box (or of scale_z) inside, multipliers from its w
+        pad = 1e-2 * np.minimum(np.where(L & U, hi0 - lo0, np.inf), scale_z)
+        z = np.where(L, np.maximum(warm, lo0 + pad), warm)
+        z = np.where(U, np.minimum(z, hi0 - pad), z)
+        w2 = affine(z)
+        mu0 = 1e-2 * scale_w * scale_z
+        sl = np.where(L, np.maximum(np.maximum(w2, 0.0), mu0 / np.where(L, z - lo0, 1.0)), 0.0)
+        su = np.where(U, np.maximum(np.maximum(-w2, 0.0), mu0 / np.where(U, hi0 - z, 1.0)), 0.0)
+    best = (np.inf, None, None)
+    nk = z.size
+    z, sl, su = (np.array(v, dtype=np.float64) for v in (z, sl, su))
+    r_, dsl, dsu, dsla, dsua, gl, gu, Dg = (np.empty(nk) for _ in range(8))
+    tl, tu, tl2, tu2, dsl2, dsu2 = (np.zeros(nk) for _ in range(6))
+    if warm is None:
+        w2 = affine(z)      # M z + q on the kept rows; then each check's w
+    for _ in range(opts.ipm_iterations):
+        mu = _ipm_gaps(z, sl, su, lo0, hi0, L, U, gl, gu, Dg)
+        solve_k = shifted.solver(Dg)
+        counter[0] += 1
+        # predictor (affine scaling: targets 0), then Mehrotra's corrector (sigma = (mu_aff/mu)^3)
+        tl[:] = 0.0
+        tu[:] = 0.0
+        _ipm_rhs(w2, gl, gu, sl, su, L, U, tl, tu, r_)
+        dza = solve_k(r_)
+        a = _ipm_duals(dza, gl, gu, sl, su, L, U, tl, tu, 1.0, dsla, dsua)
+        mu_aff = _ipm_mu(gl, gu, sl, su, L, U, a, dza, dsla, dsua)
+        smu = (mu_aff / mu) ** 3 * mu if mu > 0 else 0.0
+        _ipm_targets(L, U, smu, dza, dsla, dsua, tl, tu)
+        _ipm_rhs(w2, gl, gu, sl, su, L, U, tl, tu, r_)
+        dz = solve_k(r_)
+        a = _ipm_duals(dz, gl, gu, sl, su, L, U, tl, tu, 0.995, dsl, dsu)
+        # Gondzio's centrality correctors: one more solve each with the same factorisation, kept
+        # while they lengthen the step enough
+        for _c in range(CENTRALITY_CORRECTORS):
+            if a >= 0.995 or smu <= 0.0:
+                break
+            at = min(1.0, 1.5 * a)
+            _ipm_centrality(dz, dsl, dsu, gl, gu, sl, su, L, U, at, smu, tl, tu, tl2, tu2)
+            _ipm_rhs(w2, gl, gu, sl, su, L, U, tl2, tu2, r_)
+            dz2 = solve_k(r_)
+            a2 = _ipm_duals(dz2, gl, gu, sl, su, L, U, tl2, tu2, 0.995, dsl2, dsu2)
+            if a2 < a + 0.1 * (at - a):
+                break
+            dz, a = dz2, a2
+            dsl, dsl2, dsu, dsu2, tl, tl2, tu, tu2 = dsl2, dsl, dsu2, dsu, tl2, tl, tu2, tu
+        _ipm_advance(z, sl, su, dz, dsl, dsu, a)
+        if lower is not None:   # body space: w and a lower bound of the error from the factors; the
+            r = lower(q2k, lo2, hi2, z, qmax, wk, work_k)   # exact check (a pass over M's entries)
+            w = None                                        # only where the bound passes
+        if lower is None or r <= tol:
+            w, r = check(z)
+        if r < best[0]:
+            zf[keep] = z
+            best = (r, zf.copy(), None if w is None else w.copy())
+        if r <= tol:
+            return best[1], best[2], True
+        if not (np.isfinite(r) and a > 0):
+            break
+        w2 = wk if w is None else (w[keep] if keep.size < n else w)    # the next iterate's M z + q, kept rows
+    if best[1] is None:
+        w, _ = check(z)
+        return zf.copy(), w, False
+    return best[1], (best[2] if best[2] is not None else certified(best[1])[0].copy()), False

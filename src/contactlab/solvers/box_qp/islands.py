@@ -1,0 +1,162 @@
+"""A sparse problem solved island by island (``problem.islands``, set by its builder): the small
+islands in one compiled call (kernels/box_qp.py ``box_qp_islands``), the others by the whole method
+on their own blocks; rows that z = 0 likely solves set aside first (:func:`_set_aside`)."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...kernels.box_qp import INTERIOR, UNSETTLED, box_qp_islands, csr_rows_affine
+from ...kernels.components import kept_row_components
+from ...problems import BoxedLCP
+from ...problems.islands import island_problem, island_rows
+from ...solution import Solution, Status
+from .interior_point import IPM_WARM_MAX
+from .options import BoxQPOptions
+
+
+#: islands of more rows than this factorise their Newton steps block by block over their groups (where
+#: the problem carries ``body_groups``); below it LAPACK's dense Cholesky is as fast
+GROUPED_FROM = 64
+
+
+_NO_LABELS = np.zeros(0, dtype=np.int64)
+
+
+#: :func:`_set_aside`: a row at lo = 0 is set aside where q_i > SET_ASIDE_GAP * max(-q) (its gap at z = 0
+#: is at least the largest push the problem asks for). Chosen on the position corrections of certified
+#: piles (docs/benchmarks-tuning.md): 0.3 to 3 alike; 0 (every separating row) re-solves merged islands
+#: over several rounds where rows set aside are pushed in
+SET_ASIDE_GAP = 1.0
+
+
+def _set_aside(problem: BoxedLCP, z: np.ndarray) -> np.ndarray | None:
+    """The rows solved at z_i = 0 before the rest (a mask), or None: rows at 0 in the start ``z``
+    that 0 can only leave unchanged -- fixed at 0 (lo = hi = 0: new contacts' friction under the
+    previous step's normal) -- or a row with lo = 0 < hi and q_i > 0 (a contact separating at the free
+    velocity, a speculative one with a gap) where q_i > SET_ASIDE_GAP * max(-q), with the friction rows
+    tied to it by findex (bounds 0 when it is 0). They join the bodies they touch into islands that they
+    take no part in: a pile's contacts with a gap merge its columns into one problem. Needs the rows'
+    bodies (``factors``' H)."""
+    factors = getattr(problem, "factors", None)
+    if factors is None or factors[0].shape[0] != problem.n:
+        return None
+    q, lo, hi, fi = problem.q, problem.lo, problem.hi, problem.findex
+    gap = SET_ASIDE_GAP * max(-q.min(initial=0.0), 0.0)
+    aside = (z == 0.0) & (lo == 0.0) & ((hi == 0.0) | (q > gap)) & (fi < 0)
+    tied = fi >= 0
+    aside[fi[tied & (z != 0.0)]] = False        # a normal whose friction carries an impulse stays
+    aside[tied] = (z[tied] == 0.0) & aside[fi[tied]]
+    return aside if aside.any() else None
+
+
+def _kept_islands(problem: BoxedLCP, aside: np.ndarray) -> tuple[int, np.ndarray]:
+    """(count, label per row) of the rows not set aside (-1 on those), from the bodies they touch."""
+    H = problem.factors[0]
+    return kept_row_components(H.indptr, H.indices, problem.findex, 6, ~aside)
+
+
+def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray, solve, resume) -> Solution | None:
+    """A sparse problem whose builder found its islands (``problem.islands`` = (count, label per
+    row): independent row groups, e.g. models/box_friction.py from the bodies each row touches) is
+    solved island by island: the islands of up to min(dense_max, small_n) rows in one compiled call
+    (kernels/box_qp.py ``box_qp_islands``: each island's dense block and projected Newton, the
+    small-problem settings), an island whose Newton gives way to the interior point (or a larger
+    one) on its own block in Python. The whole problem's Newton stops, and its interior point
+    iterates, until its worst island is solved, where each island alone mostly certifies in a Newton
+    step or two. None where the problem carries no islands (or one), or its matrix is dense.
+
+    Rows set aside (``set_aside``, :func:`_set_aside`: at 0, and 0 cannot be wrong unless the others
+    push them in) are left out of the islands: the rest, split by the bodies they touch, is solved,
+    then w = M z + q of the rows set aside; those below 0 (pushed in) join the rest and the islands
+    are solved again from there, until none is: the answer of the whole problem, certified as a whole
+    by solve(). ``solve``, ``resume``: as :func:`_island_solves`."""
+    own = getattr(problem, "islands", None)
+    M = problem.M
+    if own is None or not opts.islands or not sp.issparse(M) or M.format != "csr":
+        return None
+    aside = _set_aside(problem, z) if opts.set_aside else None
+    if aside is None and own[0] < 2:
+        return None
+    count, labels = own if aside is None else _kept_islands(problem, aside)
+    zz, w = z.copy(), np.empty(problem.n)
+    if aside is not None:
+        zz[aside] = 0.0
+    iterations, outer, rounds = 0, 1, 0
+    while True:
+        rounds += 1
+        its, out, ok = _island_solves(problem, opts, count, labels, zz, w, solve, resume)
+        iterations, outer = iterations + its, max(outer, out)
+        if aside is None:
+            break
+        rows = np.flatnonzero(aside)
+        w[rows] = csr_rows_affine(M.indptr, M.indices, M.data, rows, zz, problem.q)
+        late = np.zeros(problem.n, dtype=bool)
+        # pushed in (w < 0 at z = 0 with room above 0): a constraint after all
+        late[rows[(w[rows] < 0.0) & (problem.hi[rows] > 0.0) & (problem.findex[rows] < 0)]] = True
+        if not late.any():
+            break
+        tied = problem.findex >= 0
+        late[tied] |= late[problem.findex[tied]]
+        aside &= ~late
+        count, labels = _kept_islands(problem, aside)
+    return Solution(z=zz, w=w, status=Status.SOLVED if ok else Status.MAX_ITERATIONS, iterations=iterations,
+                    info={"outer": outer, "islands": int(count), "set_aside": 0 if aside is None else int(aside.sum()),
+                          "rounds": rounds})
+
+
+def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np.ndarray, zz: np.ndarray,
+                   w: np.ndarray, solve, resume) -> tuple[int, int, bool]:
+    """The islands (count, label per row; rows labelled -1 take no part) solved from zz, their
+    answers written into zz and w: the compiled call for those it takes, box-qp in Python on the
+    others: ``solve(sub, opts, z)`` the whole method on an island's block, ``resume(sub, opts, z, counter,
+    mode, first)`` its Python path from bound update ``first`` (solver.py ``_solve`` and ``_python_path``,
+    passed in so this module does not import the method back). Returns (iterations, bound updates,
+    whether every island is solved)."""
+    M = problem.M
+    order, bounds = island_rows(count, labels)
+    order, bounds = order[bounds[0]:], bounds - bounds[0]       # the rows labelled -1 sort first
+    sizes = np.diff(bounds)
+    # the compiled call takes the islands that _compiled would take whole with the small-problem
+    # settings (dense, up to small_n rows: the full Newton budget with line search), and with the
+    # rows' groups (``body_groups``, set by box friction: rows on one body pair) those up to
+    # grouped_max rows, whose Newton steps it factorises block by block; "ipm": none
+    groups = getattr(problem, "body_groups", None)
+    groups = _NO_LABELS if groups is None or opts.grouped_max <= 0 else groups
+    fits = (sizes <= min(opts.dense_max, opts.small_n)) | ((sizes <= opts.grouped_max) & (groups.size > 0))
+    fits &= opts.algorithm != "ipm"
+    small = np.flatnonzero(fits)
+    rows = order[np.repeat(fits, sizes)]                    # the small islands' rows, island by island
+    starts = np.concatenate([[0], np.cumsum(sizes[small])])
+    z = zz.copy()
+    codes, its, outers = (np.zeros(small.size, dtype=np.int64) for _ in range(3))
+    # Newton alone has no interior point to hand over to: max_iterations, whatever the start
+    newton_only = opts.algorithm == "newton"
+    budget = opts.max_iterations if newton_only else min(opts.max_iterations, opts.island_iterations)
+    box_qp_islands(M.indptr, M.indices, M.data, problem.q, problem.lo, problem.hi, problem.findex, problem.mu,
+                   z, rows, starts, opts.tol, budget, opts.armijo, newton_only,
+                   opts.max_outer, zz, w, codes, its, outers, groups, GROUPED_FROM,
+                   opts.island_search_max or problem.n, opts.newton_steps,
+                   min(budget, opts.island_poor_iterations), np.inf if newton_only else IPM_WARM_MAX)
+    iterations, outer, ok = int(its.sum()), int(outers.max(initial=1)), True
+    # an island left out: the whole method on its own block; those the compiled Newton gave up on:
+    # one interior point on their union from there (rows of separate islands stay uncoupled; one
+    # run's ~15 iterations instead of ~15 per island, each a Python iteration), at the earliest of
+    # their bound updates (their Newton iterations already counted)
+    rest = [(order[bounds[k]:bounds[k + 1]], None, 0) for k in np.flatnonzero(~fits)]
+    gave_up = np.flatnonzero(codes == INTERIOR)
+    if gave_up.size:
+        idx = np.sort(np.concatenate([order[bounds[k]:bounds[k + 1]] for k in small[gave_up]]))
+        rest.append((idx, int(outers[gave_up].min()), int(its[gave_up].sum())))
+    for idx, first, done in rest:
+        sub = island_problem(problem, idx, opts.dense_max)
+        if sub.is_trivial():    # z = 0 solves it (separating contacts): the interior point's iterates
+            zz[idx], w[idx] = 0.0, sub.q        # never reach 0 exactly, and a scale-free residual
+            continue                            # measures z in units of max|z| (solve() tests this first)
+        s = solve(sub, opts, zz[idx]) if first is None else resume(sub, opts, zz[idx], [done], ["ipm"], first)
+        zz[idx], w[idx] = s.z, s.w
+        iterations += s.iterations - done
+        outer = max(outer, s.info.get("outer", 1))
+        ok = ok and s.status is Status.SOLVED
+    ok = ok and not np.any(codes == UNSETTLED)
+    return iterations, outer, ok

@@ -1,0 +1,135 @@
+"""The interior point's Newton systems (M + diag(d)) x = r, one factorisation per iteration: on M
+itself (:class:`_Shifted`: dense Cholesky, or a sparse LDL' on M's own pattern), or for a contact
+matrix M = H W H' + cfm I in body space (:class:`_BodySpace`: the Sherman-Morrison-Woodbury
+identity through the bodies' 6x6 blocks, kernels/body_space.py)."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from ...kernels.body_space import (body_space_back, body_space_layout, body_space_rhs, body_space_values,
+                                   kept_box_error)
+from ...kernels.box_qp import diagonal_positions
+from .factors import _embedded, _sparse_spd_solver, _symmetric_csc
+
+
+class _Shifted:
+    """Factorisations of M + diag(d) for a fixed M: dense Cholesky (LU where Cholesky fails), or a
+    sparse LDL' on M's own pattern whose diagonal is overwritten (:func:`_sparse_spd_solver`: after
+    the first iteration QDLDL refactorises numerically only). M symmetric with its whole diagonal (a contact matrix with cfm > 0):
+    M's CSR arrays are the CSC arrays of K, no conversion; otherwise K has M + I's pattern."""
+
+    def __init__(self, M, dense_max, keep=None):
+        """``keep`` (sparse M only): the rows of the system, the others decoupled in M's own pattern
+        (:func:`_factor_solve`'s embedding), so the analysis of M's pattern is shared with Newton's
+        free-set solves; the solves then map keep-sized vectors to keep-sized vectors."""
+        self.sparse = sp.issparse(M) and M.shape[0] > dense_max
+        self.keep = keep
+        if self.sparse:
+            M = M if M.format == "csr" else sp.csr_matrix(M)
+            M.sort_indices()
+            K = _symmetric_csc(M, M.data.copy()) if keep is None else _embedded(M, keep)
+            self.diag_at = diagonal_positions(M.indptr, M.indices)
+            if not np.all(self.diag_at >= 0):
+                K = (K + sp.identity(M.shape[0], format="csc")).tocsc()
+                K.sort_indices()
+                self.diag_at = diagonal_positions(K.indptr, K.indices)
+                K.data[self.diag_at] -= 1.0
+            self.base = K.data[self.diag_at].copy()
+            self.K, self.ldl = K, None
+        else:
+            self.A = M.toarray() if sp.issparse(M) else np.asarray(M, dtype=np.float64)
+            self.base = np.diag(self.A).copy()
+
+    def solver(self, d):
+        if self.sparse:
+            keep = self.keep
+            if keep is None:
+                self.K.data[self.diag_at] = self.base + d
+                solve, self.ldl = _sparse_spd_solver(self.K)    # one pattern: numeric refactorisations
+                return solve
+            self.K.data[self.diag_at[keep]] = self.base[keep] + d
+            solve, self.ldl = _sparse_spd_solver(self.K)
+            b = np.zeros(self.K.shape[0])
+
+            def embedded(r):
+                b[keep] = r
+                return solve(b)[keep]
+            return embedded
+        A = self.A.copy()
+        A[np.diag_indices_from(A)] = self.base + d
+        try:
+            c = sla.cho_factor(A, check_finite=False)
+            return lambda b: sla.cho_solve(c, b, check_finite=False)
+        except np.linalg.LinAlgError:
+            f = sla.lu_factor(A, check_finite=False)
+            return lambda b: sla.lu_solve(f, b, check_finite=False)
+
+
+#: the fewest body-space rows (6 per touched body) whose Schur complement S is factorised by
+#: CHOLMOD's supernodal Cholesky (its 6x6 blocks are dense: supernodes from small sizes on)
+BODY_SPACE_CHOLMOD_MIN = 600
+
+
+class _BodySpace:
+    """Factorisations of M + diag(d) on the rows ``keep`` of a contact matrix M = H W H' + cfm I
+    (the problem's ``factors`` (H, W, cfm): H's rows on one or two bodies each, W the bodies' 6x6
+    blocks of M^-1, cfm > 0) in body space (kernels/body_space.py): S = W^-1 + H' E^-1 H with
+    E = cfm + d, one factorisation of S (6 rows per body) an iteration, and
+    x = E^-1 (r - H S^-1 H' E^-1 r) per right-hand side (the Sherman-Morrison-Woodbury identity). The
+    same interface as :class:`_Shifted` with ``keep`` (keep-sized vectors in and out). S's pattern (the
+    pairs of bodies the rows join) is analysed once and reused through :class:`_PatternCache` while the
+    pairs repeat (a pile's impact steps keep most of them from step to step). Where E^-1 is large
+    (rows far inside their box: E ~ cfm) x is the difference of nearly equal terms; the interior
+    point checks its iterates with the certified residual whatever the solve's accuracy (on recorded
+    impact steps it takes the same iterations as with M's own factorisation, docs/benchmarks-tuning.md)."""
+
+    def __init__(self, layout, cfm, base):
+        (self.ra, self.rb, self.ha, self.hb, self.nt, self.Winv, self.Wt, s_indptr, s_indices, self.diag_base,
+         self.stride, self.pair_base) = layout
+        self.cfm, self.base, self.sparse = cfm, base, True
+        n = 6 * self.nt
+        self.S = sp.csc_matrix.__new__(sp.csc_matrix)
+        self.S._shape = (n, n)
+        self.S.data, self.S.indices, self.S.indptr = np.zeros(s_indices.size), s_indices, s_indptr
+        self.S.has_sorted_indices = True
+        self.ldl = None
+
+    @classmethod
+    def of(cls, factors, M, keep: np.ndarray, dense_max: int):
+        """The body-space form of the rows ``keep`` of a problem whose matrix is H W H' + cfm I
+        (``factors``), or None where it does not apply or would not pay: no factors, cfm <= 0,
+        M_keep small enough for the dense path, no fewer body coordinates than rows, a row on three
+        bodies or more, a touched body's block not invertible."""
+        if factors is None or keep.size <= dense_max:
+            return None
+        H, W, cfm = factors
+        if not cfm > 0 or H.shape[0] != M.shape[0]:
+            return None
+        ok, *layout = body_space_layout(H.indptr.astype(np.int64, copy=False), H.indices.astype(np.int64, copy=False),
+                                        H.data.astype(np.float64, copy=False), keep.astype(np.int64, copy=False),
+                                        np.ascontiguousarray(W, dtype=np.float64))
+        if not ok or 6 * layout[4] >= keep.size:
+            return None
+        return cls(layout, float(cfm), M.diagonal()[keep])
+
+    def lower_error(self, q, lo, hi, z, size, w, work) -> float:
+        """On the kept rows (the fixed ones at 0): w = M z + q into ``w``, and a lower bound of the
+        certified error (kernels/body_space.py ``kept_box_error``: no pass over M's entries; ``size``
+        = max|q| over every row)."""
+        return float(kept_box_error(self.ra, self.rb, self.ha, self.hb, self.Wt, self.cfm, q, lo, hi, z, size, w, work))
+
+    def solver(self, d):
+        e_inv = 1.0 / (self.cfm + d)
+        body_space_values(self.ra, self.rb, self.ha, self.hb, e_inv, self.Winv, self.diag_base, self.stride,
+                          self.pair_base, self.S.data)
+        solve_s, self.ldl = _sparse_spd_solver(self.S, cholmod_min=BODY_SPACE_CHOLMOD_MIN)
+        t, x = np.empty(6 * self.nt), np.empty(e_inv.size)
+        ra, rb, ha, hb, nt = self.ra, self.rb, self.ha, self.hb, self.nt
+
+        def solve(r):
+            body_space_rhs(ra, rb, ha, hb, r, e_inv, nt, t)
+            body_space_back(ra, rb, ha, hb, r, e_inv, solve_s(t), x)
+            return x.copy()
+        return solve

@@ -1,0 +1,91 @@
+"""models/box_friction.py: bounds, warm start through a reordering, and the checked problem."""
+import numpy as np
+import pytest
+
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+
+
+def test_box_friction_bounds_match_their_definition():
+    """box_friction._bounds (one compiled pass) against the layout written out: joints free, motors
+    +-a_max, limits and normals [0, inf), friction rows coupled to their normal (findex, mu) or boxed
+    by mu x the matched previous normal (new contacts: new_contact_bound)."""
+    from types import SimpleNamespace
+    from contactlab.models import box_friction as bf
+    rng = np.random.default_rng(8)
+    nj, nm, nl, nc = 3, 2, 1, 4
+    guess = rng.uniform(0, 2, nc)
+    guess[1] = np.nan
+    sys = SimpleNamespace(nj=nj, nm=nm, nl=nl, nc=nc, a_max=rng.uniform(1, 2, nm), mu=rng.uniform(0, 1, nc),
+                          normal_guess=guess)
+    n = nj + nm + nl + 3 * nc
+    o_n = nj + nm + nl
+    for coupling in ("current", "previous"):
+        opts = bf.Options(coupling=coupling, new_contact_bound=0.25)
+        lo, hi, fi, mu = bf._bounds(sys, opts, n)
+        assert np.all(lo[:nj] == -np.inf) and np.all(hi[:nj] == np.inf)
+        assert np.array_equal(lo[nj:nj + nm], -sys.a_max) and np.array_equal(hi[nj:nj + nm], sys.a_max)
+        assert np.all(lo[nj + nm:o_n + nc] == 0) and np.all(hi[nj + nm:o_n + nc] == np.inf)
+        if coupling == "current":
+            assert np.array_equal(fi, np.r_[np.full(o_n + nc, -1), np.tile(o_n + np.arange(nc), 2)])
+            assert np.array_equal(mu, np.r_[np.zeros(o_n + nc), np.tile(sys.mu, 2)])
+        else:
+            assert fi is None and mu is None
+            b = np.tile(sys.mu * np.where(np.isfinite(guess), guess, 0.25), 2)
+            assert np.array_equal(hi[o_n + nc:], b) and np.array_equal(lo[o_n + nc:], -b)
+
+
+def test_box_friction_warm_start_follows_each_contact_through_a_reordering():
+    """box_friction.warm_start maps the previous impulses contact by contact (collision.match_indices:
+    same shape pair, nearest point): with the step's contacts reported in another order, every
+    contact starts from its own previous normal and friction impulses, and a contact on a new shape
+    pair from 0; without a reordering the warm start is the previous answer itself."""
+    import dataclasses
+    from contactlab.collision import match_indices
+    from contactlab.mechanics.system import build_system
+    from contactlab.models import box_friction as bf
+    sim = Simulator(make_scene("stack", count=3), "box-friction", "box-qp")
+    for _ in range(5):
+        sim.step()
+    prev, result, z = sim.data.contacts, sim.data.result, sim.data.warm["z"]
+    nc = prev.count
+    same = match_indices(prev, prev, np.inf)
+    assert np.array_equal(same, np.arange(nc))
+    sys0 = build_system(sim.model, sim.data, prev, sim.h)
+    assert np.array_equal(bf.warm_start(sys0, result, same, sim.model_options), z)
+    perm = np.random.default_rng(2).permutation(nc)
+    moved = dataclasses.replace(prev, **{f: getattr(prev, f)[perm] for f in
+                                         ("body_a", "body_b", "shape_a", "shape_b", "point", "normal", "phi", "mu", "t1", "t2")})
+    match = match_indices(prev, moved, np.inf)
+    assert np.array_equal(match, perm)
+    match[0] = -1                                    # as if contact 0 were on a new pair
+    z0 = bf.warm_start(build_system(sim.model, sim.data, moved, sim.h), result, match, sim.model_options)
+    o_n = z0.size - 3 * nc
+    np.testing.assert_array_equal(z0[o_n + 1:o_n + nc], result.normal[perm[1:]])
+    np.testing.assert_array_equal(z0[o_n + nc + 1:o_n + 2 * nc], result.tangent[perm[1:], 0])
+    np.testing.assert_array_equal(z0[o_n + 2 * nc + 1:], result.tangent[perm[1:], 1])
+    assert z0[o_n] == z0[o_n + nc] == z0[o_n + 2 * nc] == 0.0
+
+
+@pytest.mark.parametrize("coupling", ["current", "previous"])
+def test_box_friction_builds_the_checked_problem(coupling):
+    """box_friction.build assembles its problem through BoxedLCP.trusted: the same arrays as the
+    checked constructor gives (which accepts them), and with a non-finite q (a blown-up state) the
+    checked constructor itself, so the error names the argument."""
+    from contactlab.errors import ProblemError
+    from contactlab.models import box_friction as bf
+    from contactlab.problems import BoxedLCP
+    sim = Simulator(make_scene("pile", count=6, seed=2), "box-friction", "pgs", model_options={"coupling": coupling})
+    for _ in range(30):
+        sim.step()
+    p = sim.last_problem
+    ref = BoxedLCP(p.M, p.q, p.lo, p.hi, *((p.findex, p.mu) if p.has_coupling else ()))
+    for f in ("q", "lo", "hi", "findex", "mu"):
+        np.testing.assert_array_equal(getattr(p, f), getattr(ref, f))
+        assert getattr(p, f).dtype == getattr(ref, f).dtype
+    assert p.n == ref.n and type(p.M) is type(ref.M)
+    import dataclasses
+    sys_ = dataclasses.replace(sim.last_system, v=np.full_like(sim.last_system.v, np.nan))
+    sys_._box_rows = None
+    with pytest.raises(ProblemError, match="q contains NaN"):
+        bf.build(sys_, sim.model_options)

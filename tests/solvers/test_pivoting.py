@@ -1,0 +1,363 @@
+"""Lemke, Cottle-Dantzig, PPM and enumerate: textbook cases, bounds from the papers, statuses."""
+import numpy as np
+import pytest
+
+import contactlab as cl
+from contactlab.problems import generators as gen
+
+from tests.problems import TEXTBOOK, cottle_textbook, infeasible
+
+
+@pytest.mark.parametrize("name", sorted(TEXTBOOK))
+@pytest.mark.parametrize("method", ["lemke", "dantzig", "enumerate"])
+def test_textbook_cases(name, method):
+    problem = TEXTBOOK[name]()
+    sol = cl.solve(problem, method=method, **({"max_pivots": 200} if method != "enumerate" else {}))
+    # every textbook case has a unique solution (P-matrices): compare with an independent method
+    ref = cl.solve(problem, method="lemke" if method == "enumerate" else "enumerate")
+    assert sol.success and ref.success
+    np.testing.assert_allclose(sol.z, ref.z, atol=1e-12 * max(1.0, np.abs(ref.z).max()))
+
+
+def test_known_solution():
+    problem, z = cottle_textbook()
+    for method in ("lemke", "dantzig", "enumerate"):
+        np.testing.assert_allclose(cl.solve(problem, method=method).z, z, atol=1e-14)
+
+
+@pytest.mark.parametrize("n", [8, 10, 12, 14, 16])
+def test_murty_exponential_pivots(n):
+    """Murty (1978): Lemke with covering vector e visits 2^n bases (2^n - 1 pivots after z0 enters)."""
+    problem = gen.murty(n)
+    sol = cl.solve(problem, method="lemke", max_pivots=2**n + 10)
+    assert sol.success
+    assert sol.pivots == 2**n
+    expected = np.zeros(n)
+    expected[-1] = 2.0**n
+    np.testing.assert_allclose(sol.z, expected, atol=1e-9 * 2**n)
+
+
+def test_murty_hits_pivot_limit_honestly():
+    sol = cl.solve(gen.murty(12), method="lemke", max_pivots=100, regularize=False)
+    assert sol.status is cl.Status.MAX_ITERATIONS and not sol.success
+
+
+def test_kostreva_degenerate_terminates():
+    """Every first ratio ties; the lexicographic rule must still terminate at z = e/3, while the
+    rule without lexicography (first tied row) cycles until the pivot limit (Kostreva 1979)."""
+    for basis in ("reduced", "tableau"):
+        sol = cl.solve(gen.kostreva_cycling(), method="lemke", max_pivots=50, regularize=False, basis=basis)
+        assert sol.success and sol.pivots == 4
+        np.testing.assert_allclose(sol.z, np.ones(3) / 3, atol=1e-14)
+    cyc = cl.solve(gen.kostreva_cycling(), method="lemke", max_pivots=200, regularize=False,
+                   basis="tableau", ties="first-row")
+    assert cyc.status is cl.Status.MAX_ITERATIONS and cyc.pivots == 200
+    with pytest.raises(cl.ParamError, match="tableau"):
+        cl.solve(gen.kostreva_cycling(), method="lemke", ties="first-row")
+
+
+def test_infeasible_is_proven_with_a_checked_certificate():
+    """-I, -1: w = -z - 1 < 0; every method proves it with a Farkas vector that solve() checked."""
+    problem = infeasible()
+    for method in ("lemke", "dantzig", "enumerate"):
+        sol = cl.solve(problem, method=method)
+        assert sol.status is cl.Status.NO_SOLUTION, method
+        y = sol.info["certificate"]["y"]
+        assert np.all(y >= 0) and np.all(problem.M.T @ y <= 0) and problem.q @ y < 0
+        assert sol.info["certificate_check"] == "Farkas vector checked"
+
+
+def test_lemke_ray_is_a_ray():
+    """On the secondary ray (w, z, z0) + t * ray stays a solution of w - Mz - d z0 = q."""
+    problem = infeasible()
+    sol = cl.solve(problem, method="lemke", regularize=False)
+    ray = sol.info["ray"]
+    resid = ray["w"] - problem.M @ ray["z"] - np.ones(2) * ray["z0"]
+    np.testing.assert_allclose(resid, 0.0, atol=1e-12)
+    assert np.all(ray["z"] >= -1e-12) and np.all(ray["w"] >= -1e-12)
+
+
+def test_skew_symmetric_psd_problem():
+    """Skew-symmetric M (PSD, copositive-plus): Lemke's guarantee covers it."""
+    M = np.array([[0.0, 1.0], [-1.0, 0.0]])  # skew: PSD, copositive
+    q = np.array([-1.0, 1.0])
+    sol = cl.solve(cl.LCP(M, q), method="lemke")
+    # by hand: w = (z2 - 1, 1 - z1) >= 0 and z'w = 0 force z = (1, 1), the only solution
+    assert sol.success
+    np.testing.assert_allclose(sol.z, [1.0, 1.0], atol=1e-9)
+
+
+def test_trivial_and_solution_fields():
+    sol = cl.solve(cl.LCP(np.eye(2), [1.0, 2.0]), method="lemke")
+    assert sol.status is cl.Status.TRIVIAL and sol.success and sol.pivots == 0
+    np.testing.assert_array_equal(sol.z, 0.0)
+    np.testing.assert_array_equal(sol.w, [1.0, 2.0])
+
+
+def test_dantzig_warm_start_major_cycle_bound():
+    """loomis-balkcom Theorem 1: from a k-index sub-problem solution, at most n - k major cycles."""
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        problem = gen.random_spd(30, rng)
+        n = problem.n
+        k = int(rng.integers(1, n))
+        idx = np.sort(rng.choice(n, size=k, replace=False))
+        sub = cl.solve(cl.LCP(problem.M[np.ix_(idx, idx)], problem.q[idx]), method="dantzig")
+        cold = cl.solve(problem, method="dantzig")
+        warm = cl.solve(problem, method="dantzig", warm_start=(idx, sub.z))
+        assert warm.success and cold.success
+        assert warm.iterations <= n - k
+        assert warm.info["major_cycle_bound"] == n - k
+        np.testing.assert_allclose(warm.z, cold.z, atol=1e-9)
+
+
+def test_dantzig_warm_start_from_previous_solution_reuses_work():
+    rng = np.random.default_rng(3)
+    problem = gen.random_spd(60, rng)
+    cold = cl.solve(problem, method="dantzig")
+    perturbed = cl.LCP(problem.M, problem.q + 1e-3 * rng.standard_normal(problem.n))
+    warm = cl.solve(perturbed, method="dantzig", warm_start=cold)
+    again = cl.solve(perturbed, method="dantzig")
+    assert warm.success and warm.pivots < again.pivots
+    np.testing.assert_allclose(warm.z, again.z, atol=1e-9)
+
+
+def test_warm_start_pair_must_solve_subproblem():
+    problem = gen.random_spd(5, np.random.default_rng(0))
+    with pytest.raises(cl.ParamError, match="sub-problem"):
+        cl.solve(problem, method="dantzig", warm_start=(np.array([0, 1]), np.array([5.0, 5.0])))
+    with pytest.raises(cl.ParamError, match="warm_start"):
+        cl.solve(problem, method="lemke", warm_start=np.zeros(5))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_ppm_agrees_with_lemke_on_the_formed_matrix(seed):
+    """w of a symmetric PSD LCP is unique: ppm on the factored form equals lemke on N M^-1 N'."""
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(3, 12)), int(rng.integers(10, 60))
+    N = rng.standard_normal((n, m))
+    Mm = gen.spd_matrix(m, rng)
+    problem = cl.FactoredLCP(N, Mm, rng.standard_normal(m))
+    sol = cl.solve(problem, method="ppm")
+    ref = cl.solve(problem.to_lcp(), method="lemke")
+    assert sol.success and ref.success and "routed" not in sol.info
+    np.testing.assert_allclose(sol.w, ref.w, atol=1e-8 * np.abs(problem.q).max())
+
+
+def test_ppm_box_stacks():
+    rng = np.random.default_rng(11)
+    for nb in (2, 5, 12):
+        problem = gen.box_stack_factored(nb, rng)
+        sol = cl.solve(problem, method="ppm")
+        ref = cl.solve(problem.to_lcp(), method="dantzig")
+        assert sol.success and ref.success
+        np.testing.assert_allclose(sol.w, ref.w, atol=1e-8 * np.abs(problem.q).max())
+
+
+def test_ppm_never_forms_the_matrix(monkeypatch):
+    problem = gen.box_stack_factored(4, np.random.default_rng(0))
+    monkeypatch.setattr(type(problem), "lcp_reduction", lambda self: pytest.fail("formed N M^-1 N'"))
+    assert cl.solve(problem, method="ppm").success
+
+
+def test_dantzig_on_larger_psd_contact_problem():
+    rng = np.random.default_rng(5)
+    N = rng.standard_normal((400, 50))
+    problem = cl.FactoredLCP(N, np.eye(50), rng.standard_normal(50)).to_lcp()
+    sol = cl.solve(problem, method="dantzig")
+    ref = cl.solve(problem, method="lemke")        # w is unique for a symmetric PSD LCP
+    assert sol.success and ref.success
+    np.testing.assert_allclose(sol.w, ref.w, atol=1e-8 * np.abs(problem.q).max())
+
+
+def test_friction_pyramid_lemke():
+    rng = np.random.default_rng(2)
+    for nc in (2, 6, 12):
+        problem = gen.friction_pyramid_lcp(nc, rng, d=4, mu=0.6)
+        sol = cl.solve(problem, method="lemke")
+        assert sol.status is cl.Status.SOLVED   # copositive-plus and feasible: Lemke's guarantee
+        if problem.n <= 12:                     # the exhaustive reference agrees that a solution exists
+            assert cl.solve(problem, method="enumerate").success
+
+
+def test_auto_choices():
+    rng = np.random.default_rng(0)
+    spd = cl.solve(gen.random_spd(6, rng))
+    assert spd.info["auto"]["method"] == "lemke" and spd.success
+    psd = cl.solve(gen.random_psd(6, rng, rank=3))
+    assert psd.info["auto"]["method"] == "dantzig" and psd.success
+    p = cl.solve(gen.random_p_matrix(6, rng))
+    assert p.info["auto"]["method"] == "lemke" and p.success
+    f = cl.solve(gen.box_stack_factored(3, rng))
+    assert f.info["auto"]["method"] == "ppm" and f.success
+
+
+def test_enumerate_refuses_large_and_counts_bases():
+    with pytest.raises(cl.ParamError, match="n <= 20"):
+        cl.solve(cl.LCP(np.eye(21), -np.ones(21)), method="enumerate")
+    sol = cl.solve(cl.LCP(np.eye(3), -np.ones(3)), method="enumerate")
+    assert sol.info["bases_tested"] == 8  # support size 3 is the last visited
+    np.testing.assert_allclose(sol.z, 1.0)
+
+
+def test_unknown_method_lists_known():
+    with pytest.raises(cl.SolverNotFound, match="lemke"):
+        cl.solve(cl.LCP(np.eye(2), -np.ones(2)), method="simplex")
+    with pytest.raises(ValueError):
+        cl.solve(cl.LCP(np.eye(2), -np.ones(2)), method="lemke", bogus=1)
+
+
+def test_sparse_input_accepted():
+    import scipy.sparse as sp
+    rng = np.random.default_rng(1)
+    dense = gen.random_spd(20, rng)
+    sol = cl.solve(cl.LCP(sp.csr_matrix(dense.M), dense.q), method="lemke")
+    ref = cl.solve(dense, method="lemke")
+    np.testing.assert_allclose(sol.z, ref.z, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reduced_basis_follows_the_tableau(seed):
+    """The reduced-basis kernel makes the same pivots as the full tableau (same lexicographic rule)."""
+    rng = np.random.default_rng(seed)
+    for problem in (gen.random_spd(40, rng), gen.random_p_matrix(30, rng), gen.friction_pyramid_lcp(8, rng),
+                    gen.box_stack_contact_lcp(6, rng), gen.murty(7)):
+        a = cl.solve(problem, method="lemke", basis="tableau", regularize=False)
+        b = cl.solve(problem, method="lemke", basis="reduced", regularize=False)
+        assert a.status is b.status and a.pivots == b.pivots
+        np.testing.assert_allclose(a.z, b.z, atol=1e-9 * problem.scale())
+
+
+def test_dense_pivoting_refuses_huge_sparse_problems():
+    import scipy.sparse as sp
+    n = 40000
+    big = cl.LCP(sp.identity(n, format="csr"), -np.ones(n))
+    for method in ("lemke", "dantzig"):
+        with pytest.raises(cl.ParamError, match="pgs"):
+            cl.solve(big, method=method)
+
+
+@pytest.mark.parametrize("boxes", [8, 16])
+def test_lemke_on_degenerate_rank_deficient_contact_stacks(boxes):
+    """25 contacts per face pair: massively dependent rows; both bases must stay nonsingular."""
+    F = gen.box_stack_factored(boxes, np.random.default_rng([5, boxes, 0]), contacts_per_face=25)
+    problem = F.to_lcp()
+    for basis in ("reduced", "tableau"):
+        sol = cl.solve(problem, method="lemke", basis=basis, regularize=False)
+        ref = cl.solve(problem, method="dantzig")      # w unique (symmetric PSD)
+        assert sol.success and ref.success, basis
+        np.testing.assert_allclose(sol.w, ref.w, atol=1e-8 * np.abs(problem.q).max())
+        assert sol.pivots < 4 * problem.n
+
+
+def test_dantzig_reuse_on_block_pyramid_sequence():
+    """loomis-balkcom §V: sub-assemblies of a running-bond pyramid (PSD, massively rank-deficient);
+    every cold and warm solve certified, warm ones within Theorem 1's n - k bound, fewer pivots."""
+    from contactlab.problems.generators import box_contacts, box_pyramid, box_structure_factored
+    s = box_pyramid(9)
+    full = box_structure_factored(s).to_lcp()
+    uppers = np.array([u for _, u, _ in box_contacts(s)])
+    prev, cold_piv, warm_piv = None, 0, 0
+    for k in range(1, s.n_boxes + 1):
+        nk = int(np.sum(uppers < k))
+        L = cl.LCP(full.M[:nk, :nk], full.q[:nk])
+        cold = cl.solve(L, method="dantzig")
+        assert cold.success
+        if prev is not None:
+            warm = cl.solve(L, method="dantzig", warm_start=(np.arange(prev.z.size), prev.z))
+            assert warm.success and warm.iterations <= L.n - prev.z.size
+            np.testing.assert_allclose(warm.w, cold.w, atol=1e-7 * L.scale())
+            cold_piv, warm_piv = cold_piv + cold.pivots, warm_piv + warm.pivots
+            prev = warm
+        else:
+            prev = cold
+    assert warm_piv < cold_piv / 5
+
+
+def test_lemke_pivot_tolerance_retry_on_an_ill_conditioned_grasp_lcp():
+    """A Stewart-Trinkle LCP from the Barrett hand closing on a wood object (step 565 of `simulate
+    barrett-grasp --set material=plastic --set object_material=wood`, n = 84, cond ~4e8): with the
+    default pivot tolerance and no restart Lemke takes a spurious tiny pivot and ends on a
+    complementary basis whose re-solve has z_A < 0 (relative residual 0.44); the retry with a larger
+    pivot tolerance finds a basis that certifies, and so does (by default, before any retry) the
+    restart from the refactorised final basis (kernels/lemke.py ``_restart_from_basis``). Each answer
+    is checked here independently of the solver's own figures."""
+    from pathlib import Path
+    p = cl.load(Path(__file__).parents[1] / "data" / "barrett_wood_step565.npz")
+    bare = cl.solve(p, method="lemke", pivot_retries=(), regularize=False, restarts=0)
+    assert bare.relative_residual > 0.1            # the failure the retry and the restart exist for
+    retried = cl.solve(p, method="lemke", restarts=0)
+    assert retried.status == cl.Status.SOLVED and retried.info["pivot_tol"] > 1e-9
+    restarted = cl.solve(p, method="lemke", pivot_retries=(), regularize=False)
+    assert restarted.status == cl.Status.SOLVED and "pivot_tol" not in restarted.info \
+        and "reduced_attempt" not in restarted.info            # the reduced run's own answer
+    M, q = p.dense_M(), p.q
+    scale = np.abs(q).max()
+    for sol in (retried, restarted):
+        z = sol.z
+        w = M @ z + q
+        assert z.min() >= 0 and w.min() >= -1e-9 * scale and np.abs(z * w).max() <= 1e-9 * scale * max(z.max(), 1)
+    # the retry's active set re-solved from scratch gives the same z (a genuine complementary basis);
+    # (the restarted answer is another solution of this degenerate LCP, its basis holding z's at 0)
+    z = retried.z
+    act = np.flatnonzero(z > 1e-12 * z.max())
+    zA = np.linalg.solve(M[np.ix_(act, act)], -q[act])
+    assert zA.min() >= 0 and np.allclose(zA, z[act], rtol=1e-6, atol=1e-12 * z.max())
+
+
+def test_reduced_kernel_matvec_and_drift_probe():
+    """kernels/lemke.py leaf helpers against numpy: _matvec (four rows at a time) is A x, and the
+    O(k^2) drift probe that decides a refactorisation reads ~eps on an exact inverse and basic
+    solution, and sees an error planted in either."""
+    from contactlab.kernels import lemke as K
+    rng = np.random.default_rng(0)
+    for k in (1, 3, 4, 5, 8, 11):
+        A = rng.standard_normal((k + 2, k + 2))
+        x = rng.standard_normal(k + 1)
+        y = np.zeros(k + 1)
+        K._matvec(A, x, y, k)
+        np.testing.assert_allclose(y[:k], A[:k, :k] @ x[:k], rtol=1e-13, atol=1e-13)
+    # a reduced basis of an n = 6 LCP: equations (rows of W) 0, 2, 5; unknowns z_1, z_4, z0
+    n = 6
+    M = gen.random_p_matrix(n, rng).dense_M()
+    d = np.ones(n)
+    q = rng.standard_normal(n)
+    MTd = np.ascontiguousarray(np.vstack([M.T, d]))          # [M d]'
+    eq_rows = np.array([0, 2, 5, 0], dtype=np.int64)
+    unk = np.array([n + 1, n + 4, 2 * n, 0], dtype=np.int64)
+    k = 3
+    Ablk = np.column_stack([M[[0, 2, 5], 1], M[[0, 2, 5], 4], d[[0, 2, 5]]])
+    Ainv = np.zeros((n + 1, n + 1))
+    Ainv[:k, :k] = np.linalg.inv(Ablk)
+    x = np.zeros(n + 1)
+    x[:k] = -Ainv[:k, :k] @ q[[0, 2, 5]]
+    v, u = np.empty(n + 1), np.empty(n + 1)
+    assert K._basis_drift(n, k, MTd, q, eq_rows, unk, Ainv, x, v, u) < 1e-12
+    bad = Ainv.copy()
+    bad[1, 2] += 1e-6
+    assert K._basis_drift(n, k, MTd, q, eq_rows, unk, bad, x, v, u) > K.REFACTOR_DRIFT
+    xb = x.copy()
+    xb[0] += 1e-6 * (1 + abs(x[0]))
+    assert K._basis_drift(n, k, MTd, q, eq_rows, unk, Ainv, xb, v, u) > K.REFACTOR_DRIFT
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reduced_kernel_answers_do_not_depend_on_checkpoints_or_covering_form(seed):
+    """The refactorisation checkpoint (every pivot, every 64, never) changes no status and no answer
+    beyond rounding on P-matrix problems (unique solution: checked against the full tableau), and an
+    empty covering vector is exactly the all-ones one."""
+    from contactlab.kernels import lemke as K
+    from contactlab.kernels.tolerances import LEMKE_PIVOT, NORMWISE_FLOOR
+    rng = np.random.default_rng(seed)
+    for problem in (gen.random_p_matrix(40, rng), gen.random_spd(60, rng, cond=1e6), gen.murty(9)):
+        M, q, n = np.ascontiguousarray(problem.dense_M()), problem.q, problem.n
+        s = float(np.abs(M).max())
+        ref = cl.solve(problem, method="lemke", basis="tableau", regularize=False)
+        assert ref.success
+        runs = [K.lemke_reduced_run(M, q, s, np.ones(n), 50 * n + 1000, every, LEMKE_PIVOT, NORMWISE_FLOOR)
+                for every in (1, 64, 10**9)]
+        for code, pivots, z, _, residual in runs:
+            assert code == K.SOLVED and pivots == ref.pivots and residual < 1e-12
+            np.testing.assert_allclose(z, ref.z, atol=1e-9 * max(1.0, np.abs(ref.z).max()))
+        empty = K.lemke_reduced_run(M, q, s, np.empty(0), 50 * n + 1000, 64, LEMKE_PIVOT, NORMWISE_FLOOR)
+        assert empty[:2] == runs[1][:2] and np.array_equal(empty[2], runs[1][2])
