@@ -12,7 +12,8 @@ plain numba; what ``contactlab warmup`` does ahead of use).
         [--jit tiered compile] [--json benchmarks/results/first_call.json]
 
 Each cold case gets its own empty cache, so its figure is what a new user pays for that call alone
-(kernels shared between cases are compiled again in each). Run it on a quiet machine: compile
+(kernels shared between cases are compiled again in each). "cold CPU" is the process's CPU time (user +
+system), the figure that does not depend on the load; the others are wall times. Run it on a quiet machine: compile
 time is CPU time.
 """
 from __future__ import annotations
@@ -46,7 +47,9 @@ else:
     t2 = time.perf_counter()
     sim.step()
 t3 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "first_call_s": t3 - t2, "total_s": t3 - t0}))
+import resource
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"import_s": t1 - t0, "first_call_s": t3 - t2, "total_s": t3 - t0, "cpu_s": ru.ru_utime + ru.ru_stime}))
 """
 
 
@@ -60,8 +63,10 @@ try:
 except SystemExit as exc:
     if exc.code:
         raise
-import json
-print(json.dumps({"import_s": 0.0, "first_call_s": time.perf_counter() - t0, "total_s": time.perf_counter() - t0}))
+import json, resource
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"import_s": 0.0, "first_call_s": time.perf_counter() - t0, "total_s": time.perf_counter() - t0,
+                  "cpu_s": ru.ru_utime + ru.ru_stime}))
 """
 
 
@@ -95,7 +100,8 @@ def main() -> None:
     cases += [("solve", m) for m in args.methods]
     cases += [("simulate", f"{m}/{'box-qp' if m == 'box-friction' else 'default'}") for m in args.models]
     rows = []
-    print(f"{'case':34s} {'jit':8s} {'import':>7s} {'cold call':>10s} {'warm call':>10s} {'cold process':>13s} kernels")
+    print(f"{'case':34s} {'jit':8s} {'import':>7s} {'cold call':>10s} {'warm call':>10s} {'cold process':>13s} "
+          f"{'cold CPU':>9s} kernels")
     for kind, name in cases:
         for jit in args.jit:
             with tempfile.TemporaryDirectory() as tmp:
@@ -109,7 +115,7 @@ def main() -> None:
                 print(f"{kind + ' ' + name:34s} {jit:8s} error: {cold.get('error') or warm.get('error')}")
                 continue
             print(f"{kind + ' ' + name:34s} {jit:8s} {cold['import_s']:7.2f} {cold['first_call_s']:10.2f} "
-                  f"{warm['first_call_s']:10.3f} {cold['process_s']:13.2f} {sum(kernels.values())} "
+                  f"{warm['first_call_s']:10.3f} {cold['process_s']:13.2f} {cold['cpu_s']:9.2f} {sum(kernels.values())} "
                   f"({', '.join(f'{k} {v}' for k, v in list(kernels.items())[:4])})", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

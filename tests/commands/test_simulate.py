@@ -147,7 +147,7 @@ def test_the_default_model_is_the_compiled_certified_box_engine_on_free_bodies()
     """No model given: box friction by box-qp where every moving body is free (every step certified,
     a resting stack stays put); Stewart-Trinkle where there are joints, or where a method is given."""
     sim = Simulator(make_scene("stack", count=3))
-    assert (sim.model_name, sim.method) == ("box-friction", "box-qp") and sim._box_step is not None
+    assert (sim.model_name, sim.method) == ("box-friction", "box-qp") and sim.stages.compiled
     assert "free bodies" in sim.default_choice and sim.model_options.coupling == "previous"
     x0 = sim.data.position.copy()
     traj = sim.run(1.0)

@@ -26,6 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+# compiled kernels from the first call (kernels/_jit.py): stored bits never depend on a cold cache
+os.environ.setdefault("CONTACTLAB_JIT", "compile")
+
 from .cases import ARRAYS, CASES, Case, run_case
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -408,7 +408,7 @@ def test_simulator_islands_give_the_whole_problems_motion():
     a = Simulator(scene(), "box-friction", "box-qp")
     b = Simulator(scene(), "box-friction", "box-qp", solver_options={"islands": False})
     for sim in (a, b):      # box-qp every step (not the warm start certified without it, most steps here)
-        sim._warm_start_may_certify = lambda sys: False
+        sim.stages.warm_start_certify = False
     for _ in range(30):
         ra, rb = a.step(), b.step()
         assert ra.success and rb.success
@@ -687,8 +687,8 @@ def test_box_friction_dense_problems_carry_the_islands_of_their_matrix():
     """The dense problem of a falling 10-box pile (the general path's build) carries islands
     (box_friction.py ``row_islands``) whose partition is that of scipy's connected components of the
     matrix's pattern, at every step."""
-    sim = Simulator(make_scene("pile", count=10), "box-friction", "box-qp", model_options={"coupling": "previous"})
-    sim._box_step = None
+    sim = Simulator(make_scene("pile", count=10), "box-friction", "box-qp", model_options={"coupling": "previous"},
+                    compiled=False)
     seen = 0
     for _ in range(60):
         sim.step()

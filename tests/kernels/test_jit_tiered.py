@@ -56,7 +56,8 @@ a = np.arange(5.0)
 values = [dot(a, a) for _ in range(int(sys.argv[3]))]
 print(json.dumps({"values": values, "compiled": len(dot.signatures),
                   "interpreted_s": dot._interpreted_seconds,
-                  "cache_files": sum(len(f) for _, _, f in os.walk(os.environ["NUMBA_CACHE_DIR"]))}))
+                  "cache_files": sum(n.endswith((".nbi", ".nbc")) for _, _, f in os.walk(os.environ["NUMBA_CACHE_DIR"])
+                                     for n in f)}))
 """
 
 
@@ -68,6 +69,9 @@ def _run(tmp_path, jit: str, *argv, probe=PROBE) -> dict:
 
 
 def _small(tmp_path, jit: str, estimate: float, calls: int) -> dict:
+    """The small kernel called ``calls`` times in a fresh process (cache and summed interpreted
+    time in ``tmp_path/cache``)."""
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "small_kernel.py").write_text(SMALL)
     return _run(tmp_path, jit, str(estimate), str(tmp_path), str(calls), probe=SMALL_PROBE)
 
@@ -89,8 +93,17 @@ def test_cold_first_solve_runs_interpreted_and_compiles_nothing(tmp_path):
 def test_a_kernel_compiles_once_interpreting_it_cost_its_compile_estimate(tmp_path):
     never = _small(tmp_path, "tiered", 1e9, 50)          # interpreting never reaches the estimate
     assert never["compiled"] == 0 and never["cache_files"] == 0 and never["values"] == [30.0] * 50
-    at_once = _small(tmp_path, "tiered", 0.0, 3)         # an estimate of 0 s: the first call compiles
+    at_once = _small(tmp_path / "other", "tiered", 0.0, 3)   # an estimate of 0 s: the first call compiles
     assert at_once["compiled"] == 1 and at_once["cache_files"] > 0 and at_once["interpreted_s"] == 0.0
+
+
+def test_interpreted_time_is_summed_over_processes(tmp_path):
+    """Many short runs: each interprets for a while, and the sum reaches the estimate, not each run's."""
+    runs = [_small(tmp_path, "tiered", 1e9, 200) for _ in range(2)]
+    assert runs[1]["interpreted_s"] > runs[0]["interpreted_s"] > 0       # the second started from the first's sum
+    assert runs[1]["compiled"] == 0
+    then = _small(tmp_path, "tiered", runs[1]["interpreted_s"] * 0.999, 1)   # the sum now exceeds the estimate
+    assert then["compiled"] == 1 and then["values"] == [30.0]
 
 
 def test_compile_mode_compiles_at_the_first_call_and_tiered_then_loads_the_cache(tmp_path):

@@ -78,7 +78,7 @@ def test_fixed_budget_simulator_matches_the_assembled_pgs_path():
     the one the step solved."""
     a = Simulator(make_scene("stack", count=8), "box-friction", "pgs", iterations=20)
     b = Simulator(make_scene("stack", count=8), "box-friction", "pgs", iterations=20, solver_options={"omega": 1.0})
-    assert a._matrix_free and not b._matrix_free
+    assert a.stages.matrix_free and not b.stages.matrix_free
     for _ in range(15):
         ra, rb = a.step(), b.step()
         assert ra.iterations == rb.iterations and ra.lcp_size == rb.lcp_size
@@ -107,7 +107,7 @@ def test_joint_rows_run_matrix_free_with_the_same_answers():
     """Free joint rows (lo = -inf, hi = inf) of a pendulum chain: matrix-free and assembled pgs agree."""
     a = Simulator(make_scene("pendulum-chain"), "box-friction", "pgs", iterations=30)
     b = Simulator(make_scene("pendulum-chain"), "box-friction", "pgs", iterations=30, solver_options={"omega": 1.0})
-    assert a._matrix_free and not b._matrix_free and a.model.joints
+    assert a.stages.matrix_free and not b.stages.matrix_free and a.model.joints
     for _ in range(20):
         ra, rb = a.step(), b.step()
         assert ra.lcp_size == rb.lcp_size > 0 and ra.iterations == rb.iterations
@@ -159,7 +159,7 @@ def test_fixed_budget_simulator_stops_as_bullet_with_w_step_tol():
     kw = dict(iterations=50, model_options={"coupling": "current"})
     a = Simulator(make_scene("pile", count=10), "box-friction", "pgs", solver_options={"w_step_tol": 3.16e-4}, **kw)
     b = Simulator(make_scene("pile", count=10), "box-friction", "pgs", **kw)
-    assert a._matrix_free
+    assert a.stages.matrix_free
     ia, ib = [], []
     for _ in range(150):
         ia.append(a.step().iterations)

@@ -262,3 +262,29 @@ def test_compiled_pgs_sm_residual_is_box_relative():
     _, box = step_problems(sim.last_system)
     sol = solve(box, "pgs-sm")
     assert sim.last_system.nc >= 4 and sol.success and sol.info["kernel"] == "numba"
+
+
+def test_pose_joint_turns_the_subtree_and_keeps_the_limits():
+    """allegro.pose_joint: the joint's child and every body jointed below it turn rigidly about the
+    joint's axis through its anchor (distances to the anchor and between them unchanged, the child
+    turned by the angle about the axis), the bodies above it stay put, and the limits shift by -angle
+    so that they stay where the URDF puts them."""
+    from scipy.spatial.transform import Rotation
+
+    from contactlab.scenarios.allegro import pose_joint
+    a = make_scene("allegro-grasp", thumb_pose=(0.0, 0.0))
+    b = make_scene("allegro-grasp", thumb_pose=(0.0, 0.0))
+    j = next(x for x in a.joints if x.name == "joint_13.0")
+    angle = 0.4
+    pose_joint(b, "joint_13.0", angle)
+    jb = next(x for x in b.joints if x.name == "joint_13.0")
+    assert (jb.lower, jb.upper) == pytest.approx((j.lower - angle, j.upper - angle))
+    R = Rotation.from_rotvec(np.asarray(j.axis) * angle).as_matrix()
+    p = np.asarray(j.anchor)
+    below = {"link_13.0", "link_14.0", "link_15.0", "link_15.0_tip"}
+    for ba, bb in zip(a.bodies, b.bodies):
+        want = p + R @ (np.asarray(ba.position) - p) if ba.name in below else np.asarray(ba.position)
+        np.testing.assert_allclose(bb.position, want, atol=1e-12)
+    Ra = Rotation.from_quat(np.roll(a.body("link_14.0").orientation, -1)).as_matrix()
+    Rb = Rotation.from_quat(np.roll(b.body("link_14.0").orientation, -1)).as_matrix()
+    np.testing.assert_allclose(Rb, R @ Ra, atol=1e-12)

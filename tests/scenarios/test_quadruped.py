@@ -141,3 +141,31 @@ def test_go1_from_example_robot_data_stands_and_trots_in_place():
     assert lifted.any(axis=0).all()          # every foot leaves the ground in the gait period
     assert not (lifted[:, 0] & lifted[:, 1]).any() and not (lifted[:, 2] & lifted[:, 3]).any()   # never both front or both hind
     assert traj.column("max_penetration").max() < sc.settings.margin
+
+
+def test_stance_drift_counts_sliding_not_rolling():
+    """stance_drift from poses alone: a ball of radius r rolling without slip (x = r theta about
+    the axis y) drifts 0 over its stance (to O(h^2)); the same ball sliding at 3 mm/s without turning for 0.2 s
+    drifts 0.6 mm (net and path); a stance is a run of contact flags, the second ball's flags split
+    into two stances of 0.1 s each."""
+    from contactlab.scenarios.quadruped import stance_drift
+    r, h, n = 0.01, 1e-3, 201
+    t = np.arange(n) * h
+    theta = 2.0 * t                                        # rad, rolling forward along +x
+    pos = np.zeros((n, 2, 3))
+    pos[:, 0, 0] = r * theta
+    pos[:, 1, 0] = 3e-3 * t
+    pos[:, :, 2] = r
+    quat = np.zeros((n, 2, 4))
+    quat[:, 0, 0], quat[:, 0, 2] = np.cos(theta / 2), np.sin(theta / 2)
+    quat[:, 1, 0] = 1.0
+    contact = np.ones((n, 2), bool)
+    contact[101, 1] = False                                # the sliding ball: two stances
+    d = stance_drift(pos, quat, contact, np.array([0, 1]), np.zeros((2, 3)), r)
+    roll = d["leg"] == 0
+    # rolling: the centre moves 4 mm; the material point under it moves O(r dtheta^3) per step
+    assert roll.sum() == 1 and d["net_m"][roll][0] < 1e-8 and d["path_m"][roll][0] < 1e-8
+    slide = ~roll
+    assert slide.sum() == 2
+    np.testing.assert_allclose(d["net_m"][slide], [3e-3 * 0.1, 3e-3 * 0.099], rtol=1e-9)
+    np.testing.assert_allclose(d["path_m"][slide], d["net_m"][slide], rtol=1e-12)

@@ -1,4 +1,5 @@
-"""The compiled box-friction step (sim/box_step.py) against the general path it replaces: the same
+"""The compiled box-friction step (sim/box_step.py, sim/box_stages.py CompiledRowStages) against the
+general stages it replaces (``Simulator(compiled=False)``): the same
 kernels in the same order, so the same bits, step after step; the system and problem assembled when
 read equal the general path's; a declined step changes nothing; configurations it does not
 reproduce never use it."""
@@ -19,11 +20,8 @@ def _sim(scene, count, coupling, compiled=True, stabilization=None, iterations=N
     sc = make_scene(scene, count=count)
     if stabilization is not None:
         sc.settings.contact_stabilization = stabilization
-    sim = Simulator(sc, "box-friction", "pgs" if iterations else "box-qp", model_options={"coupling": coupling},
-                    iterations=iterations, solver_options=options)
-    if not compiled:
-        sim._box_step = None
-    return sim
+    return Simulator(sc, "box-friction", "pgs" if iterations else "box-qp", model_options={"coupling": coupling},
+                     iterations=iterations, solver_options=options, compiled=compiled)
 
 
 def _count_compiled(monkeypatch):
@@ -72,7 +70,7 @@ def test_compiled_step_gives_the_general_paths_bits(monkeypatch, scene, count, c
     monkeypatch.setattr(SM, "solve_matrix_free", lambda *a, **k: corrections.append(1) or solve_matrix_free(*a, **k))
     a = _sim(scene, count, coupling, True, stabilization, iterations, options)
     b = _sim(scene, count, coupling, False, stabilization, iterations, options)
-    assert a._box_step is not None and a._box_step.fixed == (iterations is not None)
+    assert a.stages.compiled and a.stages.fixed == (iterations is not None) and not b.stages.compiled
     if push:
         for s in (a, b):
             _shift_down(s, 2, push)
@@ -106,7 +104,7 @@ def test_system_and_problem_assembled_when_read_equal_the_general_paths(iteratio
     b = _sim("pile", 10, coupling, False, iterations=iterations)
     for _ in range(80):
         a.step(), b.step()
-    assert a._deferred_system is not None          # not assembled until read
+    assert a.step_state.deferred is not None          # not assembled until read
     sa, sb = a.last_system, b.last_system
     for name in ("M", "Minv", "N", "S", "T", "NST"):
         x, y = getattr(sa, name), getattr(sb, name)
@@ -137,18 +135,22 @@ def test_a_declined_step_changes_nothing_and_the_general_path_takes_it(monkeypat
     for _ in range(10):
         a.step(), b.step()
     seen = _count_compiled(monkeypatch)
-    a._box_step.threshold = -1.0          # no answer certifies: every call declines
-    before = _state(a)
-    contacts = a.world.detect(a.data, margin=a._margin(), sweep=a._sweep())
-    assert a._box_step(a, contacts, np.full(contacts.count, -1), 0.0, 0.0) is None
-    for x, y in zip(_state(a), before):
-        assert np.array_equal(x, y)
+    a.stages.threshold = -1.0          # no answer certifies: every call declines
+    kernel, unchanged = BS.box_friction_step, []
+
+    def call(*args):            # the state right before and right after each compiled call
+        before = _state(a)
+        out = kernel(*args)
+        unchanged.append(all(np.array_equal(x, y) for x, y in zip(_state(a), before)))
+        return out
+    monkeypatch.setattr(BS, "box_friction_step", call)
     for _ in range(5):
         ra, rb = a.step(), b.step()
-        assert ra.residual == rb.residual
+        assert ra.residual == rb.residual and ra.iterations == rb.iterations
         for x, y in zip(_state(a), _state(b)):
             assert np.array_equal(x, y)
-    assert seen["calls"] == 6 and seen["taken"] == 0
+        assert not a.last_solution.info.get("warm_start_certified") or b.last_solution.info.get("warm_start_certified")
+    assert seen["calls"] == 5 and seen["taken"] == 0 and unchanged == [True] * 5
 
 
 @pytest.mark.parametrize("make", [
@@ -163,7 +165,7 @@ def test_a_declined_step_changes_nothing_and_the_general_path_takes_it(monkeypat
     lambda: Simulator(make_scene("box-gripper"), "box-friction", "box-qp"),     # joints and a kinematic base
 ])
 def test_configurations_it_does_not_reproduce_take_the_general_path(make):
-    assert make()._box_step is None
+    assert not make().stages.compiled
 
 
 def test_a_changed_configuration_is_planned_anew():
@@ -182,6 +184,5 @@ def test_a_changed_configuration_is_planned_anew():
         for x, y in zip(_state(a), _state(b)):
             assert np.array_equal(x, y)
     a.solver_options["omega"] = 1.1       # not matrix-free any more: no compiled step
-    a._matrix_free = False
     a.step()
-    assert a._box_step is None
+    assert not a.stages.compiled and not a.stages.matrix_free

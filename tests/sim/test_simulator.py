@@ -26,7 +26,7 @@ def test_fixed_budget_caps_iterations_and_reports_the_residual_reached():
 def test_warm_start_certified_without_the_delassus_matrix_is_box_qps_answer():
     """A resting 30-box stack (360 rows, past box friction's dense_max) in certified mode: a step
     whose warm start box-qp would return without a Newton step takes it without the Delassus
-    matrix (Simulator._certified_warm_start), and only such a step: on the assembled problem,
+    matrix (sim/box_stages.py RowStages.certified_warm_start), and only such a step: on the assembled problem,
     box-qp from the same warm start returns that very z with 0 iterations exactly where the
     shortcut took it (and iterates where it did not), solve() certifies it there with a relative
     residual at most the bound reported, and the trajectory is the assembled path's bit for bit."""
@@ -37,15 +37,15 @@ def test_warm_start_certified_without_the_delassus_matrix_is_box_qps_answer():
         sim = Simulator(make_scene("stack", count=30), "box-friction", "box-qp", model_options={"coupling": "current"})
         seen = []
         if shortcut:
-            inner = sim._certified_warm_start
+            inner = sim.stages.certified_warm_start
 
             def spy(sys, warm):
                 out = inner(sys, warm)
                 seen.append((sys, warm.copy(), out))
                 return out
-            sim._certified_warm_start = spy
+            sim.stages.certified_warm_start = spy
         else:
-            sim._warm_start_may_certify = lambda sys: False
+            sim.stages.warm_start_certify = False
         for _ in range(60):
             sim.step()
             if shortcut and seen and seen[-1][2] is not None:
@@ -79,10 +79,11 @@ def test_success_is_the_methods_own_not_a_small_residual(monkeypatch):
     import dataclasses
 
     import contactlab.sim.simulator as simmod
+    import contactlab.sim.stages as stages
     from contactlab.scenarios import make_scene
     from contactlab.solution import Status
 
-    real = simmod.solve
+    real = stages.solve
 
     def failing(problem, method, **kw):
         sol = real(problem, method, **kw)
@@ -91,7 +92,7 @@ def test_success_is_the_methods_own_not_a_small_residual(monkeypatch):
     sim = simmod.Simulator(make_scene("stack", count=2), "box-friction", "pgs-sm")
     honest = sim.step()
     assert honest.lcp_size > 0 and honest.success and not honest.rescued
-    monkeypatch.setattr(simmod, "solve", failing)
+    monkeypatch.setattr(stages, "solve", failing)     # the solve stage's solve() (sim/stages.py)
     rec = sim.step()
     assert rec.lcp_size > 0 and not rec.success and rec.rescued and rec.status == "NUMERICAL_FAILURE"
 

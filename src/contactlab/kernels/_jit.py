@@ -12,16 +12,18 @@ nonzero by construction).
 
 Tiered execution (:class:`TieredDispatcher`): a kernel whose machine code is neither in this
 process nor in numba's cache on disk runs as plain Python (the same function: every kernel is
-readable reference code that also runs interpreted, tests/test_kernels_nojit.py) until the time
+readable reference code that also runs interpreted, tests/test_kernels_nojit.py) until the CPU time
 spent interpreting it reaches an estimate of what compiling it would cost; then it compiles. This
 is the ski-rental rule: the total time is never more than twice what the better of "compile at
-once" and "never compile" would have taken, and a short first run (a small ``solve()``, a
+once" and "never compile" would have taken (the interpreted time is summed over processes,
+:class:`_Rent`), and a short first run (a small ``solve()``, a
 half-second ``simulate``) never waits for the compiler. ``CONTACTLAB_JIT=compile`` (or
 :func:`compile_always`) compiles on first call instead: bit-reproducible runs across cold and
 warm caches (interpreted NumPy sums and factorisations may round differently), and
 ``contactlab warmup``.
 """
 import ast
+import atexit
 import hashlib
 import json
 import os
@@ -188,9 +190,10 @@ def invalidate_stale_caches(root: Path) -> bool:
 
 invalidate_stale_caches(Path(__file__).resolve().parents[1])
 
-#: estimated seconds to compile one kernel function (numba typing plus LLVM at -O3): the "buy"
-#: price of the ski-rental rule, per function in a kernel's call closure
-COMPILE_SECONDS_PER_FUNCTION = 0.7
+#: estimated CPU seconds to compile one kernel function (numba typing plus LLVM at -O3): the "buy"
+#: price of the ski-rental rule, per function in a kernel's call closure (the measurement that set
+#: it: docs/installation.md, "The first call")
+COMPILE_SECONDS_PER_FUNCTION = 1.0
 
 #: "tiered" (default) or "compile"; see the module docstring
 _MODE = {"value": os.environ.get("CONTACTLAB_JIT", "tiered").strip().lower() or "tiered"}
@@ -280,19 +283,70 @@ class TieredDispatcher(CPUDispatcher):
             self._not_on_disk.add(key)
         if self._budget is None:
             self._budget = COMPILE_SECONDS_PER_FUNCTION * self._closure_size()
+            self._interpreted_seconds += _RENT.paid(self)       # by earlier processes
         if self._interpreted_seconds >= self._budget:
             return super()._compile_for_args(*args)
         return self._interpret
 
     def _interpret(self, *args):
         """Run the kernel's Python function (numba calls what ``_compile_for_args`` returns);
-        floating-point warnings off, as in compiled code."""
-        t0 = time.perf_counter()
+        floating-point warnings off, as in compiled code. The rent is counted in CPU seconds, as
+        the compile estimate: a loaded machine slows both alike."""
+        t0 = time.process_time()
         try:
             with np.errstate(all="ignore"):
                 return self.py_func(*(a.value if isinstance(a, OmittedArg) else a for a in args))
         finally:
-            self._interpreted_seconds += time.perf_counter() - t0
+            self._interpreted_seconds += time.process_time() - t0
+
+
+class _Rent:
+    """Seconds each kernel has run interpreted, summed over processes (``RENT_NAME`` beside the
+    caches: the package's ``__pycache__``, or ``NUMBA_CACHE_DIR`` where set), so that a kernel used by many short runs compiles once their sum reaches its estimate
+    instead of each run interpreting it anew. Read on first use, merged back at exit; best effort
+    (a read-only install keeps the per-process rule)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.record = None
+
+    @staticmethod
+    def key(kernel) -> str:
+        return f"{kernel.py_func.__module__}.{kernel.py_func.__qualname__}"
+
+    def paid(self, kernel) -> float:
+        if self.record is None:
+            try:
+                self.record = {k: float(v) for k, v in json.loads(self.path.read_text()).items()}
+            except (OSError, ValueError, TypeError, AttributeError):
+                self.record = {}
+            atexit.register(self.save)
+        return self.record.get(self.key(kernel), 0.0)
+
+    def save(self) -> None:
+        try:
+            try:
+                merged = {k: float(v) for k, v in json.loads(self.path.read_text()).items()}
+            except (OSError, ValueError, TypeError, AttributeError):
+                merged = {}
+            for kernel in _KERNELS:
+                if kernel._budget is not None and not kernel.signatures:    # still interpreted
+                    key = self.key(kernel)
+                    merged[key] = max(merged.get(key, 0.0), kernel._interpreted_seconds)
+                elif kernel.signatures:
+                    merged.pop(self.key(kernel), None)
+            fd, tmp = tempfile.mkstemp(prefix=f".{RENT_NAME}.", dir=self.path.parent)
+            with os.fdopen(fd, "w") as f:
+                json.dump(merged, f)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
+
+
+#: the file beside the package's numba caches that sums each kernel's interpreted seconds
+RENT_NAME = "numba-interpreted.json"
+_RENT = _Rent(Path(numba.config.CACHE_DIR) / RENT_NAME if numba.config.CACHE_DIR
+              else Path(__file__).resolve().parents[1] / "__pycache__" / RENT_NAME)
 
 
 def _decorator(**options):

@@ -12,6 +12,16 @@ and optionally ``DEFAULT_METHOD`` (solver used when none is given), ``DESCRIPTIO
     previous step's StepResult with contacts matched by ``match`` (collision.match_indices); without
     it the simulator reuses the previous answer as it is when its size is unchanged.
 (Until every model returns a Built, a bare problem is accepted: ``built.problem_of`` unwraps either.)
+
+Stage capabilities (optional): what the simulator's step stages (sim/stages.py) may do with a
+model's problem besides ``build`` and ``recover``; the stages are chosen from these, never from the
+model's name:
+    sweep_heights(system, options, gravity) -> (n,)   each row's height, for top-down sweeps
+    rows_available(options) -> bool, rows(system, options) -> (H, q, cfm, lo, hi, findex, mu)
+                                   the problem without its matrix H W H' + cfm I (matrix-free sweeps,
+                                   a warm start certified without the matrix)
+    COMPILED_STEP: str             the rows the simulator's compiled step builds itself on scenes of
+                                   free bodies ("box-rows": sim/box_step.py, box friction's)
 Adding a file is enough: modules are discovered on first use. Modules without ``NAME`` (such as
 ``common``, ``built``, ``rk4``) are helpers and are skipped.
 """

@@ -371,3 +371,29 @@ def _contact_parts(v_next, z, o_n, s_ptr, s_idx, s_data, t_data, impulse_tol, sp
         tangent[c, 1] = z[o_n + 2 * nc + c]
     modes = _modes_of_rows(s_ptr, s_idx, s_data, t_data, v_next, z[o_n:o_n + nc].copy(), impulse_tol, speed_tol)
     return v_next, tangent, modes
+
+
+#: the simulator's compiled step builds, solves and recovers these rows itself on scenes of free
+#: bodies (models/__init__.py "stage capabilities"; sim/box_stages.py ``CompiledRowStages``)
+COMPILED_STEP = "box-rows"
+
+
+def rows_available(options: Options | None = None) -> bool:
+    """Whether :func:`rows` gives this model's problem for ``options`` (the joint rows kept as rows,
+    ``joints="rows"``; the Schur form's matrix is dense): the simulator may then solve it
+    matrix-free or certify a warm start without its matrix."""
+    return (options or Options()).joints == "rows"
+
+
+def sweep_heights(sys, options: Options | None, gravity) -> np.ndarray:
+    """Each row of :func:`build`'s problem's height against ``gravity`` (:func:`row_heights`: the
+    rows before the contacts +inf, then [N; S; T] at their contact points), for sweeps that carry
+    a stack's weight to the ground top down (pgs's ``height``, the matrix-free sweeps)."""
+    point = np.ascontiguousarray(sys.contacts.point, dtype=np.float64).reshape(-1, 3) if sys.nc else np.zeros((0, 3))
+    return row_heights(point, np.asarray(gravity, dtype=np.float64), _layout(sys, options or Options())[2], 3)
+
+
+#: the build's and recover's compiled pieces, which the simulator's compiled step (sim/box_step.py)
+#: calls inside its own kernels
+box_bounds, q_kernel, matched_impulses, recover_parts, contact_parts = (_box_bounds, _q_kernel, _matched_impulses,
+                                                                        _recover_parts, _contact_parts)

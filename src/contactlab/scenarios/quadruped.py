@@ -29,6 +29,10 @@ AXIS_SIGNS = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, 1], [-1, -1, -1]], dtype=
 Q_INIT = np.array([[0.3927, 0.7854, 1.5708], [-0.3927, -0.7854, -1.5708],
                    [-0.3927, -0.7854, -1.5708], [0.3927, 0.7854, 1.5708]])
 FOOT_RADIUS = 0.01
+#: the box foot's orientation in the world at the start: turned 45 deg about y, so that its sole is
+#: one edge across the direction of travel (two points on a plane) r below its centre
+_EDGE_DOWN = np.array([[np.cos(np.pi / 4), 0.0, np.sin(np.pi / 4)], [0.0, 1.0, 0.0],
+                       [-np.sin(np.pi / 4), 0.0, np.cos(np.pi / 4)]])
 
 # base parts (Moby frame of BODY0): mass, position, principal inertia (as listed, after any yaw)
 _BASE_PARTS = [
@@ -86,12 +90,19 @@ def _link_parts(sx: float, y: float):
 def build(terrain: str = "flat", mu: float = 100.0, bumps: int = 40, bump_height: float = 0.004,
           seed: int = 0, dt: float = 0.001, margin: float = 0.002, velocity: float = 0.05,
           period: float = 0.7, duty: float = 0.75, step_height: float = 0.015, kp: float = 10.0,
-          kd: float = 0.1, tau_max: float = 4.0, settle: float = 0.1, controller: bool = True) -> Scene:
+          kd: float = 0.1, tau_max: float = 4.0, settle: float = 0.1, controller: bool = True,
+          foot: str = "sphere") -> Scene:
     """The quadruped standing on ``terrain`` with its trot controller (``controller=False``: none).
     ``mu``: Coulomb friction (the paper's Coulomb comparison uses 100; the no-slip and viscous
-    models ignore it)."""
+    models ignore it). ``foot``: ``sphere`` (the paper's r 0.01 m ball: one contact point per
+    foot) or ``box`` (a cube of side sqrt(2) r with the ball's centre, standing on one edge across the
+    direction of travel, r below its centre: two points per foot on a plane, four when it rocks
+    onto a face, more on a bump's edge, so that the contact counts per step come near those of
+    the paper's Moby runs, 1-30 and 6 on average, drumwright §VII-B)."""
     if terrain not in ("flat", "rough"):
         raise ModelError(f"quadruped: terrain must be 'flat' or 'rough', got {terrain!r}")
+    if foot not in ("sphere", "box"):
+        raise ModelError(f"quadruped: foot must be 'sphere' or 'box', got {foot!r}")
     anchors, axes, feet0 = leg_geometry()
     kin0 = SerialLegs(anchors, axes, feet0)
     # pose of every leg link at the initial angles: g1, g1 g2, g1 g2 g3
@@ -133,8 +144,10 @@ def build(terrain: str = "flat", mu: float = 100.0, bumps: int = 40, bump_height
         for i in range(3):
             Rl, tl = frames[i][0][l], frames[i][1][l]
             m, c, I = _composite(parts[i])
-            shapes = [Shape("sphere", radius=FOOT_RADIUS, position=tuple(feet0[l] - c), name=f"{leg}_foot")] \
-                if i == 2 else []
+            shapes = [] if i < 2 else [
+                Shape("sphere", radius=FOOT_RADIUS, position=tuple(feet0[l] - c), name=f"{leg}_foot") if foot == "sphere"
+                else Shape("box", size=(np.sqrt(2) * FOOT_RADIUS,) * 3, position=tuple(feet0[l] - c),
+                           orientation=_quat(Rl.T @ _EDGE_DOWN), name=f"{leg}_foot")]
             name = f"{leg}_{names[i]}"
             bodies.append(Body(name, mass=m, inertia=I, position=tuple(origin + Rl @ c + tl),
                                orientation=_quat(Rl), shapes=shapes))
@@ -196,7 +209,7 @@ def run_trot(model: str = "no-slip", method: str | None = None, duration: float 
     traj = Trajectory(list(sim.model.names))
     t0, c0 = time.perf_counter(), time.process_time()
     while len(traj.records) < steps and traj.error is None:
-        sim.run(min(100, steps - len(traj.records)) * sim.h, trajectory=traj)
+        sim.run(min(100, steps - len(traj.records)) * sim.h, trajectory=traj, record_poses=True)
         if progress is not None:
             progress()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -209,7 +222,19 @@ def run_trot(model: str = "no-slip", method: str | None = None, duration: float 
             "summary": ctl.summary(sim, traj), "log": ctl.arrays(), "records": col, "metrics": traj.metrics(),
             "height": ctl.setup.height, "mass": float(sim.model.mass.sum()), "h": sim.h,
             "commanded_speed": commanded_speed(ctl, ctl.arrays()["time"]),
+            "drift": _run_drift(sc, sim, traj, ctl),
             "mu_v": float(getattr(sim.model_options, "mu_v", np.nan))}
+
+
+def _run_drift(sc, sim, traj, ctl) -> dict | None:
+    """:func:`stance_drift` of a run (None when the feet carry no shape to measure from)."""
+    feet = [sc.body(name) for name in ctl.setup.feet]
+    if not all(b.shapes for b in feet) or not traj.positions:
+        return None
+    pos, quat = traj.poses()
+    n = min(pos.shape[0], ctl.arrays()["contact"].shape[0])
+    return stance_drift(pos[:n], quat[:n], ctl.arrays()["contact"][:n], np.array([sim.model.index(b.name) for b in feet]),
+                        np.array([b.shapes[0].position for b in feet]), ctl.setup.foot_radius)
 
 
 def commanded_speed(ctl, t: np.ndarray) -> np.ndarray:
@@ -232,3 +257,40 @@ def drag_law_distance(contact: np.ndarray, u: np.ndarray, mu_v: float, mass: flo
         v += h * mu_v * n[k] / mass * (u[k] - v)
         x += h * v
     return x
+
+
+def stance_drift(position: np.ndarray, quaternion: np.ndarray, contact: np.ndarray, feet: np.ndarray,
+                 foot_offset: np.ndarray, radius: float = FOOT_RADIUS) -> dict:
+    """Foot slip measured from the recorded poses alone (not from any contact model's rows): for
+    each stance (a maximal run of steps with the foot in contact), the horizontal displacement of
+    the foot's material point under its centre, ``radius`` below it, summed over the stance's
+    steps: step k moves the point a = R_{k-1}^T (c_{k-1} - r e_z - x_{k-1}) (body frame) by
+    (x_k + R_k a) - (x_{k-1} + R_{k-1} a), so rolling about the contact point counts zero and
+    sliding counts its distance. ``position`` (states, bodies, 3) and ``quaternion`` (states,
+    bodies, 4) as recorded (state 0 before the first step), ``contact`` (states, legs) the
+    controller's foot-in-contact flags (row k: the step ending at state k), ``feet`` (legs,) the
+    foot bodies, ``foot_offset`` (legs, 3) each foot centre in its body's frame. Returns per stance
+    the net drift (m, the norm of the summed displacements) and its path (m, the summed norms),
+    with the leg index and first state."""
+    from ..mechanics.rotation import quat_to_matrix
+    P = np.asarray(position, dtype=np.float64)[:, feet]                     # (S, L, 3)
+    Q = np.asarray(quaternion, dtype=np.float64)[:, feet]
+    S, L = P.shape[:2]
+    R = quat_to_matrix(Q.reshape(-1, 4)).reshape(S, L, 3, 3)
+    centre = P + np.einsum("slij,lj->sli", R, np.asarray(foot_offset, dtype=np.float64))
+    ground = centre - np.array([0.0, 0.0, radius])                         # the point under the centre
+    a = np.einsum("slji,slj->sli", R[:-1], ground[:-1] - P[:-1])           # body frame, per step
+    moved = (P[1:] + np.einsum("slij,slj->sli", R[1:], a)) - ground[:-1]    # (S-1, L, 3)
+    d = moved[..., :2]
+    c = np.asarray(contact, dtype=bool)[1:S]
+    out = {"leg": [], "start": [], "net_m": [], "path_m": []}
+    for l in range(L):                    # post-run analysis of the log, not a simulation step
+        on = np.flatnonzero(np.diff(np.concatenate([[0], c[:, l].astype(np.int8), [0]])) == 1)
+        off = np.flatnonzero(np.diff(np.concatenate([[0], c[:, l].astype(np.int8), [0]])) == -1)
+        for s0, s1 in zip(on, off):
+            seg = d[s0:s1, l]
+            out["leg"].append(l)
+            out["start"].append(int(s0 + 1))
+            out["net_m"].append(float(np.linalg.norm(seg.sum(axis=0))))
+            out["path_m"].append(float(np.linalg.norm(seg, axis=1).sum()))
+    return {k: np.asarray(v) for k, v in out.items()}

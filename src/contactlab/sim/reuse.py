@@ -160,7 +160,8 @@ class MotionlessReuse:
         """Replace the solver's warm start in ``kwargs`` by the motionless set's (SOLVELCP(world,
         prevSoln)); the previous step's answer is not used. No-op for solvers without warm starts."""
         kwargs.pop("warm_start", None)
-        spec = self.sim._spec
+        from ..solvers import available_solvers
+        spec = available_solvers().get(self.sim.method)
         problem = problem_of(built)
         ws = self.warm_start(built, contacts) if spec is not None and spec.warm_start and \
             isinstance(problem, spec.problems) else None
@@ -241,7 +242,9 @@ def make_reuse(mode, sim):
         return None
     if mode not in MODES:
         raise ModelError(f"unknown reuse {mode!r}; use one of: none, {', '.join(MODES)}")
-    if sim._spec is None or not sim._spec.warm_start:
+    from ..solvers import available_solvers
+    spec = available_solvers().get(sim.method)
+    if spec is None or not spec.warm_start:
         import warnings
         warnings.warn(f"reuse={mode!r} with method {sim.method!r}, which takes no warm start: the motionless set's "
                       f"sub-LCPs are solved but cannot speed up the steps; use one of {warm_start_methods()} "

@@ -1,4 +1,5 @@
-"""Time stepping: detect -> build -> solve -> recover -> integrate (DESIGN.md ``sim``).
+"""Time stepping: controllers -> detect -> build -> solve -> certify -> integrate -> record
+(DESIGN.md ``sim``), each a stage of one interface (sim/stages.py) that every contact model supplies.
 
 Semi-implicit Euler: v+ comes from the contact model, then x += h v+ and the orientation is
 rotated by exp(h omega+). Joint position errors are removed after each step by a Newton
@@ -9,45 +10,33 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..blas import blas_threads
 from ..heap import keep_freed_memory
-from ..collision import CollisionWorld, detect_then_match
+from ..collision import CollisionWorld
 from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, SimulationError, raise_interrupt_behind
 from ..kernels.components import body_pair_groups, row_block_components
-from ..kernels.energy import energies as _energies, energies_and_depth as _energies_and_depth
 from ..kernels.pgs_matrix_free import solve_matrix_free
-from ..kernels.tolerances import CERTIFY
 from ..mechanics import kernels as _MK
 from ..mechanics.joint_projection import displace, joint_error_kernel, project_joints_kernel
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
-from ..mechanics.system import _packed, assemble_system, build_system, delassus, mobility, rows_times
+from ..mechanics.system import _packed, delassus, mobility, rows_times
 from ..models import get_model, make_options
-from ..models.box_friction import _layout as _box_layout, row_heights
-from ..models.built import problem_of
-from ..solution import Solution, Status
+from ..models.box_friction import row_heights
 from ..solvers import available_solvers, solve
+from ..solvers.pgs import PGSOptions
 from ..problems import BoxedLCP
-from .fallback import _cap_option, certified, rescue, usable
-from .box_step import BoxFrictionStep, free_bodies_only, matrix_free_solution, warm_start_stop
-from .islands import solve_islands
+from .fallback import _cap_option
+from .box_stages import STAGES, free_bodies_only
+from .stages import Stages, StepState, configuration, energies, shape_sweep  # noqa: F401 (energies re-exported)
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
-
-
-def energies(model: Model, data: Data) -> tuple[float, float]:
-    """(kinetic, potential) energy of the bodies with dofs, one compiled pass (kernels/energy.py;
-    kinetic_energy / potential_energy below are the array formulas it is tested against)."""
-    ke, pe = _energies(model.dof_start, model.mass, model.inertia, data.quaternion, data.linear_velocity,
-                       data.angular_velocity, data.position, np.asarray(model.gravity, dtype=np.float64))
-    return float(ke), float(pe)
 
 
 def kinetic_energy(model: Model, data: Data) -> float:
@@ -124,7 +113,15 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
     return p, (float(sol.relative_residual) if np.all(np.isfinite(p)) else float("inf"))
 
 
-_FROM_LAST_SYSTEM = object()     # Simulator._unbuilt: the problem is built from last_system when read
+def plan_stages(sim, state: StepState) -> Stages:
+    """The stages for ``sim``'s configuration (sim/stages.py): the most specific whose capabilities
+    the contact model and the method have (sim/box_stages.py ``STAGES``, most specific first), else
+    the general :class:`~contactlab.sim.stages.Stages`."""
+    for cls in STAGES:
+        stages = cls.plan(sim, state)
+        if stages is not None:
+            return stages
+    return Stages(sim, state)
 
 
 def default_combination(model, method, model_options, reuse, iterations, islands) -> tuple:
@@ -182,11 +179,14 @@ class Simulator:
     problem, the Delassus matrix never formed; ``last_problem`` is assembled only when read).
     None (default): certified mode.
 
-    Box friction on a scene of free bodies (no joint, planar or kinematic body; box-qp in certified
-    mode, or pgs in fixed-budget mode) takes the step after detection as one compiled call
-    (:mod:`contactlab.sim.box_step`: the same kernels in the same order, the same bits as the
-    general path); ``last_system`` and ``last_problem`` are then assembled when read, and the call's
-    time is the step's ``solve_time`` and ``timing["solve"]``.
+    A step is a list of stages (:meth:`step`; :mod:`contactlab.sim.stages`), planned into
+    :attr:`stages` from what the contact model and the method can do: the general stages, box
+    friction's rows (matrix-free sweeps, warm starts certified without the Delassus matrix), or, on
+    a scene of free bodies (no joint, planar or kinematic body; box-qp in certified mode, or pgs in
+    fixed-budget mode), the step after detection as one compiled call (:mod:`contactlab.sim.box_step`:
+    the same kernels in the same order, the same bits as the general stages; ``compiled=False``
+    takes the general stages instead); ``last_system`` and ``last_problem`` are then assembled
+    when read, and the call's time is the step's ``solve_time`` and ``timing["solve"]``.
 
     ``model`` None (default) chooses a certified combination that is fast for the scene
     (:func:`default_combination`, recorded in ``default_choice``): box friction with the previous
@@ -206,7 +206,8 @@ class Simulator:
                  model_options: dict | None = None, solver_options: dict | None = None,
                  dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1,
                  fallback: bool = True, max_uncertified_residual: float = 1e-3, controllers=(),
-                 reuse: str | None = None, iterations: int | None = None, islands: bool = False):
+                 reuse: str | None = None, iterations: int | None = None, islands: bool = False,
+                 compiled: bool = True):
         if dt is not None:
             if not dt > 0:
                 raise ModelError(f"dt must be > 0, got {dt}")
@@ -232,9 +233,9 @@ class Simulator:
         if self.method != "auto" and self.method not in available_solvers():
             raise ModelError(f"unknown method {self.method!r}; available: {', '.join(['auto', *available_solvers()])}")
         self.solver_options = dict(solver_options or {})
-        if self.method in ("pgs", "psor") and "tol" not in self.solver_options:
-            self.solver_options["tol"] = SWEEP_TOL
         spec = available_solvers().get(self.method)
+        if spec is not None and issubclass(spec.options, PGSOptions) and "tol" not in self.solver_options:
+            self.solver_options["tol"] = SWEEP_TOL      # the sweeping methods' stop (SWEEP_TOL)
         self.islands = bool(islands)
         self.iterations = None
         if iterations is not None:
@@ -250,35 +251,22 @@ class Simulator:
             self.fallback = False
             self.max_uncertified_residual = float("inf")
         self.warm_start = bool(warm_start and spec is not None and spec.warm_start)
-        self._spec = spec
         if spec is not None:    # a bad or unknown solver option fails here, not at the first step
             spec.make_options({k: v for k, v in self.solver_options.items() if k != "certify"})
         from .reuse import make_reuse   # reuse="motionless": loomis-balkcom §IV (sim/reuse.py)
         self.reuse = make_reuse(reuse, self)
-        # fixed-budget box friction: PGS on the rows and M^-1 blocks, the Delassus matrix never formed
-        # (kernels/pgs_matrix_free.py); options other than the budget and its stops keep the assembled pgs
-        self._matrix_free = bool(self.iterations is not None and self.method == "pgs" and model == "box-friction"
-                                 and self.model_options.joints == "rows" and self.reuse is None
-                                 and set(self.solver_options) <= {"tol", "w_step_tol", "max_iterations", "max_sweeps"})
         self.has_actuation = bool(np.any(self.model.kind == KIND_KINEMATIC)) or any(
             j.motor_target is not None for j in self.model.joints)
         self._kinematic = bool(np.any(self.model.kind == KIND_KINEMATIC))
-        self._passive = np.ones(self.model.ndof)
-        for i in range(self.model.nb):
-            if self.model.kind[i] == KIND_KINEMATIC:
-                self._passive[self.model.dof_start[i]:self.model.dof_start[i] + 6] = 0.0
-        self._last_system = None
-        self._deferred_system = None     # the terms of a compiled step's system (sim/box_step.py), assembled when read
-        self._last_problem = None
-        self._unbuilt = None      # the system whose problem the matrix-free path did not assemble
-        self.last_solution = None
-        self.timing = {}
         self.controllers = []
         for fn in controllers or ():
             self.add_controller(fn)
-        # box friction on joint-free scenes (box-qp certified, or fixed-budget pgs): the step after
-        # detection in one compiled call (sim/box_step.py); None where the configuration is another
-        self._box_step = BoxFrictionStep.plan(self)
+        self.compiled = bool(compiled)
+        # what the engine keeps between steps besides Data (the last system, problem, answer, timing)
+        self.step_state = StepState()
+        # the step's stages, from what the contact model and the method can do (sim/stages.py): the
+        # general ones, box friction's rows, or its compiled step on scenes of free bodies
+        self.stages = plan_stages(self, self.step_state)
 
     def add_controller(self, fn) -> None:
         """Run ``fn(sim)`` before every step (after the controllers added before it)."""
@@ -333,235 +321,87 @@ class Simulator:
     @property
     def last_system(self):
         """The last step's ConstraintSystem; a compiled step's (sim/box_step.py) is assembled on first read."""
-        if self._last_system is None and self._deferred_system is not None:
-            contacts, h, terms_of, args = self._deferred_system
-            self._last_system = assemble_system(self.model, self.data, contacts, h, *terms_of(*args))
-            self._deferred_system = None
-        return self._last_system
+        return self.step_state.last_system(self.model, self.data)
 
     @last_system.setter
     def last_system(self, sys) -> None:
-        self._last_system, self._deferred_system = sys, None
+        self.step_state.system, self.step_state.deferred = sys, None
 
     def defer_system(self, contacts, h: float, terms_of, args: tuple) -> None:
         """Assemble the step's system and its problem only when read: a compiled step's, whose
         ``terms_of(*args)`` gives mechanics/system.py ``assemble_system``'s (f, body, terms, v_free)."""
-        self._last_system, self._deferred_system = None, (contacts, h, terms_of, args)
-        self._last_problem, self._unbuilt = None, _FROM_LAST_SYSTEM
+        self.step_state.defer(contacts, h, terms_of, args)
 
     @property
     def last_problem(self):
         """The last step's problem (as the solver saw it); a matrix-free step's is assembled on first read."""
-        if self._last_problem is None and self._unbuilt is not None:
-            sys = self.last_system if self._unbuilt is _FROM_LAST_SYSTEM else self._unbuilt
-            self._last_problem = problem_of(self.contact_model.build(sys, self.model_options))
-            self._unbuilt = None
-        return self._last_problem
+        return self.step_state.last_problem(self.model, self.data, self.contact_model, self.model_options)
 
     @last_problem.setter
     def last_problem(self, problem) -> None:
-        self._last_problem, self._unbuilt = problem, None
+        self.step_state.problem, self.step_state.unbuilt = problem, None
+
+    @property
+    def last_solution(self):
+        """The last step's applied answer (a Solution)."""
+        return self.step_state.solution
+
+    @last_solution.setter
+    def last_solution(self, sol) -> None:
+        self.step_state.solution = sol
+
+    @property
+    def timing(self) -> dict:
+        """Seconds per stage of the last step: detect, build, solve, integrate, record."""
+        return self.step_state.timing
+
+    @timing.setter
+    def timing(self, value: dict) -> None:
+        self.step_state.timing = value
 
     def sweep_stops(self) -> tuple[float, float]:
         """(tol, w_step_tol) of the fixed-budget matrix-free sweeps, compiled or not: the solver
         options' (tol SWEEP_TOL where absent; w_step_tol 0: off)."""
         return float(self.solver_options.get("tol", SWEEP_TOL)), float(self.solver_options.get("w_step_tol", 0.0))
 
-    def _solve_matrix_free(self, sys, rows, warm):
-        """Fixed-budget box friction without the Delassus matrix: (n, Solution) (None when a row
-        touches more than two bodies) from
-        :func:`contactlab.kernels.pgs_matrix_free.solve_matrix_free` (same iterates as ``pgs`` on the
-        assembled problem, same stopping tol and w_step_tol, residuals of ``solve()``'s definition)."""
-        H, q, cfm, lo, hi, findex, mu = rows         # box_friction.rows (the build stage)
-        n = H.shape[0]
-        z0 = warm if (warm is not None and warm.shape == (n,)) else None
-        tol, w_step_tol = self.sweep_stops()
-        try:
-            z, w, dv, code, st = solve_matrix_free(H, sys.W_blocks, q, cfm, lo, hi, findex, mu, z0,
-                                                  max_sweeps=self.iterations, tol=tol, w_step_tol=w_step_tol,
-                                                  height=self._sweep_heights(sys))
-        except ValueError:      # a row on more than two bodies: this step takes the assembled path
-            return None
-        return n, matrix_free_solution(z, w, dv.reshape(-1), code, st)
-
-    def _warm_start_may_certify(self, sys=None) -> bool:
-        """Whether a certified step first tries its warm start without the Delassus matrix
-        (:meth:`_certified_warm_start`; sim/box_step.py ``box_friction_step`` with ``try_warm``):
-        box friction (``joints="rows"``) by box-qp, no reuse or islands option (a solve() per
-        island asked for), with a warm start, after a certified
-        step of at most one Newton step (a resting stack's or settled pile's steps take 0 and 1 in
-        turn, the warm start after a Newton step being the answer; a moving pile's take tens, and
-        the try would cost three sparse passes for nothing); ``sys``: the step's system (its rows
-        must be whole body blocks)."""
-        prev = self.last_solution
-        return bool(self.iterations is None and self.method == "box-qp" and self.warm_start and self.reuse is None
-                    and not self.islands and self.model_name == "box-friction" and self.model_options.joints == "rows"
-                    and (sys is None or sys.body_blocks)
-                    and prev is not None and prev.success and prev.iterations <= 1)
-
-    def _warm_start_tol(self) -> float:
-        """box-qp's ``tol``, the stop a warm start is tried against without the Delassus matrix
-        (:meth:`_certified_warm_start`, sim/box_step.py ``box_friction_step``), or 0.0 where it is above
-        the certification threshold (an answer at box-qp's stop would then not be certified)."""
-        tol = float(self._spec.make_options({k: v for k, v in self.solver_options.items() if k != "certify"}).tol)
-        return tol if 0.0 < tol <= float(self.solver_options.get("certify", CERTIFY)) else 0.0
-
-    def _certified_warm_start(self, sys, warm):
-        """The warm start as the step's answer where box-qp would return it without a Newton step,
-        found without the Delassus matrix (sim/box_step.py ``warm_start_stop``: W H' z, w, and
-        box-qp's own stop at its start, whose units |q_i| + |w_i - q_i| make it an upper bound of
-        solve()'s relative residual). No wasted work: a resting stack's warm start after a Newton
-        step mostly is the answer, and assembling H W H' and running box-qp to find that out cost
-        more than the rest of the step. Returns (n, Solution) with status SOLVED, 0 iterations,
-        that bound as ``relative_residual`` (info ``warm_start_certified`` and
-        ``relative_residual_bound``), or None (the assembled path takes the step); None as well
-        where box-qp's ``tol`` is above the certification threshold. The compiled step
-        (sim/box_step.py) does the same in the same order. A tolerance of solve()'s certification
-        threshold instead (1e-6, ten times box-qp's) let a resting 100-box stack take answers box-qp
-        would have refined, rock, and need 3.4 Newton steps a step instead of 0.5; with box-qp's
-        own, the runs are the same bits (a stack with the current normals' bounds; with the
-        previous normals' a 30-box stack parts at a step or two, 2e-10 m after 100 steps: box-qp
-        measures its islands and set-aside rows each on their own)."""
-        tol = self._warm_start_tol()
-        H, q, cfm, lo, hi, findex, mu = self.contact_model.rows(sys, self.model_options)
-        n = H.shape[0]
-        if warm.shape != (n,) or tol == 0.0:
-            return None
-        z = np.ascontiguousarray(warm, dtype=np.float64)
-        W = sys.Minv
-        taken, w, dv, c = warm_start_stop(H.indptr, H.indices, H.data, W.indptr, W.indices, W.data, float(cfm),
-                                          np.ascontiguousarray(q, dtype=np.float64), lo, hi, findex, mu, z, tol)
-        if not taken:
-            return None
-        info = {"warm_start_certified": True, "relative_residual_bound": True, "velocity_change": dv}
-        return n, Solution(z=z.copy(), w=w, status=Status.SOLVED, iterations=0, residual=c[0], method=self.method,
-                           complementarity=c[1], infeasibility=c[2], relative_residual=c[3], info=info)
-
-    def _sweep_heights(self, sys, normals_only: bool = False) -> np.ndarray:
-        """The rows' heights for the matrix-free sweep order (models/box_friction.py ``row_heights``):
-        box friction's rows [J; A; L; N; S; T], or the normal rows N alone."""
-        point = np.ascontiguousarray(sys.contacts.point, dtype=np.float64).reshape(-1, 3) if sys.nc \
-            else np.zeros((0, 3))
-        gravity = np.asarray(self.model.gravity, dtype=np.float64)
-        if normals_only:
-            return row_heights(point, gravity, 0, 1)
-        return row_heights(point, gravity, _box_layout(sys, self.model_options)[2], 3)
-
     @property
     def h(self) -> float:
         return float(self.model.settings.dt)
 
     def step(self) -> StepRecord:
-        """Advance one step: controllers -> detect -> build -> solve -> recover -> integrate -> record."""
+        """Advance one step: controllers -> detect -> build -> solve -> certify -> integrate -> record."""
         try:
             return self._step()
         except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
             raise_interrupt_behind(exc)
 
     def _step(self) -> StepRecord:
+        """One step as its stages (sim/stages.py), one line each, as MuJoCo mjx's ``step``."""
+        self.control()                      # controllers: motors, joint torques, velocities
+        stages = self.plan()                # the stages of this configuration (planned anew when it changed)
+        work = stages.detect()              # contacts, matched to the previous step's
+        stages.build(work)                  # the problem (a compiled step: its inputs)
+        stages.solve(work)                  # the method's answer (a compiled step: build to integration)
+        stages.certify(work)                # the fallbacks; an answer not usable raises SimulationError
+        stages.integrate(work)              # recover v+, x += h v+, position corrections
+        return stages.record(work)          # energies, seconds per stage: the StepRecord
+
+    def control(self) -> None:
+        """Run the controllers, in order (each ``fn(sim)``)."""
         for fn in self.controllers:
             fn(self)
-        model, data, h = self.model, self.data, self.h
-        clock = time.perf_counter
-        t_start = clock()
-        prev = data.contacts
-        prev_normal = None if data.result is None else data.result.normal
-        # each contact's nearest previous contact on the same shape pair (-1: a new pair), at any
-        # distance for the warm start (a pair whose reduced manifold picked other points of its
-        # polygon keeps its impulses near), within 2 margin + 1 mm for the previous-normal estimate
-        radius = 2.0 * model.settings.margin + 1e-3
-        if isinstance(self.world, CollisionWorld):      # detection and matching in one compiled call
-            contacts, match = self.world.detect_matched(data, self._margin(), h, prev, prev_normal, radius)
-        else:                               # a scene's own contact generator (e.g. the box gripper's grid)
-            contacts, match = detect_then_match(self.world, data, self._margin(), self._sweep(), prev, prev_normal,
-                                                radius)
-        t_detect = clock()
-        if self._box_step is not None:      # build -> solve -> recover -> integrate compiled (sim/box_step.py)
-            record = self._box_step(self, contacts, match, t_start, t_detect)
-            if record is not None:
-                return record
-        e0 = sum(energies(model, data))
-        sys = build_system(model, data, contacts, h)
-        warm = self._warm(sys, match)
-        matrix_free = self._matrix_free and sys.body_blocks
-        rows = self.contact_model.rows(sys, self.model_options) if matrix_free else None
-        t0 = time.perf_counter()
-        out = self._solve_matrix_free(sys, rows, warm if self.warm_start else None) if matrix_free else None
-        if out is None and warm is not None and self._warm_start_may_certify(sys):
-            out = self._certified_warm_start(sys, warm)     # certified without the Delassus matrix, or None
-        matrix_free = out is not None
-        if matrix_free:
-            built = problem = None
-            n, sol = out
-        else:
-            built = self.contact_model.build(sys, self.model_options)   # a models.built.Built (or a bare problem)
-            problem = problem_of(built)
-            n = problem.n
-            kwargs = dict(self.solver_options)
-            if self.method in ("pgs", "psor") and self.model_name == "box-friction" and not self.islands:
-                kwargs["height"] = self._sweep_heights(sys)     # top down, as the matrix-free sweeps
-            if self.warm_start and warm is not None and warm.shape == (problem.n,) and \
-                    isinstance(problem, self._spec.problems):
-                kwargs["warm_start"] = warm
-            if self.reuse is not None:      # the motionless set's sub-solution replaces the previous step's
-                self.reuse.prepare(built, contacts, kwargs)
-            t0 = time.perf_counter()
-            sol = solve_islands(problem, self.method, solve, **kwargs) \
-                if (self.islands and isinstance(problem, BoxedLCP) and self.reuse is None) else None
-            if sol is None:         # one island (or a sparse matrix): the whole problem at once
-                sol = solve(problem, self.method, **kwargs)
-        # success is the method's own certified success (issue 10): a non-success whose residual
-        # happens to be small (a ray, a numerical failure, a sweep cap) is a rescue, not a success
-        primary_ok = bool(sol.success)
-        if not primary_ok and self.fallback and not certified(sol):
-            sol = rescue(problem, sol, self.method)
-        t_solve = time.perf_counter() - t0
-        rescued = not primary_ok and certified(sol)
-        if not primary_ok and not rescued and not usable(problem, sol, self.max_uncertified_residual):
-            # applying this answer would corrupt the state (and blow up a few steps later): stop here
-            raise SimulationError(f"step {data.steps + 1} (t = {data.time + h:.6g} s): no usable answer from "
-                                  f"{self.method!r} or the fallbacks (status {sol.status.name}, relative residual "
-                                  f"{sol.relative_residual:.3g} > {self.max_uncertified_residual:g})")
-        t_solved = clock()
-        result = self.contact_model.recover(sys, built, sol, self.model_options)
-        # the applied answer warm-starts the next step (certified or, in fixed-budget mode, not)
-        data.warm["z"] = np.asarray(sol.z).copy() if (sol.success or self.iterations is not None) else None
-        # kinetic energy added by the constraint impulses: KE(v+) - KE(v + h M^-1 f), kinematic bodies excluded
-        contact_gain = float(_MK.kinetic_gain(sys.M.indptr, sys.M.indices, sys.M.data,     # M: CSR (build_system)
-                                              np.ascontiguousarray(result.v_next, dtype=np.float64),
-                                              sys.v_free(), self._passive))
-        # integrate
-        _MK.advance_state(model.dof_start, np.ascontiguousarray(result.v_next, dtype=np.float64), data.linear_velocity,
-                          data.angular_velocity, data.position, data.quaternion, h)
-        if model.settings.contact_stabilization == "position" and contacts.count:
-            self.project_contacts(sys, result.v_next)
-        joint_error = self.project_joints() if (model.settings.project_joints and self._has_position_rows()) \
-            else self.joint_error()
-        data.time += h
-        data.steps += 1
-        data.joint_torque.clear()
-        data.contacts, data.result = contacts, result
-        if self.reuse is not None:      # new motionless set: its sub-LCP is solved now (LCP time)
-            t_solve += self.reuse.after_step(contacts, built)
-        self.last_system, self.last_problem, self.last_solution = sys, problem, sol
-        if matrix_free:
-            self._unbuilt = sys
-        t_integrated = clock()
-        # energies and the deepest overlap of the step's contacts, in one compiled pass
-        ke, pe, pen = _energies_and_depth(model.dof_start, model.mass, model.inertia, data.quaternion,
-                                          data.linear_velocity, data.angular_velocity, data.position,
-                                          np.asarray(model.gravity, dtype=np.float64),
-                                          np.ascontiguousarray(contacts.phi, dtype=np.float64))
-        e1 = ke + pe
-        # seconds per stage of this step (benchmarks/bench_sim.py): detect (with energy), build
-        # (rows, Delassus, right-hand sides), solve (with fallbacks), recover + integrate + projections, record
-        self.timing = {"detect": t_detect - t_start, "build": t0 - t_detect, "solve": t_solved - t0,
-                       "integrate": t_integrated - t_solved, "record": clock() - t_integrated}
-        return StepRecord(time=data.time, contacts=contacts.count, lcp_size=n,
-                          iterations=int(sol.iterations), pivots=int(sol.pivots), residual=float(sol.residual),
-                          success=bool(primary_ok), status=sol.status.name,
-                          rescued=bool(rescued), kinetic_energy=ke, energy=e1,
-                          energy_gain=e1 - e0, contact_energy_gain=contact_gain, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
+
+    def plan(self):
+        """The step's stages (:attr:`stages`): planned again where the configuration (method, budget,
+        options, model, reuse, islands, warm start, ``compiled``) changed since they were planned."""
+        stages = self.stages
+        try:
+            same = stages.planned_for == configuration(self) and stages.options_seen == self.solver_options
+        except ValueError:      # an array option replaced by another
+            same = False
+        if not same:
+            self.stages = stages = plan_stages(self, self.step_state)
+        return stages
 
     def _displace(self, dx: np.ndarray) -> None:
         """x += dx (translation, then rotation by the rotation vector) for every moving body that is
@@ -595,7 +435,7 @@ class Simulator:
             p, _, dx, _, _ = solve_matrix_free(sys.N, self._held_blocks(sys), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
                                                max_sweeps=self.iterations, tol=1e-4, report=False,
-                                               height=self._sweep_heights(sys, normals_only=True))
+                                               height=self._contact_heights(sys))
             if np.all(np.isfinite(p)):
                 self._displace(dx.reshape(-1))
             return
@@ -612,7 +452,7 @@ class Simulator:
             # answer only pushes apart, and it is applied whatever its residual
             prob = BoxedLCP(A, c, np.zeros(n), np.full(n, np.inf))
             sol = solve(prob, "pgs", **_cap_option("pgs", self.iterations), tol=1e-4,
-                        height=self._sweep_heights(sys, normals_only=True))
+                        height=self._contact_heights(sys))
             if np.all(np.isfinite(sol.z)):
                 self._displace(W @ (sys.N.T @ sol.z))
             return
@@ -627,6 +467,13 @@ class Simulator:
         if rel <= 1e-2:
             self._displace(W @ (sys.N.T @ p))
 
+    def _contact_heights(self, sys) -> np.ndarray:
+        """The normal rows' heights against gravity (models/box_friction.py ``row_heights``), for
+        the position correction's top-down sweeps."""
+        point = np.ascontiguousarray(sys.contacts.point, dtype=np.float64).reshape(-1, 3) if sys.nc \
+            else np.zeros((0, 3))
+        return row_heights(point, np.asarray(self.model.gravity, dtype=np.float64), 0, 1)
+
     def _held_blocks(self, sys):
         """The system's M^-1 blocks with kinematic bodies' zeroed: they do not yield to a position
         correction (a copy only when there are kinematic bodies)."""
@@ -635,16 +482,6 @@ class Simulator:
         Wb = sys.W_blocks.copy()
         Wb[self.model.dof_start[self.model.kind == KIND_KINEMATIC] // 6] = 0.0
         return Wb
-
-    def _warm(self, sys, match):
-        """The step's warm start: the model's own from the previous answer with contacts matched
-        (``warm_start`` of the model module, e.g. box_friction.warm_start), else the previous z as
-        it is; None after a step whose answer is not reused (data.warm["z"] None: uncertified)."""
-        z = self.data.warm.get("z")
-        hook = getattr(self.contact_model, "warm_start", None)
-        if z is None or hook is None or self.data.result is None:
-            return z
-        return hook(sys, self.data.result, match, self.model_options)
 
     def _margin(self) -> float:
         """The settings' contact margin (every pair's speculative distance before its reach)."""
@@ -656,13 +493,8 @@ class Simulator:
         return shape_reach_of(self._sweep())
 
     def _sweep(self) -> np.ndarray:
-        """Per shape: (h v, h |omega| r) of its body (mechanics/kernels.py ``shape_sweep``); a pair's
-        margin grows by how far its two shapes can close in on each other in the step
-        (collision/boxes.py ``pair_reach``), so fast bodies do not tunnel, resting ones keep the
-        settings' margin, and bodies falling side by side get half the sum of their reaches."""
-        m, d = self.model, self.data
-        return _MK.shape_sweep(m.dof_start, d.linear_velocity, d.angular_velocity, self.world.body_radius,
-                               self.world.shape_body, self.h)
+        """Per shape: (h v, h |omega| r) of its body (sim/stages.py ``shape_sweep``)."""
+        return shape_sweep(self)
 
     def _has_position_rows(self) -> bool:
         """Whether the model has joint or planar rows (position-level constraints); the Model is
