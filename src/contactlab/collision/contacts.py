@@ -70,8 +70,8 @@ class _PackedView:
 
 
 class PackedContactSet(ContactSet):
-    """The contacts of one compiled detection (boxes.py ``detect_and_match_packed``) as its two
-    buffers, ``floats`` and ``ints`` (boxes.py ``PACKED_FLOATS`` / ``PACKED_INTS``: each field's rows
+    """The contacts of one compiled detection (collision.boxes ``detect_and_match_packed``) as its two
+    buffers, ``floats`` and ``ints`` (collision.boxes ``PACKED_FLOATS`` / ``PACKED_INTS``: each field's rows
     in turn); every field of :class:`ContactSet` is a view of them, made on first read. A step hands
     the buffers to the next compiled call as they are: two arrays, not eleven (~0.3 us an array at
     each crossing between Python and numba), and ``match``, the detection's contact matching
@@ -295,7 +295,7 @@ class CollisionWorld:
 
     def _contact_fields(self, sa: np.ndarray, sb: np.ndarray):
         """(body_a, body_b, mu) of contacts between shapes sa and sb: one compiled pass
-        (boxes.py ``contact_fields``), then the scene's pair overrides (per override, not per contact)."""
+        (collision.boxes ``contact_fields``), then the scene's pair overrides (per override, not per contact)."""
         ba, bb, mu = B.contact_fields(self.shape_body, self.shape_mu, sa, sb, float(self.model.mu_default))
         if self.model.pair_mu:
             lo, hi = np.minimum(ba, bb), np.maximum(ba, bb)
@@ -367,7 +367,7 @@ class CollisionWorld:
         the step of length ``h`` (mechanics/kernels.py ``shape_sweep``), then :func:`match_contacts`
         against ``prev`` (its ``normal_guess`` set from ``prev_values``); (contacts, match). Where every
         pair is a compiled routine's and no pair overrides friction, one compiled call
-        (boxes.py ``detect_and_match``); otherwise the two steps (and coal) as they are."""
+        (collision.boxes ``detect_and_match``); otherwise the two steps (and coal) as they are."""
         m = self.model
         if not self.geoms or m.pair_mu or type(self).detect is not CollisionWorld.detect:
             sweep = shape_sweep(m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius,
@@ -463,7 +463,7 @@ def _polygon_corners(patch, tol: float = 1e-6) -> list[int]:
 
 def match_indices(prev: ContactSet | None, new: ContactSet, tol: float, near: float | None = None):
     """For each new contact, the index of the previous step's contact on the same shape pair whose
-    point is nearest and within ``tol``; -1 where none matches (collision/boxes.py
+    point is nearest and within ``tol``; -1 where none matches (collision/boxes
     ``match_previous_kernel``). With ``near``: (that, the same indices with -1 where the nearest
     is farther than ``near``)."""
     if prev is None or prev.count == 0 or new.count == 0:
@@ -490,7 +490,7 @@ def detect_then_match(world, data: Data, margin: float, sweep: np.ndarray, prev:
 
 def match_contacts(prev: ContactSet | None, prev_values: np.ndarray | None, new: ContactSet,
                    near: float) -> tuple[np.ndarray, np.ndarray]:
-    """The step's contact matching in one compiled call (boxes.py ``match_with_values``): each new
+    """The step's contact matching in one compiled call (collision.boxes ``match_with_values``): each new
     contact's nearest previous contact on the same shape pair at any distance (-1: none; what
     :func:`match_indices` returns with tol = inf), and ``prev_values`` of that contact where it is
     within ``near`` (NaN elsewhere; what :func:`match_previous` returns with tol = near)."""
