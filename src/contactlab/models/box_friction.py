@@ -84,7 +84,7 @@ def _bounds(sys, options: Options, n: int):
     step's matched normal (eq. 16; ``new_contact_bound`` for a contact without one). One compiled pass."""
     o_a, o_l, o_n, o_s, o_t, _ = _layout(sys, options)
     current = options.coupling == "current"
-    lo, hi, findex, mu = _box_bounds(o_a, o_l, o_n, n, np.ascontiguousarray(sys.a_max, dtype=np.float64),
+    lo, hi, findex, mu = box_bounds(o_a, o_l, o_n, n, np.ascontiguousarray(sys.a_max, dtype=np.float64),
                                      np.ascontiguousarray(sys.mu, dtype=np.float64),
                                      np.ascontiguousarray(sys.normal_guess, dtype=np.float64),
                                      float(options.new_contact_bound), current)
@@ -92,7 +92,7 @@ def _bounds(sys, options: Options, n: int):
 
 
 @jit
-def _box_bounds(o_a, o_l, o_n, n, a_max, mu_c, guess, new_bound, current):
+def box_bounds(o_a, o_l, o_n, n, a_max, mu_c, guess, new_bound, current):
     """The arrays of :func:`_bounds` (layout offsets o_a, o_l, o_n; nc = len(mu_c) contacts)."""
     nc = mu_c.size
     o_s = o_n + nc
@@ -121,12 +121,12 @@ def _q(sys, H) -> np.ndarray:
     """q = H v_free - rhs of the rows [J; A; L; N; S; T]: joint right-hand sides, motor targets,
     limit and normal biases, zero for friction (arechavaleta eq. 16-17); one compiled pass."""
     H = H if (sp.issparse(H) and H.format == "csr") else sp.csr_matrix(H)
-    return _q_kernel(H.indptr, H.indices, f64(H.data), sys.v_free(), f64(sys.j_rhs), f64(sys.a_target),
+    return q_kernel(H.indptr, H.indices, f64(H.data), sys.v_free(), f64(sys.j_rhs), f64(sys.a_target),
                      f64(sys.l_bias), f64(sys.n_bias))
 
 
 @jit
-def _q_kernel(indptr, indices, data, v, j_rhs, a_target, l_bias, n_bias):
+def q_kernel(indptr, indices, data, v, j_rhs, a_target, l_bias, n_bias):
     """H v - [j_rhs; a_target; -l_bias; -n_bias; 0] row by row (the rows of :func:`_q`)."""
     n = indptr.size - 1
     out = np.empty(n)
@@ -250,12 +250,12 @@ def _finish(prob: BoxedLCP, sys, H, o_a, o_l, o_n, o_s, n, nc) -> BoxedLCP:
 def _dense_parts(indptr, indices, data, W, cfm, v, j_rhs, a_target, l_bias, n_bias, o_a, o_l, o_n, a_max, mu_c,
                  guess, new_bound, current):
     """The dense problem of :func:`build` in one call: H W H' + cfm I (mechanics/kernels.py
-    ``delassus_dense``), q (:func:`_q_kernel`), the bounds (:func:`_box_bounds`) and whether q is
+    ``delassus_dense``), q (:func:`q_kernel`), the bounds (:func:`box_bounds`) and whether q is
     finite. Returns (M, q, lo, hi, findex, mu, finite)."""
     n = indptr.size - 1
     Mat = delassus_dense(indptr, indices, data, W, n, np.full(n, cfm))
-    q = _q_kernel(indptr, indices, data, v, j_rhs, a_target, l_bias, n_bias)
-    lo, hi, findex, mu = _box_bounds(o_a, o_l, o_n, n, a_max, mu_c, guess, new_bound, current)
+    q = q_kernel(indptr, indices, data, v, j_rhs, a_target, l_bias, n_bias)
+    lo, hi, findex, mu = box_bounds(o_a, o_l, o_n, n, a_max, mu_c, guess, new_bound, current)
     finite = True
     for i in range(n):
         if not np.isfinite(q[i]):
@@ -292,12 +292,12 @@ def warm_start(sys, previous: StepResult, match: np.ndarray, options: Options | 
     for lo_, hi_, prev in ((0, o_a, previous.joint), (o_a, o_l, previous.motor), (o_l, o_n, previous.limit)):
         if hi_ > lo_ and prev.size == hi_ - lo_:
             z[lo_:hi_] = prev
-    _matched_impulses(z, o_n, match, previous.normal, previous.tangent)
+    matched_impulses(z, o_n, match, previous.normal, previous.tangent)
     return z
 
 
 @jit
-def _matched_impulses(z, o_n, match, normal, tangent):
+def matched_impulses(z, o_n, match, normal, tangent):
     """z's normal, S and T rows (from o_n, nc = match.size contacts each) from the matched previous
     contact's impulses (0 where match is -1)."""
     nc = match.size
@@ -339,11 +339,11 @@ def recover(sys, problem, solution, options: Options | None = None) -> StepResul
             # v+ = v_free + M^-1 H' z (or + the matrix-free solver's dv), the tangent impulses and the
             # contact modes in one compiled call
             if dv is None:
-                v_next, tangent, modes = _recover_parts(Minv.indptr, Minv.indices, Minv.data, H.indptr, H.indices,
+                v_next, tangent, modes = recover_parts(Minv.indptr, Minv.indices, Minv.data, H.indptr, H.indices,
                                                         H.data, z, sys.v_free(), o_n, S.indptr, S.indices, S.data,
                                                         T.data, MODE_IMPULSE_TOL, MODE_SPEED_TOL)
             else:
-                v_next, tangent, modes = _contact_parts(sys.v_free() + dv, z, o_n, S.indptr, S.indices, S.data,
+                v_next, tangent, modes = contact_parts(sys.v_free() + dv, z, o_n, S.indptr, S.indices, S.data,
                                                         T.data, MODE_IMPULSE_TOL, MODE_SPEED_TOL)
             return StepResult(v_next=v_next, normal=z[o_n:o_s], tangent=tangent, joint=z[:o_a], limit=z[o_l:o_n],
                               motor=z[o_a:o_l], modes=modes)
@@ -358,18 +358,18 @@ def recover(sys, problem, solution, options: Options | None = None) -> StepResul
 
 
 @jit
-def _recover_parts(m_ptr, m_idx, m_data, h_ptr, h_idx, h_data, z, v_free, o_n, s_ptr, s_idx, s_data, t_data,
+def recover_parts(m_ptr, m_idx, m_data, h_ptr, h_idx, h_data, z, v_free, o_n, s_ptr, s_idx, s_data, t_data,
                    impulse_tol, speed_tol):
     """:func:`recover`'s arrays in one call: v+ = v_free + M^-1 (H' z) (mechanics/kernels.py
     ``rows_transpose_times`` then ``rows_times``), the (nc, 2) tangent impulses and the contact
     modes (models/common.py ``contact_modes`` on S and T sharing one pattern)."""
     v_next = v_free + _rows_times(m_ptr, m_idx, m_data, _rows_transpose_times(h_ptr, h_idx, h_data, z, v_free.size))
-    return _contact_parts(v_next, z, o_n, s_ptr, s_idx, s_data, t_data, impulse_tol, speed_tol)
+    return contact_parts(v_next, z, o_n, s_ptr, s_idx, s_data, t_data, impulse_tol, speed_tol)
 
 
 @jit
-def _contact_parts(v_next, z, o_n, s_ptr, s_idx, s_data, t_data, impulse_tol, speed_tol):
-    """(v_next, the (nc, 2) tangent impulses, the contact modes) of :func:`_recover_parts`."""
+def contact_parts(v_next, z, o_n, s_ptr, s_idx, s_data, t_data, impulse_tol, speed_tol):
+    """(v_next, the (nc, 2) tangent impulses, the contact modes) of :func:`recover_parts`."""
     nc = s_ptr.size - 1
     tangent = np.empty((nc, 2))
     for c in range(nc):
@@ -399,7 +399,7 @@ def sweep_heights(sys, options: Options | None, gravity) -> np.ndarray:
     return row_heights(point, np.asarray(gravity, dtype=np.float64), _layout(sys, options or Options())[2], 3)
 
 
-#: the build's and recover's compiled pieces, which the simulator's compiled step (sim/box_step.py)
-#: calls inside its own kernels
-box_bounds, q_kernel, matched_impulses, recover_parts, contact_parts = (_box_bounds, _q_kernel, _matched_impulses,
-                                                                        _recover_parts, _contact_parts)
+#: the old private spellings of the compiled pieces (the simulator's compiled step, sim/box_step.py,
+#: calls them by their public names inside its own kernels)
+_box_bounds, _q_kernel, _matched_impulses, _recover_parts, _contact_parts = (box_bounds, q_kernel, matched_impulses,
+                                                                            recover_parts, contact_parts)
