@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -137,8 +138,12 @@ def warm_up(jobs: int | None = None, kinds=("solve", "simulate"), progress=None)
         raise ParamError(f"jobs must be a positive whole number of worker processes, got {jobs!r}")
     results = []
     runner = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
-    for label, seconds, error in runner(delayed(run_task)(t) for t in todo):
-        results.append((label, seconds, error))
-        if progress is not None:
-            progress(label, seconds, len(results), len(todo))
+    with warnings.catch_warnings():
+        # loky replaces a worker whose memory grew (compiling does that) and says so on stderr; the
+        # tasks are unaffected, and the console stays ours
+        warnings.filterwarnings("ignore", message="A worker stopped while some jobs", category=UserWarning)
+        for label, seconds, error in runner(delayed(run_task)(t) for t in todo):
+            results.append((label, seconds, error))
+            if progress is not None:
+                progress(label, seconds, len(results), len(todo))
     return results
