@@ -24,7 +24,7 @@ def draw(a, b, seed):
 
 
 def slow_row(i, seed):
-    time.sleep(0.05)
+    time.sleep(0.25)        # 40 rows: 10 s, so the sweep is still running when the test's SIGINT comes
     return {"i2": i * i}
 
 

@@ -58,8 +58,9 @@ def test_writer_appends_chunks_and_keeps_old_file_until_done(tmp_path):
 @pytest.mark.slow
 def test_sigint_keeps_a_valid_partial_file(tmp_path):
     out = tmp_path / "pile.h5"
+    # 10,000 s (a million steps): the run must still be going when the signal comes, however fast the engine
     cmd = [sys.executable, "-c", "from contactlab.cli import main; main()", "simulate", "pile", "--set", "count=6",
-           "--duration", "1000", "--out", str(out)]
+           "--duration", "10000", "--out", str(out)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.time()
     while not any(f.endswith(".partial") for f in os.listdir(tmp_path)) and time.time() - t0 < 60:
