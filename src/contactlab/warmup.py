@@ -139,8 +139,7 @@ def warm_up(jobs: int | None = None, kinds=("solve", "simulate"), progress=None)
     results = []
     runner = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
     with warnings.catch_warnings():
-        # loky replaces a worker whose memory grew (compiling does that) and says so on stderr; the
-        # tasks are unaffected, and the console stays ours
+        # loky's note that it replaced a worker (compiling grows memory) stays off the console
         warnings.filterwarnings("ignore", message="A worker stopped while some jobs", category=UserWarning)
         for label, seconds, error in runner(delayed(run_task)(t) for t in todo):
             results.append((label, seconds, error))
