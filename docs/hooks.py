@@ -66,8 +66,13 @@ def _tutorial_block(name: str, page_dir: str) -> str:
     if name not in _OUT:
         raise RuntimeError(f"a page names tutorial {name!r}, which is not a script in docs/tutorials/")
     source = (TUTORIALS / name).read_text()
+    # the printed output (timings that change from build to build) is kept out of the search index:
+    # a search index that changes with every build made the site search fail for some builds
+    # (mkdocs-material's lunr worker, "reading '_index'"), and run-dependent numbers are not what a
+    # reader searches for
     parts = [f"```python title=\"docs/tutorials/{name}\"\n{source.rstrip()}\n```", "",
-             "It prints:", "", "```text\n" + _OUT[name]["stdout"].rstrip() + "\n```", ""]
+             "It prints:", "", '<pre data-search-exclude><code class="language-text">'
+             + html.escape(_OUT[name]["stdout"].rstrip()) + "</code></pre>", ""]
     for rel in _OUT[name]["files"]:
         link = os.path.relpath(rel, page_dir).replace(os.sep, "/")
         if rel.endswith((".png", ".svg")):
