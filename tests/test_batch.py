@@ -133,7 +133,9 @@ def test_ctrl_c_leaves_a_valid_resumable_file(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     cmd = [sys.executable, "-c", "from contactlab.cli import main; main()", "sweep", "tests.test_batch:slow_row",
            "--grid", "i=" + ",".join(str(i) for i in range(40)), "--out", str(out), "--json"]
-    p = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the child handles SIGINT as Python does by default, whatever an earlier test left in this process
+    p = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t0 = time.time()
     while not out.exists() and time.time() - t0 < 60:
         time.sleep(0.1)

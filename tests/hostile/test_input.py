@@ -164,3 +164,24 @@ def test_the_dense_models_refuse_a_step_too_large_before_allocating(module, call
     sys_ = SimpleNamespace(nc=20000, d=4, nl=0, nm=1, nj=0, ndof=30000)
     with pytest.raises(ModelError, match=contains + r".*limit 4 GiB\); use fewer bodies, or model box-friction"):
         call(mod, sys_)
+
+
+def test_a_run_too_long_to_record_is_refused_by_name():
+    """run(1e300) used to start a run that could never end (nor fit its records in memory)."""
+    from contactlab.errors import ParamError
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    from contactlab.sim.simulator import MAX_RUN_STEPS
+    sim = Simulator(make_scene("stack", count=1))
+    for duration in (1e300, (MAX_RUN_STEPS + 1) * sim.h):
+        with pytest.raises(ParamError, match=r"duration .* steps of .* run it in parts"):
+            sim.run(duration)
+    assert sim.data.steps == 0
+
+
+def test_simulate_refuses_a_duration_too_long_to_record():
+    from typer.testing import CliRunner
+
+    from contactlab.cli import app
+    r = CliRunner().invoke(app, ["simulate", "stack", "--duration", "1e300"])
+    assert r.exit_code == 2 and "--duration 1e+300 s is 1e+302 steps" in r.output and "Traceback" not in r.output

@@ -61,7 +61,9 @@ def test_sigint_keeps_a_valid_partial_file(tmp_path):
     # 10,000 s (a million steps): the run must still be going when the signal comes, however fast the engine
     cmd = [sys.executable, "-c", "from contactlab.cli import main; main()", "simulate", "pile", "--set", "count=6",
            "--duration", "10000", "--out", str(out)]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the child handles SIGINT as Python does by default, whatever an earlier test left in this process
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t0 = time.time()
     while not any(f.endswith(".partial") for f in os.listdir(tmp_path)) and time.time() - t0 < 60:
         time.sleep(0.2)

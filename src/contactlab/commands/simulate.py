@@ -247,6 +247,11 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
     from ..errors import ContactlabError
     from ..sim.recorder import Trajectory, TrajectoryWriter
     from . import console, interrupt_exit_on_sigterm
+    from ..sim.simulator import MAX_RUN_STEPS
+    if round(duration / sim.h) > MAX_RUN_STEPS:
+        typer.echo(f"error: --duration {duration:g} s is {round(duration / sim.h):.3g} steps of {sim.h:g} s, above "
+                   f"the {MAX_RUN_STEPS:.0e} one run records; give a shorter --duration", err=True)
+        raise typer.Exit(2)
     traj = Trajectory(list(sim.model.names))
     try:
         writer = None if out is None else TrajectoryWriter(

@@ -60,6 +60,10 @@ def potential_energy(model: Model, data: Data) -> float:
 #: correction is applied up to 1e-2 (``Simulator.project_contacts``), so 1e-3 leaves a factor 10
 #: and spares the last Newton or interior-point iterations of a 1e-7 solve at no cost in the
 #: largest penetration (docs/benchmarks-tuning.md)
+#: the most steps one ``Simulator.run`` takes: every step's record is kept in memory (a few hundred
+#: bytes each), so a run beyond this would exhaust memory long before it ended
+MAX_RUN_STEPS = 10 ** 8
+
 POSITION_TOL = 1e-3
 
 #: the position correction's islands above this many rows take box-qp's 3 full Newton steps, then its
@@ -533,8 +537,14 @@ class Simulator:
                 or not (np.isfinite(duration) and duration >= 0):
             from ..errors import ParamError
             raise ParamError(f"duration must be a finite number of seconds >= 0, got {duration!r}")
+        steps = round(duration / self.h)
+        if steps > MAX_RUN_STEPS:
+            from ..errors import ParamError
+            raise ParamError(f"duration {duration:g} s is {steps:.3g} steps of {self.h:g} s, above the "
+                             f"{MAX_RUN_STEPS:.0e} one run records in memory; run it in parts (run() continues "
+                             f"from where the last call stopped)")
+        steps = int(steps)
         traj = trajectory or Trajectory(list(self.model.names))
-        steps = int(round(duration / self.h))
         if record_poses and not traj.positions:
             traj.positions.append(self.data.position.copy())
             traj.quaternions.append(self.data.quaternion.copy())
