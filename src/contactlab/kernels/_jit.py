@@ -349,17 +349,23 @@ _RENT = _Rent(Path(numba.config.CACHE_DIR) / RENT_NAME if numba.config.CACHE_DIR
               else Path(__file__).resolve().parents[1] / "__pycache__" / RENT_NAME)
 
 
+def _stand_in():
+    """The function :func:`_decorator` hands numba to read its normalised options (never called)."""
+
+
 def _decorator(**options):
-    """``numba.njit(cache=True, **options)`` building :class:`TieredDispatcher` instances."""
+    """``numba.njit(cache=True, **options)`` building :class:`TieredDispatcher` instances. numba's
+    own decorator normalises the options once (on a stand-in function); each kernel then gets one
+    dispatcher."""
     plain = numba.njit(cache=True, nogil=True, fastmath=False, **options)
+    if numba.config.DISABLE_JIT:            # njit returns the function itself
+        return plain
+    targetoptions = dict(plain(_stand_in).targetoptions)
 
     def wrap(func):
-        kernel = plain(func)
-        if numba.config.DISABLE_JIT:        # njit returned the function itself
-            return kernel
-        tiered_kernel = TieredDispatcher(func, locals=dict(kernel.locals), targetoptions=dict(kernel.targetoptions))
-        tiered_kernel.enable_caching()
-        return tiered_kernel
+        kernel = TieredDispatcher(func, locals={}, targetoptions=dict(targetoptions))
+        kernel.enable_caching()
+        return kernel
     return wrap
 
 
