@@ -559,51 +559,79 @@ def test_body_pair_groups_are_the_rows_first_and_last_body():
     assert len(set(zip(expected, p.body_groups))) == len(ids) == p.body_groups.max() + 1
 
 
-def test_grouped_newton_solves_are_the_dense_solves():
-    """On each island of stacked columns (8 body pairs of 12 rows, a path), the block Cholesky over
-    the groups solves M_FF x = r for random free sets to the backward error of a dense solve."""
-    from contactlab.kernels.box_qp import _grouped_solve, island_groups
+def _island_structures(p, label):
+    """Per island of p: (idx, the island's CSR block (ptr, idx, val), island_groups' structure, the dense block)."""
+    from contactlab.kernels.box_qp import csr_sub_block, island_groups
     from contactlab.problems.islands import island_rows
-    _, p = _stacked_columns_problem()
     M = p.M.tocsr()
+    ip, ii = M.indptr.astype(np.int64), M.indices.astype(np.int64)
     order, bounds = island_rows(*p.islands)
-    rng = np.random.default_rng(4)
     at = np.full(p.n, -1, dtype=np.int64)
-    scratch = np.full(p.body_groups.max() + 1, -1, dtype=np.int64)
-    checked = 0
+    scratch = np.full(label.max() + 1, -1, dtype=np.int64)
     for k in range(bounds.size - 1):
         idx = np.sort(order[bounds[k]:bounds[k + 1]])
         at[idx] = np.arange(idx.size)
-        grp, gstep, nbr, nnb = island_groups(M.indptr.astype(np.int64), M.indices.astype(np.int64), idx, at,
-                                             p.body_groups, scratch)
+        groups = island_groups(ip, ii, idx, at, label, scratch)
         at[idx] = -1
-        assert np.all(scratch == -1) and sorted(gstep) == list(range(gstep.size))
-        A = M[idx][:, idx].toarray()
+        assert np.all(scratch == -1) and sorted(groups[1]) == list(range(groups[1].size))
+        val, sidx, sptr = csr_sub_block(ip, ii, M.data, idx, p.n)
+        yield idx, (sptr, sidx, val), groups, M[idx][:, idx].toarray()
+
+
+def test_grouped_newton_solves_are_the_dense_solves():
+    """On each island of stacked columns (8 body pairs of 12 rows, a path), the block Cholesky over
+    the groups, on the dense block (``_grouped_solve``) and on the island's CSR block in panels
+    (``_panel_solve``), solves M_FF x = r for random free sets to the backward error of a dense
+    solve; the groups' order is the minimum-degree order of kernels/dense.py's dense version."""
+    from contactlab.kernels.box_qp import _grouped_solve, _panel_solve
+    from contactlab.kernels.dense import elimination_steps
+    _, p = _stacked_columns_problem()
+    rng = np.random.default_rng(4)
+    checked = 0
+    for idx, (sptr, sidx, val), (grp, gstep, nbr, nnb), A in _island_structures(p, p.body_groups):
+        G = gstep.size
+        gstart = np.concatenate([[0], np.cumsum(np.bincount(grp, minlength=G))])
+        adj = np.zeros((G, G), dtype=np.bool_)
+        for i, j in zip(*np.nonzero(A)):
+            adj[grp[i], grp[j]] = grp[i] != grp[j]
+        _, step_of, nbr_d, nnb_d = elimination_steps(gstart, adj)
+        assert np.array_equal(step_of, gstep) and np.array_equal(nnb_d, nnb)
+        assert all(np.array_equal(nbr_d[s, :nnb[s]], nbr[s, :nnb[s]]) for s in range(G))
         for _ in range(5):
             F = np.flatnonzero(rng.random(idx.size) < 0.8)
             r = rng.normal(size=F.size)
-            ok, x = _grouped_solve(A, F, F.size, r, grp, gstep, nbr, nnb)
-            assert ok
             AF = A[np.ix_(F, F)]
             ref = np.linalg.solve(AF, r)
-            scale = np.abs(AF).max() * np.abs(x).max()
-            assert np.abs(AF @ x - r).max() <= 1e-9 * scale
-            assert np.abs(AF @ ref - r).max() <= 1e-9 * scale
+            for ok, x in (_grouped_solve(A, F, F.size, r, grp, gstep, nbr, nnb),
+                          _panel_solve(sptr, sidx, val, F, F.size, r, grp, gstep, nbr, nnb)):
+                assert ok
+                scale = np.abs(AF).max() * np.abs(x).max()
+                assert np.abs(AF @ x - r).max() <= 1e-9 * scale
+                assert np.abs(AF @ ref - r).max() <= 1e-9 * scale
             checked += 1
     assert checked >= 15
-    # an island of more groups than MAX_GROUPS (here: a group per row) is left to the dense solves
-    from contactlab.kernels.box_qp import MAX_GROUPS
-    _, p = _stacked_columns_problem(count=10, columns=2, steps=5)
-    M = p.M.tocsr()
-    order, bounds = island_rows(*p.islands)
-    idx = np.sort(order[bounds[0]:bounds[1]])
-    assert idx.size > MAX_GROUPS
-    at = np.full(p.n, -1, dtype=np.int64)
-    at[idx] = np.arange(idx.size)
-    own = np.arange(p.n, dtype=np.int64)
-    grp, gstep, nbr, nnb = island_groups(M.indptr.astype(np.int64), M.indices.astype(np.int64), idx, at, own,
-                                         np.full(p.n, -1, dtype=np.int64))
-    assert grp.size == gstep.size == nnb.size == nbr.size == 0
+
+
+def test_panel_solves_take_islands_of_many_groups():
+    """An island of a group per row (more groups than the dense ordering took: fill between the
+    rows of a body pair's contacts) and islands of 120 body pairs, columns: the panels solve
+    M_FF x = r as a dense solve does, and report a matrix that is not positive definite."""
+    from contactlab.kernels.box_qp import _panel_solve
+    rng = np.random.default_rng(6)
+    for count, columns, per_row in ((10, 2, True), (120, 2, False)):
+        _, p = _stacked_columns_problem(count=count, columns=columns, steps=5)
+        label = np.arange(p.n, dtype=np.int64) if per_row else p.body_groups
+        for idx, (sptr, sidx, val), (grp, gstep, nbr, nnb), A in _island_structures(p, label):
+            assert gstep.size > 96
+            F = np.flatnonzero(rng.random(idx.size) < 0.7)
+            r = rng.normal(size=F.size)
+            AF = A[np.ix_(F, F)]
+            ok, x = _panel_solve(sptr, sidx, val, F, F.size, r, grp, gstep, nbr, nnb)
+            assert ok
+            assert np.abs(AF @ x - r).max() <= 1e-9 * np.abs(AF).max() * np.abs(x).max()
+            bad = val.copy()
+            bad[sidx == np.repeat(np.arange(idx.size), np.diff(sptr))] *= -1.0     # negative diagonal
+            assert not _panel_solve(sptr, sidx, bad, F, F.size, r, grp, gstep, nbr, nnb)[0]
 
 
 def test_grouped_islands_reach_the_dense_islands_minimiser():

@@ -15,13 +15,14 @@ until the certified residual (row terms |q_i| + |M_i||z|) of the updated bounds 
 The interior point stays in Python: where the method would switch to it (``auto``: projected Newton
 did not converge), the kernel stops and says at which bound update (INTERIOR).
 """
+import heapq
 import math
 
 import numpy as np
 
 from ._jit import jit
-from .dense import elimination_steps, grouped_cholesky_solve
-from .residual import abs_terms as _abs_terms, box_relative_error, boxed_certify_dense, coupled_bounds
+from .dense import grouped_cholesky_solve
+from .residual import abs_terms as _abs_terms, box_relative_error, boxed_certify_dense, coupled_bounds, csr_abs_terms
 from .tolerances import EPS
 
 #: outcomes of :func:`box_qp_dense`
@@ -67,6 +68,46 @@ def _affine(M, z, q, w):
     w[:] = np.dot(M, z)
     for i in range(q.size):
         w[i] += q[i]
+
+
+@jit
+def no_csr():
+    """(indptr, indices, data) of no CSR matrix: the kernels below then read their dense M."""
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+
+
+@jit
+def _mat_vec(M, sptr, sidx, sval, x):
+    """M x: dense M by np.dot where no CSR is given (sptr empty), else the CSR (sptr, sidx, sval)."""
+    if sptr.size == 0:
+        return np.dot(M, x)
+    out = np.empty(x.size)
+    for i in range(x.size):
+        acc = 0.0
+        for p in range(sptr[i], sptr[i + 1]):
+            acc += sval[p] * x[sidx[p]]
+        out[i] = acc
+    return out
+
+
+@jit
+def _affine_any(M, sptr, sidx, sval, z, q, w):
+    """w = M z + q, M dense or CSR (:func:`_mat_vec`)."""
+    if sptr.size == 0:
+        _affine(M, z, q, w)
+        return
+    Mz = _mat_vec(M, sptr, sidx, sval, z)
+    for i in range(q.size):
+        w[i] = Mz[i] + q[i]
+
+
+@jit
+def _abs_terms_any(M, sptr, sidx, sval, q, z, t):
+    """t = |q| + |M||z| (residual.py row terms), M dense or CSR."""
+    if sptr.size == 0:
+        _abs_terms(M, q, z, t)
+        return
+    t[:] = csr_abs_terms(sptr, sidx, sval, q, z)
 
 
 #: the largest change of a matrix's entries (relative to its largest) for which a Newton step reuses
@@ -147,11 +188,6 @@ def _stale_solve(M, F, k, rhs, cL, cA, cF, ck):
     return x
 
 
-#: the most groups an island's block factorisation takes (:func:`island_groups`: the minimum-degree
-#: ordering is cubic in the groups; a column of 80 boxes has 80)
-MAX_GROUPS = 96
-
-
 @jit
 def no_groups():
     """The empty block structure (grp, gstep, nbr, nnb): every Newton system factorised dense."""
@@ -172,15 +208,102 @@ def island_blocks(count, label):
 
 
 @jit
+def _add_neighbour(nb, cnt, a, b):
+    """b into a's neighbour list nb[a, :cnt[a]] unless there; returns nb (a wider copy when full)
+    and whether b was added."""
+    for t in range(cnt[a]):
+        if nb[a, t] == b:
+            return nb, False
+    if cnt[a] == nb.shape[1]:
+        wider = np.empty((nb.shape[0], 2 * nb.shape[1]), dtype=np.int64)
+        for g in range(nb.shape[0]):
+            for t in range(cnt[g]):
+                wider[g, t] = nb[g, t]
+        nb = wider
+    nb[a, cnt[a]] = b
+    cnt[a] += 1
+    return nb, True
+
+
+@jit
+def group_elimination(gstart, nb, cnt):
+    """kernels/dense.py ``elimination_steps`` (the groups' minimum-degree order: fewest neighbour rows
+    first, ties to the lowest group, fill edges added among an eliminated group's neighbours) on
+    neighbour lists (group g's nb[g, :cnt[g]], both directions) instead of a dense adjacency
+    matrix: the same order, in time linear in the groups and their fill (a binary heap of the
+    weights, lazily updated) where the dense version's is cubic. Returns (step_of, nbr, nnb):
+    group g eliminated at step step_of[g]; step s's later neighbours, as steps, nbr[s, :nnb[s]]
+    (ascending by group, as elimination_steps lists them)."""
+    G = gstart.size - 1
+    size = np.empty(G, dtype=np.int64)
+    for g in range(G):
+        size[g] = gstart[g + 1] - gstart[g]
+    weight = np.zeros(G, dtype=np.int64)
+    for g in range(G):
+        for t in range(cnt[g]):
+            weight[g] += size[nb[g, t]]
+    heap = [(weight[g], g) for g in range(G)]
+    heapq.heapify(heap)
+    done = np.zeros(G, dtype=np.bool_)
+    order = np.empty(G, dtype=np.int64)
+    nptr = np.zeros(G + 1, dtype=np.int64)      # neighbours at elimination, by group, flat
+    flat = np.empty(max(1, 2 * G), dtype=np.int64)
+    live = np.empty(G, dtype=np.int64)
+    for step in range(G):
+        while True:
+            wt, g = heapq.heappop(heap)
+            if not done[g] and wt == weight[g]:
+                break
+        order[step] = g
+        done[g] = True
+        k = 0
+        for t in range(cnt[g]):
+            h = nb[g, t]
+            if not done[h]:
+                live[k] = h
+                k += 1
+        lv = np.sort(live[:k])
+        if nptr[step] + k > flat.size:
+            grown = np.empty(2 * flat.size + k, dtype=np.int64)
+            grown[:nptr[step]] = flat[:nptr[step]]
+            flat = grown
+        flat[nptr[step]:nptr[step] + k] = lv
+        nptr[step + 1] = nptr[step] + k
+        for a in range(k):
+            weight[lv[a]] -= size[g]
+        for a in range(k):
+            for b in range(a + 1, k):
+                nb, added = _add_neighbour(nb, cnt, lv[a], lv[b])
+                if added:
+                    nb, _ = _add_neighbour(nb, cnt, lv[b], lv[a])
+                    weight[lv[a]] += size[lv[b]]
+                    weight[lv[b]] += size[lv[a]]
+        for a in range(k):
+            heapq.heappush(heap, (weight[lv[a]], lv[a]))
+    step_of = np.empty(G, dtype=np.int64)
+    for s in range(G):
+        step_of[order[s]] = s
+    width = 0
+    for s in range(G):
+        width = max(width, nptr[s + 1] - nptr[s])
+    nbr = np.empty((G, width), dtype=np.int64)
+    nnb = np.empty(G, dtype=np.int64)
+    for s in range(G):
+        nnb[s] = nptr[s + 1] - nptr[s]
+        for a in range(nnb[s]):
+            nbr[s, a] = step_of[flat[nptr[s] + a]]
+    return step_of, nbr, nnb
+
+
+@jit
 def island_groups(indptr, indices, idx, at, label, scratch):
-    """The block structure of an island's matrix for :func:`_grouped_solve`: its rows idx (at[idx[a]]
-    = a, -1 elsewhere) in groups by their global ``label`` (rows on the same bodies, e.g. a body
-    pair's contact rows), two groups adjacent where M (CSR) couples them, and the groups'
-    elimination order (kernels/dense.py ``elimination_order``: fewest neighbour rows first, fill
-    included). ``scratch``: -1 per label on entry and exit. Returns (grp, gstep, nbr, nnb): row a's
-    group grp[a], group g eliminated at step gstep[g], step s's later neighbours (by step)
-    nbr[s, :nnb[s]]; empty arrays (dense solves) for an island of more than MAX_GROUPS groups,
-    whose ordering (cubic in the groups) would cost more than it saves."""
+    """The block structure of an island's matrix for :func:`_grouped_solve` and
+    :func:`_panel_solve`: its rows idx (at[idx[a]] = a, -1 elsewhere) in groups by their global
+    ``label`` (rows on the same bodies, e.g. a body pair's contact rows), two groups adjacent where
+    M (CSR) couples them, and the groups' elimination order (:func:`group_elimination`: fewest
+    neighbour rows first, fill included). ``scratch``: -1 per label on entry and exit. Returns
+    (grp, gstep, nbr, nnb): row a's group grp[a], group g eliminated at step gstep[g], step s's
+    later neighbours (by step) nbr[s, :nnb[s]]."""
     m = idx.size
     grp = np.empty(m, dtype=np.int64)
     G = 0
@@ -192,22 +315,38 @@ def island_groups(indptr, indices, idx, at, label, scratch):
         grp[a] = scratch[lab]
     for a in range(m):
         scratch[label[idx[a]]] = -1
-    if G > MAX_GROUPS:
-        return no_groups()
     gstart = np.zeros(G + 1, dtype=np.int64)
     for a in range(m):
         gstart[grp[a] + 1] += 1
     for g in range(G):
         gstart[g + 1] += gstart[g]
-    adj = np.zeros((G, G), dtype=np.bool_)
+    rows = np.empty(m, dtype=np.int64)          # the rows group by group
+    fill = gstart[:G].copy()
     for a in range(m):
-        i = idx[a]
-        for p in range(indptr[i], indptr[i + 1]):
-            b = at[indices[p]]
-            if b >= 0 and grp[b] != grp[a]:
-                adj[grp[a], grp[b]] = True
-                adj[grp[b], grp[a]] = True
-    _, gstep, nbr, nnb = elimination_steps(gstart, adj)
+        rows[fill[grp[a]]] = a
+        fill[grp[a]] += 1
+    # each group's neighbours, found once each (stamp[h] = g: h already listed for g)
+    stamp = np.full(G, -1, dtype=np.int64)
+    width = 4
+    nb = np.empty((G, width), dtype=np.int64)
+    cnt = np.zeros(G, dtype=np.int64)
+    for g in range(G):
+        for r in range(gstart[g], gstart[g + 1]):
+            i = idx[rows[r]]
+            for p in range(indptr[i], indptr[i + 1]):
+                b = at[indices[p]]
+                if b < 0:
+                    continue
+                h = grp[b]
+                if h != g and stamp[h] != g:
+                    stamp[h] = g
+                    if cnt[g] == width:
+                        nb, _ = _add_neighbour(nb, cnt, g, h)
+                        width = nb.shape[1]
+                    else:
+                        nb[g, cnt[g]] = h
+                        cnt[g] += 1
+    gstep, nbr, nnb = group_elimination(gstart, nb, cnt)
     return grp, gstep, nbr, nnb
 
 
@@ -254,16 +393,170 @@ def _grouped_solve(M, F, k, rhs, grp, gstep, nbr, nnb):
 
 
 @jit
-def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb):
+def _panel_solve(sptr, sidx, sval, F, k, rhs, grp, gstep, nbr, nnb):
+    """(ok, x) with M_FF x = rhs for M in CSR (sptr, sidx, sval; an island's own rows): the block
+    Cholesky of :func:`_grouped_solve` over the free rows in their groups' elimination order, each
+    step's lower blocks stored as one panel (its own group's rows, then each later neighbour's,
+    by the group's columns) in a flat array, gathered from M's entries: memory and time linear in
+    the rows where the groups' fill is bounded (a column of boxes: a path), with neither a dense
+    block of the island nor a pass over one. ok False where a pivot is not positive or x is not
+    finite (the caller then takes the dense path)."""
+    G = gstep.size
+    m = sptr.size - 1
+    cnt = np.zeros(G, dtype=np.int64)
+    pos = np.full(m, -1, dtype=np.int64)        # a free row's place in its step
+    for a in range(k):
+        s = gstep[grp[F[a]]]
+        pos[F[a]] = cnt[s]
+        cnt[s] += 1
+    xo = np.zeros(G + 1, dtype=np.int64)         # the steps' rows in x, in step order
+    for s in range(G):
+        xo[s + 1] = xo[s] + cnt[s]
+    width = nbr.shape[1]
+    roff = np.empty((G, max(width, 1)), dtype=np.int64)
+    poff = np.zeros(G + 1, dtype=np.int64)
+    for s in range(G):
+        r = cnt[s]
+        for a in range(nnb[s]):
+            roff[s, a] = r
+            r += cnt[nbr[s, a]]
+        poff[s + 1] = poff[s] + r * cnt[s]
+    step = np.empty(m, dtype=np.int64)
+    order = np.empty(k, dtype=np.int64)         # the free rows in step order
+    for a in range(k):
+        step[F[a]] = gstep[grp[F[a]]]
+        order[xo[step[F[a]]] + pos[F[a]]] = F[a]
+    P = np.zeros(poff[G])
+    slot = np.full(G, -1, dtype=np.int64)       # step h's place among step s's neighbours, while at s
+    for s in range(G):                            # the lower blocks of M_FF into the panels: column
+        w = cnt[s]                                # j of step s, row i at or after it (M symmetric)
+        for e in range(nnb[s]):
+            slot[nbr[s, e]] = e
+        for c in range(xo[s], xo[s + 1]):
+            j = order[c]
+            pj = pos[j]
+            for p in range(sptr[j], sptr[j + 1]):
+                i = sidx[p]
+                pi = pos[i]
+                if pi < 0:
+                    continue
+                si = step[i]
+                if si == s:
+                    if pi >= pj:
+                        P[poff[s] + pi * w + pj] += sval[p]
+                elif si > s:
+                    e = slot[si]
+                    if e < 0:                     # a coupling the groups' order does not hold
+                        return False, np.zeros(k)
+                    P[poff[s] + (roff[s, e] + pi) * w + pj] += sval[p]
+        for e in range(nnb[s]):
+            slot[nbr[s, e]] = -1
+    for s in range(G):
+        w, b0 = cnt[s], poff[s]
+        rows = (poff[s + 1] - b0) // w if w > 0 else 0
+        for j in range(w):                        # the pivot block, then the rows below it
+            d = P[b0 + j * w + j]
+            for t in range(j):
+                d -= P[b0 + j * w + t] * P[b0 + j * w + t]
+            if not d > 0.0:
+                return False, np.zeros(k)
+            ljj = np.sqrt(d)
+            P[b0 + j * w + j] = ljj
+            for i in range(j + 1, rows):
+                v = P[b0 + i * w + j]
+                for t in range(j):
+                    v -= P[b0 + i * w + t] * P[b0 + j * w + t]
+                P[b0 + i * w + j] = v / ljj
+        for a in range(nnb[s]):                   # B[h, kk] -= L[h, s] L[kk, s]' (lower blocks)
+            h = nbr[s, a]
+            for c in range(nnb[s]):
+                kk = nbr[s, c]
+                if kk > h or cnt[h] == 0 or cnt[kk] == 0:
+                    continue
+                wk = cnt[kk]
+                if h == kk:
+                    tr = 0
+                else:
+                    tr = -1
+                    for e in range(nnb[kk]):
+                        if nbr[kk, e] == h:
+                            tr = roff[kk, e]
+                            break
+                    if tr < 0:                    # not the fill of this order
+                        return False, np.zeros(k)
+                for ii in range(cnt[h]):
+                    ri = b0 + (roff[s, a] + ii) * w
+                    for jj in range(wk if h != kk else ii + 1):
+                        rj = b0 + (roff[s, c] + jj) * w
+                        v = 0.0
+                        for t in range(w):
+                            v += P[ri + t] * P[rj + t]
+                        P[poff[kk] + (tr + ii) * wk + jj] -= v
+    x = np.empty(k)
+    for a in range(k):
+        x[xo[gstep[grp[F[a]]]] + pos[F[a]]] = rhs[a]
+    for s in range(G):                            # L y = b
+        w, b0, x0 = cnt[s], poff[s], xo[s]
+        for i in range(w):
+            v = x[x0 + i]
+            for t in range(i):
+                v -= P[b0 + i * w + t] * x[x0 + t]
+            x[x0 + i] = v / P[b0 + i * w + i]
+        for a in range(nnb[s]):
+            h = nbr[s, a]
+            for ii in range(cnt[h]):
+                ri = b0 + (roff[s, a] + ii) * w
+                v = 0.0
+                for t in range(w):
+                    v += P[ri + t] * x[x0 + t]
+                x[xo[h] + ii] -= v
+    for s in range(G - 1, -1, -1):                # L' x = y
+        w, b0, x0 = cnt[s], poff[s], xo[s]
+        for a in range(nnb[s]):
+            h = nbr[s, a]
+            for ii in range(cnt[h]):
+                ri = b0 + (roff[s, a] + ii) * w
+                xi = x[xo[h] + ii]
+                for t in range(w):
+                    x[x0 + t] -= P[ri + t] * xi
+        for i in range(w - 1, -1, -1):
+            v = x[x0 + i]
+            for t in range(i + 1, w):
+                v -= P[b0 + t * w + i] * x[x0 + t]
+            x[x0 + i] = v / P[b0 + i * w + i]
+    out = np.empty(k)
+    for a in range(k):
+        out[a] = x[xo[gstep[grp[F[a]]]] + pos[F[a]]]
+        if not np.isfinite(out[a]):
+            return False, out
+    return True, out
+
+
+@jit
+def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb, sptr, sidx, sval):
     """x with M_FF x = rhs (F[:k] the free rows): Cholesky, least squares where it fails
     (solvers/box_qp/factors.py _factor_solve). The factorised buffer holds M_FF transposed: numba's
     cholesky hands LAPACK's potrf('U') the buffer in column order, so potrf reads exactly the upper
     triangle of M_FF that scipy's cho_factor reads. ``stale_ok``: the cached factor of the same free
     rows where the block moved by at most STALE (:func:`_stale_solve`); every factorisation is
     cached (cL, cA, cF, ck: :func:`new_factor_cache`). With a group structure (grp non-empty,
-    :func:`island_groups`) the block Cholesky of :func:`_grouped_solve` first (not cached)."""
+    :func:`island_groups`) the block Cholesky of :func:`_grouped_solve` first (not cached). M in
+    CSR (sptr non-empty; M itself unused): the panels of :func:`_panel_solve`, else the free block
+    gathered dense, neither cached."""
     if k == 0:
         return np.empty(0)
+    if sptr.size:
+        if grp.size:
+            ok, x = _panel_solve(sptr, sidx, sval, F, k, rhs, grp, gstep, nbr, nnb)
+            if ok:
+                return x
+        Fk = F[:k].copy()
+        A = _gather_block(sptr, sidx, sval, Fk, _positions(Fk, sptr.size - 1))
+        try:
+            L = np.linalg.cholesky(A)
+        except Exception:
+            return np.linalg.lstsq(A, rhs, rcond=EPS)[0]
+        return _chol_solve(L, k, rhs)
     if grp.size:
         ok, x = _grouped_solve(M, F, k, rhs, grp, gstep, nbr, nnb)
         if ok:
@@ -300,24 +593,32 @@ def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb):
 
 @jit
 def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps, work, cL, cA, cF, ck, stale_ok,
-                     grp, gstep, nbr, nnb, poor_iterations, poor_residual):
+                     grp, gstep, nbr, nnb, poor_iterations, poor_residual, sptr, sidx, sval):
     """solvers/box_qp/newton.py ``_qp`` from z, in place (z, w = M z + q on return); returns (converged,
     Newton iterations). ``work``: 9 x n scratch; (cL, cA, cF, ck): the factor cache of
     :func:`_free_solve`, whose cached factor the first step may reuse where ``stale_ok``; (grp, gstep,
     nbr, nnb): the block structure of M (:func:`island_groups`), or empty arrays (dense solves).
     A start whose relative error is above ``poor_residual`` gets at most ``poor_iterations`` steps
-    (:func:`box_qp_islands`; ``poor_residual`` inf: ``max_iterations`` whatever the start)."""
+    (:func:`box_qp_islands`; ``poor_residual`` inf: ``max_iterations`` whatever the start). M in
+    CSR: (sptr, sidx, sval) non-empty, M unused (every product and solve linear in its entries)."""
     n = q.size
     d, cand, dz, t = work[0], work[1], work[2], work[4]
     rw = work[5:9]
     diag = np.empty(n)
-    for i in range(n):
-        diag[i] = M[i, i]
+    if sptr.size == 0:
+        for i in range(n):
+            diag[i] = M[i, i]
+    else:
+        for i in range(n):
+            diag[i] = 0.0
+            for p in range(sptr[i], sptr[i + 1]):
+                if sidx[p] == i:
+                    diag[i] += sval[p]
     F = np.empty(n, dtype=np.int64)
     its = 0
     limit = max_iterations
     for _ in range(max_iterations):
-        _affine(M, z, q, w)
+        _affine_any(M, sptr, sidx, sval, z, q, w)
         for i in range(n):
             t[i] = abs(q[i]) + abs(w[i] - q[i])
         rel = box_relative_error(z, w, lo, hi, q, t, rw)
@@ -350,7 +651,8 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
                 rhs = np.empty(k)
                 for a_ in range(k):
                     rhs[a_] = -w[F[a_]]
-                dF = _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok and its == 1, grp, gstep, nbr, nnb)
+                dF = _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok and its == 1, grp, gstep, nbr, nnb,
+                                 sptr, sidx, sval)
                 for a_ in range(k):
                     d[F[a_]] = dF[a_]
             step = 1.0
@@ -361,7 +663,7 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
                     dz[i] = cand[i] - z[i]
                     if dz[i] != 0.0:
                         moved = True
-                Mdz = np.dot(M, dz)
+                Mdz = _mat_vec(M, sptr, sidx, sval, dz)
                 df = 0.0
                 slope = 0.0
                 for i in range(n):
@@ -376,7 +678,7 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
         if not accepted:
             return False, its
         z[:] = cand
-    _affine(M, z, q, w)
+    _affine_any(M, sptr, sidx, sval, z, q, w)
     for i in range(n):
         t[i] = abs(q[i]) + abs(w[i] - q[i])
     return box_relative_error(z, w, lo, hi, q, t, rw) <= tol, its
@@ -388,12 +690,12 @@ def box_qp_dense(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full
     """:func:`box_qp_grouped` with every free block factorised dense (no group structure)."""
     grp, gstep, nbr, nnb = no_groups()
     return box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
-                          max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb, max_iterations, np.inf)
+                          max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb, max_iterations, np.inf, *no_csr())
 
 
 @jit
 def box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
-                   max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb, poor_iterations, poor_residual):
+                   max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb, poor_iterations, poor_residual, sptr, sidx, sval):
     """solvers/box_qp/solver.py ``_solve`` up to the interior point, on a dense C-ordered M: the projected
     Newton QP (max_iterations, full_steps as ``_box_qp`` gives them) from z0 clipped to the bounds; with
     friction-coupled rows (any findex >= 0) up to ``max_outer`` bound updates, each certified with row
@@ -404,7 +706,8 @@ def box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, fu
     (cL, cA, cF, ck): the factor cache (:func:`new_factor_cache`, n rows at least); the first Newton
     step reuses its factor where the free block is the cached one's to within STALE. (grp, gstep,
     nbr, nnb): M's block structure for the Newton solves (:func:`island_groups`; empty: dense);
-    (poor_iterations, poor_residual): each QP's budget from a poor start (:func:`projected_newton`)."""
+    (poor_iterations, poor_residual): each QP's budget from a poor start (:func:`projected_newton`);
+    (sptr, sidx, sval): M in CSR (M then unused), or empty arrays (M dense)."""
     n = q.size
     z = z0.copy()
     w = np.zeros(n)
@@ -422,7 +725,8 @@ def box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, fu
         for i in range(n):
             z[i] = _clip(z[i], lk[i], hk[i])
         ok, k = projected_newton(M, q, lk, hk, z, w, tol, max_iterations, armijo, full_steps, work,
-                                 cL, cA, cF, ck, outer == 1, grp, gstep, nbr, nnb, poor_iterations, poor_residual)
+                                 cL, cA, cF, ck, outer == 1, grp, gstep, nbr, nnb, poor_iterations, poor_residual,
+                                 sptr, sidx, sval)
         its += k
         if not coupled:
             if ok:
@@ -435,10 +739,10 @@ def box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, fu
         if ok:
             coupled_bounds(lo, hi, findex, mu, z, lk, hk)
             t = work[4]
-            _abs_terms(M, q, z, t)
+            _abs_terms_any(M, sptr, sidx, sval, q, z, t)
             if box_relative_error(z, w, lk, hk, q, t, work[5:9]) <= tol:
                 return SOLVED, z, w, its, outer
-    _affine(M, z, q, w)
+    _affine_any(M, sptr, sidx, sval, z, q, w)
     return UNSETTLED, z, w, its, max_outer
 
 
@@ -452,7 +756,7 @@ def box_qp_dense_certified(M, q, lo, hi, findex, mu, z0, tol, max_iterations, ar
     the same call. Returns (outcome, z, w, iterations, outer, w_certified, the six certified numbers)."""
     code, z, w, its, outer = box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps,
                                             newton_only, max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb,
-                                            max_iterations, np.inf)
+                                            max_iterations, np.inf, *no_csr())
     wc, nat, comp, infeas, rn, rc, ri = boxed_certify_dense(M, q, lo, hi, findex, mu, z)
     return code, z, w, its, outer, wc, (nat, comp, infeas, rn, rc, ri)
 
@@ -506,8 +810,13 @@ def csr_sub_block(indptr, indices, data, F, n):
     """M[F][:, F] of M in CSR (n columns), F ascending: (data, indices, indptr) of the canonical CSR
     block (a row's entries stay sorted: the renumbering keeps their order), in two passes over the
     rows of F (scipy's fancy indexing builds two intermediate matrices)."""
+    return _sub_block(indptr, indices, data, F, _positions(F, n))
+
+
+@jit
+def _sub_block(indptr, indices, data, F, at):
+    """:func:`csr_sub_block` where at[F[a]] = a and at is -1 elsewhere."""
     k = F.size
-    at = _positions(F, n)
     ptr = np.zeros(k + 1, dtype=np.int64)
     for a in range(k):
         c = 0
@@ -571,13 +880,14 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
                    newton_steps, poor_iterations, poor_residual):
     """:func:`box_qp_dense` on each island of a CSR problem in one call (the islands of a contact
     problem: rows order[bounds[k]:bounds[k + 1]], ascending, coupled to no other row by M or
-    findex): its dense block gathered (:func:`csr_dense_block`), findex renumbered, a factor cache of
-    its own, the projected Newton budget solvers/box_qp/ gives a problem of its size: up to
+    findex): its dense block gathered (:func:`csr_dense_block`; an island factorised by groups, below,
+    its CSR block instead), findex renumbered, a factor cache of its own, the projected Newton budget solvers/box_qp/ gives a problem of its size: up to
     ``small_n`` rows (or ``newton_only``) ``max_iterations`` steps with line search, above it
     ``newton_steps`` steps, stopping at the first the line search would shorten (the interior point
     goes on from there, as ``_compiled`` hands over). An island of more than ``grouped_from`` rows, where ``label``
     (a group per row, e.g. the rows on one body pair; empty: none) is given, factorises its Newton
-    steps block by block over its groups (:func:`island_groups`, :func:`box_qp_grouped`). Writes
+    steps block by block over its groups (:func:`island_groups`, :func:`_panel_solve`) on its CSR
+    block (:func:`box_qp_grouped` with sptr: time and memory linear in its entries). Writes
     each island's answer into z, w (SOLVED, UNSETTLED), or its starting point into z (INTERIOR: the
     interior point goes on from bound update outers[k]); codes[k], its[k], outers[k] as
     box_qp_dense returns them. An island whose start's relative error is above ``poor_residual`` gets
@@ -590,24 +900,30 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
         m = idx.size
         for a in range(m):
             at[idx[a]] = a
-        A = _gather_block(indptr, indices, data, idx, at)
+        grouped = label.size > 0 and m > grouped_from
+        if grouped:         # the island's CSR block: every product and factorisation linear in its entries
+            A = np.empty((0, 0))
+            sval, sidx, sptr = _sub_block(indptr, indices, data, idx, at)
+            grp, gstep, nbr, nnb = island_groups(indptr, indices, idx, at, label, scratch)
+            cL, cA, cF, ck = new_factor_cache(0)
+        else:
+            A = _gather_block(indptr, indices, data, idx, at)
+            sptr, sidx, sval = no_csr()
+            grp, gstep, nbr, nnb = no_groups()
+            cL, cA, cF, ck = new_factor_cache(m)
         qk, lk, hk, mk, zk = np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m)
         fk = np.empty(m, dtype=np.int64)
         for a in range(m):
             i = idx[a]
             qk[a], lk[a], hk[a], mk[a], zk[a] = q[i], lo[i], hi[i], mu[i], z0[i]
             fk[a] = at[findex[i]] if findex[i] >= 0 else -1
-        cL, cA, cF, ck = new_factor_cache(m)
-        if label.size and m > grouped_from:
-            grp, gstep, nbr, nnb = island_groups(indptr, indices, idx, at, label, scratch)
-        else:
-            grp, gstep, nbr, nnb = no_groups()
         steps, full = max_iterations, False
         if m > small_n and not newton_only:
             steps, full = newton_steps, True
         code, zz, ww, it, outer = box_qp_grouped(A, qk, lk, hk, fk, mk, zk, tol, steps, armijo, full,
                                                  newton_only, max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb,
-                                                 steps if full else poor_iterations, poor_residual)
+                                                 steps if full else poor_iterations, poor_residual,
+                                                 sptr, sidx, sval)
         codes[k], its[k], outers[k] = code, it, outer
         for a in range(m):
             z[idx[a]] = zz[a]

@@ -1,0 +1,94 @@
+"""Time per step against boxes on settled piles (issue 37: exponent <= 1.1): each pile (the ``pile``
+scenario, seed 0, certified box friction by box-qp: the default for scene files) is run until it
+rests, then ``--steps`` steps are timed in CPU time of this thread (``time.thread_time``: the machine
+may be shared), and the growth exponent fitted on the logs between consecutive sizes and over all.
+
+    OPENBLAS_NUM_THREADS=1 CONTACTLAB_JIT=compile .venv/bin/python benchmarks/bench_scaling.py \\
+        --sizes 250 500 1000 2000 --json benchmarks/results/scaling.json
+
+A pile of N boxes stacks 25 a layer: its towers are N / 25 boxes high and come to rest after about
+max(120, N / 5) steps of 10 ms (``--settle``; the run reports the largest speed left). Solver
+options can be given as JSON (``--solver-options '{"grouped_max": 600}'``) to compare settings.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from contactlab.scenarios import pile
+from contactlab.sim import Simulator
+
+
+def settled(count: int, settle: int | None, solver_options: dict) -> tuple[Simulator, int, float]:
+    """The pile of ``count`` boxes after its settling steps: (simulator, steps run, largest speed)."""
+    sim = Simulator(pile.build(count=count, seed=0), solver_options=solver_options or None)
+    steps = settle if settle is not None else max(120, count // 5)
+    for _ in range(steps):
+        rec = sim.step()
+        if not (rec.success or rec.rescued):
+            raise SystemExit(f"{count} boxes: step {sim.data.steps} not certified ({rec.status})")
+    return sim, steps, float(np.abs(sim.data.linear_velocity).max())
+
+
+def measure(sim: Simulator, steps: int) -> dict:
+    """CPU ms a step (mean, median) over ``steps`` steps after 3 untimed ones, and what they did."""
+    for _ in range(3):
+        sim.step()
+    cpu, its, contacts, certified = [], [], [], 0
+    for _ in range(steps):
+        t = time.thread_time()
+        rec = sim.step()
+        cpu.append(time.thread_time() - t)
+        its.append(rec.iterations)
+        contacts.append(rec.contacts)
+        certified += bool(rec.success or rec.rescued)
+    return {"cpu_ms_mean": 1e3 * float(np.mean(cpu)), "cpu_ms_median": 1e3 * float(np.median(cpu)),
+            "iterations": float(np.mean(its)), "contacts": float(np.mean(contacts)), "certified": certified,
+            "steps": steps}
+
+
+def exponent(sizes, times) -> float:
+    """The least-squares slope of log(time) against log(size)."""
+    return float(np.polyfit(np.log(sizes), np.log(times), 1)[0])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000, 2000])
+    ap.add_argument("--steps", type=int, default=30, help="timed steps per size")
+    ap.add_argument("--settle", type=int, default=None, help="settling steps (default max(120, N / 5))")
+    ap.add_argument("--solver-options", default="{}", help="box-qp options as JSON")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    opts = json.loads(args.solver_options)
+    rows = []
+    for n in args.sizes:
+        sim, settle, speed = settled(n, args.settle, opts)
+        row = {"boxes": n, "settle_steps": settle, "max_speed": speed, **measure(sim, args.steps),
+               "load": os.getloadavg()[0]}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    sizes = [r["boxes"] for r in rows]
+    out = {"rows": rows, "solver_options": opts}
+    if len(rows) > 1:
+        for key in ("cpu_ms_mean", "cpu_ms_median"):
+            t = [r[key] for r in rows]
+            out[f"exponent_{key}"] = exponent(sizes, t)
+            out[f"pairwise_{key}"] = [exponent(sizes[k:k + 2], t[k:k + 2]) for k in range(len(rows) - 1)]
+        print(json.dumps({k: v for k, v in out.items() if k != "rows"}), flush=True)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.json.with_suffix(".tmp")
+        tmp.write_text(json.dumps(out, indent=1))
+        os.replace(tmp, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
