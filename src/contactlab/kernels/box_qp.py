@@ -874,6 +874,13 @@ def diagonal_positions(indptr, indices):
     return out
 
 
+#: the fewest rows of an island factorised by groups that box_qp_islands keeps as CSR (above: time
+#: linear in its entries; below: its dense block, whose BLAS products are faster while it is small).
+#: Settled pile towers of 240 rows (500 boxes) ran 1.4 ms a step slower on CSR, of 480 rows (1,000)
+#: 4 ms faster: the two costs cross near 340 rows (docs/benchmarks-sim.md)
+CSR_FROM = 320
+
+
 @jit
 def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, bounds, tol, max_iterations,
                    armijo, newton_only, max_outer, z, w, codes, its, outers, label, grouped_from, small_n,
@@ -886,8 +893,9 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
     ``newton_steps`` steps, stopping at the first the line search would shorten (the interior point
     goes on from there, as ``_compiled`` hands over). An island of more than ``grouped_from`` rows, where ``label``
     (a group per row, e.g. the rows on one body pair; empty: none) is given, factorises its Newton
-    steps block by block over its groups (:func:`island_groups`, :func:`_panel_solve`) on its CSR
-    block (:func:`box_qp_grouped` with sptr: time and memory linear in its entries). Writes
+    steps block by block over its groups (:func:`island_groups`), and above CSR_FROM rows keeps its
+    CSR block (:func:`box_qp_grouped` with sptr, the solves by :func:`_panel_solve`: time and memory
+    linear in its entries). Writes
     each island's answer into z, w (SOLVED, UNSETTLED), or its starting point into z (INTERIOR: the
     interior point goes on from bound update outers[k]); codes[k], its[k], outers[k] as
     box_qp_dense returns them. An island whose start's relative error is above ``poor_residual`` gets
@@ -901,16 +909,18 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
         for a in range(m):
             at[idx[a]] = a
         grouped = label.size > 0 and m > grouped_from
-        if grouped:         # the island's CSR block: every product and factorisation linear in its entries
+        if grouped and m > CSR_FROM:    # the island's CSR block: products and factorisations linear in its entries
             A = np.empty((0, 0))
             sval, sidx, sptr = _sub_block(indptr, indices, data, idx, at)
-            grp, gstep, nbr, nnb = island_groups(indptr, indices, idx, at, label, scratch)
             cL, cA, cF, ck = new_factor_cache(0)
         else:
             A = _gather_block(indptr, indices, data, idx, at)
             sptr, sidx, sval = no_csr()
-            grp, gstep, nbr, nnb = no_groups()
             cL, cA, cF, ck = new_factor_cache(m)
+        if grouped:
+            grp, gstep, nbr, nnb = island_groups(indptr, indices, idx, at, label, scratch)
+        else:
+            grp, gstep, nbr, nnb = no_groups()
         qk, lk, hk, mk, zk = np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m)
         fk = np.empty(m, dtype=np.int64)
         for a in range(m):
