@@ -392,6 +392,16 @@ class CompiledRowStages(RowStages):
         w.call = (ke, pe, pen)
         w.t_integrated = time.perf_counter()
 
+    # -- correct: the energies again where a correction moved the bodies -------------------------
+    def correct(self, w: StepWork) -> bool:
+        done = super().correct(w)
+        if done and w.compiled:
+            m, data = self.sim.model, self.sim.data
+            w.call = energies_and_depth(m.dof_start, m.mass, m.inertia, data.quaternion, data.linear_velocity,
+                                        data.angular_velocity, data.position, self.gravity,
+                                        np.ascontiguousarray(w.contacts.phi, dtype=np.float64))
+        return done
+
     # -- record -----------------------------------------------------------------------------------
     def record(self, w: StepWork) -> StepRecord:
         if not w.compiled:

@@ -374,7 +374,7 @@ class Simulator:
         return float(self.model.settings.dt)
 
     def step(self) -> StepRecord:
-        """Advance one step: controllers -> detect -> build -> solve -> certify -> integrate -> record."""
+        """Advance one step: controllers -> detect -> build -> solve -> certify -> integrate -> correct -> record."""
         try:
             return checked_step(self, self._step)     # the motion's plausibility (sim/faults.py)
         except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
@@ -389,6 +389,7 @@ class Simulator:
         stages.solve(work)                  # the method's answer (a compiled step: build to integration)
         stages.certify(work)                # the fallbacks; an answer not usable raises SimulationError
         stages.integrate(work)              # recover v+, x += h v+, position corrections
+        stages.correct(work)                # overlap a fast turn hid from the rows (sim/turns.py)
         return stages.record(work)          # energies, seconds per stage: the StepRecord
 
     def control(self) -> None:
@@ -415,7 +416,7 @@ class Simulator:
         displace(model.dof_start, model.kind, KIND_KINEMATIC, np.ascontiguousarray(dx, dtype=np.float64).reshape(-1),
                  data.position, data.quaternion)
 
-    def project_contacts(self, sys, v_next: np.ndarray) -> None:
+    def project_contacts(self, sys, v_next: np.ndarray, zeta: float | None = None) -> None:
         """Remove penetration beyond the slop at the position level (no velocity change):
         with phi' = phi + h N v+ (linearised), solve the frictionless LCP
         w = N W N' p + c >= 0 perp p >= 0, c_i = zeta (phi'_i + slop) where phi'_i < -slop (1 +
@@ -426,11 +427,13 @@ class Simulator:
         point). An answer off by
         more than 1e-2 (relative) skips the correction.
         Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep),
-        matrix-free (the same iterates without forming N W N') where the body blocks cover every dof."""
+        matrix-free (the same iterates without forming N W N') where the body blocks cover every dof.
+        ``zeta``: the share removed (default the settings' ``contact_zeta``; sim/turns.py: 1)."""
         st = self.model.settings
         # phi' = phi + h N v+, c and the deep test in one compiled pass
         c, deep = _MK.position_targets(rows_times(sys.N, v_next), np.ascontiguousarray(sys.phi, dtype=np.float64),
-                                       float(sys.h), float(st.slop), float(st.contact_zeta))
+                                       float(sys.h), float(st.slop),
+                                       float(st.contact_zeta if zeta is None else zeta))
         if not deep:
             return
         n = sys.nc

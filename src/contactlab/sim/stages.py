@@ -3,7 +3,7 @@
 :meth:`contactlab.sim.Simulator.step` reads as a list of stages, as MuJoCo mjx's ``step`` reads
 ``forward`` then ``euler``::
 
-    control -> plan -> detect -> build -> solve -> certify -> integrate -> record
+    control -> plan -> detect -> build -> solve -> certify -> integrate -> correct -> record
 
 Each stage is a method of one :class:`Stages` object, chosen once per configuration
 (simulator.py ``plan_stages``) from the capabilities the contact model and the method declare,
@@ -40,6 +40,7 @@ from ..mechanics.system import assemble_system, build_system
 from ..models.built import problem_of
 from ..problems import BoxedLCP
 from ..solvers import available_solvers, solve
+from . import turns
 from .fallback import certified, rescue, usable
 from .islands import solve_islands
 from .recorder import StepRecord
@@ -285,6 +286,17 @@ class Stages:
             w.t_solve += sim.reuse.after_step(w.contacts, w.built)
         self.state.keep(sys, w.problem, sol, sys if w.unbuilt else None)
         w.t_integrated = time.perf_counter()
+
+    # -- correct ----------------------------------------------------------------------------------
+    def correct(self, w: StepWork) -> bool:
+        """Where the step's bodies in contact turned enough to hide an overlap from its linear rows,
+        detect again and project the overlap out on the exact geometry (sim/turns.py); its time
+        counts as the integration's. Returns whether a correction ran."""
+        if not turns.fires(self.sim, w.contacts):
+            return False
+        done = turns.correct_turns(self.sim)
+        w.t_integrated = time.perf_counter()
+        return done
 
     # -- record -----------------------------------------------------------------------------------
     def record(self, w: StepWork) -> StepRecord:
