@@ -758,3 +758,28 @@ def test_dense_island_labels_that_are_wrong_or_not_labels_are_never_certified_fa
         got = solve(with_islands(islands), "box-qp", algorithm="newton")
         assert got.status is Status.SOLVED and got.iterations == ref.iterations
         assert np.abs(got.z - ref.z).max() <= 1e-12 * max(1.0, np.abs(ref.z).max())
+
+
+def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
+    """box_qp_islands leaves an island above POOR_LEFT_FROM rows whose start is poor untouched (LEFT:
+    the whole method takes it) and solves one from a good start itself (SOLVED, on its CSR block);
+    box-qp certifies the same minimiser (SPD: unique) either way, and as the interior point alone."""
+    from contactlab.kernels.box_qp import LEFT, POOR_LEFT_FROM, box_qp_islands
+    from contactlab.problems.islands import island_rows
+    from contactlab.solvers.box_qp.interior_point import IPM_WARM_MAX
+    _, p = _stacked_columns_problem(count=60, columns=2, steps=5)
+    ref = solve(p, "box-qp", algorithm="ipm", tol=1e-12)
+    order, bounds = island_rows(*p.islands)
+    assert np.diff(bounds).min() > POOR_LEFT_FROM and ref.success
+    M = p.M.tocsr()
+    opts = BQ.BoxQPOptions()
+    for start, expected in ((np.zeros(p.n), {LEFT}), (ref.z.copy(), {SOLVED})):
+        z, w = np.full(p.n, np.nan), np.empty(p.n)
+        codes, its, outers = (np.zeros(bounds.size - 1, dtype=np.int64) for _ in range(3))
+        box_qp_islands(M.indptr.astype(np.int64), M.indices.astype(np.int64), M.data, p.q, p.lo, p.hi, p.findex,
+                       p.mu, start, order, bounds, opts.tol, 20, opts.armijo, False, opts.max_outer, z, w, codes,
+                       its, outers, p.body_groups, 64, p.n, opts.newton_steps, 8, IPM_WARM_MAX)
+        assert set(codes.tolist()) == expected
+        assert np.all(np.isnan(z)) if expected == {LEFT} else np.allclose(z, ref.z, atol=1e-6 * np.abs(ref.z).max())
+    cold = solve(p, "box-qp")
+    assert cold.success and np.allclose(cold.z, ref.z, rtol=1e-5, atol=1e-6 * np.abs(ref.z).max())

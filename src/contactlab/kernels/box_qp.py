@@ -25,8 +25,8 @@ from .dense import grouped_cholesky_solve
 from .residual import abs_terms as _abs_terms, box_relative_error, boxed_certify_dense, coupled_bounds, csr_abs_terms
 from .tolerances import EPS
 
-#: outcomes of :func:`box_qp_dense`
-SOLVED, UNSETTLED, INTERIOR = 0, 1, 2
+#: outcomes of :func:`box_qp_dense`; LEFT: box_qp_islands left the island untouched (POOR_LEFT_FROM)
+SOLVED, UNSETTLED, INTERIOR, LEFT = 0, 1, 2, 3
 
 
 @jit
@@ -880,6 +880,13 @@ def diagonal_positions(indptr, indices):
 #: 4 ms faster: the two costs cross near 340 rows (docs/benchmarks-sim.md)
 CSR_FROM = 320
 
+#: box_qp_islands leaves an island of more rows than this whose start is poor (relative error above
+#: ``poor_residual``) untouched (LEFT: the whole method on its own block takes it, solvers/box_qp/,
+#: which goes to the interior point at once from such a start): a falling pile's large impact islands
+#: start poor and their Newton steps mostly do not land, while a resting pile's towers start near their
+#: answer and land in one or two (docs/benchmarks-sim.md)
+POOR_LEFT_FROM = 600
+
 
 @jit
 def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, bounds, tol, max_iterations,
@@ -899,7 +906,8 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
     each island's answer into z, w (SOLVED, UNSETTLED), or its starting point into z (INTERIOR: the
     interior point goes on from bound update outers[k]); codes[k], its[k], outers[k] as
     box_qp_dense returns them. An island whose start's relative error is above ``poor_residual`` gets
-    at most ``poor_iterations`` of its line-search steps (:func:`projected_newton`)."""
+    at most ``poor_iterations`` of its line-search steps (:func:`projected_newton`); one of more than
+    POOR_LEFT_FROM rows none: it is left untouched (codes[k] LEFT, z and w not written)."""
     n = q.size
     at = np.full(n, -1, dtype=np.int64)
     scratch = np.full(label.max() + 1 if label.size else 0, -1, dtype=np.int64)
@@ -930,10 +938,16 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
         steps, full = max_iterations, False
         if m > small_n and not newton_only:
             steps, full = newton_steps, True
+        large = m > POOR_LEFT_FROM and not newton_only
+        poor = 0 if large else (steps if full else poor_iterations)
         code, zz, ww, it, outer = box_qp_grouped(A, qk, lk, hk, fk, mk, zk, tol, steps, armijo, full,
                                                  newton_only, max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb,
-                                                 steps if full else poor_iterations, poor_residual,
-                                                 sptr, sidx, sval)
+                                                 poor, poor_residual, sptr, sidx, sval)
+        if large and code == INTERIOR and it == 0 and outer == 1:      # a poor start: left as it is
+            codes[k], its[k], outers[k] = LEFT, 0, 1
+            for a in range(m):
+                at[idx[a]] = -1
+            continue
         codes[k], its[k], outers[k] = code, it, outer
         for a in range(m):
             z[idx[a]] = zz[a]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ...kernels.box_qp import INTERIOR, UNSETTLED, box_qp_islands, csr_rows_affine
+from ...kernels.box_qp import INTERIOR, LEFT, UNSETTLED, box_qp_islands, csr_rows_affine
 from ...kernels.components import kept_row_components
 from ...problems import BoxedLCP
 from ...problems.islands import island_problem, island_rows
@@ -143,7 +143,9 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
     # one interior point on their union from there (rows of separate islands stay uncoupled; one
     # run's ~15 iterations instead of ~15 per island, each a Python iteration), at the earliest of
     # their bound updates (their Newton iterations already counted)
-    rest = [(order[bounds[k]:bounds[k + 1]], None, 0) for k in np.flatnonzero(~fits)]
+    # (and those it left: large islands from a poor start, kernels/box_qp.py POOR_LEFT_FROM)
+    left = small[codes == LEFT]
+    rest = [(order[bounds[k]:bounds[k + 1]], None, 0) for k in np.sort(np.concatenate([np.flatnonzero(~fits), left]))]
     gave_up = np.flatnonzero(codes == INTERIOR)
     if gave_up.size:
         idx = np.sort(np.concatenate([order[bounds[k]:bounds[k + 1]] for k in small[gave_up]]))

@@ -23,11 +23,11 @@ class BoxQPOptions:
     ``islands`` (set by its builder, e.g. box friction) apart (:func:`_islands`); grouped_max: the
     largest island solved by the compiled projected Newton with block-by-block factorisations over
     the problem's ``body_groups`` (0: none; e.g. a pile's columns of boxes; above kernels/box_qp.py
-    CSR_FROM rows on its CSR block, in time linear in its entries). A larger island takes the whole
-    method in Python. Every island in the compiled call (a large value) runs the settled 2,000-box
-    pile's 960-row towers there (97 -> 68-71 ms a step) but costs a falling 2,000-box pile 15-20 %
-    (the line-search Newton steps on its large impact islands, which mostly do not land):
-    docs/benchmarks-sim.md;
+    CSR_FROM rows on its CSR block, in time linear in its entries; by default every island). A larger
+    island takes the whole method in Python, as does one of more than POOR_LEFT_FROM rows from a poor
+    start (the compiled call leaves it: a falling pile's impact islands, whose Newton steps mostly do
+    not land). The settled 2,000-box pile's 960-row towers: 97.6 ms a step at 600, 72.6 with every
+    island (docs/benchmarks-sim.md);
     set_aside: with islands, solve the rows that 0 likely solves (gaps, :func:`_set_aside`) last, so
     the islands are those of the rows in play (off by default: a falling pile's velocity problems
     stay one island without their gaps and take several rounds; the position correction sets it);
@@ -60,7 +60,7 @@ class BoxQPOptions:
     small_n: int = 200
     ipm_iterations: int = 80
     islands: bool = True
-    grouped_max: int = 600
+    grouped_max: int = 1_000_000
     set_aside: bool = False
     island_search_max: int = 0
     island_iterations: int = 20
