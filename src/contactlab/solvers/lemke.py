@@ -52,7 +52,11 @@ class LemkeOptions:
     regularised retries; restarts: how many times the reduced basis may restart Lemke from the
     complementary basis it ended on when that basis, refactorised, is infeasible (kernels/lemke.py
     ``_restart_from_basis``: degenerate rows whose tiny column entries the pivot tolerance did not
-    take as blocking), each kept only if its answer certifies better; 0: none."""
+    take as blocking), each kept only if its answer certifies better; 0: none; equilibrate: solve
+    the symmetrically equilibrated LCP (D M D, D q), D from :func:`equilibration`, map its answer
+    back by z = D y, refine it on (M, q) and certify it there: "auto" (default) when the reduced
+    run on (M, q) does not certify, "first" before it (the unscaled run only if the scaled one does
+    not certify), "never" (the reduced basis only: ignored with basis="tableau")."""
     covering: object = None
     max_iterations: int | None = None
     regularize: bool = True
@@ -64,6 +68,7 @@ class LemkeOptions:
     pivot_tol: float = LEMKE_PIVOT
     pivot_retries: tuple = (1e-7, 1e-5)
     restarts: int = K.RESTARTS
+    equilibrate: str = "auto"
 
     def __post_init__(self):
         check_common(self)
@@ -79,6 +84,8 @@ class LemkeOptions:
                              f"{self.pivot_retries!r}")
         if isinstance(self.restarts, bool) or not isinstance(self.restarts, (int, np.integer)) or self.restarts < 0:
             raise ParamError(f"restarts must be an integer >= 0, got {self.restarts!r}")
+        if self.equilibrate not in ("auto", "first", "never"):
+            raise ParamError(f"equilibrate must be 'auto', 'first' or 'never', got {self.equilibrate!r}")
         if not all(e > 0 for e in self.reg_eps):
             raise ParamError(f"reg_eps must be positive, got {self.reg_eps!r}")
 
@@ -98,6 +105,88 @@ def _basis_solution(n, basis, xB):
         if n <= v < 2 * n:
             z[v - n] = xB[i]
     return np.maximum(z, 0.0)
+
+
+def equilibration(M: np.ndarray) -> np.ndarray:
+    """D (n,) of powers of two with every row and column of D M D of largest magnitude in [1/2, 2]
+    (kernels/lemke.py ``equilibrate_symmetric``, Ruiz's symmetric scaling).
+
+    Why: Lemke's pivot tolerances and lexicographic ties compare entries of different rows, so
+    they are not invariant to the rows' units. A jointed hand's Stewart-Trinkle LCP (eq. 15 of
+    arechavaleta) puts motor rows (a finger's effective inertia, entries ~1e5) beside contact rows
+    (cfm 1e-6): cond(M) ~1e11, and Lemke ends in numerical secondary rays on problems an LP shows
+    feasible. z = D y, M -> D M D, q -> D q (D > 0) is a change of the impulses' units: the solution
+    sets correspond one to one and copositivity (plus) and P-ness are kept (Cottle-Pang-Stone
+    §4.1), so Lemke's guarantees carry over; the equilibrated matrix of those hands has cond ~1e9."""
+    n = M.shape[0]
+    D = np.empty(n)
+    K.equilibrate_symmetric(M, D, np.empty(n))
+    return D
+
+
+def refine_on_original(M: np.ndarray, q: np.ndarray, D: np.ndarray, Ms: np.ndarray, y: np.ndarray,
+                       steps: int = 2) -> np.ndarray | None:
+    """z = D y refined on the unscaled LCP (M, q): the complementary basis the scaled answer y
+    reads (z_i basic where y_i > w'_i, w' = Ms y + D q), then ``steps`` of iterative refinement of
+    its basis system M_aa z_a = -q_a, the residual on (M, q), the correction from the equilibrated
+    block Ms_aa = D_a M_aa D_a (its LU). Returns the refined z (clipped at 0; the caller certifies it
+    and keeps the better of the two), or None when the block is singular."""
+    ws = Ms @ y + D * q
+    a = np.flatnonzero(y > ws)
+    z = np.zeros_like(y)
+    if a.size == 0:
+        return z
+    import scipy.linalg as sl
+    with np.errstate(all="ignore"):
+        try:
+            lu = sl.lu_factor(Ms[np.ix_(a, a)], check_finite=False)
+        except (ValueError, np.linalg.LinAlgError):
+            return None
+        if not np.all(np.isfinite(lu[0])) or np.min(np.abs(np.diag(lu[0]))) == 0.0:
+            return None
+        Da, Maa, za = D[a], M[np.ix_(a, a)], D[a] * y[a]
+        for _ in range(steps):
+            za = za - Da * sl.lu_solve(lu, Da * (Maa @ za + q[a]), check_finite=False)
+    if not np.all(np.isfinite(za)):
+        return None
+    z[a] = np.maximum(za, 0.0)
+    return z
+
+
+def _solve_equilibrated(M0, q0, d, max_pivots, opts: LemkeOptions):
+    """Lemke's reduced basis on the equilibrated LCP (D M0 D, D q0), its answer mapped back by
+    z = D y and refined on (M0, q0) (:func:`refine_on_original`): (status, pivots, z, certified
+    residual on (M0, q0), info). SOLVED only with that residual within the tolerance."""
+    n = q0.size
+    D = equilibration(M0)
+    Ms = M0 * D[:, None] * D[None, :]   # exact: D holds powers of two
+    qs = D * q0
+    ds = d if d.size == 0 else D * d    # the same covering in the scaled units
+    s = float(np.max(np.abs(Ms))) or float(np.max(np.abs(qs), initial=0.0)) or 1.0
+    code, pv, y, _, _ = K.lemke_reduced_run(Ms, qs, s, ds, max_pivots, REFACTOR_EVERY, opts.pivot_tol,
+                                           NORMWISE_FLOOR, int(opts.restarts))
+    z = D * y
+    res = _rel(M0, q0, z)
+    info = {"status": _STATUS[code].name, "pivots": int(pv), "residual": res,
+            "scale_range": (float(D.min()), float(D.max()))}
+    if res > 1e-3 * opts.tol and code == _K_SOLVED:
+        zr = refine_on_original(M0, q0, D, Ms, y)
+        if zr is not None:
+            rr = _rel(M0, q0, zr)
+            info["refined_residual"] = rr
+            if rr < res:
+                z, res = zr, rr
+    status = _SOLVED if code == _K_SOLVED and res <= max(opts.tol, CERTIFY) else (
+        Status.NUMERICAL_FAILURE if code == _K_SOLVED else _STATUS[code])
+    return status, int(pv), z, res, info
+
+
+def _equilibrated_solution(eq, d, s, pivots, first=None) -> Solution:
+    """The Solution of a certified equilibrated run (solve() certifies z on the problem again)."""
+    info = {"covering": "ones" if d is _EMPTY else "given", "basis": "reduced", "scale": s, "equilibrated": eq[4]}
+    if first is not None:
+        info["unscaled_attempt"] = first
+    return Solution(z=eq[2], w=_EMPTY, status=_SOLVED, iterations=pivots, pivots=pivots, info=info)
 
 
 def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refine: bool = True,
@@ -150,17 +239,34 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     max_pivots = opts.max_iterations if opts.max_iterations is not None else 50 * n + 1000
     first_row = opts.ties == "first-row"
     basis = "reduced" if opts.basis == "auto" else opts.basis
+    eq = None   # the equilibrated run's (status, pivots, z, residual on (M0, q), info)
+    if basis == "reduced" and opts.equilibrate == "first":
+        eq = _solve_equilibrated(M0, problem.q, d, max_pivots, opts)
+        if eq[0] is _SOLVED:
+            return _equilibrated_solution(eq, d, s, eq[1])
     if basis == "reduced":   # one compiled call: scaling, work arrays, pivots and the certified residual
         code, pivots, out, c = K.lemke_reduced_certified(M0, problem.q, s, d, max_pivots, REFACTOR_EVERY,
                                                          opts.pivot_tol, NORMWISE_FLOOR, int(opts.restarts))
         z, residual = out[:n], certified_error(c[3], c[5])
+        if eq is not None:
+            pivots += eq[1]
         if code == _K_SOLVED and residual <= opts.tol:   # the usual case: certified at once
             sol = Solution(z=z, w=_EMPTY, status=_SOLVED, iterations=pivots, pivots=pivots,
                            info={"covering": "ones" if d is _EMPTY else "given", "basis": basis, "scale": s})
             if M0 is problem.M and type(problem) is LCP:   # certified on problem's own (M, q) with LCP's
                 # own definition (LCP.certify_numbers runs the same kernel): solve() need not repeat it
                 certified_by_kernel(sol, problem, out[n:2 * n], c, residual)
+            if eq is not None:
+                sol.info["equilibrated_attempt"] = eq[4]
             return sol
+        if opts.equilibrate == "auto":
+            # not certified on (M, q): the equilibrated LCP (badly scaled rows, e.g. a hand's motors
+            # beside its contacts), certified on (M0, q) itself
+            eq = _solve_equilibrated(M0, problem.q, d, max_pivots, opts)
+            if eq[0] is _SOLVED:
+                return _equilibrated_solution(eq, d, s, pivots + eq[1], first={
+                    "status": _STATUS[code].name, "pivots": pivots, "residual": residual})
+            pivots += eq[1]
         status = _STATUS[code]
         ray = out[2 * n:]
         M, q = M0 / s, problem.q / s   # the kernel's scaled problem (the same correctly rounded quotients)
@@ -169,6 +275,8 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
         status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, basis, first_row)
         residual = _rel(M, q, z)
     info: dict = {"covering": "ones" if opts.covering is None else "given", "basis": basis, "scale": s}
+    if eq is not None:
+        info["equilibrated_attempt"] = eq[4]
 
     if opts.basis == "auto" and not (status is Status.SOLVED and residual <= opts.tol):
         # degenerate, ill-conditioned problems: rank-one updates of the small inverse can drift
@@ -225,4 +333,6 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
                 z, residual = zr, res
         info["regularized_retries"] = tries
         info["first_status"] = "RAY_TERMINATION" if "ray" in info else status.name
+    if status is not Status.SOLVED and eq is not None and eq[3] < residual:
+        z = eq[2]   # not certified: the answer nearest to one (a caller may judge it)
     return Solution(z=z, w=np.empty(0), status=status, iterations=total, pivots=total, info=info)
