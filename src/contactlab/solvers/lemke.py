@@ -107,9 +107,10 @@ def _basis_solution(n, basis, xB):
     return np.maximum(z, 0.0)
 
 
-def equilibration(M: np.ndarray) -> np.ndarray:
-    """D (n,) of powers of two with every row and column of D M D of largest magnitude in [1/2, 2]
-    (kernels/lemke.py ``equilibrate_symmetric``, Ruiz's symmetric scaling).
+def equilibration(M: np.ndarray, symmetric: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(R, C), each (n,) of powers of two, with every row and column of R M C of largest magnitude
+    in [1/2, 2]: symmetric (R = C = D, kernels/lemke.py ``equilibrate_symmetric``, Ruiz's symmetric
+    scaling) or rows and columns separately (``equilibrate_two_sided``).
 
     Why: Lemke's pivot tolerances and lexicographic ties compare entries of different rows, so
     they are not invariant to the rows' units. A jointed hand's Stewart-Trinkle LCP (eq. 15 of
@@ -117,21 +118,28 @@ def equilibration(M: np.ndarray) -> np.ndarray:
     (cfm 1e-6): cond(M) ~1e11, and Lemke ends in numerical secondary rays on problems an LP shows
     feasible. z = D y, M -> D M D, q -> D q (D > 0) is a change of the impulses' units: the solution
     sets correspond one to one and copositivity (plus) and P-ness are kept (Cottle-Pang-Stone
-    §4.1), so Lemke's guarantees carry over; the equilibrated matrix of those hands has cond ~1e9."""
+    §4.1), so Lemke's guarantees carry over; the equilibrated matrix of those hands has cond ~1e9.
+    The two-sided scaling (R M C, R q), z = C y, keeps the solutions and P-ness but not
+    copositivity: a second try, for rows and columns in unrelated units."""
     n = M.shape[0]
-    D = np.empty(n)
-    K.equilibrate_symmetric(M, D, np.empty(n))
-    return D
+    R = np.empty(n)
+    if symmetric:
+        K.equilibrate_symmetric(M, R, np.empty(n))
+        return R, R
+    C = np.empty(n)
+    K.equilibrate_two_sided(M, R, C, np.empty(n), np.empty(n))
+    return R, C
 
 
-def refine_on_original(M: np.ndarray, q: np.ndarray, D: np.ndarray, Ms: np.ndarray, y: np.ndarray,
-                       steps: int = 2) -> np.ndarray | None:
-    """z = D y refined on the unscaled LCP (M, q): the complementary basis the scaled answer y
-    reads (z_i basic where y_i > w'_i, w' = Ms y + D q), then ``steps`` of iterative refinement of
-    its basis system M_aa z_a = -q_a, the residual on (M, q), the correction from the equilibrated
-    block Ms_aa = D_a M_aa D_a (its LU). Returns the refined z (clipped at 0; the caller certifies it
-    and keeps the better of the two), or None when the block is singular."""
-    ws = Ms @ y + D * q
+def refine_on_original(M: np.ndarray, q: np.ndarray, R: np.ndarray, C: np.ndarray, Ms: np.ndarray,
+                       y: np.ndarray, steps: int = 2) -> np.ndarray | None:
+    """z = C y refined on the unscaled LCP (M, q), y the answer of the equilibrated LCP
+    (Ms = R M C, R q): the complementary basis y reads (z_i basic where y_i > w'_i, w' = Ms y + R q),
+    then ``steps`` of iterative refinement of its basis system M_aa z_a = -q_a, the residual on
+    (M, q), the correction from the equilibrated block's LU (Ms_aa = R_a M_aa C_a). Returns the
+    refined z (clipped at 0; the caller certifies it and keeps the better of the two), or None when
+    the block is singular."""
+    ws = Ms @ y + R * q
     a = np.flatnonzero(y > ws)
     z = np.zeros_like(y)
     if a.size == 0:
@@ -144,41 +152,60 @@ def refine_on_original(M: np.ndarray, q: np.ndarray, D: np.ndarray, Ms: np.ndarr
             return None
         if not np.all(np.isfinite(lu[0])) or np.min(np.abs(np.diag(lu[0]))) == 0.0:
             return None
-        Da, Maa, za = D[a], M[np.ix_(a, a)], D[a] * y[a]
+        Ra, Ca, Maa, za = R[a], C[a], M[np.ix_(a, a)], C[a] * y[a]
         for _ in range(steps):
-            za = za - Da * sl.lu_solve(lu, Da * (Maa @ za + q[a]), check_finite=False)
+            za = za - Ca * sl.lu_solve(lu, Ra * (Maa @ za + q[a]), check_finite=False)
     if not np.all(np.isfinite(za)):
         return None
     z[a] = np.maximum(za, 0.0)
     return z
 
 
-def _solve_equilibrated(M0, q0, d, max_pivots, opts: LemkeOptions):
-    """Lemke's reduced basis on the equilibrated LCP (D M0 D, D q0), its answer mapped back by
-    z = D y and refined on (M0, q0) (:func:`refine_on_original`): (status, pivots, z, certified
-    residual on (M0, q0), info). SOLVED only with that residual within the tolerance."""
-    n = q0.size
-    D = equilibration(M0)
-    Ms = M0 * D[:, None] * D[None, :]   # exact: D holds powers of two
-    qs = D * q0
-    ds = d if d.size == 0 else D * d    # the same covering in the scaled units
+def _run_scaled(M0, q0, d, max_pivots, opts: LemkeOptions, symmetric: bool):
+    """One reduced run on (R M0 C, R q0), z = C y, refined on (M0, q0): (code, pivots, z, residual, info)."""
+    R, C = equilibration(M0, symmetric)
+    Ms = R[:, None] * M0 * C[None, :]   # exact: powers of two
+    qs = R * q0
+    ds = d if d.size == 0 else R * d    # the same covering in the scaled rows' units
     s = float(np.max(np.abs(Ms))) or float(np.max(np.abs(qs), initial=0.0)) or 1.0
     code, pv, y, _, _ = K.lemke_reduced_run(Ms, qs, s, ds, max_pivots, REFACTOR_EVERY, opts.pivot_tol,
                                            NORMWISE_FLOOR, int(opts.restarts))
-    z = D * y
+    z = C * y
     res = _rel(M0, q0, z)
-    info = {"status": _STATUS[code].name, "pivots": int(pv), "residual": res,
-            "scale_range": (float(D.min()), float(D.max()))}
+    info = {"scaling": "symmetric" if symmetric else "two-sided", "status": _STATUS[code].name, "pivots": int(pv),
+            "residual": res, "scale_range": (float(min(R.min(), C.min())), float(max(R.max(), C.max())))}
     if res > 1e-3 * opts.tol and code == _K_SOLVED:
-        zr = refine_on_original(M0, q0, D, Ms, y)
+        zr = refine_on_original(M0, q0, R, C, Ms, y)
         if zr is not None:
             rr = _rel(M0, q0, zr)
             info["refined_residual"] = rr
             if rr < res:
                 z, res = zr, rr
-    status = _SOLVED if code == _K_SOLVED and res <= max(opts.tol, CERTIFY) else (
-        Status.NUMERICAL_FAILURE if code == _K_SOLVED else _STATUS[code])
-    return status, int(pv), z, res, info
+    return code, int(pv), z, res, info
+
+
+def _solve_equilibrated(M0, q0, d, max_pivots, opts: LemkeOptions):
+    """Lemke's reduced basis on the symmetrically equilibrated LCP (D M0 D, D q0), then, if that does
+    not certify, on the two-sided one (R M0 C, R q0); each answer mapped back, refined on (M0, q0)
+    (:func:`refine_on_original`) and certified there. Returns (status, pivots, z, certified residual
+    on (M0, q0), info); SOLVED only with that residual within the tolerance; else the answer nearest
+    to one."""
+    best = None
+    pivots = 0
+    tries = []
+    for symmetric in (True, False):
+        code, pv, z, res, info = _run_scaled(M0, q0, d, max_pivots, opts, symmetric)
+        pivots += pv
+        tries.append(info)
+        ok = code == _K_SOLVED and res <= max(opts.tol, CERTIFY)
+        if best is None or ok or res < best[2]:
+            best = (code, z, res)
+        if ok:
+            break
+    code, z, res = best
+    ok = code == _K_SOLVED and res <= max(opts.tol, CERTIFY)
+    status = _SOLVED if ok else (Status.NUMERICAL_FAILURE if code == _K_SOLVED else _STATUS[code])
+    return status, pivots, z, res, {"tries": tries}
 
 
 def _equilibrated_solution(eq, d, s, pivots, first=None) -> Solution:
