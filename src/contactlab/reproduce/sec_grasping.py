@@ -170,7 +170,9 @@ def run(ctx) -> str:
               f"{every}th), each "
               f"time the median of {repeats} repeats, where the paper times every step once; lemke, as the paper's, without "
               "contactlab's restarts from a stalled basis, is our Lemke on the 8-edge friction pyramid "
-              "(GraspIt!'s), pgs and pgs-sm ours on the friction box of eq. 16-17; a 2026 CPU against the "
+              "(GraspIt!'s) with its equilibrated retry (where the run on the LCP as formed does not certify, "
+              "the symmetrically scaled LCP D M D, D q is solved and its answer mapped back, refined and "
+              "certified on the unscaled LCP; its time is in the figure), pgs and pgs-sm ours on the friction box of eq. 16-17; a 2026 CPU against the "
               "paper's AMD Turion (2009), so only the ratios between methods compare; our contact counts "
               "come from box links (up to 4 points per face pair).", "",
               markdown_table(["hand", "method", "steps", "min us", "max us", "mean us", "paper min / max / mean",
