@@ -477,6 +477,20 @@ def symmetry_dense(M):
 
 
 @jit
+def direct_applies(M, q):
+    """Whether solvers/pivoting.py ``dantzig_direct`` may answer for solve(): some q_i < 0 (not
+    trivial) and every diagonal entry of M > 0 (solve()'s refusal of dantzig needs one <= 0)."""
+    n = q.shape[0]
+    neg = False
+    for i in range(n):
+        if q[i] < 0.0:
+            neg = True
+        if not M[i, i] > 0.0:
+            return False
+    return neg
+
+
+@jit
 def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor):
     """The whole Cottle-Dantzig solve of a dense LCP in one compiled call (solvers/pivoting.py
     ``dantzig_solve``'s fast path, the same steps in the same order): symmetry (tolerances.SYMMETRY,

@@ -234,7 +234,8 @@ class Stages:
         w.t0 = time.perf_counter()
         sol = solve_islands(w.problem, sim.method, solve, **w.kwargs) \
             if (self.islands and isinstance(w.problem, BoxedLCP)) else None
-        w.sol = sol if sol is not None else solve(w.problem, sim.method, **w.kwargs)
+        w.sol = sol if sol is not None else solve(w.problem, sim.method, **w.kwargs) if sim.reuse is None \
+            else sim.reuse.solve(w.problem, w.kwargs)   # reuse: dantzig's compiled call (sim/reuse.py)
 
     # -- certify / fall back ----------------------------------------------------------------------
     def certify(self, w: StepWork) -> None:
