@@ -164,10 +164,11 @@ def refine_on_original(M: np.ndarray, q: np.ndarray, R: np.ndarray, C: np.ndarra
 def _run_scaled(M0, q0, d, max_pivots, opts: LemkeOptions, symmetric: bool):
     """One reduced run on (R M0 C, R q0), z = C y, refined on (M0, q0): (code, pivots, z, residual, info)."""
     R, C = equilibration(M0, symmetric)
-    Ms = R[:, None] * M0 * C[None, :]   # exact: powers of two
+    Ms = M0 * R[:, None]                # exact: powers of two; one n x n copy
+    Ms *= C[None, :]
     qs = R * q0
     ds = d if d.size == 0 else R * d    # the same covering in the scaled rows' units
-    s = float(np.max(np.abs(Ms))) or float(np.max(np.abs(qs), initial=0.0)) or 1.0
+    s = max(float(Ms.max(initial=0.0)), -float(Ms.min(initial=0.0))) or float(np.max(np.abs(qs), initial=0.0)) or 1.0
     code, pv, y, _, _ = K.lemke_reduced_run(Ms, qs, s, ds, max_pivots, REFACTOR_EVERY, opts.pivot_tol,
                                            NORMWISE_FLOOR, int(opts.restarts))
     z = C * y
