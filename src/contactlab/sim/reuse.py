@@ -156,7 +156,9 @@ class MotionlessReuse:
         self.last_warm = None       # the warm start given to the last step's solve (for measurements)
         self.last_sub = None        # the sub-problem solved after the last step, if the set changed
         # dantzig (the paper's method): its compiled call without solve()'s dispatch, planned once
-        from ..solvers import available_solvers
+        from ..solvers import available_solvers, solve
+        from ..solvers.pivoting import dantzig_direct
+        self._solve, self._direct_call = solve, dantzig_direct
         self._direct = None
         if sim.method == "dantzig":
             try:
@@ -182,13 +184,11 @@ class MotionlessReuse:
         without the dispatch, ~7 us a call, which cost about as much as the pivots a warm start saves
         on the paper's 7-block column); anything it leaves (a refusal, a failure, other arguments)
         and every other method go through :func:`contactlab.solve`."""
-        from ..solvers import solve
         if self._direct is not None and len(kwargs) - ("warm_start" in kwargs) == len(self.sim.solver_options):
-            from ..solvers.pivoting import dantzig_direct
-            sol = dantzig_direct(problem, kwargs.get("warm_start"), self._direct)
+            sol = self._direct_call(problem, kwargs.get("warm_start"), self._direct)
             if sol is not None:
                 return sol
-        return solve(problem, self.sim.method, **kwargs)
+        return self._solve(problem, self.sim.method, **kwargs)
 
     def warm_start(self, built, contacts):
         """The full-size warm start: stored values on the rows of the stored contacts found again

@@ -188,7 +188,7 @@ def dantzig_direct(problem, warm_start: np.ndarray | None = None, opts: DantzigO
     info; tests/solvers/test_pivoting.py) when the kernel's answer is SOLVED and certifies (relative
     residual within max(CERTIFY, tol), finite) on a problem solve() neither calls trivial nor refuses
     (refusal needs a diagonal entry <= 0: any M with one is left to solve(); kernels/pivoting.py
-    ``direct_applies``). Returns None otherwise: the caller then calls solve(), which gives every other
+    ``dantzig_dense``'s ``direct``). Returns None otherwise: the caller then calls solve(), which gives every other
     outcome its full treatment.
 
     ``problem``: an LCP with a dense, C-contiguous float64 M; ``warm_start``: None or a full-size
@@ -200,15 +200,14 @@ def dantzig_direct(problem, warm_start: np.ndarray | None = None, opts: DantzigO
         return None
     q = problem.q
     n = q.shape[0]
-    if not K.direct_applies(M, q):
-        return None
     opts = _DEFAULT if opts is None else opts
     zw = _EMPTY if warm_start is None else warm_start
     if zw.shape[0] not in (0, n) or zw.dtype != np.float64 or not zw.flags.c_contiguous:
         return None
     t0 = time.perf_counter()
     code, k0, majors, pivots, d, z, w, c, active, y = K.dantzig_dense(
-        M, q, zw, 20 * n + 100 if opts.max_iterations is None else opts.max_iterations, opts.refine, NORMWISE_FLOOR)
+        M, q, zw, 20 * n + 100 if opts.max_iterations is None else opts.max_iterations, opts.refine, NORMWISE_FLOOR,
+        True)
     certified = certified_error(c[3], c[5])
     if code != K.SOLVED or not (certified <= (opts.tol if opts.tol > CERTIFY else CERTIFY)
                                 and c[0] < _INF and c[2] < _INF):
