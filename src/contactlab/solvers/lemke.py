@@ -187,10 +187,12 @@ def _run_scaled(M0, q0, d, max_pivots, opts: LemkeOptions, symmetric: bool):
 
 def _solve_equilibrated(M0, q0, d, max_pivots, opts: LemkeOptions):
     """Lemke's reduced basis on the symmetrically equilibrated LCP (D M0 D, D q0), then, if that does
-    not certify, on the two-sided one (R M0 C, R q0); each answer mapped back, refined on (M0, q0)
-    (:func:`refine_on_original`) and certified there. Returns (status, pivots, z, certified residual
-    on (M0, q0), info); SOLVED only with that residual within the tolerance; else the answer nearest
-    to one."""
+    not certify to ``opts.tol``, on the two-sided one (R M0 C, R q0); each answer mapped back, refined
+    on (M0, q0) (:func:`refine_on_original`) and certified there. Returns (status, pivots, z,
+    certified residual on (M0, q0), info, acceptable): SOLVED only with that residual within
+    ``opts.tol`` (what the unscaled run must reach to return at once); ``acceptable``: the kernel
+    ended on a complementary basis whose answer is within max(tol, CERTIFY), solve()'s threshold (the
+    caller weighs it against its other retries); else the answer nearest to one."""
     best = None
     pivots = 0
     tries = []
@@ -198,15 +200,16 @@ def _solve_equilibrated(M0, q0, d, max_pivots, opts: LemkeOptions):
         code, pv, z, res, info = _run_scaled(M0, q0, d, max_pivots, opts, symmetric)
         pivots += pv
         tries.append(info)
-        ok = code == _K_SOLVED and res <= max(opts.tol, CERTIFY)
-        if best is None or ok or res < best[2]:
-            best = (code, z, res)
-        if ok:
+        rank = (code == _K_SOLVED and res <= max(opts.tol, CERTIFY), -res)
+        if best is None or rank > best[0]:
+            best = (rank, code, z, res)
+        if code == _K_SOLVED and res <= opts.tol:
             break
-    code, z, res = best
-    ok = code == _K_SOLVED and res <= max(opts.tol, CERTIFY)
-    status = _SOLVED if ok else (Status.NUMERICAL_FAILURE if code == _K_SOLVED else _STATUS[code])
-    return status, pivots, z, res, {"tries": tries}
+    _, code, z, res = best
+    acceptable = code == _K_SOLVED and res <= max(opts.tol, CERTIFY)
+    status = _SOLVED if code == _K_SOLVED and res <= opts.tol else (
+        Status.NUMERICAL_FAILURE if code == _K_SOLVED else _STATUS[code])
+    return status, pivots, z, res, {"tries": tries}, acceptable
 
 
 def _equilibrated_solution(eq, d, s, pivots, first=None) -> Solution:
@@ -267,7 +270,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     max_pivots = opts.max_iterations if opts.max_iterations is not None else 50 * n + 1000
     first_row = opts.ties == "first-row"
     basis = "reduced" if opts.basis == "auto" else opts.basis
-    eq = None   # the equilibrated run's (status, pivots, z, residual on (M0, q), info)
+    eq = None   # the equilibrated run's (status, pivots, z, residual on (M0, q), info, acceptable)
     if basis == "reduced" and opts.equilibrate == "first":
         eq = _solve_equilibrated(M0, problem.q, d, max_pivots, opts)
         if eq[0] is _SOLVED:
@@ -340,7 +343,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
             total += pv
             tries.append({"pivot_tol": ptol, "status": _STATUS[code].name, "pivots": pv, "residual": resp})
             if _STATUS[code] is Status.SOLVED and resp <= max(opts.tol, CERTIFY):
-                status, z = Status.SOLVED, zp
+                status, z, residual = Status.SOLVED, zp, resp
                 info["pivot_tol"], info["basis"] = ptol, "reduced"
                 break
             if resp < residual:   # not certified: keep the answer nearest to one (a caller may judge it)
@@ -354,13 +357,18 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
             res = _rel(M, q, zr)
             tries.append({"eps": eps * s, "status": st.name, "pivots": pv, "residual_on_original": res})
             if st is Status.SOLVED and res <= max(opts.tol, CERTIFY):   # solve()'s own threshold
-                status, z = Status.SOLVED, zr
+                status, z, residual = Status.SOLVED, zr, res
                 info["regularization"] = eps * s
                 break
             if res < residual:
                 z, residual = zr, res
         info["regularized_retries"] = tries
         info["first_status"] = "RAY_TERMINATION" if "ray" in info else status.name
-    if status is not Status.SOLVED and eq is not None and eq[3] < residual:
-        z = eq[2]   # not certified: the answer nearest to one (a caller may judge it)
+    if eq is not None and eq[3] < residual and (eq[5] or status is not Status.SOLVED):
+        # the equilibrated answer is the better one: certified within solve()'s threshold where the
+        # retries' is not, or closer to it (not certified: the answer nearest to one, a caller may judge it)
+        z, residual = eq[2], eq[3]
+        if eq[5]:
+            status = Status.SOLVED
+            info["equilibrated"] = info.pop("equilibrated_attempt")
     return Solution(z=z, w=np.empty(0), status=status, iterations=total, pivots=total, info=info)
