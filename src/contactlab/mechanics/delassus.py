@@ -112,8 +112,10 @@ def delassus(sys, H: sp.csr_matrix, diag, dense: bool):
 
 
 @jit
-def _row_blocks(indptr, indices, data, nbody):
-    """Per body, the rows touching it with their 6 entries: (start (nbody+1), row, vec (m, 6))."""
+def _body_slots(indptr, indices, data, nbody):
+    """The slots of each body (the glossary's ``body_slots``: the transpose of a CSR H over the
+    per-body layout): per body, the rows touching it with their 6 entries, (start (nbody+1), row,
+    vec (m, 6))."""
     n = indptr.size - 1
     of_col = np.empty(6 * nbody, dtype=np.int64)       # column -> body (a gather, not a division per entry)
     for c in range(of_col.size):
@@ -146,11 +148,14 @@ def _row_blocks(indptr, indices, data, nbody):
     return start, row, vec
 
 
+_row_blocks = _body_slots      # the former name, kept for one release
+
+
 @jit
 def delassus_dense(indptr, indices, data, W, n, diag):
     """Dense H W H' + diag(diag) for H in CSR (columns = 6 per moving body, W (nbody, 6, 6))."""
     nbody = W.shape[0]
-    start, row, vec = _row_blocks(indptr, indices, data, nbody)
+    start, row, vec = _body_slots(indptr, indices, data, nbody)
     D = np.zeros((n, n))
     g = np.empty(6)
     for b in range(nbody):
@@ -214,7 +219,7 @@ def delassus_csr(indptr, indices, data, W, n, diag):
     duplicate pass. Entry (r, c) is (W h_min)'h_max over the shared bodies with min/max of (r, c):
     exactly symmetric."""
     nbody = W.shape[0]
-    start, row, vec = _row_blocks(indptr, indices, data, nbody)
+    start, row, vec = _body_slots(indptr, indices, data, nbody)
     m = row.size
     body = np.empty(m, dtype=np.int64)
     G = np.empty((m, 6))

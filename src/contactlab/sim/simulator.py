@@ -26,12 +26,12 @@ from ..mechanics.joint_projection import displace, joint_error_kernel, project_j
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
-from ..mechanics.system import _packed, delassus, mobility, rows_times
+from ..mechanics.system import delassus, mobility, packed_joints, rows_times
 from ..models import get_model, make_options
 from ..models.box_friction import row_heights
 from ..solvers import available_solvers, solve
 from ..solvers.pgs import PGSOptions
-from ..problems import BoxedLCP
+from ..problems import BoxedLCP, ProblemStructure
 from .fallback import _cap_option
 from .box_stages import STAGES, free_bodies_only
 from .faults import checked_step
@@ -97,17 +97,14 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
     ``body_pair_groups``), over which an island's Newton steps are factorised block by block;
     ``factors``: (N, W, eps) with A = N W N' + eps I, for the interior point's systems in body space
     (solvers/box_qp.py ``_BodySpace``)."""
-    problem = BoxedLCP(A, c, np.zeros(c.size), np.full(c.size, np.inf))
-    if factors is not None and sp.issparse(A):
-        problem.factors = factors
+    structure = ProblemStructure(islands=islands, body_groups=None if islands is None else groups,
+                                 factors=factors if sp.issparse(A) else None)
+    problem = BoxedLCP(A, c, np.zeros(c.size), np.full(c.size, np.inf), structure=structure)
     if islands is not None:
         # each island's projected Newton (30 steps with line search up to POSITION_SEARCH_MAX rows;
         # box-qp's island_poor_iterations, 8, from a start above IPM_WARM_MAX, as a falling pile's
         # new contacts are), the interior point on the islands
         # it leaves; the islands of the rows without a gap
-        problem.islands = islands
-        if groups is not None:
-            problem.body_groups = groups
         sol = solve(problem, "box-qp", max_iterations=30, tol=POSITION_TOL, set_aside=True,
                     island_search_max=POSITION_SEARCH_MAX, island_iterations=30)
     else:
@@ -515,8 +512,9 @@ class Simulator:
         if not self._has_position_rows():
             return 0.0
         model, data = self.model, self.data
-        return float(joint_error_kernel(_packed(model).kernel_args, model.dof_start, data.position, data.quaternion,
-                                        data.linear_velocity, data.angular_velocity, data.planar_reference))
+        return float(joint_error_kernel(packed_joints(model).kernel_args, model.dof_start, data.position,
+                                        data.quaternion, data.linear_velocity, data.angular_velocity,
+                                        data.planar_reference))
 
     def project_joints(self, tol: float = 1e-10, max_iter: int = 8) -> float:
         """Newton projection of positions onto the joint manifold, M-weighted minimum norm:
@@ -525,8 +523,8 @@ class Simulator:
         call (mechanics/joint_projection.py ``project_joints_kernel``: rows, J M^-1 J', Cholesky or
         least squares, x += M^-1 J' lam with the quaternion update, up to ``max_iter`` times)."""
         model, data = self.model, self.data
-        return float(project_joints_kernel(_packed(model).kernel_args, model.dof_start, model.kind, KIND_KINEMATIC,
-                                           model.mass, model.inv_inertia, data.position, data.quaternion,
+        return float(project_joints_kernel(packed_joints(model).kernel_args, model.dof_start, model.kind,
+                                           KIND_KINEMATIC, model.mass, model.inv_inertia, data.position, data.quaternion,
                                            data.linear_velocity, data.angular_velocity, data.planar_reference,
                                            float(tol), int(max_iter)))
 
