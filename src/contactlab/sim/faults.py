@@ -147,9 +147,11 @@ def _motion_check(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1
 
 
 def _free_velocities(sim, v0, w0):
-    """(linear, angular) free velocities of the step, v + h M^-1 f (gravity, joint torques, the
-    controllers' velocities), from the step's system where it is at hand (the general path);
-    else v0 + h g (a compiled step of free bodies: gravity is their only force)."""
+    """(linear, angular) free velocities of the step, v + h M^-1 f (gravity, joint torques), from
+    the step's system where it is at hand (the general path); else v0 + h g (a compiled step of
+    free bodies: gravity is their only force). v0 and w0 are the velocities after the controllers
+    ran (``Simulator.step`` runs them before :func:`checked_step`), so a velocity a controller set
+    is part of the step's free motion on either path."""
     # the step's system where the step assembled it (sim/stages.py StepState; None where a compiled
     # step deferred it: assembling it here would cost more than the step)
     sys = getattr(getattr(sim, "step_state", None), "system", None)
@@ -232,9 +234,9 @@ def step_fault(sim, before, rec) -> str:
 
 
 def checked_step(sim, take):
-    """``take()`` (the simulator's step), then the plausibility of its motion (:func:`step_fault`):
-    the record's ``plausible`` and ``fault`` say what was found. The one call site is
-    ``Simulator.step``."""
+    """``take()`` (the simulator's step after its controllers ran), then the plausibility of its
+    motion from the state before ``take`` (:func:`step_fault`): the record's ``plausible`` and
+    ``fault`` say what was found. The one call site is ``Simulator.step``."""
     d = sim.data
     before = (d.position.copy(), d.linear_velocity.copy(), d.angular_velocity.copy(),
               float(getattr(sim, "_fault_joint_error", 0.0)))

@@ -373,13 +373,21 @@ class Simulator:
     def step(self) -> StepRecord:
         """Advance one step: controllers -> detect -> build -> solve -> certify -> integrate -> record."""
         try:
-            return checked_step(self, self._step)     # the motion's plausibility (sim/faults.py)
+            # the controllers first: the velocities they set are the step's own motion, so the check
+            # of its plausibility (sim/faults.py) starts from the state they leave
+            self.control()
+            return checked_step(self, self._advance)
         except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
             raise_interrupt_behind(exc)
 
     def _step(self) -> StepRecord:
-        """One step as its stages (sim/stages.py), one line each, as MuJoCo mjx's ``step``."""
+        """One step without the plausibility check: the controllers, then :meth:`_advance`."""
         self.control()                      # controllers: motors, joint torques, velocities
+        return self._advance()
+
+    def _advance(self) -> StepRecord:
+        """One step after the controllers, as its stages (sim/stages.py), one line each, as MuJoCo
+        mjx's ``step``."""
         stages = self.plan()                # the stages of this configuration (planned anew when it changed)
         work = stages.detect()              # contacts, matched to the previous step's
         stages.build(work)                  # the problem (a compiled step: its inputs)
