@@ -1,4 +1,4 @@
-"""Compiled per-body terms of a step (numba; flags from kernels/_jit.py): the 6x6 blocks
+"""Compiled per-body terms of a step (numba): the 6x6 blocks
 diag(m I3, R I R') of M and of M^-1, the generalised velocity, gravity and gyroscopic forces (eq. 5's
 F_e), the free velocity v + h M^-1 f and the kinetic energy a step's impulses add.
 """
@@ -77,7 +77,8 @@ def body_terms(live, dof_start, quaternion, mass, inertia, inv_inertia, gravity,
                angular_velocity, gyroscopic, f):
     """build_system's per-body terms in one call: (M_blocks, W_blocks, v) = the blocks of M and M^-1
     of the bodies ``live`` (:func:`mass_blocks_kernel`), the velocity vector (:func:`velocity_vector`),
-    and f += each body's gravity and gyroscopic force in place (joint_kernels.py ``body_forces``)."""
+    and f += each body's gravity and gyroscopic force in place
+    (:func:`~contactlab.mechanics.joint_kernels.body_forces`)."""
     M_blocks, W_blocks = mass_blocks_kernel(live, quaternion, mass, inertia, inv_inertia)
     v = velocity_vector(dof_start, linear_velocity, angular_velocity)
     body_forces(live, dof_start, mass, inertia, gravity, quaternion, angular_velocity, gyroscopic, f)

@@ -1,5 +1,5 @@
 """The Delassus operator H W H' + diag of a step's rows, W = M^-1 block-diagonal (one 6x6 block per
-moving body, maximal coordinates), compiled (numba; flags from kernels/_jit.py).
+moving body, maximal coordinates), compiled (numba).
 
 Rows are grouped by the bodies they touch, and each body adds (H_b W_b)(H_b)' between the rows that
 touch it, so only blocks of row pairs sharing a body are formed, never the ndof x ndof product
@@ -294,7 +294,7 @@ def _frame_bodies(ip, ix, nbody):
     """Per contact of :func:`delassus_frames_csr`: its moving bodies (cb (k, 2): increasing, -1 for
     none), and per body the contacts touching it in increasing order with the slot they hold it in
     (start (nbody + 1), contact, slot). ok False where a contact's entries are not none or
-    kernels/pgs_matrix_free.py ``whole_body_blocks``, or name a body beyond ``nbody``."""
+    :func:`~contactlab.kernels.pgs_matrix_free.whole_body_blocks`, or name a body beyond ``nbody``."""
     k = ip.size - 1
     cb = np.full((k, 2), -1, dtype=np.int64)
     count = np.zeros(nbody + 1, dtype=np.int64)
@@ -331,7 +331,7 @@ def _frame_bodies(ip, ix, nbody):
 @jit
 def _frame_vectors(ip, data, W, cb):
     """Per contact and body slot of :func:`delassus_frames_csr`: its rows' 6-vectors (V (k, 2, 6 m):
-    direction j at 6 j) and W_b times them (X, kernels/dense.py ``mass_block_times``); a slot without
+    direction j at 6 j) and W_b times them (X, :func:`~contactlab.kernels.dense.mass_block_times`); a slot without
     a body (cb -1) is left unwritten (:func:`_frame_neighbours` pairs only the slots that hold one)."""
     m, k = data.shape[0], ip.size - 1
     V = np.empty((k, 2, 6 * m))
@@ -423,9 +423,10 @@ def delassus_frames_csr(ip, ix, data, W, diag, index):
 @jit
 def frame_pattern(ip, ix, nbody, m, index):
     """The pattern of :func:`delassus_frames_csr`'s matrix, which depends on the contacts' bodies only
-    (a step whose rows touch the bodies the last one's did reuses it: mechanics/system.py
-    ``delassus``): per contact its bodies (cb), the contacts sharing a body with it, itself included,
-    in increasing order (nptr, near; near_s: the slots of the shared bodies, :func:`_frame_neighbours`)
+    (a step whose rows touch the bodies the last one's did reuses it:
+    :func:`~contactlab.mechanics.system.delassus`): per contact its bodies (cb), the contacts sharing
+    a body with it, itself included, in increasing order (nptr, near; near_s: the slots of the shared
+    bodies, :func:`_frame_neighbours`)
     and the CSR indptr and indices of the 3 k rows (a row's columns: its contact list for each
     direction in turn; canonical), of ``index``'s type (int32 where they fit, as scipy's constructor
     picks). Returns (ok, cb, nptr, near, near_s, indptr, indices); ok False where a contact's entries

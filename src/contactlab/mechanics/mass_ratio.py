@@ -16,7 +16,6 @@ from ..errors import ModelError
 #: the largest ratio of two dynamic bodies' masses a scene may have (heaviest / lightest): the
 #: largest every certified default (box friction by box-qp, Stewart-Trinkle by lemke or dantzig)
 #: keeps a box at rest on a lighter box, measured in docs/robustness.md
-#: (benchmarks/bench_mass_ratio.py)
 MAX_MASS_RATIO = 1e5
 
 _MASS_RATIO_LIMIT = contextvars.ContextVar("max_mass_ratio", default=MAX_MASS_RATIO)

@@ -293,6 +293,6 @@ def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: 
         joints.append(Joint(j.name, kind, parent, j.child, anchor=tuple(Tj[:3, 3]), axis=tuple(axis), lower=lo, upper=hi))
     scene = Scene(name=name or r.name or path.stem, bodies=bodies, joints=joints, settings=settings or Settings())
     scene.validate()
-    check_mass_ratio(scene)     # a ratio the certified solvers cannot resolve (mechanics/mass_ratio.py)
+    check_mass_ratio(scene)     # a ratio the certified solvers cannot resolve
     return scene
 

@@ -4,8 +4,7 @@ reported, and scenes whose mass ratio the certified solvers cannot resolve are r
 A certificate is relative: solve() accepts an answer whose residual is small against the scale of
 the problem (|M| |z| + |q|). With a 1e9 mass ratio that scale is the heavy body's impulse seen by
 the light body, 1e9 times the light body's own velocities, so a "certified" answer can fling the
-light body at metres per second or lift the heavy one (a 1e6 kg box on a 1e-3 kg box: box-qp
-certifies a first step that gives the heavy box 0.94 m/s upward and 4.4e5 J). The checks below
+light body at metres per second or lift the heavy one (docs/robustness.md). The checks below
 measure the step in physical units instead, from the states before and after it.
 
 What a step may do (semi-implicit Euler, ``x1 = x0 + h v1`` then the position corrections):
@@ -110,7 +109,7 @@ def _free_velocities(sim, v0, w0):
     free bodies: gravity is their only force). v0 and w0 are the velocities after the controllers
     ran (``Simulator.step`` runs them before :func:`checked_step`), so a velocity a controller set
     is part of the step's free motion on either path."""
-    # the step's system where the step assembled it (sim/stages.py StepState; None where a compiled
+    # the step's system where the step assembled it (stages.StepState; None where a compiled
     # step deferred it: assembling it here would cost more than the step)
     sys = getattr(getattr(sim, "step_state", None), "system", None)
     model = sim.model
