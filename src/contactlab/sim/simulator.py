@@ -42,6 +42,10 @@ from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-ex
 
 
 def kinetic_energy(model: Model, data: Data) -> float:
+    """Kinetic energy of the bodies with coordinates, sum of 1/2 m |v|^2 + 1/2 w' R I R' w (I the
+    body-frame inertia, R the orientation): the array formula, for a state the user holds. The
+    step records the same number from one compiled pass with the potential energy
+    (:func:`contactlab.kernels.energy.energies`, tested against this one)."""
     live = np.flatnonzero(model.dof_start >= 0)
     if live.size == 0:
         return 0.0
@@ -53,18 +57,20 @@ def kinetic_energy(model: Model, data: Data) -> float:
 
 
 def potential_energy(model: Model, data: Data) -> float:
+    """Gravitational potential energy of the bodies with coordinates, -sum m p.g (zero at the
+    origin), the array formula beside :func:`kinetic_energy`."""
     live = model.dof_start >= 0
     return float(-np.sum(model.mass[live] * (data.position[live] @ model.gravity)))
 
+
+#: the most steps one ``Simulator.run`` takes: every step's record is kept in memory (a few hundred
+#: bytes each), so a run beyond this would exhaust memory long before it ended
+MAX_RUN_STEPS = 10 ** 8
 
 #: the position correction's solve tolerance (relative residual, as solve() certifies it): the
 #: correction is applied up to 1e-2 (``Simulator.project_contacts``), so 1e-3 leaves a factor 10
 #: and spares the last Newton or interior-point iterations of a 1e-7 solve at no cost in the
 #: largest penetration (docs/benchmarks-tuning.md)
-#: the most steps one ``Simulator.run`` takes: every step's record is kept in memory (a few hundred
-#: bytes each), so a run beyond this would exhaust memory long before it ended
-MAX_RUN_STEPS = 10 ** 8
-
 POSITION_TOL = 1e-3
 
 #: the position correction's islands above this many rows take box-qp's 3 full Newton steps, then its
