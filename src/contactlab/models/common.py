@@ -124,14 +124,15 @@ def mixed_problem(sys: ConstraintSystem, H: sp.csr_matrix, K, c: np.ndarray, v0:
         return LCP(B, hh, structure=structure)
     g = (r[:nj] - sys.j_rhs) / scale
     if not (np.isfinite(G).all() and np.isfinite(B).all() and np.isfinite(hh).all() and np.isfinite(g).all()):
-        return MixedLCP(G[:nj, :nj], G[:nj, nj:], G[nj:, :nj], B, g, hh, structure=structure)    # the checked constructor says what
+        # the checked constructor says what is not finite
+        return MixedLCP(G[:nj, :nj], G[:nj, nj:], G[nj:, :nj], B, g, hh, structure=structure)
     return MixedLCP.trusted(np.ascontiguousarray(G[:nj, :nj]), np.ascontiguousarray(G[:nj, nj:]),
                             np.ascontiguousarray(G[nj:, :nj]), B, g, hh, structure=structure)
 
 
 def stacked_rows(sys: ConstraintSystem, parts) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     """(H, [J; H]) for H = the canonical CSR ``parts`` one above the other, stacked once
-    (mechanics/system.py ``stack_rows``): H is the tail of [J; H] (its arrays are views)."""
+    (:func:`~contactlab.mechanics.system.stack_rows`): H is the tail of [J; H] (its arrays are views)."""
     R = stack_rows([sys.J, *parts], sys.ndof)
     nj = sys.nj
     if nj == 0 or not _canonical(R):

@@ -1,6 +1,6 @@
 """The sub-problem of one island of a boxed LCP: rows coupled to no other row, by M or by findex
-(sim/islands.py finds and solves islands with any method; solvers/box_qp/ solves a problem's own
-``islands`` in one compiled call)."""
+(:mod:`contactlab.sim.islands` finds and solves islands with any method; box-qp solves a problem's
+own ``structure.islands`` in one compiled call)."""
 from __future__ import annotations
 
 import numpy as np
