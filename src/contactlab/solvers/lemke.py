@@ -144,8 +144,11 @@ def refine_on_original(M: np.ndarray, q: np.ndarray, R: np.ndarray, C: np.ndarra
     z = np.zeros_like(y)
     if a.size == 0:
         return z
+    import warnings
+
     import scipy.linalg as sl
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", sl.LinAlgWarning)    # a singular block: checked below, not printed
         try:
             lu = sl.lu_factor(Ms[np.ix_(a, a)], check_finite=False)
         except (ValueError, np.linalg.LinAlgError):
