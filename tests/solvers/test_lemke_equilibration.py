@@ -108,3 +108,20 @@ def test_recorded_hand5_pyramid_lcp_certified(step):
 def test_equilibrate_option_checked():
     with pytest.raises(cl.errors.ParamError, match="equilibrate"):
         cl.solve(cl.LCP(np.eye(2), -np.ones(2)), "lemke", equilibrate="yes")
+
+
+def test_refinement_on_the_unscaled_problem_recovers_the_basis_solution():
+    """solvers/lemke.py ``refine_on_original``: from a scaled answer perturbed by 1e-7 (relative) the
+    basis it reads (z_i basic where y_i > w'_i) is re-solved on the unscaled (M, q), giving the
+    constructed solution to rounding; a singular basis block gives None (the caller keeps its answer)."""
+    from contactlab.solvers.lemke import refine_on_original
+    rng = np.random.default_rng(11)
+    M, q, ys, _, _ = _scaled_problem(rng, 30, 10, symmetric_only=True)
+    R, C = equilibration(M)
+    Ms = R[:, None] * M * C[None, :]
+    y = ys / C * (1 + 1e-7 * rng.standard_normal(30))     # the scaled problem's solution, perturbed
+    z = refine_on_original(M, q, R, C, Ms, y)
+    floor = 1e-12 * np.abs(ys[ys > 0]).min()
+    assert np.all(np.abs(z - ys) <= 1e-10 * np.abs(ys) + floor)
+    assert refine_on_original(np.zeros((2, 2)), -np.ones(2), np.ones(2), np.ones(2), np.zeros((2, 2)),
+                              np.ones(2)) is None
