@@ -180,9 +180,9 @@ class MotionlessReuse:
 
     def solve(self, problem, kwargs: dict):
         """The step's solve (SOLVELCP(world, prevSoln)) and the sub-solves: with dantzig, its compiled
-        call straight from here (solvers/pivoting.py ``dantzig_direct``: the Solution solve() gives,
-        without the dispatch, ~7 us a call, which cost about as much as the pivots a warm start saves
-        on the paper's 7-block column); anything it leaves (a refusal, a failure, other arguments)
+        call straight from here (:func:`contactlab.solvers.pivoting.dantzig_direct`: the Solution solve() gives,
+        without the dispatch, whose fixed cost is about what a warm start saves on the paper's 7-block
+        column: docs/computation-reuse.md); anything it leaves (a refusal, a failure, other arguments)
         and every other method go through :func:`contactlab.solve`."""
         if self._direct is not None and len(kwargs) - ("warm_start" in kwargs) == len(self.sim.solver_options):
             sol = self._direct_call(problem, kwargs.get("warm_start"), self._direct)
@@ -258,7 +258,7 @@ def warm_start_methods() -> list[str]:
 def make_reuse(mode, sim):
     """None, or the reuse state for ``mode`` (``"motionless"``). With a method that takes no warm
     start (lemke, ppm, ...) the reuse only adds the sub-solves' time: a RuntimeWarning says so
-    (``contactlab simulate --reuse`` refuses it or picks dantzig, commands/simulate.py)."""
+    (``contactlab simulate --reuse`` refuses it or picks dantzig)."""
     if mode in (None, "", "none"):
         return None
     if mode not in MODES:
