@@ -490,10 +490,11 @@ def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor, direct=False):
     ITERATE (max|q| + max|M|); an empty zwarm: cold), :func:`warm_start_kernel`'s exact start on the
     current data (loomis-balkcom Theorem 1), :func:`dantzig_kernel`, one step of
     :func:`refine_active` kept when it lowers the natural residual, and the certification of the
-    final z with the library's one residual kernel (kernels/residual.py ``lcp_certify_dense``,
+    final z with the library's one residual kernel (:func:`contactlab.kernels.residual.lcp_certify_dense`,
     ``floor_factor`` = tolerances.NORMWISE_FLOOR), which ``solve()`` then reads instead of
-    recomputing it. Each call costs one dispatch instead of the ~40 us of Python steps around the
-    two kernels, which is what a warm start from a motionless set saves pivots against.
+    recomputing it. Each call costs one dispatch instead of the Python steps around the two
+    kernels, whose fixed cost is of the order of the pivots a warm start from a motionless set
+    saves (docs/computation-reuse.md).
 
     Returns (status, k0, majors, pivots, d, z (n), w (n), numbers (6), the active set sorted (k),
     y (n): the driving ray y_d = 1, y_C = u on UNBOUNDED, else empty): few boxed objects.
