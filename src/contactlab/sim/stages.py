@@ -294,9 +294,12 @@ class Stages:
         """Where the step's bodies in contact turned enough to hide an overlap from its linear rows,
         detect again and project the overlap out on the exact geometry (sim/turns.py); its time
         counts as the integration's. Returns whether a correction ran."""
-        if not turns.fires(self.sim, w.contacts):
+        sim = self.sim
+        if not turns.fires(sim, w.contacts):
             return False
-        done = turns.correct_turns(self.sim)
+        done = turns.correct_turns(sim)
+        if done and sim.model.settings.project_joints and self.position_rows:
+            w.joint_error = sim.project_joints()    # the joints as integrate leaves them
         w.t_integrated = time.perf_counter()
         return done
 
