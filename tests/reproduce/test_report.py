@@ -212,13 +212,15 @@ def test_summary_rows_need_a_known_paper_and_a_reason(tmp_path):
 
 
 def test_quick_sections_give_their_papers_rows(tmp_path):
-    """A quick run of two real sections: the rows come from their computed results (verdicts checked
-    against the numbers the sections print), not from a fixed table."""
+    """A quick run of two real sections, side by side in two worker processes: the rows come from
+    their computed results (verdicts checked against the numbers the sections print), not from a
+    fixed table."""
     import re
 
     from contactlab.reproduce import papers
-    path = reproduce.run_report(tmp_path, quick=True, only=["box_gripper", "quasistatic"], progress=False)
+    path = reproduce.run_report(tmp_path, quick=True, only=["box_gripper", "quasistatic"], progress=False, jobs=2)
     text = path.read_text()
+    assert "- sections: 2 at a time, each in its own process" in text and "**Status: COMPLETE" in text
     rows = {tuple(c.strip() for c in r.split("|")[1:3]): [c.strip() for c in r.split("|")[1:-1]]
             for r in _summary_part(text)}
     t1 = rows["drumwright", "Table I"]

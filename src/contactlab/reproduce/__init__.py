@@ -315,6 +315,7 @@ def _header(status: str, prov: dict, started: float, ended: float | None, load0:
             f"- machine: {prov['cpu']}, {prov['cores']} cores, {prov['platform']}",
             f"- load at start: {load0}" + (f"; at end: {load1}" if load1 else ""),
             *([f"- numba kernels: {prov['kernels']}"] if prov.get("kernels") else []),
+            *([f"- sections: {prov['sections']}"] if prov.get("sections") else []),
             f"- started {_utc(started)}" + (f", ended {_utc(ended)}" if ended else ", not finished")]
     return "\n".join(rows)
 
@@ -335,24 +336,96 @@ def _existing_blocks(path: Path) -> dict[str, str]:
 
 
 def run_report(out_dir: Path, *, quick: bool = False, only: list[str] | None = None,
-               progress: bool = True) -> Path:
+               progress: bool = True, jobs: int = 1) -> Path:
     """Run every section (or those named by ``only``, see :func:`select_sections`) and write
     ``out_dir/report.md``. With ``only`` the other sections' blocks of an existing report are kept.
 
+    ``jobs`` sections run at a time, each in its own worker process (1: one after another in this
+    process). A section whose module sets ``ALONE = True`` (one that starts worker processes of its
+    own, or measures the machine as a whole) runs by itself in this process after the others.
+    Timed comparisons inside a section are side by side within that section, so they hold whatever
+    runs beside it; the report's provenance says how many sections ran at a time.
+
     The report is rewritten after every section (partial results survive a crash). On
-    KeyboardInterrupt it is marked INCOMPLETE, naming the interrupted section, and the interrupt
+    KeyboardInterrupt it is marked INCOMPLETE, naming the interrupted section(s), and the interrupt
     propagates. Raises :class:`SectionsFailed` (after writing) when a section raised or reported
     failed rows.
 
     Kernels compile at their first call here (``kernels._jit.compile_always``): the report's timed
     rows measure compiled code, after an untimed warm-up call, never interpreted first calls.
     """
+    if not (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs >= 1):
+        raise ParamError(f"jobs must be a positive whole number of sections run at a time, got {jobs!r}")
     from ..kernels._jit import compile_always
     with compile_always():
-        return _run_report(out_dir, quick=quick, only=only, progress=progress)
+        return _run_report(out_dir, quick=quick, only=only, progress=progress, jobs=jobs)
 
 
-def _run_report(out_dir: Path, *, quick: bool, only: list[str] | None, progress: bool) -> Path:
+@dataclass
+class _SectionRun:
+    """What one section left for the report: its Markdown body and verdict rows, its failed rows,
+    its wall-clock span and the numba JIT time that fell outside its warm-ups."""
+    name: str
+    body: str
+    raised: bool
+    failures: list[str]
+    summaries: list[dict]
+    started: float
+    ended: float
+    seconds: float
+    jit_outside: float
+    jit_where: list
+
+    @property
+    def label(self) -> str:
+        return "FAILED" if self.raised else f"done in {self.seconds:.1f} s"
+
+
+def _run_section(mod, out_dir: Path, quick: bool, advance: Callable[[str], None]) -> _SectionRun:
+    """Run the section ``mod`` (a ``sec_*`` module) in this process."""
+    clock = _CompileClock().install()
+
+    def unit(label):
+        clock.label = label
+        advance(label)
+
+    ctx = ReportContext(Path(out_dir), quick, advance=unit, _clock=clock)
+    t0, w0 = time.perf_counter(), time.time()
+    raised = False
+    try:
+        body = mod.run(ctx)
+    except Exception:  # one broken section must not lose the others
+        raised = True
+        body = _RAISED + "\n\n```\n" + traceback.format_exc() + "```"
+    finally:
+        clock.uninstall()
+    worst = sorted(clock.where.items(), key=lambda kv: -kv[1])[:3]
+    return _SectionRun(section_name(mod), body, raised, list(ctx.failures), list(ctx.summaries), w0, time.time(),
+                       time.perf_counter() - t0, clock.outside, worst)
+
+
+def _run_section_in_worker(module: str, out_dir: Path, quick: bool, queue) -> _SectionRun:
+    """:func:`_run_section` in a worker process: kernels compiled at first call as in the parent,
+    BLAS on the CLI's thread count, progress labels sent to the parent through ``queue``."""
+    from ..blas import blas_threads, default_threads
+    from ..kernels._jit import compile_always
+    name = module.rsplit(".", 1)[-1].removeprefix("sec_")
+    with blas_threads(default_threads()), compile_always():
+        return _run_section(importlib.import_module(module), out_dir, quick, lambda label: queue.put((name, label)))
+
+
+def _section_meta(run: _SectionRun, commit: str, quick: bool) -> str:
+    leak = ""
+    if run.jit_outside > 0.01:
+        leak = (f" Numba JIT time (compile or cache load) outside warm-ups: {run.jit_outside:.2f} s (in: "
+                + ", ".join(f"{'the first unit' if w is None else f'the unit after {w!r}'} {s:.2f} s"
+                            for w, s in run.jit_where)
+                + "); timings in those units may include compilation.")
+    return (f"<sub>Section `{run.name}` ran {_utc(run.started)} to {_utc(run.ended)} "
+            f"({run.seconds:.1f} s) at commit {commit}{', quick mode' if quick else ''}.{leak}</sub>")
+
+
+def _run_report(out_dir: Path, *, quick: bool, only: list[str] | None, progress: bool, jobs: int) -> Path:
     from ..viz.report_html import TOC
     from .papers import summary_table
     out_dir = Path(out_dir)
@@ -363,8 +436,16 @@ def _run_report(out_dir: Path, *, quick: bool, only: list[str] | None, progress:
     prov = provenance()
     started, load0 = time.time(), _load()
     scope = "all sections" if not only else "--only " + ", ".join(section_name(m) for m in mods)
+    pooled = [m for m in mods if not getattr(m, "ALONE", False)] if jobs > 1 else []
+    pooled = pooled if len(pooled) > 1 else []
+    alone = [m for m in mods if m not in pooled]
+    if len(pooled) > 1:
+        prov["sections"] = (f"{min(jobs, len(pooled))} at a time, each in its own process"
+                            + (f" ({', '.join(section_name(m) for m in alone)} alone after them)" if alone else ""))
     failed: list[str] = []
     failed_rows: dict[str, int] = {}
+    running: list[str] = []
+    done: list[str] = []
 
     def write(status: str, ended: float | None = None):
         missing = [section_name(m) for m in all_mods if section_name(m) not in blocks]
@@ -379,55 +460,38 @@ def _run_report(out_dir: Path, *, quick: bool, only: list[str] | None, progress:
         from ..viz.report_html import write_report_html
         write_report_html(path)   # report.html beside it: one page, figures embedded (docs/replay.md)
 
+    def finish(run: _SectionRun, mod, bar, task):
+        done.append(run.name)
+        if run.raised:
+            failed.append(mod.__name__.rsplit(".", 1)[-1])
+        body = run.body
+        if run.failures:
+            failed_rows[run.name] = len(run.failures)
+            body = f"**{len(run.failures)} {_ROWS}**\n\n" + body
+        bar.update(task, total=1, completed=1, label=run.label)
+        blocks[run.name] = _section_block(mod, body, _section_meta(run, prov["commit"], quick), run.summaries)
+
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     console = Console(stderr=True, quiet=not progress)
-    current = None
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[label]}"),
                   TimeElapsedColumn(), console=console, disable=not progress) as bar:
         if not only:
             prov["kernels"] = _compile_ahead_if_cold(bar)
         try:
-            for k, mod in enumerate(mods):
-                current = mod
-                write(f"INCOMPLETE: running section {k + 1} of {len(mods)} ({section_name(mod)})")
+            if pooled:
+                _run_pooled(pooled, out_dir, quick, jobs, bar, running, done, write, finish)
+            for mod in alone:
+                running[:] = [section_name(mod)]
+                write(f"INCOMPLETE: running section {mods.index(mod) + 1} of {len(mods)} ({section_name(mod)})")
                 task = bar.add_task(mod.TITLE, total=None, label="")
-                clock = _CompileClock().install()
-
-                def advance(label, t=task, c=clock):
-                    c.label = label
-                    bar.update(t, advance=1, label=label)
-
-                ctx = ReportContext(out_dir, quick, advance=advance, _clock=clock)
-                t0, w0 = time.perf_counter(), time.time()
-                try:
-                    body = mod.run(ctx)
-                    label = f"done in {time.perf_counter() - t0:.1f} s"
-                except Exception:  # one broken section must not lose the others
-                    failed.append(mod.__name__.rsplit(".", 1)[-1])
-                    body = _RAISED + "\n\n```\n" + traceback.format_exc() + "```"
-                    label = "FAILED"
-                finally:
-                    clock.uninstall()
-                if ctx.failures:
-                    failed_rows[section_name(mod)] = len(ctx.failures)
-                    body = f"**{len(ctx.failures)} {_ROWS}**\n\n" + body
-                bar.update(task, total=1, completed=1, label=label)
-                leak = ""
-                if clock.outside > 0.01:
-                    worst = sorted(clock.where.items(), key=lambda kv: -kv[1])[:3]
-                    leak = (f" Numba JIT time (compile or cache load) outside warm-ups: {clock.outside:.2f} s (in: "
-                            + ", ".join(f"{'the first unit' if w is None else f'the unit after {w!r}'} {s:.2f} s"
-                                        for w, s in worst)
-                            + "); timings in those units may include compilation.")
-                meta = (f"<sub>Section `{section_name(mod)}` ran {_utc(w0)} to {_utc(time.time())} "
-                        f"({time.perf_counter() - t0:.1f} s) at commit {prov['commit']}"
-                        f"{', quick mode' if quick else ''}.{leak}</sub>")
-                blocks[section_name(mod)] = _section_block(mod, body, meta, ctx.summaries)
-            current = None
+                run = _run_section(mod, out_dir, quick,
+                                   lambda label, t=task: bar.update(t, advance=1, label=label))
+                running.clear()
+                finish(run, mod, bar, task)
         except KeyboardInterrupt:
-            not_run = [section_name(m) for m in mods[mods.index(current) + 1:]] if current else []
-            write(f"INCOMPLETE: interrupted (Ctrl-C) during section {section_name(current) if current else '?'}"
+            not_run = [section_name(m) for m in mods if section_name(m) not in running + done]
+            write(f"INCOMPLETE: interrupted (Ctrl-C) during section {', '.join(running) if running else '?'}"
                   + (f"; not run: {', '.join(not_run)}" if not_run else ""), time.time())
             raise
     ran = {section_name(m) for m in mods}
@@ -444,6 +508,46 @@ def _run_report(out_dir: Path, *, quick: bool, only: list[str] | None, progress:
         return path
     write("COMPLETE", time.time())
     return path
+
+
+def _run_pooled(mods, out_dir, quick, jobs, bar, running, done, write, finish) -> None:
+    """Run ``mods`` ``jobs`` at a time in worker processes (loky, as joblib's sweeps), started in
+    report order; progress labels come back through a manager queue, drained by a thread."""
+    import multiprocessing
+    import threading
+
+    from joblib import Parallel, delayed
+    tasks = {section_name(m): bar.add_task(m.TITLE, total=None, label="waiting") for m in mods}
+    by_name = {section_name(m): m for m in mods}
+    order = list(mods)
+    with multiprocessing.Manager() as manager:
+        queue = manager.Queue()
+
+        def drain():
+            while True:
+                item = queue.get()
+                if item is None:
+                    return
+                name, label = item
+                if name not in running and name not in done:
+                    running.append(name)
+                bar.update(tasks[name], advance=1, label=label)
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        running[:] = [section_name(m) for m in order[:jobs]]
+        write(f"INCOMPLETE: running {len(mods)} sections, {min(jobs, len(mods))} at a time")
+        try:
+            runner = Parallel(n_jobs=min(jobs, len(mods)), backend="loky", return_as="generator_unordered")
+            for run in runner(delayed(_run_section_in_worker)(m.__name__, out_dir, quick, queue) for m in order):
+                if run.name in running:
+                    running.remove(run.name)
+                finish(run, by_name[run.name], bar, tasks[run.name])
+                write(f"INCOMPLETE: {len(done)} of {len(tasks)} sections done"
+                      f"{' (running: ' + ', '.join(running) + ')' if running else ''}")
+        finally:
+            queue.put(None)
+            reader.join(timeout=5)
 
 
 class SectionsFailed(RuntimeError):

@@ -9,6 +9,7 @@ from . import markdown_table
 
 TITLE = "Sweeps: outcome maps from contactlab.batch.sweep"
 ORDER = 900
+ALONE = True    # its sweeps start worker processes of their own: run by itself, not beside other sections
 
 G = 9.81
 
