@@ -1,7 +1,7 @@
 """Where a robot's step goes, and how fast the CLI runs it (issue 37 item 3; docs/benchmarks-robots.md).
 
     .venv/bin/python benchmarks/bench_robots.py [--robots quadruped solo12 barrett-grasp] [--steps 1000]
-        [--warmup 30] [--cli] [--cli-duration 1.2] [--cli-base 0.2] [--json FILE]
+        [--warmup 30] [--cli] [--cli-duration 3.2] [--cli-base 0.2] [--json FILE]
 
 ``stages`` (always): a :class:`~contactlab.sim.Simulator` on each robot's scene as ``contactlab
 simulate`` builds it (the legged robots with ``--model no-slip``, the grasp with the CLI's default),
@@ -11,7 +11,7 @@ build, solve, certify, integrate, record) and around the calls inside them named
 (``build_system``, the joint and contact projections) and the contact model's ``build`` and
 ``recover``; the controllers and the plausibility check (``step_fault``) run around the stages.
 ``cli`` (``--cli``): ``contactlab simulate ROBOT --json -q`` run for ``--cli-base`` seconds (0.2)
-and for ``--cli-duration`` seconds (1.2); the extra simulated time over the extra CPU time of the
+and for ``--cli-duration`` seconds (3.2); the extra simulated time over the extra CPU time of the
 child (user + system) is the rate once started, the start-up (imports, numba caches, the scene)
 left out (a base of one step would leave the loading of the kernels first used later to the long
 run).
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--cli", action="store_true", help="also time contactlab simulate (start-up excluded)")
-    ap.add_argument("--cli-duration", type=float, default=1.2)
+    ap.add_argument("--cli-duration", type=float, default=3.2)
     ap.add_argument("--cli-base", type=float, default=0.2)
     ap.add_argument("--json", default=None, help="write the figures here")
     a = ap.parse_args(argv)
