@@ -71,6 +71,7 @@ def main(argv=None) -> int:
                                    "stable": r.stable} for t, r in by.items()} for s, by in {**plans, **plans3}.items()},
                "simulation": {s: {m: {"lcp_s": float(v[m]["time"].sum()), "pivots": int(v[m]["pivots"].sum()),
                                       "majors": int(v[m]["majors"].sum())} for m in R.MODES} | {
+                   "cold_reuse_call_lcp_s": float(v["cold"]["time_direct"].sum()),
                    "changes": v["changes"]} for s, v in sims.items()},
                "solve_overhead_s": ov}
         atomic_write(a.json, lambda tmp: Path(tmp).write_text(json.dumps(rec, indent=1)))

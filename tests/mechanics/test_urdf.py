@@ -151,3 +151,19 @@ def test_go1_loads_with_fixed_joint_links_merged_into_their_parents():
     # the feet (spheres of the merged FOOT links) sit at the calves' lower ends
     calf = [b for b in sc.bodies if b.name.endswith("_calf")]
     assert len(calf) == 4 and all(any(s.kind == "sphere" for s in b.shapes) for b in calf)
+
+
+def test_a_urdf_whose_link_masses_are_too_far_apart_is_refused_naming_both(tmp_path):
+    """load_urdf refuses the mass ratio ``contactlab simulate`` and scene files refuse (a ModelError
+    naming the heaviest and the lightest dynamic link and how to raise the limit), and loads the
+    same file inside a mass_ratio_limit block that allows it; at the limit it loads."""
+    from contactlab.mechanics import MAX_MASS_RATIO, mass_ratio_limit
+    f = tmp_path / "double.urdf"
+    f.write_text(DOUBLE.replace('<mass value="1"/>', '<mass value="1e-6"/>'))
+    with pytest.raises(ModelError, match=r"bodies 'l1' \(2 kg\) and 'l2' \(1e-06 kg\) have a mass ratio of 2e\+06, "
+                                         r"above 1e\+05.*mass_ratio_limit\(R\)"):
+        load_urdf(f)
+    with mass_ratio_limit(1e7):
+        assert [b.mass for b in load_urdf(f).bodies[1:]] == [2.0, 1e-6]
+    f.write_text(DOUBLE.replace('<mass value="1"/>', f'<mass value="{2 / MAX_MASS_RATIO!r}"/>'))
+    assert load_urdf(f).bodies[2].mass == 2 / MAX_MASS_RATIO

@@ -89,3 +89,35 @@ def test_box_friction_builds_the_checked_problem(coupling):
     sys_._box_rows = None
     with pytest.raises(ProblemError, match="q contains NaN"):
         bf.build(sys_, sim.model_options)
+
+
+def test_box_friction_gives_its_sparse_problem_its_structure():
+    """box_friction.build passes the problem's structure at construction (problems/structure.py):
+    the row kinds partition the rows in layout order; no entry of M and no findex link couples two
+    islands (the independent groups box-qp solves apart), and there is more than one in a pile on
+    the ground; each body-pair group's rows act on one pair of bodies; the factors (H, W, cfm)
+    give M = H W H' + cfm I; the old attribute names read the same parts."""
+    import dataclasses
+    import scipy.sparse as sp
+    from contactlab.models import box_friction as bf
+    sim = Simulator(make_scene("pile", count=6, seed=2), "box-friction", "box-qp")
+    for _ in range(30):
+        sim.step()
+    p = bf.build(sim.last_system, dataclasses.replace(sim.model_options, dense_max=0))
+    s = p.structure
+    assert sp.issparse(p.M) and p.row_groups is s.row_groups and p.islands is s.islands
+    bounds = [(g.start, g.stop) for g in s.row_groups.values()]
+    assert bounds[0][0] == 0 and bounds[-1][1] == p.n and all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+    count, label = s.islands
+    assert count > 1 and label.shape == (p.n,) and set(label.tolist()) == set(range(count))
+    M = sp.coo_matrix(p.M)
+    assert np.all(label[M.row] == label[M.col])
+    coupled = p.findex >= 0
+    assert np.all(label[coupled] == label[p.findex[coupled]])
+    H, W, cfm = s.factors
+    Wfull = sp.block_diag(list(W), format="csr")
+    np.testing.assert_allclose((H @ Wfull @ H.T).toarray() + cfm * np.eye(p.n), p.M.toarray(), rtol=0, atol=1e-12)
+    H = sp.csr_matrix(H)
+    bodies = [frozenset(np.unique(H.indices[H.indptr[i]:H.indptr[i + 1]] // 6).tolist()) for i in range(p.n)]
+    for g in np.unique(s.body_groups):
+        assert len({bodies[i] for i in np.flatnonzero(s.body_groups == g) if bodies[i]}) == 1

@@ -55,3 +55,34 @@ def test_iterative_section_is_labelled_and_its_certifying_methods_certify(tmp_pa
     assert ctx.failures == [], ctx.failures
     share = [float(s.split("reduction is ")[1].split(" %")[0]) for s in md.splitlines() if "reduction is " in s]
     assert len(share) == 2 and all(np.isfinite(share))
+
+
+def test_grasp_replay_runs_the_whole_script_and_judges_fig1_from_it(tmp_path):
+    """The hand5 replay runs its grasp script to the end (close, lift, hold; stopped when the script
+    is done, before its close-timeout duration when the fingers stall) and arechavaleta Fig. 1's row
+    reads that run: here a script without a lift (lift 0, 0.05 s close) gives 'not lifted'
+    and a run cut before the hold gives no verdict."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+
+    def run(seconds):
+        sc = make_scene("hand5-grasp", hold=0.02, close_timeout=0.05, lift=0.0, lift_speed=0.1)
+        sim = Simulator(sc, "box-friction", "pgs-sm", model_options=sec_replays._model_options("hand5-grasp",
+                        "box-friction"), controllers=sc.controllers)
+        traj, data = sec_replays._record(sim, seconds(sc), sc.script)
+        return sc, sim, traj, data
+
+    sc, sim, traj, data = run(lambda sc: sc.duration)
+    assert sc.script.phase == "done" and sim.data.time <= sc.duration + 1e-9
+    assert data.frames == len(traj.records) + 1          # one frame per step and the start
+    assert sc.script.events["hold"] >= sc.script.events["lift"] > sc.script.events["close"]
+    ctx = ReportContext(tmp_path, quick=False)
+    sec_replays._fig1(ctx, sc, sim, traj, sc.duration)
+    (row,) = ctx.summaries
+    assert row["item"] == "Fig. 1" and row["agrees"] is False and "not lifted" in row["ours"]
+    sc, sim, traj, data = run(lambda sc: 0.03)
+    assert sc.script.phase != "done"
+    ctx = ReportContext(tmp_path, quick=False)
+    sec_replays._fig1(ctx, sc, sim, traj, 0.03)
+    (row,) = ctx.summaries
+    assert row["agrees"] is None and "before the end of the grasp script" in row["reason"]

@@ -285,16 +285,19 @@ def test_lemke_pivot_tolerance_retry_on_an_ill_conditioned_grasp_lcp():
     is checked here independently of the solver's own figures."""
     from pathlib import Path
     p = cl.load(Path(__file__).parents[1] / "data" / "barrett_wood_step565.npz")
-    bare = cl.solve(p, method="lemke", pivot_retries=(), regularize=False, restarts=0)
+    bare = cl.solve(p, method="lemke", pivot_retries=(), regularize=False, restarts=0, equilibrate="never")
     assert bare.relative_residual > 0.1            # the failure the retry and the restart exist for
-    retried = cl.solve(p, method="lemke", restarts=0)
+    retried = cl.solve(p, method="lemke", restarts=0, equilibrate="never")
     assert retried.status == cl.Status.SOLVED and retried.info["pivot_tol"] > 1e-9
+    # the equilibrated retry (solvers/lemke.py: D M D, D q, mapped back and certified on (M, q)) too
+    equilibrated = cl.solve(p, method="lemke", pivot_retries=(), regularize=False, restarts=0)
+    assert equilibrated.status == cl.Status.SOLVED and "equilibrated" in equilibrated.info
     restarted = cl.solve(p, method="lemke", pivot_retries=(), regularize=False)
     assert restarted.status == cl.Status.SOLVED and "pivot_tol" not in restarted.info \
         and "reduced_attempt" not in restarted.info            # the reduced run's own answer
     M, q = p.dense_M(), p.q
     scale = np.abs(q).max()
-    for sol in (retried, restarted):
+    for sol in (retried, restarted, equilibrated):
         z = sol.z
         w = M @ z + q
         assert z.min() >= 0 and w.min() >= -1e-9 * scale and np.abs(z * w).max() <= 1e-9 * scale * max(z.max(), 1)
@@ -457,3 +460,55 @@ def test_compiled_ppm_equals_general_path_on_recorded_robot_steps(scene):
         ref = cl.solve(lcp, method="lemke")
         assert ref.success
         np.testing.assert_allclose(w, F @ ref.z + q, atol=1e-8 * scale)
+
+
+def _same_solution(a, b):
+    """Every field of two Solutions equal (z and w to the bit)."""
+    assert a.status is b.status and a.method == b.method
+    assert np.array_equal(a.z, b.z) and np.array_equal(a.w, b.w)
+    assert (a.iterations, a.pivots) == (b.iterations, b.pivots)
+    assert (a.residual, a.complementarity, a.infeasibility, a.relative_residual) == \
+        (b.residual, b.complementarity, b.infeasibility, b.relative_residual)
+    assert a.info.keys() == b.info.keys()
+    for key in a.info:
+        assert np.array_equal(a.info[key], b.info[key])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_dantzig_direct_is_solve(seed):
+    """solvers/pivoting.py ``dantzig_direct`` (the reuse path's call, without solve()'s dispatch)
+    returns solve()'s Solution, cold and warm-started from a principal sub-problem's answer
+    (loomis-balkcom Theorem 1), on rank-deficient PSD contact LCPs; solve()'s answer is checked
+    against enumeration (w = M z + q is unique for PSD M)."""
+    from contactlab.solvers.pivoting import dantzig_direct
+    from contactlab.sim.reuse import principal_subproblem
+    rng = np.random.default_rng(seed)
+    J = rng.standard_normal((10, 7))
+    zs = np.where(rng.random(10) < 0.5, rng.random(10), 0.0)          # a solution by construction
+    P = cl.LCP(J @ J.T, np.where(zs > 0, 0.0, rng.random(10)) - J @ J.T @ zs)
+    rows = np.sort(rng.choice(10, size=6, replace=False))
+    sub = cl.solve(principal_subproblem(P, rows), "dantzig")
+    warm = np.zeros(10)
+    warm[rows] = sub.z
+    ref = cl.solve(P, "enumerate")
+    for ws in (None, warm):
+        general = cl.solve(P, "dantzig", warm_start=ws)
+        direct = dantzig_direct(P, ws)
+        assert general.success and direct is not None
+        _same_solution(direct, general)
+        np.testing.assert_allclose(P.M @ direct.z + P.q, P.M @ ref.z + P.q, atol=1e-9)
+
+
+def test_dantzig_direct_leaves_the_rest_to_solve():
+    """None (the caller then calls solve()) where solve() answers otherwise: a trivial problem (q >= 0:
+    TRIVIAL), a nonsymmetric M with a zero diagonal entry (refused), an infeasible PSD LCP (a Farkas
+    ray: NO_SOLUTION after solve() checks it), a sparse M."""
+    from contactlab.solvers.pivoting import dantzig_direct
+    assert dantzig_direct(cl.LCP(np.eye(2), np.ones(2))) is None
+    assert cl.solve(cl.LCP(np.eye(2), np.ones(2)), "dantzig").status is cl.Status.TRIVIAL
+    st = cl.LCP(np.array([[1.0, -1.0], [1.0, 0.0]]), np.array([-1.0, -1.0]))
+    assert dantzig_direct(st) is None and cl.solve(st, "dantzig").info.get("refused")
+    bad = cl.LCP(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([-1.0, -1.0]))
+    assert dantzig_direct(bad) is None and cl.solve(bad, "dantzig").status is cl.Status.NO_SOLUTION
+    import scipy.sparse as sp
+    assert dantzig_direct(cl.LCP(sp.csr_matrix(np.eye(2)), -np.ones(2))) is None

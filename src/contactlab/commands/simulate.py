@@ -221,7 +221,7 @@ def register(app: typer.Typer) -> None:
 def _exit_if_hdf5_unclosable(code: int) -> None:
     """End the process now (``os._exit``, after flushing the output) when HDF5 could not close a
     trajectory file on a full disk: the library's own clean-up at the interpreter's exit would
-    crash on that file (SIGSEGV) after the one-line error (sim/recorder.py ``UNCLOSABLE``)."""
+    crash on that file (SIGSEGV) after the one-line error (:data:`contactlab.sim.recorder.UNCLOSABLE`)."""
     import sys
     from ..sim import recorder
     if recorder.UNCLOSABLE:
@@ -325,7 +325,7 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
         result.update(sc.summary(sim, traj))   # e.g. "locomotion" (quadruped), "grasp" (hands)
     if traj.error:
         result["error"] = traj.error  # the run stopped early at an unusable step
-    faults = [r.fault for r in traj.records if not r.plausible]     # sim/faults.py
+    faults = [r.fault for r in traj.records if not r.plausible]     # contactlab.sim.faults
     if faults:
         result["faults"] = faults[:10]
     if iterations is not None:     # fixed-budget mode: the residual each step reached
@@ -365,7 +365,7 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
 
 
 def _fail_on_faults(faults: list) -> None:
-    """Steps whose motion no physics of the step explains (sim/faults.py): each of the first three on
+    """Steps whose motion no physics of the step explains (:mod:`contactlab.sim.faults`): each of the first three on
     stderr, then one error line and exit 1 (a run that moved bodies implausibly is not a success)."""
     if not faults:
         return

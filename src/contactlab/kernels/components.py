@@ -1,5 +1,5 @@
 """Connected components of a square matrix's coupling graph by union-find, compiled: the islands
-of a step's contact problem (sim/islands.py). scipy.sparse.csgraph finds components too, but a step
+of a step's contact problem (:mod:`contactlab.sim.islands`). scipy.sparse.csgraph finds components too, but a step
 would first have to build its graph (a COO copy of a dense Delassus matrix costs more than the
 whole scan below); this reads the matrix where it lies."""
 import numpy as np

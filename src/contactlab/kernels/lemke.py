@@ -787,3 +787,80 @@ def lemke_reduced_run(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor
     code, pivots, out, r = lemke_reduced_certified(M0, q0, s, d, max_pivots, refactor_every, pivot_tol, floor_factor,
                                                    restarts)
     return code, pivots, out[:n], out[2 * n:], max(r[3], r[5])
+
+
+#: symmetric equilibration (:func:`equilibrate_symmetric`): sweeps at most, and the band of row /
+#: column maxima, [1/2, 2], at which it stops (powers of two: nothing finer is representable exactly)
+EQUILIBRATE_SWEEPS = 20
+
+
+@jit
+def equilibrate_symmetric(M, D, r):
+    """Symmetric Ruiz equilibration of a square M (Ruiz 2001, "A scaling algorithm to equilibrate
+    both rows and columns norms in matrices", symmetric variant): D (n,) positive with every row and
+    column of D M D of largest magnitude in [1/2, 2] (a row and column of zeros keep D_i = 1).
+    Each sweep divides every D_i by the square root of max(row_i, column_i) of the current D M D
+    (r (n,): work); each D_i is a power of two, so D M D, D q and z = D y are computed exactly (an
+    LCP's solutions map one to one: w = M z + q, z >= 0, w >= 0, z.w = 0 iff w' = D w =
+    (D M D) y + D q with z = D y, D > 0). Returns the sweeps used."""
+    n = M.shape[0]
+    for i in range(n):
+        D[i] = 1.0
+    for sweep in range(EQUILIBRATE_SWEEPS):
+        done = True
+        for i in range(n):
+            m = 0.0
+            for j in range(n):
+                a = abs(M[i, j]) * D[j]
+                b = abs(M[j, i]) * D[j]
+                if a > m:
+                    m = a
+                if b > m:
+                    m = b
+            m *= D[i]
+            r[i] = m
+            if m > 0.0 and (m < 0.5 or m > 2.0):
+                done = False
+        if done:
+            return sweep
+        for i in range(n):
+            if r[i] > 0.0:   # D_i / sqrt(r_i), rounded to a power of two
+                D[i] = 2.0 ** np.round(np.log2(D[i]) - 0.5 * np.log2(r[i]))
+    return EQUILIBRATE_SWEEPS
+
+
+@jit
+def equilibrate_two_sided(M, R, C, r, c):
+    """Ruiz equilibration of rows and columns separately: R, C (n,) powers of two with every row and
+    every column of R M C of largest magnitude in [1/2, 2] (r, c (n,): work). The LCP (R M C, R q)
+    has the solutions y = C^-1 z of (M, q) (w' = R w: z_i w_i = 0 iff y_i w'_i = 0); it keeps
+    P-matrices (principal minors times positive factors), not copositivity, so it is the second
+    choice after :func:`equilibrate_symmetric`. Returns the sweeps used."""
+    n = M.shape[0]
+    for i in range(n):
+        R[i] = 1.0
+        C[i] = 1.0
+    for sweep in range(EQUILIBRATE_SWEEPS):
+        for j in range(n):
+            c[j] = 0.0
+        done = True
+        for i in range(n):
+            m = 0.0
+            for j in range(n):
+                a = abs(M[i, j]) * R[i] * C[j]
+                if a > m:
+                    m = a
+                if a > c[j]:
+                    c[j] = a
+            r[i] = m
+        for i in range(n):
+            if (r[i] > 0.0 and (r[i] < 0.5 or r[i] > 2.0)) or (c[i] > 0.0 and (c[i] < 0.5 or c[i] > 2.0)):
+                done = False
+        if done:
+            return sweep
+        for i in range(n):
+            if r[i] > 0.0:
+                R[i] = 2.0 ** np.round(np.log2(R[i]) - 0.5 * np.log2(r[i]))
+            if c[i] > 0.0:
+                C[i] = 2.0 ** np.round(np.log2(C[i]) - 0.5 * np.log2(c[i]))
+    return EQUILIBRATE_SWEEPS

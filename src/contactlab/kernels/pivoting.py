@@ -469,29 +469,48 @@ def symmetry_dense(M):
     n = M.shape[0]
     mmax = 0.0
     asym = 0.0
-    for i in range(n):
-        for j in range(n):
-            mmax = max(mmax, abs(M[i, j]))
-            asym = max(asym, abs(M[i, j] - M[j, i]))
+    for i in range(n):   # each pair once (|M_ij - M_ji| is the same from either side)
+        mmax = max(mmax, abs(M[i, i]))
+        for j in range(i + 1, n):
+            a, b = M[i, j], M[j, i]
+            mmax = max(mmax, max(abs(a), abs(b)))
+            asym = max(asym, abs(a - b))
     return mmax, asym
 
 
+#: dantzig_dense(direct=True): the problem is one solve() answers otherwise (trivial, or possibly refused)
+NOT_DIRECT = -1
+
+
 @jit
-def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor):
+def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor, direct=False):
     """The whole Cottle-Dantzig solve of a dense LCP in one compiled call (solvers/pivoting.py
     ``dantzig_solve``'s fast path, the same steps in the same order): symmetry (tolerances.SYMMETRY,
     problems/validation.py ``is_symmetric``'s test), the warm start's candidates (zwarm_i >
     ITERATE (max|q| + max|M|); an empty zwarm: cold), :func:`warm_start_kernel`'s exact start on the
     current data (loomis-balkcom Theorem 1), :func:`dantzig_kernel`, one step of
     :func:`refine_active` kept when it lowers the natural residual, and the certification of the
-    final z with the library's one residual kernel (kernels/residual.py ``lcp_certify_dense``,
+    final z with the library's one residual kernel (:func:`contactlab.kernels.residual.lcp_certify_dense`,
     ``floor_factor`` = tolerances.NORMWISE_FLOOR), which ``solve()`` then reads instead of
-    recomputing it. Each call costs one dispatch instead of the ~40 us of Python steps around the
-    two kernels, which is what a warm start from a motionless set saves pivots against.
+    recomputing it. Each call costs one dispatch instead of the Python steps around the two
+    kernels, whose fixed cost is of the order of the pivots a warm start from a motionless set
+    saves (docs/computation-reuse.md).
 
     Returns (status, k0, majors, pivots, d, z (n), w (n), numbers (6), the active set sorted (k),
-    y (n): the driving ray y_d = 1, y_C = u on UNBOUNDED, else empty): few boxed objects."""
+    y (n): the driving ray y_d = 1, y_C = u on UNBOUNDED, else empty): few boxed objects.
+
+    ``direct`` (solvers/pivoting.py ``dantzig_direct``, which answers for solve() without it): first
+    return NOT_DIRECT (nothing computed) unless some q_i < 0 (solve() calls q >= 0 trivial) and every
+    diagonal entry of M is > 0 (solve()'s refusal of dantzig needs one <= 0)."""
     n = q.shape[0]
+    if direct:
+        neg, pos = False, True
+        for i in range(n):
+            neg = neg or q[i] < 0.0
+            pos = pos and M[i, i] > 0.0
+        if not (neg and pos):
+            return NOT_DIRECT, 0, 0, 0, 0, np.zeros(0), np.zeros(0), (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), \
+                np.zeros(0, dtype=np.int64), np.zeros(0)
     qmax = 0.0
     for i in range(n):
         qmax = max(qmax, abs(q[i]))

@@ -1,4 +1,4 @@
-"""Compiled per-body terms of a step (numba; flags from kernels/_jit.py): the 6x6 blocks
+"""Compiled per-body terms of a step (numba): the 6x6 blocks
 diag(m I3, R I R') of M and of M^-1, the generalised velocity, gravity and gyroscopic forces (eq. 5's
 F_e), the free velocity v + h M^-1 f and the kinetic energy a step's impulses add.
 """
@@ -33,14 +33,14 @@ def mass_blocks_kernel(live, q, mass, inertia, inv_inertia):
     """(k, 6, 6) blocks diag(m I3, R I R') of M and diag(I3 / m, R I^-1 R') of M^-1 for the bodies
     ``live``, R from each body's unit quaternion (one pass; :func:`body_blocks` from matrices)."""
     k = live.size
-    Bm = np.zeros((k, 6, 6))
-    Bw = np.zeros((k, 6, 6))
+    M_blocks = np.zeros((k, 6, 6))
+    W_blocks = np.zeros((k, 6, 6))
     R = np.empty((3, 3))
     for t in range(k):
         b = live[t]
         quat_matrix(q[b], R)
-        Bm[t, 0, 0] = Bm[t, 1, 1] = Bm[t, 2, 2] = mass[b]
-        Bw[t, 0, 0] = Bw[t, 1, 1] = Bw[t, 2, 2] = 1.0 / mass[b]
+        M_blocks[t, 0, 0] = M_blocks[t, 1, 1] = M_blocks[t, 2, 2] = mass[b]
+        W_blocks[t, 0, 0] = W_blocks[t, 1, 1] = W_blocks[t, 2, 2] = 1.0 / mass[b]
         for i in range(3):
             for j in range(3):
                 sm = 0.0
@@ -50,9 +50,9 @@ def mass_blocks_kernel(live, q, mass, inertia, inv_inertia):
                         RR = R[i, p] * R[j, r]
                         sm += RR * inertia[b, p, r]
                         sw += RR * inv_inertia[b, p, r]
-                Bm[t, 3 + i, 3 + j] = sm
-                Bw[t, 3 + i, 3 + j] = sw
-    return Bm, Bw
+                M_blocks[t, 3 + i, 3 + j] = sm
+                W_blocks[t, 3 + i, 3 + j] = sw
+    return M_blocks, W_blocks
 
 
 @jit
@@ -75,13 +75,14 @@ def velocity_vector(dof_start, lin, ang):
 @jit
 def body_terms(live, dof_start, quaternion, mass, inertia, inv_inertia, gravity, linear_velocity,
                angular_velocity, gyroscopic, f):
-    """build_system's per-body terms in one call: (Bm, Bw, v) = the blocks of M and M^-1 of the
-    bodies ``live`` (:func:`mass_blocks_kernel`), the velocity vector (:func:`velocity_vector`),
-    and f += each body's gravity and gyroscopic force in place (joint_kernels.py ``body_forces``)."""
-    Bm, Bw = mass_blocks_kernel(live, quaternion, mass, inertia, inv_inertia)
+    """build_system's per-body terms in one call: (M_blocks, W_blocks, v) = the blocks of M and M^-1
+    of the bodies ``live`` (:func:`mass_blocks_kernel`), the velocity vector (:func:`velocity_vector`),
+    and f += each body's gravity and gyroscopic force in place
+    (:func:`~contactlab.mechanics.joint_kernels.body_forces`)."""
+    M_blocks, W_blocks = mass_blocks_kernel(live, quaternion, mass, inertia, inv_inertia)
     v = velocity_vector(dof_start, linear_velocity, angular_velocity)
     body_forces(live, dof_start, mass, inertia, gravity, quaternion, angular_velocity, gyroscopic, f)
-    return Bm, Bw, v
+    return M_blocks, W_blocks, v
 
 
 @jit
@@ -99,10 +100,10 @@ def block_times(B, x):
 
 
 @jit
-def free_velocity(Bw, v, f, h):
-    """v + h M^-1 f with M^-1 block-diagonal (Bw): :func:`block_times`, so the numbers v_free()
+def free_velocity(W_blocks, v, f, h):
+    """v + h M^-1 f with M^-1 block-diagonal (W_blocks): :func:`block_times`, so the numbers v_free()
     computes through M^-1's CSR rows."""
-    return v + h * block_times(Bw, f)
+    return v + h * block_times(W_blocks, f)
 
 
 @jit

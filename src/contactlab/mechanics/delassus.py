@@ -1,5 +1,5 @@
 """The Delassus operator H W H' + diag of a step's rows, W = M^-1 block-diagonal (one 6x6 block per
-moving body, maximal coordinates), compiled (numba; flags from kernels/_jit.py).
+moving body, maximal coordinates), compiled (numba).
 
 Rows are grouped by the bodies they touch, and each body adds (H_b W_b)(H_b)' between the rows that
 touch it, so only blocks of row pairs sharing a body are formed, never the ndof x ndof product
@@ -112,8 +112,10 @@ def delassus(sys, H: sp.csr_matrix, diag, dense: bool):
 
 
 @jit
-def _row_blocks(indptr, indices, data, nbody):
-    """Per body, the rows touching it with their 6 entries: (start (nbody+1), row, vec (m, 6))."""
+def _body_slots(indptr, indices, data, nbody):
+    """The slots of each body (the glossary's ``body_slots``: the transpose of a CSR H over the
+    per-body layout): per body, the rows touching it with their 6 entries, (start (nbody+1), row,
+    vec (m, 6))."""
     n = indptr.size - 1
     of_col = np.empty(6 * nbody, dtype=np.int64)       # column -> body (a gather, not a division per entry)
     for c in range(of_col.size):
@@ -146,11 +148,14 @@ def _row_blocks(indptr, indices, data, nbody):
     return start, row, vec
 
 
+_row_blocks = _body_slots      # the former name, kept for one release
+
+
 @jit
 def delassus_dense(indptr, indices, data, W, n, diag):
     """Dense H W H' + diag(diag) for H in CSR (columns = 6 per moving body, W (nbody, 6, 6))."""
     nbody = W.shape[0]
-    start, row, vec = _row_blocks(indptr, indices, data, nbody)
+    start, row, vec = _body_slots(indptr, indices, data, nbody)
     D = np.zeros((n, n))
     g = np.empty(6)
     for b in range(nbody):
@@ -214,7 +219,7 @@ def delassus_csr(indptr, indices, data, W, n, diag):
     duplicate pass. Entry (r, c) is (W h_min)'h_max over the shared bodies with min/max of (r, c):
     exactly symmetric."""
     nbody = W.shape[0]
-    start, row, vec = _row_blocks(indptr, indices, data, nbody)
+    start, row, vec = _body_slots(indptr, indices, data, nbody)
     m = row.size
     body = np.empty(m, dtype=np.int64)
     G = np.empty((m, 6))
@@ -289,7 +294,7 @@ def _frame_bodies(ip, ix, nbody):
     """Per contact of :func:`delassus_frames_csr`: its moving bodies (cb (k, 2): increasing, -1 for
     none), and per body the contacts touching it in increasing order with the slot they hold it in
     (start (nbody + 1), contact, slot). ok False where a contact's entries are not none or
-    kernels/pgs_matrix_free.py ``whole_body_blocks``, or name a body beyond ``nbody``."""
+    :func:`~contactlab.kernels.pgs_matrix_free.whole_body_blocks`, or name a body beyond ``nbody``."""
     k = ip.size - 1
     cb = np.full((k, 2), -1, dtype=np.int64)
     count = np.zeros(nbody + 1, dtype=np.int64)
@@ -326,7 +331,7 @@ def _frame_bodies(ip, ix, nbody):
 @jit
 def _frame_vectors(ip, data, W, cb):
     """Per contact and body slot of :func:`delassus_frames_csr`: its rows' 6-vectors (V (k, 2, 6 m):
-    direction j at 6 j) and W_b times them (X, kernels/dense.py ``mass_block_times``); a slot without
+    direction j at 6 j) and W_b times them (X, :func:`~contactlab.kernels.dense.mass_block_times`); a slot without
     a body (cb -1) is left unwritten (:func:`_frame_neighbours` pairs only the slots that hold one)."""
     m, k = data.shape[0], ip.size - 1
     V = np.empty((k, 2, 6 * m))
@@ -418,9 +423,10 @@ def delassus_frames_csr(ip, ix, data, W, diag, index):
 @jit
 def frame_pattern(ip, ix, nbody, m, index):
     """The pattern of :func:`delassus_frames_csr`'s matrix, which depends on the contacts' bodies only
-    (a step whose rows touch the bodies the last one's did reuses it: mechanics/system.py
-    ``delassus``): per contact its bodies (cb), the contacts sharing a body with it, itself included,
-    in increasing order (nptr, near; near_s: the slots of the shared bodies, :func:`_frame_neighbours`)
+    (a step whose rows touch the bodies the last one's did reuses it:
+    :func:`~contactlab.mechanics.system.delassus`): per contact its bodies (cb), the contacts sharing
+    a body with it, itself included, in increasing order (nptr, near; near_s: the slots of the shared
+    bodies, :func:`_frame_neighbours`)
     and the CSR indptr and indices of the 3 k rows (a row's columns: its contact list for each
     direction in turn; canonical), of ``index``'s type (int32 where they fit, as scipy's constructor
     picks). Returns (ok, cb, nptr, near, near_s, indptr, indices); ok False where a contact's entries

@@ -1,4 +1,4 @@
-"""Compiled integration of a step (numba; flags from kernels/_jit.py): semi-implicit Euler,
+"""Compiled integration of a step (numba): semi-implicit Euler,
 x += h v and q <- exp(h omega) q normalised, and each shape's sweep over the step (how far its
 points can travel, for the collision margin).
 """

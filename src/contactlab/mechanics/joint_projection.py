@@ -33,7 +33,7 @@ from .rows import rows_transpose_times
 
 
 @jit
-def row_groups(indptr, indices, live):
+def joint_row_groups(indptr, indices, live):
     """Rows grouped by the moving bodies they touch (columns // 6 with ``live[body]``: bodies whose
     M^-1 block is not zero): rows on the same one or two bodies form one group (a joint's rows and
     its limit rows), a row on more bodies (a coupling) a group of its own. Returns (perm, gstart,
@@ -99,13 +99,16 @@ def row_groups(indptr, indices, live):
     return perm, gstart, adj
 
 
+row_groups = joint_row_groups     # the former name (not a problem's row_groups), kept for one release
+
+
 @jit
 def grouped_order(indptr, indices, live):
-    """The rows of J (CSR) in the elimination order of their groups (:func:`row_groups`,
+    """The rows of J (CSR) in the elimination order of their groups (:func:`joint_row_groups`,
     kernels/dense.py ``elimination_steps``): (q, gs, nbr, nnb) with row q[i] of J at position i, group s at
     positions gs[s]:gs[s + 1], and its neighbours at elimination nbr[s, :nnb[s]] (later groups,
     by position)."""
-    perm, gstart, adj = row_groups(indptr, indices, live)
+    perm, gstart, adj = joint_row_groups(indptr, indices, live)
     order, _, nbr, nnb = elimination_steps(gstart, adj)
     G = order.size
     q = np.empty(perm.size, dtype=np.int64)

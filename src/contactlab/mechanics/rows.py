@@ -1,4 +1,4 @@
-"""Compiled constraint rows of a step (numba; flags from kernels/_jit.py): contact rows
+"""Compiled constraint rows of a step (numba): contact rows
 u.(velocity of P on b - velocity of P on a) with the normal and two tangents of each contact in one
 pass (drumwright §III, arechavaleta eqs. 7-9), the friction pyramid's rows, products with CSR rows,
 the normal rows' bias and the position correction's right-hand side; :func:`csr_of` wraps a
@@ -19,7 +19,7 @@ def csr_of(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tup
     """The canonical CSR matrix of arrays a compiled kernel wrote (indices sorted within each row,
     no duplicates, one integer dtype for indices and indptr), taken as they are: scipy's constructor
     re-derives the index dtype and checks the format on every call, and a step builds a dozen.
-    tests/test_mechanics.py checks the result against scipy's constructor and its full format check."""
+    The tests check the result against scipy's constructor and its full format check."""
     m = sp.csr_matrix.__new__(sp.csr_matrix)
     m._shape = (int(shape[0]), int(shape[1]))
     m.maxprint = _MAXPRINT
@@ -150,7 +150,7 @@ def tangential_speeds(indptr, indices, s_data, t_data, v):
 @jit
 def normal_bias_kernel(phi, h, zeta, slop):
     """Per contact: phi/h for a gap (speculative contact), 0 within the slop, zeta (phi + slop)/h
-    beyond it (mechanics/system.py ``normal_bias``)."""
+    beyond it (:func:`~contactlab.mechanics.system.normal_bias`)."""
     out = np.empty(phi.size)
     for i in range(phi.size):
         out[i] = phi[i] / h if phi[i] > 0 else 0.0
@@ -179,7 +179,8 @@ def contact_terms(a, b, dof_start, position, P, normal, t1, t2, phi, h, zeta, sl
 def position_targets(Nv, phi, h, slop, zeta):
     """The position correction's right-hand side (Simulator.project_contacts): phi' = phi + h N v+
     per contact (``Nv`` = N v+); a contact is deep where phi' < -slop (1 + SLOP_EXCESS)
-    (kernels/tolerances.py: deeper than the slop by more than rounding and the solves' tolerances),
+    (:data:`contactlab.kernels.tolerances.SLOP_EXCESS`: deeper than the slop by more than rounding
+    and the solves' tolerances),
     with c_i = zeta (phi'_i + slop); elsewhere c_i = max(phi'_i + slop, 0) (a contact within that
     tolerance of the slop is held where it is, not pushed in). Returns (c, whether any contact is deep)."""
     c = np.empty(Nv.size)

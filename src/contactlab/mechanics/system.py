@@ -480,3 +480,7 @@ def assemble_system(model: Model, data: Data, contacts, h: float, f: np.ndarray,
     if v_free is not None and sys.body_blocks:     # v_free from the blocks (compiled), what v_free() would compute
         sys.__dict__["_v_free"] = (sys._v_free_key(), v_free)
     return sys
+
+
+#: public names of the layout helpers the compiled steps share (the private spellings stay)
+block_pattern, live_bodies, packed_joints = _block_pattern, _live, _packed

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
+from .mass_ratio import check_mass_ratio
 from .rotation import quat_from_matrix
 from .scene import Body, Joint, Scene, Settings, Shape
 
@@ -149,7 +150,9 @@ def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: 
     ``allow_missing_meshes``: a collision mesh that is missing or unreadable is a ModelError naming
     the link (default, None: unless inside :func:`allowing_missing_meshes`), or with True a warning
     naming the link, which then has no collision shape from it. Every origin, axis, limit, mass and
-    inertia must be finite (ModelError naming the joint or link)."""
+    inertia must be finite (ModelError naming the joint or link), and two dynamic links' masses at
+    most :data:`~contactlab.mechanics.mass_ratio.MAX_MASS_RATIO` apart (ModelError naming both; a
+    :func:`~contactlab.mechanics.mass_ratio_limit` block raises or lifts the limit)."""
     import yourdfpy
     path = Path(path)
     if not path.exists():
@@ -290,5 +293,6 @@ def load_urdf(path, *, fixed_base: bool = True, position=(0.0, 0.0, 0.0), name: 
         joints.append(Joint(j.name, kind, parent, j.child, anchor=tuple(Tj[:3, 3]), axis=tuple(axis), lower=lo, upper=hi))
     scene = Scene(name=name or r.name or path.stem, bodies=bodies, joints=joints, settings=settings or Settings())
     scene.validate()
+    check_mass_ratio(scene)     # a ratio the certified solvers cannot resolve
     return scene
 

@@ -13,7 +13,7 @@ and optionally ``DEFAULT_METHOD`` (solver used when none is given), ``DESCRIPTIO
     it the simulator reuses the previous answer as it is when its size is unchanged.
 (Until every model returns a Built, a bare problem is accepted: ``built.problem_of`` unwraps either.)
 
-Stage capabilities (optional): what the simulator's step stages (sim/stages.py) may do with a
+Stage capabilities (optional): what the simulator's step stages (:mod:`contactlab.sim.stages`) may do with a
 model's problem besides ``build`` and ``recover``; the stages are chosen from these, never from the
 model's name:
     sweep_heights(system, options, gravity) -> (n,)   each row's height, for top-down sweeps
@@ -21,7 +21,7 @@ model's name:
                                    the problem without its matrix H W H' + cfm I (matrix-free sweeps,
                                    a warm start certified without the matrix)
     COMPILED_STEP: str             the rows the simulator's compiled step builds itself on scenes of
-                                   free bodies ("box-rows": sim/box_step.py, box friction's)
+                                   free bodies ("box-rows": :mod:`contactlab.sim.box_step`, box friction's)
 Adding a file is enough: modules are discovered on first use. Modules without ``NAME`` (such as
 ``common``, ``built``, ``rk4``) are helpers and are skipped.
 """

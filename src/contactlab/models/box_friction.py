@@ -24,7 +24,7 @@ from ..kernels._jit import jit
 from ..kernels.components import body_pair_groups, row_block_components
 from ..mechanics.kernels import delassus_dense, rows_times as _rows_times, rows_transpose_times as _rows_transpose_times
 from ..mechanics.system import delassus, rows_times, rows_transpose_times, stack_rows
-from ..problems import BoxedLCP
+from ..problems import BoxedLCP, ProblemStructure
 from .common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult, _modes_of_rows, contact_modes, dense, f64
 
 NAME = "box-friction"
@@ -187,6 +187,7 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
     options = options or Options()
     o_a, o_l, o_n, o_s, o_t, n = _layout(sys, options)
     nc = sys.nc
+    factors = None      # (H, W, cfm) of a sparse Delassus matrix assembled from the body blocks
     if options.joints == "schur" and sys.nj:
         from .common import refuse_dense
         refuse_dense("box-friction (joints by Schur complement)", {"H W H'": (n, n), "X": (sys.nj, n + 1)},
@@ -210,10 +211,10 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
             make = BoxedLCP.trusted if finite else BoxedLCP
             if options.coupling != "current" or not nc:
                 findex = mu = None
-            prob = _finish(make(Mat, q, lo, hi, findex, mu), sys, H, o_a, o_l, o_n, o_s, n, nc)
-            prob.islands = row_islands(H.indptr, H.indices, o_n, o_s)    # box-qp factorises its Newton steps island by island
-            return prob
-        factors = None
+            # box-qp factorises its Newton steps island by island
+            structure = ProblemStructure(row_groups=_row_groups(o_a, o_l, o_n, o_s, n),
+                                         islands=row_islands(H.indptr, H.indices, o_n, o_s))
+            return make(Mat, q, lo, hi, findex, mu, structure=structure)
         if sys.W_blocks is not None:    # compiled: only row pairs sharing a body (mechanics/kernels.py)
             Mat = delassus(sys, H, options.cfm + sys.cfm, dense=n <= options.dense_max)
             factors = (H, sys.W_blocks, options.cfm + sys.cfm)
@@ -226,24 +227,29 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
         findex = mu = None
     # assembled here, finite with a finite state: the checks of the constructor only where q is not
     make = BoxedLCP.trusted if (np.isfinite(q).all() and (sp.issparse(Mat) or Mat.flags.c_contiguous)) else BoxedLCP
-    prob = _finish(make(Mat, q, lo, hi, findex, mu), sys, H, o_a, o_l, o_n, o_s, n, nc)
-    if sp.issparse(Mat) and factors is not None:    # box-qp's interior point solves in body space
-        prob.factors = factors
-    return prob
+    return make(Mat, q, lo, hi, findex, mu, structure=_structure(sys, H, Mat, factors, o_a, o_l, o_n, o_s, n, nc))
 
 
-def _finish(prob: BoxedLCP, sys, H, o_a, o_l, o_n, o_s, n, nc) -> BoxedLCP:
-    """The problem's row groups, and its islands where its matrix is sparse."""
-    prob.row_groups = {"joint": slice(0, o_a), "motor": slice(o_a, o_l), "limit": slice(o_l, o_n),
-                       "normal": slice(o_n, o_s), "friction": slice(o_s, n)}
-    if sp.issparse(prob.M) and sys.body_blocks:
-        prob.islands = row_islands(H.indptr, H.indices, o_n, o_s)
-        if prob.islands[0] > 1:         # box-qp factorises the islands' Newton steps over these groups
+def _row_groups(o_a, o_l, o_n, o_s, n) -> dict:
+    """The problem's row kinds: joint, motor, limit, normal, friction rows, in that order."""
+    return {"joint": slice(0, o_a), "motor": slice(o_a, o_l), "limit": slice(o_l, o_n),
+            "normal": slice(o_n, o_s), "friction": slice(o_s, n)}
+
+
+def _structure(sys, H, Mat, factors, o_a, o_l, o_n, o_s, n, nc) -> ProblemStructure:
+    """The problem's row groups and, where its matrix is sparse, its islands, their body-pair
+    groups and the factors (H, W, cfm) of its matrix (box-qp's interior point solves in body space)."""
+    islands = groups = None
+    sparse = sp.issparse(Mat)
+    if sparse and sys.body_blocks:
+        islands = row_islands(H.indptr, H.indices, o_n, o_s)
+        if islands[0] > 1:              # box-qp factorises the islands' Newton steps over these groups
             if H is sys.NST:            # a contact's three rows share its bodies: its group, found once
-                prob.body_groups = np.tile(body_pair_groups(H.indptr[:nc + 1], H.indices), 3)
+                groups = np.tile(body_pair_groups(H.indptr[:nc + 1], H.indices), 3)
             else:
-                prob.body_groups = body_pair_groups(H.indptr, H.indices)
-    return prob
+                groups = body_pair_groups(H.indptr, H.indices)
+    return ProblemStructure(row_groups=_row_groups(o_a, o_l, o_n, o_s, n), islands=islands, body_groups=groups,
+                            factors=factors if sparse else None)
 
 
 @jit
@@ -268,9 +274,9 @@ def row_islands(indptr, indices, o_n, o_s):
     """(count, label per row) of the independent row groups of the rows [..; N; S; T] in CSR (normals
     o_n:o_s, then the friction rows of the same contacts in the same order): solvers/box_qp/ solves
     a sparse problem's apart and factorises a dense one's Newton steps island by island. Rows joined
-    by the bodies they touch (kernels/components.py row_block_components), over the rows up to the
+    by the bodies they touch (:func:`~contactlab.kernels.components.row_block_components`), over the rows up to the
     normals only; a contact's friction rows S, T touch its normal's bodies and take its label.
-    Compiled: the simulator's compiled step (sim/box_step.py) finds the labels the build finds."""
+    Compiled: the simulator's compiled step (:mod:`contactlab.sim.box_step`) finds the labels the build finds."""
     count, head = row_block_components(indptr[:o_s + 1], indices, np.full(o_s, -1, dtype=np.int64), 6)
     nc = o_s - o_n
     label = np.empty(o_s + 2 * nc, dtype=np.int64)
@@ -380,7 +386,7 @@ def contact_parts(v_next, z, o_n, s_ptr, s_idx, s_data, t_data, impulse_tol, spe
 
 
 #: the simulator's compiled step builds, solves and recovers these rows itself on scenes of free
-#: bodies (models/__init__.py "stage capabilities"; sim/box_stages.py ``CompiledRowStages``)
+#: bodies (:mod:`contactlab.models`, "stage capabilities"; :class:`contactlab.sim.box_stages.CompiledRowStages`)
 COMPILED_STEP = "box-rows"
 
 
@@ -399,7 +405,7 @@ def sweep_heights(sys, options: Options | None, gravity) -> np.ndarray:
     return row_heights(point, np.asarray(gravity, dtype=np.float64), _layout(sys, options or Options())[2], 3)
 
 
-#: the old private spellings of the compiled pieces (the simulator's compiled step, sim/box_step.py,
+#: the old private spellings of the compiled pieces (the simulator's compiled step, :mod:`contactlab.sim.box_step`,
 #: calls them by their public names inside its own kernels)
 _box_bounds, _q_kernel, _matched_impulses, _recover_parts, _contact_parts = (box_bounds, q_kernel, matched_impulses,
                                                                             recover_parts, contact_parts)

@@ -89,7 +89,7 @@ def _block_delassus(sys: ConstraintSystem, H, stacked=None) -> tuple[sp.csr_matr
 
 
 def mixed_problem(sys: ConstraintSystem, H: sp.csr_matrix, K, c: np.ndarray, v0: np.ndarray,
-                  scale: float = 1.0, stacked: sp.csr_matrix | None = None):
+                  scale: float = 1.0, stacked: sp.csr_matrix | None = None, structure=None):
     """Eliminate v+ = v0 + M^-1 (J' x + H' y) analytically (M is block diagonal) and return
 
         MixedLCP:  (J W J') x + (J W H') y + (J v0 - j_rhs)/scale = 0
@@ -101,7 +101,8 @@ def mixed_problem(sys: ConstraintSystem, H: sp.csr_matrix, K, c: np.ndarray, v0:
     With body blocks (every system of ``build_system``) the four blocks are slices of one dense
     [J; H] W [J; H]' formed by the compiled block Delassus (only row pairs sharing a body), and
     the right-hand sides come from one product [J; H] v0 (``stacked``: [J; H] when the caller has it,
-    e.g. :func:`stacked_rows`).
+    e.g. :func:`stacked_rows`). ``structure``: the problem's
+    :class:`~contactlab.problems.ProblemStructure` (the model's row kinds).
     """
     fast = _block_delassus(sys, H, stacked)
     if fast is None:
@@ -110,27 +111,28 @@ def mixed_problem(sys: ConstraintSystem, H: sp.csr_matrix, K, c: np.ndarray, v0:
         B = dense(HW @ H.T) + dense(K)
         hh = (H @ v0 + c) / scale
         if sys.nj == 0:
-            return LCP(B, hh)
+            return LCP(B, hh, structure=structure)
         JW = sys.J @ W
         return MixedLCP(dense(JW @ sys.J.T), dense(JW @ H.T), dense(HW @ sys.J.T), B,
-                        (sys.J @ v0 - sys.j_rhs) / scale, hh)
+                        (sys.J @ v0 - sys.j_rhs) / scale, hh, structure=structure)
     R, G = fast
     nj = sys.nj
     r = rows_times(R, v0)
     B = G[nj:, nj:] + dense(K)
     hh = (r[nj:] + c) / scale
     if nj == 0:
-        return LCP(B, hh)
+        return LCP(B, hh, structure=structure)
     g = (r[:nj] - sys.j_rhs) / scale
     if not (np.isfinite(G).all() and np.isfinite(B).all() and np.isfinite(hh).all() and np.isfinite(g).all()):
-        return MixedLCP(G[:nj, :nj], G[:nj, nj:], G[nj:, :nj], B, g, hh)    # the checked constructor says what
+        # the checked constructor says what is not finite
+        return MixedLCP(G[:nj, :nj], G[:nj, nj:], G[nj:, :nj], B, g, hh, structure=structure)
     return MixedLCP.trusted(np.ascontiguousarray(G[:nj, :nj]), np.ascontiguousarray(G[:nj, nj:]),
-                            np.ascontiguousarray(G[nj:, :nj]), B, g, hh)
+                            np.ascontiguousarray(G[nj:, :nj]), B, g, hh, structure=structure)
 
 
 def stacked_rows(sys: ConstraintSystem, parts) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     """(H, [J; H]) for H = the canonical CSR ``parts`` one above the other, stacked once
-    (mechanics/system.py ``stack_rows``): H is the tail of [J; H] (its arrays are views)."""
+    (:func:`~contactlab.mechanics.system.stack_rows`): H is the tail of [J; H] (its arrays are views)."""
     R = stack_rows([sys.J, *parts], sys.ndof)
     nj = sys.nj
     if nj == 0 or not _canonical(R):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..problems import ProblemStructure
 from .common import StepResult, contact_modes, mixed_problem, mixed_recover
 
 NAME = "frictionless"
@@ -49,10 +50,9 @@ def build(sys, options: Options | None = None):
         idx = o_cn + np.arange(sys.nc)
         K = K + sp.csr_matrix((np.full(sys.nc, cfm), (idx, idx)), shape=K.shape)
     # the (u, s) block is in impulse units; scale=h divides constants so all variables are forces
-    prob = mixed_problem(sys, H, K, c, v0, scale=sys.h)
-    prob.row_groups = {"limit": slice(0, o_cn), "normal": slice(o_cn, o_u), "motor": slice(o_u, o_s),
-                       "motor_slack": slice(o_s, o_s + sys.nm)}
-    return prob
+    rows = {"limit": slice(0, o_cn), "normal": slice(o_cn, o_u), "motor": slice(o_u, o_s),
+            "motor_slack": slice(o_s, o_s + sys.nm)}
+    return mixed_problem(sys, H, K, c, v0, scale=sys.h, structure=ProblemStructure(row_groups=rows))
 
 
 def recover(sys, problem, solution, options: Options | None = None) -> StepResult:

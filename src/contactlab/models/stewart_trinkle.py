@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from ..kernels.mixed import pyramid_coupling
 from ..mechanics.system import csr_of, rows_times, rows_transpose_times
+from ..problems import ProblemStructure
 from .common import StepResult, contact_modes, mixed_problem, mixed_recover, pyramid_to_tangent, stacked_rows
 
 NAME = "stewart-trinkle"
@@ -74,10 +75,9 @@ def build(sys, options: Options | None = None):
     options = options or Options()
     # cfm on the contact rows only (normal, friction, lambda): joints, limits, motors stay exact
     H, K, c, v0, off, R = _parts(sys, sys.cfm + options.cfm)
-    prob = mixed_problem(sys, H, K, c, v0, stacked=R)
-    prob.row_groups = {"limit": slice(0, off[0]), "normal": slice(off[0], off[1]), "friction": slice(off[1], off[2]),
-                       "lambda": slice(off[2], off[3]), "motor": slice(off[3], off[4]),
-                       "motor_slack": slice(off[4], off[4] + sys.nm)}
+    rows = {"limit": slice(0, off[0]), "normal": slice(off[0], off[1]), "friction": slice(off[1], off[2]),
+            "lambda": slice(off[2], off[3]), "motor": slice(off[3], off[4]), "motor_slack": slice(off[4], off[4] + sys.nm)}
+    prob = mixed_problem(sys, H, K, c, v0, stacked=R, structure=ProblemStructure(row_groups=rows))
     prob.step_rows = (H, v0, off)
     return prob
 

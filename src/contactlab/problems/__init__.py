@@ -4,6 +4,7 @@ from .factored import FactoredLCP
 from .lcp import LCP, BoxedLCP
 from .mixed import MixedLCP
 from .residual import Residuals, box_residuals, lcp_residuals
+from .structure import ProblemStructure
 
-__all__ = ["Problem", "LCP", "BoxedLCP", "MixedLCP", "FactoredLCP", "Residuals",
+__all__ = ["Problem", "ProblemStructure", "LCP", "BoxedLCP", "MixedLCP", "FactoredLCP", "Residuals",
            "lcp_residuals", "box_residuals"]

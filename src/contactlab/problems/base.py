@@ -6,6 +6,7 @@ from typing import Callable
 import numpy as np
 
 from .residual import Residuals
+from .structure import NO_STRUCTURE, ProblemStructure, structure_property
 
 
 class Problem:
@@ -15,9 +16,19 @@ class Problem:
     ``residuals(z, w=None)`` (the one certified residual), ``scale()`` (a size for relative tolerances),
     and optionally ``lcp_reduction()`` returning ``(lcp, lift)`` where ``lift`` maps an LCP answer
     back to this problem's ``z``.
+
+    ``structure`` (:class:`~contactlab.problems.structure.ProblemStructure`, frozen) is what the
+    problem's builder knows of its rows (row kinds, islands, body-pair groups, the factors of M),
+    given at construction; ``row_groups``, ``islands``, ``body_groups`` and ``factors`` read its
+    parts (the names builders set on problems before it was one field, kept working).
     """
 
     n: int
+    structure: ProblemStructure = NO_STRUCTURE
+    row_groups = structure_property("row_groups")
+    islands = structure_property("islands")
+    body_groups = structure_property("body_groups")
+    factors = structure_property("factors")
 
     def w(self, z: np.ndarray) -> np.ndarray:
         raise NotImplementedError

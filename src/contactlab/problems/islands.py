@@ -1,6 +1,6 @@
 """The sub-problem of one island of a boxed LCP: rows coupled to no other row, by M or by findex
-(sim/islands.py finds and solves islands with any method; solvers/box_qp/ solves a problem's own
-``islands`` in one compiled call)."""
+(:mod:`contactlab.sim.islands` finds and solves islands with any method; box-qp solves a problem's
+own ``structure.islands`` in one compiled call)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from ..kernels.box_qp import csr_dense_block, csr_sub_block
 from ..mechanics.system import csr_of
 from .lcp import BoxedLCP
+from .structure import ProblemStructure
 
 
 def island_rows(count: int, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -45,9 +46,10 @@ def island_problem(problem: BoxedLCP, idx: np.ndarray, dense_max: int) -> BoxedL
     fi = problem.findex[idx]
     fi = np.where(fi >= 0, where[np.maximum(fi, 0)], -1)
     coupled = bool(np.any(fi >= 0))
-    out = BoxedLCP.trusted(sub, problem.q[idx], problem.lo[idx], problem.hi[idx],
-                           fi if coupled else None, problem.mu[idx] if coupled else None)
-    factors = getattr(problem, "factors", None)
+    factors = problem.structure.factors
     if factors is not None and sp.issparse(sub):    # M = H W H' + cfm I: the island's rows of H
-        out.factors = (factors[0][idx], *factors[1:])
-    return out
+        structure = ProblemStructure(factors=(factors[0][idx], *factors[1:]))
+    else:
+        structure = None
+    return BoxedLCP.trusted(sub, problem.q[idx], problem.lo[idx], problem.hi[idx],
+                            fi if coupled else None, problem.mu[idx] if coupled else None, structure=structure)

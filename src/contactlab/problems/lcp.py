@@ -12,20 +12,23 @@ from ..kernels.tolerances import NORMWISE_FLOOR
 from ..kernels.validation import boxed_structure
 from .base import Problem
 from .residual import Residuals, box_relative, box_residuals, lcp_relative, lcp_residuals, row_terms
+from .structure import as_structure
 from .validation import as_matrix, as_vector, is_symmetric, matvec, max_abs
 
 
 class LCP(Problem):
     """LCP(M, q): find z with w = M z + q, z >= 0, w >= 0, z'w = 0.
 
-    ``M`` is an (n, n) dense array or ``scipy.sparse`` matrix (kept as CSR), ``q`` an (n,) vector.
+    ``M`` is an (n, n) dense array or ``scipy.sparse`` matrix (kept as CSR), ``q`` an (n,) vector;
+    ``structure`` what its builder knows of its rows (:class:`~contactlab.problems.ProblemStructure`).
     """
 
-    def __init__(self, M, q):
+    def __init__(self, M, q, *, structure=None):
         self.M = as_matrix("M", M, square=True)
         self.q = as_vector("q", q, self.M.shape[0])
         self.n = self.q.shape[0]
         self._scale = None
+        self.structure = as_structure(structure)
 
     @property
     def is_sparse(self) -> bool:
@@ -95,21 +98,16 @@ class BoxedLCP(Problem):
     ``lo`` and ``hi`` default to 0 and +inf (LCP rows), so a contact problem given by ``findex``
     and ``mu`` needs no bounds at all.
 
-    Optional attributes a builder may set after construction: ``row_groups`` (name -> slice of
-    rows) and ``islands`` = (count, label per row, int64, numbered from 0): row groups that no
-    entry of M and no findex link couples, e.g. the separate stacks or columns of a scene
-    (models/box_friction.py sets them on its sparse problems from the bodies each row touches;
-    ``contactlab.sim.islands.island_labels(problem)`` finds them from the matrix). box-qp then
-    solves the islands apart (``islands=False`` to solve the whole); labels that split coupled
-    rows give an answer solve()'s certification of the whole problem refuses. ``factors`` = (H, W,
-    cfm) with M = H W H' + cfm I (H CSR, each row on one or two bodies, 6 columns per body; W the
-    bodies' 6x6 blocks of M^-1; set by box friction and the simulator's position correction): box-qp's
-    interior point then solves its Newton systems through the bodies (solvers/box_qp/shifted.py ``_BodySpace``);
-    factors that do not give M make its iterations wrong, never its certified answer (each iterate is
-    checked against M itself).
+    ``structure`` (:class:`~contactlab.problems.ProblemStructure`) is what the problem's builder knows
+    of its rows, given at construction: its row kinds, its islands (row groups that no entry of M and
+    no findex link couples, e.g. the separate stacks of a scene: box-qp solves them apart;
+    ``contactlab.sim.islands.island_labels(problem)`` finds them from the matrix), the rows' body-pair
+    groups, and the factors (H, W, cfm) of M = H W H' + cfm I, through which box-qp's interior point
+    solves its Newton systems. The box-friction model's ``build`` gives them; ``problem.islands``,
+    ``problem.factors``, ... read them.
     """
 
-    def __init__(self, M, q, lo=None, hi=None, findex=None, mu=None):
+    def __init__(self, M, q, lo=None, hi=None, findex=None, mu=None, *, structure=None):
         self.M = as_matrix("M", M, square=True)
         n = self.M.shape[0]
         self.q = as_vector("q", q, n)
@@ -140,20 +138,24 @@ class BoxedLCP(Problem):
                 V.BOUND_INF: "lo must not be +inf and hi must not be -inf",
                 V.LO_ABOVE_HI: f"lo > hi at row {i} (lo={self.lo[i]}, hi={self.hi[i]}); swap or fix the bounds",
             }[code])
+        self.structure = as_structure(structure)
 
     @classmethod
     def trusted(cls, M, q: np.ndarray, lo: np.ndarray, hi: np.ndarray, findex: np.ndarray | None = None,
-                mu: np.ndarray | None = None) -> "BoxedLCP":
+                mu: np.ndarray | None = None, *, structure=None) -> "BoxedLCP":
         """A problem whose parts a model assembled itself (no checks): M a C-contiguous float64 array
         or a CSR float64 matrix, q, lo, hi float64 (n,), findex int64 and mu float64 (n,) or both
         None, finite where the checked constructor wants them finite and with its structure (friction
         rows pointing at normal rows, lo <= hi); e.g. models/box_friction.py ``build``, which takes
-        the checked constructor instead when q is not finite. The same object as the checked
+        the checked constructor instead when q is not finite; ``structure`` a
+        :class:`~contactlab.problems.ProblemStructure` or None. The same object as the checked
         constructor would build, without its checks (a cost on every simulation step)."""
         self = cls.__new__(cls)
         self.M, self.q, self.lo, self.hi, self.n = M, q, lo, hi, q.shape[0]
         self.findex = np.full(self.n, -1, dtype=np.int64) if findex is None else findex
         self.mu = np.zeros(self.n) if mu is None else mu
+        if structure is not None:
+            self.structure = structure
         return self
 
     @property

@@ -10,6 +10,7 @@ from .lcp import LCP
 from ..kernels.mixed import mixed_row_terms, symmetric_row_norm
 from ..kernels.tolerances import NORMWISE_FLOOR
 from .residual import Residuals, lcp_relative, lcp_residuals
+from .structure import as_structure
 from .validation import as_matrix, as_vector, matvec, to_dense
 
 #: the SPD shortcut of MixedLCP._reduce keeps every row only when its bound on lambda_min(A) beats
@@ -27,10 +28,11 @@ class MixedLCP(Problem):
     Shapes: A (p, p), C (p, n), D (n, p), B (n, n), g (p,), h (n,). x is free, y is the
     complementarity variable (``Solution.z`` holds y, ``Solution.x`` holds x).
     ``rank_tol`` is the relative tolerance of the rank-revealing QR that drops redundant
-    equality rows (the purpose of drumwright Alg. 2).
+    equality rows (the purpose of drumwright Alg. 2). ``structure``: what its builder knows of its
+    rows (:class:`~contactlab.problems.ProblemStructure`, e.g. the row kinds of y).
     """
 
-    def __init__(self, A, C, D, B, g, h, *, rank_tol: float = 1e-10):
+    def __init__(self, A, C, D, B, g, h, *, rank_tol: float = 1e-10, structure=None):
         self.A = to_dense(as_matrix("A", A, square=True))
         p = self.A.shape[0]
         self.B = as_matrix("B", B, square=True)
@@ -42,10 +44,11 @@ class MixedLCP(Problem):
         self.n, self.p = n, p
         self.rank_tol = rank_tol
         self._reduced = None
+        self.structure = as_structure(structure)
 
     @classmethod
     def trusted(cls, A: np.ndarray, C: np.ndarray, D: np.ndarray, B: np.ndarray, g: np.ndarray, h: np.ndarray,
-                *, rank_tol: float = 1e-10) -> "MixedLCP":
+                *, rank_tol: float = 1e-10, structure=None) -> "MixedLCP":
         """A problem whose parts a model assembled itself (no checks): dense C-contiguous float64
         A (p, p), C (p, n), D (n, p), B (n, n), g (p,), h (n,), all finite (the caller checked
         them once, e.g. models/common.py ``mixed_problem``). The same object as the checked
@@ -55,6 +58,8 @@ class MixedLCP(Problem):
         self.n, self.p = B.shape[0], A.shape[0]
         self.rank_tol = rank_tol
         self._reduced = None
+        if structure is not None:
+            self.structure = structure
         return self
 
     # -- Schur reduction ---------------------------------------------------------------

@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
+from ..mechanics.mass_ratio import check_mass_ratio
 from ..files import atomic_write
 from ..mechanics.scene import Body, Joint, Motor, Scene, Settings, Shape
 
@@ -70,7 +71,10 @@ def _make(cls, data: dict, where: str, nested: dict | None = None):
 
 
 def scene_from_dict(data: dict, *, validate: bool = True) -> Scene:
-    """A :class:`Scene` from plain data (as parsed from TOML or JSON), then validated."""
+    """A :class:`Scene` from plain data (as parsed from TOML or JSON), then validated: a ModelError
+    names what is wrong, including two dynamic bodies whose mass ratio is above
+    :data:`contactlab.mechanics.MAX_MASS_RATIO` (or the limit of a
+    :func:`contactlab.mechanics.mass_ratio_limit` block)."""
     shapes = lambda lst, w: [_make(Shape, s, f"{w}[{i}]") for i, s in enumerate(lst)]
     bodies = lambda lst, w: [_make(Body, b, f"{w}[{i}]", {"shapes": shapes}) for i, b in enumerate(lst)]
     motor = lambda m, w: _make(Motor, m, w)
@@ -81,6 +85,7 @@ def scene_from_dict(data: dict, *, validate: bool = True) -> Scene:
     scene.pair_mu = dict(scene.pair_mu or {})
     if validate:
         scene.validate()
+        check_mass_ratio(scene)      # a ratio the certified solvers cannot resolve
     return scene
 
 
@@ -105,8 +110,8 @@ def scene_to_dict(scene: Scene) -> dict:
 
 def load_scene(path) -> Scene:
     """Read a scene from ``.toml`` or ``.json``; a ModelError names what is wrong, including two dynamic
-    bodies whose mass ratio is above :data:`contactlab.sim.faults.MAX_MASS_RATIO` (or the limit of a
-    ``faults.mass_ratio_limit`` block)."""
+    bodies whose mass ratio is above :data:`contactlab.mechanics.MAX_MASS_RATIO` (or the limit of a
+    :func:`contactlab.mechanics.mass_ratio_limit` block)."""
     path = Path(path)
     if not path.exists():
         raise ModelError(f"no such scene file: {path}")
@@ -127,11 +132,8 @@ def load_scene(path) -> Scene:
         raise ModelError(f"{path}: cannot parse ({exc})") from None
     except RecursionError:
         raise ModelError(f"{path}: cannot parse (nested too deeply; a scene file is a few levels deep)") from None
-    from ..sim.faults import check_mass_ratio
     try:
-        scene = _with_urdf(data, path) if isinstance(data, dict) and "urdf" in data else scene_from_dict(data)
-        check_mass_ratio(scene)      # a ratio the certified solvers cannot resolve (sim/faults.py)
-        return scene
+        return _with_urdf(data, path) if isinstance(data, dict) and "urdf" in data else scene_from_dict(data)
     except OverflowError as exc:    # an integer beyond any float, e.g. 10**400 written out
         raise ModelError(f"{path}: a number is too large ({exc}); every value must be a finite float") from None
 
@@ -172,6 +174,7 @@ def _with_urdf(data: dict, path: Path) -> Scene:
         joints += robot.joints
     scene.bodies, scene.joints = bodies, joints
     scene.validate()
+    check_mass_ratio(scene)          # across the file's bodies and the robots' links
     return scene
 
 

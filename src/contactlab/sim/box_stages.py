@@ -32,10 +32,10 @@ from ..kernels.pgs import CONVERGED as _PGS_CONVERGED, MAX_SWEEPS as _PGS_MAX_SW
 from ..kernels.pgs_matrix_free import solve_matrix_free
 from ..kernels.tolerances import CERTIFY
 from ..mechanics.model import KIND_KINEMATIC
-from ..mechanics.system import _block_pattern, _live, _packed
+from ..mechanics.system import block_pattern as _block_pattern, live_bodies as _live, packed_joints as _packed
 from ..models.common import StepResult
 from ..solution import Solution, Status
-from ..solvers.box_qp import BoxQPOptions, _dense_factors
+from ..solvers.box_qp import BoxQPOptions, dense_factor_cache as _dense_factors
 from ..solvers.pgs import PGSOptions
 from . import box_step as BS
 from .fallback import certified

@@ -39,7 +39,7 @@ from ..kernels.residual import (box_relative_error, box_residual_kernel, boxed_c
                                 coupled_bounds)
 from ..mechanics.kernels import (advance_state, body_terms, contact_terms, delassus_dense, free_velocity,
                                  kinetic_gain, position_targets, rows_times, rows_transpose_times)
-from ..kernels.pgs_matrix_free import _solve as _pgs_matrix_free
+from ..kernels.pgs_matrix_free import solve_matrix_free_kernel as _pgs_matrix_free
 from ..kernels.tolerances import NORMWISE_FLOOR
 from ..mechanics.joint_projection import displace
 from ..models.box_friction import (row_heights, row_islands, box_bounds as _box_bounds, contact_parts as _contact_parts,

@@ -4,8 +4,7 @@ reported, and scenes whose mass ratio the certified solvers cannot resolve are r
 A certificate is relative: solve() accepts an answer whose residual is small against the scale of
 the problem (|M| |z| + |q|). With a 1e9 mass ratio that scale is the heavy body's impulse seen by
 the light body, 1e9 times the light body's own velocities, so a "certified" answer can fling the
-light body at metres per second or lift the heavy one (a 1e6 kg box on a 1e-3 kg box: box-qp
-certifies a first step that gives the heavy box 0.94 m/s upward and 4.4e5 J). The checks below
+light body at metres per second or lift the heavy one (docs/robustness.md). The checks below
 measure the step in physical units instead, from the states before and after it.
 
 What a step may do (semi-implicit Euler, ``x1 = x0 + h v1`` then the position corrections):
@@ -35,14 +34,14 @@ stderr and exits 1.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
 
 import numpy as np
 
-from ..errors import ModelError
 from ..kernels._jit import jit
+# the mass-ratio limit of scenes: its home is mechanics (below every loader of scenes, which checks
+# it); its names stay importable from here
+from ..mechanics.mass_ratio import MAX_MASS_RATIO, check_mass_ratio, mass_ratio_limit  # noqa: F401
 
 #: a body's speed after a step is at most this many times the step's fastest free motion (plus the
 #: penetration and joint-error recovery speeds): contact impulses only redistribute motion, and a
@@ -60,48 +59,6 @@ ENERGY_FACTOR = 1.0
 #: speeds (m/s) and displacements (m) below these are never faults (rounding of bodies at rest)
 SPEED_FLOOR = 1e-6
 CORRECTION_FLOOR = 1e-9
-
-#: the largest ratio of two dynamic bodies' masses a scene may have (heaviest / lightest). Measured
-#: on a box resting on a lighter box on the ground (docs/robustness.md): box-qp (box friction)
-#: keeps the stack at rest within 0.3 mm over 0.4 s (dt 10 ms) up to a ratio of 10^6.5 and fails at 10^7
-#: (bodies at 1.6 m/s, every step still "certified"); Stewart-Trinkle by lemke or dantzig keeps it
-#: within 0.4 mm up to 10^5 and fails at 10^5.5 (1 m/s). 10^5 is the ratio every certified default
-#: resolves.
-MAX_MASS_RATIO = 1e5
-
-_MASS_RATIO_LIMIT = contextvars.ContextVar("max_mass_ratio", default=MAX_MASS_RATIO)
-
-
-@contextlib.contextmanager
-def mass_ratio_limit(limit: float | None):
-    """Within the block, :func:`check_mass_ratio` (scene files, URDF scenes, ``contactlab simulate``)
-    refuses ratios above ``limit`` instead of :data:`MAX_MASS_RATIO` (None or inf: no limit; the
-    CLI's ``--max-mass-ratio``)."""
-    limit = math.inf if limit is None else float(limit)
-    if not limit >= 1:
-        raise ModelError(f"max_mass_ratio must be a number >= 1 (or inf), got {limit!r}")
-    token = _MASS_RATIO_LIMIT.set(limit)
-    try:
-        yield
-    finally:
-        _MASS_RATIO_LIMIT.reset(token)
-
-
-def check_mass_ratio(scene, limit: float | None = None) -> None:
-    """Raise :class:`ModelError` naming the heaviest and the lightest dynamic body when their mass
-    ratio is above ``limit`` (default: :data:`MAX_MASS_RATIO`, or the block's
-    :func:`mass_ratio_limit`). Fixed and kinematic bodies have no mass in the problem and do not count."""
-    limit = _MASS_RATIO_LIMIT.get() if limit is None else float(limit)
-    dyn = [(float(b.mass), b.name) for b in scene.bodies if getattr(b, "kind", "dynamic") == "dynamic"]
-    if len(dyn) < 2 or not math.isfinite(limit):
-        return
-    (lo, light), (hi, heavy) = min(dyn), max(dyn)
-    if lo > 0 and hi / lo > limit:
-        raise ModelError(
-            f"bodies {heavy!r} ({hi:.6g} kg) and {light!r} ({lo:.6g} kg) have a mass ratio of {hi / lo:.3g}, above "
-            f"{limit:.3g}: the certified solvers do not resolve contacts across such a ratio (the light body's "
-            f"velocities drown in the heavy body's impulses); bring the masses closer, make the heavy body fixed "
-            f"or kinematic, or raise the limit (--max-mass-ratio, API faults.mass_ratio_limit)")
 
 
 @jit
@@ -162,10 +119,12 @@ def _split_velocity(dof_start, v, nb):
 
 
 def _free_velocities(sim, v0, w0):
-    """(linear, angular) free velocities of the step, v + h M^-1 f (gravity, joint torques, the
-    controllers' velocities), from the step's system where it is at hand (the general path);
-    else v0 + h g (a compiled step of free bodies: gravity is their only force)."""
-    # the step's system where the step assembled it (sim/stages.py StepState; None where a compiled
+    """(linear, angular) free velocities of the step, v + h M^-1 f (gravity, joint torques), from
+    the step's system where it is at hand (the general path); else v0 + h g (a compiled step of
+    free bodies: gravity is their only force). v0 and w0 are the velocities after the controllers
+    ran (``Simulator.step`` runs them before :func:`checked_step`), so a velocity a controller set
+    is part of the step's free motion on either path."""
+    # the step's system where the step assembled it (stages.StepState; None where a compiled
     # step deferred it: assembling it here would cost more than the step)
     sys = getattr(getattr(sim, "step_state", None), "system", None)
     model = sim.model
@@ -243,9 +202,9 @@ def step_fault(sim, before, rec) -> str:
 
 
 def checked_step(sim, take):
-    """``take()`` (the simulator's step), then the plausibility of its motion (:func:`step_fault`):
-    the record's ``plausible`` and ``fault`` say what was found. The one call site is
-    ``Simulator.step``."""
+    """``take()`` (the simulator's step after its controllers ran), then the plausibility of its
+    motion from the state before ``take`` (:func:`step_fault`): the record's ``plausible`` and
+    ``fault`` say what was found. The one call site is ``Simulator.step``."""
     d = sim.data
     before = (d.position.copy(), d.linear_velocity.copy(), d.angular_velocity.copy(),
               float(getattr(sim, "_fault_joint_error", 0.0)))

@@ -136,7 +136,7 @@ class Trajectory:
                 "solver_failures": int(np.sum(~self.column("success").astype(bool))),
                 "lcp_variables_mean": float(n.mean()), "lcp_variables_max": int(n.max()),
                 "solve_time_s": float(self.column("solve_time").sum()),
-                # steps whose motion their velocities and forces do not explain (sim/faults.py)
+                # steps whose motion their velocities and forces do not explain (faults.step_fault)
                 "physics_faults": int(sum(not r.plausible for r in self.records))}
 
 
@@ -162,7 +162,7 @@ class _signals_deferred:
 
 
 #: True once HDF5 failed to close a trajectory file (disk full): the process must then end by
-#: ``os._exit`` after its output, not by the interpreter's shutdown (commands/simulate.py)
+#: ``os._exit`` after its output, not by the interpreter's shutdown (``contactlab simulate`` does)
 UNCLOSABLE = False
 
 

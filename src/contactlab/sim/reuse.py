@@ -155,6 +155,16 @@ class MotionlessReuse:
         self._pending_rows = 0
         self.last_warm = None       # the warm start given to the last step's solve (for measurements)
         self.last_sub = None        # the sub-problem solved after the last step, if the set changed
+        # dantzig (the paper's method): its compiled call without solve()'s dispatch, planned once
+        from ..solvers import available_solvers, solve
+        from ..solvers.pivoting import dantzig_direct
+        self._solve, self._direct_call = solve, dantzig_direct
+        self._direct = None
+        if sim.method == "dantzig":
+            try:
+                self._direct = available_solvers()["dantzig"].make_options(dict(sim.solver_options))
+            except ValueError:     # options dantzig does not take: solve() says so at the first step
+                self._direct = None
 
     def prepare(self, built, contacts, kwargs: dict) -> None:
         """Replace the solver's warm start in ``kwargs`` by the motionless set's (SOLVELCP(world,
@@ -167,6 +177,18 @@ class MotionlessReuse:
             isinstance(problem, spec.problems) else None
         if ws is not None:
             kwargs["warm_start"] = ws
+
+    def solve(self, problem, kwargs: dict):
+        """The step's solve (SOLVELCP(world, prevSoln)) and the sub-solves: with dantzig, its compiled
+        call straight from here (:func:`contactlab.solvers.pivoting.dantzig_direct`: the Solution solve() gives,
+        without the dispatch, whose fixed cost is about what a warm start saves on the paper's 7-block
+        column: docs/computation-reuse.md); anything it leaves (a refusal, a failure, other arguments)
+        and every other method go through :func:`contactlab.solve`."""
+        if self._direct is not None and len(kwargs) - ("warm_start" in kwargs) == len(self.sim.solver_options):
+            sol = self._direct_call(problem, kwargs.get("warm_start"), self._direct)
+            if sol is not None:
+                return sol
+        return self._solve(problem, self.sim.method, **kwargs)
 
     def warm_start(self, built, contacts):
         """The full-size warm start: stored values on the rows of the stored contacts found again
@@ -191,7 +213,6 @@ class MotionlessReuse:
     def after_step(self, contacts, built) -> float:
         """GETMOTIONLESSBODIES after the step's integration; on a change, solve the new motionless
         set's sub-problem and store it. Returns the seconds spent solving (LCP time)."""
-        from ..solvers import solve
         sim, log = self.sim, self.log
         mask = motionless_bodies(sim.model, sim.data, contacts, self.radius, self.tol_v)
         self.last_sub = None
@@ -212,7 +233,7 @@ class MotionlessReuse:
             rows = contact_rows(built, contacts.count)[sel]
             sub = self.last_sub = principal_subproblem(problem_of(built), rows.ravel())
             t0 = time.perf_counter()
-            sol = solve(sub, sim.method, **sim.solver_options)
+            sol = self.solve(sub, dict(sim.solver_options))
             t = time.perf_counter() - t0
             piv, maj = int(sol.pivots), int(sol.iterations)
             if certified(sol):
@@ -237,7 +258,7 @@ def warm_start_methods() -> list[str]:
 def make_reuse(mode, sim):
     """None, or the reuse state for ``mode`` (``"motionless"``). With a method that takes no warm
     start (lemke, ppm, ...) the reuse only adds the sub-solves' time: a RuntimeWarning says so
-    (``contactlab simulate --reuse`` refuses it or picks dantzig, commands/simulate.py)."""
+    (``contactlab simulate --reuse`` refuses it or picks dantzig)."""
     if mode in (None, "", "none"):
         return None
     if mode not in MODES:

@@ -1,5 +1,6 @@
 """Time stepping: controllers -> detect -> build -> solve -> certify -> integrate -> record
-(DESIGN.md ``sim``), each a stage of one interface (sim/stages.py) that every contact model supplies.
+(as MuJoCo mjx's ``step``), each a stage of one interface (:class:`~contactlab.sim.stages.Stages`)
+that every contact model supplies.
 
 Semi-implicit Euler: v+ comes from the contact model, then x += h v+ and the orientation is
 rotated by exp(h omega+). Joint position errors are removed after each step by a Newton
@@ -26,12 +27,12 @@ from ..mechanics.joint_projection import displace, joint_error_kernel, project_j
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
-from ..mechanics.system import _packed, delassus, mobility, rows_times
+from ..mechanics.system import delassus, mobility, packed_joints, rows_times
 from ..models import get_model, make_options
 from ..models.box_friction import row_heights
 from ..solvers import available_solvers, solve
 from ..solvers.pgs import PGSOptions
-from ..problems import BoxedLCP
+from ..problems import BoxedLCP, ProblemStructure
 from .fallback import _cap_option
 from .box_stages import STAGES, free_bodies_only
 from .faults import checked_step
@@ -41,6 +42,10 @@ from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-ex
 
 
 def kinetic_energy(model: Model, data: Data) -> float:
+    """Kinetic energy of the bodies with coordinates, sum of 1/2 m |v|^2 + 1/2 w' R I R' w (I the
+    body-frame inertia, R the orientation): the array formula, for a state the user holds. The
+    step records the same number from one compiled pass with the potential energy
+    (:func:`contactlab.kernels.energy.energies`, tested against this one)."""
     live = np.flatnonzero(model.dof_start >= 0)
     if live.size == 0:
         return 0.0
@@ -52,18 +57,20 @@ def kinetic_energy(model: Model, data: Data) -> float:
 
 
 def potential_energy(model: Model, data: Data) -> float:
+    """Gravitational potential energy of the bodies with coordinates, -sum m p.g (zero at the
+    origin), the array formula beside :func:`kinetic_energy`."""
     live = model.dof_start >= 0
     return float(-np.sum(model.mass[live] * (data.position[live] @ model.gravity)))
 
+
+#: the most steps one ``Simulator.run`` takes: every step's record is kept in memory (a few hundred
+#: bytes each), so a run beyond this would exhaust memory long before it ended
+MAX_RUN_STEPS = 10 ** 8
 
 #: the position correction's solve tolerance (relative residual, as solve() certifies it): the
 #: correction is applied up to 1e-2 (``Simulator.project_contacts``), so 1e-3 leaves a factor 10
 #: and spares the last Newton or interior-point iterations of a 1e-7 solve at no cost in the
 #: largest penetration (docs/benchmarks-tuning.md)
-#: the most steps one ``Simulator.run`` takes: every step's record is kept in memory (a few hundred
-#: bytes each), so a run beyond this would exhaust memory long before it ended
-MAX_RUN_STEPS = 10 ** 8
-
 POSITION_TOL = 1e-3
 
 #: the position correction's islands above this many rows take box-qp's 3 full Newton steps, then its
@@ -87,27 +94,24 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
     rows in play only), then, where they do not certify, the interior point (``algorithm="ipm"``,
     which factors every row). Returns (p, relative residual of the whole LCP as ``solve()``
     certifies it; inf when p is not finite).
-    The Newton budget of 30 steps is the one measured best on certified piles (docs/benchmarks-tuning.md):
-    fewer leave large corrections to an interior point whose factorisation of every row fills in.
+    The Newton budget of 30 steps is the one chosen in docs/benchmarks-tuning.md: fewer leave large
+    corrections to an interior point whose factorisation of every row fills in.
     ``islands``: (count, label per row) of the contacts' independent groups, solved apart by box-qp
-    (solvers/box_qp.py ``_islands``) after the contacts with a gap are set aside (``set_aside``: rows
-    with c_i above the deepest target, checked afterwards and brought in where the correction pushes
-    them in: a large pile's correction, one island with its gaps, splits into many small ones);
-    ``groups``: the rows' body-pair groups (kernels/components.py
-    ``body_pair_groups``), over which an island's Newton steps are factorised block by block;
-    ``factors``: (N, W, eps) with A = N W N' + eps I, for the interior point's systems in body space
-    (solvers/box_qp.py ``_BodySpace``)."""
-    problem = BoxedLCP(A, c, np.zeros(c.size), np.full(c.size, np.inf))
-    if factors is not None and sp.issparse(A):
-        problem.factors = factors
+    (its ``islands`` option) after the contacts with a gap are set aside (``set_aside``: rows with
+    c_i above the deepest target, checked afterwards and brought in where the correction pushes them
+    in: a large pile's correction, one island with its gaps, splits into many small ones);
+    ``groups``: the rows' body-pair groups (:func:`~contactlab.kernels.components.body_pair_groups`),
+    over which an island's Newton steps are factorised block by block; ``factors``: (N, W, eps) with
+    A = N W N' + eps I, for the interior point's systems in body space. All three go to box-qp as the
+    problem's :class:`~contactlab.problems.ProblemStructure`."""
+    structure = ProblemStructure(islands=islands, body_groups=None if islands is None else groups,
+                                 factors=factors if sp.issparse(A) else None)
+    problem = BoxedLCP(A, c, np.zeros(c.size), np.full(c.size, np.inf), structure=structure)
     if islands is not None:
         # each island's projected Newton (30 steps with line search up to POSITION_SEARCH_MAX rows;
         # box-qp's island_poor_iterations, 8, from a start above IPM_WARM_MAX, as a falling pile's
         # new contacts are), the interior point on the islands
         # it leaves; the islands of the rows without a gap
-        problem.islands = islands
-        if groups is not None:
-            problem.body_groups = groups
         sol = solve(problem, "box-qp", max_iterations=30, tol=POSITION_TOL, set_aside=True,
                     island_search_max=POSITION_SEARCH_MAX, island_iterations=30)
     else:
@@ -119,9 +123,9 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
 
 
 def plan_stages(sim, state: StepState) -> Stages:
-    """The stages for ``sim``'s configuration (sim/stages.py): the most specific whose capabilities
-    the contact model and the method have (sim/box_stages.py ``STAGES``, most specific first), else
-    the general :class:`~contactlab.sim.stages.Stages`."""
+    """The stages for ``sim``'s configuration: the most specific whose capabilities the contact model
+    and the method have (:data:`contactlab.sim.box_stages.STAGES`, most specific first), else the
+    general :class:`~contactlab.sim.stages.Stages`."""
     for cls in STAGES:
         stages = cls.plan(sim, state)
         if stages is not None:
@@ -203,8 +207,8 @@ class Simulator:
     island by island and the assembled answer certified on the whole problem
     (:mod:`contactlab.sim.islands`: a solve() per island, any method). Off by default: box-qp splits
     box friction's sparse problems (above its ``dense_max`` rows) into their islands itself, in one
-    compiled call (solvers/box_qp.py ``_islands``), and below that a solve() per island costs more
-    than it saves (docs/benchmarks-tuning.md).
+    compiled call (its ``islands`` option), and below that a solve() per island costs more than it
+    saves (docs/benchmarks-tuning.md).
     """
 
     def __init__(self, scene: Scene, model: str | None = None, method: str | None = None, *,
@@ -219,7 +223,7 @@ class Simulator:
             scene.settings.dt = float(dt)
         self.scene = scene
         self.blas_threads = blas_threads
-        keep_freed_memory()     # the steps' freed memory stays in the process for the next (heap.py)
+        keep_freed_memory()     # the steps' freed memory stays in the process for the next
         self.fallback = fallback
         self.max_uncertified_residual = max_uncertified_residual
         self.model, self.data = build_model(scene)
@@ -258,7 +262,7 @@ class Simulator:
         self.warm_start = bool(warm_start and spec is not None and spec.warm_start)
         if spec is not None:    # a bad or unknown solver option fails here, not at the first step
             spec.make_options({k: v for k, v in self.solver_options.items() if k != "certify"})
-        from .reuse import make_reuse   # reuse="motionless": loomis-balkcom §IV (sim/reuse.py)
+        from .reuse import make_reuse   # reuse="motionless": loomis-balkcom §IV
         self.reuse = make_reuse(reuse, self)
         self.has_actuation = bool(np.any(self.model.kind == KIND_KINEMATIC)) or any(
             j.motor_target is not None for j in self.model.joints)
@@ -269,8 +273,8 @@ class Simulator:
         self.compiled = bool(compiled)
         # what the engine keeps between steps besides Data (the last system, problem, answer, timing)
         self.step_state = StepState()
-        # the step's stages, from what the contact model and the method can do (sim/stages.py): the
-        # general ones, box friction's rows, or its compiled step on scenes of free bodies
+        # the step's stages, from what the contact model and the method can do: the general ones,
+        # box friction's rows, or its compiled step on scenes of free bodies
         self.stages = plan_stages(self, self.step_state)
 
     def add_controller(self, fn) -> None:
@@ -325,7 +329,7 @@ class Simulator:
 
     @property
     def last_system(self):
-        """The last step's ConstraintSystem; a compiled step's (sim/box_step.py) is assembled on first read."""
+        """The last step's ConstraintSystem; a compiled step's is assembled on first read."""
         return self.step_state.last_system(self.model, self.data)
 
     @last_system.setter
@@ -334,7 +338,8 @@ class Simulator:
 
     def defer_system(self, contacts, h: float, terms_of, args: tuple) -> None:
         """Assemble the step's system and its problem only when read: a compiled step's, whose
-        ``terms_of(*args)`` gives mechanics/system.py ``assemble_system``'s (f, body, terms, v_free)."""
+        ``terms_of(*args)`` gives :func:`~contactlab.mechanics.system.assemble_system`'s (f, body,
+        terms, v_free)."""
         self.step_state.defer(contacts, h, terms_of, args)
 
     @property
@@ -376,13 +381,21 @@ class Simulator:
     def step(self) -> StepRecord:
         """Advance one step: controllers -> detect -> build -> solve -> certify -> integrate -> record."""
         try:
-            return checked_step(self, self._step)     # the motion's plausibility (sim/faults.py)
+            # the controllers first: the velocities they set are the step's own motion, so the check
+            # of its plausibility (:mod:`contactlab.sim.faults`) starts from the state they leave
+            self.control()
+            return checked_step(self, self._advance)
         except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
             raise_interrupt_behind(exc)
 
     def _step(self) -> StepRecord:
-        """One step as its stages (sim/stages.py), one line each, as MuJoCo mjx's ``step``."""
+        """One step without the plausibility check: the controllers, then :meth:`_advance`."""
         self.control()                      # controllers: motors, joint torques, velocities
+        return self._advance()
+
+    def _advance(self) -> StepRecord:
+        """One step after the controllers, as its stages (:attr:`stages`), one line each, as MuJoCo
+        mjx's ``step``."""
         stages = self.plan()                # the stages of this configuration (planned anew when it changed)
         work = stages.detect()              # contacts, matched to the previous step's
         stages.build(work)                  # the problem (a compiled step: its inputs)
@@ -410,7 +423,7 @@ class Simulator:
 
     def _displace(self, dx: np.ndarray) -> None:
         """x += dx (translation, then rotation by the rotation vector) for every moving body that is
-        not kinematic, in place (compiled: mechanics/joint_projection.py ``displace``)."""
+        not kinematic, in place (compiled: :func:`~contactlab.mechanics.joint_projection.displace`)."""
         model, data = self.model, self.data
         displace(model.dof_start, model.kind, KIND_KINEMATIC, np.ascontiguousarray(dx, dtype=np.float64).reshape(-1),
                  data.position, data.quaternion)
@@ -420,7 +433,7 @@ class Simulator:
         with phi' = phi + h N v+ (linearised), solve the frictionless LCP
         w = N W N' p + c >= 0 perp p >= 0, c_i = zeta (phi'_i + slop) where phi'_i < -slop (1 +
         SLOP_EXCESS) and max(phi'_i + slop, 0) elsewhere (do not push other contacts in;
-        mechanics/kernels.py ``position_targets``), then x += W N' p
+        :func:`~contactlab.mechanics.rows.position_targets`), then x += W N' p
         (W = M^-1, kinematic bodies held; N W N' from the compiled block Delassus), by box-qp on the
         whole LCP (:func:`position_lcp`: projected Newton from the deep contacts, then the interior
         point). An answer off by
@@ -435,7 +448,7 @@ class Simulator:
             return
         n = sys.nc
         if self.iterations is not None and sys.body_blocks:
-            # fixed-budget mode: PGS on N W N' + POSITION_CFM I without forming it (kernels/pgs_matrix_free.py);
+            # fixed-budget mode: matrix-free PGS on N W N' + POSITION_CFM I without forming it;
             # dv = W N' p is the displacement
             p, _, dx, _, _ = solve_matrix_free(sys.N, self._held_blocks(sys), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
@@ -473,8 +486,8 @@ class Simulator:
             self._displace(W @ (sys.N.T @ p))
 
     def _contact_heights(self, sys) -> np.ndarray:
-        """The normal rows' heights against gravity (models/box_friction.py ``row_heights``), for
-        the position correction's top-down sweeps."""
+        """The normal rows' heights against gravity (:func:`~contactlab.models.box_friction.row_heights`),
+        for the position correction's top-down sweeps."""
         point = np.ascontiguousarray(sys.contacts.point, dtype=np.float64).reshape(-1, 3) if sys.nc \
             else np.zeros((0, 3))
         return row_heights(point, np.asarray(self.model.gravity, dtype=np.float64), 0, 1)
@@ -494,11 +507,11 @@ class Simulator:
 
     def _reach(self) -> np.ndarray:
         """Per shape: the distance its body's points can travel in one step, h (speed +
-        |omega| * radius) (collision/boxes.py ``shape_reach_of`` of :meth:`_sweep`)."""
+        |omega| * radius) (:func:`~contactlab.collision.boxes.reach.shape_reach_of` of :meth:`_sweep`)."""
         return shape_reach_of(self._sweep())
 
     def _sweep(self) -> np.ndarray:
-        """Per shape: (h v, h |omega| r) of its body (sim/stages.py ``shape_sweep``)."""
+        """Per shape: (h v, h |omega| r) of its body (:func:`~contactlab.sim.stages.shape_sweep`)."""
         return shape_sweep(self)
 
     def _has_position_rows(self) -> bool:
@@ -515,20 +528,21 @@ class Simulator:
         if not self._has_position_rows():
             return 0.0
         model, data = self.model, self.data
-        return float(joint_error_kernel(_packed(model).kernel_args, model.dof_start, data.position, data.quaternion,
-                                        data.linear_velocity, data.angular_velocity, data.planar_reference))
+        return float(joint_error_kernel(packed_joints(model).kernel_args, model.dof_start, data.position,
+                                        data.quaternion, data.linear_velocity, data.angular_velocity,
+                                        data.planar_reference))
 
     def project_joints(self, tol: float = 1e-10, max_iter: int = 8) -> float:
         """Newton projection of positions onto the joint manifold, M-weighted minimum norm:
         dx = -M^-1 J' (J M^-1 J')^+ err (post-stabilisation); a joint past one of its limits gets
         that limit as one more row. Returns the remaining joint error (limits excluded). One compiled
-        call (mechanics/joint_projection.py ``project_joints_kernel``: rows, J M^-1 J', Cholesky or
+        call (:func:`~contactlab.mechanics.joint_projection.project_joints_kernel`: rows, J M^-1 J', Cholesky or
         least squares, x += M^-1 J' lam with the quaternion update, up to ``max_iter`` times)."""
         model, data = self.model, self.data
-        return float(project_joints_kernel(_packed(model).kernel_args, model.dof_start, model.kind, KIND_KINEMATIC,
-                                           model.mass, model.inv_inertia, data.position, data.quaternion,
-                                           data.linear_velocity, data.angular_velocity, data.planar_reference,
-                                           float(tol), int(max_iter)))
+        return float(project_joints_kernel(packed_joints(model).kernel_args, model.dof_start, model.kind,
+                                           KIND_KINEMATIC, model.mass, model.inv_inertia, data.position,
+                                           data.quaternion, data.linear_velocity, data.angular_velocity,
+                                           data.planar_reference, float(tol), int(max_iter)))
 
     def run(self, duration: float, *, progress: bool = False, record_poses: bool = False,
             trajectory: Trajectory | None = None) -> Trajectory:

@@ -1,4 +1,4 @@
-"""The stages of one simulation step, one interface for every contact model (DESIGN.md ``sim``).
+"""The stages of one simulation step, one interface for every contact model.
 
 :meth:`contactlab.sim.Simulator.step` reads as a list of stages, as MuJoCo mjx's ``step`` reads
 ``forward`` then ``euler``::
@@ -6,10 +6,10 @@
     control -> plan -> detect -> build -> solve -> certify -> integrate -> record
 
 Each stage is a method of one :class:`Stages` object, chosen once per configuration
-(simulator.py ``plan_stages``) from the capabilities the contact model and the method declare,
+(:func:`contactlab.sim.simulator.plan_stages`) from the capabilities the contact model and the method declare,
 never by comparing their names inside the step:
 
-* :class:`Stages`: every model, through its ``build`` and ``recover`` (models/__init__.py) and
+* :class:`Stages`: every model, through its ``build`` and ``recover`` (:mod:`contactlab.models`) and
   ``solve()``; the general path.
 * :class:`contactlab.sim.box_stages.RowStages`: models whose problem is a boxed LCP given by its
   rows (``rows(system, options)``, ``sweep_heights(system, options)``: box friction): the same
@@ -49,8 +49,9 @@ FROM_SYSTEM = object()
 
 
 def energies(model: Model, data: Data) -> tuple[float, float]:
-    """(kinetic, potential) energy of the bodies with dofs, one compiled pass (kernels/energy.py;
-    simulator.py's kinetic_energy / potential_energy are the array formulas it is tested against)."""
+    """(kinetic, potential) energy of the bodies with dofs, one compiled pass
+    (:func:`contactlab.kernels.energy.energies`; :func:`contactlab.sim.kinetic_energy` and
+    :func:`contactlab.sim.potential_energy` are the array formulas it is tested against)."""
     ke, pe = _energies(model.dof_start, model.mass, model.inertia, data.quaternion, data.linear_velocity,
                        data.angular_velocity, data.position, np.asarray(model.gravity, dtype=np.float64))
     return float(ke), float(pe)
@@ -146,7 +147,7 @@ class Stages:
 
     Subclasses override the stages they do differently and call these for the rest."""
 
-    #: whether this configuration's steps are taken by a compiled call (sim/box_step.py)
+    #: whether this configuration's steps are taken by a compiled call (:mod:`contactlab.sim.box_step`)
     compiled = False
     #: whether the fixed-budget solve runs matrix-free (RowStages)
     matrix_free = False
@@ -234,13 +235,14 @@ class Stages:
         w.t0 = time.perf_counter()
         sol = solve_islands(w.problem, sim.method, solve, **w.kwargs) \
             if (self.islands and isinstance(w.problem, BoxedLCP)) else None
-        w.sol = sol if sol is not None else solve(w.problem, sim.method, **w.kwargs)
+        w.sol = sol if sol is not None else solve(w.problem, sim.method, **w.kwargs) if sim.reuse is None \
+            else sim.reuse.solve(w.problem, w.kwargs)   # reuse: dantzig's compiled call (sim/reuse.py)
 
     # -- certify / fall back ----------------------------------------------------------------------
     def certify(self, w: StepWork) -> None:
         """Success is the method's own certified success (issue 10): a non-success whose residual
         happens to be small (a ray, a numerical failure, a sweep cap) is a rescue. An answer that
-        does not certify gets the fallbacks (sim/fallback.py); one that is not usable either stops
+        does not certify gets the fallbacks (:mod:`contactlab.sim.fallback`); one that is not usable either stops
         the run with SimulationError (the state is the last good one)."""
         sim = self.sim
         sol = w.sol
@@ -288,7 +290,7 @@ class Stages:
 
     # -- record -----------------------------------------------------------------------------------
     def record(self, w: StepWork) -> StepRecord:
-        """The StepRecord, and the seconds per stage (benchmarks/bench_sim.py): detect, build (rows,
+        """The StepRecord, and the seconds per stage (``sim.timing``): detect, build (rows,
         Delassus, right-hand sides), solve (with fallbacks), recover + integrate + projections, record."""
         sim, sol = self.sim, w.sol
         model, data = sim.model, sim.data
@@ -310,9 +312,9 @@ class Stages:
 
 
 def shape_sweep(sim) -> np.ndarray:
-    """Per shape: (h v, h |omega| r) of its body (mechanics/kernels.py ``shape_sweep``); a pair's
-    margin grows by how far its two shapes can close in on each other in the step
-    (collision/boxes.py ``pair_reach``), so fast bodies do not tunnel, resting ones keep the
+    """Per shape: (h v, h |omega| r) of its body (:func:`contactlab.mechanics.integrate.shape_sweep`);
+    a pair's margin grows by how far its two shapes can close in on each other in the step
+    (:func:`contactlab.collision.boxes.reach.pair_reach`), so fast bodies do not tunnel, resting ones keep the
     settings' margin, and bodies falling side by side get half the sum of their reaches."""
     m, d = sim.model, sim.data
     return _MK.shape_sweep(m.dof_start, d.linear_velocity, d.angular_velocity, sim.world.body_radius,

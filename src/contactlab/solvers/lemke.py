@@ -52,7 +52,11 @@ class LemkeOptions:
     regularised retries; restarts: how many times the reduced basis may restart Lemke from the
     complementary basis it ended on when that basis, refactorised, is infeasible (kernels/lemke.py
     ``_restart_from_basis``: degenerate rows whose tiny column entries the pivot tolerance did not
-    take as blocking), each kept only if its answer certifies better; 0: none."""
+    take as blocking), each kept only if its answer certifies better; 0: none; equilibrate: solve
+    the symmetrically equilibrated LCP (D M D, D q), D from :func:`equilibration`, map its answer
+    back by z = D y, refine it on (M, q) and certify it there: "auto" (default) when the reduced
+    run on (M, q) does not certify, "first" before it (the unscaled run only if the scaled one does
+    not certify), "never" (the reduced basis only: ignored with basis="tableau")."""
     covering: object = None
     max_iterations: int | None = None
     regularize: bool = True
@@ -64,6 +68,7 @@ class LemkeOptions:
     pivot_tol: float = LEMKE_PIVOT
     pivot_retries: tuple = (1e-7, 1e-5)
     restarts: int = K.RESTARTS
+    equilibrate: str = "auto"
 
     def __post_init__(self):
         check_common(self)
@@ -79,6 +84,8 @@ class LemkeOptions:
                              f"{self.pivot_retries!r}")
         if isinstance(self.restarts, bool) or not isinstance(self.restarts, (int, np.integer)) or self.restarts < 0:
             raise ParamError(f"restarts must be an integer >= 0, got {self.restarts!r}")
+        if self.equilibrate not in ("auto", "first", "never"):
+            raise ParamError(f"equilibrate must be 'auto', 'first' or 'never', got {self.equilibrate!r}")
         if not all(e > 0 for e in self.reg_eps):
             raise ParamError(f"reg_eps must be positive, got {self.reg_eps!r}")
 
@@ -98,6 +105,122 @@ def _basis_solution(n, basis, xB):
         if n <= v < 2 * n:
             z[v - n] = xB[i]
     return np.maximum(z, 0.0)
+
+
+def equilibration(M: np.ndarray, symmetric: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(R, C), each (n,) of powers of two, with every row and column of R M C of largest magnitude
+    in [1/2, 2]: symmetric (R = C = D, kernels/lemke.py ``equilibrate_symmetric``, Ruiz's symmetric
+    scaling) or rows and columns separately (``equilibrate_two_sided``).
+
+    Why: Lemke's pivot tolerances and lexicographic ties compare entries of different rows, so
+    they are not invariant to the rows' units. A jointed hand's Stewart-Trinkle LCP (eq. 15 of
+    arechavaleta) puts motor rows (a finger's effective inertia, entries ~1e5) beside contact rows
+    (cfm 1e-6): cond(M) ~1e11, and Lemke ends in numerical secondary rays on problems an LP shows
+    feasible. z = D y, M -> D M D, q -> D q (D > 0) is a change of the impulses' units: the solution
+    sets correspond one to one and copositivity (plus) and P-ness are kept (Cottle-Pang-Stone
+    §4.1), so Lemke's guarantees carry over; the equilibrated matrix of those hands has cond ~1e9.
+    The two-sided scaling (R M C, R q), z = C y, keeps the solutions and P-ness but not
+    copositivity: a second try, for rows and columns in unrelated units."""
+    n = M.shape[0]
+    R = np.empty(n)
+    if symmetric:
+        K.equilibrate_symmetric(M, R, np.empty(n))
+        return R, R
+    C = np.empty(n)
+    K.equilibrate_two_sided(M, R, C, np.empty(n), np.empty(n))
+    return R, C
+
+
+def refine_on_original(M: np.ndarray, q: np.ndarray, R: np.ndarray, C: np.ndarray, Ms: np.ndarray,
+                       y: np.ndarray, steps: int = 2) -> np.ndarray | None:
+    """z = C y refined on the unscaled LCP (M, q), y the answer of the equilibrated LCP
+    (Ms = R M C, R q): the complementary basis y reads (z_i basic where y_i > w'_i, w' = Ms y + R q),
+    then ``steps`` of iterative refinement of its basis system M_aa z_a = -q_a, the residual on
+    (M, q), the correction from the equilibrated block's LU (Ms_aa = R_a M_aa C_a). Returns the
+    refined z (clipped at 0; the caller certifies it and keeps the better of the two), or None when
+    the block is singular."""
+    ws = Ms @ y + R * q
+    a = np.flatnonzero(y > ws)
+    z = np.zeros_like(y)
+    if a.size == 0:
+        return z
+    import warnings
+
+    import scipy.linalg as sl
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", sl.LinAlgWarning)    # a singular block: checked below, not printed
+        try:
+            lu = sl.lu_factor(Ms[np.ix_(a, a)], check_finite=False)
+        except (ValueError, np.linalg.LinAlgError):
+            return None
+        if not np.all(np.isfinite(lu[0])) or np.min(np.abs(np.diag(lu[0]))) == 0.0:
+            return None
+        Ra, Ca, Maa, za = R[a], C[a], M[np.ix_(a, a)], C[a] * y[a]
+        for _ in range(steps):
+            za = za - Ca * sl.lu_solve(lu, Ra * (Maa @ za + q[a]), check_finite=False)
+    if not np.all(np.isfinite(za)):
+        return None
+    z[a] = np.maximum(za, 0.0)
+    return z
+
+
+def _run_scaled(M0, q0, d, max_pivots, opts: LemkeOptions, symmetric: bool):
+    """One reduced run on (R M0 C, R q0), z = C y, refined on (M0, q0): (code, pivots, z, residual, info)."""
+    R, C = equilibration(M0, symmetric)
+    Ms = M0 * R[:, None]                # exact: powers of two; one n x n copy
+    Ms *= C[None, :]
+    qs = R * q0
+    ds = d if d.size == 0 else R * d    # the same covering in the scaled rows' units
+    s = max(float(Ms.max(initial=0.0)), -float(Ms.min(initial=0.0))) or float(np.max(np.abs(qs), initial=0.0)) or 1.0
+    code, pv, y, _, _ = K.lemke_reduced_run(Ms, qs, s, ds, max_pivots, REFACTOR_EVERY, opts.pivot_tol,
+                                           NORMWISE_FLOOR, int(opts.restarts))
+    z = C * y
+    res = _rel(M0, q0, z)
+    info = {"scaling": "symmetric" if symmetric else "two-sided", "status": _STATUS[code].name, "pivots": int(pv),
+            "residual": res, "scale_range": (float(min(R.min(), C.min())), float(max(R.max(), C.max())))}
+    if res > 1e-3 * opts.tol and code == _K_SOLVED:
+        zr = refine_on_original(M0, q0, R, C, Ms, y)
+        if zr is not None:
+            rr = _rel(M0, q0, zr)
+            info["refined_residual"] = rr
+            if rr < res:
+                z, res = zr, rr
+    return code, int(pv), z, res, info
+
+
+def _solve_equilibrated(M0, q0, d, max_pivots, opts: LemkeOptions):
+    """Lemke's reduced basis on the symmetrically equilibrated LCP (D M0 D, D q0), then, if that does
+    not certify to ``opts.tol``, on the two-sided one (R M0 C, R q0); each answer mapped back, refined
+    on (M0, q0) (:func:`refine_on_original`) and certified there. Returns (status, pivots, z,
+    certified residual on (M0, q0), info, acceptable): SOLVED only with that residual within
+    ``opts.tol`` (what the unscaled run must reach to return at once); ``acceptable``: the kernel
+    ended on a complementary basis whose answer is within max(tol, CERTIFY), solve()'s threshold (the
+    caller weighs it against its other retries); else the answer nearest to one."""
+    best = None
+    pivots = 0
+    tries = []
+    for symmetric in (True, False):
+        code, pv, z, res, info = _run_scaled(M0, q0, d, max_pivots, opts, symmetric)
+        pivots += pv
+        tries.append(info)
+        rank = (code == _K_SOLVED and res <= max(opts.tol, CERTIFY), -res)
+        if best is None or rank > best[0]:
+            best = (rank, code, z, res)
+        if code == _K_SOLVED and res <= opts.tol:
+            break
+    _, code, z, res = best
+    acceptable = code == _K_SOLVED and res <= max(opts.tol, CERTIFY)
+    status = _SOLVED if code == _K_SOLVED and res <= opts.tol else (
+        Status.NUMERICAL_FAILURE if code == _K_SOLVED else _STATUS[code])
+    return status, pivots, z, res, {"tries": tries}, acceptable
+
+
+def _equilibrated_solution(eq, d, s, pivots, first=None) -> Solution:
+    """The Solution of a certified equilibrated run (solve() certifies z on the problem again)."""
+    info = {"covering": "ones" if d is _EMPTY else "given", "basis": "reduced", "scale": s, "equilibrated": eq[4]}
+    if first is not None:
+        info["unscaled_attempt"] = first
+    return Solution(z=eq[2], w=_EMPTY, status=_SOLVED, iterations=pivots, pivots=pivots, info=info)
 
 
 def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, refine: bool = True,
@@ -150,17 +273,34 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
     max_pivots = opts.max_iterations if opts.max_iterations is not None else 50 * n + 1000
     first_row = opts.ties == "first-row"
     basis = "reduced" if opts.basis == "auto" else opts.basis
+    eq = None   # the equilibrated run's (status, pivots, z, residual on (M0, q), info, acceptable)
+    if basis == "reduced" and opts.equilibrate == "first":
+        eq = _solve_equilibrated(M0, problem.q, d, max_pivots, opts)
+        if eq[0] is _SOLVED:
+            return _equilibrated_solution(eq, d, s, eq[1])
     if basis == "reduced":   # one compiled call: scaling, work arrays, pivots and the certified residual
         code, pivots, out, c = K.lemke_reduced_certified(M0, problem.q, s, d, max_pivots, REFACTOR_EVERY,
                                                          opts.pivot_tol, NORMWISE_FLOOR, int(opts.restarts))
         z, residual = out[:n], certified_error(c[3], c[5])
+        if eq is not None:
+            pivots += eq[1]
         if code == _K_SOLVED and residual <= opts.tol:   # the usual case: certified at once
             sol = Solution(z=z, w=_EMPTY, status=_SOLVED, iterations=pivots, pivots=pivots,
                            info={"covering": "ones" if d is _EMPTY else "given", "basis": basis, "scale": s})
             if M0 is problem.M and type(problem) is LCP:   # certified on problem's own (M, q) with LCP's
                 # own definition (LCP.certify_numbers runs the same kernel): solve() need not repeat it
                 certified_by_kernel(sol, problem, out[n:2 * n], c, residual)
+            if eq is not None:
+                sol.info["equilibrated_attempt"] = eq[4]
             return sol
+        if opts.equilibrate == "auto":
+            # not certified on (M, q): the equilibrated LCP (badly scaled rows, e.g. a hand's motors
+            # beside its contacts), certified on (M0, q) itself
+            eq = _solve_equilibrated(M0, problem.q, d, max_pivots, opts)
+            if eq[0] is _SOLVED:
+                return _equilibrated_solution(eq, d, s, pivots + eq[1], first={
+                    "status": _STATUS[code].name, "pivots": pivots, "residual": residual})
+            pivots += eq[1]
         status = _STATUS[code]
         ray = out[2 * n:]
         M, q = M0 / s, problem.q / s   # the kernel's scaled problem (the same correctly rounded quotients)
@@ -169,6 +309,8 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
         status, pivots, z, ray = lemke_core(M, q, d, max_pivots, opts.refine, basis, first_row)
         residual = _rel(M, q, z)
     info: dict = {"covering": "ones" if opts.covering is None else "given", "basis": basis, "scale": s}
+    if eq is not None:
+        info["equilibrated_attempt"] = eq[4]
 
     if opts.basis == "auto" and not (status is Status.SOLVED and residual <= opts.tol):
         # degenerate, ill-conditioned problems: rank-one updates of the small inverse can drift
@@ -204,7 +346,7 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
             total += pv
             tries.append({"pivot_tol": ptol, "status": _STATUS[code].name, "pivots": pv, "residual": resp})
             if _STATUS[code] is Status.SOLVED and resp <= max(opts.tol, CERTIFY):
-                status, z = Status.SOLVED, zp
+                status, z, residual = Status.SOLVED, zp, resp
                 info["pivot_tol"], info["basis"] = ptol, "reduced"
                 break
             if resp < residual:   # not certified: keep the answer nearest to one (a caller may judge it)
@@ -218,11 +360,18 @@ def lemke_solve(problem: LCP, opts: LemkeOptions, warm_start=None) -> Solution:
             res = _rel(M, q, zr)
             tries.append({"eps": eps * s, "status": st.name, "pivots": pv, "residual_on_original": res})
             if st is Status.SOLVED and res <= max(opts.tol, CERTIFY):   # solve()'s own threshold
-                status, z = Status.SOLVED, zr
+                status, z, residual = Status.SOLVED, zr, res
                 info["regularization"] = eps * s
                 break
             if res < residual:
                 z, residual = zr, res
         info["regularized_retries"] = tries
         info["first_status"] = "RAY_TERMINATION" if "ray" in info else status.name
+    if eq is not None and eq[3] < residual and (eq[5] or status is not Status.SOLVED):
+        # the equilibrated answer is the better one: certified within solve()'s threshold where the
+        # retries' is not, or closer to it (not certified: the answer nearest to one, a caller may judge it)
+        z, residual = eq[2], eq[3]
+        if eq[5]:
+            status = Status.SOLVED
+            info["equilibrated"] = info.pop("equilibrated_attempt")
     return Solution(z=z, w=np.empty(0), status=status, iterations=total, pivots=total, info=info)

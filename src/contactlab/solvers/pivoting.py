@@ -2,6 +2,7 @@
 Drumwright's modified PPM I on the factored contact form (drumwright Alg. 1, Theorem 1)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +14,7 @@ from ..kernels import factored as KF
 from ..kernels.factored import clear_full_row_rank, dense_csr
 from ..kernels.tolerances import CERTIFY, ITERATE, NORMWISE_FLOOR, RANK, SYMMETRY
 from ..problems import LCP, FactoredLCP
-from ..problems.residual import lcp_natural_residual, lcp_residuals
+from ..problems.residual import certified_error, lcp_natural_residual, lcp_residuals
 from ..problems.validation import to_dense
 from ..solution import Solution, Status
 from .registry import certified_by_kernel, check_common, dense_matrix_for, register
@@ -176,6 +177,53 @@ def _dantzig_dense(problem: LCP, opts: DantzigOptions, zw: np.ndarray) -> Soluti
         info["reason"] = _not_p_reason(d)
     sol = Solution(z=z, w=_EMPTY, status=_STATUS[code], iterations=majors, pivots=pivots, info=info)
     return certified_by_kernel(sol, problem, w, numbers)
+
+
+def dantzig_direct(problem, warm_start: np.ndarray | None = None, opts: DantzigOptions | None = None):
+    """``solve(problem, "dantzig", warm_start=warm_start)`` without solve()'s dispatch, for a caller
+    that solves many small LCPs in a row (sim/reuse.py: the motionless set's warm starts, loomis-balkcom
+    §IV, where the dispatch cost about as much as the pivots the warm start saves). One compiled call
+    (kernels/pivoting.py ``dantzig_dense``, as :func:`_dantzig_dense`); the Solution is the one
+    :func:`~contactlab.solvers.registry.solve` returns (same z, w, status, counts, residual numbers,
+    info; tests/solvers/test_pivoting.py) when the kernel's answer is SOLVED and certifies (relative
+    residual within max(CERTIFY, tol), finite) on a problem solve() neither calls trivial nor refuses
+    (refusal needs a diagonal entry <= 0: any M with one is left to solve(); kernels/pivoting.py
+    ``dantzig_dense``'s ``direct``). Returns None otherwise: the caller then calls solve(), which gives every other
+    outcome its full treatment.
+
+    ``problem``: an LCP with a dense, C-contiguous float64 M; ``warm_start``: None or a full-size
+    float64 z of the caller's own making (the motionless set's stored values; unlike solve(), its
+    entries are not checked: the kernel only reads which exceed the candidate threshold, and a NaN
+    does not); ``opts``: DantzigOptions (default ones when None)."""
+    M = problem.M
+    if type(problem) is not LCP or type(M) is not np.ndarray:
+        return None
+    q = problem.q
+    n = q.shape[0]
+    opts = _DEFAULT if opts is None else opts
+    zw = _EMPTY if warm_start is None else warm_start
+    if zw.shape[0] not in (0, n) or zw.dtype != np.float64 or not zw.flags.c_contiguous:
+        return None
+    t0 = time.perf_counter()
+    code, k0, majors, pivots, d, z, w, c, active, y = K.dantzig_dense(
+        M, q, zw, 20 * n + 100 if opts.max_iterations is None else opts.max_iterations, opts.refine, NORMWISE_FLOOR,
+        True)
+    certified = certified_error(c[3], c[5])
+    if code != K.SOLVED or not (certified <= (opts.tol if opts.tol > CERTIFY else CERTIFY)
+                                and c[0] < _INF and c[2] < _INF):
+        return None
+    info: dict = {"active_set": active}
+    if zw.shape[0]:
+        info["warm_start_k"] = int(k0)
+        info["major_cycle_bound"] = n - int(k0)
+    return Solution(z=z, w=w, status=_SOLVED, iterations=int(majors), pivots=int(pivots), residual=c[0],
+                    method="dantzig", info=info, complementarity=c[1], infeasibility=c[2],
+                    time_s=time.perf_counter() - t0, relative_residual=certified)
+
+
+_INF = float("inf")
+_SOLVED = Status.SOLVED
+_DEFAULT = DantzigOptions()
 
 
 def _not_p_reason(d: int) -> str:

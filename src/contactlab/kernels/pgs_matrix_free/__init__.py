@@ -22,13 +22,13 @@ row-contiguous layout: a sweep reads 24 numbers per row and no index arrays but 
 from .layout import (body_slots, chain_couplings, prepare, row_slots, row_slots_in_order, sweep_order,
                      whole_body_blocks)
 from .screen import _check, _refine, _row_relative, _screen, all_row_terms, residuals, row_term
-from .sweep import CHECK_GATE, CHECK_RELATIVE, _solve, pgs_matrix_free
+from .sweep import CHECK_GATE, CHECK_RELATIVE, _solve, pgs_matrix_free, solve_matrix_free_kernel
 from .velocity import _add_impulse, _axpy6, _max_abs, _pending, _row_w, _running_dot6, _store6, impulse_velocity
 from .wrapper import solve_matrix_free
 
 #: the former names of row_slots and row_slots_in_order (docs/architecture.md glossary), kept for one release
 row_blocks, rows_in_order = row_slots, row_slots_in_order
 
-__all__ = ["solve_matrix_free", "pgs_matrix_free", "sweep_order", "row_slots", "whole_body_blocks", "row_slots_in_order",
-           "prepare", "body_slots", "chain_couplings", "impulse_velocity", "row_term", "all_row_terms", "residuals",
-           "CHECK_GATE", "CHECK_RELATIVE"]
+__all__ = ["solve_matrix_free", "solve_matrix_free_kernel", "pgs_matrix_free", "sweep_order", "row_slots",
+           "whole_body_blocks", "row_slots_in_order", "prepare", "body_slots", "chain_couplings", "impulse_velocity",
+           "row_term", "all_row_terms", "residuals", "CHECK_GATE", "CHECK_RELATIVE"]

@@ -1,6 +1,6 @@
 """The sweeps of matrix-free PGS (:func:`pgs_matrix_free`, arechavaleta eq. 3 with findex/mu
 coupled bounds) and the compiled call that lays the problem out in sweep order and runs them
-(:func:`_solve`)."""
+(:func:`solve_matrix_free_kernel`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -32,7 +32,7 @@ CHECK_RELATIVE = 100.0
 def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, findex, mu, z, dv, w,
                     max_sweeps, check, tol_rel, tol_w, floor, report, stats):
     """Projected Gauss-Seidel sweeps over the rows in their order on A = H W H' + diag(cfm) without
-    forming A (:func:`_solve` lays the rows out in the sweep order first).
+    forming A (:func:`solve_matrix_free_kernel` lays the rows out in the sweep order first).
 
     ``z`` in/out (warm start in, clipped into the static bounds by the caller), ``dv`` (nbody, 6)
     out (= W H' z), ``w`` out (A z + q at exit). At the start and every ``check`` sweeps (0: only
@@ -147,8 +147,8 @@ def pgs_matrix_free(ptr, body, hb, g, diag, bptr, bslot, srow, q, cfm, lo, hi, f
 
 
 @jit
-def _solve(ip, ix, data, W, q, cfm, lo, hi, findex, mu, z, max_sweeps, check, tol, tol_w, floor_factor, report,
-           height):
+def solve_matrix_free_kernel(ip, ix, data, W, q, cfm, lo, hi, findex, mu, z, max_sweeps, check, tol, tol_w,
+                             floor_factor, report, height):
     """:func:`solve_matrix_free` after its argument checks: the row blocks, g and the diagonal, the
     body slots, the sweep order (:func:`sweep_order`), z clipped into the static bounds (in
     place), then :func:`pgs_matrix_free`. Returns (ok, w, dv, code, stats); ok False: a row touches
@@ -189,3 +189,6 @@ def _solve(ip, ix, data, W, q, cfm, lo, hi, findex, mu, z, max_sweeps, check, to
         z[order[k]] = zs[k]
         w[order[k]] = ws[k]
     return True, w, dv[:nbody], code, stats
+
+
+_solve = solve_matrix_free_kernel      # the former name, kept for one release

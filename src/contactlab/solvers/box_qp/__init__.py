@@ -44,7 +44,7 @@ from .newton import _qp
 from .options import BoxQPOptions
 from .residual import _certified, _residual
 from .shifted import BODY_SPACE_CHOLMOD_MIN, _BodySpace, _Shifted
-from .solver import _box_qp, _compiled, _dense_factors, _dense_islands, _python_path, _solve, box_qp_solve
+from .solver import _box_qp, _compiled, _dense_factors, _dense_islands, _python_path, _solve, box_qp_solve, dense_factor_cache
 
 __all__ = ["BoxQPOptions", "box_qp_solve", "CHOLMOD_MIN", "EMBED_FREE", "BODY_SPACE_CHOLMOD_MIN", "IPM_WARM_MAX",
            "CENTRALITY_CORRECTORS", "GROUPED_FROM", "SET_ASIDE_GAP"]

@@ -59,6 +59,9 @@ def _dense_factors(n: int):
     return cache
 
 
+dense_factor_cache = _dense_factors      # its public name (the compiled box-friction step's)
+
+
 def _dense_islands(problem: BoxedLCP):
     """The block structure of a dense problem's islands for the compiled Newton (kernels/box_qp.py
     ``island_blocks``) where it carries them (``problem.islands`` = (count, label per row), as box
