@@ -32,3 +32,57 @@ def test_blas_threads_limits_and_restores_and_rescans_after_an_import():
     assert blas_counts() == initial
     with blas.blas_threads(None):
         assert blas_counts() == initial
+
+
+def test_a_limit_inside_a_limit_restores_the_outer_one():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import contactlab.blas as blas
+
+    def blas_counts():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        with blas.blas_threads(1):
+            with blas.blas_threads(1):          # already at 1: left alone
+                assert all(n == 1 for n in blas_counts())
+            assert all(n == 1 for n in blas_counts())
+            with blas.blas_threads(2):
+                assert all(n == 2 for n in blas_counts())
+            assert all(n == 1 for n in blas_counts())
+        assert all(n == 2 for n in blas_counts())
+
+
+def test_bad_thread_counts_are_refused_naming_the_argument():
+    import pytest
+
+    import contactlab.blas as blas
+    from contactlab.errors import ParamError
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ParamError, match="BLAS threads"):
+            blas.blas_threads(bad)
+        with pytest.raises(ParamError, match="blas_threads"):
+            Simulator(make_scene("stack", count=1), blas_threads=bad)
+
+
+def test_a_simulator_step_runs_blas_on_its_thread_count_and_restores_it(monkeypatch):
+    """A hand-written loop of Simulator.step() runs BLAS as Simulator.run does (threaded BLAS on a
+    hand's LCPs costs several times more), and leaves the caller's setting as it found it."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+
+    def blas_counts():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    sim = Simulator(make_scene("stack", count=2))
+    seen = []
+    advance = sim._advance
+    monkeypatch.setattr(sim, "_advance", lambda: seen.append(blas_counts()) or advance())
+    with threadpool_limits(limits=2, user_api="blas"):
+        sim.step()
+        assert seen[-1] and all(n == 1 for n in seen[-1])
+        assert all(n == 2 for n in blas_counts())

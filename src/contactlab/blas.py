@@ -37,11 +37,38 @@ def _thread_pools() -> ThreadpoolController:
     return _controller[1]
 
 
+class _BlasLimit:
+    """BLAS on ``n`` threads inside the block, each BLAS library's own count restored after it.
+    Set through threadpoolctl's library controllers directly: a library already at ``n`` is left
+    alone, so a limit inside a limit (a simulator's step inside its run) costs two reads."""
+    __slots__ = ("n", "changed")
+
+    def __init__(self, n: int):
+        self.n = n
+        self.changed = ()
+
+    def __enter__(self):
+        libs = [lib for lib in _thread_pools().lib_controllers if lib.user_api == "blas"]
+        self.changed = [(lib, k) for lib in libs if (k := lib.get_num_threads()) != self.n]
+        for lib, _ in self.changed:
+            lib.set_num_threads(self.n)
+        return self
+
+    def __exit__(self, *exc):
+        for lib, k in self.changed:
+            lib.set_num_threads(k)
+        self.changed = ()
+        return False
+
+
 def blas_threads(n: int | None = 1):
     """Context manager limiting BLAS to ``n`` threads while it is open (None: leave BLAS as it is)."""
     if n is None:
         return contextlib.nullcontext()
-    return _thread_pools().limit(limits=n, user_api="blas")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        from .errors import ParamError
+        raise ParamError(f"BLAS threads must be a positive whole number or None, got {n!r}")
+    return _BlasLimit(n)
 
 
 def single_thread_blas(func):

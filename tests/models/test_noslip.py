@@ -387,48 +387,6 @@ def test_metric_basis_agrees_with_orthonormal_basis_on_the_trot():
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 8), m=st.integers(1, 8), cfm=st.sampled_from([0.0, 1e-6]),
-       offset=st.booleans())
-def test_ppm_one_call_equals_general_path(seed, n, m, cfm, offset):
-    """ppm (drumwright Alg. 1) on a dense N in one compiled call (kernels/factored.py ``ppm_dense``,
-    with Theorem 1's clear cases and the certification solve() reads) gives the general path's
-    z, w, status, pivots, info and certification numbers exactly; FactoredLCP.certify_numbers
-    equals certify."""
-    from contactlab.problems import FactoredLCP
-    rng = np.random.default_rng(seed)
-    A = rng.normal(size=(m, m))
-    M = A @ A.T + m * np.eye(m)
-    N = rng.normal(size=(n, m))
-    if n >= 2 and seed % 3 == 0:
-        N[-1] = N[0]                                   # rank-deficient N: Theorem 1 by offset or routed
-    f = rng.normal(size=m) * 3
-    off = rng.normal(size=n) if offset else None
-    from unittest import mock
-    from contactlab.solvers import pivoting
-    P = FactoredLCP(N, M, f, offset=off, cfm=cfm)
-    a = cl.solve(P, "ppm")
-    with mock.patch.object(pivoting, "_ppm_dense", lambda problem, opts: None):
-        b = cl.solve(FactoredLCP(N, M, f, offset=off, cfm=cfm), "ppm")
-    assert a.status == b.status and a.pivots == b.pivots and a.iterations == b.iterations
-    assert np.array_equal(a.z, b.z) and np.array_equal(a.w, b.w)
-    for attr in ("residual", "complementarity", "infeasibility", "relative_residual"):
-        assert getattr(a, attr) == getattr(b, attr)
-    assert a.info.keys() == b.info.keys()
-    for key in a.info:
-        if key == "certificate":
-            assert np.array_equal(a.info[key]["y"], b.info[key]["y"])
-        elif isinstance(a.info[key], np.ndarray):
-            assert np.array_equal(a.info[key], b.info[key])
-        else:
-            assert a.info[key] == b.info[key]
-    z = np.abs(rng.normal(size=n))
-    w, nums = P.certify_numbers(z)
-    w2, r, rel = P.certify(z)
-    assert np.array_equal(w, w2)
-    assert nums == (r.natural, r.complementarity, r.infeasibility, rel.natural, rel.complementarity, rel.infeasibility)
-
-
-@settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), m=st.integers(4, 12), n=st.integers(2, 6), j=st.integers(2, 5))
 def test_householder_find_indices_equals_brute_force_with_dependent_tangent_rows(seed, m, n, j):
     """drumwright Alg. 2 as the no-slip chain runs it (kernels/noslip.py ``householder_select``: one

@@ -176,6 +176,24 @@ def test_ordinary_scenes_have_no_faults(scene, steps):
     assert all(r.plausible for r in traj.records)
 
 
+def test_free_velocities_are_the_systems_split_by_body():
+    """The free velocities the speed test reads (faults._free_velocities) are the step system's
+    v + h M^-1 f cut into each body's linear and angular parts at its dofs, zero for a body without
+    dofs (the ground), on a jointed robot after a step."""
+    from contactlab.scenarios import make_scene
+    sc = make_scene("quadruped")
+    sim = Simulator(sc, "no-slip", "ppm", controllers=getattr(sc, "controllers", ()))
+    for _ in range(3):
+        sim.step()
+    d, model = sim.data, sim.model
+    vf = np.asarray(sim.last_system.v_free())
+    lin, ang = faults._free_velocities(sim, d.linear_velocity, d.angular_velocity)
+    assert lin.shape == ang.shape == (model.nb, 3) and np.any(model.dof_start < 0)
+    for i, s in enumerate(model.dof_start):
+        exp_lin, exp_ang = (vf[s:s + 3], vf[s + 3:s + 6]) if s >= 0 else (np.zeros(3), np.zeros(3))
+        assert np.array_equal(lin[i], exp_lin) and np.array_equal(ang[i], exp_ang)
+
+
 @pytest.mark.parametrize("compiled", [True, False])
 def test_a_controller_setting_a_velocity_is_not_a_fault(compiled):
     """A controller that sets a body's velocity before each step (Simulator.set_velocity) gives the

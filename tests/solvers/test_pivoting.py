@@ -1,6 +1,7 @@
 """Lemke, Cottle-Dantzig, PPM and enumerate: textbook cases, bounds from the papers, statuses."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import contactlab as cl
 from contactlab.problems import generators as gen
@@ -364,6 +365,101 @@ def test_reduced_kernel_answers_do_not_depend_on_checkpoints_or_covering_form(se
             np.testing.assert_allclose(z, ref.z, atol=1e-9 * max(1.0, np.abs(ref.z).max()))
         empty = K.lemke_reduced_run(M, q, s, np.empty(0), 50 * n + 1000, 64, LEMKE_PIVOT, NORMWISE_FLOOR)
         assert empty[:2] == runs[1][:2] and np.array_equal(empty[2], runs[1][2])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 8), m=st.integers(1, 8), cfm=st.sampled_from([0.0, 1e-6]),
+       offset=st.booleans())
+def test_ppm_one_call_equals_general_path(seed, n, m, cfm, offset):
+    """ppm (drumwright Alg. 1) on a dense N in one compiled call (kernels/factored.py ``ppm_dense``,
+    with Theorem 1's clear cases and the certification solve() reads) gives the general path's
+    z, w, status, pivots, info and certification numbers exactly; FactoredLCP.certify_numbers
+    equals certify."""
+    from contactlab.problems import FactoredLCP
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(m, m))
+    M = A @ A.T + m * np.eye(m)
+    N = rng.normal(size=(n, m))
+    if n >= 2 and seed % 3 == 0:
+        N[-1] = N[0]                                   # rank-deficient N: Theorem 1 by offset or routed
+    f = rng.normal(size=m) * 3
+    off = rng.normal(size=n) if offset else None
+    from unittest import mock
+    from contactlab.solvers import pivoting
+    P = FactoredLCP(N, M, f, offset=off, cfm=cfm)
+    a = cl.solve(P, "ppm")
+    with mock.patch.object(pivoting, "_ppm_dense", lambda problem, opts: None):
+        b = cl.solve(FactoredLCP(N, M, f, offset=off, cfm=cfm), "ppm")
+    assert a.status == b.status and a.pivots == b.pivots and a.iterations == b.iterations
+    assert np.array_equal(a.z, b.z) and np.array_equal(a.w, b.w)
+    for attr in ("residual", "complementarity", "infeasibility", "relative_residual"):
+        assert getattr(a, attr) == getattr(b, attr)
+    assert a.info.keys() == b.info.keys()
+    for key in a.info:
+        if key == "certificate":
+            assert np.array_equal(a.info[key]["y"], b.info[key]["y"])
+        elif isinstance(a.info[key], np.ndarray):
+            assert np.array_equal(a.info[key], b.info[key])
+        else:
+            assert a.info[key] == b.info[key]
+    if a.success:                     # the LCP conditions on the formed F = N M^-1 N' + cfm I
+        lcp = P.to_lcp()
+        F, q = np.asarray(lcp.M), np.asarray(lcp.q)
+        wf = F @ a.z + q
+        scale = max(1.0, float(np.abs(q).max()), float(np.abs(F).max()) * float(np.abs(a.z).max(initial=0.0)))
+        assert np.all(a.z >= 0.0) and wf.min(initial=0.0) >= -1e-9 * scale
+        assert abs(float(a.z @ wf)) <= 1e-9 * scale * max(1.0, float(np.abs(a.z).sum()))
+    z = np.abs(rng.normal(size=n))
+    w, nums = P.certify_numbers(z)
+    w2, r, rel = P.certify(z)
+    assert np.array_equal(w, w2)
+    assert nums == (r.natural, r.complementarity, r.infeasibility, rel.natural, rel.complementarity, rel.infeasibility)
+
+
+def _robot_problems(scene: str, steps: int, every: int):
+    """The no-slip step's factored LCPs (drumwright eq. 57) of a robot scene as the simulator builds
+    them, with its controllers running: one every ``every`` steps."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim.simulator import Simulator
+    sc = make_scene(scene)
+    sim = Simulator(sc, "no-slip", "ppm", controllers=getattr(sc, "controllers", ()))
+    out = []
+    for i in range(steps):
+        sim.step()
+        if i % every == every - 1:
+            out.append(sim.last_problem)
+    return out
+
+
+@pytest.mark.parametrize("scene", ["quadruped", "solo12"])
+def test_compiled_ppm_equals_general_path_on_recorded_robot_steps(scene):
+    """ppm in one compiled call (kernels/factored.py ``ppm_dense``) gives the general path's answer
+    (kernels/pivoting.py ``ppm_kernel`` on N's CSR rows, Theorem 1 decided in Python) bit for bit
+    on the factored LCPs the quadruped's and Solo-12's no-slip steps build, and that answer
+    satisfies the LCP conditions on the formed matrix F = N M^-1 N' + cfm I, with w equal to
+    Lemke's on F (w is unique for a symmetric PSD LCP)."""
+    from unittest import mock
+    from contactlab.solvers import pivoting
+    problems = _robot_problems(scene, 150, 10)
+    assert len(problems) == 15 and any(p.n >= 2 for p in problems)
+    for P in problems:
+        a = cl.solve(P, "ppm")
+        with mock.patch.object(pivoting, "_ppm_dense", lambda problem, opts: None):
+            b = cl.solve(P, "ppm")
+        assert a.success and b.success
+        assert a.status == b.status and a.pivots == b.pivots and a.iterations == b.iterations
+        assert np.array_equal(a.z, b.z) and np.array_equal(a.w, b.w)
+        assert a.residual == b.residual and a.relative_residual == b.relative_residual
+        lcp = P.to_lcp()
+        F, q = np.asarray(lcp.M), np.asarray(lcp.q)
+        w = F @ a.z + q
+        scale = max(1.0, float(np.abs(q).max()), float(np.abs(F).max()) * float(np.abs(a.z).max(initial=0.0)))
+        assert np.all(a.z >= 0.0)
+        assert w.min(initial=0.0) >= -1e-9 * scale
+        assert abs(float(a.z @ w)) <= 1e-9 * scale * max(1.0, float(np.abs(a.z).sum()))
+        ref = cl.solve(lcp, method="lemke")
+        assert ref.success
+        np.testing.assert_allclose(w, F @ ref.z + q, atol=1e-8 * scale)
 
 
 def _same_solution(a, b):

@@ -18,7 +18,7 @@ from ..errors import ParamError
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
 from .gait import Gait, foot_offsets_kernel, stance_kernel
-from .ik import SerialLegs, ThreeJointLegs, _position_jacobian, _serial_frames, three_joint_inverse
+from .ik import SerialLegs, ThreeJointLegs, _position_jacobian, _serial_frames, serial_inverse, three_joint_inverse
 from .pd import JointPD, JointReader, _angles_rates, pd_torque
 
 
@@ -73,27 +73,20 @@ class LegController:
     # -- the callback ---------------------------------------------------------------------------------
     def __call__(self, sim) -> None:
         """Record the state after the previous step (:meth:`_record`), then set this step's joint
-        torques (module docstring), all in one compiled call (:func:`_control_step`); a setup
-        without closed-form IK solves damped least squares here first, from the last answer."""
+        torques (module docstring), all in one compiled call (:func:`_control_step`), the inverse
+        kinematics included (closed form, or damped least squares from the last answer)."""
         if self._reader is None:
             self._start(sim)
         data = sim.data
         gait, gains = self._gait_and_gains()
         settle, ramp = float(self.settle), float(self.ramp)
-        if not self._analytic:
-            _, target, _ = _foot_references(data.time, sim.h, settle, ramp, *gait, self._nominal)
-            q0 = self._q_prev
-            if q0 is None:
-                q, _ = self._reader(data)
-                q0 = q.reshape(self._q_offset.shape) + self._q_offset
-            self._q_ref = self.setup.kinematics.inverse(target, q0, max_iter=10)[0]
         n = self._next_row()
         _control_step(data.time, sim.h, data.position, data.quaternion, data.linear_velocity, data.angular_velocity,
-                      *self._contacts(sim), *self._bodies, *self._legs, self._q_ref, settle, ramp, *gait,
-                      float(self.foot_kp), float(self.foot_kd), bool(self.weight_ff), *gains, self._tau, self._x_step,
-                      *self._log.values(), n)
+                      *self._contacts(sim), *self._bodies, *self._legs, self._q_ref, self._q_prev is not None,
+                      *IK_OPTIONS, settle, ramp, *gait, float(self.foot_kp), float(self.foot_kd),
+                      bool(self.weight_ff), *gains, self._tau, self._x_step, *self._log.values(), n)
         self._rows = n + 1
-        self._q_prev = self._q_ref
+        self._q_prev = self._q_ref.copy()
         sim.set_joint_torques(self._joint_names, self._tau)
 
     def _start(self, sim) -> None:
@@ -188,6 +181,10 @@ class LegController:
                 "max_foot_slip_m_s": float(np.nanmax(slip)) if np.any(np.isfinite(slip)) else 0.0}
 
 
+#: the damped least-squares IK's (tolerance, iterations, damping) each step, from the last answer
+#: (:meth:`SerialLegs.inverse`'s tolerance and damping; ten iterations, the answer moves little a step)
+IK_OPTIONS = (1e-10, 10, 1e-6)
+
 #: the contact arrays of :func:`_foot_slip` when the previous step had no contacts
 _NO_CONTACTS = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty(0), np.empty((0, 3)),
                 np.empty((0, 3)))
@@ -196,15 +193,18 @@ _NO_CONTACTS = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.em
 @jit
 def _control_step(time, h, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal,
                   active_gap, base, feet, dof_start, joint_a, joint_b, joint_axis, q_rel0_conj, q_offset, nominal,
-                  anchors, axes, foot_points, mass, gravity, hips, side, signs, l1, l2, analytic, q_ref, settle, ramp,
+                  anchors, axes, foot_points, mass, gravity, hips, side, signs, l1, l2, analytic, q_ref, have_prev,
+                  ik_tol, ik_iterations, ik_damping, settle, ramp,
                   period, duty, offsets, stance_length, step_height, foot_kp, foot_kd, weight_ff, kp, kd, tau_max,
                   tau, x_step, log_time, log_base, log_rpy, log_stance, log_contact, log_slip, log_torque, n):
     """One call of :class:`LegController` (drumwright §VII-B, scenario-specs §2.2), compiled whole:
     log row ``n`` (:func:`_record_row`: the state after the previous step, its torques ``tau``);
     ``x_step`` <- the body positions (the start of the coming step); the joint angles and rates
     (:func:`~contactlab.control.pd._angles_rates`, plus ``q_offset``); the foot targets and their
-    rates (:func:`_foot_references`); with ``analytic`` the closed-form IK
-    (:func:`~contactlab.control.ik.three_joint_inverse`) into ``q_ref``, else ``q_ref`` as given;
+    rates (:func:`_foot_references`); into ``q_ref`` the IK: with ``analytic`` the closed form
+    (:func:`~contactlab.control.ik.three_joint_inverse`), else damped least squares on the serial
+    legs (:func:`~contactlab.control.ik.serial_inverse`, ``ik_tol``, ``ik_iterations``,
+    ``ik_damping``) from the last answer ``q_ref`` when ``have_prev``, else from the joint angles;
     the stance feet (the gait's, all feet while settling); ``tau`` <- :func:`_leg_torques`."""
     gait_stance = _record_row(time, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal,
                               active_gap, base, feet, dof_start, settle, period, duty, offsets, tau, x_step, log_time,
@@ -218,6 +218,9 @@ def _control_step(time, h, position, quaternion, lin, ang, body_a, body_b, norma
                                              step_height, nominal)
     if analytic:
         q_ref[:] = three_joint_inverse(hips, side, signs, l1, l2, target)[0]
+    else:
+        start = q_ref.copy() if have_prev else q.copy()
+        q_ref[:] = serial_inverse(anchors, axes, foot_points, target, start, ik_tol, ik_iterations, ik_damping)[0]
     stance = gait_stance if scale > 0 else np.ones(L, dtype=np.bool_)
     tau[:] = _leg_torques(anchors, axes, foot_points, q, qd, q_ref, target, xd_ref, foot_kp, foot_kd, weight_ff,
                           stance, mass, gravity, quaternion[base], kp, kd, tau_max)

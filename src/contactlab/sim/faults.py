@@ -103,6 +103,21 @@ def _motion_check(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1
     return scale, fast, vmax, moved, cmax, math.sqrt(extent)
 
 
+@jit
+def _split_velocity(dof_start, v, nb):
+    """(linear (nb, 3), angular (nb, 3)) of the generalized velocity v: body i's dofs
+    v[s:s + 3], v[s + 3:s + 6] (s = dof_start[i]); zero for bodies without dofs."""
+    lin = np.zeros((nb, 3))
+    ang = np.zeros((nb, 3))
+    for i in range(nb):
+        s = dof_start[i]
+        if s >= 0:
+            for k in range(3):
+                lin[i, k] = v[s + k]
+                ang[i, k] = v[s + 3 + k]
+    return lin, ang
+
+
 def _free_velocities(sim, v0, w0):
     """(linear, angular) free velocities of the step, v + h M^-1 f (gravity, joint torques), from
     the step's system where it is at hand (the general path); else v0 + h g (a compiled step of
@@ -119,11 +134,7 @@ def _free_velocities(sim, v0, w0):
         except Exception:      # a system without free velocities: gravity below
             vf = None
         if vf is not None and vf.shape == (model.ndof,):
-            lin, ang = np.zeros_like(v0), np.zeros_like(w0)
-            live = np.flatnonzero(model.dof_start >= 0)
-            at = model.dof_start[live][:, None] + np.arange(3)
-            lin[live], ang[live] = vf[at], vf[at + 3]
-            return lin, ang
+            return _split_velocity(model.dof_start, vf, v0.shape[0])
     return v0 + sim.h * np.asarray(model.gravity, dtype=np.float64), w0
 
 
