@@ -764,7 +764,7 @@ def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
     """box_qp_islands leaves an island above POOR_LEFT_FROM rows whose start is poor untouched (LEFT:
     the whole method takes it) and solves one from a good start itself (SOLVED, on its CSR block);
     box-qp certifies the same minimiser (SPD: unique) either way, and as the interior point alone."""
-    from contactlab.kernels.box_qp import LEFT, POOR_LEFT_FROM, box_qp_islands
+    from contactlab.kernels.box_qp import LEFT, POOR_LEFT_FROM, box_qp_islands, new_island_layouts
     from contactlab.problems.islands import island_rows
     from contactlab.solvers.box_qp.interior_point import IPM_WARM_MAX
     _, p = _stacked_columns_problem(count=60, columns=2, steps=5)
@@ -778,7 +778,8 @@ def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
         codes, its, outers = (np.zeros(bounds.size - 1, dtype=np.int64) for _ in range(3))
         box_qp_islands(M.indptr.astype(np.int64), M.indices.astype(np.int64), M.data, p.q, p.lo, p.hi, p.findex,
                        p.mu, start, order, bounds, opts.tol, 20, opts.armijo, False, opts.max_outer, z, w, codes,
-                       its, outers, p.body_groups, 64, p.n, opts.newton_steps, 8, IPM_WARM_MAX)
+                       its, outers, p.body_groups, 64, p.n, opts.newton_steps, 8, IPM_WARM_MAX,
+                       *new_island_layouts())
         assert set(codes.tolist()) == expected
         assert np.all(np.isnan(z)) if expected == {LEFT} else np.allclose(z, ref.z, atol=1e-6 * np.abs(ref.z).max())
     cold = solve(p, "box-qp")

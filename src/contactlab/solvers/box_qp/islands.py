@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ...kernels.box_qp import INTERIOR, LEFT, UNSETTLED, box_qp_islands, csr_rows_affine
+from ...kernels.box_qp import INTERIOR, LEFT, UNSETTLED, box_qp_islands, csr_rows_affine, new_island_layouts
 from ...kernels.components import kept_row_components
 from ...problems import BoxedLCP
 from ...problems.islands import island_problem, island_rows
@@ -21,6 +21,13 @@ GROUPED_FROM = 64
 
 
 _NO_LABELS = np.zeros(0, dtype=np.int64)
+
+#: the CSR islands' layouts of the last compiled call (kernels/box_qp.py ``box_qp_islands``: groups,
+#: their elimination order, the block's pattern), which the next call reuses island by island where
+#: it finds the same rows and pattern (a settled pile's towers keep their contacts from step to step)
+#: and recomputes elsewhere: checked against the problem every time, so any problem may follow any.
+#: (layout, offsets, spare buffer); a call takes it (another thread meanwhile finds none) and puts back its own
+_layouts: list = [new_island_layouts()]
 
 
 #: :func:`_set_aside`: a row at lo = 0 is set aside where q_i > SET_ASIDE_GAP * max(-q) (its gap at z = 0
@@ -133,11 +140,16 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
     # Newton alone has no interior point to hand over to: max_iterations, whatever the start
     newton_only = opts.algorithm == "newton"
     budget = opts.max_iterations if newton_only else min(opts.max_iterations, opts.island_iterations)
-    box_qp_islands(M.indptr, M.indices, M.data, problem.q, problem.lo, problem.hi, problem.findex, problem.mu,
-                   z, rows, starts, opts.tol, budget, opts.armijo, newton_only,
-                   opts.max_outer, zz, w, codes, its, outers, groups, GROUPED_FROM,
-                   opts.island_search_max or problem.n, opts.newton_steps,
-                   min(budget, opts.island_poor_iterations), np.inf if newton_only else IPM_WARM_MAX)
+    try:
+        layout, layout_at, spare = _layouts.pop()
+    except IndexError:                      # another thread's call holds it
+        layout, layout_at, spare = new_island_layouts()
+    layout_next, at_next = box_qp_islands(
+        M.indptr, M.indices, M.data, problem.q, problem.lo, problem.hi, problem.findex, problem.mu, z, rows, starts,
+        opts.tol, budget, opts.armijo, newton_only, opts.max_outer, zz, w, codes, its, outers, groups, GROUPED_FROM,
+        opts.island_search_max or problem.n, opts.newton_steps, min(budget, opts.island_poor_iterations),
+        np.inf if newton_only else IPM_WARM_MAX, layout, layout_at, spare)
+    _layouts[:] = [(layout_next, at_next, layout)]      # this call's buffer the next one's spare
     iterations, outer, ok = int(its.sum()), int(outers.max(initial=1)), True
     # an island left out: the whole method on its own block; those the compiled Newton gave up on:
     # one interior point on their union from there (rows of separate islands stay uncoupled; one
