@@ -784,3 +784,77 @@ def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
         assert np.all(np.isnan(z)) if expected == {LEFT} else np.allclose(z, ref.z, atol=1e-6 * np.abs(ref.z).max())
     cold = solve(p, "box-qp")
     assert cold.success and np.allclose(cold.z, ref.z, rtol=1e-5, atol=1e-6 * np.abs(ref.z).max())
+
+
+def _islands_call(p, M, order, bounds, cache):
+    """box_qp_islands on (order, bounds) of p with M (CSR) from z = 0, the layout cache ``cache``:
+    (z, w, codes, its, outers, the returned layouts)."""
+    from contactlab.kernels.box_qp import box_qp_islands
+    from contactlab.solvers.box_qp.interior_point import IPM_WARM_MAX
+    opts = BQ.BoxQPOptions()
+    z, w = np.full(p.n, np.nan), np.full(p.n, np.nan)
+    codes, its, outers = (np.zeros(bounds.size - 1, dtype=np.int64) for _ in range(3))
+    out = box_qp_islands(M.indptr.astype(np.int64), M.indices.astype(np.int64), M.data, p.q, p.lo, p.hi, p.findex,
+                         p.mu, np.zeros(p.n), order, bounds, opts.tol, 20, opts.armijo, False, opts.max_outer, z, w,
+                         codes, its, outers, p.body_groups, 64, p.n, opts.newton_steps, 8, np.inf, *cache)
+    return z, w, codes, its, outers, out
+
+
+def test_cached_island_layouts_are_the_recomputed_ones_and_a_changed_island_recomputes_its_own():
+    """box_qp_islands reuses an island's symbolic layout (groups, order, block pattern) from the
+    previous call only where it is that island's: the same rows, groups and pattern. Reused, the
+    answers are the same bits as with the layout computed afresh; an island that loses a contact
+    (its normal and friction rows) or a coupling (two entries of M) fails the check and is
+    recomputed -- again the same bits as a fresh call -- while the unchanged island keeps its cache."""
+    from contactlab.kernels.box_qp import CSR_FROM, _layout_values, csr_sub_block, new_island_layouts
+    from contactlab.problems.islands import island_rows
+    _, p = _stacked_columns_problem(count=30, columns=2, steps=5)
+    M = p.M.tocsr()
+    order, bounds = island_rows(*p.islands)
+    assert bounds.size == 3 and np.diff(bounds).min() > CSR_FROM      # two islands, both on the CSR path
+    fresh = _islands_call(p, M, order, bounds, new_island_layouts())
+    layout, at_ = fresh[5]
+    assert set(fresh[2].tolist()) == {SOLVED}
+    spare = np.empty(0, dtype=np.int64)
+    again = _islands_call(p, M, order, bounds, (layout, at_, spare))
+    for a, b in zip(fresh[:5], again[:5]):
+        assert np.array_equal(a, b)
+    assert np.array_equal(again[5][0], layout) and np.array_equal(again[5][1], at_)
+    ip, ii = M.indptr.astype(np.int64), M.indices.astype(np.int64)
+    scratch = np.full(p.body_groups.max() + 1, -1, dtype=np.int64)
+
+    def holds(M_, k, idx):
+        at = np.full(p.n, -1, dtype=np.int64)
+        at[idx] = np.arange(idx.size)
+        ok, val = _layout_values(layout, at_[k], at_[k + 1], M_.indptr.astype(np.int64),
+                                 M_.indices.astype(np.int64), M_.data, idx, at, p.body_groups, scratch)
+        if ok:      # the block's values, as csr_sub_block gathers them
+            assert np.array_equal(val, csr_sub_block(M_.indptr.astype(np.int64), M_.indices.astype(np.int64),
+                                                     M_.data, idx, p.n)[0])
+        return ok
+
+    isl = [order[bounds[k]:bounds[k + 1]] for k in range(2)]
+    assert holds(M, 0, isl[0]) and holds(M, 1, isl[1]) and not holds(M, 1, isl[0])
+    # island 0 loses a contact: its normal row and the friction rows tied to it
+    normal = next(r for r in isl[0] if p.findex[r] < 0 and np.any(p.findex[isl[0]] == r))
+    lost = np.concatenate([isl[0][(isl[0] != normal) & (p.findex[isl[0]] != normal)], isl[1]])
+    bounds_lost = np.array([0, lost.size - isl[1].size, lost.size])
+    assert not holds(M, 0, lost[:bounds_lost[1]]) and holds(M, 1, isl[1])
+    cached = _islands_call(p, M, lost, bounds_lost, (layout, at_, spare))
+    new = _islands_call(p, M, lost, bounds_lost, new_island_layouts())
+    for a, b in zip(cached[:5], new[:5]):
+        assert np.array_equal(a, b, equal_nan=True)
+    assert np.array_equal(cached[5][0], new[5][0]) and not np.array_equal(cached[5][0], layout)
+    # island 1 loses a coupling between two of its rows (an entry pair of M): its pattern changes
+    i, j = isl[1][0], next(c for c in M.indices[M.indptr[isl[1][0]]:M.indptr[isl[1][0] + 1]] if c != isl[1][0])
+    rows_of = np.repeat(np.arange(p.n), np.diff(M.indptr))
+    keep = ~(((rows_of == i) & (M.indices == j)) | ((rows_of == j) & (M.indices == i)))
+    assert keep.sum() == M.nnz - 2          # the same entries in the same order, less (i, j) and (j, i)
+    M2 = sp.csr_matrix((M.data[keep], M.indices[keep], np.concatenate([[0], np.cumsum(np.bincount(
+        rows_of[keep], minlength=p.n))])), shape=M.shape)
+    assert holds(M2, 0, isl[0]) and not holds(M2, 1, isl[1])
+    cached = _islands_call(p, M2, order, bounds, (layout, at_, spare))
+    new = _islands_call(p, M2, order, bounds, new_island_layouts())
+    for a, b in zip(cached[:5], new[:5]):
+        assert np.array_equal(a, b, equal_nan=True)
+    assert np.array_equal(cached[5][0], new[5][0])
