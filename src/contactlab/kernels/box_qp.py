@@ -933,8 +933,16 @@ def _island_layout(blob, used, indptr, indices, data, idx, at, label, scratch):
     groups' structure of :func:`island_groups` (gstep, nbr, nnb), its block's pattern (sptr, sidx of
     :func:`_sub_block`). Returns (blob, used after it, the block's values)."""
     grp, gstep, nbr, nnb = island_groups(indptr, indices, idx, at, label, scratch)
-    sval, sidx, sptr = _sub_block(indptr, indices, data, idx, at)
-    head = np.array([idx.size, gstep.size, nbr.shape[1], sidx.size], dtype=np.int64)
+    m = idx.size
+    sptr = np.zeros(m + 1, dtype=np.int64)
+    for a in range(m):
+        c = 0
+        for p in range(indptr[idx[a]], indptr[idx[a] + 1]):
+            if at[indices[p]] >= 0:
+                c += 1
+        sptr[a + 1] = sptr[a] + c
+    nz = sptr[m]
+    head = np.array([m, gstep.size, nbr.shape[1], nz], dtype=np.int64)
     blob, used = _put(blob, used, head)
     blob, used = _put(blob, used, idx)
     blob, used = _put(blob, used, grp)
@@ -942,8 +950,20 @@ def _island_layout(blob, used, indptr, indices, data, idx, at, label, scratch):
     blob, used = _put(blob, used, nbr)
     blob, used = _put(blob, used, nnb)
     blob, used = _put(blob, used, sptr)
-    blob, used = _put(blob, used, sidx)
-    return blob, used, sval
+    if used + nz > blob.size:
+        wider = np.empty(max(2 * blob.size, used + nz), dtype=np.int64)
+        wider[:used] = blob[:used]
+        blob = wider
+    sval = np.empty(nz)                     # _sub_block's second pass, its columns written into blob
+    o = used
+    for a in range(m):
+        for p in range(indptr[idx[a]], indptr[idx[a] + 1]):
+            b = at[indices[p]]
+            if b >= 0:
+                blob[o] = b
+                sval[o - used] = data[p]
+                o += 1
+    return blob, used + nz, sval
 
 
 @jit
