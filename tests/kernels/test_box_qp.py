@@ -761,9 +761,12 @@ def test_dense_island_labels_that_are_wrong_or_not_labels_are_never_certified_fa
 
 
 def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
-    """box_qp_islands leaves an island above POOR_LEFT_FROM rows whose start is poor untouched (LEFT:
-    the whole method takes it) and solves one from a good start itself (SOLVED, on its CSR block);
-    box-qp certifies the same minimiser (SPD: unique) either way, and as the interior point alone."""
+    """box_qp_islands gives an island above POOR_LEFT_FROM rows whose start is poor one Newton step and,
+    where that does not certify it, leaves it untouched (LEFT: the whole method takes it): from
+    impulses five times too large with friction at the cone's edge, alternately the wrong way. From
+    z = 0 (poor by the scale-free measure, yet every row free: one Newton step is the answer) and from
+    a good start it solves the island itself (SOLVED, on its CSR block); box-qp certifies the same
+    minimiser (SPD: unique) either way, and as the interior point alone."""
     from contactlab.kernels.box_qp import LEFT, POOR_LEFT_FROM, box_qp_islands, new_island_layouts
     from contactlab.problems.islands import island_rows
     from contactlab.solvers.box_qp.interior_point import IPM_WARM_MAX
@@ -773,7 +776,10 @@ def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
     assert np.diff(bounds).min() > POOR_LEFT_FROM and ref.success
     M = p.M.tocsr()
     opts = BQ.BoxQPOptions()
-    for start, expected in ((np.zeros(p.n), {LEFT}), (ref.z.copy(), {SOLVED})):
+    normal = p.findex < 0
+    wrong = ref.z * 5
+    wrong[~normal] = np.where(np.arange(p.n)[~normal] % 2, 1.0, -1.0) * p.mu[~normal] * wrong[p.findex[~normal]]
+    for start, expected in ((wrong, {LEFT}), (np.zeros(p.n), {SOLVED}), (ref.z.copy(), {SOLVED})):
         z, w = np.full(p.n, np.nan), np.empty(p.n)
         codes, its, outers = (np.zeros(bounds.size - 1, dtype=np.int64) for _ in range(3))
         box_qp_islands(M.indptr.astype(np.int64), M.indices.astype(np.int64), M.data, p.q, p.lo, p.hi, p.findex,
@@ -782,6 +788,8 @@ def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
                        *new_island_layouts())
         assert set(codes.tolist()) == expected
         assert np.all(np.isnan(z)) if expected == {LEFT} else np.allclose(z, ref.z, atol=1e-6 * np.abs(ref.z).max())
+        if expected == {LEFT}:
+            assert np.all(its == 1)         # the one Newton step it was given
     cold = solve(p, "box-qp")
     assert cold.success and np.allclose(cold.z, ref.z, rtol=1e-5, atol=1e-6 * np.abs(ref.z).max())
 

@@ -880,11 +880,13 @@ def diagonal_positions(indptr, indices):
 #: 4 ms faster: the two costs cross near 340 rows (docs/benchmarks-sim.md)
 CSR_FROM = 320
 
-#: box_qp_islands leaves an island of more rows than this whose start is poor (relative error above
-#: ``poor_residual``) untouched (LEFT: the whole method on its own block takes it, solvers/box_qp/,
-#: which goes to the interior point at once from such a start): a falling pile's large impact islands
-#: start poor and their Newton steps mostly do not land, while a resting pile's towers start near their
-#: answer and land in one or two (docs/benchmarks-sim.md)
+#: box_qp_islands gives an island of more rows than this whose start is poor (relative error above
+#: ``poor_residual``) one full Newton step, and where that does not certify it leaves the island untouched
+#: (LEFT: the whole method on its own block takes it, solvers/box_qp/, which goes to the interior point at
+#: once from such a start): a falling pile's large impact islands start poor and their Newton steps mostly
+#: do not land, while a resting pile's towers land in one -- their start's scale-free error is often 1,
+#: their box-box rows having q ~ 0, yet with every row free one Newton step is the answer
+#: (docs/benchmarks-sim.md)
 POOR_LEFT_FROM = 600
 
 
@@ -1043,7 +1045,8 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
     interior point goes on from bound update outers[k]); codes[k], its[k], outers[k] as
     box_qp_dense returns them. An island whose start's relative error is above ``poor_residual`` gets
     at most ``poor_iterations`` of its line-search steps (:func:`projected_newton`); one of more than
-    POOR_LEFT_FROM rows none: it is left untouched (codes[k] LEFT, z and w not written).
+    POOR_LEFT_FROM rows one, after which it is left untouched (codes[k] LEFT, its[k] that step, z and w
+    not written).
 
     (layout, layout_at, spare): the symbolic part of each CSR island's solves in the previous call
     (:func:`new_island_layouts` for none): island k's groups, their elimination order and its
@@ -1096,12 +1099,12 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
         if m > small_n and not newton_only:
             steps, full = newton_steps, True
         large = m > POOR_LEFT_FROM and not newton_only
-        poor = 0 if large else (steps if full else poor_iterations)
+        poor = 1 if large else (steps if full else poor_iterations)
         code, zz, ww, it, outer = box_qp_grouped(A, qk, lk, hk, fk, mk, zk, tol, steps, armijo, full,
                                                  newton_only, max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb,
                                                  poor, poor_residual, sptr, sidx, sval)
-        if large and code == INTERIOR and it == 0 and outer == 1:      # a poor start: left as it is
-            codes[k], its[k], outers[k] = LEFT, 0, 1
+        if large and code == INTERIOR and it <= 1 and outer == 1:      # a poor start: left as it is
+            codes[k], its[k], outers[k] = LEFT, it, 1
             for a in range(m):
                 at[idx[a]] = -1
             continue
