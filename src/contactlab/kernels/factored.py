@@ -135,15 +135,13 @@ THEOREM1_RANGE, THEOREM1_OUTSIDE = 3, 4
 def formed_gram(N, Lm, cfm):
     """problems/factored.py ``FactoredLCP.lcp_reduction``'s matrix: Q = N M^-1 N' (M^-1 N' by two
     triangular solves with M's lower factor Lm per row of N), then 0.5 (Q + Q') and cfm on the
-    diagonal (drumwright eq. 41). The product is BLAS's, as NumPy's ``@`` there."""
+    diagonal (drumwright eq. 41). The product is BLAS's on the operands' layouts there (M^-1 N'
+    column-major, as SciPy's ``cho_solve`` returns it), so the numbers are those of ``to_lcp``."""
     n, m = N.shape
-    X = np.empty((m, n))
-    x = np.empty(m)
+    Xt = np.empty((n, m))                   # row j: M^-1 N_j'; Xt.T is M^-1 N' in column-major order
     for j in range(n):
-        chol_solve(Lm, m, np.ascontiguousarray(N[j]), x)
-        for c in range(m):
-            X[c, j] = x[c]
-    Q = N @ X
+        chol_solve(Lm, m, np.ascontiguousarray(N[j]), Xt[j])
+    Q = N @ Xt.T
     Q = 0.5 * (Q + Q.T)
     if cfm:
         for i in range(n):
