@@ -253,7 +253,9 @@ class PPMOptions:
 def theorem1_holds(problem: FactoredLCP) -> tuple[bool, str]:
     """Whether drumwright Theorem 1 covers the problem: cfm > 0 (the bordered [N, sqrt(cfm) I] has
     full row rank), or offset in range(N) (q = N (f* + x)), or N of full row rank (compiled when the
-    Gram matrix N N' shows it beyond doubt, kernels/factored.py; else numpy's SVD rank). O(n m^2)."""
+    Gram matrix N N' shows it beyond doubt, kernels/factored.py; else numpy's SVD rank). O(n m^2).
+    The general path's test (a sparse N); for a dense N, kernels/factored.py ``ppm_dense`` makes the
+    same decision with the same thresholds inside its one compiled call (``theorem1_decide``)."""
     if problem.cfm > 0:
         return True, "cfm > 0: [N, sqrt(cfm) I] has full row rank"
     off = problem.offset
