@@ -570,3 +570,37 @@ def test_compiled_theorem1_decision_and_routed_dantzig_on_recorded_box_problems(
         np.testing.assert_allclose(w, F @ ref.z + q, rtol=0, atol=1e-8 * scale)
         np.testing.assert_allclose(P.N.T @ a.z, P.N.T @ ref.z, rtol=0,
                                    atol=1e-8 * max(1.0, float(np.abs(P.N.T @ ref.z).max())))
+
+
+@pytest.mark.parametrize("case", ["svd-full-rank", "offset-in-range", "outside"])
+def test_compiled_theorem1_decision_analytic(case):
+    """The three answers of Theorem 1's SVD / least-squares test, made inside ppm's compiled call
+    (kernels/factored.py ``theorem1_decide``) as :func:`theorem1_holds` makes them: an
+    ill-conditioned N of full row rank (sigma_min ~ 7e-8: not clear from the Gram test, above
+    numpy's matrix_rank threshold), a repeated row with the offset in range(N), and the same N with
+    an offset outside it (routed to Dantzig on the formed N M^-1 N'). The answer is checked on the
+    formed LCP against enumerate (w and N'z are unique for a symmetric PSD LCP)."""
+    from unittest import mock
+    from contactlab.kernels import factored as KF
+    from contactlab.problems import FactoredLCP
+    from contactlab.solvers import pivoting
+    if case == "svd-full-rank":
+        N, off, want = np.array([[1.0, 0.0, 0.0], [1.0, 1e-7, 0.0]]), np.array([0.5, -0.3]), "N has full row rank"
+    else:
+        N = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+        off, want = ((N @ np.array([0.2, -0.4]), "offset in range(N)") if case == "offset-in-range" else
+                     (np.array([0.3, -0.3, 0.1]), "offset outside range(N) and N rank-deficient (outside Theorem 1)"))
+    M = np.diag(np.arange(1.0, N.shape[1] + 1.0))
+    P = FactoredLCP(N, M, -np.arange(1.0, N.shape[1] + 1.0), offset=off)
+    assert not KF.clear_full_row_rank(N) and pivoting.theorem1_holds(P) == (case != "outside", want)
+    with mock.patch.object(pivoting, "theorem1_holds", side_effect=AssertionError("Python's Theorem 1 test ran")):
+        a = cl.solve(P, "ppm")
+    assert a.success
+    assert (a.info["routed"] == {"to": "dantzig", "reason": want}) if case == "outside" else (a.info["theorem1"] == want)
+    lcp = P.to_lcp()
+    F, q = np.asarray(lcp.M), np.asarray(lcp.q)
+    np.testing.assert_allclose(KF.formed_gram(N, P.lower_factor(), 0.0), F, rtol=1e-14, atol=0)
+    ref = cl.solve(lcp, method="enumerate")
+    assert ref.success
+    np.testing.assert_allclose(F @ a.z + q, F @ ref.z + q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(N.T @ a.z, N.T @ ref.z, rtol=0, atol=1e-9)
