@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 import contactlab as cl
 from contactlab.problems import generators as gen
 
-from tests.problems import TEXTBOOK, cottle_textbook, infeasible
+from tests.problems import TEXTBOOK, cottle_textbook, infeasible, robot_steps
 
 
 @pytest.mark.parametrize("name", sorted(TEXTBOOK))
@@ -419,16 +419,7 @@ def test_ppm_one_call_equals_general_path(seed, n, m, cfm, offset):
 def _robot_problems(scene: str, steps: int, every: int):
     """The no-slip step's factored LCPs (drumwright eq. 57) of a robot scene as the simulator builds
     them, with its controllers running: one every ``every`` steps."""
-    from contactlab.scenarios import make_scene
-    from contactlab.sim.simulator import Simulator
-    sc = make_scene(scene)
-    sim = Simulator(sc, "no-slip", "ppm", controllers=getattr(sc, "controllers", ()))
-    out = []
-    for i in range(steps):
-        sim.step()
-        if i % every == every - 1:
-            out.append(sim.last_problem)
-    return out
+    return robot_steps(scene, "no-slip", "last_problem", steps, every)
 
 
 @pytest.mark.parametrize("scene", ["quadruped", "solo12"])
