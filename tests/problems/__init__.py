@@ -76,19 +76,26 @@ def make(cls: str, rng: np.random.Generator):
     raise KeyError(cls)
 
 
-def trot_systems(model: str, steps: int = 40, every: int = 4, **model_options) -> list:
-    """ConstraintSystems of the quadruped's trot under ``model`` (method ppm; feet touching and
-    lifting): every ``every``-th of the first ``steps`` steps."""
+def robot_steps(scene: str, model: str, what: str, steps: int, every: int, **model_options) -> list:
+    """``what`` (``"last_system"``: the ConstraintSystem, ``"last_problem"``: the problem) of a robot
+    scene's steps under ``model`` (method ppm) with its controllers running (feet or fingers touching
+    and lifting): every ``every``-th of the first ``steps`` steps."""
     from contactlab.scenarios import make_scene
     from contactlab.sim import Simulator
-    sc = make_scene("quadruped")
-    sim = Simulator(sc, model, "ppm", controllers=list(sc.controllers), model_options=model_options or None)
+    sc = make_scene(scene)
+    sim = Simulator(sc, model, "ppm", controllers=list(getattr(sc, "controllers", ())),
+                    model_options=model_options or None)
     out = []
     for i in range(steps):
         sim.step()
         if i % every == every - 1:
-            out.append(sim.last_system)
+            out.append(getattr(sim, what))
     return out
+
+
+def trot_systems(model: str, steps: int = 40, every: int = 4, **model_options) -> list:
+    """ConstraintSystems of the quadruped's trot under ``model``: :func:`robot_steps`."""
+    return robot_steps("quadruped", model, "last_system", steps, every, **model_options)
 
 
 def with_csc_mass(sys_):

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 import contactlab as cl
 from contactlab.problems import generators as gen
 
-from tests.problems import TEXTBOOK, cottle_textbook, infeasible
+from tests.problems import TEXTBOOK, cottle_textbook, infeasible, robot_steps
 
 
 @pytest.mark.parametrize("name", sorted(TEXTBOOK))
@@ -419,16 +419,7 @@ def test_ppm_one_call_equals_general_path(seed, n, m, cfm, offset):
 def _robot_problems(scene: str, steps: int, every: int):
     """The no-slip step's factored LCPs (drumwright eq. 57) of a robot scene as the simulator builds
     them, with its controllers running: one every ``every`` steps."""
-    from contactlab.scenarios import make_scene
-    from contactlab.sim.simulator import Simulator
-    sc = make_scene(scene)
-    sim = Simulator(sc, "no-slip", "ppm", controllers=getattr(sc, "controllers", ()))
-    out = []
-    for i in range(steps):
-        sim.step()
-        if i % every == every - 1:
-            out.append(sim.last_problem)
-    return out
+    return robot_steps(scene, "no-slip", "last_problem", steps, every)
 
 
 @pytest.mark.parametrize("scene", ["quadruped", "solo12"])
@@ -512,3 +503,95 @@ def test_dantzig_direct_leaves_the_rest_to_solve():
     assert dantzig_direct(bad) is None and cl.solve(bad, "dantzig").status is cl.Status.NO_SOLUTION
     import scipy.sparse as sp
     assert dantzig_direct(cl.LCP(sp.csr_matrix(np.eye(2)), -np.ones(2))) is None
+
+
+_RANK_DEFICIENT = ("noslip_quadruped_boxfeet_rank_deficient", "noslip_box_gripper_rank_deficient")
+
+
+def _recorded_rank_deficient(name: str):
+    """Factored LCPs recorded from no-slip steps whose coplanar contact points make N rank-deficient:
+    the box-footed quadruped on rough terrain (``make_scene("quadruped", foot="box",
+    terrain="rough")``) and drumwright §VII-A's box gripper; those Theorem 1 admits and those it
+    routes (tests/data/<name>.npz: p<j>_N, _M, _f, _offset)."""
+    from pathlib import Path
+    from contactlab.problems import FactoredLCP
+    d = np.load(Path(__file__).parents[1] / "data" / f"{name}.npz")
+    count = len({key.split("_")[0] for key in d.files})
+    return [FactoredLCP(d[f"p{j}_N"], d[f"p{j}_M"], d[f"p{j}_f"], offset=d[f"p{j}_offset"]) for j in range(count)]
+
+
+@pytest.mark.parametrize("name", _RANK_DEFICIENT)
+def test_compiled_theorem1_decision_and_routed_dantzig_on_recorded_box_problems(name):
+    """On rank-deficient no-slip problems (box feet, box gripper) ppm decides Theorem 1 and solves
+    inside its one compiled call (kernels/factored.py ``ppm_dense``; the Python test is never run):
+    the same decision as :func:`theorem1_holds` (numpy's SVD rank and least squares), the same z, w,
+    counts and info as the general path (ppm_kernel inside Theorem 1, Dantzig on the formed
+    N M^-1 N' outside it), an answer that meets the LCP conditions on the formed F, and F z + q and
+    N'z equal to Lemke's on F (both unique for a symmetric PSD LCP, z itself need not be)."""
+    from unittest import mock
+    from contactlab.solvers import pivoting
+    problems = _recorded_rank_deficient(name)
+    decisions = [pivoting.theorem1_holds(P) for P in problems]
+    assert any(ok for ok, _ in decisions) and not all(ok for ok, _ in decisions)
+    for P, (ok, why) in zip(problems, decisions):
+        assert np.linalg.matrix_rank(P.N) < P.n and np.any(P.offset) and P.cfm == 0.0
+        with mock.patch.object(pivoting, "theorem1_holds", side_effect=AssertionError("Python's Theorem 1 test ran")):
+            a = cl.solve(P, "ppm")
+        assert a.success
+        if ok:
+            assert a.info["theorem1"] == why and "routed" not in a.info
+        else:
+            assert a.info["routed"] == {"to": "dantzig", "reason": why} and "theorem1" not in a.info
+        with mock.patch.object(pivoting, "_ppm_dense", lambda problem, opts: None):
+            b = cl.solve(P, "ppm")
+        assert a.status == b.status and a.pivots == b.pivots and a.iterations == b.iterations
+        assert np.array_equal(a.z, b.z) and np.array_equal(a.w, b.w) and a.relative_residual == b.relative_residual
+        assert a.info.keys() == b.info.keys()
+        for key in a.info:
+            assert np.array_equal(a.info[key], b.info[key]) if isinstance(a.info[key], np.ndarray) \
+                else a.info[key] == b.info[key]
+        lcp = P.to_lcp()
+        F, q = np.asarray(lcp.M), np.asarray(lcp.q)
+        w = F @ a.z + q
+        scale = max(1.0, float(np.abs(q).max()), float(np.abs(F).max()) * float(np.abs(a.z).max(initial=0.0)))
+        assert np.all(a.z >= 0.0) and w.min() >= -1e-9 * scale
+        assert abs(float(a.z @ w)) <= 1e-9 * scale * max(1.0, float(np.abs(a.z).sum()))
+        ref = cl.solve(lcp, method="lemke")
+        assert ref.success
+        np.testing.assert_allclose(w, F @ ref.z + q, rtol=0, atol=1e-8 * scale)
+        np.testing.assert_allclose(P.N.T @ a.z, P.N.T @ ref.z, rtol=0,
+                                   atol=1e-8 * max(1.0, float(np.abs(P.N.T @ ref.z).max())))
+
+
+@pytest.mark.parametrize("case", ["svd-full-rank", "offset-in-range", "outside"])
+def test_compiled_theorem1_decision_analytic(case):
+    """The three answers of Theorem 1's SVD / least-squares test, made inside ppm's compiled call
+    (kernels/factored.py ``theorem1_decide``) as :func:`theorem1_holds` makes them: an
+    ill-conditioned N of full row rank (sigma_min ~ 7e-8: not clear from the Gram test, above
+    numpy's matrix_rank threshold), a repeated row with the offset in range(N), and the same N with
+    an offset outside it (routed to Dantzig on the formed N M^-1 N'). The answer is checked on the
+    formed LCP against enumerate (w and N'z are unique for a symmetric PSD LCP)."""
+    from unittest import mock
+    from contactlab.kernels import factored as KF
+    from contactlab.problems import FactoredLCP
+    from contactlab.solvers import pivoting
+    if case == "svd-full-rank":
+        N, off, want = np.array([[1.0, 0.0, 0.0], [1.0, 1e-7, 0.0]]), np.array([0.5, -0.3]), "N has full row rank"
+    else:
+        N = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+        off, want = ((N @ np.array([0.2, -0.4]), "offset in range(N)") if case == "offset-in-range" else
+                     (np.array([0.3, -0.3, 0.1]), "offset outside range(N) and N rank-deficient (outside Theorem 1)"))
+    M = np.diag(np.arange(1.0, N.shape[1] + 1.0))
+    P = FactoredLCP(N, M, -np.arange(1.0, N.shape[1] + 1.0), offset=off)
+    assert not KF.clear_full_row_rank(N) and pivoting.theorem1_holds(P) == (case != "outside", want)
+    with mock.patch.object(pivoting, "theorem1_holds", side_effect=AssertionError("Python's Theorem 1 test ran")):
+        a = cl.solve(P, "ppm")
+    assert a.success
+    assert (a.info["routed"] == {"to": "dantzig", "reason": want}) if case == "outside" else (a.info["theorem1"] == want)
+    lcp = P.to_lcp()
+    F, q = np.asarray(lcp.M), np.asarray(lcp.q)
+    np.testing.assert_allclose(KF.formed_gram(N, P.lower_factor(), 0.0), F, rtol=1e-14, atol=0)
+    ref = cl.solve(lcp, method="enumerate")
+    assert ref.success
+    np.testing.assert_allclose(F @ a.z + q, F @ ref.z + q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(N.T @ a.z, N.T @ ref.z, rtol=0, atol=1e-9)

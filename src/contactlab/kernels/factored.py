@@ -1,16 +1,17 @@
 """Compiled parts of the factored contact LCP (N M^-1 N' + cfm I, N M^-1 f + offset; drumwright
 eq. 41-42) with a dense N and the lower Cholesky factor L of M: the certification's w and term
 sizes in one pass (and the six certification numbers, :func:`factored_certify`), the clear cases of
-Theorem 1's full-row-rank condition, N's CSR arrays for ppm, and ppm's whole solve of a dense N in
-one call (:func:`ppm_dense`)."""
+Theorem 1's full-row-rank condition, N's CSR arrays for ppm, the formed N M^-1 N' + cfm I
+(:func:`formed_gram`), and ppm's whole solve of a dense N in one call (:func:`ppm_dense`: Theorem 1's
+decision, then ppm, or the routed Dantzig on the formed matrix)."""
 import numpy as np
 
 from ._jit import jit
 from .dense import add_rmatvec, chol_factor_block, chol_solve
 from .pivoting import UNBOUNDED as PPM_UNBOUNDED
-from .pivoting import ppm_kernel
+from .pivoting import dantzig_dense, ppm_kernel
 from .residual import lcp_relative_kernel, lcp_residual_kernel
-from .tolerances import EPS
+from .tolerances import EPS, NORMWISE_FLOOR, RANK
 
 #: :func:`clear_full_row_rank` answers True only when the smallest singular value of N exceeds the
 #: SVD rank threshold (max(n, m) eps sigma_max) by a margin of about 1e3 sqrt(m eps)^-1
@@ -123,19 +124,75 @@ def factored_certify(N, L, f_star, offset, cfm, q, z):
     return w, (a[0], a[1], a[2], r[0], r[1], r[2])
 
 
-#: :func:`ppm_dense` codes of drumwright Theorem 1's case (solvers/pivoting.py ``theorem1_holds``)
+#: :func:`ppm_dense` codes of drumwright Theorem 1's case (solvers/pivoting.py ``theorem1_holds``):
+#: UNCLEAR (nothing solved: the caller decides), the three clear cases, the two the SVD / least-squares
+#: test decides inside Theorem 1, and OUTSIDE (routed to Dantzig on the formed matrix)
 THEOREM1_UNCLEAR, THEOREM1_CFM, THEOREM1_NO_OFFSET, THEOREM1_FULL_RANK = -1, 0, 1, 2
+THEOREM1_RANGE, THEOREM1_OUTSIDE = 3, 4
+
+
+@jit
+def formed_gram(N, Lm, cfm):
+    """problems/factored.py ``FactoredLCP.lcp_reduction``'s matrix: Q = N M^-1 N' (M^-1 N' by two
+    triangular solves with M's lower factor Lm per row of N), then 0.5 (Q + Q') and cfm on the
+    diagonal (drumwright eq. 41). The product is BLAS's on the operands' layouts there (M^-1 N'
+    column-major, as SciPy's ``cho_solve`` returns it), so the numbers are those of ``to_lcp``."""
+    n, m = N.shape
+    Xt = np.empty((n, m))                   # row j: M^-1 N_j'; Xt.T is M^-1 N' in column-major order
+    for j in range(n):
+        chol_solve(Lm, m, np.ascontiguousarray(N[j]), Xt[j])
+    Q = N @ Xt.T
+    Q = 0.5 * (Q + Q.T)
+    if cfm:
+        for i in range(n):
+            Q[i, i] += cfm
+    return Q
+
+
+@jit
+def theorem1_decide(N, offset):
+    """The SVD half of solvers/pivoting.py ``theorem1_holds`` (for cfm = 0, a nonzero offset and N not
+    clearly of full row rank, :func:`clear_full_row_rank`): N of full row rank by numpy's
+    ``matrix_rank`` (singular values above max(n, m) eps sigma_max), else the offset in range(N) by
+    ``lstsq`` with numpy's default cut-off (rcond = max(n, m) eps) and the residual test
+    max |N x - offset| <= RANK max |offset|. THEOREM1_FULL_RANK, THEOREM1_RANGE or THEOREM1_OUTSIDE."""
+    n, m = N.shape
+    if n <= m and np.linalg.matrix_rank(N) == n:
+        return THEOREM1_FULL_RANK
+    x = np.linalg.lstsq(N, offset, rcond=EPS * max(n, m))[0]
+    r = N @ x
+    omax = 0.0
+    rmax = 0.0
+    for i in range(n):
+        omax = max(omax, abs(offset[i]))
+        rmax = max(rmax, abs(r[i] - offset[i]))
+    if rmax <= RANK * max(omax, 1e-300):
+        return THEOREM1_RANGE
+    return THEOREM1_OUTSIDE
+
+
+@jit
+def _all_finite(a):
+    for v in a.ravel():
+        if not np.isfinite(v):
+            return False
+    return True
 
 
 @jit
 def ppm_dense(N, Lm, f_star, offset, q, cfm, max_it):
     """solvers/pivoting.py ``ppm_solve`` on a dense N in one call (drumwright Alg. 1, Theorem 1):
     Theorem 1's clear cases (cfm > 0; no offset; N of full row rank beyond doubt,
-    :func:`clear_full_row_rank`), N's CSR arrays (:func:`dense_csr`), the work arrays, the pivoting
-    kernel (kernels/pivoting.py ``ppm_kernel``), z = max(z, 0) and its certification
-    (:func:`factored_certify`, what ``solve()`` would compute on that z). Returns (case, code, k, z,
-    w, numbers, counts, nonbasic (sorted), positive, rows[0]); case THEOREM1_UNCLEAR means nothing
-    was solved (the caller runs the SVD / least-squares test of Theorem 1)."""
+    :func:`clear_full_row_rank`), else its SVD / least-squares test (:func:`theorem1_decide`); inside
+    Theorem 1, N's CSR arrays (:func:`dense_csr`), the work arrays, the pivoting kernel
+    (kernels/pivoting.py ``ppm_kernel``) and z = max(z, 0); outside it, the route the method's
+    guarantee names: kernels/pivoting.py ``dantzig_dense`` (cold, 20 n + 100 pivots, refined) on the
+    formed N M^-1 N' (:func:`formed_gram`) and q. Then z's certification on the factored problem
+    (:func:`factored_certify`, what ``solve()`` would compute on that z). Returns (case, code, k, z, w,
+    numbers, counts, nonbasic (sorted), positive, rows[0], y); routed (case THEOREM1_OUTSIDE): code is
+    Dantzig's, counts (major cycles, pivots), nonbasic its active set, rows[0] the index of a NOT_P
+    stop and y the driving ray of an UNBOUNDED one (else empty). Case THEOREM1_UNCLEAR means nothing was
+    solved (N has no columns, or N, the offset or q is not finite: the caller's general path)."""
     n, m = N.shape
     case = THEOREM1_UNCLEAR
     if cfm > 0:
@@ -148,11 +205,21 @@ def ppm_dense(N, Lm, f_star, offset, q, cfm, max_it):
                 break
         if case == THEOREM1_UNCLEAR and n <= m and clear_full_row_rank(N):
             case = THEOREM1_FULL_RANK
+        if case == THEOREM1_UNCLEAR and m > 0 and _all_finite(N) and _all_finite(offset) and _all_finite(q):
+            case = theorem1_decide(N, offset)
     counts = np.zeros(2, dtype=np.int64)
     z = np.zeros(n)
     w = np.zeros(0)
+    y = np.zeros(0)
     if case == THEOREM1_UNCLEAR:
-        return case, 0, 0, z, w, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), counts, np.zeros(0, dtype=np.int64), 0, 0
+        return case, 0, 0, z, w, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), counts, np.zeros(0, dtype=np.int64), 0, 0, y
+    if case == THEOREM1_OUTSIDE:
+        code, k0, majors, pivots, d, z, wd, numbers, active, y = dantzig_dense(
+            formed_gram(N, Lm, cfm), q, np.zeros(0), 20 * n + 100, True, NORMWISE_FLOOR)
+        counts[0] = majors
+        counts[1] = pivots
+        w, numbers = factored_certify(N, Lm, f_star, offset, cfm, q, z)
+        return case, code, active.shape[0], z, w, numbers, counts, active, 0, d, y
     indptr, indices, data = dense_csr(N)
     kmax = n if cfm > 0 else min(m, n)
     L = np.zeros((kmax + 1, kmax + 1))
@@ -173,4 +240,4 @@ def ppm_dense(N, Lm, f_star, offset, q, cfm, max_it):
             z[i] = 0.0
     nonbasic = np.sort(rows[:k])
     w, numbers = factored_certify(N, Lm, f_star, offset, cfm, q, z)
-    return case, code, k, z, w, numbers, counts, nonbasic, positive, rows[0]
+    return case, code, k, z, w, numbers, counts, nonbasic, positive, rows[0], y

@@ -71,7 +71,7 @@ class JointArrays:
     @property
     def kernel_args(self) -> tuple:
         """The arrays the compiled row writer reads, in :func:`fill_joint_rows`' order (a..special_base),
-        as one tuple for kernels that evaluate the rows themselves (mechanics/joint_projection.py)."""
+        as one tuple for kernels that evaluate the rows themselves (:mod:`contactlab.mechanics.joint_projection`)."""
         return (self.a, self.b, self.kind, self.anchor_a, self.anchor_b, self.axis_a, self.q_rel0, self.lower,
                 self.upper, self.motor_target, self.motor_max_force, self.follows, self.ratio, self.special,
                 self.special_kin, self.label_base, self.special_base)
@@ -111,7 +111,7 @@ def pack_joints(joints, names, kind, dof_start, planar, kinematic_code: int) -> 
 
 # -- small scalar helpers (compiled inline) -------------------------------------------------------------
 
-#: the project's flags (kernels/_jit.py) plus numba IR-level inlining, for the helpers that append to the
+#: the project's compile flags plus numba IR-level inlining, for the helpers that append to the
 #: row buffers: a compiled call passing arrays pays reference counting on each of them, a quarter of a
 #: row evaluation (the same rows bit for bit; inlining the scalar helpers too gains nothing more and
 #: doubles the first compile; docs/benchmarks-tuning.md)

@@ -15,8 +15,8 @@ elimination order of their groups (a joint's rows: the bodies they touch), facto
 Cholesky without fill on a tree of joints (:func:`rows_solve`), W from
 :func:`~contactlab.mechanics.bodies.body_blocks` and the rotation update x += dx is
 the exponential map of :mod:`~contactlab.mechanics.integrate` (exp of the rotation vector), so the
-iterates are those of the former per-step Python loop up to round-off (kept as the reference in
-tests/mechanics/test_joint_projection.py).
+iterates are those of the former per-step Python loop up to round-off (the tests keep that loop
+as their reference).
 """
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ row_groups = joint_row_groups     # the former name (not a problem's row_groups)
 @jit
 def grouped_order(indptr, indices, live):
     """The rows of J (CSR) in the elimination order of their groups (:func:`joint_row_groups`,
-    kernels/dense.py ``elimination_steps``): (q, gs, nbr, nnb) with row q[i] of J at position i, group s at
+    :func:`contactlab.kernels.dense.elimination_steps`): (q, gs, nbr, nnb) with row q[i] of J at position i, group s at
     positions gs[s]:gs[s + 1], and its neighbours at elimination nbr[s, :nnb[s]] (later groups,
     by position)."""
     perm, gstart, adj = joint_row_groups(indptr, indices, live)

@@ -132,7 +132,7 @@ def stack_rows(parts, ncols: int) -> sp.csr_matrix:
 
 
 def rows_times(H, x: np.ndarray) -> np.ndarray:
-    """H x for a CSR H in one compiled call (scipy's ``H @ x`` costs ~5 us of wrapper per call on the
+    """H x for a CSR H in one compiled call (scipy's ``H @ x`` wrapper costs more than the product on the
     small systems of a step); any other matrix through ``@``."""
     if not (sp.issparse(H) and H.format == "csr"):
         return np.asarray(H @ x, dtype=np.float64).ravel()
@@ -149,7 +149,7 @@ def rows_transpose_times(H: sp.csr_matrix, z: np.ndarray) -> np.ndarray:
 @functools.lru_cache(maxsize=64)
 def _empty(ndof: int) -> sp.csr_matrix:
     """The (0, ndof) CSR matrix, one shared instance per ndof (it holds nothing a caller could
-    change; building one costs ~12 us, and a joint-free step asked for several)."""
+    change; building one costs more than reusing it, and a joint-free step asked for several)."""
     return sp.csr_matrix((0, ndof))
 
 
@@ -248,8 +248,8 @@ def _point_rows(model: Model, data: Data, a, b, P, U):
 def _stacked_rows(dv: np.ndarray, ix: np.ndarray, ip: np.ndarray, ndof: int):
     """(each direction's rows, all rows stacked) from :func:`~contactlab.mechanics.rows.frame_rows_csr`'s
     arrays: the stacked CSR on them as they are, and each direction's a view of its values on one
-    pattern object (indices[:nnz], indptr[:k + 1]) that all directions share (models/common.py
-    contact_modes tests the sharing by identity)."""
+    pattern object (indices[:nnz], indptr[:k + 1]) that all directions share (:func:`contactlab.models.common.contact_modes`
+    tests the sharing by identity)."""
     m, nnz = dv.shape
     k = (ip.size - 1) // m
     own_ix, own_ip = ix[:nnz], ip[:k + 1]
@@ -450,7 +450,7 @@ def assemble_system(model: Model, data: Data, contacts, h: float, f: np.ndarray,
     ``terms`` = ``contact_terms`` (rows data, indices, indptr, normal bias) (None without contacts),
     ``v_free`` = ``free_velocity`` (Bw, v, f, h) where the blocks cover every dof, ``joint`` =
     :func:`_system_joint_rows`'s answer where already computed. Else the joint rows
-    are formed here from ``data`` (a joint-free model reads nothing of it: sim/box_step.py assembles
+    are formed here from ``data`` (a joint-free model reads nothing of it: :mod:`contactlab.sim.box_kernels` assembles
     a step's system after the step from the terms its compiled call returned)."""
     st = model.settings
     if body is not None:

@@ -1,4 +1,4 @@
-"""A step's constraint-system terms in one compiled call (numba; flags from kernels/_jit.py).
+"""A step's constraint-system terms in one compiled call (numba, with the project's compile flags).
 
 :func:`system_terms` computes what :func:`~contactlab.mechanics.system.build_system` assembles: the
 bodies' mass blocks, velocity and forces (:func:`~.bodies.body_terms`), the free velocity

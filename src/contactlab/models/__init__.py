@@ -21,7 +21,7 @@ model's name:
                                    the problem without its matrix H W H' + cfm I (matrix-free sweeps,
                                    a warm start certified without the matrix)
     COMPILED_STEP: str             the rows the simulator's compiled step builds itself on scenes of
-                                   free bodies ("box-rows": :mod:`contactlab.sim.box_step`, box friction's)
+                                   free bodies ("box-rows": :mod:`contactlab.sim.box_kernels`, box friction's)
 Adding a file is enough: modules are discovered on first use. Modules without ``NAME`` (such as
 ``common``, ``built``, ``rk4``) are helpers and are skipped.
 """

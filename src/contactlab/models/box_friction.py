@@ -276,7 +276,7 @@ def row_islands(indptr, indices, o_n, o_s):
     a sparse problem's apart and factorises a dense one's Newton steps island by island. Rows joined
     by the bodies they touch (:func:`~contactlab.kernels.components.row_block_components`), over the rows up to the
     normals only; a contact's friction rows S, T touch its normal's bodies and take its label.
-    Compiled: the simulator's compiled step (:mod:`contactlab.sim.box_step`) finds the labels the build finds."""
+    Compiled: the simulator's compiled step (:mod:`contactlab.sim.box_kernels`) finds the labels the build finds."""
     count, head = row_block_components(indptr[:o_s + 1], indices, np.full(o_s, -1, dtype=np.int64), 6)
     nc = o_s - o_n
     label = np.empty(o_s + 2 * nc, dtype=np.int64)
@@ -405,7 +405,7 @@ def sweep_heights(sys, options: Options | None, gravity) -> np.ndarray:
     return row_heights(point, np.asarray(gravity, dtype=np.float64), _layout(sys, options or Options())[2], 3)
 
 
-#: the old private spellings of the compiled pieces (the simulator's compiled step, :mod:`contactlab.sim.box_step`,
+#: the old private spellings of the compiled pieces (the simulator's compiled step, :mod:`contactlab.sim.box_kernels`,
 #: calls them by their public names inside its own kernels)
 _box_bounds, _q_kernel, _matched_impulses, _recover_parts, _contact_parts = (box_bounds, q_kernel, matched_impulses,
                                                                             recover_parts, contact_parts)

@@ -17,7 +17,7 @@ def run(ctx) -> str:
         configs, steps, trials = [c for c in configs if c[0] in ("stewart-trinkle", "no-slip")], (10,), 1
     else:
         steps, trials = (10, 100), 3
-    rows = table_one(configs, steps=steps, trials=trials, progress=ctx.advance)
+    rows = table_one(configs, steps=steps, trials=trials, progress=ctx.advance, warm_up=ctx.warm_up)
     table = []
     for r in rows:
         paper = paper_row(r)

@@ -277,10 +277,19 @@ def method_label(method: str, options: dict | None, model_options: dict | None =
     return out
 
 
-def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup: int = 2,
-              progress=lambda label: None, **scene_params) -> list[dict]:
+def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup: int | None = None,
+              progress=lambda label: None, warm_up=None, **scene_params) -> list[dict]:
     """Run every (model, method[, solver options]) ``trials`` times for each step count; mean and
-    sample std of the total time. A short untimed warm-up run first compiles the numba kernels."""
+    sample std of the total time. An untimed warm-up run of each configuration first compiles (or
+    loads from numba's cache) every kernel its timed runs call: ``warmup`` steps, by default the
+    shortest timed run's (later steps take code paths the first ones do not: more contacts, a
+    retry). ``warm_up(fn, *args, **kwargs)`` runs it (reproduce's ``ReportContext.warm_up``, which
+    keeps its compilation out of the report's timing check); ``progress(label)`` after each run."""
+    if warmup is None:
+        warmup = min(steps)
+    if warm_up is None:
+        def warm_up(fn, *args, **kwargs):
+            return fn(*args, **kwargs)
     rows = []
     with blas_threads(1):
         for cfg in configs:
@@ -288,7 +297,8 @@ def table_one(configs=DEFAULT_CONFIGS, steps=(10, 100), trials: int = 3, warmup:
             sopts = dict(cfg[2]) if len(cfg) > 2 and cfg[2] else None
             mopts = dict(cfg[3]) if len(cfg) > 3 and cfg[3] else None
             label = method_label(method, sopts, mopts)
-            run_box_gripper(model, method, steps=warmup, solver_options=sopts, model_options=mopts, **scene_params)
+            warm_up(run_box_gripper, model, method, steps=warmup, solver_options=sopts, model_options=mopts,
+                    **scene_params)
             for n in steps:
                 runs = []
                 for t in range(trials):

@@ -1,5 +1,5 @@
 """The stages of models whose problem is a boxed LCP given by its rows (box friction), general and
-compiled (sim/stages.py for the interface).
+compiled (:class:`contactlab.sim.stages.Stages` for the interface).
 
 :class:`RowStages`: a contact model with ``sweep_heights(system, options, gravity)`` (each row's height for
 top-down sweeps), and for the options where ``rows_available(options)`` holds, ``rows(system,
@@ -8,14 +8,14 @@ where
 
 * a method whose options take row heights (PGS's ``height``) sweeps the rows top down;
 * in fixed-budget mode, a method whose default options are those of the matrix-free sweeps
-  (kernels/pgs_matrix_free.py reproduces PGS's iterates; no solver option other than the budget and
+  (:mod:`contactlab.kernels.pgs_matrix_free` reproduces PGS's iterates; no solver option other than the budget and
   its stops) solves without forming the Delassus matrix;
 * a method whose options are box-qp's, in certified mode, takes the warm start without the Delassus
   matrix where box-qp would return it without a Newton step (:meth:`RowStages.certified_warm_start`).
 
 :class:`CompiledRowStages`: the same on scenes of free bodies (no joint, planar or kinematic body,
 no reuse or islands option) for a model declaring ``COMPILED_STEP = "box-rows"`` (its rows are
-those the kernels of :mod:`contactlab.sim.box_step` build): the step after detection is one
+those the kernels of :mod:`contactlab.sim.box_kernels` build): the step after detection is one
 compiled call (box-qp certified, or the fixed budget's matrix-free PGS), the same bits as the
 stages above; a step it declines (nothing changed) is taken by them.
 """
@@ -37,7 +37,7 @@ from ..models.common import StepResult
 from ..solution import Solution, Status
 from ..solvers.box_qp import BoxQPOptions, dense_factor_cache as _dense_factors
 from ..solvers.pgs import PGSOptions
-from . import box_step as BS
+from . import box_kernels as BS
 from .fallback import certified
 from .recorder import StepRecord
 from .stages import Stages, StepState, StepWork
@@ -51,7 +51,7 @@ _NONE.flags.writeable = False
 #: the solver options the matrix-free sweeps take (the budget and its stops)
 MATRIX_FREE_OPTIONS = frozenset({"tol", "w_step_tol", "max_iterations", "max_sweeps"})
 
-#: what a model's ``COMPILED_STEP`` names for :class:`CompiledRowStages` (models/box_friction.py)
+#: what a model's ``COMPILED_STEP`` names for :class:`CompiledRowStages` (:mod:`contactlab.models.box_friction`)
 COMPILED_FORM = "box-rows"
 
 
@@ -65,7 +65,7 @@ def free_bodies_only(model) -> bool:
 
 def sweeps_as_matrix_free(spec) -> bool:
     """Whether ``spec``'s method, with its default options, sweeps as the matrix-free PGS does
-    (kernels/pgs_matrix_free.py: the iterates of Gauss-Seidel without relaxation, shuffle, step stop
+    (:mod:`contactlab.kernels.pgs_matrix_free`: the iterates of Gauss-Seidel without relaxation, shuffle, step stop
     or cfm, in the rows' classes, normals first): every option of PGS's, at PGS's default, but for
     the budget and the stops."""
     if spec is None:
@@ -89,7 +89,7 @@ _PGS_STATUS = {_PGS_CONVERGED: Status.SOLVED, _PGS_MAX_SWEEPS: Status.MAX_ITERAT
 
 
 def matrix_free_solution(z, w, velocity_change, code, stats) -> Solution:
-    """The Solution of matrix-free PGS (kernels/pgs_matrix_free.py ``_solve``'s z, w, code and stats;
+    """The Solution of matrix-free PGS (:func:`contactlab.kernels.pgs_matrix_free.solve_matrix_free_kernel`'s z, w, code and stats;
     ``velocity_change`` = W H' z, flat): the fixed-budget steps' answer, compiled or not."""
     return Solution(z=z, w=w, status=_PGS_STATUS.get(int(code), Status.NUMERICAL_FAILURE), iterations=int(stats[0]),
                     residual=float(stats[1]), method="pgs", relative_residual=float(stats[2]),
@@ -120,7 +120,7 @@ class RowStages(Stages):
         fields = {f.name for f in dataclasses.fields(spec.options)} if spec is not None else set()
         self.heights = "height" in fields and not sim.islands
         # fixed-budget sweeps on the rows and M^-1's blocks, the Delassus matrix never formed
-        # (kernels/pgs_matrix_free.py); other solver options than the budget and its stops: assembled
+        # (contactlab.kernels.pgs_matrix_free); other solver options than the budget and its stops: assembled
         self.matrix_free = bool(sim.iterations is not None and has_rows and sim.reuse is None
                                 and sweeps_as_matrix_free(spec) and set(sim.solver_options) <= MATRIX_FREE_OPTIONS)
         # box-qp's stop at its warm start, tested without the Delassus matrix (certified_warm_start)
@@ -149,7 +149,7 @@ class RowStages(Stages):
         super().assemble(w)
 
     def solver_arguments(self, w: StepWork) -> None:
-        """Top-down sweeps: each row's height (models/box_friction.py ``sweep_heights``), as the
+        """Top-down sweeps: each row's height (:func:`contactlab.models.box_friction.sweep_heights`), as the
         matrix-free sweeps order them."""
         sim = self.sim
         if self.heights:
@@ -191,7 +191,7 @@ class RowStages(Stages):
 
     def may_certify_warm(self, sys=None) -> bool:
         """Whether a certified step first tries its warm start without the Delassus matrix
-        (:meth:`certified_warm_start`; sim/box_step.py ``box_friction_step`` with ``try_warm``):
+        (:meth:`certified_warm_start`; :func:`contactlab.sim.box_kernels.box_friction_step` with ``try_warm``):
         box-qp's options, no reuse or islands option (a solve() per island asked for), a warm start,
         after a certified step of at most one Newton step (a resting stack's or settled pile's steps
         take 0 and 1 in turn, the warm start after a Newton step being the answer; a moving pile's
@@ -203,7 +203,7 @@ class RowStages(Stages):
 
     def certified_warm_start(self, sys, warm):
         """The warm start as the step's answer where box-qp would return it without a Newton step,
-        found without the Delassus matrix (sim/box_step.py ``warm_start_stop``: W H' z, w, and
+        found without the Delassus matrix (:func:`contactlab.sim.box_kernels.warm_start_stop`: W H' z, w, and
         box-qp's own stop at its start, whose units |q_i| + |w_i - q_i| make it an upper bound of
         solve()'s relative residual). No wasted work: a resting stack's warm start after a Newton
         step mostly is the answer, and assembling H W H' and running box-qp to find that out cost
@@ -235,9 +235,9 @@ class RowStages(Stages):
 
 class CompiledRowStages(RowStages):
     """:class:`RowStages` on scenes of free bodies, the step after detection in one compiled call:
-    certified mode by box-qp (:func:`contactlab.sim.box_step.box_friction_step`, steps with up to
+    certified mode by box-qp (:func:`contactlab.sim.box_kernels.box_friction_step`, steps with up to
     ``dense_max`` / 3 contacts: a dense problem) or fixed-budget mode by matrix-free PGS
-    (:func:`contactlab.sim.box_step.box_friction_fixed_step`, any step). A step with a joint torque
+    (:func:`contactlab.sim.box_kernels.box_friction_fixed_step`, any step). A step with a joint torque
     set, one past ``dense_max``, or one the call declines (nothing changed) is taken by the
     :class:`RowStages` on the same contacts."""
 
@@ -279,8 +279,8 @@ class CompiledRowStages(RowStages):
         self.cfm = float(sim.model_options.cfm + m.settings.cfm)
 
     def system_terms(self, gyroscopic, before, floats, ints, h, zeta, slop):
-        """mechanics/system.py ``assemble_system``'s (f, (Bm, Bw, v), (rows data, indices, indptr,
-        normal bias), v_free) of a step this plan took (sim/box_step.py ``system_terms``), for the
+        """:func:`contactlab.mechanics.system.assemble_system`'s (f, (Bm, Bw, v), (rows data, indices, indptr,
+        normal bias), v_free) of a step this plan took (:func:`contactlab.sim.box_kernels.system_terms`), for the
         system assembled when read (StepState.defer)."""
         m = self.sim.model
         f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = BS.system_terms(
@@ -420,15 +420,15 @@ class CompiledRowStages(RowStages):
 
 
 def _split(out, n: int, nv: int, ndof: int, nc: int) -> tuple:
-    """The views of sim/box_step.py ``results``' array: (z, w, velocity change (nv,), v+, tangent
+    """The views of :func:`contactlab.sim.box_kernels.results`' array: (z, w, velocity change (nv,), v+, tangent
     impulses (nc, 2), state before)."""
     a = 2 * n + nv
     b = a + ndof
     return out[:n], out[n:2 * n], out[2 * n:a], out[a:b], out[b:b + 2 * nc].reshape(nc, 2), out[b + 2 * nc:]
 
 
-#: the model-specific stages, most specific first (simulator.py ``plan_stages``)
+#: the model-specific stages, most specific first (:func:`contactlab.sim.simulator.plan_stages`)
 STAGES = (CompiledRowStages, RowStages)
 
-#: the former name of the compiled stages (sim/box_step.py ``BoxFrictionStep``)
+#: the former name of the compiled stages (``contactlab.sim.box_step.BoxFrictionStep``)
 BoxFrictionStep = CompiledRowStages

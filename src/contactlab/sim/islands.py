@@ -26,7 +26,7 @@ from ..solution import SUCCESS_STATUSES, Solution, Status
 def island_labels(problem: BoxedLCP) -> tuple[int, np.ndarray]:
     """(count, label per row) of the connected components of the problem's coupling graph: nonzero
     off-diagonal entries of M and the friction rows' links to their normal (findex); one compiled
-    union-find pass over M where it lies (kernels/components.py)."""
+    union-find pass over M where it lies (:mod:`contactlab.kernels.components`)."""
     M = problem.M
     if sp.issparse(M):
         M = sp.csr_matrix(M)
@@ -35,7 +35,7 @@ def island_labels(problem: BoxedLCP) -> tuple[int, np.ndarray]:
 
 
 #: islands of a sparse problem up to this many rows are solved as dense problems (the solvers'
-#: compiled dense paths; problems/islands.py), larger ones stay sparse (box friction's own dense_max)
+#: compiled dense paths; :mod:`contactlab.problems.islands`), larger ones stay sparse (box friction's own dense_max)
 DENSE_ISLAND = 200
 
 
@@ -44,11 +44,11 @@ def solve_islands(problem: BoxedLCP, method: str, solve_fn, warm_start=None, min
     """Solve ``problem`` island by island with ``solve_fn(sub_problem, method, **options)`` (solve());
     None when it has fewer than ``min_islands`` islands (then solve the whole as usual). The islands
     are the problem's own ``islands`` (count, label per row) where its model set them (box friction's
-    sparse problems, from the bodies each row touches: kernels/components.py row_block_components),
+    sparse problems, from the bodies each row touches: :func:`contactlab.kernels.components.row_block_components`),
     else found from the matrix (:func:`island_labels`).
 
     A dense factorisation costs n^3, the islands' sum n_i^3 (docs/benchmarks-tuning.md). box-qp solves a sparse problem's own islands itself, in one compiled call
-    (solvers/box_qp.py ``_islands``), without a solve() per island: this path serves the other
+    (box-qp's islands, :mod:`contactlab.solvers.box_qp.islands`), without a solve() per island: this path serves the other
     methods (``Simulator(islands=True)``).
 
     The answer is SOLVED when every island's solve is and the assembled z certifies on the whole

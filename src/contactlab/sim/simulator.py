@@ -136,7 +136,7 @@ def plan_stages(sim, state: StepState) -> Stages:
 def default_combination(model, method, model_options, reuse, iterations, islands) -> tuple:
     """(contact model, method, model options, why) for a simulator given no model.
 
-    Where every moving body is free (:func:`contactlab.sim.box_step.free_bodies_only`): box friction
+    Where every moving body is free (:func:`contactlab.sim.box_stages.free_bodies_only`): box friction
     with each friction box set from the contact's normal impulse of the previous step (arechavaleta
     §IV-C, eq. 16: static bounds, so each step is a convex bound-constrained QP whose minimiser
     box-qp's projected Newton reaches and solve() certifies), taken by the compiled steps. Bounds
@@ -192,7 +192,7 @@ class Simulator:
     :attr:`stages` from what the contact model and the method can do: the general stages, box
     friction's rows (matrix-free sweeps, warm starts certified without the Delassus matrix), or, on
     a scene of free bodies (no joint, planar or kinematic body; box-qp in certified mode, or pgs in
-    fixed-budget mode), the step after detection as one compiled call (:mod:`contactlab.sim.box_step`:
+    fixed-budget mode), the step after detection as one compiled call (:mod:`contactlab.sim.box_kernels`:
     the same kernels in the same order, the same bits as the general stages; ``compiled=False``
     takes the general stages instead); ``last_system`` and ``last_problem`` are then assembled
     when read, and the call's time is the step's ``solve_time`` and ``timing["solve"]``.

@@ -17,7 +17,7 @@ never by comparing their names inside the step:
   certified without the Delassus matrix (box-qp).
 * :class:`contactlab.sim.box_stages.CompiledRowStages`: those rows on scenes of free bodies
   (``COMPILED_STEP`` of the model): build to integration in one compiled call
-  (:mod:`contactlab.sim.box_step`), the general stages taking any step it declines.
+  (:mod:`contactlab.sim.box_kernels`), the general stages taking any step it declines.
 
 A step's intermediate values travel in a :class:`StepWork`; what persists between steps besides the
 bodies' state (``Data``: contacts, the last StepResult, the warm start) is one :class:`StepState`
@@ -148,7 +148,7 @@ class Stages:
 
     Subclasses override the stages they do differently and call these for the rest."""
 
-    #: whether this configuration's steps are taken by a compiled call (:mod:`contactlab.sim.box_step`)
+    #: whether this configuration's steps are taken by a compiled call (:mod:`contactlab.sim.box_kernels`)
     compiled = False
     #: whether the fixed-budget solve runs matrix-free (RowStages)
     matrix_free = False

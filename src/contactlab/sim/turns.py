@@ -1,5 +1,5 @@
 """The step's correction on the exact geometry where the bodies' turns can have hidden an overlap
-from its linear rows (a stage of its own: sim/stages.py ``Stages.correct``).
+from its linear rows (a stage of its own: :meth:`contactlab.sim.stages.Stages.correct`).
 
 A step's contact rows, and the position correction's phi + h N v+, are linear in the motion: a point
 of a body turning by theta = h |omega+| in the step leaves its linear prediction by up to

@@ -253,7 +253,9 @@ class PPMOptions:
 def theorem1_holds(problem: FactoredLCP) -> tuple[bool, str]:
     """Whether drumwright Theorem 1 covers the problem: cfm > 0 (the bordered [N, sqrt(cfm) I] has
     full row rank), or offset in range(N) (q = N (f* + x)), or N of full row rank (compiled when the
-    Gram matrix N N' shows it beyond doubt, kernels/factored.py; else numpy's SVD rank). O(n m^2)."""
+    Gram matrix N N' shows it beyond doubt, kernels/factored.py; else numpy's SVD rank). O(n m^2).
+    The general path's test (a sparse N); for a dense N, kernels/factored.py ``ppm_dense`` makes the
+    same decision with the same thresholds inside its one compiled call (``theorem1_decide``)."""
     if problem.cfm > 0:
         return True, "cfm > 0: [N, sqrt(cfm) I] has full row rank"
     off = problem.offset
@@ -316,28 +318,42 @@ def ppm_solve(problem: FactoredLCP, opts: PPMOptions, warm_start=None) -> Soluti
 
 
 _THEOREM1_WHY = {KF.THEOREM1_CFM: "cfm > 0: [N, sqrt(cfm) I] has full row rank",
-                 KF.THEOREM1_NO_OFFSET: "q = N f* (no offset)", KF.THEOREM1_FULL_RANK: "N has full row rank"}
+                 KF.THEOREM1_NO_OFFSET: "q = N f* (no offset)", KF.THEOREM1_FULL_RANK: "N has full row rank",
+                 KF.THEOREM1_RANGE: "offset in range(N)",
+                 KF.THEOREM1_OUTSIDE: "offset outside range(N) and N rank-deficient (outside Theorem 1)"}
 
 
 def _ppm_dense(problem: FactoredLCP, opts: PPMOptions) -> Solution | None:
     """:func:`ppm_solve` of a dense N in one compiled call (kernels/factored.py ``ppm_dense``: Theorem
-    1's clear cases, the pivoting, z and its certification, which ``solve()`` then reads instead of
-    computing it again, :func:`~contactlab.solvers.registry.certified_by_kernel`). None when Theorem 1
-    is not clear from cfm, the offset or the compiled rank test (the general path decides)."""
+    1's decision, as :func:`theorem1_holds` makes it, then the pivoting, or for a problem outside
+    Theorem 1 the routed Dantzig on the formed N M^-1 N'; z and its certification on the factored
+    problem, which ``solve()`` then reads instead of computing it again,
+    :func:`~contactlab.solvers.registry.certified_by_kernel`). The same answer and info as the general
+    path. None when the kernel leaves the decision to it (N without columns, or data not finite)."""
     n = problem.n
     max_it = opts.max_iterations if opts.max_iterations is not None else 10 * n + 100
-    case, code, k, z, w, numbers, counts, nonbasic, positive, row0 = KF.ppm_dense(
+    case, code, k, z, w, numbers, counts, nonbasic, positive, row0, y = KF.ppm_dense(
         problem.N, problem.lower_factor(), np.ascontiguousarray(problem.f_star, dtype=np.float64),
         np.ascontiguousarray(problem.offset, dtype=np.float64), np.ascontiguousarray(problem.q, dtype=np.float64),
         float(problem.cfm), int(max_it))
     if case == KF.THEOREM1_UNCLEAR:
         return None
-    info = {"theorem1": _THEOREM1_WHY[case]}
-    if code == K.UNBOUNDED:   # a zero row (N_i M^-1 N_i' = 0) with q_i < 0: y = e_i is a Farkas vector
-        y = np.zeros(n)
-        y[row0] = 1.0
-        info["certificate"] = {"kind": "farkas", "y": y}
-    info["positive"], info["rank_bound"], info["nonbasic"] = int(positive), problem.m, nonbasic
+    code = int(code)
+    if case == KF.THEOREM1_OUTSIDE:   # routed: what dantzig_solve on problem.to_lcp() returns
+        info: dict = {"active_set": nonbasic}
+        if code == K.UNBOUNDED:   # the driving ray: a Farkas vector when M is PSD; solve() checks it
+            info["certificate"] = {"kind": "farkas", "y": y}
+            info["reason"] = "no blocking index on the driving ray"
+        elif code == K.NOT_P:
+            info["reason"] = _not_p_reason(int(row0))
+        info["routed"] = {"to": "dantzig", "reason": _THEOREM1_WHY[case]}
+    else:
+        info = {"theorem1": _THEOREM1_WHY[case]}
+        if code == K.UNBOUNDED:   # a zero row (N_i M^-1 N_i' = 0) with q_i < 0: y = e_i is a Farkas vector
+            y = np.zeros(n)
+            y[row0] = 1.0
+            info["certificate"] = {"kind": "farkas", "y": y}
+        info["positive"], info["rank_bound"], info["nonbasic"] = int(positive), problem.m, nonbasic
     sol = Solution(z=z, w=np.empty(0), status=_STATUS[code], iterations=int(counts[0]), pivots=int(counts[1]),
                    info=info)
     return certified_by_kernel(sol, problem, w, numbers)

@@ -1,4 +1,4 @@
-"""The compiled box-friction step (sim/box_step.py, sim/box_stages.py CompiledRowStages) against the
+"""The compiled box-friction step (contactlab.sim.box_kernels, called by contactlab.sim.box_stages.CompiledRowStages) against the
 general stages it replaces (``Simulator(compiled=False)``): the same
 kernels in the same order, so the same bits, step after step; the system and problem assembled when
 read equal the general path's; a declined step changes nothing; configurations it does not
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import contactlab.sim.box_step as BS
+import contactlab.sim.box_kernels as BS
 import contactlab.sim.simulator as SM
 from contactlab.kernels.pgs_matrix_free import solve_matrix_free
 from contactlab.scenarios import make_scene
