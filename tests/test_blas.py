@@ -43,14 +43,15 @@ def test_a_limit_inside_a_limit_restores_the_outer_one():
         return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 
     with threadpool_limits(limits=2, user_api="blas"):
+        outer = blas_counts()           # 2, or fewer where the library was started with fewer
         with blas.blas_threads(1):
             with blas.blas_threads(1):          # already at 1: left alone
                 assert all(n == 1 for n in blas_counts())
             assert all(n == 1 for n in blas_counts())
             with blas.blas_threads(2):
-                assert all(n == 2 for n in blas_counts())
+                assert blas_counts() == outer
             assert all(n == 1 for n in blas_counts())
-        assert all(n == 2 for n in blas_counts())
+        assert blas_counts() == outer
 
 
 def test_bad_thread_counts_are_refused_naming_the_argument():
@@ -70,6 +71,7 @@ def test_bad_thread_counts_are_refused_naming_the_argument():
 def test_a_simulator_step_runs_blas_on_its_thread_count_and_restores_it(monkeypatch):
     """A hand-written loop of Simulator.step() runs BLAS as Simulator.run does (threaded BLAS on a
     hand's LCPs costs several times more), and leaves the caller's setting as it found it."""
+    import pytest
     from threadpoolctl import threadpool_info, threadpool_limits
 
     from contactlab.scenarios import make_scene
@@ -83,6 +85,9 @@ def test_a_simulator_step_runs_blas_on_its_thread_count_and_restores_it(monkeypa
     advance = sim._advance
     monkeypatch.setattr(sim, "_advance", lambda: seen.append(blas_counts()) or advance())
     with threadpool_limits(limits=2, user_api="blas"):
+        outer = blas_counts()
+        if not any(n > 1 for n in outer):
+            pytest.skip("no loaded BLAS library takes 2 threads here (one core?): nothing to tell apart")
         sim.step()
         assert seen[-1] and all(n == 1 for n in seen[-1])
-        assert all(n == 2 for n in blas_counts())
+        assert blas_counts() == outer

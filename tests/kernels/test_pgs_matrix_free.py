@@ -245,9 +245,9 @@ def test_warm_start_that_certifies_reports_solve_relative_residual():
     H, q, cfm, lo, hi, findex, mu = bf.rows(sys_)
     z, *_ = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=5000, tol=1e-9)
     expected = relative_error(P.relative_residuals(z))
-    assert 1e-8 < expected < 1e-5          # PGS's answer after 5,000 sweeps (it stalls near 3e-6)
+    assert 1e-8 < expected < 1e-4          # PGS's answer after 5,000 sweeps: it stalls short of 1e-9
     z2, _, _, code, st = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, z0=z, max_sweeps=50,
-                                           tol=1e-5)
+                                           tol=2.0 * expected)
     assert code == 0 and st[0] == 0 and np.array_equal(z2, z)
     assert st[2] == pytest.approx(expected, rel=1e-9)
     z3, _, _, code, st = solve_matrix_free(H, sys_.W_blocks, q, cfm, lo, hi, findex, mu, max_sweeps=3, tol=1e-14)
