@@ -26,8 +26,9 @@ _NO_LABELS = np.zeros(0, dtype=np.int64)
 #: their elimination order, the block's pattern), which the next call reuses island by island where
 #: it finds the same rows and pattern (a settled pile's towers keep their contacts from step to step)
 #: and recomputes elsewhere: checked against the problem every time, so any problem may follow any.
-#: (layout, offsets, spare buffer); a call takes it (another thread meanwhile finds none) and puts back its own
-_layouts: list = [new_island_layouts()]
+#: (layout, offsets, spare buffer); a call takes it (another thread meanwhile finds none, as does the
+#: first call: nothing is made at import) and puts back its own
+_layouts: list = []
 
 
 #: :func:`_set_aside`: a row at lo = 0 is set aside where q_i > SET_ASIDE_GAP * max(-q) (its gap at z = 0
@@ -142,7 +143,7 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
     budget = opts.max_iterations if newton_only else min(opts.max_iterations, opts.island_iterations)
     try:
         layout, layout_at, spare = _layouts.pop()
-    except IndexError:                      # another thread's call holds it
+    except IndexError:                      # the first call, or another thread's call holds it
         layout, layout_at, spare = new_island_layouts()
     layout_next, at_next = box_qp_islands(
         M.indptr, M.indices, M.data, problem.q, problem.lo, problem.hi, problem.findex, problem.mu, z, rows, starts,
