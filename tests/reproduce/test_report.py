@@ -240,3 +240,12 @@ def test_quick_sections_give_their_papers_rows(tmp_path):
     assert n == 56 and "quasistatic_jamming.png" in jam[7]
     assert rows["drumwright", "Table II"][4] == VERDICT["not run"]
     assert len(rows) == len(papers.ITEMS)
+
+
+def test_a_sections_own_name_wins_over_words_in_other_titles():
+    """`--only sim` is the simulation section, not every section whose title mentions simulations;
+    a word that names no section whole still matches inside titles."""
+    names = lambda only: [reproduce.section_name(m) for m in reproduce.select_sections(only)]
+    assert names(["sim"]) == ["sim"]
+    assert names(["sec_reuse"]) == ["reuse"]
+    assert "grasping" in names(["grasp"]) and len(names(["simulation"])) >= 2

@@ -201,7 +201,7 @@ def section_name(mod) -> str:
 
 def select_sections(only: list[str] | None, mods: list | None = None) -> list:
     """Sections named by ``only``: each entry matches a section's short name (``sim``), module name
-    (``sec_sim``) or title, case-insensitively, whole or as a substring. An entry that matches
+    (``sec_sim``) or title, case-insensitively, whole (then only those) or else as a substring. An entry that matches
     nothing is a :class:`~contactlab.errors.ParamError` listing the names."""
     mods = sections() if mods is None else mods
     if not only:
@@ -209,9 +209,11 @@ def select_sections(only: list[str] | None, mods: list | None = None) -> list:
     chosen = []
     for want in only:
         w = want.strip().lower()
-        hits = [m for m in mods if w and any(w == k or w in k for k in
-                                              (section_name(m).lower(), m.__name__.rsplit(".", 1)[-1].lower(),
-                                               m.TITLE.lower()))]
+        keys = [(section_name(m).lower(), m.__name__.rsplit(".", 1)[-1].lower(), m.TITLE.lower()) for m in mods]
+        # a section's own name or title, whole, wins over words inside other titles ("sim" is the
+        # simulation section, not every title that mentions simulations)
+        hits = [m for m, k in zip(mods, keys) if w and w in k] or \
+               [m for m, k in zip(mods, keys) if w and any(w in part for part in k)]
         if not hits:
             names = "; ".join(f"{section_name(m)} ({m.TITLE})" for m in mods)
             raise ParamError(f"--only {want!r} matches no report section; sections: {names}")
