@@ -767,7 +767,8 @@ def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
     z = 0 (poor by the scale-free measure, yet every row free: one Newton step is the answer) and from
     a good start it solves the island itself (SOLVED, on its CSR block); box-qp certifies the same
     minimiser (SPD: unique) either way, and as the interior point alone."""
-    from contactlab.kernels.box_qp import LEFT, POOR_LEFT_FROM, box_qp_islands, new_island_layouts
+    from contactlab.kernels.box_qp import LEFT
+    from contactlab.kernels.box_qp_islands import POOR_LEFT_FROM, box_qp_islands, new_island_layouts
     from contactlab.problems.islands import island_rows
     from contactlab.solvers.box_qp.interior_point import IPM_WARM_MAX
     _, p = _stacked_columns_problem(count=60, columns=2, steps=5)
@@ -797,7 +798,7 @@ def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
 def _islands_call(p, M, order, bounds, cache):
     """box_qp_islands on (order, bounds) of p with M (CSR) from z = 0, the layout cache ``cache``:
     (z, w, codes, its, outers, the returned layouts)."""
-    from contactlab.kernels.box_qp import box_qp_islands
+    from contactlab.kernels.box_qp_islands import box_qp_islands
     from contactlab.solvers.box_qp.interior_point import IPM_WARM_MAX
     opts = BQ.BoxQPOptions()
     z, w = np.full(p.n, np.nan), np.full(p.n, np.nan)
@@ -814,7 +815,8 @@ def test_cached_island_layouts_are_the_recomputed_ones_and_a_changed_island_reco
     answers are the same bits as with the layout computed afresh; an island that loses a contact
     (its normal and friction rows) or a coupling (two entries of M) fails the check and is
     recomputed -- again the same bits as a fresh call -- while the unchanged island keeps its cache."""
-    from contactlab.kernels.box_qp import CSR_FROM, _layout_values, csr_sub_block, new_island_layouts
+    from contactlab.kernels.box_qp import csr_sub_block
+    from contactlab.kernels.box_qp_islands import CSR_FROM, _layout_values, new_island_layouts
     from contactlab.problems.islands import island_rows
     _, p = _stacked_columns_problem(count=30, columns=2, steps=5)
     M = p.M.tocsr()

@@ -73,8 +73,8 @@ class PackedContactSet(ContactSet):
     """The contacts of one compiled detection (collision.boxes ``detect_and_match_packed``) as its two
     buffers, ``floats`` and ``ints`` (collision.boxes ``PACKED_FLOATS`` / ``PACKED_INTS``: each field's rows
     in turn); every field of :class:`ContactSet` is a view of them, made on first read. A step hands
-    the buffers to the next compiled call as they are: two arrays, not eleven (~0.3 us an array at
-    each crossing between Python and numba), and ``match``, the detection's contact matching
+    the buffers to the next compiled call as they are: two arrays, not eleven (each array costs a boxing
+    at each crossing between Python and numba), and ``match``, the detection's contact matching
     (collision.match_contacts), comes with them. Assigning a field, or ``dataclasses.replace``, gives
     a set that holds its own arrays (``floats`` and ``ints`` None), as a ContactSet does."""
 

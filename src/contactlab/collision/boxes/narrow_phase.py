@@ -174,7 +174,7 @@ def detect_and_match_packed(dof_start, lin, ang, body_radius, h, quaternion, pos
                             nb, cls, half, verts, vstart, radius, plane_row, shape_mu, mu_default, prev_floats,
                             prev_ints, values, near, sweep_out, reach_out):
     """:func:`detect_and_match` with its results packed (:func:`pack_contacts`: two arrays to hand to
-    Python, not fifteen; each array handed over costs ~0.3 us) and the sweep and reach written into
+    Python, not fifteen; each array handed over costs a boxing and a freeing) and the sweep and reach written into
     ``sweep_out`` / ``reach_out``; the previous contacts as packed too (``prev_ints`` empty: none).
     Returns (left, floats, ints); where ``left`` (a pair for coal) the buffers are empty."""
     point_prev, _, _, _, _, _, _, _, _, sa_prev, sb_prev, _ = unpack_contacts(prev_floats, prev_ints)

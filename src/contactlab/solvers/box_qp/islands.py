@@ -1,12 +1,13 @@
 """A sparse problem solved island by island (``problem.islands``, set by its builder): the small
-islands in one compiled call (kernels/box_qp.py ``box_qp_islands``), the others by the whole method
+islands in one compiled call (:func:`contactlab.kernels.box_qp_islands.box_qp_islands`), the others by the whole method
 on their own blocks; rows that z = 0 likely solves set aside first (:func:`_set_aside`)."""
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-from ...kernels.box_qp import INTERIOR, LEFT, UNSETTLED, box_qp_islands, csr_rows_affine, new_island_layouts
+from ...kernels.box_qp import INTERIOR, LEFT, UNSETTLED
+from ...kernels.box_qp_islands import box_qp_islands, csr_rows_affine, new_island_layouts
 from ...kernels.components import kept_row_components
 from ...problems import BoxedLCP
 from ...problems.islands import island_problem, island_rows
@@ -22,7 +23,7 @@ GROUPED_FROM = 64
 
 _NO_LABELS = np.zeros(0, dtype=np.int64)
 
-#: the CSR islands' layouts of the last compiled call (kernels/box_qp.py ``box_qp_islands``: groups,
+#: the CSR islands' layouts of the last compiled call (:func:`contactlab.kernels.box_qp_islands.box_qp_islands`: groups,
 #: their elimination order, the block's pattern), which the next call reuses island by island where
 #: it finds the same rows and pattern (a settled pile's towers keep their contacts from step to step)
 #: and recomputes elsewhere: checked against the problem every time, so any problem may follow any.
@@ -68,7 +69,7 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray, solve, resume
     """A sparse problem whose builder found its islands (``problem.islands`` = (count, label per
     row): independent row groups, e.g. models/box_friction.py from the bodies each row touches) is
     solved island by island: the islands of up to min(dense_max, small_n) rows in one compiled call
-    (kernels/box_qp.py ``box_qp_islands``: each island's dense block and projected Newton, the
+    (:func:`contactlab.kernels.box_qp_islands.box_qp_islands`: each island's dense block and projected Newton, the
     small-problem settings), an island whose Newton gives way to the interior point (or a larger
     one) on its own block in Python. The whole problem's Newton stops, and its interior point
     iterates, until its worst island is solved, where each island alone mostly certifies in a Newton
@@ -156,7 +157,7 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
     # one interior point on their union from there (rows of separate islands stay uncoupled; one
     # run's ~15 iterations instead of ~15 per island, each a Python iteration), at the earliest of
     # their bound updates (their Newton iterations already counted)
-    # (and those it left: large islands from a poor start, kernels/box_qp.py POOR_LEFT_FROM)
+    # (and those it left: large islands from a poor start, kernels.box_qp_islands.POOR_LEFT_FROM)
     left = small[codes == LEFT]
     rest = [(order[bounds[k]:bounds[k + 1]], None, 0) for k in np.sort(np.concatenate([np.flatnonzero(~fits), left]))]
     gave_up = np.flatnonzero(codes == INTERIOR)

@@ -22,12 +22,12 @@ class BoxQPOptions:
     ipm_iterations: interior-point iterations per QP; islands: solve a sparse problem's own
     ``islands`` (set by its builder, e.g. box friction) apart (:func:`_islands`); grouped_max: the
     largest island solved by the compiled projected Newton with block-by-block factorisations over
-    the problem's ``body_groups`` (0: none; e.g. a pile's columns of boxes; above kernels/box_qp.py
-    CSR_FROM rows on its CSR block, in time linear in its entries; by default every island). A larger
+    the problem's ``body_groups`` (0: none; e.g. a pile's columns of boxes; above
+    :data:`contactlab.kernels.box_qp_islands.CSR_FROM` rows on its CSR block, in time linear in its entries; by default every island). A larger
     island takes the whole method in Python, as does one of more than POOR_LEFT_FROM rows from a poor
     start (the compiled call leaves it: a falling pile's impact islands, whose Newton steps mostly do
-    not land). The settled 2,000-box pile's 960-row towers: 97.6 ms a step at 600, 72.6 with every
-    island (docs/benchmarks-sim.md);
+    not land; the settled 2,000-box pile's 960-row towers are faster with every island in the compiled
+    call: docs/benchmarks-sim.md);
     set_aside: with islands, solve the rows that 0 likely solves (gaps, :func:`_set_aside`) last, so
     the islands are those of the rows in play (off by default: a falling pile's velocity problems
     stay one island without their gaps and take several rounds; the position correction sets it);
