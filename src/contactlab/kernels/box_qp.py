@@ -296,14 +296,9 @@ def group_elimination(gstart, nb, cnt):
 
 
 @jit
-def island_groups(indptr, indices, idx, at, label, scratch):
-    """The block structure of an island's matrix for :func:`_grouped_solve` and
-    :func:`_panel_solve`: its rows idx (at[idx[a]] = a, -1 elsewhere) in groups by their global
-    ``label`` (rows on the same bodies, e.g. a body pair's contact rows), two groups adjacent where
-    M (CSR) couples them, and the groups' elimination order (:func:`group_elimination`: fewest
-    neighbour rows first, fill included). ``scratch``: -1 per label on entry and exit. Returns
-    (grp, gstep, nbr, nnb): row a's group grp[a], group g eliminated at step gstep[g], step s's
-    later neighbours (by step) nbr[s, :nnb[s]]."""
+def group_ids(idx, label, scratch):
+    """Row a's group: its label's rank of first appearance among the rows idx (as
+    :func:`island_groups` numbers them). ``scratch``: -1 per label on entry and exit."""
     m = idx.size
     grp = np.empty(m, dtype=np.int64)
     G = 0
@@ -315,6 +310,23 @@ def island_groups(indptr, indices, idx, at, label, scratch):
         grp[a] = scratch[lab]
     for a in range(m):
         scratch[label[idx[a]]] = -1
+    return grp
+
+
+@jit
+def island_groups(indptr, indices, idx, at, label, scratch):
+    """The block structure of an island's matrix for :func:`_grouped_solve` and
+    :func:`_panel_solve`: its rows idx (at[idx[a]] = a, -1 elsewhere) in groups by their global
+    ``label`` (rows on the same bodies, e.g. a body pair's contact rows), two groups adjacent where
+    M (CSR) couples them, and the groups' elimination order (:func:`group_elimination`: fewest
+    neighbour rows first, fill included). ``scratch``: -1 per label on entry and exit. Returns
+    (grp, gstep, nbr, nnb): row a's group grp[a], group g eliminated at step gstep[g], step s's
+    later neighbours (by step) nbr[s, :nnb[s]]."""
+    m = idx.size
+    grp = group_ids(idx, label, scratch)
+    G = 0
+    for a in range(m):
+        G = max(G, grp[a] + 1)
     gstart = np.zeros(G + 1, dtype=np.int64)
     for a in range(m):
         gstart[grp[a] + 1] += 1

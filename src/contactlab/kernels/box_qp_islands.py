@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .box_qp import INTERIOR, LEFT, _gather_block, box_qp_grouped, island_groups, new_factor_cache, no_csr, no_groups
+from .box_qp import (INTERIOR, LEFT, _gather_block, box_qp_grouped, group_ids, island_groups, new_factor_cache,
+                     no_csr, no_groups)
 
 #: the fewest rows of an island factorised by groups that box_qp_islands keeps as CSR (above: time
 #: linear in its entries; below: its dense block, whose BLAS products are faster while it is small);
@@ -43,24 +44,6 @@ def _put(blob, used, x):
         blob = wider
     blob[used:used + v.size] = v
     return blob, used + v.size
-
-
-@jit
-def _group_ids(idx, label, scratch):
-    """Row a's group: its label's rank of first appearance among the rows idx (as
-    :func:`island_groups` numbers them). ``scratch``: -1 per label on entry and exit."""
-    m = idx.size
-    grp = np.empty(m, dtype=np.int64)
-    G = 0
-    for a in range(m):
-        lab = label[idx[a]]
-        if scratch[lab] < 0:
-            scratch[lab] = G
-            G += 1
-        grp[a] = scratch[lab]
-    for a in range(m):
-        scratch[label[idx[a]]] = -1
-    return grp
 
 
 @jit
@@ -137,7 +120,7 @@ def _layout_values(blob, b0, b1, indptr, indices, data, idx, at, label, scratch)
     for a in range(m):
         if blob[o + a] != idx[a]:
             return False, none
-    grp = _group_ids(idx, label, scratch)
+    grp = group_ids(idx, label, scratch)
     o += m
     for a in range(m):
         if blob[o + a] != grp[a]:
