@@ -196,8 +196,8 @@ def mass_matrices(model: Model, data: Data) -> tuple[sp.csr_matrix, sp.csr_matri
     """Block-diagonal M = diag(m I3, R I R') and its inverse over the non-fixed bodies."""
     if not np.any(model.dof_start >= 0):
         return _empty(0), _empty(0)
-    Bm, Bw = mass_blocks(model, data)
-    return _block_csr(Bm), _block_csr(Bw)
+    M_blocks, W_blocks = mass_blocks(model, data)
+    return _block_csr(M_blocks), _block_csr(W_blocks)
 
 
 def joint_torque_forces(model: Model, data: Data) -> np.ndarray:
@@ -446,18 +446,18 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
 def assemble_system(model: Model, data: Data, contacts, h: float, f: np.ndarray, body, terms,
                     v_free: np.ndarray | None, joint=None) -> ConstraintSystem:
     """The :class:`ConstraintSystem` from the compiled terms :func:`build_system` computes:
-    ``body`` = :func:`~.bodies.body_terms` (Bm, Bw, v) (None without moving bodies),
+    ``body`` = :func:`~.bodies.body_terms` (M_blocks, W_blocks, v) (None without moving bodies),
     ``terms`` = ``contact_terms`` (rows data, indices, indptr, normal bias) (None without contacts),
-    ``v_free`` = ``free_velocity`` (Bw, v, f, h) where the blocks cover every dof, ``joint`` =
+    ``v_free`` = ``free_velocity`` (W_blocks, v, f, h) where the blocks cover every dof, ``joint`` =
     :func:`_system_joint_rows`'s answer where already computed. Else the joint rows
     are formed here from ``data`` (a joint-free model reads nothing of it: :mod:`contactlab.sim.box_kernels` assembles
     a step's system after the step from the terms its compiled call returned)."""
     st = model.settings
     if body is not None:
-        Bm, Bw, v = body
-        M, Minv = _block_csr(Bm), _block_csr(Bw)
+        M_blocks, W_blocks, v = body
+        M, Minv = _block_csr(M_blocks), _block_csr(W_blocks)
     else:
-        (M, Minv), Bw, v = mass_matrices(model, data), np.zeros((0, 6, 6)), data.velocity_vector(model)
+        (M, Minv), W_blocks, v = mass_matrices(model, data), np.zeros((0, 6, 6)), data.velocity_vector(model)
     (J, j_rhs, j_err), (L, l_bias), (A, a_target, a_max), labels = \
         _system_joint_rows(model, data, h, v) if joint is None else joint
     d = int(st.friction_directions)
@@ -476,7 +476,7 @@ def assemble_system(model: Model, data: Data, contacts, h: float, f: np.ndarray,
                            S=S, T=T, d=d, mu=mu, phi=phi, A=A, a_target=a_target, a_max=a_max,
                            cfm=float(st.cfm), contacts=contacts,
                            normal_guess=np.full(nc, np.nan) if guess is None else guess,
-                           labels=labels, W_blocks=Bw, NST=NST)
+                           labels=labels, W_blocks=W_blocks, NST=NST)
     if v_free is not None and sys.body_blocks:     # v_free from the blocks (compiled), what v_free() would compute
         sys.__dict__["_v_free"] = (sys._v_free_key(), v_free)
     return sys

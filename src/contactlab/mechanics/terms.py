@@ -22,7 +22,7 @@ from .rows import contact_terms
 def system_terms(live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity,
                  angular_velocity, gyroscopic, f, with_free, a, b, P, normal, t1, t2, phi, zeta_c, slop, joints,
                  motor_target, motor_max_force, planar_reference, h, zeta_j):
-    """(body, v_free, contact, joint) terms of one step: ``body`` = (Bm, Bw, v) with f += the bodies'
+    """(body, v_free, contact, joint) terms of one step: ``body`` = (M_blocks, W_blocks, v) with f += the bodies'
     gravity and gyroscopic forces in place; ``v_free`` = v + h M^-1 f where ``with_free`` (the blocks
     cover every dof), else empty; ``contact`` = (rows data (3, nnz), indices, indptr, normal bias) of
     the k contacts (a, b, P, normal, t1, t2, phi; k may be 0); ``joint`` = the J, L and A groups of

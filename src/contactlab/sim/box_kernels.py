@@ -56,16 +56,16 @@ TRIVIAL = 2      # z = 0 solves the problem (solve()'s TRIVIAL), applied
 def _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyroscopic, quat, pos, lin, ang, floats,
                 ints, h, zeta, slop):
     """What both compiled steps start with, in the general path's order: e0
-    (:func:`contactlab.kernels.energy.energies`), f = 0 and (Bm, Bw, v) (:func:`contactlab.mechanics.bodies.body_terms`: f += gravity and
+    (:func:`contactlab.kernels.energy.energies`), f = 0 and (M_blocks, W_blocks, v) (:func:`contactlab.mechanics.bodies.body_terms`: f += gravity and
     gyroscopic forces), v_free (``free_velocity``) and the rows of the packed contacts (``floats``,
     ``ints``: :func:`contactlab.collision.boxes.packed.pack_contacts`) with the normal bias (``contact_terms``).
-    Returns (e0, f, Bm, Bw, v, v_free, rows data, indices, indptr, normal bias)."""
+    Returns (e0, f, M_blocks, W_blocks, v, v_free, rows data, indices, indptr, normal bias)."""
     P, normal, t1, t2, phi, _, _, a, b, _, _, _ = unpack_contacts(floats, ints)
     ke0, pe0 = energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity)
     f = np.zeros(ndof)
-    Bm, Bw, v = body_terms(live, dof_start, quat, mass, inertia, inv_inertia, gravity, lin, ang, gyroscopic, f)
+    M_blocks, W_blocks, v = body_terms(live, dof_start, quat, mass, inertia, inv_inertia, gravity, lin, ang, gyroscopic, f)
     dv, ix, ip, n_bias = contact_terms(a, b, dof_start, pos, P, normal, t1, t2, phi, h, zeta, slop)
-    return ke0 + pe0, f, Bm, Bw, v, free_velocity(Bw, v, f, h), dv, ix, ip, n_bias
+    return ke0 + pe0, f, M_blocks, W_blocks, v, free_velocity(W_blocks, v, f, h), dv, ix, ip, n_bias
 
 
 @jit
@@ -87,7 +87,7 @@ def results(z, w, dvel, v_next, tangent, before):
 @jit
 def system_terms(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyroscopic, before, floats, ints, h, zeta,
                  slop):
-    """The terms of a compiled step's system (:func:`contactlab.mechanics.system.assemble_system`'s f, (Bm, Bw,
+    """The terms of a compiled step's system (:func:`contactlab.mechanics.system.assemble_system`'s f, (M_blocks, W_blocks,
     v), (rows data, indices, indptr, normal bias), v_free) from its state before the step
     (:func:`state_before`) and its packed contacts: :func:`_step_terms` on the same inputs, so the
     same bits as the step's own."""
@@ -96,10 +96,10 @@ def system_terms(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyr
     pos = before[4 * nb:7 * nb].reshape((nb, 3))
     lin = before[7 * nb:10 * nb].reshape((nb, 3))
     ang = before[10 * nb:13 * nb].reshape((nb, 3))
-    _, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
+    _, f, M_blocks, W_blocks, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
                                                               gravity, gyroscopic, quat, pos, lin, ang, floats, ints,
                                                               h, zeta, slop)
-    return f, Bm, Bw, v, v_free, dv, ix, ip, n_bias
+    return f, M_blocks, W_blocks, v, v_free, dv, ix, ip, n_bias
 
 
 @jit
@@ -112,7 +112,7 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     [N; S; T] (:mod:`contactlab.models.box_friction`'s layout, no joint, motor or limit rows), in the order of
     the general stages (:class:`contactlab.sim.stages.Stages`):
 
-    e0 (:func:`contactlab.kernels.energy.energies`); f = 0 and (Bm, Bw, v) (:func:`contactlab.mechanics.bodies.body_terms`:
+    e0 (:func:`contactlab.kernels.energy.energies`); f = 0 and (M_blocks, W_blocks, v) (:func:`contactlab.mechanics.bodies.body_terms`:
     f += gravity and gyroscopic forces); the rows and the normal bias (``contact_terms``); v_free
     (``free_velocity``); q and the bounds, and M unless the warm start is taken below (the dense parts'
     kernels of :mod:`contactlab.models.box_friction`); the warm start (``_matched_impulses`` of the previous impulses where ``warm``); z = 0 if it solves the
@@ -137,7 +137,7 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     the warm start was taken without M); outcome DECLINED leaves every state array as it was."""
     before = state_before(quat, pos, lin, ang)
     _, _, _, _, phi, mu_c, guess, _, _, _, _, match = unpack_contacts(floats, ints)
-    e0, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
+    e0, f, M_blocks, W_blocks, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
                                                                gravity, gyroscopic, quat, pos, lin, ang, floats,
                                                                ints, h, zeta, slop)
     nc, nnz, H, none = phi.size, dv.shape[1], dv.reshape(-1), np.zeros(0)     # H: the rows' values, row by row
@@ -157,7 +157,7 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     lo, hi, findex, mu = _box_bounds(0, 0, 0, n, none, mu_c, guess, new_bound, current)
     taken = False
     if try_warm and warm and nc:
-        taken, w_s, dvel, numbers_s = warm_start_stop(ip, ix, H, blk_ptr, blk_cols, Bw.reshape(-1), cfm, q, lo, hi,
+        taken, w_s, dvel, numbers_s = warm_start_stop(ip, ix, H, blk_ptr, blk_cols, W_blocks.reshape(-1), cfm, q, lo, hi,
                                                       findex, mu, z0, tol)
         taken = taken and numbers_s[3] <= threshold     # solve()'s test too (max(certify, tol) >= tol)
         if taken:
@@ -166,7 +166,7 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
                                                     MODE_IMPULSE_TOL, MODE_SPEED_TOL)
     finite = False
     if not taken:       # the rest of box friction's dense parts: M, and whether q is finite
-        M = delassus_dense(ip, ix, H, Bw, n, np.full(n, cfm))
+        M = delassus_dense(ip, ix, H, W_blocks, n, np.full(n, cfm))
         finite = np.all(np.isfinite(q))
     if finite:
         if boxed_zero_solves(q, lo, hi, findex):
@@ -187,13 +187,13 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
         if taken:
             pass            # v+, tangent impulses and modes from W H' z above
         elif nc:
-            v_next, tangent, modes = _recover_parts(blk_ptr, blk_cols, Bw.reshape(-1), ip, ix, H, z, v_free, 0,
+            v_next, tangent, modes = _recover_parts(blk_ptr, blk_cols, W_blocks.reshape(-1), ip, ix, H, z, v_free, 0,
                                                     ip[:nc + 1], ix[:nnz], dv[1], dv[2], MODE_IMPULSE_TOL,
                                                     MODE_SPEED_TOL)
         else:       # no contact: box_friction.recover's general branch, v_free + M^-1 (H' z) with H empty
-            v_next = v_free + rows_times(blk_ptr, blk_cols, Bw.reshape(-1),
+            v_next = v_free + rows_times(blk_ptr, blk_cols, W_blocks.reshape(-1),
                                          rows_transpose_times(ip, ix, H, z, v_free.size))
-        contact_gain = kinetic_gain(blk_ptr, blk_cols, Bm.reshape(-1), v_next, v_free.copy(), passive)
+        contact_gain = kinetic_gain(blk_ptr, blk_cols, M_blocks.reshape(-1), v_next, v_free.copy(), passive)
         advance_state(dof_start, v_next, lin, ang, pos, quat, h)
         if position_stage and nc:
             c, deep = position_targets(rows_times(ip[:nc + 1], ix[:nnz], dv[0], v_next), phi, h, slop, position_zeta)
@@ -256,7 +256,7 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
     :func:`box_friction_step`'s."""
     before = state_before(quat, pos, lin, ang)
     P, _, _, _, phi, mu_c, guess, _, _, _, _, match = unpack_contacts(floats, ints)
-    e0, f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
+    e0, f, M_blocks, W_blocks, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
                                                                gravity, gyroscopic, quat, pos, lin, ang, floats,
                                                                ints, h, zeta, slop)
     nc, nnz, H, none = phi.size, dv.shape[1], dv.reshape(-1), np.zeros(0)     # H: the rows' values, row by row
@@ -267,7 +267,7 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
     if warm:
         _matched_impulses(z, 0, match, prev_normal, prev_tangent)
     height = row_heights(P, gravity, 0, 3)
-    ok, w, dvel, code, stats = _pgs_matrix_free(ip, ix, H, Bw, q, np.full(n, cfm), lo, hi, findex, mu, z, sweeps, 10,
+    ok, w, dvel, code, stats = _pgs_matrix_free(ip, ix, H, W_blocks, q, np.full(n, cfm), lo, hi, findex, mu, z, sweeps, 10,
                                                 tol, tol_w, NORMWISE_FLOOR, True, height)
     outcome = SOLVED if ok else DECLINED
     for i in range(n):
@@ -286,13 +286,13 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
                                                     MODE_IMPULSE_TOL, MODE_SPEED_TOL)
         else:
             v_next = v_free + dflat
-        contact_gain = kinetic_gain(blk_ptr, blk_cols, Bm.reshape(-1), v_next, v_free.copy(), passive)
+        contact_gain = kinetic_gain(blk_ptr, blk_cols, M_blocks.reshape(-1), v_next, v_free.copy(), passive)
         advance_state(dof_start, v_next, lin, ang, pos, quat, h)
         if position_stage and nc:
             c, deep = position_targets(rows_times(ip[:nc + 1], ix[:nnz], dv[0], v_next), phi, h, slop, position_zeta)
             if deep:
                 p = np.zeros(nc)
-                ok2, _, dx, _, _ = _pgs_matrix_free(ip[:nc + 1], ix[:nnz], dv[0], Bw, c, np.full(nc, 1e-9),
+                ok2, _, dx, _, _ = _pgs_matrix_free(ip[:nc + 1], ix[:nnz], dv[0], W_blocks, c, np.full(nc, 1e-9),
                                                     np.zeros(nc), np.full(nc, np.inf),
                                                     np.full(nc, -1, dtype=np.int64), np.zeros(nc), p, sweeps, 10,
                                                     1e-4, 0.0, NORMWISE_FLOOR, False, height[:nc])

@@ -279,14 +279,14 @@ class CompiledRowStages(RowStages):
         self.cfm = float(sim.model_options.cfm + m.settings.cfm)
 
     def system_terms(self, gyroscopic, before, floats, ints, h, zeta, slop):
-        """:func:`contactlab.mechanics.system.assemble_system`'s (f, (Bm, Bw, v), (rows data, indices, indptr,
+        """:func:`contactlab.mechanics.system.assemble_system`'s (f, (M_blocks, W_blocks, v), (rows data, indices, indptr,
         normal bias), v_free) of a step this plan took (:func:`contactlab.sim.box_kernels.system_terms`), for the
         system assembled when read (StepState.defer)."""
         m = self.sim.model
-        f, Bm, Bw, v, v_free, dv, ix, ip, n_bias = BS.system_terms(
+        f, M_blocks, W_blocks, v, v_free, dv, ix, ip, n_bias = BS.system_terms(
             self.live, m.ndof, m.dof_start, m.mass, m.inertia, m.inv_inertia, self.gravity, gyroscopic, before, floats,
             ints, h, zeta, slop)
-        return f, (Bm, Bw, v), (dv, ix, ip, n_bias), v_free
+        return f, (M_blocks, W_blocks, v), (dv, ix, ip, n_bias), v_free
 
     # -- build: the compiled call's inputs --------------------------------------------------------
     def build(self, w: StepWork) -> None:
