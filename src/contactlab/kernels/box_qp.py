@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ._jit import jit
-from .dense import grouped_cholesky_solve
+from .dense import csr_times, grouped_cholesky_solve
 from .residual import abs_terms as _abs_terms, box_relative_error, boxed_certify_dense, coupled_bounds, csr_abs_terms
 from .tolerances import EPS
 
@@ -81,13 +81,7 @@ def _mat_vec(M, sptr, sidx, sval, x):
     """M x: dense M by np.dot where no CSR is given (sptr empty), else the CSR (sptr, sidx, sval)."""
     if sptr.size == 0:
         return np.dot(M, x)
-    out = np.empty(x.size)
-    for i in range(x.size):
-        acc = 0.0
-        for p in range(sptr[i], sptr[i + 1]):
-            acc += sval[p] * x[sidx[p]]
-        out[i] = acc
-    return out
+    return csr_times(sptr, sidx, sval, x)
 
 
 @jit

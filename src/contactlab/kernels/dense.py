@@ -253,6 +253,20 @@ def chol_solve(L, k, b, x):
 
 
 @jit
+def csr_times(indptr, indices, data, x):
+    """A x for A in CSR (indptr, indices, data), one pass over its entries (mechanics' H x for a
+    step's rows, box-qp's products on an island's CSR block)."""
+    n = indptr.size - 1
+    out = np.empty(n)
+    for r in range(n):
+        acc = 0.0
+        for p in range(indptr[r], indptr[r + 1]):
+            acc += data[p] * x[indices[p]]
+        out[r] = acc
+    return out
+
+
+@jit
 def matvec(A, x, out):
     """out = A x, each row summed in column order."""
     for i in range(A.shape[0]):
