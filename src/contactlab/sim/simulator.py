@@ -27,7 +27,7 @@ from ..mechanics.joint_projection import displace, joint_error_kernel, project_j
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
-from ..mechanics.system import delassus, mobility, packed_joints, rows_times
+from ..mechanics.system import delassus, held_blocks, mobility, packed_joints, rows_times
 from ..models import get_model, make_options
 from ..models.box_friction import row_heights
 from ..solvers import available_solvers, solve
@@ -460,7 +460,7 @@ class Simulator:
         if self.iterations is not None and sys.body_blocks:
             # fixed-budget mode: matrix-free PGS on N W N' + POSITION_CFM I without forming it;
             # dv = W N' p is the displacement
-            p, _, dx, _, _ = solve_matrix_free(sys.N, self._held_blocks(sys), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
+            p, _, dx, _, _ = solve_matrix_free(sys.N, held_blocks(self.model, sys.W_blocks), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
                                                max_sweeps=self.iterations, tol=1e-4, report=False,
                                                height=self._contact_heights(sys))
@@ -470,7 +470,7 @@ class Simulator:
         W = mobility(self.model, self.data) if self._kinematic else sys.Minv
         factors = None
         if sys.W_blocks is not None:
-            held = self._held_blocks(sys)
+            held = held_blocks(self.model, sys.W_blocks)
             A = delassus(dataclasses.replace(sys, W_blocks=held), sys.N, POSITION_CFM, dense=sys.nc <= 200)
             factors = (sys.N, held, POSITION_CFM)
         else:
@@ -501,15 +501,6 @@ class Simulator:
         point = np.ascontiguousarray(sys.contacts.point, dtype=np.float64).reshape(-1, 3) if sys.nc \
             else np.zeros((0, 3))
         return row_heights(point, np.asarray(self.model.gravity, dtype=np.float64), 0, 1)
-
-    def _held_blocks(self, sys):
-        """The system's M^-1 blocks with kinematic bodies' zeroed: they do not yield to a position
-        correction (a copy only when there are kinematic bodies)."""
-        if not self._kinematic:
-            return sys.W_blocks
-        Wb = sys.W_blocks.copy()
-        Wb[self.model.dof_start[self.model.kind == KIND_KINEMATIC] // 6] = 0.0
-        return Wb
 
     def _margin(self) -> float:
         """The settings' contact margin (every pair's speculative distance before its reach)."""
