@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from contactlab.kernels.box_qp import INTERIOR, SOLVED, _abs_terms, box_qp_dense, box_relative_error, new_factor_cache
+from contactlab.kernels.box_qp import (INTERIOR, SOLVED, _abs_terms, box_qp_dense, box_relative_error,
+                                      new_factor_cache, no_groups)
 from contactlab.problems import BoxedLCP
 from contactlab.problems.residual import box_relative, relative_error, row_terms
 from contactlab.solution import Status
@@ -793,6 +794,64 @@ def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
             assert np.all(its == 1)         # the one Newton step it was given
     cold = solve(p, "box-qp")
     assert cold.success and np.allclose(cold.z, ref.z, rtol=1e-5, atol=1e-6 * np.abs(ref.z).max())
+
+
+def test_csr_islands_from_a_good_start_land_on_the_interior_points_minimiser():
+    """box_qp_islands on the 720-row islands of two 60-box columns (CSR blocks, where projected Newton
+    tries the face step first, kernels/box_qp.py ``_face_step``) from the answer perturbed by 1 % (a
+    good start: its error below IPM_WARM_MAX): SOLVED in the compiled call within a few Newton steps,
+    at the interior point's minimiser alone (SPD: unique); and box-qp certifies it from there."""
+    from contactlab.kernels.box_qp_islands import CSR_FROM, box_qp_islands, new_island_layouts
+    from contactlab.problems.islands import island_rows
+    from contactlab.solvers.box_qp.interior_point import IPM_WARM_MAX
+    opts = BQ.BoxQPOptions()
+    _, p = _stacked_columns_problem(count=60, columns=2, steps=5)
+    ref = solve(p, "box-qp", algorithm="ipm", tol=1e-12)
+    order, bounds = island_rows(*p.islands)
+    assert np.diff(bounds).min() > CSR_FROM and ref.success
+    scale = np.abs(ref.z).max()
+    start = ref.z * (1.0 + 1e-2 * np.where(np.arange(p.n) % 2, 1.0, -1.0))
+    assert BQ.solver._certified(p.M, p.q, *p.bounds(start), start, np.empty(p.n), np.empty((5, p.n)))[1] <= IPM_WARM_MAX
+    M = p.M.tocsr()
+    z, w = np.full(p.n, np.nan), np.empty(p.n)
+    codes, its, outers = (np.zeros(bounds.size - 1, dtype=np.int64) for _ in range(3))
+    box_qp_islands(M.indptr.astype(np.int64), M.indices.astype(np.int64), M.data, p.q, p.lo, p.hi, p.findex,
+                   p.mu, start, order, bounds, opts.tol, 20, opts.armijo, False, opts.max_outer, z, w, codes,
+                   its, outers, p.body_groups, 64, p.n, opts.newton_steps, 8, IPM_WARM_MAX, *new_island_layouts())
+    assert np.all(codes == SOLVED) and np.all(its <= 3 * outers)
+    assert np.allclose(z, ref.z, rtol=1e-5, atol=1e-6 * scale)
+    sol = solve(p, "box-qp", warm_start=start)
+    assert sol.success and np.allclose(sol.z, ref.z, rtol=1e-5, atol=1e-6 * scale)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_face_step_is_the_minimiser_on_the_face_of_its_held_rows(seed):
+    """kernels/box_qp.py ``_face_step`` against numpy: z + d holds every row it holds at that row's bound
+    (those projected Newton holds from z, and those an earlier solve carried across a bound), and on the
+    others solves M_FF x_F = -(q_F + M_FH b_H) (np.linalg.solve: the minimiser of the QP on that face);
+    where a row free in its last solve leaves the box, an earlier solve held rows (FACE_SOLVES)."""
+    from contactlab.kernels.box_qp import FACE_SOLVES, _face_step
+    rng = np.random.default_rng(seed)
+    p = contact_problem(rng, 8, False, psd=False)
+    M, q, lo, hi = p.M, p.q, p.lo, p.hi
+    z = np.clip(rng.normal(scale=0.5, size=p.n), lo, hi)
+    z[::5] = lo[::5]                                  # some rows at a bound
+    w = M @ z + q
+    eps = 1e-3 * np.abs(z).max()
+    d, held = np.empty(p.n), np.empty(p.n, dtype=np.bool_)
+    assert _face_step(M, z, w, lo, hi, eps, d, held, *new_factor_cache(p.n), *no_groups(),
+                      np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+    x = z + d
+    first = ((z <= lo + eps) & (w > 0)) | ((z >= hi - eps) & (w < 0))
+    assert np.all(held[first])
+    tiny = 4 * np.finfo(float).eps * np.abs(z).max()     # z + (bound - z): the bound to rounding
+    assert np.all((np.abs(x[held] - lo[held]) <= tiny) | (np.abs(x[held] - hi[held]) <= tiny))
+    F, H = np.flatnonzero(~held), np.flatnonzero(held)
+    ref = np.linalg.solve(M[np.ix_(F, F)], -(q[F] + M[np.ix_(F, H)] @ x[H]))
+    assert np.allclose(x[F], ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
+    # a row free in the last solve lies in its box, unless that was the last solve allowed
+    crossed = (x[F] < lo[F]) | (x[F] > hi[F])
+    assert not crossed.any() or (held & ~first).sum() > 0 or FACE_SOLVES == 1
 
 
 def _islands_call(p, M, order, bounds, cache):

@@ -14,6 +14,10 @@ until the certified residual (row terms |q_i| + |M_i||z|) of the updated bounds 
 
 The interior point stays in Python: where the method would switch to it (``auto``: projected Newton
 did not converge), the kernel stops and says at which bound update (INTERIOR).
+
+One departure from the Python loop: on an island's CSR block (box_qp_islands.py, above ``CSR_FROM``
+rows) each Newton iteration from a good iterate first tries the minimiser on the face its held rows
+span (:func:`_face_step`), under the same Armijo test, before the projected Newton step.
 """
 import heapq
 import math
@@ -597,6 +601,78 @@ def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb, sp
     return _chol_solve(L, k, rhs)
 
 
+#: :func:`_face_step`'s solves at most: a free row its step carries across a bound is held at that bound
+#: and the free rows solved again, up to this many solves in all
+FACE_SOLVES = 3
+
+
+@jit
+def _face_step(M, z, w, lo, hi, eps, d, held, cL, cA, cF, ck, grp, gstep, nbr, nnb, sptr, sidx, sval):
+    """The step d to the minimiser on the face of the box that the held rows span, each held row at its
+    bound: rows held as projected Newton holds them (within ``eps`` of a bound their gradient w pushes
+    against) and rows the step would carry across a bound are set to that bound (d_H = bound - z_H), and
+    the free rows solve M_FF d_F = -(w_F + M_FH d_H) -- the Newton step of the QP restricted to the
+    face, with the held rows' own move taken into account (the subspace step of a primal active-set
+    method: More & Toraldo, SIAM J. Optim. 1(1), 1991, Alg. 5.3; Hintermueller, Ito & Kunisch, SIAM J.
+    Optim. 13(3), 2003, as a semismooth Newton step). Projected Newton's step moves the held rows by
+    a scaled gradient and solves the free rows as if they stayed: on a settled tower the held rows
+    lie a hair above their bound, each step sends a few free rows across, and its line search cuts
+    the steps to 1e-6 for tens of iterations; the face step lands there in one (docs/benchmarks-sim.md).
+    Up to FACE_SOLVES solves, each after holding the rows the last one carried across (the last
+    one's are left to the line search's projection). ``held``: the rows the step holds, written.
+    Returns whether d was computed (False: no free row, or a solve that did not factorise)."""
+    n = z.size
+    tb = np.empty(n)
+    for i in range(n):
+        held[i] = False
+        if (z[i] <= lo[i] + eps) and (w[i] > 0.0):
+            held[i] = True
+            tb[i] = lo[i]
+        elif (z[i] >= hi[i] - eps) and (w[i] < 0.0):
+            held[i] = True
+            tb[i] = hi[i]
+    F = np.empty(n, dtype=np.int64)
+    dh = np.zeros(n)
+    for r in range(FACE_SOLVES):
+        k = 0
+        for i in range(n):
+            if held[i]:
+                dh[i] = tb[i] - z[i]
+            else:
+                dh[i] = 0.0
+                F[k] = i
+                k += 1
+        if k == 0:
+            return False
+        Md = _mat_vec(M, sptr, sidx, sval, dh)
+        rhs = np.empty(k)
+        for a in range(k):
+            rhs[a] = -(w[F[a]] + Md[F[a]])
+        x = _free_solve(M, F, k, rhs, cL, cA, cF, ck, False, grp, gstep, nbr, nnb, sptr, sidx, sval)
+        for i in range(n):
+            d[i] = dh[i]
+        crossed = False
+        for a in range(k):
+            i = F[a]
+            if not np.isfinite(x[a]):
+                return False
+            d[i] = x[a]
+            v = z[i] + x[a]
+            if r == FACE_SOLVES - 1:
+                continue
+            if v < lo[i]:
+                held[i] = True
+                tb[i] = lo[i]
+                crossed = True
+            elif v > hi[i]:
+                held[i] = True
+                tb[i] = hi[i]
+                crossed = True
+        if not crossed:
+            break
+    return True
+
+
 @jit
 def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps, work, cL, cA, cF, ck, stale_ok,
                      grp, gstep, nbr, nnb, poor_iterations, poor_residual, sptr, sidx, sval):
@@ -606,7 +682,9 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
     nbr, nnb): the block structure of M (:func:`island_groups`), or empty arrays (dense solves).
     A start whose relative error is above ``poor_residual`` gets at most ``poor_iterations`` steps
     (:func:`box_qp_islands`; ``poor_residual`` inf: ``max_iterations`` whatever the start). M in
-    CSR: (sptr, sidx, sval) non-empty, M unused (every product and solve linear in its entries)."""
+    CSR: (sptr, sidx, sval) non-empty, M unused (every product and solve linear in its entries); an
+    iterate whose error is at most ``poor_residual`` then first tries :func:`_face_step`'s step, taken
+    where it passes the Armijo test (so every step taken decreases the objective enough, as before)."""
     n = q.size
     d, cand, dz, t = work[0], work[1], work[2], work[4]
     rw = work[5:9]
@@ -621,6 +699,7 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
                 if sidx[p] == i:
                     diag[i] += sval[p]
     F = np.empty(n, dtype=np.int64)
+    face = np.empty(n, dtype=np.bool_)
     its = 0
     limit = max_iterations
     for _ in range(max_iterations):
@@ -649,7 +728,25 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
                 F[k] = i
                 k += 1
         accepted = False
-        for attempt in range(1 if full_steps else 2):
+        if sptr.size and k > 0 and rel <= poor_residual and _face_step(M, z, w, lo, hi, eps, d, face, cL, cA, cF, ck,
+                                                                       grp, gstep, nbr, nnb, sptr, sidx, sval):
+            # a CSR island from a good iterate (:func:`_face_step`): the face's minimiser first, taken
+            # where it decreases the objective enough; else the projected Newton step as below (from
+            # a poor one the held rows, eps = 1e-3 max|z| from their bound, are a poor guess of the face)
+            moved = False
+            for i in range(n):
+                cand[i] = _clip(z[i] + d[i], lo[i], hi[i])
+                dz[i] = cand[i] - z[i]
+                if dz[i] != 0.0:
+                    moved = True
+            Mdz = _mat_vec(M, sptr, sidx, sval, dz)
+            df = 0.0
+            slope = 0.0
+            for i in range(n):
+                df += dz[i] * (w[i] + 0.5 * Mdz[i])
+                slope += w[i] * dz[i]
+            accepted = df <= armijo * slope and moved
+        for attempt in range(0 if accepted else (1 if full_steps else 2)):
             # Newton on the free rows, else a scaled projected gradient
             for i in range(n):
                 d[i] = _quot(-w[i], diag[i])
