@@ -71,11 +71,13 @@ class StepState:
     deferred: tuple | None = None       # (contacts, h, terms_of, args): assemble_system(..., *terms_of(*args))
     unbuilt: object = None
     timing: dict = field(default_factory=dict)
+    free_velocity: object = None        # v + h M^-1 f of a compiled step whose system is deferred (sim/faults.py)
 
     def defer(self, contacts, h: float, terms_of, args: tuple) -> None:
         """Assemble the step's system and its problem only when read."""
         self.system, self.deferred = None, (contacts, h, terms_of, args)
         self.problem, self.unbuilt = None, FROM_SYSTEM
+        self.free_velocity = None
 
     def last_system(self, model, data):
         if self.system is None and self.deferred is not None:
@@ -95,6 +97,7 @@ class StepState:
         """The step's system, problem (None with ``unbuilt``: built from that system when read) and answer."""
         self.system, self.deferred = sys, None
         self.problem, self.unbuilt = problem, unbuilt
+        self.free_velocity = None
         self.solution = sol
 
 

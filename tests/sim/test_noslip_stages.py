@@ -1,0 +1,122 @@
+"""The compiled no-slip step (contactlab.sim.noslip_kernels, called by
+contactlab.sim.noslip_stages.CompiledNoSlipStages) against the general stages it replaces
+(``Simulator(compiled=False)``): the same kernels in the same order, so the same bits step after
+step (state, records, impulses, the Solution and its certification); the system and problem
+assembled when read equal the general path's; a declined step (motors) changes nothing;
+configurations it does not reproduce never use it."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import contactlab.sim.noslip_kernels as NK
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+
+
+def _sim(robot, compiled=True, **kw):
+    sc = make_scene(robot)
+    return Simulator(sc, "no-slip", kw.pop("method", None), controllers=getattr(sc, "controllers", ()), compiled=compiled, **kw)
+
+
+def _count(monkeypatch):
+    seen = {"calls": 0, "taken": 0, "deep": 0}
+    kernel = NK.noslip_step
+
+    def call(*args):
+        out = kernel(*args)
+        seen["calls"] += 1
+        seen["taken"] += out[0] != NK.DECLINED
+        seen["deep"] += out[0] == NK.DEEP
+        return out
+
+    monkeypatch.setattr(NK, "noslip_step", call)
+    return seen
+
+
+def _state(sim):
+    d = sim.data
+    return [a.copy() for a in (d.position, d.quaternion, d.linear_velocity, d.angular_velocity)]
+
+
+def _same_step(a, b, k):
+    ra, rb = a.step(), b.step()
+    for x, y in zip(_state(a), _state(b)):
+        assert np.array_equal(x, y), f"step {k + 1}"
+    fa, fb = dataclasses.asdict(ra), dataclasses.asdict(rb)
+    fa.pop("solve_time"), fb.pop("solve_time")
+    assert fa == fb, f"step {k + 1}"
+    res_a, res_b = a.data.result, b.data.result
+    for name in ("v_next", "normal", "tangent", "joint", "limit", "motor", "modes"):
+        assert np.array_equal(getattr(res_a, name), getattr(res_b, name)), (name, k + 1)
+    assert res_a.info == res_b.info
+    assert np.array_equal(a.data.warm["z"], b.data.warm["z"])
+    sa, sb = a.last_solution, b.last_solution
+    assert (sa.status, sa.iterations, sa.pivots, sa.residual, sa.complementarity, sa.infeasibility,
+            sa.relative_residual) == (sb.status, sb.iterations, sb.pivots, sb.residual, sb.complementarity,
+                                      sb.infeasibility, sb.relative_residual)
+    assert np.array_equal(sa.z, sb.z) and np.array_equal(sa.w, sb.w)
+    assert sa.info.keys() == sb.info.keys()
+    for key in sa.info:
+        x, y = sa.info[key], sb.info[key]
+        assert (np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y), key
+
+
+@pytest.mark.parametrize("robot,steps,push", [
+    ("quadruped", 250, 0.0),     # standing up, the trot's first steps (feet touching and leaving)
+    ("solo12", 150, 0.0),
+    ("quadruped", 60, 0.004),    # 4 mm into the ground: the position correction after the call (DEEP)
+])
+def test_compiled_step_gives_the_general_paths_bits(monkeypatch, robot, steps, push):
+    seen = _count(monkeypatch)
+    a, b = _sim(robot, True), _sim(robot, False)
+    assert a.stages.compiled and not b.stages.compiled
+    for s in (a, b):
+        s.data.position[s.model.dof_start >= 0, 2] -= push
+    for k in range(steps):
+        _same_step(a, b, k)
+    assert seen["taken"] == steps
+    assert (seen["deep"] >= 1) == (push > 0)
+
+
+def test_system_and_problem_assembled_when_read_equal_the_general_paths():
+    a, b = _sim("quadruped", True), _sim("quadruped", False)
+    for _ in range(120):
+        a.step(), b.step()
+    assert a.step_state.deferred is not None        # not assembled until read
+    sa, sb = a.last_system, b.last_system
+    for name in ("M", "Minv", "J", "L", "N", "S", "T", "A"):
+        x, y = getattr(sa, name), getattr(sb, name)
+        assert x.shape == y.shape and (x != y).nnz == 0, name
+    for name in ("v", "f", "j_rhs", "j_err", "l_bias", "n_bias", "phi", "mu", "W_blocks"):
+        assert np.array_equal(getattr(sa, name), getattr(sb, name)), name
+    assert np.array_equal(sa.v_free(), sb.v_free())
+    pa, pb = a.last_problem, b.last_problem
+    for name in ("N", "f_star", "offset", "q"):
+        assert np.array_equal(getattr(pa, name), getattr(pb, name)), name
+    # the applied answer certifies on the problem read back (the certificate computed apart from ppm)
+    w, c = pa.certify_numbers(a.last_solution.z)
+    assert max(c[3], c[5]) <= 1e-6 and np.array_equal(w, a.last_solution.w)
+
+
+def test_a_step_with_motors_is_declined_and_taken_by_the_general_stages(monkeypatch):
+    """A velocity motor (models/noslip.py ``build``'s active set over the motors' states): the call
+    returns before touching the state and the general stages take the step, the same bits."""
+    seen = _count(monkeypatch)
+    a, b = _sim("quadruped", True), _sim("quadruped", False)
+    joint = a.model.joints[0].name
+    for k in range(40):
+        if k == 10:
+            for s in (a, b):
+                s.set_motor(joint, 0.0, 0.05)
+        _same_step(a, b, k)
+    assert seen["calls"] == 40 and seen["taken"] == 10
+
+
+@pytest.mark.parametrize("kw", [{"iterations": 30}, {"method": "lemke"}, {"solver_options": {"tol": 1e-8}}])
+def test_configurations_it_does_not_reproduce_take_the_general_stages(kw):
+    sim = _sim("quadruped", True, **kw)
+    if "solver_options" in kw:          # ppm's own tol: still its step, the threshold max(certify, tol)
+        assert sim.stages.compiled
+        return
+    assert not sim.stages.compiled
