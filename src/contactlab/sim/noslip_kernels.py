@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels._jit import jit
+from ..kernels.clock import perf_counter
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.factored import THEOREM1_UNCLEAR, ppm_dense, factored_certify
 from ..kernels.metric_chain import noslip_system_chain, recover_metric_step
@@ -82,11 +83,13 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
     ``max_it``: ppm's pivot budget (negative: its default 10 n + 100, n the limit and contact rows).
 
     Returns (outcome, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain,
-    ke, pe, pen, joint_error, v_next, joint, tangent, modes, nl, kept rows, d, v_free): ``case``, ``code``... ``row0`` as
+    ke, pe, pen, joint_error, v_next, joint, tangent, modes, nl, kept rows, d, v_free, solve seconds):
+    ``case``, ``code``... ``row0`` as
     :func:`~contactlab.kernels.factored.ppm_dense` returns them (``trivial``: z = 0 solved it, no
     pivot), z = [limit impulses; normal impulses], ``joint`` the J rows' impulses, ``tangent``
     (nc, 2), ``modes`` (nc,) int8, d the reduced coordinates (ppm's ``rank_bound``), v_free
-    = v + h M^-1 f; ke, pe, pen and joint_error are set for DONE only."""
+    = v + h M^-1 f, the solve's seconds those of the TRIVIAL test or ppm_dense with its certification
+    (what ``solve()`` times); ke, pe, pen and joint_error are set for DONE only."""
     nc = phi.shape[0]
     ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
     e0 = 0.0 + ke0 + pe0        # sum((ke, pe)) of the general path
@@ -105,7 +108,7 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
     counts = np.zeros(2, dtype=np.int64)
     nonbasic = np.zeros(0, dtype=np.int64)
     none = (DECLINED, False, THEOREM1_UNCLEAR, 0, z, w, numbers, counts, nonbasic, 0, 0, e0, 0.0, 0.0, 0.0, 0.0,
-            0.0, v, np.zeros(0), np.zeros((0, 2)), np.zeros(0, dtype=np.int8), nl, 0, 0, v_free)
+            0.0, v, np.zeros(0), np.zeros((0, 2)), np.zeros(0, dtype=np.int8), nl, 0, 0, v_free, 0.0)
     if a_target.shape[0]:        # motors: models/noslip.py build's active set over their states
         return none
     nnz = dv.shape[1]
@@ -132,6 +135,7 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
             if q[i] != q[i]:
                 trivial = False
     case, code, row0, positive = THEOREM1_UNCLEAR, 0, 0, 0
+    t_solve = perf_counter()            # the solver's seconds (StepRecord.solve_time), as solve() is timed
     if trivial:
         w, numbers = factored_certify(UZ, eye, Zp, offset, cfm, q, z)
         relative = 0.0
@@ -143,6 +147,7 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
         if numbers[3] != numbers[3] or numbers[5] != numbers[5]:
             return none
         relative = max(numbers[3], numbers[5])
+    t_solve = perf_counter() - t_solve
     if not (relative <= threshold and numbers[0] < np.inf and numbers[2] < np.inf):
         return none
     nj = j_rhs.shape[0]
@@ -159,7 +164,7 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
         c, deep = position_targets(rows_times(Np, Ni, dv[0], v_next), phi, h, slop, position_zeta)
         if deep:
             return (DEEP, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, 0.0, 0.0,
-                    0.0, 0.0, v_next, joint, tangent, modes, nl, Gk.shape[0], d, v_free)
+                    0.0, 0.0, v_next, joint, tangent, modes, nl, Gk.shape[0], d, v_free, t_solve)
     if project:
         joint_error = project_joints_kernel(joints, dof_start, kind, kinematic, mass, inv_inertia, position,
                                             quaternion, linear_velocity, angular_velocity, planar_reference,
@@ -170,4 +175,4 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
     ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity,
                                      position, gravity, phi)
     return (DONE, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,
-            joint_error, v_next, joint, tangent, modes, nl, Gk.shape[0], d, v_free)
+            joint_error, v_next, joint, tangent, modes, nl, Gk.shape[0], d, v_free, t_solve)
