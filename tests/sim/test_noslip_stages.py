@@ -120,3 +120,23 @@ def test_configurations_it_does_not_reproduce_take_the_general_stages(kw):
         assert sim.stages.compiled
         return
     assert not sim.stages.compiled
+
+
+def test_the_interpreted_call_gives_the_same_bits(monkeypatch):
+    """``noslip_step`` run as Python (its callees compiled: what kernels/_jit.py's tiered mode runs
+    before compiling it, and what NUMBA_DISABLE_JIT runs all the way down) gives the compiled
+    call's step, bit for bit."""
+    monkeypatch.setattr(NK, "noslip_step", getattr(NK.noslip_step, "py_func", NK.noslip_step))
+    a, b = _sim("quadruped", True), _sim("quadruped", False)
+    for k in range(40):
+        _same_step(a, b, k)
+
+
+def test_clock_reads_perf_counter_from_compiled_code():
+    import time
+    from contactlab.kernels.clock import perf_counter
+    t0 = time.perf_counter()
+    t = perf_counter()
+    t1 = time.perf_counter()
+    assert t0 <= t <= t1
+    assert perf_counter.py_func() >= t1 if hasattr(perf_counter, "py_func") else True

@@ -18,6 +18,9 @@ never by comparing their names inside the step:
 * :class:`contactlab.sim.box_stages.CompiledRowStages`: those rows on scenes of free bodies
   (``COMPILED_STEP`` of the model): build to integration in one compiled call
   (:mod:`contactlab.sim.box_kernels`), the general stages taking any step it declines.
+* :class:`contactlab.sim.noslip_stages.CompiledNoSlipStages`: the no-slip model solved by ppm on
+  jointed free bodies (``COMPILED_STEP = "noslip-metric"``): build to the joint projection in one
+  compiled call (:mod:`contactlab.sim.noslip_kernels`), the general stages taking any step it declines.
 
 A step's intermediate values travel in a :class:`StepWork`; what persists between steps besides the
 bodies' state (``Data``: contacts, the last StepResult, the warm start) is one :class:`StepState`
