@@ -100,8 +100,8 @@ def test_system_and_problem_assembled_when_read_equal_the_general_paths():
 
 
 def test_a_step_with_motors_is_declined_and_taken_by_the_general_stages(monkeypatch):
-    """A velocity motor (models/noslip.py ``build``'s active set over the motors' states): the call
-    returns before touching the state and the general stages take the step, the same bits."""
+    """A force-limited velocity motor (models/noslip.py ``build``'s active set over the motors'
+    states): the general stages take the step, the same bits."""
     seen = _count(monkeypatch)
     a, b = _sim("quadruped", True), _sim("quadruped", False)
     joint = a.model.joints[0].name
@@ -110,7 +110,7 @@ def test_a_step_with_motors_is_declined_and_taken_by_the_general_stages(monkeypa
             for s in (a, b):
                 s.set_motor(joint, 0.0, 0.05)
         _same_step(a, b, k)
-    assert seen["calls"] == 40 and seen["taken"] == 10
+    assert seen["calls"] == 10 and seen["taken"] == 10     # a motor's steps do not call it
 
 
 @pytest.mark.parametrize("kw", [{"iterations": 30}, {"method": "lemke"}, {"solver_options": {"tol": 1e-8}}])
@@ -140,3 +140,43 @@ def test_clock_reads_perf_counter_from_compiled_code():
     t1 = time.perf_counter()
     assert t0 <= t <= t1
     assert perf_counter.py_func() >= t1 if hasattr(perf_counter, "py_func") else True
+
+
+def _captured_call(monkeypatch, steps=120):
+    """The compiled call's arguments at a mid-trot step (copies)."""
+    seen = {}
+    kernel = NK.noslip_step
+
+    def grab(*args):
+        seen["args"] = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+        return kernel(*args)
+
+    monkeypatch.setattr(NK, "noslip_step", grab)
+    sim = _sim("quadruped", True)
+    for _ in range(steps):
+        sim.step()
+    monkeypatch.setattr(NK, "noslip_step", kernel)
+    return kernel, seen["args"]
+
+
+@pytest.mark.parametrize("change", ["motor", "uncertified", "not finite"])
+def test_a_declined_call_changes_nothing(monkeypatch, change):
+    """Where the general path would do otherwise (motors: their active set; an answer outside
+    solve()'s threshold: the fallbacks; a NaN velocity: the model's error), the call returns
+    DECLINED with the state and every argument as they were."""
+    kernel, args = _captured_call(monkeypatch)
+    names = kernel.py_func.__code__.co_varnames[:kernel.py_func.__code__.co_argcount]
+    at = {n: i for i, n in enumerate(names)}
+    if change == "motor":
+        mt, mf = args[at["motor_target"]], args[at["motor_max_force"]]
+        mt[0], mf[0] = 0.0, 1.0
+    elif change == "uncertified":
+        args[at["threshold"]] = -1.0
+    else:
+        args[at["linear_velocity"]][3, 0] = np.nan
+    before = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+    out = kernel(*args)
+    assert out[0] == NK.DECLINED
+    for name, x, y in zip(names, before, args):
+        if isinstance(x, np.ndarray) and name != "f":       # f: the bodies' forces are added in place
+            assert np.array_equal(x, y, equal_nan=True), name

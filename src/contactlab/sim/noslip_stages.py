@@ -88,11 +88,15 @@ class CompiledNoSlipStages(Stages):
     def build(self, w: StepWork) -> None:
         sim = self.sim
         data = sim.data
+        P = self.packed
+        mt, mf = _motor_state(P, data)
+        if mt.size and np.any(~np.isnan(mt) & np.isfinite(mf)):
+            # force-limited motors: models/noslip.py build's active set over their states (the call
+            # would decline them after forming the system)
+            return super().build(w)
         w.compiled = True
         st = sim.model.settings     # read each step: the Model is frozen, its Settings object is not
         o = sim.model_options
-        P = self.packed
-        mt, mf = _motor_state(P, data)
         f = joint_torque_forces(sim.model, data)
         zeta = float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0)
         before = (data.position.copy(), data.quaternion.copy(), data.linear_velocity.copy(),
