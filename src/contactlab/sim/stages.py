@@ -75,6 +75,7 @@ class StepState:
     unbuilt: object = None
     timing: dict = field(default_factory=dict)
     free_velocity: object = None        # v + h M^-1 f of a compiled step whose system is deferred (sim/faults.py)
+    turn_overlap: float = 0.0           # the deepest overlap the step's turn correction projected out (m)
 
     def defer(self, contacts, h: float, terms_of, args: tuple) -> None:
         """Assemble the step's system and its problem only when read."""
@@ -301,9 +302,11 @@ class Stages:
         detect again and project the overlap out on the exact geometry (sim/turns.py); its time
         counts as the integration's. Returns whether a correction ran."""
         sim = self.sim
+        self.state.turn_overlap = 0.0
         if not turns.fires(sim, w.contacts):
             return False
-        done = turns.correct_turns(sim)
+        self.state.turn_overlap = turns.correct_turns(sim)
+        done = self.state.turn_overlap > 0.0
         if done and sim.model.settings.project_joints and self.position_rows:
             w.joint_error = sim.project_joints()    # the joints as integrate leaves them
         w.t_integrated = time.perf_counter()
