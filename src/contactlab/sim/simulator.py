@@ -222,20 +222,23 @@ class Simulator:
     (:func:`model_default`: ``"box-friction"`` alone is the same box-qp combination; also recorded
     in ``default_choice``), else the model's ``DEFAULT_METHOD``.
 
-    ``islands`` (default False): a boxed-LCP step with a dense matrix whose rows form several
-    independent groups (separate stacks or piles: no shared moving body, no friction link) is solved
-    island by island and the assembled answer certified on the whole problem
-    (:mod:`contactlab.sim.islands`: a solve() per island, any method). Off by default: box-qp splits
-    box friction's sparse problems (above its ``dense_max`` rows) into their islands itself, in one
-    compiled call (its ``islands`` option), and below that a solve() per island costs more than it
-    saves (docs/benchmarks-tuning.md).
+    ``islands``: whether a step's problem whose rows form several independent groups (separate
+    stacks or piles, boxes apart on a floor: no shared moving body, no friction link) is solved
+    island by island, the assembled answer certified on the whole problem
+    (:mod:`contactlab.sim.islands`: a solve() per island, any method). None (default): for LCPs
+    (Stewart-Trinkle without joints, frictionless, Trinkle-Pang), whose pivoting methods cost n^3
+    for the whole and the islands' sum n_i^3 (Stewart-Trinkle + Lemke on a pile of 60 boxes in a
+    bin: islands of at most 72 rows of 1,440), not for boxed LCPs: box-qp splits box friction's
+    sparse problems (above its ``dense_max`` rows) into their islands itself, in one compiled call
+    (its ``islands`` option), and below that a solve() per island costs more than it saves
+    (docs/benchmarks-tuning.md). True: for both; False: never.
     """
 
     def __init__(self, scene: Scene, model: str | None = None, method: str | None = None, *,
                  model_options: dict | None = None, solver_options: dict | None = None,
                  dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1,
                  fallback: bool = True, max_uncertified_residual: float = 1e-3, controllers=(),
-                 reuse: str | None = None, iterations: int | None = None, islands: bool = False,
+                 reuse: str | None = None, iterations: int | None = None, islands: bool | None = None,
                  compiled: bool = True):
         if dt is not None:
             if not dt > 0:
@@ -271,7 +274,7 @@ class Simulator:
         spec = available_solvers().get(self.method)
         if spec is not None and issubclass(spec.options, PGSOptions) and "tol" not in self.solver_options:
             self.solver_options["tol"] = SWEEP_TOL      # the sweeping methods' stop (SWEEP_TOL)
-        self.islands = bool(islands)
+        self.islands = None if islands is None else bool(islands)
         self.iterations = None
         if iterations is not None:
             from .fallback import _cap_option

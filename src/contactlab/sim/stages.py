@@ -41,7 +41,7 @@ from ..mechanics import kernels as _MK
 from ..mechanics.model import KIND_KINEMATIC, Data, Model
 from ..mechanics.system import assemble_system, build_system
 from ..models.built import problem_of
-from ..problems import BoxedLCP
+from ..problems import LCP, BoxedLCP
 from ..solvers import available_solvers, solve
 from . import turns
 from .fallback import certified, rescue, usable
@@ -172,7 +172,7 @@ class Stages:
             if model.kind[i] == KIND_KINEMATIC:
                 self.passive[model.dof_start[i]:model.dof_start[i] + 6] = 0.0
         self.position_rows = bool(model.joints) or bool(np.any(model.planar))
-        self.islands = bool(sim.islands and sim.reuse is None)
+        self.islands = sim.islands if sim.reuse is None else False   # None: LCPs only (Simulator's islands)
 
     @classmethod
     def plan(cls, sim, state: StepState):
@@ -241,8 +241,9 @@ class Stages:
         """The method's answer: ``solve()`` on the whole problem, or island by island."""
         sim = self.sim
         w.t0 = time.perf_counter()
-        sol = solve_islands(w.problem, sim.method, solve, **w.kwargs) \
-            if (self.islands and isinstance(w.problem, BoxedLCP)) else None
+        split = type(w.problem) is LCP if self.islands is None else \
+            (self.islands and isinstance(w.problem, (BoxedLCP, LCP)))
+        sol = solve_islands(w.problem, sim.method, solve, **w.kwargs) if split else None
         w.sol = sol if sol is not None else solve(w.problem, sim.method, **w.kwargs) if sim.reuse is None \
             else sim.reuse.solve(w.problem, w.kwargs)   # reuse: dantzig's compiled call (sim/reuse.py)
 
