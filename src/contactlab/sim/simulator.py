@@ -226,7 +226,8 @@ class Simulator:
     stacks or piles, boxes apart on a floor: no shared moving body, no friction link) is solved
     island by island, the assembled answer certified on the whole problem
     (:mod:`contactlab.sim.islands`: a solve() per island, any method). None (default): for LCPs
-    (Stewart-Trinkle without joints, frictionless, Trinkle-Pang), whose pivoting methods cost n^3
+    of at least ``sim.islands.AUTO_MIN_ROWS`` rows (Stewart-Trinkle without joints, frictionless,
+    Trinkle-Pang), whose pivoting methods cost n^3
     for the whole and the islands' sum n_i^3 (Stewart-Trinkle + Lemke on a pile of 60 boxes in a
     bin: islands of at most 72 rows of 1,440), not for boxed LCPs: box-qp splits box friction's
     sparse problems (above its ``dense_max`` rows) into their islands itself, in one compiled call

@@ -45,7 +45,7 @@ from ..problems import LCP, BoxedLCP
 from ..solvers import available_solvers, solve
 from . import turns
 from .fallback import certified, rescue, usable
-from .islands import solve_islands
+from .islands import AUTO_MIN_ROWS, solve_islands
 from .recorder import StepRecord
 
 #: StepState.unbuilt: the problem is built from the last system when read
@@ -241,7 +241,7 @@ class Stages:
         """The method's answer: ``solve()`` on the whole problem, or island by island."""
         sim = self.sim
         w.t0 = time.perf_counter()
-        split = type(w.problem) is LCP if self.islands is None else \
+        split = (type(w.problem) is LCP and w.problem.n >= AUTO_MIN_ROWS) if self.islands is None else \
             (self.islands and isinstance(w.problem, (BoxedLCP, LCP)))
         sol = solve_islands(w.problem, sim.method, solve, **w.kwargs) if split else None
         w.sol = sol if sol is not None else solve(w.problem, sim.method, **w.kwargs) if sim.reuse is None \
