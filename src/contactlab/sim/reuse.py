@@ -157,8 +157,8 @@ class MotionlessReuse:
         self.last_sub = None        # the sub-problem solved after the last step, if the set changed
         # dantzig (the paper's method): its compiled call without solve()'s dispatch, planned once
         from ..solvers import available_solvers, solve
-        from ..solvers.pivoting import dantzig_direct
-        self._solve, self._direct_call = solve, dantzig_direct
+        from ..solvers.pivoting import DantzigWork
+        self._solve, self._direct_call = solve, DantzigWork().direct   # its own work arrays, kept
         self._direct = None
         if sim.method == "dantzig":
             try:
@@ -180,7 +180,8 @@ class MotionlessReuse:
 
     def solve(self, problem, kwargs: dict):
         """The step's solve (SOLVELCP(world, prevSoln)) and the sub-solves: with dantzig, its compiled
-        call straight from here (:func:`contactlab.solvers.pivoting.dantzig_direct`: the Solution solve() gives,
+        call straight from here over work arrays kept between steps
+        (:meth:`contactlab.solvers.pivoting.DantzigWork.direct`: the Solution solve() gives,
         without the dispatch, whose fixed cost is about what a warm start saves on the paper's 7-block
         column: docs/computation-reuse.md); anything it leaves (a refusal, a failure, other arguments)
         and every other method go through :func:`contactlab.solve`."""
