@@ -612,7 +612,8 @@ def test_dantzig_work_arrays_need_no_clearing(seed):
     A = rng.standard_normal((n, n))
     problems = [(J @ J.T, J @ rng.standard_normal(8) - 0.1 * rng.random(n)),          # PSD, rank deficient
                 (A @ A.T + n * np.eye(n) + 0.3 * (A - A.T), rng.standard_normal(n)),  # P, nonsymmetric
-                (np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([-1.0, -1.0]))]    # PSD, infeasible: a ray
+                (np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([-1.0, -1.0])),    # PSD, infeasible: a ray
+                (np.array([[2.0]]), np.array([-1.0]))]                             # n = 1
     for M, q in problems:
         m = q.size
         warm = np.where(rng.random(m) < 0.5, rng.random(m), 0.0)
@@ -631,6 +632,12 @@ def test_dantzig_work_arrays_need_no_clearing(seed):
             b = rng.random(big[2]) < 0.5
             dirty = K.dantzig_work(M, q, zw, 20 * m + 100, True, NORMWISE_FLOOR, False, 0.0, f, i, b)
             assert dirty == fresh
+            # exactly work_sizes(m): views of larger arrays whose tails must stay untouched (no write past them)
+            F, I, B = np.full(sizes[0] + 64, -7.0), np.full(sizes[1] + 64, -7), np.zeros(sizes[2] + 64, dtype=np.bool_)
+            exact = K.dantzig_work(M, q, zw, 20 * m + 100, True, NORMWISE_FLOOR, False, 0.0, F[:sizes[0]],
+                                   I[:sizes[1]], B[:sizes[2]])
+            assert exact == fresh and np.all(F[sizes[0]:] == -7.0) and np.all(I[sizes[1]:] == -7) \
+                and not B[sizes[2]:].any()
             k = fresh[5]
             assert np.array_equal(f[:2 * m], ref[0][:2 * m])                           # z, w
             assert np.array_equal(f[8 * m:8 * m + 6], ref[0][8 * m:8 * m + 6])         # the residual numbers

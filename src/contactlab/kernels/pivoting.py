@@ -486,7 +486,7 @@ NOT_DIRECT = -1
 @jit
 def work_sizes(n):
     """(float, int, bool) lengths of :func:`dantzig_work`'s three work arrays for n rows."""
-    return n * n + 8 * n + 6, 4 * n, 2 * n
+    return n * n + 8 * n + 6, 3 * n + 3, 2 * n
 
 
 @jit
