@@ -15,7 +15,7 @@ from ..kernels import factored as KF
 from ..kernels.factored import clear_full_row_rank, dense_csr
 from ..kernels.tolerances import CERTIFY, ITERATE, NORMWISE_FLOOR, RANK, SYMMETRY
 from ..problems import LCP, FactoredLCP
-from ..problems.residual import certified_error, lcp_natural_residual, lcp_residuals
+from ..problems.residual import lcp_natural_residual, lcp_residuals
 from ..problems.validation import to_dense
 from ..solution import Solution, Status
 from .registry import certified_by_kernel, check_common, dense_matrix_for, register
