@@ -111,10 +111,11 @@ def run_grasp(scene: str = "barrett-grasp", model: str = PAPER_MODEL, method: st
 def step_problems(system, d: int | None = None):
     """(pyramid LCP for lemke, friction-box LCP for pgs / pgs-sm) of one step's constraint system."""
     from ..models import get_model, make_options
+    from ..models.built import problem_of
     st = get_model("stewart-trinkle")
     bf = get_model(PAPER_MODEL)
-    return (st.build(system, make_options(st, None)),
-            bf.build(system, make_options(bf, PAPER_MODEL_OPTIONS)))
+    return (problem_of(st.build(system, make_options(st, None))),
+            problem_of(bf.build(system, make_options(bf, PAPER_MODEL_OPTIONS))))
 
 
 def _target(problem, method):

@@ -28,10 +28,13 @@ def island_labels(problem: BoxedLCP) -> tuple[int, np.ndarray]:
     off-diagonal entries of M and the friction rows' links to their normal (findex); one compiled
     union-find pass over M where it lies (:mod:`contactlab.kernels.components`)."""
     M = problem.M
+    findex = getattr(problem, "findex", None)      # an LCP's rows couple through M alone
+    if findex is None:
+        findex = np.full(problem.n, -1, dtype=np.int64)
     if sp.issparse(M):
         M = sp.csr_matrix(M)
-        return csr_components(M.indptr, M.indices, M.data, problem.findex)
-    return dense_components(np.ascontiguousarray(M, dtype=np.float64), problem.findex)
+        return csr_components(M.indptr, M.indices, M.data, findex)
+    return dense_components(np.ascontiguousarray(M, dtype=np.float64), findex)
 
 
 #: islands of a sparse problem up to this many rows are solved as dense problems (the solvers'

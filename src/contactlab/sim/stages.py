@@ -38,7 +38,7 @@ from ..mechanics import kernels as _MK
 from ..mechanics.model import KIND_KINEMATIC, Data, Model
 from ..mechanics.system import assemble_system, build_system
 from ..models.built import problem_of
-from ..problems import BoxedLCP
+from ..problems import LCP, BoxedLCP
 from ..solvers import available_solvers, solve
 from . import turns
 from .fallback import certified, rescue, usable
@@ -71,6 +71,7 @@ class StepState:
     deferred: tuple | None = None       # (contacts, h, terms_of, args): assemble_system(..., *terms_of(*args))
     unbuilt: object = None
     timing: dict = field(default_factory=dict)
+    turn_overlap: float = 0.0           # the deepest overlap the step's turn correction projected out (m)
 
     def defer(self, contacts, h: float, terms_of, args: tuple) -> None:
         """Assemble the step's system and its problem only when read."""
@@ -165,7 +166,7 @@ class Stages:
             if model.kind[i] == KIND_KINEMATIC:
                 self.passive[model.dof_start[i]:model.dof_start[i] + 6] = 0.0
         self.position_rows = bool(model.joints) or bool(np.any(model.planar))
-        self.islands = bool(sim.islands and sim.reuse is None)
+        self.islands = sim.islands if sim.reuse is None else False   # None: LCPs only (Simulator's islands)
 
     @classmethod
     def plan(cls, sim, state: StepState):
@@ -234,8 +235,9 @@ class Stages:
         """The method's answer: ``solve()`` on the whole problem, or island by island."""
         sim = self.sim
         w.t0 = time.perf_counter()
-        sol = solve_islands(w.problem, sim.method, solve, **w.kwargs) \
-            if (self.islands and isinstance(w.problem, BoxedLCP)) else None
+        split = type(w.problem) is LCP if self.islands is None else \
+            (self.islands and isinstance(w.problem, (BoxedLCP, LCP)))
+        sol = solve_islands(w.problem, sim.method, solve, **w.kwargs) if split else None
         w.sol = sol if sol is not None else solve(w.problem, sim.method, **w.kwargs) if sim.reuse is None \
             else sim.reuse.solve(w.problem, w.kwargs)   # reuse: dantzig's compiled call (sim/reuse.py)
 
@@ -295,9 +297,11 @@ class Stages:
         detect again and project the overlap out on the exact geometry (sim/turns.py); its time
         counts as the integration's. Returns whether a correction ran."""
         sim = self.sim
+        self.state.turn_overlap = 0.0
         if not turns.fires(sim, w.contacts):
             return False
-        done = turns.correct_turns(sim)
+        self.state.turn_overlap = turns.correct_turns(sim)
+        done = self.state.turn_overlap > 0.0
         if done and sim.model.settings.project_joints and self.position_rows:
             w.joint_error = sim.project_joints()    # the joints as integrate leaves them
         w.t_integrated = time.perf_counter()

@@ -357,7 +357,10 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
     solvers/certificates.py checks here; otherwise it becomes NO_SOLUTION_FOUND.
     """
     if not isinstance(problem, Problem):
-        raise ProblemError(f"problem must be a contactlab problem (LCP, BoxedLCP, ...), got {type(problem).__name__}")
+        hint = "; a contact model's build() returns a Built: pass its .problem" \
+            if isinstance(getattr(problem, "problem", None), Problem) else ""
+        raise ProblemError(f"problem must be a contactlab problem (LCP, BoxedLCP, ...), got {type(problem).__name__}"
+                           + hint)
     auto_info = None
     if method == "auto":
         method, why = choose_method(problem)
