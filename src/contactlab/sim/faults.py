@@ -127,8 +127,12 @@ def _free_velocities(sim, v0, w0):
     is part of the step's free motion on either path."""
     # the step's system where the step assembled it (stages.StepState; None where a compiled
     # step deferred it: assembling it here would cost more than the step)
-    sys = getattr(getattr(sim, "step_state", None), "system", None)
+    state = getattr(sim, "step_state", None)
+    sys = getattr(state, "system", None)
     model = sim.model
+    vf = getattr(state, "free_velocity", None)      # a compiled step's own (sim/noslip_stages.py)
+    if sys is None and vf is not None and vf.shape == (model.ndof,):
+        return _split_velocity(model.dof_start, vf, v0.shape[0])
     if sys is not None:
         try:
             vf = np.asarray(sys.v_free(), dtype=np.float64)

@@ -35,6 +35,7 @@ from ..solvers.pgs import PGSOptions
 from ..problems import BoxedLCP, ProblemStructure
 from .fallback import _cap_option
 from .box_stages import STAGES, free_bodies_only
+from .noslip_stages import NOSLIP_STAGES
 from .faults import checked_step
 from .stages import Stages, StepState, configuration, energies, shape_sweep  # noqa: F401 (energies re-exported)
 
@@ -124,9 +125,10 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
 
 def plan_stages(sim, state: StepState) -> Stages:
     """The stages for ``sim``'s configuration: the most specific whose capabilities the contact model
-    and the method have (:data:`contactlab.sim.box_stages.STAGES`, most specific first), else the
+    and the method have (:data:`contactlab.sim.noslip_stages.NOSLIP_STAGES`,
+    :data:`contactlab.sim.box_stages.STAGES`, most specific first), else the
     general :class:`~contactlab.sim.stages.Stages`."""
-    for cls in STAGES:
+    for cls in NOSLIP_STAGES + STAGES:
         stages = cls.plan(sim, state)
         if stages is not None:
             return stages
@@ -224,7 +226,8 @@ class Simulator:
     stacks or piles, boxes apart on a floor: no shared moving body, no friction link) is solved
     island by island, the assembled answer certified on the whole problem
     (:mod:`contactlab.sim.islands`: a solve() per island, any method). None (default): for LCPs
-    (Stewart-Trinkle without joints, frictionless, Trinkle-Pang), whose pivoting methods cost n^3
+    of at least ``sim.islands.AUTO_MIN_ROWS`` rows (Stewart-Trinkle without joints, frictionless,
+    Trinkle-Pang), whose pivoting methods cost n^3
     for the whole and the islands' sum n_i^3 (Stewart-Trinkle + Lemke on a pile of 60 boxes in a
     bin: islands of at most 72 rows of 1,440), not for boxed LCPs: box-qp splits box friction's
     sparse problems (above its ``dense_max`` rows) into their islands itself, in one compiled call

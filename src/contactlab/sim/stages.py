@@ -18,6 +18,9 @@ never by comparing their names inside the step:
 * :class:`contactlab.sim.box_stages.CompiledRowStages`: those rows on scenes of free bodies
   (``COMPILED_STEP`` of the model): build to integration in one compiled call
   (:mod:`contactlab.sim.box_kernels`), the general stages taking any step it declines.
+* :class:`contactlab.sim.noslip_stages.CompiledNoSlipStages`: the no-slip model solved by ppm on
+  jointed free bodies (``COMPILED_STEP = "noslip-metric"``): build to the joint projection in one
+  compiled call (:mod:`contactlab.sim.noslip_kernels`), the general stages taking any step it declines.
 
 A step's intermediate values travel in a :class:`StepWork`; what persists between steps besides the
 bodies' state (``Data``: contacts, the last StepResult, the warm start) is one :class:`StepState`
@@ -42,7 +45,7 @@ from ..problems import LCP, BoxedLCP
 from ..solvers import available_solvers, solve
 from . import turns
 from .fallback import certified, rescue, usable
-from .islands import solve_islands
+from .islands import AUTO_MIN_ROWS, solve_islands
 from .recorder import StepRecord
 
 #: StepState.unbuilt: the problem is built from the last system when read
@@ -71,12 +74,14 @@ class StepState:
     deferred: tuple | None = None       # (contacts, h, terms_of, args): assemble_system(..., *terms_of(*args))
     unbuilt: object = None
     timing: dict = field(default_factory=dict)
+    free_velocity: object = None        # v + h M^-1 f of a compiled step whose system is deferred (sim/faults.py)
     turn_overlap: float = 0.0           # the deepest overlap the step's turn correction projected out (m)
 
     def defer(self, contacts, h: float, terms_of, args: tuple) -> None:
         """Assemble the step's system and its problem only when read."""
         self.system, self.deferred = None, (contacts, h, terms_of, args)
         self.problem, self.unbuilt = None, FROM_SYSTEM
+        self.free_velocity = None
 
     def last_system(self, model, data):
         if self.system is None and self.deferred is not None:
@@ -96,6 +101,7 @@ class StepState:
         """The step's system, problem (None with ``unbuilt``: built from that system when read) and answer."""
         self.system, self.deferred = sys, None
         self.problem, self.unbuilt = problem, unbuilt
+        self.free_velocity = None
         self.solution = sol
 
 
@@ -235,7 +241,7 @@ class Stages:
         """The method's answer: ``solve()`` on the whole problem, or island by island."""
         sim = self.sim
         w.t0 = time.perf_counter()
-        split = type(w.problem) is LCP if self.islands is None else \
+        split = (type(w.problem) is LCP and w.problem.n >= AUTO_MIN_ROWS) if self.islands is None else \
             (self.islands and isinstance(w.problem, (BoxedLCP, LCP)))
         sol = solve_islands(w.problem, sim.method, solve, **w.kwargs) if split else None
         w.sol = sol if sol is not None else solve(w.problem, sim.method, **w.kwargs) if sim.reuse is None \
