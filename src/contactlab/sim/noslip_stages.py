@@ -29,8 +29,7 @@ from ..models.common import StepResult
 from ..solution import Solution, Status
 from ..solvers.pivoting import PPMOptions, _STATUS, _THEOREM1_WHY, _not_p_reason
 from . import noslip_kernels as NK
-from .recorder import StepRecord
-from .stages import Stages, StepState, StepWork
+from .stages import CompiledCall, Stages, StepState, StepWork
 
 #: what a model's ``COMPILED_STEP`` names for :class:`CompiledNoSlipStages` (:mod:`contactlab.models.noslip`)
 COMPILED_FORM = "noslip-metric"
@@ -47,7 +46,7 @@ def jointed_free_bodies(model) -> bool:
         and not np.any(model.kind == KIND_KINEMATIC)
 
 
-class CompiledNoSlipStages(Stages):
+class CompiledNoSlipStages(CompiledCall, Stages):
     """The general stages with the step after detection in one compiled call (module docstring)."""
 
     compiled = True
@@ -191,33 +190,6 @@ class CompiledNoSlipStages(Stages):
             a, b, point, normal, t1, t2, phi, zeta, slop, self.packed.kernel_args, mt, mf,
             self.sim.data.planar_reference, h, zeta_j)
         return f, body, terms if phi.shape[0] else None, v_free, _joint_groups(m, self.packed, rows)
-
-    # -- correct: the energies again where a correction moved the bodies -------------------------
-    def correct(self, w: StepWork) -> bool:
-        done = super().correct(w)
-        if done and w.compiled:
-            m, data = self.sim.model, self.sim.data
-            w.call = energies_and_depth(m.dof_start, m.mass, m.inertia, data.quaternion, data.linear_velocity,
-                                        data.angular_velocity, data.position, self.gravity,
-                                        np.ascontiguousarray(w.contacts.phi, dtype=np.float64))
-        return done
-
-    # -- record -----------------------------------------------------------------------------------
-    def record(self, w: StepWork) -> StepRecord:
-        if not w.compiled:
-            return super().record(w)
-        sol = w.sol
-        ke, pe, pen = w.call
-        e1 = ke + pe
-        # the compiled call is build, solve, recover and integrate at once: its time is the "solve" stage's,
-        # and solve_time the solver's own part of it (as the general stages report it)
-        self.state.timing = {"detect": w.t_detect - w.t_start, "build": 0.0, "solve": w.t_solved - w.t0,
-                             "integrate": w.t_integrated - w.t_solved, "record": 0.0}
-        return StepRecord(time=self.sim.data.time, contacts=w.nc, lcp_size=w.n,
-                          iterations=int(sol.iterations), pivots=int(sol.pivots), residual=float(sol.residual),
-                          success=True, status=sol.status.name, rescued=False,
-                          kinetic_energy=ke, energy=e1, energy_gain=e1 - w.e0, contact_energy_gain=w.contact_gain,
-                          max_penetration=pen, solve_time=w.t_solve, joint_error=w.joint_error)
 
 
 def _solution(trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, d: int) -> Solution:
