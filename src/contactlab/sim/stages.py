@@ -344,3 +344,38 @@ def shape_sweep(sim) -> np.ndarray:
     m, d = sim.model, sim.data
     return _MK.shape_sweep(m.dof_start, d.linear_velocity, d.angular_velocity, sim.world.body_radius,
                            sim.world.shape_body, sim.h)
+
+
+class CompiledCall:
+    """What the stages of a compiled step (one compiled call from the step's inputs to its integrated
+    state: :class:`~contactlab.sim.box_stages.CompiledRowStages`,
+    :class:`~contactlab.sim.noslip_stages.CompiledNoSlipStages`) share, mixed in before their
+    general stages: ``correct`` computes the energies again where a correction moved the bodies, and
+    ``record`` makes the StepRecord from the call's energies and depth (``w.call`` starts with
+    = (ke, pe, pen) after integrate), the call's time reported as the "solve" stage's. Steps the call declined
+    (``w.compiled`` False) are the general stages'. Needs ``self.gravity``."""
+
+    def correct(self, w: StepWork) -> bool:
+        done = super().correct(w)
+        if done and w.compiled:
+            m, data = self.sim.model, self.sim.data
+            w.call = energies_and_depth(m.dof_start, m.mass, m.inertia, data.quaternion, data.linear_velocity,
+                                        data.angular_velocity, data.position, self.gravity,
+                                        np.ascontiguousarray(w.contacts.phi, dtype=np.float64))
+        return done
+
+    def record(self, w: StepWork) -> StepRecord:
+        if not w.compiled:
+            return super().record(w)
+        sol = w.sol
+        ke, pe, pen = w.call
+        e1 = ke + pe
+        # build, solve, recover and integrate at once: the call's time is the "solve" stage's, and
+        # solve_time the solver's own part of it where the call times it (as the general stages report it)
+        self.state.timing = {"detect": w.t_detect - w.t_start, "build": 0.0, "solve": w.t_solved - w.t0,
+                             "integrate": w.t_integrated - w.t_solved, "record": 0.0}
+        return StepRecord(time=self.sim.data.time, contacts=w.nc, lcp_size=w.n,
+                          iterations=int(sol.iterations), pivots=int(sol.pivots), residual=float(sol.residual),
+                          success=bool(w.primary_ok), status=sol.status.name, rescued=bool(w.rescued),
+                          kinetic_energy=ke, energy=e1, energy_gain=e1 - w.e0, contact_energy_gain=w.contact_gain,
+                          max_penetration=pen, solve_time=w.t_solve, joint_error=w.joint_error)
