@@ -423,23 +423,6 @@ def test_simulator_islands_give_the_whole_problems_motion():
     assert pile.last_solution.info["islands"] == 25 and pile.last_solution.relative_residual <= 1e-6
 
 
-def test_csr_sub_block_is_scipys_slice():
-    """kernels/box_qp.py csr_sub_block (box-qp's sliced free blocks and sparse islands): the entries of
-    scipy's M[F][:, F], canonical CSR (sorted, no duplicates), on random patterns and row sets."""
-    from contactlab.kernels.box_qp import csr_sub_block
-    from contactlab.mechanics.system import csr_of
-    rng = np.random.default_rng(9)
-    for t in range(60):
-        n = int(rng.integers(1, 90))
-        A = sp.random(n, n, density=float(rng.uniform(0.02, 0.3)), random_state=t, format="csr")
-        A.sort_indices()
-        F = np.sort(rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False)).astype(np.int64)
-        B = csr_of(*csr_sub_block(A.indptr, A.indices, A.data, F, n), (F.size, F.size))
-        B.check_format(full_check=True)
-        R = A[F][:, F]
-        assert B.nnz == R.nnz and np.array_equal(B.toarray(), R.toarray())
-
-
 def test_centrality_correctors_keep_the_answer_and_save_iterations(monkeypatch):
     """The interior point with Gondzio's centrality correctors (CENTRALITY_CORRECTORS = 2) against
     Mehrotra's predictor-corrector alone (0) on random SPD contact problems, static and coupled

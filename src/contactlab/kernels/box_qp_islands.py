@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .box_qp import (INTERIOR, LEFT, _gather_block, box_qp_grouped, group_ids, island_groups, new_factor_cache,
-                     no_csr, no_groups)
+from .box_qp import (INTERIOR, LEFT, box_qp_grouped, group_ids, island_groups, new_factor_cache, no_csr,
+                     no_groups)
+from .csr_blocks import gather_block
 
 #: the fewest rows of an island factorised by groups that box_qp_islands keeps as CSR (above: time
 #: linear in its entries; below: its dense block, whose BLAS products are faster while it is small);
@@ -52,7 +53,7 @@ def _island_layout(blob, used, indptr, indices, data, idx, at, label, scratch):
     elsewhere), computed and appended to blob at used: header (m, G, neighbour width, entries of its
     block), its rows and their groups (the key, with the pattern: :func:`_layout_values`), the
     groups' structure of :func:`island_groups` (gstep, nbr, nnb), its block's pattern (sptr, sidx of
-    :func:`_sub_block`). Returns (blob, used after it, the block's values)."""
+    :func:`~contactlab.kernels.csr_blocks.sub_block`). Returns (blob, used after it, the block's values)."""
     grp, gstep, nbr, nnb = island_groups(indptr, indices, idx, at, label, scratch)
     m = idx.size
     sptr = np.zeros(m + 1, dtype=np.int64)
@@ -75,7 +76,7 @@ def _island_layout(blob, used, indptr, indices, data, idx, at, label, scratch):
         wider = np.empty(max(2 * blob.size, used + nz), dtype=np.int64)
         wider[:used] = blob[:used]
         blob = wider
-    sval = np.empty(nz)                     # _sub_block's second pass, its columns written into blob
+    sval = np.empty(nz)                     # sub_block's second pass, its columns written into blob
     o = used
     for a in range(m):
         for p in range(indptr[idx[a]], indptr[idx[a] + 1]):
@@ -111,7 +112,7 @@ def _layout_values(blob, b0, b1, indptr, indices, data, idx, at, label, scratch)
     """(holds, values): whether the cached layout blob[b0:b1] (:func:`_island_layout`) is that of the
     island's rows idx (at[idx[a]] = a, -1 elsewhere) -- the same rows, in the same groups, the same
     pattern of its block, from which its groups' order and neighbours are computed -- and, where it
-    holds, the block's values (:func:`_sub_block`'s, in one pass over its rows' entries)."""
+    holds, the block's values (:func:`~contactlab.kernels.csr_blocks.sub_block`'s, in one pass over its rows' entries)."""
     m = idx.size
     none = np.empty(0)
     if b1 - b0 < 4 or blob[b0] != m:
@@ -151,7 +152,7 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
                    newton_steps, poor_iterations, poor_residual, layout, layout_at, spare):
     """:func:`box_qp_dense` on each island of a CSR problem in one call (the islands of a contact
     problem: rows order[bounds[k]:bounds[k + 1]], ascending, coupled to no other row by M or
-    findex): its dense block gathered (:func:`csr_dense_block`; an island factorised by groups, below,
+    findex): its dense block gathered (:func:`~contactlab.kernels.csr_blocks.csr_dense_block`; an island factorised by groups, below,
     its CSR block instead), findex renumbered, a factor cache of its own, the projected Newton budget solvers/box_qp/ gives a problem of its size: up to
     ``small_n`` rows (or ``newton_only``) ``max_iterations`` steps with line search, above it
     ``newton_steps`` steps, stopping at the first the line search would shorten (the interior point
@@ -200,7 +201,7 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
                 blob, used, sval = _island_layout(blob, used, indptr, indices, data, idx, at, label, scratch)
             grp, gstep, nbr, nnb, sptr, sidx = _layout_parts(blob, offsets[k])
         else:
-            A = _gather_block(indptr, indices, data, idx, at)
+            A = gather_block(indptr, indices, data, idx, at)
             sptr, sidx, sval = no_csr()
             cL, cA, cF, ck = new_factor_cache(m)
             if grouped:

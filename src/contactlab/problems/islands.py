@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels.box_qp import csr_dense_block, csr_sub_block
+from ..kernels.csr_blocks import csr_dense_block, csr_sub_block
 from ..mechanics.system import csr_of
 from .lcp import LCP, BoxedLCP
 from .structure import ProblemStructure
@@ -21,7 +21,7 @@ def island_rows(count: int, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def csr_block(M, rows: np.ndarray) -> sp.csr_matrix:
     """M[rows][:, rows] of a sparse M (rows ascending) as canonical CSR, one compiled pass
-    (kernels/box_qp.py ``csr_sub_block``, not scipy's fancy slice and its intermediate matrices)."""
+    (:func:`~contactlab.kernels.csr_blocks.csr_sub_block`, not scipy's fancy slice and its intermediate matrices)."""
     M = M if M.format == "csr" else sp.csr_matrix(M)
     M.sort_indices()
     return csr_of(*csr_sub_block(M.indptr, M.indices, M.data, rows, M.shape[1]), (rows.size, rows.size))

@@ -12,7 +12,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 import qdldl as _qdldl
 
-from ...kernels.box_qp import STALE, csr_dense_block, csr_masked, upper_pattern
+from ...kernels.box_qp import STALE
+from ...kernels.csr_blocks import csr_dense_block, csr_masked, upper_pattern
 from ...problems.islands import csr_block
 
 
@@ -191,7 +192,7 @@ def _sparse_spd_solver(A, stale_ok: bool = False, cholmod_min: int = 0):
 
 
 def _embedded(M: sp.csr_matrix, rows: np.ndarray) -> sp.csc_matrix:
-    """M_RR embedded in the symmetric M's own pattern (kernels/box_qp.py ``csr_masked``: the other
+    """M_RR embedded in the symmetric M's own pattern (:func:`~contactlab.kernels.csr_blocks.csr_masked`: the other
     rows' off-diagonal entries zeroed, their diagonal kept), as CSC on M's arrays: its solve with a
     zero right-hand side outside ``rows`` is M_RR^-1 b_R on them and 0 elsewhere, and its
     factorisation reuses the analysis of M's pattern."""
@@ -209,7 +210,7 @@ EMBED_FREE = 0.75
 def _factor_solve(M, F, rhs, dense_max, stale_ok=False):
     """Solve M_FF x = rhs: Cholesky when dense or small (a sparse M's block gathered by one compiled
     pass); else sparse LDL', with at least EMBED_FREE of the rows free of M_FF embedded in M's own
-    pattern (kernels/box_qp.py ``csr_masked``: the held rows' off-diagonal entries zeroed), so the
+    pattern (:func:`~contactlab.kernels.csr_blocks.csr_masked`: the held rows' off-diagonal entries zeroed), so the
     ordering and symbolic analysis of M's pattern serve every such free set and the interior point
     (:class:`_PatternCache`: otherwise every free set is a new pattern), and with fewer of the sliced block. ``stale_ok``: the last
     factorisation of the same values to within STALE, refined once (:func:`_sparse_spd_solver`)."""

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from ...kernels.body_space import (body_space_back, body_space_layout, body_space_rhs, body_space_values,
                                    kept_box_error)
-from ...kernels.box_qp import diagonal_positions
+from ...kernels.csr_blocks import diagonal_positions
 from .factors import _embedded, _sparse_spd_solver, _symmetric_csc
 
 
