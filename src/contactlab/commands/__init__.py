@@ -44,6 +44,15 @@ def check_output(path, flag: str, *, suffixes: tuple[str, ...] | None = None, fo
     check(path, flag, suffixes=suffixes, folder=folder)
 
 
+def same_file(out, source) -> bool:
+    """Whether the output ``out`` names the existing file ``source`` (through links or another spelling)."""
+    import os
+    try:
+        return os.path.samefile(out, source)
+    except OSError:
+        return False
+
+
 def write_failed(exc: OSError, what) -> str:
     """The one line for an output that could not be written (disk full, permissions, ...)."""
     return f"error: could not write {what} ({exc.strerror or exc}); any previous file there is left as it was"

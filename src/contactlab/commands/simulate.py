@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
         from ..mechanics.urdf import allowing_missing_meshes
         from ..files import output_lock
         from ..sim import Simulator
-        from . import check_output, write_failed
+        from . import check_output, same_file, write_failed
         try:
             if duration is not None and not (math.isfinite(duration) and duration >= 0):
                 raise ParamError(f"--duration must be a finite number of seconds >= 0, got {duration}")
@@ -162,6 +162,12 @@ def register(app: typer.Typer) -> None:
                 check_output(html_out, "--html")
             if export_fclib is not None:
                 check_output(export_fclib, "--export-fclib", folder=True)
+            if out is not None and html_out is not None and out.resolve() == html_out.resolve():
+                raise ParamError(f"--out and --html name the same file {out}; the page would replace the "
+                                 "trajectory: give two file names")
+            for flag, target in (("--out", out), ("--html", html_out)):
+                if target is not None and same_file(target, scene):
+                    raise ParamError(f"{flag} {target} is the scene file itself; give another file name")
             params = {}
             for item in set_ or []:
                 if "=" not in item:
@@ -292,7 +298,10 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
         if writer is not None:
             _abort_quietly(writer)
         if isinstance(exc, OSError):
-            typer.echo(write_failed(exc, out), err=True)
+            what, name = out, getattr(exc, "filename", None)
+            if exporter is not None and name is not None and Path(name).parent == Path(exporter.directory):
+                what = f"--export-fclib {exporter.directory}"      # a step's problem file, not --out
+            typer.echo(write_failed(exc, what if what is not None else name), err=True)
             raise typer.Exit(1)
         why = "out of memory" if isinstance(exc, MemoryError) else str(exc)
         typer.echo(f"error: step {len(traj.records) + 1} of {steps}: {why}", err=True)
