@@ -89,3 +89,14 @@ def test_replay_on_a_full_disk_is_a_write_error_not_an_unreadable_trajectory(tmp
     page.write_text("previous")
     one_error(cli(["replay", str(traj), "--html", str(page)], tmp_path, 4096), 1, f"could not write {page}")
     assert page.read_text() == "previous"
+
+
+def test_a_scene_with_a_nan_margin_is_refused(tmp_path):
+    """margin = nan passed the `< 0` test and ran with NaN contact distances (exit 0)."""
+    from contactlab.errors import ModelError
+    from contactlab.scenarios.io import load_scene
+    scene = tmp_path / "s.toml"
+    scene.write_text('[settings]\nmargin = nan\n[[bodies]]\nname = "b"\nmass = 1.0\n'
+                     '[[bodies.shapes]]\nkind = "sphere"\nradius = 0.1\n')
+    with pytest.raises(ModelError, match="settings.slop, settings.margin and settings.cfm must be finite"):
+        load_scene(scene)

@@ -307,8 +307,9 @@ def validate_scene(scene: Scene) -> None:
         x = float(getattr(st, nm))
         if not 0.0 <= x <= 1.0:
             raise ModelError(f"settings.{nm} must lie in [0, 1], got {x}")
-    if float(st.slop) < 0 or float(st.margin) < 0 or float(st.cfm) < 0:
-        raise ModelError("settings.slop, settings.margin and settings.cfm must be >= 0")
+    if not all(0 <= float(getattr(st, nm)) < np.inf for nm in ("slop", "margin", "cfm")):    # NaN fails too
+        raise ModelError(f"settings.slop, settings.margin and settings.cfm must be finite and >= 0, got "
+                         f"{st.slop!r}, {st.margin!r}, {st.cfm!r}")
     if st.contact_stabilization not in ("position", "velocity"):
         raise ModelError(f"settings.contact_stabilization must be 'position' or 'velocity', got {st.contact_stabilization!r}")
     if not 2 <= int(st.friction_directions) <= MAX_FRICTION_DIRECTIONS or int(st.friction_directions) % 2:
