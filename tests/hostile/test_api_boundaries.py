@@ -95,3 +95,15 @@ def test_a_registered_solver_is_held_to_the_certificate():
     finally:
         for name in ("hostile-none", "hostile-short", "hostile-liar"):
             _REGISTRY.pop(name, None)
+
+
+def test_an_fclib_file_with_a_group_where_a_dataset_belongs_is_a_problem_error(tmp_path):
+    """fclib_local/vectors/q a group: AttributeError ('Group' object has no attribute 'dtype') before."""
+    import h5py
+    import scipy.sparse as sp
+    path = cl.save(cl.FrictionContact(sp.csr_matrix(np.eye(6) * 2), -np.ones(6), [0.5, 0.5]), tmp_path / "f.hdf5")
+    with h5py.File(path, "a") as f:
+        del f["fclib_local/vectors/q"]
+        f.create_group("fclib_local/vectors/q")
+    with pytest.raises(ProblemError, match="malformed FCLIB file"):
+        cl.load(path)

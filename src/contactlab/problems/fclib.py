@@ -165,7 +165,7 @@ def read_fclib(path: str | os.PathLike):
             prob.info = _info(g)
     except ProblemError:
         raise
-    except (KeyError, IndexError, TypeError, ValueError, OverflowError, OSError) as exc:
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError, OSError, AttributeError) as exc:
         raise ProblemError(f"{path}: malformed FCLIB file ({type(exc).__name__}: {exc})") from None
     return prob
 
