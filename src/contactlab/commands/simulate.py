@@ -252,7 +252,7 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
     an output that could not be written, 2 on a step refused as too large, 130 on an interrupt)."""
     from ..errors import ContactlabError
     from ..sim.recorder import Trajectory, TrajectoryWriter
-    from . import console, interrupt_exit_on_sigterm
+    from . import console, interrupt_exit_on_sigterm, interrupt_name, interrupt_pending
     from ..sim.simulator import MAX_RUN_STEPS
     if round(duration / sim.h) > MAX_RUN_STEPS:
         typer.echo(f"error: --duration {duration:g} s is {round(duration / sim.h):.3g} steps of {sim.h:g} s, above "
@@ -280,12 +280,14 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
                 sim.run(k * sim.h, trajectory=traj, record_poses=out is not None)
                 if writer is not None:
                     writer.append(traj)
+                if interrupt_pending():     # a signal whose KeyboardInterrupt a callback swallowed
+                    raise KeyboardInterrupt
                 bar.update(task, completed=len(traj.records))
     except KeyboardInterrupt:
         done = min(len(traj.records), len(traj.positions) - 1) if out is not None else len(traj.records)
         del traj.records[max(done, 0):]
         if writer is not None:
-            writer.close(traj, interrupted=f"interrupted (SIGINT) after {len(traj.records)} of {steps} steps",
+            writer.close(traj, interrupted=f"interrupted ({interrupt_name()}) after {len(traj.records)} of {steps} steps",
                          extra=_replay_group(sim, recorder))
             typer.echo(f"interrupted: wrote {len(traj.records)} of {steps} steps to {out} "
                        "(a valid partial file, attribute complete=False)", err=True)
