@@ -29,7 +29,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 from contactlab.files import atomic_write  # noqa: E402
-from contactlab.scenarios.grasp_runs import PAPER_TABLE_I, run_grasp, step_table, summarize, table_i  # noqa: E402
+from contactlab.scenarios.grasp_runs import (PAPER_TABLE_I, TABLE_METHODS, TABLE_VARIANTS, run_grasp,  # noqa: E402
+                                             step_table, summarize, table_i)
 
 
 def main(argv=None) -> int:
@@ -69,9 +70,9 @@ def main(argv=None) -> int:
     print("\n| contacts | steps | method | min us | max us | mean us | paper 3-finger (min/max/mean) | iterations | pivots | certified |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for e in summ:
-        for m in ("lemke", "pgs", "pgs-sm"):
+        for m in TABLE_METHODS:
             x = e[m]
-            p = PAPER_TABLE_I["3-fingered"][m]
+            p = PAPER_TABLE_I["3-fingered"][TABLE_VARIANTS.get(m, (m,))[0]]
             print(f"| {e['contacts']} | {e['steps']} | {m} | {x['min']:.0f} | {x['max']:.0f} | {x['mean']:.0f} | "
                   f"{p[0]}/{p[1]}/{p[2]} | {x['iterations_mean']:.1f} | {x['pivots_mean']:.1f} | {x['certified']}/{e['steps']} |")
         print(f"| {e['contacts']} | | lemke/pgs-sm mean | {e['ratio_lemke_pgs_sm']:.2f} (paper 4.6-12.2) | "

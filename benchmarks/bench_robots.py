@@ -7,11 +7,13 @@
 simulate`` builds it (the legged robots with ``--model no-slip``, the grasp with the CLI's default),
 its controllers attached; after ``--warmup`` steps, ``--steps`` steps with CPU time
 (``time.process_time``) summed around each stage of ``Simulator.step`` (sim/stages.py: detect,
-build, solve, certify, integrate, record) and around the calls inside them named in ``PARTS``
-(``build_system``, the joint and contact projections) and the contact model's ``build`` and
-``recover``; the controllers and the plausibility check (``step_fault``) run around the stages.
+build, solve, certify, integrate, record: the methods of the stages the simulator planned, a model's
+compiled stages or the general ones) and around the calls inside them named in ``PARTS``
+(``build_system``, the joint and contact projections, the no-slip model's compiled step) and the
+contact model's ``build`` and ``recover``; the controllers and the plausibility check (``step_fault``) run around the stages.
 ``cli`` (``--cli``): ``contactlab simulate ROBOT --json -q`` run for ``--cli-base`` seconds (0.2)
-and for ``--cli-duration`` seconds (3.2); the extra simulated time over the extra CPU time of the
+and for ``--cli-duration`` seconds (3.2), with each robot's scene parameters (``PARAMS``: the
+grasp with rubber links); the extra simulated time over the extra CPU time of the
 child (user + system) is the rate once started, the start-up (imports, numba caches, the scene)
 left out (a base of one step would leave the loading of the kernels first used later to the long
 run).
@@ -39,12 +41,16 @@ from pathlib import Path  # noqa: E402
 
 #: the model each robot runs with (None: the CLI's default)
 MODELS = {"quadruped": "no-slip", "solo12": "no-slip", "barrett-grasp": None}
+#: scene parameters (``--set``) each robot runs with: the grasp with rubber links, which lift the glass
+#: (issue 37's "Barrett grasp (rubber)"; bench_engines.py's scene)
+PARAMS = {"barrett-grasp": {"material": "rubber"}}
 STAGES = ("detect", "build", "solve", "certify", "integrate", "record")
 #: (module, attribute path) of the calls timed inside the stages, by the label reported
 PARTS = {"build_system": ("contactlab.sim.stages", "build_system"),
          "project_joints": ("contactlab.sim.simulator", "Simulator.project_joints"),
          "project_contacts": ("contactlab.sim.simulator", "Simulator.project_contacts"),
-         "step_fault": ("contactlab.sim.faults", "step_fault")}
+         "step_fault": ("contactlab.sim.faults", "step_fault"),
+         "noslip_step (compiled)": ("contactlab.sim.noslip_kernels", "noslip_step")}
 
 
 def _wrap(owner, name: str, key: str, acc: Counter) -> None:
@@ -64,15 +70,19 @@ def stages(robot: str, steps: int, warmup: int) -> dict:
     from contactlab.scenarios import make_scene
     from contactlab.sim import Simulator
     from contactlab.sim import stages as S
-    sc = make_scene(robot)
+    sc = make_scene(robot, **PARAMS.get(robot, {}))
     sim = Simulator(sc, MODELS[robot], None, controllers=getattr(sc, "controllers", ()))
     for _ in range(warmup):
         sim.step()
     acc: Counter = Counter()
+    planned = type(sim.stages)      # the planned stages (a model's compiled ones, or the general)
     for stage in STAGES:
-        _wrap(S.Stages, stage, stage, acc)
+        _wrap(planned, stage, stage, acc)
     for key, (module, path) in PARTS.items():
-        owner = importlib.import_module(module)
+        try:
+            owner = importlib.import_module(module)
+        except ImportError:     # an older tree without that module (run side by side with main)
+            continue
         *outer, name = path.split(".")
         for attr in outer:
             owner = getattr(owner, attr)
@@ -86,7 +96,8 @@ def stages(robot: str, steps: int, warmup: int) -> dict:
         sim.step()
     total = time.process_time() - t0
     per = {k: v / steps for k, v in acc.items()}
-    return {"robot": robot, "model": sim.model_name, "method": sim.method, "dt": sim.h, "steps": steps, "cpu_per_step": total / steps,
+    return {"robot": robot, "model": sim.model_name, "method": sim.method, "stages": planned.__name__, "dt": sim.h,
+            "steps": steps, "cpu_per_step": total / steps,
             "x_real_time": sim.h * steps / total, "parts": per}
 
 
@@ -112,6 +123,8 @@ def _child_cpu(args: list[str]) -> float:
 def cli(robot: str, duration: float, base: float) -> dict:
     """The CLI's rate once started: extra simulated seconds per extra CPU second (module docstring)."""
     extra = ["--model", MODELS[robot]] if MODELS[robot] else []
+    for key, value in PARAMS.get(robot, {}).items():
+        extra += ["--set", f"{key}={value}"]
     short = _child_cpu([robot, "--duration", repr(base), *extra])
     long = _child_cpu([robot, "--duration", repr(duration), *extra])
     return {"robot": robot, "duration": duration, "base": base, "base_cpu_s": short, "run_cpu_s": long,
@@ -132,7 +145,7 @@ def main(argv=None) -> int:
     for robot in a.robots:
         r = stages(robot, a.steps, a.warmup)
         out["stages"].append(r)
-        print(f"{robot} ({r['model']}/{r['method']}): {r['cpu_per_step'] * 1e6:.0f} us CPU/step, "
+        print(f"{robot} ({r['model']}/{r['method']}, {r['stages']}): {r['cpu_per_step'] * 1e6:.0f} us CPU/step, "
               f"{r['x_real_time']:.2f}x real time")
         for key, sec in sorted(r["parts"].items(), key=lambda kv: -kv[1]):
             print(f"    {key:28s} {sec * 1e6:8.1f} us")

@@ -84,7 +84,10 @@ SIMULATIONS = (
     ("stewart-trinkle", None, "pendulum-chain", {}, 3),
     ("no-slip", None, "quadruped", {}, 3),
     ("stewart-trinkle", "pgs-sm", "barrett-grasp", {}, 3),
+    ("frictionless", "dantzig", "column-collapse", {}, 3),
 )
+#: the simulations run with motionless-set reuse (loomis-balkcom §IV: its bookkeeping kernels, kernels/reuse.py)
+REUSE = {("frictionless", "dantzig", "column-collapse")}
 
 
 def tasks(kinds=("solve", "simulate")) -> list[Task]:
@@ -121,7 +124,8 @@ def _run(task: Task) -> None:
         model, method, scene = task.name.split("/")
         params, steps = next((p, s) for m, me, sc, p, s in SIMULATIONS
                              if (m, me or "default", sc) == (model, method, scene))
-        sim = Simulator(make_scene(scene, **params), model, None if method == "default" else method)
+        sim = Simulator(make_scene(scene, **params), model, None if method == "default" else method,
+                        reuse="motionless" if (model, method, scene) in REUSE else None)
         for _ in range(steps):
             sim.step()
 

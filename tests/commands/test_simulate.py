@@ -143,6 +143,31 @@ def test_simulate_w_step_tol_stops_sweeps_as_bullet_does():
     assert bad.exit_code == 2 and "w_step_tol" in bad.output and "box-qp" in bad.output
 
 
+def test_box_friction_without_a_method_is_its_certified_fast_combination():
+    """``--model box-friction`` alone on free bodies: box-qp with the previous step's bounds (the
+    model's FREE_BODIES_DEFAULT), every step certified and a 10-box stack at rest to 1e-6 m over 1 s
+    (its DEFAULT_METHOD pgs, with bounds coupled to the current impulse, certified 0 of 50 steps on
+    this stack). Options, a budget or joints keep the model's DEFAULT_METHOD; the choice is said."""
+    from contactlab.models import box_friction
+    sim = Simulator(make_scene("stack", count=10), "box-friction")
+    assert (sim.method, sim.model_options.coupling) == ("box-qp", "previous") and sim.stages.compiled
+    assert "without a method" in sim.default_choice
+    x0 = sim.data.position.copy()
+    traj = sim.run(1.0)
+    assert all(r.success and not r.rescued for r in traj.records)
+    assert np.abs(sim.data.position - x0).max() < 1e-6
+    given = Simulator(make_scene("stack", count=2), "box-friction", model_options={"coupling": "current"})
+    assert (given.method, given.default_choice) == (box_friction.DEFAULT_METHOD, None)
+    budget = Simulator(make_scene("stack", count=2), "box-friction", iterations=20)
+    assert budget.method == box_friction.DEFAULT_METHOD and budget.default_choice is None
+    chain = Simulator(make_scene("pendulum-chain", links=2), "box-friction")
+    assert chain.method == box_friction.DEFAULT_METHOD and chain.default_choice is None
+    r = runner.invoke(app, ["simulate", "stack", "--set", "count=2", "--duration", "0.05", "--model", "box-friction",
+                            "--json"])
+    out = json.loads(r.stdout)
+    assert (out["model"], out["method"]) == ("box-friction", "box-qp") and "without a method" in out["model_choice"]
+
+
 def test_the_default_model_is_the_compiled_certified_box_engine_on_free_bodies():
     """No model given: box friction by box-qp where every moving body is free (every step certified,
     a resting stack stays put); Stewart-Trinkle where there are joints, or where a method is given."""

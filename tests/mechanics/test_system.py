@@ -530,3 +530,26 @@ def test_pyramid_rows_are_cos_s_plus_sin_t():
         for k in range(d):
             a = 2 * np.pi * k / d
             assert np.allclose(D[i * d + k], np.cos(a) * S[i] + np.sin(a) * T[i], atol=1e-15)
+
+
+def test_held_blocks_zero_the_kinematic_bodies_and_agree_with_the_compiled_mobility():
+    """A position correction moves only bodies that yield: the kinematic pusher's block of M^-1 is
+    0, every other block is M^-1's own (the compiled mobility_blocks computes the same at the pose)."""
+    from contactlab.mechanics.system import held_blocks, mass_blocks, mobility_blocks
+    ground = Body("ground", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1))])
+    pusher = Body("pusher", kind="kinematic", position=(-0.3, 0, 0.1), linear_velocity=(0.5, 0, 0),
+                  shapes=[Shape("box", size=(0.2, 0.4, 0.2))])
+    box = Body("box", mass=2.0, position=(0.0, 0, 0.1), orientation=tuple(np.array([0.9, 0.1, 0.3, 0.2]) / np.linalg.norm([0.9, 0.1, 0.3, 0.2])),
+               shapes=[Shape("box", size=(0.2, 0.3, 0.1))])
+    model, data = build_model(Scene("push", [ground, pusher, box]))
+    _, W = mass_blocks(model, data)
+    held = held_blocks(model, W)
+    assert W.shape == (2, 6, 6) and np.all(held[0] == 0.0) and np.array_equal(held[1], W[1])
+    assert np.any(W[0] != 0.0)                    # the input is not changed
+    np.testing.assert_allclose(mobility_blocks(model, data), held, rtol=1e-14, atol=1e-15)
+    # the box's block is diag(I3 / m, R I^-1 R') of its own inertia
+    np.testing.assert_allclose(held[1, :3, :3], np.eye(3) / 2.0, rtol=1e-15)
+    # without kinematic bodies the blocks come back as they are (no copy)
+    model2, data2 = build_model(Scene("alone", [ground, box]))
+    W2 = mass_blocks(model2, data2)[1]
+    assert held_blocks(model2, W2) is W2

@@ -92,7 +92,9 @@ def _rel(a, b):
 
 
 def _check_against_former(sys):
-    new = st.build(sys)
+    built = st.build(sys)
+    new = built.problem
+    assert not hasattr(new, "step_rows")      # nothing attached to the problem (models/built.py)
     old, H_old, v0_old = _former_build(sys)
     assert type(new) is type(old)
     names = "ABCDgh" if isinstance(new, MixedLCP) else ()
@@ -110,9 +112,11 @@ def _check_against_former(sys):
     assert sol.success
     x_old = rx(sol.z)
     assert _rel(x_old, sol.x) <= 1e-8 * max(1.0, np.abs(x_old).max())
-    res = st.recover(sys, new, sol)
+    res = st.recover(sys, built, sol)
     v_old = v0_old + sys.Minv @ (H_old.T @ sol.z + sys.J.T @ x_old)
     assert _rel(v_old, res.v_next) <= 1e-8
+    # recover from the bare problem (H and v0 formed again from the system) gives the same bits
+    np.testing.assert_array_equal(st.recover(sys, new, sol).v_next, res.v_next)
     # recover without the problem's kept rows (a problem built elsewhere) gives the same
     bare = MixedLCP(new.A, new.C, new.D, new.B, new.g, new.h)
     np.testing.assert_allclose(st.recover(sys, bare, sol).v_next, res.v_next, rtol=0, atol=1e-12)
@@ -176,7 +180,7 @@ def test_random_systems_build_the_former_lcp(seed):
     rng = np.random.default_rng(seed)
     sys = _random_system(rng, nj=0 if seed % 4 == 0 else int(rng.integers(1, 7)), nl=int(rng.integers(0, 3)), nc=int(rng.integers(1, 4)),
                          nm=int(rng.integers(0, 3)))
-    new = st.build(sys)
+    new = st.build(sys).problem
     old, H_old, v0_old = _former_build(sys)
     if isinstance(new, LCP):
         assert _rel(old.M, new.M) <= 1e-13 and _rel(old.q, new.q) <= 1e-13
@@ -190,7 +194,7 @@ def test_random_systems_build_the_former_lcp(seed):
         y = rng.uniform(0, 1, new.n)
         assert _rel(rx(y), new.recover_x(y)) <= 1e-10
     # without body blocks the general (sparse product) path gives the same problem
-    gen = st.build(dataclasses.replace(sys, W_blocks=None))
+    gen = st.build(dataclasses.replace(sys, W_blocks=None)).problem
     for k in (("ABCDgh") if isinstance(new, MixedLCP) else ("M", "q")):
         assert _rel(getattr(gen, k), getattr(new, k)) <= 1e-13, k
 
@@ -308,7 +312,7 @@ def test_systems_without_contacts_build_the_former_lcp(shape):
     """No contact rows (only joints, limits or motors, or nothing): the stacked rows' edge cases."""
     nj, nl, nc, nm = shape
     sys = _random_system(np.random.default_rng(sum(shape)), nj=nj, nl=nl, nc=nc, nm=nm)
-    new = st.build(sys)
+    new = st.build(sys).problem
     old, H_old, v0_old = _former_build(sys)
     assert type(new) is type(old) and new.n == old.n
     for k in ("ABCDgh" if isinstance(new, MixedLCP) else ("M", "q")):
@@ -334,3 +338,16 @@ def test_pyramid_coupling_is_the_former_k(shape):
         dg[o_cn:o_u] = cfm
         K = (K0 + sp.diags(dg)).toarray()
         np.testing.assert_array_equal(pyramid_coupling(nl, nc, d, nm, mu, cfm), K)
+
+
+def test_build_returns_a_built_that_still_reads_as_its_problem(trot_systems):
+    """build() returns a Built (problem, rows, recovery state); the problem's names read through it
+    (the spelling of the bare-problem days), and solve() given the Built names the fix."""
+    from contactlab.errors import ProblemError
+    from contactlab.models.built import Built
+    built = st.build(trot_systems[0])
+    assert isinstance(built, Built) and isinstance(built.problem, MixedLCP)
+    assert built.rows == built.problem.row_groups and built.rows["normal"].stop > built.rows["normal"].start
+    assert built.A is built.problem.A and built.n == built.problem.n
+    with pytest.raises(ProblemError, match=r"pass its \.problem"):
+        solve(built, "lemke")

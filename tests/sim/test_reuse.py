@@ -29,6 +29,59 @@ def test_motionless_set_is_at_rest_and_grounded():
     assert sim.reuse.log.sets[-1][1] == ["box0"]
 
 
+def _motionless_reference(kind, lin, ang, radius, tol_v, a, b):
+    """GETMOTIONLESSBODIES with numpy norms and scipy's connected components (the compiled union-find's
+    independent reference; kind 0 dynamic, 1 fixed)."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+    nb = kind.size
+    speed = np.linalg.norm(lin, axis=1) + np.linalg.norm(ang, axis=1) * radius
+    rest = (kind == 0) & (speed <= tol_v)
+    fixed = kind == 1
+    node = rest | fixed
+    if a.size == 0 or not rest.any():
+        return np.zeros(nb, dtype=bool)
+    keep = node[a] & node[b]
+    aa, bb = np.where(fixed[a[keep]], nb, a[keep]), np.where(fixed[b[keep]], nb, b[keep])
+    _, label = connected_components(sp.coo_matrix((np.ones(aa.size), (aa, bb)), shape=(nb + 1, nb + 1)),
+                                    directed=False)
+    return rest & (label[:nb] == label[nb])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_compiled_bookkeeping_is_the_numpy_one(seed):
+    """kernels/reuse.py: the motionless mask equals numpy norms + scipy's connected components, and the
+    warm start equals the nearest-point matching by broadcast numpy (random bodies, contacts, speeds
+    around the tolerance, several fixed bodies, repeated shape pairs, ties in distance)."""
+    from contactlab.kernels import reuse as KR
+    rng = np.random.default_rng(seed)
+    nb = int(rng.integers(2, 15))
+    kind = rng.choice([0, 0, 0, 1], size=nb)
+    lin, ang = rng.standard_normal((nb, 3)) * 1e-3, rng.standard_normal((nb, 3)) * 1e-3
+    radius, tol = rng.random(nb), 1.5e-3
+    m = int(rng.integers(0, 25))
+    a, b = rng.integers(0, nb, size=m), rng.integers(0, nb, size=m)
+    got = KR.motionless_mask(kind == 0, kind == 1, lin, ang, radius, tol, a, b)
+    assert got.tolist() == _motionless_reference(kind, lin, ang, radius, tol, a, b).tolist()
+    # warm start: stored contacts (shape pairs, points, values), new contacts matched by pair and nearest point
+    k, nc, r = int(rng.integers(1, 12)), int(rng.integers(1, 15)), int(rng.integers(1, 4))
+    sa, sb = rng.integers(0, 3, size=k), rng.integers(0, 3, size=k)
+    sp_ = np.round(rng.random((k, 3)), 1)                      # a 0.1 grid: equal distances happen
+    vals = rng.random((k, r))
+    na, nb_ = rng.integers(0, 3, size=nc), rng.integers(0, 3, size=nc)
+    npt = np.round(rng.random((nc, 3)), 1)
+    rows = rng.permutation(nc * r).reshape(nc, r)
+    z = np.full(nc * r, np.nan)
+    hits = KR.warm_values(sa, sb, sp_, vals, na, nb_, npt, 0.3, rows, z)
+    d = np.linalg.norm(npt[:, None, :] - sp_[None, :, :], axis=2)
+    d[(na[:, None] != sa[None, :]) | (nb_[:, None] != sb[None, :])] = np.inf
+    j = np.argmin(d, axis=1)
+    ok = d[np.arange(nc), j] <= 0.3
+    ref = np.zeros(nc * r)
+    ref[rows[ok]] = vals[j[ok]]
+    assert hits == ok.sum() and np.array_equal(z, ref)
+
+
 @pytest.mark.parametrize("model", ["stewart-trinkle", "box-friction"])
 def test_contact_rows_are_each_contacts_variables(model):
     sim = Simulator(stack([(0, 0, 0)] * 2), model, "pgs")

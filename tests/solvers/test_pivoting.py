@@ -595,3 +595,52 @@ def test_compiled_theorem1_decision_analytic(case):
     assert ref.success
     np.testing.assert_allclose(F @ a.z + q, F @ ref.z + q, rtol=0, atol=1e-12)
     np.testing.assert_allclose(N.T @ a.z, N.T @ ref.z, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dantzig_work_arrays_need_no_clearing(seed):
+    """kernels/pivoting.py ``dantzig_work`` reads none of its scratch before writing it: with work
+    arrays full of NaN, huge values and random indices left by other solves, and with fresh ones,
+    the results are the same to the bit (z, w, numbers, active set, counts, the ray of an infeasible
+    problem): symmetric PSD and nonsymmetric P-matrix LCPs, cold and warm-started, and a smaller
+    problem after a larger one (sim/reuse.py keeps one DantzigWork for a whole run)."""
+    from contactlab.kernels import pivoting as K
+    from contactlab.kernels.tolerances import NORMWISE_FLOOR
+    rng = np.random.default_rng(seed)
+    n = 12
+    J = rng.standard_normal((n, 8))
+    A = rng.standard_normal((n, n))
+    problems = [(J @ J.T, J @ rng.standard_normal(8) - 0.1 * rng.random(n)),          # PSD, rank deficient
+                (A @ A.T + n * np.eye(n) + 0.3 * (A - A.T), rng.standard_normal(n)),  # P, nonsymmetric
+                (np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([-1.0, -1.0])),    # PSD, infeasible: a ray
+                (np.array([[2.0]]), np.array([-1.0]))]                             # n = 1
+    for M, q in problems:
+        m = q.size
+        warm = np.where(rng.random(m) < 0.5, rng.random(m), 0.0)
+        for zw in (np.zeros(0), warm):
+            sizes = K.work_sizes(m)
+            fresh = K.dantzig_work(M, q, zw, 20 * m + 100, True, NORMWISE_FLOOR, False, 0.0,
+                                   np.zeros(sizes[0]), np.zeros(sizes[1], dtype=np.int64),
+                                   np.zeros(sizes[2], dtype=np.bool_))
+            ref = (np.zeros(sizes[0]), np.zeros(sizes[1], dtype=np.int64))
+            K.dantzig_work(M, q, zw, 20 * m + 100, True, NORMWISE_FLOOR, False, 0.0, *ref,
+                           np.zeros(sizes[2], dtype=np.bool_))
+            big = K.work_sizes(3 * m)
+            f = np.full(big[0], np.nan)
+            f[::3] = 1e300
+            i = rng.integers(-5, 3 * m, size=big[1])
+            b = rng.random(big[2]) < 0.5
+            dirty = K.dantzig_work(M, q, zw, 20 * m + 100, True, NORMWISE_FLOOR, False, 0.0, f, i, b)
+            assert dirty == fresh
+            # exactly work_sizes(m): views of larger arrays whose tails must stay untouched (no write past them)
+            F, I, B = np.full(sizes[0] + 64, -7.0), np.full(sizes[1] + 64, -7), np.zeros(sizes[2] + 64, dtype=np.bool_)
+            exact = K.dantzig_work(M, q, zw, 20 * m + 100, True, NORMWISE_FLOOR, False, 0.0, F[:sizes[0]],
+                                   I[:sizes[1]], B[:sizes[2]])
+            assert exact == fresh and np.all(F[sizes[0]:] == -7.0) and np.all(I[sizes[1]:] == -7) \
+                and not B[sizes[2]:].any()
+            k = fresh[5]
+            assert np.array_equal(f[:2 * m], ref[0][:2 * m])                           # z, w
+            assert np.array_equal(f[8 * m:8 * m + 6], ref[0][8 * m:8 * m + 6])         # the residual numbers
+            assert np.array_equal(i[:k], ref[1][:k]) and np.all(np.diff(i[:k]) > 0)    # the active set, sorted
+            if fresh[0] == K.UNBOUNDED:
+                assert np.array_equal(f[2 * m:3 * m], ref[0][2 * m:3 * m])

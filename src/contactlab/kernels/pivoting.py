@@ -478,30 +478,42 @@ def symmetry_dense(M):
     return mmax, asym
 
 
-#: dantzig_dense(direct=True): the problem is one solve() answers otherwise (trivial, or possibly refused)
+#: dantzig_dense(direct=True) / dantzig_work(direct=True): the problem is one solve() answers otherwise
+#: (trivial, or possibly refused); dantzig_work(direct=True) also for an answer that is not SOLVED and certified
 NOT_DIRECT = -1
 
 
 @jit
-def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor, direct=False):
-    """The whole Cottle-Dantzig solve of a dense LCP in one compiled call (solvers/pivoting.py
-    ``dantzig_solve``'s fast path, the same steps in the same order): symmetry (tolerances.SYMMETRY,
-    problems/validation.py ``is_symmetric``'s test), the warm start's candidates (zwarm_i >
-    ITERATE (max|q| + max|M|); an empty zwarm: cold), :func:`warm_start_kernel`'s exact start on the
-    current data (loomis-balkcom Theorem 1), :func:`dantzig_kernel`, one step of
-    :func:`refine_active` kept when it lowers the natural residual, and the certification of the
-    final z with the library's one residual kernel (:func:`contactlab.kernels.residual.lcp_certify_dense`,
-    ``floor_factor`` = tolerances.NORMWISE_FLOOR), which ``solve()`` then reads instead of
-    recomputing it. Each call costs one dispatch instead of the Python steps around the two
-    kernels, whose fixed cost is of the order of the pivots a warm start from a motionless set
-    saves (docs/computation-reuse.md).
+def work_sizes(n):
+    """(float, int, bool) lengths of :func:`dantzig_work`'s three work arrays for n rows."""
+    return n * n + 8 * n + 6, 3 * n + 3, 2 * n
 
-    Returns (status, k0, majors, pivots, d, z (n), w (n), numbers (6), the active set sorted (k),
-    y (n): the driving ray y_d = 1, y_C = u on UNBOUNDED, else empty): few boxed objects.
 
-    ``direct`` (solvers/pivoting.py ``dantzig_direct``, which answers for solve() without it): first
-    return NOT_DIRECT (nothing computed) unless some q_i < 0 (solve() calls q >= 0 trivial) and every
-    diagonal entry of M is > 0 (solve()'s refusal of dantzig needs one <= 0)."""
+@jit
+def dantzig_work(M, q, zwarm, max_pivots, refine, floor_factor, direct, tol, fwork, iwork, bwork):
+    """The whole Cottle-Dantzig solve of a dense LCP in one compiled call over the caller's work
+    arrays (:func:`work_sizes`; solvers/pivoting.py ``DantzigWork`` keeps them between calls, so a
+    solve allocates nothing): symmetry (tolerances.SYMMETRY, problems/validation.py
+    ``is_symmetric``'s test), the warm start's candidates (zwarm_i > ITERATE (max|q| + max|M|); an
+    empty zwarm: cold), :func:`warm_start_kernel`'s exact start on the current data (loomis-balkcom
+    Theorem 1), :func:`dantzig_kernel`, one step of :func:`refine_active` kept when it lowers the
+    natural residual, and the certification of the final z with the library's one residual kernel
+    (:func:`contactlab.kernels.residual.lcp_certify_dense`, ``floor_factor`` =
+    tolerances.NORMWISE_FLOOR), which ``solve()`` then reads instead of recomputing it.
+
+    Results in the work arrays: fwork[:n] z, fwork[n:2n] w, fwork[2n:3n] the driving ray y (y_d = 1,
+    y_C = u) on UNBOUNDED, fwork[8n:8n+6] the six residual numbers; iwork[:k] the active set sorted.
+    The rest is scratch, written before it is read (the factor of M_CC, fwork[8n+6:], the
+    directions, the index sets; tests/solvers/test_pivoting.py fills it with NaN and garbage), so only
+    z and C are cleared between calls.
+    Returns (status, k0, major cycles, pivots, d, k, relative residual): few unboxed numbers, which
+    is what makes a solve cost its pivots rather than its arguments and results (docs/computation-reuse.md).
+
+    ``direct`` (solvers/pivoting.py ``DantzigWork.direct``, which answers for solve() without it):
+    return NOT_DIRECT without solving unless some q_i < 0 (solve() calls q >= 0 trivial) and every
+    diagonal entry of M is > 0 (solve()'s refusal of dantzig needs one <= 0), and NOT_DIRECT after it
+    unless the answer is SOLVED and certifies (relative residual <= ``tol``, absolute numbers
+    finite), solve()'s own verdict on it."""
     n = q.shape[0]
     if direct:
         neg, pos = False, True
@@ -509,39 +521,40 @@ def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor, direct=False):
             neg = neg or q[i] < 0.0
             pos = pos and M[i, i] > 0.0
         if not (neg and pos):
-            return NOT_DIRECT, 0, 0, 0, 0, np.zeros(0), np.zeros(0), (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), \
-                np.zeros(0, dtype=np.int64), np.zeros(0)
+            return NOT_DIRECT, 0, 0, 0, 0, 0, np.inf
+    z = fwork[:n]
+    w = fwork[n:2 * n]
+    y = fwork[2 * n:3 * n]
+    dz = fwork[3 * n:4 * n]
+    dw = fwork[4 * n:5 * n]
+    u = fwork[5 * n:6 * n]
+    v = fwork[6 * n:7 * n]
+    zr = fwork[7 * n:8 * n]
+    numbers = fwork[8 * n:8 * n + 6]
+    F = fwork[8 * n + 6:8 * n + 6 + n * n].reshape((n, n))
+    active = iwork[:n]
+    idx = iwork[n:2 * n]
+    cand = iwork[2 * n:3 * n]
+    counts = iwork[3 * n:3 * n + 3]
+    inC = bwork[:n]
+    skip = bwork[n:2 * n]
     qmax = 0.0
-    for i in range(n):
+    for i in range(n):           # z = 0 and C empty: the cold start (the warm start sets its own)
         qmax = max(qmax, abs(q[i]))
+        z[i] = 0.0
+        inC[i] = False
     mmax, asym = symmetry_dense(M)
     sym = asym <= SYMMETRY * mmax
     MT = M if sym else np.ascontiguousarray(M.T)
-    tol = ITERATE * (qmax + mmax)
-    inC = np.zeros(n, dtype=np.bool_)
-    idx = np.zeros(n, dtype=np.int64)
-    F = np.zeros((n, n))
-    z = np.zeros(n)
-    w = np.empty(n)
-    dz = np.zeros(n)
-    dw = np.zeros(n)
-    u = np.zeros(n)
-    v = np.zeros(n)
-    skip = np.zeros(n, dtype=np.bool_)
-    counts = np.zeros(3, dtype=np.int64)
+    tol0 = ITERATE * (qmax + mmax)
     k0 = 0
     if zwarm.shape[0] == n:
         nc = 0
         for i in range(n):
-            if zwarm[i] > tol:
-                nc += 1
-        cand = np.empty(nc, dtype=np.int64)
-        nc = 0
-        for i in range(n):
-            if zwarm[i] > tol:
+            if zwarm[i] > tol0:
                 cand[nc] = i
                 nc += 1
-        k0 = warm_start_kernel(M, q, cand, F, sym, idx, inC, z, dz, dw, u)
+        k0 = warm_start_kernel(M, q, cand[:nc], F, sym, idx, inC, z, dz, dw, u)
     for i in range(n):
         s = q[i]
         for j in range(n):
@@ -550,7 +563,8 @@ def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor, direct=False):
         w[i] = 0.0 if inC[i] else s
     code, k = dantzig_kernel(M, MT, q, z, w, inC, idx, k0, F, sym, max_pivots, mmax, dz, dw, u, v, skip, counts)
     if code == SOLVED and refine and k > 0:
-        zr = z.copy()
+        for i in range(n):
+            zr[i] = z[i]
         refine_active(M, q, zr, idx, k, F, sym, dz, v)
         ok = True
         for a in range(k):
@@ -561,10 +575,52 @@ def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor, direct=False):
                 z[i] = zr[i]
     for i in range(n):
         z[i] = max(z[i], 0.0)
-    numbers = lcp_certify_dense(M, q, z, w, dz, floor_factor)
-    y = np.zeros(n if code == UNBOUNDED else 0)
+    c = lcp_certify_dense(M, q, z, w, dz, floor_factor)
+    for t in range(6):
+        numbers[t] = c[t]
+    rel = np.inf if (c[3] != c[3] or c[5] != c[5]) else max(c[3], c[5])   # problems/residual.py certified_error
     if code == UNBOUNDED:
+        for i in range(n):
+            y[i] = 0.0
         y[counts[2]] = 1.0
         for a in range(k):
             y[idx[a]] = u[a]
-    return code, k0, counts[0], counts[1], counts[2], z, w, numbers, np.sort(idx[:k]), y
+    for a in range(k):            # the active set sorted, in place (insertion sort: k <= n, no allocation)
+        x = idx[a]
+        b = a
+        while b > 0 and active[b - 1] > x:
+            active[b] = active[b - 1]
+            b -= 1
+        active[b] = x
+    if direct and not (code == SOLVED and rel <= tol and c[0] < np.inf and c[2] < np.inf):
+        return NOT_DIRECT, k0, counts[0], counts[1], counts[2], k, rel
+    return code, k0, counts[0], counts[1], counts[2], k, rel
+
+
+@jit
+def dantzig_result(M, q, zwarm, max_pivots, refine, floor_factor, direct, tol, fwork, iwork, bwork):
+    """:func:`dantzig_work` and its results as solvers/pivoting.py builds a Solution from them: (status,
+    k0, majors, pivots, d, relative residual, numbers (6), z (n), w (n), the active set sorted (k)),
+    z, w and the active set copied out of the work arrays (the driving ray of an UNBOUNDED stop stays
+    in fwork[2n:3n]). ``max_pivots`` < 0: the default 20 n + 100."""
+    n = q.shape[0]
+    code, k0, majors, pivots, d, k, rel = dantzig_work(M, q, zwarm, 20 * n + 100 if max_pivots < 0 else max_pivots,
+                                                       refine, floor_factor, direct, tol, fwork, iwork, bwork)
+    c = fwork[8 * n:8 * n + 6]
+    return code, k0, majors, pivots, d, rel, (c[0], c[1], c[2], c[3], c[4], c[5]), fwork[:n].copy(), \
+        fwork[n:2 * n].copy(), iwork[:k].copy()
+
+
+@jit
+def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor):
+    """:func:`dantzig_result` with work arrays of its own (kernels/factored.py ``ppm_dense``'s routed
+    solve). Returns (status, k0, majors, pivots, d, z (n), w (n), numbers (6), the active set sorted
+    (k), y (n): the driving ray y_d = 1, y_C = u on UNBOUNDED, else empty)."""
+    n = q.shape[0]
+    nf, ni, nb = work_sizes(n)
+    fwork = np.empty(nf)
+    code, k0, majors, pivots, d, rel, numbers, z, w, active = dantzig_result(
+        M, q, zwarm, max_pivots, refine, floor_factor, False, 0.0, fwork, np.empty(ni, dtype=np.int64),
+        np.empty(nb, dtype=np.bool_))
+    y = fwork[2 * n:3 * n].copy() if code == UNBOUNDED else np.zeros(0)
+    return code, k0, majors, pivots, d, z, w, numbers, active, y

@@ -153,9 +153,22 @@ def _empty(ndof: int) -> sp.csr_matrix:
     return sp.csr_matrix((0, ndof))
 
 
+def held_blocks(model: Model, W_blocks: np.ndarray) -> np.ndarray:
+    """``W_blocks`` ((k, 6, 6) blocks of M^-1 over the k non-fixed bodies, dof order) with the
+    kinematic bodies' blocks zeroed: a position correction moves only the bodies that yield to
+    it (a copy only where there are kinematic bodies). :func:`mobility_blocks` is this at ``data``'s
+    pose, in one compiled pass."""
+    kinematic = model.kind == KIND_KINEMATIC
+    if not np.any(kinematic):
+        return W_blocks
+    held = W_blocks.copy()
+    held[model.dof_start[kinematic] // 6] = 0.0
+    return held
+
+
 def mobility_blocks(model: Model, data: Data) -> np.ndarray:
     """(k, 6, 6) blocks of M^-1 over the k non-fixed bodies, kinematic ones zeroed (they do not
-    yield to position corrections)."""
+    yield to position corrections): :func:`held_blocks` of the blocks at ``data``'s pose."""
     return _mobility(model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inv_inertia, data.quaternion)
 
 

@@ -7,7 +7,10 @@ A model is a module in this package that defines
     build(system, options) -> Built       models/built.py: Built(problem, rows, state)
     recover(system, built, solution, options) -> StepResult     models/common.py (one result type,
                                            one set of contact modes MODE_*)
-and optionally ``DEFAULT_METHOD`` (solver used when none is given), ``DESCRIPTION`` and
+and optionally ``DEFAULT_METHOD`` (solver used when none is given), ``FREE_BODIES_DEFAULT``
+(``(method, options)``: the certified fast combination taken instead when neither a method nor
+options are given and every moving body is free; :func:`contactlab.sim.simulator.model_default`),
+``DESCRIPTION`` and
     warm_start(system, previous, match, options) -> z0 or None: this step's starting point from the
     previous step's StepResult with contacts matched by ``match`` (collision.match_indices); without
     it the simulator reuses the previous answer as it is when its size is unchanged.

@@ -29,6 +29,13 @@ from .common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, StepResult, _modes_of_rows
 
 NAME = "box-friction"
 DEFAULT_METHOD = "pgs"
+#: given no method and no options, on scenes of free bodies only: each friction box from the
+#: contact's normal impulse of the previous step (arechavaleta eq. 16, static bounds: a convex
+#: bound-constrained QP each step), solved by box-qp, whose projected Newton reaches the minimiser
+#: that solve() certifies, on the compiled steps. With the bounds coupled to the current normal
+#: impulse (``coupling="current"``) no method has that guarantee: pgs stalls uncertified on
+#: resting stacks (docs/benchmarks-sim.md)
+FREE_BODIES_DEFAULT = ("box-qp", {"coupling": "previous"})
 DESCRIPTION = "boxed LCP with friction box |c_t| <= mu c_n (arechavaleta eq. 16-17)"
 
 

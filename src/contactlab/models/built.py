@@ -28,6 +28,14 @@ class Built:
     def n(self) -> int:
         return self.problem.n
 
+    def __getattr__(self, name):
+        """The problem's attributes read through the Built (``build(sys).M``, ``.lcp_reduction()``):
+        the spelling of the models whose ``build`` returned the bare problem (box friction,
+        frictionless, Stewart-Trinkle before it returned a Built) keeps working."""
+        if name.startswith("__") or name in ("problem", "rows", "state"):
+            raise AttributeError(name)
+        return getattr(self.problem, name)
+
 
 def problem_of(built):
     """The solver's problem of a model's ``build`` result (a :class:`Built` or a bare problem)."""

@@ -22,8 +22,8 @@ __all__ = ["ConstraintSystem", "StepResult", "MODE_SEPARATING", "MODE_STICKING",
 def refuse_dense(model: str, arrays: dict, fix: str) -> None:
     """A ModelError, before anything is allocated, when a step's dense arrays (name -> (rows, cols))
     need together more than ``solvers.registry.DENSE_BYTES_LIMIT`` (issue 40: 5,000 boxes asked for
-    a MemoryError after seconds); the message names the model, the sizes and ``fix``. As
-    stewart_trinkle.py ``_parts`` checks its coupling matrix."""
+    a MemoryError after seconds); the message names the model, the sizes and ``fix``. The
+    Stewart-Trinkle build checks its coupling matrix the same way."""
     from ..errors import ModelError
     from ..solvers.registry import DENSE_BYTES_LIMIT
     need = 8 * sum(int(r) * int(c) for r, c in arrays.values())

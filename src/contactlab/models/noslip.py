@@ -235,6 +235,9 @@ def recover_noslip(built: NoSlipProblem, z, *, separating_tol: float = 1e-9) -> 
 NAME = "no-slip"
 DEFAULT_METHOD = "ppm"
 DESCRIPTION = "velocity level, S v+ = T v+ = 0; one LCP variable per contact, factored for ppm (drumwright Sec. VI)"
+#: the compiled step of this model's problem on jointed free bodies (sim/noslip_stages.py: build, ppm, recover
+#: and the integration in one call, the same kernels as build/recover below)
+COMPILED_STEP = "noslip-metric"
 
 
 @dataclass(frozen=True)

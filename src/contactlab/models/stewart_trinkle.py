@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from ..kernels.mixed import pyramid_coupling
 from ..mechanics.system import csr_of, rows_times, rows_transpose_times
 from ..problems import ProblemStructure
+from .built import Built
 from .common import StepResult, contact_modes, mixed_problem, mixed_recover, pyramid_to_tangent, stacked_rows
 
 NAME = "stewart-trinkle"
@@ -70,24 +71,29 @@ def _parts(sys, cfm: float = 0.0):
     return H, K, c, v0, (o_cn, o_b, o_lam, o_u, o_s), R
 
 
-def build(sys, options: Options | None = None):
-    """The MixedLCP (joints) or LCP (no joints) of eq. (13)-(15); rows grouped by type."""
+def build(sys, options: Options | None = None) -> Built:
+    """The MixedLCP (joints) or LCP (no joints) of eq. (13)-(15), rows grouped by type, as a
+    :class:`~contactlab.models.built.Built` whose state (H, v0, offsets) is what :func:`recover`
+    maps the answer back with."""
     options = options or Options()
     # cfm on the contact rows only (normal, friction, lambda): joints, limits, motors stay exact
     H, K, c, v0, off, R = _parts(sys, sys.cfm + options.cfm)
     rows = {"limit": slice(0, off[0]), "normal": slice(off[0], off[1]), "friction": slice(off[1], off[2]),
             "lambda": slice(off[2], off[3]), "motor": slice(off[3], off[4]), "motor_slack": slice(off[4], off[4] + sys.nm)}
     prob = mixed_problem(sys, H, K, c, v0, stacked=R, structure=ProblemStructure(row_groups=rows))
-    prob.step_rows = (H, v0, off)
-    return prob
+    return Built(prob, rows, (H, v0, off))
 
 
-def recover(sys, problem, solution, options: Options | None = None) -> StepResult:
-    got = getattr(problem, "step_rows", None)
-    if got is None:
-        H, _, _, v0, off, _ = _parts(sys)
+def recover(sys, built, solution, options: Options | None = None) -> StepResult:
+    """v+, the contact impulses (normal; the pyramid's beta as tangent vectors), joint, limit and
+    motor impulses from the answer of :func:`build`'s problem (eq. (13)). ``built``: the
+    :class:`~contactlab.models.built.Built` of :func:`build` (or its bare problem, then H and v0
+    are formed again from ``sys``)."""
+    if isinstance(built, Built):
+        problem, (H, v0, off) = built.problem, built.state
     else:
-        H, v0, off = got
+        problem = built
+        H, _, _, v0, off, _ = _parts(sys)
     o_cn, o_b, o_lam, o_u, o_s = off
     v_next, x, y = mixed_recover(sys, problem, solution, H, v0)
     normal = y[o_cn:o_b]

@@ -255,7 +255,7 @@ class Options:
 def _rows(sys, o):
     """Dense M, U = [L; N], S and T of the touching contacts (zero rows for the limits and the
     others: :func:`~contactlab.models.built.tangent_rows`), J and the biases [l_bias; n_bias]: the
-    system's CSR rows scattered once into zeroed arrays (noslip.py ``_rows_into``, compiled)."""
+    system's CSR rows scattered once into zeroed arrays (the no-slip model's compiled scatter)."""
     m, nl, nc = sys.ndof, sys.nl, sys.nc
     from .common import refuse_dense
     refuse_dense("viscous", {"M": (m, m), "[L; N], S, T": (3 * (nl + nc), m)}, "use fewer bodies, or model box-friction (sparse)")

@@ -1,4 +1,4 @@
-"""The sub-problem of one island of a boxed LCP: rows coupled to no other row, by M or by findex
+"""The sub-problem of one island of a boxed LCP or an LCP: rows coupled to no other row, by M or by findex
 (:mod:`contactlab.sim.islands` finds and solves islands with any method; box-qp solves a problem's
 own ``structure.islands`` in one compiled call)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from ..kernels.box_qp import csr_dense_block, csr_sub_block
 from ..mechanics.system import csr_of
-from .lcp import BoxedLCP
+from .lcp import LCP, BoxedLCP
 from .structure import ProblemStructure
 
 
@@ -27,8 +27,9 @@ def csr_block(M, rows: np.ndarray) -> sp.csr_matrix:
     return csr_of(*csr_sub_block(M.indptr, M.indices, M.data, rows, M.shape[1]), (rows.size, rows.size))
 
 
-def island_problem(problem: BoxedLCP, idx: np.ndarray, dense_max: int) -> BoxedLCP:
-    """The boxed LCP of the rows ``idx`` (ascending; one island of ``problem``). From a sparse
+def island_problem(problem, idx: np.ndarray, dense_max: int):
+    """The boxed LCP (or LCP, for an :class:`~contactlab.problems.LCP`: its principal block) of the
+    rows ``idx`` (ascending; one island of ``problem``). From a sparse
     matrix: its dense block up to ``dense_max`` rows (one compiled gather, so the solvers take their
     compiled dense paths), else its CSR block (:func:`csr_block`); findex renumbered into the
     island; the problem's ``factors`` (H, W, cfm) with H's rows ``idx`` where the block is sparse.
@@ -41,6 +42,8 @@ def island_problem(problem: BoxedLCP, idx: np.ndarray, dense_max: int) -> BoxedL
         sub = csr_dense_block(M.indptr, M.indices, M.data, idx, M.shape[1])
     else:
         sub = csr_block(M, idx)
+    if isinstance(problem, LCP):
+        return LCP.trusted(sub, problem.q[idx])
     where = np.full(problem.n, -1, dtype=np.int64)
     where[idx] = np.arange(idx.size)
     fi = problem.findex[idx]

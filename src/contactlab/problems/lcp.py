@@ -30,6 +30,17 @@ class LCP(Problem):
         self._scale = None
         self.structure = as_structure(structure)
 
+    @classmethod
+    def trusted(cls, M, q: np.ndarray, *, structure=None) -> "LCP":
+        """A problem whose parts were checked already (no checks again): M a C-contiguous float64
+        array or a CSR float64 matrix, q float64 (n,), e.g. a principal block of a checked LCP
+        (:func:`contactlab.problems.islands.island_problem`); ``structure`` a
+        :class:`~contactlab.problems.ProblemStructure` or None."""
+        self = cls.__new__(cls)
+        self.M, self.q, self.n, self._scale = M, q, q.shape[0], None
+        self.structure = as_structure(structure)
+        return self
+
     @property
     def is_sparse(self) -> bool:
         return sp.issparse(self.M)

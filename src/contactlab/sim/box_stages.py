@@ -39,8 +39,7 @@ from ..solvers.box_qp import BoxQPOptions, dense_factor_cache as _dense_factors
 from ..solvers.pgs import PGSOptions
 from . import box_kernels as BS
 from .fallback import certified
-from .recorder import StepRecord
-from .stages import Stages, StepState, StepWork
+from .stages import CompiledCall, Stages, StepState, StepWork
 
 # a step's arguments where it has no warm start (never written: the kernels only read them)
 _NO_NORMAL, _NO_TANGENT = np.zeros(0), np.zeros((0, 2))
@@ -233,7 +232,7 @@ class RowStages(Stages):
                            complementarity=c[1], infeasibility=c[2], relative_residual=c[3], info=info)
 
 
-class CompiledRowStages(RowStages):
+class CompiledRowStages(CompiledCall, RowStages):
     """:class:`RowStages` on scenes of free bodies, the step after detection in one compiled call:
     certified mode by box-qp (:func:`contactlab.sim.box_kernels.box_friction_step`, steps with up to
     ``dense_max`` / 3 contacts: a dense problem) or fixed-budget mode by matrix-free PGS
@@ -391,32 +390,6 @@ class CompiledRowStages(RowStages):
         w.result = result
         w.call = (ke, pe, pen)
         w.t_integrated = time.perf_counter()
-
-    # -- correct: the energies again where a correction moved the bodies -------------------------
-    def correct(self, w: StepWork) -> bool:
-        done = super().correct(w)
-        if done and w.compiled:
-            m, data = self.sim.model, self.sim.data
-            w.call = energies_and_depth(m.dof_start, m.mass, m.inertia, data.quaternion, data.linear_velocity,
-                                        data.angular_velocity, data.position, self.gravity,
-                                        np.ascontiguousarray(w.contacts.phi, dtype=np.float64))
-        return done
-
-    # -- record -----------------------------------------------------------------------------------
-    def record(self, w: StepWork) -> StepRecord:
-        if not w.compiled:
-            return super().record(w)
-        sol = w.sol
-        ke, pe, pen = w.call
-        e1 = ke + pe
-        # the compiled call is build, solve, recover and integrate at once: its time is reported as "solve"
-        self.state.timing = {"detect": w.t_detect - w.t_start, "build": 0.0, "solve": w.t_solved - w.t0,
-                             "integrate": w.t_integrated - w.t_solved, "record": 0.0}
-        return StepRecord(time=self.sim.data.time, contacts=w.nc, lcp_size=w.n,
-                          iterations=int(sol.iterations), pivots=0, residual=float(sol.residual),
-                          success=bool(w.primary_ok), status=sol.status.name, rescued=bool(w.rescued),
-                          kinetic_energy=ke, energy=e1, energy_gain=e1 - w.e0, contact_energy_gain=w.contact_gain,
-                          max_penetration=pen, solve_time=w.t_solve, joint_error=0.0)
 
 
 def _split(out, n: int, nv: int, ndof: int, nc: int) -> tuple:

@@ -20,7 +20,8 @@ What a step may do (semi-implicit Euler, ``x1 = x0 + h v1`` then the position co
   one) up to 1:``SPEED_AMPLIFICATION``.
 - **position correction**: ``x1 - x0 - h v1`` is what the contact position correction and the
   joint projection moved the body (no velocity change). The contact correction removes the
-  penetration (at most the deepest, plus the slop); the joint projection removes the joint error
+  penetration (at most the deepest, plus the slop; where the bodies turned fast, the deepest overlap
+  found again at the new poses, :func:`contactlab.sim.turns.correct_turns`); the joint projection removes the joint error
   (at most the previous error plus what the step's motion adds, h times the fastest speed). A
   correction beyond :data:`CORRECTION_FACTOR` times that is a body pushed out through the far side.
 - **energy**: without actuation the contact impulses cannot add kinetic energy beyond what the
@@ -126,8 +127,12 @@ def _free_velocities(sim, v0, w0):
     is part of the step's free motion on either path."""
     # the step's system where the step assembled it (stages.StepState; None where a compiled
     # step deferred it: assembling it here would cost more than the step)
-    sys = getattr(getattr(sim, "step_state", None), "system", None)
+    state = getattr(sim, "step_state", None)
+    sys = getattr(state, "system", None)
     model = sim.model
+    vf = getattr(state, "free_velocity", None)      # a compiled step's own (sim/noslip_stages.py)
+    if sys is None and vf is not None and vf.shape == (model.ndof,):
+        return _split_velocity(model.dof_start, vf, v0.shape[0])
     if sys is not None:
         try:
             vf = np.asarray(sys.v_free(), dtype=np.float64)
@@ -169,6 +174,9 @@ def step_fault(sim, before, rec) -> str:
         data.angular_velocity, h)
     st = model.settings
     depth = max(float(rec.max_penetration), 0.0) if math.isfinite(rec.max_penetration) else 0.0
+    # a turn correction (sim/turns.py) removed an overlap found at the new poses, which the step's
+    # own contacts did not show
+    depth = max(depth, float(getattr(getattr(sim, "step_state", None), "turn_overlap", 0.0)))
     joint_error = prev_joint_error if jointed else 0.0
     motors = getattr(data, "motor_target", None)
     motor = 0.0

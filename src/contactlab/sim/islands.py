@@ -28,11 +28,20 @@ def island_labels(problem: BoxedLCP) -> tuple[int, np.ndarray]:
     off-diagonal entries of M and the friction rows' links to their normal (findex); one compiled
     union-find pass over M where it lies (:mod:`contactlab.kernels.components`)."""
     M = problem.M
+    findex = getattr(problem, "findex", None)      # an LCP's rows couple through M alone
+    if findex is None:
+        findex = np.full(problem.n, -1, dtype=np.int64)
     if sp.issparse(M):
         M = sp.csr_matrix(M)
-        return csr_components(M.indptr, M.indices, M.data, problem.findex)
-    return dense_components(np.ascontiguousarray(M, dtype=np.float64), problem.findex)
+        return csr_components(M.indptr, M.indices, M.data, findex)
+    return dense_components(np.ascontiguousarray(M, dtype=np.float64), findex)
 
+
+#: ``Simulator(islands=None)`` splits an LCP step into its islands from this many rows on: below it a
+#: solve() per island costs more than the whole solve saves (frictionless column-collapse, at most 36
+#: rows: LCP time 0.35 -> 0.46 ms a step split; Stewart-Trinkle's, up to 192 rows: 2.85 -> 1.20 ms;
+#: docs/benchmarks-sim.md, "Stewart-Trinkle piles island by island")
+AUTO_MIN_ROWS = 100
 
 #: islands of a sparse problem up to this many rows are solved as dense problems (the solvers'
 #: compiled dense paths; :mod:`contactlab.problems.islands`), larger ones stay sparse (box friction's own dense_max)

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import ModelError
 from ..mechanics.model import KIND_DYNAMIC, KIND_FIXED
 from ..models.built import problem_of
+from ..kernels import reuse as KR
 from .fallback import certified
 
 MODES = ("motionless",)
@@ -42,41 +42,12 @@ MODES = ("motionless",)
 
 def motionless_bodies(model, data, contacts, radius: np.ndarray, tol_v: float) -> np.ndarray:
     """Boolean (nb,): dynamic bodies at rest (|v| + |omega| r <= tol_v) that are connected to a fixed
-    body through ``contacts`` between bodies at rest (loomis-balkcom §IV GETMOTIONLESSBODIES)."""
-    nb = model.nb
-    speed = np.linalg.norm(data.linear_velocity, axis=1) + np.linalg.norm(data.angular_velocity, axis=1) * radius
-    rest = (model.kind == KIND_DYNAMIC) & (speed <= tol_v)
-    fixed = model.kind == KIND_FIXED
-    node = rest | fixed
-    if contacts is None or contacts.count == 0 or not np.any(rest):
-        return np.zeros(nb, dtype=bool)
-    a, b = contacts.body_a, contacts.body_b
-    keep = node[a] & node[b]
-    # one extra vertex (nb) stands for every fixed body (the ground is one support)
-    aa = np.where(fixed[a[keep]], nb, a[keep])
-    bb = np.where(fixed[b[keep]], nb, b[keep])
-    g = sp.coo_matrix((np.ones(aa.size), (aa, bb)), shape=(nb + 1, nb + 1))
-    _, label = connected_components(g, directed=False)
-    return rest & (label[:nb] == label[nb])
-
-
-def match_contacts(stored, new, tol: float, chunk: int = 512) -> np.ndarray:
-    """For each new contact, the index of the stored contact on the same shape pair whose point is
-    nearest and within ``tol`` (-1 where none): the simulator's matching rule
-    (``collision.match_previous``), vectorised over contacts (chunks of ``chunk`` new contacts)."""
-    out = np.full(new.count, -1, dtype=np.int64)
-    if stored.count == 0 or new.count == 0:
-        return out
-    ks = stored.shape_a.astype(np.int64) * 1_000_003 + stored.shape_b
-    kn = new.shape_a.astype(np.int64) * 1_000_003 + new.shape_b
-    for a in range(0, new.count, chunk):
-        sl = slice(a, min(a + chunk, new.count))
-        d = np.linalg.norm(new.point[sl, None, :] - stored.point[None, :, :], axis=2)
-        d[kn[sl, None] != ks[None, :]] = np.inf
-        j = np.argmin(d, axis=1)
-        ok = d[np.arange(j.size), j] <= tol
-        out[sl] = np.where(ok, j, -1)
-    return out
+    body through ``contacts`` between bodies at rest (loomis-balkcom §IV GETMOTIONLESSBODIES); one
+    compiled call (kernels/reuse.py ``motionless_mask``: union-find over the contacts)."""
+    if contacts is None or contacts.count == 0:
+        return np.zeros(model.nb, dtype=bool)
+    return KR.motionless_mask(model.kind == KIND_DYNAMIC, model.kind == KIND_FIXED, data.linear_velocity,
+                              data.angular_velocity, radius, float(tol_v), contacts.body_a, contacts.body_b)
 
 
 def contact_rows(built, nc: int) -> np.ndarray:
@@ -157,8 +128,8 @@ class MotionlessReuse:
         self.last_sub = None        # the sub-problem solved after the last step, if the set changed
         # dantzig (the paper's method): its compiled call without solve()'s dispatch, planned once
         from ..solvers import available_solvers, solve
-        from ..solvers.pivoting import dantzig_direct
-        self._solve, self._direct_call = solve, dantzig_direct
+        from ..solvers.pivoting import DantzigWork
+        self._solve, self._direct_call = solve, DantzigWork().direct   # its own work arrays, kept
         self._direct = None
         if sim.method == "dantzig":
             try:
@@ -180,7 +151,8 @@ class MotionlessReuse:
 
     def solve(self, problem, kwargs: dict):
         """The step's solve (SOLVELCP(world, prevSoln)) and the sub-solves: with dantzig, its compiled
-        call straight from here (:func:`contactlab.solvers.pivoting.dantzig_direct`: the Solution solve() gives,
+        call straight from here over work arrays kept between steps
+        (:meth:`contactlab.solvers.pivoting.DantzigWork.direct`: the Solution solve() gives,
         without the dispatch, whose fixed cost is about what a warm start saves on the paper's 7-block
         column: docs/computation-reuse.md); anything it leaves (a refusal, a failure, other arguments)
         and every other method go through :func:`contactlab.solve`."""
@@ -192,20 +164,18 @@ class MotionlessReuse:
 
     def warm_start(self, built, contacts):
         """The full-size warm start: stored values on the rows of the stored contacts found again
-        (matched by shape pair and nearest point), zero elsewhere; None when nothing is stored."""
+        (matched by shape pair and nearest point, kernels/reuse.py ``warm_values``), zero elsewhere;
+        None when nothing is stored or found again."""
         self._pending_rows = 0
         self.last_warm = None
         if self.stored is None or contacts.count == 0:
             return None
         cs, vals = self.stored
-        tol = 2.0 * self.sim.model.settings.margin + 1e-3
-        j = match_contacts(cs, contacts, tol)
-        hit = np.flatnonzero(j >= 0)
-        if hit.size == 0:
+        z = np.empty(problem_of(built).n)
+        if not KR.warm_values(cs.shape_a, cs.shape_b, cs.point, vals, contacts.shape_a, contacts.shape_b,
+                              contacts.point, 2.0 * self.sim.model.settings.margin + 1e-3,
+                              contact_rows(built, contacts.count), z):
             return None
-        rows = contact_rows(built, contacts.count)
-        z = np.zeros(problem_of(built).n)
-        z[rows[hit]] = vals[j[hit]]
         self._pending_rows = int(np.count_nonzero(z))
         self.last_warm = z if self._pending_rows else None
         return self.last_warm

@@ -27,7 +27,7 @@ from ..mechanics.joint_projection import displace, joint_error_kernel, project_j
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
-from ..mechanics.system import delassus, mobility, packed_joints, rows_times
+from ..mechanics.system import delassus, held_blocks, mobility, packed_joints, rows_times
 from ..models import get_model, make_options
 from ..models.box_friction import row_heights
 from ..solvers import available_solvers, solve
@@ -35,6 +35,7 @@ from ..solvers.pgs import PGSOptions
 from ..problems import BoxedLCP, ProblemStructure
 from .fallback import _cap_option
 from .box_stages import STAGES, free_bodies_only
+from .noslip_stages import NOSLIP_STAGES
 from .faults import checked_step
 from .stages import Stages, StepState, configuration, energies, shape_sweep  # noqa: F401 (energies re-exported)
 
@@ -124,9 +125,10 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
 
 def plan_stages(sim, state: StepState) -> Stages:
     """The stages for ``sim``'s configuration: the most specific whose capabilities the contact model
-    and the method have (:data:`contactlab.sim.box_stages.STAGES`, most specific first), else the
+    and the method have (:data:`contactlab.sim.noslip_stages.NOSLIP_STAGES`,
+    :data:`contactlab.sim.box_stages.STAGES`, most specific first), else the
     general :class:`~contactlab.sim.stages.Stages`."""
-    for cls in STAGES:
+    for cls in NOSLIP_STAGES + STAGES:
         stages = cls.plan(sim, state)
         if stages is not None:
             return stages
@@ -146,13 +148,28 @@ def default_combination(model, method, model_options, reuse, iterations, islands
     Stewart-Trinkle, for which those were written."""
     if (method is None and model_options is None and reuse is None and iterations is None and not islands
             and free_bodies_only(model)):
-        return ("box-friction", "box-qp", {"coupling": "previous"},
+        method, options = get_model("box-friction").FREE_BODIES_DEFAULT
+        return ("box-friction", method, dict(options),
                 "free bodies only: box friction (bounds from the previous step) by box-qp, compiled and certified")
     if not free_bodies_only(model):
         why = "joints, planar or kinematic bodies: Stewart-Trinkle"
     else:
         why = "a method, model options, reuse, a budget or islands given: Stewart-Trinkle"
     return "stewart-trinkle", method, model_options, why
+
+
+def model_default(contact_model, model, model_options, reuse, iterations, islands) -> tuple:
+    """(method, model options, why or None) for a simulator given a contact model but no method:
+    the model's ``FREE_BODIES_DEFAULT`` (its certified fast combination) where it has one, the
+    caller gave no model options, reuse, budget or islands, and every moving body is free (the
+    same conditions as :func:`default_combination`); else its ``DEFAULT_METHOD``."""
+    combination = getattr(contact_model, "FREE_BODIES_DEFAULT", None)
+    if (combination is not None and model_options is None and reuse is None and iterations is None
+            and not islands and free_bodies_only(model)):
+        method, options = combination
+        return method, dict(options), (f"model {contact_model.NAME!r} without a method or options, free bodies "
+                                       f"only: {method} with {options}, compiled and certified")
+    return getattr(contact_model, "DEFAULT_METHOD", "auto"), model_options, None
 
 
 class Simulator:
@@ -200,22 +217,29 @@ class Simulator:
     ``model`` None (default) chooses a certified combination that is fast for the scene
     (:func:`default_combination`, recorded in ``default_choice``): box friction with the previous
     step's bounds solved by box-qp on scenes of free bodies only (the compiled steps above), else
-    Stewart-Trinkle with its default method.
+    Stewart-Trinkle with its default method. A ``model`` given without a method or model options
+    takes the model's certified fast combination where it declares one for the scene
+    (:func:`model_default`: ``"box-friction"`` alone is the same box-qp combination; also recorded
+    in ``default_choice``), else the model's ``DEFAULT_METHOD``.
 
-    ``islands`` (default False): a boxed-LCP step with a dense matrix whose rows form several
-    independent groups (separate stacks or piles: no shared moving body, no friction link) is solved
-    island by island and the assembled answer certified on the whole problem
-    (:mod:`contactlab.sim.islands`: a solve() per island, any method). Off by default: box-qp splits
-    box friction's sparse problems (above its ``dense_max`` rows) into their islands itself, in one
-    compiled call (its ``islands`` option), and below that a solve() per island costs more than it
-    saves (docs/benchmarks-tuning.md).
+    ``islands``: whether a step's problem whose rows form several independent groups (separate
+    stacks or piles, boxes apart on a floor: no shared moving body, no friction link) is solved
+    island by island, the assembled answer certified on the whole problem
+    (:mod:`contactlab.sim.islands`: a solve() per island, any method). None (default): for LCPs
+    of at least ``sim.islands.AUTO_MIN_ROWS`` rows (Stewart-Trinkle without joints, frictionless,
+    Trinkle-Pang), whose pivoting methods cost n^3
+    for the whole and the islands' sum n_i^3 (Stewart-Trinkle + Lemke on a pile of 60 boxes in a
+    bin: islands of at most 72 rows of 1,440), not for boxed LCPs: box-qp splits box friction's
+    sparse problems (above its ``dense_max`` rows) into their islands itself, in one compiled call
+    (its ``islands`` option), and below that a solve() per island costs more than it saves
+    (docs/benchmarks-tuning.md). True: for both; False: never.
     """
 
     def __init__(self, scene: Scene, model: str | None = None, method: str | None = None, *,
                  model_options: dict | None = None, solver_options: dict | None = None,
                  dt: float | None = None, warm_start: bool = True, blas_threads: int | None = 1,
                  fallback: bool = True, max_uncertified_residual: float = 1e-3, controllers=(),
-                 reuse: str | None = None, iterations: int | None = None, islands: bool = False,
+                 reuse: str | None = None, iterations: int | None = None, islands: bool | None = None,
                  compiled: bool = True):
         if dt is not None:
             from ..mechanics.scene import check_dt
@@ -231,12 +255,14 @@ class Simulator:
         self.max_uncertified_residual = max_uncertified_residual
         self.model, self.data = build_model(scene)
         self.world = CollisionWorld(self.model)
+        self.default_choice = None
         if model is None:
             model, method, model_options, self.default_choice = default_combination(
                 self.model, method, model_options, reuse, iterations, islands)
-        else:
-            self.default_choice = None
         self.contact_model = get_model(model)
+        if method is None and self.default_choice is None:
+            method, model_options, self.default_choice = model_default(
+                self.contact_model, self.model, model_options, reuse, iterations, islands)
         if not callable(getattr(self.contact_model, "recover", None)):
             raise ModelError(f"model {model!r} has no recover(); it cannot drive a time-stepping simulation")
         self.model_name = model
@@ -248,7 +274,7 @@ class Simulator:
         spec = available_solvers().get(self.method)
         if spec is not None and issubclass(spec.options, PGSOptions) and "tol" not in self.solver_options:
             self.solver_options["tol"] = SWEEP_TOL      # the sweeping methods' stop (SWEEP_TOL)
-        self.islands = bool(islands)
+        self.islands = None if islands is None else bool(islands)
         self.iterations = None
         if iterations is not None:
             from .fallback import _cap_option
@@ -459,7 +485,7 @@ class Simulator:
         if self.iterations is not None and sys.body_blocks:
             # fixed-budget mode: matrix-free PGS on N W N' + POSITION_CFM I without forming it;
             # dv = W N' p is the displacement
-            p, _, dx, _, _ = solve_matrix_free(sys.N, self._held_blocks(sys), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
+            p, _, dx, _, _ = solve_matrix_free(sys.N, held_blocks(self.model, sys.W_blocks), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
                                                max_sweeps=self.iterations, tol=1e-4, report=False,
                                                height=self._contact_heights(sys))
@@ -469,7 +495,7 @@ class Simulator:
         W = mobility(self.model, self.data) if self._kinematic else sys.Minv
         factors = None
         if sys.W_blocks is not None:
-            held = self._held_blocks(sys)
+            held = held_blocks(self.model, sys.W_blocks)
             A = delassus(dataclasses.replace(sys, W_blocks=held), sys.N, POSITION_CFM, dense=sys.nc <= 200)
             factors = (sys.N, held, POSITION_CFM)
         else:
@@ -500,15 +526,6 @@ class Simulator:
         point = np.ascontiguousarray(sys.contacts.point, dtype=np.float64).reshape(-1, 3) if sys.nc \
             else np.zeros((0, 3))
         return row_heights(point, np.asarray(self.model.gravity, dtype=np.float64), 0, 1)
-
-    def _held_blocks(self, sys):
-        """The system's M^-1 blocks with kinematic bodies' zeroed: they do not yield to a position
-        correction (a copy only when there are kinematic bodies)."""
-        if not self._kinematic:
-            return sys.W_blocks
-        Wb = sys.W_blocks.copy()
-        Wb[self.model.dof_start[self.model.kind == KIND_KINEMATIC] // 6] = 0.0
-        return Wb
 
     def _margin(self) -> float:
         """The settings' contact margin (every pair's speculative distance before its reach)."""

@@ -18,6 +18,9 @@ never by comparing their names inside the step:
 * :class:`contactlab.sim.box_stages.CompiledRowStages`: those rows on scenes of free bodies
   (``COMPILED_STEP`` of the model): build to integration in one compiled call
   (:mod:`contactlab.sim.box_kernels`), the general stages taking any step it declines.
+* :class:`contactlab.sim.noslip_stages.CompiledNoSlipStages`: the no-slip model solved by ppm on
+  jointed free bodies (``COMPILED_STEP = "noslip-metric"``): build to the joint projection in one
+  compiled call (:mod:`contactlab.sim.noslip_kernels`), the general stages taking any step it declines.
 
 A step's intermediate values travel in a :class:`StepWork`; what persists between steps besides the
 bodies' state (``Data``: contacts, the last StepResult, the warm start) is one :class:`StepState`
@@ -38,11 +41,11 @@ from ..mechanics import kernels as _MK
 from ..mechanics.model import KIND_KINEMATIC, Data, Model
 from ..mechanics.system import assemble_system, build_system
 from ..models.built import problem_of
-from ..problems import BoxedLCP
+from ..problems import LCP, BoxedLCP
 from ..solvers import available_solvers, solve
 from . import turns
 from .fallback import certified, rescue, usable
-from .islands import solve_islands
+from .islands import AUTO_MIN_ROWS, solve_islands
 from .recorder import StepRecord
 
 #: StepState.unbuilt: the problem is built from the last system when read
@@ -71,11 +74,14 @@ class StepState:
     deferred: tuple | None = None       # (contacts, h, terms_of, args): assemble_system(..., *terms_of(*args))
     unbuilt: object = None
     timing: dict = field(default_factory=dict)
+    free_velocity: object = None        # v + h M^-1 f of a compiled step whose system is deferred (sim/faults.py)
+    turn_overlap: float = 0.0           # the deepest overlap the step's turn correction projected out (m)
 
     def defer(self, contacts, h: float, terms_of, args: tuple) -> None:
         """Assemble the step's system and its problem only when read."""
         self.system, self.deferred = None, (contacts, h, terms_of, args)
         self.problem, self.unbuilt = None, FROM_SYSTEM
+        self.free_velocity = None
 
     def last_system(self, model, data):
         if self.system is None and self.deferred is not None:
@@ -95,6 +101,7 @@ class StepState:
         """The step's system, problem (None with ``unbuilt``: built from that system when read) and answer."""
         self.system, self.deferred = sys, None
         self.problem, self.unbuilt = problem, unbuilt
+        self.free_velocity = None
         self.solution = sol
 
 
@@ -165,7 +172,7 @@ class Stages:
             if model.kind[i] == KIND_KINEMATIC:
                 self.passive[model.dof_start[i]:model.dof_start[i] + 6] = 0.0
         self.position_rows = bool(model.joints) or bool(np.any(model.planar))
-        self.islands = bool(sim.islands and sim.reuse is None)
+        self.islands = sim.islands if sim.reuse is None else False   # None: LCPs only (Simulator's islands)
 
     @classmethod
     def plan(cls, sim, state: StepState):
@@ -234,8 +241,9 @@ class Stages:
         """The method's answer: ``solve()`` on the whole problem, or island by island."""
         sim = self.sim
         w.t0 = time.perf_counter()
-        sol = solve_islands(w.problem, sim.method, solve, **w.kwargs) \
-            if (self.islands and isinstance(w.problem, BoxedLCP)) else None
+        split = (type(w.problem) is LCP and w.problem.n >= AUTO_MIN_ROWS) if self.islands is None else \
+            (self.islands and isinstance(w.problem, (BoxedLCP, LCP)))
+        sol = solve_islands(w.problem, sim.method, solve, **w.kwargs) if split else None
         w.sol = sol if sol is not None else solve(w.problem, sim.method, **w.kwargs) if sim.reuse is None \
             else sim.reuse.solve(w.problem, w.kwargs)   # reuse: dantzig's compiled call (sim/reuse.py)
 
@@ -295,9 +303,11 @@ class Stages:
         detect again and project the overlap out on the exact geometry (sim/turns.py); its time
         counts as the integration's. Returns whether a correction ran."""
         sim = self.sim
+        self.state.turn_overlap = 0.0
         if not turns.fires(sim, w.contacts):
             return False
-        done = turns.correct_turns(sim)
+        self.state.turn_overlap = turns.correct_turns(sim)
+        done = self.state.turn_overlap > 0.0
         if done and sim.model.settings.project_joints and self.position_rows:
             w.joint_error = sim.project_joints()    # the joints as integrate leaves them
         w.t_integrated = time.perf_counter()
@@ -334,3 +344,38 @@ def shape_sweep(sim) -> np.ndarray:
     m, d = sim.model, sim.data
     return _MK.shape_sweep(m.dof_start, d.linear_velocity, d.angular_velocity, sim.world.body_radius,
                            sim.world.shape_body, sim.h)
+
+
+class CompiledCall:
+    """What the stages of a compiled step (one compiled call from the step's inputs to its integrated
+    state: :class:`~contactlab.sim.box_stages.CompiledRowStages`,
+    :class:`~contactlab.sim.noslip_stages.CompiledNoSlipStages`) share, mixed in before their
+    general stages: ``correct`` computes the energies again where a correction moved the bodies, and
+    ``record`` makes the StepRecord from the call's energies and depth (``w.call`` starts with
+    = (ke, pe, pen) after integrate), the call's time reported as the "solve" stage's. Steps the call declined
+    (``w.compiled`` False) are the general stages'. Needs ``self.gravity``."""
+
+    def correct(self, w: StepWork) -> bool:
+        done = super().correct(w)
+        if done and w.compiled:
+            m, data = self.sim.model, self.sim.data
+            w.call = energies_and_depth(m.dof_start, m.mass, m.inertia, data.quaternion, data.linear_velocity,
+                                        data.angular_velocity, data.position, self.gravity,
+                                        np.ascontiguousarray(w.contacts.phi, dtype=np.float64))
+        return done
+
+    def record(self, w: StepWork) -> StepRecord:
+        if not w.compiled:
+            return super().record(w)
+        sol = w.sol
+        ke, pe, pen = w.call
+        e1 = ke + pe
+        # build, solve, recover and integrate at once: the call's time is the "solve" stage's, and
+        # solve_time the solver's own part of it where the call times it (as the general stages report it)
+        self.state.timing = {"detect": w.t_detect - w.t_start, "build": 0.0, "solve": w.t_solved - w.t0,
+                             "integrate": w.t_integrated - w.t_solved, "record": 0.0}
+        return StepRecord(time=self.sim.data.time, contacts=w.nc, lcp_size=w.n,
+                          iterations=int(sol.iterations), pivots=int(sol.pivots), residual=float(sol.residual),
+                          success=bool(w.primary_ok), status=sol.status.name, rescued=bool(w.rescued),
+                          kinetic_energy=ke, energy=e1, energy_gain=e1 - w.e0, contact_energy_gain=w.contact_gain,
+                          max_penetration=pen, solve_time=w.t_solve, joint_error=w.joint_error)

@@ -58,16 +58,19 @@ def fires(sim, contacts) -> bool:
                            sim.world.body_radius, float(sim.h)) > TURN_TRIGGER * st.slop)
 
 
-def correct_turns(sim) -> bool:
+def correct_turns(sim) -> float:
     """Detect the contacts at the bodies' new poses (the settings' margin; compiled) and, where one
     overlaps beyond the slop, project the whole overlap beyond it out (``project_contacts`` on their
-    system with zeta = 1 and v = 0). Returns whether a correction ran. The velocities are not
-    changed: the impulses of the step stay those that were certified."""
+    system with zeta = 1 and v = 0). Returns the deepest overlap found there (m) where a correction
+    ran, else 0.0 (so its truth says whether one ran): the step's position correction may move a
+    body by that much, which the step's own contacts did not show (sim/faults.py). The velocities
+    are not changed: the impulses of the step stay those that were certified."""
     model, data = sim.model, sim.data
     st = model.settings
     contacts = sim.world.detect(data)
-    if not contacts.count or not float(np.min(contacts.phi)) < -st.slop * (1.0 + SLOP_EXCESS):
-        return False
+    deepest = -float(np.min(contacts.phi)) if contacts.count else 0.0
+    if not deepest > st.slop * (1.0 + SLOP_EXCESS):
+        return 0.0
     sys_ = build_system(model, data, contacts, sim.h)
     sim.project_contacts(sys_, np.zeros(model.ndof), zeta=1.0)
-    return True
+    return deepest

@@ -2,6 +2,7 @@
 Drumwright's modified PPM I on the factored contact form (drumwright Alg. 1, Theorem 1)."""
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ from ..kernels import factored as KF
 from ..kernels.factored import clear_full_row_rank, dense_csr
 from ..kernels.tolerances import CERTIFY, ITERATE, NORMWISE_FLOOR, RANK, SYMMETRY
 from ..problems import LCP, FactoredLCP
-from ..problems.residual import certified_error, lcp_natural_residual, lcp_residuals
+from ..problems.residual import lcp_natural_residual, lcp_residuals
 from ..problems.validation import to_dense
 from ..solution import Solution, Status
 from .registry import certified_by_kernel, check_common, dense_matrix_for, register
@@ -156,69 +157,110 @@ _EMPTY = np.zeros(0)
 
 def _dantzig_dense(problem: LCP, opts: DantzigOptions, zw: np.ndarray) -> Solution:
     """:func:`dantzig_solve` of a dense M (cold, or warm-started from a full-size z) in one compiled
-    call (kernels/pivoting.py ``dantzig_dense``: the warm start's exact start, the pivoting, the
-    refinement and the certification of z with the library's residual kernel, which ``solve()``
-    then reads, :func:`~contactlab.solvers.registry.certified_by_kernel`). The same steps as the
-    general path; a warm start from a motionless set (loomis-balkcom §IV) then costs its pivots,
-    not the Python around them."""
+    call over this thread's work arrays (kernels/pivoting.py ``dantzig_work``: the warm start's exact
+    start, the pivoting, the refinement and the certification of z with the library's residual
+    kernel, which ``solve()`` then reads, :func:`~contactlab.solvers.registry.certified_by_kernel`).
+    The same steps as the general path; a warm start from a motionless set (loomis-balkcom §IV) then
+    costs its pivots, not the Python around them."""
     n = problem.n
-    max_pivots = opts.max_iterations if opts.max_iterations is not None else 20 * n + 100
-    code, k0, majors, pivots, d, z, w, numbers, active, y = K.dantzig_dense(
-        problem.M, problem.q, zw, max_pivots, bool(opts.refine), NORMWISE_FLOOR)
+    work = _work()
+    if n > work.size:
+        work.arrays(n)
+    code, k0, majors, pivots, d, rel, numbers, z, w, active = K.dantzig_result(
+        problem.M, problem.q, zw, -1 if opts.max_iterations is None else opts.max_iterations, bool(opts.refine),
+        NORMWISE_FLOOR, False, 0.0, work.f, work.i, work.b)
     code, k0, majors, pivots = int(code), int(k0), int(majors), int(pivots)   # numpy ints without numba
     info: dict = {"active_set": active}
     if zw.size:
         info["warm_start_k"] = k0
         info["major_cycle_bound"] = n - k0
     if code == K.UNBOUNDED:   # the driving ray: a Farkas vector when M is PSD; solve() checks it
-        info["certificate"] = {"kind": "farkas", "y": y}
+        info["certificate"] = {"kind": "farkas", "y": work.f[2 * n:3 * n].copy()}
         info["reason"] = "no blocking index on the driving ray"
     elif code == K.NOT_P:
-        info["reason"] = _not_p_reason(d)
+        info["reason"] = _not_p_reason(int(d))
     sol = Solution(z=z, w=_EMPTY, status=_STATUS[code], iterations=majors, pivots=pivots, info=info)
-    return certified_by_kernel(sol, problem, w, numbers)
+    return certified_by_kernel(sol, problem, w, numbers, rel)
+
+
+class DantzigWork:
+    """The work arrays of dense Dantzig solves (kernels/pivoting.py ``dantzig_work``), kept between
+    calls and grown to the largest n seen: a caller that solves many small LCPs in a row (a
+    simulator's steps, sim/reuse.py's motionless set, loomis-balkcom §IV) allocates nothing per solve.
+    One per thread for ``solve()`` (:func:`_work`); a caller may keep its own. Not shared between
+    threads: a solve writes them."""
+
+    __slots__ = ("size", "f", "i", "b")
+
+    def __init__(self):
+        self.size = -1
+        self.f = self.i = self.b = None
+
+    def arrays(self, n: int):
+        """(float, int) work arrays for n rows (bool ones in ``b``), grown when n is larger than before."""
+        if n > self.size:
+            nf, ni, nb = K.work_sizes(n)
+            self.f, self.i, self.b = np.empty(nf), np.empty(ni, dtype=np.int64), np.empty(nb, dtype=np.bool_)
+            self.size = n
+        return self.f, self.i
+
+    def direct(self, problem, warm_start: np.ndarray | None = None, opts: DantzigOptions | None = None):
+        """``solve(problem, "dantzig", warm_start=warm_start)`` without solve()'s dispatch, for a
+        caller that solves many small LCPs in a row (sim/reuse.py: the motionless set's warm starts,
+        loomis-balkcom §IV, where the dispatch cost about as much as the pivots the warm start saves).
+        One compiled call (kernels/pivoting.py ``dantzig_work`` with ``direct``) over these work arrays;
+        the Solution is the one :func:`~contactlab.solvers.registry.solve` returns (same z, w, status,
+        counts, residual numbers, info; tests/solvers/test_pivoting.py) when the kernel's answer is
+        SOLVED and certifies (relative residual within max(CERTIFY, tol), finite) on a problem
+        solve() neither calls trivial nor refuses (refusal needs a diagonal entry <= 0: any M with one
+        is left to solve()). Returns None otherwise: the caller then calls solve(), which gives every
+        other outcome its full treatment.
+
+        ``problem``: an LCP with a dense, C-contiguous float64 M; ``warm_start``: None or a full-size
+        float64 z of the caller's own making (the motionless set's stored values; unlike solve(), its
+        entries are not checked: the kernel only reads which exceed the candidate threshold, and a NaN
+        does not); ``opts``: DantzigOptions (default ones when None)."""
+        M = problem.M
+        if type(problem) is not LCP or type(M) is not np.ndarray:
+            return None
+        q = problem.q
+        n = q.shape[0]
+        opts = _DEFAULT if opts is None else opts
+        zw = _EMPTY if warm_start is None else warm_start
+        if zw.shape[0] not in (0, n) or zw.dtype != np.float64 or not zw.flags.c_contiguous:
+            return None
+        if n > self.size:
+            self.arrays(n)
+        t0 = time.perf_counter()
+        code, k0, majors, pivots, d, rel, c, z, w, active = K.dantzig_result(
+            M, q, zw, -1 if opts.max_iterations is None else opts.max_iterations, opts.refine, NORMWISE_FLOOR, True,
+            opts.tol if opts.tol > CERTIFY else CERTIFY, self.f, self.i, self.b)
+        if code:       # NOT_DIRECT: solve()'s to answer
+            return None
+        info: dict = {"active_set": active}
+        if zw.shape[0]:
+            info["warm_start_k"] = int(k0)
+            info["major_cycle_bound"] = n - int(k0)
+        return Solution(z, w, _SOLVED, int(majors), int(pivots), c[0], "dantzig", info, c[1], c[2],
+                        time.perf_counter() - t0, None, rel)
+
+
+_LOCAL = threading.local()
+
+
+def _work() -> DantzigWork:
+    """This thread's :class:`DantzigWork` (solve()'s dense Dantzig solves)."""
+    work = getattr(_LOCAL, "work", None)
+    if work is None:
+        work = _LOCAL.work = DantzigWork()
+    return work
 
 
 def dantzig_direct(problem, warm_start: np.ndarray | None = None, opts: DantzigOptions | None = None):
-    """``solve(problem, "dantzig", warm_start=warm_start)`` without solve()'s dispatch, for a caller
-    that solves many small LCPs in a row (sim/reuse.py: the motionless set's warm starts, loomis-balkcom
-    §IV, where the dispatch cost about as much as the pivots the warm start saves). One compiled call
-    (kernels/pivoting.py ``dantzig_dense``, as :func:`_dantzig_dense`); the Solution is the one
-    :func:`~contactlab.solvers.registry.solve` returns (same z, w, status, counts, residual numbers,
-    info; tests/solvers/test_pivoting.py) when the kernel's answer is SOLVED and certifies (relative
-    residual within max(CERTIFY, tol), finite) on a problem solve() neither calls trivial nor refuses
-    (refusal needs a diagonal entry <= 0: any M with one is left to solve(); kernels/pivoting.py
-    ``dantzig_dense``'s ``direct``). Returns None otherwise: the caller then calls solve(), which gives every other
-    outcome its full treatment.
-
-    ``problem``: an LCP with a dense, C-contiguous float64 M; ``warm_start``: None or a full-size
-    float64 z of the caller's own making (the motionless set's stored values; unlike solve(), its
-    entries are not checked: the kernel only reads which exceed the candidate threshold, and a NaN
-    does not); ``opts``: DantzigOptions (default ones when None)."""
-    M = problem.M
-    if type(problem) is not LCP or type(M) is not np.ndarray:
-        return None
-    q = problem.q
-    n = q.shape[0]
-    opts = _DEFAULT if opts is None else opts
-    zw = _EMPTY if warm_start is None else warm_start
-    if zw.shape[0] not in (0, n) or zw.dtype != np.float64 or not zw.flags.c_contiguous:
-        return None
-    t0 = time.perf_counter()
-    code, k0, majors, pivots, d, z, w, c, active, y = K.dantzig_dense(
-        M, q, zw, 20 * n + 100 if opts.max_iterations is None else opts.max_iterations, opts.refine, NORMWISE_FLOOR,
-        True)
-    certified = certified_error(c[3], c[5])
-    if code != K.SOLVED or not (certified <= (opts.tol if opts.tol > CERTIFY else CERTIFY)
-                                and c[0] < _INF and c[2] < _INF):
-        return None
-    info: dict = {"active_set": active}
-    if zw.shape[0]:
-        info["warm_start_k"] = int(k0)
-        info["major_cycle_bound"] = n - int(k0)
-    return Solution(z=z, w=w, status=_SOLVED, iterations=int(majors), pivots=int(pivots), residual=c[0],
-                    method="dantzig", info=info, complementarity=c[1], infeasibility=c[2],
-                    time_s=time.perf_counter() - t0, relative_residual=certified)
+    """:meth:`DantzigWork.direct` over this thread's work arrays: ``solve(problem, "dantzig",
+    warm_start=warm_start)``'s Solution without solve()'s dispatch, or None where solve() would answer
+    otherwise (see there)."""
+    return _work().direct(problem, warm_start, opts)
 
 
 _INF = float("inf")

@@ -357,7 +357,10 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
     solvers/certificates.py checks here; otherwise it becomes NO_SOLUTION_FOUND.
     """
     if not isinstance(problem, Problem):
-        raise ProblemError(f"problem must be a contactlab problem (LCP, BoxedLCP, ...), got {type(problem).__name__}")
+        hint = "; a contact model's build() returns a Built: pass its .problem" \
+            if isinstance(getattr(problem, "problem", None), Problem) else ""
+        raise ProblemError(f"problem must be a contactlab problem (LCP, BoxedLCP, ...), got {type(problem).__name__}"
+                           + hint)
     if isinstance(certify, bool) or not isinstance(certify, (int, float, np.integer, np.floating)) \
             or not 0.0 <= float(certify) < _INF:
         raise ParamError(f"certify must be a finite relative residual >= 0 (default {CERTIFY:g}), got {certify!r}")

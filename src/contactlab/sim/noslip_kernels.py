@@ -1,0 +1,178 @@
+"""The no-slip step compiled end to end: build -> solve -> certify -> recover -> integrate -> joint
+projection in one call (drumwright Sec. VI, eq. 45-57; Alg. 1 and 2).
+
+A jointed robot's no-slip step on the general stages (:class:`contactlab.sim.stages.Stages`) is a
+fixed chain of compiled kernels called one by one from Python, with a dozen Python objects built
+between them (the ConstraintSystem and its CSR wrappers, the factored LCP, the Solution, the
+StepResult). :func:`noslip_step` runs the same kernels in the same order on the same arrays in one
+call, so a step gives the same bits either way (tests/sim/test_noslip_stages.py compares the state,
+the records and the answers of both paths step by step):
+
+1. e0, the energy before the step (:func:`contactlab.kernels.energy.energies`);
+2. the system's terms (:func:`contactlab.mechanics.terms.system_terms`: mass blocks, free velocity,
+   contact rows N, S, T with the normal bias, joint rows J, L, A), the CSR arrays the general path
+   wraps in its ConstraintSystem taken as they are;
+3. the no-slip reduction (:func:`contactlab.kernels.metric_chain.noslip_system_chain`: M's block
+   factor, FIND-INDICES and the null space in one Householder QR in the M metric, the factored LCP
+   (N Z, I, Z' p) of eq. 57);
+4. ``solve()``'s work on that factored LCP with ``ppm``: its TRIVIAL test (n = 0 or q >= 0),
+   else :func:`contactlab.kernels.factored.ppm_dense` (Theorem 1's decision, the pivoting or the
+   routed Dantzig, and the certification of z on the factored problem, computed apart from the
+   pivoting by the library's residual kernel); the certification decides as ``solve()`` does
+   (relative residual within max(certify, tol), the absolute numbers finite);
+5. recovery of v+ and the joint and tangential impulses
+   (:func:`contactlab.kernels.metric_chain.recover_metric_step`), the contact modes, the kinetic
+   energy the impulses added, x += h v+ (:func:`contactlab.mechanics.integrate.advance_state`);
+6. the position correction's deep test (:func:`contactlab.mechanics.rows.position_targets`), the
+   joint projection (:func:`contactlab.mechanics.joint_projection.project_joints_kernel`) or the
+   joint error, and the energies and deepest overlap after the step.
+
+A step changes nothing unless its answer is applied as the general path would apply it: where
+the step has motors (their active set solves several LCPs, models/noslip.py ``build``), the
+reduction fails (a non-finite input, M not positive definite, every coordinate fixed), ppm leaves
+Theorem 1's decision to the general path or its answer does not certify, the call returns
+:data:`DECLINED` before any state is touched and the general stages take the step (fallbacks,
+errors and all) on the same contacts. A certified step with a deep contact returns :data:`DEEP`
+after the integration: the simulator runs its position correction (box-qp, Python) and the joint
+projection.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels._jit import jit
+from ..kernels.clock import perf_counter
+from ..kernels.energy import energies, energies_and_depth
+from ..kernels.factored import THEOREM1_UNCLEAR, ppm_dense, factored_certify
+from ..kernels.metric_chain import noslip_system_chain, recover_metric_step
+from ..kernels.pivoting import SOLVED as _PPM_SOLVED
+from ..mechanics.bodies import kinetic_gain
+from ..mechanics.integrate import advance_state
+from ..mechanics.joint_projection import joint_error_kernel, project_joints_kernel
+from ..mechanics.rows import position_targets, rows_times
+from ..mechanics.terms import system_terms
+from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
+
+# outcome codes of noslip_step
+DECLINED = 0     # nothing changed: the general stages take the step
+DONE = 1         # the certified answer applied, the joints projected
+DEEP = 2         # applied and integrated; the position correction and the joint projection are the caller's
+
+
+@jit
+def _identity(d):
+    eye = np.zeros((d, d))
+    for i in range(d):
+        eye[i, i] = 1.0
+    return eye
+
+
+@jit
+def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic, quaternion,
+                position, linear_velocity, angular_velocity, planar_reference, f, a, b, point, normal, t1, t2, phi,
+                zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, blk_cols, blk_ptr, active_gap, tol,
+                cfm, max_it, threshold, passive, position_stage, position_zeta, project, proj_tol, proj_max_iter):
+    """One no-slip step of a scene whose moving bodies are free 6-dof bodies (their blocks cover every
+    coordinate) joined by joints (module docstring). ``f``: the joint torques' generalized force
+    (written: the bodies' forces are added in place, as ``build_system`` does); ``joints``: the
+    packed joints' kernel arguments; ``cfm``: the settings' cfm plus the model's; ``threshold``:
+    ``solve()``'s max(certify, tol); ``passive``: 1 on the dofs whose kinetic energy counts;
+    ``position_stage``: the settings' contact stabilisation is "position"; ``project``: project the
+    joints (else their error is measured).
+
+    ``max_it``: ppm's pivot budget (negative: its default 10 n + 100, n the limit and contact rows).
+
+    Returns (outcome, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain,
+    ke, pe, pen, joint_error, v_next, joint, tangent, modes, nl, kept rows, d, v_free, solve seconds):
+    ``case``, ``code``... ``row0`` as
+    :func:`~contactlab.kernels.factored.ppm_dense` returns them (``trivial``: z = 0 solved it, no
+    pivot), z = [limit impulses; normal impulses], ``joint`` the J rows' impulses, ``tangent``
+    (nc, 2), ``modes`` (nc,) int8, d the reduced coordinates (ppm's ``rank_bound``), v_free
+    = v + h M^-1 f, the solve's seconds those of the TRIVIAL test or ppm_dense with its certification
+    (what ``solve()`` times); ke, pe, pen and joint_error are set for DONE only."""
+    nc = phi.shape[0]
+    ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
+    e0 = 0.0 + ke0 + pe0        # sum((ke, pe)) of the general path
+    body, v_free, contact, jrows = system_terms(
+        live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
+        gyroscopic, f, True, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
+        planar_reference, h, zeta_j)
+    M_blocks, W_blocks, v = body
+    dv, ix, ip, n_bias = contact
+    (Jm, j_rhs, j_err, j_lab), (Lm_rows, l_bias, l_lab), (Am, a_target, a_max, a_lab) = jrows
+    nl = l_bias.shape[0]
+    n = nl + nc
+    z = np.zeros(n)
+    w = np.zeros(0)
+    numbers = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    counts = np.zeros(2, dtype=np.int64)
+    nonbasic = np.zeros(0, dtype=np.int64)
+    none = (DECLINED, False, THEOREM1_UNCLEAR, 0, z, w, numbers, counts, nonbasic, 0, 0, e0, 0.0, 0.0, 0.0, 0.0,
+            0.0, v, np.zeros(0), np.zeros((0, 2)), np.zeros(0, dtype=np.int8), nl, 0, 0, v_free, 0.0)
+    if a_target.shape[0]:        # motors: models/noslip.py build's active set over their states
+        return none
+    nnz = dv.shape[1]
+    Np, Ni = ip[:nc + 1], ix[:nnz]
+    touch = np.empty(nc, dtype=np.bool_)
+    for i in range(nc):
+        touch[i] = phi[i] <= active_gap
+    Mx = M_blocks.reshape(-1)
+    nb, M, Lmf, starts, U, chain = noslip_system_chain(
+        ndof, blk_ptr, blk_cols, Mx, Jm[2], Jm[1], Jm[0], Lm_rows[2], Lm_rows[1], Lm_rows[0], Np, Ni, dv[0], Np, Ni,
+        dv[1], Np, Ni, dv[2], touch, v, f, j_rhs, l_bias, n_bias, tol, h)
+    status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack = chain
+    d = UZ.shape[1]
+    if status != 0 or d == 0:
+        return none
+    eye = _identity(d)
+    trivial = n == 0
+    if not trivial:
+        qmin = q[0]
+        for i in range(1, n):
+            qmin = min(qmin, q[i])
+        trivial = qmin >= 0.0       # float(q.min()) >= 0: a NaN in q fails it (min keeps the first NaN)
+        for i in range(n):
+            if q[i] != q[i]:
+                trivial = False
+    case, code, row0, positive = THEOREM1_UNCLEAR, 0, 0, 0
+    t_solve = perf_counter()            # the solver's seconds (StepRecord.solve_time), as solve() is timed
+    if trivial:
+        w, numbers = factored_certify(UZ, eye, Zp, offset, cfm, q, z)
+        relative = 0.0
+    else:
+        case, code, k, z, w, numbers, counts, nonbasic, positive, row0, y = ppm_dense(
+            UZ, eye, Zp, offset, q, cfm, 10 * n + 100 if max_it < 0 else max_it)
+        if case == THEOREM1_UNCLEAR or code != _PPM_SOLVED:
+            return none
+        if numbers[3] != numbers[3] or numbers[5] != numbers[5]:
+            return none
+        relative = max(numbers[3], numbers[5])
+    t_solve = perf_counter() - t_solve
+    if not (relative <= threshold and numbers[0] < np.inf and numbers[2] < np.inf):
+        return none
+    nj = j_rhs.shape[0]
+    v_next, joint, tangent = recover_metric_step(M, Lmf, starts, nb, Gk, Lg, order, x_p, fpack, ipack, UZ, Zp, p, U,
+                                                 z, nj, nc)
+    normal_z = z[nl:]
+    if nc:
+        modes = _modes_of_rows(Np, Ni, dv[1], dv[2], v_next, normal_z, MODE_IMPULSE_TOL, MODE_SPEED_TOL)
+    else:
+        modes = np.zeros(0, dtype=np.int8)
+    gain = kinetic_gain(blk_ptr, blk_cols, Mx, v_next, v_free, passive)
+    advance_state(dof_start, v_next, linear_velocity, angular_velocity, position, quaternion, h)
+    if position_stage and nc:
+        c, deep = position_targets(rows_times(Np, Ni, dv[0], v_next), phi, h, slop, position_zeta)
+        if deep:
+            return (DEEP, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, 0.0, 0.0,
+                    0.0, 0.0, v_next, joint, tangent, modes, nl, Gk.shape[0], d, v_free, t_solve)
+    if project:
+        joint_error = project_joints_kernel(joints, dof_start, kind, kinematic, mass, inv_inertia, position,
+                                            quaternion, linear_velocity, angular_velocity, planar_reference,
+                                            proj_tol, proj_max_iter)
+    else:
+        joint_error = joint_error_kernel(joints, dof_start, position, quaternion, linear_velocity, angular_velocity,
+                                         planar_reference)
+    ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity,
+                                     position, gravity, phi)
+    return (DONE, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,
+            joint_error, v_next, joint, tangent, modes, nl, Gk.shape[0], d, v_free, t_solve)

@@ -1,0 +1,222 @@
+"""The no-slip model's compiled stages (:class:`contactlab.sim.stages.Stages` for the interface).
+
+:class:`CompiledNoSlipStages`: a contact model declaring ``COMPILED_STEP = "noslip-metric"``
+(models/noslip.py: its problem is the M-metric reduction of kernels/metric_chain.py) solved by a
+method whose options are ppm's, in certified mode (no fixed budget, reuse or islands option), on a
+scene whose moving bodies are free 6-dof bodies joined by joints (a legged robot, a hand): the
+step after detection is one compiled call (:func:`contactlab.sim.noslip_kernels.noslip_step`: the
+general stages' kernels in their order, the same bits). The step's ConstraintSystem, problem and
+Solution's certification are those of the general path; the system and problem are assembled
+only when read (``Simulator.last_system``, ``last_problem``) from the state before the step. A step
+the call declines (motors, a failed reduction, an answer that does not certify) is taken by the
+general stages on the same contacts, fallbacks and errors included.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..kernels.energy import energies_and_depth
+from ..kernels.factored import THEOREM1_OUTSIDE
+from ..kernels.pivoting import NOT_P as _NOT_P, UNBOUNDED as _UNBOUNDED
+from ..kernels.tolerances import CERTIFY
+from ..mechanics import terms as _T
+from ..mechanics.model import KIND_KINEMATIC
+from ..mechanics.system import (_contact_arrays, _joint_groups, _motor_state, assemble_system, block_pattern,
+                                joint_torque_forces, live_bodies, packed_joints)
+from ..models.common import StepResult
+from ..solution import Solution, Status
+from ..solvers.pivoting import PPMOptions, _STATUS, _THEOREM1_WHY, _not_p_reason
+from . import noslip_kernels as NK
+from .stages import CompiledCall, Stages, StepState, StepWork
+
+#: what a model's ``COMPILED_STEP`` names for :class:`CompiledNoSlipStages` (:mod:`contactlab.models.noslip`)
+COMPILED_FORM = "noslip-metric"
+
+_NONE = np.zeros(0)
+_NONE.flags.writeable = False
+
+
+def jointed_free_bodies(model) -> bool:
+    """Whether every moving body of ``model`` is a free 6-dof body (no planar or kinematic body; the
+    mass blocks cover every coordinate) and there are joints: the scenes the compiled no-slip step takes."""
+    live = live_bodies(model)
+    return bool(model.joints) and live.size > 0 and 6 * live.size == model.ndof and not np.any(model.planar) \
+        and not np.any(model.kind == KIND_KINEMATIC)
+
+
+class CompiledNoSlipStages(CompiledCall, Stages):
+    """The general stages with the step after detection in one compiled call (module docstring)."""
+
+    compiled = True
+
+    @classmethod
+    def plan(cls, sim, state: StepState):
+        model = sim.contact_model
+        if not (sim.compiled and getattr(model, "COMPILED_STEP", None) == COMPILED_FORM and sim.reuse is None
+                and not sim.islands and sim.iterations is None and jointed_free_bodies(sim.model)):
+            return None
+        stages = cls(sim, state)
+        return stages if stages.options is not None else None
+
+    def __init__(self, sim, state: StepState):
+        super().__init__(sim, state)
+        self.options = None
+        spec = self.spec
+        if spec is None or spec.options is not PPMOptions:
+            return
+        try:
+            opts = spec.make_options({k: v for k, v in sim.solver_options.items() if k != "certify"})
+        except Exception:       # a bad option: the general stages raise it at solve()
+            return
+        if set(sim.solver_options) - {"tol", "max_iterations", "certify"}:
+            return
+        self.options = opts
+        certify = float(sim.solver_options.get("certify", CERTIFY))
+        tol = float(opts.tol or 0.0)
+        self.threshold = tol if tol > certify else certify      # solve()'s max(certify, tol)
+        self.max_iterations = opts.max_iterations
+        m = sim.model       # frozen: its arrays are the plan's (a new model is planned anew)
+        self.live = live_bodies(m)
+        self.blk_cols, self.blk_ptr = block_pattern(self.live.size)
+        self.gravity = np.asarray(m.gravity, dtype=np.float64)
+        self.packed = packed_joints(m)
+
+    # -- build: the compiled call's inputs --------------------------------------------------------
+    def build(self, w: StepWork) -> None:
+        sim = self.sim
+        data = sim.data
+        P = self.packed
+        mt, mf = _motor_state(P, data)
+        if mt.size and np.any(~np.isnan(mt) & np.isfinite(mf)):
+            # force-limited motors: models/noslip.py build's active set over their states (the call
+            # would decline them after forming the system)
+            return super().build(w)
+        w.compiled = True
+        st = sim.model.settings     # read each step: the Model is frozen, its Settings object is not
+        o = sim.model_options
+        f = joint_torque_forces(sim.model, data)
+        zeta = float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0)
+        before = (data.position.copy(), data.quaternion.copy(), data.linear_velocity.copy(),
+                  data.angular_velocity.copy(), f.copy(), mt, mf)
+        cfm = float(float(st.cfm) + o.cfm)
+        w.call = (f, _contact_arrays(w.contacts), zeta, float(st.slop), mt, mf, float(st.zeta), float(o.active_gap),
+                  float(o.tol), cfm, st.contact_stabilization == "position", float(st.contact_zeta),
+                  bool(st.project_joints), bool(st.gyroscopic), before)
+
+    # -- solve: build to the joint projection, compiled ---------------------------------------------
+    def solve(self, w: StepWork) -> None:
+        if not w.compiled:
+            return super().solve(w)
+        sim = self.sim
+        model, data = sim.model, sim.data
+        f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage, position_zeta, project, gyro, before \
+            = w.call
+        a, b, point, normal, t1, t2, phi = contact
+        max_it = self.max_iterations
+        w.t0 = time.perf_counter()
+        out = NK.noslip_step(
+            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
+            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
+            data.angular_velocity, data.planar_reference, f, a, b, point, normal, t1, t2, phi, zeta, slop,
+            self.packed.kernel_args, mt, mf, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
+            -1 if max_it is None else int(max_it), self.threshold, self.passive,
+            position_stage, position_zeta, project, 1e-10, 8)
+        w.t_solved = time.perf_counter()
+        (outcome, trivial, case, code, z, wv, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,
+         joint_error, v_next, joint, tangent, modes, nl, kept, d, v_free, t_solve) = out
+        if outcome == NK.DECLINED:      # nothing changed: the general stages take the step
+            w.compiled = False
+            super().build(w)
+            return super().solve(w)
+        n = w.n = int(nl) + w.nc
+        w.sol = _solution(trivial, case, code, z, wv, numbers, counts, nonbasic, positive, row0, int(d))
+        w.sol.time_s = t_solve      # the solver's own seconds inside the call (StepRecord.solve_time)
+        w.e0, w.contact_gain = e0, gain
+        w.call = (outcome, ke, pe, pen, joint_error, v_next, joint, tangent, modes, int(nl), z, before,
+                  position_stage, position_zeta, project, gyro, f, contact, zeta, slop, zeta_j, int(kept), v_free)
+
+    # -- certify: the call certified its answer as solve() does -----------------------------------
+    def certify(self, w: StepWork) -> None:
+        if not w.compiled:
+            return super().certify(w)
+        w.primary_ok = True
+        w.rescued = False
+        w.t_solve = w.sol.time_s
+
+    # -- integrate: done in the call but for a deep contact's position correction -----------------
+    def integrate(self, w: StepWork) -> None:
+        if not w.compiled:
+            return super().integrate(w)
+        sim = self.sim
+        model, data = sim.model, sim.data
+        (outcome, ke, pe, pen, joint_error, v_next, joint, tangent, modes, nl, z, before, position_stage,
+         position_zeta, project, gyro, f, contact, zeta, slop, zeta_j, kept, v_free) = w.call
+        h = w.h
+        result = StepResult(v_next=v_next, normal=z[nl:], tangent=tangent, joint=joint, limit=z[:nl], motor=_NONE,
+                            modes=modes, info={"kept_rows": kept, "motor_trials": 1, "motor_consistent": True,
+                                               "motor_saturated": True})
+        data.warm["z"] = z.copy()
+        self.state.defer(w.contacts, h, self.system_terms, (before, gyro, contact, zeta, slop, zeta_j, h))
+        self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
+        if outcome == NK.DEEP:      # the position correction (Simulator.project_contacts), the joints, the energies
+            sim.project_contacts(sim.last_system, v_next)
+            joint_error = sim.project_joints() if (project and self.position_rows) else sim.joint_error()
+            ke, pe, pen = energies_and_depth(model.dof_start, model.mass, model.inertia, data.quaternion,
+                                             data.linear_velocity, data.angular_velocity, data.position,
+                                             self.gravity, np.ascontiguousarray(w.contacts.phi, dtype=np.float64))
+        w.joint_error = joint_error
+        data.time += h
+        data.steps += 1
+        data.joint_torque.clear()
+        data.contacts, data.result = w.contacts, result
+        self.state.solution = w.sol
+        w.result = result
+        w.call = (ke, pe, pen)
+        w.t_integrated = time.perf_counter()
+
+    def system_terms(self, before, gyro, contact, zeta, slop, zeta_j, h):
+        """:func:`contactlab.mechanics.system.assemble_system`'s arguments for the step this plan took,
+        from the state before it (``before``: positions, orientations, velocities, the joint torques'
+        force, the motor targets and limits): the same compiled terms as the call's, for the system
+        assembled when read (StepState.defer)."""
+        m = self.sim.model
+        pos, quat, lin, ang, f0, mt, mf = before
+        f = f0.copy()
+        a, b, point, normal, t1, t2, phi = contact
+        body, v_free, terms, rows = _T.system_terms(
+            self.live, m.dof_start, quat, pos, m.mass, m.inertia, m.inv_inertia, self.gravity, lin, ang, gyro, f, True,
+            a, b, point, normal, t1, t2, phi, zeta, slop, self.packed.kernel_args, mt, mf,
+            self.sim.data.planar_reference, h, zeta_j)
+        return f, body, terms if phi.shape[0] else None, v_free, _joint_groups(m, self.packed, rows)
+
+
+def _solution(trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, d: int) -> Solution:
+    """The Solution ``solve(problem, "ppm")`` returns for the call's answer (solvers/pivoting.py
+    ``_ppm_dense`` and solvers/registry.py ``solve``: status, counts, info, the certification)."""
+    if trivial:
+        sol = Solution(z=z, w=w, status=Status.TRIVIAL, method="ppm")
+        rel = 0.0
+    else:
+        code = int(code)
+        if case == THEOREM1_OUTSIDE:
+            info: dict = {"active_set": nonbasic}
+            if code == _UNBOUNDED:
+                info["reason"] = "no blocking index on the driving ray"
+            elif code == _NOT_P:
+                info["reason"] = _not_p_reason(int(row0))
+            info["routed"] = {"to": "dantzig", "reason": _THEOREM1_WHY[case]}
+        else:
+            info = {"theorem1": _THEOREM1_WHY[case], "positive": int(positive), "rank_bound": d,
+                    "nonbasic": nonbasic}
+        sol = Solution(z=z, w=w, status=_STATUS[code], iterations=int(counts[0]), pivots=int(counts[1]),
+                       method="ppm", info=info)
+        rel = max(numbers[3], numbers[5])
+    sol.residual, sol.complementarity, sol.infeasibility = numbers[0], numbers[1], numbers[2]
+    sol.relative_residual = rel
+    return sol
+
+
+#: the model-specific stages of the no-slip model (:func:`contactlab.sim.simulator.plan_stages`)
+NOSLIP_STAGES = (CompiledNoSlipStages,)

@@ -1,0 +1,182 @@
+"""The compiled no-slip step (contactlab.sim.noslip_kernels, called by
+contactlab.sim.noslip_stages.CompiledNoSlipStages) against the general stages it replaces
+(``Simulator(compiled=False)``): the same kernels in the same order, so the same bits step after
+step (state, records, impulses, the Solution and its certification); the system and problem
+assembled when read equal the general path's; a declined step (motors) changes nothing;
+configurations it does not reproduce never use it."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import contactlab.sim.noslip_kernels as NK
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+
+
+def _sim(robot, compiled=True, **kw):
+    sc = make_scene(robot)
+    return Simulator(sc, "no-slip", kw.pop("method", None), controllers=getattr(sc, "controllers", ()), compiled=compiled, **kw)
+
+
+def _count(monkeypatch):
+    seen = {"calls": 0, "taken": 0, "deep": 0}
+    kernel = NK.noslip_step
+
+    def call(*args):
+        out = kernel(*args)
+        seen["calls"] += 1
+        seen["taken"] += out[0] != NK.DECLINED
+        seen["deep"] += out[0] == NK.DEEP
+        return out
+
+    monkeypatch.setattr(NK, "noslip_step", call)
+    return seen
+
+
+def _state(sim):
+    d = sim.data
+    return [a.copy() for a in (d.position, d.quaternion, d.linear_velocity, d.angular_velocity)]
+
+
+def _same_step(a, b, k):
+    ra, rb = a.step(), b.step()
+    for x, y in zip(_state(a), _state(b)):
+        assert np.array_equal(x, y), f"step {k + 1}"
+    fa, fb = dataclasses.asdict(ra), dataclasses.asdict(rb)
+    fa.pop("solve_time"), fb.pop("solve_time")
+    assert fa == fb, f"step {k + 1}"
+    res_a, res_b = a.data.result, b.data.result
+    for name in ("v_next", "normal", "tangent", "joint", "limit", "motor", "modes"):
+        assert np.array_equal(getattr(res_a, name), getattr(res_b, name)), (name, k + 1)
+    assert res_a.info == res_b.info
+    assert np.array_equal(a.data.warm["z"], b.data.warm["z"])
+    sa, sb = a.last_solution, b.last_solution
+    assert (sa.status, sa.iterations, sa.pivots, sa.residual, sa.complementarity, sa.infeasibility,
+            sa.relative_residual) == (sb.status, sb.iterations, sb.pivots, sb.residual, sb.complementarity,
+                                      sb.infeasibility, sb.relative_residual)
+    assert np.array_equal(sa.z, sb.z) and np.array_equal(sa.w, sb.w)
+    assert sa.info.keys() == sb.info.keys()
+    for key in sa.info:
+        x, y = sa.info[key], sb.info[key]
+        assert (np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y), key
+
+
+@pytest.mark.parametrize("robot,steps,push", [
+    ("quadruped", 250, 0.0),     # standing up, the trot's first steps (feet touching and leaving)
+    ("solo12", 150, 0.0),
+    ("quadruped", 60, 0.004),    # 4 mm into the ground: the position correction after the call (DEEP)
+])
+def test_compiled_step_gives_the_general_paths_bits(monkeypatch, robot, steps, push):
+    seen = _count(monkeypatch)
+    a, b = _sim(robot, True), _sim(robot, False)
+    assert a.stages.compiled and not b.stages.compiled
+    for s in (a, b):
+        s.data.position[s.model.dof_start >= 0, 2] -= push
+    for k in range(steps):
+        _same_step(a, b, k)
+    assert seen["taken"] == steps
+    assert (seen["deep"] >= 1) == (push > 0)
+
+
+def test_system_and_problem_assembled_when_read_equal_the_general_paths():
+    a, b = _sim("quadruped", True), _sim("quadruped", False)
+    for _ in range(120):
+        a.step(), b.step()
+    assert a.step_state.deferred is not None        # not assembled until read
+    sa, sb = a.last_system, b.last_system
+    for name in ("M", "Minv", "J", "L", "N", "S", "T", "A"):
+        x, y = getattr(sa, name), getattr(sb, name)
+        assert x.shape == y.shape and (x != y).nnz == 0, name
+    for name in ("v", "f", "j_rhs", "j_err", "l_bias", "n_bias", "phi", "mu", "W_blocks"):
+        assert np.array_equal(getattr(sa, name), getattr(sb, name)), name
+    assert np.array_equal(sa.v_free(), sb.v_free())
+    pa, pb = a.last_problem, b.last_problem
+    for name in ("N", "f_star", "offset", "q"):
+        assert np.array_equal(getattr(pa, name), getattr(pb, name)), name
+    # the applied answer certifies on the problem read back (the certificate computed apart from ppm)
+    w, c = pa.certify_numbers(a.last_solution.z)
+    assert max(c[3], c[5]) <= 1e-6 and np.array_equal(w, a.last_solution.w)
+
+
+def test_a_step_with_motors_is_declined_and_taken_by_the_general_stages(monkeypatch):
+    """A force-limited velocity motor (models/noslip.py ``build``'s active set over the motors'
+    states): the general stages take the step, the same bits."""
+    seen = _count(monkeypatch)
+    a, b = _sim("quadruped", True), _sim("quadruped", False)
+    joint = a.model.joints[0].name
+    for k in range(40):
+        if k == 10:
+            for s in (a, b):
+                s.set_motor(joint, 0.0, 0.05)
+        _same_step(a, b, k)
+    assert seen["calls"] == 10 and seen["taken"] == 10     # a motor's steps do not call it
+
+
+@pytest.mark.parametrize("kw", [{"iterations": 30}, {"method": "lemke"}, {"solver_options": {"tol": 1e-8}}])
+def test_configurations_it_does_not_reproduce_take_the_general_stages(kw):
+    sim = _sim("quadruped", True, **kw)
+    if "solver_options" in kw:          # ppm's own tol: still its step, the threshold max(certify, tol)
+        assert sim.stages.compiled
+        return
+    assert not sim.stages.compiled
+
+
+def test_the_interpreted_call_gives_the_same_bits(monkeypatch):
+    """``noslip_step`` run as Python (its callees compiled: what kernels/_jit.py's tiered mode runs
+    before compiling it, and what NUMBA_DISABLE_JIT runs all the way down) gives the compiled
+    call's step, bit for bit."""
+    monkeypatch.setattr(NK, "noslip_step", getattr(NK.noslip_step, "py_func", NK.noslip_step))
+    a, b = _sim("quadruped", True), _sim("quadruped", False)
+    for k in range(40):
+        _same_step(a, b, k)
+
+
+def test_clock_reads_perf_counter_from_compiled_code():
+    import time
+    from contactlab.kernels.clock import perf_counter
+    t0 = time.perf_counter()
+    t = perf_counter()
+    t1 = time.perf_counter()
+    assert t0 <= t <= t1
+    assert perf_counter.py_func() >= t1 if hasattr(perf_counter, "py_func") else True
+
+
+def _captured_call(monkeypatch, steps=120):
+    """The compiled call's arguments at a mid-trot step (copies)."""
+    seen = {}
+    kernel = NK.noslip_step
+
+    def grab(*args):
+        seen["args"] = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+        return kernel(*args)
+
+    monkeypatch.setattr(NK, "noslip_step", grab)
+    sim = _sim("quadruped", True)
+    for _ in range(steps):
+        sim.step()
+    monkeypatch.setattr(NK, "noslip_step", kernel)
+    return kernel, seen["args"]
+
+
+@pytest.mark.parametrize("change", ["motor", "uncertified", "not finite"])
+def test_a_declined_call_changes_nothing(monkeypatch, change):
+    """Where the general path would do otherwise (motors: their active set; an answer outside
+    solve()'s threshold: the fallbacks; a NaN velocity: the model's error), the call returns
+    DECLINED with the state and every argument as they were."""
+    kernel, args = _captured_call(monkeypatch)
+    names = kernel.py_func.__code__.co_varnames[:kernel.py_func.__code__.co_argcount]
+    at = {n: i for i, n in enumerate(names)}
+    if change == "motor":
+        mt, mf = args[at["motor_target"]], args[at["motor_max_force"]]
+        mt[0], mf[0] = 0.0, 1.0
+    elif change == "uncertified":
+        args[at["threshold"]] = -1.0
+    else:
+        args[at["linear_velocity"]][3, 0] = np.nan
+    before = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+    out = kernel(*args)
+    assert out[0] == NK.DECLINED
+    for name, x, y in zip(names, before, args):
+        if isinstance(x, np.ndarray) and name != "f":       # f: the bodies' forces are added in place
+            assert np.array_equal(x, y, equal_nan=True), name
