@@ -70,11 +70,13 @@ def _valid_traj(path: Path) -> str | None:
 def signal_mid_write(sig):
     def run(tmp: Path):
         out = tmp / "run.h5"
-        p = _popen(["simulate", "pile", "--set", "count=8", "--duration", "30", "--out", str(out), "-q"], tmp)
+        p = _popen(["simulate", "pile", "--set", "count=8", "--duration", "600", "--out", str(out), "-q"], tmp)
         t0 = time.time()
         while time.time() - t0 < 200 and not any(q.name.endswith(".partial") for q in tmp.iterdir()):
             time.sleep(0.2)
         time.sleep(2.0)
+        if p.poll() is not None:
+            return "setup", f"the run ended (exit {p.returncode}) before the signal"
         p.send_signal(sig)
         so, se = p.communicate(timeout=120)
         if p.returncode != 130:
