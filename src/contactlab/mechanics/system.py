@@ -285,7 +285,7 @@ def _packed(model: Model):
     return model.joint_arrays
 
 
-def _motor_state(P, data: Data) -> tuple[np.ndarray, np.ndarray]:
+def motor_state(P, data: Data) -> tuple[np.ndarray, np.ndarray]:
     """The motor targets and force limits of the packed joints ``P``: the state's where it has them
     (``Data.motor_target``, ``set_motor`` changes them between steps), else the compiled joints'."""
     mt, mf = P.motor_target, P.motor_max_force
@@ -300,7 +300,7 @@ def _joint_kernel_args(model: Model, data: Data) -> tuple:
     """The joint kernels' leading arguments (the model's packed joints, the state's motor targets
     and force limits where it has them, else the compiled joints')."""
     P = _packed(model)
-    mt, mf = _motor_state(P, data)
+    mt, mf = motor_state(P, data)
     return (P.a, P.b, P.kind, P.anchor_a, P.anchor_b, P.axis_a, P.q_rel0, P.lower, P.upper, mt, mf, P.follows, P.ratio,
             P.special, P.special_kin, P.label_base, P.special_base, model.dof_start, data.position, data.quaternion,
             data.linear_velocity, data.angular_velocity, data.planar_reference)
@@ -354,7 +354,7 @@ def _system_joint_rows(model: Model, data: Data, h: float, v: np.ndarray):
     P = _packed(model)
     if P.a.size == 0 and P.special.size == 0:
         return _no_joint_rows(model, P)
-    return _joint_groups(model, P, _JK.constraint_rows_kernel(*_joint_kernel_args(model, data), v, float(h),
+    return joint_groups(model, P, _JK.constraint_rows_kernel(*_joint_kernel_args(model, data), v, float(h),
                                                               float(model.settings.zeta)))
 
 
@@ -364,8 +364,9 @@ def _no_joint_rows(model: Model, P):
     return (e, z, z), (e, z), (e, z, z), RowLabels(P.labels, joint=none, limit=none, motor=none)
 
 
-def _joint_groups(model: Model, P, rows):
-    """:func:`_system_joint_rows`'s answer from the compiled rows ``rows`` (the J, L and A groups of
+def joint_groups(model: Model, P, rows):
+    """The joint rows of a step (J and its right-hand side and error, the limits L, the motors A,
+    as the step's system holds them) from the compiled rows ``rows`` (the J, L and A groups of
     :func:`~contactlab.mechanics.joint_kernels.constraint_rows_kernel`)."""
     (Jm, rhs, err, jl), (Lm, l_bias, ll), (Am, a_target, a_max, al) = rows
     n = model.ndof
@@ -420,7 +421,7 @@ _NO_CONTACTS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zer
                 np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
 
 
-def _contact_arrays(contacts) -> tuple:
+def contact_arrays(contacts) -> tuple:
     """(a, b, point, normal, t1, t2, phi) of ``contacts`` as the compiled kernels take them."""
     if contacts is None or not contacts.count:
         return _NO_CONTACTS
@@ -439,19 +440,19 @@ def build_system(model: Model, data: Data, contacts, h: float | None = None) -> 
     f = joint_torque_forces(model, data)
     zeta = st.contact_zeta if st.contact_stabilization == "velocity" else 0.0
     nc = 0 if contacts is None else contacts.count
-    a, b, point, normal, t1, t2, phi = _contact_arrays(contacts)
+    a, b, point, normal, t1, t2, phi = contact_arrays(contacts)
     if not live.size:       # no moving body: the mass matrices and rows from the state (assemble_system)
         terms = _R.contact_terms(a, b, model.dof_start, data.position, point, normal, t1, t2, phi, h, float(zeta),
                                  float(st.slop)) if nc else None
         return assemble_system(model, data, contacts, h, f, None, terms, None)
     P = _packed(model)
-    mt, mf = _motor_state(P, data)
+    mt, mf = motor_state(P, data)
     covers = 6 * live.size == model.ndof
     body, v_free, terms, rows = _T.system_terms(
         live, model.dof_start, data.quaternion, data.position, model.mass, model.inertia, model.inv_inertia,
         model.gravity, data.linear_velocity, data.angular_velocity, bool(st.gyroscopic), f, covers, a, b, point, normal,
         t1, t2, phi, float(zeta), float(st.slop), P.kernel_args, mt, mf, data.planar_reference, h, float(st.zeta))
-    joint = _joint_groups(model, P, rows) if (P.a.size or P.special.size) else _no_joint_rows(model, P)
+    joint = joint_groups(model, P, rows) if (P.a.size or P.special.size) else _no_joint_rows(model, P)
     return assemble_system(model, data, contacts, h, f, body, terms if nc else None, v_free if covers else None,
                            joint)
 
@@ -497,3 +498,6 @@ def assemble_system(model: Model, data: Data, contacts, h: float, f: np.ndarray,
 
 #: public names of the layout helpers the compiled steps share (the private spellings stay)
 block_pattern, live_bodies, packed_joints = _block_pattern, _live, _packed
+
+# the former private spellings (sim/ imported them before they were public)
+_motor_state, _joint_groups, _contact_arrays = motor_state, joint_groups, contact_arrays

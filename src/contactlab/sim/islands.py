@@ -38,8 +38,7 @@ def island_labels(problem: BoxedLCP) -> tuple[int, np.ndarray]:
 
 
 #: ``Simulator(islands=None)`` splits an LCP step into its islands from this many rows on: below it a
-#: solve() per island costs more than the whole solve saves (frictionless column-collapse, at most 36
-#: rows: LCP time 0.35 -> 0.46 ms a step split; Stewart-Trinkle's, up to 192 rows: 2.85 -> 1.20 ms;
+#: solve() per island costs more than the whole solve saves (chosen on the column collapse and piles:
 #: docs/benchmarks-sim.md, "Stewart-Trinkle piles island by island")
 AUTO_MIN_ROWS = 100
 

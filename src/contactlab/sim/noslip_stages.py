@@ -23,11 +23,11 @@ from ..kernels.pivoting import NOT_P as _NOT_P, UNBOUNDED as _UNBOUNDED
 from ..kernels.tolerances import CERTIFY
 from ..mechanics import terms as _T
 from ..mechanics.model import KIND_KINEMATIC
-from ..mechanics.system import (_contact_arrays, _joint_groups, _motor_state, assemble_system, block_pattern,
+from ..mechanics.system import (assemble_system, block_pattern, contact_arrays, joint_groups, motor_state,
                                 joint_torque_forces, live_bodies, packed_joints)
 from ..models.common import StepResult
 from ..solution import Solution, Status
-from ..solvers.pivoting import PPMOptions, _STATUS, _THEOREM1_WHY, _not_p_reason
+from ..solvers.pivoting import PIVOTING_STATUS, THEOREM1_WHY, PPMOptions, not_p_reason
 from . import noslip_kernels as NK
 from .stages import CompiledCall, Stages, StepState, StepWork
 
@@ -88,7 +88,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         sim = self.sim
         data = sim.data
         P = self.packed
-        mt, mf = _motor_state(P, data)
+        mt, mf = motor_state(P, data)
         if mt.size and np.any(~np.isnan(mt) & np.isfinite(mf)):
             # force-limited motors: models/noslip.py build's active set over their states (the call
             # would decline them after forming the system)
@@ -101,7 +101,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         before = (data.position.copy(), data.quaternion.copy(), data.linear_velocity.copy(),
                   data.angular_velocity.copy(), f.copy(), mt, mf)
         cfm = float(float(st.cfm) + o.cfm)
-        w.call = (f, _contact_arrays(w.contacts), zeta, float(st.slop), mt, mf, float(st.zeta), float(o.active_gap),
+        w.call = (f, contact_arrays(w.contacts), zeta, float(st.slop), mt, mf, float(st.zeta), float(o.active_gap),
                   float(o.tol), cfm, st.contact_stabilization == "position", float(st.contact_zeta),
                   bool(st.project_joints), bool(st.gyroscopic), before)
 
@@ -189,7 +189,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
             self.live, m.dof_start, quat, pos, m.mass, m.inertia, m.inv_inertia, self.gravity, lin, ang, gyro, f, True,
             a, b, point, normal, t1, t2, phi, zeta, slop, self.packed.kernel_args, mt, mf,
             self.sim.data.planar_reference, h, zeta_j)
-        return f, body, terms if phi.shape[0] else None, v_free, _joint_groups(m, self.packed, rows)
+        return f, body, terms if phi.shape[0] else None, v_free, joint_groups(m, self.packed, rows)
 
 
 def _solution(trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, d: int) -> Solution:
@@ -205,12 +205,12 @@ def _solution(trivial, case, code, z, w, numbers, counts, nonbasic, positive, ro
             if code == _UNBOUNDED:
                 info["reason"] = "no blocking index on the driving ray"
             elif code == _NOT_P:
-                info["reason"] = _not_p_reason(int(row0))
-            info["routed"] = {"to": "dantzig", "reason": _THEOREM1_WHY[case]}
+                info["reason"] = not_p_reason(int(row0))
+            info["routed"] = {"to": "dantzig", "reason": THEOREM1_WHY[case]}
         else:
-            info = {"theorem1": _THEOREM1_WHY[case], "positive": int(positive), "rank_bound": d,
+            info = {"theorem1": THEOREM1_WHY[case], "positive": int(positive), "rank_bound": d,
                     "nonbasic": nonbasic}
-        sol = Solution(z=z, w=w, status=_STATUS[code], iterations=int(counts[0]), pivots=int(counts[1]),
+        sol = Solution(z=z, w=w, status=PIVOTING_STATUS[code], iterations=int(counts[0]), pivots=int(counts[1]),
                        method="ppm", info=info)
         rel = max(numbers[3], numbers[5])
     sol.residual, sol.complementarity, sol.infeasibility = numbers[0], numbers[1], numbers[2]

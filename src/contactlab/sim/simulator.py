@@ -228,8 +228,8 @@ class Simulator:
     (:mod:`contactlab.sim.islands`: a solve() per island, any method). None (default): for LCPs
     of at least ``sim.islands.AUTO_MIN_ROWS`` rows (Stewart-Trinkle without joints, frictionless,
     Trinkle-Pang), whose pivoting methods cost n^3
-    for the whole and the islands' sum n_i^3 (Stewart-Trinkle + Lemke on a pile of 60 boxes in a
-    bin: islands of at most 72 rows of 1,440), not for boxed LCPs: box-qp splits box friction's
+    for the whole and the islands' sum n_i^3 (boxes apart on a bin's floor are islands of one box's
+    rows), not for boxed LCPs: box-qp splits box friction's
     sparse problems (above its ``dense_max`` rows) into their islands itself, in one compiled call
     (its ``islands`` option), and below that a solve() per island costs more than it saves
     (docs/benchmarks-tuning.md). True: for both; False: never.

@@ -20,7 +20,8 @@ from ..problems.validation import to_dense
 from ..solution import Solution, Status
 from .registry import certified_by_kernel, check_common, dense_matrix_for, register
 
-_STATUS = {K.SOLVED: Status.SOLVED, K.UNBOUNDED: Status.NO_SOLUTION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
+#: the Status of each code the compiled pivoting kernels (kernels/pivoting.py) return
+PIVOTING_STATUS = {K.SOLVED: Status.SOLVED, K.UNBOUNDED: Status.NO_SOLUTION, K.MAX_PIVOTS: Status.MAX_ITERATIONS,
            K.NUMERICAL: Status.NUMERICAL_FAILURE, K.NOT_P: Status.NUMERICAL_FAILURE}
 
 
@@ -131,7 +132,7 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
     MT = M if sym else np.ascontiguousarray(M.T)
     code, k = K.dantzig_kernel(M, MT, q, z, w, inC, idx, k0, Minv, sym, max_pivots, mmax, *work,
                                np.zeros(n, dtype=np.bool_), counts)
-    status = _STATUS[code]
+    status = PIVOTING_STATUS[code]
     if code == K.UNBOUNDED:
         # the driving ray: a Farkas vector when M is PSD (or copositive-plus); solve() checks it
         y = np.zeros(n)
@@ -140,7 +141,7 @@ def dantzig_solve(problem: LCP, opts: DantzigOptions, warm_start=None) -> Soluti
         info["certificate"] = {"kind": "farkas", "y": y}
         info["reason"] = "no blocking index on the driving ray"
     if code == K.NOT_P:
-        info["reason"] = _not_p_reason(int(counts[2]))
+        info["reason"] = not_p_reason(int(counts[2]))
     if status is Status.SOLVED and opts.refine and k:
         zr = z.copy()
         K.refine_active(M, q, zr, idx, k, Minv, sym, work[0], work[1])
@@ -178,8 +179,8 @@ def _dantzig_dense(problem: LCP, opts: DantzigOptions, zw: np.ndarray) -> Soluti
         info["certificate"] = {"kind": "farkas", "y": work.f[2 * n:3 * n].copy()}
         info["reason"] = "no blocking index on the driving ray"
     elif code == K.NOT_P:
-        info["reason"] = _not_p_reason(int(d))
-    sol = Solution(z=z, w=_EMPTY, status=_STATUS[code], iterations=majors, pivots=pivots, info=info)
+        info["reason"] = not_p_reason(int(d))
+    sol = Solution(z=z, w=_EMPTY, status=PIVOTING_STATUS[code], iterations=majors, pivots=pivots, info=info)
     return certified_by_kernel(sol, problem, w, numbers, rel)
 
 
@@ -268,7 +269,8 @@ _SOLVED = Status.SOLVED
 _DEFAULT = DantzigOptions()
 
 
-def _not_p_reason(d: int) -> str:
+def not_p_reason(d: int) -> str:
+    """Why Dantzig stopped where index ``d`` showed M is not a P-matrix, and what to use instead."""
     return (f"M is not a P-matrix (adding index {d} to the principal block gives a Schur complement <= 0); "
             "dantzig is guaranteed only for P-matrix and symmetric PSD LCPs: use method='lemke' (guaranteed "
             "for copositive-plus M, e.g. friction LCPs)")
@@ -355,11 +357,12 @@ def ppm_solve(problem: FactoredLCP, opts: PPMOptions, warm_start=None) -> Soluti
     else:
         z[rows[:k]] = zb[:k]
     info.update({"positive": int(np.sum(z > 0)), "rank_bound": m, "nonbasic": np.sort(rows[:k]).copy()})
-    return Solution(z=np.maximum(z, 0.0), w=np.empty(0), status=_STATUS[code], iterations=int(counts[0]),
+    return Solution(z=np.maximum(z, 0.0), w=np.empty(0), status=PIVOTING_STATUS[code], iterations=int(counts[0]),
                     pivots=int(counts[1]), info=info)
 
 
-_THEOREM1_WHY = {KF.THEOREM1_CFM: "cfm > 0: [N, sqrt(cfm) I] has full row rank",
+#: why a factored problem is inside drumwright's Theorem 1 (or outside it), per kernels/factored.py's code
+THEOREM1_WHY = {KF.THEOREM1_CFM: "cfm > 0: [N, sqrt(cfm) I] has full row rank",
                  KF.THEOREM1_NO_OFFSET: "q = N f* (no offset)", KF.THEOREM1_FULL_RANK: "N has full row rank",
                  KF.THEOREM1_RANGE: "offset in range(N)",
                  KF.THEOREM1_OUTSIDE: "offset outside range(N) and N rank-deficient (outside Theorem 1)"}
@@ -387,19 +390,22 @@ def _ppm_dense(problem: FactoredLCP, opts: PPMOptions) -> Solution | None:
             info["certificate"] = {"kind": "farkas", "y": y}
             info["reason"] = "no blocking index on the driving ray"
         elif code == K.NOT_P:
-            info["reason"] = _not_p_reason(int(row0))
-        info["routed"] = {"to": "dantzig", "reason": _THEOREM1_WHY[case]}
+            info["reason"] = not_p_reason(int(row0))
+        info["routed"] = {"to": "dantzig", "reason": THEOREM1_WHY[case]}
     else:
-        info = {"theorem1": _THEOREM1_WHY[case]}
+        info = {"theorem1": THEOREM1_WHY[case]}
         if code == K.UNBOUNDED:   # a zero row (N_i M^-1 N_i' = 0) with q_i < 0: y = e_i is a Farkas vector
             y = np.zeros(n)
             y[row0] = 1.0
             info["certificate"] = {"kind": "farkas", "y": y}
         info["positive"], info["rank_bound"], info["nonbasic"] = int(positive), problem.m, nonbasic
-    sol = Solution(z=z, w=np.empty(0), status=_STATUS[code], iterations=int(counts[0]), pivots=int(counts[1]),
+    sol = Solution(z=z, w=np.empty(0), status=PIVOTING_STATUS[code], iterations=int(counts[0]), pivots=int(counts[1]),
                    info=info)
     return certified_by_kernel(sol, problem, w, numbers)
 
 
 def _default_dantzig(opts: PPMOptions) -> DantzigOptions:
     return DantzigOptions(tol=opts.tol, max_iterations=None)
+
+# the former private spellings
+_STATUS, _THEOREM1_WHY, _not_p_reason = PIVOTING_STATUS, THEOREM1_WHY, not_p_reason
