@@ -28,20 +28,56 @@ def console(stderr: bool = False, quiet: bool = False):
     return Console(stderr=stderr, quiet=quiet, width=width, soft_wrap=not tty)
 
 
+_INTERRUPTED: list[int] = []
+
+
 def interrupt_exit_on_sigterm() -> None:
-    """Treat SIGTERM like Ctrl-C (KeyboardInterrupt), so that partial output is kept and marked."""
+    """Treat SIGTERM like Ctrl-C (KeyboardInterrupt), so that partial output is kept and marked.
+    Either signal is also remembered (:func:`interrupt_pending`): Python runs a handler between any
+    two bytecodes, so its KeyboardInterrupt can land in a weakref or ``__del__`` callback (h5py
+    frees objects as a flushed chunk ends), where Python prints it as "Exception ignored" and goes
+    on; a SIGTERM was then lost and the run finished with exit 0. Loops check the flag."""
     def handler(signum, frame):
+        _INTERRUPTED.append(signum)
         raise KeyboardInterrupt
+    previous = sys.unraisablehook
+    if not getattr(previous, "_contactlab_interrupt", False):
+        def hook(unraisable):       # the swallowed KeyboardInterrupt: no "Exception ignored" traceback
+            if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+                previous(unraisable)
+        hook._contactlab_interrupt = True
+        sys.unraisablehook = hook
     try:
         signal.signal(signal.SIGTERM, handler)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, handler)
     except ValueError:  # not the main thread (e.g. under a test runner thread)
         pass
+
+
+def interrupt_name() -> str:
+    """The last signal :func:`interrupt_exit_on_sigterm` caught (SIGINT if none: a KeyboardInterrupt)."""
+    return signal.Signals(_INTERRUPTED[-1]).name if _INTERRUPTED else "SIGINT"
+
+
+def interrupt_pending() -> bool:
+    """Whether SIGINT or SIGTERM arrived since :func:`interrupt_exit_on_sigterm` (raise KeyboardInterrupt then)."""
+    return bool(_INTERRUPTED)
 
 
 def check_output(path, flag: str, *, suffixes: tuple[str, ...] | None = None, folder: bool = False):
     """problems/io.py ``check_output``: an output refused before any work (ParamError naming ``flag``)."""
     from ..files import check_output as check
     check(path, flag, suffixes=suffixes, folder=folder)
+
+
+def same_file(out, source) -> bool:
+    """Whether the output ``out`` names the existing file ``source`` (through links or another spelling)."""
+    import os
+    try:
+        return os.path.samefile(out, source)
+    except OSError:
+        return False
 
 
 def write_failed(exc: OSError, what) -> str:

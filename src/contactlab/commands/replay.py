@@ -19,22 +19,39 @@ def register(app: typer.Typer) -> None:
         """Write an interactive 3D replay (play, pause, speed, loop, time slider, orbit / pan / zoom, contact
         points and force arrows, a strip of contacts, LCP size and residual) of TRAJ as one HTML file
         that opens offline in any browser."""
-        from ..errors import ContactlabError
-        from . import check_trajectory
+        import math
+
+        from ..errors import ContactlabError, ParamError
+        from . import check_output, check_trajectory, same_file, write_failed
         from ..viz.replay import read_replay, replay_html
         try:
-            check_trajectory(traj)
-            data = read_replay(traj)
             if max_frames is not None and max_frames < 2:
                 raise typer.BadParameter("--max-frames must be >= 2")
-            if not speed > 0:
-                raise typer.BadParameter("--speed must be > 0 (1 is real time)")
-            replay_html(data, html_out, title=title or traj.name, max_frames=max_frames, max_contacts=max_contacts,
-                        speed=speed, loop=loop)
+            if not 0 < speed < math.inf:
+                raise typer.BadParameter("--speed must be a finite number > 0 (1 is real time)")
+            if max_contacts < 0:
+                raise typer.BadParameter("--max-contacts must be >= 0 (0: no contacts drawn)")
+            check_output(html_out, "--html")
+            if same_file(html_out, traj):      # the page would replace the trajectory it is made from
+                raise ParamError(f"--html {html_out} is the trajectory file itself; give another file name")
+            check_trajectory(traj)
+            data = read_replay(traj)
         except ContactlabError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
         except (KeyError, IndexError, ValueError, OSError) as exc:   # damage the checks did not foresee
             typer.echo(f"error: {traj}: unreadable trajectory file ({type(exc).__name__}: {exc})", err=True)
             raise typer.Exit(2)
+        try:
+            replay_html(data, html_out, title=title or traj.name, max_frames=max_frames, max_contacts=max_contacts,
+                        speed=speed, loop=loop)
+        except ContactlabError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
+        except (KeyError, IndexError, ValueError) as exc:   # damage the checks did not foresee
+            typer.echo(f"error: {traj}: unreadable trajectory file ({type(exc).__name__}: {exc})", err=True)
+            raise typer.Exit(2)
+        except OSError as exc:          # a full disk: the page's temporary file is removed, any old page kept
+            typer.echo(write_failed(exc, html_out), err=True)
+            raise typer.Exit(1)
         typer.echo(f"wrote {html_out} ({html_out.stat().st_size / 1e6:.1f} MB, {data.frames} frames recorded)")

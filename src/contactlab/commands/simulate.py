@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
         from ..mechanics.urdf import allowing_missing_meshes
         from ..files import output_lock
         from ..sim import Simulator
-        from . import check_output, write_failed
+        from . import check_output, same_file, write_failed
         try:
             if duration is not None and not (math.isfinite(duration) and duration >= 0):
                 raise ParamError(f"--duration must be a finite number of seconds >= 0, got {duration}")
@@ -162,6 +162,12 @@ def register(app: typer.Typer) -> None:
                 check_output(html_out, "--html")
             if export_fclib is not None:
                 check_output(export_fclib, "--export-fclib", folder=True)
+            if out is not None and html_out is not None and out.resolve() == html_out.resolve():
+                raise ParamError(f"--out and --html name the same file {out}; the page would replace the "
+                                 "trajectory: give two file names")
+            for flag, target in (("--out", out), ("--html", html_out)):
+                if target is not None and same_file(target, scene):
+                    raise ParamError(f"{flag} {target} is the scene file itself; give another file name")
             params = {}
             for item in set_ or []:
                 if "=" not in item:
@@ -246,7 +252,7 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
     an output that could not be written, 2 on a step refused as too large, 130 on an interrupt)."""
     from ..errors import ContactlabError
     from ..sim.recorder import Trajectory, TrajectoryWriter
-    from . import console, interrupt_exit_on_sigterm
+    from . import console, interrupt_exit_on_sigterm, interrupt_name, interrupt_pending
     from ..sim.simulator import MAX_RUN_STEPS
     if round(duration / sim.h) > MAX_RUN_STEPS:
         typer.echo(f"error: --duration {duration:g} s is {round(duration / sim.h):.3g} steps of {sim.h:g} s, above "
@@ -274,12 +280,14 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
                 sim.run(k * sim.h, trajectory=traj, record_poses=out is not None)
                 if writer is not None:
                     writer.append(traj)
+                if interrupt_pending():     # a signal whose KeyboardInterrupt a callback swallowed
+                    raise KeyboardInterrupt
                 bar.update(task, completed=len(traj.records))
     except KeyboardInterrupt:
         done = min(len(traj.records), len(traj.positions) - 1) if out is not None else len(traj.records)
         del traj.records[max(done, 0):]
         if writer is not None:
-            writer.close(traj, interrupted=f"interrupted (SIGINT) after {len(traj.records)} of {steps} steps",
+            writer.close(traj, interrupted=f"interrupted ({interrupt_name()}) after {len(traj.records)} of {steps} steps",
                          extra=_replay_group(sim, recorder))
             typer.echo(f"interrupted: wrote {len(traj.records)} of {steps} steps to {out} "
                        "(a valid partial file, attribute complete=False)", err=True)
@@ -292,7 +300,10 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
         if writer is not None:
             _abort_quietly(writer)
         if isinstance(exc, OSError):
-            typer.echo(write_failed(exc, out), err=True)
+            what, name = out, getattr(exc, "filename", None)
+            if exporter is not None and name is not None and Path(name).parent == Path(exporter.directory):
+                what = f"--export-fclib {exporter.directory}"      # a step's problem file, not --out
+            typer.echo(write_failed(exc, what if what is not None else name), err=True)
             raise typer.Exit(1)
         why = "out of memory" if isinstance(exc, MemoryError) else str(exc)
         typer.echo(f"error: step {len(traj.records) + 1} of {steps}: {why}", err=True)

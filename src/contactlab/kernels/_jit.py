@@ -179,10 +179,14 @@ def invalidate_stale_caches(root: Path) -> bool:
     try:
         marker.parent.mkdir(exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{STAMP_NAME}.", dir=marker.parent)
-        with os.fdopen(fd, "w") as f:
-            json.dump({"stamp": stamp, "digests": digests,
-                       "imports": {f: sorted(i) for f, i in direct.items()}}, f)
-        os.replace(tmp, marker)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump({"stamp": stamp, "digests": digests,
+                           "imports": {f: sorted(i) for f, i in direct.items()}}, f)
+            os.replace(tmp, marker)
+        except OSError:                 # a full disk: no half-written file left beside the caches
+            os.unlink(tmp)
+            raise
     except OSError:
         pass
     return bool(stale)
@@ -246,6 +250,21 @@ class TieredDispatcher(CPUDispatcher):
         self._interpreted_seconds = 0.0
         self._budget = None             # seconds of interpreting before compiling; set on first use
         self._not_on_disk = set()       # argument types whose machine code is in no cache
+
+    def enable_caching(self):
+        """numba's cache, except that a failed write of it (a full disk, a quota, a read-only
+        install: numba raises the OSError out of the compile, so a user's run ended in a traceback)
+        leaves the kernel compiled in this process and uncached; numba removes its own temporary
+        file. The run goes on and its own outputs report their own write errors."""
+        super().enable_caching()
+        save = self._cache.save_overload
+
+        def save_overload(sig, data):
+            try:
+                save(sig, data)
+            except OSError:
+                pass
+        self._cache.save_overload = save_overload
 
     def _closure_size(self) -> int:
         """How many kernel functions compiling this one compiles: itself and every kernel it
@@ -336,9 +355,13 @@ class _Rent:
                 elif kernel.signatures:
                     merged.pop(self.key(kernel), None)
             fd, tmp = tempfile.mkstemp(prefix=f".{RENT_NAME}.", dir=self.path.parent)
-            with os.fdopen(fd, "w") as f:
-                json.dump(merged, f)
-            os.replace(tmp, self.path)
+            try:
+                with os.fdopen(fd, "w") as f:
+                    json.dump(merged, f)
+                os.replace(tmp, self.path)
+            except OSError:             # a full disk: no half-written file left beside the caches
+                os.unlink(tmp)
+                raise
         except OSError:
             pass
 

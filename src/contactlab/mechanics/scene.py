@@ -152,6 +152,19 @@ def _vec(where: str, value, n: int) -> np.ndarray:
     return v
 
 
+#: the shortest time step accepted (s). Shorter steps are no physics (a step's motion and its
+#: checks divide by dt and by dt squared: dt = 1e-300 overflowed the fault check into a traceback)
+MIN_DT = 1e-9
+
+
+def check_dt(where: str, value) -> float:
+    """``value`` as a time step in seconds: finite and >= :data:`MIN_DT`, else a ModelError naming ``where``."""
+    x = _positive(where, value)
+    if x < MIN_DT:
+        raise ModelError(f"{where} must be at least {MIN_DT:g} s, got {value!r}")
+    return x
+
+
 def _positive(where: str, value) -> float:
     try:
         x = float(value)
@@ -289,13 +302,14 @@ def validate_scene(scene: Scene) -> None:
             raise ModelError(f"scene.pair_mu[{key!r}] must be >= 0, got {m!r}")
     _vec("scene.gravity", scene.gravity, 3)
     st = scene.settings
-    _positive("settings.dt", st.dt)
+    check_dt("settings.dt", st.dt)
     for nm in ("zeta", "contact_zeta"):
         x = float(getattr(st, nm))
         if not 0.0 <= x <= 1.0:
             raise ModelError(f"settings.{nm} must lie in [0, 1], got {x}")
-    if float(st.slop) < 0 or float(st.margin) < 0 or float(st.cfm) < 0:
-        raise ModelError("settings.slop, settings.margin and settings.cfm must be >= 0")
+    if not all(0 <= float(getattr(st, nm)) < np.inf for nm in ("slop", "margin", "cfm")):    # NaN fails too
+        raise ModelError(f"settings.slop, settings.margin and settings.cfm must be finite and >= 0, got "
+                         f"{st.slop!r}, {st.margin!r}, {st.cfm!r}")
     if st.contact_stabilization not in ("position", "velocity"):
         raise ModelError(f"settings.contact_stabilization must be 'position' or 'velocity', got {st.contact_stabilization!r}")
     if not 2 <= int(st.friction_directions) <= MAX_FRICTION_DIRECTIONS or int(st.friction_directions) % 2:

@@ -165,7 +165,7 @@ def read_fclib(path: str | os.PathLike):
             prob.info = _info(g)
     except ProblemError:
         raise
-    except (KeyError, IndexError, TypeError, ValueError, OverflowError, OSError) as exc:
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError, OSError, AttributeError) as exc:
         raise ProblemError(f"{path}: malformed FCLIB file ({type(exc).__name__}: {exc})") from None
     return prob
 
@@ -181,7 +181,15 @@ def write_fclib(problem, path: str | os.PathLike, solution: dict | None = None, 
         raise ProblemError(f"FCLIB files hold friction problems; got a {type(problem).__name__}")
 
     def write(tmp):
-        with h5py.File(tmp, "w") as f:
+        # built in memory, then written as plain bytes: on a full disk HDF5's close of a file whose
+        # write failed crashed the process (SIGSEGV in H5Fclose); Python's own write raises OSError
+        import io
+        buf = io.BytesIO()
+        build(buf)
+        Path(tmp).write_bytes(buf.getvalue())
+
+    def build(target):
+        with h5py.File(target, "w") as f:
             if isinstance(problem, FrictionContact):
                 g = f.create_group("fclib_local")
                 _write_matrix(g, "W", problem.W)
@@ -401,6 +409,11 @@ class StepExporter:
         except ProblemError as exc:
             self.skipped[steps] = str(exc)
             return
-        self.written.append(write_fclib(prob, self.directory / f"step_{steps:05d}.hdf5",
-                                        title=self.title or f"contactlab step {steps}",
-                                        description=f"contactlab simulate, step {steps}, t = {sim.data.time:.6g} s"))
+        path = self.directory / f"step_{steps:05d}.hdf5"
+        try:
+            self.written.append(write_fclib(prob, path, title=self.title or f"contactlab step {steps}",
+                                            description=f"contactlab simulate, step {steps}, t = {sim.data.time:.6g} s"))
+        except OSError as exc:      # a failed write (disk full) names the file it was writing
+            if exc.filename is None:
+                exc.filename = str(path)
+            raise

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ContactlabError, ProblemError
+from ..errors import ContactlabError, ParamError, ProblemError
 from ..files import atomic_write  # also importable from here, its former home (one release)
 from .base import Problem
 from .factored import FactoredLCP
@@ -55,21 +55,28 @@ def save(problem: Problem, path: str | os.PathLike, **fclib) -> Path:
     FrictionContact / GlobalFrictionContact FCLIB HDF5 (``.hdf5``/``.h5``; keyword arguments
     ``solution``, ``guesses``, ``title``, ``description`` go to :func:`fclib.write_fclib`) or a
     Siconos FrictionContact text file (``.dat``, local problems)."""
+    from ..files import check_output
     from . import fclib as _fc
+    path = _path(path, "save")
     kind = type(problem).__name__
+    if not isinstance(problem, Problem):
+        raise ProblemError(f"save writes a contactlab problem; got a {kind}")
     if isinstance(problem, (_fc.FrictionContact, _fc.GlobalFrictionContact)):
         suffix = Path(path).suffix
         if suffix in _fc.FCLIB_SUFFIXES:
+            check_output(path, "save: path")        # a folder, a device, no write permission: before writing
             return _fc.write_fclib(problem, path, **fclib)
         if suffix == ".dat" and isinstance(problem, _fc.FrictionContact) and not fclib:
+            check_output(path, "save: path")
             return _fc.write_siconos_fc(problem, path)
-        raise ProblemError(f"a {kind} is saved as FCLIB HDF5 (.hdf5/.h5) or, local only, Siconos .dat; got {path!r}")
+        raise ProblemError(f"a {kind} is saved as FCLIB HDF5 (.hdf5/.h5) or, local only, Siconos .dat; got {str(path)!r}")
     if fclib:
         raise ProblemError(f"unexpected keyword(s) {sorted(fclib)} for a {kind} (they apply to friction problems)")
     if kind not in _FIELDS:
         raise ProblemError(f"cannot save a {kind}; supported: {sorted(_FIELDS)}")
     if Path(path).suffix != ".npz":
-        raise ProblemError(f"save writes .npz files; got {path!r} (use a .npz suffix)")
+        raise ProblemError(f"save writes .npz files; got {str(path)!r} (use a .npz suffix)")
+    check_output(path, "save: path")
     out = {"kind": np.array(kind)}
     for name in _FIELDS[kind][1]:
         _pack(name, getattr(problem, name), out)
@@ -81,12 +88,18 @@ def load(path: str | os.PathLike) -> Problem:
     FrictionContact or GlobalFrictionContact) or an FCLIB HDF5 file (``.hdf5``/``.h5``; the stored
     solution and guesses come as ``problem.reference`` and ``problem.guesses``). Every way a file
     can be unreadable is one :class:`~contactlab.errors.ProblemError` naming the file and why."""
+    import stat
     import zipfile
-    path = Path(path)
-    if not path.exists():
-        raise ProblemError(f"no such file: {path}")
-    if path.is_dir():
+    path = _path(path, "load")
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:       # no such file, a symlink loop, a name too long
+        raise ProblemError(f"no such file: {path}" if not path.is_symlink() and not path.exists()
+                           else f"{path}: cannot read this problem file ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
         raise ProblemError(f"{path} is a directory; give one problem file (.npz or Siconos .dat)")
+    if not stat.S_ISREG(mode):   # a FIFO blocks its reader, /dev/zero never ends: read regular files only
+        raise ProblemError(f"{path} is not a regular file (a device, FIFO or socket); give a problem file")
     if path.suffix == ".npz" and not zipfile.is_zipfile(path):
         raise ProblemError(f"{path}: cannot read this problem file: not a .npz archive")
     try:
@@ -97,6 +110,13 @@ def load(path: str | os.PathLike) -> Problem:
         raise ProblemError(f"{path}: cannot read this problem file: {_unreadable(exc)}") from None
     except MemoryError:      # a header asking for more than fits (e.g. n = 10**10 in a .dat file)
         raise ProblemError(f"{path}: cannot read this problem file: its sizes do not fit in memory") from None
+
+
+def _path(path, func: str) -> Path:
+    """``path`` as a Path, or a ParamError naming ``func``'s argument (bytes, None, a number)."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
+        raise ParamError(f"{func}: path must be a str or os.PathLike naming a file, got {type(path).__name__}")
+    return Path(path)
 
 
 def _unreadable(exc: BaseException) -> str:

@@ -187,11 +187,13 @@ class TrajectoryWriter:
         os.chmod(tmp, _FILE_MODE)
         self.tmp = tmp
         self.f = None
+        self.failed = False         # a write of this file failed: HDF5 can no longer close it safely
         _quiet_h5py_deallocs()      # a failed write is reported once, by the call that failed
         try:
             with _h5py_stderr():
                 self._create(tmp, body_names, attrs)
         except (OSError, RuntimeError) as exc:    # the disk full at the file's creation
+            self.failed = True
             err = _write_error(exc, self.path)
             with _h5py_stderr(failed=True):
                 try:
@@ -230,6 +232,7 @@ class TrajectoryWriter:
                 with _h5py_stderr():
                     self._append(traj)
             except RuntimeError as exc:      # h5py's report of a failed write (EFBIG, ENOSPC): an OSError
+                self.failed = True
                 raise _write_error(exc, self.path) from None
 
     def _append(self, traj: Trajectory) -> None:
@@ -272,6 +275,7 @@ class TrajectoryWriter:
             self.f.close()
             os.replace(self.tmp, self.path)
         except RuntimeError as exc:
+            self.failed = True
             _quiet_h5py_deallocs()
             self.abort()
             raise _write_error(exc, self.path) from None
@@ -281,14 +285,20 @@ class TrajectoryWriter:
         return self.path
 
     def abort(self) -> None:
-        """Close and delete the temporary file (the target path is left as it was)."""
+        """Close and delete the temporary file (the target path is left as it was). After a failed
+        write the file is not closed: HDF5's close of a file whose write failed (disk full while its
+        steps were flushed) crashed the process (SIGSEGV inside ``H5Fclose``); the file is unlinked
+        and the process is marked :data:`UNCLOSABLE` (``simulate`` then ends by ``os._exit``)."""
+        global UNCLOSABLE
         try:
-            if self.f is not None:
+            if self.f is not None and self.failed:
+                UNCLOSABLE = True
+                _quiet_h5py_deallocs()
+            elif self.f is not None:
                 self.f.close()
         except Exception:
             # HDF5 could not write the file's last metadata (disk full) and keeps it half open: its
             # own clean-up at exit would then crash the process (SIGSEGV, "slist already enabled")
-            global UNCLOSABLE
             UNCLOSABLE = True
             _quiet_h5py_deallocs()
             raise

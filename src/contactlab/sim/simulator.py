@@ -242,9 +242,8 @@ class Simulator:
                  reuse: str | None = None, iterations: int | None = None, islands: bool | None = None,
                  compiled: bool = True):
         if dt is not None:
-            if not dt > 0:
-                raise ModelError(f"dt must be > 0, got {dt}")
-            scene.settings.dt = float(dt)
+            from ..mechanics.scene import check_dt
+            scene.settings.dt = check_dt("dt", dt)
         self.scene = scene
         if blas_threads is not None and (isinstance(blas_threads, bool) or not isinstance(blas_threads, int)
                                          or blas_threads < 1):

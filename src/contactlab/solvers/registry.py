@@ -361,6 +361,9 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
             if isinstance(getattr(problem, "problem", None), Problem) else ""
         raise ProblemError(f"problem must be a contactlab problem (LCP, BoxedLCP, ...), got {type(problem).__name__}"
                            + hint)
+    if isinstance(certify, bool) or not isinstance(certify, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(certify) < _INF:
+        raise ParamError(f"certify must be a finite relative residual >= 0 (default {CERTIFY:g}), got {certify!r}")
     auto_info = None
     if method == "auto":
         method, why = choose_method(problem)
@@ -394,9 +397,14 @@ def solve(problem: Problem, method: str = "auto", *, warm_start=None, certify: f
             sol = spec.func(target, opts, warm_start)
         except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
             raise_interrupt_behind(exc)
+        if not isinstance(sol, Solution):       # a registered function of the user's that returned junk
+            raise ParamError(f"method {method!r} returned a {type(sol).__name__}, not a Solution")
         if lift is not None:
             sol.info.setdefault("reduced_n", target.n)
             sol.z = lift(sol.z)
+        if np.shape(sol.z) != (problem.n,):     # the certificate below reads n entries: no more, no fewer
+            raise ParamError(f"method {method!r} returned z of shape {np.shape(sol.z)} for a problem of "
+                             f"n = {problem.n}")
     sol.method = method
     if auto_info:
         sol.info["auto"] = auto_info
