@@ -609,6 +609,27 @@ FACE_SOLVES = 3
 
 
 @jit
+def _trial(M, sptr, sidx, sval, z, w, d, step, lo, hi, cand, dz):
+    """A trial step of projected Newton: cand = clip(z + step d) into the bounds, dz = cand - z, and
+    the objective's change df = dz'(w + M dz / 2) and its slope w'dz for the Armijo test (the QP's
+    objective 1/2 z'Mz + q'z, w = Mz + q). Returns (df, slope, whether any row moved)."""
+    n = z.size
+    moved = False
+    for i in range(n):
+        cand[i] = _clip(z[i] + step * d[i], lo[i], hi[i])
+        dz[i] = cand[i] - z[i]
+        if dz[i] != 0.0:
+            moved = True
+    Mdz = _mat_vec(M, sptr, sidx, sval, dz)
+    df = 0.0
+    slope = 0.0
+    for i in range(n):
+        df += dz[i] * (w[i] + 0.5 * Mdz[i])
+        slope += w[i] * dz[i]
+    return df, slope, moved
+
+
+@jit
 def _face_step(M, z, w, lo, hi, eps, d, held, cL, cA, cF, ck, grp, gstep, nbr, nnb, sptr, sidx, sval):
     """The step d to the minimiser on the face of the box that the held rows span, each held row at its
     bound: rows held as projected Newton holds them (within ``eps`` of a bound their gradient w pushes
@@ -735,18 +756,7 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
             # a CSR island from a good iterate (:func:`_face_step`): the face's minimiser first, taken
             # where it decreases the objective enough; else the projected Newton step as below (from
             # a poor one the held rows, eps = 1e-3 max|z| from their bound, are a poor guess of the face)
-            moved = False
-            for i in range(n):
-                cand[i] = _clip(z[i] + d[i], lo[i], hi[i])
-                dz[i] = cand[i] - z[i]
-                if dz[i] != 0.0:
-                    moved = True
-            Mdz = _mat_vec(M, sptr, sidx, sval, dz)
-            df = 0.0
-            slope = 0.0
-            for i in range(n):
-                df += dz[i] * (w[i] + 0.5 * Mdz[i])
-                slope += w[i] * dz[i]
+            df, slope, moved = _trial(M, sptr, sidx, sval, z, w, d, 1.0, lo, hi, cand, dz)
             accepted = df <= armijo * slope and moved
         for attempt in range(0 if accepted else (1 if full_steps else 2)):
             # Newton on the free rows, else a scaled projected gradient
@@ -762,18 +772,7 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
                     d[F[a_]] = dF[a_]
             step = 1.0
             for _ls in range(1 if full_steps else 30):
-                moved = False
-                for i in range(n):
-                    cand[i] = _clip(z[i] + step * d[i], lo[i], hi[i])
-                    dz[i] = cand[i] - z[i]
-                    if dz[i] != 0.0:
-                        moved = True
-                Mdz = _mat_vec(M, sptr, sidx, sval, dz)
-                df = 0.0
-                slope = 0.0
-                for i in range(n):
-                    df += dz[i] * (w[i] + 0.5 * Mdz[i])
-                    slope += w[i] * dz[i]
+                df, slope, moved = _trial(M, sptr, sidx, sval, z, w, d, step, lo, hi, cand, dz)
                 if df <= armijo * slope and moved:
                     accepted = True
                     break
