@@ -171,14 +171,16 @@ PAPER_CONTACTS = {"min": 1, "max": 30, "mean": 6, "std": 8}
 
 
 def run_trot(model: str = "no-slip", method: str | None = None, duration: float = 10.0, *, scene: str = "quadruped",
-             progress=None, model_options: dict | None = None, **params) -> dict:
+             progress=None, model_options: dict | None = None, compiled: bool = True, **params) -> dict:
     """Simulate the trot and time all of it: returns the controller's log arrays, the per-step
     records (contacts, LCP size, pivots, solve time, ...), the locomotion summary and the wall
     time split into collision detection (``sim.world.detect``), control (the controller callback),
     LCP solve (``StepRecord.solve_time``) and the rest (assembly of the constraint system, the
     model's build/recover, integration and position projections); ``cpu_s`` is the process CPU
     time of the run (the fair measure on a loaded machine). ``progress``: called every 100 steps;
-    ``model_options``: passed to the contact model (e.g. ``{"mu_v": 1.0}``)."""
+    ``model_options``: passed to the contact model (e.g. ``{"mu_v": 1.0}``); ``compiled``: the
+    Simulator's (False: every model through the general stages, as a comparison of models rather
+    than of their engines wants)."""
     import time
 
     from ..sim import Simulator
@@ -196,7 +198,8 @@ def run_trot(model: str = "no-slip", method: str | None = None, duration: float 
                 clock[key] += time.perf_counter() - t0
         return wrapper
 
-    sim = Simulator(sc, model, method, controllers=[timed("control", ctl)], model_options=model_options)
+    sim = Simulator(sc, model, method, controllers=[timed("control", ctl)], model_options=model_options,
+                    compiled=compiled)
     sim.world.detect = timed("collision", sim.world.detect)
     steps = int(round(duration / sim.h))
     from ..sim.recorder import Trajectory
