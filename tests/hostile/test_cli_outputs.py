@@ -114,3 +114,25 @@ def test_a_signal_whose_interrupt_a_callback_swallows_is_still_seen(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "pending True", (p.stdout, p.stderr[-1500:])
     assert "Exception ignored" not in p.stderr and "Traceback" not in p.stderr, p.stderr[-1500:]
+
+
+def test_plot_checks_its_figure_target_first_and_a_full_disk_is_a_write_error(tmp_path):
+    """plot's --out is checked before the trajectory is read (a folder where nothing can be written is
+    one line naming --out, exit 2; it was reported as an unreadable trajectory after the work), a
+    trajectory named as its own figure is refused, and a full disk while the figure is written is a
+    write error (exit 1) that leaves the previous figure."""
+    traj = tmp_path / "t.h5"
+    shutil.copy(DATA / "stack2_traj.h5", traj)
+    one_error(cli(["plot", str(traj), "--out", "/proc/x.png"], tmp_path), 2, "--out /proc/x.png: cannot write there")
+    one_error(cli(["plot", str(tmp_path / "missing.h5"), "--out", "/proc/x.png"], tmp_path), 2, "--out")
+    fig = tmp_path / "t.png"
+    shutil.copy(traj, fig)
+    before = fig.read_bytes()
+    one_error(cli(["plot", str(fig), "--out", str(fig)], tmp_path), 2, "is the trajectory file itself")
+    assert fig.read_bytes() == before
+    fig = tmp_path / "f.png"
+    fig.write_bytes(b"previous")
+    one_error(cli(["plot", str(traj), "--out", str(fig)], tmp_path, 4096), 1, f"could not write {fig}")
+    assert fig.read_bytes() == b"previous"
+    p = cli(["plot", str(traj), "--out", str(fig)], tmp_path)
+    assert p.returncode == 0 and fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
