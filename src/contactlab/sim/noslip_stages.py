@@ -18,8 +18,6 @@ import time
 import numpy as np
 
 from ..kernels.energy import energies_and_depth
-from ..kernels.factored import THEOREM1_OUTSIDE
-from ..kernels.pivoting import NOT_P as _NOT_P, UNBOUNDED as _UNBOUNDED
 from ..kernels.tolerances import CERTIFY
 from ..mechanics import terms as _T
 from ..mechanics.model import KIND_KINEMATIC
@@ -27,7 +25,7 @@ from ..mechanics.system import (assemble_system, block_pattern, contact_arrays, 
                                 joint_torque_forces, live_bodies, packed_joints)
 from ..models.common import StepResult
 from ..solution import Solution, Status
-from ..solvers.pivoting import PIVOTING_STATUS, THEOREM1_WHY, PPMOptions, not_p_reason
+from ..solvers.pivoting import PIVOTING_STATUS, PPMOptions, ppm_info
 from . import noslip_kernels as NK
 from .stages import CompiledCall, Stages, StepState, StepWork
 
@@ -200,16 +198,7 @@ def _solution(trivial, case, code, z, w, numbers, counts, nonbasic, positive, ro
         rel = 0.0
     else:
         code = int(code)
-        if case == THEOREM1_OUTSIDE:
-            info: dict = {"active_set": nonbasic}
-            if code == _UNBOUNDED:
-                info["reason"] = "no blocking index on the driving ray"
-            elif code == _NOT_P:
-                info["reason"] = not_p_reason(int(row0))
-            info["routed"] = {"to": "dantzig", "reason": THEOREM1_WHY[case]}
-        else:
-            info = {"theorem1": THEOREM1_WHY[case], "positive": int(positive), "rank_bound": d,
-                    "nonbasic": nonbasic}
+        info = ppm_info(case, code, nonbasic, positive, row0, d, z.size)
         sol = Solution(z=z, w=w, status=PIVOTING_STATUS[code], iterations=int(counts[0]), pivots=int(counts[1]),
                        method="ppm", info=info)
         rel = max(numbers[3], numbers[5])

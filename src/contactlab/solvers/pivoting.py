@@ -368,6 +368,30 @@ THEOREM1_WHY = {KF.THEOREM1_CFM: "cfm > 0: [N, sqrt(cfm) I] has full row rank",
                  KF.THEOREM1_OUTSIDE: "offset outside range(N) and N rank-deficient (outside Theorem 1)"}
 
 
+def ppm_info(case: int, code: int, nonbasic, positive, row0, rank_bound: int, n: int, y=None) -> dict:
+    """The ``info`` of ppm's Solution from the compiled call's outcome (kernels/factored.py
+    ``ppm_dense``): outside Theorem 1 the routed Dantzig's (its active set; on a driving ray the
+    Farkas vector ``y`` where given; why it was routed), else Theorem 1's case, the positive count,
+    the rank bound and the nonbasic set (a zero row with q_i < 0: e_i as the Farkas vector)."""
+    if case == KF.THEOREM1_OUTSIDE:   # routed: what dantzig_solve on problem.to_lcp() returns
+        info: dict = {"active_set": nonbasic}
+        if code == K.UNBOUNDED:   # the driving ray: a Farkas vector when M is PSD; solve() checks it
+            if y is not None:
+                info["certificate"] = {"kind": "farkas", "y": y}
+            info["reason"] = "no blocking index on the driving ray"
+        elif code == K.NOT_P:
+            info["reason"] = not_p_reason(int(row0))
+        info["routed"] = {"to": "dantzig", "reason": THEOREM1_WHY[case]}
+        return info
+    info = {"theorem1": THEOREM1_WHY[case]}
+    if code == K.UNBOUNDED:   # a zero row (N_i M^-1 N_i' = 0) with q_i < 0: y = e_i is a Farkas vector
+        e = np.zeros(n)
+        e[row0] = 1.0
+        info["certificate"] = {"kind": "farkas", "y": e}
+    info["positive"], info["rank_bound"], info["nonbasic"] = int(positive), rank_bound, nonbasic
+    return info
+
+
 def _ppm_dense(problem: FactoredLCP, opts: PPMOptions) -> Solution | None:
     """:func:`ppm_solve` of a dense N in one compiled call (kernels/factored.py ``ppm_dense``: Theorem
     1's decision, as :func:`theorem1_holds` makes it, then the pivoting, or for a problem outside
@@ -384,21 +408,7 @@ def _ppm_dense(problem: FactoredLCP, opts: PPMOptions) -> Solution | None:
     if case == KF.THEOREM1_UNCLEAR:
         return None
     code = int(code)
-    if case == KF.THEOREM1_OUTSIDE:   # routed: what dantzig_solve on problem.to_lcp() returns
-        info: dict = {"active_set": nonbasic}
-        if code == K.UNBOUNDED:   # the driving ray: a Farkas vector when M is PSD; solve() checks it
-            info["certificate"] = {"kind": "farkas", "y": y}
-            info["reason"] = "no blocking index on the driving ray"
-        elif code == K.NOT_P:
-            info["reason"] = not_p_reason(int(row0))
-        info["routed"] = {"to": "dantzig", "reason": THEOREM1_WHY[case]}
-    else:
-        info = {"theorem1": THEOREM1_WHY[case]}
-        if code == K.UNBOUNDED:   # a zero row (N_i M^-1 N_i' = 0) with q_i < 0: y = e_i is a Farkas vector
-            y = np.zeros(n)
-            y[row0] = 1.0
-            info["certificate"] = {"kind": "farkas", "y": y}
-        info["positive"], info["rank_bound"], info["nonbasic"] = int(positive), problem.m, nonbasic
+    info = ppm_info(case, code, nonbasic, positive, row0, problem.m, n, y)
     sol = Solution(z=z, w=np.empty(0), status=PIVOTING_STATUS[code], iterations=int(counts[0]), pivots=int(counts[1]),
                    info=info)
     return certified_by_kernel(sol, problem, w, numbers)
