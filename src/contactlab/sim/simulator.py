@@ -146,11 +146,12 @@ def default_combination(model, method, model_options, reuse, iterations, islands
     (docs/benchmarks-sim.md). Else Stewart-Trinkle with ``method`` (the default of earlier
     releases). A caller who sets a method, model options, reuse, a fixed budget or islands keeps
     Stewart-Trinkle, for which those were written."""
-    if (method is None and model_options is None and reuse is None and iterations is None and not islands
-            and free_bodies_only(model)):
-        method, options = get_model("box-friction").FREE_BODIES_DEFAULT
-        return ("box-friction", method, dict(options),
-                "free bodies only: box friction (bounds from the previous step) by box-qp, compiled and certified")
+    if method is None:      # box friction's own default where it has one for the scene (model_default)
+        chosen, options, why = model_default(get_model("box-friction"), model, model_options, reuse, iterations,
+                                             islands)
+        if why is not None:
+            return ("box-friction", chosen, options,
+                    "free bodies only: box friction (bounds from the previous step) by box-qp, compiled and certified")
     if not free_bodies_only(model):
         why = "joints, planar or kinematic bodies: Stewart-Trinkle"
     else:
