@@ -219,14 +219,26 @@ def test_sparse_input_accepted():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_reduced_basis_follows_the_tableau(seed):
-    """The reduced-basis kernel makes the same pivots as the full tableau (same lexicographic rule)."""
+    """The reduced-basis kernel makes the same pivots as the full tableau (same lexicographic rule)
+    where the LCP's answer is unique (M positive definite or a P-matrix: the pivots and z agree). The
+    friction pyramid's and the box stack's LCPs have ties that the two forms' round-off may break
+    differently (a contact's friction split between two pyramid directions): there each kernel's
+    answer must solve the LCP, checked apart from both (min(z, Mz + q) = 0)."""
     rng = np.random.default_rng(seed)
-    for problem in (gen.random_spd(40, rng), gen.random_p_matrix(30, rng), gen.friction_pyramid_lcp(8, rng),
-                    gen.box_stack_contact_lcp(6, rng), gen.murty(7)):
+    unique = (gen.random_spd(40, rng), gen.random_p_matrix(30, rng), gen.murty(7))
+    degenerate = (gen.friction_pyramid_lcp(8, rng), gen.box_stack_contact_lcp(6, rng))
+    for problem in unique + degenerate:
         a = cl.solve(problem, method="lemke", basis="tableau", regularize=False)
         b = cl.solve(problem, method="lemke", basis="reduced", regularize=False)
-        assert a.status is b.status and a.pivots == b.pivots
-        np.testing.assert_allclose(a.z, b.z, atol=1e-9 * problem.scale())
+        assert a.status is b.status is cl.Status.SOLVED
+        if any(problem is u for u in unique):
+            assert a.pivots == b.pivots
+            np.testing.assert_allclose(a.z, b.z, atol=1e-9 * problem.scale())
+            continue
+        M = problem.M.toarray() if hasattr(problem.M, "toarray") else np.asarray(problem.M)
+        for sol in (a, b):
+            natural = np.minimum(sol.z, M @ sol.z + problem.q)
+            assert np.max(np.abs(natural)) <= 1e-9 * problem.scale()
 
 
 def test_dense_pivoting_refuses_huge_sparse_problems():
