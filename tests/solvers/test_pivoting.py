@@ -482,12 +482,17 @@ def test_dantzig_direct_is_solve(seed):
     warm = np.zeros(10)
     warm[rows] = sub.z
     ref = cl.solve(P, "enumerate")
+    from contactlab.kernels.tolerances import CERTIFY
+    from contactlab.solvers.pivoting import DantzigWork
+    lean = DantzigWork().lean
     for ws in (None, warm):
         general = cl.solve(P, "dantzig", warm_start=ws)
         direct = dantzig_direct(P, ws)
         assert general.success and direct is not None
         _same_solution(direct, general)
         np.testing.assert_allclose(P.M @ direct.z + P.q, P.M @ ref.z + P.q, atol=1e-9)
+        # the lean call (sim/reuse_stages.py): the same Solution from eight arguments
+        _same_solution(lean(P.M, P.q, np.zeros(0) if ws is None else ws, -1, CERTIFY), general)
 
 
 def test_dantzig_direct_leaves_the_rest_to_solve():
@@ -503,6 +508,15 @@ def test_dantzig_direct_leaves_the_rest_to_solve():
     assert dantzig_direct(bad) is None and cl.solve(bad, "dantzig").status is cl.Status.NO_SOLUTION
     import scipy.sparse as sp
     assert dantzig_direct(cl.LCP(sp.csr_matrix(np.eye(2)), -np.ones(2))) is None
+    from contactlab.kernels.tolerances import CERTIFY
+    from contactlab.solvers.pivoting import DantzigWork
+    lean, cold = DantzigWork().lean, np.zeros(0)
+    for P in (cl.LCP(np.eye(2), np.ones(2)), st, bad):
+        assert lean(P.M, P.q, cold, -1, CERTIFY) is None
+    # a pivot limit the answer needs more than: MAX_ITERATIONS is solve()'s to report
+    M = np.eye(4) + 0.1
+    assert lean(M, -np.ones(4), cold, 1, CERTIFY) is None
+    assert cl.solve(cl.LCP(M, -np.ones(4)), "dantzig", max_iterations=1).status is cl.Status.MAX_ITERATIONS
 
 
 _RANK_DEFICIENT = ("noslip_quadruped_boxfeet_rank_deficient", "noslip_box_gripper_rank_deficient")

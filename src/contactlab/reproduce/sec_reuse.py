@@ -200,13 +200,13 @@ def _thread_cpu_clock():
     ``time.perf_counter``) read this thread's CPU time instead, so other processes on a shared machine
     do not enter the LCP time (a wall clock under load doubled single runs here)."""
     import types
-    from ..sim import reuse as R, stages as S
-    saved = S.time, R.time
-    S.time = R.time = types.SimpleNamespace(perf_counter=time.thread_time, process_time=time.process_time)
+    from ..sim import reuse as R, reuse_stages as RS, stages as S
+    saved = S.time, R.time, RS.time
+    S.time = R.time = RS.time = types.SimpleNamespace(perf_counter=time.thread_time, process_time=time.process_time)
     try:
         yield
     finally:
-        S.time, R.time = saved
+        S.time, R.time, RS.time = saved
 
 
 def _in_simulator(make_scene, Simulator, scene, steps, pairs, method):

@@ -245,6 +245,29 @@ class DantzigWork:
         return Solution(z, w, _SOLVED, int(majors), int(pivots), c[0], "dantzig", info, c[1], c[2],
                         time.perf_counter() - t0, None, rel)
 
+    def lean(self, M, q, zw, max_pivots: int, tol: float):
+        """:meth:`direct`'s Solution for a caller that has checked what :meth:`direct` checks once
+        for all its solves (sim/reuse.py's stage: an LCP with a dense M, options with ``refine``
+        on; ``max_pivots`` < 0 for the default limit, ``tol`` = max(CERTIFY, the option's tol)),
+        ``zw`` a float64 z of length 0 (cold) or n. One compiled call with eight arguments and a flat
+        result (kernels/pivoting.py ``dantzig_lean``): the same z, w, status, counts, residual numbers
+        and info as :meth:`direct` (tests/solvers/test_pivoting.py). None where :meth:`direct`
+        returns None."""
+        n = q.shape[0]
+        if n > self.size:
+            self.arrays(n)
+        t0 = time.perf_counter()
+        code, k0, majors, pivots, rel, nat, comp, infeas, z, w, active = K.dantzig_lean(
+            M, q, zw, max_pivots, tol, self.f, self.i, self.b)
+        if code:
+            return None
+        if zw.shape[0]:
+            info = {"active_set": active, "warm_start_k": int(k0), "major_cycle_bound": n - int(k0)}
+        else:
+            info = {"active_set": active}
+        return Solution(z, w, _SOLVED, int(majors), int(pivots), nat, "dantzig", info, comp, infeas,
+                        time.perf_counter() - t0, None, rel)
+
 
 _LOCAL = threading.local()
 
