@@ -463,6 +463,26 @@ def _natural(M, q, z, w):
 
 
 @jit
+def _natural_pair(M, q, za, zb, wa, wb):
+    """Whether ||min(za, M za + q)||_inf <= ||min(zb, M zb + q)||_inf (wa, wb written): :func:`_natural`
+    of both in one pass over M, each sum in the same order as :func:`_natural`'s (the same numbers,
+    bit for bit); the refinement's test in :func:`dantzig_work`."""
+    n = q.shape[0]
+    for i in range(n):
+        sa = q[i]
+        sb = q[i]
+        for j in range(n):
+            m = M[i, j]
+            if za[j] != 0.0:
+                sa += m * za[j]
+            if zb[j] != 0.0:
+                sb += m * zb[j]
+        wa[i] = sa
+        wb[i] = sb
+    return lcp_residual_kernel(za, wa)[0] <= lcp_residual_kernel(zb, wb)[0]
+
+
+@jit
 def symmetry_dense(M):
     """(max |M_ij|, max |M_ij - M_ji|) of a dense M in one pass: the numbers of the one symmetry
     test (problems/validation.py ``is_symmetric``: symmetric when the second <= SYMMETRY * the first)."""
@@ -570,7 +590,7 @@ def dantzig_work(M, q, zwarm, max_pivots, refine, floor_factor, direct, tol, fwo
         for a in range(k):
             if zr[idx[a]] < 0.0:
                 ok = False
-        if ok and _natural(M, q, zr, dz) <= _natural(M, q, z, dz):
+        if ok and _natural_pair(M, q, zr, z, dz, v):
             for i in range(n):
                 z[i] = zr[i]
     for i in range(n):

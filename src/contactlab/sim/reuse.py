@@ -133,7 +133,7 @@ class MotionlessReuse:
         from ..solvers import available_solvers, solve
         from ..solvers.pivoting import DantzigWork
         work = DantzigWork()                     # its own work arrays, kept between steps
-        self._solve, self._direct_call, self.lean_call = solve, work.direct, work.lean
+        self._solve, self._direct_call, self._lean_solve, self.lean_call = solve, work.direct, work.lean, work.lean_call
         self._direct = self.lean = None
         self.cold = _EMPTY                       # the cold start's z (no warm start)
         if sim.method == "dantzig":
@@ -169,7 +169,7 @@ class MotionlessReuse:
             if self.lean is not None and type(problem) is LCP and type(problem.M) is np.ndarray and \
                     (ws is None or (type(ws) is np.ndarray and ws.ndim == 1)):
                 # the checks of DantzigWork.direct made once (options) or here (types): one compiled call
-                sol = self.lean_call(problem.M, problem.q, _EMPTY if ws is None else ws, *self.lean)
+                sol = self._lean_solve(problem.M, problem.q, _EMPTY if ws is None else ws, *self.lean)
             else:
                 sol = self._direct_call(problem, ws, self._direct)
             if sol is not None:

@@ -8,11 +8,14 @@ the reuse's checks, ``Solution.success``, the rescue test). Each is a few micros
 step, where the rest of the step has evicted the caches, those microseconds are a fixed cost that a
 warm-started solve pays as fully as a cold one: on the paper's seven-block column the warm start
 saves ~30 us of ~80 per solve, so every fixed microsecond lowers the saving
-(docs/computation-reuse.md). Here the solve stage makes one call
-(``solvers/pivoting.py DantzigWork.lean``: the same Solution, bit for bit), and an answer it returns
-is SOLVED and certified by the kernel with solve()'s threshold, so certify only reads the clock.
-Anything else (a problem or options the call does not take, an answer it leaves to ``solve()``)
-goes through the general stages unchanged.
+(docs/computation-reuse.md). Here the solve stage makes one compiled call
+(``solvers/pivoting.py DantzigWork.lean_call``) and builds the Solution from its result after it
+(``lean_solution``: the one :meth:`~contactlab.solvers.pivoting.DantzigWork.direct` returns, bit
+for bit); the LCP time (``StepRecord.solve_time``) is that call's, as the compiled stages of
+sim/box_stages.py time theirs. An answer the call returns is SOLVED and certified by the kernel
+with solve()'s threshold, so certify has nothing left to test. Anything else (a problem or options
+the call does not take, an answer it leaves to ``solve()``) goes through the general stages,
+timed as they time it (the declined call's seconds included).
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import time
 import numpy as np
 
 from ..problems import LCP
+from ..solvers.pivoting import lean_solution
 from .stages import Stages, StepState, StepWork
 
 #: StepWork.call of a step whose answer came from the lean call (certified by the kernel)
@@ -46,18 +50,20 @@ class ReuseStages(Stages):
                 not (ws is None or (type(ws) is np.ndarray and ws.ndim == 1)):
             return super().solve(w)
         max_pivots, tol = reuse.lean
+        zw = reuse.cold if ws is None else ws
         w.t0 = time.perf_counter()
-        sol = reuse.lean_call(problem.M, problem.q, reuse.cold if ws is None else ws, max_pivots, tol)
+        out = reuse.lean_call(problem.M, problem.q, zw, max_pivots, tol)
+        w.t_solved = time.perf_counter()
+        w.sol = sol = lean_solution(out, zw.shape[0], w.t_solved - w.t0)
         if sol is None:           # left to solve(): the general stages' solve and certify
             w.sol = reuse.solve(problem, kwargs)
             return
-        w.sol, w.call = sol, _LEAN
+        w.call = _LEAN
 
     def certify(self, w: StepWork) -> None:
         if w.call is not _LEAN:
             return super().certify(w)
         w.primary_ok, w.rescued = True, False     # SOLVED and certified in the call (DantzigWork.lean)
-        w.t_solved = time.perf_counter()
         w.t_solve = w.t_solved - w.t0
 
 
