@@ -167,7 +167,7 @@ class MotionlessReuse:
         if self._direct is not None and len(kwargs) - ("warm_start" in kwargs) == len(self.sim.solver_options):
             ws = kwargs.get("warm_start")
             if self.lean is not None and type(problem) is LCP and type(problem.M) is np.ndarray and \
-                    (ws is None or (type(ws) is np.ndarray and ws.ndim == 1)):
+                    (ws is None or (type(ws) is np.ndarray and ws.shape == (problem.n,))):
                 # the checks of DantzigWork.direct made once (options) or here (types): one compiled call
                 sol = self._lean_solve(problem.M, problem.q, _EMPTY if ws is None else ws, *self.lean)
             else:

@@ -47,7 +47,7 @@ class ReuseStages(Stages):
         reuse = self.sim.reuse
         if type(problem) is not LCP or type(problem.M) is not np.ndarray or \
                 len(kwargs) - (ws is not None) != len(self.options_seen) or \
-                not (ws is None or (type(ws) is np.ndarray and ws.ndim == 1)):
+                not (ws is None or (type(ws) is np.ndarray and ws.shape == (problem.n,))):
             return super().solve(w)
         max_pivots, tol = reuse.lean
         zw = reuse.cold if ws is None else ws

@@ -276,6 +276,7 @@ def lean_solution(out: tuple, warm: int, seconds: float = 0.0):
         info = {"active_set": active}
     return Solution(z, w, _SOLVED, int(majors), int(pivots), nat, "dantzig", info, comp, infeas, seconds, None, rel)
 
+
 _LOCAL = threading.local()
 
 
