@@ -658,3 +658,25 @@ def test_dantzig_work_arrays_need_no_clearing(seed):
             assert np.array_equal(i[:k], ref[1][:k]) and np.all(np.diff(i[:k]) > 0)    # the active set, sorted
             if fresh[0] == K.UNBOUNDED:
                 assert np.array_equal(f[2 * m:3 * m], ref[0][2 * m:3 * m])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_natural_pair_is_two_natural_residuals(seed):
+    """kernels/pivoting.py ``_natural_pair`` (the refinement's test in ``dantzig_work``): w = M z + q for
+    both vectors (numpy's, to roundoff; ``_natural``'s bit for bit, the same sums in the same order) and
+    whether ||min(za, wa)||_inf <= ||min(zb, wb)||_inf."""
+    from contactlab.kernels import pivoting as K
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        n = int(rng.integers(1, 30))
+        M, q = rng.standard_normal((n, n)), rng.standard_normal(n)
+        za, zb = (np.where(rng.random(n) < 0.5, rng.random(n), 0.0) for _ in range(2))
+        wa, wb, w1, w2 = (np.empty(n) for _ in range(4))
+        verdict = K._natural_pair(M, q, za, zb, wa, wb)
+        np.testing.assert_allclose(wa, M @ za + q, atol=1e-12)
+        np.testing.assert_allclose(wb, M @ zb + q, atol=1e-12)
+        na, nb = np.abs(np.minimum(za, M @ za + q)).max(), np.abs(np.minimum(zb, M @ zb + q)).max()
+        if abs(na - nb) > 1e-12:
+            assert verdict == (na <= nb)
+        assert verdict == (K._natural(M, q, za, w1) <= K._natural(M, q, zb, w2))
+        assert np.array_equal(wa, w1) and np.array_equal(wb, w2)
