@@ -102,12 +102,16 @@ def test_at_the_mass_ratio_limit_the_certified_defaults_keep_a_stack_at_rest(mod
 def test_the_issues_heavy_box_on_a_light_box_is_a_fault_not_a_silent_success(model, method, step, body):
     """1e6 kg on 1e-3 kg (the limit lifted): box-qp certifies a first step that throws the heavy box
     up at 0.94 m/s (its free motion is 0.049 m/s down); Stewart-Trinkle by lemke throws the light box
-    at step 3. The step is reported, naming the body."""
+    within the first `step` steps. At a mass ratio of 1e9 which of lemke's early steps goes wrong is
+    decided by round-off (step 3 with one BLAS, step 2 with another), so the test asserts the first
+    fault comes no later than `step`, every step before it is plausible, and the report names the
+    step and the body."""
     sim = Simulator(two_boxes(1e-3, 1e6), model, method, dt=H)
     recs = [sim.step() for _ in range(step)]
-    assert all(r.plausible for r in recs[:-1])
-    last = recs[-1]
-    assert not last.plausible and last.fault.startswith(f"step {step} (t = {step * H:g} s): body {body!r}")
+    first = next((k for k, r in enumerate(recs, 1) if not r.plausible), None)
+    assert first is not None, f"no step of the first {step} was reported as a fault"
+    assert all(r.plausible for r in recs[:first - 1])
+    assert recs[first - 1].fault.startswith(f"step {first} (t = {first * H:g} s): body {body!r}")
 
 
 def test_simulate_reports_each_fault_on_stderr_and_exits_1(tmp_path):
