@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels._jit import jit
-from ..kernels.quaternion import quat_conj_into as _conj, quat_matrix as _rot, quat_mul_into as _qmul
+from ..kernels._jit import jit, jit_inline
+from ..kernels.quaternion import quat_matrix as _rot
 from .joint_kernels import FIXED, PRISMATIC, REVOLUTE
 
 ROOT = -1       # TreeTopology.joint of a floating root
@@ -117,46 +117,64 @@ def tree_topology(model) -> tuple[TreeTopology | None, str]:
     return TreeTopology(np.array(order, dtype=np.int64), parent, joint, qstart, qcount, root, ptr, idx, int(nq)), ""
 
 
-# -- small helpers -------------------------------------------------------------------------------------
+# -- small helpers (scalars and caller-owned buffers: no allocation per body) ---------------------------
 
-@jit
-def _cross(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+@jit_inline
+def _qmul(aw, ax, ay, az, bw, bx, by, bz):
+    return (aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw)
 
 
-@jit
-def _parent_frame(jp, anchor_a, axis_a, position, quaternion, k, R):
-    """(position, quaternion, world axis, world anchor) of joint k, whose parent is body jp (-1: the
-    world, identity frame; else the body's current pose, moving or fixed); R receives its rotation."""
-    qa = np.array([1.0, 0.0, 0.0, 0.0])
-    xa = np.zeros(3)
+@jit_inline
+def _parent_quat(jp, quaternion):
     if jp >= 0:
-        for i in range(4):
-            qa[i] = quaternion[jp, i]
+        return quaternion[jp, 0], quaternion[jp, 1], quaternion[jp, 2], quaternion[jp, 3]
+    return 1.0, 0.0, 0.0, 0.0
+
+
+@jit_inline
+def _frame(b, jp, k, anchor_a, axis_a, position, quaternion, R, ax, P):
+    """Joint k's world axis ax[b] and anchor P[b] from its parent body jp's pose (-1: the world: the
+    joint's own world axis and anchor); R receives the parent's rotation."""
+    if jp >= 0:
+        _rot(quaternion[jp], R)
         for i in range(3):
-            xa[i] = position[jp, i]
-    _rot(qa, R)
-    ax = R @ axis_a[k]
-    P = xa + R @ anchor_a[k]
-    return xa, qa, ax, P
+            ax[b, i] = R[i, 0] * axis_a[k, 0] + R[i, 1] * axis_a[k, 1] + R[i, 2] * axis_a[k, 2]
+            P[b, i] = position[jp, i] + R[i, 0] * anchor_a[k, 0] + R[i, 1] * anchor_a[k, 1] + R[i, 2] * anchor_a[k, 2]
+    else:
+        for i in range(3):
+            for j in range(3):
+                R[i, j] = 1.0 if i == j else 0.0
+            ax[b, i] = axis_a[k, i]
+            P[b, i] = anchor_a[k, i]
+
+
+@jit
+def joint_frames(order, joint, ja, anchor_a, axis_a, position, quaternion):
+    """(ax, P) (nb, 3): the world axis and anchor (on the parent) of each body's parent joint."""
+    nb = position.shape[0]
+    ax = np.zeros((nb, 3))
+    P = np.zeros((nb, 3))
+    R = np.empty((3, 3))
+    for b in order:
+        k = joint[b]
+        if k >= 0:
+            _frame(b, ja[k], k, anchor_a, axis_a, position, quaternion, R, ax, P)
+    return ax, P
 
 
 @jit
 def tree_coordinates(order, parent, joint, qstart, qcount, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, nq,
                      position, quaternion, lin, ang):
-    """(theta, qdot) (nq,) of the maximal state: a root's six entries of theta are unused (its pose is
-    read from the arrays) and its qdot is (v_c; omega); a revolute joint's angle 2 atan2(axis_a .
-    vec(r), r_w) of r = conj(q_a) q_b conj(q_rel0) and rate axis . (omega_b - omega_a) (the joint
-    rows' coordinate and rate row); a prismatic joint's axis . (P_b - P_a) and the rate of that
-    along the axis at the child's anchor."""
+    """(theta, qdot, ax, P) of the maximal state: a root's six entries of theta are unused (its pose
+    is read from the arrays) and its qdot is (v_c; omega); a revolute joint's angle 2 atan2(axis_a .
+    vec(r), r_w) of r = conj(q_a) q_b conj(q_rel0) and rate ax . (omega_b - omega_a) (the joint
+    rows' coordinate and rate row); a prismatic joint's ax . (P_b - P_a) and the rate of that along
+    the axis at the child's anchor; ax, P: :func:`joint_frames`."""
     theta = np.zeros(nq)
     qd = np.zeros(nq)
-    R = np.empty((3, 3))
+    ax, P = joint_frames(order, joint, ja, anchor_a, axis_a, position, quaternion)
     Rb = np.empty((3, 3))
-    qc = np.empty(4)
-    t = np.empty(4)
-    r = np.empty(4)
-    qr = np.empty(4)
     for b in order:
         k = joint[b]
         s = qstart[b]
@@ -168,29 +186,40 @@ def tree_coordinates(order, parent, joint, qstart, qcount, jkind, ja, anchor_a, 
         if qcount[b] == 0:
             continue
         jp = ja[k]
-        xa, qa, ax, P = _parent_frame(jp, anchor_a, axis_a, position, quaternion, k, R)
-        wa = np.zeros(3)
-        va = np.zeros(3)
-        if jp >= 0:
-            for i in range(3):
-                wa[i] = ang[jp, i]
-                va[i] = lin[jp, i]
+        moving = jp >= 0
         if jkind[k] == REVOLUTE:
-            _conj(qa, qc)
-            _qmul(qc, quaternion[b], t)
-            _conj(q_rel0[k], qr)
-            _qmul(t, qr, r)
-            al = axis_a[k]
-            theta[s] = 2.0 * np.arctan2(al[0] * r[1] + al[1] * r[2] + al[2] * r[3], r[0])
-            qd[s] = ax[0] * (ang[b, 0] - wa[0]) + ax[1] * (ang[b, 1] - wa[1]) + ax[2] * (ang[b, 2] - wa[2])
+            aw, axx, ay, az = _parent_quat(jp, quaternion)
+            tw, tx, ty, tz = _qmul(aw, -axx, -ay, -az, quaternion[b, 0], quaternion[b, 1], quaternion[b, 2],
+                                   quaternion[b, 3])
+            rw, rx, ry, rz = _qmul(tw, tx, ty, tz, q_rel0[k, 0], -q_rel0[k, 1], -q_rel0[k, 2], -q_rel0[k, 3])
+            theta[s] = 2.0 * np.arctan2(axis_a[k, 0] * rx + axis_a[k, 1] * ry + axis_a[k, 2] * rz, rw)
+            acc = 0.0
+            for i in range(3):
+                acc += ax[b, i] * (ang[b, i] - (ang[jp, i] if moving else 0.0))
+            qd[s] = acc
         else:       # prismatic
             _rot(quaternion[b], Rb)
-            Pb = position[b] + Rb @ anchor_b[k]
-            theta[s] = ax[0] * (Pb[0] - P[0]) + ax[1] * (Pb[1] - P[1]) + ax[2] * (Pb[2] - P[2])
-            vb = lin[b] + _cross(ang[b], Pb - position[b])
-            vpa = va + _cross(wa, Pb - xa)
-            qd[s] = ax[0] * (vb[0] - vpa[0]) + ax[1] * (vb[1] - vpa[1]) + ax[2] * (vb[2] - vpa[2])
-    return theta, qd
+            c = 0.0
+            u = 0.0
+            for i in range(3):
+                pb = position[b, i] + Rb[i, 0] * anchor_b[k, 0] + Rb[i, 1] * anchor_b[k, 1] + Rb[i, 2] * anchor_b[k, 2]
+                c += ax[b, i] * (pb - P[b, i])
+            for i in range(3):
+                i1 = (i + 1) % 3
+                i2 = (i + 2) % 3
+                # velocity of the child's anchor on b minus on the parent: v + w x (Pb - x)
+                r1 = Rb[i1, 0] * anchor_b[k, 0] + Rb[i1, 1] * anchor_b[k, 1] + Rb[i1, 2] * anchor_b[k, 2]
+                r2 = Rb[i2, 0] * anchor_b[k, 0] + Rb[i2, 1] * anchor_b[k, 1] + Rb[i2, 2] * anchor_b[k, 2]
+                vb = lin[b, i] + ang[b, i1] * r2 - ang[b, i2] * r1
+                va = 0.0
+                if moving:
+                    d1 = position[b, i1] + r1 - position[jp, i1]
+                    d2 = position[b, i2] + r2 - position[jp, i2]
+                    va = lin[jp, i] + ang[jp, i1] * d2 - ang[jp, i2] * d1
+                u += ax[b, i] * (vb - va)
+            theta[s] = c
+            qd[s] = u
+    return theta, qd, ax, P
 
 
 @jit
@@ -198,47 +227,48 @@ def forward_kinematics(order, joint, qstart, jkind, ja, anchor_a, anchor_b, axis
                        quaternion):
     """The poses of every non-root body from its parent's and its joint coordinate, in tree order, in
     place (roots keep theirs): q_b = q_a (axis_a, theta) q_rel0 (revolute) or q_a q_rel0 (prismatic,
-    fixed), normalised; x_b = x_a + R_a (anchor_a + s axis_a) - R_b anchor_b (s the slide of a
-    prismatic joint, else 0)."""
+    fixed), normalised; x_b = P + s ax - R_b anchor_b (P, ax the joint's anchor and axis on the
+    parent, s the slide of a prismatic joint, else 0). Returns the new (ax, P) (:func:`joint_frames`)."""
+    nb = position.shape[0]
+    ax = np.zeros((nb, 3))
+    P = np.zeros((nb, 3))
     R = np.empty((3, 3))
     Rb = np.empty((3, 3))
-    qj = np.empty(4)
-    t = np.empty(4)
-    qb = np.empty(4)
     for b in order:
         k = joint[b]
         if k < 0:
             continue
         jp = ja[k]
-        xa, qa, ax, P = _parent_frame(jp, anchor_a, axis_a, position, quaternion, k, R)
+        _frame(b, jp, k, anchor_a, axis_a, position, quaternion, R, ax, P)
+        aw, axx, ay, az = _parent_quat(jp, quaternion)
         slide = 0.0
         if jkind[k] == REVOLUTE:
             half = 0.5 * theta[qstart[b]]
             sn = np.sin(half)
-            qj[0] = np.cos(half)
-            for i in range(3):
-                qj[1 + i] = sn * axis_a[k, i]
-            _qmul(qa, qj, t)
-            _qmul(t, q_rel0[k], qb)
+            tw, tx, ty, tz = _qmul(aw, axx, ay, az, np.cos(half), sn * axis_a[k, 0], sn * axis_a[k, 1],
+                                   sn * axis_a[k, 2])
         else:
             if jkind[k] == PRISMATIC:
                 slide = theta[qstart[b]]
-            _qmul(qa, q_rel0[k], qb)
-        nrm = np.sqrt(qb[0] * qb[0] + qb[1] * qb[1] + qb[2] * qb[2] + qb[3] * qb[3])
-        for i in range(4):
-            quaternion[b, i] = qb[i] / nrm
+            tw, tx, ty, tz = aw, axx, ay, az
+        qw, qx, qy, qz = _qmul(tw, tx, ty, tz, q_rel0[k, 0], q_rel0[k, 1], q_rel0[k, 2], q_rel0[k, 3])
+        nrm = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+        quaternion[b, 0] = qw / nrm
+        quaternion[b, 1] = qx / nrm
+        quaternion[b, 2] = qy / nrm
+        quaternion[b, 3] = qz / nrm
         _rot(quaternion[b], Rb)
-        ab = Rb @ anchor_b[k]
         for i in range(3):
-            position[b, i] = P[i] + slide * ax[i] - ab[i]
+            position[b, i] = P[b, i] + slide * ax[b, i] - (Rb[i, 0] * anchor_b[k, 0] + Rb[i, 1] * anchor_b[k, 1]
+                                                           + Rb[i, 2] * anchor_b[k, 2])
+    return ax, P
 
 
 @jit
-def motion_columns(order, joint, qstart, qcount, root, jkind, ja, anchor_a, axis_a, nq, position, quaternion):
+def motion_columns(order, joint, qstart, qcount, root, jkind, nq, position, ax, P):
     """S6 (nq, 6): each coordinate's motion subspace column (angular; linear) about its tree's point
-    o = the root's centre (module docstring)."""
+    o = the root's centre (module docstring); ax, P: the joints' world axes and anchors."""
     S6 = np.zeros((nq, 6))
-    R = np.empty((3, 3))
     for b in order:
         k = joint[b]
         s = qstart[b]
@@ -249,16 +279,16 @@ def motion_columns(order, joint, qstart, qcount, root, jkind, ja, anchor_a, axis
             continue
         if qcount[b] == 0:
             continue
-        xa, qa, ax, P = _parent_frame(ja[k], anchor_a, axis_a, position, quaternion, k, R)
         if jkind[k] == REVOLUTE:
-            o = position[root[b]]
-            lv = _cross(ax, o - P)
+            o = root[b]
             for i in range(3):
-                S6[s, i] = ax[i]
-                S6[s, 3 + i] = lv[i]
+                i1 = (i + 1) % 3
+                i2 = (i + 2) % 3
+                S6[s, i] = ax[b, i]
+                S6[s, 3 + i] = ax[b, i1] * (position[o, i2] - P[b, i2]) - ax[b, i2] * (position[o, i1] - P[b, i1])
         else:
             for i in range(3):
-                S6[s, 3 + i] = ax[i]
+                S6[s, 3 + i] = ax[b, i]
     return S6
 
 
@@ -268,14 +298,19 @@ def body_jacobians(order, root, anc_ptr, anc_idx, nq, position, S6):
     nb = position.shape[0]
     Sb = np.zeros((nb, 6, nq))
     for b in order:
-        r = position[b] - position[root[b]]
+        o = root[b]
+        r0 = position[b, 0] - position[o, 0]
+        r1 = position[b, 1] - position[o, 1]
+        r2 = position[b, 2] - position[o, 2]
         for p in range(anc_ptr[b], anc_ptr[b + 1]):
             k = anc_idx[p]
-            w = S6[k, :3]
-            lv = S6[k, 3:] + _cross(w, r)
-            for i in range(3):
-                Sb[b, i, k] = lv[i]
-                Sb[b, 3 + i, k] = w[i]
+            w0, w1, w2 = S6[k, 0], S6[k, 1], S6[k, 2]
+            Sb[b, 0, k] = S6[k, 3] + w1 * r2 - w2 * r1
+            Sb[b, 1, k] = S6[k, 4] + w2 * r0 - w0 * r2
+            Sb[b, 2, k] = S6[k, 5] + w0 * r1 - w1 * r0
+            Sb[b, 3, k] = w0
+            Sb[b, 4, k] = w1
+            Sb[b, 5, k] = w2
     return Sb
 
 
@@ -306,17 +341,23 @@ def crba(order, parent, qstart, qcount, root, anc_ptr, anc_idx, nq, position, qu
     ch = np.zeros((nb, 3))
     cI = np.zeros((nb, 3, 3))
     R = np.empty((3, 3))
+    r = np.empty(3)
     for b in order:
-        r = position[b] - position[root[b]]
+        o = root[b]
+        for i in range(3):
+            r[i] = position[b, i] - position[o, i]
         _rot(quaternion[b], R)
-        Iw = R @ inertia[b] @ R.T
         m = mass[b]
         rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
         cm[b] = m
         for i in range(3):
             ch[b, i] = m * r[i]
             for j in range(3):
-                cI[b, i, j] = Iw[i, j] - m * r[i] * r[j] + (m * rr if i == j else 0.0)
+                acc = 0.0
+                for a in range(3):
+                    for c in range(3):
+                        acc += R[i, a] * inertia[b, a, c] * R[j, c]
+                cI[b, i, j] = acc - m * r[i] * r[j] + (m * rr if i == j else 0.0)
     for t in range(order.size - 1, -1, -1):
         b = order[t]
         p = parent[b]
@@ -328,63 +369,74 @@ def crba(order, parent, qstart, qcount, root, anc_ptr, anc_idx, nq, position, qu
                     cI[p, i, j] += cI[b, i, j]
     H = np.zeros((nq, nq))
     for b in order:
+        h0, h1, h2 = ch[b, 0], ch[b, 1], ch[b, 2]
         for k in range(qstart[b], qstart[b] + qcount[b]):
-            w = S6[k, :3]
-            v = S6[k, 3:]
-            Fa = cI[b] @ w + _cross(ch[b], v)
-            Fl = cm[b] * v - _cross(ch[b], w)
+            w0, w1, w2, v0, v1, v2 = S6[k, 0], S6[k, 1], S6[k, 2], S6[k, 3], S6[k, 4], S6[k, 5]
+            # F = I^c s: angular cI w + h x v, linear m v - h x w
+            f0 = cI[b, 0, 0] * w0 + cI[b, 0, 1] * w1 + cI[b, 0, 2] * w2 + h1 * v2 - h2 * v1
+            f1 = cI[b, 1, 0] * w0 + cI[b, 1, 1] * w1 + cI[b, 1, 2] * w2 + h2 * v0 - h0 * v2
+            f2 = cI[b, 2, 0] * w0 + cI[b, 2, 1] * w1 + cI[b, 2, 2] * w2 + h0 * v1 - h1 * v0
+            f3 = cm[b] * v0 - (h1 * w2 - h2 * w1)
+            f4 = cm[b] * v1 - (h2 * w0 - h0 * w2)
+            f5 = cm[b] * v2 - (h0 * w1 - h1 * w0)
             for p in range(anc_ptr[b], anc_ptr[b + 1]):
                 l = anc_idx[p]
-                x = S6[l, 0] * Fa[0] + S6[l, 1] * Fa[1] + S6[l, 2] * Fa[2] + S6[l, 3] * Fl[0] + S6[l, 4] * Fl[1] \
-                    + S6[l, 5] * Fl[2]
+                x = S6[l, 0] * f0 + S6[l, 1] * f1 + S6[l, 2] * f2 + S6[l, 3] * f3 + S6[l, 4] * f4 + S6[l, 5] * f5
                 H[k, l] = x
                 H[l, k] = x
     return H
 
 
+@jit_inline
+def _crs(a0, a1, a2, b0, b1, b2):
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
 @jit
-def bias_accelerations(order, parent, joint, qstart, jkind, ja, anchor_a, axis_a, position, quaternion, lin, ang, qd):
+def bias_accelerations(order, parent, joint, qstart, jkind, position, lin, ang, qd, ax, P):
     """(a, alpha) (nb, 3): each moving body's centre-of-mass and angular acceleration at zero joint
     accelerations (the velocity-product terms: d/dt of its velocity expressed through its parent's,
     Featherstone sec. 4.4 in classical vectors): a root's are zero; a child b of parent p through
     a revolute joint (world axis x, anchor P, rate u) has alpha_b = alpha_p + u (w_p x x) and
     a_b = a_p + alpha_p x (c_b - c_p) + w_p x (v_b - v_p) + u ((w_p x x) x (c_b - P) + x x (v_b - v_P));
     prismatic: alpha_b = alpha_p, a_b = a_p + alpha_p x (c_b - c_p) + w_p x (v_b - v_p) + u (w_p x x);
-    fixed: the same without the rate term. A static parent (the world, a fixed body) has zero motion."""
+    fixed: the same without the rate term. A static parent (the world, a fixed body) has zero motion.
+    ax, P: the joints' world axes and anchors (:func:`joint_frames`)."""
     nb = position.shape[0]
     acc = np.zeros((nb, 3))
     alpha = np.zeros((nb, 3))
-    R = np.empty((3, 3))
     for b in order:
         k = joint[b]
         if k < 0:
             continue
         p = parent[b]
-        xp, qa, ax, P = _parent_frame(ja[k], anchor_a, axis_a, position, quaternion, k, R)
-        ap = np.zeros(3)
-        alp = np.zeros(3)
-        wp = np.zeros(3)
-        vp = np.zeros(3)
+        ap0 = ap1 = ap2 = al0 = al1 = al2 = wp0 = wp1 = wp2 = vp0 = vp1 = vp2 = xp0 = xp1 = xp2 = 0.0
         if p >= 0:
-            for i in range(3):
-                ap[i] = acc[p, i]
-                alp[i] = alpha[p, i]
-                wp[i] = ang[p, i]
-                vp[i] = lin[p, i]
-        xb = position[b]
-        vb = lin[b]
-        a_b = ap + _cross(alp, xb - xp) + _cross(wp, vb - vp)
-        al_b = alp.copy()
+            ap0, ap1, ap2 = acc[p, 0], acc[p, 1], acc[p, 2]
+            al0, al1, al2 = alpha[p, 0], alpha[p, 1], alpha[p, 2]
+            wp0, wp1, wp2 = ang[p, 0], ang[p, 1], ang[p, 2]
+            vp0, vp1, vp2 = lin[p, 0], lin[p, 1], lin[p, 2]
+            xp0, xp1, xp2 = position[p, 0], position[p, 1], position[p, 2]
+        xb0, xb1, xb2 = position[b, 0], position[b, 1], position[b, 2]
+        dv0, dv1, dv2 = lin[b, 0] - vp0, lin[b, 1] - vp1, lin[b, 2] - vp2
+        c0, c1, c2 = _crs(al0, al1, al2, xb0 - xp0, xb1 - xp1, xb2 - xp2)
+        e0, e1, e2 = _crs(wp0, wp1, wp2, dv0, dv1, dv2)
+        a0, a1, a2 = ap0 + c0 + e0, ap1 + c1 + e1, ap2 + c2 + e2
+        b0, b1, b2 = al0, al1, al2
         if jkind[k] != FIXED:
             u = qd[qstart[b]]
-            wx = _cross(wp, ax)
+            x0, x1, x2 = ax[b, 0], ax[b, 1], ax[b, 2]
+            wx0, wx1, wx2 = _crs(wp0, wp1, wp2, x0, x1, x2)
             if jkind[k] == REVOLUTE:
-                vP = vp + _cross(wp, P - xp)
-                al_b += u * wx
-                a_b += u * (_cross(wx, xb - P) + _cross(ax, vb - vP))
+                P0, P1, P2 = P[b, 0], P[b, 1], P[b, 2]
+                # v_P = v_p + w_p x (P - c_p); v_b - v_P = dv - w_p x (P - c_p)
+                g0, g1, g2 = _crs(wp0, wp1, wp2, P0 - xp0, P1 - xp1, P2 - xp2)
+                m0, m1, m2 = _crs(wx0, wx1, wx2, xb0 - P0, xb1 - P1, xb2 - P2)
+                n0, n1, n2 = _crs(x0, x1, x2, dv0 - g0, dv1 - g1, dv2 - g2)
+                b0, b1, b2 = b0 + u * wx0, b1 + u * wx1, b2 + u * wx2
+                a0, a1, a2 = a0 + u * (m0 + n0), a1 + u * (m1 + n1), a2 + u * (m2 + n2)
             else:
-                a_b += u * wx
-        for i in range(3):
-            acc[b, i] = a_b[i]
-            alpha[b, i] = al_b[i]
+                a0, a1, a2 = a0 + u * wx0, a1 + u * wx1, a2 + u * wx2
+        acc[b, 0], acc[b, 1], acc[b, 2] = a0, a1, a2
+        alpha[b, 0], alpha[b, 1], alpha[b, 2] = b0, b1, b2
     return acc, alpha

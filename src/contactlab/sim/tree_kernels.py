@@ -124,10 +124,10 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     quat = quaternion.copy()
     lin = linear_velocity.copy()
     ang = angular_velocity.copy()
-    theta, qd = tree_coordinates(order, parent, jnt, qstart, qcount, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0,
-                                 nq, pos, quat, lin, ang)
-    forward_kinematics(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, pos, quat)
-    S6 = motion_columns(order, jnt, qstart, qcount, root, jkind, ja, anchor_a, axis_a, nq, pos, quat)
+    theta, qd, ax, P = tree_coordinates(order, parent, jnt, qstart, qcount, jkind, ja, anchor_a, anchor_b, axis_a,
+                                        q_rel0, nq, pos, quat, lin, ang)
+    ax, P = forward_kinematics(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, pos, quat)
+    S6 = motion_columns(order, jnt, qstart, qcount, root, jkind, nq, pos, ax, P)
     Sb = body_jacobians(order, root, anc_ptr, anc_idx, nq, pos, S6)
     body_velocities(order, anc_ptr, anc_idx, Sb, qd, lin, ang)
     M_blocks, W_blocks, v = body_terms(live, dof_start, quat, mass, inertia, inv_inertia, gravity, lin, ang,
@@ -143,7 +143,7 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
         if motor_target[k] == motor_target[k]:       # a motor: the maximal step's active set takes it
             return none
     # momentum in joint coordinates: S' M (v_free - h a_bias)
-    acc, alpha = bias_accelerations(order, parent, jnt, qstart, jkind, ja, anchor_a, axis_a, pos, quat, lin, ang, qd)
+    acc, alpha = bias_accelerations(order, parent, jnt, qstart, jkind, pos, lin, ang, qd, ax, P)
     p = np.zeros(nq)
     y = np.empty(6)
     for t in range(live.shape[0]):
@@ -267,8 +267,8 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
                 quat[bb, 3])
         elif qcount[bb]:
             theta[s0] += h * qd_next[s0]
-    forward_kinematics(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, pos, quat)
-    S6 = motion_columns(order, jnt, qstart, qcount, root, jkind, ja, anchor_a, axis_a, nq, pos, quat)
+    ax, P = forward_kinematics(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, pos, quat)
+    S6 = motion_columns(order, jnt, qstart, qcount, root, jkind, nq, pos, ax, P)
     Sb = body_jacobians(order, root, anc_ptr, anc_idx, nq, pos, S6)
     body_velocities(order, anc_ptr, anc_idx, Sb, qd_next, lin, ang)
     position[:] = pos
