@@ -161,6 +161,32 @@ def test_forward_kinematics_puts_the_bodies_on_their_joints():
     assert sim.joint_error() < 1e-12
 
 
+@pytest.mark.parametrize("robot,seed", [("quadruped", 8), ("solo12", 9)])
+def test_the_tree_joint_error_measures_what_the_joint_rows_measure(robot, seed):
+    """Off the joints (every body displaced and turned by ~1e-4), the tree's measure and the joint
+    rows' (Simulator.joint_error) agree within the difference of their definitions (the rows'
+    axis misalignment is the tangential part of the tree's rotation vector; its anchor gap the same)."""
+    from contactlab.mechanics.tree import tree_joint_error
+    from contactlab.mechanics.rotation import quat_mul
+    sim = _sim(robot)
+    tree, J, *_ = _posed(sim, seed)
+    d = sim.data
+    on = tree_joint_error(tree.order, tree.joint, tree.qstart, J.kind, J.a, J.anchor_a, J.anchor_b, J.axis_a,
+                          J.q_rel0, d.position, d.quaternion)
+    assert on < 1e-12
+    rng = np.random.default_rng(seed)
+    live = np.flatnonzero(sim.model.dof_start >= 0)
+    d.position[live] += rng.normal(scale=1e-4, size=(live.size, 3))
+    for b in live:
+        w = rng.normal(scale=1e-4, size=3)
+        d.quaternion[b] = quat_mul(np.concatenate([[1.0], 0.5 * w]), d.quaternion[b])
+        d.quaternion[b] /= np.linalg.norm(d.quaternion[b])
+    off = tree_joint_error(tree.order, tree.joint, tree.qstart, J.kind, J.a, J.anchor_a, J.anchor_b, J.axis_a,
+                           J.q_rel0, d.position, d.quaternion)
+    ref = sim.joint_error()
+    assert 1e-5 < ref and ref * (1 - 1e-6) <= off <= 2.0 * ref
+
+
 def _momenta(sim):
     m, d = sim.model, sim.data
     from contactlab.mechanics.rotation import quat_to_matrix

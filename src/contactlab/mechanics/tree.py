@@ -440,3 +440,60 @@ def bias_accelerations(order, parent, joint, qstart, jkind, position, lin, ang, 
         acc[b, 0], acc[b, 1], acc[b, 2] = a0, a1, a2
         alpha[b, 0], alpha[b, 1], alpha[b, 2] = b0, b1, b2
     return acc, alpha
+
+
+@jit
+def tree_joint_error(order, joint, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, position, quaternion):
+    """The largest joint position error of a tree's state, per joint: the anchor gap's world
+    components (P on the parent - P on the child) and the world rotation vector of the child's
+    orientation error q_b conj(q_a (axis_a, theta) q_rel0) (theta the revolute joint's coordinate,
+    :func:`tree_coordinates`; 0 for prismatic and fixed joints), whose components bound the joint
+    rows' axis misalignment (mechanics/joint_kernels.py: revolute) or equal their rotation error
+    (prismatic, fixed). A prismatic joint's gap is measured across its axis."""
+    err = 0.0
+    R = np.empty((3, 3))
+    Rb = np.empty((3, 3))
+    for b in order:
+        k = joint[b]
+        if k < 0:
+            continue
+        jp = ja[k]
+        if jp >= 0:
+            _rot(quaternion[jp], R)
+        else:
+            for i in range(3):
+                for j in range(3):
+                    R[i, j] = 1.0 if i == j else 0.0
+        _rot(quaternion[b], Rb)
+        g = np.zeros(3)
+        along = 0.0
+        for i in range(3):
+            pa = (position[jp, i] if jp >= 0 else 0.0) + R[i, 0] * anchor_a[k, 0] + R[i, 1] * anchor_a[k, 1] \
+                + R[i, 2] * anchor_a[k, 2]
+            pb = position[b, i] + Rb[i, 0] * anchor_b[k, 0] + Rb[i, 1] * anchor_b[k, 1] + Rb[i, 2] * anchor_b[k, 2]
+            g[i] = pb - pa
+        if jkind[k] == PRISMATIC:
+            for i in range(3):
+                along += g[i] * (R[i, 0] * axis_a[k, 0] + R[i, 1] * axis_a[k, 1] + R[i, 2] * axis_a[k, 2])
+            for i in range(3):
+                g[i] -= along * (R[i, 0] * axis_a[k, 0] + R[i, 1] * axis_a[k, 1] + R[i, 2] * axis_a[k, 2])
+        for i in range(3):
+            err = max(err, abs(g[i]))
+        aw, ax_, ay, az = _parent_quat(jp, quaternion)
+        if jkind[k] == REVOLUTE:
+            tw, tx, ty, tz = _qmul(aw, -ax_, -ay, -az, quaternion[b, 0], quaternion[b, 1], quaternion[b, 2],
+                                   quaternion[b, 3])
+            rw, rx, ry, rz = _qmul(tw, tx, ty, tz, q_rel0[k, 0], -q_rel0[k, 1], -q_rel0[k, 2], -q_rel0[k, 3])
+            half = np.arctan2(axis_a[k, 0] * rx + axis_a[k, 1] * ry + axis_a[k, 2] * rz, rw)
+            sn = np.sin(half)
+            aw, ax_, ay, az = _qmul(aw, ax_, ay, az, np.cos(half), sn * axis_a[k, 0], sn * axis_a[k, 1],
+                                    sn * axis_a[k, 2])
+        dw, dx, dy, dz = _qmul(aw, ax_, ay, az, q_rel0[k, 0], q_rel0[k, 1], q_rel0[k, 2], q_rel0[k, 3])
+        ew, ex, ey, ez = _qmul(quaternion[b, 0], quaternion[b, 1], quaternion[b, 2], quaternion[b, 3], dw, -dx, -dy,
+                               -dz)
+        sg = -1.0 if ew < 0 else 1.0
+        s = np.sqrt(ex * ex + ey * ey + ez * ez)
+        th = 2.0 * np.arctan2(s, sg * ew)
+        kk = th / s if s > 1e-12 else 2.0
+        err = max(err, abs(kk * sg * ex), abs(kk * sg * ey), abs(kk * sg * ez))
+    return err

@@ -47,10 +47,9 @@ from ..kernels.pivoting import SOLVED as _PPM_SOLVED
 from ..mechanics.bodies import body_terms, free_velocity, kinetic_gain
 from ..mechanics.integrate import _exp_rotate
 from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE
-from ..mechanics.joint_projection import joint_error_kernel
 from ..mechanics.rows import contact_terms, position_targets
 from ..mechanics.tree import (body_jacobians, body_velocities, bias_accelerations, crba, forward_kinematics,
-                              motion_columns, tree_coordinates)
+                              motion_columns, tree_coordinates, tree_joint_error)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_speeds
 from .noslip_kernels import DECLINED, DEEP, DONE, _identity
 
@@ -105,14 +104,15 @@ def _limit_rows(joint_of, qstart, jkind, lower, upper, theta, qd, h, zeta, nq):
 
 @jit
 def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, inertia, inv_inertia, gravity,
-                     gyroscopic, quaternion, position, linear_velocity, angular_velocity, planar_reference, f, a, b,
+                     gyroscopic, quaternion, position, linear_velocity, angular_velocity, f, a, b,
                      point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, h, zeta_j, blk_cols, blk_ptr,
                      active_gap, tol, cfm, max_it, threshold, passive, position_stage, position_zeta):
     """One no-slip step of a forest in joint coordinates (module docstring). ``tree``: TreeTopology.args;
     ``joint_of`` (nj,): each joint's child body; ``body_of_block`` (ndof / 6,): the body of each
-    6-dof block; ``joints``: the packed joints' kernel arguments (their frames, limits, and the
-    joint error measured after the step); ``f``: the joint torques' generalized force (the bodies'
-    forces are added in place, as the maximal step does). The other arguments and the returned
+    6-dof block; ``joints``: the packed joints' kernel arguments (their frames and limits);
+    the joint error after the step is :func:`~contactlab.mechanics.tree.tree_joint_error`'s; ``f``:
+    the joint torques' generalized force (the bodies' forces are added in place, as the maximal
+    step does). The other arguments and the returned
     tuple are :func:`contactlab.sim.noslip_kernels.noslip_step`'s."""
     order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx = tree
     ja, jkind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper = (joints[0], joints[2], joints[3], joints[4],
@@ -279,8 +279,8 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     if deep:
         return (DEEP, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, 0.0, 0.0,
                 0.0, 0.0, v_next, joint, tangent, modes, nl, kept_rows, d, v_free, t_solve)
-    joint_error = joint_error_kernel(joints, dof_start, position, quaternion, linear_velocity, angular_velocity,
-                                     planar_reference)
+    joint_error = tree_joint_error(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, position,
+                                   quaternion)
     ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity,
                                      position, gravity, phi)
     return (DONE, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,

@@ -14,7 +14,8 @@ and the problem assembled when read are the maximal-coordinate ones of the state
 whose answer equals this step's in exact arithmetic but for the velocity-product terms and the
 joints' drift correction). ``StepResult.joint`` is empty: joint coordinates carry no joint impulses.
 ``Settings.project_joints`` has nothing to project here (forward kinematics puts the bodies on their
-joints); the joint error recorded is measured after the step as the maximal stages measure it.
+joints); the joint error recorded is measured after the step on the tree's joints
+(:func:`contactlab.mechanics.tree.tree_joint_error`: anchor gaps and orientation errors).
 """
 from __future__ import annotations
 
@@ -55,6 +56,6 @@ class CompiledTreeNoSlipStages(CompiledNoSlipStages):
         return TK.tree_noslip_step(
             self.tree.args, self.joint_of, self.body_of_block, self.tree.nq, self.live, model.dof_start, model.mass,
             model.inertia, model.inv_inertia, self.gravity, gyro, data.quaternion, data.position,
-            data.linear_velocity, data.angular_velocity, data.planar_reference, f, a, b, point, normal, t1, t2, phi,
+            data.linear_velocity, data.angular_velocity, f, a, b, point, normal, t1, t2, phi,
             zeta, slop, self.packed.kernel_args, mt, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
             -1 if max_it is None else int(max_it), self.threshold, self.passive, position_stage, position_zeta)
