@@ -22,7 +22,9 @@ coordinates:
    in H's metric (:func:`~contactlab.kernels.metric_chain.noslip_metric_chain`: FIND-INDICES on the
    tangent rows only, the factored LCP of eq. 57), ppm and its certification (as the maximal step);
 4. qdot+ recovered, x += h qdot+ on the joint coordinates (a root: x += h v, q <- exp(h omega) q),
-   forward kinematics to the bodies' poses and v = S(q+) qdot+ to their velocities.
+   forward kinematics to the bodies' poses; the bodies' velocities are v+ = S(q) qdot+, the velocity
+   eq. 45-46 constrain (the stance feet's tangential velocity zero), as the maximal step keeps its
+   v+; the next step reads its joint rates from them at the new configuration (step 1).
 
 In exact arithmetic step 3's v+ = S qdot+ is the maximal step's v+ with J_rhs = 0 and the
 velocity-product terms added; the trajectories differ from the maximal path's by those terms and
@@ -267,10 +269,13 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
                 quat[bb, 3])
         elif qcount[bb]:
             theta[s0] += h * qd_next[s0]
-    ax, P = forward_kinematics(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, pos, quat)
-    S6 = motion_columns(order, jnt, qstart, qcount, root, jkind, nq, pos, ax, P)
-    Sb = body_jacobians(order, root, anc_ptr, anc_idx, nq, pos, S6)
-    body_velocities(order, anc_ptr, anc_idx, Sb, qd_next, lin, ang)
+    forward_kinematics(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, pos, quat)
+    for t in range(live.shape[0]):     # v(t + h) = v+ = S(q) qdot+: S v+ = T v+ = 0 hold for it (eq. 45-46)
+        bb = live[t]
+        s0 = dof_start[bb]
+        for i in range(3):
+            lin[bb, i] = v_next[s0 + i]
+            ang[bb, i] = v_next[s0 + 3 + i]
     position[:] = pos
     quaternion[:] = quat
     linear_velocity[:] = lin
