@@ -22,7 +22,7 @@ def _sim(robot, **kw):
 
 
 def _kin(sim):
-    m, d = sim.model, sim.data
+    m = sim.model
     tree, why = tree_topology(m)
     assert tree is not None, why
     J = m.joint_arrays

@@ -12,7 +12,7 @@ from contactlab.scenarios import make_scene
 from contactlab.sim import Simulator
 
 
-def _sim(robot, tree=True, monkeypatch=None, **kw):
+def _sim(robot, **kw):
     sc = make_scene(robot)
     return Simulator(sc, "no-slip", kw.pop("method", None), controllers=getattr(sc, "controllers", ()), **kw)
 
