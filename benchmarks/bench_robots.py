@@ -50,7 +50,8 @@ PARTS = {"build_system": ("contactlab.sim.stages", "build_system"),
          "project_joints": ("contactlab.sim.simulator", "Simulator.project_joints"),
          "project_contacts": ("contactlab.sim.simulator", "Simulator.project_contacts"),
          "step_fault": ("contactlab.sim.faults", "step_fault"),
-         "noslip_step (compiled)": ("contactlab.sim.noslip_kernels", "noslip_step")}
+         "noslip_step (compiled)": ("contactlab.sim.noslip_kernels", "noslip_step"),
+         "tree_noslip_step (compiled)": ("contactlab.sim.tree_kernels", "tree_noslip_step")}
 
 
 def _wrap(owner, name: str, key: str, acc: Counter) -> None:

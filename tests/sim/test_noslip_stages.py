@@ -14,6 +14,14 @@ from contactlab.scenarios import make_scene
 from contactlab.sim import Simulator
 
 
+@pytest.fixture(autouse=True)
+def _maximal(monkeypatch):
+    """These tests compare the maximal-coordinate compiled step with the general stages: the robots'
+    joint-coordinate stages (sim/tree_stages.py, tests/sim/test_tree_stages.py) are left out."""
+    import contactlab.sim.tree_stages as TS
+    monkeypatch.setattr(TS.CompiledTreeNoSlipStages, "plan", classmethod(lambda cls, sim, state: None))
+
+
 def _sim(robot, compiled=True, **kw):
     sc = make_scene(robot)
     return Simulator(sc, "no-slip", kw.pop("method", None), controllers=getattr(sc, "controllers", ()), compiled=compiled, **kw)

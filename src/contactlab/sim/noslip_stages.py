@@ -107,20 +107,11 @@ class CompiledNoSlipStages(CompiledCall, Stages):
     def solve(self, w: StepWork) -> None:
         if not w.compiled:
             return super().solve(w)
-        sim = self.sim
-        model, data = sim.model, sim.data
         f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage, position_zeta, project, gyro, before \
             = w.call
-        a, b, point, normal, t1, t2, phi = contact
-        max_it = self.max_iterations
         w.t0 = time.perf_counter()
-        out = NK.noslip_step(
-            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
-            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
-            data.angular_velocity, data.planar_reference, f, a, b, point, normal, t1, t2, phi, zeta, slop,
-            self.packed.kernel_args, mt, mf, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
-            -1 if max_it is None else int(max_it), self.threshold, self.passive,
-            position_stage, position_zeta, project, 1e-10, 8)
+        out = self.step_call(w, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage, position_zeta,
+                             project, gyro)
         w.t_solved = time.perf_counter()
         (outcome, trivial, case, code, z, wv, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,
          joint_error, v_next, joint, tangent, modes, nl, kept, d, v_free, t_solve) = out
@@ -134,6 +125,21 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         w.e0, w.contact_gain = e0, gain
         w.call = (outcome, ke, pe, pen, joint_error, v_next, joint, tangent, modes, int(nl), z, before,
                   position_stage, position_zeta, project, gyro, f, contact, zeta, slop, zeta_j, int(kept), v_free)
+
+    def step_call(self, w: StepWork, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage,
+                  position_zeta, project, gyro) -> tuple:
+        """The compiled step on the simulator's state (:func:`contactlab.sim.noslip_kernels.noslip_step`)."""
+        sim = self.sim
+        model, data = sim.model, sim.data
+        a, b, point, normal, t1, t2, phi = contact
+        max_it = self.max_iterations
+        return NK.noslip_step(
+            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
+            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
+            data.angular_velocity, data.planar_reference, f, a, b, point, normal, t1, t2, phi, zeta, slop,
+            self.packed.kernel_args, mt, mf, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
+            -1 if max_it is None else int(max_it), self.threshold, self.passive,
+            position_stage, position_zeta, project, 1e-10, 8)
 
     # -- certify: the call certified its answer as solve() does -----------------------------------
     def certify(self, w: StepWork) -> None:
@@ -207,5 +213,8 @@ def _solution(trivial, case, code, z, w, numbers, counts, nonbasic, positive, ro
     return sol
 
 
-#: the model-specific stages of the no-slip model (:func:`contactlab.sim.simulator.plan_stages`)
-NOSLIP_STAGES = (CompiledNoSlipStages,)
+from .tree_stages import CompiledTreeNoSlipStages  # noqa: E402  (it extends the class above)
+
+#: the model-specific stages of the no-slip model, most specific first (:func:`contactlab.sim.simulator.plan_stages`):
+#: a forest of revolute, prismatic and fixed joints in joint coordinates, else maximal coordinates
+NOSLIP_STAGES = (CompiledTreeNoSlipStages, CompiledNoSlipStages)
