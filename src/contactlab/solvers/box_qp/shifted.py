@@ -68,8 +68,11 @@ class _Shifted:
 
 
 #: the fewest body-space rows (6 per touched body) whose Schur complement S is factorised by
-#: CHOLMOD's supernodal Cholesky (its 6x6 blocks are dense: supernodes from small sizes on)
-BODY_SPACE_CHOLMOD_MIN = 600
+#: CHOLMOD's supernodal Cholesky; below, QDLDL's LDL' (AMD ordering). The interior point's calls of a
+#: falling pile, recorded and replayed with the same iterates, ran faster with QDLDL on every S they had
+#: (up to ~12,000 rows at 2,000 boxes: CHOLMOD's numeric factorisation and its solves through cvxopt cost
+#: more there than QDLDL's; docs/benchmarks-sim.md); above the sizes measured CHOLMOD stays
+BODY_SPACE_CHOLMOD_MIN = 20_000
 
 
 class _BodySpace:
