@@ -822,8 +822,9 @@ def test_face_step_is_the_minimiser_on_the_face_of_its_held_rows(seed):
     w = M @ z + q
     eps = 1e-3 * np.abs(z).max()
     d, held = np.empty(p.n), np.empty(p.n, dtype=np.bool_)
+    from contactlab.kernels.box_qp_panels import new_panel_state
     assert _face_step(M, z, w, lo, hi, eps, d, held, *new_factor_cache(p.n), *no_groups(),
-                      np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+                      np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), new_panel_state(0))[0]
     x = z + d
     first = ((z <= lo + eps) & (w > 0)) | ((z >= hi - eps) & (w < 0))
     assert np.all(held[first])
