@@ -17,7 +17,8 @@ did not converge), the kernel stops and says at which bound update (INTERIOR).
 
 One departure from the Python loop: on an island's CSR block (box_qp_islands.py, above ``CSR_FROM``
 rows) each Newton iteration from a good iterate first tries the minimiser on the face its held rows
-span (:func:`_face_step`), under the same Armijo test, before the projected Newton step.
+span (:func:`_face_step`), under the same Armijo test, before the projected Newton step; and the solves
+of one run there share a factorisation while the free set moves by a few rows (kernels/box_qp_panels.py).
 """
 import heapq
 import math
@@ -414,8 +415,9 @@ def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb, sp
     rows where the block moved by at most STALE (:func:`_stale_solve`); every factorisation is
     cached (cL, cA, cF, ck: :func:`new_factor_cache`). With a group structure (grp non-empty,
     :func:`island_groups`) the block Cholesky of :func:`_grouped_solve` first (not cached). M in
-    CSR (sptr non-empty; M itself unused): the panels of :func:`_panel_solve`, else the free block
-    gathered dense, neither cached."""
+    CSR (sptr non-empty; M itself unused): the panels' factor held in ``pst`` across the run's solves
+    (:func:`~contactlab.kernels.box_qp_panels.panel_state_solve`: bordered where the free set moved by a
+    few rows), else the free block gathered dense, not cached. Returns (x, pst)."""
     if k == 0:
         return np.empty(0), pst
     if sptr.size:
