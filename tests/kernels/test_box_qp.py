@@ -745,14 +745,14 @@ def test_dense_island_labels_that_are_wrong_or_not_labels_are_never_certified_fa
 
 
 def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
-    """box_qp_islands gives an island above POOR_LEFT_FROM rows whose start is poor one Newton step and,
-    where that does not certify it, leaves it untouched (LEFT: the whole method takes it): from
+    """box_qp_islands gives an island above POOR_LEFT_FROM rows whose start is poor POOR_LEFT_STEPS Newton
+    steps (on its CSR block, the face step tried first) and, where they do not certify it, leaves it untouched (LEFT: the whole method takes it): from
     impulses five times too large with friction at the cone's edge, alternately the wrong way. From
     z = 0 (poor by the scale-free measure, yet every row free: one Newton step is the answer) and from
     a good start it solves the island itself (SOLVED, on its CSR block); box-qp certifies the same
     minimiser (SPD: unique) either way, and as the interior point alone."""
     from contactlab.kernels.box_qp import LEFT
-    from contactlab.kernels.box_qp_islands import POOR_LEFT_FROM, box_qp_islands, new_island_layouts
+    from contactlab.kernels.box_qp_islands import POOR_LEFT_FROM, POOR_LEFT_STEPS, box_qp_islands, new_island_layouts
     from contactlab.problems.islands import island_rows
     from contactlab.solvers.box_qp.interior_point import IPM_WARM_MAX
     _, p = _stacked_columns_problem(count=60, columns=2, steps=5)
@@ -774,7 +774,7 @@ def test_a_large_island_from_a_poor_start_is_left_to_the_whole_method():
         assert set(codes.tolist()) == expected
         assert np.all(np.isnan(z)) if expected == {LEFT} else np.allclose(z, ref.z, atol=1e-6 * np.abs(ref.z).max())
         if expected == {LEFT}:
-            assert np.all(its == 1)         # the one Newton step it was given
+            assert np.all(its == POOR_LEFT_STEPS)         # the Newton steps it was given
     cold = solve(p, "box-qp")
     assert cold.success and np.allclose(cold.z, ref.z, rtol=1e-5, atol=1e-6 * np.abs(ref.z).max())
 
@@ -822,8 +822,9 @@ def test_face_step_is_the_minimiser_on_the_face_of_its_held_rows(seed):
     w = M @ z + q
     eps = 1e-3 * np.abs(z).max()
     d, held = np.empty(p.n), np.empty(p.n, dtype=np.bool_)
+    from contactlab.kernels.box_qp_panels import new_panel_state
     assert _face_step(M, z, w, lo, hi, eps, d, held, *new_factor_cache(p.n), *no_groups(),
-                      np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+                      np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), new_panel_state(0))[0]
     x = z + d
     first = ((z <= lo + eps) & (w > 0)) | ((z >= hi - eps) & (w < 0))
     assert np.all(held[first])

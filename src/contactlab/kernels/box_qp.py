@@ -17,7 +17,8 @@ did not converge), the kernel stops and says at which bound update (INTERIOR).
 
 One departure from the Python loop: on an island's CSR block (box_qp_islands.py, above ``CSR_FROM``
 rows) each Newton iteration from a good iterate first tries the minimiser on the face its held rows
-span (:func:`_face_step`), under the same Armijo test, before the projected Newton step.
+span (:func:`_face_step`), under the same Armijo test, before the projected Newton step; and the solves
+of one run there share a factorisation while the free set moves by a few rows (kernels/box_qp_panels.py).
 """
 import heapq
 import math
@@ -25,6 +26,7 @@ import math
 import numpy as np
 
 from ._jit import jit
+from .box_qp_panels import new_panel_state, panel_solve as _panel_solve, panel_state_solve  # noqa: F401
 from .csr_blocks import (block_positions, csr_dense_block, csr_masked, csr_sub_block, diagonal_positions,  # noqa: F401
                          gather_block, sub_block, upper_pattern)   # (the CSR block kernels' names, once defined here)
 from .dense import csr_times, grouped_cholesky_solve
@@ -405,147 +407,7 @@ def _grouped_solve(M, F, k, rhs, grp, gstep, nbr, nnb):
 
 
 @jit
-def _panel_solve(sptr, sidx, sval, F, k, rhs, grp, gstep, nbr, nnb):
-    """(ok, x) with M_FF x = rhs for M in CSR (sptr, sidx, sval; an island's own rows): the block
-    Cholesky of :func:`_grouped_solve` over the free rows in their groups' elimination order, each
-    step's lower blocks stored as one panel (its own group's rows, then each later neighbour's,
-    by the group's columns) in a flat array, gathered from M's entries: memory and time linear in
-    the rows where the groups' fill is bounded (a column of boxes: a path), with neither a dense
-    block of the island nor a pass over one. ok False where a pivot is not positive or x is not
-    finite (the caller then takes the dense path)."""
-    G = gstep.size
-    m = sptr.size - 1
-    cnt = np.zeros(G, dtype=np.int64)
-    pos = np.full(m, -1, dtype=np.int64)        # a free row's place in its step
-    for a in range(k):
-        s = gstep[grp[F[a]]]
-        pos[F[a]] = cnt[s]
-        cnt[s] += 1
-    xo = np.zeros(G + 1, dtype=np.int64)         # the steps' rows in x, in step order
-    for s in range(G):
-        xo[s + 1] = xo[s] + cnt[s]
-    width = nbr.shape[1]
-    roff = np.empty((G, max(width, 1)), dtype=np.int64)
-    poff = np.zeros(G + 1, dtype=np.int64)
-    for s in range(G):
-        r = cnt[s]
-        for a in range(nnb[s]):
-            roff[s, a] = r
-            r += cnt[nbr[s, a]]
-        poff[s + 1] = poff[s] + r * cnt[s]
-    step = np.empty(m, dtype=np.int64)
-    order = np.empty(k, dtype=np.int64)         # the free rows in step order
-    for a in range(k):
-        step[F[a]] = gstep[grp[F[a]]]
-        order[xo[step[F[a]]] + pos[F[a]]] = F[a]
-    P = np.zeros(poff[G])
-    slot = np.full(G, -1, dtype=np.int64)       # step h's place among step s's neighbours, while at s
-    for s in range(G):                            # the lower blocks of M_FF into the panels: column
-        w = cnt[s]                                # j of step s, row i at or after it (M symmetric)
-        for e in range(nnb[s]):
-            slot[nbr[s, e]] = e
-        for c in range(xo[s], xo[s + 1]):
-            j = order[c]
-            pj = pos[j]
-            for p in range(sptr[j], sptr[j + 1]):
-                i = sidx[p]
-                pi = pos[i]
-                if pi < 0:
-                    continue
-                si = step[i]
-                if si == s:
-                    if pi >= pj:
-                        P[poff[s] + pi * w + pj] += sval[p]
-                elif si > s:
-                    e = slot[si]
-                    if e < 0:                     # a coupling the groups' order does not hold
-                        return False, np.zeros(k)
-                    P[poff[s] + (roff[s, e] + pi) * w + pj] += sval[p]
-        for e in range(nnb[s]):
-            slot[nbr[s, e]] = -1
-    for s in range(G):
-        w, b0 = cnt[s], poff[s]
-        rows = (poff[s + 1] - b0) // w if w > 0 else 0
-        for j in range(w):                        # the pivot block, then the rows below it
-            d = P[b0 + j * w + j]
-            for t in range(j):
-                d -= P[b0 + j * w + t] * P[b0 + j * w + t]
-            if not d > 0.0:
-                return False, np.zeros(k)
-            ljj = np.sqrt(d)
-            P[b0 + j * w + j] = ljj
-            for i in range(j + 1, rows):
-                v = P[b0 + i * w + j]
-                for t in range(j):
-                    v -= P[b0 + i * w + t] * P[b0 + j * w + t]
-                P[b0 + i * w + j] = v / ljj
-        for a in range(nnb[s]):                   # B[h, kk] -= L[h, s] L[kk, s]' (lower blocks)
-            h = nbr[s, a]
-            for c in range(nnb[s]):
-                kk = nbr[s, c]
-                if kk > h or cnt[h] == 0 or cnt[kk] == 0:
-                    continue
-                wk = cnt[kk]
-                if h == kk:
-                    tr = 0
-                else:
-                    tr = -1
-                    for e in range(nnb[kk]):
-                        if nbr[kk, e] == h:
-                            tr = roff[kk, e]
-                            break
-                    if tr < 0:                    # not the fill of this order
-                        return False, np.zeros(k)
-                for ii in range(cnt[h]):
-                    ri = b0 + (roff[s, a] + ii) * w
-                    for jj in range(wk if h != kk else ii + 1):
-                        rj = b0 + (roff[s, c] + jj) * w
-                        v = 0.0
-                        for t in range(w):
-                            v += P[ri + t] * P[rj + t]
-                        P[poff[kk] + (tr + ii) * wk + jj] -= v
-    x = np.empty(k)
-    for a in range(k):
-        x[xo[gstep[grp[F[a]]]] + pos[F[a]]] = rhs[a]
-    for s in range(G):                            # L y = b
-        w, b0, x0 = cnt[s], poff[s], xo[s]
-        for i in range(w):
-            v = x[x0 + i]
-            for t in range(i):
-                v -= P[b0 + i * w + t] * x[x0 + t]
-            x[x0 + i] = v / P[b0 + i * w + i]
-        for a in range(nnb[s]):
-            h = nbr[s, a]
-            for ii in range(cnt[h]):
-                ri = b0 + (roff[s, a] + ii) * w
-                v = 0.0
-                for t in range(w):
-                    v += P[ri + t] * x[x0 + t]
-                x[xo[h] + ii] -= v
-    for s in range(G - 1, -1, -1):                # L' x = y
-        w, b0, x0 = cnt[s], poff[s], xo[s]
-        for a in range(nnb[s]):
-            h = nbr[s, a]
-            for ii in range(cnt[h]):
-                ri = b0 + (roff[s, a] + ii) * w
-                xi = x[xo[h] + ii]
-                for t in range(w):
-                    x[x0 + t] -= P[ri + t] * xi
-        for i in range(w - 1, -1, -1):
-            v = x[x0 + i]
-            for t in range(i + 1, w):
-                v -= P[b0 + t * w + i] * x[x0 + t]
-            x[x0 + i] = v / P[b0 + i * w + i]
-    out = np.empty(k)
-    for a in range(k):
-        out[a] = x[xo[gstep[grp[F[a]]]] + pos[F[a]]]
-        if not np.isfinite(out[a]):
-            return False, out
-    return True, out
-
-
-@jit
-def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb, sptr, sidx, sval):
+def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb, sptr, sidx, sval, pst):
     """x with M_FF x = rhs (F[:k] the free rows): Cholesky, least squares where it fails
     (solvers/box_qp/factors.py _factor_solve). The factorised buffer holds M_FF transposed: numba's
     cholesky hands LAPACK's potrf('U') the buffer in column order, so potrf reads exactly the upper
@@ -553,31 +415,32 @@ def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb, sp
     rows where the block moved by at most STALE (:func:`_stale_solve`); every factorisation is
     cached (cL, cA, cF, ck: :func:`new_factor_cache`). With a group structure (grp non-empty,
     :func:`island_groups`) the block Cholesky of :func:`_grouped_solve` first (not cached). M in
-    CSR (sptr non-empty; M itself unused): the panels of :func:`_panel_solve`, else the free block
-    gathered dense, neither cached."""
+    CSR (sptr non-empty; M itself unused): the panels' factor held in ``pst`` across the run's solves
+    (:func:`~contactlab.kernels.box_qp_panels.panel_state_solve`: bordered where the free set moved by a
+    few rows), else the free block gathered dense, not cached. Returns (x, pst)."""
     if k == 0:
-        return np.empty(0)
+        return np.empty(0), pst
     if sptr.size:
         if grp.size:
-            ok, x = _panel_solve(sptr, sidx, sval, F, k, rhs, grp, gstep, nbr, nnb)
+            ok, x, pst = panel_state_solve(pst, sptr, sidx, sval, F, k, rhs, grp, gstep, nbr, nnb)
             if ok:
-                return x
+                return x, pst
         Fk = F[:k].copy()
         A = gather_block(sptr, sidx, sval, Fk, block_positions(Fk, sptr.size - 1))
         try:
             L = np.linalg.cholesky(A)
         except Exception:
-            return np.linalg.lstsq(A, rhs, rcond=EPS)[0]
-        return _chol_solve(L, k, rhs)
+            return np.linalg.lstsq(A, rhs, rcond=EPS)[0], pst
+        return _chol_solve(L, k, rhs), pst
     if grp.size:
         ok, x = _grouped_solve(M, F, k, rhs, grp, gstep, nbr, nnb)
         if ok:
             ck[0] = 0
-            return x
+            return x, pst
     if stale_ok:
         x = _stale_solve(M, F, k, rhs, cL, cA, cF, ck)
         if x is not None:
-            return x
+            return x, pst
     A = np.empty((k, k))
     for a in range(k):
         for b in range(k):
@@ -593,14 +456,14 @@ def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb, sp
         for a in range(k):
             for b in range(k):
                 A[a, b] = M[F[a], F[b]]
-        return np.linalg.lstsq(A, rhs, rcond=EPS)[0]    # scipy lstsq's gelsd with cond = eps
+        return np.linalg.lstsq(A, rhs, rcond=EPS)[0], pst    # scipy lstsq's gelsd with cond = eps
     ck[0] = k
     for a in range(k):
         cF[a] = F[a]
         for b in range(k):
             cA[a, b] = A[a, b]
             cL[a, b] = L[a, b]
-    return _chol_solve(L, k, rhs)
+    return _chol_solve(L, k, rhs), pst
 
 
 #: :func:`_face_step`'s solves at most: a free row its step carries across a bound is held at that bound
@@ -630,7 +493,7 @@ def _trial(M, sptr, sidx, sval, z, w, d, step, lo, hi, cand, dz):
 
 
 @jit
-def _face_step(M, z, w, lo, hi, eps, d, held, cL, cA, cF, ck, grp, gstep, nbr, nnb, sptr, sidx, sval):
+def _face_step(M, z, w, lo, hi, eps, d, held, cL, cA, cF, ck, grp, gstep, nbr, nnb, sptr, sidx, sval, pst):
     """The step d to the minimiser on the face of the box that the held rows span, each held row at its
     bound: rows held as projected Newton holds them (within ``eps`` of a bound their gradient w pushes
     against) and rows the step would carry across a bound are set to that bound (d_H = bound - z_H), and
@@ -643,7 +506,8 @@ def _face_step(M, z, w, lo, hi, eps, d, held, cL, cA, cF, ck, grp, gstep, nbr, n
     the steps to 1e-6 for tens of iterations; the face step lands there in one (docs/benchmarks-sim.md).
     Up to FACE_SOLVES solves, each after holding the rows the last one carried across (the last
     one's are left to the line search's projection). ``held``: the rows the step holds, written.
-    Returns whether d was computed (False: no free row, or a solve that did not factorise)."""
+    ``pst``: the CSR solves' factor state (:func:`~contactlab.kernels.box_qp_panels.panel_state_solve`).
+    Returns (whether d was computed (False: no free row, or a solve that did not factorise), pst)."""
     n = z.size
     tb = np.empty(n)
     for i in range(n):
@@ -666,19 +530,19 @@ def _face_step(M, z, w, lo, hi, eps, d, held, cL, cA, cF, ck, grp, gstep, nbr, n
                 F[k] = i
                 k += 1
         if k == 0:
-            return False
+            return False, pst
         Md = _mat_vec(M, sptr, sidx, sval, dh)
         rhs = np.empty(k)
         for a in range(k):
             rhs[a] = -(w[F[a]] + Md[F[a]])
-        x = _free_solve(M, F, k, rhs, cL, cA, cF, ck, False, grp, gstep, nbr, nnb, sptr, sidx, sval)
+        x, pst = _free_solve(M, F, k, rhs, cL, cA, cF, ck, False, grp, gstep, nbr, nnb, sptr, sidx, sval, pst)
         for i in range(n):
             d[i] = dh[i]
         crossed = False
         for a in range(k):
             i = F[a]
             if not np.isfinite(x[a]):
-                return False
+                return False, pst
             d[i] = x[a]
             v = z[i] + x[a]
             if r == FACE_SOLVES - 1:
@@ -693,12 +557,12 @@ def _face_step(M, z, w, lo, hi, eps, d, held, cL, cA, cF, ck, grp, gstep, nbr, n
                 crossed = True
         if not crossed:
             break
-    return True
+    return True, pst
 
 
 @jit
 def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps, work, cL, cA, cF, ck, stale_ok,
-                     grp, gstep, nbr, nnb, poor_iterations, poor_residual, sptr, sidx, sval):
+                     grp, gstep, nbr, nnb, poor_iterations, poor_residual, sptr, sidx, sval, pst, face_any):
     """solvers/box_qp/newton.py ``_qp`` from z, in place (z, w = M z + q on return); returns (converged,
     Newton iterations). ``work``: 9 x n scratch; (cL, cA, cF, ck): the factor cache of
     :func:`_free_solve`, whose cached factor the first step may reuse where ``stale_ok``; (grp, gstep,
@@ -706,8 +570,13 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
     A start whose relative error is above ``poor_residual`` gets at most ``poor_iterations`` steps
     (:func:`box_qp_islands`; ``poor_residual`` inf: ``max_iterations`` whatever the start). M in
     CSR: (sptr, sidx, sval) non-empty, M unused (every product and solve linear in its entries); an
-    iterate whose error is at most ``poor_residual`` then first tries :func:`_face_step`'s step, taken
-    where it passes the Armijo test (so every step taken decreases the objective enough, as before)."""
+    iterate whose error is at most ``poor_residual`` (any iterate where ``face_any``: the large islands of
+    :func:`~contactlab.kernels.box_qp_islands.box_qp_islands`) then first tries :func:`_face_step`'s step, taken
+    where it passes the Armijo test (so every step taken decreases the objective enough, as before).
+    ``pst``: the factor state of the CSR island's solves (:func:`~contactlab.kernels.box_qp_panels.new_panel_state`;
+    empty for a dense M), returned updated after the two results: the solves of the run (and of the
+    caller's next runs on the same M) share one factorisation while the free set moves by a few rows
+    (:func:`~contactlab.kernels.box_qp_panels.panel_state_solve`)."""
     n = q.size
     d, cand, dz, t = work[0], work[1], work[2], work[4]
     rw = work[5:9]
@@ -731,11 +600,11 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
             t[i] = abs(q[i]) + abs(w[i] - q[i])
         rel = box_relative_error(z, w, lo, hi, q, t, rw)
         if rel <= tol:
-            return True, its
+            return True, its, pst
         if its == 0 and rel > poor_residual and poor_iterations < limit:
             limit = poor_iterations
         if its >= limit:
-            return False, its
+            return False, its, pst
         its += 1
         for i in range(n):
             dz[i] = z[i] - _clip(z[i] - _quot(w[i], diag[i]), lo[i], hi[i])      # the projected step
@@ -751,13 +620,15 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
                 F[k] = i
                 k += 1
         accepted = False
-        if sptr.size and k > 0 and rel <= poor_residual and _face_step(M, z, w, lo, hi, eps, d, face, cL, cA, cF, ck,
-                                                                       grp, gstep, nbr, nnb, sptr, sidx, sval):
+        if sptr.size and k > 0 and (face_any or rel <= poor_residual):
             # a CSR island from a good iterate (:func:`_face_step`): the face's minimiser first, taken
             # where it decreases the objective enough; else the projected Newton step as below (from
             # a poor one the held rows, eps = 1e-3 max|z| from their bound, are a poor guess of the face)
-            df, slope, moved = _trial(M, sptr, sidx, sval, z, w, d, 1.0, lo, hi, cand, dz)
-            accepted = df <= armijo * slope and moved
+            tried, pst = _face_step(M, z, w, lo, hi, eps, d, face, cL, cA, cF, ck, grp, gstep, nbr, nnb, sptr, sidx,
+                                    sval, pst)
+            if tried:
+                df, slope, moved = _trial(M, sptr, sidx, sval, z, w, d, 1.0, lo, hi, cand, dz)
+                accepted = df <= armijo * slope and moved
         for attempt in range(0 if accepted else (1 if full_steps else 2)):
             # Newton on the free rows, else a scaled projected gradient
             for i in range(n):
@@ -766,8 +637,8 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
                 rhs = np.empty(k)
                 for a_ in range(k):
                     rhs[a_] = -w[F[a_]]
-                dF = _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok and its == 1, grp, gstep, nbr, nnb,
-                                 sptr, sidx, sval)
+                dF, pst = _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok and its == 1, grp, gstep, nbr, nnb,
+                                      sptr, sidx, sval, pst)
                 for a_ in range(k):
                     d[F[a_]] = dF[a_]
             step = 1.0
@@ -780,12 +651,12 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
             if accepted:
                 break
         if not accepted:
-            return False, its
+            return False, its, pst
         z[:] = cand
     _affine_any(M, sptr, sidx, sval, z, q, w)
     for i in range(n):
         t[i] = abs(q[i]) + abs(w[i] - q[i])
-    return box_relative_error(z, w, lo, hi, q, t, rw) <= tol, its
+    return box_relative_error(z, w, lo, hi, q, t, rw) <= tol, its, pst
 
 
 @jit
@@ -794,12 +665,13 @@ def box_qp_dense(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full
     """:func:`box_qp_grouped` with every free block factorised dense (no group structure)."""
     grp, gstep, nbr, nnb = no_groups()
     return box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
-                          max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb, max_iterations, np.inf, *no_csr())
+                          max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb, max_iterations, np.inf, *no_csr(), False)
 
 
 @jit
 def box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps, newton_only,
-                   max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb, poor_iterations, poor_residual, sptr, sidx, sval):
+                   max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb, poor_iterations, poor_residual, sptr, sidx, sval,
+                   face_any):
     """solvers/box_qp/solver.py ``_solve`` up to the interior point, on a dense C-ordered M: the projected
     Newton QP (max_iterations, full_steps as ``_box_qp`` gives them) from z0 clipped to the bounds; with
     friction-coupled rows (any findex >= 0) up to ``max_outer`` bound updates, each certified with row
@@ -811,7 +683,8 @@ def box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, fu
     step reuses its factor where the free block is the cached one's to within STALE. (grp, gstep,
     nbr, nnb): M's block structure for the Newton solves (:func:`island_groups`; empty: dense);
     (poor_iterations, poor_residual): each QP's budget from a poor start (:func:`projected_newton`);
-    (sptr, sidx, sval): M in CSR (M then unused), or empty arrays (M dense)."""
+    (sptr, sidx, sval): M in CSR (M then unused), or empty arrays (M dense); ``face_any``: the face step
+    tried from any iterate (:func:`projected_newton`)."""
     n = q.size
     z = z0.copy()
     w = np.zeros(n)
@@ -823,14 +696,15 @@ def box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, fu
     lk = np.empty(n)
     hk = np.empty(n)
     its = 0
+    pst = new_panel_state(n if sptr.size else 0)     # one factor state for every bound update: M is the same
     for outer in range(1, max_outer + 1):
         z_start = z.copy()
         coupled_bounds(lo, hi, findex, mu, z, lk, hk)
         for i in range(n):
             z[i] = _clip(z[i], lk[i], hk[i])
-        ok, k = projected_newton(M, q, lk, hk, z, w, tol, max_iterations, armijo, full_steps, work,
-                                 cL, cA, cF, ck, outer == 1, grp, gstep, nbr, nnb, poor_iterations, poor_residual,
-                                 sptr, sidx, sval)
+        ok, k, pst = projected_newton(M, q, lk, hk, z, w, tol, max_iterations, armijo, full_steps, work,
+                                      cL, cA, cF, ck, outer == 1, grp, gstep, nbr, nnb, poor_iterations, poor_residual,
+                                      sptr, sidx, sval, pst, face_any)
         its += k
         if not coupled:
             if ok:
@@ -860,7 +734,7 @@ def box_qp_dense_certified(M, q, lo, hi, findex, mu, z0, tol, max_iterations, ar
     the same call. Returns (outcome, z, w, iterations, outer, w_certified, the six certified numbers)."""
     code, z, w, its, outer = box_qp_grouped(M, q, lo, hi, findex, mu, z0, tol, max_iterations, armijo, full_steps,
                                             newton_only, max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb,
-                                            max_iterations, np.inf, *no_csr())
+                                            max_iterations, np.inf, *no_csr(), False)
     wc, nat, comp, infeas, rn, rc, ri = boxed_certify_dense(M, q, lo, hi, findex, mu, z)
     return code, z, w, its, outer, wc, (nat, comp, infeas, rn, rc, ri)
 

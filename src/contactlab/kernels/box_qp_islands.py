@@ -27,6 +27,12 @@ CSR_FROM = 320
 #: (docs/benchmarks-sim.md)
 POOR_LEFT_FROM = 600
 
+#: the Newton steps (each trying the face step first, kernels/box_qp.py ``_face_step``) that such an island
+#: on its CSR block gets from a poor start before it is left: towers of a settled pile joined by a few
+#: side contacts into one island (tens of thousands of rows at 5,000 boxes) start poor and land in two
+#: or three, where the interior point in Python takes ~15 iterations (docs/benchmarks-sim.md)
+POOR_LEFT_STEPS = 3
+
 
 @jit
 def new_island_layouts():
@@ -165,8 +171,8 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
     interior point goes on from bound update outers[k]); codes[k], its[k], outers[k] as
     box_qp_dense returns them. An island whose start's relative error is above ``poor_residual`` gets
     at most ``poor_iterations`` of its line-search steps (:func:`projected_newton`); one of more than
-    POOR_LEFT_FROM rows one, after which it is left untouched (codes[k] LEFT, its[k] that step, z and w
-    not written).
+    POOR_LEFT_FROM rows one (on its CSR block POOR_LEFT_STEPS, each trying the face step first), after
+    which it is left untouched (codes[k] LEFT, its[k] those steps, z and w not written).
 
     (layout, layout_at, spare): the symbolic part of each CSR island's solves in the previous call
     (:func:`new_island_layouts` for none): island k's groups, their elimination order and its
@@ -219,11 +225,11 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
         if m > small_n and not newton_only:
             steps, full = newton_steps, True
         large = m > POOR_LEFT_FROM and not newton_only
-        poor = 1 if large else (steps if full else poor_iterations)
+        poor = (POOR_LEFT_STEPS if sptr.size else 1) if large else (steps if full else poor_iterations)
         code, zz, ww, it, outer = box_qp_grouped(A, qk, lk, hk, fk, mk, zk, tol, steps, armijo, full,
                                                  newton_only, max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb,
-                                                 poor, poor_residual, sptr, sidx, sval)
-        if large and code == INTERIOR and it <= 1 and outer == 1:      # a poor start: left as it is
+                                                 poor, poor_residual, sptr, sidx, sval, large and sptr.size > 0)
+        if large and code == INTERIOR and it <= poor and outer == 1:   # a poor start: left as it is
             codes[k], its[k], outers[k] = LEFT, it, 1
             for a in range(m):
                 at[idx[a]] = -1

@@ -1,0 +1,326 @@
+"""Box-qp's Newton solves on an island's CSR block (kernels/box_qp.py, above
+kernels/box_qp_islands.py ``CSR_FROM`` rows): the block Cholesky of M_FF over the island's groups in
+panels (:func:`panel_factor`, :func:`panel_substitute`), and the solves of one projected Newton run
+on a changing free set from one such factor (:func:`panel_state_solve`): where the free set differs
+from the factor's by a few rows, the bordered system of the factor's block (rows that left held at
+0 by multipliers, rows that joined as a border) is solved through its Schur complement -- the
+update of a basis factorisation in active-set QP methods (Gill, Murray, Saunders & Wright, "Sparse
+matrix methods in optimization", SIAM J. Sci. Stat. Comput. 5(3), 1984, the Schur-complement
+update; Nocedal & Wright, Numerical Optimization, 2nd ed., §16.5) -- so that a run whose free set
+moves by a few rows a step factorises once instead of at every solve.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+
+
+@jit
+def _failed(G, m):
+    """panel_factor's outcome where the factor fails: (False, empty arrays)."""
+    return (False, np.zeros(0), np.zeros(G + 1, dtype=np.int64), np.zeros((G, 1), dtype=np.int64),
+            np.zeros(G, dtype=np.int64), np.zeros(G + 1, dtype=np.int64), np.full(m, -1, dtype=np.int64))
+
+
+@jit
+def panel_factor(sptr, sidx, sval, F, k, grp, gstep, nbr, nnb):
+    """The block Cholesky factor L L' = M_FF of an island's CSR block (sptr, sidx, sval; its own
+    rows) on the free rows F[:k], over the groups' elimination order (grp, gstep, nbr, nnb:
+    kernels/box_qp.py ``island_groups``; the block Cholesky of kernels/dense.py
+    ``grouped_cholesky_solve``), each step's lower blocks stored as one panel (its own group's rows,
+    then each later neighbour's, by the group's columns) in a flat array, gathered from M's entries:
+    memory and time linear in the rows where the groups' fill is bounded (a column of boxes: a
+    path). Returns (ok, P, poff, roff, cnt, xo, place): ok False where a pivot is not positive or M
+    couples two groups the order does not hold; step s's panel at P[poff[s]:poff[s + 1]], its
+    neighbour a's rows from roff[s, a], cnt[s] free rows, the first at xo[s] in step order; row i's
+    place in step order place[i] (-1: not free). :func:`panel_substitute` solves with it."""
+    G = gstep.size
+    m = sptr.size - 1
+    cnt = np.zeros(G, dtype=np.int64)
+    pos = np.full(m, -1, dtype=np.int64)        # a free row's place in its step
+    for a in range(k):
+        s = gstep[grp[F[a]]]
+        pos[F[a]] = cnt[s]
+        cnt[s] += 1
+    xo = np.zeros(G + 1, dtype=np.int64)         # the steps' rows in x, in step order
+    for s in range(G):
+        xo[s + 1] = xo[s] + cnt[s]
+    width = nbr.shape[1]
+    roff = np.empty((G, max(width, 1)), dtype=np.int64)
+    poff = np.zeros(G + 1, dtype=np.int64)
+    for s in range(G):
+        r = cnt[s]
+        for a in range(nnb[s]):
+            roff[s, a] = r
+            r += cnt[nbr[s, a]]
+        poff[s + 1] = poff[s] + r * cnt[s]
+    step = np.empty(m, dtype=np.int64)
+    order = np.empty(k, dtype=np.int64)         # the free rows in step order
+    for a in range(k):
+        step[F[a]] = gstep[grp[F[a]]]
+        order[xo[step[F[a]]] + pos[F[a]]] = F[a]
+    P = np.zeros(poff[G])
+    slot = np.full(G, -1, dtype=np.int64)       # step h's place among step s's neighbours, while at s
+    for s in range(G):                            # the lower blocks of M_FF into the panels: column
+        w = cnt[s]                                # j of step s, row i at or after it (M symmetric)
+        for e in range(nnb[s]):
+            slot[nbr[s, e]] = e
+        for c in range(xo[s], xo[s + 1]):
+            j = order[c]
+            pj = pos[j]
+            for p in range(sptr[j], sptr[j + 1]):
+                i = sidx[p]
+                pi = pos[i]
+                if pi < 0:
+                    continue
+                si = step[i]
+                if si == s:
+                    if pi >= pj:
+                        P[poff[s] + pi * w + pj] += sval[p]
+                elif si > s:
+                    e = slot[si]
+                    if e < 0:                     # a coupling the groups' order does not hold
+                        return _failed(G, m)
+                    P[poff[s] + (roff[s, e] + pi) * w + pj] += sval[p]
+        for e in range(nnb[s]):
+            slot[nbr[s, e]] = -1
+    for s in range(G):
+        w, b0 = cnt[s], poff[s]
+        rows = (poff[s + 1] - b0) // w if w > 0 else 0
+        for j in range(w):                        # the pivot block, then the rows below it
+            d = P[b0 + j * w + j]
+            for t in range(j):
+                d -= P[b0 + j * w + t] * P[b0 + j * w + t]
+            if not d > 0.0:
+                return _failed(G, m)
+            ljj = np.sqrt(d)
+            P[b0 + j * w + j] = ljj
+            for i in range(j + 1, rows):
+                v = P[b0 + i * w + j]
+                for t in range(j):
+                    v -= P[b0 + i * w + t] * P[b0 + j * w + t]
+                P[b0 + i * w + j] = v / ljj
+        for a in range(nnb[s]):                   # B[h, kk] -= L[h, s] L[kk, s]' (lower blocks)
+            h = nbr[s, a]
+            for c in range(nnb[s]):
+                kk = nbr[s, c]
+                if kk > h or cnt[h] == 0 or cnt[kk] == 0:
+                    continue
+                wk = cnt[kk]
+                if h == kk:
+                    tr = 0
+                else:
+                    tr = -1
+                    for e in range(nnb[kk]):
+                        if nbr[kk, e] == h:
+                            tr = roff[kk, e]
+                            break
+                    if tr < 0:                    # not the fill of this order
+                        return _failed(G, m)
+                for ii in range(cnt[h]):
+                    ri = b0 + (roff[s, a] + ii) * w
+                    for jj in range(wk if h != kk else ii + 1):
+                        rj = b0 + (roff[s, c] + jj) * w
+                        v = 0.0
+                        for t in range(w):
+                            v += P[ri + t] * P[rj + t]
+                        P[poff[kk] + (tr + ii) * wk + jj] -= v
+    place = np.full(m, -1, dtype=np.int64)
+    for a in range(k):
+        place[F[a]] = xo[step[F[a]]] + pos[F[a]]
+    return True, P, poff, roff, cnt, xo, place
+
+
+@jit
+def panel_substitute(P, poff, roff, cnt, xo, nbr, nnb, x):
+    """x <- M_FF^-1 x in place, x in step order (row i at ``place[i]``), by the factor of
+    :func:`panel_factor`: L y = x, then L' x = y."""
+    G = cnt.size
+    for s in range(G):                            # L y = b
+        w, b0, x0 = cnt[s], poff[s], xo[s]
+        for i in range(w):
+            v = x[x0 + i]
+            for t in range(i):
+                v -= P[b0 + i * w + t] * x[x0 + t]
+            x[x0 + i] = v / P[b0 + i * w + i]
+        for a in range(nnb[s]):
+            h = nbr[s, a]
+            for ii in range(cnt[h]):
+                ri = b0 + (roff[s, a] + ii) * w
+                v = 0.0
+                for t in range(w):
+                    v += P[ri + t] * x[x0 + t]
+                x[xo[h] + ii] -= v
+    for s in range(G - 1, -1, -1):                # L' x = y
+        w, b0, x0 = cnt[s], poff[s], xo[s]
+        for a in range(nnb[s]):
+            h = nbr[s, a]
+            for ii in range(cnt[h]):
+                ri = b0 + (roff[s, a] + ii) * w
+                xi = x[xo[h] + ii]
+                for t in range(w):
+                    x[x0 + t] -= P[ri + t] * xi
+        for i in range(w - 1, -1, -1):
+            v = x[x0 + i]
+            for t in range(i + 1, w):
+                v -= P[b0 + t * w + i] * x[x0 + t]
+            x[x0 + i] = v / P[b0 + i * w + i]
+
+
+@jit
+def panel_solve(sptr, sidx, sval, F, k, rhs, grp, gstep, nbr, nnb):
+    """(ok, x) with M_FF x = rhs for M in CSR (F[:k] the free rows): :func:`panel_factor`, then
+    :func:`panel_substitute`; neither a dense block of the island nor a pass over one. ok False
+    where a pivot is not positive or x is not finite (the caller then takes the dense path)."""
+    ok, P, poff, roff, cnt, xo, place = panel_factor(sptr, sidx, sval, F, k, grp, gstep, nbr, nnb)
+    if not ok:
+        return False, np.zeros(k)
+    x = np.empty(k)
+    for a in range(k):
+        x[place[F[a]]] = rhs[a]
+    panel_substitute(P, poff, roff, cnt, xo, nbr, nnb, x)
+    out = np.empty(k)
+    for a in range(k):
+        out[a] = x[place[F[a]]]
+        if not np.isfinite(out[a]):
+            return False, out
+    return True, out
+
+
+#: the most rows by which the free set of a :func:`panel_state_solve` may differ from its factor's
+#: (counted over the run since that factor: each such row costs one substitution, once) before the
+#: block is factorised again (16 measured faster than 6 on a settled 5,000-box pile, docs/benchmarks-sim.md)
+BORDER_MAX = 16
+
+
+@jit
+def new_panel_state(m):
+    """An empty factor state of :func:`panel_state_solve` for an island of m rows (no factor yet):
+    (P, poff, roff, cnt, xo, place, Y, yrow, ycol, meta): :func:`panel_factor`'s factor; the
+    substitutions M_FF^-1 B_c of the border rows met since (Y[c], row yrow[c]; row i's ycol[i], -1:
+    none); meta = (border columns used, whether the factor holds)."""
+    return (np.zeros(0), np.zeros(1, dtype=np.int64), np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64),
+            np.zeros(1, dtype=np.int64), np.full(m, -1, dtype=np.int64), np.zeros((BORDER_MAX, 0)),
+            np.full(BORDER_MAX, -1, dtype=np.int64), np.full(m, -1, dtype=np.int64), np.zeros(2, dtype=np.int64))
+
+
+@jit
+def _border_dot(sptr, sidx, sval, place, i, v):
+    """B_i' v for border row i of the factor's block F: v[place[i]] for a row of F (B_i = e_i), else
+    M_{F,i}' v (B_i: row i's entries on F's rows, M symmetric)."""
+    if place[i] >= 0:
+        return v[place[i]]
+    acc = 0.0
+    for p in range(sptr[i], sptr[i + 1]):
+        c = place[sidx[p]]
+        if c >= 0:
+            acc += sval[p] * v[c]
+    return acc
+
+
+@jit
+def panel_state_solve(st, sptr, sidx, sval, F, k, rhs, grp, gstep, nbr, nnb):
+    """(ok, x, state) with M_FF x = rhs (F[:k] the free rows; M in CSR, its groups as
+    :func:`panel_factor` takes them) from the factor held in ``st`` (:func:`new_panel_state`) of the
+    block of another free set F0: rows R of F0 not in F (held: x_R = 0 by multipliers) and rows A of
+    F not in F0 (joined) border it, K = [[M_F0F0, B], [B', G]] with B = [M_{F0,A}, E_R], G = [[M_AA,
+    0], [0, 0]], and with Y = M_F0F0^-1 B (one substitution per border row, kept for the rest of the
+    run) the Schur complement (G - B'Y) y = g - B'u, u = M_F0F0^-1 b, gives x_A = y_A and x_F0 =
+    u - Y y (x_R = 0): the solution on F exactly, as a factorisation of M_FF would give it up to
+    rounding. The block is factorised afresh (a new F0 = F) where there is no factor, or more than
+    BORDER_MAX border rows since it; ok False where that factorisation fails or x is not finite."""
+    P, poff, roff, cnt, xo, place, Y, yrow, ycol, meta = st
+    m = sptr.size - 1
+    if k == 0:
+        return True, np.empty(0), st
+    at = np.full(m, -1, dtype=np.int64)          # row i's place in F (rhs), -1: held
+    for a in range(k):
+        at[F[a]] = a
+    cols = np.empty(BORDER_MAX, dtype=np.int64)
+    c = 0
+    fresh = meta[1] == 0
+    if not fresh:
+        need = 0
+        for i in range(m):
+            if (place[i] >= 0) != (at[i] >= 0):
+                if c == BORDER_MAX:
+                    fresh = True
+                    break
+                cols[c] = i
+                c += 1
+                if ycol[i] < 0:
+                    need += 1
+        if meta[0] + need > BORDER_MAX:
+            fresh = True
+    if fresh:
+        ok, P, poff, roff, cnt, xo, place = panel_factor(sptr, sidx, sval, F, k, grp, gstep, nbr, nnb)
+        Y = np.empty((BORDER_MAX, xo[-1]))
+        yrow = np.full(BORDER_MAX, -1, dtype=np.int64)
+        ycol = np.full(m, -1, dtype=np.int64)
+        meta = np.array([0, 1 if ok else 0], dtype=np.int64)
+        st = (P, poff, roff, cnt, xo, place, Y, yrow, ycol, meta)
+        if not ok:
+            return False, np.zeros(k), st
+        c = 0
+    kf = xo[-1]
+    for j in range(c):                            # the border rows' substitutions not yet made
+        i = cols[j]
+        if ycol[i] >= 0:
+            continue
+        y = Y[meta[0]]
+        y[:] = 0.0
+        if place[i] >= 0:
+            y[place[i]] = 1.0
+        else:
+            for p in range(sptr[i], sptr[i + 1]):
+                r = place[sidx[p]]
+                if r >= 0:
+                    y[r] += sval[p]
+        panel_substitute(P, poff, roff, cnt, xo, nbr, nnb, y)
+        yrow[meta[0]] = i
+        ycol[i] = meta[0]
+        meta[0] += 1
+    u = np.zeros(kf)
+    for a in range(k):
+        if place[F[a]] >= 0:
+            u[place[F[a]]] = rhs[a]
+    panel_substitute(P, poff, roff, cnt, xo, nbr, nnb, u)
+    yb = np.zeros(c)
+    if c:
+        S = np.empty((c, c))
+        g = np.empty(c)
+        for ii in range(c):
+            ri = cols[ii]
+            joined = place[ri] < 0
+            for jj in range(c):
+                rj = cols[jj]
+                s = 0.0
+                if joined and place[rj] < 0:           # G: M_AA
+                    for p in range(sptr[ri], sptr[ri + 1]):
+                        if sidx[p] == rj:
+                            s += sval[p]
+                S[ii, jj] = s - _border_dot(sptr, sidx, sval, place, ri, Y[ycol[rj]])
+            g[ii] = (rhs[at[ri]] if joined else 0.0) - _border_dot(sptr, sidx, sval, place, ri, u)
+        try:
+            yb = np.linalg.solve(S, g)
+        except Exception:
+            meta[1] = 0                              # refactorise at the next call
+            return False, np.zeros(k), st
+        for jj in range(c):
+            yj = Y[ycol[cols[jj]]]
+            b = yb[jj]
+            for r in range(kf):
+                u[r] -= yj[r] * b
+    x = np.empty(k)
+    for a in range(k):
+        i = F[a]
+        if place[i] >= 0:
+            x[a] = u[place[i]]
+        else:
+            for jj in range(c):
+                if cols[jj] == i:
+                    x[a] = yb[jj]
+        if not np.isfinite(x[a]):
+            return False, x, st
+    return True, x, st
