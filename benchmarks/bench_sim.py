@@ -12,6 +12,9 @@ dt 0.01, gravity -9.81):
   point); stacks with the friction box on the current normal (arechavaleta eq. 16-17), piles with
   the box from the previous step's matched normal (arechavaleta §IV-C, eq. 16: a convex
   bound-constrained QP); every step certified or counted as a failure, fallbacks as in sim/fallback.py.
+* ``contactlab default``: ``Simulator(scene)`` with no model, method or options, what ``contactlab
+  simulate FILE`` runs (issue 37 goal 1: the default path against PyBullet); the method and coupling
+  it chose are reported.
 * ``contactlab fixed-50``: box-friction, pgs capped at 50 sweeps (``iterations=50``, PyBullet's default
   budget), the answer applied whatever its residual (the residual reached is reported); the sweeps
   run matrix-free on the rows and the 6x6 blocks of M^-1 (kernels/pgs_matrix_free/: the
@@ -74,6 +77,12 @@ from contactlab.solvers.pgs import BULLET_W_STEP_TOL  # noqa: E402
 STAGES = ("detect", "build", "solve", "integrate", "record")
 
 
+#: the clock every runner reads (``--clock``): wall time, or with ``--clock cpu`` the process's CPU time,
+#: which on a shared machine leaves out the time another process held the core (every engine here
+#: runs its step on the calling thread: BLAS on one thread, no solver threads)
+CLOCK = time.perf_counter
+
+
 def _dynamic_positions(scene):
     return np.array([b.position for b in scene.bodies if b.kind == "dynamic"], dtype=float)
 
@@ -119,28 +128,32 @@ def _warm_up(fixed):
             csr_masked(np.array([0, 1, 2], dtype=t), np.array([0, 1], dtype=t), np.ones(2), np.ones(2, dtype=np.bool_))
 
 
-def run_contactlab(scene_name, n, steps, budget, fixed=None, options=None, label=None):
+def run_contactlab(scene_name, n, steps, budget, fixed=None, options=None, label=None, default=False):
     _warm_up(fixed)
     scene = make_scene(scene_name, count=n)
     method = "pgs" if fixed else "box-qp"
     coupling = "previous" if (scene_name == "pile" and not fixed) else "current"
-    sim = Simulator(scene, "box-friction", method, iterations=fixed, model_options={"coupling": coupling},
-                    solver_options=options)
-    engine = label or ("contactlab " + (f"fixed-{fixed}" if fixed else "certified"))
+    if default:      # what a user gets with no model or method: Simulator(scene), as `contactlab simulate FILE`
+        sim = Simulator(scene)
+        method, coupling = sim.method, getattr(sim.model_options, "coupling", "?")
+    else:
+        sim = Simulator(scene, "box-friction", method, iterations=fixed, model_options={"coupling": coupling},
+                        solver_options=options)
+    engine = label or ("contactlab " + (f"fixed-{fixed}" if fixed else "default" if default else "certified"))
     pos0 = _dynamic_positions(scene)
     live = np.flatnonzero(sim.model.dof_start >= 0)
     sim.step()                                    # warm-up (this scene's first step)
     recs, sols, timings = [], [], []
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     try:       # per step only what a user's loop keeps (the record); the bookkeeping after the clock
-        while len(recs) < steps and time.perf_counter() - t0 < budget:
+        while len(recs) < steps and CLOCK() - t0 < budget:
             recs.append(sim.step())
             sols.append(sim.last_solution)
             timings.append(sim.timing)
     except Exception as exc:   # a certified run that stops (SimulationError) is reported as such
         return {"engine": engine, "scene": scene_name,
                 "n": n, "error": f"{type(exc).__name__}: {exc}"[:200], "steps": len(recs)}
-    wall = time.perf_counter() - t0
+    wall = CLOCK() - t0
     rel = [float(s.relative_residual) for s in sols]
     stage = {k: sum(t.get(k, 0.0) for t in timings) for k in STAGES}
     k = max(1, len(recs))
@@ -169,11 +182,11 @@ def run_pybullet(scene_name, n, steps, budget, residual_threshold=None, label="p
     pos0 = _dynamic_positions(scene)
     p.stepSimulation(physicsClientId=cid)
     k, pen = 0, 0.0
-    t0 = time.perf_counter()
-    while k < steps and time.perf_counter() - t0 < budget:
+    t0 = CLOCK()
+    while k < steps and CLOCK() - t0 < budget:
         p.stepSimulation(physicsClientId=cid)
         k += 1
-    wall = time.perf_counter() - t0
+    wall = CLOCK() - t0
     pts = p.getContactPoints(physicsClientId=cid)
     pen = max([0.0] + [-c[8] for c in pts])
     pos = [p.getBasePositionAndOrientation(i, physicsClientId=cid)[0] for i in ids]
@@ -192,12 +205,12 @@ def run_mujoco(scene_name, n, steps, budget):
     pos0 = _dynamic_positions(scene)
     mujoco.mj_step(m, d)
     k, pen, ncon = 0, 0.0, []
-    t0 = time.perf_counter()
-    while k < steps and time.perf_counter() - t0 < budget:
+    t0 = CLOCK()
+    while k < steps and CLOCK() - t0 < budget:
         mujoco.mj_step(m, d)
         ncon.append(d.ncon)
         k += 1
-    wall = time.perf_counter() - t0
+    wall = CLOCK() - t0
     pen = max([0.0] + [-float(d.contact[i].dist) for i in range(d.ncon)])
     pos = d.xpos[1:1 + len(pos0)].copy()
     return _summary("mujoco", scene_name, n, k, wall, pos0, pos, contacts=float(np.mean(ncon)) if ncon else 0.0,
@@ -256,6 +269,7 @@ def run_ode(scene_name, n, steps, budget, quick=True):
 
 
 RUNNERS = {"contactlab certified": lambda s, n, k, b: run_contactlab(s, n, k, b),
+           "contactlab default": lambda s, n, k, b: run_contactlab(s, n, k, b, default=True),
            "contactlab fixed-50": lambda s, n, k, b: run_contactlab(s, n, k, b, fixed=50),
            "contactlab fixed-50+stop": lambda s, n, k, b: run_contactlab(
                s, n, k, b, fixed=50, options={"w_step_tol": BULLET_W_STEP_TOL}, label="contactlab fixed-50+stop"),
@@ -386,7 +400,7 @@ def table(rows) -> str:
 
 
 #: our modes and the PyBullet run each is compared with (the same stopping rule)
-PAIRS = (("contactlab certified", "pybullet"), ("contactlab fixed-50", "pybullet no-stop"),
+PAIRS = (("contactlab default", "pybullet"), ("contactlab certified", "pybullet"), ("contactlab fixed-50", "pybullet no-stop"),
          ("contactlab fixed-50+stop", "pybullet"))
 
 
@@ -429,10 +443,14 @@ def main(argv=None):
     ap.add_argument("--repeat-max", type=int, default=100, help="largest scene run --repeat times")
     ap.add_argument("--out", type=Path, default=None, help="also write the raw Markdown table here")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time steps (and the --budget) by wall time or by the process's CPU time (a shared machine)")
     ap.add_argument("--figure", type=Path, default=None)
     ap.add_argument("--solver-study", type=int, nargs="*", default=None, metavar="STEP",
                     help="only the recorded-LCP solver study: pile of --sizes[0] boxes at these steps")
     a = ap.parse_args(argv)
+    global CLOCK
+    CLOCK = time.process_time if a.clock == "cpu" else time.perf_counter
     keep_freed_memory()     # what a Simulator sets when built, set first: every engine runs on the same allocator
     if a.solver_study is not None:
         rows = solver_study(a.sizes[0], a.solver_study or [40, 80])
@@ -450,6 +468,7 @@ def main(argv=None):
             engines = [e for e in a.engines
                        if not (e == "contactlab certified" and scene_name == "pile" and n > a.certified_max)]
             for r in repeated_runs(engines, scene_name, n, a.steps, a.budget, a.repeat if n <= a.repeat_max else 1):
+                r["clock"] = a.clock
                 rows.append(r)
                 print(json.dumps(r), flush=True)
     drift_rows = []
@@ -467,7 +486,7 @@ def main(argv=None):
             {"rows": rows, "drift": drift_rows, "exponents": slopes}, indent=1)))
     if a.figure:
         figure(rows, a.figure)
-    header = (f"Run: `{' '.join(['python', 'benchmarks/bench_sim.py', *(argv if argv is not None else sys.argv[1:])])}` "
+    header = (f"Clock: {a.clock}. Run: `{' '.join(['python', 'benchmarks/bench_sim.py', *(argv if argv is not None else sys.argv[1:])])}` "
               f"on {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
               f"{os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n")
     text = (header + "\n" + table(rows) + "\n\nOurs / PyBullet, ms per step (median runs; fastest runs after the "

@@ -7,6 +7,7 @@ when it goes to a file or a pipe), :func:`interrupt_exit_on_sigterm`, and :func:
 """
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 
@@ -83,6 +84,36 @@ def same_file(out, source) -> bool:
 def write_failed(exc: OSError, what) -> str:
     """The one line for an output that could not be written (disk full, permissions, ...)."""
     return f"error: could not write {what} ({exc.strerror or exc}); any previous file there is left as it was"
+
+
+@contextlib.contextmanager
+def trajectory_command(traj, out=None):
+    """The exits of a command that reads trajectory ``traj`` (``plot``, ``replay``) around one of its
+    phases: a contactlab error (a refused option or output, a damaged part named by
+    :func:`check_trajectory`) is its line and exit 2; damage the checks did not foresee (KeyError,
+    IndexError, ValueError, and h5py's read errors, OSErrors without an errno) is "unreadable
+    trajectory file" and exit 2; while writing ``out`` (given), an OSError with an errno is the
+    write's (a full disk, permissions: exit 1, any previous file left), while reading any OSError
+    is the trajectory's."""
+    import typer
+
+    from ..errors import ContactlabError
+
+    def unreadable(exc):
+        typer.echo(f"error: {traj}: unreadable trajectory file ({type(exc).__name__}: {exc})", err=True)
+        raise typer.Exit(2)
+    try:
+        yield
+    except ContactlabError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
+    except (KeyError, IndexError, ValueError) as exc:
+        unreadable(exc)
+    except OSError as exc:
+        if out is None or exc.errno is None:
+            unreadable(exc)
+        typer.echo(write_failed(exc, out), err=True)
+        raise typer.Exit(1)
 
 
 def check_trajectory(path) -> None:

@@ -21,10 +21,10 @@ def register(app: typer.Typer) -> None:
         that opens offline in any browser."""
         import math
 
-        from ..errors import ContactlabError, ParamError
-        from . import check_output, check_trajectory, same_file, write_failed
+        from ..errors import ParamError
+        from . import check_output, check_trajectory, same_file, trajectory_command
         from ..viz.replay import read_replay, replay_html
-        try:
+        with trajectory_command(traj):
             if max_frames is not None and max_frames < 2:
                 raise typer.BadParameter("--max-frames must be >= 2")
             if not 0 < speed < math.inf:
@@ -36,22 +36,7 @@ def register(app: typer.Typer) -> None:
                 raise ParamError(f"--html {html_out} is the trajectory file itself; give another file name")
             check_trajectory(traj)
             data = read_replay(traj)
-        except ContactlabError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2)
-        except (KeyError, IndexError, ValueError, OSError) as exc:   # damage the checks did not foresee
-            typer.echo(f"error: {traj}: unreadable trajectory file ({type(exc).__name__}: {exc})", err=True)
-            raise typer.Exit(2)
-        try:
+        with trajectory_command(traj, html_out):   # a full disk: the page's temporary file is removed, any old page kept
             replay_html(data, html_out, title=title or traj.name, max_frames=max_frames, max_contacts=max_contacts,
                         speed=speed, loop=loop)
-        except ContactlabError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2)
-        except (KeyError, IndexError, ValueError) as exc:   # damage the checks did not foresee
-            typer.echo(f"error: {traj}: unreadable trajectory file ({type(exc).__name__}: {exc})", err=True)
-            raise typer.Exit(2)
-        except OSError as exc:          # a full disk: the page's temporary file is removed, any old page kept
-            typer.echo(write_failed(exc, html_out), err=True)
-            raise typer.Exit(1)
         typer.echo(f"wrote {html_out} ({html_out.stat().st_size / 1e6:.1f} MB, {data.frames} frames recorded)")

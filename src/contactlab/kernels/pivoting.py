@@ -11,7 +11,7 @@ import numpy as np
 from ._jit import jit
 from .dense import border_add, border_remove, chol_append_column, chol_delete, chol_solve
 from .residual import lcp_certify_dense, lcp_residual_kernel
-from .tolerances import DEPENDENT_W, ITERATE, PIVOT, SYMMETRY, TIE
+from .tolerances import DEPENDENT_W, ITERATE, NORMWISE_FLOOR, PIVOT, SYMMETRY, TIE
 
 SOLVED, UNBOUNDED, MAX_PIVOTS, NUMERICAL, NOT_P = 0, 1, 2, 3, 4
 
@@ -463,6 +463,26 @@ def _natural(M, q, z, w):
 
 
 @jit
+def _natural_pair(M, q, za, zb, wa, wb):
+    """Whether ||min(za, M za + q)||_inf <= ||min(zb, M zb + q)||_inf (wa, wb written): :func:`_natural`
+    of both in one pass over M, each sum in the same order as :func:`_natural`'s (the same numbers,
+    bit for bit); the refinement's test in :func:`dantzig_work`."""
+    n = q.shape[0]
+    for i in range(n):
+        sa = q[i]
+        sb = q[i]
+        for j in range(n):
+            m = M[i, j]
+            if za[j] != 0.0:
+                sa += m * za[j]
+            if zb[j] != 0.0:
+                sb += m * zb[j]
+        wa[i] = sa
+        wb[i] = sb
+    return lcp_residual_kernel(za, wa)[0] <= lcp_residual_kernel(zb, wb)[0]
+
+
+@jit
 def symmetry_dense(M):
     """(max |M_ij|, max |M_ij - M_ji|) of a dense M in one pass: the numbers of the one symmetry
     test (problems/validation.py ``is_symmetric``: symmetric when the second <= SYMMETRY * the first)."""
@@ -570,7 +590,7 @@ def dantzig_work(M, q, zwarm, max_pivots, refine, floor_factor, direct, tol, fwo
         for a in range(k):
             if zr[idx[a]] < 0.0:
                 ok = False
-        if ok and _natural(M, q, zr, dz) <= _natural(M, q, z, dz):
+        if ok and _natural_pair(M, q, zr, z, dz, v):
             for i in range(n):
                 z[i] = zr[i]
     for i in range(n):
@@ -624,3 +644,19 @@ def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor):
         np.empty(nb, dtype=np.bool_))
     y = fwork[2 * n:3 * n].copy() if code == UNBOUNDED else np.zeros(0)
     return code, k0, majors, pivots, d, z, w, numbers, active, y
+
+
+@jit
+def dantzig_lean(M, q, zwarm, max_pivots, tol, fwork, iwork, bwork):
+    """:func:`dantzig_work` as ``DantzigWork.direct`` calls it with refinement on (``direct``, the
+    floor tolerances.NORMWISE_FLOOR, the default pivot limit 20 n + 100 when ``max_pivots`` < 0), its
+    results returned flat: (status, k0, majors, pivots, relative residual, natural residual,
+    complementarity, infeasibility, z (n), w (n), the active set sorted (k)). Eight arguments and one
+    flat tuple instead of eleven and a nested one: inside a simulator's step every argument and every
+    boxed result is a fixed cost that a warm-started solve pays as fully as a cold one
+    (sim/reuse.py, loomis-balkcom §IV; docs/computation-reuse.md)."""
+    n = q.shape[0]
+    code, k0, majors, pivots, d, k, rel = dantzig_work(M, q, zwarm, 20 * n + 100 if max_pivots < 0 else max_pivots,
+                                                       True, NORMWISE_FLOOR, True, tol, fwork, iwork, bwork)
+    c = fwork[8 * n:8 * n + 4]
+    return code, k0, majors, pivots, rel, c[0], c[1], c[2], fwork[:n].copy(), fwork[n:2 * n].copy(), iwork[:k].copy()

@@ -35,9 +35,12 @@ from ..errors import ModelError
 from ..mechanics.model import KIND_DYNAMIC, KIND_FIXED
 from ..models.built import problem_of
 from ..kernels import reuse as KR
+from ..kernels.tolerances import CERTIFY
+from ..problems import LCP
 from .fallback import certified
 
 MODES = ("motionless",)
+_EMPTY = np.zeros(0)     # the cold start
 
 
 def motionless_bodies(model, data, contacts, radius: np.ndarray, tol_v: float) -> np.ndarray:
@@ -129,13 +132,18 @@ class MotionlessReuse:
         # dantzig (the paper's method): its compiled call without solve()'s dispatch, planned once
         from ..solvers import available_solvers, solve
         from ..solvers.pivoting import DantzigWork
-        self._solve, self._direct_call = solve, DantzigWork().direct   # its own work arrays, kept
-        self._direct = None
+        work = DantzigWork()                     # its own work arrays, kept between steps
+        self._solve, self._direct_call, self._lean_solve, self.lean_call = solve, work.direct, work.lean, work.lean_call
+        self._direct = self.lean = None
+        self.cold = _EMPTY                       # the cold start's z (no warm start)
         if sim.method == "dantzig":
             try:
                 self._direct = available_solvers()["dantzig"].make_options(dict(sim.solver_options))
             except ValueError:     # options dantzig does not take: solve() says so at the first step
                 self._direct = None
+        if self._direct is not None and self._direct.refine:   # the lean call: (max_pivots, tol) resolved once
+            o = self._direct
+            self.lean = (-1 if o.max_iterations is None else int(o.max_iterations), max(float(o.tol), CERTIFY))
 
     def prepare(self, built, contacts, kwargs: dict) -> None:
         """Replace the solver's warm start in ``kwargs`` by the motionless set's (SOLVELCP(world,
@@ -157,7 +165,13 @@ class MotionlessReuse:
         column: docs/computation-reuse.md); anything it leaves (a refusal, a failure, other arguments)
         and every other method go through :func:`contactlab.solve`."""
         if self._direct is not None and len(kwargs) - ("warm_start" in kwargs) == len(self.sim.solver_options):
-            sol = self._direct_call(problem, kwargs.get("warm_start"), self._direct)
+            ws = kwargs.get("warm_start")
+            if self.lean is not None and type(problem) is LCP and type(problem.M) is np.ndarray and \
+                    (ws is None or (type(ws) is np.ndarray and ws.shape == (problem.n,))):
+                # the checks of DantzigWork.direct made once (options) or here (types): one compiled call
+                sol = self._lean_solve(problem.M, problem.q, _EMPTY if ws is None else ws, *self.lean)
+            else:
+                sol = self._direct_call(problem, ws, self._direct)
             if sol is not None:
                 return sol
         return self._solve(problem, self.sim.method, **kwargs)

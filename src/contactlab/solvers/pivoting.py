@@ -245,6 +245,37 @@ class DantzigWork:
         return Solution(z, w, _SOLVED, int(majors), int(pivots), c[0], "dantzig", info, c[1], c[2],
                         time.perf_counter() - t0, None, rel)
 
+    def lean(self, M, q, zw, max_pivots: int, tol: float):
+        """:meth:`direct`'s Solution for a caller that has checked what :meth:`direct` checks once
+        for all its solves (sim/reuse_stages.py: an LCP with a dense M, options with ``refine``
+        on; ``max_pivots`` < 0 for the default limit, ``tol`` = max(CERTIFY, the option's tol)),
+        ``zw`` a float64 z of length 0 (cold) or n: :meth:`lean_call` then :func:`lean_solution`. The
+        same z, w, status, counts, residual numbers and info as :meth:`direct`
+        (tests/solvers/test_pivoting.py). None where :meth:`direct` returns None."""
+        t0 = time.perf_counter()
+        out = self.lean_call(M, q, zw, max_pivots, tol)
+        return lean_solution(out, zw.shape[0], time.perf_counter() - t0)
+
+    def lean_call(self, M, q, zw, max_pivots: int, tol: float):
+        """The compiled call of :meth:`lean` alone (kernels/pivoting.py ``dantzig_lean``: eight
+        arguments, a flat result), over these work arrays; its result goes to :func:`lean_solution`."""
+        if q.shape[0] > self.size:
+            self.arrays(q.shape[0])
+        return K.dantzig_lean(M, q, zw, max_pivots, tol, self.f, self.i, self.b)
+
+
+def lean_solution(out: tuple, warm: int, seconds: float = 0.0):
+    """The Solution of ``DantzigWork.lean_call``'s result ``out`` (``warm``: the warm start's length,
+    0 for a cold start; ``seconds``: its time_s), or None where the call left the problem to solve()."""
+    code, k0, majors, pivots, rel, nat, comp, infeas, z, w, active = out
+    if code:
+        return None
+    if warm:
+        info = {"active_set": active, "warm_start_k": int(k0), "major_cycle_bound": z.shape[0] - int(k0)}
+    else:
+        info = {"active_set": active}
+    return Solution(z, w, _SOLVED, int(majors), int(pivots), nat, "dantzig", info, comp, infeas, seconds, None, rel)
+
 
 _LOCAL = threading.local()
 
