@@ -22,11 +22,19 @@ import scipy.sparse as sp
 from ..kernels.mixed import pyramid_coupling
 from ..mechanics.system import csr_of, rows_times, rows_transpose_times
 from ..problems import ProblemStructure
+from ..solvers.st_box import AUTO_MIN_ROWS as ST_BOX_ROWS
 from .built import Built
 from .common import StepResult, contact_modes, mixed_problem, mixed_recover, pyramid_to_tangent, stacked_rows
 
 NAME = "stewart-trinkle"
 DEFAULT_METHOD = "lemke"
+#: given no method and no options, on scenes of free bodies only: ``auto``, which solves each island
+#: of the step's LCP (sim/islands.py) by Lemke below solvers/st_box.py ``AUTO_MIN_ROWS`` rows and by
+#: st-box (the pyramid as box friction in 45-degree axes by box-qp, certified on this LCP, Lemke
+#: where it does not certify) from there: a pile's impact island on which Lemke pivots for minutes
+#: (docs/benchmarks-sim.md, "Stewart-Trinkle piles by box-qp"); below that size the same Lemke calls
+FREE_BODIES_DEFAULT = ("auto", {}, f"Lemke on islands below {ST_BOX_ROWS:,} rows, st-box (box-qp, certified on the "
+                                    "pyramid LCP) from there")
 DESCRIPTION = "velocity-level LCP, friction pyramid of d directions (arechavaleta eq. 13-15)"
 
 

@@ -11,6 +11,7 @@ the step's status means the same as for one solve of the whole.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -62,9 +63,13 @@ def solve_islands(problem: BoxedLCP, method: str, solve_fn, warm_start=None, min
     The answer is SOLVED when every island's solve is and the assembled z certifies on the whole
     problem (its relative residual at most max(tol, CERTIFY), as solve() decides); otherwise the
     worst island's status. Iterations and pivots are summed; ``info['islands']`` is the count and
-    ``info['island_sizes']`` the rows per island."""
+    ``info['island_sizes']`` the rows per island, ``info['island_methods']`` the method that answered each
+    (``auto``'s choice; a method's own ``info['answered_by']`` where it handed the island on, as st-box to Lemke)."""
     own = getattr(problem, "islands", None)
     count, labels = own if own is not None else island_labels(problem)
+    groups = getattr(problem, "row_groups", None)
+    if groups and all(k in groups for k in ("normal", "friction", "lambda")):
+        count, labels = contacts_whole(count, labels, groups)
     if count < min_islands:
         return None
     t0 = time.perf_counter()
@@ -72,9 +77,12 @@ def solve_islands(problem: BoxedLCP, method: str, solve_fn, warm_start=None, min
     z = np.zeros(problem.n)
     its = pivots = 0
     statuses = []
+    methods = []
     for k in range(count):
         idx = order[bounds[k]:bounds[k + 1]]
         sub = island_problem(problem, idx, DENSE_ISLAND)
+        if groups:
+            sub.structure = dataclasses.replace(sub.structure, row_groups=island_groups(groups, idx))
         kw = dict(options)
         if warm_start is not None:
             kw["warm_start"] = np.asarray(warm_start, dtype=np.float64)[idx]
@@ -83,6 +91,7 @@ def solve_islands(problem: BoxedLCP, method: str, solve_fn, warm_start=None, min
         its += int(s.iterations)
         pivots += int(s.pivots)
         statuses.append(s.status)
+        methods.append(s.info.get("answered_by", s.method))
     w, absolute, relative = problem.certify(z)
     rel = max(relative.natural, relative.infeasibility)
     tol = max(float(options.get("tol", 0.0) or 0.0), CERTIFY)
@@ -91,4 +100,50 @@ def solve_islands(problem: BoxedLCP, method: str, solve_fn, warm_start=None, min
     return Solution(z=z, w=w, status=status, iterations=its, pivots=pivots, residual=absolute.natural,
                     method=method, complementarity=absolute.complementarity, infeasibility=absolute.infeasibility,
                     relative_residual=rel, time_s=time.perf_counter() - t0,
-                    info={"islands": int(count), "island_sizes": np.diff(bounds).tolist()})
+                    info={"islands": int(count), "island_sizes": np.diff(bounds).tolist(),
+                          "island_methods": methods})
+
+
+def island_groups(groups: dict, idx: np.ndarray) -> dict:
+    """The row groups of the island of rows ``idx`` (ascending) of a problem with row groups
+    ``groups`` (kind -> slice): each kind's rows of the island, contiguous in the island's order.
+    Solvers that read a problem's rows by kind (st-box: a Stewart-Trinkle LCP's normal, friction and
+    lambda rows) read an island's the same way."""
+    out = {}
+    for kind, s in groups.items():
+        a, b = np.searchsorted(idx, [s.start, s.stop])
+        out[kind] = slice(int(a), int(b))
+    return out
+
+
+def contacts_whole(count: int, labels: np.ndarray, groups: dict) -> tuple[int, np.ndarray]:
+    """The islands (count, labels) of a Stewart-Trinkle LCP with each contact's rows (normal, its
+    friction rows, lambda; ``groups``) in one island: the matrix links them through the pyramid's
+    coupling (lambda to beta and c_n) and the bodies, but a zero entry (a contact whose lever arm
+    lies along its normal) may leave its normal apart. Islands of one contact's rows are joined
+    (union-find over the labels, only where one is split: usually the labels come back as they are)."""
+    n_rows, f_rows, l_rows = groups["normal"], groups["friction"], groups["lambda"]
+    nc = n_rows.stop - n_rows.start
+    if nc == 0 or f_rows.stop - f_rows.start != 4 * nc or l_rows.stop - l_rows.start != nc:
+        return count, labels
+    own = labels[n_rows]
+    rows = np.column_stack([own, labels[f_rows].reshape(nc, 4), labels[l_rows]])
+    if np.all(rows == own[:, None]):
+        return count, labels
+    parent = np.arange(count)
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+    for r in rows[np.any(rows != own[:, None], axis=1)]:
+        a = root(r[0])
+        for b in r[1:]:
+            b = root(b)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+                a = min(a, b)
+    roots = np.array([root(i) for i in range(count)])
+    _, new = np.unique(roots, return_inverse=True)
+    return int(new.max()) + 1, new[labels].astype(np.int64)

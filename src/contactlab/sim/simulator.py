@@ -163,15 +163,17 @@ def default_combination(model, method, model_options, reuse, iterations, islands
 
 def model_default(contact_model, model, model_options, reuse, iterations, islands) -> tuple:
     """(method, model options, why or None) for a simulator given a contact model but no method:
-    the model's ``FREE_BODIES_DEFAULT`` (its certified fast combination) where it has one, the
+    the model's ``FREE_BODIES_DEFAULT`` (its certified fast combination, ``(method, options)`` or
+    ``(method, options, what it is)``) where it has one, the
     caller gave no model options, reuse, budget or islands, and every moving body is free (the
     same conditions as :func:`default_combination`); else its ``DEFAULT_METHOD``."""
     combination = getattr(contact_model, "FREE_BODIES_DEFAULT", None)
     if (combination is not None and model_options is None and reuse is None and iterations is None
             and not islands and free_bodies_only(model)):
-        method, options = combination
+        method, options = combination[:2]
+        what = combination[2] if len(combination) > 2 else "compiled and certified"
         return method, dict(options), (f"model {contact_model.NAME!r} without a method or options, free bodies "
-                                       f"only: {method} with {options}, compiled and certified")
+                                       f"only: {method} with {options}, {what}")
     return getattr(contact_model, "DEFAULT_METHOD", "auto"), model_options, None
 
 

@@ -279,6 +279,14 @@ def choose_method(problem: Problem) -> tuple[str, str]:
             if m in _REGISTRY:
                 return m, "boxed LCP"
         return "lemke", "boxed LCP (no iterative solver registered)"
+    if type(problem) is LCP and problem.row_groups and "lambda" in problem.row_groups and "st-box" in _REGISTRY:
+        from .st_box import AUTO_MIN_ROWS, pyramid_contacts
+        if not isinstance(pyramid_contacts(problem), str):
+            # chosen on Stewart-Trinkle piles (docs/benchmarks-sim.md, "Stewart-Trinkle piles by box-qp")
+            if problem.n >= AUTO_MIN_ROWS:
+                return "st-box", (f"Stewart-Trinkle LCP of free bodies, {problem.n} >= {AUTO_MIN_ROWS} rows "
+                                  "(box-qp on the pyramid as a box, Lemke where it does not certify)")
+            return "lemke", f"Stewart-Trinkle LCP below {AUTO_MIN_ROWS} rows (Lemke measured faster there)"
     if isinstance(problem, (LCP, MixedLCP)):
         # chosen by benchmarks/bench_pivoting.py (docs/benchmarks-pivoting.md, dantzig/lemke time):
         # lemke on positive definite M, dantzig on rank-deficient PSD contact M.
