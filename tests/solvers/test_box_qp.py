@@ -232,3 +232,25 @@ def test_interior_point_embeds_fixed_rows_in_an_analysed_pattern():
     assert ok1 and ok2 and c1[0] == c2[0]
     assert np.array_equal(z1[fixed], lo[fixed]) and np.array_equal(z2[fixed], lo[fixed])
     assert np.abs(z1 - z2).max() <= 1e-6 * max(1.0, np.abs(z1).max())
+
+
+def test_interior_point_stops_cleanly_where_an_iterate_rounds_onto_a_bound():
+    """A bound of 1e17 with the problem's own scale 1: lo + scale_z rounds to lo (ulp 16), so the gap
+    z - lo is exactly 0 and s / gap divides by zero (NaN iterates before; ZeroDivisionError where the
+    kernel ran as Python, seen on a Stewart-Trinkle pile island). The interior point returns a finite
+    iterate and does not claim convergence, and box-qp's default (Newton) certifies the minimiser."""
+    import contactlab.solvers.box_qp as bq
+    from contactlab import solve
+    from contactlab.problems import BoxedLCP
+    M, q = np.eye(2), np.array([1.0, -1.0])
+    lo, hi = np.array([1e17, 0.0]), np.array([np.inf, np.inf])
+    gl, gu, Dg = np.empty(2), np.empty(2), np.empty(2)
+    L, U = np.isfinite(lo), np.isfinite(hi)
+    mu = bq._ipm_gaps(np.array([1e17, 1.0]), np.ones(2), np.zeros(2), np.where(L, lo, 0.0), np.zeros(2),
+                      L, U, gl, gu, Dg)
+    assert mu == -1.0                                           # the gap 0 is reported, not divided by
+    opts = bq.BoxQPOptions()
+    z, w, ok = bq._ipm(M, q, lo, hi, opts, opts.tol, [0])
+    assert np.all(np.isfinite(z)) and np.all(np.isfinite(w)) and not ok
+    sol = solve(BoxedLCP(M, q, lo, hi), "box-qp")
+    assert sol.success and np.allclose(sol.z, [1e17, 1.0], rtol=1e-12)

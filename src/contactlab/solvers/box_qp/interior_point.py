@@ -81,11 +81,16 @@ def _ipm_centrality(dz, dsl, dsu, gl, gu, sl, su, L, U, at, smu, tl, tu, tl2, tu
 @jit
 def _ipm_gaps(z, sl, su, lo, hi, L, U, gl, gu, Dg):
     """The gaps gl = z - lo, gu = hi - z (1 where the bound is infinite), the diagonal
-    Dg = s_lo / gl + s_hi / gu of the iteration's system M + diag(Dg), and the mean complementarity mu."""
+    Dg = s_lo / gl + s_hi / gu of the iteration's system M + diag(Dg), and the mean complementarity mu.
+    -1.0 where a gap is not positive: the fraction-to-boundary rule keeps gaps positive in exact
+    arithmetic, but z + a dz can round onto a bound whose gap is below z's ulp; the iteration has then
+    left the interior and stops (its best iterate so far is checked as always)."""
     acc, m = 0.0, 0
     for i in range(z.size):
         gl[i] = z[i] - lo[i] if L[i] else 1.0
         gu[i] = hi[i] - z[i] if U[i] else 1.0
+        if not (gl[i] > 0.0 and gu[i] > 0.0):
+            return -1.0
         Dg[i] = sl[i] / gl[i] + su[i] / gu[i]
         if L[i]:
             acc += gl[i] * sl[i]
@@ -202,8 +207,10 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None, factors=None, warm_resid
         zw = np.clip(z_warm, lo, hi)
         if (certified(zw)[1] if warm_residual is None else warm_residual) <= IPM_WARM_MAX:
             warm = zw[keep]
-    if warm is None:    # a start strictly inside the box, multipliers of the size of q
-        z = np.where(L & U, 0.5 * (lo0 + hi0), np.where(L, lo0 + scale_z, np.where(U, hi0 - scale_z, 0.0)))
+    if warm is None:    # a start strictly inside the box, multipliers of the size of q; a one-sided
+        # bound's offset at least 1e-10 of the bound's size, so that it does not round onto the bound
+        pad = np.maximum(scale_z, 1e-10 * (1.0 + np.abs(np.where(L, lo0, hi0))))
+        z = np.where(L & U, 0.5 * (lo0 + hi0), np.where(L, lo0 + pad, np.where(U, hi0 - pad, 0.0)))
         sl, su = np.where(L, scale_w, 0.0), np.where(U, scale_w, 0.0)
     else:               # the warm start 1 % of the box (or of scale_z) inside, multipliers from its w
         pad = 1e-2 * np.minimum(np.where(L & U, hi0 - lo0, np.inf), scale_z)
@@ -222,6 +229,8 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None, factors=None, warm_resid
         w2 = affine(z)      # M z + q on the kept rows; then each check's w
     for _ in range(opts.ipm_iterations):
         mu = _ipm_gaps(z, sl, su, lo0, hi0, L, U, gl, gu, Dg)
+        if mu < 0.0:    # an iterate rounded onto a bound: no interior left to step in
+            break
         solve_k = shifted.solver(Dg)
         counter[0] += 1
         # predictor (affine scaling: targets 0), then Mehrotra's corrector (sigma = (mu_aff/mu)^3)
