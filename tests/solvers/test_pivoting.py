@@ -531,6 +531,33 @@ def test_dantzig_direct_leaves_the_rest_to_solve():
     assert cl.solve(cl.LCP(M, -np.ones(4)), "dantzig", max_iterations=1).status is cl.Status.MAX_ITERATIONS
 
 
+def test_lean_call_bound_to_machine_code_takes_only_its_types():
+    """``DantzigWork.into`` becomes numba's machine code after the first call (``bind``: the
+    dispatcher's typing skipped, kernels/pivoting.py ``dantzig_into``), which reads its arguments
+    without checking them; so ``lean_takes`` admits only C-contiguous float64 arrays (a strided q,
+    a float32 or strided warm start, a sparse M go to the checked paths), and the bound call gives
+    the dispatcher's answer bit for bit on a problem of another size."""
+    import scipy.sparse as sp
+    from contactlab.kernels import pivoting as KP
+    from contactlab.kernels.tolerances import CERTIFY
+    from contactlab.solvers.pivoting import DantzigWork, lean_takes
+    rng = np.random.default_rng(3)
+    J = rng.standard_normal((12, 8))
+    P = cl.LCP(J @ J.T, -rng.random(12))
+    work = DantzigWork()
+    first = work.lean(P.M, P.q, np.zeros(0), -1, CERTIFY)
+    assert work.into is not KP.dantzig_into            # compile mode: bound after the first call
+    Q = cl.LCP(J[:7] @ J[:7].T, -rng.random(7))
+    bound = work.lean(Q.M, Q.q, np.zeros(0), -1, CERTIFY)
+    _same_solution(bound, cl.solve(Q, "dantzig"))
+    _same_solution(work.lean(P.M, P.q, np.zeros(0), -1, CERTIFY), first)
+    assert lean_takes(P, None) and lean_takes(P, np.zeros(12))
+    strided = cl.LCP.trusted(P.M, np.repeat(P.q, 2)[::2])
+    assert not strided.q.flags.c_contiguous and not lean_takes(strided, None)
+    assert not lean_takes(P, np.zeros(12, dtype=np.float32)) and not lean_takes(P, np.zeros(24)[::2])
+    assert not lean_takes(P, np.zeros(11)) and not lean_takes(cl.LCP(sp.csr_matrix(P.M), P.q), None)
+
+
 _RANK_DEFICIENT = ("noslip_quadruped_boxfeet_rank_deficient", "noslip_box_gripper_rank_deficient")
 
 

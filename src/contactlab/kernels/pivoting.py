@@ -647,16 +647,25 @@ def dantzig_dense(M, q, zwarm, max_pivots, refine, floor_factor):
 
 
 @jit
-def dantzig_lean(M, q, zwarm, max_pivots, tol, fwork, iwork, bwork):
+def dantzig_into(M, q, zwarm, max_pivots, tol, fwork, iwork, bwork, zw, active):
     """:func:`dantzig_work` as ``DantzigWork.direct`` calls it with refinement on (``direct``, the
     floor tolerances.NORMWISE_FLOOR, the default pivot limit 20 n + 100 when ``max_pivots`` < 0), its
-    results returned flat: (status, k0, majors, pivots, relative residual, natural residual,
-    complementarity, infeasibility, z (n), w (n), the active set sorted (k)). Eight arguments and one
-    flat tuple instead of eleven and a nested one: inside a simulator's step every argument and every
-    boxed result is a fixed cost that a warm-started solve pays as fully as a cold one
-    (sim/reuse.py, loomis-balkcom §IV; docs/computation-reuse.md)."""
+    arrays written into the caller's: zw[:n] = z, zw[n:2n] = w, active[:k] = the active set sorted.
+    Returns numbers only: (status, k0, majors, pivots, k, relative residual, natural residual,
+    complementarity, infeasibility).
+
+    Inside a simulator's step every boxed result is a fixed cost that a warm-started solve pays as
+    fully as a cold one (loomis-balkcom §IV; sim/reuse_stages.py): an array numba allocates and
+    returns is boxed with a Python object of its own besides the ndarray, ~2 us each even in warm
+    caches, while the caller's ``np.empty`` costs a third of that, and a tuple of numbers costs
+    almost nothing (docs/computation-reuse.md). The same numbers as :func:`dantzig_result`, bit
+    for bit (tests/solvers/test_pivoting.py)."""
     n = q.shape[0]
     code, k0, majors, pivots, d, k, rel = dantzig_work(M, q, zwarm, 20 * n + 100 if max_pivots < 0 else max_pivots,
                                                        True, NORMWISE_FLOOR, True, tol, fwork, iwork, bwork)
+    for i in range(2 * n):
+        zw[i] = fwork[i]
+    for a in range(k):
+        active[a] = iwork[a]
     c = fwork[8 * n:8 * n + 4]
-    return code, k0, majors, pivots, rel, c[0], c[1], c[2], fwork[:n].copy(), fwork[n:2 * n].copy(), iwork[:k].copy()
+    return code, k0, majors, pivots, k, rel, c[0], c[1], c[2]

@@ -395,7 +395,7 @@ def run(ctx) -> str:
         "reuse (each island of the LCP solved apart, `Simulator(islands=None)`); 'cold, reuse's call' is the reuse run with its warm "
         "start withheld (every solve cold through the same compiled call, plus the sub-solves): the "
         "like-for-like baseline. The two reuse runs take the reuse stages (`sim/reuse_stages.py`): their "
-        "LCP time is the compiled call's (`DantzigWork.lean_call`; the Solution is built after it, as the "
+        "LCP time is the compiled call's with its two result arrays (`DantzigWork.into`; the Solution is built after it, as the "
         "compiled box-friction stages time theirs), while 'cold', 'cold, islands' and 'previous' time "
         "`solve()` with its dispatch and Solution, so the savings against 'cold' include that difference "
         "of what is timed; only the column against 'cold, reuse's call' is the warm start's own. "

@@ -36,7 +36,6 @@ from ..mechanics.model import KIND_DYNAMIC, KIND_FIXED
 from ..models.built import problem_of
 from ..kernels import reuse as KR
 from ..kernels.tolerances import CERTIFY
-from ..problems import LCP
 from .fallback import certified
 
 MODES = ("motionless",)
@@ -131,9 +130,9 @@ class MotionlessReuse:
         self.last_sub = None        # the sub-problem solved after the last step, if the set changed
         # dantzig (the paper's method): its compiled call without solve()'s dispatch, planned once
         from ..solvers import available_solvers, solve
-        from ..solvers.pivoting import DantzigWork
-        work = DantzigWork()                     # its own work arrays, kept between steps
-        self._solve, self._direct_call, self._lean_solve, self.lean_call = solve, work.direct, work.lean, work.lean_call
+        from ..solvers.pivoting import DantzigWork, lean_takes
+        self.work = work = DantzigWork()         # its own work arrays, kept between steps
+        self._solve, self._direct_call, self._lean_solve, self.lean_takes = solve, work.direct, work.lean, lean_takes
         self._direct = self.lean = None
         self.cold = _EMPTY                       # the cold start's z (no warm start)
         if sim.method == "dantzig":
@@ -166,8 +165,7 @@ class MotionlessReuse:
         and every other method go through :func:`contactlab.solve`."""
         if self._direct is not None and len(kwargs) - ("warm_start" in kwargs) == len(self.sim.solver_options):
             ws = kwargs.get("warm_start")
-            if self.lean is not None and type(problem) is LCP and type(problem.M) is np.ndarray and \
-                    (ws is None or (type(ws) is np.ndarray and ws.shape == (problem.n,))):
+            if self.lean is not None and self.lean_takes(problem, ws):
                 # the checks of DantzigWork.direct made once (options) or here (types): one compiled call
                 sol = self._lean_solve(problem.M, problem.q, _EMPTY if ws is None else ws, *self.lean)
             else:

@@ -9,9 +9,11 @@ step, where the rest of the step has evicted the caches, those microseconds are 
 warm-started solve pays as fully as a cold one: on the paper's seven-block column the warm start
 saves ~30 us of ~80 per solve, so every fixed microsecond lowers the saving
 (docs/computation-reuse.md). Here the solve stage makes one compiled call
-(``solvers/pivoting.py DantzigWork.lean_call``) and builds the Solution from its result after it
-(``lean_solution``: the one :meth:`~contactlab.solvers.pivoting.DantzigWork.direct` returns, bit
-for bit); the LCP time (``StepRecord.solve_time``) is that call's, as the compiled stages of
+(``solvers/pivoting.py DantzigWork.into``, kernels/pivoting.py ``dantzig_into``: numba's machine
+code called without its dispatcher, z, w and the active set written into two arrays allocated
+here, numbers returned) and builds the Solution from its result after it (``lean_solution``: the
+one :meth:`~contactlab.solvers.pivoting.DantzigWork.direct` returns, bit for bit); the LCP time
+(``StepRecord.solve_time``) is that allocation and call, as the compiled stages of
 sim/box_stages.py time theirs. An answer the call returns is SOLVED and certified by the kernel
 with solve()'s threshold, so certify has nothing left to test. Anything else (a problem or options
 the call does not take, an answer it leaves to ``solve()``) goes through the general stages,
@@ -23,7 +25,7 @@ import time
 
 import numpy as np
 
-from ..problems import LCP
+from ..kernels import pivoting as K
 from ..solvers.pivoting import lean_solution
 from .stages import Stages, StepState, StepWork
 
@@ -45,16 +47,20 @@ class ReuseStages(Stages):
         problem, kwargs = w.problem, w.kwargs
         ws = kwargs.get("warm_start")
         reuse = self.sim.reuse
-        if type(problem) is not LCP or type(problem.M) is not np.ndarray or \
-                len(kwargs) - (ws is not None) != len(self.options_seen) or \
-                not (ws is None or (type(ws) is np.ndarray and ws.shape == (problem.n,))):
+        if len(kwargs) - (ws is not None) != len(self.options_seen) or not reuse.lean_takes(problem, ws):
             return super().solve(w)
         max_pivots, tol = reuse.lean
         zw = reuse.cold if ws is None else ws
+        M, q, n, work = problem.M, problem.q, problem.n, reuse.work
         w.t0 = time.perf_counter()
-        out = reuse.lean_call(problem.M, problem.q, zw, max_pivots, tol)
+        if n > work.size:
+            work.arrays(n)
+        zwo, act = np.empty(2 * n), np.empty(n, dtype=np.int64)      # z and w, the active set
+        out = work.into(M, q, zw, max_pivots, tol, work.f, work.i, work.b, zwo, act)
         w.t_solved = time.perf_counter()
-        w.sol = sol = lean_solution(out, zw.shape[0], w.t_solved - w.t0)
+        if work.into is K.dantzig_into:          # machine code for these types from now on
+            work.bind(M, q, zw, max_pivots, tol, zwo, act)
+        w.sol = sol = lean_solution(out, zwo, act, zw.shape[0], w.t_solved - w.t0)
         if sol is None:           # left to solve(): the general stages' solve and certify
             w.sol = reuse.solve(problem, kwargs)
             return

@@ -191,11 +191,14 @@ class DantzigWork:
     One per thread for ``solve()`` (:func:`_work`); a caller may keep its own. Not shared between
     threads: a solve writes them."""
 
-    __slots__ = ("size", "f", "i", "b")
+    __slots__ = ("size", "f", "i", "b", "into")
 
     def __init__(self):
         self.size = -1
         self.f = self.i = self.b = None
+        #: the compiled call of :meth:`lean` (kernels/pivoting.py ``dantzig_into``): numba's dispatcher
+        #: until the first call, then its machine code for the lean callers' argument types (:meth:`bind`)
+        self.into = K.dantzig_into
 
     def arrays(self, n: int):
         """(float, int) work arrays for n rows (bool ones in ``b``), grown when n is larger than before."""
@@ -247,34 +250,69 @@ class DantzigWork:
 
     def lean(self, M, q, zw, max_pivots: int, tol: float):
         """:meth:`direct`'s Solution for a caller that has checked what :meth:`direct` checks once
-        for all its solves (sim/reuse_stages.py: an LCP with a dense M, options with ``refine``
-        on; ``max_pivots`` < 0 for the default limit, ``tol`` = max(CERTIFY, the option's tol)),
-        ``zw`` a float64 z of length 0 (cold) or n: :meth:`lean_call` then :func:`lean_solution`. The
-        same z, w, status, counts, residual numbers and info as :meth:`direct`
-        (tests/solvers/test_pivoting.py). None where :meth:`direct` returns None."""
+        for all its solves (sim/reuse.py, sim/reuse_stages.py: an LCP with a dense M, options with
+        ``refine`` on; ``max_pivots`` < 0 for the default limit, ``tol`` = max(CERTIFY, the option's
+        tol)), ``zw`` a C-contiguous float64 z of length 0 (cold) or n, ``q`` C-contiguous: one
+        :attr:`into` call then :func:`lean_solution`. The same z, w, status, counts, residual numbers
+        and info as :meth:`direct` (tests/solvers/test_pivoting.py). None where :meth:`direct`
+        returns None."""
+        n = q.shape[0]
+        if n > self.size:
+            self.arrays(n)
         t0 = time.perf_counter()
-        out = self.lean_call(M, q, zw, max_pivots, tol)
-        return lean_solution(out, zw.shape[0], time.perf_counter() - t0)
+        zwo, act = np.empty(2 * n), np.empty(n, dtype=np.int64)
+        out = self.into(M, q, zw, max_pivots, tol, self.f, self.i, self.b, zwo, act)
+        seconds = time.perf_counter() - t0
+        if self.into is K.dantzig_into:
+            self.bind(M, q, zw, max_pivots, tol, zwo, act)
+        return lean_solution(out, zwo, act, zw.shape[0], seconds)
 
-    def lean_call(self, M, q, zw, max_pivots: int, tol: float):
-        """The compiled call of :meth:`lean` alone (kernels/pivoting.py ``dantzig_lean``: eight
-        arguments, a flat result), over these work arrays; its result goes to :func:`lean_solution`."""
-        if q.shape[0] > self.size:
-            self.arrays(q.shape[0])
-        return K.dantzig_lean(M, q, zw, max_pivots, tol, self.f, self.i, self.b)
+    def bind(self, M, q, zw, max_pivots: int, tol: float, zwo, act) -> None:
+        """Set :attr:`into` to the machine code numba's dispatcher runs for these arguments' types
+        (``CPUDispatcher.overloads[types].entry_point``), so later calls skip the dispatcher's typing
+        of ten arguments and its overload lookup (~1 us in warm caches, several inside a
+        simulator's step: docs/computation-reuse.md). Only for callers whose arguments always have
+        those types (float64 C-contiguous arrays of the same dimensions, an int, a float): the entry
+        point does not check them. Left as the dispatcher while the kernel has no compiled code
+        (tiered mode interprets it first: kernels/_jit.py)."""
+        self.into = compiled_entry(K.dantzig_into, (M, q, zw, max_pivots, tol, self.f, self.i, self.b, zwo, act))
 
 
-def lean_solution(out: tuple, warm: int, seconds: float = 0.0):
-    """The Solution of ``DantzigWork.lean_call``'s result ``out`` (``warm``: the warm start's length,
-    0 for a cold start; ``seconds``: its time_s), or None where the call left the problem to solve()."""
-    code, k0, majors, pivots, rel, nat, comp, infeas, z, w, active = out
+def lean_takes(problem, warm_start) -> bool:
+    """Whether :meth:`DantzigWork.lean` takes this problem and warm start as they are: an LCP with a
+    dense M (C-contiguous float64 by LCP's contract), a C-contiguous q, and no warm start or a
+    C-contiguous float64 one of length n (the types :meth:`DantzigWork.bind`'s machine code reads)."""
+    if type(problem) is not LCP or type(problem.M) is not np.ndarray or not problem.q.flags.c_contiguous:
+        return False
+    return warm_start is None or (type(warm_start) is np.ndarray and warm_start.shape == (problem.n,) and
+                                  warm_start.dtype == np.float64 and warm_start.flags.c_contiguous)
+
+
+def compiled_entry(dispatcher, args: tuple):
+    """``dispatcher``'s compiled function for the types of ``args`` without its per-call typing and
+    overload lookup, or ``dispatcher`` itself where it has none (not compiled yet, interpreted)."""
+    try:
+        return dispatcher.overloads[tuple(dispatcher.typeof_pyval(a) for a in args)].entry_point
+    except (AttributeError, KeyError, TypeError):
+        return dispatcher
+
+
+def lean_solution(out: tuple, zwo: np.ndarray, act: np.ndarray, warm: int, seconds: float = 0.0):
+    """The Solution of a :attr:`DantzigWork.into` call (kernels/pivoting.py ``dantzig_into``): its
+    numbers ``out``, z and w in ``zwo`` (2n), the active set in ``act[:k]`` (``warm``: the warm start's
+    length, 0 for a cold start; ``seconds``: its time_s), or None where the call left the problem to
+    solve()."""
+    code, k0, majors, pivots, k, rel, nat, comp, infeas = out
     if code:
         return None
+    n = act.shape[0]
+    active = act[:k]
     if warm:
-        info = {"active_set": active, "warm_start_k": int(k0), "major_cycle_bound": z.shape[0] - int(k0)}
+        info = {"active_set": active, "warm_start_k": int(k0), "major_cycle_bound": n - int(k0)}
     else:
         info = {"active_set": active}
-    return Solution(z, w, _SOLVED, int(majors), int(pivots), nat, "dantzig", info, comp, infeas, seconds, None, rel)
+    return Solution(zwo[:n], zwo[n:], _SOLVED, int(majors), int(pivots), nat, "dantzig", info, comp, infeas, seconds,
+                    None, rel)
 
 
 _LOCAL = threading.local()
