@@ -575,12 +575,20 @@ def dantzig_work(M, q, zwarm, max_pivots, refine, floor_factor, direct, tol, fwo
                 cand[nc] = i
                 nc += 1
         k0 = warm_start_kernel(M, q, cand[:nc], F, sym, idx, inC, z, dz, dw, u)
+    nz = 0                       # w = M z + q over z's nonzeros (each sum in the order of j, as _natural)
+    for j in range(n):
+        if z[j] != 0.0:
+            cand[nz] = j
+            nz += 1
     for i in range(n):
+        if inC[i]:
+            w[i] = 0.0
+            continue
         s = q[i]
-        for j in range(n):
-            if z[j] != 0.0:
-                s += M[i, j] * z[j]
-        w[i] = 0.0 if inC[i] else s
+        for t in range(nz):
+            j = cand[t]
+            s += M[i, j] * z[j]
+        w[i] = s
     code, k = dantzig_kernel(M, MT, q, z, w, inC, idx, k0, F, sym, max_pivots, mmax, dz, dw, u, v, skip, counts)
     if code == SOLVED and refine and k > 0:
         for i in range(n):
