@@ -60,6 +60,17 @@ DEEP = 2         # applied and integrated; the position correction and the joint
 
 
 @jit
+def any_force_limited(motor_target, motor_max_force) -> bool:
+    """Whether a joint has a motor (target not NaN) with a finite force limit: models/noslip.py
+    ``build`` solves such motors' active set, which the compiled step declines (one pass, not the
+    four array operations of its numpy form)."""
+    for i in range(motor_target.size):
+        if not np.isnan(motor_target[i]) and np.isfinite(motor_max_force[i]):
+            return True
+    return False
+
+
+@jit
 def _identity(d):
     eye = np.zeros((d, d))
     for i in range(d):

@@ -87,7 +87,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         data = sim.data
         P = self.packed
         mt, mf = motor_state(P, data)
-        if mt.size and np.any(~np.isnan(mt) & np.isfinite(mf)):
+        if mt.size and NK.any_force_limited(mt, mf):
             # force-limited motors: models/noslip.py build's active set over their states (the call
             # would decline them after forming the system)
             return super().build(w)
