@@ -99,9 +99,13 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         before = (data.position.copy(), data.quaternion.copy(), data.linear_velocity.copy(),
                   data.angular_velocity.copy(), f.copy(), mt, mf)
         cfm = float(float(st.cfm) + o.cfm)
-        w.call = (f, contact_arrays(w.contacts), zeta, float(st.slop), mt, mf, float(st.zeta), float(o.active_gap),
+        w.call = (f, self.contact_inputs(w.contacts), zeta, float(st.slop), mt, mf, float(st.zeta), float(o.active_gap),
                   float(o.tol), cfm, st.contact_stabilization == "position", float(st.contact_zeta),
                   bool(st.project_joints), bool(st.gyroscopic), before)
+
+    def contact_inputs(self, contacts) -> tuple:
+        """The contacts as :meth:`step_call` takes them: (a, b, point, normal, t1, t2, phi)."""
+        return contact_arrays(contacts)
 
     # -- solve: build to the joint projection, compiled ---------------------------------------------
     def solve(self, w: StepWork) -> None:
@@ -162,7 +166,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
                             modes=modes, info={"kept_rows": kept, "motor_trials": 1, "motor_consistent": True,
                                                "motor_saturated": True})
         data.warm["z"] = z.copy()
-        self.state.defer(w.contacts, h, self.system_terms, (before, gyro, contact, zeta, slop, zeta_j, h))
+        self.state.defer(w.contacts, h, self.system_terms, (before, gyro, w.contacts, zeta, slop, zeta_j, h))
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
         if outcome == NK.DEEP:      # the position correction (Simulator.project_contacts), the joints, the energies
             sim.project_contacts(sim.last_system, v_next)
@@ -180,15 +184,15 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         w.call = (ke, pe, pen)
         w.t_integrated = time.perf_counter()
 
-    def system_terms(self, before, gyro, contact, zeta, slop, zeta_j, h):
+    def system_terms(self, before, gyro, contacts, zeta, slop, zeta_j, h):
         """:func:`contactlab.mechanics.system.assemble_system`'s arguments for the step this plan took,
         from the state before it (``before``: positions, orientations, velocities, the joint torques'
-        force, the motor targets and limits): the same compiled terms as the call's, for the system
-        assembled when read (StepState.defer)."""
+        force, the motor targets and limits) and its ``contacts``: the same compiled terms as the
+        call's, for the system assembled when read (StepState.defer)."""
         m = self.sim.model
         pos, quat, lin, ang, f0, mt, mf = before
         f = f0.copy()
-        a, b, point, normal, t1, t2, phi = contact
+        a, b, point, normal, t1, t2, phi = contact_arrays(contacts)
         body, v_free, terms, rows = _T.system_terms(
             self.live, m.dof_start, quat, pos, m.mass, m.inertia, m.inv_inertia, self.gravity, lin, ang, gyro, f, True,
             a, b, point, normal, t1, t2, phi, zeta, slop, self.packed.kernel_args, mt, mf,
