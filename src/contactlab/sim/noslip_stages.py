@@ -21,8 +21,8 @@ from ..kernels.energy import energies_and_depth
 from ..kernels.tolerances import CERTIFY
 from ..mechanics import terms as _T
 from ..mechanics.model import KIND_KINEMATIC
-from ..mechanics.system import (assemble_system, block_pattern, contact_arrays, joint_groups, motor_state,
-                                joint_torque_forces, live_bodies, packed_joints)
+from ..mechanics.system import (assemble_system, block_pattern, contact_arrays, joint_groups, live_bodies,
+                                packed_joints)
 from ..models.common import StepResult
 from ..solution import Solution, Status
 from ..solvers.pivoting import PIVOTING_STATUS, PPMOptions, ppm_info
@@ -34,6 +34,9 @@ COMPILED_FORM = "noslip-metric"
 
 _NONE = np.zeros(0)
 _NONE.flags.writeable = False
+#: no torques, no state motors: the compiled call_inputs' empty arguments (writable, as the state's
+#: arrays are, so one compiled version serves both)
+_NO_INDEX, _NO_VALUES = np.zeros(0, dtype=np.int64), np.zeros(0)
 
 
 def jointed_free_bodies(model) -> bool:
@@ -80,21 +83,34 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         self.blk_cols, self.blk_ptr = block_pattern(self.live.size)
         self.gravity = np.asarray(m.gravity, dtype=np.float64)
         self.packed = packed_joints(m)
+        self.torque_keys, self.torque_idx = None, _NO_INDEX     # the joints the torques were last set on
 
     # -- build: the compiled call's inputs --------------------------------------------------------
     def build(self, w: StepWork) -> None:
         sim = self.sim
         data = sim.data
-        P = self.packed
-        mt, mf = motor_state(P, data)
-        if mt.size and NK.any_force_limited(mt, mf):
+        P, m = self.packed, sim.model
+        jt = data.joint_torque      # joint index -> torque (Simulator.set_joint_torque)
+        if jt:
+            keys = tuple(jt)
+            if keys != self.torque_keys:        # the same joints each step: their indices kept
+                self.torque_keys, self.torque_idx = keys, np.array(keys, dtype=np.int64)
+            idx, tau = self.torque_idx, np.array(tuple(jt.values()), dtype=np.float64)
+        else:
+            idx, tau = _NO_INDEX, _NO_VALUES
+        st_mt = data.motor_target
+        st_mt, st_mf = (_NO_VALUES, _NO_VALUES) if st_mt is None or not st_mt.size else (st_mt, data.motor_max_force)
+        # joint_torque_forces and motor_state in one compiled call
+        f, mt, mf, limited = NK.call_inputs(idx, tau, P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start,
+                                            data.position, data.quaternion, m.ndof, P.motor_target,
+                                            P.motor_max_force, st_mt, st_mf)
+        if limited:
             # force-limited motors: models/noslip.py build's active set over their states (the call
             # would decline them after forming the system)
             return super().build(w)
         w.compiled = True
-        st = sim.model.settings     # read each step: the Model is frozen, its Settings object is not
+        st = m.settings     # read each step: the Model is frozen, its Settings object is not
         o = sim.model_options
-        f = joint_torque_forces(sim.model, data)
         zeta = float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0)
         before = (data.position.copy(), data.quaternion.copy(), data.linear_velocity.copy(),
                   data.angular_velocity.copy(), f.copy(), mt, mf)
