@@ -47,7 +47,9 @@ at mu = 100 it gets its elliptic cone (its pyramidal cone, the default, lets the
 ``--engines mujoco-pyramidal`` runs it too). PyBullet runs sequential impulses (PGS) with a fixed
 budget of 50 iterations, Featherstone joint coordinates for the robots, and combines two bodies'
 friction as a product clamped at 10 (so mu = 100 is 10 there). Ours solves each step's
-complementarity problem to a certified residual in maximal coordinates with joint rows.
+complementarity problem to a certified residual: the legged robots (no-slip) in joint coordinates
+(sim/tree_stages.py: revolute, prismatic and fixed joints forming a forest), other scenes and the
+Barrett hand in maximal coordinates with joint rows.
 """
 from __future__ import annotations
 
@@ -94,8 +96,9 @@ SCENES = {"quadruped": ("quadruped", {}), "solo12": ("solo12", {}), "barrett": (
 DIFFERENCES = """\
 Where the engines do different work:
 - contactlab: each step's complementarity problem solved to a certified residual (else a fallback,
-  counted as uncertified), maximal coordinates with joint rows; boxes: box-friction/box-qp; legged
-  robots: no-slip/ppm; Barrett: box-friction (joints eliminated, previous-step bounds)/pgs-sm.
+  counted as uncertified); boxes: box-friction/box-qp; legged robots: no-slip/ppm in joint
+  coordinates (sim/tree_stages.py); Barrett: box-friction (joints eliminated, previous-step
+  bounds)/pgs-sm, maximal coordinates with joint rows.
 - MuJoCo 4: soft (regularised, compliant) contact in joint coordinates, Newton solver, default
   solref/solimp; boxes with its default pyramidal cone, robots (mu = 100) with the elliptic cone (the
   pyramidal one lets the feet sink: row "mujoco-pyramidal"); Barrett motors as velocity actuators

@@ -91,3 +91,35 @@ def test_a_simulator_step_runs_blas_on_its_thread_count_and_restores_it(monkeypa
         sim.step()
         assert seen[-1] and all(n == 1 for n in seen[-1])
         assert blas_counts() == outer
+
+
+def test_a_limit_inside_one_to_the_same_count_reads_nothing_until_a_module_is_imported(monkeypatch):
+    """Inside an open limit to n, a limit to n touches no library (a step inside a run); after an
+    import (a new BLAS may be loaded) it scans and reads them again; an error inside a limit closes it."""
+    import sys
+    import types
+
+    import pytest
+
+    import contactlab.blas as blas
+
+    scans = []
+    real = blas._thread_pools
+    monkeypatch.setattr(blas, "_thread_pools", lambda: scans.append(1) or real())
+    with blas.blas_threads(1):
+        assert len(scans) == 1
+        with blas.blas_threads(1):
+            pass
+        assert len(scans) == 1          # nothing read inside the open limit
+        sys.modules["_contactlab_test_blas_module"] = types.ModuleType("_contactlab_test_blas_module")
+        try:
+            with blas.blas_threads(1):
+                pass
+        finally:
+            del sys.modules["_contactlab_test_blas_module"]
+        assert len(scans) == 2          # read again after the import
+        with pytest.raises(RuntimeError):
+            with blas.blas_threads(2):
+                raise RuntimeError
+        assert blas._open[-1][0] == 1
+    assert blas._open == []

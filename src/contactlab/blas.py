@@ -37,10 +37,16 @@ def _thread_pools() -> ThreadpoolController:
     return _controller[1]
 
 
+#: (n, len(sys.modules) when it was set) of each limit open now, innermost last
+_open: list[tuple[int, int]] = []
+
+
 class _BlasLimit:
     """BLAS on ``n`` threads inside the block, each BLAS library's own count restored after it.
     Set through threadpoolctl's library controllers directly: a library already at ``n`` is left
-    alone, so a limit inside a limit (a simulator's step inside its run) costs two reads."""
+    alone. A limit inside a limit to the same ``n`` (a simulator's step inside its run) touches
+    nothing while no module was imported since the outer one was set (a new module may load a
+    new BLAS); else it costs a read per library."""
     __slots__ = ("n", "changed")
 
     def __init__(self, n: int):
@@ -48,13 +54,20 @@ class _BlasLimit:
         self.changed = ()
 
     def __enter__(self):
-        libs = [lib for lib in _thread_pools().lib_controllers if lib.user_api == "blas"]
-        self.changed = [(lib, k) for lib in libs if (k := lib.get_num_threads()) != self.n]
-        for lib, _ in self.changed:
-            lib.set_num_threads(self.n)
+        key = len(sys.modules)
+        if _open and _open[-1] == (self.n, key):
+            self.changed = ()
+        else:
+            libs = [lib for lib in _thread_pools().lib_controllers if lib.user_api == "blas"]
+            self.changed = [(lib, k) for lib in libs if (k := lib.get_num_threads()) != self.n]
+            for lib, _ in self.changed:
+                lib.set_num_threads(self.n)
+        _open.append((self.n, key))
         return self
 
     def __exit__(self, *exc):
+        if _open:
+            _open.pop()
         for lib, k in self.changed:
             lib.set_num_threads(k)
         self.changed = ()

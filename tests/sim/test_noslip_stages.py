@@ -188,3 +188,31 @@ def test_a_declined_call_changes_nothing(monkeypatch, change):
     for name, x, y in zip(names, before, args):
         if isinstance(x, np.ndarray) and name != "f":       # f: the bodies' forces are added in place
             assert np.array_equal(x, y, equal_nan=True), name
+
+
+def test_call_inputs_equal_the_joint_torque_force_and_motor_state_they_replace():
+    """noslip_kernels.call_inputs against mechanics.system's joint_torque_forces and motor_state
+    (the general path's): the same force bits, the same motor arrays, the force-limited test."""
+    from contactlab.mechanics.system import joint_torque_forces, motor_state, packed_joints
+    from contactlab.sim import noslip_kernels as NK
+    sim = _sim("quadruped", True)
+    for _ in range(20):
+        sim.step()
+    m, d = sim.model, sim.data
+    P = packed_joints(m)
+    rng = np.random.default_rng(3)
+    d.joint_torque.clear()
+    for k in rng.choice(len(m.joints), 5, replace=False):
+        d.joint_torque[int(k)] = float(rng.normal())
+    for target in (None, 0.3):
+        if target is not None:
+            d.motor_target[2], d.motor_max_force[2] = target, 5.0
+        idx = np.array(list(d.joint_torque), dtype=np.int64)
+        tau = np.array(list(d.joint_torque.values()))
+        f, mt, mf, limited = NK.call_inputs(idx, tau, P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start,
+                                            d.position, d.quaternion, m.ndof, P.motor_target, P.motor_max_force,
+                                            d.motor_target, d.motor_max_force)
+        mt0, mf0 = motor_state(P, d)
+        assert np.array_equal(f, joint_torque_forces(m, d)) and np.abs(f).max() > 0
+        assert np.array_equal(mt, mt0, equal_nan=True) and np.array_equal(mf, mf0)
+        assert limited == (target is not None)

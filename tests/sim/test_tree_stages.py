@@ -70,3 +70,27 @@ def test_a_step_with_a_motor_is_declined_and_taken_by_the_maximal_stages():
     rec = sim.step()
     assert rec.success and not np.array_equal(before, sim.data.position)
     assert sim.data.result.info["motor_trials"] >= 1 and sim.data.result.joint.size > 0   # the maximal answer
+
+
+def test_contacts_given_as_plain_arrays_give_the_same_step_and_the_deferred_system_reads_them():
+    """The call takes the detection's packed buffers; a contact set holding its own arrays (a scene's
+    own generator, or fields reassigned) is packed for it: both give the same bits. The system
+    assembled when read has the step's contacts."""
+    import dataclasses
+    a, b = _sim("quadruped"), _sim("quadruped")
+    detect = b.world.detect_matched
+
+    def plain(*args):
+        contacts, match = detect(*args)
+        return dataclasses.replace(contacts), match      # fields copied out: no packed buffers
+
+    b.world.detect_matched = plain
+    for _ in range(150):
+        a.step(), b.step()
+    assert b.data.contacts.ints is None and b.data.contacts.count > 0
+    assert type(b.stages) is TS.CompiledTreeNoSlipStages
+    for x, y in ((a.data.position, b.data.position), (a.data.quaternion, b.data.quaternion),
+                 (a.data.linear_velocity, b.data.linear_velocity)):
+        assert np.array_equal(x, y)
+    sys_ = a.last_system
+    assert np.array_equal(sys_.phi, a.data.contacts.phi) and sys_.N.shape[0] == a.data.contacts.count

@@ -161,6 +161,22 @@ def _statics(sim):
     return statics
 
 
+@jit
+def _motor_speed(motors):
+    """max |target| over the motors' finite targets (0 without one): the speed a motor may drive."""
+    top = 0.0
+    for i in range(motors.size):
+        m = motors[i]
+        if math.isfinite(m) and abs(m) > top:
+            top = abs(m)
+    return top
+
+
+def _where(data) -> str:
+    """The step a fault names (formatted only where one is found)."""
+    return f"step {data.steps} (t = {data.time:.6g} s)"
+
+
 def step_fault(sim, before, rec) -> str:
     """The first physics fault of the step that took the state ``before`` (positions, linear and
     angular velocities, previous joint error) to the simulator's state, in words naming the body;
@@ -181,21 +197,19 @@ def step_fault(sim, before, rec) -> str:
     motors = getattr(data, "motor_target", None)
     motor = 0.0
     if motors is not None and len(motors):
-        live = motors[np.isfinite(motors)]
-        motor = float(np.max(np.abs(live))) * max(extent, 1.0) if live.size else 0.0
+        motor = _motor_speed(np.ascontiguousarray(motors, dtype=np.float64)) * max(extent, 1.0)
     name = lambda i: model.names[i]
-    where = f"step {data.steps} (t = {data.time:.6g} s)"
     recovery = (depth + float(st.slop) + joint_error) / h
     speed_bound = SPEED_AMPLIFICATION * (scale + motor) + recovery + SPEED_FLOOR
     if fast >= 0 and not vmax <= speed_bound:
-        return (f"{where}: body {name(fast)!r} reached {vmax:.3g} m/s, where the step's motion allows at most "
+        return (f"{_where(data)}: body {name(fast)!r} reached {vmax:.3g} m/s, where the step's motion allows at most "
                 f"{speed_bound:.3g} m/s ({SPEED_AMPLIFICATION:g} x its fastest free motion {scale:.3g} m/s"
                 + (f" and motor speeds {motor:.3g} m/s" if motor else "")
                 + f", + {recovery:.3g} m/s to remove penetration and joint error)")
     joint_allow = (prev_joint_error + h * vmax) if jointed else 0.0
     corr_bound = CORRECTION_FACTOR * (depth + float(st.slop) + joint_allow) + CORRECTION_FLOOR
     if moved >= 0 and not cmax <= corr_bound:
-        return (f"{where}: body {name(moved)!r} was displaced {cmax:.3g} m by the position correction, where the "
+        return (f"{_where(data)}: body {name(moved)!r} was displaced {cmax:.3g} m by the position correction, where the "
                 f"penetration {depth:.3g} m" + (f" and joint error {joint_allow:.3g} m" if joint_allow else "")
                 + f" allow at most {corr_bound:.3g} m")
     if not sim.has_actuation:
@@ -204,7 +218,7 @@ def step_fault(sim, before, rec) -> str:
         bias = 0.5 * mass * recovery ** 2
         bound = ENERGY_FACTOR * free + bias + 1e-12 * (abs(float(rec.energy)) + 1.0)
         if not gain <= bound:
-            return (f"{where}: the contact impulses added {gain:.3g} J of kinetic energy to the free motion's "
+            return (f"{_where(data)}: the contact impulses added {gain:.3g} J of kinetic energy to the free motion's "
                     f"{free:.3g} J (at most {bound:.3g} J with the stabilisation terms); passive contacts add none")
     return ""
 

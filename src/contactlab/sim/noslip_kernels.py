@@ -48,6 +48,7 @@ from ..kernels.metric_chain import noslip_system_chain, recover_metric_step
 from ..kernels.pivoting import SOLVED as _PPM_SOLVED
 from ..mechanics.bodies import kinetic_gain
 from ..mechanics.integrate import advance_state
+from ..mechanics.joint_kernels import joint_torque_kernel
 from ..mechanics.joint_projection import joint_error_kernel, project_joints_kernel
 from ..mechanics.rows import position_targets, rows_times
 from ..mechanics.terms import system_terms
@@ -57,6 +58,35 @@ from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
 DECLINED = 0     # nothing changed: the general stages take the step
 DONE = 1         # the certified answer applied, the joints projected
 DEEP = 2         # applied and integrated; the position correction and the joint projection are the caller's
+
+
+@jit
+def any_force_limited(motor_target, motor_max_force) -> bool:
+    """Whether a joint has a motor (target not NaN) with a finite force limit: models/noslip.py
+    ``build`` solves such motors' active set, which the compiled step declines (one pass, not the
+    four array operations of its numpy form)."""
+    for i in range(motor_target.size):
+        if not np.isnan(motor_target[i]) and np.isfinite(motor_max_force[i]):
+            return True
+    return False
+
+
+@jit
+def call_inputs(idx, tau, kind, a, b, anchor_b, axis_a, dof_start, position, quaternion, ndof, packed_target,
+                packed_max_force, state_target, state_max_force):
+    """The compiled step's joint inputs in one call: the joint torques' generalized force
+    (:func:`contactlab.mechanics.joint_kernels.joint_torque_kernel` on the torques ``tau`` at joints
+    ``idx``, as :func:`contactlab.mechanics.system.joint_torque_forces`), the motor targets and force
+    limits (:func:`contactlab.mechanics.system.motor_state`: the state's ``state_target`` /
+    ``state_max_force`` over the packed joints' where it has them; empty where it has none) and
+    :func:`any_force_limited` of them. Returns (f, motor targets, force limits, limited)."""
+    f = joint_torque_kernel(idx, tau, kind, a, b, anchor_b, axis_a, dof_start, position, quaternion, ndof)
+    mt = packed_target.copy()
+    mf = packed_max_force.copy()
+    k = min(mt.size, state_target.size)
+    mt[:k] = state_target[:k]
+    mf[:k] = state_max_force[:k]
+    return f, mt, mf, any_force_limited(mt, mf)
 
 
 @jit

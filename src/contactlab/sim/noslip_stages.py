@@ -21,8 +21,8 @@ from ..kernels.energy import energies_and_depth
 from ..kernels.tolerances import CERTIFY
 from ..mechanics import terms as _T
 from ..mechanics.model import KIND_KINEMATIC
-from ..mechanics.system import (assemble_system, block_pattern, contact_arrays, joint_groups, motor_state,
-                                joint_torque_forces, live_bodies, packed_joints)
+from ..mechanics.system import (assemble_system, block_pattern, contact_arrays, joint_groups, live_bodies,
+                                packed_joints)
 from ..models.common import StepResult
 from ..solution import Solution, Status
 from ..solvers.pivoting import PIVOTING_STATUS, PPMOptions, ppm_info
@@ -34,6 +34,9 @@ COMPILED_FORM = "noslip-metric"
 
 _NONE = np.zeros(0)
 _NONE.flags.writeable = False
+#: no torques, no state motors: the compiled call_inputs' empty arguments (writable, as the state's
+#: arrays are, so one compiled version serves both)
+_NO_INDEX, _NO_VALUES = np.zeros(0, dtype=np.int64), np.zeros(0)
 
 
 def jointed_free_bodies(model) -> bool:
@@ -80,28 +83,45 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         self.blk_cols, self.blk_ptr = block_pattern(self.live.size)
         self.gravity = np.asarray(m.gravity, dtype=np.float64)
         self.packed = packed_joints(m)
+        self.torque_keys, self.torque_idx = None, _NO_INDEX     # the joints the torques were last set on
 
     # -- build: the compiled call's inputs --------------------------------------------------------
     def build(self, w: StepWork) -> None:
         sim = self.sim
         data = sim.data
-        P = self.packed
-        mt, mf = motor_state(P, data)
-        if mt.size and np.any(~np.isnan(mt) & np.isfinite(mf)):
+        P, m = self.packed, sim.model
+        jt = data.joint_torque      # joint index -> torque (Simulator.set_joint_torque)
+        if jt:
+            keys = tuple(jt)
+            if keys != self.torque_keys:        # the same joints each step: their indices kept
+                self.torque_keys, self.torque_idx = keys, np.array(keys, dtype=np.int64)
+            idx, tau = self.torque_idx, np.array(tuple(jt.values()), dtype=np.float64)
+        else:
+            idx, tau = _NO_INDEX, _NO_VALUES
+        st_mt = data.motor_target
+        st_mt, st_mf = (_NO_VALUES, _NO_VALUES) if st_mt is None or not st_mt.size else (st_mt, data.motor_max_force)
+        # joint_torque_forces and motor_state in one compiled call
+        f, mt, mf, limited = NK.call_inputs(idx, tau, P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start,
+                                            data.position, data.quaternion, m.ndof, P.motor_target,
+                                            P.motor_max_force, st_mt, st_mf)
+        if limited:
             # force-limited motors: models/noslip.py build's active set over their states (the call
             # would decline them after forming the system)
             return super().build(w)
         w.compiled = True
-        st = sim.model.settings     # read each step: the Model is frozen, its Settings object is not
+        st = m.settings     # read each step: the Model is frozen, its Settings object is not
         o = sim.model_options
-        f = joint_torque_forces(sim.model, data)
         zeta = float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0)
         before = (data.position.copy(), data.quaternion.copy(), data.linear_velocity.copy(),
                   data.angular_velocity.copy(), f.copy(), mt, mf)
         cfm = float(float(st.cfm) + o.cfm)
-        w.call = (f, contact_arrays(w.contacts), zeta, float(st.slop), mt, mf, float(st.zeta), float(o.active_gap),
+        w.call = (f, self.contact_inputs(w.contacts), zeta, float(st.slop), mt, mf, float(st.zeta), float(o.active_gap),
                   float(o.tol), cfm, st.contact_stabilization == "position", float(st.contact_zeta),
                   bool(st.project_joints), bool(st.gyroscopic), before)
+
+    def contact_inputs(self, contacts) -> tuple:
+        """The contacts as :meth:`step_call` takes them: (a, b, point, normal, t1, t2, phi)."""
+        return contact_arrays(contacts)
 
     # -- solve: build to the joint projection, compiled ---------------------------------------------
     def solve(self, w: StepWork) -> None:
@@ -162,7 +182,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
                             modes=modes, info={"kept_rows": kept, "motor_trials": 1, "motor_consistent": True,
                                                "motor_saturated": True})
         data.warm["z"] = z.copy()
-        self.state.defer(w.contacts, h, self.system_terms, (before, gyro, contact, zeta, slop, zeta_j, h))
+        self.state.defer(w.contacts, h, self.system_terms, (before, gyro, w.contacts, zeta, slop, zeta_j, h))
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
         if outcome == NK.DEEP:      # the position correction (Simulator.project_contacts), the joints, the energies
             sim.project_contacts(sim.last_system, v_next)
@@ -180,15 +200,15 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         w.call = (ke, pe, pen)
         w.t_integrated = time.perf_counter()
 
-    def system_terms(self, before, gyro, contact, zeta, slop, zeta_j, h):
+    def system_terms(self, before, gyro, contacts, zeta, slop, zeta_j, h):
         """:func:`contactlab.mechanics.system.assemble_system`'s arguments for the step this plan took,
         from the state before it (``before``: positions, orientations, velocities, the joint torques'
-        force, the motor targets and limits): the same compiled terms as the call's, for the system
-        assembled when read (StepState.defer)."""
+        force, the motor targets and limits) and its ``contacts``: the same compiled terms as the
+        call's, for the system assembled when read (StepState.defer)."""
         m = self.sim.model
         pos, quat, lin, ang, f0, mt, mf = before
         f = f0.copy()
-        a, b, point, normal, t1, t2, phi = contact
+        a, b, point, normal, t1, t2, phi = contact_arrays(contacts)
         body, v_free, terms, rows = _T.system_terms(
             self.live, m.dof_start, quat, pos, m.mass, m.inertia, m.inv_inertia, self.gravity, lin, ang, gyro, f, True,
             a, b, point, normal, t1, t2, phi, zeta, slop, self.packed.kernel_args, mt, mf,

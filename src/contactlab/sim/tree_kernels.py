@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.clock import perf_counter
 from ..kernels.energy import energies, energies_and_depth
@@ -106,17 +107,20 @@ def _limit_rows(joint_of, qstart, jkind, lower, upper, theta, qd, h, zeta, nq):
 
 @jit
 def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, inertia, inv_inertia, gravity,
-                     gyroscopic, quaternion, position, linear_velocity, angular_velocity, f, a, b,
-                     point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, h, zeta_j, blk_cols, blk_ptr,
+                     gyroscopic, quaternion, position, linear_velocity, angular_velocity, f,
+                     contact_floats, contact_ints, zeta_c, slop, joints, motor_target, h, zeta_j, blk_cols, blk_ptr,
                      active_gap, tol, cfm, max_it, threshold, passive, position_stage, position_zeta):
     """One no-slip step of a forest in joint coordinates (module docstring). ``tree``: TreeTopology.args;
     ``joint_of`` (nj,): each joint's child body; ``body_of_block`` (ndof / 6,): the body of each
     6-dof block; ``joints``: the packed joints' kernel arguments (their frames and limits);
     the joint error after the step is :func:`~contactlab.mechanics.tree.tree_joint_error`'s; ``f``:
     the joint torques' generalized force (the bodies' forces are added in place, as the maximal
-    step does). The other arguments and the returned
+    step does); ``contact_floats``, ``contact_ints``: the step's contacts as the detection packed
+    them (:func:`contactlab.collision.boxes.packed.pack_contacts`: two buffers cross into the call,
+    not seven arrays made from them in Python). The other arguments and the returned
     tuple are :func:`contactlab.sim.noslip_kernels.noslip_step`'s."""
     order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx = tree
+    point, normal, t1, t2, phi, _mu, _guess, a, b, _sa, _sb, _match = unpack_contacts(contact_floats, contact_ints)
     ja, jkind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper = (joints[0], joints[2], joints[3], joints[4],
                                                                    joints[5], joints[6], joints[7], joints[8])
     nc = phi.shape[0]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..collision.contacts import packed
 from ..mechanics.tree import tree_topology
 from .noslip_stages import CompiledNoSlipStages
 from . import tree_kernels as TK
@@ -38,6 +39,7 @@ class CompiledTreeNoSlipStages(CompiledNoSlipStages):
         if stages is None:
             return None
         stages.tree = tree
+        stages.tree_args = tree.args
         m = sim.model
         stages.joint_of = np.array([j.b for j in m.joints], dtype=np.int64)
         block = np.zeros(max(m.ndof // 6, 1), dtype=np.int64)
@@ -46,17 +48,23 @@ class CompiledTreeNoSlipStages(CompiledNoSlipStages):
         stages.body_of_block = block
         return stages
 
+    def contact_inputs(self, contacts) -> tuple:
+        """The contacts as the call takes them: the detection's two packed buffers (floats, ints),
+        packed here where a scene's own contact generator made them
+        (:func:`contactlab.collision.contacts.packed`)."""
+        return packed(contacts)
+
     def step_call(self, w, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage, position_zeta,
                   project, gyro) -> tuple:
         """:func:`contactlab.sim.tree_kernels.tree_noslip_step` on the simulator's state."""
         sim = self.sim
         model, data = sim.model, sim.data
-        a, b, point, normal, t1, t2, phi = contact
+        floats, ints = contact
         max_it = self.max_iterations
         return TK.tree_noslip_step(
-            self.tree.args, self.joint_of, self.body_of_block, self.tree.nq, self.live, model.dof_start, model.mass,
+            self.tree_args, self.joint_of, self.body_of_block, self.tree.nq, self.live, model.dof_start, model.mass,
             model.inertia, model.inv_inertia, self.gravity, gyro, data.quaternion, data.position,
-            data.linear_velocity, data.angular_velocity, f, a, b, point, normal, t1, t2, phi,
+            data.linear_velocity, data.angular_velocity, f, floats, ints,
             zeta, slop, self.packed.kernel_args, mt, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
             -1 if max_it is None else int(max_it), self.threshold, self.passive, position_stage, position_zeta)
 
