@@ -4,12 +4,15 @@ matrix M = H W H' + cfm I in body space (:class:`_BodySpace`: the Sherman-Morris
 identity through the bodies' 6x6 blocks, kernels/body_space.py)."""
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ...kernels.body_space import (body_space_back, body_space_layout, body_space_rhs, body_space_values,
                                    kept_box_error)
+from ...kernels.body_space_chol import block_factor, block_graph, block_solve, block_symbolic
 from ...kernels.csr_blocks import diagonal_positions
 from .factors import _embedded, _sparse_spd_solver, _symmetric_csc
 
@@ -68,11 +71,52 @@ class _Shifted:
 
 
 #: the fewest body-space rows (6 per touched body) whose Schur complement S is factorised by
-#: CHOLMOD's supernodal Cholesky; below, QDLDL's LDL' (AMD ordering). The interior point's calls of a
-#: falling pile, recorded and replayed with the same iterates, ran faster with QDLDL on every S they had
-#: (up to ~12,000 rows at 2,000 boxes: CHOLMOD's numeric factorisation and its solves through cvxopt cost
-#: more there than QDLDL's; docs/benchmarks-sim.md); above the sizes measured CHOLMOD stays
+#: CHOLMOD's supernodal Cholesky where the block Cholesky (:class:`_BlockCholesky`) fails; below, QDLDL's
+#: LDL' (AMD ordering). The interior point's calls of a falling pile, recorded and replayed with the same
+#: iterates, ran faster with QDLDL on every S they had (up to ~12,000 rows at 2,000 boxes; docs/benchmarks-sim.md)
 BODY_SPACE_CHOLMOD_MIN = 20_000
+
+
+class _BlockCholesky:
+    """The body-space S's symbolic block Cholesky (kernels/body_space_chol.py) for one pattern of S: the
+    bodies in an approximate minimum degree order of their graph (AMD: Amestoy, Davis & Duff, SIAM J.
+    Matrix Anal. Appl. 17(4), 1996, through cvxopt's SuiteSparse), L's block pattern and its value
+    arrays. :meth:`of` keeps the last ``SIZE`` patterns (a pile's interior-point calls repeat some)."""
+
+    SIZE = 16
+    _recent: OrderedDict = OrderedDict()
+
+    def __init__(self, s_indptr, s_indices):
+        import cvxopt
+        import cvxopt.amd as amd
+        nt = (s_indptr.size - 1) // 6
+        bptr, bnb = block_graph(s_indptr, s_indices)
+        cols = np.repeat(np.arange(nt), np.diff(bptr))
+        low = bnb > cols
+        A = cvxopt.spmatrix(1.0, np.concatenate([bnb[low], np.arange(nt)]).tolist(),
+                            np.concatenate([cols[low], np.arange(nt)]).tolist(), (nt, nt))
+        self.perm = np.array(amd.order(A), dtype=np.int64).reshape(-1)
+        self.sym = block_symbolic(s_indptr, s_indices, self.perm)
+        self.Ld, self.Lv = np.empty((nt, 6, 6)), np.empty((self.sym[1].size, 6, 6))
+        self.wpos = np.empty(nt, dtype=np.int64)
+
+    @classmethod
+    def of(cls, s_indptr, s_indices):
+        key = (s_indptr.size, s_indices.size, hash(s_indptr.tobytes()), hash(s_indices.tobytes()))
+        found = cls._recent.pop(key, None)
+        if found is None:
+            found = cls(s_indptr, s_indices)
+        cls._recent[key] = found
+        while len(cls._recent) > cls.SIZE:
+            cls._recent.popitem(last=False)
+        return found
+
+    def factor(self, data) -> bool:
+        """S = L L' from S's upper-triangle values; False where a pivot is not positive."""
+        return bool(block_factor(data, *self.sym[:2], *self.sym[2:], self.Ld, self.Lv, self.wpos))
+
+    def solve(self, b, x):
+        block_solve(self.perm, self.sym[0], self.sym[1], self.Ld, self.Lv, b, x)
 
 
 class _BodySpace:
@@ -81,9 +125,10 @@ class _BodySpace:
     blocks of M^-1, cfm > 0) in body space (kernels/body_space.py): S = W^-1 + H' E^-1 H with
     E = cfm + d, one factorisation of S (6 rows per body) an iteration, and
     x = E^-1 (r - H S^-1 H' E^-1 r) per right-hand side (the Sherman-Morrison-Woodbury identity). The
-    same interface as :class:`_Shifted` with ``keep`` (keep-sized vectors in and out). S's pattern (the
-    pairs of bodies the rows join) is analysed once and reused through :class:`_PatternCache` while the
-    pairs repeat (a pile's impact steps keep most of them from step to step). Where E^-1 is large
+    same interface as :class:`_Shifted` with ``keep`` (keep-sized vectors in and out). S is factorised
+    by the compiled block Cholesky (:class:`_BlockCholesky`, its analysis kept while S's pattern -- the
+    pairs of bodies the rows join -- repeats), or where that meets a pivot that is not positive by
+    :func:`_sparse_spd_solver`. Where E^-1 is large
     (rows far inside their box: E ~ cfm) x is the difference of nearly equal terms; the interior
     point checks its iterates with the certified residual whatever the solve's accuracy (on recorded
     impact steps it takes the same iterations as with M's own factorisation, docs/benchmarks-tuning.md)."""
@@ -98,7 +143,7 @@ class _BodySpace:
         self.S.data, self.S.indices, self.S.indptr = np.zeros(s_indices.size), s_indices, s_indptr
         self.S.has_sorted_indices = True
         self.ldl = None
-
+        self.chol = None
     @classmethod
     def of(cls, factors, M, keep: np.ndarray, dense_max: int):
         """The body-space form of the rows ``keep`` of a problem whose matrix is H W H' + cfm I
@@ -127,12 +172,23 @@ class _BodySpace:
         e_inv = 1.0 / (self.cfm + d)
         body_space_values(self.ra, self.rb, self.ha, self.hb, e_inv, self.Winv, self.diag_base, self.stride,
                           self.pair_base, self.S.data)
-        solve_s, self.ldl = _sparse_spd_solver(self.S, cholmod_min=BODY_SPACE_CHOLMOD_MIN)
-        t, x = np.empty(6 * self.nt), np.empty(e_inv.size)
+        if self.chol is None:
+            self.chol = _BlockCholesky.of(self.S.indptr, self.S.indices)
+        t, y, x = np.empty(6 * self.nt), np.empty(6 * self.nt), np.empty(e_inv.size)
         ra, rb, ha, hb, nt = self.ra, self.rb, self.ha, self.hb, self.nt
+        if self.chol.factor(self.S.data):
+            chol = self.chol
 
-        def solve(r):
+            def solve(r):
+                body_space_rhs(ra, rb, ha, hb, r, e_inv, nt, t)
+                chol.solve(t, y)
+                body_space_back(ra, rb, ha, hb, r, e_inv, y, x)
+                return x.copy()
+            return solve
+        solve_s, self.ldl = _sparse_spd_solver(self.S, cholmod_min=BODY_SPACE_CHOLMOD_MIN)
+
+        def solve_sparse(r):
             body_space_rhs(ra, rb, ha, hb, r, e_inv, nt, t)
             body_space_back(ra, rb, ha, hb, r, e_inv, solve_s(t), x)
             return x.copy()
-        return solve
+        return solve_sparse
