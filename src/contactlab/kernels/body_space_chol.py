@@ -135,34 +135,76 @@ def block_symbolic(s_indptr, s_indices, perm):
 
 
 @jit
-def block_factor(data, lp, li, rp, rc, rpos, src, sst, dst, tr, Ld, Lv, wpos):
-    """The block Cholesky S = L L' (Davis §4.8, left-looking, on 6x6 blocks) from S's upper-triangle
-    values ``data`` (body_space_layout's storage: entry (v, u) of the block at base src[b] at
-    base + sst[b] u + v) into Ld (nt, 6, 6: the diagonal blocks' lower
-    Cholesky factors) and Lv (L's off-diagonal blocks in :func:`block_symbolic`'s order). ``wpos``:
-    nt scratch. False where a pivot is not positive (nothing is usable then)."""
-    nt = Ld.shape[0]
-    Ld[:] = 0.0
+def block_rows(ra, rb, pair_base, perm, src, dst, tr):
+    """Per kept row of body_space_layout (bodies ra < rb, S's block of the pair at pair_base): where
+    its term goes in L (:func:`block_symbolic`'s dst of that block; -1 for a row on one body) and
+    whether L's block is the pair's (a, b) block transposed; each body's place in ``perm``."""
+    nt = perm.size
+    ip = np.empty(nt, dtype=np.int64)
+    for j in range(nt):
+        ip[perm[j]] = j
+    m = ra.size
+    rdst = np.full(m, -1, dtype=np.int64)
+    rtr = np.zeros(m, dtype=np.bool_)
+    for k in range(m):
+        if ra[k] >= 0 and rb[k] >= 0:
+            t = np.searchsorted(src, pair_base[k])
+            rdst[k] = dst[t]
+            rtr[k] = tr[t]
+    return ip, rdst, rtr
+
+
+@jit
+def block_assemble(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, Ld, Lv):
+    """S = W^-1 + H' diag(e_inv) H straight into the factor's storage (:func:`block_factor` factorises
+    it in place): Ld[ip[c]] (lower triangle) the diagonal block of body c, Lv L's blocks below the
+    diagonal (fill 0); :func:`block_rows` gives each row's place. The same sums as
+    kernels/body_space.py ``body_space_values``, without S's own storage."""
     Lv[:] = 0.0
-    for b in range(src.size):
-        base = src[b]
-        st = sst[b]
-        d = dst[b]
-        if d < 0:
-            j = -1 - d
+    for c in range(Winv.shape[0]):
+        j = ip[c]
+        for u in range(6):
+            for v in range(6):
+                Ld[j, u, v] = Winv[c, u, v]
+    for k in range(ra.size):
+        a = ra[k]
+        if a < 0:
+            continue
+        e = e_inv[k]
+        D = Ld[ip[a]]
+        for u in range(6):
+            t = e * ha[k, u]
+            for v in range(u + 1):
+                D[u, v] += t * ha[k, v]
+        b = rb[k]
+        if b < 0:
+            continue
+        D = Ld[ip[b]]
+        for u in range(6):
+            t = e * hb[k, u]
+            for v in range(u + 1):
+                D[u, v] += t * hb[k, v]
+        B = Lv[rdst[k]]
+        if rtr[k]:              # L's block is S's (b, a) = e hb ha'
             for u in range(6):
-                for v in range(u + 1):
-                    x = data[base + st * u + v]
-                    Ld[j, u, v] = x         # lower triangle of the symmetric diagonal block
-                    Ld[j, v, u] = x
-        elif tr[b]:
-            for u in range(6):
+                t = e * hb[k, u]
                 for v in range(6):
-                    Lv[d, u, v] = data[base + st * u + v]
-        else:
+                    B[u, v] += t * ha[k, v]
+        else:                   # S's (a, b) = e ha hb'
             for u in range(6):
+                t = e * ha[k, u]
                 for v in range(6):
-                    Lv[d, v, u] = data[base + st * u + v]
+                    B[u, v] += t * hb[k, v]
+
+
+@jit
+def block_factor(lp, li, rp, rc, rpos, Ld, Lv, wpos):
+    """The block Cholesky S = L L' (Davis §4.8, left-looking, on 6x6 blocks) in place: on entry Ld
+    (nt, 6, 6) S's diagonal blocks in elimination order (lower triangles read) and Lv S's blocks in
+    L's pattern (:func:`block_symbolic`; fill 0), as :func:`block_assemble` leaves them; on return Ld
+    the diagonal blocks' lower Cholesky factors and Lv L's off-diagonal blocks. ``wpos``: nt scratch.
+    False where a pivot is not positive (nothing is usable then)."""
+    nt = Ld.shape[0]
     wpos[:] = -1
     for j in range(nt):
         for e in range(lp[j], lp[j + 1]):

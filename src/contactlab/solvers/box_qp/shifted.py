@@ -12,7 +12,8 @@ import scipy.sparse as sp
 
 from ...kernels.body_space import (body_space_back, body_space_layout, body_space_rhs, body_space_values,
                                    kept_box_error)
-from ...kernels.body_space_chol import block_factor, block_graph, block_solve, block_symbolic
+from ...kernels.body_space_chol import (block_assemble, block_factor, block_graph, block_rows, block_solve,
+                                        block_symbolic)
 from ...kernels.csr_blocks import diagonal_positions
 from .factors import _embedded, _sparse_spd_solver, _symmetric_csc
 
@@ -83,7 +84,7 @@ class _BlockCholesky:
     Matrix Anal. Appl. 17(4), 1996, through cvxopt's SuiteSparse), L's block pattern and its value
     arrays. :meth:`of` keeps the last ``SIZE`` patterns (a pile's interior-point calls repeat some)."""
 
-    SIZE = 16
+    SIZE = 8
     _recent: OrderedDict = OrderedDict()
 
     def __init__(self, s_indptr, s_indices):
@@ -111,9 +112,16 @@ class _BlockCholesky:
             cls._recent.popitem(last=False)
         return found
 
-    def factor(self, data) -> bool:
-        """S = L L' from S's upper-triangle values; False where a pivot is not positive."""
-        return bool(block_factor(data, *self.sym[:2], *self.sym[2:], self.Ld, self.Lv, self.wpos))
+    def rows(self, ra, rb, pair_base):
+        """Each body's place in the order, and each row's place in L (kernels/body_space_chol.py
+        ``block_rows``), for one layout of rows on this pattern."""
+        _, _, _, _, _, src, _, dst, tr = self.sym
+        return block_rows(ra, rb, pair_base, self.perm, src, dst, tr)
+
+    def factor(self, ra, rb, ha, hb, e_inv, Winv, places) -> bool:
+        """S = W^-1 + H' diag(e_inv) H = L L'; False where a pivot is not positive."""
+        block_assemble(ra, rb, ha, hb, e_inv, Winv, *places, self.Ld, self.Lv)
+        return bool(block_factor(*self.sym[:5], self.Ld, self.Lv, self.wpos))
 
     def solve(self, b, x):
         block_solve(self.perm, self.sym[0], self.sym[1], self.Ld, self.Lv, b, x)
@@ -138,12 +146,20 @@ class _BodySpace:
          self.stride, self.pair_base) = layout
         self.cfm, self.base, self.sparse = cfm, base, True
         n = 6 * self.nt
-        self.S = sp.csc_matrix.__new__(sp.csc_matrix)
-        self.S._shape = (n, n)
-        self.S.data, self.S.indices, self.S.indptr = np.zeros(s_indices.size), s_indices, s_indptr
-        self.S.has_sorted_indices = True
-        self.ldl = None
-        self.chol = None
+        self._S = sp.csc_matrix.__new__(sp.csc_matrix)
+        self._S._shape = (n, n)
+        self._S.data, self._S.indices, self._S.indptr = np.zeros(s_indices.size), s_indices, s_indptr
+        self._S.has_sorted_indices = True
+        self.ldl = self.chol = self._e_inv = None
+
+    @property
+    def S(self) -> sp.csc_matrix:
+        """S for the last :meth:`solver`'s d (upper triangle; body_space_layout's pattern), formed on
+        request: the block Cholesky assembles its factor's storage directly."""
+        if self._e_inv is not None:
+            body_space_values(self.ra, self.rb, self.ha, self.hb, self._e_inv, self.Winv, self.diag_base,
+                              self.stride, self.pair_base, self._S.data)
+        return self._S
     @classmethod
     def of(cls, factors, M, keep: np.ndarray, dense_max: int):
         """The body-space form of the rows ``keep`` of a problem whose matrix is H W H' + cfm I
@@ -169,14 +185,13 @@ class _BodySpace:
         return float(kept_box_error(self.ra, self.rb, self.ha, self.hb, self.Wt, self.cfm, q, lo, hi, z, size, w, work))
 
     def solver(self, d):
-        e_inv = 1.0 / (self.cfm + d)
-        body_space_values(self.ra, self.rb, self.ha, self.hb, e_inv, self.Winv, self.diag_base, self.stride,
-                          self.pair_base, self.S.data)
+        e_inv = self._e_inv = 1.0 / (self.cfm + d)
         if self.chol is None:
-            self.chol = _BlockCholesky.of(self.S.indptr, self.S.indices)
+            self.chol = _BlockCholesky.of(self._S.indptr, self._S.indices)
+            self.places = self.chol.rows(self.ra, self.rb, self.pair_base)
         t, y, x = np.empty(6 * self.nt), np.empty(6 * self.nt), np.empty(e_inv.size)
         ra, rb, ha, hb, nt = self.ra, self.rb, self.ha, self.hb, self.nt
-        if self.chol.factor(self.S.data):
+        if self.chol.factor(ra, rb, ha, hb, e_inv, self.Winv, self.places):
             chol = self.chol
 
             def solve(r):
