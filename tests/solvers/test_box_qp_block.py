@@ -7,7 +7,6 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from contactlab.solvers.box_qp import BoxQPOptions, _BodySpace, _ipm
-from contactlab.solvers.box_qp.shifted import _BlockCholesky
 from contactlab.problems import BoxedLCP
 from contactlab.problems.residual import relative_error
 
@@ -75,28 +74,6 @@ def test_block_cholesky_is_S_and_solves_it():
         assert np.abs(A @ xk - r).max() <= 1e-8 * (np.abs(A).max() * np.abs(xk).max() + np.abs(r).max())
 
 
-def test_block_cholesky_keeps_the_analysis_of_a_repeated_pattern():
-    """Two problems on the same rows share one analysis; the second's factor is its own (solves right
-    after the first's values were factorised in the same storage)."""
-    rng = np.random.default_rng(8)
-    H, W = sparse_contacts(rng, 30, 200)
-    cfm = 1e-8
-    keep = np.arange(200)
-    M = (H @ sp.block_diag(list(W), format="csr") @ H.T + cfm * sp.identity(200)).tocsr()
-    one = _BodySpace.of((H, W, cfm), M, keep, dense_max=50)
-    W2 = W * 2.0
-    M2 = (H @ sp.block_diag(list(W2), format="csr") @ H.T + cfm * sp.identity(200)).tocsr()
-    two = _BodySpace.of((H, W2, cfm), M2, keep, dense_max=50)
-    d = rng.uniform(0.0, 1.0, 200)
-    one.solver(d)
-    s2 = two.solver(d)
-    assert two.chol is one.chol
-    r = rng.normal(size=200)
-    A = M2.toarray() + np.diag(d)
-    x = s2(r)
-    assert np.abs(A @ x - r).max() <= 1e-8 * (np.abs(A).max() * np.abs(x).max() + np.abs(r).max())
-
-
 def test_block_cholesky_reports_an_indefinite_S_and_the_solve_falls_back():
     """d below -cfm makes E negative on some rows and S indefinite: the block factor says so (a pivot
     not positive) and the solver falls back to the sparse LDL' or LU, still solving the system."""
@@ -111,7 +88,7 @@ def test_block_cholesky_reports_an_indefinite_S_and_the_solve_falls_back():
     S = dense_S(H, W, keep, 1.0 / (cfm + d))
     assert np.linalg.eigvalsh(S).min() < 0
     solve = body.solver(d)
-    assert not body.chol.factor(body.ra, body.rb, body.ha, body.hb, 1.0 / (cfm + d), body.Winv, body.places)
+    assert not body.chol.factor(body.ra, body.rb, body.ha, body.hb, 1.0 / (cfm + d), body.Winv)
     A = M.toarray() + np.diag(d)
     r = rng.normal(size=150)
     x = solve(r)

@@ -6,17 +6,23 @@ Systems, 1981, ch. 6 on block elimination; Davis, Direct Methods for Sparse Line
 §4.1 elimination tree, §4.8 left-looking Cholesky), where an entry-by-entry LDL' (QDLDL) indexes every
 scalar and the interior point's solves pay a Python call each.
 
-* :func:`block_symbolic`: once per pattern of S and ordering of the bodies (a minimum-degree order of
-  the bodies' graph, solvers/box_qp/shifted.py): the elimination tree, L's block pattern by columns
-  (rows sorted), the same pattern by rows, and where each stored block of S goes in L.
-* :func:`block_factor`: the numeric left-looking block Cholesky S = L L' (L's diagonal blocks lower
-  triangular) from S's upper-triangle values in body_space_layout's storage; False where a pivot is
-  not positive (S not numerically positive definite: the caller falls back).
-* :func:`block_solve`: x = S^-1 b by the two block triangular solves.
+* :func:`block_analysis`: once per interior-point call, for an ordering of the bodies (a minimum-degree
+  order of their graph, solvers/box_qp/shifted.py): the elimination tree, L's block pattern by columns
+  (rows sorted) and by rows, and where each row's terms go in L (:func:`block_symbolic`,
+  :func:`block_rows`).
+* :func:`block_factor`: S assembled in L's storage for an iteration's E (:func:`block_assemble`) and
+  factorised by the left-looking block Cholesky S = L L' (L's diagonal blocks lower triangular); False
+  where a pivot is not positive (S not numerically positive definite: the caller falls back).
+* :func:`block_space_solve`: x = E^-1 (r - H S^-1 H' E^-1 r), S^-1 by the two block triangular solves
+  (:func:`block_solve`).
+
+The entry points called from Python are these three (each one compiled library, loaded from numba's
+cache once per process).
 """
 import numpy as np
 
 from ._jit import jit
+from .body_space import body_space_back, body_space_rhs
 
 
 @jit
@@ -198,12 +204,21 @@ def block_assemble(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, Ld, Lv):
 
 
 @jit
-def block_factor(lp, li, rp, rc, rpos, Ld, Lv, wpos):
-    """The block Cholesky S = L L' (Davis §4.8, left-looking, on 6x6 blocks) in place: on entry Ld
-    (nt, 6, 6) S's diagonal blocks in elimination order (lower triangles read) and Lv S's blocks in
-    L's pattern (:func:`block_symbolic`; fill 0), as :func:`block_assemble` leaves them; on return Ld
-    the diagonal blocks' lower Cholesky factors and Lv L's off-diagonal blocks. ``wpos``: nt scratch.
-    False where a pivot is not positive (nothing is usable then)."""
+def block_analysis(s_indptr, s_indices, perm, ra, rb, pair_base):
+    """:func:`block_symbolic` for the order ``perm`` and :func:`block_rows` for the layout's rows:
+    (lp, li, rp, rc, rpos, ip, rdst, rtr)."""
+    lp, li, rp, rc, rpos, src, sst, dst, tr = block_symbolic(s_indptr, s_indices, perm)
+    ip, rdst, rtr = block_rows(ra, rb, pair_base, perm, src, dst, tr)
+    return lp, li, rp, rc, rpos, ip, rdst, rtr
+
+
+@jit
+def block_factor(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, lp, li, rp, rc, rpos, Ld, Lv, wpos):
+    """S = W^-1 + H' diag(e_inv) H (:func:`block_assemble` into Ld, Lv) and its block Cholesky
+    S = L L' (Davis §4.8, left-looking, on 6x6 blocks) in place: Ld (nt, 6, 6) the diagonal blocks'
+    lower Cholesky factors in elimination order, Lv L's off-diagonal blocks in :func:`block_symbolic`'s
+    pattern. ``wpos``: nt scratch. False where a pivot is not positive (nothing is usable then)."""
+    block_assemble(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, Ld, Lv)
     nt = Ld.shape[0]
     wpos[:] = -1
     for j in range(nt):
@@ -297,3 +312,12 @@ def block_solve(perm, lp, li, Ld, Lv, b, x):
         c = perm[j]
         for u in range(6):
             x[6 * c + u] = y[j, u]
+
+
+@jit
+def block_space_solve(ra, rb, ha, hb, r, e_inv, perm, lp, li, Ld, Lv, t, y, x):
+    """x = E^-1 (r - H S^-1 H' E^-1 r) (kernels/body_space.py's identity) with S^-1 by the factor of
+    :func:`block_factor`; t, y: 6 nt scratch."""
+    body_space_rhs(ra, rb, ha, hb, r, e_inv, perm.size, t)
+    block_solve(perm, lp, li, Ld, Lv, t, y)
+    body_space_back(ra, rb, ha, hb, r, e_inv, y, x)

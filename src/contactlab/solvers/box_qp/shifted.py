@@ -4,16 +4,13 @@ matrix M = H W H' + cfm I in body space (:class:`_BodySpace`: the Sherman-Morris
 identity through the bodies' 6x6 blocks, kernels/body_space.py)."""
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ...kernels.body_space import (body_space_back, body_space_layout, body_space_rhs, body_space_values,
                                    kept_box_error)
-from ...kernels.body_space_chol import (block_assemble, block_factor, block_graph, block_rows, block_solve,
-                                        block_symbolic)
+from ...kernels.body_space_chol import block_analysis, block_factor, block_solve, block_space_solve
 from ...kernels.csr_blocks import diagonal_positions
 from .factors import _embedded, _sparse_spd_solver, _symmetric_csc
 
@@ -79,51 +76,30 @@ BODY_SPACE_CHOLMOD_MIN = 20_000
 
 
 class _BlockCholesky:
-    """The body-space S's symbolic block Cholesky (kernels/body_space_chol.py) for one pattern of S: the
+    """The body-space S's block Cholesky (kernels/body_space_chol.py) for one interior-point call: the
     bodies in an approximate minimum degree order of their graph (AMD: Amestoy, Davis & Duff, SIAM J.
-    Matrix Anal. Appl. 17(4), 1996, through cvxopt's SuiteSparse), L's block pattern and its value
-    arrays. :meth:`of` keeps the last ``SIZE`` patterns (a pile's interior-point calls repeat some)."""
+    Matrix Anal. Appl. 17(4), 1996, through cvxopt's SuiteSparse), L's block pattern, where each row's
+    terms go, and the factor's storage (refactorised in place each iteration)."""
 
-    SIZE = 8
-    _recent: OrderedDict = OrderedDict()
-
-    def __init__(self, s_indptr, s_indices):
+    def __init__(self, body):
         import cvxopt
         import cvxopt.amd as amd
-        nt = (s_indptr.size - 1) // 6
-        bptr, bnb = block_graph(s_indptr, s_indices)
-        cols = np.repeat(np.arange(nt), np.diff(bptr))
-        low = bnb > cols
-        A = cvxopt.spmatrix(1.0, np.concatenate([bnb[low], np.arange(nt)]).tolist(),
-                            np.concatenate([cols[low], np.arange(nt)]).tolist(), (nt, nt))
+        nt, ra, rb = body.nt, body.ra, body.rb
+        two = rb >= 0                       # the bodies' graph: a pair per row on two bodies (ra < rb)
+        A = cvxopt.spmatrix(1.0, np.concatenate([rb[two], np.arange(nt)]).tolist(),
+                            np.concatenate([ra[two], np.arange(nt)]).tolist(), (nt, nt))
         self.perm = np.array(amd.order(A), dtype=np.int64).reshape(-1)
-        self.sym = block_symbolic(s_indptr, s_indices, self.perm)
+        self.sym = block_analysis(body._S.indptr, body._S.indices, self.perm, ra, rb, body.pair_base)
         self.Ld, self.Lv = np.empty((nt, 6, 6)), np.empty((self.sym[1].size, 6, 6))
         self.wpos = np.empty(nt, dtype=np.int64)
 
-    @classmethod
-    def of(cls, s_indptr, s_indices):
-        key = (s_indptr.size, s_indices.size, hash(s_indptr.tobytes()), hash(s_indices.tobytes()))
-        found = cls._recent.pop(key, None)
-        if found is None:
-            found = cls(s_indptr, s_indices)
-        cls._recent[key] = found
-        while len(cls._recent) > cls.SIZE:
-            cls._recent.popitem(last=False)
-        return found
-
-    def rows(self, ra, rb, pair_base):
-        """Each body's place in the order, and each row's place in L (kernels/body_space_chol.py
-        ``block_rows``), for one layout of rows on this pattern."""
-        _, _, _, _, _, src, _, dst, tr = self.sym
-        return block_rows(ra, rb, pair_base, self.perm, src, dst, tr)
-
-    def factor(self, ra, rb, ha, hb, e_inv, Winv, places) -> bool:
+    def factor(self, ra, rb, ha, hb, e_inv, Winv) -> bool:
         """S = W^-1 + H' diag(e_inv) H = L L'; False where a pivot is not positive."""
-        block_assemble(ra, rb, ha, hb, e_inv, Winv, *places, self.Ld, self.Lv)
-        return bool(block_factor(*self.sym[:5], self.Ld, self.Lv, self.wpos))
+        return bool(block_factor(ra, rb, ha, hb, e_inv, Winv, *self.sym[5:], *self.sym[:5], self.Ld, self.Lv,
+                                 self.wpos))
 
     def solve(self, b, x):
+        """x = S^-1 b for the last factor."""
         block_solve(self.perm, self.sym[0], self.sym[1], self.Ld, self.Lv, b, x)
 
 
@@ -134,9 +110,8 @@ class _BodySpace:
     E = cfm + d, one factorisation of S (6 rows per body) an iteration, and
     x = E^-1 (r - H S^-1 H' E^-1 r) per right-hand side (the Sherman-Morrison-Woodbury identity). The
     same interface as :class:`_Shifted` with ``keep`` (keep-sized vectors in and out). S is factorised
-    by the compiled block Cholesky (:class:`_BlockCholesky`, its analysis kept while S's pattern -- the
-    pairs of bodies the rows join -- repeats), or where that meets a pivot that is not positive by
-    :func:`_sparse_spd_solver`. Where E^-1 is large
+    by the compiled block Cholesky (:class:`_BlockCholesky`, analysed once per interior-point call), or
+    where that meets a pivot that is not positive by :func:`_sparse_spd_solver`. Where E^-1 is large
     (rows far inside their box: E ~ cfm) x is the difference of nearly equal terms; the interior
     point checks its iterates with the certified residual whatever the solve's accuracy (on recorded
     impact steps it takes the same iterations as with M's own factorisation, docs/benchmarks-tuning.md)."""
@@ -187,17 +162,14 @@ class _BodySpace:
     def solver(self, d):
         e_inv = self._e_inv = 1.0 / (self.cfm + d)
         if self.chol is None:
-            self.chol = _BlockCholesky.of(self._S.indptr, self._S.indices)
-            self.places = self.chol.rows(self.ra, self.rb, self.pair_base)
+            self.chol = _BlockCholesky(self)
         t, y, x = np.empty(6 * self.nt), np.empty(6 * self.nt), np.empty(e_inv.size)
         ra, rb, ha, hb, nt = self.ra, self.rb, self.ha, self.hb, self.nt
-        if self.chol.factor(ra, rb, ha, hb, e_inv, self.Winv, self.places):
-            chol = self.chol
+        if self.chol.factor(ra, rb, ha, hb, e_inv, self.Winv):
+            perm, lp, li, Ld, Lv = self.chol.perm, self.chol.sym[0], self.chol.sym[1], self.chol.Ld, self.chol.Lv
 
             def solve(r):
-                body_space_rhs(ra, rb, ha, hb, r, e_inv, nt, t)
-                chol.solve(t, y)
-                body_space_back(ra, rb, ha, hb, r, e_inv, y, x)
+                block_space_solve(ra, rb, ha, hb, r, e_inv, perm, lp, li, Ld, Lv, t, y, x)
                 return x.copy()
             return solve
         solve_s, self.ldl = _sparse_spd_solver(self.S, cholmod_min=BODY_SPACE_CHOLMOD_MIN)
