@@ -100,8 +100,10 @@ def test_simulate_bad_values_and_methods(tmp_path):
     r = runner.invoke(app, ["simulate", "stack", "--set", "count=1", "--method", "nope"])
     assert r.exit_code == 2 and "unknown method 'nope'" in r.output
     accepted = {m.strip() for m in r.output.split("methods for model 'stewart-trinkle':")[1].split(",")}
-    lcp = cl.LCP(np.eye(2), -np.ones(2))      # the model's problems are LCPs: exactly the methods taking one
-    assert accepted == {"auto"} | {n for n, spec in cl.available_solvers().items() if spec.accepts(lcp)}
+    lcp = cl.LCP(np.eye(2), -np.ones(2))      # the model's problems are LCPs: the methods taking any LCP,
+    general = {n for n, spec in cl.available_solvers().items() if spec.accepts(lcp)}
+    assert "st-box" not in general            # and st-box, which takes only a pyramid LCP of free bodies:
+    assert accepted == {"auto", "st-box"} | general   # the one-box stack's is one
     boxed_only = [n for n, spec in cl.available_solvers().items() if not spec.accepts(lcp)]
     assert boxed_only, "some registered method takes no LCP"
     r = runner.invoke(app, ["simulate", "stack", "--set", "count=1", "--method", boxed_only[0]])

@@ -212,9 +212,3 @@ def _solution(trivial, case, code, z, w, numbers, counts, nonbasic, positive, ro
     sol.relative_residual = rel
     return sol
 
-
-from .tree_stages import CompiledTreeNoSlipStages  # noqa: E402  (it extends the class above)
-
-#: the model-specific stages of the no-slip model, most specific first (:func:`contactlab.sim.simulator.plan_stages`):
-#: a forest of revolute, prismatic and fixed joints in joint coordinates, else maximal coordinates
-NOSLIP_STAGES = (CompiledTreeNoSlipStages, CompiledNoSlipStages)

@@ -35,7 +35,7 @@ from ..solvers.pgs import PGSOptions
 from ..problems import BoxedLCP, ProblemStructure
 from .fallback import _cap_option
 from .box_stages import STAGES, free_bodies_only
-from .noslip_stages import NOSLIP_STAGES
+from .tree_stages import NOSLIP_STAGES
 from .reuse_stages import REUSE_STAGES
 from .faults import checked_step
 from .stages import Stages, StepState, configuration, energies, shape_sweep  # noqa: F401 (energies re-exported)
@@ -126,7 +126,7 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
 
 def plan_stages(sim, state: StepState) -> Stages:
     """The stages for ``sim``'s configuration: the most specific whose capabilities the contact model
-    and the method have (:data:`contactlab.sim.noslip_stages.NOSLIP_STAGES`,
+    and the method have (:data:`contactlab.sim.tree_stages.NOSLIP_STAGES`,
     :data:`contactlab.sim.box_stages.STAGES`, most specific first; then
     :data:`contactlab.sim.reuse_stages.REUSE_STAGES`, motionless reuse with dantzig), else the
     general :class:`~contactlab.sim.stages.Stages`."""

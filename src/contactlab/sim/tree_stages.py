@@ -59,3 +59,8 @@ class CompiledTreeNoSlipStages(CompiledNoSlipStages):
             data.linear_velocity, data.angular_velocity, f, a, b, point, normal, t1, t2, phi,
             zeta, slop, self.packed.kernel_args, mt, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
             -1 if max_it is None else int(max_it), self.threshold, self.passive, position_stage, position_zeta)
+
+
+#: the model-specific stages of the no-slip model, most specific first (:func:`contactlab.sim.simulator.plan_stages`):
+#: a forest of revolute, prismatic and fixed joints in joint coordinates, else maximal coordinates
+NOSLIP_STAGES = (CompiledTreeNoSlipStages, CompiledNoSlipStages)

@@ -134,6 +134,10 @@ class SolverSpec:
     #: kind -> check(M, q, certificate) -> (accepted, reason); see solvers/certificates.py
     certificates: dict[str, Callable[..., tuple[bool, str]]] = field(default_factory=dict)
     referee_for: tuple[type, ...] = field(default=())  # problem types whose NO_SOLUTION claims it decides
+    #: problem -> (method, reason) where the method's module decides ``auto``'s choice for problems of
+    #: a structure it knows (st-box: Stewart-Trinkle LCPs of free bodies), else None; consulted by
+    #: :func:`choose_method` before its general rules, so the registry imports no method's module
+    claims_auto: Callable[[Any], tuple[str, str] | None] | None = None
 
     def refusal(self, problem: Problem) -> str | None:
         """Why the method refuses this LCP up front (a cheap test that M is outside the class the
@@ -218,7 +222,8 @@ def register(name: str, *, problems: tuple[type, ...], options: type = NoOptions
              guarantees: str = "", warm_start: bool = False, convert: bool = True,
              classes: tuple[str, ...] = (), refuse: Callable[[Any], str | None] | None = None,
              certificates: dict[str, Callable[..., tuple[bool, str]]] | None = None,
-             referee_for: tuple[type, ...] = ()):
+             referee_for: tuple[type, ...] = (),
+             claims_auto: Callable[[Any], tuple[str, str] | None] | None = None):
     """Decorator adding ``func(problem, opts, warm_start) -> Solution`` to the registry.
 
     With ``convert`` (default), a solver registered for :class:`LCP` also accepts boxed (static
@@ -226,7 +231,8 @@ def register(name: str, *, problems: tuple[type, ...], options: type = NoOptions
     checks of the certificate kinds the method claims beyond a Farkas vector, kept beside the
     method (``{kind: check(M, q, certificate) -> (accepted, reason)}``); ``referee_for``: problem
     types on which the method is an exact decision, so that :func:`solve` reruns it to check
-    another method's NO_SOLUTION claim (the UCP's ``mip``).
+    another method's NO_SOLUTION claim (the UCP's ``mip``); ``claims_auto``: problem -> (method,
+    reason) or None, ``auto``'s choice for problems of a structure the method's module knows.
     """
     unknown = set(classes) - set(MATRIX_CLASSES)
     if unknown:
@@ -237,7 +243,7 @@ def register(name: str, *, problems: tuple[type, ...], options: type = NoOptions
             raise RuntimeError(f"solver {name!r} registered twice")
         _REGISTRY[name] = SolverSpec(name, func, tuple(problems), options, description, guarantees,
                                      warm_start, _CONVERTIBLE if convert else (), tuple(classes), refuse,
-                                     dict(certificates or {}), tuple(referee_for))
+                                     dict(certificates or {}), tuple(referee_for), claims_auto)
         for kind in referee_for:
             _REFEREES[kind] = name
         return func
@@ -279,14 +285,10 @@ def choose_method(problem: Problem) -> tuple[str, str]:
             if m in _REGISTRY:
                 return m, "boxed LCP"
         return "lemke", "boxed LCP (no iterative solver registered)"
-    if type(problem) is LCP and problem.row_groups and "lambda" in problem.row_groups and "st-box" in _REGISTRY:
-        from .st_box import AUTO_MIN_ROWS, pyramid_contacts
-        if not isinstance(pyramid_contacts(problem), str):
-            # chosen on Stewart-Trinkle piles (docs/benchmarks-sim.md, "Stewart-Trinkle piles by box-qp")
-            if problem.n >= AUTO_MIN_ROWS:
-                return "st-box", (f"Stewart-Trinkle LCP of free bodies, {problem.n} >= {AUTO_MIN_ROWS} rows "
-                                  "(box-qp on the pyramid as a box, Lemke where it does not certify)")
-            return "lemke", f"Stewart-Trinkle LCP below {AUTO_MIN_ROWS} rows (Lemke measured faster there)"
+    for spec in _REGISTRY.values():
+        claim = spec.claims_auto(problem) if spec.claims_auto is not None else None
+        if claim is not None:
+            return claim
     if isinstance(problem, (LCP, MixedLCP)):
         # chosen by benchmarks/bench_pivoting.py (docs/benchmarks-pivoting.md, dantzig/lemke time):
         # lemke on positive definite M, dantzig on rank-deficient PSD contact M.

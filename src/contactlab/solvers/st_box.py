@@ -100,6 +100,19 @@ def _refuse(problem) -> str | None:
     return nc if isinstance(nc, str) else None
 
 
+def _claims_auto(problem) -> tuple[str, str] | None:
+    """``auto``'s choice on a Stewart-Trinkle LCP of free bodies, chosen on Stewart-Trinkle piles
+    (docs/benchmarks-sim.md, "Stewart-Trinkle piles by box-qp"): st-box from AUTO_MIN_ROWS rows,
+    Lemke below; None for any other problem."""
+    if type(problem) is not LCP or not problem.row_groups or "lambda" not in problem.row_groups \
+            or isinstance(pyramid_contacts(problem), str):
+        return None
+    if problem.n >= AUTO_MIN_ROWS:
+        return "st-box", (f"Stewart-Trinkle LCP of free bodies, {problem.n} >= {AUTO_MIN_ROWS} rows "
+                          "(box-qp on the pyramid as a box, Lemke where it does not certify)")
+    return "lemke", f"Stewart-Trinkle LCP below {AUTO_MIN_ROWS} rows (Lemke measured faster there)"
+
+
 @jit
 def box_of_pyramid(M, q, nc):
     """The box-friction problem of a pyramid LCP (M dense, rows [c_n; beta; lambda]): rows [c_n (nc);
@@ -303,18 +316,15 @@ BOX_TOLS = (1e-7, 1e-9)
 
 def _box_answer(M, q, nc, tol, warm):
     """box-qp's answer on the box-friction problem of the pyramid LCP (M, q) (CSR above box-qp's
-    dense_max rows: its sparse factorisations), or None where box-qp raised an arithmetic error."""
+    dense_max rows: its sparse factorisations)."""
     B, qb, lo, hi, findex, mub = box_of_pyramid(M, q, nc)
     if B.shape[0] > 200:
         B = sp.csr_matrix(B)
     box = BoxedLCP.trusted(B, qb, lo, hi, findex, mub)
-    try:
-        return solve(box, "box-qp", tol=tol, max_outer=MAX_OUTER, warm_start=warm)
-    except ArithmeticError:     # box-qp's interior point divided by a zero gap: no answer from it
-        return None
+    return solve(box, "box-qp", tol=tol, max_outer=MAX_OUTER, warm_start=warm)
 
 
-@register("st-box", problems=(LCP,), options=STBoxOptions, convert=False, refuse=_refuse,
+@register("st-box", problems=(LCP,), options=STBoxOptions, convert=False, refuse=_refuse, claims_auto=_claims_auto,
           description="Stewart-Trinkle pyramid (d = 4, free bodies) as box friction in 45-degree axes by box-qp, "
                       "mapped back, subspace minimisation on the pyramid LCP, Lemke where it does not certify",
           guarantees="SOLVED only when the answer certifies on the pyramid LCP itself (the mapped one, or Lemke's "
@@ -330,9 +340,6 @@ def st_box_solve(problem: LCP, opts: STBoxOptions, warm_start=None) -> Solution:
     z, rel, warm, box = None, np.inf, None, []
     for box_tol in BOX_TOLS:
         bs = _box_answer(M, q, nc, box_tol, warm)
-        if bs is None:
-            box.append("raised")
-            continue
         box.append(bs.status.name)
         iterations += int(bs.iterations)
         warm = np.ascontiguousarray(bs.z, dtype=np.float64)
