@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from ...kernels.body_space import (body_space_back, body_space_layout, body_space_rhs, body_space_values,
                                    kept_box_error)
+from ...kernels.body_space_chol import block_analysis, block_factor, block_solve, block_space_solve
 from ...kernels.csr_blocks import diagonal_positions
 from .factors import _embedded, _sparse_spd_solver, _symmetric_csc
 
@@ -68,11 +69,38 @@ class _Shifted:
 
 
 #: the fewest body-space rows (6 per touched body) whose Schur complement S is factorised by
-#: CHOLMOD's supernodal Cholesky; below, QDLDL's LDL' (AMD ordering). The interior point's calls of a
-#: falling pile, recorded and replayed with the same iterates, ran faster with QDLDL on every S they had
-#: (up to ~12,000 rows at 2,000 boxes: CHOLMOD's numeric factorisation and its solves through cvxopt cost
-#: more there than QDLDL's; docs/benchmarks-sim.md); above the sizes measured CHOLMOD stays
+#: CHOLMOD's supernodal Cholesky where the block Cholesky (:class:`_BlockCholesky`) fails; below, QDLDL's
+#: LDL' (AMD ordering). The interior point's calls of a falling pile, recorded and replayed with the same
+#: iterates, ran faster with QDLDL on every S they had (up to ~12,000 rows at 2,000 boxes; docs/benchmarks-sim.md)
 BODY_SPACE_CHOLMOD_MIN = 20_000
+
+
+class _BlockCholesky:
+    """The body-space S's block Cholesky (kernels/body_space_chol.py) for one interior-point call: the
+    bodies in an approximate minimum degree order of their graph (AMD: Amestoy, Davis & Duff, SIAM J.
+    Matrix Anal. Appl. 17(4), 1996, through cvxopt's SuiteSparse), L's block pattern, where each row's
+    terms go, and the factor's storage (refactorised in place each iteration)."""
+
+    def __init__(self, body):
+        import cvxopt
+        import cvxopt.amd as amd
+        nt, ra, rb = body.nt, body.ra, body.rb
+        two = rb >= 0                       # the bodies' graph: a pair per row on two bodies (ra < rb)
+        A = cvxopt.spmatrix(1.0, np.concatenate([rb[two], np.arange(nt)]).tolist(),
+                            np.concatenate([ra[two], np.arange(nt)]).tolist(), (nt, nt))
+        self.perm = np.array(amd.order(A), dtype=np.int64).reshape(-1)
+        self.sym = block_analysis(body._S.indptr, body._S.indices, self.perm, ra, rb, body.pair_base)
+        self.Ld, self.Lv = np.empty((nt, 6, 6)), np.empty((self.sym[1].size, 6, 6))
+        self.wpos = np.empty(nt, dtype=np.int64)
+
+    def factor(self, ra, rb, ha, hb, e_inv, Winv) -> bool:
+        """S = W^-1 + H' diag(e_inv) H = L L'; False where a pivot is not positive."""
+        return bool(block_factor(ra, rb, ha, hb, e_inv, Winv, *self.sym[5:], *self.sym[:5], self.Ld, self.Lv,
+                                 self.wpos))
+
+    def solve(self, b, x):
+        """x = S^-1 b for the last factor."""
+        block_solve(self.perm, self.sym[0], self.sym[1], self.Ld, self.Lv, b, x)
 
 
 class _BodySpace:
@@ -81,9 +109,9 @@ class _BodySpace:
     blocks of M^-1, cfm > 0) in body space (kernels/body_space.py): S = W^-1 + H' E^-1 H with
     E = cfm + d, one factorisation of S (6 rows per body) an iteration, and
     x = E^-1 (r - H S^-1 H' E^-1 r) per right-hand side (the Sherman-Morrison-Woodbury identity). The
-    same interface as :class:`_Shifted` with ``keep`` (keep-sized vectors in and out). S's pattern (the
-    pairs of bodies the rows join) is analysed once and reused through :class:`_PatternCache` while the
-    pairs repeat (a pile's impact steps keep most of them from step to step). Where E^-1 is large
+    same interface as :class:`_Shifted` with ``keep`` (keep-sized vectors in and out). S is factorised
+    by the compiled block Cholesky (:class:`_BlockCholesky`, analysed once per interior-point call), or
+    where that meets a pivot that is not positive by :func:`_sparse_spd_solver`. Where E^-1 is large
     (rows far inside their box: E ~ cfm) x is the difference of nearly equal terms; the interior
     point checks its iterates with the certified residual whatever the solve's accuracy (on recorded
     impact steps it takes the same iterations as with M's own factorisation, docs/benchmarks-tuning.md)."""
@@ -93,12 +121,20 @@ class _BodySpace:
          self.stride, self.pair_base) = layout
         self.cfm, self.base, self.sparse = cfm, base, True
         n = 6 * self.nt
-        self.S = sp.csc_matrix.__new__(sp.csc_matrix)
-        self.S._shape = (n, n)
-        self.S.data, self.S.indices, self.S.indptr = np.zeros(s_indices.size), s_indices, s_indptr
-        self.S.has_sorted_indices = True
-        self.ldl = None
+        self._S = sp.csc_matrix.__new__(sp.csc_matrix)
+        self._S._shape = (n, n)
+        self._S.data, self._S.indices, self._S.indptr = np.zeros(s_indices.size), s_indices, s_indptr
+        self._S.has_sorted_indices = True
+        self.ldl = self.chol = self._e_inv = None
 
+    @property
+    def S(self) -> sp.csc_matrix:
+        """S for the last :meth:`solver`'s d (upper triangle; body_space_layout's pattern), formed on
+        request: the block Cholesky assembles its factor's storage directly."""
+        if self._e_inv is not None:
+            body_space_values(self.ra, self.rb, self.ha, self.hb, self._e_inv, self.Winv, self.diag_base,
+                              self.stride, self.pair_base, self._S.data)
+        return self._S
     @classmethod
     def of(cls, factors, M, keep: np.ndarray, dense_max: int):
         """The body-space form of the rows ``keep`` of a problem whose matrix is H W H' + cfm I
@@ -124,15 +160,22 @@ class _BodySpace:
         return float(kept_box_error(self.ra, self.rb, self.ha, self.hb, self.Wt, self.cfm, q, lo, hi, z, size, w, work))
 
     def solver(self, d):
-        e_inv = 1.0 / (self.cfm + d)
-        body_space_values(self.ra, self.rb, self.ha, self.hb, e_inv, self.Winv, self.diag_base, self.stride,
-                          self.pair_base, self.S.data)
-        solve_s, self.ldl = _sparse_spd_solver(self.S, cholmod_min=BODY_SPACE_CHOLMOD_MIN)
-        t, x = np.empty(6 * self.nt), np.empty(e_inv.size)
+        e_inv = self._e_inv = 1.0 / (self.cfm + d)
+        if self.chol is None:
+            self.chol = _BlockCholesky(self)
+        t, y, x = np.empty(6 * self.nt), np.empty(6 * self.nt), np.empty(e_inv.size)
         ra, rb, ha, hb, nt = self.ra, self.rb, self.ha, self.hb, self.nt
+        if self.chol.factor(ra, rb, ha, hb, e_inv, self.Winv):
+            perm, lp, li, Ld, Lv = self.chol.perm, self.chol.sym[0], self.chol.sym[1], self.chol.Ld, self.chol.Lv
 
-        def solve(r):
+            def solve(r):
+                block_space_solve(ra, rb, ha, hb, r, e_inv, perm, lp, li, Ld, Lv, t, y, x)
+                return x.copy()
+            return solve
+        solve_s, self.ldl = _sparse_spd_solver(self.S, cholmod_min=BODY_SPACE_CHOLMOD_MIN)
+
+        def solve_sparse(r):
             body_space_rhs(ra, rb, ha, hb, r, e_inv, nt, t)
             body_space_back(ra, rb, ha, hb, r, e_inv, solve_s(t), x)
             return x.copy()
-        return solve
+        return solve_sparse

@@ -1,0 +1,323 @@
+"""A compiled sparse block Cholesky of the interior point's body-space matrix S (kernels/body_space.py):
+S = W^-1 + H' E^-1 H has a dense 6x6 block per pair of touched bodies sharing a row, so its
+factorisation is done on the bodies' graph with 6x6 blocks as the entries (a supernodal Cholesky
+whose supernodes are the bodies: George & Liu, Computer Solution of Large Sparse Positive Definite
+Systems, 1981, ch. 6 on block elimination; Davis, Direct Methods for Sparse Linear Systems, SIAM 2006,
+§4.1 elimination tree, §4.8 left-looking Cholesky), where an entry-by-entry LDL' (QDLDL) indexes every
+scalar and the interior point's solves pay a Python call each.
+
+* :func:`block_analysis`: once per interior-point call, for an ordering of the bodies (a minimum-degree
+  order of their graph, solvers/box_qp/shifted.py): the elimination tree, L's block pattern by columns
+  (rows sorted) and by rows, and where each row's terms go in L (:func:`block_symbolic`,
+  :func:`block_rows`).
+* :func:`block_factor`: S assembled in L's storage for an iteration's E (:func:`block_assemble`) and
+  factorised by the left-looking block Cholesky S = L L' (L's diagonal blocks lower triangular); False
+  where a pivot is not positive (S not numerically positive definite: the caller falls back).
+* :func:`block_space_solve`: x = E^-1 (r - H S^-1 H' E^-1 r), S^-1 by the two block triangular solves
+  (:func:`block_solve`).
+
+The entry points called from Python are these three (each one compiled library, loaded from numba's
+cache once per process).
+"""
+import numpy as np
+
+from ._jit import jit
+from .body_space import body_space_back, body_space_rhs
+
+
+@jit
+def block_graph(s_indptr, s_indices):
+    """The bodies' graph of S's pattern (body_space_layout: column 6 c lists 6 rows per neighbour of
+    body c, itself included, in increasing order): (bptr, bnb) the neighbours of each body, itself
+    excluded, in increasing order."""
+    nt = (s_indptr.size - 1) // 6
+    bptr = np.zeros(nt + 1, dtype=np.int64)
+    for c in range(nt):
+        bptr[c + 1] = bptr[c] + (s_indptr[6 * c + 1] - s_indptr[6 * c]) // 6 - 1
+    bnb = np.empty(bptr[nt], dtype=np.int64)
+    for c in range(nt):
+        o = bptr[c]
+        for p in range(s_indptr[6 * c], s_indptr[6 * c + 1], 6):
+            a = s_indices[p] // 6
+            if a != c:
+                bnb[o] = a
+                o += 1
+    return bptr, bnb
+
+
+@jit
+def block_symbolic(s_indptr, s_indices, perm):
+    """L's block pattern for S (body_space_layout's pattern) with the bodies eliminated in the order
+    ``perm`` (perm[j]: the body eliminated j-th). Returns (lp, li, rp, rc, rpos, src, dst, tr): column
+    j's blocks (rows > j, increasing) li[lp[j]:lp[j + 1]]; row j's blocks rc[rp[j]:rp[j + 1]] (their
+    columns, increasing) at L positions rpos; per stored upper block of S (body_space_layout's order:
+    column c, its neighbours a <= c), src its base in S's values, sst its column's stride, dst its place (-1 - j: L's diagonal
+    block j; else an off-diagonal block of L) and tr whether L's block is its transpose. The fill is
+    the union of each column's own pattern and its children's in the elimination tree (Davis §4.1)."""
+    nt = perm.size
+    bptr, bnb = block_graph(s_indptr, s_indices)
+    ip = np.empty(nt, dtype=np.int64)
+    for j in range(nt):
+        ip[perm[j]] = j
+    # column j's pattern: its neighbours eliminated later, and its children's patterns minus j
+    parent = np.full(nt, -1, dtype=np.int64)
+    chead = np.full(nt, -1, dtype=np.int64)         # children as linked lists
+    cnext = np.full(nt, -1, dtype=np.int64)
+    mark = np.full(nt, -1, dtype=np.int64)
+    cols = []
+    total = 0
+    buf = np.empty(nt, dtype=np.int64)
+    for j in range(nt):
+        n = 0
+        c = perm[j]
+        for p in range(bptr[c], bptr[c + 1]):
+            i = ip[bnb[p]]
+            if i > j and mark[i] != j:
+                mark[i] = j
+                buf[n] = i
+                n += 1
+        k = chead[j]
+        while k >= 0:
+            ck = cols[k]
+            for t in range(ck.size):
+                i = ck[t]
+                if i > j and mark[i] != j:
+                    mark[i] = j
+                    buf[n] = i
+                    n += 1
+            k = cnext[k]
+        col = np.sort(buf[:n])
+        cols.append(col)
+        total += n
+        if n:
+            parent[j] = col[0]
+            cnext[j] = chead[col[0]]
+            chead[col[0]] = j
+    lp = np.zeros(nt + 1, dtype=np.int64)
+    li = np.empty(total, dtype=np.int64)
+    for j in range(nt):
+        lp[j + 1] = lp[j] + cols[j].size
+        li[lp[j]:lp[j + 1]] = cols[j]
+    # by rows: row i's blocks in increasing column order
+    rp = np.zeros(nt + 1, dtype=np.int64)
+    for e in range(total):
+        rp[li[e] + 1] += 1
+    for i in range(nt):
+        rp[i + 1] += rp[i]
+    rc = np.empty(total, dtype=np.int64)
+    rpos = np.empty(total, dtype=np.int64)
+    fill = rp[:nt].copy()
+    for j in range(nt):
+        for e in range(lp[j], lp[j + 1]):
+            i = li[e]
+            rc[fill[i]] = j
+            rpos[fill[i]] = e
+            fill[i] += 1
+    # where S's stored blocks go
+    nblk = bptr[nt] // 2 + nt
+    src = np.empty(nblk, dtype=np.int64)
+    sst = np.empty(nblk, dtype=np.int64)
+    dst = np.empty(nblk, dtype=np.int64)
+    tr = np.zeros(nblk, dtype=np.bool_)
+    b = 0
+    for c in range(nt):
+        o = s_indptr[6 * c]
+        for p in range(s_indptr[6 * c], s_indptr[6 * c + 1], 6):
+            a = s_indices[p] // 6
+            if a > c:
+                break
+            src[b] = p
+            sst[b] = s_indptr[6 * c + 1] - o
+            if a == c:
+                dst[b] = -1 - ip[c]
+            else:
+                ja, jc = ip[a], ip[c]
+                lo_, hi_ = (ja, jc) if ja < jc else (jc, ja)     # L's block (hi_, lo_)
+                e = lp[lo_] + np.searchsorted(li[lp[lo_]:lp[lo_ + 1]], hi_)
+                dst[b] = e
+                tr[b] = ja < jc         # S's block (a, c) is rows a, columns c: L's (jc, ja) is its transpose
+            b += 1
+    return lp, li, rp, rc, rpos, src[:b], sst[:b], dst[:b], tr[:b]
+
+
+@jit
+def block_rows(ra, rb, pair_base, perm, src, dst, tr):
+    """Per kept row of body_space_layout (bodies ra < rb, S's block of the pair at pair_base): where
+    its term goes in L (:func:`block_symbolic`'s dst of that block; -1 for a row on one body) and
+    whether L's block is the pair's (a, b) block transposed; each body's place in ``perm``."""
+    nt = perm.size
+    ip = np.empty(nt, dtype=np.int64)
+    for j in range(nt):
+        ip[perm[j]] = j
+    m = ra.size
+    rdst = np.full(m, -1, dtype=np.int64)
+    rtr = np.zeros(m, dtype=np.bool_)
+    for k in range(m):
+        if ra[k] >= 0 and rb[k] >= 0:
+            t = np.searchsorted(src, pair_base[k])
+            rdst[k] = dst[t]
+            rtr[k] = tr[t]
+    return ip, rdst, rtr
+
+
+@jit
+def block_assemble(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, Ld, Lv):
+    """S = W^-1 + H' diag(e_inv) H straight into the factor's storage (:func:`block_factor` factorises
+    it in place): Ld[ip[c]] (lower triangle) the diagonal block of body c, Lv L's blocks below the
+    diagonal (fill 0); :func:`block_rows` gives each row's place. The same sums as
+    kernels/body_space.py ``body_space_values``, without S's own storage."""
+    Lv[:] = 0.0
+    for c in range(Winv.shape[0]):
+        j = ip[c]
+        for u in range(6):
+            for v in range(6):
+                Ld[j, u, v] = Winv[c, u, v]
+    for k in range(ra.size):
+        a = ra[k]
+        if a < 0:
+            continue
+        e = e_inv[k]
+        D = Ld[ip[a]]
+        for u in range(6):
+            t = e * ha[k, u]
+            for v in range(u + 1):
+                D[u, v] += t * ha[k, v]
+        b = rb[k]
+        if b < 0:
+            continue
+        D = Ld[ip[b]]
+        for u in range(6):
+            t = e * hb[k, u]
+            for v in range(u + 1):
+                D[u, v] += t * hb[k, v]
+        B = Lv[rdst[k]]
+        if rtr[k]:              # L's block is S's (b, a) = e hb ha'
+            for u in range(6):
+                t = e * hb[k, u]
+                for v in range(6):
+                    B[u, v] += t * ha[k, v]
+        else:                   # S's (a, b) = e ha hb'
+            for u in range(6):
+                t = e * ha[k, u]
+                for v in range(6):
+                    B[u, v] += t * hb[k, v]
+
+
+@jit
+def block_analysis(s_indptr, s_indices, perm, ra, rb, pair_base):
+    """:func:`block_symbolic` for the order ``perm`` and :func:`block_rows` for the layout's rows:
+    (lp, li, rp, rc, rpos, ip, rdst, rtr)."""
+    lp, li, rp, rc, rpos, src, sst, dst, tr = block_symbolic(s_indptr, s_indices, perm)
+    ip, rdst, rtr = block_rows(ra, rb, pair_base, perm, src, dst, tr)
+    return lp, li, rp, rc, rpos, ip, rdst, rtr
+
+
+@jit
+def block_factor(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, lp, li, rp, rc, rpos, Ld, Lv, wpos):
+    """S = W^-1 + H' diag(e_inv) H (:func:`block_assemble` into Ld, Lv) and its block Cholesky
+    S = L L' (Davis §4.8, left-looking, on 6x6 blocks) in place: Ld (nt, 6, 6) the diagonal blocks'
+    lower Cholesky factors in elimination order, Lv L's off-diagonal blocks in :func:`block_symbolic`'s
+    pattern. ``wpos``: nt scratch. False where a pivot is not positive (nothing is usable then)."""
+    block_assemble(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, Ld, Lv)
+    nt = Ld.shape[0]
+    wpos[:] = -1
+    for j in range(nt):
+        for e in range(lp[j], lp[j + 1]):
+            wpos[li[e]] = e
+        D = Ld[j]
+        for t in range(rp[j], rp[j + 1]):          # columns k < j with L_jk != 0
+            k = rc[t]
+            pk = rpos[t]
+            A = Lv[pk]
+            for u in range(6):                      # D -= L_jk L_jk' (lower triangle)
+                for v in range(u + 1):
+                    acc = 0.0
+                    for w in range(6):
+                        acc += A[u, w] * A[v, w]
+                    D[u, v] -= acc
+            for e in range(pk + 1, lp[k + 1]):      # L_ij -= L_ik L_jk', rows i > j of column k
+                B = Lv[e]
+                T = Lv[wpos[li[e]]]
+                for u in range(6):
+                    for v in range(6):
+                        acc = 0.0
+                        for w in range(6):
+                            acc += B[u, w] * A[v, w]
+                        T[u, v] -= acc
+        for u in range(6):                          # D = C C' in place (lower)
+            for v in range(u + 1):
+                acc = D[u, v]
+                for w in range(v):
+                    acc -= D[u, w] * D[v, w]
+                if u == v:
+                    if not acc > 0.0:
+                        return False
+                    D[u, u] = np.sqrt(acc)
+                else:
+                    D[u, v] = acc / D[v, v]
+            for v in range(u + 1, 6):
+                D[u, v] = 0.0
+        for e in range(lp[j], lp[j + 1]):           # L_ij = B C'^-1: rows of B solved against C
+            B = Lv[e]
+            for u in range(6):
+                for v in range(6):
+                    acc = B[u, v]
+                    for w in range(v):
+                        acc -= B[u, w] * D[v, w]
+                    B[u, v] = acc / D[v, v]
+    return True
+
+
+@jit
+def block_solve(perm, lp, li, Ld, Lv, b, x):
+    """x = S^-1 b for S = P L L' P' (:func:`block_factor`; P the bodies' order ``perm``): forward and
+    backward block substitution, 6 entries per body."""
+    nt = perm.size
+    y = np.empty((nt, 6))
+    for j in range(nt):
+        c = perm[j]
+        for u in range(6):
+            y[j, u] = b[6 * c + u]
+    for j in range(nt):                             # L y = b
+        C = Ld[j]
+        for u in range(6):
+            acc = y[j, u]
+            for w in range(u):
+                acc -= C[u, w] * y[j, w]
+            y[j, u] = acc / C[u, u]
+        for e in range(lp[j], lp[j + 1]):
+            B = Lv[e]
+            i = li[e]
+            for u in range(6):
+                acc = 0.0
+                for w in range(6):
+                    acc += B[u, w] * y[j, w]
+                y[i, u] -= acc
+    for j in range(nt - 1, -1, -1):                 # L' x = y
+        for e in range(lp[j], lp[j + 1]):
+            B = Lv[e]
+            i = li[e]
+            for w in range(6):
+                acc = 0.0
+                for u in range(6):
+                    acc += B[u, w] * y[i, u]
+                y[j, w] -= acc
+        C = Ld[j]
+        for u in range(5, -1, -1):
+            acc = y[j, u]
+            for w in range(u + 1, 6):
+                acc -= C[w, u] * y[j, w]
+            y[j, u] = acc / C[u, u]
+    for j in range(nt):
+        c = perm[j]
+        for u in range(6):
+            x[6 * c + u] = y[j, u]
+
+
+@jit
+def block_space_solve(ra, rb, ha, hb, r, e_inv, perm, lp, li, Ld, Lv, t, y, x):
+    """x = E^-1 (r - H S^-1 H' E^-1 r) (kernels/body_space.py's identity) with S^-1 by the factor of
+    :func:`block_factor`; t, y: 6 nt scratch."""
+    body_space_rhs(ra, rb, ha, hb, r, e_inv, perm.size, t)
+    block_solve(perm, lp, li, Ld, Lv, t, y)
+    body_space_back(ra, rb, ha, hb, r, e_inv, y, x)

@@ -1,0 +1,116 @@
+"""box-qp's body-space block Cholesky (kernels/body_space_chol.py, solvers/box_qp/shifted.py
+``_BlockCholesky``): S = W^-1 + H' E^-1 H factorised on the bodies' 6x6 blocks, against S formed
+densely from H, W and E and numpy's solve; the fallback where S is not positive definite; the
+analysis kept for a repeated pattern."""
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from contactlab.solvers.box_qp import BoxQPOptions, _BodySpace, _ipm
+from contactlab.problems import BoxedLCP
+from contactlab.problems.residual import relative_error
+
+from tests.problems import body_rows
+
+
+def sparse_contacts(rng, nbody, nrows, reach=3):
+    """Rows on one body or on two bodies at most ``reach`` apart (a sparse bodies' graph, so that the
+    elimination fills in), H CSR with 6 columns per body, W's SPD blocks."""
+    def bodies_of(r):
+        a = int(rng.integers(nbody))
+        if rng.random() < 0.2:
+            return [a]
+        b = min(nbody - 1, a + int(rng.integers(1, reach + 1)))
+        return [a] if b == a else [a, b]
+    return body_rows(rng, nbody, nrows, bodies_of)
+
+
+def dense_S(H, W, keep, e_inv):
+    live = [b for b in range(W.shape[0]) if np.any(H[keep][:, 6 * b:6 * b + 6].toarray())]
+    dofs = np.concatenate([np.arange(6 * b, 6 * b + 6) for b in live])
+    Hk = H[keep][:, dofs].toarray()
+    return sla.block_diag(*[np.linalg.inv(W[b]) for b in live]) + Hk.T @ np.diag(e_inv) @ Hk
+
+
+def test_block_cholesky_is_S_and_solves_it():
+    """L L' = P' S P block by block (L from Ld, Lv on :func:`block_symbolic`'s pattern), and the
+    solve against numpy's, for E spread over 12 orders of magnitude (rows near and far from a bound)."""
+    rng = np.random.default_rng(4)
+    H, W = sparse_contacts(rng, 40, 400)
+    cfm = 1e-8
+    M = (H @ sp.block_diag(list(W), format="csr") @ H.T + cfm * sp.identity(400)).tocsr()
+    keep = np.sort(rng.choice(400, size=380, replace=False))
+    body = _BodySpace.of((H, W, cfm), M, keep, dense_max=50)
+    assert body is not None
+    for scale in (1e-6, 1.0, 1e6):
+        d = scale * rng.uniform(0.0, 1.0, keep.size)
+        solve = body.solver(d)
+        chol = body.chol
+        assert chol is not None and body.ldl is None        # the block path, not the fallback
+        nt = body.nt
+        S = dense_S(H, W, keep, 1.0 / (cfm + d))
+        lp, li = chol.sym[0], chol.sym[1]
+        assert li.size > (body._S.indices.size // 36 - nt) // 2     # the order fills in: a real test of fill
+        L = np.zeros((6 * nt, 6 * nt))
+        for j in range(nt):
+            L[6 * j:6 * j + 6, 6 * j:6 * j + 6] = chol.Ld[j]
+            for e in range(lp[j], lp[j + 1]):
+                i = li[e]
+                L[6 * i:6 * i + 6, 6 * j:6 * j + 6] = chol.Lv[e]
+        dofs = np.concatenate([np.arange(6 * c, 6 * c + 6) for c in chol.perm])
+        Sp = S[np.ix_(dofs, dofs)]
+        assert np.allclose(np.tril(L), L)
+        assert np.abs(L @ L.T - Sp).max() <= 1e-12 * np.abs(S).max()
+        b = rng.normal(size=6 * nt)
+        x = np.empty(6 * nt)
+        chol.solve(b, x)
+        ref = np.linalg.solve(S, b)
+        assert np.abs(S @ x - b).max() <= 1e-12 * (np.abs(S).max() * np.abs(x).max() + np.abs(b).max())
+        assert np.abs(x - ref).max() <= 1e-13 * np.linalg.cond(S) * np.abs(ref).max()
+        # the contact-space system it serves
+        A = M[keep][:, keep].toarray() + np.diag(d)
+        r = rng.normal(size=keep.size)
+        xk = solve(r)
+        assert np.abs(A @ xk - r).max() <= 1e-8 * (np.abs(A).max() * np.abs(xk).max() + np.abs(r).max())
+
+
+def test_block_cholesky_reports_an_indefinite_S_and_the_solve_falls_back():
+    """d below -cfm makes E negative on some rows and S indefinite: the block factor says so (a pivot
+    not positive) and the solver falls back to the sparse LDL' or LU, still solving the system."""
+    rng = np.random.default_rng(2)
+    H, W = sparse_contacts(rng, 20, 150)
+    cfm = 1e-3
+    keep = np.arange(150)
+    M = (H @ sp.block_diag(list(W), format="csr") @ H.T + cfm * sp.identity(150)).tocsr()
+    body = _BodySpace.of((H, W, cfm), M, keep, dense_max=50)
+    d = rng.uniform(0.0, 1.0, 150)
+    d[:40] = -2.0 * cfm                                  # E = -cfm on 40 rows
+    S = dense_S(H, W, keep, 1.0 / (cfm + d))
+    assert np.linalg.eigvalsh(S).min() < 0
+    solve = body.solver(d)
+    assert not body.chol.factor(body.ra, body.rb, body.ha, body.hb, 1.0 / (cfm + d), body.Winv)
+    A = M.toarray() + np.diag(d)
+    r = rng.normal(size=150)
+    x = solve(r)
+    assert np.all(np.isfinite(x))
+    assert np.abs(A @ x - r).max() <= 1e-6 * (np.abs(A).max() * np.abs(x).max() + np.abs(r).max())
+
+
+def test_interior_point_on_sparse_contacts_certifies_through_the_block_path():
+    """The interior point with the body-space systems by the block Cholesky certifies and agrees with
+    the contact-space factorisation's answer."""
+    rng = np.random.default_rng(6)
+    H, W = sparse_contacts(rng, 60, 700)
+    cfm = 1e-8
+    M = (H @ sp.block_diag(list(W), format="csr") @ H.T + cfm * sp.identity(700)).tocsr()
+    n = 700
+    q = rng.normal(size=n)
+    lo, hi = np.zeros(n), np.full(n, np.inf)
+    fr = np.arange(n) % 3 != 0
+    lo[fr], hi[fr] = -0.3, 0.3
+    opts = BoxQPOptions(algorithm="ipm")
+    za, _, oka = _ipm(M, q, lo, hi, opts, opts.tol, [0])
+    zb, _, okb = _ipm(M, q, lo, hi, opts, opts.tol, [0], factors=(H, W, cfm))
+    assert oka and okb
+    assert relative_error(BoxedLCP(M, q, lo, hi).relative_residuals(zb)) <= opts.tol
+    assert np.abs(za - zb).max() <= 1e-5 * np.abs(za).max()
