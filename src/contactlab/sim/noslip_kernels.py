@@ -98,6 +98,41 @@ def _identity(d):
 
 
 @jit
+def certified_ppm(UZ, Zp, offset, q, cfm, n, max_it, threshold, z, numbers, counts, nonbasic):
+    """The compiled no-slip steps' solve of the reduced LCP (drumwright Alg. 1 on the factored M =
+    UZ UZ' + cfm I, as ``solve(problem, "ppm")`` runs it): the TRIVIAL test (q >= 0, no NaN: z = 0,
+    certified), else ppm_dense; ``ok`` only where ppm SOLVED under Theorem 1 and the certified
+    residual is within ``threshold`` (solve()'s test). ``z``, ``numbers``, ``counts``, ``nonbasic``:
+    the caller's defaults, returned where the trivial case leaves them. Returns (ok, trivial, case,
+    code, z, w, numbers, counts, nonbasic, positive, row0, the solve's seconds as solve() times them)."""
+    eye = _identity(UZ.shape[1])
+    trivial = n == 0
+    if not trivial:
+        qmin = q[0]
+        for i in range(1, n):
+            qmin = min(qmin, q[i])
+        trivial = qmin >= 0.0       # float(q.min()) >= 0: a NaN in q fails it (min keeps the first NaN)
+        for i in range(n):
+            if q[i] != q[i]:
+                trivial = False
+    case, code, row0, positive = THEOREM1_UNCLEAR, 0, 0, 0
+    ok = True
+    t_solve = perf_counter()            # the solver's seconds (StepRecord.solve_time), as solve() is timed
+    if trivial:
+        w, numbers = factored_certify(UZ, eye, Zp, offset, cfm, q, z)
+        relative = 0.0
+    else:
+        case, code, _k, z, w, numbers, counts, nonbasic, positive, row0, _y = ppm_dense(
+            UZ, eye, Zp, offset, q, cfm, 10 * n + 100 if max_it < 0 else max_it)
+        ok = case != THEOREM1_UNCLEAR and code == _PPM_SOLVED and numbers[3] == numbers[3] \
+            and numbers[5] == numbers[5]
+        relative = max(numbers[3], numbers[5])
+    t_solve = perf_counter() - t_solve
+    ok = ok and relative <= threshold and numbers[0] < np.inf and numbers[2] < np.inf
+    return ok, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, t_solve
+
+
+@jit
 def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic, quaternion,
                 position, linear_velocity, angular_velocity, planar_reference, f, a, b, point, normal, t1, t2, phi,
                 zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, blk_cols, blk_ptr, active_gap, tol,
@@ -154,31 +189,9 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
     d = UZ.shape[1]
     if status != 0 or d == 0:
         return none
-    eye = _identity(d)
-    trivial = n == 0
-    if not trivial:
-        qmin = q[0]
-        for i in range(1, n):
-            qmin = min(qmin, q[i])
-        trivial = qmin >= 0.0       # float(q.min()) >= 0: a NaN in q fails it (min keeps the first NaN)
-        for i in range(n):
-            if q[i] != q[i]:
-                trivial = False
-    case, code, row0, positive = THEOREM1_UNCLEAR, 0, 0, 0
-    t_solve = perf_counter()            # the solver's seconds (StepRecord.solve_time), as solve() is timed
-    if trivial:
-        w, numbers = factored_certify(UZ, eye, Zp, offset, cfm, q, z)
-        relative = 0.0
-    else:
-        case, code, k, z, w, numbers, counts, nonbasic, positive, row0, y = ppm_dense(
-            UZ, eye, Zp, offset, q, cfm, 10 * n + 100 if max_it < 0 else max_it)
-        if case == THEOREM1_UNCLEAR or code != _PPM_SOLVED:
-            return none
-        if numbers[3] != numbers[3] or numbers[5] != numbers[5]:
-            return none
-        relative = max(numbers[3], numbers[5])
-    t_solve = perf_counter() - t_solve
-    if not (relative <= threshold and numbers[0] < np.inf and numbers[2] < np.inf):
+    ok, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, t_solve = certified_ppm(
+        UZ, Zp, offset, q, cfm, n, max_it, threshold, z, numbers, counts, nonbasic)
+    if not ok:
         return none
     nj = j_rhs.shape[0]
     v_next, joint, tangent = recover_metric_step(M, Lmf, starts, nb, Gk, Lg, order, x_p, fpack, ipack, UZ, Zp, p, U,

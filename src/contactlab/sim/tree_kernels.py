@@ -41,12 +41,10 @@ import numpy as np
 
 from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
-from ..kernels.clock import perf_counter
 from ..kernels.energy import energies, energies_and_depth
-from ..kernels.factored import THEOREM1_UNCLEAR, factored_certify, ppm_dense
+from ..kernels.factored import THEOREM1_UNCLEAR
 from ..kernels.mass_factor import mass_factor, mass_solve
 from ..kernels.metric_chain import noslip_metric_chain, recover_metric_step
-from ..kernels.pivoting import SOLVED as _PPM_SOLVED
 from ..mechanics.bodies import body_terms, free_velocity, kinetic_gain
 from ..mechanics.integrate import _exp_rotate
 from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE
@@ -54,7 +52,7 @@ from ..mechanics.rows import contact_terms, position_targets
 from ..mechanics.tree import (body_jacobians, body_velocities, bias_accelerations, crba, forward_kinematics,
                               motion_columns, tree_coordinates, tree_joint_error)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_speeds
-from .noslip_kernels import DECLINED, DEEP, DONE, _identity
+from .noslip_kernels import DECLINED, DEEP, DONE, certified_ppm
 
 
 @jit
@@ -201,33 +199,9 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     d = UZ.shape[1]
     if status != 0 or d == 0:
         return none
-    eye = _identity(d)
-    z = np.zeros(n)
-    w = np.zeros(0)
-    trivial = n == 0
-    if not trivial:
-        qmin = q[0]
-        for i in range(1, n):
-            qmin = min(qmin, q[i])
-        trivial = qmin >= 0.0
-        for i in range(n):
-            if q[i] != q[i]:
-                trivial = False
-    case, code, row0, positive = THEOREM1_UNCLEAR, 0, 0, 0
-    t_solve = perf_counter()
-    if trivial:
-        w, numbers = factored_certify(UZ, eye, Zp, offset, cfm, q, z)
-        relative = 0.0
-    else:
-        case, code, _k, z, w, numbers, counts, nonbasic, positive, row0, _y = ppm_dense(
-            UZ, eye, Zp, offset, q, cfm, 10 * n + 100 if max_it < 0 else max_it)
-        if case == THEOREM1_UNCLEAR or code != _PPM_SOLVED:
-            return none
-        if numbers[3] != numbers[3] or numbers[5] != numbers[5]:
-            return none
-        relative = max(numbers[3], numbers[5])
-    t_solve = perf_counter() - t_solve
-    if not (relative <= threshold and numbers[0] < np.inf and numbers[2] < np.inf):
+    ok, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, t_solve = certified_ppm(
+        UZ, Zp, offset, q, cfm, n, max_it, threshold, np.zeros(n), numbers, counts, nonbasic)
+    if not ok:
         return none
     qd_next, joint, tangent = recover_metric_step(H, Lh, starts, nbk, Gk, Lg, order_g, x_p, fpack, ipack, UZ,
                                                   Zp, pg, U, z, 0, nc)
