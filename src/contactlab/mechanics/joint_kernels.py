@@ -179,6 +179,21 @@ def _copy_row(cols, vals, cnt, row, scols, svals, scnt, srow, scale):
     cnt[row] = c
 
 
+@jit_inline
+def limit_side(c, bound, sign, rate, h, zeta):
+    """One side of a joint limit as a unilateral row on the joint's coordinate c (sign +1 for the
+    lower bound, -1 for the upper; a NaN bound: no limit): the row is active when the gap
+    sign (c - bound) is within reach 0.05 + 2 h |rate| of the bound, so a limit the joint can reach
+    in this step is in the problem; its bias lets an open gap close by the end of the step (gap / h)
+    and corrects a violated one at the rate zeta (zeta gap / h). Returns (active, bias)."""
+    if np.isnan(bound):
+        return False, 0.0
+    gap = sign * (c - bound)
+    if gap < 0.05 + 2.0 * h * abs(rate):
+        return True, (gap / h if gap >= 0 else zeta * gap / h)
+    return False, 0.0
+
+
 @jit
 def _csr(cols, vals, cnt, n):
     """Canonical CSR (data, indices, indptr) of the first n buffered rows: each row sorted by
@@ -402,16 +417,13 @@ def fill_joint_rows(a, b, kind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper
         rate_dot = 0.0
         for i in range(Rn[k]):
             rate_dot += Rv[k, i] * v_all[Rc[k, i]]
-        reach = 0.05 + 2.0 * h * abs(rate_dot)
         for side in range(2):
             bound = lower[k] if side == 0 else upper[k]
-            if np.isnan(bound):
-                continue
             sign = 1.0 if side == 0 else -1.0
-            gap = sign * (c - bound)
-            if gap < reach:
+            active, bias = limit_side(c, bound, sign, rate_dot, h, zeta)
+            if active:
                 _copy_row(Lc, Lv, Ln, nL, Rc, Rv, Rn, k, sign)
-                l_bias[nL] = gap / h if gap >= 0 else zeta * gap / h
+                l_bias[nL] = bias
                 l_lab[nL] = label_base[k] + N_EQ[kd] + 2 + side
                 nL += 1
         if not np.isnan(mtarget[k]):

@@ -47,7 +47,7 @@ from ..kernels.mass_factor import mass_factor, mass_solve
 from ..kernels.metric_chain import noslip_metric_chain, recover_metric_step
 from ..mechanics.bodies import body_terms, free_velocity, kinetic_gain
 from ..mechanics.integrate import _exp_rotate
-from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE
+from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE, limit_side
 from ..mechanics.rows import contact_terms, position_targets
 from ..mechanics.tree import (body_jacobians, body_velocities, bias_accelerations, crba, forward_kinematics,
                               motion_columns, tree_coordinates, tree_joint_error)
@@ -76,8 +76,8 @@ def joint_rows_of(Sb, dof_start, body_of_block, ip, ix, data):
 @jit
 def _limit_rows(joint_of, qstart, jkind, lower, upper, theta, qd, h, zeta, nq):
     """Joint limits as unilateral rows on their coordinate, where the joint rows put them
-    (mechanics/joint_kernels.py: the angle wrapped to [-pi, pi), the bound within reach
-    0.05 + 2 h |rate|, bias gap / h, or zeta gap / h when violated), in joint order, lower first."""
+    (the angle wrapped to [-pi, pi), each side by mechanics/joint_kernels.py :func:`limit_side`), in
+    joint order, lower first."""
     nj = jkind.shape[0]
     rows = np.zeros((2 * nj, nq))
     bias = np.zeros(2 * nj)
@@ -89,16 +89,13 @@ def _limit_rows(joint_of, qstart, jkind, lower, upper, theta, qd, h, zeta, nq):
         c = theta[s]
         if jkind[k] == REVOLUTE:
             c = (c + np.pi) % (2 * np.pi) - np.pi
-        reach = 0.05 + 2.0 * h * abs(qd[s])
         for side in range(2):
             bound = lower[k] if side == 0 else upper[k]
-            if np.isnan(bound):
-                continue
             sign = 1.0 if side == 0 else -1.0
-            gap = sign * (c - bound)
-            if gap < reach:
+            active, b = limit_side(c, bound, sign, qd[s], h, zeta)
+            if active:
                 rows[n, s] = sign
-                bias[n] = gap / h if gap >= 0 else zeta * gap / h
+                bias[n] = b
                 n += 1
     return rows[:n], bias[:n]
 
