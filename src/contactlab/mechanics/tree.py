@@ -453,6 +453,7 @@ def tree_joint_error(order, joint, qstart, jkind, ja, anchor_a, anchor_b, axis_a
     err = 0.0
     R = np.empty((3, 3))
     Rb = np.empty((3, 3))
+    g = np.empty(3)
     for b in order:
         k = joint[b]
         if k < 0:
@@ -465,7 +466,6 @@ def tree_joint_error(order, joint, qstart, jkind, ja, anchor_a, anchor_b, axis_a
                 for j in range(3):
                     R[i, j] = 1.0 if i == j else 0.0
         _rot(quaternion[b], Rb)
-        g = np.zeros(3)
         along = 0.0
         for i in range(3):
             pa = (position[jp, i] if jp >= 0 else 0.0) + R[i, 0] * anchor_a[k, 0] + R[i, 1] * anchor_a[k, 1] \

@@ -45,7 +45,7 @@ from ..kernels.energy import energies, energies_and_depth
 from ..kernels.factored import THEOREM1_UNCLEAR
 from ..kernels.mass_factor import mass_factor, mass_solve
 from ..kernels.metric_chain import noslip_metric_chain, recover_metric_step
-from ..mechanics.bodies import body_terms, free_velocity, kinetic_gain
+from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.integrate import _exp_rotate
 from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE, limit_side
 from ..mechanics.rows import contact_terms, position_targets
@@ -59,17 +59,27 @@ from .noslip_kernels import DECLINED, DEEP, DONE, certified_ppm
 def joint_rows_of(Sb, dof_start, body_of_block, ip, ix, data):
     """Dense rows (r, nq) in joint coordinates of CSR rows over the maximal dofs: row . Sb (each
     entry at dof c of body b adds its value times Sb[b, c - dof_start[b], :])."""
+    return frame_rows_of(Sb, dof_start, body_of_block, ip, ix, data.reshape((1, data.shape[0])))[0]
+
+
+@jit
+def frame_rows_of(Sb, dof_start, body_of_block, ip, ix, dv):
+    """:func:`joint_rows_of` of the directions dv (nd, nnz) that share one CSR pattern (ip, ix) (the
+    contact frames' N, S, T: mechanics/rows.py frame_rows_csr) in one pass over the pattern:
+    out (nd, r, nq), each entry the same sum in the same order as one direction's."""
     r = ip.shape[0] - 1
     nq = Sb.shape[2]
-    out = np.zeros((r, nq))
+    nd = dv.shape[0]
+    out = np.zeros((nd, r, nq))
     for i in range(r):
         for p in range(ip[i], ip[i + 1]):
             c = ix[p]
             b = body_of_block[c // 6]
             k = c - dof_start[b]
-            x = data[p]
-            for j in range(nq):
-                out[i, j] += x * Sb[b, k, j]
+            for e in range(nd):
+                x = dv[e, p]
+                for j in range(nq):
+                    out[e, i, j] += x * Sb[b, k, j]
     return out
 
 
@@ -98,6 +108,40 @@ def _limit_rows(joint_of, qstart, jkind, lower, upper, theta, qd, h, zeta, nq):
                 bias[n] = b
                 n += 1
     return rows[:n], bias[:n]
+
+
+@jit
+def _declined(e0, v, v_free):
+    """:func:`tree_noslip_step`'s DECLINED tuple (the state untouched), formed only when a step declines."""
+    z = np.zeros(0)
+    return (DECLINED, False, THEOREM1_UNCLEAR, 0, z, z, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), np.zeros(2, dtype=np.int64),
+            np.zeros(0, dtype=np.int64), 0, 0, e0, 0.0, 0.0, 0.0, 0.0, 0.0, v, np.zeros(0), np.zeros((0, 2)),
+            np.zeros(0, dtype=np.int8), 0, 0, 0, v_free, 0.0)
+
+
+@jit
+def block_kinetic_gain(B, after, before, weight):
+    """:func:`~contactlab.mechanics.bodies.kinetic_gain` of the block-diagonal M whose (k, 6, 6) blocks
+    B cover the dofs in order (block t on dofs 6 t .. 6 t + 5, the CSR of
+    :func:`~contactlab.mechanics.system.block_pattern`): the same products summed in the same order,
+    read from the blocks instead of through the CSR's index arrays."""
+    g = 0.0
+    for t in range(B.shape[0]):
+        s0 = 6 * t
+        for i in range(6):
+            r = s0 + i
+            wr = weight[r]
+            if wr == 0.0:
+                continue
+            sa = 0.0
+            sb = 0.0
+            for j in range(6):
+                c = s0 + j
+                wc = B[t, i, j] * weight[c]
+                sa += wc * after[c]
+                sb += wc * before[c]
+            g += wr * (after[r] * sa - before[r] * sb)
+    return 0.5 * g
 
 
 @jit
@@ -134,15 +178,12 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     M_blocks, W_blocks, v = body_terms(live, dof_start, quat, mass, inertia, inv_inertia, gravity, lin, ang,
                                        gyroscopic, f)
     v_free = free_velocity(W_blocks, v, f, h)
-    z = np.zeros(0)
     numbers = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     counts = np.zeros(2, dtype=np.int64)
     nonbasic = np.zeros(0, dtype=np.int64)
-    none = (DECLINED, False, THEOREM1_UNCLEAR, 0, z, z, numbers, counts, nonbasic, 0, 0, e0, 0.0, 0.0, 0.0, 0.0,
-            0.0, v, np.zeros(0), np.zeros((0, 2)), np.zeros(0, dtype=np.int8), 0, 0, 0, v_free, 0.0)
     for k in range(motor_target.shape[0]):
         if motor_target[k] == motor_target[k]:       # a motor: the maximal step's active set takes it
-            return none
+            return _declined(e0, v, v_free)
     # momentum in joint coordinates: S' M (v_free - h a_bias)
     acc, alpha = bias_accelerations(order, parent, jnt, qstart, jkind, pos, lin, ang, qd, ax, P)
     p = np.zeros(nq)
@@ -165,15 +206,14 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     starts = np.empty(nq + 1, dtype=np.int64)
     nbk = mass_factor(H, Lh, starts)
     if nbk < 0:
-        return none
+        return _declined(e0, v, v_free)
     qd_free = np.empty(nq)
     mass_solve(Lh, starts, nbk, p, qd_free)
     # the contacts' and limits' rows in joint coordinates
     dv, ix, ip, n_bias = contact_terms(a, b, dof_start, pos, point, normal, t1, t2, phi, h, zeta_c, slop)
     Np = ip[:nc + 1]        # N, S and T share one CSR pattern (mechanics/rows.py frame_rows_csr)
-    Nq = joint_rows_of(Sb, dof_start, body_of_block, Np, ix, dv[0])
-    Sq = joint_rows_of(Sb, dof_start, body_of_block, Np, ix, dv[1])
-    Tq = joint_rows_of(Sb, dof_start, body_of_block, Np, ix, dv[2])
+    NST = frame_rows_of(Sb, dof_start, body_of_block, Np, ix, dv)
+    Nq, Sq, Tq = NST[0], NST[1], NST[2]
     Lq, l_bias = _limit_rows(joint_of, qstart, jkind, lower, upper, theta, qd, h, zeta_j, nq)
     nl = l_bias.shape[0]
     n = nl + nc
@@ -195,11 +235,11 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     status, kept, order_g, pg, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack = chain
     d = UZ.shape[1]
     if status != 0 or d == 0:
-        return none
+        return _declined(e0, v, v_free)
     ok, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, t_solve = certified_ppm(
         UZ, Zp, offset, q, cfm, n, max_it, threshold, np.zeros(n), numbers, counts, nonbasic)
     if not ok:
-        return none
+        return _declined(e0, v, v_free)
     qd_next, joint, tangent = recover_metric_step(H, Lh, starts, nbk, Gk, Lg, order_g, x_p, fpack, ipack, UZ,
                                                   Zp, pg, U, z, 0, nc)
     normal_z = z[nl:]
@@ -222,7 +262,7 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
                 kq = anc_idx[qq]
                 acc_v += Sb[bb, i, kq] * qd_next[kq]
             v_next[s0 + i] = acc_v
-    gain = kinetic_gain(blk_ptr, blk_cols, M_blocks.reshape(-1), v_next, v_free, passive)
+    gain = block_kinetic_gain(M_blocks, v_next, v_free, passive)
     deep = False
     if position_stage and nc:
         Nv = np.empty(nc)
