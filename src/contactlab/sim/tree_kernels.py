@@ -156,8 +156,9 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     the joint torques' generalized force (the bodies' forces are added in place, as the maximal
     step does); ``contact_floats``, ``contact_ints``: the step's contacts as the detection packed
     them (:func:`contactlab.collision.boxes.packed.pack_contacts`: two buffers cross into the call,
-    not seven arrays made from them in Python). The other arguments and the returned
-    tuple are :func:`contactlab.sim.noslip_kernels.noslip_step`'s."""
+    not seven arrays made from them in Python); ``blk_cols``, ``blk_ptr``: M's block pattern, kept in
+    the argument list (the kinetic gain reads the blocks in that pattern's order, :func:`block_kinetic_gain`).
+    The other arguments and the returned tuple are :func:`contactlab.sim.noslip_kernels.noslip_step`'s."""
     order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx = tree
     point, normal, t1, t2, phi, _mu, _guess, a, b, _sa, _sb, _match = unpack_contacts(contact_floats, contact_ints)
     ja, jkind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper = (joints[0], joints[2], joints[3], joints[4],
