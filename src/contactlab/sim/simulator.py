@@ -441,7 +441,7 @@ class Simulator:
         if not self.fused or self.data.joint_torque:
             return None
         fused = self._fused
-        if fused is not None and fused.valid(self):
+        if fused and fused.valid(self):
             return fused
         if fused is False and self._fused_for == (self.stages, tuple(map(id, self.controllers))):
             return None
