@@ -223,7 +223,8 @@ class LegKernel:
         """After the call: the log row written, the IK answer kept as the next start."""
         c = self.controller
         c._rows = n + 1
-        c._q_prev = c._q_ref.copy()
+        if c._q_prev is None:       # (read as "an answer to start from": the call keeps it in _q_ref)
+            c._q_prev = c._q_ref.copy()
 
 
 @jit

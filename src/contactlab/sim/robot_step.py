@@ -24,7 +24,9 @@ from that point, with the torques put into ``Data.joint_torque`` as the controll
 would have: force-limited motors (their active set), a step the call declines (motors, a failed
 reduction, no certificate: the maximal stages take it), a deep contact's position correction and a
 fast turn's correction (sim/turns.py). The fused step is not planned where the state holds joint
-torques set before the step (``Data.joint_torque`` not empty) or where ``Simulator.fused`` is False.
+torques set before the step (``Data.joint_torque`` not empty), where the world's detection is not
+CollisionWorld's own (a subclass's or an instance's ``detect_matched``), or where
+``Simulator.fused`` is False.
 """
 from __future__ import annotations
 
@@ -85,6 +87,20 @@ def robot_inputs(time, h, position, quaternion, lin, ang, ctrl_floats, ctrl_ints
     return limited, left, floats, ints
 
 
+@jit
+def after_step(turns_checked, ints, nc, radius, trigger, dof_start, kind, kinematic, body_radius, x0, v0, w0, v_free,
+               x1, v1, w1, h, depth, slop, prev_joint_error, jointed, motors, actuated, gain, ke, energy, mass):
+    """Step 4's checks in one call: whether the turn correction fires (``turns_checked``: the
+    position stabilisation; :func:`contactlab.sim.turns.turn_bound` of the contacts' bodies, packed
+    in ``ints``, against ``trigger``), else :func:`contactlab.sim.faults.plausibility_flat`.
+    Returns (fires, the plausibility verdict; code 0 where it fires)."""
+    if turns_checked and nc:
+        if turns.turn_bound(ints[:nc], ints[nc:2 * nc], w1, radius, h) > trigger:
+            return True, (0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    return False, plausibility_flat(dof_start, kind, kinematic, body_radius, x0, v0, w0, v_free, x1, v1, w1, h,
+                                    depth, slop, prev_joint_error, jointed, motors, actuated, gain, ke, energy, mass)
+
+
 _NO_FLOATS, _NO_INTS = np.zeros(0), np.zeros(0, dtype=np.int64)
 
 
@@ -98,7 +114,8 @@ class FusedRobotStep:
             return None
         world, m = sim.world, sim.model
         if not (isinstance(world, CollisionWorld) and world.geoms and not m.pair_mu
-                and type(world).detect is CollisionWorld.detect):
+                and type(world).detect is CollisionWorld.detect
+                and getattr(world.detect_matched, "__func__", None) is CollisionWorld.detect_matched):
             return None
         kernels = []
         for fn in sim.controllers:
@@ -224,13 +241,6 @@ class FusedRobotStep:
         w.result = result
         w.call = (ke, pe, pen)
         w.t_integrated = time.perf_counter()
-        if position_stage and w.nc:     # a fast turn's correction (sim/turns.py): the stages' correct
-            nc = w.nc
-            fires = turns.fires(sim, w.contacts) if left else turns.turn_bound(
-                ints[:nc], ints[nc:2 * nc], data.angular_velocity, world.body_radius, h) > turns.TURN_TRIGGER * st.slop
-            if fires:
-                stages.correct(w)
-                return self._recorded(before, w)
         state.turn_overlap = 0.0
         e1 = ke + pe
         state.timing = {"detect": w.t_detect - w.t_start, "build": 0.0, "solve": w.t_solved - w.t0,
@@ -239,12 +249,19 @@ class FusedRobotStep:
                          pivots=int(sol.pivots), residual=float(sol.residual), success=True, status=sol.status.name,
                          rescued=False, kinetic_energy=ke, energy=e1, energy_gain=e1 - w.e0,
                          contact_energy_gain=gain, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
-        # the plausibility check (faults.checked_step) on the call's own free velocities
+        # a fast turn's correction (sim/turns.py), else the plausibility check (faults.checked_step) on the
+        # call's own free velocities, in one call
         depth = step_depth(sim, rec)
-        verdict = plausibility_flat(model.dof_start, self.kind, 2, self.radius, x0, v0, w0, v_free, data.position,
-                                    data.linear_velocity, data.angular_velocity, h, depth, float(st.slop),
-                                    before[3], self.jointed, motor_targets(data), True, float(gain), float(ke),
-                                    float(e1), self.mass)
+        fires, verdict = after_step(
+            position_stage and not left, ints, w.nc, world.body_radius, turns.TURN_TRIGGER * st.slop, model.dof_start,
+            self.kind, 2, self.radius, x0, v0, w0, v_free, data.position, data.linear_velocity, data.angular_velocity,
+            h, depth, float(st.slop), before[3], self.jointed, motor_targets(data), True, float(gain), float(ke),
+            float(e1), self.mass)
+        if left and position_stage:
+            fires = turns.fires(sim, w.contacts)
+        if fires:       # the stages' correct, record and check
+            stages.correct(w)
+            return self._recorded(before, w)
         rec.fault = fault_words(sim, verdict, depth, before[3], rec) if verdict[0] else ""
         rec.plausible = not rec.fault
         sim._fault_joint_error = float(joint_error) if math.isfinite(joint_error) else 0.0
