@@ -219,23 +219,23 @@ class LegKernel:
         n = c._next_row()
         return c._q_prev is not None, p[3], (c._tau, c._x_step, *c._log.values()), n
 
+    def call(self, time, h, position, quaternion, lin, ang, floats, ints, normal_impulse, have_prev, params, buffers,
+             n) -> None:
+        """The controller's compiled call (:func:`_control_step`, as :meth:`LegController.__call__` makes
+        it) on the previous step's contacts packed (``floats``, ``ints``: collision/boxes/packed.py)
+        with their normal impulses."""
+        k = ints.size // 5
+        contacts = (ints[:k], ints[k:2 * k], normal_impulse, floats[12 * k:13 * k], floats[:3 * k].reshape(k, 3),
+                    floats[3 * k:6 * k].reshape(k, 3)) if k else _NO_CONTACTS
+        _control_step(time, h, position, quaternion, lin, ang, *contacts, *self.static, self.controller._q_ref,
+                      have_prev, *params, *buffers, n)
+
     def done(self, n: int) -> None:
         """After the call: the log row written, the IK answer kept as the next start."""
         c = self.controller
         c._rows = n + 1
         if c._q_prev is None:       # (read as "an answer to start from": the call keeps it in _q_ref)
             c._q_prev = c._q_ref.copy()
-
-
-@jit
-def control_kernel(time, h, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal, static,
-                   q_ref, have_prev, params, buffers, n):
-    """:func:`_control_step` with its fixed arguments as tuples (``static``: the bodies' and legs'
-    arrays; ``params``: IK options, settle, ramp, gait, foot gains, weight feed-forward, PD gains;
-    ``buffers``: the torques, the step's start positions and the log arrays): the call of
-    :meth:`LegController.__call__`, made from the fused robot step."""
-    _control_step(time, h, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal,
-                  *static, q_ref, have_prev, *params, *buffers, n)
 
 
 #: the damped least-squares IK's (tolerance, iterations, damping) each step, from the last answer

@@ -226,16 +226,6 @@ def plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1,
     return code, moved, cmax, bound, scale, motor, recovery, joint_allow, free
 
 
-@jit
-def plausibility_flat(dof_start, kind, kinematic, radius, x0, v0, w0, v_free, x1, v1, w1, h, depth, slop,
-                      prev_joint_error, jointed, motors, actuated, gain, ke, energy, mass):
-    """:func:`plausibility` with the free velocities as one generalized velocity ``v_free`` (ndof,),
-    a compiled step's own (:func:`_split_velocity` inside the call)."""
-    vf, wf = _split_velocity(dof_start, v_free, v0.shape[0])
-    return plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1, w1, h, depth, slop,
-                        prev_joint_error, jointed, motors, actuated, gain, ke, energy, mass)
-
-
 def step_depth(sim, rec) -> float:
     """The overlap the step's position corrections may have removed: the record's deepest
     penetration (0 where not finite or negative) or the turn correction's (sim/turns.py), the

@@ -6,17 +6,20 @@ CollisionWorld detects every pair in its compiled routines, and every controller
 compiled form (``compiled_form(sim)``: :class:`~contactlab.control.locomotion.LegController`'s
 :class:`~contactlab.control.locomotion.LegKernel`). A step is then
 
-1. :func:`leg_inputs`: the controller's kernel on the state (the same kernel as its ``fn(sim)``
+1. the controller's kernel on the state (``LegKernel.call``: the same kernel as its ``fn(sim)``
    call: gait, inverse kinematics, PD torques, its log row), then the joint torques' generalized
    force and the motor state (:func:`contactlab.sim.noslip_kernels.call_inputs`, as the stages'
-   ``build``), and the state before the step (for the deferred system and the plausibility check):
-   one compiled call, the torques handed over as an array, not by name through ``Data.joint_torque``;
-2. the detection (``CollisionWorld.detect_matched``, one compiled call);
+   ``build``), the torques handed over as an array, not by name through ``Data.joint_torque``;
+   the state before the step copied once (the deferred system's and the plausibility check's);
+2. the detection (``CollisionWorld.detect_matched``'s compiled call,
+   :func:`contactlab.collision.boxes.narrow_phase.detect_and_match_packed`, on its arguments);
 3. the physics step, :meth:`CompiledTreeNoSlipStages.step_call` (:func:`contactlab.sim.tree_kernels.tree_noslip_step`)
    with the arguments the stages' ``build`` makes (:meth:`FusedRobotStep._physics`, the one place
    this module calls it);
-4. the step's bookkeeping (``Data``, the deferred system, the Solution, the StepRecord) and the
-   plausibility check (:func:`contactlab.sim.faults.plausibility_flat`, one compiled call).
+4. the step's bookkeeping (``Data``, the deferred system, the Solution, the StepRecord), the test
+   of the turn correction (:func:`contactlab.sim.turns.turn_bound`) and the plausibility check
+   (:func:`contactlab.sim.faults.plausibility`). (Each kernel is called from here rather than linked
+   into one: a kernel linked into another is compiled again inside it, a cost at every cold start.)
 
 The same kernels in the same order on the same arrays as the stages (sim/stages.py ``Stages``,
 sim/noslip_stages.py): the same bits. Where the stages would do something else, the step is theirs
@@ -36,69 +39,16 @@ import time
 import numpy as np
 
 from ..collision import CollisionWorld
-from ..collision.boxes.packed import unpack_contacts
 from ..collision.boxes.narrow_phase import detect_and_match_packed
 from ..collision.contacts import PackedContactSet, packed as _packed
-from ..control.locomotion import control_kernel
-from ..kernels._jit import jit
 from ..models.common import StepResult
 from . import noslip_kernels as NK
 from . import turns
-from .faults import checked_step, fault_words, motor_targets, plausibility_flat, step_depth, _statics
+from .faults import _split_velocity, _statics, checked_step, fault_words, motor_targets, plausibility, step_depth
 from .noslip_stages import _NO_VALUES, _NONE, _solution
 from .recorder import StepRecord
 from .stages import Stages, StepWork
 from .tree_stages import CompiledTreeNoSlipStages
-
-
-@jit
-def robot_inputs(time, h, position, quaternion, lin, ang, ctrl_floats, ctrl_ints, prev_normal, static, q_ref,
-                 have_prev, params, buffers, n, idx, tau, kind, a, b, anchor_b, axis_a, dof_start, ndof, packed_target,
-                 packed_max_force, state_target, state_max_force, out, body_radius, shapes, margin, shapes2, prev_floats,
-                 prev_ints, near, shapes3):
-    """Steps 1 and 2 of the module docstring in one call: the legs' controller
-    (:func:`contactlab.control.locomotion.control_kernel`) on the state and the previous step's
-    contacts (``ctrl_floats``, ``ctrl_ints`` packed, their normal impulses ``prev_normal``), writing
-    the torques ``tau`` at joints ``idx``; :func:`contactlab.sim.noslip_kernels.call_inputs`; the
-    state before the step; the detection and matching
-    (:func:`contactlab.collision.boxes.narrow_phase.detect_and_match_packed` with
-    ``CollisionWorld.detect_matched``'s arguments: ``shapes``, ``shapes2``, ``shapes3`` its
-    constant ones, ``prev_floats``/``prev_ints`` the previous contacts, ``prev_normal`` their values).
-    Written into ``out``: the torques' generalized force f, its copy, the motor targets and force
-    limits, the positions, orientations, linear and angular velocities before the step. Returns
-    (limited, left, floats, ints) (the detection's)."""
-    point, normal, _t1, _t2, phi, _mu, _guess, body_a, body_b, _sa, _sb, _match = unpack_contacts(ctrl_floats,
-                                                                                                  ctrl_ints)
-    control_kernel(time, h, position, quaternion, lin, ang, body_a, body_b, prev_normal, phi, point, normal, static,
-                   q_ref, have_prev, params, buffers, n)
-    f, mt, mf, limited = NK.call_inputs(idx, tau, kind, a, b, anchor_b, axis_a, dof_start, position, quaternion, ndof,
-                                        packed_target, packed_max_force, state_target, state_max_force)
-    f_out, f_copy, mt_out, mf_out, x0, q0, v0, w0 = out
-    f_out[:] = f
-    f_copy[:] = f
-    mt_out[:] = mt
-    mf_out[:] = mf
-    x0[:, :] = position
-    q0[:, :] = quaternion
-    v0[:, :] = lin
-    w0[:, :] = ang
-    left, floats, ints = detect_and_match_packed(dof_start, lin, ang, body_radius, h, quaternion, position, *shapes,
-                                                 margin, *shapes2, prev_floats, prev_ints, prev_normal, near, *shapes3)
-    return limited, left, floats, ints
-
-
-@jit
-def after_step(turns_checked, ints, nc, radius, trigger, dof_start, kind, kinematic, body_radius, x0, v0, w0, v_free,
-               x1, v1, w1, h, depth, slop, prev_joint_error, jointed, motors, actuated, gain, ke, energy, mass):
-    """Step 4's checks in one call: whether the turn correction fires (``turns_checked``: the
-    position stabilisation; :func:`contactlab.sim.turns.turn_bound` of the contacts' bodies, packed
-    in ``ints``, against ``trigger``), else :func:`contactlab.sim.faults.plausibility_flat`.
-    Returns (fires, the plausibility verdict; code 0 where it fires)."""
-    if turns_checked and nc:
-        if turns.turn_bound(ints[:nc], ints[nc:2 * nc], w1, radius, h) > trigger:
-            return True, (0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    return False, plausibility_flat(dof_start, kind, kinematic, body_radius, x0, v0, w0, v_free, x1, v1, w1, h,
-                                    depth, slop, prev_joint_error, jointed, motors, actuated, gain, ke, energy, mass)
 
 
 _NO_FLOATS, _NO_INTS = np.zeros(0), np.zeros(0, dtype=np.int64)
@@ -132,13 +82,9 @@ class FusedRobotStep:
         self.controllers = list(sim.controllers)
         m = sim.model
         P = stages.packed
-        self.joint_args = (P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start, m.ndof, P.motor_target,
-                           P.motor_max_force)
+        self.joint_args = (P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start)
+        self.motor_args = (m.ndof, P.motor_target, P.motor_max_force)
         self.kind, self.radius, self.jointed, self.mass = _statics(sim)
-        nb, nj = m.nb, P.motor_target.shape[0]
-        self.out = tuple((np.zeros(m.ndof), np.zeros(m.ndof), np.zeros(nj), np.zeros(nj), np.zeros((nb, 3)),
-                          np.zeros((nb, 4)), np.zeros((nb, 3)), np.zeros((nb, 3))) for _ in range(2))
-        self.flip = 0
         world, data = sim.world, sim.data
         if world._shape_args is None:       # the detection's constant arguments, gathered at its first call
             world.detect_matched(data, float(m.settings.margin), sim.h, None, None, 2.0 * m.settings.margin + 1e-3)
@@ -166,21 +112,25 @@ class FusedRobotStep:
         ctrl_floats, ctrl_ints = (prev_floats, prev_ints) if res is not None else (_NO_FLOATS, _NO_INTS)
         st_mt = data.motor_target
         st_mt, st_mf = (_NO_VALUES, _NO_VALUES) if st_mt is None or not st_mt.size else (st_mt, data.motor_max_force)
-        self.flip = 1 - self.flip       # two sets of buffers: the last step's deferred system keeps its own
-        out = self.out[self.flip]
         world = sim.world
         margin = float(model.settings.margin)
         world.margin = margin
+        kernel.call(data.time, h, data.position, data.quaternion, data.linear_velocity, data.angular_velocity,
+                    ctrl_floats, ctrl_ints, prev_normal, have_prev, params, buffers, n)
+        # the stages' build: joint_torque_forces and motor_state in one compiled call
+        f, mt, mf, limited = NK.call_inputs(kernel.joints, kernel.tau, *self.joint_args, data.position,
+                                            data.quaternion, *self.motor_args, st_mt, st_mf)
         t_start = time.perf_counter()
-        limited, left, floats, ints = robot_inputs(
-            data.time, h, data.position, data.quaternion, data.linear_velocity, data.angular_velocity, ctrl_floats,
-            ctrl_ints, prev_normal, kernel.static, kernel.controller._q_ref, have_prev, params, buffers, n,
-            kernel.joints, kernel.tau, *self.joint_args, st_mt, st_mf, out, world.body_radius, self.shapes[0], margin,
-            self.shapes[1], prev_floats, prev_ints, 2.0 * model.settings.margin + 1e-3, self.shapes[2])
+        shapes = self.shapes        # CollisionWorld.detect_matched's compiled call
+        left, floats, ints = detect_and_match_packed(
+            model.dof_start, data.linear_velocity, data.angular_velocity, world.body_radius, h, data.quaternion,
+            data.position, *shapes[0], margin, *shapes[1], prev_floats, prev_ints, prev_normal,
+            2.0 * model.settings.margin + 1e-3, *shapes[2])
         t_detect = time.perf_counter()
         kernel.done(n)
         sim.has_actuation = True        # as Simulator.set_joint_torques
-        f, f0, mt, mf, x0, q0, v0, w0 = out
+        x0, q0, v0, w0 = (data.position.copy(), data.quaternion.copy(), data.linear_velocity.copy(),
+                          data.angular_velocity.copy())
         before = (x0, v0, w0, float(getattr(sim, "_fault_joint_error", 0.0)))
         stages = sim.plan()
         if stages is not self.stages:       # (the controllers' kernels change no configuration)
@@ -203,7 +153,7 @@ class FusedRobotStep:
         w.compiled = True
         w.call = (f, contact, zeta, float(st.slop), mt, mf, float(st.zeta), float(o.active_gap), float(o.tol),
                   float(float(st.cfm) + o.cfm), position_stage, float(st.contact_zeta), bool(st.project_joints), gyro,
-                  (x0, q0, v0, w0, f0, mt, mf))
+                  (x0, q0, v0, w0, f.copy(), mt, mf))
         w.t0 = time.perf_counter()
         out = self._physics(w)
         w.t_solved = time.perf_counter()
@@ -241,6 +191,13 @@ class FusedRobotStep:
         w.result = result
         w.call = (ke, pe, pen)
         w.t_integrated = time.perf_counter()
+        if position_stage and w.nc:     # a fast turn's correction (sim/turns.py): the stages' correct
+            nc = w.nc
+            fires = turns.fires(sim, w.contacts) if left else turns.turn_bound(
+                ints[:nc], ints[nc:2 * nc], data.angular_velocity, world.body_radius, h) > turns.TURN_TRIGGER * st.slop
+            if fires:
+                stages.correct(w)
+                return self._recorded(before, w)
         state.turn_overlap = 0.0
         e1 = ke + pe
         state.timing = {"detect": w.t_detect - w.t_start, "build": 0.0, "solve": w.t_solved - w.t0,
@@ -249,19 +206,12 @@ class FusedRobotStep:
                          pivots=int(sol.pivots), residual=float(sol.residual), success=True, status=sol.status.name,
                          rescued=False, kinetic_energy=ke, energy=e1, energy_gain=e1 - w.e0,
                          contact_energy_gain=gain, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
-        # a fast turn's correction (sim/turns.py), else the plausibility check (faults.checked_step) on the
-        # call's own free velocities, in one call
+        # the plausibility check (faults.checked_step) on the call's own free velocities
         depth = step_depth(sim, rec)
-        fires, verdict = after_step(
-            position_stage and not left, ints, w.nc, world.body_radius, turns.TURN_TRIGGER * st.slop, model.dof_start,
-            self.kind, 2, self.radius, x0, v0, w0, v_free, data.position, data.linear_velocity, data.angular_velocity,
-            h, depth, float(st.slop), before[3], self.jointed, motor_targets(data), True, float(gain), float(ke),
-            float(e1), self.mass)
-        if left and position_stage:
-            fires = turns.fires(sim, w.contacts)
-        if fires:       # the stages' correct, record and check
-            stages.correct(w)
-            return self._recorded(before, w)
+        vf, wf = _split_velocity(model.dof_start, v_free, model.nb)
+        verdict = plausibility(model.dof_start, self.kind, 2, self.radius, x0, v0, w0, vf, wf, data.position,
+                               data.linear_velocity, data.angular_velocity, h, depth, float(st.slop), before[3],
+                               self.jointed, motor_targets(data), True, float(gain), float(ke), float(e1), self.mass)
         rec.fault = fault_words(sim, verdict, depth, before[3], rec) if verdict[0] else ""
         rec.plausible = not rec.fault
         sim._fault_joint_error = float(joint_error) if math.isfinite(joint_error) else 0.0
