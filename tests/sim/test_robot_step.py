@@ -97,3 +97,27 @@ def test_a_force_limited_motor_goes_to_the_stages_build():
     sc2, staged = _sim("quadruped", fused=False)
     b = _trace(sc2, staged, 50, poke)
     _same(a, b)
+
+
+def test_a_deep_contact_is_corrected_by_the_stages_integration_on_both_paths(monkeypatch):
+    """The robot started 4 mm into the ground: every call leaves its position correction to the
+    caller (outcome DEEP), which the stages' integrate does; both paths the same bits."""
+    outcomes = []
+    kernel = TK.tree_noslip_step
+
+    def call(*args):
+        out = kernel(*args)
+        outcomes.append(int(out[0]))
+        return out
+    monkeypatch.setattr(TK, "tree_noslip_step", call)
+
+    def sunk(fused):
+        sc, sim = _sim("quadruped", fused=fused)
+        sim.data.position[sim.model.dof_start >= 0, 2] -= 0.004
+        return sc, sim
+    sc, fused = sunk(True)
+    a = _trace(sc, fused, 30)
+    assert isinstance(fused._fused, RS.FusedRobotStep) and outcomes.count(2) >= 10     # DEEP steps taken
+    assert a[1][-1].max_penetration < a[1][0].max_penetration                           # pushed out
+    sc2, staged = sunk(False)
+    _same(a, _trace(sc2, staged, 30))
