@@ -89,6 +89,15 @@ class LegController:
         self._q_prev = self._q_ref.copy()
         sim.set_joint_torques(self._joint_names, self._tau)
 
+    # -- the compiled form (sim/robot_step.py) ---------------------------------------------------------
+    def compiled_form(self, sim) -> "LegKernel":
+        """This controller as the fused robot step takes it (:class:`LegKernel`: the arguments of
+        :func:`control_kernel`, the torques' joint indices): the same computation as :meth:`__call__`,
+        its torques handed to the step as an array instead of by name."""
+        if self._reader is None:
+            self._start(sim)
+        return LegKernel(self, sim)
+
     def _start(self, sim) -> None:
         """First call: the model's indices and the controller's buffers (this step's torques, zero
         before the first; the IK answer; the body positions at the start of the coming step)."""
@@ -179,6 +188,54 @@ class LegController:
         slip = a["slip"]
         return {"distance_m": dist, "mean_speed_m_s": float(dist / walk) if walk > 0 else 0.0, "fell": fell,
                 "max_foot_slip_m_s": float(np.nanmax(slip)) if np.any(np.isfinite(slip)) else 0.0}
+
+
+class LegKernel:
+    """A :class:`LegController` as one compiled call per step (:func:`control_kernel`), for the fused
+    robot step (:mod:`contactlab.sim.robot_step`): ``static`` the model's and legs' arrays (fixed
+    while the model is), :meth:`arguments` the per-step ones (the gait's and gains' arguments,
+    rebuilt when ``gait`` or ``pd`` is replaced; the log buffers, grown as :meth:`LegController._next_row`
+    grows them), :meth:`done` the bookkeeping after the call. ``joints``: the torques' joint indices
+    (``Simulator.set_joint_torques``' lookup, in the order of ``tau``'s entries)."""
+
+    def __init__(self, controller: LegController, sim):
+        self.controller = c = controller
+        self.joints = np.array([sim._torque_index(name) for name in c._joint_names], dtype=np.int64)
+        self.names = c._joint_names
+        self.tau = c._tau.reshape(-1)      # a view: the torques the call writes
+        self.static = (*c._bodies, *c._legs)
+        self._params = None
+
+    def arguments(self) -> tuple:
+        """(have_prev, params, logs, n) of this step's :func:`control_kernel` call."""
+        c = self.controller
+        gait, gains = c._gait_and_gains()
+        p = self._params
+        if p is None or p[0] is not gait or p[1] is not gains or p[2] != (c.settle, c.ramp, c.foot_kp, c.foot_kd,
+                                                                          c.weight_ff):
+            knobs = (c.settle, c.ramp, c.foot_kp, c.foot_kd, c.weight_ff)
+            p = self._params = (gait, gains, knobs, (*IK_OPTIONS, float(c.settle), float(c.ramp), *gait,
+                                                     float(c.foot_kp), float(c.foot_kd), bool(c.weight_ff), *gains))
+        n = c._next_row()
+        return c._q_prev is not None, p[3], (c._tau, c._x_step, *c._log.values()), n
+
+    def call(self, time, h, position, quaternion, lin, ang, floats, ints, normal_impulse, have_prev, params, buffers,
+             n) -> None:
+        """The controller's compiled call (:func:`_control_step`, as :meth:`LegController.__call__` makes
+        it) on the previous step's contacts packed (``floats``, ``ints``: collision/boxes/packed.py)
+        with their normal impulses."""
+        k = ints.size // 5
+        contacts = (ints[:k], ints[k:2 * k], normal_impulse, floats[12 * k:13 * k], floats[:3 * k].reshape(k, 3),
+                    floats[3 * k:6 * k].reshape(k, 3)) if k else _NO_CONTACTS
+        _control_step(time, h, position, quaternion, lin, ang, *contacts, *self.static, self.controller._q_ref,
+                      have_prev, *params, *buffers, n)
+
+    def done(self, n: int) -> None:
+        """After the call: the log row written, the IK answer kept as the next start."""
+        c = self.controller
+        c._rows = n + 1
+        if c._q_prev is None:       # (read as "an answer to start from": the call keeps it in _q_ref)
+            c._q_prev = c._q_ref.copy()
 
 
 #: the damped least-squares IK's (tolerance, iterations, damping) each step, from the last answer

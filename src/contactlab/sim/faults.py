@@ -177,6 +177,74 @@ def _where(data) -> str:
     return f"step {data.steps} (t = {data.time:.6g} s)"
 
 
+@jit
+def _verdict(scale, fast, vmax, moved, cmax, extent, h, depth, slop, prev_joint_error, jointed, motors, actuated, gain,
+             ke, energy, mass):
+    """The plausibility tests of a step (module docstring) on :func:`_motion_check`'s numbers: ``depth``
+    the step's deepest overlap (its record's max_penetration, or the turn correction's overlap),
+    ``motors`` the motors' targets, ``actuated`` whether anything drives the scene (no energy test
+    then), ``gain``/``ke``/``energy`` the record's contact_energy_gain, kinetic_energy, energy.
+    Returns (code: 0 plausible, 1 speed, 2 position correction, 3 energy; then the numbers
+    :func:`_fault_words` puts in words: bound, scale, motor speed, recovery speed, joint allowance,
+    free kinetic energy)."""
+    joint_error = prev_joint_error if jointed else 0.0
+    motor = 0.0
+    if motors.size:
+        motor = _motor_speed(motors) * (1.0 if 1.0 > extent else extent)     # max(extent, 1.0)
+    recovery = (depth + slop + joint_error) / h
+    speed_bound = SPEED_AMPLIFICATION * (scale + motor) + recovery + SPEED_FLOOR
+    if fast >= 0 and not vmax <= speed_bound:
+        return 1, speed_bound, scale, motor, recovery, 0.0, 0.0
+    joint_allow = (prev_joint_error + h * vmax) if jointed else 0.0
+    corr_bound = CORRECTION_FACTOR * (depth + slop + joint_allow) + CORRECTION_FLOOR
+    if moved >= 0 and not cmax <= corr_bound:
+        return 2, corr_bound, scale, motor, recovery, joint_allow, 0.0
+    if not actuated:
+        free = ke - gain
+        if 0.0 > free:
+            free = 0.0
+        bias = 0.5 * mass * recovery ** 2
+        bound = ENERGY_FACTOR * free + bias + 1e-12 * (abs(energy) + 1.0)
+        if not gain <= bound:
+            return 3, bound, scale, motor, recovery, joint_allow, free
+    return 0, 0.0, scale, motor, recovery, joint_allow, 0.0
+
+
+@jit
+def plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1, w1, h, depth, slop, prev_joint_error,
+                 jointed, motors, actuated, gain, ke, energy, mass):
+    """:func:`_motion_check` then :func:`_verdict` in one call: (code, worst body, its number, the
+    numbers of :func:`_verdict`); the worst body and its number are the fastest body and its
+    speed for code 1, the most corrected body and its correction otherwise."""
+    scale, fast, vmax, moved, cmax, extent = _motion_check(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1,
+                                                           v1, w1, h)
+    code, bound, scale, motor, recovery, joint_allow, free = _verdict(
+        scale, fast, vmax, moved, cmax, extent, h, depth, slop, prev_joint_error, jointed, motors, actuated, gain, ke,
+        energy, mass)
+    if code == 1:
+        return code, fast, vmax, bound, scale, motor, recovery, joint_allow, free
+    return code, moved, cmax, bound, scale, motor, recovery, joint_allow, free
+
+
+def step_depth(sim, rec) -> float:
+    """The overlap the step's position corrections may have removed: the record's deepest
+    penetration (0 where not finite or negative) or the turn correction's (sim/turns.py), the
+    larger."""
+    depth = max(float(rec.max_penetration), 0.0) if math.isfinite(rec.max_penetration) else 0.0
+    # a turn correction (sim/turns.py) removed an overlap found at the new poses, which the step's
+    # own contacts did not show
+    return max(depth, float(getattr(getattr(sim, "step_state", None), "turn_overlap", 0.0)))
+
+
+def motor_targets(data) -> np.ndarray:
+    """The motors' targets as :func:`_verdict` takes them (empty where there are none)."""
+    motors = getattr(data, "motor_target", None)
+    return _NO_MOTORS if motors is None or not len(motors) else np.ascontiguousarray(motors, dtype=np.float64)
+
+
+_NO_MOTORS = np.zeros(0)
+
+
 def step_fault(sim, before, rec) -> str:
     """The first physics fault of the step that took the state ``before`` (positions, linear and
     angular velocities, previous joint error) to the simulator's state, in words naming the body;
@@ -185,51 +253,43 @@ def step_fault(sim, before, rec) -> str:
     x0, v0, w0, prev_joint_error = before
     kind, radius, jointed, mass = _statics(sim)
     vf, wf = _free_velocities(sim, v0, w0)
-    scale, fast, vmax, moved, cmax, extent = _motion_check(
-        model.dof_start, kind, 2, radius, x0, v0, w0, vf, wf, data.position, data.linear_velocity,
-        data.angular_velocity, h)
-    st = model.settings
-    depth = max(float(rec.max_penetration), 0.0) if math.isfinite(rec.max_penetration) else 0.0
-    # a turn correction (sim/turns.py) removed an overlap found at the new poses, which the step's
-    # own contacts did not show
-    depth = max(depth, float(getattr(getattr(sim, "step_state", None), "turn_overlap", 0.0)))
-    joint_error = prev_joint_error if jointed else 0.0
-    motors = getattr(data, "motor_target", None)
-    motor = 0.0
-    if motors is not None and len(motors):
-        motor = _motor_speed(np.ascontiguousarray(motors, dtype=np.float64)) * max(extent, 1.0)
-    name = lambda i: model.names[i]
-    recovery = (depth + float(st.slop) + joint_error) / h
-    speed_bound = SPEED_AMPLIFICATION * (scale + motor) + recovery + SPEED_FLOOR
-    if fast >= 0 and not vmax <= speed_bound:
-        return (f"{_where(data)}: body {name(fast)!r} reached {vmax:.3g} m/s, where the step's motion allows at most "
-                f"{speed_bound:.3g} m/s ({SPEED_AMPLIFICATION:g} x its fastest free motion {scale:.3g} m/s"
+    depth = step_depth(sim, rec)
+    verdict = plausibility(model.dof_start, kind, 2, radius, x0, v0, w0, vf, wf, data.position, data.linear_velocity,
+                           data.angular_velocity, h, depth, float(model.settings.slop), float(prev_joint_error),
+                           jointed, motor_targets(data), bool(sim.has_actuation), float(rec.contact_energy_gain),
+                           float(rec.kinetic_energy), float(rec.energy), mass)
+    return fault_words(sim, verdict, depth, prev_joint_error, rec) if verdict[0] else ""
+
+
+def fault_words(sim, verdict, depth, prev_joint_error, rec) -> str:
+    """The finding of :func:`plausibility` (code non-zero) in words naming the body."""
+    code, body, value, bound, scale, motor, recovery, joint_allow, free = verdict
+    data = sim.data
+    name = sim.model.names[body] if code != 3 else ""
+    if code == 1:
+        return (f"{_where(data)}: body {name!r} reached {value:.3g} m/s, where the step's motion allows at most "
+                f"{bound:.3g} m/s ({SPEED_AMPLIFICATION:g} x its fastest free motion {scale:.3g} m/s"
                 + (f" and motor speeds {motor:.3g} m/s" if motor else "")
                 + f", + {recovery:.3g} m/s to remove penetration and joint error)")
-    joint_allow = (prev_joint_error + h * vmax) if jointed else 0.0
-    corr_bound = CORRECTION_FACTOR * (depth + float(st.slop) + joint_allow) + CORRECTION_FLOOR
-    if moved >= 0 and not cmax <= corr_bound:
-        return (f"{_where(data)}: body {name(moved)!r} was displaced {cmax:.3g} m by the position correction, where the "
+    if code == 2:
+        return (f"{_where(data)}: body {name!r} was displaced {value:.3g} m by the position correction, where the "
                 f"penetration {depth:.3g} m" + (f" and joint error {joint_allow:.3g} m" if joint_allow else "")
-                + f" allow at most {corr_bound:.3g} m")
-    if not sim.has_actuation:
-        gain, ke = float(rec.contact_energy_gain), float(rec.kinetic_energy)
-        free = max(ke - gain, 0.0)
-        bias = 0.5 * mass * recovery ** 2
-        bound = ENERGY_FACTOR * free + bias + 1e-12 * (abs(float(rec.energy)) + 1.0)
-        if not gain <= bound:
-            return (f"{_where(data)}: the contact impulses added {gain:.3g} J of kinetic energy to the free motion's "
-                    f"{free:.3g} J (at most {bound:.3g} J with the stabilisation terms); passive contacts add none")
-    return ""
+                + f" allow at most {bound:.3g} m")
+    gain = float(rec.contact_energy_gain)
+    return (f"{_where(data)}: the contact impulses added {gain:.3g} J of kinetic energy to the free motion's "
+            f"{free:.3g} J (at most {bound:.3g} J with the stabilisation terms); passive contacts add none")
 
 
-def checked_step(sim, take):
+def checked_step(sim, take, before=None):
     """``take()`` (the simulator's step after its controllers ran), then the plausibility of its
     motion from the state before ``take`` (:func:`step_fault`): the record's ``plausible`` and
-    ``fault`` say what was found. The one call site is ``Simulator.step``."""
+    ``fault`` say what was found. ``before``: that state where the caller copied it already
+    (positions, linear and angular velocities, previous joint error; sim/robot_step.py). Called by
+    ``Simulator.step`` and the fused robot step where the stages take its step."""
     d = sim.data
-    before = (d.position.copy(), d.linear_velocity.copy(), d.angular_velocity.copy(),
-              float(getattr(sim, "_fault_joint_error", 0.0)))
+    if before is None:
+        before = (d.position.copy(), d.linear_velocity.copy(), d.angular_velocity.copy(),
+                  float(getattr(sim, "_fault_joint_error", 0.0)))
     rec = take()
     rec.fault = step_fault(sim, before, rec)
     rec.plausible = not rec.fault

@@ -38,6 +38,7 @@ from .box_stages import STAGES, free_bodies_only
 from .tree_stages import NOSLIP_STAGES
 from .reuse_stages import REUSE_STAGES
 from .faults import checked_step
+from .robot_step import FusedRobotStep
 from .stages import Stages, StepState, configuration, energies, shape_sweep  # noqa: F401 (energies re-exported)
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
@@ -305,6 +306,10 @@ class Simulator:
         for fn in controllers or ():
             self.add_controller(fn)
         self.compiled = bool(compiled)
+        #: whether a legged robot's step may be taken as a few compiled calls where every controller has a
+        #: compiled form (:mod:`contactlab.sim.robot_step`: the same bits as the stages; False: the stages)
+        self.fused = True
+        self._fused, self._fused_for = None, None
         # what the engine keeps between steps besides Data (the last system, problem, answer, timing)
         self.step_state = StepState()
         # the step's stages, from what the contact model and the method can do: the general ones,
@@ -418,12 +423,32 @@ class Simulator:
         of steps is as fast as ``run``: threaded BLAS on a hand's LCPs costs several times more)."""
         try:
             with blas_threads(self.blas_threads):
+                fused = self._fused_step()
+                if fused is not None:       # a legged robot's step as a few compiled calls (sim/robot_step.py)
+                    return fused.step()
                 # the controllers first: the velocities they set are the step's own motion, so the
                 # check of its plausibility (:mod:`contactlab.sim.faults`) starts from the state they leave
                 self.control()
                 return checked_step(self, self._advance)
         except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
             raise_interrupt_behind(exc)
+
+    def _fused_step(self):
+        """The fused robot step (:class:`~contactlab.sim.robot_step.FusedRobotStep`) where it takes
+        this step: planned again when the stages or the controllers changed; None (the stages take
+        the step) where it declines the configuration, where :attr:`fused` is False, or where joint
+        torques were set before the step."""
+        if not self.fused or self.data.joint_torque:
+            return None
+        fused = self._fused
+        if fused and fused.valid(self):
+            return fused
+        if fused is False and self._fused_for == (self.stages, tuple(map(id, self.controllers))):
+            return None
+        stages = self.plan()
+        self._fused = FusedRobotStep.plan(self, stages) or False
+        self._fused_for = (stages, tuple(map(id, self.controllers)))
+        return self._fused or None
 
     def _step(self) -> StepRecord:
         """One step without the plausibility check: the controllers, then :meth:`_advance`."""

@@ -1,0 +1,123 @@
+"""The legged robots' fused step (sim/robot_step.py) against the stages it stands for: the same
+kernels in the same order, so the same bits (state, records, the controller's log) as the staged
+step of :meth:`Simulator.step` with ``fused`` off; it is planned only where every controller has a
+compiled form, and the steps it cannot take (motors, torques set by hand, a declined call) are the
+stages' with the controller run once."""
+import numpy as np
+import pytest
+
+import contactlab.sim.robot_step as RS
+import contactlab.sim.tree_kernels as TK
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+
+
+def _sim(robot, fused=True, extra=()):
+    sc = make_scene(robot)
+    sim = Simulator(sc, "no-slip", None, controllers=[*getattr(sc, "controllers", ()), *extra])
+    sim.fused = fused
+    return sc, sim
+
+
+def _trace(sc, sim, steps, between=None):
+    recs = []
+    for _ in range(steps):
+        if between is not None:
+            between(sim)
+        recs.append(sim.step())
+    state = [a.copy() for a in (sim.data.position, sim.data.quaternion, sim.data.linear_velocity,
+                                sim.data.angular_velocity)]
+    log = sc.controllers[0].arrays()
+    return state, recs, log
+
+
+def _same(a, b):
+    (sa, ra, la), (sb, rb, lb) = a, b
+    assert all(np.array_equal(x, y) for x, y in zip(sa, sb))
+    fields = ("time", "contacts", "lcp_size", "iterations", "pivots", "residual", "success", "rescued",
+              "kinetic_energy", "energy", "energy_gain", "contact_energy_gain", "max_penetration", "joint_error",
+              "plausible", "fault", "status")
+    assert [[getattr(r, f) for f in fields] for r in ra] == [[getattr(r, f) for f in fields] for r in rb]
+    assert la.keys() == lb.keys() and all(np.array_equal(la[k], lb[k], equal_nan=True) for k in la)
+
+
+@pytest.mark.parametrize("robot,steps", [("quadruped", 160), ("solo12", 120)])
+def test_the_fused_step_gives_the_staged_steps_bits(robot, steps):
+    sc, fused = _sim(robot)
+    a = _trace(sc, fused, steps)
+    assert isinstance(fused._fused, RS.FusedRobotStep)           # every step was the fused one
+    sc2, staged = _sim(robot, fused=False)
+    b = _trace(sc2, staged, steps)
+    assert staged._fused is None
+    _same(a, b)
+    # the system and problem of the last step, assembled when read, are the stages' too
+    assert np.array_equal(fused.last_system.N.toarray(), staged.last_system.N.toarray())
+    assert fused.last_solution.status == staged.last_solution.status
+
+
+def test_a_python_controller_keeps_the_stages():
+    seen = []
+    sc, sim = _sim("quadruped", extra=[lambda s: seen.append(s.data.steps)])
+    for _ in range(3):
+        sim.step()
+    assert sim._fused is False and seen == [0, 1, 2]     # planned out; the callback runs each step
+
+
+def test_steps_it_cannot_take_are_the_stages_with_the_controller_run_once(monkeypatch):
+    """Joint torques set by hand before a step, and a motor on a knee (its target read by the call,
+    which declines: the maximal stages take those steps), on both paths: the same bits."""
+    def poke(sim):
+        if sim.data.steps == 40:
+            sim.set_joint_torque(sim.model.joints[2].name, 0.01)
+        if sim.data.steps == 60:
+            sim.set_motor(sim.model.joints[2].name, target_velocity=0.0, max_force=np.inf)
+    declined = {"n": 0}
+    kernel = TK.tree_noslip_step
+
+    def call(*args):
+        out = kernel(*args)
+        declined["n"] += out[0] == 0
+        return out
+    monkeypatch.setattr(TK, "tree_noslip_step", call)
+    sc, fused = _sim("quadruped")
+    a = _trace(sc, fused, 80, poke)
+    assert declined["n"] >= 20 and isinstance(fused._fused, RS.FusedRobotStep)
+    assert len(sc.controllers[0].arrays()["time"]) == 80          # one log row per step: run once each
+    sc2, staged = _sim("quadruped", fused=False)
+    b = _trace(sc2, staged, 80, poke)
+    _same(a, b)
+
+
+def test_a_force_limited_motor_goes_to_the_stages_build():
+    def poke(sim):
+        if sim.data.steps == 30:
+            sim.set_motor(sim.model.joints[2].name, target_velocity=0.0, max_force=1.0)
+    sc, fused = _sim("quadruped")
+    a = _trace(sc, fused, 50, poke)
+    sc2, staged = _sim("quadruped", fused=False)
+    b = _trace(sc2, staged, 50, poke)
+    _same(a, b)
+
+
+def test_a_deep_contact_is_corrected_by_the_stages_integration_on_both_paths(monkeypatch):
+    """The robot started 4 mm into the ground: every call leaves its position correction to the
+    caller (outcome DEEP), which the stages' integrate does; both paths the same bits."""
+    outcomes = []
+    kernel = TK.tree_noslip_step
+
+    def call(*args):
+        out = kernel(*args)
+        outcomes.append(int(out[0]))
+        return out
+    monkeypatch.setattr(TK, "tree_noslip_step", call)
+
+    def sunk(fused):
+        sc, sim = _sim("quadruped", fused=fused)
+        sim.data.position[sim.model.dof_start >= 0, 2] -= 0.004
+        return sc, sim
+    sc, fused = sunk(True)
+    a = _trace(sc, fused, 30)
+    assert isinstance(fused._fused, RS.FusedRobotStep) and outcomes.count(2) >= 10     # DEEP steps taken
+    assert a[1][-1].max_penetration < a[1][0].max_penetration                           # pushed out
+    sc2, staged = sunk(False)
+    _same(a, _trace(sc2, staged, 30))
