@@ -1,7 +1,10 @@
 """``box-qp``'s primal-dual interior point on the bound-constrained QP (Mehrotra predictor-corrector;
 Nocedal & Wright, Numerical Optimization, 2nd ed., Alg. 16.4 with the bounds as the inequalities;
-Gondzio's centrality correctors): the compiled per-row updates of one iteration and the iteration
-(:func:`_ipm`), each iterate checked against the certified residual."""
+Gondzio's centrality correctors): the iteration (:func:`_ipm`), each iterate checked against the
+certified residual. In body space (a contact matrix with its factors, the fixed rows at 0) the iterations
+run as one compiled call (kernels/box_qp_ipm.py ``ipm_block_loop``) that comes back here for the exact
+check and for an iteration whose block pivot is not positive; elsewhere they run here, through the
+compiled per-row updates of the same module."""
 from __future__ import annotations
 
 import numpy as np
