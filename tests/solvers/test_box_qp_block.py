@@ -114,3 +114,53 @@ def test_interior_point_on_sparse_contacts_certifies_through_the_block_path():
     assert oka and okb
     assert relative_error(BoxedLCP(M, q, lo, hi).relative_residuals(zb)) <= opts.tol
     assert np.abs(za - zb).max() <= 1e-5 * np.abs(za).max()
+
+
+def test_compiled_iteration_hands_over_to_python_where_a_pivot_fails(monkeypatch):
+    """The interior point's compiled body-space iteration (kernels/box_qp_ipm.py ``ipm_block_loop``) hands
+    an iteration whose pivot is not positive to the Python iteration (whose solver falls back to a sparse
+    factorisation where the block Cholesky fails): with that hand-over at every iteration ("python"), or
+    after each compiled iteration ("alternate"), the iterates are the compiled loop's own (the same
+    arithmetic in both), the answer certified, its w = M z + q, and the iterations counted once."""
+    from contactlab.kernels.box_qp_ipm import IPM_DONE, IPM_PIVOT
+    rng = np.random.default_rng(8)
+    H, W = sparse_contacts(rng, 60, 700)
+    cfm = 1e-8
+    n = 700
+    M = (H @ sp.block_diag(list(W), format="csr") @ H.T + cfm * sp.identity(n)).tocsr()
+    q = rng.normal(size=n)
+    lo, hi = np.zeros(n), np.full(n, np.inf)
+    fr = np.arange(n) % 3 != 0
+    lo[fr], hi[fr] = -0.3, 0.3
+    opts = BoxQPOptions(algorithm="ipm")
+    runs = {}
+    compiled = _BodySpace.iterate
+    for mode in ("compiled", "python", "alternate"):
+        handed = [0]
+
+        def iterate(self, *args):
+            if mode == "compiled":
+                return compiled(self, *args)
+            if mode == "python":
+                handed[0] += 1
+                return IPM_PIVOT, 0, 0.0, 0.0
+            it = list(args)
+            it[8] = 1                                   # one compiled iteration, then a failed pivot
+            why, done, r, a = compiled(self, *it)
+            if why == IPM_DONE:
+                handed[0] += 1
+                return IPM_PIVOT, done, 0.0, 0.0
+            return why, done, r, a
+        monkeypatch.setattr(_BodySpace, "iterate", iterate)
+        counter = [0]
+        z, w, ok = _ipm(M, q, lo, hi, opts, opts.tol, counter, factors=(H, W, cfm))
+        assert ok, mode
+        assert relative_error(BoxedLCP(M, q, lo, hi).relative_residuals(z)) <= opts.tol
+        assert np.abs(w - (M @ z + q)).max() <= 1e-12 * np.abs(q).max()
+        runs[mode] = (z, counter[0], handed[0])
+    assert runs["compiled"][1] >= 5
+    assert runs["python"][2] == runs["python"][1]               # every iteration in Python
+    assert runs["alternate"][2] >= runs["alternate"][1] // 2 - 1  # half of them
+    for mode in ("python", "alternate"):
+        assert runs[mode][1] == runs["compiled"][1]
+        assert np.array_equal(runs[mode][0], runs["compiled"][0])

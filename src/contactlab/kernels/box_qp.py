@@ -466,6 +466,15 @@ def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb, sp
     return _chol_solve(L, k, rhs), pst
 
 
+#: :func:`projected_newton` on a large CSR island from a poor start (``face_any``, kernels/box_qp_islands.py
+#: POOR_LEFT_STEPS): steps after the first only where the first brought the relative error below this times
+#: the start's. A falling pile's impact islands gain nothing in their first step (error 1.0 -> 1.0 on all
+#: 24 of a replayed 500-box pile) and land in none of the next two; a settled 5,000-box pile's joined
+#: towers that land in 2-3 steps gain in the first (1.0 -> 0.003-0.63), those that do not land gain
+#: nothing either (docs/session7-ipmloop.md)
+POOR_PROGRESS = 0.9
+
+
 #: :func:`_face_step`'s solves at most: a free row its step carries across a bound is held at that bound
 #: and the free rows solved again, up to this many solves in all
 FACE_SOLVES = 3
@@ -568,7 +577,8 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
     :func:`_free_solve`, whose cached factor the first step may reuse where ``stale_ok``; (grp, gstep,
     nbr, nnb): the block structure of M (:func:`island_groups`), or empty arrays (dense solves).
     A start whose relative error is above ``poor_residual`` gets at most ``poor_iterations`` steps
-    (:func:`box_qp_islands`; ``poor_residual`` inf: ``max_iterations`` whatever the start). M in
+    (:func:`box_qp_islands`; ``poor_residual`` inf: ``max_iterations`` whatever the start), and where
+    ``face_any`` only one unless that step brings the error below POOR_PROGRESS times the start's. M in
     CSR: (sptr, sidx, sval) non-empty, M unused (every product and solve linear in its entries); an
     iterate whose error is at most ``poor_residual`` (any iterate where ``face_any``: the large islands of
     :func:`~contactlab.kernels.box_qp_islands.box_qp_islands`) then first tries :func:`_face_step`'s step, taken
@@ -594,6 +604,7 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
     face = np.empty(n, dtype=np.bool_)
     its = 0
     limit = max_iterations
+    rel0 = np.inf
     for _ in range(max_iterations):
         _affine_any(M, sptr, sidx, sval, z, q, w)
         for i in range(n):
@@ -603,6 +614,9 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
             return True, its, pst
         if its == 0 and rel > poor_residual and poor_iterations < limit:
             limit = poor_iterations
+            rel0 = rel
+        if its == 1 and face_any and limit == poor_iterations and rel > POOR_PROGRESS * rel0:
+            limit = 1       # a large island from a poor start whose first step did not gain: left after it
         if its >= limit:
             return False, its, pst
         its += 1

@@ -1,127 +1,21 @@
 """``box-qp``'s primal-dual interior point on the bound-constrained QP (Mehrotra predictor-corrector;
 Nocedal & Wright, Numerical Optimization, 2nd ed., Alg. 16.4 with the bounds as the inequalities;
-Gondzio's centrality correctors): the compiled per-row updates of one iteration and the iteration
-(:func:`_ipm`), each iterate checked against the certified residual."""
+Gondzio's centrality correctors): the iteration (:func:`_ipm`), each iterate checked against the
+certified residual. In body space (a contact matrix with its factors, the fixed rows at 0) the iterations
+run as one compiled call (kernels/box_qp_ipm.py ``ipm_block_loop``) that comes back here for the exact
+check and for an iteration whose block pivot is not positive; elsewhere they run here, through the
+compiled per-row updates of the same module."""
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-from ...kernels._jit import jit
+from ...kernels.box_qp_ipm import (IPM_CHECK, IPM_PIVOT, _ipm_advance, _ipm_centrality, _ipm_duals,  # noqa: F401
+                                   _ipm_gaps, _ipm_mu, _ipm_rhs, _ipm_targets)
 from ...problems.islands import csr_block
 from .factors import EMBED_FREE, _LDL, _symmetric_csc
 from .residual import _certified
 from .shifted import _BodySpace, _Shifted
-
-
-@jit
-def _ipm_rhs(w, gl, gu, sl, su, L, U, tl, tu, out):
-    """Right-hand side of the interior point's reduced Newton system (M + D) dz = out with targets
-    (z-lo) s_lo -> tl, (hi-z) s_hi -> tu (0 for the predictor; :func:`_ipm_targets`)."""
-    for i in range(w.size):
-        r = -(w[i] - sl[i] + su[i])
-        if L[i]:
-            r += tl[i] / gl[i] - sl[i]
-        if U[i]:
-            r -= tu[i] / gu[i] - su[i]
-        out[i] = r
-
-
-@jit
-def _ipm_duals(dz, gl, gu, sl, su, L, U, tl, tu, frac, dsl, dsu):
-    """The multipliers' steps for dz (same targets as _ipm_rhs) into dsl, dsu; returns the longest
-    step in (0, 1] that keeps z - lo, hi - z, s_lo, s_hi positive, times ``frac``."""
-    a = 1.0
-    for i in range(dz.size):
-        dsl[i] = 0.0
-        dsu[i] = 0.0
-        if L[i]:
-            dsl[i] = (tl[i] - gl[i] * sl[i] - sl[i] * dz[i]) / gl[i]
-            if dz[i] < 0.0:
-                a = min(a, frac * gl[i] / -dz[i])
-            if dsl[i] < 0.0:
-                a = min(a, frac * sl[i] / -dsl[i])
-        if U[i]:
-            dsu[i] = (tu[i] - gu[i] * su[i] + su[i] * dz[i]) / gu[i]
-            if dz[i] > 0.0:
-                a = min(a, frac * gu[i] / dz[i])
-            if dsu[i] < 0.0:
-                a = min(a, frac * su[i] / -dsu[i])
-    return a
-
-
-@jit
-def _ipm_targets(L, U, smu, dza, dsla, dsua, tl, tu):
-    """Mehrotra's corrector targets: sigma mu minus the predictor's second-order term."""
-    for i in range(dza.size):
-        tl[i] = smu - dza[i] * dsla[i] if L[i] else 0.0
-        tu[i] = smu + dza[i] * dsua[i] if U[i] else 0.0
-
-
-@jit
-def _ipm_centrality(dz, dsl, dsu, gl, gu, sl, su, L, U, at, smu, tl, tu, tl2, tu2):
-    """Gondzio's multiple centrality correction (Comput. Optim. Appl. 6, 1996; Colombo & Gondzio,
-    Comput. Optim. Appl. 41, 2008): the complementarity products at the longer trial step ``at``
-    along the current direction, those outside [0.1, 10] sigma mu pulled into that band (a product
-    far above it by at most 10 sigma mu), as targets tl2, tu2 = tl, tu plus those corrections."""
-    lo_b, hi_b = 0.1 * smu, 10.0 * smu
-    for i in range(dz.size):
-        tl2[i] = tl[i]
-        tu2[i] = tu[i]
-        if L[i]:
-            v = (gl[i] + at * dz[i]) * (sl[i] + at * dsl[i])
-            c = (lo_b - v) if v < lo_b else ((hi_b - v) if v > hi_b else 0.0)
-            tl2[i] += max(c, -hi_b)
-        if U[i]:
-            v = (gu[i] - at * dz[i]) * (su[i] + at * dsu[i])
-            c = (lo_b - v) if v < lo_b else ((hi_b - v) if v > hi_b else 0.0)
-            tu2[i] += max(c, -hi_b)
-
-
-@jit
-def _ipm_gaps(z, sl, su, lo, hi, L, U, gl, gu, Dg):
-    """The gaps gl = z - lo, gu = hi - z (1 where the bound is infinite), the diagonal
-    Dg = s_lo / gl + s_hi / gu of the iteration's system M + diag(Dg), and the mean complementarity mu.
-    -1.0 where a gap is not positive: the fraction-to-boundary rule keeps gaps positive in exact
-    arithmetic, but z + a dz can round onto a bound whose gap is below z's ulp; the iteration has then
-    left the interior and stops (its best iterate so far is checked as always)."""
-    acc, m = 0.0, 0
-    for i in range(z.size):
-        gl[i] = z[i] - lo[i] if L[i] else 1.0
-        gu[i] = hi[i] - z[i] if U[i] else 1.0
-        if not (gl[i] > 0.0 and gu[i] > 0.0):
-            return -1.0
-        Dg[i] = sl[i] / gl[i] + su[i] / gu[i]
-        if L[i]:
-            acc += gl[i] * sl[i]
-            m += 1
-        if U[i]:
-            acc += gu[i] * su[i]
-            m += 1
-    return acc / m if m else 0.0
-
-
-@jit
-def _ipm_advance(z, sl, su, dz, dsl, dsu, a):
-    """The step a along (dz, dsl, dsu), in place."""
-    for i in range(z.size):
-        z[i] += a * dz[i]
-        sl[i] += a * dsl[i]
-        su[i] += a * dsu[i]
-
-
-@jit
-def _ipm_mu(gl, gu, sl, su, L, U, a, dz, dsl, dsu):
-    """Mean complementarity after a step a: sum (z-lo) s_lo + (hi-z) s_hi over the finite bounds / count."""
-    acc, m = 0.0, 0
-    for i in range(dz.size):
-        if L[i]:
-            acc += (gl[i] + a * dz[i]) * (sl[i] + a * dsl[i])
-            m += 1
-        if U[i]:
-            acc += (gu[i] - a * dz[i]) * (su[i] + a * dsu[i])
-            m += 1
-    return acc / m if m else 0.0
 
 
 #: the interior point starts from the warm start (pushed inside the box) when the warm start's own
@@ -220,14 +114,42 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None, factors=None, warm_resid
         mu0 = 1e-2 * scale_w * scale_z
         sl = np.where(L, np.maximum(np.maximum(w2, 0.0), mu0 / np.where(L, z - lo0, 1.0)), 0.0)
         su = np.where(U, np.maximum(np.maximum(-w2, 0.0), mu0 / np.where(U, hi0 - z, 1.0)), 0.0)
-    best = (np.inf, None, None)
     nk = z.size
     z, sl, su = (np.array(v, dtype=np.float64) for v in (z, sl, su))
     r_, dsl, dsu, dsla, dsua, gl, gu, Dg = (np.empty(nk) for _ in range(8))
     tl, tu, tl2, tu2, dsl2, dsu2 = (np.zeros(nk) for _ in range(6))
     if warm is None:
         w2 = affine(z)      # M z + q on the kept rows; then each check's w
-    for _ in range(opts.ipm_iterations):
+    # the best iterate: z, (its r, whether best_w holds its w)
+    best_z, best_r, best_w = np.empty(nk), np.array([np.inf, 0.0]), None
+    # body space with the lower bound: the whole iteration compiled (kernels/box_qp_ipm.py), back here for
+    # the exact check of an iterate whose bound passes and for an iteration whose pivot is not positive
+    block = lower is not None
+    it = 0
+    while it < opts.ipm_iterations:
+        if block:
+            w2 = np.array(w2, dtype=np.float64)
+            why, done, r, a = shifted.iterate(z, sl, su, lo0, hi0, L, U, w2, opts.ipm_iterations - it, tol,
+                                              CENTRALITY_CORRECTORS, q2k, lo2, hi2, qmax, work_k, best_z, best_r)
+            counter[0] += done
+            it += done
+            if why == IPM_CHECK:
+                w, r = check(z)
+                if r < best_r[0]:
+                    best_z[:] = z
+                    best_r[:] = (r, 1.0)
+                    best_w = w.copy()
+                if r <= tol:
+                    zf[keep] = best_z
+                    return zf.copy(), best_w, True
+                if not (np.isfinite(r) and a > 0):
+                    break
+                w2 = w[keep] if keep.size < n else w
+                continue
+            if why != IPM_PIVOT:
+                break
+        # one iteration here: every path but the compiled one's, and its iterations whose pivot is not positive
+        it += 1
         mu = _ipm_gaps(z, sl, su, lo0, hi0, L, U, gl, gu, Dg)
         if mu < 0.0:    # an iterate rounded onto a bound: no interior left to step in
             break
@@ -265,15 +187,19 @@ def _ipm(M, q, lo, hi, opts, tol, counter, z_warm=None, factors=None, warm_resid
             w = None                                        # only where the bound passes
         if lower is None or r <= tol:
             w, r = check(z)
-        if r < best[0]:
-            zf[keep] = z
-            best = (r, zf.copy(), None if w is None else w.copy())
+        if r < best_r[0]:
+            best_z[:] = z
+            best_r[:] = (r, w is not None)
+            best_w = None if w is None else w.copy()
         if r <= tol:
-            return best[1], best[2], True
+            zf[keep] = best_z
+            return zf.copy(), best_w, True
         if not (np.isfinite(r) and a > 0):
             break
         w2 = wk if w is None else (w[keep] if keep.size < n else w)    # the next iterate's M z + q, kept rows
-    if best[1] is None:
+    if best_r[0] == np.inf:
         w, _ = check(z)
         return zf.copy(), w, False
-    return best[1], (best[2] if best[2] is not None else certified(best[1])[0].copy()), False
+    zf[keep] = best_z
+    zb = zf.copy()
+    return zb, (best_w if best_r[1] else certified(zb)[0].copy()), False

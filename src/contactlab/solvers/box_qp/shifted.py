@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from ...kernels.body_space import (body_space_back, body_space_layout, body_space_rhs, body_space_values,
                                    kept_box_error)
 from ...kernels.body_space_chol import block_analysis, block_factor, block_solve, block_space_solve
+from ...kernels.box_qp_ipm import ipm_block_loop
 from ...kernels.csr_blocks import diagonal_positions
 from .factors import _embedded, _sparse_spd_solver, _symmetric_csc
 
@@ -158,6 +159,21 @@ class _BodySpace:
         certified error (kernels/body_space.py ``kept_box_error``: no pass over M's entries; ``size``
         = max|q| over every row)."""
         return float(kept_box_error(self.ra, self.rb, self.ha, self.hb, self.Wt, self.cfm, q, lo, hi, z, size, w, work))
+
+    def iterate(self, z, sl, su, lo0, hi0, L, U, w2, iterations, tol, correctors, q, lo, hi, size, work,
+                best_z, best_r):
+        """Interior-point iterations on these rows as one compiled call (kernels/box_qp_ipm.py
+        ``ipm_block_loop``: S by the block Cholesky, iterates screened by :meth:`lower_error`'s bound);
+        returns its (reason, iterations, r, step). The state z, sl, su, w2 = M z + q is updated in place."""
+        if self.chol is None:
+            self.chol = _BlockCholesky(self)
+        c = self.chol
+        lp, li, rp, rc, rpos, ip, rdst, rtr = c.sym
+        why, done, r, a = ipm_block_loop(z, sl, su, lo0, hi0, L, U, w2, int(iterations), float(tol), int(correctors),
+                                         self.ra, self.rb, self.ha, self.hb, self.Winv, self.Wt, self.cfm, q, lo, hi,
+                                         float(size), work, ip, rdst, rtr, lp, li, rp, rc, rpos, c.perm, c.Ld, c.Lv,
+                                         c.wpos, best_z, best_r)
+        return int(why), int(done), float(r), float(a)
 
     def solver(self, d):
         e_inv = self._e_inv = 1.0 / (self.cfm + d)
