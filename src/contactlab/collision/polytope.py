@@ -93,6 +93,15 @@ def _world(R, p, x, out):
 
 
 @jit
+def _place(R, p, verts, start, m, out):
+    """out[i] = p + R verts[start + i] for i < m (element by element: no row views)."""
+    for i in range(m):
+        v = start + i
+        for t in range(3):
+            out[i, t] = p[t] + R[t, 0] * verts[v, 0] + R[t, 1] * verts[v, 1] + R[t, 2] * verts[v, 2]
+
+
+@jit
 def _rot(R, x, out):
     for i in range(3):
         out[i] = R[i, 0] * x[0] + R[i, 1] * x[1] + R[i, 2] * x[2]
@@ -239,24 +248,25 @@ def polytope_pair(a, b, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, 
     VA = np.empty((na, 3))
     VB = np.empty((nb, 3))
     ca = np.zeros(3)
+    _place(Ra, pa, verts, vstart[a], na, VA)
+    _place(Rb, pb, verts, vstart[b], nb, VB)
     for i in range(na):
-        _world(Ra, pa, verts[vstart[a] + i], VA[i])
-        ca += VA[i]
-    for j in range(nb):
-        _world(Rb, pb, verts[vstart[b] + j], VB[j])
+        for t in range(3):
+            ca[t] += VA[i, t]
     ca /= na
     size = 0.0
     for i in range(na):
-        size = max(size, np.sqrt(np.sum((VA[i] - ca) ** 2)))
+        size = max(size, np.sqrt((VA[i, 0] - ca[0]) ** 2 + (VA[i, 1] - ca[1]) ** 2 + (VA[i, 2] - ca[2]) ** 2))
     n = np.empty(3)
     axis = np.zeros(3)
     best = -np.inf
     for f in range(fstart[a], fstart[a + 1]):    # faces of a: n.x <= d inside a
-        _rot(Ra, face_n[f], n)
+        for t in range(3):
+            n[t] = Ra[t, 0] * face_n[f, 0] + Ra[t, 1] * face_n[f, 1] + Ra[t, 2] * face_n[f, 2]
         d = face_d[f] + _dot(n, pa)
         s = np.inf
         for j in range(nb):
-            s = min(s, _dot(n, VB[j]))
+            s = min(s, n[0] * VB[j, 0] + n[1] * VB[j, 1] + n[2] * VB[j, 2])
         s -= d
         if s > best:
             best = s
@@ -264,56 +274,72 @@ def polytope_pair(a, b, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, 
     if best > limit:
         return k
     for f in range(fstart[b], fstart[b + 1]):    # faces of b: the axis a -> b is minus b's normal
-        _rot(Rb, face_n[f], n)
+        for t in range(3):
+            n[t] = Rb[t, 0] * face_n[f, 0] + Rb[t, 1] * face_n[f, 1] + Rb[t, 2] * face_n[f, 2]
         d = face_d[f] + _dot(n, pb)
         s = np.inf
         for i in range(na):
-            s = min(s, _dot(n, VA[i]))
+            s = min(s, n[0] * VA[i, 0] + n[1] * VA[i, 1] + n[2] * VA[i, 2])
         s -= d
         if s > best:
             best = s
             axis[:] = -n
     if best > limit:
         return k
-    # edge pairs forming a face of the Minkowski difference (Gregorius' arc test on the Gauss map)
-    W = np.empty((9, 3))
-    a1, a2, c, dd, ua, ub, qa, qb, u = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7], W[8]
+    # edge pairs forming a face of the Minkowski difference (Gregorius' arc test on the Gauss map); b's
+    # edges in the world once: minus their face normals c, d, the arc's normal d x c, a point
+    eb0, eb1 = estart[b], estart[b + 1]
+    EB = np.empty((eb1 - eb0, 12))               # scalars, not row views (each view is a reference count)
+    for g in range(eb0, eb1):
+        r = g - eb0
+        for i in range(3):
+            EB[r, i] = -(Rb[i, 0] * edge_na[g, 0] + Rb[i, 1] * edge_na[g, 1] + Rb[i, 2] * edge_na[g, 2])
+            EB[r, 3 + i] = -(Rb[i, 0] * edge_nb[g, 0] + Rb[i, 1] * edge_nb[g, 1] + Rb[i, 2] * edge_nb[g, 2])
+            EB[r, 9 + i] = pb[i] + Rb[i, 0] * edge_p[g, 0] + Rb[i, 1] * edge_p[g, 1] + Rb[i, 2] * edge_p[g, 2]
+        EB[r, 6] = EB[r, 4] * EB[r, 2] - EB[r, 5] * EB[r, 1]          # d x c
+        EB[r, 7] = EB[r, 5] * EB[r, 0] - EB[r, 3] * EB[r, 2]
+        EB[r, 8] = EB[r, 3] * EB[r, 1] - EB[r, 4] * EB[r, 0]
+    W = np.empty((5, 3))
+    a1, a2, ua, qa, u = W[0], W[1], W[2], W[3], W[4]
     tol = EDGE_PREFERENCE * size
     for e in range(estart[a], estart[a + 1]):
         _rot(Ra, edge_na[e], a1)
         _rot(Ra, edge_nb[e], a2)
         _cross(a2, a1, ua)
         _world(Ra, pa, edge_p[e], qa)
-        for g in range(estart[b], estart[b + 1]):
-            _rot(Rb, edge_na[g], c)
-            _rot(Rb, edge_nb[g], dd)
-            c *= -1.0
-            dd *= -1.0
-            _cross(dd, c, ub)
-            cba, dba = _dot(c, ua), _dot(dd, ua)
-            adc, bdc = _dot(a1, ub), _dot(a2, ub)
-            if not (cba * dba < 0.0 and adc * bdc < 0.0 and cba * bdc > 0.0):
+        ux, uy, uz = ua[0], ua[1], ua[2]
+        for r in range(eb1 - eb0):
+            cba = EB[r, 0] * ux + EB[r, 1] * uy + EB[r, 2] * uz
+            dba = EB[r, 3] * ux + EB[r, 4] * uy + EB[r, 5] * uz
+            if cba * dba >= 0.0:
                 continue
-            _cross(ua, ub, u)
-            ln = np.sqrt(_dot(u, u))
-            if ln < 1e-9 * np.sqrt(_dot(ua, ua) * _dot(ub, ub)):
+            adc = a1[0] * EB[r, 6] + a1[1] * EB[r, 7] + a1[2] * EB[r, 8]
+            bdc = a2[0] * EB[r, 6] + a2[1] * EB[r, 7] + a2[2] * EB[r, 8]
+            if not (adc * bdc < 0.0 and cba * bdc > 0.0):
+                continue
+            vx = uy * EB[r, 8] - uz * EB[r, 7]
+            vy = uz * EB[r, 6] - ux * EB[r, 8]
+            vz = ux * EB[r, 7] - uy * EB[r, 6]
+            ln = np.sqrt(vx * vx + vy * vy + vz * vz)
+            if ln < 1e-9 * np.sqrt((ux * ux + uy * uy + uz * uz) *
+                                   (EB[r, 6] ** 2 + EB[r, 7] ** 2 + EB[r, 8] ** 2)):
                 continue                         # parallel edges: a face axis covers them
-            u /= ln
-            if _dot(u, qa) - _dot(u, ca) < 0.0:
-                u *= -1.0
-            _world(Rb, pb, edge_p[g], qb)
-            s = _dot(u, qb) - _dot(u, qa)
+            vx, vy, vz = vx / ln, vy / ln, vz / ln
+            if vx * (qa[0] - ca[0]) + vy * (qa[1] - ca[1]) + vz * (qa[2] - ca[2]) < 0.0:
+                vx, vy, vz = -vx, -vy, -vz
+            s = vx * (EB[r, 9] - qa[0]) + vy * (EB[r, 10] - qa[1]) + vz * (EB[r, 11] - qa[2])
             if s > best + tol:
                 best = s
-                axis[:] = u
+                axis[0], axis[1], axis[2] = vx, vy, vz
                 if best > limit:
                     return k
     # the patch: both support sets along the axis, projected, intersected
     hA, hB = -np.inf, np.inf
+    x0, x1, x2 = axis[0], axis[1], axis[2]
     for i in range(na):
-        hA = max(hA, _dot(axis, VA[i]))
+        hA = max(hA, x0 * VA[i, 0] + x1 * VA[i, 1] + x2 * VA[i, 2])
     for j in range(nb):
-        hB = min(hB, _dot(axis, VB[j]))
+        hB = min(hB, x0 * VB[j, 0] + x1 * VB[j, 1] + x2 * VB[j, 2])
     t1, t2 = np.empty(3), np.empty(3)
     if abs(axis[1]) > 0.9:
         t1[0], t1[1], t1[2] = -axis[1], axis[0], 0.0
@@ -325,12 +351,14 @@ def polytope_pair(a, b, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, 
     UB = np.empty((nb, 2))
     ma = mb = 0
     for i in range(na):
-        if _dot(axis, VA[i]) >= hA - PATCH_TOLERANCE:
-            UA[ma, 0], UA[ma, 1] = _dot(t1, VA[i]), _dot(t2, VA[i])
+        if x0 * VA[i, 0] + x1 * VA[i, 1] + x2 * VA[i, 2] >= hA - PATCH_TOLERANCE:
+            UA[ma, 0] = t1[0] * VA[i, 0] + t1[1] * VA[i, 1] + t1[2] * VA[i, 2]
+            UA[ma, 1] = t2[0] * VA[i, 0] + t2[1] * VA[i, 1] + t2[2] * VA[i, 2]
             ma += 1
     for j in range(nb):
-        if _dot(axis, VB[j]) <= hB + PATCH_TOLERANCE:
-            UB[mb, 0], UB[mb, 1] = _dot(t1, VB[j]), _dot(t2, VB[j])
+        if x0 * VB[j, 0] + x1 * VB[j, 1] + x2 * VB[j, 2] <= hB + PATCH_TOLERANCE:
+            UB[mb, 0] = t1[0] * VB[j, 0] + t1[1] * VB[j, 1] + t1[2] * VB[j, 2]
+            UB[mb, 1] = t2[0] * VB[j, 0] + t2[1] * VB[j, 1] + t2[2] * VB[j, 2]
             mb += 1
     HA = np.empty((ma + 1, 2))
     HB = np.empty((mb + 1, 2))
