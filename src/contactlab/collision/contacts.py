@@ -5,7 +5,10 @@ sort-and-sweep; half-spaces are culled against each AABB (:mod:`contactlab.colli
 Narrow phase: box-box pairs by the compiled separating-axis routine with face clipping (at most
 four points per pair, exact face normals), a sphere against a half-space by its one point, box or
 convex mesh against a half-space by its vertices within ``margin`` of the plane (each with its
-exact distance: speculative contacts for the corners about to land), all in one compiled call. Every other pair goes to ``coal.collide`` with ``security_margin =
+exact distance: speculative contacts for the corners about to land), all in one compiled call. On a
+scene with convex meshes, a box or convex mesh against a convex mesh by the compiled separating-axis
+routine of :mod:`contactlab.collision.polytope` (coal's contact patch, computed in the same call, the
+scene's pair friction with it). Every other pair goes to ``coal.collide`` with ``security_margin =
 margin`` then ``coal.computeContactPatch`` (a face-face patch yields its polygon's corners), each
 point's signed distance measured between its two witness points along the patch normal.
 """
