@@ -114,3 +114,9 @@ def test_world_takes_polytope_pairs_and_pair_friction_in_one_call():
     assert c.count == ref.count == 2 and np.all(match == -1)      # the box on the top ridge
     assert np.allclose(c.mu, 0.7) and np.allclose(ref.mu, 0.7)
     assert np.allclose(c.phi, ref.phi) and np.allclose(c.point, ref.point)
+
+
+def test_flat_vertex_set_is_our_error():
+    from contactlab.errors import ModelError
+    with pytest.raises(ModelError, match="shape 1"):
+        PT.polytope_data([BOX, np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0.0]])])

@@ -54,7 +54,11 @@ def polytope_data(shapes) -> tuple:
     for X in shapes:
         if X is not None:
             X = np.asarray(X, dtype=np.float64)
-            hull = ConvexHull(X)
+            try:
+                hull = ConvexHull(X)
+            except Exception as exc:     # scipy's QhullError: a flat or degenerate vertex set
+                from ..errors import ModelError
+                raise ModelError(f"shape {len(vs) - 1}: no convex hull of its vertices ({exc})") from None
             eq = hull.equations
             face_of = np.empty(len(eq), dtype=np.int64)     # each facet's merged face
             faces = []
