@@ -5,7 +5,10 @@ sort-and-sweep; half-spaces are culled against each AABB (:mod:`contactlab.colli
 Narrow phase: box-box pairs by the compiled separating-axis routine with face clipping (at most
 four points per pair, exact face normals), a sphere against a half-space by its one point, box or
 convex mesh against a half-space by its vertices within ``margin`` of the plane (each with its
-exact distance: speculative contacts for the corners about to land), all in one compiled call. Every other pair goes to ``coal.collide`` with ``security_margin =
+exact distance: speculative contacts for the corners about to land), all in one compiled call. On a
+scene with convex meshes, a box or convex mesh against a convex mesh by the compiled separating-axis
+routine of :mod:`contactlab.collision.polytope` (coal's contact patch, computed in the same call, the
+scene's pair friction with it). Every other pair goes to ``coal.collide`` with ``security_margin =
 margin`` then ``coal.computeContactPatch`` (a face-face patch yields its polygon's corners), each
 point's signed distance measured between its two witness points along the patch normal.
 """
@@ -21,6 +24,7 @@ from ..mechanics.kernels import shape_sweep
 from ..mechanics.model import KIND_FIXED, Data, Model
 from ..mechanics.rotation import quat_to_matrix, tangent_basis
 from . import boxes as B
+from . import polytope as PT
 
 
 @dataclass
@@ -237,6 +241,14 @@ class CollisionWorld:
                                      for (_, s), inf in zip(model.shapes, self.infinite)], dtype=np.int64)
         self.plane_row = np.full(len(model.shapes), -1, dtype=np.int64)
         self.plane_row[self.plane_idx] = np.arange(self.plane_idx.size)
+        # polytope pairs (a box or convex mesh against a convex mesh) by collision/polytope.py where the
+        # scene has a convex mesh (box-only scenes keep the box routines' one call); its hulls built when first met
+        self.is_poly = (self.shape_class == B.BOX) | (self.shape_class == B.VERTICES)
+        self.has_convex = bool(np.any(self.shape_class == B.VERTICES))
+        self._poly = None
+        self.mu_table = np.full((nb, nb), np.nan)     # the scene's pair friction by body pair (NaN: none)
+        for (x, y), m in model.pair_mu.items():
+            self.mu_table[x, y] = self.mu_table[y, x] = float(m)
 
     def _snap_normal(self, res, Rs, ps, sa, sb, cos_tol: float = 0.9995):
         """EPA's normal for barely overlapping faces can be off by ~1e-3 rad, and coal's patch then
@@ -272,6 +284,14 @@ class CollisionWorld:
         out.addContact(c)
         return out
 
+    @property
+    def poly(self) -> tuple:
+        """collision/polytope.py ``polytope_data`` of the boxes and convex meshes (built at first use)."""
+        if self._poly is None:
+            self._poly = PT.polytope_data([self.vertices[k] if self.is_poly[k] else None
+                                           for k in range(len(self.geoms))])
+        return self._poly
+
     def _world_poses(self, data: Data):
         return B.world_poses(data.quaternion, data.position, self.shape_body, self.local_R, self.local_p)
 
@@ -298,9 +318,7 @@ class CollisionWorld:
         (collision.boxes ``contact_fields``), then the scene's pair overrides (per override, not per contact)."""
         ba, bb, mu = B.contact_fields(self.shape_body, self.shape_mu, sa, sb, float(self.model.mu_default))
         if self.model.pair_mu:
-            lo, hi = np.minimum(ba, bb), np.maximum(ba, bb)
-            for (x, y), m in self.model.pair_mu.items():
-                mu[(lo == x) & (hi == y)] = m
+            PT.pair_friction(ba, bb, mu, self.mu_table)
         return ba, bb, mu
 
     def pair_mu(self, sa: int, sb: int) -> float:
@@ -350,6 +368,13 @@ class CollisionWorld:
             if self.model.pair_mu:
                 mu = self._contact_fields(sa, sb)[2]
             return ContactSet(ba, bb, sa, sb, P, n, phi, mu, t1, t2, np.full(phi.size, np.nan))
+        if rest.any() and self.has_convex:     # polytope pairs compiled (collision/polytope.py), coal the others
+            poly = rest & self.is_poly[pairs[:, 0]] & self.is_poly[pairs[:, 1]]
+            if poly.any():
+                qsa, qsb, qP, qn, qphi = PT.polytope_contacts(np.ascontiguousarray(pairs[poly]), Rs, ps, *self.poly,
+                                                              self.margin, self._sweep)
+                sa, sb, P, n, phi = (np.concatenate(x) for x in ((sa, qsa), (sb, qsb), (P, qP), (n, qn), (phi, qphi)))
+                rest = rest & ~poly
         if rest.any():
             csa, csb, cP, cn, cphi = self._coal_contacts(pairs[rest], Rs, ps)
             if cphi.size:
@@ -369,6 +394,8 @@ class CollisionWorld:
         pair is a compiled routine's and no pair overrides friction, one compiled call
         (collision.boxes ``detect_and_match``); otherwise the two steps (and coal) as they are."""
         m = self.model
+        if self.geoms and self.has_convex and type(self).detect is CollisionWorld.detect:
+            return self._detect_matched_polytopes(data, margin, h, prev, prev_values, near)
         if not self.geoms or m.pair_mu or type(self).detect is not CollisionWorld.detect:
             sweep = shape_sweep(m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius,
                                 self.shape_body, float(h))
@@ -379,20 +406,50 @@ class CollisionWorld:
         else:
             prev_floats, prev_ints, values = _NO_FLOATS, _NO_INTS, _NO_FLOATS
         self.margin = float(margin)
-        shapes = self._shape_args
-        if shapes is None:      # the shapes' arrays (fixed once the world is built), gathered at the first call
-            shapes = self._shape_args = (
-                (self.shape_body, self.local_R, self.local_p, self.plane_idx, self.plane_local, self.aabb_center,
-                 self.aabb_half),
-                (self.finite_idx, self.static, self.jointed_keys, m.nb, self.shape_class, self.half, self.vflat,
-                 self.vstart, self.sphere_radius, self.plane_row, self.shape_mu, float(m.mu_default)),
-                (np.zeros((len(self.geoms), 4)), np.zeros(len(self.geoms))))     # the sweep and reach, written
+        shapes = self._shapes()
         left, floats, ints = B.detect_and_match_packed(
             m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius, float(h), data.quaternion,
             data.position, *shapes[0], self.margin, *shapes[1], prev_floats, prev_ints, values, float(near),
             *shapes[2])
         self._sweep, self._reach = shapes[2]
         if left:        # coal's pairs: merged as detect() merges them, then matched
+            return detect_then_match(self, data, margin, self._sweep, prev, prev_values, near)
+        contacts = PackedContactSet(floats, ints)
+        return contacts, contacts.match
+
+    def _shapes(self) -> tuple:
+        """detect_matched's constant arguments: the shapes' arrays (fixed once the world is built),
+        gathered at the first call, and the sweep and reach the kernels write."""
+        if self._shape_args is None:
+            m = self.model
+            self._shape_args = (
+                (self.shape_body, self.local_R, self.local_p, self.plane_idx, self.plane_local, self.aabb_center,
+                 self.aabb_half),
+                (self.finite_idx, self.static, self.jointed_keys, m.nb, self.shape_class, self.half, self.vflat,
+                 self.vstart, self.sphere_radius, self.plane_row, self.shape_mu, float(m.mu_default)),
+                (np.zeros((len(self.geoms), 4)), np.zeros(len(self.geoms))))
+        return self._shape_args
+
+    def _detect_matched_polytopes(self, data: Data, margin: float, h: float, prev: ContactSet | None,
+                                  prev_values: np.ndarray | None, near: float) -> tuple[ContactSet, np.ndarray]:
+        """detect_matched on a scene with convex meshes: one compiled call (collision/polytope.py
+        ``detect_and_match_polytopes``: the box routines, the polytope pairs, the scene's pair friction
+        and the matching); a pair neither covers (a sphere, capsule or cylinder against a finite shape)
+        sends the step to :func:`detect_then_match` (coal for it)."""
+        m = self.model
+        if prev is not None and prev.count > 0:
+            prev_floats, prev_ints = packed(prev)
+            values = _NO_FLOATS if prev_values is None else np.ascontiguousarray(prev_values, dtype=np.float64)
+        else:
+            prev_floats, prev_ints, values = _NO_FLOATS, _NO_INTS, _NO_FLOATS
+        self.margin = float(margin)
+        shapes = self._shapes()
+        left, floats, ints = PT.detect_and_match_polytopes(
+            m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius, float(h), data.quaternion,
+            data.position, *shapes[0], self.margin, *shapes[1], self.poly, self.is_poly, self.mu_table,
+            prev_floats, prev_ints, values, float(near), *shapes[2])
+        self._sweep, self._reach = shapes[2]
+        if left:
             return detect_then_match(self, data, margin, self._sweep, prev, prev_values, near)
         contacts = PackedContactSet(floats, ints)
         return contacts, contacts.match
