@@ -1,5 +1,5 @@
 """The legged robots' fused step (sim/robot_step.py) against the stages it stands for, in one tree
-(docs/session7-fuse.md): ``Simulator.run`` in chunks of 200 steps as ``contactlab simulate`` runs it,
+(docs/benchmarks-robots.md, seventh session): ``Simulator.run`` in chunks of 200 steps as ``contactlab simulate`` runs it,
 ``fused`` on and off alternately, CPU time (``time.process_time``) over 5,000 steps after 200; and,
 with ``--outside``, the CPU inside the compiled physics call (``tree_noslip_step``, thread time
 around it) and the rest of the step.

@@ -1,4 +1,4 @@
-"""Where the compiled no-slip step in joint coordinates spends its time (issue 37; docs/session7-lean.md).
+"""Where the compiled no-slip step in joint coordinates spends its time (issue 37; docs/benchmarks-robots.md, seventh session).
 
     .venv/bin/python benchmarks/profile_tree_step.py [--robots quadruped solo12] [--steps 300]
         [--calls 20] [--reps 200]

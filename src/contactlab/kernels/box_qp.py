@@ -471,7 +471,7 @@ def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb, sp
 #: the start's. A falling pile's impact islands gain nothing in their first step (error 1.0 -> 1.0 on all
 #: 24 of a replayed 500-box pile) and land in none of the next two; a settled 5,000-box pile's joined
 #: towers that land in 2-3 steps gain in the first (1.0 -> 0.003-0.63), those that do not land gain
-#: nothing either (docs/session7-ipmloop.md)
+#: nothing either (docs/benchmarks-sim.md, branch ipmloop)
 POOR_PROGRESS = 0.9
 
 
