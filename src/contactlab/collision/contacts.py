@@ -140,6 +140,16 @@ def packed(contacts: ContactSet, match: np.ndarray | None = None) -> tuple[np.nd
                                                                  np.full(k, -1) if match is None else match)))
 
 
+def previous_packed(prev, prev_values) -> tuple:
+    """The previous step's contacts and their values as the compiled matching takes them: the packed
+    buffers (floats, ints) and the values as float64, or empty arrays where there were none."""
+    if prev is None or prev.count == 0:
+        return _NO_FLOATS, _NO_INTS, _NO_FLOATS
+    prev_floats, prev_ints = packed(prev)
+    values = _NO_FLOATS if prev_values is None else np.ascontiguousarray(prev_values, dtype=np.float64)
+    return prev_floats, prev_ints, values
+
+
 def _geometry(shape) -> coal.CollisionGeometry:
     k = "halfspace" if shape.kind == "plane" else shape.kind
     if k == "halfspace":
@@ -400,11 +410,7 @@ class CollisionWorld:
             sweep = shape_sweep(m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius,
                                 self.shape_body, float(h))
             return detect_then_match(self, data, margin, sweep, prev, prev_values, near)
-        if prev is not None and prev.count > 0:
-            prev_floats, prev_ints = packed(prev)
-            values = _NO_FLOATS if prev_values is None else np.ascontiguousarray(prev_values, dtype=np.float64)
-        else:
-            prev_floats, prev_ints, values = _NO_FLOATS, _NO_INTS, _NO_FLOATS
+        prev_floats, prev_ints, values = previous_packed(prev, prev_values)
         self.margin = float(margin)
         shapes = self._shapes()
         left, floats, ints = B.detect_and_match_packed(
@@ -437,11 +443,7 @@ class CollisionWorld:
         and the matching); a pair neither covers (a sphere, capsule or cylinder against a finite shape)
         sends the step to :func:`detect_then_match` (coal for it)."""
         m = self.model
-        if prev is not None and prev.count > 0:
-            prev_floats, prev_ints = packed(prev)
-            values = _NO_FLOATS if prev_values is None else np.ascontiguousarray(prev_values, dtype=np.float64)
-        else:
-            prev_floats, prev_ints, values = _NO_FLOATS, _NO_INTS, _NO_FLOATS
+        prev_floats, prev_ints, values = previous_packed(prev, prev_values)
         self.margin = float(margin)
         shapes = self._shapes()
         left, floats, ints = PT.detect_and_match_polytopes(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels._jit import jit
+from ..kernels.vec3 import cross3 as _cross, dot3 as _dot, mat_vec3 as _rot
 from ..mechanics.kernels import shape_sweep, tangent_basis_kernel
 from .boxes.matching import match_with_values
 from .boxes.narrow_phase import contact_fields, detect_kernel
@@ -103,24 +104,6 @@ def _place(R, p, verts, start, m, out):
         v = start + i
         for t in range(3):
             out[i, t] = p[t] + R[t, 0] * verts[v, 0] + R[t, 1] * verts[v, 1] + R[t, 2] * verts[v, 2]
-
-
-@jit
-def _rot(R, x, out):
-    for i in range(3):
-        out[i] = R[i, 0] * x[0] + R[i, 1] * x[1] + R[i, 2] * x[2]
-
-
-@jit
-def _cross(a, b, out):
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-
-
-@jit
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 @jit

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..kernels._jit import jit, jit_inline
 from ..kernels.quaternion import quat_conj_into as _conj, quat_matrix as _rot, quat_mul_into as _qmul
+from ..kernels.vec3 import cross3 as _cross, dot3 as _dot, mat_vec3 as _matvec
 
 REVOLUTE, PRISMATIC, SPHERICAL, FIXED = 0, 1, 2, 3
 KIND_CODE = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "spherical": SPHERICAL, "fixed": FIXED}
@@ -116,24 +117,6 @@ def pack_joints(joints, names, kind, dof_start, planar, kinematic_code: int) -> 
 #: row evaluation (the same rows bit for bit; inlining the scalar helpers too gains nothing more and
 #: doubles the first compile; docs/benchmarks-tuning.md)
 _inline = jit_inline
-
-
-@jit
-def _matvec(R, v, out):
-    for i in range(3):
-        out[i] = R[i, 0] * v[0] + R[i, 1] * v[1] + R[i, 2] * v[2]
-
-
-@jit
-def _cross(a, b, out):
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-
-
-@jit
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 @_inline

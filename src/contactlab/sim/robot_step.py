@@ -40,7 +40,7 @@ import numpy as np
 
 from ..collision import CollisionWorld
 from ..collision.boxes.narrow_phase import detect_and_match_packed
-from ..collision.contacts import PackedContactSet, packed as _packed
+from ..collision.contacts import PackedContactSet, previous_packed
 from ..models.common import StepResult
 from . import noslip_kernels as NK
 from . import turns
@@ -103,11 +103,7 @@ class FusedRobotStep:
         # 1, 2. the controller, the call's joint inputs, the state before the step, the detection
         have_prev, params, buffers, n = kernel.arguments()
         prev, res = data.contacts, data.result
-        if prev is not None and prev.count:
-            prev_floats, prev_ints = _packed(prev)
-            prev_normal = _NO_FLOATS if res is None else np.ascontiguousarray(res.normal, dtype=np.float64)
-        else:
-            prev_floats, prev_ints, prev_normal = _NO_FLOATS, _NO_INTS, _NO_FLOATS
+        prev_floats, prev_ints, prev_normal = previous_packed(prev, None if res is None else res.normal)
         # the controller's previous contacts: those of a step with a result (LegController._contacts)
         ctrl_floats, ctrl_ints = (prev_floats, prev_ints) if res is not None else (_NO_FLOATS, _NO_INTS)
         st_mt = data.motor_target

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ...kernels._jit import jit
+from ...kernels.vec3 import dot3 as _dot
 from .reach import axis_reach
 
 
@@ -44,11 +45,6 @@ MAX_POINTS = 4
 
 #: contacts per box-box pair: a face's points, or an edge-edge contact and the face's points beside it
 MAX_PAIR_POINTS = MAX_POINTS + 1
-
-
-@jit
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 @jit
