@@ -105,7 +105,7 @@ def _motion_check(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1
 
 
 @jit
-def _split_velocity(dof_start, v, nb):
+def split_velocity(dof_start, v, nb):
     """(linear (nb, 3), angular (nb, 3)) of the generalized velocity v: body i's dofs
     v[s:s + 3], v[s + 3:s + 6] (s = dof_start[i]); zero for bodies without dofs."""
     lin = np.zeros((nb, 3))
@@ -132,18 +132,18 @@ def _free_velocities(sim, v0, w0):
     model = sim.model
     vf = getattr(state, "free_velocity", None)      # a compiled step's own (sim/noslip_stages.py)
     if sys is None and vf is not None and vf.shape == (model.ndof,):
-        return _split_velocity(model.dof_start, vf, v0.shape[0])
+        return split_velocity(model.dof_start, vf, v0.shape[0])
     if sys is not None:
         try:
             vf = np.asarray(sys.v_free(), dtype=np.float64)
         except Exception:      # a system without free velocities: gravity below
             vf = None
         if vf is not None and vf.shape == (model.ndof,):
-            return _split_velocity(model.dof_start, vf, v0.shape[0])
+            return split_velocity(model.dof_start, vf, v0.shape[0])
     return v0 + sim.h * np.asarray(model.gravity, dtype=np.float64), w0
 
 
-def _statics(sim):
+def fault_statics(sim):
     """What the checks read of the model, worked out once per (frozen) model: body kinds (int64),
     collision radii, whether there are joint or planar rows, the moving bodies' total mass."""
     model = sim.model
@@ -251,7 +251,7 @@ def step_fault(sim, before, rec) -> str:
     "" when its motion is plausible (module docstring)."""
     model, data, h = sim.model, sim.data, sim.h
     x0, v0, w0, prev_joint_error = before
-    kind, radius, jointed, mass = _statics(sim)
+    kind, radius, jointed, mass = fault_statics(sim)
     vf, wf = _free_velocities(sim, v0, w0)
     depth = step_depth(sim, rec)
     verdict = plausibility(model.dof_start, kind, 2, radius, x0, v0, w0, vf, wf, data.position, data.linear_velocity,

@@ -32,11 +32,12 @@ from .stages import CompiledCall, Stages, StepState, StepWork
 #: what a model's ``COMPILED_STEP`` names for :class:`CompiledNoSlipStages` (:mod:`contactlab.models.noslip`)
 COMPILED_FORM = "noslip-metric"
 
-_NONE = np.zeros(0)
-_NONE.flags.writeable = False
+#: a read-only empty array: the stages' and the fused step's empty StepResult fields
+EMPTY = np.zeros(0)
+EMPTY.flags.writeable = False
 #: no torques, no state motors: the compiled call_inputs' empty arguments (writable, as the state's
 #: arrays are, so one compiled version serves both)
-_NO_INDEX, _NO_VALUES = np.zeros(0, dtype=np.int64), np.zeros(0)
+_NO_INDEX, NO_VALUES = np.zeros(0, dtype=np.int64), np.zeros(0)
 
 
 def jointed_free_bodies(model) -> bool:
@@ -97,9 +98,9 @@ class CompiledNoSlipStages(CompiledCall, Stages):
                 self.torque_keys, self.torque_idx = keys, np.array(keys, dtype=np.int64)
             idx, tau = self.torque_idx, np.array(tuple(jt.values()), dtype=np.float64)
         else:
-            idx, tau = _NO_INDEX, _NO_VALUES
+            idx, tau = _NO_INDEX, NO_VALUES
         st_mt = data.motor_target
-        st_mt, st_mf = (_NO_VALUES, _NO_VALUES) if st_mt is None or not st_mt.size else (st_mt, data.motor_max_force)
+        st_mt, st_mf = (NO_VALUES, NO_VALUES) if st_mt is None or not st_mt.size else (st_mt, data.motor_max_force)
         # joint_torque_forces and motor_state in one compiled call
         f, mt, mf, limited = NK.call_inputs(idx, tau, P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start,
                                             data.position, data.quaternion, m.ndof, P.motor_target,
@@ -140,7 +141,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
             super().build(w)
             return super().solve(w)
         n = w.n = int(nl) + w.nc
-        w.sol = _solution(trivial, case, code, z, wv, numbers, counts, nonbasic, positive, row0, int(d))
+        w.sol = noslip_solution(trivial, case, code, z, wv, numbers, counts, nonbasic, positive, row0, int(d))
         w.sol.time_s = t_solve      # the solver's own seconds inside the call (StepRecord.solve_time)
         w.e0, w.contact_gain = e0, gain
         w.call = (outcome, ke, pe, pen, joint_error, v_next, joint, tangent, modes, int(nl), z, before,
@@ -178,7 +179,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         (outcome, ke, pe, pen, joint_error, v_next, joint, tangent, modes, nl, z, before, position_stage,
          position_zeta, project, gyro, f, contact, zeta, slop, zeta_j, kept, v_free) = w.call
         h = w.h
-        result = StepResult(v_next=v_next, normal=z[nl:], tangent=tangent, joint=joint, limit=z[:nl], motor=_NONE,
+        result = StepResult(v_next=v_next, normal=z[nl:], tangent=tangent, joint=joint, limit=z[:nl], motor=EMPTY,
                             modes=modes, info={"kept_rows": kept, "motor_trials": 1, "motor_consistent": True,
                                                "motor_saturated": True})
         data.warm["z"] = z.copy()
@@ -216,7 +217,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         return f, body, terms if phi.shape[0] else None, v_free, joint_groups(m, self.packed, rows)
 
 
-def _solution(trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, d: int) -> Solution:
+def noslip_solution(trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, d: int) -> Solution:
     """The Solution ``solve(problem, "ppm")`` returns for the call's answer (solvers/pivoting.py
     ``_ppm_dense`` and solvers/registry.py ``solve``: status, counts, info, the certification)."""
     if trivial:

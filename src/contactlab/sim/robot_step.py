@@ -44,8 +44,9 @@ from ..collision.contacts import PackedContactSet, previous_packed
 from ..models.common import StepResult
 from . import noslip_kernels as NK
 from . import turns
-from .faults import _split_velocity, _statics, checked_step, fault_words, motor_targets, plausibility, step_depth
-from .noslip_stages import _NO_VALUES, _NONE, _solution
+from .faults import (checked_step, fault_statics, fault_words, motor_targets, plausibility, split_velocity,
+                     step_depth)
+from .noslip_stages import EMPTY, NO_VALUES, noslip_solution
 from .recorder import StepRecord
 from .stages import Stages, StepWork
 from .tree_stages import CompiledTreeNoSlipStages
@@ -84,7 +85,7 @@ class FusedRobotStep:
         P = stages.packed
         self.joint_args = (P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start)
         self.motor_args = (m.ndof, P.motor_target, P.motor_max_force)
-        self.kind, self.radius, self.jointed, self.mass = _statics(sim)
+        self.kind, self.radius, self.jointed, self.mass = fault_statics(sim)
         world, data = sim.world, sim.data
         if world._shape_args is None:       # the detection's constant arguments, gathered at its first call
             world.detect_matched(data, float(m.settings.margin), sim.h, None, None, 2.0 * m.settings.margin + 1e-3)
@@ -107,7 +108,7 @@ class FusedRobotStep:
         # the controller's previous contacts: those of a step with a result (LegController._contacts)
         ctrl_floats, ctrl_ints = (prev_floats, prev_ints) if res is not None else (_NO_FLOATS, _NO_INTS)
         st_mt = data.motor_target
-        st_mt, st_mf = (_NO_VALUES, _NO_VALUES) if st_mt is None or not st_mt.size else (st_mt, data.motor_max_force)
+        st_mt, st_mf = (NO_VALUES, NO_VALUES) if st_mt is None or not st_mt.size else (st_mt, data.motor_max_force)
         world = sim.world
         margin = float(model.settings.margin)
         world.margin = margin
@@ -159,7 +160,7 @@ class FusedRobotStep:
             return self._staged(before, w)
         nl = int(nl)
         w.n = nl + w.nc
-        w.sol = sol = _solution(trivial, case, code, z, wv, numbers, counts, nonbasic, positive, row0, int(d))
+        w.sol = sol = noslip_solution(trivial, case, code, z, wv, numbers, counts, nonbasic, positive, row0, int(d))
         sol.time_s = t_solve
         w.e0, w.contact_gain = e0, gain
         before_call = w.call[-1]
@@ -170,7 +171,7 @@ class FusedRobotStep:
             return self._finish(before, w)
         # 4. the bookkeeping of CompiledNoSlipStages.certify and integrate
         w.primary_ok, w.rescued, w.t_solve = True, False, t_solve
-        result = StepResult(v_next=v_next, normal=z[nl:], tangent=tangent, joint=joint, limit=z[:nl], motor=_NONE,
+        result = StepResult(v_next=v_next, normal=z[nl:], tangent=tangent, joint=joint, limit=z[:nl], motor=EMPTY,
                             modes=modes, info={"kept_rows": int(kept), "motor_trials": 1, "motor_consistent": True,
                                                "motor_saturated": True})
         data.warm["z"] = z.copy()
@@ -204,7 +205,7 @@ class FusedRobotStep:
                          contact_energy_gain=gain, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
         # the plausibility check (faults.checked_step) on the call's own free velocities
         depth = step_depth(sim, rec)
-        vf, wf = _split_velocity(model.dof_start, v_free, model.nb)
+        vf, wf = split_velocity(model.dof_start, v_free, model.nb)
         verdict = plausibility(model.dof_start, self.kind, 2, self.radius, x0, v0, w0, vf, wf, data.position,
                                data.linear_velocity, data.angular_velocity, h, depth, float(st.slop), before[3],
                                self.jointed, motor_targets(data), True, float(gain), float(ke), float(e1), self.mass)
