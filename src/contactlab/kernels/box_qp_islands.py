@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .box_qp import (INTERIOR, LEFT, box_qp_grouped, group_ids, island_groups, new_factor_cache, no_csr,
+from .box_qp import (INTERIOR, LEFT, _clip, box_qp_grouped, group_ids, island_groups, new_factor_cache, no_csr,
                      no_groups)
 from .csr_blocks import gather_block
+from .residual import box_relative_error, coupled_bounds
 
 #: the fewest rows of an island factorised by groups that box_qp_islands keeps as CSR (above: time
 #: linear in its entries; below: its dense block, whose BLAS products are faster while it is small);
@@ -32,6 +33,15 @@ POOR_LEFT_FROM = 600
 #: side contacts into one island (tens of thousands of rows at 5,000 boxes) start poor and land in two
 #: or three, where the interior point in Python takes ~15 iterations (docs/benchmarks-sim.md)
 POOR_LEFT_STEPS = 3
+
+#: an island of more than POOR_LEFT_FROM rows more than this share of whose rows are fixed (lo = hi: under
+#: coupling "previous" the friction rows of a contact new this step, arechavaleta §IV-C) is left from a
+#: poor start before any Newton step, and before its layout is worked out: a falling pile's impact
+#: islands (6-26 % of their rows new on a 500-box pile) gain nothing in the steps POOR_LEFT_STEPS
+#: gives (relative error 1.0 -> 1.0 on every one recorded), while the towers of a settled pile that
+#: those steps land (side contacts joining them at 5,000 boxes) have at most 0.4 % of their rows new
+#: (docs/session8-piles.md)
+NEW_LEFT_SHARE = 0.02
 
 
 @jit
@@ -153,6 +163,37 @@ def _layout_values(blob, b0, b1, indptr, indices, data, idx, at, label, scratch)
 
 
 @jit
+def _impact_start(indptr, indices, data, idx, at, q, lo, hi, findex, mu, z0, poor_residual):
+    """Whether an island (rows idx, at[idx[a]] = a and -1 elsewhere; q, lo, hi, findex (renumbered),
+    mu, z0 its own) is an impact island from a poor start: more than NEW_LEFT_SHARE of its rows fixed
+    (lo = hi) and the relative error of its start above ``poor_residual``, the start and its error
+    as :func:`~contactlab.kernels.box_qp.projected_newton` takes them in its first bound update (z0
+    clipped into the bounds at z0, w = M z0 + q from the island's rows of M in CSR, row terms
+    |q_i| + |w_i - q_i|): the test that leaves it, made before any work on its block."""
+    m = idx.size
+    new = 0
+    for a in range(m):
+        if lo[a] == hi[a]:
+            new += 1
+    if not new > NEW_LEFT_SHARE * m:
+        return False
+    lk, hk, z = np.empty(m), np.empty(m), z0.copy()
+    coupled_bounds(lo, hi, findex, mu, z, lk, hk)
+    for a in range(m):
+        z[a] = _clip(z[a], lk[a], hk[a])
+    w, t = np.empty(m), np.empty(m)
+    for a in range(m):
+        acc = 0.0
+        for p in range(indptr[idx[a]], indptr[idx[a] + 1]):
+            b = at[indices[p]]
+            if b >= 0:
+                acc += data[p] * z[b]
+        w[a] = acc + q[a]
+        t[a] = abs(q[a]) + abs(w[a] - q[a])
+    return box_relative_error(z, w, lk, hk, q, t, np.empty((4, m))) > poor_residual
+
+
+@jit
 def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, bounds, tol, max_iterations,
                    armijo, newton_only, max_outer, z, w, codes, its, outers, label, grouped_from, small_n,
                    newton_steps, poor_iterations, poor_residual, layout, layout_at, spare):
@@ -193,6 +234,19 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
         m = idx.size
         for a in range(m):
             at[idx[a]] = a
+        qk, lk, hk, mk, zk = np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+        fk = np.empty(m, dtype=np.int64)
+        for a in range(m):
+            i = idx[a]
+            qk[a], lk[a], hk[a], mk[a], zk[a] = q[i], lo[i], hi[i], mu[i], z0[i]
+            fk[a] = at[findex[i]] if findex[i] >= 0 else -1
+        large = m > POOR_LEFT_FROM and not newton_only
+        if large and _impact_start(indptr, indices, data, idx, at, qk, lk, hk, fk, mk, zk, poor_residual):
+            codes[k], its[k], outers[k] = LEFT, 0, 1       # an impact island: left as it is, no layout kept
+            offsets[k + 1] = used
+            for a in range(m):
+                at[idx[a]] = -1
+            continue
         grouped = label.size > 0 and m > grouped_from
         if grouped and m > CSR_FROM:    # the island's CSR block: products and factorisations linear in its entries
             A = np.empty((0, 0))
@@ -215,16 +269,9 @@ def box_qp_islands(indptr, indices, data, q, lo, hi, findex, mu, z0, order, boun
             else:
                 grp, gstep, nbr, nnb = no_groups()
         offsets[k + 1] = used
-        qk, lk, hk, mk, zk = np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m)
-        fk = np.empty(m, dtype=np.int64)
-        for a in range(m):
-            i = idx[a]
-            qk[a], lk[a], hk[a], mk[a], zk[a] = q[i], lo[i], hi[i], mu[i], z0[i]
-            fk[a] = at[findex[i]] if findex[i] >= 0 else -1
         steps, full = max_iterations, False
         if m > small_n and not newton_only:
             steps, full = newton_steps, True
-        large = m > POOR_LEFT_FROM and not newton_only
         poor = (POOR_LEFT_STEPS if sptr.size else 1) if large else (steps if full else poor_iterations)
         code, zz, ww, it, outer = box_qp_grouped(A, qk, lk, hk, fk, mk, zk, tol, steps, armijo, full,
                                                  newton_only, max_outer, cL, cA, cF, ck, grp, gstep, nbr, nnb,
