@@ -34,8 +34,8 @@ POOR_LEFT_FROM = 600
 #: or three, where the interior point in Python takes ~15 iterations (docs/benchmarks-sim.md)
 POOR_LEFT_STEPS = 3
 
-#: an island of more than POOR_LEFT_FROM rows more than this share of whose rows are fixed (lo = hi: under
-#: coupling "previous" the friction rows of a contact new this step, arechavaleta §IV-C) is left from a
+#: an island of more than POOR_LEFT_FROM rows more than this share of whose rows are fixed (lo = hi, no
+#: findex: under coupling "previous" the friction rows of a contact new this step, arechavaleta §IV-C) is left from a
 #: poor start before any Newton step, and before its layout is worked out: a falling pile's impact
 #: islands (6-26 % of their rows new on a 500-box pile) gain nothing in the steps POOR_LEFT_STEPS
 #: gives (relative error 1.0 -> 1.0 on every one recorded), while the towers of a settled pile that
@@ -166,14 +166,14 @@ def _layout_values(blob, b0, b1, indptr, indices, data, idx, at, label, scratch)
 def _impact_start(indptr, indices, data, idx, at, q, lo, hi, findex, mu, z0, poor_residual):
     """Whether an island (rows idx, at[idx[a]] = a and -1 elsewhere; q, lo, hi, findex (renumbered),
     mu, z0 its own) is an impact island from a poor start: more than NEW_LEFT_SHARE of its rows fixed
-    (lo = hi) and the relative error of its start above ``poor_residual``, the start and its error
+    (lo = hi, bounds tied to no other row) and the relative error of its start above ``poor_residual``, the start and its error
     as :func:`~contactlab.kernels.box_qp.projected_newton` takes them in its first bound update (z0
     clipped into the bounds at z0, w = M z0 + q from the island's rows of M in CSR, row terms
     |q_i| + |w_i - q_i|): the test that leaves it, made before any work on its block."""
     m = idx.size
     new = 0
     for a in range(m):
-        if lo[a] == hi[a]:
+        if lo[a] == hi[a] and findex[a] < 0:
             new += 1
     if not new > NEW_LEFT_SHARE * m:
         return False
