@@ -36,6 +36,7 @@ from ..problems import BoxedLCP, ProblemStructure
 from .fallback import _cap_option
 from .box_stages import STAGES, free_bodies_only
 from .tree_stages import NOSLIP_STAGES
+from .st_stages import ST_STAGES
 from .reuse_stages import REUSE_STAGES
 from .faults import checked_step
 from .robot_step import FusedRobotStep
@@ -131,7 +132,7 @@ def plan_stages(sim, state: StepState) -> Stages:
     :data:`contactlab.sim.box_stages.STAGES`, most specific first; then
     :data:`contactlab.sim.reuse_stages.REUSE_STAGES`, motionless reuse with dantzig), else the
     general :class:`~contactlab.sim.stages.Stages`."""
-    for cls in NOSLIP_STAGES + STAGES + REUSE_STAGES:
+    for cls in NOSLIP_STAGES + ST_STAGES + STAGES + REUSE_STAGES:
         stages = cls.plan(sim, state)
         if stages is not None:
             return stages
