@@ -136,7 +136,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     complementarity, infeasibility, relative natural, complementarity, infeasibility of the mixed
     problem, as solve() computes them), v_next, v0)."""
     nj, nl, nc, nm = j_rhs.shape[0], l_bias.shape[0], n_bias.shape[0], a_target.shape[0]
-    if nj == 0:
+    if nj == 0 or nl + nc + nm == 0:    # no joint rows, or nothing to solve (solve()'s trivial problem)
         return _declined()
     Dp, Di, Dd = _pyramid(Sp, Si, Sd, Td, d)
     empty_p = np.zeros(1, dtype=np.int64)
