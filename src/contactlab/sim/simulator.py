@@ -129,7 +129,7 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
 def plan_stages(sim, state: StepState) -> Stages:
     """The stages for ``sim``'s configuration: the most specific whose capabilities the contact model
     and the method have (:data:`contactlab.sim.tree_stages.NOSLIP_STAGES`,
-    :data:`contactlab.sim.box_stages.STAGES`, most specific first; then
+    :data:`contactlab.sim.st_stages.ST_STAGES`, :data:`contactlab.sim.box_stages.STAGES`, most specific first; then
     :data:`contactlab.sim.reuse_stages.REUSE_STAGES`, motionless reuse with dantzig), else the
     general :class:`~contactlab.sim.stages.Stages`."""
     for cls in NOSLIP_STAGES + ST_STAGES + STAGES + REUSE_STAGES:

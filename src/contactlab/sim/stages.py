@@ -21,6 +21,10 @@ never by comparing their names inside the step:
 * :class:`contactlab.sim.noslip_stages.CompiledNoSlipStages`: the no-slip model solved by ppm on
   jointed free bodies (``COMPILED_STEP = "noslip-metric"``): build to the joint projection in one
   compiled call (:mod:`contactlab.sim.noslip_kernels`), the general stages taking any step it declines.
+* :class:`contactlab.sim.st_stages.CompiledSTStages`: Stewart-Trinkle solved by Lemke on jointed scenes
+  (``COMPILED_STEP = "stewart-trinkle-mixed"``): the model's build, the Schur complement, Lemke, solve()'s
+  certificate and the recovery in one compiled call (:mod:`contactlab.sim.st_kernels`) after the general
+  ``build_system``, the general stages taking any step it declines.
 
 A step's intermediate values travel in a :class:`StepWork`; what persists between steps besides the
 bodies' state (``Data``: contacts, the last StepResult, the warm start) is one :class:`StepState`
