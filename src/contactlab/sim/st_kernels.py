@@ -119,7 +119,7 @@ def _spd_reduce(A, C, g):
 @jit
 def _declined():
     z = np.zeros(0)
-    return False, 0, 0, 0.0, z, z, z, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), z, z
+    return False, 0, 0, 0.0, z, z, z, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), z, np.zeros((0, 2))
 
 
 @jit
@@ -134,7 +134,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     as CSR (Mip, Mii, Mid), v_free = v + h M^-1 f. ``max_pivots`` < 0: Lemke's default 50 n + 1000.
     Returns (ok, pivots, n, scale, z = y, x, w, the six certified numbers (abs natural,
     complementarity, infeasibility, relative natural, complementarity, infeasibility of the mixed
-    problem, as solve() computes them), v_next, v0)."""
+    problem, as solve() computes them), v_next, the tangential impulses (nc, 2))."""
     nj, nl, nc, nm = j_rhs.shape[0], l_bias.shape[0], n_bias.shape[0], a_target.shape[0]
     if nj == 0 or nl + nc + nm == 0:    # no joint rows, or nothing to solve (solve()'s trivial problem)
         return _declined()
@@ -267,7 +267,15 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     v_next = np.empty(ndof)
     for i in range(ndof):
         v_next[i] = v0[i] + 1.0 * mv[i]
-    return True, pivots, n, s_max, z, x, w, numbers, v_next, v0
+    # the pyramid's beta as tangential impulses along (t1, t2) (models/common.py pyramid_to_tangent)
+    tangent = np.zeros((nc, 2))
+    o_b = nl + nc
+    for i in range(nc):
+        for k in range(d):
+            ang = 2.0 * np.pi * k / d
+            tangent[i, 0] += z[o_b + i * d + k] * np.cos(ang)
+            tangent[i, 1] += z[o_b + i * d + k] * np.sin(ang)
+    return True, pivots, n, s_max, z, x, w, numbers, v_next, tangent
 
 
 @jit

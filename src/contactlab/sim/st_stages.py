@@ -23,7 +23,7 @@ import numpy as np
 
 from ..kernels.tolerances import CERTIFY
 from ..mechanics.system import build_system
-from ..models.common import StepResult, contact_modes, pyramid_to_tangent
+from ..models.common import StepResult, contact_modes
 from ..solution import Solution, Status
 from ..solvers.lemke import LemkeOptions
 from .stages import Stages, StepWork, energies
@@ -75,9 +75,10 @@ class CompiledSTStages(Stages):
         w.e0 = sum(energies(sim.model, sim.data))
         w.sys = sys = build_system(sim.model, sim.data, w.contacts, w.h)
         Wb = sys.W_blocks
-        parts = (sys.J, sys.L, sys.N, sys.S, sys.T, sys.A, sys.Minv)
-        if Wb is None or 6 * Wb.shape[0] != sys.ndof or sys.nj == 0 or \
-                not all(H.format == "csr" and H.has_canonical_format for H in parts):
+        # the rows as build_system makes them (canonical CSR, body blocks covering every dof), as
+        # models/common.py _block_delassus requires
+        if Wb is None or 6 * Wb.shape[0] != sys.ndof or sys.nj == 0 or not (
+                sys.J.format == "csr" and sys.J.has_canonical_format and sys.N.format == "csr"):
             return self.general(w)
         w.compiled = True
 
@@ -108,7 +109,7 @@ class CompiledSTStages(Stages):
             np.ascontiguousarray(sys.mu, dtype=f), int(sys.d), float(sys.cfm + sim.model_options.cfm), sys.W_blocks,
             Mp, Mi, Md, sys.v_free(), int(sys.ndof), self.max_pivots, self.pivot_tol, self.restarts, self.tol,
             self.threshold)
-        ok, pivots, n, scale, z, x, wv, c, v_next, _v0 = out
+        ok, pivots, n, scale, z, x, wv, c, v_next, tangent = out
         if not ok:     # the general stages take the step on the same system
             self.general(w)
             return super().solve(w)
@@ -120,7 +121,7 @@ class CompiledSTStages(Stages):
         sol.relative_residual = max(c[3], c[5])
         sol.time_s = time.perf_counter() - w.t0
         w.sol, w.n = sol, int(n)
-        w.call = (v_next,)
+        w.call = (v_next, tangent)
         w.problem, w.built, w.unbuilt = None, None, True     # the problem from the system when read
 
     # -- certify: the call certified its answer as solve() does -----------------------------------
@@ -136,14 +137,12 @@ class CompiledSTStages(Stages):
         if not w.compiled:
             return super().recover(w)
         sys, sol = w.sys, w.sol
-        v_next = w.call[0]
+        v_next, tangent = w.call
         nl, nc, d, nm = sys.nl, sys.nc, sys.d, sys.nm
-        o_b = nl + nc
-        o_lam = o_b + nc * d
+        o_lam = nl + nc + nc * d
         o_u = o_lam + nc
         y = sol.z
-        normal = y[nl:o_b]
-        tangent = pyramid_to_tangent(y[o_b:o_lam], d) if nc else np.zeros((0, 2))
+        normal = y[nl:nl + nc]
         return StepResult(v_next=v_next, normal=normal, tangent=tangent, joint=sol.x, limit=y[:nl],
                           motor=y[o_u:o_u + nm] - sys.a_max, modes=contact_modes(sys, v_next, normal),
                           info={"lambda": y[o_lam:o_u]})
