@@ -11,8 +11,9 @@ kernels/lemke.py ``lemke_reduced_certified``; the certification of the answer on
 with the library's one residual, kernels/residual.py and kernels/mixed.py ``mixed_row_terms``)
 and the model's ``recover`` (v+ = v0 + M^-1 (H' y + J' x), arechavaleta eq. 13). Here they are
 the same formulas on the same kernels in one call: the pivoting rules, tolerances and certificate
-are Lemke's and solve()'s; what differs is the rounding of the dense products of the Schur
-complement (loops here, BLAS there) and of A's Cholesky factor.
+are Lemke's and solve()'s; what differs is the rounding of the Schur complement: here
+F = B - Y'Y with Y = L^-1 C (C = D' = J W H', A = L L'), one triangular product instead of the
+general path's D (L^-T (L^-1 C)) by BLAS, a third of the work for the same matrix in exact arithmetic.
 
 The call declines (``ok`` False, nothing applied) where the general path would take another
 branch or the answer would not be Lemke's first certified one: A not exactly symmetric or not
@@ -70,30 +71,32 @@ def _stack(parts_p, parts_i, parts_d, counts):
 
 @jit
 def _spd_reduce(A, C, g):
-    """MixedLCP._reduce_spd: (ok, A^-1 C, A^-1 g) by A = L L' and A^-1 = L^-T L^-1, ok False where A
-    is not exactly symmetric, not positive definite, or its bound on lambda_min(A) (1 / ||L^-1||_F^2)
-    does not beat SPD_RANK_MARGIN * RANK_TOL times the largest row norm of [A C]."""
+    """MixedLCP._reduce_spd's factor: (ok, L^-1, Y = L^-1 C, yg = L^-1 g) with A = L L' (so that
+    D A^-1 C = Y'Y for D = C' = H W J', and A^-1 [C g] = L^-T [Y yg]); ok False where A is not
+    exactly symmetric, not positive definite, or its bound on lambda_min(A), 1 / ||L^-1||_F^2, does
+    not beat SPD_RANK_MARGIN * RANK_TOL times the largest row norm of [A C] (the QR branch)."""
     p = A.shape[0]
     n = C.shape[1]
     sym, row0 = symmetric_row_norm(A, C)
-    X = np.zeros((p, n + 1))
+    Li = np.zeros((p, p))
+    Y = np.zeros((p, n))
+    yg = np.zeros(p)
     if not sym:
-        return False, X
+        return False, Li, Y, yg
     L = np.zeros((p, p))
     for j in range(p):
         s = A[j, j]
         for k in range(j):
             s -= L[j, k] * L[j, k]
         if not s > 0.0:
-            return False, X
+            return False, Li, Y, yg
         L[j, j] = np.sqrt(s)
         for i in range(j + 1, p):
             t = A[i, j]
             for k in range(j):
                 t -= L[i, k] * L[j, k]
             L[i, j] = t / L[j, j]
-    Li = np.zeros((p, p))           # L^-1 row by row: Li[i] = (e_i - sum_k<i L[i, k] Li[k]) / L[i, i]
-    for i in range(p):
+    for i in range(p):              # L^-1 row by row: Li[i] = (e_i - sum_k<i L[i, k] Li[k]) / L[i, i]
         for k in range(i):
             lik = L[i, k]
             for j in range(k + 1):
@@ -106,14 +109,26 @@ def _spd_reduce(A, C, g):
         for j in range(i + 1):
             trace_inv += Li[i, j] * Li[i, j]
     if not (np.isfinite(trace_inv) and trace_inv > 0.0 and 1.0 / trace_inv > SPD_RANK_MARGIN * RANK_TOL * row0):
-        return False, X
-    CG = np.empty((p, n + 1))
+        return False, Li, Y, yg
     for i in range(p):
-        for j in range(n):
-            CG[i, j] = C[i, j]
-        CG[i, n] = g[i]
-    X = np.dot(Li.T.copy(), np.dot(Li, CG))     # A^-1 [C g] = L^-T (L^-1 [C g]), as _reduce_spd forms it
-    return True, X
+        for k in range(i + 1):
+            lik = Li[i, k]
+            for j in range(n):
+                Y[i, j] += lik * C[k, j]
+            yg[i] += lik * g[k]
+    return True, Li, Y, yg
+
+
+@jit
+def _back(Li, t):
+    """L^-T t (Li = L^-1 lower triangular)."""
+    p = t.shape[0]
+    out = np.zeros(p)
+    for k in range(p):
+        tk = t[k]
+        for i in range(k + 1):
+            out[i] += Li[k, i] * tk
+    return out
 
 
 @jit
@@ -178,37 +193,23 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     g = np.empty(nj)
     for i in range(nj):
         g[i] = r[i] - j_rhs[i]
-    ok, X = _spd_reduce(Am, Cm, g)
+    ok, Linv, Y, yg = _spd_reduce(Am, Cm, g)
     if not ok:
         return _declined()
-    # the reduced LCP F = B - D A^-1 C, e = h - D A^-1 g (drumwright eq. 9-10)
-    DX = np.dot(Dm, X)
-    F = np.empty((n, n))
-    e = np.empty(n)
-    for i in range(n):
-        for j in range(n):
-            F[i, j] = B[i, j] - DX[i, j]
-        e[i] = hh[i] - DX[i, n]
-    # solve()'s triviality test: z = 0 with x = -A^-1 g solves the mixed problem exactly
-    x0 = np.empty(nj)
+    # the reduced LCP F = B - D A^-1 C = B - Y'Y, e = h - D A^-1 g = h - Y' yg (drumwright eq. 9-10)
+    F = B.copy()
+    e = hh.copy()
     for k in range(nj):
-        x0[k] = -X[k, n]
-    eq0 = 0.0
-    for i in range(nj):
-        s = 0.0
-        for k in range(nj):
-            s += Am[i, k] * x0[k]
-        eq0 = max(eq0, abs(s + g[i]))
-    if eq0 == 0.0:
-        trivial = True
+        ygk = yg[k]
         for i in range(n):
-            s = hh[i]
-            for k in range(nj):
-                s += Dm[i, k] * x0[k]
-            if s < 0.0:
-                trivial = False
-        if trivial:
-            return _declined()
+            yki = Y[k, i]
+            for j in range(n):
+                F[i, j] -= yki * Y[k, j]
+            e[i] -= yki * ygk
+    # solve()'s triviality test: z = 0 with x = -A^-1 g solves the mixed problem exactly
+    x0 = _back(Linv, yg)
+    for k in range(nj):
+        x0[k] = -x0[k]
     s_max = 0.0
     for i in range(n):
         for j in range(n):
@@ -226,12 +227,15 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
         return _declined()
     z = out[:n].copy()
     # solve()'s certificate on the mixed problem: x = recover_x(z), w = D x + B z + h
-    x = np.empty(nj)
+    t = yg.copy()                    # x = -A^-1 (C z + g) = -L^-T (Y z + yg)
     for k in range(nj):
         s = 0.0
         for j in range(n):
-            s += X[k, j] * z[j]
-        x[k] = -(s + X[k, n])
+            s += Y[k, j] * z[j]
+        t[k] += s
+    x = _back(Linv, t)
+    for k in range(nj):
+        x[k] = -x[k]
     w = np.empty(n)
     for i in range(n):
         s = 0.0
