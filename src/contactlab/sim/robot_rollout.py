@@ -22,7 +22,7 @@ are built from them after the call. Per step:
 The loop stops at the first step that the fused step would hand to the stages (force-limited motors,
 a pair for coal, a declined call, a deep contact's position correction, a fast turn's correction) or
 whose check finds a fault (its words are Python's): that step's state, and the controller's IK
-start ``q_ref``, are put back as they were before it, and :class:`RobotRollout` returns; the
+start ``q_ref``, torques and start poses (the next log row's), are put back as they were before it, and :class:`RobotRollout` returns; the
 simulator then takes that step by :meth:`FusedRobotStep.step` (the same computation from the same
 state: the same bits) and resumes. Each call also leaves its last step to ``FusedRobotStep.step``,
 so the simulator's per-step objects after a run (``data.result``, ``last_system``, ``last_solution``,
@@ -119,6 +119,8 @@ def robot_rollout(steps, time, h, state, control, inputs, detect, physics, check
         v0 = lin.copy()
         w0 = ang.copy()
         q_ref0 = q_ref.copy()
+        tau0 = buffers[0].copy()        # the torques and start poses of the step before: its log row
+        x_step0 = buffers[1].copy()
         # 1. the controller on the previous step's contacts (none before a step with a result)
         if k > 0 or ctrl_prev:
             cf, ci, cn = prev_floats, prev_ints, prev_normal
@@ -188,6 +190,8 @@ def robot_rollout(steps, time, h, state, control, inputs, detect, physics, check
             lin[:] = v0
             ang[:] = w0
             q_ref[:] = q_ref0
+            buffers[0][:] = tau0
+            buffers[1][:] = x_step0
             return (HANDED_OVER, k, time, prev_floats, prev_ints, prev_normal, z_last, v_last, tangent_last,
                     joint_last, modes_last, nl_last, kept_last, joint_error)
     return (ALL_TAKEN, steps, time, prev_floats, prev_ints, prev_normal, z_last, v_last, tangent_last, joint_last,
@@ -201,6 +205,15 @@ class RobotRollout:
     def __init__(self, fused):
         self.fused = fused
         self.rest = 0       # steps left to the fused step after a call that took none
+
+    def _static(self, static: tuple) -> tuple:
+        """The controller kernel's static arguments with every array C-contiguous (a robot whose legs
+        give a strided view would otherwise compile the whole rollout once more for that layout)."""
+        kept = getattr(self, "_kept_static", None)
+        if kept is None or kept[0] is not static:
+            kept = self._kept_static = (static, tuple(np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x
+                                                      for x in static))
+        return kept[1]
 
     def arguments(self):
         """The call's bundled arguments from the simulator's state now."""
@@ -229,7 +242,7 @@ class RobotRollout:
         kind, radius, jointed, mass = fused.kind, fused.radius, fused.jointed, fused.mass
         return dict(
             state=(data.position, data.quaternion, data.linear_velocity, data.angular_velocity),
-            control=(kernel.static, c._q_ref, have_prev, params, buffers, n, res is not None),
+            control=(self._static(kernel.static), c._q_ref, have_prev, params, buffers, n, res is not None),
             inputs=(kernel.joints, kernel.tau, *fused.joint_args[:5], *fused.motor_args, st_mt, st_mf),
             detect=(world.body_radius, shapes[0], margin, shapes[1], 2.0 * margin + 1e-3, *shapes[2]),
             physics=physics,
@@ -282,14 +295,20 @@ class RobotRollout:
                 code == HANDED_OVER)
 
 
+#: the StepRecord fields of :func:`_records`, in the order it fills them
+_FIELDS = ("time", "residual", "kinetic_energy", "energy", "energy_gain", "contact_energy_gain", "max_penetration",
+           "solve_time", "joint_error", "contacts", "lcp_size", "iterations", "pivots", "status", "success", "rescued",
+           "plausible", "fault")
+
+
 def _records(rec_f, rec_i) -> list:
-    """The StepRecords of the rows of :func:`robot_rollout`'s record arrays (``FusedRobotStep.step``'s fields)."""
+    """The StepRecords of the rows of :func:`robot_rollout`'s record arrays: ``FusedRobotStep.step``'s
+    fields (a certified, plausible step: success, not rescued, no fault), each record's fields set
+    at once (the values are already the types and the Status name its constructor would make)."""
     names = {-1: "TRIVIAL", **{int(k): v.name for k, v in PIVOTING_STATUS.items()}}
-    out = []
+    new, out = StepRecord.__new__, []
     for f, i in zip(rec_f.tolist(), rec_i.tolist()):
-        t, residual, ke, e1, gain_e, gain_c, pen, t_solve, je = f
-        out.append(StepRecord(time=t, contacts=i[0], lcp_size=i[1], iterations=i[2], pivots=i[3], residual=residual,
-                              success=True, status=names[i[4]], rescued=False, kinetic_energy=ke, energy=e1,
-                              energy_gain=gain_e, contact_energy_gain=gain_c, max_penetration=pen,
-                              solve_time=t_solve, joint_error=je))
+        rec = new(StepRecord)
+        rec.__dict__.update(zip(_FIELDS, (*f, *i[:4], names[i[4]], True, False, True, "")))
+        out.append(rec)
     return out
