@@ -84,6 +84,7 @@ SIMULATIONS = (
     ("stewart-trinkle", None, "pendulum-chain", {}, 3),
     ("no-slip", None, "quadruped", {}, 3),
     ("stewart-trinkle", "pgs-sm", "barrett-grasp", {}, 3),
+    ("stewart-trinkle", None, "barrett-grasp", {"material": "rubber"}, 3),     # a first ``simulate barrett-grasp``
     ("frictionless", "dantzig", "column-collapse", {}, 3),
 )
 #: the robots also run with their scene's controllers through ``Simulator.run`` (label suffix

@@ -28,6 +28,8 @@ from .common import StepResult, contact_modes, mixed_problem, mixed_recover, pyr
 
 NAME = "stewart-trinkle"
 DEFAULT_METHOD = "lemke"
+#: its jointed scenes' step after the system is one compiled call with Lemke (sim/st_stages.py)
+COMPILED_STEP = "stewart-trinkle-mixed"
 #: given no method and no options, on scenes of free bodies only: ``auto``, which solves each island
 #: of the step's LCP (sim/islands.py) by Lemke below solvers/st_box.py ``AUTO_MIN_ROWS`` rows and by
 #: st-box (the pyramid as box friction in 45-degree axes by box-qp, certified on this LCP, Lemke

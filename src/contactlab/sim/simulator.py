@@ -36,6 +36,7 @@ from ..problems import BoxedLCP, ProblemStructure
 from .fallback import _cap_option
 from .box_stages import STAGES, free_bodies_only
 from .tree_stages import NOSLIP_STAGES
+from .st_stages import ST_STAGES
 from .reuse_stages import REUSE_STAGES
 from .faults import checked_step
 from .robot_step import FusedRobotStep
@@ -128,10 +129,10 @@ def position_lcp(A, c: np.ndarray, islands=None, groups=None, factors=None) -> t
 def plan_stages(sim, state: StepState) -> Stages:
     """The stages for ``sim``'s configuration: the most specific whose capabilities the contact model
     and the method have (:data:`contactlab.sim.tree_stages.NOSLIP_STAGES`,
-    :data:`contactlab.sim.box_stages.STAGES`, most specific first; then
+    :data:`contactlab.sim.st_stages.ST_STAGES`, :data:`contactlab.sim.box_stages.STAGES`, most specific first; then
     :data:`contactlab.sim.reuse_stages.REUSE_STAGES`, motionless reuse with dantzig), else the
     general :class:`~contactlab.sim.stages.Stages`."""
-    for cls in NOSLIP_STAGES + STAGES + REUSE_STAGES:
+    for cls in NOSLIP_STAGES + ST_STAGES + STAGES + REUSE_STAGES:
         stages = cls.plan(sim, state)
         if stages is not None:
             return stages

@@ -21,6 +21,10 @@ never by comparing their names inside the step:
 * :class:`contactlab.sim.noslip_stages.CompiledNoSlipStages`: the no-slip model solved by ppm on
   jointed free bodies (``COMPILED_STEP = "noslip-metric"``): build to the joint projection in one
   compiled call (:mod:`contactlab.sim.noslip_kernels`), the general stages taking any step it declines.
+* :class:`contactlab.sim.st_stages.CompiledSTStages`: Stewart-Trinkle solved by Lemke on jointed scenes
+  (``COMPILED_STEP = "stewart-trinkle-mixed"``): the model's build, the Schur complement, Lemke, solve()'s
+  certificate and the recovery in one compiled call (:mod:`contactlab.sim.st_kernels`) after the general
+  ``build_system``, the general stages taking any step it declines.
 
 A step's intermediate values travel in a :class:`StepWork`; what persists between steps besides the
 bodies' state (``Data``: contacts, the last StepResult, the warm start) is one :class:`StepState`
@@ -274,7 +278,7 @@ class Stages:
         Euler); the position corrections of contacts and joints; the step's bookkeeping."""
         sim = self.sim
         model, data, h, sys, sol = sim.model, sim.data, w.h, w.sys, w.sol
-        result = sim.contact_model.recover(sys, w.built, sol, sim.model_options)
+        result = self.recover(w)
         # the applied answer warm-starts the next step (certified or, in fixed-budget mode, not)
         data.warm["z"] = np.asarray(sol.z).copy() if (sol.success or sim.iterations is not None) else None
         # kinetic energy added by the constraint impulses: KE(v+) - KE(v + h M^-1 f), kinematic bodies excluded
@@ -296,6 +300,12 @@ class Stages:
             w.t_solve += sim.reuse.after_step(w.contacts, w.built)
         self.state.keep(sys, w.problem, sol, sys if w.unbuilt else None)
         w.t_integrated = time.perf_counter()
+
+    def recover(self, w: StepWork):
+        """The step's StepResult from its answer: the contact model's ``recover`` (a compiled step
+        that recovered v+ in its call returns its own)."""
+        sim = self.sim
+        return sim.contact_model.recover(w.sys, w.built, w.sol, sim.model_options)
 
     # -- correct ----------------------------------------------------------------------------------
     def correct(self, w: StepWork) -> bool:

@@ -1,0 +1,289 @@
+"""The Stewart-Trinkle step of a jointed scene after its constraint system, in one compiled call
+(:func:`st_mixed_step`; :class:`contactlab.sim.st_stages.CompiledSTStages` plans and applies it).
+
+The general stages do the same in Python around compiled kernels: the model's ``build``
+(models/stewart_trinkle.py ``_parts``: the rows H = [L; N; D; 0; A; 0] stacked under the joints'
+J, the coupling block K, c and v0; models/common.py ``mixed_problem``: the dense
+[J; H] W [J; H]' of the body blocks), solve() on the :class:`~contactlab.problems.MixedLCP` (its
+Schur complement, drumwright eq. 8-10 / arechavaleta eq. 15, by the SPD shortcut of
+``MixedLCP._reduce_spd``; Lemke's reduced basis on F = B - D A^-1 C, e = h - D A^-1 g,
+kernels/lemke.py ``lemke_reduced_certified``; the certification of the answer on the mixed problem
+with the library's one residual, kernels/residual.py and kernels/mixed.py ``mixed_row_terms``)
+and the model's ``recover`` (v+ = v0 + M^-1 (H' y + J' x), arechavaleta eq. 13). Here they are
+the same formulas on the same kernels in one call: the pivoting rules, tolerances and certificate
+are Lemke's and solve()'s; what differs is the rounding of the Schur complement: here
+F = B - Y'Y with Y = L^-1 C (C = D' = J W H', A = L L'), one triangular product instead of the
+general path's D (L^-T (L^-1 C)) by BLAS, a third of the work for the same matrix in exact arithmetic.
+
+The call declines (``ok`` False, nothing applied) where the general path would take another
+branch or the answer would not be Lemke's first certified one: A not exactly symmetric or not
+numerically positive definite with the rank margin of ``_reduce_spd`` (the QR branch), a trivial
+problem (z = 0 solves it), Lemke not SOLVED within its ``tol`` on the first reduced run (the
+general path's retries: equilibration, tableau, pivot tolerances, regularisation), or the answer
+not certified on the mixed problem within ``threshold`` (max(certify, tol), as solve() does).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels._jit import jit
+from ..kernels.dense import csr_times
+from ..kernels.lemke import SOLVED, lemke_reduced_certified
+from ..kernels.mixed import mixed_row_terms, pyramid_coupling, symmetric_row_norm
+from ..kernels.residual import lcp_relative_kernel, lcp_residual_kernel
+from ..kernels.tolerances import NORMWISE_FLOOR
+from ..mechanics.delassus import delassus_dense
+from ..mechanics.rows import pyramid_csr, rows_transpose_times
+
+#: MixedLCP's SPD shortcut margin and rank tolerance (problems/mixed.py SPD_RANK_MARGIN, rank_tol's default)
+SPD_RANK_MARGIN, RANK_TOL = 100.0, 1e-10
+#: lemke_reduced_certified's refactorisation period (solvers/lemke.py REFACTOR_EVERY)
+REFACTOR_EVERY = 64
+
+
+@jit
+def _stack(parts_p, parts_i, parts_d, counts):
+    """One CSR (indptr, indices, data) of CSR parts one above the other; a part with its count but
+    an indptr of length 1 stands for that many empty rows (the lambda and motor-slack rows)."""
+    rows = 0
+    nnz = 0
+    for k in range(len(counts)):
+        rows += counts[k]
+        nnz += parts_i[k].shape[0]
+    ip = np.empty(rows + 1, dtype=np.int64)
+    ix = np.empty(nnz, dtype=np.int64)
+    dv = np.empty(nnz)
+    ip[0] = 0
+    r = 0
+    p = 0
+    for k in range(len(counts)):
+        pp, pi, pd = parts_p[k], parts_i[k], parts_d[k]
+        for i in range(counts[k]):
+            if pp.shape[0] > 1:
+                for q in range(pp[i], pp[i + 1]):
+                    ix[p] = pi[q]
+                    dv[p] = pd[q]
+                    p += 1
+            r += 1
+            ip[r] = p
+    return ip, ix, dv
+
+
+@jit
+def _spd_reduce(A, C, g):
+    """MixedLCP._reduce_spd's factor: (ok, L^-1, Y = L^-1 C, yg = L^-1 g) with A = L L' (so that
+    D A^-1 C = Y'Y for D = C' = H W J', and A^-1 [C g] = L^-T [Y yg]); ok False where A is not
+    exactly symmetric, not positive definite, or its bound on lambda_min(A), 1 / ||L^-1||_F^2, does
+    not beat SPD_RANK_MARGIN * RANK_TOL times the largest row norm of [A C] (the QR branch)."""
+    p = A.shape[0]
+    n = C.shape[1]
+    sym, row0 = symmetric_row_norm(A, C)
+    Li = np.zeros((p, p))
+    Y = np.zeros((p, n))
+    yg = np.zeros(p)
+    if not sym:
+        return False, Li, Y, yg
+    L = np.zeros((p, p))
+    for j in range(p):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return False, Li, Y, yg
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, p):
+            t = A[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / L[j, j]
+    for i in range(p):              # L^-1 row by row: Li[i] = (e_i - sum_k<i L[i, k] Li[k]) / L[i, i]
+        for k in range(i):
+            lik = L[i, k]
+            for j in range(k + 1):
+                Li[i, j] -= lik * Li[k, j]
+        Li[i, i] += 1.0
+        for j in range(i + 1):
+            Li[i, j] /= L[i, i]
+    trace_inv = 0.0
+    for i in range(p):
+        for j in range(i + 1):
+            trace_inv += Li[i, j] * Li[i, j]
+    if not (np.isfinite(trace_inv) and trace_inv > 0.0 and 1.0 / trace_inv > SPD_RANK_MARGIN * RANK_TOL * row0):
+        return False, Li, Y, yg
+    for i in range(p):
+        for k in range(i + 1):
+            lik = Li[i, k]
+            for j in range(n):
+                Y[i, j] += lik * C[k, j]
+            yg[i] += lik * g[k]
+    return True, Li, Y, yg
+
+
+@jit
+def _back(Li, t):
+    """L^-T t (Li = L^-1 lower triangular)."""
+    p = t.shape[0]
+    out = np.zeros(p)
+    for k in range(p):
+        tk = t[k]
+        for i in range(k + 1):
+            out[i] += Li[k, i] * tk
+    return out
+
+
+@jit
+def _declined():
+    z = np.zeros(0)
+    return False, 0, 0, 0.0, z, z, z, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), z, np.zeros((0, 2))
+
+
+@jit
+def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp, Si, Sd, Td, Ap, Ai, Ad, a_target,
+                  a_max, mu, d, cfm, Wb, Mip, Mii, Mid, v_free, ndof, max_pivots, pivot_tol, restarts, tol, threshold):
+    """The Stewart-Trinkle MixedLCP of a step, solved by Lemke and certified, and v+ (module docstring).
+
+    Inputs are the step's ConstraintSystem as CSR arrays (indptr, indices, data): joints J with
+    j_rhs, limits L with l_bias, contact normals N with n_bias, the tangent rows S, T (one pattern),
+    motors A with a_target and a_max; mu per contact, d friction directions, ``cfm`` on the contact
+    rows (the settings' plus the model's), the body blocks Wb of M^-1 (covering every dof) and M^-1
+    as CSR (Mip, Mii, Mid), v_free = v + h M^-1 f. ``max_pivots`` < 0: Lemke's default 50 n + 1000.
+    Returns (ok, pivots, n, scale, z = y, x, w, the six certified numbers (abs natural,
+    complementarity, infeasibility, relative natural, complementarity, infeasibility of the mixed
+    problem, as solve() computes them), v_next, the tangential impulses (nc, 2))."""
+    nj, nl, nc, nm = j_rhs.shape[0], l_bias.shape[0], n_bias.shape[0], a_target.shape[0]
+    if nj == 0 or nl + nc + nm == 0:    # no joint rows, or nothing to solve (solve()'s trivial problem)
+        return _declined()
+    Dp, Di, Dd = _pyramid(Sp, Si, Sd, Td, d)
+    empty_p = np.zeros(1, dtype=np.int64)
+    empty_i = np.zeros(0, dtype=np.int64)
+    empty_d = np.zeros(0)
+    Rp, Ri, Rd = _stack((Jp, Lp, Np, Dp, empty_p, Ap, empty_p), (Ji, Li, Ni, Di, empty_i, Ai, empty_i),
+                        (Jd, Ld, Nd, Dd, empty_d, Ad, empty_d), (nj, nl, nc, nc * d, nc, nm, nm))
+    n = nl + nc * (d + 2) + 2 * nm
+    rows = nj + n
+    G = delassus_dense(Rp, Ri, Rd, Wb, rows, np.zeros(rows))
+    v0 = v_free.copy()
+    if nm:      # stewart_trinkle._parts: v0 - M^-1 A' a_max (the motor impulse is u - a_max)
+        m = csr_times(Mip, Mii, Mid, rows_transpose_times(Ap, Ai, Ad, a_max, ndof))
+        for i in range(ndof):
+            v0[i] = v0[i] - m[i]
+    r = csr_times(Rp, Ri, Rd, v0)
+    K = pyramid_coupling(nl, nc, d, nm, mu, cfm)
+    o_cn = nl
+    o_lam = o_cn + nc + nc * d
+    o_u = o_lam + nc
+    B = np.empty((n, n))
+    hh = np.empty(n)
+    for i in range(n):
+        for j in range(n):
+            B[i, j] = G[nj + i, nj + j] + K[i, j]
+        c = 0.0
+        if i < nl:
+            c = l_bias[i]
+        elif i < nl + nc:
+            c = n_bias[i - nl]
+        elif o_u <= i < o_u + nm:
+            c = -a_target[i - o_u]
+        elif i >= o_u + nm:
+            c = 2.0 * a_max[i - o_u - nm]
+        hh[i] = r[nj + i] + c
+    Am = np.ascontiguousarray(G[:nj, :nj])
+    Cm = np.ascontiguousarray(G[:nj, nj:])
+    Dm = np.ascontiguousarray(G[nj:, :nj])
+    g = np.empty(nj)
+    for i in range(nj):
+        g[i] = r[i] - j_rhs[i]
+    ok, Linv, Y, yg = _spd_reduce(Am, Cm, g)
+    if not ok:
+        return _declined()
+    # the reduced LCP F = B - D A^-1 C = B - Y'Y, e = h - D A^-1 g = h - Y' yg (drumwright eq. 9-10)
+    F = B.copy()
+    e = hh.copy()
+    for k in range(nj):
+        ygk = yg[k]
+        for i in range(n):
+            yki = Y[k, i]
+            for j in range(n):
+                F[i, j] -= yki * Y[k, j]
+            e[i] -= yki * ygk
+    # solve()'s triviality test: z = 0 with x = -A^-1 g solves the mixed problem exactly
+    x0 = _back(Linv, yg)
+    for k in range(nj):
+        x0[k] = -x0[k]
+    s_max = 0.0
+    for i in range(n):
+        for j in range(n):
+            s_max = max(s_max, abs(F[i, j]))
+    if s_max == 0.0:
+        for i in range(n):
+            s_max = max(s_max, abs(e[i]))
+    if s_max == 0.0:
+        s_max = 1.0
+    mp = 50 * n + 1000 if max_pivots < 0 else max_pivots
+    code, pivots, out, c6 = lemke_reduced_certified(F, e, s_max, np.zeros(0), mp, REFACTOR_EVERY, pivot_tol,
+                                                    NORMWISE_FLOOR, restarts)
+    rel = c6[3] if c6[3] > c6[5] else c6[5]
+    if code != SOLVED or not rel <= tol or c6[3] != c6[3] or c6[5] != c6[5]:
+        return _declined()
+    z = out[:n].copy()
+    # solve()'s certificate on the mixed problem: x = recover_x(z), w = D x + B z + h
+    t = yg.copy()                    # x = -A^-1 (C z + g) = -L^-T (Y z + yg)
+    for k in range(nj):
+        s = 0.0
+        for j in range(n):
+            s += Y[k, j] * z[j]
+        t[k] += s
+    x = _back(Linv, t)
+    for k in range(nj):
+        x[k] = -x[k]
+    w = np.empty(n)
+    for i in range(n):
+        s = 0.0
+        for k in range(nj):
+            s += Dm[i, k] * x[k]
+        t = 0.0
+        for j in range(n):
+            t += B[i, j] * z[j]
+        w[i] = s + t + hh[i]
+    nat, comp, infeas = lcp_residual_kernel(z, w)
+    eqa = 0.0
+    for i in range(nj):
+        s = g[i]
+        for k in range(nj):
+            s += Am[i, k] * x[k]
+        for j in range(n):
+            s += Cm[i, j] * z[j]
+        eqa = max(eqa, abs(s)) if np.isfinite(s) else np.inf
+    t = np.empty(n)
+    eq_rel, _eabs, size = mixed_row_terms(Am, Cm, Dm, B, g, hh, x, z, NORMWISE_FLOOR, t)
+    r_nat, r_comp, r_inf = lcp_relative_kernel(z, w, hh, t, size)
+    numbers = (max(nat, eqa), comp, max(infeas, eqa), max(r_nat, eq_rel), r_comp, max(r_inf, eq_rel))
+    certified = numbers[3] if numbers[3] > numbers[5] else numbers[5]
+    if not (certified <= threshold and numbers[0] < np.inf and numbers[2] < np.inf) \
+            or numbers[3] != numbers[3] or numbers[5] != numbers[5]:
+        return _declined()
+    # v+ = v0 + M^-1 (H' y + J' x) (models/common.py mixed_recover)
+    ph = rows_transpose_times(Rp[nj:] - Rp[nj], Ri[Rp[nj]:], Rd[Rp[nj]:], z, ndof)
+    pj = rows_transpose_times(Rp[:nj + 1], Ri[:Rp[nj]], Rd[:Rp[nj]], x, ndof)
+    for i in range(ndof):
+        ph[i] = ph[i] + pj[i]
+    mv = csr_times(Mip, Mii, Mid, ph)
+    v_next = np.empty(ndof)
+    for i in range(ndof):
+        v_next[i] = v0[i] + 1.0 * mv[i]
+    # the pyramid's beta as tangential impulses along (t1, t2) (models/common.py pyramid_to_tangent)
+    tangent = np.zeros((nc, 2))
+    o_b = nl + nc
+    for i in range(nc):
+        for k in range(d):
+            ang = 2.0 * np.pi * k / d
+            tangent[i, 0] += z[o_b + i * d + k] * np.cos(ang)
+            tangent[i, 1] += z[o_b + i * d + k] * np.sin(ang)
+    return True, pivots, n, s_max, z, x, w, numbers, v_next, tangent
+
+
+@jit
+def _pyramid(Sp, Si, Sd, Td, d):
+    """pyramid_csr's D rows with int64 indices (the stack's)."""
+    data, ix, ip = pyramid_csr(Sp, Si, Sd, Td, d)
+    return ip.astype(np.int64), ix.astype(np.int64), data

@@ -1,0 +1,154 @@
+"""The Stewart-Trinkle step of jointed scenes in one compiled call (sim/st_stages.py, sim/st_kernels.py)
+against the general stages, field by field, on the Barrett grasp and on a pendulum chain that swings
+onto a floor; and the answer it applies checked as an LCP solution from the step's system, formed
+here with dense numpy algebra (arechavaleta eq. 13-15: the joints' Schur complement, the pyramid's
+coupling rows), not with the library's kernels."""
+import numpy as np
+import pytest
+
+import contactlab.sim.st_kernels as SK
+import contactlab.sim.st_stages as SS
+from contactlab.mechanics.scene import Body, Shape
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+
+
+def _barrett():
+    sc = make_scene("barrett-grasp", material="rubber")
+    return Simulator(sc, None, None, controllers=sc.controllers)
+
+
+def _chain():
+    sc = make_scene("pendulum-chain", links=3, length=0.4, height=0.9, start_deg=-10.0)
+    sc.bodies.append(Body("floor", kind="fixed", shapes=[Shape("halfspace", normal=(0, 0, 1), offset=0.0)]))
+    sc.mu = 0.6
+    return Simulator(sc, "stewart-trinkle", "lemke")
+
+
+def _general(monkeypatch, make):
+    with monkeypatch.context() as m:
+        m.setattr(SS.CompiledSTStages, "plan", classmethod(lambda cls, sim, state: None))
+        sim = make()
+    assert type(sim.stages) is not SS.CompiledSTStages
+    return sim
+
+
+def _count_calls(monkeypatch):
+    seen = {"taken": 0, "declined": 0}
+    kernel = SK.st_mixed_step
+
+    def call(*args):
+        out = kernel(*args)
+        seen["taken" if out[0] else "declined"] += 1
+        return out
+
+    monkeypatch.setattr(SK, "st_mixed_step", call)
+    return seen
+
+
+@pytest.mark.parametrize("make,steps,min_contacts", [(_barrett, 160, 4), (_chain, 120, 2)])
+def test_the_compiled_step_gives_the_general_stages_answer(monkeypatch, make, steps, min_contacts):
+    seen = _count_calls(monkeypatch)
+    fast = make()
+    assert type(fast.stages) is SS.CompiledSTStages
+    slow = _general(monkeypatch, make)
+    most = posed = 0
+    for k in range(steps):
+        a, b = fast.step(), slow.step()
+        posed += a.lcp_size > 0
+        assert (a.status, a.success, a.rescued, a.contacts, a.lcp_size) == \
+            (b.status, b.success, b.rescued, b.contacts, b.lcp_size), k
+        assert a.success
+        assert abs(a.energy - b.energy) <= 1e-9 * max(1.0, abs(b.energy))
+        assert abs(a.joint_error - b.joint_error) <= 1e-9
+        ra, rb = fast.data.result, slow.data.result
+        for field in ("v_next", "normal", "tangent", "joint", "limit", "motor"):
+            x, y = np.asarray(getattr(ra, field)), np.asarray(getattr(rb, field))
+            assert x.shape == y.shape, field
+            assert np.allclose(x, y, rtol=1e-7, atol=1e-9 * max(1.0, np.abs(y).max(initial=0.0))), (k, field)
+        assert np.array_equal(ra.modes, rb.modes), k
+        assert np.allclose(ra.info["lambda"], rb.info["lambda"], rtol=1e-7, atol=1e-10)
+        for arr in ("position", "quaternion", "linear_velocity", "angular_velocity"):
+            assert np.allclose(getattr(fast.data, arr), getattr(slow.data, arr), rtol=0, atol=1e-9), (k, arr)
+        most = max(most, a.contacts)
+    assert most >= min_contacts                     # the scenes touch: contacts, friction, limits in play
+    assert posed >= steps // 2 and seen["taken"] >= 0.9 * posed     # the call took the steps with a problem
+    # the problem assembled when read is the one the general stages solved
+    pa, pb = fast.last_problem, slow.last_problem
+    assert type(pa) is type(pb) and pa.n == pb.n
+
+
+def _independent_lcp(sys, cfm):
+    """(Mlcp, q, H, v0, Jd, W) of the step's Stewart-Trinkle problem with the joints eliminated, from
+    the system's rows as dense arrays: y = [c_l, c_n, beta, lambda, u, s]."""
+    dense = lambda A: A.toarray()
+    W = dense(sys.Minv)
+    Jd, L, N, S, T, A = (dense(x) for x in (sys.J, sys.L, sys.N, sys.S, sys.T, sys.A))
+    nc, d, nl, nm = sys.nc, sys.d, sys.nl, sys.nm
+    ang = 2 * np.pi * np.arange(d) / d
+    D = np.zeros((nc * d, sys.ndof))
+    for i in range(nc):
+        for k in range(d):
+            D[i * d + k] = np.cos(ang[k]) * S[i] + np.sin(ang[k]) * T[i]
+    H = np.vstack([L, N, D, np.zeros((nc, sys.ndof)), A, np.zeros((nm, sys.ndof))])
+    n = H.shape[0]
+    K = np.zeros((n, n))
+    ob, ol, ou = nl + nc, nl + nc + nc * d, nl + nc + nc * d + nc
+    for i in range(nc):
+        K[ob + i * d: ob + (i + 1) * d, ol + i] = 1.0        # D v + E lambda
+        K[ol + i, ob + i * d: ob + (i + 1) * d] = -1.0       # mu c_n - E' beta
+        K[ol + i, nl + i] = sys.mu[i]
+    for j in range(nm):
+        K[ou + j, ou + nm + j], K[ou + nm + j, ou + j] = 1.0, -1.0
+    K[np.arange(nl, ou), np.arange(nl, ou)] += cfm
+    c = np.concatenate([sys.l_bias, sys.n_bias, np.zeros(nc * d + nc), -sys.a_target, 2 * sys.a_max])
+    v0 = sys.v + sys.h * W @ sys.f - W @ A.T @ sys.a_max
+    JWJ = Jd @ W @ Jd.T
+    P = H @ W @ Jd.T @ np.linalg.inv(JWJ)
+    Mlcp = H @ W @ H.T + K - P @ Jd @ W @ H.T
+    q = H @ v0 + c - P @ (Jd @ v0 - sys.j_rhs)
+    return Mlcp, q, H, v0, Jd, W
+
+
+@pytest.mark.parametrize("make,steps", [(_barrett, 120), (_chain, 120)])
+def test_the_applied_impulses_solve_the_step_lcp(monkeypatch, make, steps):
+    seen = _count_calls(monkeypatch)
+    sim = make()
+    checked = posed = 0
+    for _ in range(steps):
+        posed += sim.step().lcp_size > 0
+        sol = sim.last_solution
+        if not sol.info.get("compiled_step"):
+            continue
+        sys = sim.last_system
+        Mlcp, q, H, v0, Jd, W = _independent_lcp(sys, sys.cfm + sim.model_options.cfm)
+        z = sol.z
+        w = Mlcp @ z + q
+        scale = np.abs(Mlcp).max() * max(np.abs(z).max(), 1e-300) + np.abs(q).max()
+        assert z.min() >= -1e-9 * max(np.abs(z).max(), 1.0)
+        assert w.min() >= -1e-6 * scale
+        assert np.abs(z * w).max() <= 1e-6 * scale * max(np.abs(z).max(), 1e-300)
+        # v+ = v0 + W (H' y + J' x) satisfies the joints' rows J v+ = j_rhs, and is the applied velocity
+        v = v0 + W @ (H.T @ z + Jd.T @ sol.x)
+        assert np.allclose(Jd @ v, sys.j_rhs, atol=1e-7 * max(1.0, np.abs(v).max()))
+        assert np.allclose(v, sim.data.result.v_next, atol=1e-9 * max(1.0, np.abs(v).max()))
+        checked += z.max() > 0
+    assert seen["taken"] >= 0.9 * posed and checked >= posed // 2 and posed >= steps // 2
+
+
+def test_configurations_it_does_not_cover_take_the_general_stages():
+    sc = make_scene("barrett-grasp", material="rubber")
+    assert type(Simulator(sc, None, "pgs").stages) is not SS.CompiledSTStages          # not Lemke
+    assert type(Simulator(sc, None, "lemke", solver_options={"basis": "tableau"}).stages) \
+        is not SS.CompiledSTStages                                                      # an option it does not honour
+    assert type(Simulator(sc, None, None, islands=True).stages) is not SS.CompiledSTStages
+
+
+def test_a_declined_step_is_taken_by_the_general_stages(monkeypatch):
+    sim = _barrett()
+    for _ in range(40):
+        sim.step()
+    monkeypatch.setattr(SK, "st_mixed_step", lambda *a: SK._declined())
+    rec = sim.step()
+    assert rec.success and not sim.last_solution.info.get("compiled_step")
+    assert sim.last_problem is not None and sim.data.result.v_next.size
