@@ -26,3 +26,10 @@ def test_a_simulation_task_runs_and_a_bad_option_is_a_usage_error():
     assert run_task(Task("simulate", "box-friction/box-qp/stack"))[2] is None
     r = CliRunner().invoke(app, ["warmup", "--only", "everything"])
     assert r.exit_code == 2 and "--only" in r.output
+
+
+def test_the_robot_task_runs_the_quadruped_with_its_controller_through_run():
+    """The task that compiles the rollout ahead (sim/robot_rollout.py) runs cleanly and is listed."""
+    assert "no-slip/default/quadruped+controllers" in {t.name for t in tasks() if t.kind == "simulate"}
+    label, _, error = run_task(Task("simulate", "no-slip/default/quadruped+controllers"))
+    assert error is None and label == "simulate no-slip/default/quadruped+controllers"

@@ -87,6 +87,10 @@ SIMULATIONS = (
     ("stewart-trinkle", None, "barrett-grasp", {"material": "rubber"}, 3),     # a first ``simulate barrett-grasp``
     ("frictionless", "dantzig", "column-collapse", {}, 3),
 )
+#: the robots also run with their scene's controllers through ``Simulator.run`` (label suffix
+#: ``+controllers``): the fused robot step's controller kernel and the rollout that links the step's
+#: kernels into one (sim/robot_rollout.py: one compile serves every legged robot of the scenes)
+ROBOT_RUNS = (("no-slip", None, "quadruped", {}, 3),)
 #: the simulations run with motionless-set reuse (loomis-balkcom §IV: its bookkeeping kernels, kernels/reuse.py)
 REUSE = {("frictionless", "dantzig", "column-collapse")}
 
@@ -97,6 +101,7 @@ def tasks(kinds=("solve", "simulate")) -> list[Task]:
     out = []
     if "simulate" in kinds:
         out += [Task("simulate", f"{m}/{meth or 'default'}/{scene}") for m, meth, scene, _, _ in SIMULATIONS]
+        out += [Task("simulate", f"{m}/{meth or 'default'}/{scene}+controllers") for m, meth, scene, _, _ in ROBOT_RUNS]
     if "solve" in kinds:
         out += [Task("solve", name) for name in sorted(cl.available_solvers()) if name != "auto"]
     return out
@@ -123,10 +128,16 @@ def _run(task: Task) -> None:
         from .scenarios import make_scene
         from .sim import Simulator
         model, method, scene = task.name.split("/")
-        params, steps = next((p, s) for m, me, sc, p, s in SIMULATIONS
+        scene, controlled, _ = scene.partition("+")
+        params, steps = next((p, s) for m, me, sc, p, s in (ROBOT_RUNS if controlled else SIMULATIONS)
                              if (m, me or "default", sc) == (model, method, scene))
-        sim = Simulator(make_scene(scene, **params), model, None if method == "default" else method,
-                        reuse="motionless" if (model, method, scene) in REUSE else None)
+        sc = make_scene(scene, **params)
+        sim = Simulator(sc, model, None if method == "default" else method,
+                        reuse="motionless" if (model, method, scene) in REUSE else None,
+                        controllers=list(getattr(sc, "controllers", ())) if controlled else None)
+        if controlled:
+            sim.run(steps * sim.h)
+            return
         for _ in range(steps):
             sim.step()
 

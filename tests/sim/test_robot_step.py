@@ -121,3 +121,65 @@ def test_a_deep_contact_is_corrected_by_the_stages_integration_on_both_paths(mon
     assert a[1][-1].max_penetration < a[1][0].max_penetration                           # pushed out
     sc2, staged = sunk(False)
     _same(a, _trace(sc2, staged, 30))
+
+
+def _run_trace(sc, sim, steps, record_poses=False):
+    """:meth:`Simulator.run` (the rollout where the fused step takes the steps, sim/robot_rollout.py)."""
+    traj = sim.run(steps * sim.h, record_poses=record_poses)
+    state = [a.copy() for a in (sim.data.position, sim.data.quaternion, sim.data.linear_velocity,
+                                sim.data.angular_velocity)]
+    assert all(np.isnan(r.energy_gain) for r in traj.records)      # motors act: run() records NaN
+    for r in traj.records:
+        r.energy_gain = 0.0
+    return (state, traj.records, sc.controllers[0].arrays()), traj
+
+
+def _calls(monkeypatch):
+    """(steps asked, steps taken, handed over) of each rollout call."""
+    import contactlab.sim.robot_rollout as RR
+    calls, run = [], RR.RobotRollout.run
+
+    def counted(self, steps, record_poses):
+        out = run(self, steps, record_poses)
+        calls.append((min(steps, RR.MAX_CHUNK), len(out[0]), out[3]))
+        return out
+    monkeypatch.setattr(RR.RobotRollout, "run", counted)
+    return calls
+
+
+@pytest.mark.parametrize("robot,steps", [("quadruped", 300), ("solo12", 120)])
+def test_runs_through_the_rollout_give_the_staged_steps_bits(robot, steps, monkeypatch):
+    """run() takes chunks of steps in one compiled call (past a chunk's end: 256 steps, then the
+    fused step, then a second chunk); its records, poses, state, log, contacts and last step's
+    objects are those of the staged steps."""
+    calls = _calls(monkeypatch)
+    sc, rolled = _sim(robot)
+    a, ta = _run_trace(sc, rolled, steps, record_poses=True)
+    assert sum(c[1] for c in calls) >= steps - 3 and not any(c[2] for c in calls)
+    sc2, staged = _sim(robot, fused=False)
+    b, tb = _run_trace(sc2, staged, steps, record_poses=True)
+    _same(a, b)
+    assert len(ta.positions) == steps + 1 and all(np.array_equal(x, y) for x, y in zip(ta.positions, tb.positions))
+    assert all(np.array_equal(x, y) for x, y in zip(ta.quaternions, tb.quaternions))
+    assert np.array_equal(rolled.data.result.normal, staged.data.result.normal)
+    assert np.array_equal(rolled.data.contacts.point, staged.data.contacts.point)
+    assert rolled.data.steps == staged.data.steps == steps and rolled.data.time == staged.data.time
+    assert np.array_equal(rolled.last_system.N.toarray(), staged.last_system.N.toarray())
+
+
+def test_a_step_handed_over_mid_chunk_is_the_stages_and_the_rollout_resumes(monkeypatch):
+    """With a slop of 1e-8 m the turn test (sim/turns.py) and deep contacts hand steps to the
+    stages in the middle of a chunk: the state goes back to the start of that step, the fused step
+    takes it, the rollout resumes; the same bits as the staged steps throughout."""
+    calls = _calls(monkeypatch)
+
+    def tight(fused):
+        sc, sim = _sim("quadruped", fused=fused)
+        sim.model.settings.slop = 1e-8
+        return sc, sim
+    sc, rolled = tight(True)
+    a, _ = _run_trace(sc, rolled, 400)
+    assert any(c[2] and 0 < c[1] < c[0] for c in calls)        # handed over after some steps of a chunk
+    assert any(not c[2] or c[1] > 0 for c in calls[1:])
+    sc2, staged = tight(False)
+    _same(a, _run_trace(sc2, staged, 400)[0])

@@ -97,6 +97,14 @@ class FusedRobotStep:
         return self.stages is sim.stages and len(ctrl) == len(self.controllers) and all(
             a is b for a, b in zip(ctrl, self.controllers))
 
+    def rollout(self):
+        """This plan's steps K at a time (:class:`~contactlab.sim.robot_rollout.RobotRollout`, made on first use)."""
+        rollout = getattr(self, "_rollout", None)
+        if rollout is None:
+            from .robot_rollout import RobotRollout
+            rollout = self._rollout = RobotRollout(self)
+        return rollout
+
     def step(self) -> StepRecord:
         sim, stages, kernel = self.sim, self.stages, self.kernel
         data, model = sim.data, sim.model

@@ -451,6 +451,26 @@ class Simulator:
         self._fused_for = (stages, tuple(map(id, self.controllers)))
         return self._fused or None
 
+    def _rolled(self, steps: int, traj: Trajectory, record_poses: bool) -> int:
+        """Up to ``steps`` fused robot steps in one compiled call (:class:`~contactlab.sim.robot_rollout.RobotRollout`)
+        where the fused step takes them, their records appended to ``traj``; the number taken (0: none)."""
+        fused = self._fused_step() if steps > 0 else None
+        if fused is None:
+            return 0
+        try:
+            with blas_threads(self.blas_threads):
+                recs, positions, quaternions, _ = fused.rollout().run(steps, record_poses)
+        except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
+            raise_interrupt_behind(exc)
+        if self.has_actuation:      # as run() records each step
+            for rec in recs:
+                rec.energy_gain = float("nan")
+        traj.records.extend(recs)
+        if record_poses:
+            traj.positions.extend(positions)
+            traj.quaternions.extend(quaternions)
+        return len(recs)
+
     def _step(self) -> StepRecord:
         """One step without the plausibility check: the controllers, then :meth:`_advance`."""
         self.control()                      # controllers: motors, joint torques, velocities
@@ -639,8 +659,13 @@ class Simulator:
                             one()
                             bar.advance(task)
                 else:
-                    for _ in range(steps):
-                        one()
+                    left = steps
+                    while left > 0:
+                        taken = self._rolled(left - 1, traj, record_poses) if left > 1 else 0
+                        left -= taken
+                        if left:
+                            one()       # the step a rollout left (sim/robot_rollout.py), or every step
+                            left -= 1
             except SimulationError as exc:  # the steps so far are kept; the state is the last good one
                 traj.error = str(exc)
         return traj

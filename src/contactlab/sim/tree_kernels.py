@@ -19,8 +19,10 @@ coordinates:
    H qddot + C qdot = S' f;
 3. the contact rows N S, and the tangent rows S S, T S of the touching contacts, joint limits as
    unilateral rows on their coordinate (the joint rows' bias and reach), and the no-slip reduction
-   in H's metric (:func:`~contactlab.kernels.metric_chain.noslip_metric_chain`: FIND-INDICES on the
-   tangent rows only, the factored LCP of eq. 57), ppm and its certification (as the maximal step);
+   in H's metric (:func:`~contactlab.kernels.metric_dense.dense_metric_chain`: FIND-INDICES on the
+   tangent rows only, the factored LCP of eq. 57; the numbers of
+   :func:`~contactlab.kernels.metric_chain.noslip_metric_chain`, the rows dense and solved side by
+   side), ppm and its certification (as the maximal step);
 4. qdot+ recovered, x += h qdot+ on the joint coordinates (a root: x += h v, q <- exp(h omega) q),
    forward kinematics to the bodies' poses; the bodies' velocities are v+ = S(q) qdot+, the velocity
    eq. 45-46 constrain (the stance feet's tangential velocity zero), as the maximal step keeps its
@@ -44,7 +46,7 @@ from ..kernels._jit import jit
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.factored import THEOREM1_UNCLEAR
 from ..kernels.mass_factor import mass_factor, mass_solve
-from ..kernels.metric_chain import noslip_metric_chain, recover_metric_step
+from ..kernels.metric_dense import dense_metric_chain, dense_metric_recover
 from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.integrate import _exp_rotate
 from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE, limit_side
@@ -231,9 +233,8 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
         if phi[i] <= active_gap:
             ST[2 * i] = Sq[i]
             ST[2 * i + 1] = Tq[i]
-    chain = noslip_metric_chain(H, Lh, starts, nbk, np.zeros((0, nq)), ST, np.zeros(0), tol, qd_free,
-                                np.zeros(nq), h, U, bias)
-    status, kept, order_g, pg, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack = chain
+    chain = dense_metric_chain(H, Lh, starts, nbk, ST, tol, qd_free, h, U, bias)
+    status, kept_rows, kept, pg, Lg, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, prow, sgn, free = chain
     d = UZ.shape[1]
     if status != 0 or d == 0:
         return _declined(e0, v, v_free)
@@ -241,8 +242,9 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
         UZ, Zp, offset, q, cfm, n, max_it, threshold, np.zeros(n), numbers, counts, nonbasic)
     if not ok:
         return _declined(e0, v, v_free)
-    qd_next, joint, tangent = recover_metric_step(H, Lh, starts, nbk, Gk, Lg, order_g, x_p, fpack, ipack, UZ,
-                                                  Zp, pg, U, z, 0, nc)
+    qd_next, tangent = dense_metric_recover(H, Lh, starts, nbk, kept_rows, Lg, kept, x_p, vval, vidx, vptr, beta,
+                                            prow, sgn, free, UZ, Zp, pg, U, z, nc)
+    joint = np.zeros(0)
     normal_z = z[nl:]
     vt = np.empty(nc)
     for i in range(nc):
@@ -296,7 +298,6 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     quaternion[:] = quat
     linear_velocity[:] = lin
     angular_velocity[:] = ang
-    kept_rows = Gk.shape[0]
     if deep:
         return (DEEP, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, 0.0, 0.0,
                 0.0, 0.0, v_next, joint, tangent, modes, nl, kept_rows, d, v_free, t_solve)

@@ -1,0 +1,314 @@
+"""The legged robots' steps run K at a time in one compiled call (:func:`robot_rollout`,
+:class:`RobotRollout`), for :meth:`contactlab.sim.Simulator.run`.
+
+:class:`~contactlab.sim.robot_step.FusedRobotStep` takes one step as a constant few compiled calls;
+what is left between them is the crossing (each array handed to a compiled call and back is boxed
+and freed) and the Python of the step's objects. Here the same kernels, in the same order, are
+linked into one loop over steps that keeps the state in the simulator's own arrays and writes each
+step's record fields into preallocated arrays; the records (:class:`~contactlab.sim.recorder.StepRecord`)
+are built from them after the call. Per step:
+
+1. the controller's kernel (:func:`contactlab.control.locomotion._control_step`, as
+   ``LegKernel.call``) on the previous step's contacts (:func:`contactlab.collision.boxes.packed.unpack_contacts`)
+   and their normal impulses, then :func:`contactlab.sim.noslip_kernels.call_inputs`;
+2. the detection, :func:`contactlab.collision.boxes.narrow_phase.detect_and_match_packed`;
+3. the physics, :func:`contactlab.sim.tree_kernels.tree_noslip_step` (called from
+   :func:`_physics` only);
+4. the record's numbers as ``FusedRobotStep.step`` forms them (the Solution's counts and residual,
+   energies, energy gain), the turn test (:func:`contactlab.sim.turns.turn_bound`) and the
+   plausibility check (:func:`contactlab.sim.faults.plausibility` on the call's free velocities,
+   :func:`contactlab.sim.faults.split_velocity`).
+
+The loop stops at the first step that the fused step would hand to the stages (force-limited motors,
+a pair for coal, a declined call, a deep contact's position correction, a fast turn's correction) or
+whose check finds a fault (its words are Python's): that step's state, and the controller's IK
+start ``q_ref``, torques and start poses (the next log row's), are put back as they were before it, and :class:`RobotRollout` returns; the
+simulator then takes that step by :meth:`FusedRobotStep.step` (the same computation from the same
+state: the same bits) and resumes. Each call also leaves its last step to ``FusedRobotStep.step``,
+so the simulator's per-step objects after a run (``data.result``, ``last_system``, ``last_solution``,
+``timing``) are those of a step taken the usual way.
+
+Linking the kernels into one compiles each of them again inside it (numba compiles a callee into
+its caller); the cost is paid once (cache=True) and ``contactlab warmup`` pays it ahead.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..collision.boxes.narrow_phase import detect_and_match_packed
+from ..collision.boxes.packed import unpack_contacts
+from ..collision.contacts import PackedContactSet, previous_packed
+from ..control.locomotion import _control_step
+from ..kernels._jit import jit
+from ..models.common import StepResult
+from ..solvers.pivoting import PIVOTING_STATUS
+from . import noslip_kernels as NK
+from .faults import fault_statics, motor_targets, plausibility, split_velocity
+from .noslip_stages import EMPTY, NO_VALUES
+from .recorder import StepRecord
+from .tree_kernels import tree_noslip_step
+from .turns import TURN_TRIGGER, turn_bound
+
+#: :func:`robot_rollout`'s codes: every step taken, or the step it stopped at goes to the stages
+ALL_TAKEN, HANDED_OVER = 0, 1
+
+#: the most steps one call takes: the call holds no Python state, so a Ctrl-C waits for its end
+MAX_CHUNK = 256
+
+#: after a call whose first step was handed over, the calls declined before the next try (a scene
+#: whose every step the stages take, a sunk start's deep contacts, would otherwise run each step twice)
+RETRY_AFTER = 8
+
+#: columns of the float record array (:func:`robot_rollout`'s ``rec_f``)
+_F_TIME, _F_RESIDUAL, _F_KE, _F_ENERGY, _F_GAIN_E, _F_GAIN_C, _F_PEN, _F_SOLVE, _F_JOINT = range(9)
+#: columns of the int record array: contacts, lcp size, iterations, pivots, status (-1: trivial)
+_I_CONTACTS, _I_SIZE, _I_ITERATIONS, _I_PIVOTS, _I_STATUS = range(5)
+
+
+@jit
+def _physics(physics, quaternion, position, lin, ang, f, floats, ints, mt, h):
+    """:func:`contactlab.sim.tree_kernels.tree_noslip_step` on the rollout's bundled constant
+    arguments (``physics``: those of ``CompiledTreeNoSlipStages.step_call``), the one call of it here."""
+    (tree, joint_of, body_of_block, nq, live, dof_start, mass, inertia, inv_inertia, gravity, gyro, zeta, slop,
+     joints, zeta_j, blk_cols, blk_ptr, gap, tol, cfm, max_it, threshold, passive, position_stage,
+     position_zeta) = physics
+    return tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, inertia, inv_inertia, gravity,
+                            gyro, quaternion, position, lin, ang, f, floats, ints, zeta, slop, joints, mt, h, zeta_j,
+                            blk_cols, blk_ptr, gap, tol, cfm, max_it, threshold, passive, position_stage,
+                            position_zeta)
+
+
+@jit
+def robot_rollout(steps, time, h, state, control, inputs, detect, physics, checks, prev, rec_f, rec_i, pos_out,
+                  quat_out):
+    """Up to ``steps`` fused robot steps (module docstring) on ``state`` = (position, quaternion,
+    linear velocity, angular velocity), changed in place.
+
+    ``control``: (the controller kernel's static arguments, ``q_ref``, have_prev, its per-step
+    parameters, its buffers (torques, x_step, log arrays), its first log row, whether the first
+    step's controller sees the previous contacts); ``inputs``: call_inputs' (torque joints, torques,
+    packed joint kind, a, b, anchor_b, axis_a, ndof, packed motor targets and limits, the state's);
+    ``detect``: (body radii, the detection's shape arguments in three groups, margin, matching
+    distance, sweep and reach outputs); ``physics``: :func:`_physics`'; ``checks``: (body kinds,
+    radii, jointed, motor targets, moving mass, slop, the turn test on); ``prev``: the previous
+    step's packed contacts, their normal impulses and its joint error. Row k of ``rec_f`` /
+    ``rec_i`` (and of ``pos_out`` / ``quat_out`` where they have rows) gets step k's record.
+
+    Returns (code, steps taken, time, the last step's contacts (floats, ints), its normal impulses,
+    z, v+, tangential and joint impulses, modes, limit rows, kept rows, joint error)."""
+    position, quaternion, lin, ang = state
+    static, q_ref, have_prev, params, buffers, row, ctrl_prev = control
+    idx, tau, jkind, ja, jb, anchor_b, axis_a, ndof, packed_target, packed_max_force, st_mt, st_mf = inputs
+    radius_d, shapes0, margin, shapes1, near, sweep_out, reach_out = detect
+    kind, radius, jointed, motors, mass, slop, turn_test = checks
+    prev_floats, prev_ints, prev_normal, joint_error = prev
+    dof_start = physics[5]
+    nb = position.shape[0]
+    z_last = np.zeros(0)
+    v_last = np.zeros(0)
+    tangent_last = np.zeros((0, 2))
+    joint_last = np.zeros(0)
+    modes_last = np.zeros(0, dtype=np.int8)
+    nl_last = 0
+    kept_last = 0
+    for k in range(steps):
+        x0 = position.copy()
+        q0 = quaternion.copy()
+        v0 = lin.copy()
+        w0 = ang.copy()
+        q_ref0 = q_ref.copy()
+        tau0 = buffers[0].copy()        # the torques and start poses of the step before: its log row
+        x_step0 = buffers[1].copy()
+        # 1. the controller on the previous step's contacts (none before a step with a result)
+        if k > 0 or ctrl_prev:
+            cf, ci, cn = prev_floats, prev_ints, prev_normal
+        else:
+            cf, ci, cn = np.empty(0), np.empty(0, dtype=np.int64), np.empty(0)
+        point, normal, _t1, _t2, phi, _mu, _g, ba, bb, _sa, _sb, _m = unpack_contacts(cf, ci)
+        start = have_prev or k > 0      # (numba: no control flow inside a call with starred arguments)
+        n_row = row + k
+        _control_step(time, h, position, quaternion, lin, ang, ba, bb, cn, phi, point, normal, *static, q_ref, start,
+                      *params, *buffers, n_row)
+        f, mt, mf, limited = NK.call_inputs(idx, tau, jkind, ja, jb, anchor_b, axis_a, dof_start, position,
+                                            quaternion, ndof, packed_target, packed_max_force, st_mt, st_mf)
+        # 2. the detection
+        left, floats, ints = detect_and_match_packed(
+            dof_start, lin, ang, radius_d, h, quaternion, position, *shapes0, margin, *shapes1, prev_floats,
+            prev_ints, prev_normal, near, sweep_out, reach_out)
+        handed = True
+        while True:     # (one pass: each break hands the step over)
+            if left or limited:
+                break
+            # 3. the physics
+            (outcome, trivial, case, code, z, wv, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,
+             je, v_next, joint, tangent, modes, nl, kept, d, v_free, t_solve) = _physics(
+                physics, quaternion, position, lin, ang, f, floats, ints, mt, h)
+            if outcome != NK.DONE:
+                break
+            nc = ints.shape[0] // 5
+            if turn_test and nc > 0 and turn_bound(ints[:nc], ints[nc:2 * nc], ang, radius_d, h) > \
+                    TURN_TRIGGER * slop:
+                break
+            # 4. the plausibility check, then the record
+            e1 = ke + pe
+            depth = max(pen, 0.0) if math.isfinite(pen) else 0.0
+            vf, wf = split_velocity(dof_start, v_free, nb)
+            verdict = plausibility(dof_start, kind, 2, radius, x0, v0, w0, vf, wf, position, lin, ang, h, depth,
+                                   slop, joint_error, jointed, motors, True, gain, ke, e1, mass)
+            if verdict[0] != 0:
+                break
+            handed = False
+            time += h
+            rec_f[k, _F_TIME] = time
+            rec_f[k, _F_RESIDUAL] = numbers[0]
+            rec_f[k, _F_KE] = ke
+            rec_f[k, _F_ENERGY] = e1
+            rec_f[k, _F_GAIN_E] = e1 - e0
+            rec_f[k, _F_GAIN_C] = gain
+            rec_f[k, _F_PEN] = pen
+            rec_f[k, _F_SOLVE] = t_solve
+            rec_f[k, _F_JOINT] = je
+            rec_i[k, _I_CONTACTS] = nc
+            rec_i[k, _I_SIZE] = nl + nc
+            rec_i[k, _I_ITERATIONS] = 0 if trivial else counts[0]
+            rec_i[k, _I_PIVOTS] = 0 if trivial else counts[1]
+            rec_i[k, _I_STATUS] = -1 if trivial else code
+            if pos_out.shape[0]:
+                pos_out[k] = position
+                quat_out[k] = quaternion
+            joint_error = je if math.isfinite(je) else 0.0
+            prev_floats, prev_ints = floats, ints
+            prev_normal = np.ascontiguousarray(z[nl:])
+            z_last, v_last, tangent_last, joint_last, modes_last, nl_last, kept_last = (z, v_next, tangent, joint,
+                                                                                         modes, nl, kept)
+            break
+        if handed:      # the step as it was before it: the simulator's stages take it
+            position[:] = x0
+            quaternion[:] = q0
+            lin[:] = v0
+            ang[:] = w0
+            q_ref[:] = q_ref0
+            buffers[0][:] = tau0
+            buffers[1][:] = x_step0
+            return (HANDED_OVER, k, time, prev_floats, prev_ints, prev_normal, z_last, v_last, tangent_last,
+                    joint_last, modes_last, nl_last, kept_last, joint_error)
+    return (ALL_TAKEN, steps, time, prev_floats, prev_ints, prev_normal, z_last, v_last, tangent_last, joint_last,
+            modes_last, nl_last, kept_last, joint_error)
+
+
+class RobotRollout:
+    """:func:`robot_rollout` for a :class:`~contactlab.sim.robot_step.FusedRobotStep`: its constant
+    arguments gathered once, the state handed over and back around each call (module docstring)."""
+
+    def __init__(self, fused):
+        self.fused = fused
+        self.rest = 0       # steps left to the fused step after a call that took none
+
+    def _static(self, static: tuple) -> tuple:
+        """The controller kernel's static arguments with every array C-contiguous (a robot whose legs
+        give a strided view would otherwise compile the whole rollout once more for that layout)."""
+        kept = getattr(self, "_kept_static", None)
+        if kept is None or kept[0] is not static:
+            kept = self._kept_static = (static, tuple(np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x
+                                                      for x in static))
+        return kept[1]
+
+    def arguments(self):
+        """The call's bundled arguments from the simulator's state now."""
+        fused = self.fused
+        sim, stages, kernel = fused.sim, fused.stages, fused.kernel
+        data, model = sim.data, sim.model
+        st, o = model.settings, sim.model_options
+        have_prev, params, buffers, n = kernel.arguments()
+        c = kernel.controller
+        prev, res = data.contacts, data.result
+        prev_floats, prev_ints, prev_normal = previous_packed(prev, None if res is None else res.normal)
+        st_mt = data.motor_target
+        st_mt, st_mf = (NO_VALUES, NO_VALUES) if st_mt is None or not st_mt.size else (st_mt, data.motor_max_force)
+        margin = float(st.margin)
+        world = sim.world
+        world.margin = margin
+        shapes = fused.shapes
+        position_stage = st.contact_stabilization == "position"
+        max_it = stages.max_iterations
+        physics = (stages.tree_args, stages.joint_of, stages.body_of_block, stages.tree.nq, stages.live,
+                   model.dof_start, model.mass, model.inertia, model.inv_inertia, stages.gravity, bool(st.gyroscopic),
+                   float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), float(st.slop),
+                   stages.packed.kernel_args, float(st.zeta), stages.blk_cols, stages.blk_ptr, float(o.active_gap),
+                   float(o.tol), float(float(st.cfm) + o.cfm), -1 if max_it is None else int(max_it),
+                   stages.threshold, stages.passive, position_stage, float(st.contact_zeta))
+        kind, radius, jointed, mass = fused.kind, fused.radius, fused.jointed, fused.mass
+        return dict(
+            state=(data.position, data.quaternion, data.linear_velocity, data.angular_velocity),
+            control=(self._static(kernel.static), c._q_ref, have_prev, params, buffers, n, res is not None),
+            inputs=(kernel.joints, kernel.tau, *fused.joint_args[:5], *fused.motor_args, st_mt, st_mf),
+            detect=(world.body_radius, shapes[0], margin, shapes[1], 2.0 * margin + 1e-3, *shapes[2]),
+            physics=physics,
+            checks=(kind, radius, jointed, motor_targets(data), mass, float(st.slop), position_stage),
+            prev=(prev_floats, prev_ints, prev_normal, float(getattr(sim, "_fault_joint_error", 0.0))))
+
+    def run(self, steps: int, record_poses: bool) -> tuple[list, list, list, bool]:
+        """Up to ``steps`` steps (at most :data:`MAX_CHUNK`): (records, positions, orientations,
+        whether the step after them goes to the fused step). The simulator's state, the controller's
+        log and the previous contacts are left as the fused steps would have left them."""
+        fused = self.fused
+        sim, kernel = fused.sim, fused.kernel
+        data, model = sim.data, sim.model
+        if self.rest:       # the last call took no step: the next few go to the fused step
+            self.rest -= 1
+            return [], [], [], True
+        steps = min(int(steps), MAX_CHUNK)
+        c = kernel.controller
+        need = c._rows + steps          # the log's rows for the steps, grown as _next_row grows it
+        while c._log["time"].shape[0] < need:
+            c._rows, rows = c._log["time"].shape[0], c._rows
+            c._next_row()
+            c._rows = rows
+        a = self.arguments()
+        rec_f = np.empty((steps, 9))
+        rec_i = np.empty((steps, 5), dtype=np.int64)
+        nb = model.nb
+        pos_out = np.empty((steps if record_poses else 0, nb, 3))
+        quat_out = np.empty((steps if record_poses else 0, nb, 4))
+        (code, taken, t, floats, ints, normal, z, v_next, tangent, joint, modes, nl, kept, joint_error) = robot_rollout(
+            steps, float(data.time), float(sim.h), a["state"], a["control"], a["inputs"], a["detect"], a["physics"],
+            a["checks"], a["prev"], rec_f, rec_i, pos_out, quat_out)
+        sim.world._sweep, sim.world._reach = fused.shapes[2]
+        if not taken:
+            self.rest = RETRY_AFTER
+            return [], [], [], True
+        # the state after the last step taken, as FusedRobotStep.step leaves it
+        kernel.done(c._rows + taken - 1)
+        sim.has_actuation = True
+        data.time = t
+        data.steps += taken
+        data.joint_torque.clear()
+        data.warm["z"] = z.copy()
+        data.contacts = PackedContactSet(floats, ints)
+        data.result = StepResult(v_next=v_next, normal=z[nl:], tangent=tangent, joint=joint, limit=z[:nl],
+                                 motor=EMPTY, modes=modes, info={"kept_rows": int(kept), "motor_trials": 1,
+                                                                 "motor_consistent": True, "motor_saturated": True})
+        sim._fault_joint_error = float(joint_error)
+        return (_records(rec_f[:taken], rec_i[:taken]), list(pos_out[:taken]), list(quat_out[:taken]),
+                code == HANDED_OVER)
+
+
+#: the StepRecord fields of :func:`_records`, in the order it fills them
+_FIELDS = ("time", "residual", "kinetic_energy", "energy", "energy_gain", "contact_energy_gain", "max_penetration",
+           "solve_time", "joint_error", "contacts", "lcp_size", "iterations", "pivots", "status", "success", "rescued",
+           "plausible", "fault")
+
+
+def _records(rec_f, rec_i) -> list:
+    """The StepRecords of the rows of :func:`robot_rollout`'s record arrays: ``FusedRobotStep.step``'s
+    fields (a certified, plausible step: success, not rescued, no fault), each record's fields set
+    at once (the values are already the types and the Status name its constructor would make)."""
+    names = {-1: "TRIVIAL", **{int(k): v.name for k, v in PIVOTING_STATUS.items()}}
+    new, out = StepRecord.__new__, []
+    for f, i in zip(rec_f.tolist(), rec_i.tolist()):
+        rec = new(StepRecord)
+        rec.__dict__.update(zip(_FIELDS, (*f, *i[:4], names[i[4]], True, False, True, "")))
+        out.append(rec)
+    return out
