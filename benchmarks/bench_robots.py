@@ -16,7 +16,10 @@ and for ``--cli-duration`` seconds (3.2), with each robot's scene parameters (``
 grasp with rubber links); the extra simulated time over the extra CPU time of the
 child (user + system) is the rate once started, the start-up (imports, numba caches, the scene)
 left out (a base of one step would leave the loading of the kernels first used later to the long
-run).
+run). Beside it, ``loop`` (with ``--cli``): the loop ``contactlab simulate`` runs
+(``commands/simulate.py``: ``Simulator.run`` in chunks of ``CHUNK`` steps into one Trajectory, the robot's
+controllers attached), ``--loop-steps`` steps after ``--warmup`` * 10 untimed ones, in this process: the same
+rate without the two processes' start-up, whose CPU varies by tenths of a second between runs.
 
 CPU time, not wall time: the development machine is shared (say the load beside any figure); BLAS
 runs on one thread as in the CLI. Ratios mean something only when measured side by side in one run
@@ -102,6 +105,27 @@ def stages(robot: str, steps: int, warmup: int) -> dict:
             "x_real_time": sim.h * steps / total, "parts": per}
 
 
+#: steps a ``Simulator.run`` call takes in :func:`loop` (``commands/simulate.py`` runs 200 at a time)
+CHUNK = 200
+
+
+def loop(robot: str, steps: int, warmup: int) -> dict:
+    """CPU seconds per step of the CLI's own loop on ``robot`` (module docstring), in this process."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    from contactlab.sim.recorder import Trajectory
+    sc = make_scene(robot, **PARAMS.get(robot, {}))
+    sim = Simulator(sc, MODELS[robot], None, controllers=list(getattr(sc, "controllers", ())))
+    traj = Trajectory(list(sim.model.names))
+    sim.run(10 * warmup * sim.h, trajectory=traj)
+    chunks = max(1, steps // CHUNK)
+    t0 = time.process_time()
+    for _ in range(chunks):
+        sim.run(CHUNK * sim.h, trajectory=traj)
+    per = (time.process_time() - t0) / (chunks * CHUNK)
+    return {"robot": robot, "steps": chunks * CHUNK, "cpu_per_step": per, "x_real_time": sim.h / per}
+
+
 def _timed_controller(fn, acc: Counter):
     def timed(sim):
         t0 = time.process_time()
@@ -140,10 +164,12 @@ def main(argv=None) -> int:
     ap.add_argument("--cli", action="store_true", help="also time contactlab simulate (start-up excluded)")
     ap.add_argument("--cli-duration", type=float, default=3.2)
     ap.add_argument("--cli-base", type=float, default=0.2)
+    ap.add_argument("--loop-steps", type=int, default=5000, help="steps of the in-process CLI loop (with --cli)")
     ap.add_argument("--json", default=None, help="write the figures here")
     a = ap.parse_args(argv)
-    out = {"load": os.getloadavg(), "stages": [], "cli": []}
+    out = {"load": os.getloadavg(), "stages": [], "cli": [], "loop": []}
     for robot in a.robots:
+        lp = loop(robot, a.loop_steps, a.warmup) if a.cli else None   # first: stages() wraps classes
         r = stages(robot, a.steps, a.warmup)
         out["stages"].append(r)
         print(f"{robot} ({r['model']}/{r['method']}, {r['stages']}): {r['cpu_per_step'] * 1e6:.0f} us CPU/step, "
@@ -155,6 +181,9 @@ def main(argv=None) -> int:
             out["cli"].append(c)
             print(f"    CLI: {c['base_cpu_s']:.2f} s CPU for {c['base']} s, {c['run_cpu_s']:.2f} s for "
                   f"{c['duration']} s: {c['x_real_time']:.2f}x real time")
+            out["loop"].append(lp)
+            print(f"    CLI loop in process: {lp['cpu_per_step'] * 1e6:.1f} us CPU/step over {lp['steps']} steps, "
+                  f"{lp['x_real_time']:.2f}x real time")
     print(f"load average at the end: {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if a.json:
         from contactlab.files import atomic_write
