@@ -246,16 +246,8 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
             t += B[i, j] * z[j]
         w[i] = s + t + hh[i]
     nat, comp, infeas = lcp_residual_kernel(z, w)
-    eqa = 0.0
-    for i in range(nj):
-        s = g[i]
-        for k in range(nj):
-            s += Am[i, k] * x[k]
-        for j in range(n):
-            s += Cm[i, j] * z[j]
-        eqa = max(eqa, abs(s)) if np.isfinite(s) else np.inf
     t = np.empty(n)
-    eq_rel, _eabs, size = mixed_row_terms(Am, Cm, Dm, B, g, hh, x, z, NORMWISE_FLOOR, t)
+    eq_rel, eqa, size = mixed_row_terms(Am, Cm, Dm, B, g, hh, x, z, NORMWISE_FLOOR, t)
     r_nat, r_comp, r_inf = lcp_relative_kernel(z, w, hh, t, size)
     numbers = (max(nat, eqa), comp, max(infeas, eqa), max(r_nat, eq_rel), r_comp, max(r_inf, eq_rel))
     certified = numbers[3] if numbers[3] > numbers[5] else numbers[5]
