@@ -70,7 +70,7 @@ _I_CONTACTS, _I_SIZE, _I_ITERATIONS, _I_PIVOTS, _I_STATUS = range(5)
 @jit
 def _physics(physics, quaternion, position, lin, ang, f, floats, ints, mt, h):
     """:func:`contactlab.sim.tree_kernels.tree_noslip_step` on the rollout's bundled constant
-    arguments (``physics``: those of ``CompiledTreeNoSlipStages.step_call``), the one call of it here."""
+    arguments (``physics``: ``CompiledTreeNoSlipStages.call_constants``), the one call of it here."""
     (tree, joint_of, body_of_block, nq, live, dof_start, mass, inertia, inv_inertia, gravity, gyro, zeta, slop,
      joints, zeta_j, blk_cols, blk_ptr, gap, tol, cfm, max_it, threshold, passive, position_stage,
      position_zeta) = physics
@@ -232,13 +232,10 @@ class RobotRollout:
         world.margin = margin
         shapes = fused.shapes
         position_stage = st.contact_stabilization == "position"
-        max_it = stages.max_iterations
-        physics = (stages.tree_args, stages.joint_of, stages.body_of_block, stages.tree.nq, stages.live,
-                   model.dof_start, model.mass, model.inertia, model.inv_inertia, stages.gravity, bool(st.gyroscopic),
-                   float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), float(st.slop),
-                   stages.packed.kernel_args, float(st.zeta), stages.blk_cols, stages.blk_ptr, float(o.active_gap),
-                   float(o.tol), float(float(st.cfm) + o.cfm), -1 if max_it is None else int(max_it),
-                   stages.threshold, stages.passive, position_stage, float(st.contact_zeta))
+        physics = stages.call_constants(bool(st.gyroscopic),
+                                        float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0),
+                                        float(st.slop), float(st.zeta), float(o.active_gap), float(o.tol),
+                                        float(float(st.cfm) + o.cfm), position_stage, float(st.contact_zeta))
         kind, radius, jointed, mass = fused.kind, fused.radius, fused.jointed, fused.mass
         return dict(
             state=(data.position, data.quaternion, data.linear_velocity, data.angular_velocity),

@@ -54,6 +54,16 @@ class CompiledTreeNoSlipStages(CompiledNoSlipStages):
         (:func:`contactlab.collision.contacts.packed`)."""
         return packed(contacts)
 
+    def call_constants(self, gyro, zeta, slop, zeta_j, gap, tol, cfm, position_stage, position_zeta) -> tuple:
+        """The arguments of :meth:`step_call`'s :func:`~contactlab.sim.tree_kernels.tree_noslip_step` that stay
+        the same from step to step, bundled in the order the robot rollout unpacks them
+        (:func:`contactlab.sim.robot_rollout._physics`)."""
+        model, max_it = self.sim.model, self.max_iterations
+        return (self.tree_args, self.joint_of, self.body_of_block, self.tree.nq, self.live, model.dof_start,
+                model.mass, model.inertia, model.inv_inertia, self.gravity, gyro, zeta, slop, self.packed.kernel_args,
+                zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm, -1 if max_it is None else int(max_it),
+                self.threshold, self.passive, position_stage, position_zeta)
+
     def step_call(self, w, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage, position_zeta,
                   project, gyro) -> tuple:
         """:func:`contactlab.sim.tree_kernels.tree_noslip_step` on the simulator's state."""
