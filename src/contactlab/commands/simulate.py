@@ -284,8 +284,15 @@ def _run(sim, sc, scene, model, out, html_out, exporter, recorder, duration, ite
                     raise KeyboardInterrupt
                 bar.update(task, completed=len(traj.records))
     except KeyboardInterrupt:
-        done = min(len(traj.records), len(traj.positions) - 1) if out is not None else len(traj.records)
-        del traj.records[max(done, 0):]
+        # the interrupt can land between the appends of one step (record, position, orientation):
+        # keep the steps whose three are all there
+        done = min(len(traj.records), len(traj.positions) - 1, len(traj.quaternions) - 1) if out is not None \
+            else len(traj.records)
+        done = max(done, 0)
+        del traj.records[done:]
+        if out is not None:
+            del traj.positions[done + 1:]
+            del traj.quaternions[done + 1:]
         if writer is not None:
             writer.close(traj, interrupted=f"interrupted ({interrupt_name()}) after {len(traj.records)} of {steps} steps",
                          extra=_replay_group(sim, recorder))
