@@ -356,3 +356,22 @@ def test_compiled_damped_least_squares_follows_the_numpy_iteration():
             q_ref, ok_ref = _ref_damped_least_squares(poe, x, Q_INIT, max_iter=max_iter)
             np.testing.assert_allclose(q, q_ref, rtol=0, atol=1e-9)
             assert (ok == ok_ref).all()
+
+
+@pytest.mark.parametrize("robot", ["quadruped", "solo12"])
+def test_the_compiled_controllers_static_arrays_are_c_contiguous(robot):
+    """The controller kernel's fixed arrays (an analytic IK's side is a column of SIDE: a strided
+    view) reach the compiled call C-contiguous, with the values of the setup: the Python call, the
+    fused step and the rollout then type _control_step alike (one compile, not one per layout)."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+    sc = make_scene(robot)
+    sim = Simulator(sc, "no-slip", None, controllers=list(sc.controllers))
+    c = sc.controllers[0]
+    kernel = c.compiled_form(sim)
+    arrays = [x for x in kernel.static if isinstance(x, np.ndarray)]
+    assert len(arrays) >= 10 and all(x.flags.c_contiguous for x in arrays)
+    a = c.setup.analytic
+    if a is not None:
+        side = kernel.static[len(c._bodies) + 12]
+        assert side.flags.c_contiguous and np.array_equal(side, a.side)

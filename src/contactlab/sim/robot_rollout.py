@@ -41,7 +41,7 @@ from ..collision.boxes.narrow_phase import detect_and_match_packed
 from ..collision.boxes.packed import unpack_contacts
 from ..collision.contacts import PackedContactSet, previous_packed
 from ..control.locomotion import _control_step
-from ..kernels._jit import jit
+from ..kernels._jit import jit, jit_inline
 from ..models.common import StepResult
 from ..solvers.pivoting import PIVOTING_STATUS
 from . import noslip_kernels as NK
@@ -67,10 +67,12 @@ _F_TIME, _F_RESIDUAL, _F_KE, _F_ENERGY, _F_GAIN_E, _F_GAIN_C, _F_PEN, _F_SOLVE, 
 _I_CONTACTS, _I_SIZE, _I_ITERATIONS, _I_PIVOTS, _I_STATUS = range(5)
 
 
-@jit
+@jit_inline
 def _physics(physics, quaternion, position, lin, ang, f, floats, ints, mt, h):
     """:func:`contactlab.sim.tree_kernels.tree_noslip_step` on the rollout's bundled constant
-    arguments (``physics``: ``CompiledTreeNoSlipStages.call_constants``), the one call of it here."""
+    arguments (``physics``: ``CompiledTreeNoSlipStages.call_constants``), the one call of it here; inlined
+    into :func:`robot_rollout` before typing, so that it is no compile unit of its own (each unit
+    links, optimises and emits again the machine code of every kernel it calls)."""
     (tree, joint_of, body_of_block, nq, live, dof_start, mass, inertia, inv_inertia, gravity, gyro, zeta, slop,
      joints, zeta_j, blk_cols, blk_ptr, gap, tol, cfm, max_it, threshold, passive, position_stage,
      position_zeta) = physics
@@ -155,8 +157,10 @@ def robot_rollout(steps, time, h, state, control, inputs, detect, physics, check
             e1 = ke + pe
             depth = max(pen, 0.0) if math.isfinite(pen) else 0.0
             vf, wf = split_velocity(dof_start, v_free, nb)
-            verdict = plausibility(dof_start, kind, 2, radius, x0, v0, w0, vf, wf, position, lin, ang, h, depth,
-                                   slop, joint_error, jointed, motors, True, gain, ke, e1, mass)
+            # (int64 and bool, not numba's literal types of 2 and True: the signature the stages' and
+            # the fused step's Python calls compiled, not a second compile of the check for literals)
+            verdict = plausibility(dof_start, kind, np.int64(2), radius, x0, v0, w0, vf, wf, position, lin, ang, h,
+                                   depth, slop, joint_error, jointed, motors, np.bool_(True), gain, ke, e1, mass)
             if verdict[0] != 0:
                 break
             handed = False
@@ -206,15 +210,6 @@ class RobotRollout:
         self.fused = fused
         self.rest = 0       # steps left to the fused step after a call that took none
 
-    def _static(self, static: tuple) -> tuple:
-        """The controller kernel's static arguments with every array C-contiguous (a robot whose legs
-        give a strided view would otherwise compile the whole rollout once more for that layout)."""
-        kept = getattr(self, "_kept_static", None)
-        if kept is None or kept[0] is not static:
-            kept = self._kept_static = (static, tuple(np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x
-                                                      for x in static))
-        return kept[1]
-
     def arguments(self):
         """The call's bundled arguments from the simulator's state now."""
         fused = self.fused
@@ -239,7 +234,7 @@ class RobotRollout:
         kind, radius, jointed, mass = fused.kind, fused.radius, fused.jointed, fused.mass
         return dict(
             state=(data.position, data.quaternion, data.linear_velocity, data.angular_velocity),
-            control=(self._static(kernel.static), c._q_ref, have_prev, params, buffers, n, res is not None),
+            control=(kernel.static, c._q_ref, have_prev, params, buffers, n, res is not None),
             inputs=(kernel.joints, kernel.tau, *fused.joint_args[:5], *fused.motor_args, st_mt, st_mf),
             detect=(world.body_radius, shapes[0], margin, shapes[1], 2.0 * margin + 1e-3, *shapes[2]),
             physics=physics,
