@@ -332,19 +332,29 @@ def body_jacobians(order, root, anc_ptr, anc_idx, nq, position, S6):
     return Sb
 
 
+@jit_inline
+def body_rates(Sb, anc_ptr, anc_idx, b, qd):
+    """Body b's (v_c; omega) = Sb[b] qd as six scalars: each component summed over b's ancestor
+    coordinates in their order (the sum of a dot product row by row), the six side by side so that
+    no component's chain of additions waits for another's."""
+    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+    for p in range(anc_ptr[b], anc_ptr[b + 1]):
+        k = anc_idx[p]
+        x = qd[k]
+        a0 += Sb[b, 0, k] * x
+        a1 += Sb[b, 1, k] * x
+        a2 += Sb[b, 2, k] * x
+        a3 += Sb[b, 3, k] * x
+        a4 += Sb[b, 4, k] * x
+        a5 += Sb[b, 5, k] * x
+    return a0, a1, a2, a3, a4, a5
+
+
 @jit
 def body_velocities(order, anc_ptr, anc_idx, Sb, qd, lin, ang):
-    """(v_c; omega) of every moving body = Sb[b] qdot, into lin and ang."""
+    """(v_c; omega) of every moving body = Sb[b] qdot, into lin and ang (:func:`body_rates`)."""
     for b in order:
-        for i in range(6):
-            acc = 0.0
-            for p in range(anc_ptr[b], anc_ptr[b + 1]):
-                k = anc_idx[p]
-                acc += Sb[b, i, k] * qd[k]
-            if i < 3:
-                lin[b, i] = acc
-            else:
-                ang[b, i - 3] = acc
+        lin[b, 0], lin[b, 1], lin[b, 2], ang[b, 0], ang[b, 1], ang[b, 2] = body_rates(Sb, anc_ptr, anc_idx, b, qd)
 
 
 @jit

@@ -51,7 +51,8 @@ from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.integrate import _exp_rotate
 from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE, limit_side
 from ..mechanics.rows import contact_terms, position_targets
-from ..mechanics.tree import (body_jacobians, body_velocities, bias_accelerations, crba, forward_kinematics,
+from ..mechanics.tree import (body_jacobians, body_rates, body_velocities, bias_accelerations, crba,
+                              forward_kinematics,
                               motion_columns, tree_coordinates, tree_joint_error)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_speeds
 from .noslip_kernels import DECLINED, DEEP, DONE, certified_ppm
@@ -259,12 +260,8 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     for t in range(live.shape[0]):
         bb = live[t]
         s0 = dof_start[bb]
-        for i in range(6):
-            acc_v = 0.0
-            for qq in range(anc_ptr[bb], anc_ptr[bb + 1]):
-                kq = anc_idx[qq]
-                acc_v += Sb[bb, i, kq] * qd_next[kq]
-            v_next[s0 + i] = acc_v
+        (v_next[s0], v_next[s0 + 1], v_next[s0 + 2], v_next[s0 + 3], v_next[s0 + 4],
+         v_next[s0 + 5]) = body_rates(Sb, anc_ptr, anc_idx, bb, qd_next)
     gain = block_kinetic_gain(M_blocks, v_next, v_free, passive)
     deep = False
     if position_stage and nc:
