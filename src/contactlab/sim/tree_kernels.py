@@ -192,6 +192,7 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     acc, alpha = bias_accelerations(order, parent, jnt, qstart, jkind, pos, lin, ang, qd, ax, P)
     p = np.zeros(nq)
     y = np.empty(6)
+    my = np.empty(6)
     for t in range(live.shape[0]):
         bb = live[t]
         s0 = dof_start[bb]
@@ -202,9 +203,11 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
             mi = 0.0
             for j in range(6):
                 mi += M_blocks[t, i, j] * y[j]
-            for q in range(anc_ptr[bb], anc_ptr[bb + 1]):
-                kq = anc_idx[q]
-                p[kq] += Sb[bb, i, kq] * mi
+            my[i] = mi
+        for q in range(anc_ptr[bb], anc_ptr[bb + 1]):     # each p[kq] gets its six terms in i's order
+            kq = anc_idx[q]
+            for i in range(6):
+                p[kq] += Sb[bb, i, kq] * my[i]
     H = crba(order, parent, qstart, qcount, root, anc_ptr, anc_idx, nq, pos, quat, mass, inertia, S6)
     Lh = np.zeros((nq, nq))
     starts = np.empty(nq + 1, dtype=np.int64)
