@@ -52,8 +52,7 @@ from ..mechanics.integrate import _exp_rotate
 from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE, limit_side
 from ..mechanics.rows import contact_terms, position_targets
 from ..mechanics.tree import (body_jacobians, body_rates, body_velocities, bias_accelerations, crba,
-                              forward_kinematics,
-                              motion_columns, tree_coordinates, tree_joint_error)
+                              forward_kinematics, motion_columns, tree_coordinates, tree_joint_error)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_speeds
 from .noslip_kernels import DECLINED, DEEP, DONE, certified_ppm
 
