@@ -33,12 +33,14 @@ def _general(monkeypatch, make):
     return sim
 
 
-def _count_calls(monkeypatch):
+def _count_calls(monkeypatch, eliminate=True):
+    """Count the call's taken and declined steps; ``eliminate`` False: the kinematic bodies' rows
+    kept in the call's problem (its last argument empty), the general stages' formulation."""
     seen = {"taken": 0, "declined": 0}
     kernel = SK.st_mixed_step
 
     def call(*args):
-        out = kernel(*args)
+        out = kernel(*args) if eliminate else kernel(*args[:-1], np.zeros(0, dtype=np.int64))
         seen["taken" if out[0] else "declined"] += 1
         return out
 
@@ -48,7 +50,9 @@ def _count_calls(monkeypatch):
 
 @pytest.mark.parametrize("make,steps,min_contacts", [(_barrett, 160, 4), (_chain, 120, 2)])
 def test_the_compiled_step_gives_the_general_stages_answer(monkeypatch, make, steps, min_contacts):
-    seen = _count_calls(monkeypatch)
+    # field by field: the call on the general stages' problem (the kinematic palm's rows kept); the
+    # palm eliminated is the next test's
+    seen = _count_calls(monkeypatch, eliminate=False)
     fast = make()
     assert type(fast.stages) is SS.CompiledSTStages
     slow = _general(monkeypatch, make)
@@ -134,6 +138,46 @@ def test_the_applied_impulses_solve_the_step_lcp(monkeypatch, make, steps):
         assert np.allclose(v, sim.data.result.v_next, atol=1e-9 * max(1.0, np.abs(v).max()))
         checked += z.max() > 0
     assert seen["taken"] >= 0.9 * posed and checked >= posed // 2 and posed >= steps // 2
+
+
+def test_the_kinematic_palm_eliminated_gives_the_whole_problems_velocities(monkeypatch):
+    """The call with the kinematic palm's velocity rows eliminated (its block of M^-1 zero, its
+    velocity in v0: the Schur complement of those rows taken first) against the same call on the
+    whole problem, on the same step's arguments: the same velocities v+ (to rounding; the pyramid's
+    multipliers need not be unique, v+ is checked), the palm's v+ its prescribed velocity exactly
+    (its rows J_pin v+ = j_rhs, one entry of 1 a dof), and the pinned rows' impulses recovered so
+    that v+ = v0 + W (H' y + J' x) over the whole problem (the LCP test above checks that from the
+    step's system)."""
+    sim = _barrett()
+    kin = sim.stages.kin
+    assert kin.tolist() == [sim.model.dof_start[sim.model.index("palm")] // 6]
+    kernel = SK.st_mixed_step
+    pairs = []
+
+    def call(*args):
+        out = kernel(*args)
+        pairs.append((args, out, kernel(*args[:-1], np.zeros(0, dtype=np.int64))))
+        return out
+
+    monkeypatch.setattr(SK, "st_mixed_step", call)
+    for _ in range(120):
+        sim.step()
+    compared = 0
+    for args, cut, whole in pairs:
+        assert cut[0] == whole[0]
+        if not cut[0]:
+            continue
+        Jp, Ji, Jd, j_rhs = args[:4]
+        v_cut, v_whole = cut[8], whole[8]
+        assert np.allclose(v_cut, v_whole, rtol=0, atol=1e-6 * max(1e-3, np.abs(v_whole).max()))
+        assert cut[5].shape == whole[5].shape == j_rhs.shape
+        b = kin[0]
+        pins = [r for r in range(j_rhs.size) if Jp[r + 1] - Jp[r] == 1 and 6 * b <= Ji[Jp[r]] < 6 * b + 6]
+        assert len(pins) == 6
+        for r in pins:
+            assert v_cut[Ji[Jp[r]]] * Jd[Jp[r]] == j_rhs[r]          # exactly the prescribed velocity
+        compared += 1
+    assert compared >= 60
 
 
 def test_configurations_it_does_not_cover_take_the_general_stages():
