@@ -76,7 +76,8 @@ def test_body_space_refuses_what_it_cannot_form():
     assert _BodySpace.of(None, M, keep, dense_max=50) is None
     assert _BodySpace.of((H, W, 0.0), M, keep, dense_max=50) is None           # E = d can reach 0
     assert _BodySpace.of((H, W, 1e-6), M, keep, dense_max=200) is None         # dense path
-    assert _BodySpace.of((H, W, 1e-6), M, keep[:50], dense_max=20) is None     # 60 body rows >= 50 rows
+    assert _BodySpace.of((H, W, 1e-6), M, keep[:25], dense_max=20) is None     # 60 body rows >= 2 x 25 rows
+    assert _BodySpace.of((H, W, 1e-6), M, keep[:50], dense_max=20) is not None  # 60 < 2 x 50 (a landing pile's)
     H3, W3 = contact_rows(rng, 10, 120, three=True)
     assert _BodySpace.of((H3, W3, 1e-6), contact_matrix(H3, W3, 1e-6), keep, dense_max=50) is None
     W_bad = W.copy()
@@ -85,12 +86,13 @@ def test_body_space_refuses_what_it_cannot_form():
     assert not ok
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_interior_point_in_body_space_matches_contact_space(seed):
+@pytest.mark.parametrize("seed, nbody, nrows", [(0, 30, 600), (1, 30, 600), (2, 30, 600), (3, 120, 450)])
+def test_interior_point_in_body_space_matches_contact_space(seed, nbody, nrows):
     """The same QP by the interior point with M's own factorisation and in body space: both certify,
-    same answer to the tolerance's order, iterations within one."""
+    same answer to the tolerance's order, iterations within one; with more body coordinates than
+    kept rows (120 bodies, ~400 kept rows: a landing pile's ratio) too."""
     rng = np.random.default_rng(seed)
-    H, W = contact_rows(rng, 30, 600, held=(5,))
+    H, W = contact_rows(rng, nbody, nrows, held=(5,))
     cfm = 1e-8
     M = contact_matrix(H, W, cfm)
     n = M.shape[0]
@@ -102,6 +104,7 @@ def test_interior_point_in_body_space_matches_contact_space(seed):
     lo[fixed] = hi[fixed] = 0.0
     opts = BoxQPOptions(algorithm="ipm")
     a, b = [0], [0]
+    assert _BodySpace.of((H, W, cfm), M, np.flatnonzero(~fixed), opts.dense_max) is not None
     za, wa, oka = _ipm(M, q, lo, hi, opts, opts.tol, a)
     zb, wb, okb = _ipm(M, q, lo, hi, opts, opts.tol, b, factors=(H, W, cfm))
     assert oka and okb

@@ -2,7 +2,8 @@
 independent references: the motion subspace against the null space of the maximal-coordinate joint
 rows (scipy), CRBA's H against S' M S in that basis, contact rows in joint coordinates against finite
 differences of the contact point's position under joint motion, forward kinematics against the
-joint rows' own error, and a free tree's momentum and energy over a run."""
+joint rows' own error, the joint frames and body rates against scipy's rotations and numpy's products,
+and a free tree's momentum and energy over a run."""
 import numpy as np
 import pytest
 from scipy.linalg import null_space
@@ -159,6 +160,43 @@ def test_forward_kinematics_puts_the_bodies_on_their_joints():
     sim = _sim("solo12")
     _posed(sim, 5)
     assert sim.joint_error() < 1e-12
+
+
+@pytest.mark.parametrize("robot,seed", [("quadruped", 11), ("solo12", 12)])
+def test_forward_kinematics_frames_and_body_rates_against_scipy_rotations_and_numpy(robot, seed):
+    """The frames forward kinematics returns (each joint's world axis and anchor on its parent) are
+    R_parent axis_a and x_parent + R_parent anchor_a with R from scipy's quaternion rotation, and
+    equal :func:`joint_frames` of the posed state; each body's (v_c; omega) is its Jacobian block
+    times the joint rates (numpy's product), and the inlined rotation entries are scipy's matrix."""
+    from scipy.spatial.transform import Rotation
+    from contactlab.mechanics.tree import _rot_entries, joint_frames
+    sim = _sim(robot)
+    tree, J, theta, qd, S6, Sb = _posed(sim, seed)
+    d = sim.data
+    ax, P = forward_kinematics(tree.order, tree.joint, tree.qstart, J.kind, J.a, J.anchor_a, J.anchor_b, J.axis_a,
+                               J.q_rel0, theta, d.position, d.quaternion)
+    ax2, P2 = joint_frames(tree.order, tree.joint, J.a, J.anchor_a, J.axis_a, d.position, d.quaternion)
+    assert np.array_equal(ax, ax2) and np.array_equal(P, P2)
+    checked = 0
+    for b in tree.order:
+        k = tree.joint[b]
+        if k < 0:
+            continue
+        jp = J.a[k]
+        R = Rotation.from_quat(np.roll(d.quaternion[jp], -1)).as_matrix() if jp >= 0 else np.eye(3)
+        x = d.position[jp] if jp >= 0 else np.zeros(3)
+        assert np.allclose(ax[b], R @ J.axis_a[k], rtol=0, atol=1e-14)
+        assert np.allclose(P[b], x + R @ J.anchor_a[k], rtol=0, atol=1e-14)
+        checked += 1
+    assert checked == len(sim.model.joints)
+    for b in range(d.quaternion.shape[0]):
+        R = Rotation.from_quat(np.roll(d.quaternion[b], -1)).as_matrix()
+        assert np.allclose(np.array(_rot_entries(d.quaternion, b)).reshape(3, 3), R, rtol=0, atol=1e-14)
+    for b in np.flatnonzero(sim.model.dof_start >= 0):
+        want = Sb[b] @ qd
+        assert np.allclose(d.linear_velocity[b], want[:3], rtol=1e-13, atol=1e-13)
+        assert np.allclose(d.angular_velocity[b], want[3:], rtol=1e-13, atol=1e-13)
+        assert np.abs(want).max() > 1e-3         # the rates move every body
 
 
 @pytest.mark.parametrize("robot,seed", [("quadruped", 8), ("solo12", 9)])

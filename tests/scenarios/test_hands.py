@@ -288,3 +288,19 @@ def test_pose_joint_turns_the_subtree_and_keeps_the_limits():
     Ra = Rotation.from_quat(np.roll(a.body("link_14.0").orientation, -1)).as_matrix()
     Rb = Rotation.from_quat(np.roll(b.body("link_14.0").orientation, -1)).as_matrix()
     np.testing.assert_allclose(Rb, R @ Ra, atol=1e-12)
+
+
+def test_grasp_script_relative_pose_is_the_rotation_matrix_transposed():
+    """control/grasp.py relative_pose (scalar quaternion rotation by the conjugate) against
+    R(q)' (p_b - p_a) with R from mechanics/rotation.py quat_to_matrix, on random poses."""
+    from types import SimpleNamespace
+    from contactlab.control.grasp import relative_pose
+    from contactlab.mechanics.rotation import quat_to_matrix
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        q = rng.normal(size=4)
+        q /= np.linalg.norm(q)
+        pos = rng.normal(size=(2, 3))
+        sim = SimpleNamespace(data=SimpleNamespace(quaternion=np.array([q, [1.0, 0, 0, 0]]), position=pos))
+        ref = quat_to_matrix(q).T @ (pos[1] - pos[0])
+        assert np.allclose(relative_pose(sim, 0, 1), ref, rtol=0, atol=1e-14)

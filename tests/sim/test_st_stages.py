@@ -33,12 +33,14 @@ def _general(monkeypatch, make):
     return sim
 
 
-def _count_calls(monkeypatch):
+def _count_calls(monkeypatch, eliminate=True):
+    """Count the call's taken and declined steps; ``eliminate`` False: the kinematic bodies' rows
+    kept in the call's problem (its last argument empty), the general stages' formulation."""
     seen = {"taken": 0, "declined": 0}
     kernel = SK.st_mixed_step
 
     def call(*args):
-        out = kernel(*args)
+        out = kernel(*args) if eliminate else kernel(*args[:-1], np.zeros(0, dtype=np.int64))
         seen["taken" if out[0] else "declined"] += 1
         return out
 
@@ -48,7 +50,9 @@ def _count_calls(monkeypatch):
 
 @pytest.mark.parametrize("make,steps,min_contacts", [(_barrett, 160, 4), (_chain, 120, 2)])
 def test_the_compiled_step_gives_the_general_stages_answer(monkeypatch, make, steps, min_contacts):
-    seen = _count_calls(monkeypatch)
+    # field by field: the call on the general stages' problem (the kinematic palm's rows kept); the
+    # palm eliminated is the next test's
+    seen = _count_calls(monkeypatch, eliminate=False)
     fast = make()
     assert type(fast.stages) is SS.CompiledSTStages
     slow = _general(monkeypatch, make)
@@ -136,6 +140,46 @@ def test_the_applied_impulses_solve_the_step_lcp(monkeypatch, make, steps):
     assert seen["taken"] >= 0.9 * posed and checked >= posed // 2 and posed >= steps // 2
 
 
+def test_the_kinematic_palm_eliminated_gives_the_whole_problems_velocities(monkeypatch):
+    """The call with the kinematic palm's velocity rows eliminated (its block of M^-1 zero, its
+    velocity in v0: the Schur complement of those rows taken first) against the same call on the
+    whole problem, on the same step's arguments: the same velocities v+ (to rounding; the pyramid's
+    multipliers need not be unique, v+ is checked), the palm's v+ its prescribed velocity exactly
+    (its rows J_pin v+ = j_rhs, one entry of 1 a dof), and the pinned rows' impulses recovered so
+    that v+ = v0 + W (H' y + J' x) over the whole problem (the LCP test above checks that from the
+    step's system)."""
+    sim = _barrett()
+    kin = sim.stages.kin
+    assert kin.tolist() == [sim.model.dof_start[sim.model.index("palm")] // 6]
+    kernel = SK.st_mixed_step
+    pairs = []
+
+    def call(*args):
+        out = kernel(*args)
+        pairs.append((args, out, kernel(*args[:-1], np.zeros(0, dtype=np.int64))))
+        return out
+
+    monkeypatch.setattr(SK, "st_mixed_step", call)
+    for _ in range(120):
+        sim.step()
+    compared = 0
+    for args, cut, whole in pairs:
+        assert cut[0] == whole[0]
+        if not cut[0]:
+            continue
+        Jp, Ji, Jd, j_rhs = args[:4]
+        v_cut, v_whole = cut[8], whole[8]
+        assert np.allclose(v_cut, v_whole, rtol=0, atol=1e-6 * max(1e-3, np.abs(v_whole).max()))
+        assert cut[5].shape == whole[5].shape == j_rhs.shape
+        b = kin[0]
+        pins = [r for r in range(j_rhs.size) if Jp[r + 1] - Jp[r] == 1 and 6 * b <= Ji[Jp[r]] < 6 * b + 6]
+        assert len(pins) == 6
+        for r in pins:
+            assert v_cut[Ji[Jp[r]]] * Jd[Jp[r]] == j_rhs[r]          # exactly the prescribed velocity
+        compared += 1
+    assert compared >= 60
+
+
 def test_configurations_it_does_not_cover_take_the_general_stages():
     sc = make_scene("barrett-grasp", material="rubber")
     assert type(Simulator(sc, None, "pgs").stages) is not SS.CompiledSTStages          # not Lemke
@@ -152,3 +196,37 @@ def test_a_declined_step_is_taken_by_the_general_stages(monkeypatch):
     rec = sim.step()
     assert rec.success and not sim.last_solution.info.get("compiled_step")
     assert sim.last_problem is not None and sim.data.result.v_next.size
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_envelope_factor_is_the_dense_choleskys(seed):
+    """st_kernels._spd_reduce (Cholesky, L^-1 and Y = L^-1 C over A's envelope) against numpy's dense
+    Cholesky on block-banded SPD matrices shaped like a hand's joint block (chains of 5-row blocks,
+    each coupled to the next, plus a few full coupling rows at the end), and its decline on a matrix
+    that is not positive definite."""
+    rng = np.random.default_rng(seed)
+    blocks, b, tail, n = 6, 5, 3, 7
+    p = blocks * b + tail
+    R = np.zeros((p, 12 * blocks))
+    for k in range(blocks):                     # chain rows: this block's and the next block's columns
+        R[k * b:(k + 1) * b, 12 * k:12 * k + 24 if k + 1 < blocks else 12 * k + 12] = \
+            rng.normal(size=(b, 24 if k + 1 < blocks else 12))
+    R[blocks * b:] = rng.normal(size=(tail, R.shape[1]))
+    A = R @ R.T + 1e-3 * np.eye(p)
+    A = (A + A.T) / 2
+    A[np.abs(A) < 1e-12] = 0.0
+    assert (A[b * 2:b * 3, :b] == 0).all()      # the envelope leaves zeros out
+    C = rng.normal(size=(p, n))
+    C[: b * 2, 3:] = 0.0                          # sparse joint-contact coupling
+    g = rng.normal(size=p)
+    ok, Li, Y, yg = SK._spd_reduce(A, C, g)
+    assert ok
+    L = np.linalg.cholesky(A)
+    Linv = np.linalg.inv(L)
+    assert np.allclose(Li, Linv, rtol=1e-9, atol=1e-9 * np.abs(Linv).max())
+    assert np.allclose(Y, np.linalg.solve(L, C), rtol=1e-9, atol=1e-9 * np.abs(Y).max())
+    assert np.allclose(yg, np.linalg.solve(L, g), rtol=1e-9, atol=1e-9 * np.abs(yg).max())
+    assert np.allclose(Y.T @ Y, C.T @ np.linalg.solve(A, C), rtol=1e-8, atol=1e-8 * np.abs(Y.T @ Y).max())
+    B = A.copy()
+    B[-1, -1] = -1.0                              # not positive definite: the QR branch's case
+    assert not SK._spd_reduce(B, C, g)[0]

@@ -36,9 +36,16 @@ def joint_rate(sim, name: str, index: dict | None = None) -> float:
 
 
 def relative_pose(sim, a: int, b: int) -> np.ndarray:
-    """Position of body b in body a's frame."""
+    """Position of body b in body a's frame: R(q_a)' (p_b - p_a), R' u = u + 2 w (u x r) + 2 r x (r x u)
+    for the unit quaternion q_a = (w, r) (the conjugate's rotation; scalar arithmetic, as the script
+    runs before every step)."""
     d = sim.data
-    return quat_to_matrix(d.quaternion[a]).T @ (d.position[b] - d.position[a])
+    w, x, y, z = d.quaternion[a].tolist()
+    pa, pb = d.position[a].tolist(), d.position[b].tolist()
+    u0, u1, u2 = pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]
+    c0, c1, c2 = u1 * z - u2 * y, u2 * x - u0 * z, u0 * y - u1 * x           # u x r
+    e0, e1, e2 = y * c2 - z * c1, z * c0 - x * c2, x * c1 - y * c0           # r x (u x r) = -r x (r x u)
+    return np.array([u0 + 2.0 * (w * c0 - e0), u1 + 2.0 * (w * c1 - e1), u2 + 2.0 * (w * c2 - e2)])
 
 
 @dataclass
@@ -109,7 +116,7 @@ class GraspScript:
             since = t - self.events["close"]
             slow = np.abs(self._reader(sim.data)[1]) < self.stall_fraction * self.close_speed
             self._stalled = np.where(slow & (since >= self.min_close), self._stalled + h, 0.0)
-            stalled = bool(np.all(self._stalled >= self.stall_time - 1e-12))
+            stalled = bool((self._stalled >= self.stall_time - 1e-12).all())
             if stalled or since >= self.close_timeout:
                 self.events["stalled"] = stalled
                 self._grasp_rel = relative_pose(sim, iw, io)

@@ -160,7 +160,7 @@ def dense_metric_chain(M, Lm, starts, nb, ST, tol, v, h, U, bias):
     d = m - k
     # U Z = rows of (Q' L_M^-1 U')[free], Z' p = (Q' L_M^-1 p)[free] = f*: L_M^-1 of U's rows and p
     # side by side (XT's first n + 1 columns), then Q' on them
-    XB = XT[:, :n + 1]
+    XB = np.empty((m, n + 1))      # its own array (C order), not a strided view of XT's first columns
     rows_lower_solve(Lm, starts, nb, U, XB, 0, False)
     rows_lower_solve(Lm, starts, nb, p.reshape((1, m)), XB, n, False)
     reflect_rows_transposed(vval, vidx, vptr, beta, k, XB, np.empty(n + 1))

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels._jit import jit, jit_inline
-from ..kernels.quaternion import quat_matrix as _rot
 from .joint_kernels import FIXED, PRISMATIC, REVOLUTE
 
 ROOT = -1       # TreeTopology.joint of a floating root
@@ -133,20 +132,41 @@ def _parent_quat(jp, quaternion):
 
 
 @jit_inline
-def _frame(b, jp, k, anchor_a, axis_a, position, quaternion, R, ax, P):
+def _rot_entries(quaternion, b):
+    """The nine entries (row-major) of the rotation matrix of body b's unit quaternion, as
+    :func:`~contactlab.kernels.quaternion.quat_matrix` forms them (the same expressions: the same
+    bits), returned as scalars and inlined: the per-body loops below pass no view of the quaternion
+    array to a separate function and fill no 3 x 3 array."""
+    w, x, y, z = quaternion[b, 0], quaternion[b, 1], quaternion[b, 2], quaternion[b, 3]
+    return (1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y))
+
+
+@jit_inline
+def _rot(quaternion, b, R):
+    """R (3, 3) = the rotation matrix of body b's unit quaternion (:func:`_rot_entries`)."""
+    (R[0, 0], R[0, 1], R[0, 2], R[1, 0], R[1, 1], R[1, 2], R[2, 0], R[2, 1],
+     R[2, 2]) = _rot_entries(quaternion, b)
+
+
+@jit_inline
+def _frame(b, jp, k, anchor_a, axis_a, position, quaternion, ax, P):
     """Joint k's world axis ax[b] and anchor P[b] from its parent body jp's pose (-1: the world: the
-    joint's own world axis and anchor); R receives the parent's rotation."""
+    joint's own world axis and anchor)."""
+    u0, u1, u2 = axis_a[k, 0], axis_a[k, 1], axis_a[k, 2]
+    a0, a1, a2 = anchor_a[k, 0], anchor_a[k, 1], anchor_a[k, 2]
     if jp >= 0:
-        _rot(quaternion[jp], R)
-        for i in range(3):
-            ax[b, i] = R[i, 0] * axis_a[k, 0] + R[i, 1] * axis_a[k, 1] + R[i, 2] * axis_a[k, 2]
-            P[b, i] = position[jp, i] + R[i, 0] * anchor_a[k, 0] + R[i, 1] * anchor_a[k, 1] + R[i, 2] * anchor_a[k, 2]
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = _rot_entries(quaternion, jp)
+        ax[b, 0] = r00 * u0 + r01 * u1 + r02 * u2
+        ax[b, 1] = r10 * u0 + r11 * u1 + r12 * u2
+        ax[b, 2] = r20 * u0 + r21 * u1 + r22 * u2
+        P[b, 0] = position[jp, 0] + r00 * a0 + r01 * a1 + r02 * a2
+        P[b, 1] = position[jp, 1] + r10 * a0 + r11 * a1 + r12 * a2
+        P[b, 2] = position[jp, 2] + r20 * a0 + r21 * a1 + r22 * a2
     else:
-        for i in range(3):
-            for j in range(3):
-                R[i, j] = 1.0 if i == j else 0.0
-            ax[b, i] = axis_a[k, i]
-            P[b, i] = anchor_a[k, i]
+        ax[b, 0], ax[b, 1], ax[b, 2] = u0, u1, u2
+        P[b, 0], P[b, 1], P[b, 2] = a0, a1, a2
 
 
 @jit
@@ -155,11 +175,10 @@ def joint_frames(order, joint, ja, anchor_a, axis_a, position, quaternion):
     nb = position.shape[0]
     ax = np.zeros((nb, 3))
     P = np.zeros((nb, 3))
-    R = np.empty((3, 3))
     for b in order:
         k = joint[b]
         if k >= 0:
-            _frame(b, ja[k], k, anchor_a, axis_a, position, quaternion, R, ax, P)
+            _frame(b, ja[k], k, anchor_a, axis_a, position, quaternion, ax, P)
     return ax, P
 
 
@@ -198,7 +217,7 @@ def tree_coordinates(order, parent, joint, qstart, qcount, jkind, ja, anchor_a, 
                 acc += ax[b, i] * (ang[b, i] - (ang[jp, i] if moving else 0.0))
             qd[s] = acc
         else:       # prismatic
-            _rot(quaternion[b], Rb)
+            _rot(quaternion, b, Rb)
             c = 0.0
             u = 0.0
             for i in range(3):
@@ -232,14 +251,12 @@ def forward_kinematics(order, joint, qstart, jkind, ja, anchor_a, anchor_b, axis
     nb = position.shape[0]
     ax = np.zeros((nb, 3))
     P = np.zeros((nb, 3))
-    R = np.empty((3, 3))
-    Rb = np.empty((3, 3))
     for b in order:
         k = joint[b]
         if k < 0:
             continue
         jp = ja[k]
-        _frame(b, jp, k, anchor_a, axis_a, position, quaternion, R, ax, P)
+        _frame(b, jp, k, anchor_a, axis_a, position, quaternion, ax, P)
         aw, axx, ay, az = _parent_quat(jp, quaternion)
         slide = 0.0
         if jkind[k] == REVOLUTE:
@@ -257,10 +274,11 @@ def forward_kinematics(order, joint, qstart, jkind, ja, anchor_a, anchor_b, axis
         quaternion[b, 1] = qx / nrm
         quaternion[b, 2] = qy / nrm
         quaternion[b, 3] = qz / nrm
-        _rot(quaternion[b], Rb)
-        for i in range(3):
-            position[b, i] = P[b, i] + slide * ax[b, i] - (Rb[i, 0] * anchor_b[k, 0] + Rb[i, 1] * anchor_b[k, 1]
-                                                           + Rb[i, 2] * anchor_b[k, 2])
+        b00, b01, b02, b10, b11, b12, b20, b21, b22 = _rot_entries(quaternion, b)
+        c0, c1, c2 = anchor_b[k, 0], anchor_b[k, 1], anchor_b[k, 2]
+        position[b, 0] = P[b, 0] + slide * ax[b, 0] - (b00 * c0 + b01 * c1 + b02 * c2)
+        position[b, 1] = P[b, 1] + slide * ax[b, 1] - (b10 * c0 + b11 * c1 + b12 * c2)
+        position[b, 2] = P[b, 2] + slide * ax[b, 2] - (b20 * c0 + b21 * c1 + b22 * c2)
     return ax, P
 
 
@@ -314,19 +332,29 @@ def body_jacobians(order, root, anc_ptr, anc_idx, nq, position, S6):
     return Sb
 
 
+@jit_inline
+def body_rates(Sb, anc_ptr, anc_idx, b, qd):
+    """Body b's (v_c; omega) = Sb[b] qd as six scalars: each component summed over b's ancestor
+    coordinates in their order (the sum of a dot product row by row), the six side by side so that
+    no component's chain of additions waits for another's."""
+    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+    for p in range(anc_ptr[b], anc_ptr[b + 1]):
+        k = anc_idx[p]
+        x = qd[k]
+        a0 += Sb[b, 0, k] * x
+        a1 += Sb[b, 1, k] * x
+        a2 += Sb[b, 2, k] * x
+        a3 += Sb[b, 3, k] * x
+        a4 += Sb[b, 4, k] * x
+        a5 += Sb[b, 5, k] * x
+    return a0, a1, a2, a3, a4, a5
+
+
 @jit
 def body_velocities(order, anc_ptr, anc_idx, Sb, qd, lin, ang):
-    """(v_c; omega) of every moving body = Sb[b] qdot, into lin and ang."""
+    """(v_c; omega) of every moving body = Sb[b] qdot, into lin and ang (:func:`body_rates`)."""
     for b in order:
-        for i in range(6):
-            acc = 0.0
-            for p in range(anc_ptr[b], anc_ptr[b + 1]):
-                k = anc_idx[p]
-                acc += Sb[b, i, k] * qd[k]
-            if i < 3:
-                lin[b, i] = acc
-            else:
-                ang[b, i - 3] = acc
+        lin[b, 0], lin[b, 1], lin[b, 2], ang[b, 0], ang[b, 1], ang[b, 2] = body_rates(Sb, anc_ptr, anc_idx, b, qd)
 
 
 @jit
@@ -346,7 +374,7 @@ def crba(order, parent, qstart, qcount, root, anc_ptr, anc_idx, nq, position, qu
         o = root[b]
         for i in range(3):
             r[i] = position[b, i] - position[o, i]
-        _rot(quaternion[b], R)
+        _rot(quaternion, b, R)
         m = mass[b]
         rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
         cm[b] = m
@@ -460,12 +488,12 @@ def tree_joint_error(order, joint, qstart, jkind, ja, anchor_a, anchor_b, axis_a
             continue
         jp = ja[k]
         if jp >= 0:
-            _rot(quaternion[jp], R)
+            _rot(quaternion, jp, R)
         else:
             for i in range(3):
                 for j in range(3):
                     R[i, j] = 1.0 if i == j else 0.0
-        _rot(quaternion[b], Rb)
+        _rot(quaternion, b, Rb)
         along = 0.0
         for i in range(3):
             pa = (position[jp, i] if jp >= 0 else 0.0) + R[i, 0] * anchor_a[k, 0] + R[i, 1] * anchor_a[k, 1] \

@@ -74,7 +74,14 @@ def _spd_reduce(A, C, g):
     """MixedLCP._reduce_spd's factor: (ok, L^-1, Y = L^-1 C, yg = L^-1 g) with A = L L' (so that
     D A^-1 C = Y'Y for D = C' = H W J', and A^-1 [C g] = L^-T [Y yg]); ok False where A is not
     exactly symmetric, not positive definite, or its bound on lambda_min(A), 1 / ||L^-1||_F^2, does
-    not beat SPD_RANK_MARGIN * RANK_TOL times the largest row norm of [A C] (the QR branch)."""
+    not beat SPD_RANK_MARGIN * RANK_TOL times the largest row norm of [A C] (the QR branch).
+
+    The loops run over A's envelope (row i from its first nonzero column ``first[i]``; Cholesky
+    keeps its fill inside the envelope, George & Liu, Computer Solution of Large Sparse Positive
+    Definite Systems, 1981, §4.2) and L^-1's (row i from ``lo[i]``, the least first column among the
+    rows it combines): the terms left out are products with an exact zero, so the factor, L^-1 and
+    Y are those of the dense loops. A hand's joint rows with the kinematic palm eliminated
+    (:func:`_pins`) are one band per finger chain, coupled only through the coupling rows."""
     p = A.shape[0]
     n = C.shape[1]
     sym, row0 = symmetric_row_norm(A, C)
@@ -83,35 +90,53 @@ def _spd_reduce(A, C, g):
     yg = np.zeros(p)
     if not sym:
         return False, Li, Y, yg
+    first = np.empty(p, dtype=np.int64)
+    for i in range(p):
+        f = i
+        for j in range(i):
+            if A[i, j] != 0.0:
+                f = j
+                break
+        first[i] = f
     L = np.zeros((p, p))
     for j in range(p):
+        fj = first[j]
         s = A[j, j]
-        for k in range(j):
+        for k in range(fj, j):
             s -= L[j, k] * L[j, k]
         if not s > 0.0:
             return False, Li, Y, yg
         L[j, j] = np.sqrt(s)
         for i in range(j + 1, p):
+            fi = first[i]
+            if fi > j:
+                continue
             t = A[i, j]
-            for k in range(j):
+            for k in range(fi if fi > fj else fj, j):
                 t -= L[i, k] * L[j, k]
             L[i, j] = t / L[j, j]
+    lo = np.empty(p, dtype=np.int64)
     for i in range(p):              # L^-1 row by row: Li[i] = (e_i - sum_k<i L[i, k] Li[k]) / L[i, i]
-        for k in range(i):
+        m = i
+        for k in range(first[i], i):
+            if lo[k] < m:
+                m = lo[k]
+        lo[i] = m
+        for k in range(first[i], i):
             lik = L[i, k]
-            for j in range(k + 1):
+            for j in range(lo[k], k + 1):
                 Li[i, j] -= lik * Li[k, j]
         Li[i, i] += 1.0
-        for j in range(i + 1):
+        for j in range(m, i + 1):
             Li[i, j] /= L[i, i]
     trace_inv = 0.0
     for i in range(p):
-        for j in range(i + 1):
+        for j in range(lo[i], i + 1):
             trace_inv += Li[i, j] * Li[i, j]
     if not (np.isfinite(trace_inv) and trace_inv > 0.0 and 1.0 / trace_inv > SPD_RANK_MARGIN * RANK_TOL * row0):
         return False, Li, Y, yg
     for i in range(p):
-        for k in range(i + 1):
+        for k in range(lo[i], i + 1):
             lik = Li[i, k]
             for j in range(n):
                 Y[i, j] += lik * C[k, j]
@@ -132,6 +157,96 @@ def _back(Li, t):
 
 
 @jit
+def _pins(Jp, Ji, Jd, j_rhs, kin, ndof):
+    """The kinematic bodies' velocity rows (joint_kernels: v+ of a kinematic body equals its
+    velocity, one row a dof with one entry) and what eliminating them leaves: (ok, keep: the other
+    joint rows, the prescribed velocity per dof, a mask of the kinematic dofs). ok False where a
+    kinematic block (``kin``: body block indices) is not pinned by exactly one single-entry row a dof."""
+    nj = j_rhs.shape[0]
+    keep = np.ones(nj, dtype=np.bool_)
+    vkin = np.zeros(ndof)
+    held = np.zeros(ndof, dtype=np.bool_)
+    pinned = np.zeros(ndof, dtype=np.int64)
+    for b in kin:
+        for q in range(6):
+            held[6 * b + q] = True
+    if kin.shape[0] == 0:
+        return False, keep, vkin, held
+    for r in range(nj):
+        inside = True
+        for q in range(Jp[r], Jp[r + 1]):
+            if not held[Ji[q]]:
+                inside = False
+        if not inside:
+            continue
+        if Jp[r + 1] - Jp[r] != 1 or Jd[Jp[r]] == 0.0:
+            return False, keep, vkin, held
+        dof = Ji[Jp[r]]
+        pinned[dof] += 1
+        vkin[dof] = j_rhs[r] / Jd[Jp[r]]
+        keep[r] = False
+    for i in range(ndof):
+        if held[i] and pinned[i] != 1:
+            return False, keep, vkin, held
+    return True, keep, vkin, held
+
+
+@jit
+def _kept_rows(Jp, Ji, Jd, rhs, keep):
+    """The CSR rows (and right-hand sides) of J where ``keep``."""
+    nk = 0
+    nnz = 0
+    for r in range(keep.shape[0]):
+        if keep[r]:
+            nk += 1
+            nnz += Jp[r + 1] - Jp[r]
+    ip = np.empty(nk + 1, dtype=np.int64)
+    ix = np.empty(nnz, dtype=np.int64)
+    dv = np.empty(nnz)
+    rr = np.empty(nk)
+    ip[0] = 0
+    k = 0
+    p = 0
+    for r in range(keep.shape[0]):
+        if keep[r]:
+            for q in range(Jp[r], Jp[r + 1]):
+                ix[p] = Ji[q]
+                dv[p] = Jd[q]
+                p += 1
+            rr[k] = rhs[r]
+            k += 1
+            ip[k] = p
+    return ip, ix, dv, rr
+
+
+@jit
+def _solve6(W, b):
+    """W^-1 b for one 6 x 6 body block of M^-1 (Gaussian elimination with partial pivoting)."""
+    M = W.copy()
+    x = b.copy()
+    for c in range(6):
+        piv = c
+        for r in range(c + 1, 6):
+            if abs(M[r, c]) > abs(M[piv, c]):
+                piv = r
+        if piv != c:
+            for k in range(6):
+                M[c, k], M[piv, k] = M[piv, k], M[c, k]
+            x[c], x[piv] = x[piv], x[c]
+        for r in range(c + 1, 6):
+            f = M[r, c] / M[c, c]
+            for k in range(c, 6):
+                M[r, k] -= f * M[c, k]
+            x[r] -= f * x[c]
+    for c in range(5, -1, -1):
+        t = x[c]
+        for k in range(c + 1, 6):
+            t -= M[c, k] * x[k]
+        x[c] = t / M[c, c]
+    return x
+
+
+@jit
 def _declined():
     z = np.zeros(0)
     return False, 0, 0, 0.0, z, z, z, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), z, np.zeros((0, 2))
@@ -139,7 +254,8 @@ def _declined():
 
 @jit
 def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp, Si, Sd, Td, Ap, Ai, Ad, a_target,
-                  a_max, mu, d, cfm, Wb, Mip, Mii, Mid, v_free, ndof, max_pivots, pivot_tol, restarts, tol, threshold):
+                  a_max, mu, d, cfm, Wb, Mip, Mii, Mid, v_free, ndof, max_pivots, pivot_tol, restarts, tol, threshold,
+                  kin):
     """The Stewart-Trinkle MixedLCP of a step, solved by Lemke and certified, and v+ (module docstring).
 
     Inputs are the step's ConstraintSystem as CSR arrays (indptr, indices, data): joints J with
@@ -149,9 +265,29 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     as CSR (Mip, Mii, Mid), v_free = v + h M^-1 f. ``max_pivots`` < 0: Lemke's default 50 n + 1000.
     Returns (ok, pivots, n, scale, z = y, x, w, the six certified numbers (abs natural,
     complementarity, infeasibility, relative natural, complementarity, infeasibility of the mixed
-    problem, as solve() computes them), v_next, the tangential impulses (nc, 2))."""
-    nj, nl, nc, nm = j_rhs.shape[0], l_bias.shape[0], n_bias.shape[0], a_target.shape[0]
-    if nj == 0 or nl + nc + nm == 0:    # no joint rows, or nothing to solve (solve()'s trivial problem)
+    problem, as solve() computes them), v_next, the tangential impulses (nc, 2)).
+
+    ``kin``: the body blocks of the kinematic bodies (a wrist, a palm). Where each is pinned by its
+    velocity rows (:func:`_pins`), those rows and the body's dofs leave the problem: the body's
+    velocity is known, so its block of M^-1 is zero and its prescribed velocity enters the free
+    velocity v0 (the rows' right-hand sides through r = R v0): the Schur complement of the pinned
+    body's rows taken first, exact in exact arithmetic, which leaves A = J W J' one band per chain
+    hanging from that body. The pinned rows' impulses are recovered after the solve from the
+    body's momentum balance, x_pin = W_b^-1 (v_b - v0_b) - (R' [x; y])_b (so the returned x is the
+    whole problem's); the certificate is the reduced problem's, the same mixed problem with the
+    known velocities substituted."""
+    nj_all, nl, nc, nm = j_rhs.shape[0], l_bias.shape[0], n_bias.shape[0], a_target.shape[0]
+    if nj_all == 0 or nl + nc + nm == 0:    # no joint rows, or nothing to solve (solve()'s trivial problem)
+        return _declined()
+    elim, keep, vkin, held = _pins(Jp, Ji, Jd, j_rhs, kin, ndof)
+    Jp_all, Ji_all, Jd_all = Jp, Ji, Jd
+    Wd = Wb.copy()
+    if elim:
+        Jp, Ji, Jd, j_rhs = _kept_rows(Jp, Ji, Jd, j_rhs, keep)
+        for b in kin:
+            Wd[b] = 0.0
+    nj = j_rhs.shape[0]
+    if nj == 0:
         return _declined()
     Dp, Di, Dd = _pyramid(Sp, Si, Sd, Td, d)
     empty_p = np.zeros(1, dtype=np.int64)
@@ -161,12 +297,17 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
                         (Jd, Ld, Nd, Dd, empty_d, Ad, empty_d), (nj, nl, nc, nc * d, nc, nm, nm))
     n = nl + nc * (d + 2) + 2 * nm
     rows = nj + n
-    G = delassus_dense(Rp, Ri, Rd, Wb, rows, np.zeros(rows))
+    G = delassus_dense(Rp, Ri, Rd, Wd, rows, np.zeros(rows))
     v0 = v_free.copy()
     if nm:      # stewart_trinkle._parts: v0 - M^-1 A' a_max (the motor impulse is u - a_max)
         m = csr_times(Mip, Mii, Mid, rows_transpose_times(Ap, Ai, Ad, a_max, ndof))
         for i in range(ndof):
             v0[i] = v0[i] - m[i]
+    v0_all = v0.copy()
+    if elim:
+        for i in range(ndof):
+            if held[i]:
+                v0[i] = vkin[i]
     r = csr_times(Rp, Ri, Rd, v0)
     K = pyramid_coupling(nl, nc, d, nm, mu, cfm)
     o_cn = nl
@@ -199,12 +340,17 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     # the reduced LCP F = B - D A^-1 C = B - Y'Y, e = h - D A^-1 g = h - Y' yg (drumwright eq. 9-10)
     F = B.copy()
     e = hh.copy()
-    for k in range(nj):
+    for k in range(nj):         # Y'Y is symmetric: each product once, subtracted on both sides
         ygk = yg[k]
         for i in range(n):
             yki = Y[k, i]
-            for j in range(n):
-                F[i, j] -= yki * Y[k, j]
+            if yki == 0.0:
+                continue
+            for j in range(i):
+                q = yki * Y[k, j]
+                F[i, j] -= q
+                F[j, i] -= q
+            F[i, i] -= yki * yki
             e[i] -= yki * ygk
     # solve()'s triviality test: z = 0 with x = -A^-1 g solves the mixed problem exactly
     x0 = _back(Linv, yg)
@@ -262,7 +408,22 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     mv = csr_times(Mip, Mii, Mid, ph)
     v_next = np.empty(ndof)
     for i in range(ndof):
-        v_next[i] = v0[i] + 1.0 * mv[i]
+        v_next[i] = v0[i] + (0.0 if elim and held[i] else 1.0) * mv[i]
+    if elim:        # the pinned rows' impulses from each kinematic body's momentum balance
+        x_all = np.zeros(nj_all)
+        k = 0
+        for q in range(nj_all):
+            if keep[q]:
+                x_all[q] = x[k]
+                k += 1
+        for b in kin:
+            p_tot = _solve6(Wb[b], vkin[6 * b:6 * b + 6] - v0_all[6 * b:6 * b + 6])
+            for q in range(nj_all):
+                if not keep[q]:
+                    dof = Ji_all[Jp_all[q]]
+                    if 6 * b <= dof < 6 * b + 6:
+                        x_all[q] = (p_tot[dof - 6 * b] - ph[dof]) / Jd_all[Jp_all[q]]
+        x = x_all
     # the pyramid's beta as tangential impulses along (t1, t2) (models/common.py pyramid_to_tangent)
     tangent = np.zeros((nc, 2))
     o_b = nl + nc

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from ..kernels.tolerances import CERTIFY
+from ..mechanics.model import KIND_KINEMATIC
 from ..mechanics.system import build_system
 from ..models.common import StepResult, contact_modes
 from ..solution import Solution, Status
@@ -67,6 +68,8 @@ class CompiledSTStages(Stages):
         stages.threshold = stages.tol if stages.tol > certify else certify     # solve()'s max(certify, tol)
         stages.max_pivots = -1 if opts.max_iterations is None else int(opts.max_iterations)
         stages.pivot_tol, stages.restarts = float(opts.pivot_tol), int(opts.restarts)
+        m = sim.model      # the kinematic bodies' blocks: eliminated from the call's problem (st_mixed_step)
+        stages.kin = (m.dof_start[(m.kind == KIND_KINEMATIC) & (m.dof_start >= 0)] // 6).astype(np.int64)
         return stages
 
     # -- build: the step's system; the problem only where the call declines -------------------------
@@ -108,7 +111,7 @@ class CompiledSTStages(Stages):
             Ap, Ai, Ad, np.ascontiguousarray(sys.a_target, dtype=f), np.ascontiguousarray(sys.a_max, dtype=f),
             np.ascontiguousarray(sys.mu, dtype=f), int(sys.d), float(sys.cfm + sim.model_options.cfm), sys.W_blocks,
             Mp, Mi, Md, sys.v_free(), int(sys.ndof), self.max_pivots, self.pivot_tol, self.restarts, self.tol,
-            self.threshold)
+            self.threshold, self.kin)
         ok, pivots, n, scale, z, x, wv, c, v_next, tangent = out
         if not ok:     # the general stages take the step on the same system
             self.general(w)

@@ -51,8 +51,8 @@ from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.integrate import _exp_rotate
 from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE, limit_side
 from ..mechanics.rows import contact_terms, position_targets
-from ..mechanics.tree import (body_jacobians, body_velocities, bias_accelerations, crba, forward_kinematics,
-                              motion_columns, tree_coordinates, tree_joint_error)
+from ..mechanics.tree import (body_jacobians, body_rates, body_velocities, bias_accelerations, crba,
+                              forward_kinematics, motion_columns, tree_coordinates, tree_joint_error)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_speeds
 from .noslip_kernels import DECLINED, DEEP, DONE, certified_ppm
 
@@ -191,6 +191,7 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     acc, alpha = bias_accelerations(order, parent, jnt, qstart, jkind, pos, lin, ang, qd, ax, P)
     p = np.zeros(nq)
     y = np.empty(6)
+    my = np.empty(6)
     for t in range(live.shape[0]):
         bb = live[t]
         s0 = dof_start[bb]
@@ -201,9 +202,11 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
             mi = 0.0
             for j in range(6):
                 mi += M_blocks[t, i, j] * y[j]
-            for q in range(anc_ptr[bb], anc_ptr[bb + 1]):
-                kq = anc_idx[q]
-                p[kq] += Sb[bb, i, kq] * mi
+            my[i] = mi
+        for q in range(anc_ptr[bb], anc_ptr[bb + 1]):     # each p[kq] gets its six terms in i's order
+            kq = anc_idx[q]
+            for i in range(6):
+                p[kq] += Sb[bb, i, kq] * my[i]
     H = crba(order, parent, qstart, qcount, root, anc_ptr, anc_idx, nq, pos, quat, mass, inertia, S6)
     Lh = np.zeros((nq, nq))
     starts = np.empty(nq + 1, dtype=np.int64)
@@ -259,12 +262,8 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     for t in range(live.shape[0]):
         bb = live[t]
         s0 = dof_start[bb]
-        for i in range(6):
-            acc_v = 0.0
-            for qq in range(anc_ptr[bb], anc_ptr[bb + 1]):
-                kq = anc_idx[qq]
-                acc_v += Sb[bb, i, kq] * qd_next[kq]
-            v_next[s0 + i] = acc_v
+        (v_next[s0], v_next[s0 + 1], v_next[s0 + 2], v_next[s0 + 3], v_next[s0 + 4],
+         v_next[s0 + 5]) = body_rates(Sb, anc_ptr, anc_idx, bb, qd_next)
     gain = block_kinetic_gain(M_blocks, v_next, v_free, passive)
     deep = False
     if position_stage and nc:

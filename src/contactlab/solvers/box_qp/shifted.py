@@ -104,6 +104,17 @@ class _BlockCholesky:
         block_solve(self.perm, self.sym[0], self.sym[1], self.Ld, self.Lv, b, x)
 
 
+#: body space is declined where the touched bodies' coordinates (6 per body, S's rows) number at least this
+#: many times the kept rows. S's 6x6 blocks on the bodies' graph fill far less than M_keep's pattern, whose
+#: rows on one body are all coupled: the interior point's calls of falling piles (500-5,000 boxes, recorded and
+#: replayed with the same iterates, docs/session9-piles.md) ran 1.1-2.5x faster in body space than on M_keep
+#: (QDLDL / CHOLMOD) at 1.0-1.84 body coordinates per kept row, where the old bound (1: the rows outnumber the
+#: coordinates) sent the whole-pile problems of a landing pile to M_keep; towers' normal-only position
+#: problems at 1.5 ran within 0.7-1.25x. Above 2 (few rows on many bodies: S larger than M_keep by more
+#: than its sparser fill makes up) not measured: declined
+BODY_SPACE_MAX_RATIO = 2.0
+
+
 class _BodySpace:
     """Factorisations of M + diag(d) on the rows ``keep`` of a contact matrix M = H W H' + cfm I
     (the problem's ``factors`` (H, W, cfm): H's rows on one or two bodies each, W the bodies' 6x6
@@ -136,11 +147,13 @@ class _BodySpace:
             body_space_values(self.ra, self.rb, self.ha, self.hb, self._e_inv, self.Winv, self.diag_base,
                               self.stride, self.pair_base, self._S.data)
         return self._S
+
     @classmethod
     def of(cls, factors, M, keep: np.ndarray, dense_max: int):
         """The body-space form of the rows ``keep`` of a problem whose matrix is H W H' + cfm I
         (``factors``), or None where it does not apply or would not pay: no factors, cfm <= 0,
-        M_keep small enough for the dense path, no fewer body coordinates than rows, a row on three
+        M_keep small enough for the dense path, at least BODY_SPACE_MAX_RATIO body coordinates per kept
+        row, a row on three
         bodies or more, a touched body's block not invertible."""
         if factors is None or keep.size <= dense_max:
             return None
@@ -150,7 +163,7 @@ class _BodySpace:
         ok, *layout = body_space_layout(H.indptr.astype(np.int64, copy=False), H.indices.astype(np.int64, copy=False),
                                         H.data.astype(np.float64, copy=False), keep.astype(np.int64, copy=False),
                                         np.ascontiguousarray(W, dtype=np.float64))
-        if not ok or 6 * layout[4] >= keep.size:
+        if not ok or 6 * layout[4] >= BODY_SPACE_MAX_RATIO * keep.size:
             return None
         return cls(layout, float(cfm), M.diagonal()[keep])
 
