@@ -266,6 +266,22 @@ class TieredDispatcher(CPUDispatcher):
                 pass
         self._cache.save_overload = save_overload
 
+    def get_call_template(self, args, kws):
+        """The typing of a call from another compiled kernel: this kernel compiled for the plain
+        types of the arguments (``numba.types.unliteral``: int64 for a literal ``2``, bool for
+        ``True``), which the call then reaches by conversion. numba otherwise first types a variable
+        set from a constant with the constant's own type and compiles the callee, and its callees,
+        for that signature too: a second machine code that no call keeps. A kernel that only types
+        with a literal argument (a heterogeneous tuple indexed by it) is typed numba's way."""
+        plain = tuple(numba.types.unliteral(a) for a in args)
+        plain_kws = {k: numba.types.unliteral(v) for k, v in kws.items()}
+        if plain == tuple(args) and plain_kws == kws:
+            return super().get_call_template(args, kws)
+        try:
+            return super().get_call_template(plain, plain_kws)
+        except numba.core.errors.TypingError:
+            return super().get_call_template(args, kws)
+
     def _closure_size(self) -> int:
         """How many kernel functions compiling this one compiles: itself and every kernel it
         names, through the kernels they name."""
