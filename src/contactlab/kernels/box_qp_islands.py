@@ -40,7 +40,7 @@ POOR_LEFT_STEPS = 3
 #: islands (6-26 % of their rows new on a 500-box pile) gain nothing in the steps POOR_LEFT_STEPS
 #: gives (relative error 1.0 -> 1.0 on every one recorded), while the towers of a settled pile that
 #: those steps land (side contacts joining them at 5,000 boxes) have at most 0.4 % of their rows new
-#: (docs/session8-piles.md)
+#: (docs/benchmarks-sim.md, "impact islands left before any Newton step")
 NEW_LEFT_SHARE = 0.02
 
 

@@ -106,12 +106,11 @@ class _BlockCholesky:
 
 #: body space is declined where the touched bodies' coordinates (6 per body, S's rows) number at least this
 #: many times the kept rows. S's 6x6 blocks on the bodies' graph fill far less than M_keep's pattern, whose
-#: rows on one body are all coupled: the interior point's calls of falling piles (500-5,000 boxes, recorded and
-#: replayed with the same iterates, docs/session9-piles.md) ran 1.1-2.5x faster in body space than on M_keep
-#: (QDLDL / CHOLMOD) at 1.0-1.84 body coordinates per kept row, where the old bound (1: the rows outnumber the
-#: coordinates) sent the whole-pile problems of a landing pile to M_keep; towers' normal-only position
-#: problems at 1.5 ran within 0.7-1.25x. Above 2 (few rows on many bodies: S larger than M_keep by more
-#: than its sparser fill makes up) not measured: declined
+#: rows on one body are all coupled, so S pays below this ratio even where it has more rows than M_keep: the
+#: whole-pile problems of a landing pile (one to two body coordinates a kept row), recorded and replayed both
+#: ways, ran faster in body space than on M_keep (QDLDL / CHOLMOD), with the same iterations; above it (few
+#: rows on many bodies) S's size outweighs its sparser fill, and it was not measured there
+#: (docs/benchmarks-sim.md, "the whole-pile interior point in body space up to two coordinates a kept row")
 BODY_SPACE_MAX_RATIO = 2.0
 
 
