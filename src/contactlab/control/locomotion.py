@@ -115,13 +115,13 @@ class LegController:
         ik = ((a.hips, a.side, a.signs, float(a.l1), float(a.l2)) if a is not None else
               (np.zeros((L, 3)), np.zeros(L), np.zeros((L, 3)), 1.0, 1.0))
         kin = s.kinematics
-        self._bodies = (float(ACTIVE_GAP), self._base, np.array([model.index(f) for f in s.feet]), model.dof_start)
         # every array C-contiguous (an analytic IK's side is a strided view): one signature of
         # _control_step for this call, the compiled robot step's and the rollout's (sim/robot_rollout.py)
-        self._bodies = tuple(np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x for x in self._bodies)
-        self._legs = tuple(np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x for x in (
-            reader.a, reader.b, reader.axis_a, reader.q_rel0_conj, self._q_offset, self._nominal, kin.anchors,
-            kin.axes, kin.feet, float(s.mass), model.gravity, *ik, self._analytic))
+        contiguous = lambda *xs: tuple(np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x for x in xs)
+        self._bodies = contiguous(float(ACTIVE_GAP), self._base, np.array([model.index(f) for f in s.feet]),
+                                  model.dof_start)
+        self._legs = contiguous(reader.a, reader.b, reader.axis_a, reader.q_rel0_conj, self._q_offset, self._nominal,
+                                kin.anchors, kin.axes, kin.feet, float(s.mass), model.gravity, *ik, self._analytic)
         self._tau, self._q_ref = np.zeros((L, k)), np.zeros((L, k))
         self._x_step = sim.data.position.copy()
 
