@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels._jit import jit
-from ..kernels.dense import csr_times
+from ..kernels.dense import csr_times, solve_small
 from ..kernels.lemke import SOLVED, lemke_reduced_certified
 from ..kernels.mixed import mixed_row_terms, pyramid_coupling, symmetric_row_norm
 from ..kernels.residual import lcp_relative_kernel, lcp_residual_kernel
@@ -220,33 +220,6 @@ def _kept_rows(Jp, Ji, Jd, rhs, keep):
 
 
 @jit
-def _solve6(W, b):
-    """W^-1 b for one 6 x 6 body block of M^-1 (Gaussian elimination with partial pivoting)."""
-    M = W.copy()
-    x = b.copy()
-    for c in range(6):
-        piv = c
-        for r in range(c + 1, 6):
-            if abs(M[r, c]) > abs(M[piv, c]):
-                piv = r
-        if piv != c:
-            for k in range(6):
-                M[c, k], M[piv, k] = M[piv, k], M[c, k]
-            x[c], x[piv] = x[piv], x[c]
-        for r in range(c + 1, 6):
-            f = M[r, c] / M[c, c]
-            for k in range(c, 6):
-                M[r, k] -= f * M[c, k]
-            x[r] -= f * x[c]
-    for c in range(5, -1, -1):
-        t = x[c]
-        for k in range(c + 1, 6):
-            t -= M[c, k] * x[k]
-        x[c] = t / M[c, c]
-    return x
-
-
-@jit
 def _declined():
     z = np.zeros(0)
     return False, 0, 0, 0.0, z, z, z, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), z, np.zeros((0, 2))
@@ -417,7 +390,8 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
                 x_all[q] = x[k]
                 k += 1
         for b in kin:
-            p_tot = _solve6(Wb[b], vkin[6 * b:6 * b + 6] - v0_all[6 * b:6 * b + 6])
+            p_tot = np.full(6, np.nan)  # W_b^-1 (v_b - v0_b); W_b, the body's block of M^-1, is positive definite
+            solve_small(Wb[b].copy(), vkin[6 * b:6 * b + 6] - v0_all[6 * b:6 * b + 6], 6, p_tot)
             for q in range(nj_all):
                 if not keep[q]:
                     dof = Ji_all[Jp_all[q]]
