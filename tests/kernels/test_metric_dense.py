@@ -1,46 +1,64 @@
-"""kernels/metric_dense.py: the tree step's no-slip reduction on dense rows (drumwright Sec. VI, Alg. 2,
-eq. 56-57) against scipy's triangular solves and numpy's projections, and bit for bit against the
-general chain it replaces for the tree (kernels/metric_chain.py ``noslip_metric_chain``,
-``recover_metric_step`` with no equality rows), on well-conditioned and near-singular inputs."""
+"""kernels/metric_dense.py: the tree step's no-slip reduction on dense rows in the metric of H's
+tree factor (drumwright Sec. VI, Alg. 2, eq. 56-57; Featherstone RBDA sec. 6.5) against numpy's
+inverse, solves and projections and scipy's triangular solves, on well-conditioned and near-singular
+inputs, with H tree-sparse (a floating base's chain and legs) or dense (one chain)."""
 import numpy as np
 import pytest
 import scipy.linalg as sla
 
-from contactlab.kernels import metric_chain as MC
 from contactlab.kernels import metric_dense as MD
 from contactlab.kernels.householder import apply_reflectors, householder_select
-from contactlab.kernels.mass_factor import mass_factor
+from contactlab.kernels.mass_factor import tree_factor
 
 
-def _spd(rng, sizes, cond):
-    """Block-diagonal SPD matrix (blocks of ``sizes``) with eigenvalues spread over [1, cond] per block,
-    some entries of a block's rotation exactly zero (a robot's H has zeros between legs)."""
-    m = int(sum(sizes))
-    M = np.zeros((m, m))
-    s0 = 0
-    for b in sizes:
-        Q, _ = np.linalg.qr(rng.normal(size=(b, b)))
-        ev = np.geomspace(1.0, cond, b)
-        M[s0:s0 + b, s0:s0 + b] = (Q * ev) @ Q.T
-        s0 += b
-    return 0.5 * (M + M.T)
+def _legs(nlegs, per_leg):
+    """lam of a floating base (a chain of 6) with ``nlegs`` chains of ``per_leg`` coordinates hanging
+    from its last coordinate (a legged robot's coordinate tree)."""
+    lam = [-1, 0, 1, 2, 3, 4]
+    for _ in range(nlegs):
+        lam += [5] + [len(lam) + i for i in range(per_leg - 1)]
+    return np.array(lam, dtype=np.int64)
 
 
-def _factor(M):
-    m = M.shape[0]
-    L, starts = np.empty((m, m)), np.empty(m + 1, dtype=np.int64)
-    nb = mass_factor(M, L, starts)
-    assert nb >= 1
-    return L, starts, nb
+def _ancestors(lam):
+    m = lam.shape[0]
+    anc = np.zeros((m, m), dtype=bool)
+    for k in range(m):
+        i = k
+        while i >= 0:
+            anc[k, i] = True
+            i = lam[i]
+    return anc
 
 
-def _tangent_rows(rng, m, nc, near):
-    """ST (2 nc, m): S_0, T_0, ... with sparse rows, some contacts not touching (zero rows), one row
-    repeated (dependent) and, with ``near``, one row within 1e-9 of the span of two others."""
-    ST = rng.normal(size=(2 * nc, m)) * (rng.random((2 * nc, m)) < 0.5)
-    off = rng.random(nc) < 0.25
-    ST[0::2][off] = 0.0
-    ST[1::2][off] = 0.0
+def _tree_spd(rng, lam, cond):
+    """An SPD H = L' L with the tree's sparsity (L_ki nonzero only for i = k or an ancestor of k),
+    its condition spread to about ``cond`` by L's diagonal."""
+    m = lam.shape[0]
+    L = np.where(_ancestors(lam), rng.normal(size=(m, m)), 0.0)
+    L[np.diag_indices(m)] = np.geomspace(1.0, np.sqrt(cond), m)[rng.permutation(m)]
+    return L.T @ L
+
+
+def _factor(H, lam):
+    L = np.empty_like(H)
+    assert tree_factor(H, lam, L)
+    return L
+
+
+def _tangent_rows(rng, lam, nc, near):
+    """ST (2 nc, m): S_0, T_0, ... each contact's pair supported on one path to the root (a foot's
+    rows) or, for one in four, anywhere; some contacts not touching (zero rows), one row repeated
+    (dependent) and, with ``near``, one row within 1e-9 of the span of two others."""
+    m = lam.shape[0]
+    anc = _ancestors(lam)
+    ST = np.zeros((2 * nc, m))
+    for c in range(nc):
+        leaf = rng.integers(m)
+        support = anc[leaf] if rng.random() < 0.75 else rng.random(m) < 0.5
+        ST[2 * c:2 * c + 2] = rng.normal(size=(2, m)) * support
+        if rng.random() < 0.25:
+            ST[2 * c:2 * c + 2] = 0.0
     if nc >= 2:
         ST[-1] = ST[0]
     if near and nc >= 3:
@@ -48,39 +66,43 @@ def _tangent_rows(rng, m, nc, near):
     return ST
 
 
-CASES = [(seed, cond, near) for seed in range(6) for cond, near in ((10.0, False), (1e10, True))]
+CASES = [(seed, cond, near, legs) for seed in range(4) for cond, near in ((10.0, False), (1e10, True))
+         for legs in (True, False)]
 
 
-@pytest.mark.parametrize("seed,cond,near", CASES)
-def test_rows_lower_solve_is_the_triangular_solve(seed, cond, near):
-    """Each column of the side-by-side solve is L_M^-1 g (scipy's solve_triangular on the dense
-    factor), zero on the blocks where g is zero, in both forms (reciprocal products and divisions)."""
+def _lam(legs):
+    return _legs(4, 3) if legs else np.arange(14, dtype=np.int64) - 1
+
+
+@pytest.mark.parametrize("seed,cond,near,legs", CASES)
+def test_tree_transposed_solve_is_the_triangular_solve(seed, cond, near, legs):
+    """Each column of the side-by-side L^-T solve is scipy's solve_triangular of L', zero off the
+    paths its row lives on, and |L^-T g|^2 = g H^-1 g' (numpy's solve)."""
+    from contactlab.kernels.mass_factor import tree_transposed_solve
     rng = np.random.default_rng(seed)
-    M = _spd(rng, rng.integers(1, 7, size=3), cond)
-    m = M.shape[0]
-    L, starts, nb = _factor(M)
-    assert np.allclose(L @ L.T, M, rtol=1e-12, atol=1e-12 * np.abs(M).max())
-    G = _tangent_rows(rng, m, 5, near)
-    for scatter in (True, False):
-        XT = np.full((m, G.shape[0] + 2), np.nan)
-        MD.rows_lower_solve(L, starts, nb, G, XT, 2, scatter)
-        ref = sla.solve_triangular(L, G.T, lower=True)
-        scale = np.abs(ref).max() + 1.0
-        assert np.allclose(XT[:, 2:], ref, rtol=0, atol=1e-12 * scale * np.sqrt(cond))
-        for b in range(nb):
-            s0, s1 = starts[b], starts[b + 1]
-            zero = ~np.any(G[:, s0:s1] != 0.0, axis=1)
-            assert np.all(XT[s0:s1, 2:][:, zero] == 0.0)
+    lam = _lam(legs)
+    H = _tree_spd(rng, lam, cond)
+    L = _factor(H, lam)
+    assert np.allclose(L.T @ L, H, rtol=0, atol=1e-12 * np.abs(H).max())
+    G = _tangent_rows(rng, lam, 5, near)
+    XT = np.ascontiguousarray(G.T)
+    tree_transposed_solve(L, lam, XT)
+    ref = sla.solve_triangular(L.T, G.T, lower=False)
+    assert np.allclose(XT, ref, rtol=0, atol=1e-12 * (np.abs(ref).max() + 1.0) * np.sqrt(cond))
+    reach = _ancestors(lam).T.astype(float) @ (G.T != 0.0)      # entry t of a row's solve: t on its rows' paths
+    assert np.all(XT[reach == 0.0] == 0.0)
+    gHg = np.einsum("ij,ij->i", G, np.linalg.solve(H, G.T).T)
+    assert np.allclose(np.einsum("ij,ij->j", XT, XT), gHg, rtol=1e-8, atol=1e-300)
 
 
-@pytest.mark.parametrize("seed,cond,near", CASES)
-def test_reflectors_side_by_side_are_apply_reflectors(seed, cond, near):
+@pytest.mark.parametrize("seed,cond,near,legs", CASES[::2])
+def test_reflectors_side_by_side_are_apply_reflectors(seed, cond, near, legs):
     """Q' on the columns of a transposed block (:func:`reflect_rows_transposed`) gives what
     householder.apply_reflectors gives on each column alone, bit for bit, and keeps the norms (Q
     orthogonal); the reflectors come from householder_select on tangent rows."""
     rng = np.random.default_rng(100 + seed)
     m, nc = 12, 4
-    Y = _tangent_rows(rng, m, nc, near) * np.sqrt(cond) ** rng.uniform(-1, 1, size=(2 * nc, 1))
+    Y = _tangent_rows(rng, _legs(2, 3), nc, near) * np.sqrt(cond) ** rng.uniform(-1, 1, size=(2 * nc, 1))
     r = Y.shape[0]
     k0 = min(r, m)
     Lg, kept, prow, sgn, beta = np.empty((k0, k0)), np.empty(k0, np.int64), np.empty(k0, np.int64), \
@@ -101,85 +123,90 @@ def test_reflectors_side_by_side_are_apply_reflectors(seed, cond, near):
     assert np.allclose(np.linalg.norm(XT, axis=0), np.linalg.norm(B, axis=0), rtol=1e-13)
 
 
-def _chains(rng, cond, near, nc=4, n=5):
-    M = _spd(rng, rng.integers(2, 8, size=rng.integers(1, 4)), cond)
-    m = M.shape[0]
-    L, starts, nb = _factor(M)
-    ST = _tangent_rows(rng, m, nc, near)
+def _chains(rng, cond, near, legs, nc=4, n=5):
+    lam = _lam(legs)
+    H = _tree_spd(rng, lam, cond)
+    m = H.shape[0]
+    L = _factor(H, lam)
+    ST = _tangent_rows(rng, lam, nc, near)
     U, bias, v = rng.normal(size=(n, m)), rng.normal(size=n), rng.normal(size=m)
-    h, tol = 0.01, 1e-9
-    a = MD.dense_metric_chain(M, L, starts, nb, ST, tol, v, h, U, bias)
-    b = MC.noslip_metric_chain(M, L, starts, nb, np.zeros((0, m)), ST, np.zeros(0), tol, v, np.zeros(m), h, U, bias)
-    return M, L, starts, nb, ST, U, bias, v, a, b
+    p = H @ v
+    a = MD.tree_metric_chain(H, L, lam, ST, 1e-9, p, U, bias)
+    return H, L, lam, ST, U, bias, p, a
 
 
-@pytest.mark.parametrize("seed,cond,near", CASES)
-def test_dense_chain_equals_the_general_chain_and_the_projection(seed, cond, near):
-    """The same kept rows, Lg, p, U Z, Z' p, offset and q as noslip_metric_chain (bit for bit), and
-    the mathematics against numpy: Lg Lg' = G_k M^-1 G_k' (Cholesky of the kept rows' Gram matrix in
-    the M^-1 metric), U Z Z' p = U P p and U Z (U Z)' = U P U' with P = M^-1 - M^-1 G_k' (G_k M^-1
-    G_k')^-1 G_k M^-1 (eq. 56: Z Z' is the M-orthogonal projection onto null(G_k) times M^-1), and
-    every dropped nonzero row within Alg. 2's tolerance of the kept ones' span in the M^-1 metric
-    (at most m rows are kept)."""
+@pytest.mark.parametrize("seed,cond,near,legs", CASES)
+def test_tree_chain_is_the_projection_in_the_metric_of_h(seed, cond, near, legs):
+    """The reduction's mathematics against numpy: Lg Lg' = G_k H^-1 G_k' (Cholesky of the kept rows'
+    Gram matrix in the H^-1 metric), U Z Z' p = U P p and U Z (U Z)' = U P U' with P = H^-1 -
+    H^-1 G_k' (G_k H^-1 G_k')^-1 G_k H^-1 (eq. 56: Z Z' is the H-orthogonal projection onto null(G_k)
+    times H^-1), q = U Z Z' p + offset, offset = bias, the kept rows in trial order and every dropped
+    nonzero row within Alg. 2's tolerance of the kept ones' span in the H^-1 metric."""
     rng = np.random.default_rng(200 + seed)
-    M, L, starts, nb, ST, U, bias, v, a, b = _chains(rng, cond, near)
-    (status, k, kept, p, Lg, x_p, UZ, Zp, offset, q) = a[:10]
-    assert status == 0 and b[0] == 0
-    assert np.array_equal(kept[:k], b[1]) and np.array_equal(np.tril(Lg[:k, :k]), b[4])
-    for x, y in ((p, b[3]), (x_p, b[6]), (UZ, b[7]), (Zp, b[8]), (offset, b[9]), (q, b[10])):
-        assert x.shape == y.shape and np.array_equal(x, y)
+    H, L, lam, ST, U, bias, p, a = _chains(rng, cond, near, legs)
+    status, k, kept, Lg, UZ, Zp, offset, q = a[:8]
+    assert status == 0 and k >= 1 and np.all(np.diff(kept[:k]) > 0)
+    m = H.shape[0]
+    assert UZ.shape == (U.shape[0], m - k) and Zp.shape == (m - k,)
     Gk = ST[kept[:k]]
-    Mi = np.linalg.inv(M)
-    A = Gk @ Mi @ Gk.T
+    Hi = np.linalg.inv(H)
+    A = Gk @ Hi @ Gk.T
     Lk = np.tril(Lg[:k, :k])
-    rel = max(1e-10, 1e-13 * cond)          # the references' own rounding grows with M's condition
+    rel = max(1e-10, 1e-13 * cond)          # the references' own rounding grows with H's condition
     assert np.allclose(Lk @ Lk.T, A, rtol=0, atol=rel * np.abs(A).max())
-    P = Mi - Mi @ Gk.T @ np.linalg.solve(A, Gk @ Mi)
-    scale = np.abs(U).max() ** 2 * np.abs(Mi).max()
+    P = Hi - Hi @ Gk.T @ np.linalg.solve(A, Gk @ Hi)
+    scale = np.abs(U).max() ** 2 * np.abs(Hi).max()
     assert np.allclose(UZ @ UZ.T, U @ P @ U.T, rtol=0, atol=rel * 1e3 * scale)
-    assert np.allclose(q - offset, U @ P @ (M @ v), rtol=0, atol=rel * 1e3 * scale * np.abs(M @ v).max())
-    assert np.array_equal(offset, bias) and not np.any(x_p)
+    assert np.allclose(q - offset, U @ P @ p, rtol=0, atol=rel * 1e3 * scale * np.abs(p).max())
+    assert np.array_equal(offset, bias)
+    Lt = L.T            # H = F F' with F = L': the rows' coordinates y = F^-1 g
     for i in np.flatnonzero(np.any(ST != 0.0, axis=1)):
-        if i not in kept[:k] and k < M.shape[0]:        # (k = m: every row is in the span)
-            # Alg. 2's test in the M^-1 metric: |L^-1 g - proj|^2 <= tol |L^-1 g|^2 (tol 1e-9)
-            Yk, y = sla.solve_triangular(L, Gk.T, lower=True), sla.solve_triangular(L, ST[i], lower=True)
+        if i not in kept[:k] and k < m:        # (k = m: every row is in the span)
+            Yk, y = sla.solve_triangular(Lt, Gk.T, lower=False), sla.solve_triangular(Lt, ST[i], lower=False)
             res = y - Yk @ np.linalg.lstsq(Yk, y, rcond=None)[0]
             assert res @ res <= 2e-9 * (y @ y)
 
 
-@pytest.mark.parametrize("seed,cond,near", CASES)
-def test_dense_recover_equals_the_general_recovery_and_balances_momentum(seed, cond, near):
-    """v+ and the tangential impulses equal recover_metric_step's bit for bit, and the physics holds:
-    the kept tangent rows stop (G_k v+ = 0, eq. 45-46) and momentum balances, M v+ = p + U' z +
-    G_k' lam (eq. 47), for z >= 0 of the reduced LCP's size."""
+@pytest.mark.parametrize("seed,cond,near,legs", CASES)
+def test_tree_recover_stops_the_kept_rows_and_balances_momentum(seed, cond, near, legs):
+    """The physics of the recovery: v+ = H^-1 (p + U' z) projected (the kept tangent rows stop, G_k
+    v+ = 0, eq. 45-46), momentum balances, H v+ = p + U' z + G_k' lam (eq. 47), and v+ equals the
+    dense solve of the KKT system [H G_k'; G_k 0] for z >= 0 of the reduced LCP's size."""
     rng = np.random.default_rng(300 + seed)
-    M, L, starts, nb, ST, U, bias, v, a, b = _chains(rng, cond, near)
-    status, k, kept, p, Lg, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, prow, sgn, free = a
+    H, L, lam, ST, U, bias, p, a = _chains(rng, cond, near, legs)
+    status, k, kept, Lg, UZ, Zp, offset, q, vval, vidx, vptr, beta, prow, sgn, free = a
     nc = ST.shape[0] // 2
     z = np.abs(rng.normal(size=U.shape[0])) * (rng.random(U.shape[0]) < 0.7)
-    vn, tangent = MD.dense_metric_recover(M, L, starts, nb, k, Lg, kept, x_p, vval, vidx, vptr, beta, prow, sgn,
-                                          free, UZ, Zp, p, U, z, nc)
-    _, kept_b, order, p_b, Lg_b, Gk_b, x_p_b, UZ_b, Zp_b, _o, _q, fpack, ipack = b
-    vr, joint, tr = MC.recover_metric_step(M, L, starts, nb, Gk_b, Lg_b, order, x_p_b, fpack, ipack, UZ_b, Zp_b,
-                                           p_b, U, z, 0, nc)
-    assert np.array_equal(vn, vr) and np.array_equal(tangent, tr) and joint.size == 0
+    vn, tangent = MD.tree_metric_recover(H, L, lam, k, Lg, kept, vval, vidx, vptr, beta, prow, sgn, free, UZ, Zp,
+                                         p, U, z, nc)
     Gk = ST[kept[:k]]
-    lam = tangent.reshape(-1)[kept[:k]]
-    scale = np.abs(M).max() * np.abs(vn).max() + np.abs(p).max() + np.abs(U.T @ z).max()
+    mult = tangent.reshape(-1)[kept[:k]]
+    assert np.all(tangent.reshape(-1)[np.setdiff1d(np.arange(2 * nc), kept[:k])] == 0.0)
+    scale = np.abs(H).max() * np.abs(vn).max() + np.abs(p).max() + np.abs(U.T @ z).max()
     assert np.abs(Gk @ vn).max() <= 1e-7 * np.abs(Gk).max() * np.abs(vn).max() * np.sqrt(cond)
-    assert np.allclose(M @ vn, p + U.T @ z + Gk.T @ lam, rtol=0, atol=1e-7 * scale)
+    assert np.allclose(H @ vn, p + U.T @ z + Gk.T @ mult, rtol=0, atol=1e-7 * scale)
+    if cond < 1e3:
+        m = H.shape[0]
+        K = np.block([[H, Gk.T], [Gk, np.zeros((k, k))]])
+        ref = np.linalg.solve(K, np.concatenate([p + U.T @ z, np.zeros(k)]))
+        assert np.allclose(vn, ref[:m], rtol=0, atol=1e-10 * np.abs(ref[:m]).max())
+        assert np.allclose(mult, -ref[m:], rtol=0, atol=1e-9 * np.abs(ref[m:]).max())
 
 
 def test_non_finite_input_is_a_status():
-    """A NaN in the rows, U or the velocity returns status 3 (the tree step then declines)."""
+    """A NaN in the rows, U or the momentum returns status 3 (the tree step then declines)."""
     rng = np.random.default_rng(7)
-    M = _spd(rng, [6, 3], 10.0)
-    L, starts, nb = _factor(M)
-    m = M.shape[0]
-    ST, U, bias, v = _tangent_rows(rng, m, 3, False), rng.normal(size=(3, m)), rng.normal(size=3), rng.normal(size=m)
+    lam = _legs(1, 3)
+    H = _tree_spd(rng, lam, 10.0)
+    L = _factor(H, lam)
+    m = H.shape[0]
+    ST, U, bias, p = _tangent_rows(rng, lam, 3, False), rng.normal(size=(3, m)), rng.normal(size=3), rng.normal(size=m)
     ST[0, 0] = np.nan
-    assert MD.dense_metric_chain(M, L, starts, nb, ST, 1e-9, v, 0.01, U, bias)[0] == 3
+    assert MD.tree_metric_chain(H, L, lam, ST, 1e-9, p, U, bias)[0] == 3
     ST[0, 0] = 1.0
     U[1, 2] = np.inf
-    assert MD.dense_metric_chain(M, L, starts, nb, ST, 1e-9, v, 0.01, U, bias)[0] == 3
-    assert MD.dense_metric_chain(M, L, starts, -1, ST, 1e-9, v, 0.01, U, bias)[0] == 4
+    assert MD.tree_metric_chain(H, L, lam, ST, 1e-9, p, U, bias)[0] == 3
+    U[1, 2] = 0.0
+    p[0] = np.nan
+    assert MD.tree_metric_chain(H, L, lam, ST, 1e-9, p, U, bias)[0] == 3
+    assert MD.tree_metric_chain(H, L, lam, ST, 1e-9, np.zeros(m), U, bias)[0] == 0

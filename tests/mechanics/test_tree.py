@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.linalg import null_space
 
+from contactlab.kernels.mass_factor import coordinate_parents, tree_factor, tree_solve, tree_transposed_solve
 from contactlab.mechanics.rows import contact_terms
 from contactlab.mechanics.system import build_system
 from contactlab.mechanics.tree import (body_jacobians, body_velocities, crba, forward_kinematics, motion_columns,
@@ -95,6 +96,51 @@ def test_motion_subspace_is_the_joint_rows_null_space_and_crba_is_its_mass_matri
     # the kinetic energy of the maximal velocities the rates give
     v = d.velocity_vector(m)
     assert np.isclose(0.5 * qd @ H @ qd, 0.5 * v @ M @ v, rtol=1e-12)
+
+
+@pytest.mark.parametrize("robot,seed", [("quadruped", 3), ("quadruped", 4), ("solo12", 5)])
+def test_tree_factor_of_crba_against_numpys_cholesky_and_solve(robot, seed):
+    """Featherstone's H = L' L (kernels/mass_factor.py tree_factor, RBDA Table 6.3) on a posed robot's
+    H: L lower triangular with no entry off the coordinates' ancestor pairs (no fill-in), L' L = H, and
+    the factor's determinant and solves against numpy's Cholesky factor of the dense H and its solve:
+    L^-1 L^-T b = H^-1 b, and L^-T keeps a foot's row (the base and one leg) on that path."""
+    sim = _sim(robot)
+    tree, J, theta, qd, S6, Sb = _posed(sim, seed)
+    m, d = sim.model, sim.data
+    H = crba(tree.order, tree.parent, tree.qstart, tree.qcount, tree.root, tree.anc_ptr, tree.anc_idx, tree.nq,
+             d.position, d.quaternion, m.mass, m.inertia, S6)
+    nq = tree.nq
+    lam = coordinate_parents(tree.order, tree.qstart, tree.qcount, tree.anc_ptr, tree.anc_idx, nq)
+    anc = np.zeros((nq, nq), dtype=bool)            # anc[k, i]: i is k or one of its ancestors
+    for b in tree.order:
+        own = range(tree.qstart[b], tree.qstart[b] + tree.qcount[b])
+        for k in own:
+            anc[k, [i for i in tree.anc_idx[tree.anc_ptr[b]:tree.anc_ptr[b + 1]] if i <= k]] = True
+    assert np.all(H[~(anc | anc.T)] == 0.0)          # CRBA's H has the tree's sparsity
+    L = np.empty((nq, nq))
+    assert tree_factor(H, lam, L)
+    assert np.all(L[~anc] == 0.0) and np.all(np.diag(L) > 0)
+    scale = np.abs(H).max()
+    assert np.abs(L.T @ L - H).max() < 1e-13 * scale
+    C = np.linalg.cholesky(H)                       # H = C C': the same determinant
+    assert np.isclose(np.log(np.diag(L)).sum(), np.log(np.diag(C)).sum(), rtol=0, atol=1e-12)
+    rng = np.random.default_rng(seed)
+    B = rng.normal(size=(nq, 3))
+    X = B.copy()
+    tree_transposed_solve(L, lam, X)
+    for c in range(3):
+        tree_solve(L, lam, X[:, c])
+    ref = np.linalg.solve(H, B)
+    assert np.abs(X - ref).max() < 1e-10 * np.abs(ref).max()
+    foot = tree.order[-1]                           # a leaf: its path is the base and its leg
+    g = np.zeros((nq, 1))
+    path = tree.anc_idx[tree.anc_ptr[foot]:tree.anc_ptr[foot + 1]]
+    g[path, 0] = rng.normal(size=path.size)
+    g0 = g[:, 0].copy()
+    tree_transposed_solve(L, lam, g)
+    off = np.setdiff1d(np.arange(nq), path)
+    assert path.size == 9 and np.all(g[off, 0] == 0.0)
+    assert np.isclose(g[:, 0] @ g[:, 0], g0 @ np.linalg.solve(H, g0), rtol=1e-12)      # |L^-T g|^2 = g H^-1 g'
 
 
 def _point(sim, tree, J, theta, base, b, local):

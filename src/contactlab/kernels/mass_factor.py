@@ -5,6 +5,14 @@ O(sum of squared block sizes) (:func:`mass_solve`) and b's zero blocks are skipp
 :func:`mass_lower_solve` / :func:`mass_upper_solve` apply L^-1 and L^-T (the M-metric of
 :func:`~contactlab.kernels.metric_chain.metric_chain_rows`). Kernels never raise: a failed factor
 is a status.
+
+A kinematic tree's joint-space mass matrix H has the tree's sparsity (H_kl = 0 unless k and l lie on
+one path to the root), which the block factor does not see (a floating base couples every
+coordinate: one dense block). :func:`tree_factor` is Featherstone's L'L factorisation (*Rigid Body
+Dynamics Algorithms*, 2008, sec. 6.5, Table 6.3), H = L' L with L lower triangular and L_ki nonzero
+only where i is k or one of its ancestors: no fill-in, and :func:`tree_transposed_solve` (L^-T) /
+:func:`tree_solve` (L^-1, Table 6.4) touch only those entries; a vector supported on one path to the
+root (a foot's contact row: the base and that leg) stays on it under L^-T.
 """
 import numpy as np
 
@@ -175,3 +183,89 @@ def mass_upper_solve(L, starts, nb, b, x):
     """x = L_M^-T b with the block factor of :func:`mass_factor` (x may be b)."""
     for blk in range(nb):
         upper_solve_block(L, starts[blk], starts[blk + 1], b, x)
+
+
+@jit
+def coordinate_parents(order, qstart, qcount, anc_ptr, anc_idx, nq):
+    """lam (nq,): each joint coordinate's parent in the tree of coordinates (Featherstone's lambda,
+    RBDA sec. 6.5), -1 at a root: a body's coordinates form a chain (a floating root's six, in
+    order), whose first one hangs from the last coordinate of the nearest ancestor body that has
+    coordinates (``anc_idx[anc_ptr[b]:anc_ptr[b + 1]]``: the coordinates that move b, increasing,
+    its own last; :class:`~contactlab.mechanics.tree.TreeTopology`)."""
+    lam = np.empty(nq, dtype=np.int64)
+    for b in order:
+        c = qcount[b]
+        if c == 0:
+            continue
+        s = qstart[b]
+        first = anc_ptr[b + 1] - c          # the position of b's first own coordinate in its list
+        lam[s] = anc_idx[first - 1] if first > anc_ptr[b] else -1
+        for i in range(1, c):
+            lam[s + i] = s + i - 1
+    return lam
+
+
+@jit
+def tree_factor(H, lam, L):
+    """H = L' L (Featherstone Table 6.3, module docstring): L (n, n) receives the factor (lower
+    triangular; L_ki, i < k, nonzero only for i an ancestor of k in ``lam``, every other entry 0).
+    H's entries off the ancestor pairs must be zero (a tree's joint-space mass matrix: CRBA writes
+    no other). Returns False at a pivot that is not positive (H not positive definite, or not
+    finite)."""
+    n = H.shape[0]
+    for i in range(n):
+        for j in range(n):
+            L[i, j] = H[i, j] if j <= i else 0.0
+    for k in range(n - 1, -1, -1):
+        a = L[k, k]
+        if not a > 0.0:
+            return False
+        a = np.sqrt(a)
+        L[k, k] = a
+        i = lam[k]
+        while i >= 0:
+            L[k, i] /= a
+            i = lam[i]
+        i = lam[k]
+        while i >= 0:
+            lki = L[k, i]
+            j = i
+            while j >= 0:
+                L[i, j] -= lki * L[k, j]
+                j = lam[j]
+            i = lam[i]
+    return True
+
+
+@jit
+def tree_transposed_solve(L, lam, X):
+    """X <- L^-T X for every column of X (n, c), the factor of :func:`tree_factor` (Table 6.4's
+    first half, the columns side by side): for k from the leaves to the roots, x_k /= L_kk, then
+    x_i -= L_ki x_k on k's ancestors; a column whose x_k is zero skips k (nothing to subtract), so a
+    column supported on one path to the root costs that path's entries only."""
+    n, c = X.shape
+    for k in range(n - 1, -1, -1):
+        dk = L[k, k]
+        for e in range(c):
+            xk = X[k, e]
+            if xk == 0.0:
+                continue
+            xk /= dk
+            X[k, e] = xk
+            i = lam[k]
+            while i >= 0:
+                X[i, e] -= L[k, i] * xk
+                i = lam[i]
+
+
+@jit
+def tree_solve(L, lam, x):
+    """x <- L^-1 x (Table 6.4's second half) with the factor of :func:`tree_factor`: for k from the
+    roots to the leaves, x_k = (x_k - sum over k's ancestors i of L_ki x_i) / L_kk."""
+    for k in range(x.shape[0]):
+        s = x[k]
+        j = lam[k]
+        while j >= 0:
+            s -= L[k, j] * x[j]
+            j = lam[j]
+        x[k] = s / L[k, k]

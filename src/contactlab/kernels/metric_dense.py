@@ -1,73 +1,27 @@
-"""The no-slip reduction in the M metric for a small dense mass matrix with no equality rows, its
-rows batched (compiled; drumwright Sec. VI, Alg. 2 FIND-INDICES, eq. 45-57): the step of a
-kinematic tree in joint coordinates (:mod:`contactlab.sim.tree_kernels`), whose H is dense and
-small (a legged robot's 18 coordinates), whose joints are not rows, and whose candidate rows are
-the touching contacts' dense tangent rows in joint coordinates.
+"""The no-slip reduction in the metric of a kinematic tree's joint-space mass matrix, with no
+equality rows, its rows batched (compiled; drumwright Sec. VI, Alg. 2 FIND-INDICES, eq. 45-57): the
+step of a kinematic tree in joint coordinates (:mod:`contactlab.sim.tree_kernels`), whose H is small
+(a legged robot's 18 coordinates) and tree-sparse, whose joints are not rows, and whose candidate
+rows are the touching contacts' dense tangent rows in joint coordinates.
 
-:func:`dense_metric_chain` is :func:`~contactlab.kernels.metric_chain.noslip_metric_chain` with
-J empty and f = 0, and :func:`dense_metric_recover` its
-:func:`~contactlab.kernels.metric_chain.recover_metric_step`: the same arithmetic in the same order
-for each row (the same bits), with the work arranged for a few dense rows instead of many sparse
-ones. The triangular solves y_s = L_M^-1 g_s of all candidate rows, and L_M^-1 U', L_M^-1 p, run
-side by side (:func:`rows_lower_solve`: each row's forward substitution is a chain of dependent
-subtractions; across rows they are independent, so the inner loop runs over the rows, contiguous in
-a transposed work array), and the reflectors of the Householder QR are applied to all those rows
-at once (:func:`reflect_rows_transposed`); the rows stay dense (no CSR copy of G, no per-row
-scatter, no nonzero masks: a zero block of a row is zero whichever way it is solved, a reflector
-whose dot product with a row is zero leaves it as it is), and the reflectors stay unpacked between
-the reduction and the recovery.
+:func:`tree_metric_chain` is :func:`~contactlab.kernels.metric_chain.noslip_metric_chain` with J
+empty and f = 0, and :func:`tree_metric_recover` its
+:func:`~contactlab.kernels.metric_chain.recover_metric_step`, the metric's factor being Featherstone's
+H = L' L (:func:`~contactlab.kernels.mass_factor.tree_factor`, RBDA sec. 6.5) instead of the block
+Cholesky factor: y = L^-T g has |y|^2 = g H^-1 g', and L^-T keeps a row supported on one path to the
+root (a foot's contact row: the base and that leg, 9 of a quadruped's 18 coordinates) on that path,
+so its solve costs that path's entries (:func:`~contactlab.kernels.mass_factor.tree_transposed_solve`).
+The solves of all candidate rows, and L^-T U', L^-T p, run side by side (the rows as the columns of a
+transposed work array), and the reflectors of the Householder QR are applied to all those rows at
+once (:func:`reflect_rows_transposed`); the reflectors stay unpacked between the reduction and the
+recovery.
 """
 import numpy as np
 
 from ._jit import jit
 from .dense import add_rmatvec
 from .householder import _chunk, householder_select
-from .mass_factor import mass_lower_solve, mass_matvec, mass_upper_solve
-
-
-@jit
-def _block_zero(G, i, s0, s1):
-    """Whether row i of G is zero on s0:s1 (a NaN is not zero)."""
-    for t in range(s0, s1):
-        if G[i, t] != 0.0:
-            return False
-    return True
-
-
-@jit
-def rows_lower_solve(Lm, starts, nb, G, XT, c0, scatter):
-    """XT[:, c0 + i] = L_M^-1 G[i] for every row i of G (r, m), M = L_M L_M' the block factor of
-    :func:`~contactlab.kernels.mass_factor.mass_factor` (starts[:nb + 1] its blocks): per block, a
-    row zero on it gives zeros there; otherwise forward substitution, each row's sum in the order of
-    :func:`~contactlab.kernels.dense.lower_solve_block`, the rows side by side. ``scatter``: the
-    reduction's form (:func:`~contactlab.kernels.metric_chain._lower_solve_csr_row`: a row's zero
-    entries read as +0, each entry's product with the reciprocal of L_M's diagonal instead of a
-    division); else :func:`~contactlab.kernels.mass_factor.mass_lower_solve`'s (the entries as
-    they are, divisions). XT (m, >= c0 + r), transposed: the rows are its columns."""
-    r = G.shape[0]
-    for b in range(nb):
-        s0 = starts[b]
-        s1 = starts[b + 1]
-        for t in range(s0, s1):
-            for i in range(r):
-                g = G[i, t]
-                XT[t, c0 + i] = 0.0 if scatter and g == 0.0 else g
-            for j in range(s0, t):
-                lt = Lm[t, j]
-                for i in range(r):
-                    XT[t, c0 + i] -= lt * XT[j, c0 + i]
-            if scatter:
-                di = 1.0 / Lm[t, t]
-                for i in range(r):
-                    XT[t, c0 + i] *= di
-            else:
-                lt = Lm[t, t]
-                for i in range(r):
-                    XT[t, c0 + i] /= lt
-        for i in range(r):
-            if _block_zero(G, i, s0, s1):
-                for t in range(s0, s1):
-                    XT[t, c0 + i] = 0.0
+from .mass_factor import tree_solve, tree_transposed_solve
 
 
 @jit
@@ -98,22 +52,22 @@ def reflect_rows_transposed(vval, vidx, vptr, beta, k, XT, acc):
 
 
 @jit
-def dense_metric_chain(M, Lm, starts, nb, ST, tol, v, h, U, bias):
-    """:func:`~contactlab.kernels.metric_chain.noslip_metric_chain` with no equality rows and f = 0
-    (module docstring; its docstring for the mathematics): the candidate rows are the dense tangent
-    rows ST (r, m: S_0, T_0, S_1, ...; zero rows never kept), p = M v, the factored LCP of eq. 57 is
-    (N_r = U Z, I, f* = Z' p) with offset = U x_p + bias, x_p = 0 (no right-hand sides), q = U Z f*
-    + offset. Returns (status, k, kept, p, Lg, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta,
-    prow, sgn, free): status 0, 3 (an input is not finite) or 4 (nb < 0); Lg's leading k x k block
-    is the kept rows' Cholesky factor of G_k M^-1 G_k' (lower); the reflectors as
-    :func:`~contactlab.kernels.householder.householder_select` leaves them (its first k), ``free``
-    the d = m - k unpivoted rows."""
-    m = M.shape[0]
+def tree_metric_chain(H, L, lam, ST, tol, p, U, bias):
+    """:func:`~contactlab.kernels.metric_chain.noslip_metric_chain`'s reduction with no equality rows
+    and f = 0 (module docstring; its docstring for the mathematics), in the metric of the tree factor
+    H = L' L (:func:`~contactlab.kernels.mass_factor.tree_factor`, ``lam`` the coordinates' parents):
+    F = L' is the factor H = F F' whose F^-1 = L^-T maps a row g to y = L^-T g with |y|^2 = g H^-1 g'.
+    The candidate rows are the dense tangent rows ST (r, m: S_0, T_0, S_1, ...; zero rows never
+    kept), p the momentum (H v_free), the factored LCP of eq. 57 is (N_r = U Z, I, f* = Z' p) with
+    offset = bias (x_p = 0: no right-hand sides), q = U Z f* + offset. Returns (status, k, kept, Lg,
+    UZ, Zp, offset, q, vval, vidx, vptr, beta, prow, sgn, free): status 0, or 3 (an input is not
+    finite); Lg's leading k x k block is the kept rows' Cholesky factor of G_k H^-1 G_k' (lower); the
+    reflectors as :func:`~contactlab.kernels.householder.householder_select` leaves them (its first
+    k), ``free`` the d = m - k unpivoted rows."""
+    m = H.shape[0]
     n = U.shape[0]
     r = ST.shape[0]
     kmax = min(r, m)
-    p = np.empty(m)
-    x_p = np.zeros(m)
     Lg = np.empty((kmax, kmax))
     kept = np.empty(kmax, dtype=np.int64)
     prow = np.empty(kmax, dtype=np.int64)
@@ -123,16 +77,16 @@ def dense_metric_chain(M, Lm, starts, nb, ST, tol, v, h, U, bias):
     vptr = np.zeros(kmax + 1, dtype=np.int64)
     beta = np.empty(kmax)
     free = np.ones(m, dtype=np.bool_)
-    ok = nb >= 0 and _finite(v) and _finite2(U) and _finite(bias)
-    if not ok:
-        return (3 if nb >= 0 else 4), 0, kept, p, Lg, x_p, np.zeros((n, 0)), np.zeros(0), np.zeros(n), \
-            np.zeros(n), vval, vidx, vptr, beta, prow, sgn, free
-    mass_matvec(M, starts, nb, v, p)
+    if not (_finite(p) and _finite2(U) and _finite(bias) and _finite2(ST)):
+        return 3, 0, kept, Lg, np.zeros((n, 0)), np.zeros(0), bias.copy(), np.zeros(n), vval, vidx, vptr, beta, \
+            prow, sgn, free
+    # y_s = L^-T g_s side by side (the rows as the columns of XT), then the rows, |y_s|^2 and their
+    # nonzero chunks
+    XT = np.empty((m, r))
     for t in range(m):
-        p[t] += h * 0.0
-    # y_s = L_M^-1 g_s side by side (XT: m x r), then the rows, |y_s|^2 and their nonzero chunks
-    XT = np.empty((m, max(r, n + 1)))
-    rows_lower_solve(Lm, starts, nb, ST, XT, 0, True)
+        for i in range(r):
+            XT[t, i] = ST[i, t]
+    tree_transposed_solve(L, lam, XT)
     Y = np.empty((r, m))
     amask = np.zeros(r, dtype=np.uint64)
     gg = np.zeros(r)
@@ -140,29 +94,25 @@ def dense_metric_chain(M, Lm, starts, nb, ST, tol, v, h, U, bias):
     for i in range(r):
         s2 = 0.0
         mask = np.uint64(0)
-        for b in range(nb):
-            if _block_zero(ST, i, starts[b], starts[b + 1]):
-                continue
-            for t in range(starts[b], starts[b + 1]):
-                s = XT[t, i]
+        for t in range(m):
+            s = XT[t, i]
+            Y[i, t] = s
+            if s != 0.0:
                 s2 += s * s
-                if s != 0.0:
-                    mask |= np.uint64(1) << np.uint64(t // cs)
+                mask |= np.uint64(1) << np.uint64(t // cs)
         gg[i] = s2
         amask[i] = mask
-        for t in range(m):
-            Y[i, t] = XT[t, i]
-        if not np.isfinite(s2):
-            return 3, 0, kept, p, Lg, x_p, np.zeros((n, 0)), np.zeros(0), np.zeros(n), np.zeros(n), vval, vidx, \
-                vptr, beta, prow, sgn, free
     vmask = np.zeros(kmax, dtype=np.uint64)
     k = householder_select(Y, amask, gg, tol, Lg, kept, prow, sgn, vval, beta, vptr, vidx, free, vmask)
     d = m - k
-    # U Z = rows of (Q' L_M^-1 U')[free], Z' p = (Q' L_M^-1 p)[free] = f*: L_M^-1 of U's rows and p
-    # side by side (XT's first n + 1 columns), then Q' on them
-    XB = np.empty((m, n + 1))      # its own array (C order), not a strided view of XT's first columns
-    rows_lower_solve(Lm, starts, nb, U, XB, 0, False)
-    rows_lower_solve(Lm, starts, nb, p.reshape((1, m)), XB, n, False)
+    # U Z = rows of (Q' L^-T U')[free], Z' p = (Q' L^-T p)[free] = f*: L^-T of U's rows and p side by
+    # side (the columns of XB), then Q' on them
+    XB = np.empty((m, n + 1))
+    for t in range(m):
+        for i in range(n):
+            XB[t, i] = U[i, t]
+        XB[t, n] = p[t]
+    tree_transposed_solve(L, lam, XB)
     reflect_rows_transposed(vval, vidx, vptr, beta, k, XB, np.empty(n + 1))
     UZ = np.empty((n, d))
     Zp = np.empty(d)
@@ -173,17 +123,14 @@ def dense_metric_chain(M, Lm, starts, nb, ST, tol, v, h, U, bias):
                 UZ[i, a] = XB[t, i]
             Zp[a] = XB[t, n]
             a += 1
-    offset = np.empty(n)
+    offset = bias.copy()
     q = np.empty(n)
     for i in range(n):
-        s = bias[i]
-        for t in range(m):
-            s += U[i, t] * x_p[t]
-        offset[i] = s
+        s = offset[i]
         for a in range(d):
             s += UZ[i, a] * Zp[a]
         q[i] = s
-    return 0, k, kept, p, Lg, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, prow, sgn, free
+    return 0, k, kept, Lg, UZ, Zp, offset, q, vval, vidx, vptr, beta, prow, sgn, free
 
 
 @jit
@@ -204,52 +151,50 @@ def _finite2(X):
 
 
 @jit
-def dense_metric_recover(M, Lm, starts, nb, k, Lg, kept, x_p, vval, vidx, vptr, beta, prow, sgn, free, UZ, Zp, p,
-                         U, z, nc):
-    """:func:`~contactlab.kernels.metric_chain.recover_metric_step` for :func:`dense_metric_chain`'s
-    reduction (no equality rows): u = N_r' z + f*, v+ = x_p + Z u = x_p + L_M^-T Q u_hat, res = M v+
-    - p - U' z and the kept rows' multipliers from Lg' lam = D (Q' L_M^-1 res)[prow], each in the
-    order recover_metric_kernel computes it. Returns (v+, tangential impulses (nc, 2): S and T
-    columns, a kept row c being S_(c // 2) (c even) or T_(c // 2))."""
-    m = M.shape[0]
+def tree_metric_recover(H, L, lam, k, Lg, kept, vval, vidx, vptr, beta, prow, sgn, free, UZ, Zp, p, U, z, nc):
+    """:func:`~contactlab.kernels.metric_chain.recover_metric_step` for :func:`tree_metric_chain`'s
+    reduction (no equality rows, x_p = 0): u = N_r' z + f*, v+ = Z u = F^-T Q u_hat = L^-1 Q u_hat
+    (:func:`~contactlab.kernels.mass_factor.tree_solve`), res = H v+ - p - U' z and the kept rows'
+    multipliers from Lg' lam = D (Q' L^-T res)[prow] (G_k' lam = res: eq. 47). Returns (v+,
+    tangential impulses (nc, 2): S and T columns, a kept row c being S_(c // 2) (c even) or
+    T_(c // 2))."""
+    m = H.shape[0]
     d = UZ.shape[1]
     u = Zp.copy()
     add_rmatvec(UZ, z, 1.0, u)
-    v = np.empty(m)
-    if d and k < m:
+    v = np.zeros(m)
+    if d:
         a = 0
         for t in range(m):
             if free[t]:
                 v[t] = u[a]
                 a += 1
-            else:
-                v[t] = 0.0
         _apply_q(vval, vidx, vptr, beta, k, v)
-        mass_upper_solve(Lm, starts, nb, v, v)
-    else:
-        for t in range(m):
-            v[t] = 0.0
-    for t in range(m):
-        v[t] += x_p[t]
+        tree_solve(L, lam, v)
     tangent = np.zeros((nc, 2))
     if k:
-        res = np.empty(m)
-        mass_matvec(M, starts, nb, v, res)
-        for t in range(m):
-            res[t] -= p[t]
-        add_rmatvec(U, z, -1.0, res)
-        mass_lower_solve(Lm, starts, nb, res, res)
-        XT = res.reshape((m, 1))
-        reflect_rows_transposed(vval, vidx, vptr, beta, k, XT, np.empty(1))
-        lam = np.zeros(k)
+        res = np.empty((m, 1))
+        for i in range(m):
+            s = 0.0
+            for t in range(m):
+                s += H[i, t] * v[t]
+            res[i, 0] = s - p[i]
+        for i in range(U.shape[0]):
+            zi = z[i]
+            if zi != 0.0:
+                for t in range(m):
+                    res[t, 0] -= U[i, t] * zi
+        tree_transposed_solve(L, lam, res)
+        reflect_rows_transposed(vval, vidx, vptr, beta, k, res, np.empty(1))
+        lam_k = np.zeros(k)
         for i in range(k - 1, -1, -1):          # Lg' lam = D b
-            s = sgn[i] * res[prow[i]]
+            s = sgn[i] * res[prow[i], 0]
             for j in range(i + 1, k):
-                s -= Lg[j, i] * lam[j]
-            lam[i] = s / Lg[i, i]
+                s -= Lg[j, i] * lam_k[j]
+            lam_k[i] = s / Lg[i, i]
         for a in range(k):
             c = kept[a]
-            tangent[c // 2, c % 2] = lam[a]
+            tangent[c // 2, c % 2] = lam_k[a]
     return v, tangent
 
 

@@ -19,10 +19,11 @@ coordinates:
    H qddot + C qdot = S' f;
 3. the contact rows N S, and the tangent rows S S, T S of the touching contacts, joint limits as
    unilateral rows on their coordinate (the joint rows' bias and reach), and the no-slip reduction
-   in H's metric (:func:`~contactlab.kernels.metric_dense.dense_metric_chain`: FIND-INDICES on the
-   tangent rows only, the factored LCP of eq. 57; the numbers of
-   :func:`~contactlab.kernels.metric_chain.noslip_metric_chain`, the rows dense and solved side by
-   side), ppm and its certification (as the maximal step);
+   in H's metric (:func:`~contactlab.kernels.metric_dense.tree_metric_chain`: FIND-INDICES on the
+   tangent rows only, the factored LCP of eq. 57, the mathematics of
+   :func:`~contactlab.kernels.metric_chain.noslip_metric_chain` with H's tree-sparse factor H = L' L,
+   Featherstone RBDA sec. 6.5, :func:`~contactlab.kernels.mass_factor.tree_factor`, the rows dense and
+   solved side by side), ppm and its certification (as the maximal step);
 4. qdot+ recovered, x += h qdot+ on the joint coordinates (a root: x += h v, q <- exp(h omega) q),
    forward kinematics to the bodies' poses; the bodies' velocities are v+ = S(q) qdot+, the velocity
    eq. 45-46 constrain (the stance feet's tangential velocity zero), as the maximal step keeps its
@@ -45,8 +46,8 @@ from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.factored import THEOREM1_UNCLEAR
-from ..kernels.mass_factor import mass_factor, mass_solve
-from ..kernels.metric_dense import dense_metric_chain, dense_metric_recover
+from ..kernels.mass_factor import coordinate_parents, tree_factor
+from ..kernels.metric_dense import tree_metric_chain, tree_metric_recover
 from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.integrate import _exp_rotate
 from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE, limit_side
@@ -208,13 +209,10 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
             for i in range(6):
                 p[kq] += Sb[bb, i, kq] * my[i]
     H = crba(order, parent, qstart, qcount, root, anc_ptr, anc_idx, nq, pos, quat, mass, inertia, S6)
-    Lh = np.zeros((nq, nq))
-    starts = np.empty(nq + 1, dtype=np.int64)
-    nbk = mass_factor(H, Lh, starts)
-    if nbk < 0:
+    lam = coordinate_parents(order, qstart, qcount, anc_ptr, anc_idx, nq)
+    Lh = np.empty((nq, nq))
+    if not tree_factor(H, lam, Lh):
         return _declined(e0, v, v_free)
-    qd_free = np.empty(nq)
-    mass_solve(Lh, starts, nbk, p, qd_free)
     # the contacts' and limits' rows in joint coordinates
     dv, ix, ip, n_bias = contact_terms(a, b, dof_start, pos, point, normal, t1, t2, phi, h, zeta_c, slop)
     Np = ip[:nc + 1]        # N, S and T share one CSR pattern (mechanics/rows.py frame_rows_csr)
@@ -236,8 +234,8 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
         if phi[i] <= active_gap:
             ST[2 * i] = Sq[i]
             ST[2 * i + 1] = Tq[i]
-    chain = dense_metric_chain(H, Lh, starts, nbk, ST, tol, qd_free, h, U, bias)
-    status, kept_rows, kept, pg, Lg, x_p, UZ, Zp, offset, q, vval, vidx, vptr, beta, prow, sgn, free = chain
+    chain = tree_metric_chain(H, Lh, lam, ST, tol, p, U, bias)
+    status, kept_rows, kept, Lg, UZ, Zp, offset, q, vval, vidx, vptr, beta, prow, sgn, free = chain
     d = UZ.shape[1]
     if status != 0 or d == 0:
         return _declined(e0, v, v_free)
@@ -245,8 +243,8 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
         UZ, Zp, offset, q, cfm, n, max_it, threshold, np.zeros(n), numbers, counts, nonbasic)
     if not ok:
         return _declined(e0, v, v_free)
-    qd_next, tangent = dense_metric_recover(H, Lh, starts, nbk, kept_rows, Lg, kept, x_p, vval, vidx, vptr, beta,
-                                            prow, sgn, free, UZ, Zp, pg, U, z, nc)
+    qd_next, tangent = tree_metric_recover(H, Lh, lam, kept_rows, Lg, kept, vval, vidx, vptr, beta, prow, sgn, free,
+                                           UZ, Zp, p, U, z, nc)
     joint = np.zeros(0)
     normal_z = z[nl:]
     vt = np.empty(nc)
