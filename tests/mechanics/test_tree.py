@@ -12,7 +12,7 @@ from contactlab.kernels.mass_factor import coordinate_parents, tree_factor, tree
 from contactlab.mechanics.rows import contact_terms
 from contactlab.mechanics.system import build_system
 from contactlab.mechanics.tree import (body_jacobians, body_velocities, crba, forward_kinematics, motion_columns,
-                                       tree_coordinates, tree_state, tree_topology)
+                                       tree_coordinates, tree_topology)
 from contactlab.scenarios import make_scene
 from contactlab.sim import Simulator
 from contactlab.sim.tree_kernels import joint_rows_of
@@ -141,38 +141,6 @@ def test_tree_factor_of_crba_against_numpys_cholesky_and_solve(robot, seed):
     off = np.setdiff1d(np.arange(nq), path)
     assert path.size == 9 and np.all(g[off, 0] == 0.0)
     assert np.isclose(g[:, 0] @ g[:, 0], g0 @ np.linalg.solve(H, g0), rtol=1e-12)      # |L^-T g|^2 = g H^-1 g'
-
-
-@pytest.mark.parametrize("robot,seed", [("quadruped", 6), ("solo12", 7)])
-def test_tree_state_is_the_five_kinematic_calls_bit_for_bit(robot, seed):
-    """The tree step's one-pass kinematics (tree_state) give the numbers of tree_coordinates,
-    forward_kinematics, motion_columns, body_jacobians and body_velocities called one after another,
-    bit for bit, on a posed robot whose bodies are moved off their joints (so that forward
-    kinematics changes the poses) and whose maximal velocities are not joint motions."""
-    sim = _sim(robot)
-    tree, J, theta, qd, S6, Sb = _posed(sim, seed)
-    d = sim.data
-    rng = np.random.default_rng(seed)
-    position = d.position + 1e-3 * rng.normal(size=d.position.shape)
-    quaternion = d.quaternion + 1e-3 * rng.normal(size=d.quaternion.shape)
-    quaternion /= np.linalg.norm(quaternion, axis=1)[:, None]
-    lin = d.linear_velocity + rng.normal(size=d.linear_velocity.shape)
-    ang = d.angular_velocity + rng.normal(size=d.angular_velocity.shape)
-    t = tree
-    pos, quat, lin_a, ang_a = position.copy(), quaternion.copy(), lin.copy(), ang.copy()
-    th, q, _, _ = tree_coordinates(t.order, t.parent, t.joint, t.qstart, t.qcount, J.kind, J.a, J.anchor_a, J.anchor_b,
-                                   J.axis_a, J.q_rel0, t.nq, pos, quat, lin_a, ang_a)
-    ax, P = forward_kinematics(t.order, t.joint, t.qstart, J.kind, J.a, J.anchor_a, J.anchor_b, J.axis_a, J.q_rel0,
-                               th, pos, quat)
-    S6_ref = motion_columns(t.order, t.joint, t.qstart, t.qcount, t.root, J.kind, t.nq, pos, ax, P)
-    Sb_ref = body_jacobians(t.order, t.root, t.anc_ptr, t.anc_idx, t.nq, pos, S6_ref)
-    body_velocities(t.order, t.anc_ptr, t.anc_idx, Sb_ref, q, lin_a, ang_a)
-    pos_b, quat_b, lin_b, ang_b = position.copy(), quaternion.copy(), lin.copy(), ang.copy()
-    got = tree_state(t.order, t.joint, t.qstart, t.qcount, t.root, t.anc_ptr, t.anc_idx, J.kind, J.a, J.anchor_a,
-                     J.anchor_b, J.axis_a, J.q_rel0, t.nq, position, quaternion, lin, ang, pos_b, quat_b, lin_b, ang_b)
-    assert np.abs(pos_b - position).max() > 1e-5          # the bodies were put back on their joints
-    for x, y in zip(got + (pos_b, quat_b, lin_b, ang_b), (th, q, ax, P, S6_ref, Sb_ref, pos, quat, lin_a, ang_a)):
-        assert x.shape == y.shape and np.array_equal(x, y)
 
 
 def _point(sim, tree, J, theta, base, b, local):

@@ -182,16 +182,28 @@ def joint_frames(order, joint, ja, anchor_a, axis_a, position, quaternion):
     return ax, P
 
 
-@jit_inline
-def _coordinate_of(b, k, s, count, jkind, ja, anchor_b, axis_a, q_rel0, position, quaternion, lin, ang, ax, P,
-                   theta, qd, Rb):
-    """Body b's own entries of theta and qdot (:func:`tree_coordinates`) from the maximal state and
-    its joint's frame ax[b], P[b] on the state's parent pose; Rb (3, 3): work."""
-    if k < 0:
-        for i in range(3):
-            qd[s + i] = lin[b, i]
-            qd[s + 3 + i] = ang[b, i]
-    elif count != 0:
+@jit
+def tree_coordinates(order, parent, joint, qstart, qcount, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, nq,
+                     position, quaternion, lin, ang):
+    """(theta, qdot, ax, P) of the maximal state: a root's six entries of theta are unused (its pose
+    is read from the arrays) and its qdot is (v_c; omega); a revolute joint's angle 2 atan2(axis_a .
+    vec(r), r_w) of r = conj(q_a) q_b conj(q_rel0) and rate ax . (omega_b - omega_a) (the joint
+    rows' coordinate and rate row); a prismatic joint's ax . (P_b - P_a) and the rate of that along
+    the axis at the child's anchor; ax, P: :func:`joint_frames`."""
+    theta = np.zeros(nq)
+    qd = np.zeros(nq)
+    ax, P = joint_frames(order, joint, ja, anchor_a, axis_a, position, quaternion)
+    Rb = np.empty((3, 3))
+    for b in order:
+        k = joint[b]
+        s = qstart[b]
+        if k < 0:
+            for i in range(3):
+                qd[s + i] = lin[b, i]
+                qd[s + 3 + i] = ang[b, i]
+            continue
+        if qcount[b] == 0:
+            continue
         jp = ja[k]
         moving = jp >= 0
         if jkind[k] == REVOLUTE:
@@ -226,54 +238,7 @@ def _coordinate_of(b, k, s, count, jkind, ja, anchor_b, axis_a, q_rel0, position
                 u += ax[b, i] * (vb - va)
             theta[s] = c
             qd[s] = u
-
-
-@jit
-def tree_coordinates(order, parent, joint, qstart, qcount, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, nq,
-                     position, quaternion, lin, ang):
-    """(theta, qdot, ax, P) of the maximal state: a root's six entries of theta are unused (its pose
-    is read from the arrays) and its qdot is (v_c; omega); a revolute joint's angle 2 atan2(axis_a .
-    vec(r), r_w) of r = conj(q_a) q_b conj(q_rel0) and rate ax . (omega_b - omega_a) (the joint
-    rows' coordinate and rate row); a prismatic joint's ax . (P_b - P_a) and the rate of that along
-    the axis at the child's anchor; ax, P: :func:`joint_frames`."""
-    theta = np.zeros(nq)
-    qd = np.zeros(nq)
-    ax, P = joint_frames(order, joint, ja, anchor_a, axis_a, position, quaternion)
-    Rb = np.empty((3, 3))
-    for b in order:
-        _coordinate_of(b, joint[b], qstart[b], qcount[b], jkind, ja, anchor_b, axis_a, q_rel0, position, quaternion,
-                       lin, ang, ax, P, theta, qd, Rb)
     return theta, qd, ax, P
-
-
-@jit_inline
-def _place(b, k, s, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, position, quaternion, ax, P):
-    """Body b's pose from its parent's and its joint coordinate theta[s] (:func:`forward_kinematics`),
-    its joint's frame into ax[b], P[b]."""
-    jp = ja[k]
-    _frame(b, jp, k, anchor_a, axis_a, position, quaternion, ax, P)
-    aw, axx, ay, az = _parent_quat(jp, quaternion)
-    slide = 0.0
-    if jkind[k] == REVOLUTE:
-        half = 0.5 * theta[s]
-        sn = np.sin(half)
-        tw, tx, ty, tz = _qmul(aw, axx, ay, az, np.cos(half), sn * axis_a[k, 0], sn * axis_a[k, 1],
-                               sn * axis_a[k, 2])
-    else:
-        if jkind[k] == PRISMATIC:
-            slide = theta[s]
-        tw, tx, ty, tz = aw, axx, ay, az
-    qw, qx, qy, qz = _qmul(tw, tx, ty, tz, q_rel0[k, 0], q_rel0[k, 1], q_rel0[k, 2], q_rel0[k, 3])
-    nrm = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-    quaternion[b, 0] = qw / nrm
-    quaternion[b, 1] = qx / nrm
-    quaternion[b, 2] = qy / nrm
-    quaternion[b, 3] = qz / nrm
-    b00, b01, b02, b10, b11, b12, b20, b21, b22 = _rot_entries(quaternion, b)
-    c0, c1, c2 = anchor_b[k, 0], anchor_b[k, 1], anchor_b[k, 2]
-    position[b, 0] = P[b, 0] + slide * ax[b, 0] - (b00 * c0 + b01 * c1 + b02 * c2)
-    position[b, 1] = P[b, 1] + slide * ax[b, 1] - (b10 * c0 + b11 * c1 + b12 * c2)
-    position[b, 2] = P[b, 2] + slide * ax[b, 2] - (b20 * c0 + b21 * c1 + b22 * c2)
 
 
 @jit
@@ -288,28 +253,33 @@ def forward_kinematics(order, joint, qstart, jkind, ja, anchor_a, anchor_b, axis
     P = np.zeros((nb, 3))
     for b in order:
         k = joint[b]
-        if k >= 0:
-            _place(b, k, qstart[b], jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, position, quaternion, ax, P)
-    return ax, P
-
-
-@jit_inline
-def _motion_column(b, k, s, count, o, jkind, position, ax, P, S6):
-    """Body b's own columns of S6 (:func:`motion_columns`) about its root o's centre."""
-    if k < 0:
-        for i in range(3):
-            S6[s + i, 3 + i] = 1.0          # v_c along e_i
-            S6[s + 3 + i, i] = 1.0          # omega along e_i (about o = c_root)
-    elif count != 0:
+        if k < 0:
+            continue
+        jp = ja[k]
+        _frame(b, jp, k, anchor_a, axis_a, position, quaternion, ax, P)
+        aw, axx, ay, az = _parent_quat(jp, quaternion)
+        slide = 0.0
         if jkind[k] == REVOLUTE:
-            for i in range(3):
-                i1 = (i + 1) % 3
-                i2 = (i + 2) % 3
-                S6[s, i] = ax[b, i]
-                S6[s, 3 + i] = ax[b, i1] * (position[o, i2] - P[b, i2]) - ax[b, i2] * (position[o, i1] - P[b, i1])
+            half = 0.5 * theta[qstart[b]]
+            sn = np.sin(half)
+            tw, tx, ty, tz = _qmul(aw, axx, ay, az, np.cos(half), sn * axis_a[k, 0], sn * axis_a[k, 1],
+                                   sn * axis_a[k, 2])
         else:
-            for i in range(3):
-                S6[s, 3 + i] = ax[b, i]
+            if jkind[k] == PRISMATIC:
+                slide = theta[qstart[b]]
+            tw, tx, ty, tz = aw, axx, ay, az
+        qw, qx, qy, qz = _qmul(tw, tx, ty, tz, q_rel0[k, 0], q_rel0[k, 1], q_rel0[k, 2], q_rel0[k, 3])
+        nrm = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+        quaternion[b, 0] = qw / nrm
+        quaternion[b, 1] = qx / nrm
+        quaternion[b, 2] = qy / nrm
+        quaternion[b, 3] = qz / nrm
+        b00, b01, b02, b10, b11, b12, b20, b21, b22 = _rot_entries(quaternion, b)
+        c0, c1, c2 = anchor_b[k, 0], anchor_b[k, 1], anchor_b[k, 2]
+        position[b, 0] = P[b, 0] + slide * ax[b, 0] - (b00 * c0 + b01 * c1 + b02 * c2)
+        position[b, 1] = P[b, 1] + slide * ax[b, 1] - (b10 * c0 + b11 * c1 + b12 * c2)
+        position[b, 2] = P[b, 2] + slide * ax[b, 2] - (b20 * c0 + b21 * c1 + b22 * c2)
+    return ax, P
 
 
 @jit
@@ -318,26 +288,26 @@ def motion_columns(order, joint, qstart, qcount, root, jkind, nq, position, ax, 
     o = the root's centre (module docstring); ax, P: the joints' world axes and anchors."""
     S6 = np.zeros((nq, 6))
     for b in order:
-        _motion_column(b, joint[b], qstart[b], qcount[b], root[b], jkind, position, ax, P, S6)
+        k = joint[b]
+        s = qstart[b]
+        if k < 0:
+            for i in range(3):
+                S6[s + i, 3 + i] = 1.0          # v_c along e_i
+                S6[s + 3 + i, i] = 1.0          # omega along e_i (about o = c_root)
+            continue
+        if qcount[b] == 0:
+            continue
+        if jkind[k] == REVOLUTE:
+            o = root[b]
+            for i in range(3):
+                i1 = (i + 1) % 3
+                i2 = (i + 2) % 3
+                S6[s, i] = ax[b, i]
+                S6[s, 3 + i] = ax[b, i1] * (position[o, i2] - P[b, i2]) - ax[b, i2] * (position[o, i1] - P[b, i1])
+        else:
+            for i in range(3):
+                S6[s, 3 + i] = ax[b, i]
     return S6
-
-
-@jit_inline
-def _jacobian_of(b, o, anc_ptr, anc_idx, position, S6, Sb):
-    """Body b's Sb[b] (:func:`body_jacobians`) from the columns of its ancestors' and its own
-    coordinates, about its root o's centre."""
-    r0 = position[b, 0] - position[o, 0]
-    r1 = position[b, 1] - position[o, 1]
-    r2 = position[b, 2] - position[o, 2]
-    for p in range(anc_ptr[b], anc_ptr[b + 1]):
-        k = anc_idx[p]
-        w0, w1, w2 = S6[k, 0], S6[k, 1], S6[k, 2]
-        Sb[b, 0, k] = S6[k, 3] + w1 * r2 - w2 * r1
-        Sb[b, 1, k] = S6[k, 4] + w2 * r0 - w0 * r2
-        Sb[b, 2, k] = S6[k, 5] + w0 * r1 - w1 * r0
-        Sb[b, 3, k] = w0
-        Sb[b, 4, k] = w1
-        Sb[b, 5, k] = w2
 
 
 @jit
@@ -346,7 +316,19 @@ def body_jacobians(order, root, anc_ptr, anc_idx, nq, position, S6):
     nb = position.shape[0]
     Sb = np.zeros((nb, 6, nq))
     for b in order:
-        _jacobian_of(b, root[b], anc_ptr, anc_idx, position, S6, Sb)
+        o = root[b]
+        r0 = position[b, 0] - position[o, 0]
+        r1 = position[b, 1] - position[o, 1]
+        r2 = position[b, 2] - position[o, 2]
+        for p in range(anc_ptr[b], anc_ptr[b + 1]):
+            k = anc_idx[p]
+            w0, w1, w2 = S6[k, 0], S6[k, 1], S6[k, 2]
+            Sb[b, 0, k] = S6[k, 3] + w1 * r2 - w2 * r1
+            Sb[b, 1, k] = S6[k, 4] + w2 * r0 - w0 * r2
+            Sb[b, 2, k] = S6[k, 5] + w0 * r1 - w1 * r0
+            Sb[b, 3, k] = w0
+            Sb[b, 4, k] = w1
+            Sb[b, 5, k] = w2
     return Sb
 
 
@@ -373,42 +355,6 @@ def body_velocities(order, anc_ptr, anc_idx, Sb, qd, lin, ang):
     """(v_c; omega) of every moving body = Sb[b] qdot, into lin and ang (:func:`body_rates`)."""
     for b in order:
         lin[b, 0], lin[b, 1], lin[b, 2], ang[b, 0], ang[b, 1], ang[b, 2] = body_rates(Sb, anc_ptr, anc_idx, b, qd)
-
-
-@jit
-def tree_state(order, joint, qstart, qcount, root, anc_ptr, anc_idx, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0,
-               nq, position, quaternion, linear_velocity, angular_velocity, pos, quat, lin, ang):
-    """The tree step's kinematics of a maximal state (position, quaternion, linear and angular
-    velocity, read only) in one pass in tree order: :func:`tree_coordinates` of the state,
-    :func:`forward_kinematics` from them into pos and quat (copies of the state's poses: the roots
-    keep theirs), :func:`motion_columns` and :func:`body_jacobians` at those poses and
-    :func:`body_velocities` into lin and ang. Each body's parent is placed before it, so each body
-    finds what it reads (its parent's placed pose, its ancestors' columns and rates) already
-    computed: the numbers of the five calls, bit for bit, without four more passes over the bodies
-    and the frames of the state's joints kept apart (the coordinates read them, the poses replace
-    them). Returns (theta, qdot, ax, P, S6, Sb): ax, P the joints' frames at the placed poses."""
-    nb = position.shape[0]
-    theta = np.zeros(nq)
-    qd = np.zeros(nq)
-    ax = np.zeros((nb, 3))
-    P = np.zeros((nb, 3))
-    S6 = np.zeros((nq, 6))
-    Sb = np.zeros((nb, 6, nq))
-    Rb = np.empty((3, 3))
-    for b in order:
-        k = joint[b]
-        s = qstart[b]
-        if k >= 0:      # the state's frame of b's joint, then b's coordinates from the state
-            _frame(b, ja[k], k, anchor_a, axis_a, position, quaternion, ax, P)
-        _coordinate_of(b, k, s, qcount[b], jkind, ja, anchor_b, axis_a, q_rel0, position, quaternion,
-                       linear_velocity, angular_velocity, ax, P, theta, qd, Rb)
-        if k >= 0:      # b placed on its parent's placed pose (ax[b], P[b] replaced by that frame)
-            _place(b, k, s, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, pos, quat, ax, P)
-        o = root[b]
-        _motion_column(b, k, s, qcount[b], o, jkind, pos, ax, P, S6)
-        _jacobian_of(b, o, anc_ptr, anc_idx, pos, S6, Sb)
-        lin[b, 0], lin[b, 1], lin[b, 2], ang[b, 0], ang[b, 1], ang[b, 2] = body_rates(Sb, anc_ptr, anc_idx, b, qd)
-    return theta, qd, ax, P, S6, Sb
 
 
 @jit

@@ -11,8 +11,7 @@ coordinates:
 
 1. the joint coordinates and rates of the state (:func:`~contactlab.mechanics.tree.tree_coordinates`),
    the bodies' poses and velocities rebuilt from them (forward kinematics: any drift a previous
-   maximal-coordinate step left is removed here), with the motion subspace and the bodies' Jacobians,
-   in one pass over the bodies (:func:`~contactlab.mechanics.tree.tree_state`);
+   maximal-coordinate step left is removed here);
 2. the joint-space mass matrix H (CRBA), the bodies' free velocity v + h M^-1 f (gravity, gyroscopic
    and joint torques, as the maximal step) less h times the velocity-product accelerations
    (:func:`~contactlab.mechanics.tree.bias_accelerations`), and its momentum S' M (...) in joint
@@ -53,8 +52,8 @@ from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.integrate import _exp_rotate
 from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE, limit_side
 from ..mechanics.rows import contact_terms, position_targets
-from ..mechanics.tree import (body_rates, bias_accelerations, crba, forward_kinematics, tree_joint_error,
-                              tree_state)
+from ..mechanics.tree import (body_jacobians, body_rates, body_velocities, bias_accelerations, crba,
+                              forward_kinematics, motion_columns, tree_coordinates, tree_joint_error)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_speeds
 from .noslip_kernels import DECLINED, DEEP, DONE, certified_ppm
 
@@ -174,9 +173,12 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     quat = quaternion.copy()
     lin = linear_velocity.copy()
     ang = angular_velocity.copy()
-    theta, qd, ax, P, S6, Sb = tree_state(order, jnt, qstart, qcount, root, anc_ptr, anc_idx, jkind, ja, anchor_a,
-                                          anchor_b, axis_a, q_rel0, nq, position, quaternion, linear_velocity,
-                                          angular_velocity, pos, quat, lin, ang)
+    theta, qd, ax, P = tree_coordinates(order, parent, jnt, qstart, qcount, jkind, ja, anchor_a, anchor_b, axis_a,
+                                        q_rel0, nq, pos, quat, lin, ang)
+    ax, P = forward_kinematics(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, pos, quat)
+    S6 = motion_columns(order, jnt, qstart, qcount, root, jkind, nq, pos, ax, P)
+    Sb = body_jacobians(order, root, anc_ptr, anc_idx, nq, pos, S6)
+    body_velocities(order, anc_ptr, anc_idx, Sb, qd, lin, ang)
     M_blocks, W_blocks, v = body_terms(live, dof_start, quat, mass, inertia, inv_inertia, gravity, lin, ang,
                                        gyroscopic, f)
     v_free = free_velocity(W_blocks, v, f, h)
