@@ -96,14 +96,21 @@ def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
     for l in range(L):
         scale[l] = max(1.0, np.abs(x[l]).max())
     lam = np.full(L, damping)
-    w, c, p = _serial_frames(anchors, axes, feet, q)
-    J = _position_jacobian(w, c, p)
-    e = x - p
-    err = np.sqrt((e * e).sum(axis=1))
+    # the frames, feet and Jacobians of q, then of each trial qn (wn, cn: work for both)
+    wn, cn, pn, Jn, scratch = np.empty((L, k, 3)), np.empty((L, k, 3)), np.empty((L, 3)), np.empty((L, 3, k)), np.empty(33)
+    p, J = np.empty((L, 3)), np.empty((L, 3, k))
+    _serial_frames_into(anchors, axes, feet, q, wn, cn, p, scratch)
+    _position_jacobian_into(wn, cn, p, J)
+    e, err, en = np.empty((L, 3)), np.empty(L), np.empty(3)
+    for l in range(L):
+        s = 0.0                 # |x - p|: the squares summed in order from zero
+        for i in range(3):
+            e[l, i] = x[l, i] - p[l, i]
+            s += e[l, i] * e[l, i]
+        err[l] = np.sqrt(s)
     A = np.empty((k, k))
     g = np.empty(k)
     qn = np.empty((L, k))
-    wn, cn, pn, Jn, scratch = np.empty((L, k, 3)), np.empty((L, k, 3)), np.empty((L, 3)), np.empty((L, 3, k)), np.empty(33)
     for _ in range(max_iter):
         done = True
         for l in range(L):
@@ -117,12 +124,17 @@ def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
                 for b in range(k):
                     A[a, b] = J[l, 0, a] * J[l, 0, b] + J[l, 1, a] * J[l, 1, b] + J[l, 2, a] * J[l, 2, b]
                 A[a, a] += lam[l]
-            qn[l] = q[l] + np.linalg.solve(A, g)
+            dq = np.linalg.solve(A, g)
+            for a in range(k):
+                qn[l, a] = q[l, a] + dq[a]
         _serial_frames_into(anchors, axes, feet, qn, wn, cn, pn, scratch)
         _position_jacobian_into(wn, cn, pn, Jn)
         for l in range(L):
-            en = x[l] - pn[l]
-            errn = np.sqrt((en * en).sum())
+            s = 0.0
+            for i in range(3):
+                en[i] = x[l, i] - pn[l, i]
+                s += en[i] * en[i]
+            errn = np.sqrt(s)
             if errn < err[l]:
                 q[l], p[l], J[l], e[l], err[l] = qn[l], pn[l], Jn[l], en, errn
                 lam[l] = max(lam[l] * 0.3, damping)
