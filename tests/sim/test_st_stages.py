@@ -1,5 +1,5 @@
-"""The Stewart-Trinkle step of jointed scenes in one compiled call (sim/st_stages.py, sim/st_kernels.py)
-against the general stages, field by field, on the Barrett grasp and on a pendulum chain that swings
+"""The Stewart-Trinkle step of jointed scenes in one compiled call (sim/st_stages.py, sim/st_kernels.py
+st_step, its LCP part st_mixed_step) against the general stages, field by field, on the Barrett grasp and on a pendulum chain that swings
 onto a floor; and the answer it applies checked as an LCP solution from the step's system, formed
 here with dense numpy algebra (arechavaleta eq. 13-15: the joints' Schur complement, the pyramid's
 coupling rows), not with the library's kernels."""
@@ -33,19 +33,40 @@ def _general(monkeypatch, make):
     return sim
 
 
+#: the position of st_step's ``kin`` argument (the kinematic bodies' blocks)
+KIN = 40
+
+
 def _count_calls(monkeypatch, eliminate=True):
     """Count the call's taken and declined steps; ``eliminate`` False: the kinematic bodies' rows
-    kept in the call's problem (its last argument empty), the general stages' formulation."""
+    kept in the call's problem (its ``kin`` argument empty), the general stages' formulation."""
     seen = {"taken": 0, "declined": 0}
-    kernel = SK.st_mixed_step
+    kernel = SK.st_step
 
     def call(*args):
-        out = kernel(*args) if eliminate else kernel(*args[:-1], np.zeros(0, dtype=np.int64))
-        seen["taken" if out[0] else "declined"] += 1
+        if not eliminate:
+            args = args[:KIN] + (np.zeros(0, dtype=np.int64),) + args[KIN + 1:]
+        out = kernel(*args)
+        seen["taken" if out[0] != SK.DECLINED else "declined"] += 1
         return out
 
-    monkeypatch.setattr(SK, "st_mixed_step", call)
+    monkeypatch.setattr(SK, "st_step", call)
     return seen
+
+
+def _csr(H) -> tuple:
+    return (H.indptr.astype(np.int64), H.indices.astype(np.int64), H.data.astype(np.float64))
+
+
+def _mixed_args(sim, sys, kin):
+    """st_mixed_step's arguments for the step's system (as st_step passes its terms)."""
+    st = sim.stages
+    f = np.float64
+    return (*_csr(sys.J), sys.j_rhs.astype(f), *_csr(sys.L), sys.l_bias.astype(f), *_csr(sys.N), sys.n_bias.astype(f),
+            *_csr(sys.S), sys.T.data.astype(f), *_csr(sys.A), sys.a_target.astype(f), sys.a_max.astype(f),
+            np.ascontiguousarray(sys.mu, dtype=f), int(sys.d), float(sys.cfm + sim.model_options.cfm), sys.W_blocks,
+            *_csr(sys.Minv), sys.v_free(), int(sys.ndof), st.max_pivots, st.pivot_tol, st.restarts, st.tol,
+            st.threshold, kin)
 
 
 @pytest.mark.parametrize("make,steps,min_contacts", [(_barrett, 160, 4), (_chain, 120, 2)])
@@ -151,17 +172,14 @@ def test_the_kinematic_palm_eliminated_gives_the_whole_problems_velocities(monke
     sim = _barrett()
     kin = sim.stages.kin
     assert kin.tolist() == [sim.model.dof_start[sim.model.index("palm")] // 6]
-    kernel = SK.st_mixed_step
     pairs = []
-
-    def call(*args):
-        out = kernel(*args)
-        pairs.append((args, out, kernel(*args[:-1], np.zeros(0, dtype=np.int64))))
-        return out
-
-    monkeypatch.setattr(SK, "st_mixed_step", call)
     for _ in range(120):
         sim.step()
+        if sim.last_solution.info.get("compiled_step"):
+            args = _mixed_args(sim, sim.last_system, kin)
+            pairs.append((args, SK.st_mixed_step(*args), SK.st_mixed_step(*args[:-1], np.zeros(0, dtype=np.int64))))
+            # the fused step applied what its LCP part gives on the step's system (assembled when read)
+            assert np.array_equal(pairs[-1][1][8], sim.data.result.v_next)
     compared = 0
     for args, cut, whole in pairs:
         assert cut[0] == whole[0]
@@ -192,7 +210,7 @@ def test_a_declined_step_is_taken_by_the_general_stages(monkeypatch):
     sim = _barrett()
     for _ in range(40):
         sim.step()
-    monkeypatch.setattr(SK, "st_mixed_step", lambda *a: SK._declined())
+    monkeypatch.setattr(SK, "st_step", lambda *a: (SK.DECLINED,) + (None,) * 11)
     rec = sim.step()
     assert rec.success and not sim.last_solution.info.get("compiled_step")
     assert sim.last_problem is not None and sim.data.result.v_next.size

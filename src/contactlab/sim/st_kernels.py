@@ -28,17 +28,27 @@ import numpy as np
 
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times, solve_small
+from ..kernels.energy import energies, energies_and_depth
 from ..kernels.lemke import SOLVED, lemke_reduced_certified
 from ..kernels.mixed import mixed_row_terms, pyramid_coupling, symmetric_row_norm
 from ..kernels.residual import lcp_relative_kernel, lcp_residual_kernel
 from ..kernels.tolerances import NORMWISE_FLOOR
+from ..mechanics.bodies import kinetic_gain
 from ..mechanics.delassus import delassus_dense
-from ..mechanics.rows import pyramid_csr, rows_transpose_times
+from ..mechanics.integrate import advance_state
+from ..mechanics.joint_projection import joint_error_kernel, project_joints_kernel
+from ..mechanics.rows import position_targets, pyramid_csr, rows_times, rows_transpose_times
+from ..mechanics.terms import system_terms
+from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
 
 #: MixedLCP's SPD shortcut margin and rank tolerance (problems/mixed.py SPD_RANK_MARGIN, rank_tol's default)
 SPD_RANK_MARGIN, RANK_TOL = 100.0, 1e-10
 #: lemke_reduced_certified's refactorisation period (solvers/lemke.py REFACTOR_EVERY)
 REFACTOR_EVERY = 64
+# outcome codes of st_step (noslip_kernels.py's)
+DECLINED = 0     # nothing changed: the general stages take the step
+DONE = 1         # the certified answer applied, the joints projected
+DEEP = 2         # applied and integrated; the position correction and the joint projection are the caller's
 
 
 @jit
@@ -414,3 +424,73 @@ def _pyramid(Sp, Si, Sd, Td, d):
     """pyramid_csr's D rows with int64 indices (the stack's)."""
     data, ix, ip = pyramid_csr(Sp, Si, Sd, Td, d)
     return ip.astype(np.int64), ix.astype(np.int64), data
+
+
+@jit
+def st_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic, quaternion,
+            position, linear_velocity, angular_velocity, planar_reference, f, a, b, point, normal, t1, t2, phi, mu,
+            zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, d, cfm, blk_cols, blk_ptr, max_pivots,
+            pivot_tol, restarts, tol, threshold, kin, passive, position_stage, position_zeta, project, proj_tol,
+            proj_max_iter):
+    """One Stewart-Trinkle step of a jointed scene whose body blocks cover every coordinate, from
+    the state to the projected joints: the general stages' kernels in their order on the arrays
+    they compute (sim/stages.py ``build``, ``integrate``; sim/noslip_kernels.py ``noslip_step`` is the
+    no-slip model's counterpart), so the same bits as the stages around :func:`st_mixed_step`:
+
+    1. e0, the energy before the step; the system's terms (:func:`contactlab.mechanics.terms.system_terms`:
+       mass blocks, v_free, contact rows N, S, T with the normal bias, joint rows J, L, A), the CSR
+       arrays ``build_system`` wraps taken as they are (M^-1 as the block pattern ``blk_cols``,
+       ``blk_ptr`` over the blocks, the joint rows' indices as int64, as ``CompiledSTStages`` passes them);
+    2. :func:`st_mixed_step` (the Schur complement, Lemke, solve()'s certificate, v+);
+    3. the contact modes, the kinetic energy the impulses added (``passive``: 1 on the dofs counted),
+       x += h v+ (:func:`contactlab.mechanics.integrate.advance_state`);
+    4. the position correction's deep test, the joint projection (or the joint error), the energies
+       and deepest overlap after the step.
+
+    ``f``: the joint torques' generalized force (the bodies' forces are added in place); ``mu`` per
+    contact, ``d`` friction directions, ``cfm`` the settings' plus the model's; the Lemke arguments
+    and ``kin`` as :func:`st_mixed_step` takes them. Returns (outcome, the ten values of
+    st_mixed_step, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max): DECLINED before any
+    state is touched where st_mixed_step declines; DEEP after the integration where a contact is
+    deep (the caller corrects positions and projects the joints); ke, pe, pen and joint_error are
+    set for DONE only."""
+    ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
+    e0 = 0.0 + ke0 + pe0        # sum((ke, pe)) of the general path
+    body, v_free, contact, jrows = system_terms(
+        live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
+        gyroscopic, f, True, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
+        planar_reference, h, zeta_j)
+    M_blocks, W_blocks, v = body
+    dv, ix, ip, n_bias = contact
+    (Jm, j_rhs, j_err, j_lab), (Lm, l_bias, l_lab), (Am, a_target, a_max, a_lab) = jrows
+    nc = phi.shape[0]
+    nl = l_bias.shape[0]
+    nnz = dv.shape[1]
+    Np, Ni = ip[:nc + 1], ix[:nnz]
+    i64 = np.int64
+    out = st_mixed_step(Jm[2].astype(i64), Jm[1].astype(i64), Jm[0], j_rhs, Lm[2].astype(i64), Lm[1].astype(i64),
+                        Lm[0], l_bias, Np, Ni, dv[0], n_bias, Np, Ni, dv[1], dv[2], Am[2].astype(i64),
+                        Am[1].astype(i64), Am[0], a_target, a_max, mu, d, cfm, W_blocks, blk_ptr, blk_cols,
+                        W_blocks.reshape(-1), v_free, ndof, max_pivots, pivot_tol, restarts, tol, threshold, kin)
+    ok, pivots, n, scale, z, x, wv, numbers, v_next, tangent = out
+    modes = np.zeros(0, dtype=np.int8)
+    if not ok:
+        return (DECLINED, out, modes, e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+    if nc:
+        modes = _modes_of_rows(Np, Ni, dv[1], dv[2], v_next, z[nl:nl + nc], MODE_IMPULSE_TOL, MODE_SPEED_TOL)
+    gain = kinetic_gain(blk_ptr, blk_cols, M_blocks.reshape(-1), v_next, v_free, passive)
+    advance_state(dof_start, v_next, linear_velocity, angular_velocity, position, quaternion, h)
+    if position_stage and nc:
+        c, deep = position_targets(rows_times(Np, Ni, dv[0], v_next), phi, h, slop, position_zeta)
+        if deep:
+            return (DEEP, out, modes, e0, gain, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+    if project:
+        joint_error = project_joints_kernel(joints, dof_start, kind, kinematic, mass, inv_inertia, position,
+                                            quaternion, linear_velocity, angular_velocity, planar_reference,
+                                            proj_tol, proj_max_iter)
+    else:
+        joint_error = joint_error_kernel(joints, dof_start, position, quaternion, linear_velocity, angular_velocity,
+                                         planar_reference)
+    ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity,
+                                     position, gravity, phi)
+    return (DONE, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max)
