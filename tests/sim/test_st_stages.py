@@ -59,14 +59,14 @@ def _csr(H) -> tuple:
 
 
 def _mixed_args(sim, sys, kin):
-    """st_mixed_step's arguments for the step's system (as st_step passes its terms)."""
+    """st_mixed_step's arguments for the step's system (as st_step passes its terms), without a warm basis."""
     st = sim.stages
     f = np.float64
     return (*_csr(sys.J), sys.j_rhs.astype(f), *_csr(sys.L), sys.l_bias.astype(f), *_csr(sys.N), sys.n_bias.astype(f),
             *_csr(sys.S), sys.T.data.astype(f), *_csr(sys.A), sys.a_target.astype(f), sys.a_max.astype(f),
             np.ascontiguousarray(sys.mu, dtype=f), int(sys.d), float(sys.cfm + sim.model_options.cfm), sys.W_blocks,
             *_csr(sys.Minv), sys.v_free(), int(sys.ndof), st.max_pivots, st.pivot_tol, st.restarts, st.tol,
-            st.threshold, kin)
+            st.threshold, kin, np.zeros(0))
 
 
 @pytest.mark.parametrize("make,steps,min_contacts", [(_barrett, 160, 4), (_chain, 120, 2)])
@@ -173,13 +173,21 @@ def test_the_kinematic_palm_eliminated_gives_the_whole_problems_velocities(monke
     kin = sim.stages.kin
     assert kin.tolist() == [sim.model.dof_start[sim.model.index("palm")] // 6]
     pairs = []
+    warm = 0
     for _ in range(120):
         sim.step()
         if sim.last_solution.info.get("compiled_step"):
             args = _mixed_args(sim, sim.last_system, kin)
-            pairs.append((args, SK.st_mixed_step(*args), SK.st_mixed_step(*args[:-1], np.zeros(0, dtype=np.int64))))
-            # the fused step applied what its LCP part gives on the step's system (assembled when read)
-            assert np.array_equal(pairs[-1][1][8], sim.data.result.v_next)
+            pairs.append((args, SK.st_mixed_step(*args),
+                          SK.st_mixed_step(*args[:-2], np.zeros(0, dtype=np.int64), args[-1])))
+            # the fused step applied what its LCP part gives on the step's system (assembled when read):
+            # the same bits from Lemke's start, the same velocities (to rounding) from the previous basis
+            v_cold, v_applied = pairs[-1][1][8], sim.data.result.v_next
+            if sim.last_solution.pivots:
+                assert np.array_equal(v_cold, v_applied)
+            else:
+                warm += 1
+                assert np.allclose(v_cold, v_applied, rtol=0, atol=1e-7 * max(1e-3, np.abs(v_cold).max()))
     compared = 0
     for args, cut, whole in pairs:
         assert cut[0] == whole[0]
@@ -195,7 +203,7 @@ def test_the_kinematic_palm_eliminated_gives_the_whole_problems_velocities(monke
         for r in pins:
             assert v_cut[Ji[Jp[r]]] * Jd[Jp[r]] == j_rhs[r]          # exactly the prescribed velocity
         compared += 1
-    assert compared >= 60
+    assert compared >= 60 and warm >= 30        # most steps of the closing grasp reuse the previous basis
 
 
 def test_configurations_it_does_not_cover_take_the_general_stages():

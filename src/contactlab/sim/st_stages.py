@@ -40,12 +40,15 @@ from . import st_kernels as SK
 COMPILED_FORM = "stewart-trinkle-mixed"
 #: the solver options the call honours (any other: the general stages)
 _OPTIONS = frozenset({"tol", "max_iterations", "certify"})
+_NO_LAYOUT = np.zeros(3, dtype=np.int64)
 
 
 class CompiledSTStages(CompiledCall, Stages):
     """The general stages with the step after detection in one compiled call (module docstring)."""
 
     compiled = True
+    #: start each step's LCP from the previous step's basis (st_kernels.py ``warm_guess``)
+    warm_basis = True
 
     @classmethod
     def plan(cls, sim, state):
@@ -115,6 +118,11 @@ class CompiledSTStages(CompiledCall, Stages):
         a, b, point, normal, t1, t2, phi = contact
         mu = np.zeros(0) if not w.nc else np.ascontiguousarray(w.contacts.mu, dtype=np.float64)
         st = model.settings
+        prev = data.warm.get("st_basis")        # (z, layout) of the last compiled step, if z is still the warm start
+        if self.warm_basis and prev is not None and prev[0] is data.warm.get("z") and w.match is not None:
+            z_prev, layout, match = prev[0], prev[1], np.asarray(w.match, dtype=np.int64)
+        else:
+            z_prev, layout, match = NO_VALUES, _NO_LAYOUT, _NO_INDEX
         w.t0 = time.perf_counter()
         outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max = SK.st_step(
             self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
@@ -123,7 +131,7 @@ class CompiledSTStages(CompiledCall, Stages):
             self.packed.kernel_args, mt, mf, w.h, zeta_j, int(st.friction_directions),
             float(float(st.cfm) + sim.model_options.cfm), self.blk_cols, self.blk_ptr, self.max_pivots,
             self.pivot_tol, self.restarts, self.tol, self.threshold, self.kin, self.passive, position_stage,
-            position_zeta, project, 1e-10, 8)
+            position_zeta, project, 1e-10, 8, z_prev, layout, match)
         w.t_solved = time.perf_counter()
         if outcome == SK.DECLINED:      # nothing changed: the general stages take the step
             w.compiled = False
@@ -164,7 +172,8 @@ class CompiledSTStages(CompiledCall, Stages):
         o_u = o_lam + nc
         result = StepResult(v_next=v_next, normal=y[nl:nl + nc], tangent=tangent, joint=sol.x, limit=y[:nl],
                             motor=y[o_u:o_u + nm] - a_max, modes=modes, info={"lambda": y[o_lam:o_u]})
-        data.warm["z"] = y.copy()
+        data.warm["z"] = z_warm = y.copy()
+        data.warm["st_basis"] = (z_warm, np.array((nl, nc, nm), dtype=np.int64))
         self.state.defer(w.contacts, h, self.system_terms, (before, gyro, w.contacts, zeta, slop, zeta_j, h))
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
         if outcome == SK.DEEP:      # the position correction (Simulator.project_contacts), the joints, the energies
