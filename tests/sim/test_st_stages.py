@@ -34,7 +34,7 @@ def _general(monkeypatch, make):
 
 
 #: the position of st_step's ``kin`` argument (the kinematic bodies' blocks)
-KIN = 40
+KIN = 34
 
 
 def _count_calls(monkeypatch, eliminate=True):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times, solve_small
 from ..kernels.energy import energies, energies_and_depth
@@ -531,10 +532,10 @@ def _pyramid(Sp, Si, Sd, Td, d):
 
 @jit
 def st_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic, quaternion,
-            position, linear_velocity, angular_velocity, planar_reference, f, a, b, point, normal, t1, t2, phi, mu,
+            position, linear_velocity, angular_velocity, planar_reference, f, contact_floats, contact_ints,
             zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, d, cfm, blk_cols, blk_ptr, max_pivots,
             pivot_tol, restarts, tol, threshold, kin, passive, position_stage, position_zeta, project, proj_tol,
-            proj_max_iter, z_prev, layout_prev, match):
+            proj_max_iter, z_prev, layout_prev):
     """One Stewart-Trinkle step of a jointed scene whose body blocks cover every coordinate, from
     the state to the projected joints: the general stages' kernels in their order on the arrays
     they compute (sim/stages.py ``build``, ``integrate``; sim/noslip_kernels.py ``noslip_step`` is the
@@ -550,15 +551,18 @@ def st_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, 
     4. the position correction's deep test, the joint projection (or the joint error), the energies
        and deepest overlap after the step.
 
-    ``z_prev``: the previous step's answer with its (nl, nc, nm) ``layout_prev`` and the detection's
-    ``match`` (empty z_prev: no warm basis; :func:`warm_guess`, :func:`_warm_answer`).
-    ``f``: the joint torques' generalized force (the bodies' forces are added in place); ``mu`` per
-    contact, ``d`` friction directions, ``cfm`` the settings' plus the model's; the Lemke arguments
+    ``contact_floats``, ``contact_ints``: the step's contacts as the detection packed them
+    (collision/boxes/packed.py: points, frames, phi, mu per contact; bodies and the detection's
+    ``match``). ``z_prev``: the previous step's answer with its (nl, nc, nm) ``layout_prev`` (empty
+    z_prev: no warm basis; :func:`warm_guess`, :func:`_warm_answer`).
+    ``f``: the joint torques' generalized force (the bodies' forces are added in place); ``d``
+    friction directions, ``cfm`` the settings' plus the model's; the Lemke arguments
     and ``kin`` as :func:`st_mixed_step` takes them. Returns (outcome, the ten values of
     st_mixed_step, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max): DECLINED before any
     state is touched where st_mixed_step declines; DEEP after the integration where a contact is
     deep (the caller corrects positions and projects the joints); ke, pe, pen and joint_error are
     set for DONE only."""
+    point, normal, t1, t2, phi, mu, _guess, a, b, _sa, _sb, match = unpack_contacts(contact_floats, contact_ints)
     ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
     e0 = 0.0 + ke0 + pe0        # sum((ke, pe)) of the general path
     body, v_free, contact, jrows = system_terms(

@@ -27,7 +27,8 @@ import numpy as np
 from ..kernels.energy import energies_and_depth
 from ..kernels.tolerances import CERTIFY
 from ..mechanics.model import KIND_KINEMATIC
-from ..mechanics.system import block_pattern, contact_arrays, live_bodies, packed_joints
+from ..collision.contacts import packed
+from ..mechanics.system import block_pattern, live_bodies, packed_joints
 from ..models.common import StepResult
 from ..solution import Solution, Status
 from ..solvers.lemke import LemkeOptions
@@ -101,7 +102,7 @@ class CompiledSTStages(CompiledCall, Stages):
                                       data.quaternion, m.ndof, P.motor_target, P.motor_max_force, st_mt, st_mf)
         st = m.settings     # read each step: the Model is frozen, its Settings object is not
         w.compiled = True
-        w.call = (f, contact_arrays(w.contacts), float(st.contact_zeta if st.contact_stabilization == "velocity"
+        w.call = (f, packed(w.contacts, w.match), float(st.contact_zeta if st.contact_stabilization == "velocity"
                                                       else 0.0), float(st.slop), mt, mf, float(st.zeta),
                   st.contact_stabilization == "position", float(st.contact_zeta), bool(st.project_joints),
                   bool(st.gyroscopic),
@@ -115,23 +116,22 @@ class CompiledSTStages(CompiledCall, Stages):
         sim = self.sim
         model, data = sim.model, sim.data
         f, contact, zeta, slop, mt, mf, zeta_j, position_stage, position_zeta, project, gyro, before = w.call
-        a, b, point, normal, t1, t2, phi = contact
-        mu = np.zeros(0) if not w.nc else np.ascontiguousarray(w.contacts.mu, dtype=np.float64)
+        contact_floats, contact_ints = contact
         st = model.settings
         prev = data.warm.get("st_basis")        # (z, layout) of the last compiled step, if z is still the warm start
-        if self.warm_basis and prev is not None and prev[0] is data.warm.get("z") and w.match is not None:
-            z_prev, layout, match = prev[0], prev[1], np.asarray(w.match, dtype=np.int64)
+        if self.warm_basis and prev is not None and prev[0] is data.warm.get("z"):
+            z_prev, layout = prev
         else:
-            z_prev, layout, match = NO_VALUES, _NO_LAYOUT, _NO_INDEX
+            z_prev, layout = NO_VALUES, _NO_LAYOUT
         w.t0 = time.perf_counter()
         outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max = SK.st_step(
             self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
             model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
-            data.angular_velocity, data.planar_reference, f, a, b, point, normal, t1, t2, phi, mu, zeta, slop,
+            data.angular_velocity, data.planar_reference, f, contact_floats, contact_ints, zeta, slop,
             self.packed.kernel_args, mt, mf, w.h, zeta_j, int(st.friction_directions),
             float(float(st.cfm) + sim.model_options.cfm), self.blk_cols, self.blk_ptr, self.max_pivots,
             self.pivot_tol, self.restarts, self.tol, self.threshold, self.kin, self.passive, position_stage,
-            position_zeta, project, 1e-10, 8, z_prev, layout, match)
+            position_zeta, project, 1e-10, 8, z_prev, layout)
         w.t_solved = time.perf_counter()
         if outcome == SK.DECLINED:      # nothing changed: the general stages take the step
             w.compiled = False
