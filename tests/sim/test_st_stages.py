@@ -256,3 +256,50 @@ def test_the_envelope_factor_is_the_dense_choleskys(seed):
     B = A.copy()
     B[-1, -1] = -1.0                              # not positive definite: the QR branch's case
     assert not SK._spd_reduce(B, C, g)[0]
+
+
+def test_warm_guess_maps_the_previous_answer_by_contact_match():
+    """y = [c_l, c_n, beta (d per contact), lambda, u, s]: contacts follow the detection's match,
+    limits and motors keep their places where their counts are unchanged, new rows start at 0."""
+    d, nl0, nc0, nm0 = 4, 1, 2, 1
+    rng = np.random.default_rng(3)
+    z_prev = rng.uniform(0.1, 1.0, nl0 + nc0 * (d + 2) + 2 * nm0)
+    match = np.array([1, -1, 0], dtype=np.int64)
+    g = SK.warm_guess(z_prev, nl0, nc0, nm0, match, 1, 3, 1, d)
+    parts = lambda y, nl, nc, nm: (y[:nl], y[nl:nl + nc], y[nl + nc:nl + nc + nc * d].reshape(nc, d),
+                                   y[nl + nc + nc * d:nl + nc * (d + 2)], y[nl + nc * (d + 2):])
+    l0, n0, b0, lam0, m0 = parts(z_prev, nl0, nc0, nm0)
+    l1, n1, b1, lam1, m1 = parts(g, 1, 3, 1)
+    assert g.shape == (1 + 3 * (d + 2) + 2,)
+    assert np.array_equal(l1, l0) and np.array_equal(m1, m0)
+    for i, j in enumerate(match):
+        want = (0.0, np.zeros(d), 0.0) if j < 0 else (n0[j], b0[j], lam0[j])
+        assert n1[i] == want[0] and np.array_equal(b1[i], want[1]) and lam1[i] == want[2]
+    # a limit appeared: the limits start from Lemke's usual basis, the contacts still map
+    g2 = SK.warm_guess(z_prev, nl0, nc0, nm0, match, 2, 3, 1, d)
+    assert np.all(g2[:2] == 0.0) and g2[2] == n0[1]
+    # a previous answer of another layout maps nothing
+    assert not SK.warm_guess(z_prev[:-1], nl0, nc0, nm0, match, 1, 3, 1, d).any()
+
+
+def test_warm_answer_is_the_lcp_solution_on_the_guessed_basis():
+    """On an LCP with a known solution (F a P-matrix, e built from a chosen z and w), a guess whose
+    positive entries are z's support gives that z (numpy's solve of F_BB z_B = -e_B); a guess with
+    the wrong support gives an infeasible basis and is refused (z left zero)."""
+    rng = np.random.default_rng(7)
+    n = 12
+    A = rng.normal(size=(n, n))
+    F = A @ A.T + n * np.eye(n) + 0.3 * rng.normal(size=(n, n))        # positive definite part: a P-matrix
+    z_true = np.where(rng.uniform(size=n) < 0.5, rng.uniform(0.5, 2.0, n), 0.0)
+    w_true = np.where(z_true > 0, 0.0, rng.uniform(0.5, 2.0, n))
+    e = w_true - F @ z_true
+    z = np.zeros(n)
+    assert SK._warm_answer(F, e, z_true.copy(), 1e-8, z)
+    B = z_true > 0
+    ref = np.zeros(n)
+    ref[B] = np.linalg.solve(F[np.ix_(B, B)], -e[B])
+    assert np.allclose(z, ref, rtol=1e-12, atol=1e-12) and np.allclose(z, z_true, atol=1e-10)
+    wrong = np.where(B, 0.0, 1.0)          # the complement of the support: negative z or w there
+    z2 = np.zeros(n)
+    assert not SK._warm_answer(F, e, wrong, 1e-8, z2) and not z2.any()
+    assert not SK._warm_answer(F, e, np.zeros(n), 1e-8, z2)               # no basis guessed
