@@ -15,9 +15,9 @@ from tests.solvers.test_box_qp_set_aside import chain_rows, lcp_with_rows
 
 
 def joined_chains(rng, chains=4, nbody=6, nrows=30, gap=0.5):
-    """``chains`` columns of bodies (chain_rows) joined into one island by rows with a gap (q = gap,
-    below the largest push max(-q) = 1 + ...: only a gap-0 set-aside leaves them out); the joining
-    rows' indices."""
+    """``chains`` columns of bodies (chain_rows, each connected by a row per neighbouring pair) joined
+    into one island by rows with a gap (q = gap; 0.5, below the largest push: only a gap-0 set-aside
+    leaves them out), every row separating (q > 0) but three deep ones a chain; the joining rows' indices."""
     parts = [chain_rows(rng, nbody, nrows) for _ in range(chains)]
     H = sp.block_diag([p[0] for p in parts], format="csr")
     W = np.concatenate([p[1] for p in parts])
@@ -33,8 +33,9 @@ def joined_chains(rng, chains=4, nbody=6, nrows=30, gap=0.5):
         join[r, 6 * b:6 * b + 6] = 0.1 * rng.normal(size=6)
     H = sp.vstack([H, join.tocsr()], format="csr")
     H.sort_indices()
-    q = rng.normal(size=H.shape[0])
-    q[np.argmin(q)] = -2.0
+    q = np.abs(rng.normal(size=H.shape[0])) + 0.1       # separating rows, but for three deep ones a chain
+    for c in range(chains):
+        q[c * nrows + rng.choice(nrows, size=3, replace=False)] = -rng.uniform(0.5, 2.0, size=3)
     q[-(chains - 1):] = gap
     return H, W, q, np.arange(H.shape[0] - chains + 1, H.shape[0])
 
@@ -60,10 +61,11 @@ def test_touched_keeps_the_islands_holding_a_late_row_and_numbers_them_in_order(
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_merged_problem_is_split_by_its_gaps_and_the_answer_is_the_whole_lcps(monkeypatch, seed):
-    """Four chains joined by rows with a gap below the largest push: one island of the problem's own;
-    with the merged rule (MERGED_ROWS lowered to this size) the default solve sets every separating row
-    at 0 aside and solves the chains apart (islands >= 4); the answer is Lemke's on the whole LCP and
-    the whole problem's without islands."""
+    """Four chains joined by rows with a gap below the largest push: one island of the problem's own,
+    a few rows in play; with the merged rule (MERGED_ROWS lowered to this size) the default solve sets
+    every separating row at 0 aside and solves the rest island by island (islands >= 4); the answer is
+    Lemke's on the whole LCP and the whole problem's without islands. With most rows in play (q < 0)
+    the problem is solved whole, as before."""
     rng = np.random.default_rng(seed)
     H, W, q, _ = joined_chains(rng)
     P = lcp_with_rows(H, W, q)
@@ -79,6 +81,10 @@ def test_a_merged_problem_is_split_by_its_gaps_and_the_answer_is_the_whole_lcps(
     assert np.abs(sol.z - ref.z).max() <= 1e-6 * scale and np.abs(whole.z - ref.z).max() <= 1e-6 * scale
     monkeypatch.setattr(BI, "MERGED_ROWS", 10 ** 9)      # below the size: the problem whole, as before
     assert "set_aside" not in solve(P, "box-qp").info
+    monkeypatch.setattr(BI, "MERGED_ROWS", 50)
+    deep = lcp_with_rows(H, W, -q)                      # most rows in play
+    sol = solve(deep, "box-qp")
+    assert sol.success and "set_aside" not in sol.info
 
 
 def test_rounds_resolve_only_the_islands_a_pushed_in_row_joins(monkeypatch):
@@ -103,9 +109,9 @@ def test_rounds_resolve_only_the_islands_a_pushed_in_row_joins(monkeypatch):
     rounds = []
     original = BI._island_solves
 
-    def counting(problem, opts, count, labels, *args):
+    def counting(problem, opts, count, labels, *args, **kw):
         rounds.append(count)
-        return original(problem, opts, count, labels, *args)
+        return original(problem, opts, count, labels, *args, **kw)
     monkeypatch.setattr(BI, "_island_solves", counting)
     sol = solve(P, "box-qp", set_aside=True)
     assert sol.success and sol.info["rounds"] >= 2 and sol.info["islands"] >= 3

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from ...kernels.box_qp import INTERIOR, LEFT, UNSETTLED
 from ...kernels.box_qp_islands import box_qp_islands, csr_rows_affine, new_island_layouts
-from ...kernels.components import body_pair_groups, kept_row_components
+from ...kernels.components import kept_row_components
 from ...problems import BoxedLCP
 from ...problems.islands import island_problem, island_rows
 from ...solution import Solution, Status
@@ -72,12 +72,13 @@ def _set_aside(problem: BoxedLCP, z: np.ndarray, gap: float = SET_ASIDE_GAP) -> 
 
 
 #: :func:`_islands` sets rows aside without ``set_aside`` (every separating row at 0: gap 0) where one island of the
-#: problem holds more than MERGED_SHARE of its rows and more than MERGED_ROWS, and keeps them aside where no
-#: island of the rows left holds more than MERGED_SHARE of the rows. A falling pile whose towers the speculative
-#: contacts of boxes falling together join (side contacts of turned boxes, each layer's contacts with the next):
-#: 87,099 rows of which 5,800 in play at 10,000 boxes (docs/session10-scale.md); a landed pile's one island is
-#: mostly rows in play, and rounds of its islands would cost more than its one solve
-MERGED_SHARE, MERGED_ROWS = 0.5, 2000
+#: problem holds more than MERGED_SHARE of its rows and more than MERGED_ROWS, and the rows left in play are at most
+#: KEPT_SHARE of the rows; each round then solves the union of its islands by the whole method, one interior
+#: point (their Newton steps from an impact's poor start mostly do not land). A falling pile whose towers the
+#: speculative contacts of boxes falling together join (side contacts of turned boxes, each layer's contacts with
+#: the next) has few rows in play: 5,800 of 87,099 at 10,000 boxes, 2-4 rounds; a landing 1,000-box pile has half
+#: its rows in play, and its rounds cost more than its one solve (docs/session10-scale.md)
+MERGED_SHARE, MERGED_ROWS, KEPT_SHARE = 0.5, 2000, 0.25
 
 
 def _merged(own, share: float, rows: int) -> bool:
@@ -115,24 +116,19 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray, solve, resume
     M = problem.M
     if own is None or not opts.islands or not sp.issparse(M) or M.format != "csr":
         return None
+    merged = False
     if opts.set_aside:
         aside = _set_aside(problem, z)
         count, labels = own if aside is None else _kept_islands(problem, aside)
-    else:       # one island holds most rows: split by every separating row set aside, where that splits it
+    else:       # one island holds most rows: split by every separating row set aside, where few rows are left
         aside = _set_aside(problem, z, 0.0) if _merged(own, MERGED_SHARE, MERGED_ROWS) else None
         count, labels = own if aside is None else _kept_islands(problem, aside)
-        if aside is not None and np.bincount(labels[labels >= 0], minlength=count).max(initial=0) > \
-                MERGED_SHARE * problem.n:       # most rows in play and joined (a landed pile): whole, as before
-            aside, (count, labels) = None, own
+        if aside is not None and np.count_nonzero(labels >= 0) > KEPT_SHARE * problem.n:
+            aside, (count, labels) = None, own      # many rows in play (a landed pile): whole, as before
+        merged = aside is not None
     if aside is None and own[0] < 2:
         return None
     islands, whole = count, True
-    groups = getattr(problem, "body_groups", None)
-    if groups is None and aside is not None and opts.grouped_max > 0:
-        # a problem its builder found one island has no groups; the rows set aside split it: the kept
-        # islands' Newton steps factorised over their body pairs in the compiled call, as any island's
-        H = problem.factors[0]
-        groups = body_pair_groups(H.indptr, H.indices)
     zz, w = z.copy(), np.empty(problem.n)
     if aside is not None:
         zz[aside] = 0.0
@@ -140,7 +136,7 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray, solve, resume
     while True:
         rounds += 1
         # a round solves the islands labelled (>= 0); the others keep the answers of the round that solved them
-        its, out, solved = _island_solves(problem, opts, count, labels, zz, w, solve, resume, groups)
+        its, out, solved = _island_solves(problem, opts, count, labels, zz, w, solve, resume, union=merged)
         iterations, outer, ok = iterations + its, max(outer, out), (ok or whole) and solved
         if aside is None:
             break
@@ -163,8 +159,8 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray, solve, resume
         if not whole:
             count, labels = _touched(count, labels, late)
     return Solution(z=zz, w=w, status=Status.SOLVED if ok else Status.MAX_ITERATIONS, iterations=iterations,
-                    info={"outer": outer, "islands": int(islands), "set_aside": 0 if aside is None else int(aside.sum()),
-                          "rounds": rounds})
+                    info={"outer": outer, "islands": int(islands),
+                          "set_aside": 0 if aside is None else int(aside.sum()), "rounds": rounds})
 
 
 def _touched(count: int, labels: np.ndarray, late: np.ndarray) -> tuple[int, np.ndarray]:
@@ -179,13 +175,14 @@ def _touched(count: int, labels: np.ndarray, late: np.ndarray) -> tuple[int, np.
 
 
 def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np.ndarray, zz: np.ndarray,
-                   w: np.ndarray, solve, resume, groups=None) -> tuple[int, int, bool]:
+                   w: np.ndarray, solve, resume, union: bool = False) -> tuple[int, int, bool]:
     """The islands (count, label per row; rows labelled -1 take no part) solved from zz, their
     answers written into zz and w: the compiled call for those it takes, box-qp in Python on the
     others: ``solve(sub, opts, z)`` the whole method on an island's block, ``resume(sub, opts, z, counter,
     mode, first)`` its Python path from bound update ``first`` (solver.py ``_solve`` and ``_python_path``,
-    passed in so this module does not import the method back). Returns (iterations, bound updates,
-    whether every island is solved)."""
+    passed in so this module does not import the method back). ``union``: no compiled call, the
+    islands' union solved by the whole method at once (rows of separate islands stay uncoupled).
+    Returns (iterations, bound updates, whether every island is solved)."""
     M = problem.M
     order, bounds = island_rows(count, labels)
     order, bounds = order[bounds[0]:], bounds - bounds[0]       # the rows labelled -1 sort first
@@ -194,28 +191,30 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
     # settings (dense, up to small_n rows: the full Newton budget with line search), and with the
     # rows' groups (``body_groups``, set by box friction: rows on one body pair) those up to
     # grouped_max rows, whose Newton steps it factorises block by block; "ipm": none
-    groups = getattr(problem, "body_groups", None) if groups is None else groups
+    groups = getattr(problem, "body_groups", None)
     groups = _NO_LABELS if groups is None or opts.grouped_max <= 0 else groups
     fits = (sizes <= min(opts.dense_max, opts.small_n)) | ((sizes <= opts.grouped_max) & (groups.size > 0))
-    fits &= opts.algorithm != "ipm"
+    fits &= opts.algorithm != "ipm" and not union
     small = np.flatnonzero(fits)
-    rows = order[np.repeat(fits, sizes)]                    # the small islands' rows, island by island
-    starts = np.concatenate([[0], np.cumsum(sizes[small])])
-    z = zz.copy()
     codes, its, outers = (np.zeros(small.size, dtype=np.int64) for _ in range(3))
-    # Newton alone has no interior point to hand over to: max_iterations, whatever the start
-    newton_only = opts.algorithm == "newton"
-    budget = opts.max_iterations if newton_only else min(opts.max_iterations, opts.island_iterations)
-    try:
-        layout, layout_at, spare = _layouts.pop()
-    except IndexError:                      # the first call, or another thread's call holds it
-        layout, layout_at, spare = new_island_layouts()
-    layout_next, at_next = box_qp_islands(
-        M.indptr, M.indices, M.data, problem.q, problem.lo, problem.hi, problem.findex, problem.mu, z, rows, starts,
-        opts.tol, budget, opts.armijo, newton_only, opts.max_outer, zz, w, codes, its, outers, groups, GROUPED_FROM,
-        opts.island_search_max or problem.n, opts.newton_steps, min(budget, opts.island_poor_iterations),
-        np.inf if newton_only else IPM_WARM_MAX, layout, layout_at, spare)
-    _layouts[:] = [(layout_next, at_next, layout)]      # this call's buffer the next one's spare
+    if small.size:
+        rows = order[np.repeat(fits, sizes)]                    # the small islands' rows, island by island
+        starts = np.concatenate([[0], np.cumsum(sizes[small])])
+        z = zz.copy()
+        # Newton alone has no interior point to hand over to: max_iterations, whatever the start
+        newton_only = opts.algorithm == "newton"
+        budget = opts.max_iterations if newton_only else min(opts.max_iterations, opts.island_iterations)
+        try:
+            layout, layout_at, spare = _layouts.pop()
+        except IndexError:                      # the first call, or another thread's call holds it
+            layout, layout_at, spare = new_island_layouts()
+        layout_next, at_next = box_qp_islands(
+            M.indptr, M.indices, M.data, problem.q, problem.lo, problem.hi, problem.findex, problem.mu, z, rows,
+            starts, opts.tol, budget, opts.armijo, newton_only, opts.max_outer, zz, w, codes, its, outers, groups,
+            GROUPED_FROM, opts.island_search_max or problem.n, opts.newton_steps,
+            min(budget, opts.island_poor_iterations), np.inf if newton_only else IPM_WARM_MAX, layout, layout_at,
+            spare)
+        _layouts[:] = [(layout_next, at_next, layout)]      # this call's buffer the next one's spare
     iterations, outer, ok = int(its.sum()), int(outers.max(initial=1)), True
     # an island left out: the whole method on its own block; those the compiled Newton gave up on:
     # one interior point on their union from there (rows of separate islands stay uncoupled; one
@@ -224,6 +223,8 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
     # (and those it left: large islands from a poor start, kernels.box_qp_islands.POOR_LEFT_FROM)
     left = small[codes == LEFT]
     rest = [(order[bounds[k]:bounds[k + 1]], None, 0) for k in np.sort(np.concatenate([np.flatnonzero(~fits), left]))]
+    if union and count:     # the islands' union by the whole method: one interior point, no Newton per island
+        rest = [(np.sort(order), None, 0)]
     gave_up = np.flatnonzero(codes == INTERIOR)
     if gave_up.size:
         idx = np.sort(np.concatenate([order[bounds[k]:bounds[k + 1]] for k in small[gave_up]]))
