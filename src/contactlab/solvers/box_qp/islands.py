@@ -54,7 +54,7 @@ def _set_aside(problem: BoxedLCP, z: np.ndarray, gap: float = SET_ASIDE_GAP) -> 
     (at most AT_ZERO * max|z|: an interior point's residue counts as 0) that 0 can only leave
     unchanged -- fixed at 0 (lo = hi = 0: new contacts' friction under the
     previous step's normal) -- or a row with lo = 0 < hi and q_i > 0 (a contact separating at the free
-    velocity, a speculative one with a gap) where q_i > SET_ASIDE_GAP * max(-q), with the friction rows
+    velocity, a speculative one with a gap) where q_i > ``gap`` * max(-q), with the friction rows
     tied to it by findex (bounds 0 when it is 0). They join the bodies they touch into islands that they
     take no part in: a pile's contacts with a gap merge its columns into one problem. Needs the rows'
     bodies (``factors``' H)."""
