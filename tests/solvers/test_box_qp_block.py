@@ -164,3 +164,42 @@ def test_compiled_iteration_hands_over_to_python_where_a_pivot_fails(monkeypatch
     for mode in ("python", "alternate"):
         assert runs[mode][1] == runs["compiled"][1]
         assert np.array_equal(runs[mode][0], runs["compiled"][0])
+
+
+def test_block_cholesky_keeps_no_subnormal_entries():
+    """Rows held at a bound (tiny 1 / E: near the interior point's end 1e-20 and below) couple their
+    bodies by blocks that shrink at every elimination they pass through: L's entries reach IEEE 754
+    subnormals (below 2.2e-308, whose arithmetic is tens of times slower; with 1 / E of 1e-50 to 1e-70
+    on this wide band of bodies, 36 of them without the flush); the factor stores none
+    (body_space_chol.py FLUSH), and L L' is still S to rounding and the solve still numpy's."""
+    rng = np.random.default_rng(12)
+    H, W = sparse_contacts(rng, 300, 2000, reach=20)
+    cfm = 1e-8
+    keep = np.arange(2000)
+    M = (H @ sp.block_diag(list(W), format="csr") @ H.T + cfm * sp.identity(2000)).tocsr()
+    body = _BodySpace.of((H, W, cfm), M, keep, dense_max=50)
+    assert body is not None
+    d = 10.0 ** rng.uniform(50.0, 70.0, 2000)      # every row held far from its bound
+    solve = body.solver(d)
+    chol = body.chol
+    assert chol is not None and body.ldl is None
+    tiny = np.abs(chol.Lv[chol.Lv != 0.0])
+    assert tiny.size and not np.any(tiny < np.finfo(float).tiny)
+    nt = body.nt
+    lp, li = chol.sym[0], chol.sym[1]
+    L = np.zeros((6 * nt, 6 * nt))
+    for j in range(nt):
+        L[6 * j:6 * j + 6, 6 * j:6 * j + 6] = chol.Ld[j]
+        for e in range(lp[j], lp[j + 1]):
+            L[6 * li[e]:6 * li[e] + 6, 6 * j:6 * j + 6] = chol.Lv[e]
+    S = dense_S(H, W, keep, 1.0 / (cfm + d))
+    dofs = np.concatenate([np.arange(6 * c, 6 * c + 6) for c in chol.perm])
+    assert np.abs(L @ L.T - S[np.ix_(dofs, dofs)]).max() <= 1e-12 * np.abs(S).max()
+    b = rng.normal(size=6 * nt)
+    x = np.empty(6 * nt)
+    chol.solve(b, x)
+    assert np.abs(x - np.linalg.solve(S, b)).max() <= 1e-13 * np.linalg.cond(S) * np.abs(x).max()
+    A = M.toarray() + np.diag(d)
+    r = rng.normal(size=2000)
+    xk = solve(r)
+    assert np.abs(A @ xk - r).max() <= 1e-8 * (np.abs(A).max() * np.abs(xk).max() + np.abs(r).max())

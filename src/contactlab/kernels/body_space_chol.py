@@ -21,8 +21,17 @@ cache once per process).
 """
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_inline
 from .body_space import body_space_back, body_space_rhs
+
+#: :func:`block_factor` stores an entry of L's off-diagonal blocks below this in magnitude as 0. Rows held at
+#: a bound near the interior point's end have 1 / E ~ 1e-20 or less, so the blocks of the pairs they alone
+#: join shrink by that factor at each elimination they pass through, down to IEEE 754 subnormals (below
+#: 2.2e-308), whose arithmetic runs tens of times slower on x86 (every operation takes a microcode assist);
+#: with the entries kept at 0 or above this, a product of two is 0 or a normal number. Such an entry is
+#: below half an ulp of any entry of S it is added to (S's diagonal holds the bodies' masses and
+#: inertias), so the factor's other entries, and the solves, keep their values
+FLUSH = 1e-150
 
 
 @jit
@@ -212,6 +221,33 @@ def block_analysis(s_indptr, s_indices, perm, ra, rb, pair_base):
     return lp, li, rp, rc, rpos, ip, rdst, rtr
 
 
+@jit_inline
+def _row_times(B, u, At, T, count):
+    """T[u, v] -= (B A')[u, v] for v < ``count`` (At = A'), each entry's six products summed in order
+    w = 0..5 from 0 as a dot product would; the six sums run side by side (independent chains, A'
+    read by rows)."""
+    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+    for w in range(6):
+        b = B[u, w]
+        a0 += b * At[w, 0]
+        a1 += b * At[w, 1]
+        a2 += b * At[w, 2]
+        a3 += b * At[w, 3]
+        a4 += b * At[w, 4]
+        a5 += b * At[w, 5]
+    T[u, 0] -= a0
+    if count > 1:
+        T[u, 1] -= a1
+    if count > 2:
+        T[u, 2] -= a2
+    if count > 3:
+        T[u, 3] -= a3
+    if count > 4:
+        T[u, 4] -= a4
+    if count > 5:
+        T[u, 5] -= a5
+
+
 @jit
 def block_factor(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, lp, li, rp, rc, rpos, Ld, Lv, wpos):
     """S = W^-1 + H' diag(e_inv) H (:func:`block_assemble` into Ld, Lv) and its block Cholesky
@@ -221,6 +257,7 @@ def block_factor(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, lp, li, rp, rc, rpo
     block_assemble(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, Ld, Lv)
     nt = Ld.shape[0]
     wpos[:] = -1
+    At = np.empty((6, 6))
     for j in range(nt):
         for e in range(lp[j], lp[j + 1]):
             wpos[li[e]] = e
@@ -229,21 +266,16 @@ def block_factor(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, lp, li, rp, rc, rpo
             k = rc[t]
             pk = rpos[t]
             A = Lv[pk]
+            for v in range(6):                      # A' in rows: the products below read it row by row
+                for w in range(6):
+                    At[w, v] = A[v, w]
             for u in range(6):                      # D -= L_jk L_jk' (lower triangle)
-                for v in range(u + 1):
-                    acc = 0.0
-                    for w in range(6):
-                        acc += A[u, w] * A[v, w]
-                    D[u, v] -= acc
+                _row_times(A, u, At, D, u + 1)
             for e in range(pk + 1, lp[k + 1]):      # L_ij -= L_ik L_jk', rows i > j of column k
                 B = Lv[e]
                 T = Lv[wpos[li[e]]]
                 for u in range(6):
-                    for v in range(6):
-                        acc = 0.0
-                        for w in range(6):
-                            acc += B[u, w] * A[v, w]
-                        T[u, v] -= acc
+                    _row_times(B, u, At, T, 6)
         for u in range(6):                          # D = C C' in place (lower)
             for v in range(u + 1):
                 acc = D[u, v]
@@ -264,7 +296,8 @@ def block_factor(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, lp, li, rp, rc, rpo
                     acc = B[u, v]
                     for w in range(v):
                         acc -= B[u, w] * D[v, w]
-                    B[u, v] = acc / D[v, v]
+                    acc /= D[v, v]
+                    B[u, v] = acc if abs(acc) >= FLUSH else 0.0
     return True
 
 
@@ -278,6 +311,7 @@ def block_solve(perm, lp, li, Ld, Lv, b, x):
         c = perm[j]
         for u in range(6):
             y[j, u] = b[6 * c + u]
+    v = np.empty(6)
     for j in range(nt):                             # L y = b
         C = Ld[j]
         for u in range(6):
@@ -285,29 +319,44 @@ def block_solve(perm, lp, li, Ld, Lv, b, x):
             for w in range(u):
                 acc -= C[u, w] * y[j, w]
             y[j, u] = acc / C[u, u]
-        for e in range(lp[j], lp[j + 1]):
+            v[u] = y[j, u]
+        for e in range(lp[j], lp[j + 1]):           # y_i -= L_ij y_j, y_j held in v (y_i is another row)
             B = Lv[e]
             i = li[e]
             for u in range(6):
                 acc = 0.0
                 for w in range(6):
-                    acc += B[u, w] * y[j, w]
+                    acc += B[u, w] * v[w]
                 y[i, u] -= acc
     for j in range(nt - 1, -1, -1):                 # L' x = y
-        for e in range(lp[j], lp[j + 1]):
+        for u in range(6):
+            v[u] = y[j, u]
+        for e in range(lp[j], lp[j + 1]):           # y_j -= L_ij' y_i, summed in v
             B = Lv[e]
             i = li[e]
-            for w in range(6):
-                acc = 0.0
-                for u in range(6):
-                    acc += B[u, w] * y[i, u]
-                y[j, w] -= acc
+            a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+            for u in range(6):
+                c = y[i, u]
+                a0 += B[u, 0] * c
+                a1 += B[u, 1] * c
+                a2 += B[u, 2] * c
+                a3 += B[u, 3] * c
+                a4 += B[u, 4] * c
+                a5 += B[u, 5] * c
+            v[0] -= a0
+            v[1] -= a1
+            v[2] -= a2
+            v[3] -= a3
+            v[4] -= a4
+            v[5] -= a5
         C = Ld[j]
         for u in range(5, -1, -1):
-            acc = y[j, u]
+            acc = v[u]
             for w in range(u + 1, 6):
-                acc -= C[w, u] * y[j, w]
-            y[j, u] = acc / C[u, u]
+                acc -= C[w, u] * v[w]
+            v[u] = acc / C[u, u]
+        for u in range(6):
+            y[j, u] = v[u]
     for j in range(nt):
         c = perm[j]
         for u in range(6):
