@@ -10,13 +10,16 @@ scalar and the interior point's solves pay a Python call each.
   order of their graph, solvers/box_qp/shifted.py): the elimination tree, L's block pattern by columns
   (rows sorted) and by rows, and where each row's terms go in L (:func:`block_symbolic`,
   :func:`block_rows`).
-* :func:`block_factor`: S assembled in L's storage for an iteration's E (:func:`block_assemble`) and
-  factorised by the left-looking block Cholesky S = L L' (L's diagonal blocks lower triangular); False
+* :func:`drop_cuts`: once per interior-point call, the 1 / E below which a row's coupling of its two
+  bodies is left out of the factorised S (DROP).
+* :func:`block_factor`: S assembled in L's storage for an iteration's E (:func:`block_assemble`; late in
+  the interior point, without the couplings of rows held at a bound) and factorised by the left-looking
+  block Cholesky S = L L' (L's diagonal blocks lower triangular; its blocks that stay 0 skipped); -1
   where a pivot is not positive (S not numerically positive definite: the caller falls back).
 * :func:`block_space_solve`: x = E^-1 (r - H S^-1 H' E^-1 r), S^-1 by the two block triangular solves
-  (:func:`block_solve`).
+  (:func:`block_solve`), refined once against S where couplings were left out.
 
-The entry points called from Python are these three (each one compiled library, loaded from numba's
+The entry points called from Python are these four (each one compiled library, loaded from numba's
 cache once per process).
 """
 import numpy as np
