@@ -159,12 +159,18 @@ def test_runs_through_the_rollout_give_the_staged_steps_bits(robot, steps, monke
     sc2, staged = _sim(robot, fused=False)
     b, tb = _run_trace(sc2, staged, steps, record_poses=True)
     _same(a, b)
+    assert [list(vars(r)) for r in ta.records] == [list(vars(r)) for r in tb.records]   # the records' own layout
     assert len(ta.positions) == steps + 1 and all(np.array_equal(x, y) for x, y in zip(ta.positions, tb.positions))
     assert all(np.array_equal(x, y) for x, y in zip(ta.quaternions, tb.quaternions))
     assert np.array_equal(rolled.data.result.normal, staged.data.result.normal)
     assert np.array_equal(rolled.data.contacts.point, staged.data.contacts.point)
     assert rolled.data.steps == staged.data.steps == steps and rolled.data.time == staged.data.time
     assert np.array_equal(rolled.last_system.N.toarray(), staged.last_system.N.toarray())
+    sa, sb = rolled.last_solution, staged.last_solution
+    assert (sa.status, sa.iterations, sa.pivots, sa.residual) == (sb.status, sb.iterations, sb.pivots, sb.residual)
+    assert np.array_equal(sa.z, sb.z) and np.array_equal(sa.w, sb.w) and sa.info.keys() == sb.info.keys()
+    assert all(np.array_equal(sa.info[k], sb.info[k]) for k in sa.info)
+    assert np.array_equal(rolled.last_problem.q, staged.last_problem.q)
 
 
 def test_a_step_handed_over_mid_chunk_is_the_stages_and_the_rollout_resumes(monkeypatch):

@@ -1,5 +1,5 @@
-"""The Stewart-Trinkle step of jointed scenes in one compiled call (sim/st_stages.py, sim/st_kernels.py)
-against the general stages, field by field, on the Barrett grasp and on a pendulum chain that swings
+"""The Stewart-Trinkle step of jointed scenes in one compiled call (sim/st_stages.py, sim/st_kernels.py
+st_step, its LCP part st_mixed_step) against the general stages, field by field, on the Barrett grasp and on a pendulum chain that swings
 onto a floor; and the answer it applies checked as an LCP solution from the step's system, formed
 here with dense numpy algebra (arechavaleta eq. 13-15: the joints' Schur complement, the pyramid's
 coupling rows), not with the library's kernels."""
@@ -33,19 +33,40 @@ def _general(monkeypatch, make):
     return sim
 
 
+#: the position of st_step's ``kin`` argument (the kinematic bodies' blocks)
+KIN = 34
+
+
 def _count_calls(monkeypatch, eliminate=True):
     """Count the call's taken and declined steps; ``eliminate`` False: the kinematic bodies' rows
-    kept in the call's problem (its last argument empty), the general stages' formulation."""
+    kept in the call's problem (its ``kin`` argument empty), the general stages' formulation."""
     seen = {"taken": 0, "declined": 0}
-    kernel = SK.st_mixed_step
+    kernel = SK.st_step
 
     def call(*args):
-        out = kernel(*args) if eliminate else kernel(*args[:-1], np.zeros(0, dtype=np.int64))
-        seen["taken" if out[0] else "declined"] += 1
+        if not eliminate:
+            args = args[:KIN] + (np.zeros(0, dtype=np.int64),) + args[KIN + 1:]
+        out = kernel(*args)
+        seen["taken" if out[0] != SK.DECLINED else "declined"] += 1
         return out
 
-    monkeypatch.setattr(SK, "st_mixed_step", call)
+    monkeypatch.setattr(SK, "st_step", call)
     return seen
+
+
+def _csr(H) -> tuple:
+    return (H.indptr.astype(np.int64), H.indices.astype(np.int64), H.data.astype(np.float64))
+
+
+def _mixed_args(sim, sys, kin):
+    """st_mixed_step's arguments for the step's system (as st_step passes its terms), without a warm basis."""
+    st = sim.stages
+    f = np.float64
+    return (*_csr(sys.J), sys.j_rhs.astype(f), *_csr(sys.L), sys.l_bias.astype(f), *_csr(sys.N), sys.n_bias.astype(f),
+            *_csr(sys.S), sys.T.data.astype(f), *_csr(sys.A), sys.a_target.astype(f), sys.a_max.astype(f),
+            np.ascontiguousarray(sys.mu, dtype=f), int(sys.d), float(sys.cfm + sim.model_options.cfm), sys.W_blocks,
+            *_csr(sys.Minv), sys.v_free(), int(sys.ndof), st.max_pivots, st.pivot_tol, st.restarts, st.tol,
+            st.threshold, kin, np.zeros(0))
 
 
 @pytest.mark.parametrize("make,steps,min_contacts", [(_barrett, 160, 4), (_chain, 120, 2)])
@@ -151,17 +172,22 @@ def test_the_kinematic_palm_eliminated_gives_the_whole_problems_velocities(monke
     sim = _barrett()
     kin = sim.stages.kin
     assert kin.tolist() == [sim.model.dof_start[sim.model.index("palm")] // 6]
-    kernel = SK.st_mixed_step
     pairs = []
-
-    def call(*args):
-        out = kernel(*args)
-        pairs.append((args, out, kernel(*args[:-1], np.zeros(0, dtype=np.int64))))
-        return out
-
-    monkeypatch.setattr(SK, "st_mixed_step", call)
+    warm = 0
     for _ in range(120):
         sim.step()
+        if sim.last_solution.info.get("compiled_step"):
+            args = _mixed_args(sim, sim.last_system, kin)
+            pairs.append((args, SK.st_mixed_step(*args),
+                          SK.st_mixed_step(*args[:-2], np.zeros(0, dtype=np.int64), args[-1])))
+            # the fused step applied what its LCP part gives on the step's system (assembled when read):
+            # the same bits from Lemke's start, the same velocities (to rounding) from the previous basis
+            v_cold, v_applied = pairs[-1][1][8], sim.data.result.v_next
+            if sim.last_solution.pivots:
+                assert np.array_equal(v_cold, v_applied)
+            else:
+                warm += 1
+                assert np.allclose(v_cold, v_applied, rtol=0, atol=1e-7 * max(1e-3, np.abs(v_cold).max()))
     compared = 0
     for args, cut, whole in pairs:
         assert cut[0] == whole[0]
@@ -177,7 +203,7 @@ def test_the_kinematic_palm_eliminated_gives_the_whole_problems_velocities(monke
         for r in pins:
             assert v_cut[Ji[Jp[r]]] * Jd[Jp[r]] == j_rhs[r]          # exactly the prescribed velocity
         compared += 1
-    assert compared >= 60
+    assert compared >= 60 and warm >= 30        # most steps of the closing grasp reuse the previous basis
 
 
 def test_configurations_it_does_not_cover_take_the_general_stages():
@@ -192,7 +218,7 @@ def test_a_declined_step_is_taken_by_the_general_stages(monkeypatch):
     sim = _barrett()
     for _ in range(40):
         sim.step()
-    monkeypatch.setattr(SK, "st_mixed_step", lambda *a: SK._declined())
+    monkeypatch.setattr(SK, "st_step", lambda *a: (SK.DECLINED,) + (None,) * 11)
     rec = sim.step()
     assert rec.success and not sim.last_solution.info.get("compiled_step")
     assert sim.last_problem is not None and sim.data.result.v_next.size
@@ -230,3 +256,50 @@ def test_the_envelope_factor_is_the_dense_choleskys(seed):
     B = A.copy()
     B[-1, -1] = -1.0                              # not positive definite: the QR branch's case
     assert not SK._spd_reduce(B, C, g)[0]
+
+
+def test_warm_guess_maps_the_previous_answer_by_contact_match():
+    """y = [c_l, c_n, beta (d per contact), lambda, u, s]: contacts follow the detection's match,
+    limits and motors keep their places where their counts are unchanged, new rows start at 0."""
+    d, nl0, nc0, nm0 = 4, 1, 2, 1
+    rng = np.random.default_rng(3)
+    z_prev = rng.uniform(0.1, 1.0, nl0 + nc0 * (d + 2) + 2 * nm0)
+    match = np.array([1, -1, 0], dtype=np.int64)
+    g = SK.warm_guess(z_prev, nl0, nc0, nm0, match, 1, 3, 1, d)
+    parts = lambda y, nl, nc, nm: (y[:nl], y[nl:nl + nc], y[nl + nc:nl + nc + nc * d].reshape(nc, d),
+                                   y[nl + nc + nc * d:nl + nc * (d + 2)], y[nl + nc * (d + 2):])
+    l0, n0, b0, lam0, m0 = parts(z_prev, nl0, nc0, nm0)
+    l1, n1, b1, lam1, m1 = parts(g, 1, 3, 1)
+    assert g.shape == (1 + 3 * (d + 2) + 2,)
+    assert np.array_equal(l1, l0) and np.array_equal(m1, m0)
+    for i, j in enumerate(match):
+        want = (0.0, np.zeros(d), 0.0) if j < 0 else (n0[j], b0[j], lam0[j])
+        assert n1[i] == want[0] and np.array_equal(b1[i], want[1]) and lam1[i] == want[2]
+    # a limit appeared: the limits start from Lemke's usual basis, the contacts still map
+    g2 = SK.warm_guess(z_prev, nl0, nc0, nm0, match, 2, 3, 1, d)
+    assert np.all(g2[:2] == 0.0) and g2[2] == n0[1]
+    # a previous answer of another layout maps nothing
+    assert not SK.warm_guess(z_prev[:-1], nl0, nc0, nm0, match, 1, 3, 1, d).any()
+
+
+def test_warm_answer_is_the_lcp_solution_on_the_guessed_basis():
+    """On an LCP with a known solution (F a P-matrix, e built from a chosen z and w), a guess whose
+    positive entries are z's support gives that z (numpy's solve of F_BB z_B = -e_B); a guess with
+    the wrong support gives an infeasible basis and is refused (z left zero)."""
+    rng = np.random.default_rng(7)
+    n = 12
+    A = rng.normal(size=(n, n))
+    F = A @ A.T + n * np.eye(n) + 0.3 * rng.normal(size=(n, n))        # positive definite part: a P-matrix
+    z_true = np.where(rng.uniform(size=n) < 0.5, rng.uniform(0.5, 2.0, n), 0.0)
+    w_true = np.where(z_true > 0, 0.0, rng.uniform(0.5, 2.0, n))
+    e = w_true - F @ z_true
+    z = np.zeros(n)
+    assert SK._warm_answer(F, e, z_true.copy(), 1e-8, z)
+    B = z_true > 0
+    ref = np.zeros(n)
+    ref[B] = np.linalg.solve(F[np.ix_(B, B)], -e[B])
+    assert np.allclose(z, ref, rtol=1e-12, atol=1e-12) and np.allclose(z, z_true, atol=1e-10)
+    wrong = np.where(B, 0.0, 1.0)          # the complement of the support: negative z or w there
+    z2 = np.zeros(n)
+    assert not SK._warm_answer(F, e, wrong, 1e-8, z2) and not z2.any()
+    assert not SK._warm_answer(F, e, np.zeros(n), 1e-8, z2)               # no basis guessed

@@ -86,7 +86,18 @@ def _phase(t, period, offsets):
 @jit
 def stance_kernel(t, period, duty, offsets):
     """Per foot: in stance at time t (phase < duty)."""
-    return _phase(t, period, offsets) < duty
+    out = np.empty(offsets.size, dtype=np.bool_)
+    stance_into(t, period, duty, offsets, out)
+    return out
+
+
+@jit
+def stance_into(t, period, duty, offsets, out):
+    """:func:`stance_kernel` into ``out`` (feet,) bool: each foot's phase (:func:`_phase`'s sum and
+    remainder) below ``duty``."""
+    u = t / period
+    for f in range(offsets.size):
+        out[f] = np.mod(u + offsets[f], 1.0) < duty
 
 
 @jit
@@ -94,13 +105,21 @@ def foot_offsets_kernel(t, period, duty, offsets, stance_length, step_height, sc
     """(feet, 3) foot-target offsets (module docstring): stance x = L (1/2 - p / duty); swing
     progress s = (p - duty) / (1 - duty), x = L (-1/2 + (1 - cos(pi s)) / 2),
     z = scale height (1 - cos(2 pi s)) / 2; L = ``stance_length`` (already scaled)."""
-    p = _phase(t, period, offsets)
-    out = np.zeros((p.size, 3))
-    for f in range(p.size):
-        if p[f] < duty:                                                # stance: +L/2 -> -L/2, speed v
-            out[f, 0] = stance_length * (0.5 - p[f] / duty)
+    out = np.empty((offsets.size, 3))
+    foot_offsets_into(t, period, duty, offsets, stance_length, step_height, scale, out)
+    return out
+
+
+@jit
+def foot_offsets_into(t, period, duty, offsets, stance_length, step_height, scale, out):
+    """:func:`foot_offsets_kernel` into ``out`` (feet, 3), each foot's phase as :func:`_phase` forms it."""
+    u = t / period
+    for f in range(offsets.size):
+        p = np.mod(u + offsets[f], 1.0)
+        out[f, 0] = out[f, 1] = out[f, 2] = 0.0
+        if p < duty:                                                   # stance: +L/2 -> -L/2, speed v
+            out[f, 0] = stance_length * (0.5 - p / duty)
         else:
-            s = (p[f] - duty) / (1.0 - duty)                           # swing progress 0 -> 1
+            s = (p - duty) / (1.0 - duty)                              # swing progress 0 -> 1
             out[f, 0] = stance_length * (-0.5 + 0.5 * (1.0 - np.cos(np.pi * s)))
             out[f, 2] = scale * step_height * 0.5 * (1.0 - np.cos(2.0 * np.pi * s))
-    return out

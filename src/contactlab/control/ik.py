@@ -96,10 +96,18 @@ def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
     for l in range(L):
         scale[l] = max(1.0, np.abs(x[l]).max())
     lam = np.full(L, damping)
-    w, c, p = _serial_frames(anchors, axes, feet, q)
-    J = _position_jacobian(w, c, p)
-    e = x - p
-    err = np.sqrt((e * e).sum(axis=1))
+    # the frames, feet and Jacobians of q, then of each trial qn (wn, cn: work for both)
+    wn, cn, pn, Jn, scratch = np.empty((L, k, 3)), np.empty((L, k, 3)), np.empty((L, 3)), np.empty((L, 3, k)), np.empty(33)
+    p, J = np.empty((L, 3)), np.empty((L, 3, k))
+    _serial_frames_into(anchors, axes, feet, q, wn, cn, p, scratch)
+    _position_jacobian_into(wn, cn, p, J)
+    e, err, en = np.empty((L, 3)), np.empty(L), np.empty(3)
+    for l in range(L):
+        s = 0.0                 # |x - p|: the squares summed in order from zero
+        for i in range(3):
+            e[l, i] = x[l, i] - p[l, i]
+            s += e[l, i] * e[l, i]
+        err[l] = np.sqrt(s)
     A = np.empty((k, k))
     g = np.empty(k)
     qn = np.empty((L, k))
@@ -116,12 +124,17 @@ def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
                 for b in range(k):
                     A[a, b] = J[l, 0, a] * J[l, 0, b] + J[l, 1, a] * J[l, 1, b] + J[l, 2, a] * J[l, 2, b]
                 A[a, a] += lam[l]
-            qn[l] = q[l] + np.linalg.solve(A, g)
-        wn, cn, pn = _serial_frames(anchors, axes, feet, qn)
-        Jn = _position_jacobian(wn, cn, pn)
+            dq = np.linalg.solve(A, g)
+            for a in range(k):
+                qn[l, a] = q[l, a] + dq[a]
+        _serial_frames_into(anchors, axes, feet, qn, wn, cn, pn, scratch)
+        _position_jacobian_into(wn, cn, pn, Jn)
         for l in range(L):
-            en = x[l] - pn[l]
-            errn = np.sqrt((en * en).sum())
+            s = 0.0
+            for i in range(3):
+                en[i] = x[l, i] - pn[l, i]
+                s += en[i] * en[i]
+            errn = np.sqrt(s)
             if errn < err[l]:
                 q[l], p[l], J[l], e[l], err[l] = qn[l], pn[l], Jn[l], en, errn
                 lam[l] = max(lam[l] * 0.3, damping)
@@ -140,8 +153,17 @@ def _serial_frames(anchors, axes, feet, q):
     (rotation by q_i about the line (c_i, w_i)); the foot p = R foot + t."""
     L, k = q.shape
     w_out, c_out, p = np.empty((L, k, 3)), np.empty((L, k, 3)), np.empty((L, 3))
-    R, Ri, Rn = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
-    t, d = np.empty(3), np.empty(3)
+    _serial_frames_into(anchors, axes, feet, q, w_out, c_out, p, np.empty(33))
+    return w_out, c_out, p
+
+
+@jit
+def _serial_frames_into(anchors, axes, feet, q, w_out, c_out, p, scratch):
+    """:func:`_serial_frames` into ``w_out``, ``c_out`` (legs, k, 3) and ``p`` (legs, 3); ``scratch``:
+    33 floats of work (the motions R, R_i, R R_i and the vectors t, d)."""
+    L, k = q.shape
+    R, Ri, Rn = scratch[0:9].reshape((3, 3)), scratch[9:18].reshape((3, 3)), scratch[18:27].reshape((3, 3))
+    t, d = scratch[27:30], scratch[30:33]
     for l in range(L):
         R[:] = 0.0
         R[0, 0] = R[1, 1] = R[2, 2] = 1.0
@@ -167,21 +189,26 @@ def _serial_frames(anchors, axes, feet, q):
             R[:] = Rn
         for r in range(3):
             p[l, r] = R[r, 0] * feet[l, 0] + R[r, 1] * feet[l, 1] + R[r, 2] * feet[l, 2] + t[r]
-    return w_out, c_out, p
 
 
 @jit
 def _position_jacobian(w, c, p):
     """(legs, 3, k): column i = w_i x (p - c_i)."""
+    J = np.empty((w.shape[0], 3, w.shape[1]))
+    _position_jacobian_into(w, c, p, J)
+    return J
+
+
+@jit
+def _position_jacobian_into(w, c, p, J):
+    """:func:`_position_jacobian` into ``J`` (legs, 3, k)."""
     L, k = w.shape[0], w.shape[1]
-    J = np.empty((L, 3, k))
     for l in range(L):
         for i in range(k):
             r0, r1, r2 = p[l, 0] - c[l, i, 0], p[l, 1] - c[l, i, 1], p[l, 2] - c[l, i, 2]
             J[l, 0, i] = w[l, i, 1] * r2 - w[l, i, 2] * r1
             J[l, 1, i] = w[l, i, 2] * r0 - w[l, i, 0] * r2
             J[l, 2, i] = w[l, i, 0] * r1 - w[l, i, 1] * r0
-    return J
 
 
 @dataclass(frozen=True)
@@ -237,6 +264,14 @@ def three_joint_inverse(hips, side, signs, l1, l2, x):
     n = x.shape[0]
     q = np.empty((n, 3))
     reachable = np.empty(n, dtype=np.bool_)
+    three_joint_inverse_into(hips, side, signs, l1, l2, x, q, reachable)
+    return q, reachable
+
+
+@jit
+def three_joint_inverse_into(hips, side, signs, l1, l2, x, q, reachable):
+    """:func:`three_joint_inverse` into ``q`` (legs, 3) and ``reachable`` (legs,)."""
+    n = x.shape[0]
     for l in range(n):
         d0, d1, d2 = x[l, 0] - hips[l, 0], x[l, 1] - hips[l, 1], x[l, 2] - hips[l, 2]
         r = np.hypot(d1, d2)
@@ -248,4 +283,3 @@ def three_joint_inverse(hips, side, signs, l1, l2, x):
         t2 = side[l] * np.arccos(min(max(D, -1.0), 1.0))
         t1 = np.arctan2(Y, X) - np.arctan2(l2 * np.sin(t2), l1 + l2 * np.cos(t2))
         q[l, 0], q[l, 1], q[l, 2] = phi * signs[l, 0], t1 * signs[l, 1], t2 * signs[l, 2]
-    return q, reachable

@@ -17,9 +17,10 @@ import numpy as np
 from ..errors import ParamError
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
-from .gait import Gait, foot_offsets_kernel, stance_kernel
-from .ik import SerialLegs, ThreeJointLegs, _position_jacobian, _serial_frames, serial_inverse, three_joint_inverse
-from .pd import JointPD, JointReader, _angles_rates, pd_torque
+from .gait import Gait, foot_offsets_into, stance_into
+from .ik import (SerialLegs, ThreeJointLegs, _position_jacobian_into, _serial_frames_into, serial_inverse,
+                 three_joint_inverse_into)
+from .pd import JointPD, JointReader, _angles_rates_into, pd_torque_into
 
 
 @dataclass
@@ -120,8 +121,9 @@ class LegController:
         contiguous = lambda *xs: tuple(np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x for x in xs)
         self._bodies = contiguous(float(ACTIVE_GAP), self._base, np.array([model.index(f) for f in s.feet]),
                                   model.dof_start)
-        self._legs = contiguous(reader.a, reader.b, reader.axis_a, reader.q_rel0_conj, self._q_offset, self._nominal,
-                                kin.anchors, kin.axes, kin.feet, float(s.mass), model.gravity, *ik, self._analytic)
+        self._legs = (*contiguous(reader.a, reader.b, reader.axis_a, reader.q_rel0_conj, self._q_offset,
+                                  self._nominal, kin.anchors, kin.axes, kin.feet, float(s.mass), model.gravity, *ik,
+                                  self._analytic), control_work(L, k))
         self._tau, self._q_ref = np.zeros((L, k)), np.zeros((L, k))
         self._x_step = sim.data.position.copy()
 
@@ -251,10 +253,23 @@ _NO_CONTACTS = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.em
                 np.empty((0, 3)))
 
 
+def control_work(L: int, k: int) -> tuple:
+    """The work arrays of :func:`_control_step` for ``L`` legs of ``k`` joints, made once per controller
+    (each call fills them: no array is allocated per step): joint angles and rates (L k,), q (L, k),
+    foot targets, their values a step ahead and their rates (L, 3), the legs' frames, feet and
+    Jacobians (:func:`~contactlab.control.ik._serial_frames_into`), the feed-forward torques and
+    rate references (L, k), 64 floats of scratch, the stance and contact feet (L,) bool, the feet's
+    slip (L,), the closed-form IK's reachable flags (L,) bool."""
+    return (np.empty(L * k), np.empty(L * k), np.empty((L, k)), np.empty((L, 3)), np.empty((L, 3)), np.empty((L, 3)),
+            np.empty((L, k, 3)), np.empty((L, k, 3)), np.empty((L, 3)), np.empty((L, 3, k)), np.empty((L, k)),
+            np.empty((L, k)), np.empty(64), np.empty(L, dtype=np.bool_), np.empty(L, dtype=np.bool_), np.empty(L),
+            np.empty(L, dtype=np.bool_))
+
+
 @jit
 def _control_step(time, h, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal,
                   active_gap, base, feet, dof_start, joint_a, joint_b, joint_axis, q_rel0_conj, q_offset, nominal,
-                  anchors, axes, foot_points, mass, gravity, hips, side, signs, l1, l2, analytic, q_ref, have_prev,
+                  anchors, axes, foot_points, mass, gravity, hips, side, signs, l1, l2, analytic, work, q_ref, have_prev,
                   ik_tol, ik_iterations, ik_damping, settle, ramp,
                   period, duty, offsets, stance_length, step_height, foot_kp, foot_kd, weight_ff, kp, kd, tau_max,
                   tau, x_step, log_time, log_base, log_rpy, log_stance, log_contact, log_slip, log_torque, n):
@@ -266,25 +281,31 @@ def _control_step(time, h, position, quaternion, lin, ang, body_a, body_b, norma
     (:func:`~contactlab.control.ik.three_joint_inverse`), else damped least squares on the serial
     legs (:func:`~contactlab.control.ik.serial_inverse`, ``ik_tol``, ``ik_iterations``,
     ``ik_damping``) from the last answer ``q_ref`` when ``have_prev``, else from the joint angles;
-    the stance feet (the gait's, all feet while settling); ``tau`` <- :func:`_leg_torques`."""
-    gait_stance = _record_row(time, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal,
-                              active_gap, base, feet, dof_start, settle, period, duty, offsets, tau, x_step, log_time,
-                              log_base, log_rpy, log_stance, log_contact, log_slip, log_torque, n)
+    the stance feet (the gait's, all feet while settling); ``tau`` <- :func:`_leg_torques`. Each
+    routine writes into ``work`` (:func:`control_work`), not into arrays of its own."""
+    (angle, rate, q, target, ahead, xd_ref, w_out, c_out, p, J, tau_ff, qd_ref, scratch, stance, contact, slip,
+     reachable) = work
+    _record_row_into(time, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal,
+                     active_gap, base, feet, dof_start, settle, period, duty, offsets, tau, x_step, log_time, log_base,
+                     log_rpy, log_stance, log_contact, log_slip, log_torque, n, stance, contact, slip, scratch)
     x_step[:] = position
     L, k = q_offset.shape
-    angle, rate = _angles_rates(joint_a, joint_b, joint_axis, q_rel0_conj, quaternion, ang)
-    q = angle.reshape((L, k)) + q_offset
+    _angles_rates_into(joint_a, joint_b, joint_axis, q_rel0_conj, quaternion, ang, angle, rate, scratch)
+    for l in range(L):
+        for j in range(k):
+            q[l, j] = angle[l * k + j] + q_offset[l, j]
     qd = rate.reshape((L, k))
-    scale, target, xd_ref = _foot_references(time, h, settle, ramp, period, duty, offsets, stance_length,
-                                             step_height, nominal)
+    scale = _foot_references_into(time, h, settle, ramp, period, duty, offsets, stance_length, step_height, nominal,
+                                  target, ahead, xd_ref)
     if analytic:
-        q_ref[:] = three_joint_inverse(hips, side, signs, l1, l2, target)[0]
+        three_joint_inverse_into(hips, side, signs, l1, l2, target, q_ref, reachable)
     else:
         start = q_ref.copy() if have_prev else q.copy()
         q_ref[:] = serial_inverse(anchors, axes, foot_points, target, start, ik_tol, ik_iterations, ik_damping)[0]
-    stance = gait_stance if scale > 0 else np.ones(L, dtype=np.bool_)
-    tau[:] = _leg_torques(anchors, axes, foot_points, q, qd, q_ref, target, xd_ref, foot_kp, foot_kd, weight_ff,
-                          stance, mass, gravity, quaternion[base], kp, kd, tau_max)
+    if not scale > 0:
+        stance[:] = True
+    _leg_torques_into(anchors, axes, foot_points, q, qd, q_ref, target, xd_ref, foot_kp, foot_kd, weight_ff, stance,
+                      mass, gravity, quaternion[base], kp, kd, tau_max, w_out, c_out, p, J, tau_ff, qd_ref, scratch, tau)
 
 
 @jit
@@ -293,16 +314,34 @@ def _foot_references(time, h, settle, ramp, period, duty, offsets, stance_length
     settling, then t / ramp up to 1 (stride and step height grow over the ramp); the foot targets
     nominal + :func:`~contactlab.control.gait.foot_offsets_kernel` at max(t, 0) (legs, 3) in the
     base frame; their rates (target(t + h) - target(t)) / h (zero while settling)."""
+    target, ahead, xd_ref = np.empty(nominal.shape), np.empty(nominal.shape), np.empty(nominal.shape)
+    scale = _foot_references_into(time, h, settle, ramp, period, duty, offsets, stance_length, step_height, nominal,
+                                  target, ahead, xd_ref)
+    return scale, target, xd_ref
+
+
+@jit
+def _foot_references_into(time, h, settle, ramp, period, duty, offsets, stance_length, step_height, nominal, target,
+                          ahead, xd_ref):
+    """:func:`_foot_references` into ``target`` and ``xd_ref`` (legs, 3), ``ahead`` the offsets a step
+    ahead; returns the scale."""
     t = time - settle
     scale = 0.0 if t < 0 else min(1.0, t / ramp) if ramp > 0 else 1.0
-    target = nominal + foot_offsets_kernel(max(t, 0.0), period, duty, offsets, stance_length * scale, step_height,
-                                           scale)
+    L = nominal.shape[0]
+    foot_offsets_into(max(t, 0.0), period, duty, offsets, stance_length * scale, step_height, scale, target)
+    for f in range(L):
+        for i in range(3):
+            target[f, i] = nominal[f, i] + target[f, i]
     if scale > 0:
-        ahead = foot_offsets_kernel(max(t + h, 0.0), period, duty, offsets, stance_length * scale, step_height, scale)
-        xd_ref = (nominal + ahead - target) / h
+        foot_offsets_into(max(t + h, 0.0), period, duty, offsets, stance_length * scale, step_height, scale, ahead)
+        for f in range(L):
+            for i in range(3):
+                xd_ref[f, i] = (nominal[f, i] + ahead[f, i] - target[f, i]) / h
     else:
-        xd_ref = 0.0 * target
-    return scale, target, xd_ref
+        for f in range(L):
+            for i in range(3):
+                xd_ref[f, i] = 0.0 * target[f, i]
+    return scale
 
 
 @jit
@@ -315,17 +354,31 @@ def _record_row(time, position, quaternion, lin, ang, body_a, body_b, normal_imp
     only) and their slip speed (the velocity of the contact point of the step's geometry, its
     start ``x_step``, after the step: what the model's tangential rows S v+, T v+ see), and the
     torques ``tau`` applied in it. Returns the stance feet."""
-    stance = stance_kernel(max(time - settle, 0.0), period, duty, offsets)
-    contact, slip = _foot_slip(body_a, body_b, normal_impulse, phi, point, normal, feet, dof_start, lin, ang, x_step,
-                               active_gap)
+    L = feet.size
+    stance = np.empty(L, dtype=np.bool_)
+    _record_row_into(time, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal,
+                     active_gap, base, feet, dof_start, settle, period, duty, offsets, tau, x_step, log_time, log_base,
+                     log_rpy, log_stance, log_contact, log_slip, log_torque, n, stance, np.empty(L, dtype=np.bool_),
+                     np.empty(L), np.empty(64))
+    return stance
+
+
+@jit
+def _record_row_into(time, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal,
+                     active_gap, base, feet, dof_start, settle, period, duty, offsets, tau, x_step, log_time, log_base,
+                     log_rpy, log_stance, log_contact, log_slip, log_torque, n, stance, contact, slip, scratch):
+    """:func:`_record_row` with the stance feet into ``stance``, the contact feet and slip into
+    ``contact`` and ``slip`` (L,), 12 floats of ``scratch`` for the slip's velocity and R of the base."""
+    stance_into(max(time - settle, 0.0), period, duty, offsets, stance)
+    _foot_slip_into(body_a, body_b, normal_impulse, phi, point, normal, feet, dof_start, lin, ang, x_step, active_gap,
+                    contact, slip, scratch[0:3])
     log_time[n] = time
     log_base[n] = position[base]
-    log_rpy[n] = _rpy(quaternion[base])
+    _rpy_into(quaternion[base], scratch[3:12].reshape((3, 3)), log_rpy[n])
     log_stance[n] = stance
     log_contact[n] = contact
     log_slip[n] = slip
     log_torque[n] = tau.ravel()
-    return stance
 
 
 @jit
@@ -336,18 +389,31 @@ def _leg_torques(anchors, axes, feet, q, qd, q_ref, target, xd_ref, foot_kp, foo
     force F = foot_kp (target - x) + foot_kd (xd_ref - J qd) mapped by J'; with ``weight_ff``,
     stance feet add -J' R' (m g / n_stance) (R the base orientation ``q_base``); the joint-rate
     reference qd_ref = pinv(J) xd_ref; then the clipped PD :func:`pd_torque` with tau_ff = J' F."""
-    w, c, x = _serial_frames(anchors, axes, feet, q)
-    J = _position_jacobian(w, c, x)
     L, k = q.shape
-    push = np.zeros(3)                              # the ground push on a stance foot, base frame
+    tau = np.empty((L, k))
+    _leg_torques_into(anchors, axes, feet, q, qd, q_ref, target, xd_ref, foot_kp, foot_kd, weight_ff, stance, mass,
+                      gravity, q_base, kp, kd, tau_max, np.empty((L, k, 3)), np.empty((L, k, 3)), np.empty((L, 3)),
+                      np.empty((L, 3, k)), np.empty((L, k)), np.empty((L, k)), np.empty(64), tau)
+    return tau
+
+
+@jit
+def _leg_torques_into(anchors, axes, feet, q, qd, q_ref, target, xd_ref, foot_kp, foot_kd, weight_ff, stance, mass,
+                      gravity, q_base, kp, kd, tau_max, w, c, x, J, tau_ff, qd_ref, scratch, tau):
+    """:func:`_leg_torques` into ``tau`` (L, k): the frames, feet and Jacobians into ``w``, ``c``,
+    ``x``, ``J``, the feed-forward torques and rate references into ``tau_ff``, ``qd_ref``; 48 floats
+    of ``scratch``."""
+    _serial_frames_into(anchors, axes, feet, q, w, c, x, scratch[0:33])
+    _position_jacobian_into(w, c, x, J)
+    L, k = q.shape
+    R, push, F = scratch[33:42].reshape((3, 3)), scratch[42:45], scratch[45:48]
+    push[:] = 0.0                                   # the ground push on a stance foot, base frame
     if weight_ff:
-        R = np.empty((3, 3))
         quat_matrix(q_base, R)
         n = max(1, np.sum(stance))
         for i in range(3):
             push[i] = (R[0, i] * (-mass * gravity[0]) + R[1, i] * (-mass * gravity[1]) +
                        R[2, i] * (-mass * gravity[2])) / n
-    tau_ff, qd_ref, F = np.empty((L, k)), np.empty((L, k)), np.empty(3)
     for l in range(L):
         for i in range(3):
             xd = 0.0
@@ -358,8 +424,8 @@ def _leg_torques(anchors, axes, feet, q, qd, q_ref, target, xd_ref, foot_kp, foo
             tau_ff[l, j] = J[l, 0, j] * F[0] + J[l, 1, j] * F[1] + J[l, 2, j] * F[2]
             if weight_ff and stance[l]:
                 tau_ff[l, j] -= J[l, 0, j] * push[0] + J[l, 1, j] * push[1] + J[l, 2, j] * push[2]
-        qd_ref[l] = _rate_reference(J[l], xd_ref[l])
-    return pd_torque(kp, kd, tau_max, q, qd, q_ref, qd_ref, tau_ff)
+        _rate_reference_into(J[l], xd_ref[l], qd_ref[l])
+    pd_torque_into(kp, kd, tau_max, q, qd, q_ref, qd_ref, tau_ff, tau)
 
 
 @jit
@@ -368,6 +434,15 @@ def _rate_reference(J, xd):
     J that is far from singular (|det J| > 1e-9 ||J||_F^3, i.e. not a straight knee) by its
     adjugate, J^-1 = adj(J) / det J (the cofactors the determinant test already forms): pinv's answer
     to round-off without a factorisation; otherwise pinv."""
+    out = np.empty(J.shape[1])
+    _rate_reference_into(J, xd, out)
+    return out
+
+
+@jit
+def _rate_reference_into(J, xd, out):
+    """:func:`_rate_reference` into ``out`` (k,): the adjugate's answer written in place, pinv's
+    (the rare near-singular or non-square J) copied."""
     if J.shape[0] == J.shape[1] == 3:
         c00 = J[1, 1] * J[2, 2] - J[1, 2] * J[2, 1]
         c01 = J[1, 2] * J[2, 0] - J[1, 0] * J[2, 2]
@@ -384,21 +459,28 @@ def _rate_reference(J, xd):
             c20 = J[0, 1] * J[1, 2] - J[0, 2] * J[1, 1]
             c21 = J[0, 2] * J[1, 0] - J[0, 0] * J[1, 2]
             c22 = J[0, 0] * J[1, 1] - J[0, 1] * J[1, 0]
-            out = np.empty(3)          # x = adj(J) xd / det, adj(J)[i, j] = cofactor c_ji
             out[0] = (c00 * xd[0] + c10 * xd[1] + c20 * xd[2]) / det
             out[1] = (c01 * xd[0] + c11 * xd[1] + c21 * xd[2]) / det
             out[2] = (c02 * xd[0] + c12 * xd[1] + c22 * xd[2]) / det
-            return out
-    return np.linalg.pinv(J) @ xd
+            return
+    out[:] = np.linalg.pinv(J) @ xd
 
 
 @jit
 def _rpy(q):
     """(roll, pitch, yaw) of the unit quaternion q: R = Rz(yaw) Ry(pitch) Rx(roll)."""
-    R = np.empty((3, 3))
+    out = np.empty(3)
+    _rpy_into(q, np.empty((3, 3)), out)
+    return out
+
+
+@jit
+def _rpy_into(q, R, out):
+    """:func:`_rpy` into ``out`` (3,), R (3, 3) its work."""
     quat_matrix(q, R)
-    return np.array([np.arctan2(R[2, 1], R[2, 2]), np.arcsin(min(max(-R[2, 0], -1.0), 1.0)),
-                     np.arctan2(R[1, 0], R[0, 0])])
+    out[0] = np.arctan2(R[2, 1], R[2, 2])
+    out[1] = np.arcsin(min(max(-R[2, 0], -1.0), 1.0))
+    out[2] = np.arctan2(R[1, 0], R[0, 0])
 
 
 @jit
@@ -408,9 +490,19 @@ def _foot_slip(body_a, body_b, normal_imp, phi, point, normal, feet, dof_start, 
     velocity of the contact point P on the foot and on the other body, each body's point velocity
     lin + ang x (P - x_start) (zero for fixed bodies)."""
     L = feet.size
-    contact = np.zeros(L, dtype=np.bool_)
-    slip = np.full(L, np.nan)
-    v = np.empty(3)
+    contact, slip = np.empty(L, dtype=np.bool_), np.empty(L)
+    _foot_slip_into(body_a, body_b, normal_imp, phi, point, normal, feet, dof_start, lin, ang, x_start, active_gap,
+                    contact, slip, np.empty(3))
+    return contact, slip
+
+
+@jit
+def _foot_slip_into(body_a, body_b, normal_imp, phi, point, normal, feet, dof_start, lin, ang, x_start, active_gap,
+                    contact, slip, v):
+    """:func:`_foot_slip` into ``contact`` and ``slip`` (feet,), ``v`` (3,) its work."""
+    L = feet.size
+    contact[:] = False
+    slip[:] = np.nan
     for c in range(phi.size):
         if not (normal_imp[c] > 0 and phi[c] <= active_gap):
             continue
@@ -435,7 +527,6 @@ def _foot_slip(body_a, body_b, normal_imp, phi, point, normal, feet, dof_start, 
                 contact[l] = True
                 if not (slip[l] >= vt):          # fmax: NaN (no contact yet) gives way
                     slip[l] = vt
-    return contact, slip
 
 
 def attach(scene, controller) -> None:

@@ -50,12 +50,18 @@ def pd_torque(kp, kd, tau_max, q, qd, q_ref, qd_ref, tau_ff):
     """clip(kp (q_ref - q) + kd (qd_ref - qd) + tau_ff, -tau_max, tau_max), elementwise over arrays of
     one shape (:class:`JointPD`)."""
     tau = np.empty(q.shape)
+    pd_torque_into(kp, kd, tau_max, q, qd, q_ref, qd_ref, tau_ff, tau)
+    return tau
+
+
+@jit
+def pd_torque_into(kp, kd, tau_max, q, qd, q_ref, qd_ref, tau_ff, tau):
+    """:func:`pd_torque` into ``tau`` (C-contiguous, the arrays' shape)."""
     t, k, d, qq, qv, qr, vr, ff, tm = (tau.reshape(-1), kp.reshape(-1), kd.reshape(-1), q.reshape(-1), qd.reshape(-1),
                                        q_ref.reshape(-1), qd_ref.reshape(-1), tau_ff.reshape(-1), tau_max.reshape(-1))
     for i in range(t.size):
         v = k[i] * (qr[i] - qq[i]) + d[i] * (vr[i] - qv[i]) + ff[i]
         t[i] = min(max(v, -tm[i]), tm[i])
-    return tau
 
 
 class JointReader:
@@ -91,8 +97,17 @@ def _angles_rates(a, b, axis_a, q_rel0_conj, quaternion, omega):
     [-pi, pi), rate (R_a axis_a) . (omega_b - omega_a) (world parent: q_a = 1, omega_a = 0)."""
     n = a.size
     ang, rate = np.empty(n), np.empty(n)
-    qa, qc, qt, qd = np.empty(4), np.empty(4), np.empty(4), np.empty(4)
-    R, axis = np.empty((3, 3)), np.empty(3)
+    _angles_rates_into(a, b, axis_a, q_rel0_conj, quaternion, omega, ang, rate, np.empty(28))
+    return ang, rate
+
+
+@jit
+def _angles_rates_into(a, b, axis_a, q_rel0_conj, quaternion, omega, ang, rate, scratch):
+    """:func:`_angles_rates` into ``ang`` and ``rate`` (joints,); ``scratch``: 28 floats of work
+    (the quaternion products, R_a and its axis)."""
+    n = a.size
+    qa, qc, qt, qd = scratch[0:4], scratch[4:8], scratch[8:12], scratch[12:16]
+    R, axis = scratch[16:25].reshape((3, 3)), scratch[25:28]
     for k in range(n):
         if a[k] >= 0:
             qa[:] = quaternion[a[k]]
@@ -109,4 +124,3 @@ def _angles_rates(a, b, axis_a, q_rel0_conj, quaternion, omega):
         for i in range(3):
             r += axis[i] * (omega[b[k], i] - (omega[a[k], i] if a[k] >= 0 else 0.0))
         rate[k] = r
-    return ang, rate

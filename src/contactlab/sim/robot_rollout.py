@@ -24,9 +24,10 @@ a pair for coal, a declined call, a deep contact's position correction, a fast t
 whose check finds a fault (its words are Python's): that step's state, and the controller's IK
 start ``q_ref``, torques and start poses (the next log row's), are put back as they were before it, and :class:`RobotRollout` returns; the
 simulator then takes that step by :meth:`FusedRobotStep.step` (the same computation from the same
-state: the same bits) and resumes. Each call also leaves its last step to ``FusedRobotStep.step``,
-so the simulator's per-step objects after a run (``data.result``, ``last_system``, ``last_solution``,
-``timing``) are those of a step taken the usual way.
+state: the same bits) and resumes. After a call that took all its steps, the
+simulator's per-step objects (``data.result``, ``last_system``, ``last_problem``, ``last_solution``,
+``timing``) are formed from its last step's answer and the state before it, as ``FusedRobotStep.step``
+forms them (:meth:`RobotRollout._keep_last`).
 
 Linking the kernels into one compiles each of them again inside it (numba compiles a callee into
 its caller); the cost is paid once (cache=True) and ``contactlab warmup`` pays it ahead.
@@ -42,11 +43,12 @@ from ..collision.boxes.packed import unpack_contacts
 from ..collision.contacts import PackedContactSet, previous_packed
 from ..control.locomotion import _control_step
 from ..kernels._jit import jit, jit_inline
+from ..kernels.clock import perf_counter
 from ..models.common import StepResult
 from ..solvers.pivoting import PIVOTING_STATUS
 from . import noslip_kernels as NK
 from .faults import fault_statics, motor_targets, plausibility, split_velocity
-from .noslip_stages import EMPTY, NO_VALUES
+from .noslip_stages import EMPTY, NO_VALUES, noslip_solution
 from .recorder import StepRecord
 from .tree_kernels import tree_noslip_step
 from .turns import TURN_TRIGGER, turn_bound
@@ -108,6 +110,21 @@ def robot_rollout(steps, time, h, state, control, inputs, detect, physics, check
     prev_floats, prev_ints, prev_normal, joint_error = prev
     dof_start = physics[5]
     nb = position.shape[0]
+    # the state, IK start, torques and start poses before the step, in buffers of the call
+    x0, q0, v0, w0 = np.empty_like(position), np.empty_like(quaternion), np.empty_like(lin), np.empty_like(ang)
+    q_ref0, tau0, x_step0 = np.empty_like(q_ref), np.empty_like(buffers[0]), np.empty_like(buffers[1])
+    # the last step's answer and inputs, from which RobotRollout.run forms the Solution and the deferred
+    # system as FusedRobotStep.step does: (trivial, case, code, positive, row0, d); (numbers, e0, the
+    # seconds of detection, the physics call and its solve)
+    sol_i = np.zeros(6, dtype=np.int64)
+    sol_f = np.zeros(10)
+    w_last = np.zeros(0)
+    counts_last = np.zeros(2, dtype=np.int64)
+    nonbasic_last = np.zeros(0, dtype=np.int64)
+    v_free_last = np.zeros(0)
+    f_last = np.zeros(0)
+    mt_last = np.zeros(0)
+    mf_last = np.zeros(0)
     z_last = np.zeros(0)
     v_last = np.zeros(0)
     tangent_last = np.zeros((0, 2))
@@ -116,13 +133,14 @@ def robot_rollout(steps, time, h, state, control, inputs, detect, physics, check
     nl_last = 0
     kept_last = 0
     for k in range(steps):
-        x0 = position.copy()
-        q0 = quaternion.copy()
-        v0 = lin.copy()
-        w0 = ang.copy()
-        q_ref0 = q_ref.copy()
-        tau0 = buffers[0].copy()        # the torques and start poses of the step before: its log row
-        x_step0 = buffers[1].copy()
+        last = k == steps - 1
+        x0[:] = position
+        q0[:] = quaternion
+        v0[:] = lin
+        w0[:] = ang
+        q_ref0[:] = q_ref
+        tau0[:] = buffers[0]            # the torques and start poses of the step before: its log row
+        x_step0[:] = buffers[1]
         # 1. the controller on the previous step's contacts (none before a step with a result)
         if k > 0 or ctrl_prev:
             cf, ci, cn = prev_floats, prev_ints, prev_normal
@@ -136,17 +154,22 @@ def robot_rollout(steps, time, h, state, control, inputs, detect, physics, check
         f, mt, mf, limited = NK.call_inputs(idx, tau, jkind, ja, jb, anchor_b, axis_a, dof_start, position,
                                             quaternion, ndof, packed_target, packed_max_force, st_mt, st_mf)
         # 2. the detection
+        t_start = perf_counter() if last else 0.0
         left, floats, ints = detect_and_match_packed(
             dof_start, lin, ang, radius_d, h, quaternion, position, *shapes0, margin, *shapes1, prev_floats,
             prev_ints, prev_normal, near, sweep_out, reach_out)
+        t_detect = perf_counter() if last else 0.0
         handed = True
         while True:     # (one pass: each break hands the step over)
             if left or limited:
                 break
-            # 3. the physics
+            # 3. the physics (its force f is changed in place: the last step's kept before)
+            if last:
+                f_last = f.copy()
             (outcome, trivial, case, code, z, wv, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,
              je, v_next, joint, tangent, modes, nl, kept, d, v_free, t_solve) = _physics(
                 physics, quaternion, position, lin, ang, f, floats, ints, mt, h)
+            t_solved = perf_counter() if last else 0.0
             if outcome != NK.DONE:
                 break
             nc = ints.shape[0] // 5
@@ -187,6 +210,12 @@ def robot_rollout(steps, time, h, state, control, inputs, detect, physics, check
             prev_normal = np.ascontiguousarray(z[nl:])
             z_last, v_last, tangent_last, joint_last, modes_last, nl_last, kept_last = (z, v_next, tangent, joint,
                                                                                          modes, nl, kept)
+            if last:
+                sol_i[0], sol_i[1], sol_i[2], sol_i[3], sol_i[4], sol_i[5] = trivial, case, code, positive, row0, d
+                for i in range(6):
+                    sol_f[i] = numbers[i]
+                sol_f[6], sol_f[7], sol_f[8], sol_f[9] = e0, t_detect - t_start, t_solved - t_detect, t_solve
+                w_last, counts_last, nonbasic_last, v_free_last, mt_last, mf_last = wv, counts, nonbasic, v_free, mt, mf
             break
         if handed:      # the step as it was before it: the simulator's stages take it
             position[:] = x0
@@ -197,9 +226,12 @@ def robot_rollout(steps, time, h, state, control, inputs, detect, physics, check
             buffers[0][:] = tau0
             buffers[1][:] = x_step0
             return (HANDED_OVER, k, time, prev_floats, prev_ints, prev_normal, z_last, v_last, tangent_last,
-                    joint_last, modes_last, nl_last, kept_last, joint_error)
+                    joint_last, modes_last, nl_last, kept_last, joint_error,
+                    (x0, q0, v0, w0, f_last, mt_last, mf_last, sol_i, sol_f, w_last, counts_last, nonbasic_last,
+                     v_free_last))
     return (ALL_TAKEN, steps, time, prev_floats, prev_ints, prev_normal, z_last, v_last, tangent_last, joint_last,
-            modes_last, nl_last, kept_last, joint_error)
+            modes_last, nl_last, kept_last, joint_error,
+            (x0, q0, v0, w0, f_last, mt_last, mf_last, sol_i, sol_f, w_last, counts_last, nonbasic_last, v_free_last))
 
 
 class RobotRollout:
@@ -264,7 +296,8 @@ class RobotRollout:
         nb = model.nb
         pos_out = np.empty((steps if record_poses else 0, nb, 3))
         quat_out = np.empty((steps if record_poses else 0, nb, 4))
-        (code, taken, t, floats, ints, normal, z, v_next, tangent, joint, modes, nl, kept, joint_error) = robot_rollout(
+        (code, taken, t, floats, ints, normal, z, v_next, tangent, joint, modes, nl, kept, joint_error,
+         last) = robot_rollout(
             steps, float(data.time), float(sim.h), a["state"], a["control"], a["inputs"], a["detect"], a["physics"],
             a["checks"], a["prev"], rec_f, rec_i, pos_out, quat_out)
         sim.world._sweep, sim.world._reach = fused.shapes[2]
@@ -278,29 +311,72 @@ class RobotRollout:
         data.steps += taken
         data.joint_torque.clear()
         data.warm["z"] = z.copy()
-        data.contacts = PackedContactSet(floats, ints)
+        data.contacts = contacts = PackedContactSet(floats, ints)
         data.result = StepResult(v_next=v_next, normal=z[nl:], tangent=tangent, joint=joint, limit=z[:nl],
                                  motor=EMPTY, modes=modes, info={"kept_rows": int(kept), "motor_trials": 1,
                                                                  "motor_consistent": True, "motor_saturated": True})
         sim._fault_joint_error = float(joint_error)
+        if code == ALL_TAKEN:
+            self._keep_last(a, contacts, z, last)
         return (_records(rec_f[:taken], rec_i[:taken]), list(pos_out[:taken]), list(quat_out[:taken]),
                 code == HANDED_OVER)
 
-
-#: the StepRecord fields of :func:`_records`, in the order it fills them
-_FIELDS = ("time", "residual", "kinetic_energy", "energy", "energy_gain", "contact_energy_gain", "max_penetration",
-           "solve_time", "joint_error", "contacts", "lcp_size", "iterations", "pivots", "status", "success", "rescued",
-           "plausible", "fault")
+    def _keep_last(self, a, contacts, z, last) -> None:
+        """The last step's objects (``Simulator.last_system``, ``last_problem``, ``last_solution``,
+        ``timing``) as ``FusedRobotStep.step`` leaves them: its Solution (``noslip_solution`` of the
+        call's answer), its system deferred to the terms of the state before it, its free velocity."""
+        fused = self.fused
+        sim, stages = fused.sim, fused.stages
+        st = sim.model.settings
+        x0, q0, v0, w0, f, mt, mf, sol_i, sol_f, w, counts, nonbasic, v_free = last
+        trivial, case, code, positive, row0, d = sol_i.tolist()
+        numbers = tuple(sol_f[:6].tolist())
+        sol = noslip_solution(bool(trivial), case, code, z, w, numbers, counts, nonbasic, positive, row0, d)
+        sol.time_s = float(sol_f[9])
+        gyro, zeta = a["physics"][10], a["physics"][11]
+        state = stages.state
+        before = (x0, q0, v0, w0, f, mt, mf)        # (the call's own buffers: a new call makes new ones)
+        state.defer(contacts, sim.h, stages.system_terms, (before, gyro, contacts, zeta, float(st.slop),
+                                                           float(st.zeta), sim.h))
+        state.free_velocity = v_free
+        state.solution = sol
+        state.turn_overlap = 0.0
+        state.timing = {"detect": float(sol_f[7]), "build": 0.0, "solve": float(sol_f[8]), "integrate": 0.0,
+                        "record": 0.0}
 
 
 def _records(rec_f, rec_i) -> list:
     """The StepRecords of the rows of :func:`robot_rollout`'s record arrays: ``FusedRobotStep.step``'s
-    fields (a certified, plausible step: success, not rescued, no fault), each record's fields set
-    at once (the values are already the types and the Status name its constructor would make)."""
+    fields (a certified, plausible step: success, not rescued, no fault; the values already the types
+    and the Status name its constructor would make).
+
+    Each field is stored by its own attribute assignment, in the dataclass' field order (the order
+    ``StepRecord.__init__`` stores them, so ``vars(record)`` reads the same): CPython keeps the
+    attributes of a class's instances in one shared-key layout and stores each in place, where
+    filling ``record.__dict__`` in one ``update`` makes a dictionary of its own for every record."""
     names = {-1: "TRIVIAL", **{int(k): v.name for k, v in PIVOTING_STATUS.items()}}
     new, out = StepRecord.__new__, []
-    for f, i in zip(rec_f.tolist(), rec_i.tolist()):
+    append = out.append
+    for (t, residual, ke, e1, gain_e, gain_c, pen, solve, je), (nc, size, iterations, pivots, status) in zip(
+            rec_f.tolist(), rec_i.tolist()):
         rec = new(StepRecord)
-        rec.__dict__.update(zip(_FIELDS, (*f, *i[:4], names[i[4]], True, False, True, "")))
-        out.append(rec)
+        rec.time = t
+        rec.contacts = nc
+        rec.lcp_size = size
+        rec.iterations = iterations
+        rec.pivots = pivots
+        rec.residual = residual
+        rec.success = True
+        rec.status = names[status]
+        rec.rescued = False
+        rec.kinetic_energy = ke
+        rec.energy = e1
+        rec.energy_gain = gain_e
+        rec.contact_energy_gain = gain_c
+        rec.max_penetration = pen
+        rec.solve_time = solve
+        rec.joint_error = je
+        rec.plausible = True
+        rec.fault = ""
+        append(rec)
     return out

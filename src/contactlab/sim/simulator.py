@@ -661,7 +661,7 @@ class Simulator:
                 else:
                     left = steps
                     while left > 0:
-                        taken = self._rolled(left - 1, traj, record_poses) if left > 1 else 0
+                        taken = self._rolled(left, traj, record_poses)
                         left -= taken
                         if left:
                             one()       # the step a rollout left (sim/robot_rollout.py), or every step

@@ -26,19 +26,30 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times, solve_small
+from ..kernels.energy import energies, energies_and_depth
 from ..kernels.lemke import SOLVED, lemke_reduced_certified
 from ..kernels.mixed import mixed_row_terms, pyramid_coupling, symmetric_row_norm
-from ..kernels.residual import lcp_relative_kernel, lcp_residual_kernel
+from ..kernels.residual import lcp_certify_dense, lcp_relative_kernel, lcp_residual_kernel
 from ..kernels.tolerances import NORMWISE_FLOOR
+from ..mechanics.bodies import kinetic_gain
 from ..mechanics.delassus import delassus_dense
-from ..mechanics.rows import pyramid_csr, rows_transpose_times
+from ..mechanics.integrate import advance_state
+from ..mechanics.joint_projection import joint_error_kernel, project_joints_kernel
+from ..mechanics.rows import position_targets, pyramid_csr, rows_times, rows_transpose_times
+from ..mechanics.terms import system_terms
+from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
 
 #: MixedLCP's SPD shortcut margin and rank tolerance (problems/mixed.py SPD_RANK_MARGIN, rank_tol's default)
 SPD_RANK_MARGIN, RANK_TOL = 100.0, 1e-10
 #: lemke_reduced_certified's refactorisation period (solvers/lemke.py REFACTOR_EVERY)
 REFACTOR_EVERY = 64
+# outcome codes of st_step (noslip_kernels.py's)
+DECLINED = 0     # nothing changed: the general stages take the step
+DONE = 1         # the certified answer applied, the joints projected
+DEEP = 2         # applied and integrated; the position correction and the joint projection are the caller's
 
 
 @jit
@@ -226,9 +237,127 @@ def _declined():
 
 
 @jit
+def _mixed_certificate(Am, Cm, Dm, B, g, hh, Y, yg, Linv, z, threshold):
+    """solve()'s certificate of z on the mixed problem: x = recover_x(z) = -A^-1 (C z + g)
+    = -L^-T (Y z + yg), w = D x + B z + h, the six numbers (absolute natural, complementarity,
+    infeasibility; relative natural, complementarity, infeasibility) and whether they certify
+    (relative within ``threshold``, the absolute ones finite). Returns (x, w, numbers, certified)."""
+    nj = yg.shape[0]
+    n = z.shape[0]
+    t = yg.copy()
+    for k in range(nj):
+        s = 0.0
+        for j in range(n):
+            s += Y[k, j] * z[j]
+        t[k] += s
+    x = _back(Linv, t)
+    for k in range(nj):
+        x[k] = -x[k]
+    w = np.empty(n)
+    for i in range(n):
+        s = 0.0
+        for k in range(nj):
+            s += Dm[i, k] * x[k]
+        t2 = 0.0
+        for j in range(n):
+            t2 += B[i, j] * z[j]
+        w[i] = s + t2 + hh[i]
+    nat, comp, infeas = lcp_residual_kernel(z, w)
+    tt = np.empty(n)
+    eq_rel, eqa, size = mixed_row_terms(Am, Cm, Dm, B, g, hh, x, z, NORMWISE_FLOOR, tt)
+    r_nat, r_comp, r_inf = lcp_relative_kernel(z, w, hh, tt, size)
+    numbers = (max(nat, eqa), comp, max(infeas, eqa), max(r_nat, eq_rel), r_comp, max(r_inf, eq_rel))
+    certified = numbers[3] if numbers[3] > numbers[5] else numbers[5]
+    ok = certified <= threshold and numbers[0] < np.inf and numbers[2] < np.inf \
+        and numbers[3] == numbers[3] and numbers[5] == numbers[5]
+    return x, w, numbers, ok
+
+
+@jit
+def _warm_answer(F, e, guess, tol, z):
+    """The LCP (F, e)'s answer on the complementary basis of the previous step's (loomis-balkcom
+    §IV, computation reuse): the z's basic where ``guess`` > 0 (the previous answer mapped onto
+    this step's rows, :func:`warm_guess`), F_BB z_B = -e_B by Gaussian elimination with partial
+    pivoting, the w's basic elsewhere. Written into z and True where that basis is feasible and its
+    answer certifies as Lemke's must (the library's relative residual on (F, e) within ``tol``,
+    kernels/residual.py ``lcp_certify_dense``); False (z zero) where the basis is empty, singular,
+    or infeasible: Lemke's method from its usual start then."""
+    n = e.shape[0]
+    k = 0
+    for i in range(n):
+        k += guess[i] > 0.0
+    if k == 0:
+        return False
+    idx = np.empty(k, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if guess[i] > 0.0:
+            idx[k] = i
+            k += 1
+    A = np.empty((k, k))
+    b = np.empty(k)
+    for r in range(k):
+        b[r] = -e[idx[r]]
+        for c in range(k):
+            A[r, c] = F[idx[r], idx[c]]
+    xb = np.zeros(k)
+    if not solve_small(A, b, k, xb):
+        return False
+    big = 0.0
+    for r in range(k):
+        big = max(big, abs(xb[r]))
+    for r in range(k):
+        v = xb[r]
+        if not v >= 0.0:
+            if v >= -RANK_TOL * big:     # a rounding below zero: the variable at its bound
+                v = 0.0
+            else:
+                return False
+        z[idx[r]] = v
+    w = np.empty(n)
+    t = np.empty(n)
+    c6 = lcp_certify_dense(F, e, z, w, t, NORMWISE_FLOOR)
+    rel = c6[3] if c6[3] > c6[5] else c6[5]
+    if rel <= tol and c6[0] < np.inf and c6[2] < np.inf:
+        return True
+    for i in range(n):
+        z[i] = 0.0
+    return False
+
+
+@jit
+def warm_guess(z_prev, nl0, nc0, nm0, match, nl, nc, nm, d):
+    """The previous step's answer y = [c_l, c_n, beta, lambda, u, s] (nl0 limits, nc0 contacts,
+    nm0 motors) on this step's rows: each contact's from its matched previous contact (``match``:
+    the detection's, -1 for a new one), the limits' and motors' where their counts are unchanged,
+    zero elsewhere (:func:`_warm_answer` reads its positive entries as the basis)."""
+    n = nl + nc * (d + 2) + 2 * nm
+    g = np.zeros(n)
+    if z_prev.shape[0] != nl0 + nc0 * (d + 2) + 2 * nm0:
+        return g
+    if nl == nl0:
+        for i in range(nl):
+            g[i] = z_prev[i]
+    o_b0, o_l0, o_u0 = nl0 + nc0, nl0 + nc0 + nc0 * d, nl0 + nc0 * (d + 2)
+    o_b, o_l, o_u = nl + nc, nl + nc + nc * d, nl + nc * (d + 2)
+    for i in range(min(nc, match.shape[0])):
+        j = match[i]
+        if j < 0 or j >= nc0:
+            continue
+        g[nl + i] = z_prev[nl0 + j]
+        for k in range(d):
+            g[o_b + i * d + k] = z_prev[o_b0 + j * d + k]
+        g[o_l + i] = z_prev[o_l0 + j]
+    if nm == nm0:
+        for i in range(2 * nm):
+            g[o_u + i] = z_prev[o_u0 + i]
+    return g
+
+
+@jit
 def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp, Si, Sd, Td, Ap, Ai, Ad, a_target,
                   a_max, mu, d, cfm, Wb, Mip, Mii, Mid, v_free, ndof, max_pivots, pivot_tol, restarts, tol, threshold,
-                  kin):
+                  kin, guess):
     """The Stewart-Trinkle MixedLCP of a step, solved by Lemke and certified, and v+ (module docstring).
 
     Inputs are the step's ConstraintSystem as CSR arrays (indptr, indices, data): joints J with
@@ -248,7 +377,11 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     hanging from that body. The pinned rows' impulses are recovered after the solve from the
     body's momentum balance, x_pin = W_b^-1 (v_b - v0_b) - (R' [x; y])_b (so the returned x is the
     whole problem's); the certificate is the reduced problem's, the same mixed problem with the
-    known velocities substituted."""
+    known velocities substituted.
+
+    ``guess``: the previous step's answer on this step's rows (:func:`warm_guess`), or empty. Where
+    its basis gives a certified answer (:func:`_warm_answer`, then the mixed problem's certificate)
+    that answer is taken with no pivot; else Lemke's method from its usual start."""
     nj_all, nl, nc, nm = j_rhs.shape[0], l_bias.shape[0], n_bias.shape[0], a_target.shape[0]
     if nj_all == 0 or nl + nc + nm == 0:    # no joint rows, or nothing to solve (solve()'s trivial problem)
         return _declined()
@@ -339,40 +472,21 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     if s_max == 0.0:
         s_max = 1.0
     mp = 50 * n + 1000 if max_pivots < 0 else max_pivots
-    code, pivots, out, c6 = lemke_reduced_certified(F, e, s_max, np.zeros(0), mp, REFACTOR_EVERY, pivot_tol,
-                                                    NORMWISE_FLOOR, restarts)
-    rel = c6[3] if c6[3] > c6[5] else c6[5]
-    if code != SOLVED or not rel <= tol or c6[3] != c6[3] or c6[5] != c6[5]:
-        return _declined()
-    z = out[:n].copy()
-    # solve()'s certificate on the mixed problem: x = recover_x(z), w = D x + B z + h
-    t = yg.copy()                    # x = -A^-1 (C z + g) = -L^-T (Y z + yg)
-    for k in range(nj):
-        s = 0.0
-        for j in range(n):
-            s += Y[k, j] * z[j]
-        t[k] += s
-    x = _back(Linv, t)
-    for k in range(nj):
-        x[k] = -x[k]
-    w = np.empty(n)
-    for i in range(n):
-        s = 0.0
-        for k in range(nj):
-            s += Dm[i, k] * x[k]
-        t = 0.0
-        for j in range(n):
-            t += B[i, j] * z[j]
-        w[i] = s + t + hh[i]
-    nat, comp, infeas = lcp_residual_kernel(z, w)
-    t = np.empty(n)
-    eq_rel, eqa, size = mixed_row_terms(Am, Cm, Dm, B, g, hh, x, z, NORMWISE_FLOOR, t)
-    r_nat, r_comp, r_inf = lcp_relative_kernel(z, w, hh, t, size)
-    numbers = (max(nat, eqa), comp, max(infeas, eqa), max(r_nat, eq_rel), r_comp, max(r_inf, eq_rel))
-    certified = numbers[3] if numbers[3] > numbers[5] else numbers[5]
-    if not (certified <= threshold and numbers[0] < np.inf and numbers[2] < np.inf) \
-            or numbers[3] != numbers[3] or numbers[5] != numbers[5]:
-        return _declined()
+    pivots = 0
+    z = np.zeros(n)
+    warm = guess.shape[0] == n and _warm_answer(F, e, guess, tol, z)
+    if warm:        # the previous step's basis, certified as Lemke's answer would be
+        x, w, numbers, warm = _mixed_certificate(Am, Cm, Dm, B, g, hh, Y, yg, Linv, z, threshold)
+    if not warm:
+        code, pivots, out, c6 = lemke_reduced_certified(F, e, s_max, np.zeros(0), mp, REFACTOR_EVERY, pivot_tol,
+                                                        NORMWISE_FLOOR, restarts)
+        rel = c6[3] if c6[3] > c6[5] else c6[5]
+        if code != SOLVED or not rel <= tol or c6[3] != c6[3] or c6[5] != c6[5]:
+            return _declined()
+        z = out[:n].copy()
+        x, w, numbers, certified = _mixed_certificate(Am, Cm, Dm, B, g, hh, Y, yg, Linv, z, threshold)
+        if not certified:
+            return _declined()
     # v+ = v0 + M^-1 (H' y + J' x) (models/common.py mixed_recover)
     ph = rows_transpose_times(Rp[nj:] - Rp[nj], Ri[Rp[nj]:], Rd[Rp[nj]:], z, ndof)
     pj = rows_transpose_times(Rp[:nj + 1], Ri[:Rp[nj]], Rd[:Rp[nj]], x, ndof)
@@ -414,3 +528,83 @@ def _pyramid(Sp, Si, Sd, Td, d):
     """pyramid_csr's D rows with int64 indices (the stack's)."""
     data, ix, ip = pyramid_csr(Sp, Si, Sd, Td, d)
     return ip.astype(np.int64), ix.astype(np.int64), data
+
+
+@jit
+def st_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic, quaternion,
+            position, linear_velocity, angular_velocity, planar_reference, f, contact_floats, contact_ints,
+            zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, d, cfm, blk_cols, blk_ptr, max_pivots,
+            pivot_tol, restarts, tol, threshold, kin, passive, position_stage, position_zeta, project, proj_tol,
+            proj_max_iter, z_prev, layout_prev):
+    """One Stewart-Trinkle step of a jointed scene whose body blocks cover every coordinate, from
+    the state to the projected joints: the general stages' kernels in their order on the arrays
+    they compute (sim/stages.py ``build``, ``integrate``; sim/noslip_kernels.py ``noslip_step`` is the
+    no-slip model's counterpart), so the same bits as the stages around :func:`st_mixed_step`:
+
+    1. e0, the energy before the step; the system's terms (:func:`contactlab.mechanics.terms.system_terms`:
+       mass blocks, v_free, contact rows N, S, T with the normal bias, joint rows J, L, A), the CSR
+       arrays ``build_system`` wraps taken as they are (M^-1 as the block pattern ``blk_cols``,
+       ``blk_ptr`` over the blocks, the joint rows' indices as int64, as ``CompiledSTStages`` passes them);
+    2. :func:`st_mixed_step` (the Schur complement, Lemke, solve()'s certificate, v+);
+    3. the contact modes, the kinetic energy the impulses added (``passive``: 1 on the dofs counted),
+       x += h v+ (:func:`contactlab.mechanics.integrate.advance_state`);
+    4. the position correction's deep test, the joint projection (or the joint error), the energies
+       and deepest overlap after the step.
+
+    ``contact_floats``, ``contact_ints``: the step's contacts as the detection packed them
+    (collision/boxes/packed.py: points, frames, phi, mu per contact; bodies and the detection's
+    ``match``). ``z_prev``: the previous step's answer with its (nl, nc, nm) ``layout_prev`` (empty
+    z_prev: no warm basis; :func:`warm_guess`, :func:`_warm_answer`).
+    ``f``: the joint torques' generalized force (the bodies' forces are added in place); ``d``
+    friction directions, ``cfm`` the settings' plus the model's; the Lemke arguments
+    and ``kin`` as :func:`st_mixed_step` takes them. Returns (outcome, the ten values of
+    st_mixed_step, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max): DECLINED before any
+    state is touched where st_mixed_step declines; DEEP after the integration where a contact is
+    deep (the caller corrects positions and projects the joints); ke, pe, pen and joint_error are
+    set for DONE only."""
+    point, normal, t1, t2, phi, mu, _guess, a, b, _sa, _sb, match = unpack_contacts(contact_floats, contact_ints)
+    ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
+    e0 = 0.0 + ke0 + pe0        # sum((ke, pe)) of the general path
+    body, v_free, contact, jrows = system_terms(
+        live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
+        gyroscopic, f, True, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
+        planar_reference, h, zeta_j)
+    M_blocks, W_blocks, v = body
+    dv, ix, ip, n_bias = contact
+    (Jm, j_rhs, j_err, j_lab), (Lm, l_bias, l_lab), (Am, a_target, a_max, a_lab) = jrows
+    nc = phi.shape[0]
+    nl = l_bias.shape[0]
+    nnz = dv.shape[1]
+    Np, Ni = ip[:nc + 1], ix[:nnz]
+    i64 = np.int64
+    guess = np.zeros(0)
+    if z_prev.shape[0]:
+        guess = warm_guess(z_prev, layout_prev[0], layout_prev[1], layout_prev[2], match, nl, nc,
+                           a_target.shape[0], d)
+    out = st_mixed_step(Jm[2].astype(i64), Jm[1].astype(i64), Jm[0], j_rhs, Lm[2].astype(i64), Lm[1].astype(i64),
+                        Lm[0], l_bias, Np, Ni, dv[0], n_bias, Np, Ni, dv[1], dv[2], Am[2].astype(i64),
+                        Am[1].astype(i64), Am[0], a_target, a_max, mu, d, cfm, W_blocks, blk_ptr, blk_cols,
+                        W_blocks.reshape(-1), v_free, ndof, max_pivots, pivot_tol, restarts, tol, threshold, kin,
+                        guess)
+    ok, pivots, n, scale, z, x, wv, numbers, v_next, tangent = out
+    modes = np.zeros(0, dtype=np.int8)
+    if not ok:
+        return (DECLINED, out, modes, e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+    if nc:
+        modes = _modes_of_rows(Np, Ni, dv[1], dv[2], v_next, z[nl:nl + nc], MODE_IMPULSE_TOL, MODE_SPEED_TOL)
+    gain = kinetic_gain(blk_ptr, blk_cols, M_blocks.reshape(-1), v_next, v_free, passive)
+    advance_state(dof_start, v_next, linear_velocity, angular_velocity, position, quaternion, h)
+    if position_stage and nc:
+        c, deep = position_targets(rows_times(Np, Ni, dv[0], v_next), phi, h, slop, position_zeta)
+        if deep:
+            return (DEEP, out, modes, e0, gain, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+    if project:
+        joint_error = project_joints_kernel(joints, dof_start, kind, kinematic, mass, inv_inertia, position,
+                                            quaternion, linear_velocity, angular_velocity, planar_reference,
+                                            proj_tol, proj_max_iter)
+    else:
+        joint_error = joint_error_kernel(joints, dof_start, position, quaternion, linear_velocity, angular_velocity,
+                                         planar_reference)
+    ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity,
+                                     position, gravity, phi)
+    return (DONE, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max)

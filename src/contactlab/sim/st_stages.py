@@ -4,16 +4,19 @@
 Planned where a contact model declares ``COMPILED_STEP = "stewart-trinkle-mixed"``
 (models/stewart_trinkle.py) and the method's options are Lemke's (``lemke``, given at most ``tol``,
 ``max_iterations`` and ``certify``), on a compiled simulator without reuse, islands or a fixed
-budget, on a scene with joints (a hand, an arm: its problem is a MixedLCP, arechavaleta eq. 13-15).
-The step's ConstraintSystem is built as the general stages build it (``build_system``, the
-``Simulator.last_system`` of the step); the model's build, solve(), its certification and the
-model's recovery are one compiled call (:func:`~contactlab.sim.st_kernels.st_mixed_step`); the
-integration, position corrections and records are the general stages'. The step's problem is
-assembled from its system only when read (``Simulator.last_problem``).
+budget, on a scene with joints whose body blocks cover every coordinate (a hand, an arm: its
+problem is a MixedLCP, arechavaleta eq. 13-15). The step after detection is one compiled call
+(:func:`~contactlab.sim.st_kernels.st_step`): the system's terms as ``build_system`` computes them,
+the model's build, solve(), its certification and the model's recovery
+(:func:`~contactlab.sim.st_kernels.st_mixed_step`), the integration and the joint projection, the
+general stages' kernels in their order. The step's ConstraintSystem and problem are assembled
+from the state before the step only when read (``Simulator.last_system``, ``last_problem``).
 
 A step the call declines (an A that needs the QR branch of the Schur complement, a trivial
 problem, an answer that Lemke's first reduced run does not certify) is taken by the general stages
-on the same system: build, solve() with Lemke's retries and the fallbacks, so its status is theirs.
+on the same contacts: build, solve() with Lemke's retries and the fallbacks, so its status is
+theirs. A certified step with a deep contact is integrated by the call; the simulator's position
+correction and the joint projection follow it (as the general integrate runs them).
 """
 from __future__ import annotations
 
@@ -21,39 +24,40 @@ import time
 
 import numpy as np
 
+from ..kernels.energy import energies_and_depth
 from ..kernels.tolerances import CERTIFY
 from ..mechanics.model import KIND_KINEMATIC
-from ..mechanics.system import build_system
-from ..models.common import StepResult, contact_modes
+from ..collision.contacts import packed
+from ..mechanics.system import block_pattern, live_bodies, packed_joints
+from ..models.common import StepResult
 from ..solution import Solution, Status
 from ..solvers.lemke import LemkeOptions
-from .stages import Stages, StepWork, energies
+from . import noslip_kernels as NK
+from .noslip_stages import NO_VALUES, CompiledNoSlipStages, _NO_INDEX
+from .stages import CompiledCall, Stages, StepWork
 from . import st_kernels as SK
 
 #: what a model's ``COMPILED_STEP`` names for :class:`CompiledSTStages` (:mod:`contactlab.models.stewart_trinkle`)
 COMPILED_FORM = "stewart-trinkle-mixed"
 #: the solver options the call honours (any other: the general stages)
 _OPTIONS = frozenset({"tol", "max_iterations", "certify"})
+_NO_LAYOUT = np.zeros(3, dtype=np.int64)
 
 
-def _csr(H) -> tuple:
-    """(indptr, indices, data) of a CSR matrix as the call takes them (int64 indices)."""
-    return (H.indptr.astype(np.int64, copy=False), H.indices.astype(np.int64, copy=False),
-            H.data.astype(np.float64, copy=False))
-
-
-class CompiledSTStages(Stages):
-    """The general stages with the model's build, solve, certificate and recovery in one compiled
-    call (module docstring)."""
+class CompiledSTStages(CompiledCall, Stages):
+    """The general stages with the step after detection in one compiled call (module docstring)."""
 
     compiled = True
+    #: start each step's LCP from the previous step's basis (st_kernels.py ``warm_guess``)
+    warm_basis = True
 
     @classmethod
     def plan(cls, sim, state):
         model = sim.contact_model
+        m = sim.model
         if not (sim.compiled and getattr(model, "COMPILED_STEP", None) == COMPILED_FORM and sim.reuse is None
-                and not sim.islands and sim.iterations is None and sim.model.joints
-                and not set(sim.solver_options) - _OPTIONS):
+                and not sim.islands and sim.iterations is None and m.joints
+                and not set(sim.solver_options) - _OPTIONS and 6 * live_bodies(m).size == m.ndof):
             return None
         stages = cls(sim, state)
         spec = stages.spec
@@ -68,64 +72,83 @@ class CompiledSTStages(Stages):
         stages.threshold = stages.tol if stages.tol > certify else certify     # solve()'s max(certify, tol)
         stages.max_pivots = -1 if opts.max_iterations is None else int(opts.max_iterations)
         stages.pivot_tol, stages.restarts = float(opts.pivot_tol), int(opts.restarts)
-        m = sim.model      # the kinematic bodies' blocks: eliminated from the call's problem (st_mixed_step)
+        # the kinematic bodies' blocks: eliminated from the call's problem (st_mixed_step)
         stages.kin = (m.dof_start[(m.kind == KIND_KINEMATIC) & (m.dof_start >= 0)] // 6).astype(np.int64)
+        # the model's frozen layout (a new model is planned anew)
+        stages.live = live_bodies(m)
+        stages.blk_cols, stages.blk_ptr = block_pattern(stages.live.size)
+        stages.gravity = np.asarray(m.gravity, dtype=np.float64)
+        stages.packed = packed_joints(m)
+        stages.torque_keys, stages.torque_idx = None, _NO_INDEX
         return stages
 
-    # -- build: the step's system; the problem only where the call declines -------------------------
+    # -- build: the compiled call's inputs --------------------------------------------------------
     def build(self, w: StepWork) -> None:
         sim = self.sim
-        w.e0 = sum(energies(sim.model, sim.data))
-        w.sys = sys = build_system(sim.model, sim.data, w.contacts, w.h)
-        Wb = sys.W_blocks
-        # the rows as build_system makes them (canonical CSR, body blocks covering every dof), as
-        # models/common.py _block_delassus requires
-        if Wb is None or 6 * Wb.shape[0] != sys.ndof or sys.nj == 0 or not (
-                sys.J.format == "csr" and sys.J.has_canonical_format and sys.N.format == "csr"):
-            return self.general(w)
+        data, m, P = sim.data, sim.model, self.packed
+        jt = data.joint_torque      # joint index -> torque (Simulator.set_joint_torque)
+        if jt:
+            keys = tuple(jt)
+            if keys != self.torque_keys:        # the same joints each step: their indices kept
+                self.torque_keys, self.torque_idx = keys, np.array(keys, dtype=np.int64)
+            idx, tau = self.torque_idx, np.array(tuple(jt.values()), dtype=np.float64)
+        else:
+            idx, tau = _NO_INDEX, NO_VALUES
+        st_mt = data.motor_target
+        st_mt, st_mf = (NO_VALUES, NO_VALUES) if st_mt is None or not st_mt.size else (st_mt, data.motor_max_force)
+        # joint_torque_forces and motor_state in one compiled call (the motors' force limits are
+        # the LCP's box here: nothing to decline)
+        f, mt, mf, _ = NK.call_inputs(idx, tau, P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start, data.position,
+                                      data.quaternion, m.ndof, P.motor_target, P.motor_max_force, st_mt, st_mf)
+        st = m.settings     # read each step: the Model is frozen, its Settings object is not
         w.compiled = True
+        w.call = (f, packed(w.contacts, w.match), float(st.contact_zeta if st.contact_stabilization == "velocity"
+                                                      else 0.0), float(st.slop), mt, mf, float(st.zeta),
+                  st.contact_stabilization == "position", float(st.contact_zeta), bool(st.project_joints),
+                  bool(st.gyroscopic),
+                  (data.position.copy(), data.quaternion.copy(), data.linear_velocity.copy(),
+                   data.angular_velocity.copy(), f.copy(), mt, mf))
 
-    def general(self, w: StepWork) -> None:
-        """The general stages' warm start and problem on the step's system (a declined step)."""
-        w.compiled = False
-        w.warm = self.warm(w)
-        self.assemble(w)
-
-    # -- solve: the model's build, Lemke, solve()'s certificate, the recovery ----------------------
+    # -- solve: the step to the joint projection, compiled -----------------------------------------
     def solve(self, w: StepWork) -> None:
         if not w.compiled:
             return super().solve(w)
-        sys = w.sys
         sim = self.sim
+        model, data = sim.model, sim.data
+        f, contact, zeta, slop, mt, mf, zeta_j, position_stage, position_zeta, project, gyro, before = w.call
+        contact_floats, contact_ints = contact
+        st = model.settings
+        prev = data.warm.get("st_basis")        # (z, layout) of the last compiled step, if z is still the warm start
+        if self.warm_basis and prev is not None and prev[0] is data.warm.get("z"):
+            z_prev, layout = prev
+        else:
+            z_prev, layout = NO_VALUES, _NO_LAYOUT
         w.t0 = time.perf_counter()
-        Jp, Ji, Jd = _csr(sys.J)
-        Lp, Li, Ld = _csr(sys.L)
-        Np, Ni, Nd = _csr(sys.N)
-        Sp, Si, Sd = _csr(sys.S)
-        Ap, Ai, Ad = _csr(sys.A)
-        Mp, Mi, Md = _csr(sys.Minv)
-        f = np.float64
-        out = SK.st_mixed_step(
-            Jp, Ji, Jd, np.ascontiguousarray(sys.j_rhs, dtype=f), Lp, Li, Ld, np.ascontiguousarray(sys.l_bias, dtype=f),
-            Np, Ni, Nd, np.ascontiguousarray(sys.n_bias, dtype=f), Sp, Si, Sd, sys.T.data.astype(f, copy=False),
-            Ap, Ai, Ad, np.ascontiguousarray(sys.a_target, dtype=f), np.ascontiguousarray(sys.a_max, dtype=f),
-            np.ascontiguousarray(sys.mu, dtype=f), int(sys.d), float(sys.cfm + sim.model_options.cfm), sys.W_blocks,
-            Mp, Mi, Md, sys.v_free(), int(sys.ndof), self.max_pivots, self.pivot_tol, self.restarts, self.tol,
-            self.threshold, self.kin)
-        ok, pivots, n, scale, z, x, wv, c, v_next, tangent = out
-        if not ok:     # the general stages take the step on the same system
-            self.general(w)
+        outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max = SK.st_step(
+            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
+            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
+            data.angular_velocity, data.planar_reference, f, contact_floats, contact_ints, zeta, slop,
+            self.packed.kernel_args, mt, mf, w.h, zeta_j, int(st.friction_directions),
+            float(float(st.cfm) + sim.model_options.cfm), self.blk_cols, self.blk_ptr, self.max_pivots,
+            self.pivot_tol, self.restarts, self.tol, self.threshold, self.kin, self.passive, position_stage,
+            position_zeta, project, 1e-10, 8, z_prev, layout)
+        w.t_solved = time.perf_counter()
+        if outcome == SK.DECLINED:      # nothing changed: the general stages take the step
+            w.compiled = False
+            super().build(w)
             return super().solve(w)
+        ok, pivots, n, scale, z, x, wv, c, v_next, tangent = out
         sol = Solution(z=z, w=wv, status=Status.SOLVED, iterations=int(pivots), pivots=int(pivots), method=sim.method,
                        info={"covering": "ones", "basis": "reduced", "scale": float(scale), "reduced_n": int(n),
                              "compiled_step": True},
                        x=x)
         sol.residual, sol.complementarity, sol.infeasibility = c[0], c[1], c[2]
         sol.relative_residual = max(c[3], c[5])
-        sol.time_s = time.perf_counter() - w.t0
+        sol.time_s = w.t_solved - w.t0
         w.sol, w.n = sol, int(n)
-        w.call = (v_next, tangent)
-        w.problem, w.built, w.unbuilt = None, None, True     # the problem from the system when read
+        w.e0, w.contact_gain = e0, gain
+        w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), a_max, v_free,
+                  int(st.friction_directions), before, w.call)
 
     # -- certify: the call certified its answer as solve() does -----------------------------------
     def certify(self, w: StepWork) -> None:
@@ -133,22 +156,44 @@ class CompiledSTStages(Stages):
             return super().certify(w)
         w.primary_ok, w.rescued = True, False
         w.t_solve = w.sol.time_s
-        w.t_solved = time.perf_counter()
 
-    # -- recover: models/stewart_trinkle.py recover from the call's v+ and answer -------------------
-    def recover(self, w: StepWork):
+    # -- integrate: done in the call but for a deep contact's position correction -----------------
+    def integrate(self, w: StepWork) -> None:
         if not w.compiled:
-            return super().recover(w)
-        sys, sol = w.sys, w.sol
-        v_next, tangent = w.call
-        nl, nc, d, nm = sys.nl, sys.nc, sys.d, sys.nm
-        o_lam = nl + nc + nc * d
+            return super().integrate(w)
+        sim = self.sim
+        model, data = sim.model, sim.data
+        outcome, ke, pe, pen, joint_error, v_next, tangent, modes, nl, a_max, v_free, d, before, inputs = w.call
+        f, contact, zeta, slop, mt, mf, zeta_j, position_stage, position_zeta, project, gyro, _ = inputs
+        h, sol = w.h, w.sol
+        y, nc = sol.z, w.nc
+        nm = a_max.shape[0]
+        o_lam = nl + nc + nc * d       # y = [c_l, c_n, beta, lambda, u, s] (models/stewart_trinkle.py)
         o_u = o_lam + nc
-        y = sol.z
-        normal = y[nl:nl + nc]
-        return StepResult(v_next=v_next, normal=normal, tangent=tangent, joint=sol.x, limit=y[:nl],
-                          motor=y[o_u:o_u + nm] - sys.a_max, modes=contact_modes(sys, v_next, normal),
-                          info={"lambda": y[o_lam:o_u]})
+        result = StepResult(v_next=v_next, normal=y[nl:nl + nc], tangent=tangent, joint=sol.x, limit=y[:nl],
+                            motor=y[o_u:o_u + nm] - a_max, modes=modes, info={"lambda": y[o_lam:o_u]})
+        data.warm["z"] = z_warm = y.copy()
+        data.warm["st_basis"] = (z_warm, np.array((nl, nc, nm), dtype=np.int64))
+        self.state.defer(w.contacts, h, self.system_terms, (before, gyro, w.contacts, zeta, slop, zeta_j, h))
+        self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
+        if outcome == SK.DEEP:      # the position correction (Simulator.project_contacts), the joints, the energies
+            sim.project_contacts(sim.last_system, v_next)
+            joint_error = sim.project_joints() if (project and self.position_rows) else sim.joint_error()
+            ke, pe, pen = energies_and_depth(model.dof_start, model.mass, model.inertia, data.quaternion,
+                                             data.linear_velocity, data.angular_velocity, data.position,
+                                             self.gravity, np.ascontiguousarray(w.contacts.phi, dtype=np.float64))
+        w.joint_error = joint_error
+        data.time += h
+        data.steps += 1
+        data.joint_torque.clear()
+        data.contacts, data.result = w.contacts, result
+        self.state.solution = sol
+        w.result = result
+        w.call = (ke, pe, pen)
+        w.t_integrated = time.perf_counter()
+
+    #: the system assembled when read, from the state before the step (the no-slip stages' terms)
+    system_terms = CompiledNoSlipStages.system_terms
 
 
 #: the Stewart-Trinkle model's compiled stages (:func:`contactlab.sim.simulator.plan_stages`)
