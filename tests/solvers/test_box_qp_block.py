@@ -3,6 +3,7 @@
 densely from H, W and E and numpy's solve; the fallback where S is not positive definite; the
 analysis kept for a repeated pattern."""
 import numpy as np
+import pytest
 import scipy.linalg as sla
 import scipy.sparse as sp
 
@@ -32,9 +33,23 @@ def dense_S(H, W, keep, e_inv):
     return sla.block_diag(*[np.linalg.inv(W[b]) for b in live]) + Hk.T @ np.diag(e_inv) @ Hk
 
 
-def test_block_cholesky_is_S_and_solves_it():
+def factor_of(chol, nt):
+    """L (dense) from the block factor's Ld, Lv on :func:`block_symbolic`'s pattern."""
+    lp, li = chol.sym[0], chol.sym[1]
+    L = np.zeros((6 * nt, 6 * nt))
+    for j in range(nt):
+        L[6 * j:6 * j + 6, 6 * j:6 * j + 6] = chol.Ld[j]
+        for e in range(lp[j], lp[j + 1]):
+            L[6 * li[e]:6 * li[e] + 6, 6 * j:6 * j + 6] = chol.Lv[e]
+    return L
+
+
+@pytest.mark.parametrize("drop", [False, True])
+def test_block_cholesky_is_S_and_solves_it(drop):
     """L L' = P' S P block by block (L from Ld, Lv on :func:`block_symbolic`'s pattern), and the
-    solve against numpy's, for E spread over 12 orders of magnitude (rows near and far from a bound)."""
+    solve against numpy's, for E spread over 12 orders of magnitude (rows near and far from a bound).
+    ``drop``: the rows' couplings the factor may leave out (body_space_chol.py DROP); without, none
+    is left out and L L' is S itself."""
     rng = np.random.default_rng(4)
     H, W = sparse_contacts(rng, 40, 400)
     cfm = 1e-8
@@ -44,9 +59,13 @@ def test_block_cholesky_is_S_and_solves_it():
     assert body is not None
     for scale in (1e-6, 1.0, 1e6):
         d = scale * rng.uniform(0.0, 1.0, keep.size)
+        if body.chol is not None and not drop:
+            body.chol.cut[:] = -1.0
         solve = body.solver(d)
         chol = body.chol
         assert chol is not None and body.ldl is None        # the block path, not the fallback
+        if drop:                                            # far from a bound on every row: nothing to leave out
+            assert chol.dropped == 0
         nt = body.nt
         S = dense_S(H, W, keep, 1.0 / (cfm + d))
         lp, li = chol.sym[0], chol.sym[1]
@@ -164,3 +183,96 @@ def test_compiled_iteration_hands_over_to_python_where_a_pivot_fails(monkeypatch
     for mode in ("python", "alternate"):
         assert runs[mode][1] == runs["compiled"][1]
         assert np.array_equal(runs[mode][0], runs["compiled"][0])
+
+
+def test_block_cholesky_keeps_no_subnormal_entries():
+    """Rows held at a bound (tiny 1 / E: near the interior point's end 1e-20 and below) couple their
+    bodies by blocks that shrink at every elimination they pass through: L's entries reach IEEE 754
+    subnormals (below 2.2e-308, whose arithmetic is tens of times slower; with 1 / E of 1e-50 to 1e-70
+    on this wide band of bodies, 36 of them without the flush); the factor stores none
+    (body_space_chol.py FLUSH), and L L' is still S to rounding and the solve still numpy's."""
+    rng = np.random.default_rng(12)
+    H, W = sparse_contacts(rng, 300, 2000, reach=20)
+    cfm = 1e-8
+    keep = np.arange(2000)
+    M = (H @ sp.block_diag(list(W), format="csr") @ H.T + cfm * sp.identity(2000)).tocsr()
+    body = _BodySpace.of((H, W, cfm), M, keep, dense_max=50)
+    assert body is not None
+    d = 10.0 ** rng.uniform(50.0, 70.0, 2000)      # every row held far from its bound
+    body.solver(np.ones(2000))
+    body.chol.cut[:] = -1.0                         # every coupling kept (DROP would leave them all out)
+    solve = body.solver(d)
+    chol = body.chol
+    assert chol is not None and body.ldl is None
+    tiny = np.abs(chol.Lv[chol.Lv != 0.0])
+    assert tiny.size and not np.any(tiny < np.finfo(float).tiny)
+    nt = body.nt
+    lp, li = chol.sym[0], chol.sym[1]
+    L = np.zeros((6 * nt, 6 * nt))
+    for j in range(nt):
+        L[6 * j:6 * j + 6, 6 * j:6 * j + 6] = chol.Ld[j]
+        for e in range(lp[j], lp[j + 1]):
+            L[6 * li[e]:6 * li[e] + 6, 6 * j:6 * j + 6] = chol.Lv[e]
+    S = dense_S(H, W, keep, 1.0 / (cfm + d))
+    dofs = np.concatenate([np.arange(6 * c, 6 * c + 6) for c in chol.perm])
+    assert np.abs(L @ L.T - S[np.ix_(dofs, dofs)]).max() <= 1e-12 * np.abs(S).max()
+    b = rng.normal(size=6 * nt)
+    x = np.empty(6 * nt)
+    chol.solve(b, x)
+    assert np.abs(x - np.linalg.solve(S, b)).max() <= 1e-13 * np.linalg.cond(S) * np.abs(x).max()
+    A = M.toarray() + np.diag(d)
+    r = rng.normal(size=2000)
+    xk = solve(r)
+    assert np.abs(A @ xk - r).max() <= 1e-8 * (np.abs(A).max() * np.abs(xk).max() + np.abs(r).max())
+
+
+def test_block_cholesky_leaves_out_the_couplings_of_held_rows_and_refines():
+    """Most rows held at a bound (1 / E ~ 1e-12, as near the interior point's end) and the rest free
+    (1 / E ~ 1 / cfm): the factor leaves the held rows' couplings out (body_space_chol.py DROP, their
+    diagonal terms kept), L L' is that S~ (formed densely from the rows), most of L's blocks are 0,
+    and the contact-space solve, refined against S itself, is numpy's on the whole system."""
+    rng = np.random.default_rng(5)
+    H, W = sparse_contacts(rng, 60, 700)
+    cfm = 1e-8
+    n = 700
+    M = (H @ sp.block_diag(list(W), format="csr") @ H.T + cfm * sp.identity(n)).tocsr()
+    keep = np.arange(n)
+    body = _BodySpace.of((H, W, cfm), M, keep, dense_max=50)
+    held = rng.random(n) < 0.7
+    d = np.where(held, 10.0 ** rng.uniform(11.0, 13.0, n), 0.0)
+    solve = body.solver(d)
+    chol = body.chol
+    assert chol is not None and body.ldl is None
+    e_inv = 1.0 / (cfm + d)
+    two = body.rb >= 0
+    out = two & (e_inv <= chol.cut)
+    assert chol.dropped == out.sum() > 0.2 * two.sum()
+    # S~: the held rows' couplings out, their diagonal blocks in (dense, from H and W)
+    nt = body.nt
+    S = dense_S(H, W, keep, e_inv)
+    live = [b for b in range(60) if np.any(H[:, 6 * b:6 * b + 6].toarray())]
+    Hd = H[:, np.concatenate([np.arange(6 * b, 6 * b + 6) for b in live])].toarray()
+    St = S.copy()
+    for k in np.flatnonzero(out):
+        a, b = body.ra[k], body.rb[k]
+        ha, hb = Hd[k, 6 * a:6 * a + 6], Hd[k, 6 * b:6 * b + 6]
+        St[6 * a:6 * a + 6, 6 * b:6 * b + 6] -= e_inv[k] * np.outer(ha, hb)
+        St[6 * b:6 * b + 6, 6 * a:6 * a + 6] -= e_inv[k] * np.outer(hb, ha)
+    assert np.abs(St - S).max() > 0
+    L = factor_of(chol, nt)
+    dofs = np.concatenate([np.arange(6 * c, 6 * c + 6) for c in chol.perm])
+    assert np.abs(L @ L.T - St[np.ix_(dofs, dofs)]).max() <= 1e-12 * np.abs(St).max()
+    # the blocks flagged 0 are 0 (skipped as factors), the others not; some pairs are left uncoupled
+    assert (~chol.nz).any() and not np.any(chol.Lv[~chol.nz])
+    assert np.all(np.any(chol.Lv[chol.nz] != 0.0, axis=(1, 2)))
+    A = M.toarray() + np.diag(d)
+    r = rng.normal(size=n)
+    x = solve(r)
+    ref = sla.solve(A, r, assume_a="pos")
+    assert np.abs(A @ x - r).max() <= 1e-8 * (np.abs(A).max() * np.abs(x).max() + np.abs(r).max())
+    # as close to numpy's as the solve with every coupling (whose own error is the identity's
+    # cancellation where 1 / E ~ 1 / cfm: 2e-7 of |x| here)
+    chol.cut[:] = -1.0
+    whole = body.solver(d)(r)
+    assert body.chol.dropped == 0
+    assert np.abs(x - ref).max() <= 2.0 * np.abs(whole - ref).max() + 1e-12 * np.abs(ref).max()

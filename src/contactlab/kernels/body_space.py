@@ -246,6 +246,37 @@ def body_space_back(ra, rb, ha, hb, r, e_inv, y, out):
 
 
 @jit
+def body_space_apply(ra, rb, ha, hb, e_inv, Winv, y, out):
+    """out (6 nt) = S y for S = W^-1 + H' diag(e_inv) H from the rows themselves (every row's
+    coupling included), for the refinement of a solve whose factor left some out
+    (kernels/body_space_chol.py ``block_space_solve``)."""
+    nt = Winv.shape[0]
+    for c in range(nt):
+        for u in range(6):
+            acc = 0.0
+            for v in range(6):
+                acc += Winv[c, u, v] * y[6 * c + v]
+            out[6 * c + u] = acc
+    for k in range(ra.size):
+        a = ra[k]
+        if a < 0:
+            continue
+        s = 0.0
+        for i in range(6):
+            s += ha[k, i] * y[6 * a + i]
+        b = rb[k]
+        if b >= 0:
+            for i in range(6):
+                s += hb[k, i] * y[6 * b + i]
+        s *= e_inv[k]
+        for i in range(6):
+            out[6 * a + i] += s * ha[k, i]
+        if b >= 0:
+            for i in range(6):
+                out[6 * b + i] += s * hb[k, i]
+
+
+@jit
 def kept_box_error(ra, rb, ha, hb, Wt, cfm, q, lo, hi, z, size, w, work):
     """On the kept rows of :func:`body_space_layout` (the fixed rows at 0): w = M z + q for
     M = H W H' + cfm I from the rows' body vectors (two thin products, no pass over M's entries; Wt

@@ -138,13 +138,14 @@ IPM_CHECK, IPM_PIVOT, IPM_STOP, IPM_DONE = 0, 1, 2, 3
 @jit
 def ipm_block_loop(z, sl, su, lo0, hi0, L, U, w2, iterations, tol, correctors,
                    ra, rb, ha, hb, Winv, Wt, cfm, q, lo, hi, qmax, work,
-                   ip, rdst, rtr, lp, li, rp, rc, rpos, perm, Ld, Lv, wpos, best_z, best_r):
+                   ip, rdst, rtr, cut, lp, li, rp, rc, rpos, perm, Ld, Lv, wpos, nz, best_z, best_r):
     """Up to ``iterations`` interior-point iterations (Mehrotra's predictor, his corrector with
     sigma = (mu_aff / mu)^3, up to ``correctors`` of Gondzio's correctors kept while they lengthen the
     step by a tenth of what they aim at) on the kept rows of a contact matrix M = H W H' + cfm I in
     body space, the same arithmetic as solvers/box_qp/interior_point.py's loop: each iteration the
     gaps and D (:func:`_ipm_gaps`), S = W^-1 + H' (cfm + D)^-1 H factorised (body_space_chol.py
-    ``block_factor``, in Ld, Lv), every direction by ``block_space_solve``, the step, and w = M z + q
+    ``block_factor``, in Ld, Lv, nz; the couplings of rows held at a bound, e_inv <= cut, left out and
+    the solves refined against S), every direction by ``block_space_solve``, the step, and w = M z + q
     with the lower bound r of the certified error (body_space.py ``kept_box_error``, into ``w2``: the
     next iteration's right-hand sides use it). State: z, sl, su, w2 (in place); best_z, best_r[0] the
     iterate of least r seen (best_r[1] = 0: found here, by the bound, without w). Returns (reason: IPM_CHECK / IPM_PIVOT /
@@ -163,19 +164,20 @@ def ipm_block_loop(z, sl, su, lo0, hi0, L, U, w2, iterations, tol, correctors,
             return IPM_STOP, done, 0.0, 0.0
         for i in range(nk):
             e_inv[i] = 1.0 / (cfm + Dg[i])
-        if not block_factor(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, lp, li, rp, rc, rpos, Ld, Lv, wpos):
+        dropped = block_factor(ra, rb, ha, hb, e_inv, Winv, ip, rdst, rtr, cut, lp, li, rp, rc, rpos, Ld, Lv, wpos, nz)
+        if dropped < 0:
             return IPM_PIVOT, done, 0.0, 0.0
         done += 1
         tl[:] = 0.0
         tu[:] = 0.0
         _ipm_rhs(w2, gl, gu, sl, su, L, U, tl, tu, r_)
-        block_space_solve(ra, rb, ha, hb, r_, e_inv, perm, lp, li, Ld, Lv, t, y, dza)
+        block_space_solve(ra, rb, ha, hb, r_, e_inv, Winv, perm, lp, li, Ld, Lv, nz, dropped, t, y, dza)
         a = _ipm_duals(dza, gl, gu, sl, su, L, U, tl, tu, 1.0, dsla, dsua)
         mu_aff = _ipm_mu(gl, gu, sl, su, L, U, a, dza, dsla, dsua)
         smu = math.pow(mu_aff / mu, 3.0) * mu if mu > 0 else 0.0
         _ipm_targets(L, U, smu, dza, dsla, dsua, tl, tu)
         _ipm_rhs(w2, gl, gu, sl, su, L, U, tl, tu, r_)
-        block_space_solve(ra, rb, ha, hb, r_, e_inv, perm, lp, li, Ld, Lv, t, y, dz)
+        block_space_solve(ra, rb, ha, hb, r_, e_inv, Winv, perm, lp, li, Ld, Lv, nz, dropped, t, y, dz)
         a = _ipm_duals(dz, gl, gu, sl, su, L, U, tl, tu, 0.995, dsl, dsu)
         for _c in range(correctors):
             if a >= 0.995 or smu <= 0.0:
@@ -183,7 +185,7 @@ def ipm_block_loop(z, sl, su, lo0, hi0, L, U, w2, iterations, tol, correctors,
             at = min(1.0, 1.5 * a)
             _ipm_centrality(dz, dsl, dsu, gl, gu, sl, su, L, U, at, smu, tl, tu, tl2, tu2)
             _ipm_rhs(w2, gl, gu, sl, su, L, U, tl2, tu2, r_)
-            block_space_solve(ra, rb, ha, hb, r_, e_inv, perm, lp, li, Ld, Lv, t, y, dz2)
+            block_space_solve(ra, rb, ha, hb, r_, e_inv, Winv, perm, lp, li, Ld, Lv, nz, dropped, t, y, dz2)
             a2 = _ipm_duals(dz2, gl, gu, sl, su, L, U, tl2, tu2, 0.995, dsl2, dsu2)
             if a2 < a + 0.1 * (at - a):
                 break

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from ...kernels.body_space import (body_space_back, body_space_layout, body_space_rhs, body_space_values,
                                    kept_box_error)
-from ...kernels.body_space_chol import block_analysis, block_factor, block_solve, block_space_solve
+from ...kernels.body_space_chol import block_analysis, block_factor, block_solve, block_space_solve, drop_cuts
 from ...kernels.box_qp_ipm import ipm_block_loop
 from ...kernels.csr_blocks import diagonal_positions
 from .factors import _embedded, _sparse_spd_solver, _symmetric_csc
@@ -93,15 +93,21 @@ class _BlockCholesky:
         self.sym = block_analysis(body._S.indptr, body._S.indices, self.perm, ra, rb, body.pair_base)
         self.Ld, self.Lv = np.empty((nt, 6, 6)), np.empty((self.sym[1].size, 6, 6))
         self.wpos = np.empty(nt, dtype=np.int64)
+        self.nz = np.empty(self.sym[1].size, dtype=np.bool_)
+        self.cut = drop_cuts(ra, rb, body.ha, body.hb, body.Winv)
+        self.dropped = 0
 
     def factor(self, ra, rb, ha, hb, e_inv, Winv) -> bool:
-        """S = W^-1 + H' diag(e_inv) H = L L'; False where a pivot is not positive."""
-        return bool(block_factor(ra, rb, ha, hb, e_inv, Winv, *self.sym[5:], *self.sym[:5], self.Ld, self.Lv,
-                                 self.wpos))
+        """S~ = L L' for S~ = W^-1 + H' diag(e_inv) H less the couplings of rows held at a bound
+        (kernels/body_space_chol.py DROP; ``dropped`` counts them, 0: S~ = S); False where a pivot is
+        not positive."""
+        self.dropped = int(block_factor(ra, rb, ha, hb, e_inv, Winv, *self.sym[5:], self.cut, *self.sym[:5], self.Ld,
+                                        self.Lv, self.wpos, self.nz))
+        return self.dropped >= 0
 
     def solve(self, b, x):
-        """x = S^-1 b for the last factor."""
-        block_solve(self.perm, self.sym[0], self.sym[1], self.Ld, self.Lv, b, x)
+        """x = S~^-1 b for the last factor."""
+        block_solve(self.perm, self.sym[0], self.sym[1], self.Ld, self.Lv, self.nz, b, x)
 
 
 #: body space is declined where the touched bodies' coordinates (6 per body, S's rows) number at least this
@@ -183,8 +189,8 @@ class _BodySpace:
         lp, li, rp, rc, rpos, ip, rdst, rtr = c.sym
         why, done, r, a = ipm_block_loop(z, sl, su, lo0, hi0, L, U, w2, int(iterations), float(tol), int(correctors),
                                          self.ra, self.rb, self.ha, self.hb, self.Winv, self.Wt, self.cfm, q, lo, hi,
-                                         float(size), work, ip, rdst, rtr, lp, li, rp, rc, rpos, c.perm, c.Ld, c.Lv,
-                                         c.wpos, best_z, best_r)
+                                         float(size), work, ip, rdst, rtr, c.cut, lp, li, rp, rc, rpos, c.perm, c.Ld,
+                                         c.Lv, c.wpos, c.nz, best_z, best_r)
         return int(why), int(done), float(r), float(a)
 
     def solver(self, d):
@@ -194,10 +200,11 @@ class _BodySpace:
         t, y, x = np.empty(6 * self.nt), np.empty(6 * self.nt), np.empty(e_inv.size)
         ra, rb, ha, hb, nt = self.ra, self.rb, self.ha, self.hb, self.nt
         if self.chol.factor(ra, rb, ha, hb, e_inv, self.Winv):
-            perm, lp, li, Ld, Lv = self.chol.perm, self.chol.sym[0], self.chol.sym[1], self.chol.Ld, self.chol.Lv
+            c = self.chol
+            perm, lp, li, Ld, Lv, nz, dropped, Winv = c.perm, c.sym[0], c.sym[1], c.Ld, c.Lv, c.nz, c.dropped, self.Winv
 
             def solve(r):
-                block_space_solve(ra, rb, ha, hb, r, e_inv, perm, lp, li, Ld, Lv, t, y, x)
+                block_space_solve(ra, rb, ha, hb, r, e_inv, Winv, perm, lp, li, Ld, Lv, nz, dropped, t, y, x)
                 return x.copy()
             return solve
         solve_s, self.ldl = _sparse_spd_solver(self.S, cholmod_min=BODY_SPACE_CHOLMOD_MIN)
