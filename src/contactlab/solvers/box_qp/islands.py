@@ -77,7 +77,7 @@ def _set_aside(problem: BoxedLCP, z: np.ndarray, gap: float = SET_ASIDE_GAP) -> 
 #: point (their Newton steps from an impact's poor start mostly do not land). A falling pile whose towers the
 #: speculative contacts of boxes falling together join (side contacts of turned boxes, each layer's contacts with
 #: the next) has few rows in play: 5,800 of 87,099 at 10,000 boxes, 2-4 rounds; a landing 1,000-box pile has half
-#: its rows in play, and its rounds cost more than its one solve (docs/session10-scale.md)
+#: its rows in play, and its rounds cost more than its one solve (docs/benchmarks-sim.md, tenth session)
 MERGED_SHARE, MERGED_ROWS, KEPT_SHARE = 0.5, 2000, 0.25
 
 
