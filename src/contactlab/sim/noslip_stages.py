@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 
-from ..kernels.energy import energies_and_depth
 from ..kernels.tolerances import CERTIFY
 from ..mechanics import terms as _T
 from ..mechanics.model import KIND_KINEMATIC
@@ -174,8 +173,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
     def integrate(self, w: StepWork) -> None:
         if not w.compiled:
             return super().integrate(w)
-        sim = self.sim
-        model, data = sim.model, sim.data
+        data = self.sim.data
         (outcome, ke, pe, pen, joint_error, v_next, joint, tangent, modes, nl, z, before, position_stage,
          position_zeta, project, gyro, f, contact, zeta, slop, zeta_j, kept, v_free) = w.call
         h = w.h
@@ -185,21 +183,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         data.warm["z"] = z.copy()
         self.state.defer(w.contacts, h, self.system_terms, (before, gyro, w.contacts, zeta, slop, zeta_j, h))
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
-        if outcome == NK.DEEP:      # the position correction (Simulator.project_contacts), the joints, the energies
-            sim.project_contacts(sim.last_system, v_next)
-            joint_error = sim.project_joints() if (project and self.position_rows) else sim.joint_error()
-            ke, pe, pen = energies_and_depth(model.dof_start, model.mass, model.inertia, data.quaternion,
-                                             data.linear_velocity, data.angular_velocity, data.position,
-                                             self.gravity, np.ascontiguousarray(w.contacts.phi, dtype=np.float64))
-        w.joint_error = joint_error
-        data.time += h
-        data.steps += 1
-        data.joint_torque.clear()
-        data.contacts, data.result = w.contacts, result
-        self.state.solution = w.sol
-        w.result = result
-        w.call = (ke, pe, pen)
-        w.t_integrated = time.perf_counter()
+        self.finish(w, result, w.sol, outcome == NK.DEEP, project, v_next, joint_error, (ke, pe, pen))
 
     def system_terms(self, before, gyro, contacts, zeta, slop, zeta_j, h):
         """:func:`contactlab.mechanics.system.assemble_system`'s arguments for the step this plan took,

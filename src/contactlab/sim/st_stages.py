@@ -24,7 +24,6 @@ import time
 
 import numpy as np
 
-from ..kernels.energy import energies_and_depth
 from ..kernels.tolerances import CERTIFY
 from ..mechanics.model import KIND_KINEMATIC
 from ..collision.contacts import packed
@@ -161,8 +160,7 @@ class CompiledSTStages(CompiledCall, Stages):
     def integrate(self, w: StepWork) -> None:
         if not w.compiled:
             return super().integrate(w)
-        sim = self.sim
-        model, data = sim.model, sim.data
+        data = self.sim.data
         outcome, ke, pe, pen, joint_error, v_next, tangent, modes, nl, a_max, v_free, d, before, inputs = w.call
         f, contact, zeta, slop, mt, mf, zeta_j, position_stage, position_zeta, project, gyro, _ = inputs
         h, sol = w.h, w.sol
@@ -176,21 +174,7 @@ class CompiledSTStages(CompiledCall, Stages):
         data.warm["st_basis"] = (z_warm, np.array((nl, nc, nm), dtype=np.int64))
         self.state.defer(w.contacts, h, self.system_terms, (before, gyro, w.contacts, zeta, slop, zeta_j, h))
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
-        if outcome == SK.DEEP:      # the position correction (Simulator.project_contacts), the joints, the energies
-            sim.project_contacts(sim.last_system, v_next)
-            joint_error = sim.project_joints() if (project and self.position_rows) else sim.joint_error()
-            ke, pe, pen = energies_and_depth(model.dof_start, model.mass, model.inertia, data.quaternion,
-                                             data.linear_velocity, data.angular_velocity, data.position,
-                                             self.gravity, np.ascontiguousarray(w.contacts.phi, dtype=np.float64))
-        w.joint_error = joint_error
-        data.time += h
-        data.steps += 1
-        data.joint_torque.clear()
-        data.contacts, data.result = w.contacts, result
-        self.state.solution = sol
-        w.result = result
-        w.call = (ke, pe, pen)
-        w.t_integrated = time.perf_counter()
+        self.finish(w, result, sol, outcome == SK.DEEP, project, v_next, joint_error, (ke, pe, pen))
 
     #: the system assembled when read, from the state before the step (the no-slip stages' terms)
     system_terms = CompiledNoSlipStages.system_terms

@@ -365,6 +365,33 @@ class CompiledCall:
     = (ke, pe, pen) after integrate), the call's time reported as the "solve" stage's. Steps the call declined
     (``w.compiled`` False) are the general stages'. Needs ``self.gravity``."""
 
+    def finish(self, w: StepWork, result, sol, deep: bool, project: bool, v_next, joint_error: float,
+               after: tuple) -> None:
+        """The call's integrated state made the step's: where a contact is deep (``deep``: the call stopped
+        after the integration), the position correction (Simulator.project_contacts), the joints projected
+        (``project`` and position rows) and the energies and depth after them, else the call's own
+        (``after`` = (ke, pe, pen)); then the time and step count, the joint torques cleared, the result
+        and the solution kept, and ``w.call`` = (ke, pe, pen) as :meth:`record` reads it."""
+        sim = self.sim
+        data = sim.data
+        ke, pe, pen = after
+        if deep:
+            sim.project_contacts(sim.last_system, v_next)
+            joint_error = sim.project_joints() if (project and self.position_rows) else sim.joint_error()
+            model = sim.model
+            ke, pe, pen = energies_and_depth(model.dof_start, model.mass, model.inertia, data.quaternion,
+                                             data.linear_velocity, data.angular_velocity, data.position,
+                                             self.gravity, np.ascontiguousarray(w.contacts.phi, dtype=np.float64))
+        w.joint_error = joint_error
+        data.time += w.h
+        data.steps += 1
+        data.joint_torque.clear()
+        data.contacts, data.result = w.contacts, result
+        self.state.solution = sol
+        w.result = result
+        w.call = (ke, pe, pen)
+        w.t_integrated = time.perf_counter()
+
     def correct(self, w: StepWork) -> bool:
         done = super().correct(w)
         if done and w.compiled:
