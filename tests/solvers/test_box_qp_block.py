@@ -207,12 +207,7 @@ def test_block_cholesky_keeps_no_subnormal_entries():
     tiny = np.abs(chol.Lv[chol.Lv != 0.0])
     assert tiny.size and not np.any(tiny < np.finfo(float).tiny)
     nt = body.nt
-    lp, li = chol.sym[0], chol.sym[1]
-    L = np.zeros((6 * nt, 6 * nt))
-    for j in range(nt):
-        L[6 * j:6 * j + 6, 6 * j:6 * j + 6] = chol.Ld[j]
-        for e in range(lp[j], lp[j + 1]):
-            L[6 * li[e]:6 * li[e] + 6, 6 * j:6 * j + 6] = chol.Lv[e]
+    L = factor_of(chol, nt)
     S = dense_S(H, W, keep, 1.0 / (cfm + d))
     dofs = np.concatenate([np.arange(6 * c, 6 * c + 6) for c in chol.perm])
     assert np.abs(L @ L.T - S[np.ix_(dofs, dofs)]).max() <= 1e-12 * np.abs(S).max()
