@@ -85,21 +85,27 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         self.packed = packed_joints(m)
         self.torque_keys, self.torque_idx = None, _NO_INDEX     # the joints the torques were last set on
 
+    def torque_inputs(self, data) -> tuple:
+        """(joint indices, torques, motor targets, motor force limits) of ``data`` as the compiled call
+        takes them: the joints' torques set this step (Simulator.set_joint_torque; their indices kept
+        while the same joints get them), empty arrays where there are none."""
+        jt = data.joint_torque      # joint index -> torque
+        if jt:
+            keys = tuple(jt)
+            if keys != self.torque_keys:
+                self.torque_keys, self.torque_idx = keys, np.array(keys, dtype=np.int64)
+            idx, tau = self.torque_idx, np.array(tuple(jt.values()), dtype=np.float64)
+        else:
+            idx, tau = _NO_INDEX, NO_VALUES
+        mt = data.motor_target
+        return (idx, tau) + ((NO_VALUES, NO_VALUES) if mt is None or not mt.size else (mt, data.motor_max_force))
+
     # -- build: the compiled call's inputs --------------------------------------------------------
     def build(self, w: StepWork) -> None:
         sim = self.sim
         data = sim.data
         P, m = self.packed, sim.model
-        jt = data.joint_torque      # joint index -> torque (Simulator.set_joint_torque)
-        if jt:
-            keys = tuple(jt)
-            if keys != self.torque_keys:        # the same joints each step: their indices kept
-                self.torque_keys, self.torque_idx = keys, np.array(keys, dtype=np.int64)
-            idx, tau = self.torque_idx, np.array(tuple(jt.values()), dtype=np.float64)
-        else:
-            idx, tau = _NO_INDEX, NO_VALUES
-        st_mt = data.motor_target
-        st_mt, st_mf = (NO_VALUES, NO_VALUES) if st_mt is None or not st_mt.size else (st_mt, data.motor_max_force)
+        idx, tau, st_mt, st_mf = self.torque_inputs(data)
         # joint_torque_forces and motor_state in one compiled call
         f, mt, mf, limited = NK.call_inputs(idx, tau, P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start,
                                             data.position, data.quaternion, m.ndof, P.motor_target,

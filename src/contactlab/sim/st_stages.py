@@ -85,16 +85,7 @@ class CompiledSTStages(CompiledCall, Stages):
     def build(self, w: StepWork) -> None:
         sim = self.sim
         data, m, P = sim.data, sim.model, self.packed
-        jt = data.joint_torque      # joint index -> torque (Simulator.set_joint_torque)
-        if jt:
-            keys = tuple(jt)
-            if keys != self.torque_keys:        # the same joints each step: their indices kept
-                self.torque_keys, self.torque_idx = keys, np.array(keys, dtype=np.int64)
-            idx, tau = self.torque_idx, np.array(tuple(jt.values()), dtype=np.float64)
-        else:
-            idx, tau = _NO_INDEX, NO_VALUES
-        st_mt = data.motor_target
-        st_mt, st_mf = (NO_VALUES, NO_VALUES) if st_mt is None or not st_mt.size else (st_mt, data.motor_max_force)
+        idx, tau, st_mt, st_mf = self.torque_inputs(data)
         # joint_torque_forces and motor_state in one compiled call (the motors' force limits are
         # the LCP's box here: nothing to decline)
         f, mt, mf, _ = NK.call_inputs(idx, tau, P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start, data.position,
@@ -178,6 +169,8 @@ class CompiledSTStages(CompiledCall, Stages):
 
     #: the system assembled when read, from the state before the step (the no-slip stages' terms)
     system_terms = CompiledNoSlipStages.system_terms
+    #: the joints' torques and the motors as the call takes them (the no-slip stages')
+    torque_inputs = CompiledNoSlipStages.torque_inputs
 
 
 #: the Stewart-Trinkle model's compiled stages (:func:`contactlab.sim.simulator.plan_stages`)
