@@ -129,7 +129,22 @@ def summarize(ctx, rows) -> None:
                     ours=f"its model on drumwright's box gripper, {r['steps']} steps: "
                     + ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items()))
                     + f"; {'held' if r['held'] else 'not held'} ({r['held_trials']}/{r['trials']})",
-                    agrees=None, reason="the paper reports no measurement to compare; this is its model at work")
+                    agrees=None, reason="the paper reports no measurement to compare; this is its model at work"
+                    + (tp_failures(r) if r["solver_failures"] else ""))
     else:
         ctx.summary("trinkle-pang-sudarsky-lo", "(no table or figure)", paper_value="theory",
                     ours="-", agrees=None, reason="quick mode does not run the trinkle-pang model")
+
+
+def tp_failures(r) -> str:
+    """What the Trinkle-Pang rows' uncertified steps are (docs/box-gripper.md, "Trinkle-Pang's
+    uncertified steps"): Lemke's answer certifies on the reduced LCP (drumwright eq. 9-10) but its
+    lift misses solve()'s certificate on the mixed problem by a small factor; the problems are
+    degenerate and ill-conditioned, and solvable (not a Painleve inconsistency)."""
+    return (f". The {r['solver_failures']} uncertified step(s) (largest relative residual "
+            f"{r.get('worst_uncertified', float('nan')):.2g} against solve()'s 1e-6, applied as usable): Lemke's "
+            "answer certifies on the reduced LCP but not, lifted, on the mixed problem, whose small tangential "
+            "rows it misses by ~1e-6 m/s^2; a degenerate pyramid LCP (36 rolling contacts, mu = 100, CFM 1e-6) that has "
+            "a solution (a few block pivots from Lemke's basis certify each, docs/box-gripper.md), not a "
+            "Painleve inconsistency: a solver weakness, the status true")
+
