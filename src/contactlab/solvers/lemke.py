@@ -62,8 +62,9 @@ class LemkeOptions:
     basis (loomis-balkcom §IV, computation reuse: sim/st_kernels.py ``_warm_answer`` takes that
     basis's answer without a pivot where it certifies, else Lemke from its usual start); False: Lemke
     from the artificial basis w = q + d z0 every step, as drumwright ran it (Sec. VII-A, Table I).
-    Both end on a certified complementary basis of the same LCP, so the trajectories agree within
-    ``tol``. A single solve() has no previous step: there Lemke always starts from the artificial
+    Both end each step on a certified answer of the same LCP: where it has one solution, the same
+    to within ``tol`` (a degenerate LCP may have several, the motion then alike only as far as they
+    are). A single solve() has no previous step: there Lemke always starts from the artificial
     basis and the option changes nothing (it is accepted so that a simulator's options serve both)."""
     covering: object = None
     max_iterations: int | None = None
