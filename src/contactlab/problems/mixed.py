@@ -225,8 +225,9 @@ class MixedLCP(Problem):
         [A_RR C_RB; D_BR B_BB] [x_R; y_B] = -[g_R; h_B] with y_N = 0 (R: A's kept rows, B: the basic
         set, N its complement), solved here by one dense LU directly on the mixed data, not through F.
         The basic set is then corrected as in block principal pivoting (Judice & Pires, Computers &
-        Operations Research 21(5), 1994, 587-596; Kostreva 1978): the basic rows with y_B < 0 leave;
-        when there is none, the nonbasic rows with w_N < 0 enter; and again, at most ``rounds`` times.
+        Operations Research 21(5), 1994, 587-596; Kostreva, Linear Algebra Appl. 21, 1978, 207-215):
+        the basic rows with y_B < 0 leave; when there is none, the nonbasic rows with w_N < 0 enter;
+        and again, at most ``rounds`` times.
 
         Each round's candidate (y_B clipped at 0) is judged by the certificate solve() applies,
         ``certified_error`` of :meth:`relative_residuals`, against ``threshold``. Returns
