@@ -131,7 +131,8 @@ def detect_kernel(quaternion, position, shape_body, local_R, local_p, plane_idx,
 def detect_contacts(quaternion, position, shape_body, local_R, local_p, plane_idx, plane_local, aabb_center,
                     aabb_half, margin, reach, sweep, finite_idx, static, jointed_keys, nb, cls, half, verts, vstart,
                     radius, plane_row, shape_mu, mu_default):
-    """:func:`detect_kernel`, then, where no pair is left to coal, each contact's tangents
+    """:func:`detect_kernel`, then, where no pair is left to coal, the contacts that can close in the step
+    (reach.py :func:`~contactlab.collision.boxes.reach.reachable_contacts`) and each one's tangents
     (mechanics/kernels.py ``tangent_basis_kernel``) and its bodies and friction
     (:func:`contact_fields`) in the same call. Returns detect_kernel's outputs and (t1, t2, body_a,
     body_b, mu), the latter empty where some pair is left to coal (the caller merges coal's contacts

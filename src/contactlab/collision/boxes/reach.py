@@ -1,6 +1,8 @@
 """Speculative distances (numba): how far two shapes can close in on each other in the step, from
 their sweeps (mechanics/kernels.py ``shape_sweep``), in every direction (:func:`pair_reach`) or along
-one axis (:func:`axis_reach`, what grows a box pair's margin along each separating axis)."""
+one axis (:func:`axis_reach`, what grows a box pair's margin along each separating axis); which of the contacts
+found within those bounds the deviations the step's contacts can pass on let close (:func:`reachable_contacts`:
+a column of boxes falling together keeps no contact high above the boxes that can be stopped)."""
 from __future__ import annotations
 
 import numpy as np
