@@ -84,13 +84,46 @@ class SerialLegs:
 
 
 @jit
+def spd_solve_into(A, b, x):
+    """x = A^-1 b for a symmetric positive definite A (n, n) given by its lower triangle, by Cholesky
+    A = L L' (Golub & Van Loan, Matrix Computations, Alg. 4.2.1) in place of that triangle, then
+    L y = b and L' x = y. The damped normal equations (J'J + lam I) dq = J'e of
+    :func:`serial_inverse` are such a system (lam > 0; Nocedal & Wright, Numerical Optimization,
+    sec. 10.3): solved here without the general LU's pivoting, copies and library call. A pivot
+    that is not positive (A not positive definite in floating point) makes x NaN: the caller's
+    trial step then fails its error test."""
+    n = b.shape[0]
+    for j in range(n):
+        d = A[j, j]
+        for q in range(j):
+            d -= A[j, q] * A[j, q]
+        d = np.sqrt(d) if d > 0.0 else np.nan
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for q in range(j):
+                s -= A[i, q] * A[j, q]
+            A[i, j] = s / d
+    for i in range(n):
+        s = b[i]
+        for q in range(i):
+            s -= A[i, q] * x[q]
+        x[i] = s / A[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for q in range(i + 1, n):
+            s -= A[q, i] * x[q]
+        x[i] = s / A[i, i]
+
+
+@jit
 def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
     """:meth:`SerialLegs.inverse`, compiled; ``q`` (legs, k) is the start and is overwritten.
 
-    Levenberg-Marquardt on every leg at once: dq = (J'J + lam I)^-1 J' e with e = x - foot(q); a
-    leg takes the step when its error falls (then lam <- max(0.3 lam, damping)), else keeps q and
-    lam <- 10 lam; the iterations stop when every leg's error is <= tol * max(1, |x|_inf), or after
-    ``max_iter``. Returns (q, converged per leg)."""
+    Levenberg-Marquardt on every leg at once: dq = (J'J + lam I)^-1 J' e with e = x - foot(q)
+    (:func:`spd_solve_into`); a leg takes the step when its error falls (then lam <- max(0.3 lam,
+    damping)), else keeps q and lam <- 10 lam; the iterations stop when every leg's error is
+    <= tol * max(1, |x|_inf), or after ``max_iter``. Returns (q, converged per leg)."""
     L, k = q.shape
     scale = np.empty(L)
     for l in range(L):
@@ -110,6 +143,7 @@ def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
         err[l] = np.sqrt(s)
     A = np.empty((k, k))
     g = np.empty(k)
+    dq = np.empty(k)
     qn = np.empty((L, k))
     for _ in range(max_iter):
         done = True
@@ -121,10 +155,10 @@ def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
         for l in range(L):
             for a in range(k):
                 g[a] = J[l, 0, a] * e[l, 0] + J[l, 1, a] * e[l, 1] + J[l, 2, a] * e[l, 2]
-                for b in range(k):
+                for b in range(a + 1):
                     A[a, b] = J[l, 0, a] * J[l, 0, b] + J[l, 1, a] * J[l, 1, b] + J[l, 2, a] * J[l, 2, b]
                 A[a, a] += lam[l]
-            dq = np.linalg.solve(A, g)
+            spd_solve_into(A, g, dq)
             for a in range(k):
                 qn[l, a] = q[l, a] + dq[a]
         _serial_frames_into(anchors, axes, feet, qn, wn, cn, pn, scratch)
