@@ -117,34 +117,52 @@ def spd_solve_into(A, b, x):
 
 
 @jit
+def ik_work(L, k):
+    """The work arrays of :func:`serial_inverse_into` for ``L`` legs of ``k`` joints: made once by a
+    caller that solves every step (the controller's :func:`~contactlab.control.locomotion.control_work`),
+    so that no array is allocated per solve. Order: scale, lam, err, converged (L,); the frames
+    (L, k, 3) twice, the trial's feet (L, 3) and Jacobians (L, 3, k), 33 floats of scratch, the feet,
+    Jacobians and errors of q, one foot's error (3,), the normal equations (k, k), (k,), their
+    solution (k,) and the trial angles (L, k)."""
+    return (np.empty(L), np.empty(L), np.empty(L), np.empty(L, dtype=np.bool_), np.empty((L, k, 3)),
+            np.empty((L, k, 3)), np.empty((L, 3)), np.empty((L, 3, k)), np.empty(33), np.empty((L, 3)),
+            np.empty((L, 3, k)), np.empty((L, 3)), np.empty(3), np.empty((k, k)), np.empty(k), np.empty(k),
+            np.empty((L, k)))
+
+
+@jit
 def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
     """:meth:`SerialLegs.inverse`, compiled; ``q`` (legs, k) is the start and is overwritten.
+    :func:`serial_inverse_into` with work arrays of its own. Returns (q, converged per leg)."""
+    L, k = q.shape
+    work = ik_work(L, k)
+    serial_inverse_into(anchors, axes, feet, x, q, tol, max_iter, damping, work)
+    return q, work[3]
+
+
+@jit
+def serial_inverse_into(anchors, axes, feet, x, q, tol, max_iter, damping, work):
+    """Damped least squares from ``q`` (legs, k), overwritten with the answer; whether each leg
+    converged into ``work[3]`` (``work``: :func:`ik_work`).
 
     Levenberg-Marquardt on every leg at once: dq = (J'J + lam I)^-1 J' e with e = x - foot(q)
     (:func:`spd_solve_into`); a leg takes the step when its error falls (then lam <- max(0.3 lam,
     damping)), else keeps q and lam <- 10 lam; the iterations stop when every leg's error is
-    <= tol * max(1, |x|_inf), or after ``max_iter``. Returns (q, converged per leg)."""
+    <= tol * max(1, |x|_inf), or after ``max_iter``."""
     L, k = q.shape
-    scale = np.empty(L)
+    scale, lam, err, converged, wn, cn, pn, Jn, scratch, p, J, e, en, A, g, dq, qn = work
     for l in range(L):
         scale[l] = max(1.0, np.abs(x[l]).max())
-    lam = np.full(L, damping)
+        lam[l] = damping
     # the frames, feet and Jacobians of q, then of each trial qn (wn, cn: work for both)
-    wn, cn, pn, Jn, scratch = np.empty((L, k, 3)), np.empty((L, k, 3)), np.empty((L, 3)), np.empty((L, 3, k)), np.empty(33)
-    p, J = np.empty((L, 3)), np.empty((L, 3, k))
     _serial_frames_into(anchors, axes, feet, q, wn, cn, p, scratch)
     _position_jacobian_into(wn, cn, p, J)
-    e, err, en = np.empty((L, 3)), np.empty(L), np.empty(3)
     for l in range(L):
         s = 0.0                 # |x - p|: the squares summed in order from zero
         for i in range(3):
             e[l, i] = x[l, i] - p[l, i]
             s += e[l, i] * e[l, i]
         err[l] = np.sqrt(s)
-    A = np.empty((k, k))
-    g = np.empty(k)
-    dq = np.empty(k)
-    qn = np.empty((L, k))
     for _ in range(max_iter):
         done = True
         for l in range(L):
@@ -174,10 +192,8 @@ def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
                 lam[l] = max(lam[l] * 0.3, damping)
             else:
                 lam[l] = lam[l] * 10.0
-    converged = np.empty(L, dtype=np.bool_)
     for l in range(L):
         converged[l] = err[l] <= tol * scale[l]
-    return q, converged
 
 
 @jit
