@@ -385,6 +385,28 @@ def test_spd_solve_matches_the_general_solve_on_damped_normal_equations():
     assert np.isnan(x).all()
 
 
+def test_damped_least_squares_from_held_frames_is_the_fresh_solve():
+    """A solve whose work holds the feet and Jacobians of its start (the controller's: from its last
+    answer, with one work for every step) gives the bits of a solve that evaluates them afresh,
+    along a moving target; a start that is not the held angles (a step taken again) evaluates anew."""
+    from contactlab.control.ik import ik_work, serial_inverse, serial_inverse_into
+    poe, _ = _legs()
+    work = ik_work(4, 3)
+    q_held, q_fresh = Q_INIT.copy(), Q_INIT.copy()
+    x0 = poe.forward(Q_INIT)
+    for step in range(12):
+        x = x0 + 0.004 * step * np.array([1.0, 0.0, 0.5])
+        if step == 6:
+            q_held += 1e-3          # not the angles whose frames the work holds
+            q_fresh += 1e-3
+        serial_inverse_into(poe.anchors, poe.axes, poe.feet, x, q_held, 1e-10, 50, 1e-6, work)
+        q_fresh, ok = serial_inverse(poe.anchors, poe.axes, poe.feet, x, q_fresh.copy(), 1e-10, 50, 1e-6)
+        np.testing.assert_array_equal(q_held, q_fresh)
+        np.testing.assert_array_equal(work[3], ok)
+        assert ok.all()
+        np.testing.assert_allclose(poe.forward(q_held), x, rtol=0, atol=1e-9)
+
+
 @pytest.mark.parametrize("robot", ["quadruped", "solo12"])
 def test_the_compiled_controllers_static_arrays_are_c_contiguous(robot):
     """The controller kernel's fixed arrays (an analytic IK's side is a column of SIDE: a strided

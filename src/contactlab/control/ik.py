@@ -15,6 +15,7 @@ Two forms, both vectorised over the legs (arrays with a leading leg axis):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -123,11 +124,12 @@ def ik_work(L, k):
     so that no array is allocated per solve. Order: scale, lam, err, converged (L,); the frames
     (L, k, 3) twice, the trial's feet (L, 3) and Jacobians (L, 3, k), 33 floats of scratch, the feet,
     Jacobians and errors of q, one foot's error (3,), the normal equations (k, k), (k,), their
-    solution (k,) and the trial angles (L, k)."""
+    solution (k,), the trial angles (L, k), and the angles (L, k) whose feet and Jacobians the work
+    holds (NaN: none yet)."""
     return (np.empty(L), np.empty(L), np.empty(L), np.empty(L, dtype=np.bool_), np.empty((L, k, 3)),
             np.empty((L, k, 3)), np.empty((L, 3)), np.empty((L, 3, k)), np.empty(33), np.empty((L, 3)),
             np.empty((L, 3, k)), np.empty((L, 3)), np.empty(3), np.empty((k, k)), np.empty(k), np.empty(k),
-            np.empty((L, k)))
+            np.empty((L, k)), np.full((L, k), np.nan))
 
 
 @jit
@@ -148,15 +150,24 @@ def serial_inverse_into(anchors, axes, feet, x, q, tol, max_iter, damping, work)
     Levenberg-Marquardt on every leg at once: dq = (J'J + lam I)^-1 J' e with e = x - foot(q)
     (:func:`spd_solve_into`); a leg takes the step when its error falls (then lam <- max(0.3 lam,
     damping)), else keeps q and lam <- 10 lam; the iterations stop when every leg's error is
-    <= tol * max(1, |x|_inf), or after ``max_iter``."""
+    <= tol * max(1, |x|_inf), or after ``max_iter``. The feet and Jacobians of the answer stay in
+    ``work`` with its angles: a solve that starts from them (the controller's, from its last answer)
+    takes them from there, not from a second evaluation of the same angles (the same numbers)."""
     L, k = q.shape
-    scale, lam, err, converged, wn, cn, pn, Jn, scratch, p, J, e, en, A, g, dq, qn = work
+    scale, lam, err, converged, wn, cn, pn, Jn, scratch, p, J, e, en, A, g, dq, qn, q_held = work
     for l in range(L):
         scale[l] = max(1.0, np.abs(x[l]).max())
         lam[l] = damping
-    # the frames, feet and Jacobians of q, then of each trial qn (wn, cn: work for both)
-    _serial_frames_into(anchors, axes, feet, q, wn, cn, p, scratch)
-    _position_jacobian_into(wn, cn, p, J)
+    # the frames, feet and Jacobians of q (unless held: the same bits, signed zeros included), then of
+    # each trial qn (wn, cn: work for both)
+    held = True
+    for l in range(L):
+        for i in range(k):
+            if q[l, i] != q_held[l, i] or math.copysign(1.0, q[l, i]) != math.copysign(1.0, q_held[l, i]):
+                held = False
+    if not held:
+        _serial_frames_into(anchors, axes, feet, q, wn, cn, p, scratch)
+        _position_jacobian_into(wn, cn, p, J)
     for l in range(L):
         s = 0.0                 # |x - p|: the squares summed in order from zero
         for i in range(3):
@@ -194,6 +205,7 @@ def serial_inverse_into(anchors, axes, feet, x, q, tol, max_iter, damping, work)
                 lam[l] = lam[l] * 10.0
     for l in range(L):
         converged[l] = err[l] <= tol * scale[l]
+    q_held[:] = q
 
 
 @jit
