@@ -222,7 +222,7 @@ class MixedLCP(Problem):
         (F's condition number ~ 1e10 with large mu and small CFM) that an answer accurate on F misses
         the mixed problem's own certificate (eq. 4-7) by a small factor. Kept fixed, the active set
         {i: y_i > w_i} such an answer found turns the problem into a square linear system,
-        [A_RR C_RB; D_BR B_BB] [x_R; y_B] = -[g_R; h_B] with y_N = 0 (R: A's kept rows, B: the basic
+        ``[A_RR C_RB; D_BR B_BB] [x_R; y_B] = -[g_R; h_B]`` with y_N = 0 (R: A's kept rows, B: the basic
         set, N its complement), solved here by one dense LU directly on the mixed data, not through F.
         The basic set is then corrected as in block principal pivoting (Judice & Pires, Computers &
         Operations Research 21(5), 1994, 587-596; Kostreva, Linear Algebra Appl. 21, 1978, 207-215):
