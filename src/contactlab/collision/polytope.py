@@ -226,60 +226,17 @@ def _intersect(HA, ka, HB, kb, out):
 
 
 @jit
-def world_shapes(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart):
-    """The world data of the shapes in ``pairs`` (k, 2), once per call however many pairs share a
-    shape (the glass against every finger link): vertices p + R v (rows as ``verts``), face
-    normals R n and offsets d + (R n).p (rows as ``face_n``), and for the shapes second in a pair
-    their edges as :func:`polytope_pair` reads them (rows as ``edge_p``: minus the two face normals
-    c, d, the arc's normal d x c, a point on the edge; and c, d again by column, the layout the
-    arc test's first loop reads). The formulas are the ones the pair loop
-    evaluated per pair, so the same bits; rows of shapes in no pair are left unset."""
-    used = np.zeros(vstart.shape[0] - 1, dtype=np.int8)     # 1: in a pair, 2: also second in one
-    for q in range(pairs.shape[0]):
-        used[pairs[q, 0]] |= 1
-        used[pairs[q, 1]] |= 3
-    VW = np.empty((verts.shape[0], 3))
-    FN = np.empty((face_n.shape[0], 3))
-    FD = np.empty(face_n.shape[0])
-    EW = np.empty((edge_p.shape[0], 12))
-    for a in range(used.shape[0]):
-        if used[a] == 0:
-            continue
-        R, p = Rs[a], ps[a]
-        _place(R, p, verts, vstart[a], vstart[a + 1] - vstart[a], VW[vstart[a]:])
-        for f in range(fstart[a], fstart[a + 1]):
-            for t in range(3):
-                FN[f, t] = R[t, 0] * face_n[f, 0] + R[t, 1] * face_n[f, 1] + R[t, 2] * face_n[f, 2]
-            FD[f] = face_d[f] + _dot(FN[f], p)
-        if used[a] & 2:
-            for g in range(estart[a], estart[a + 1]):     # scalars, not row views (each view is a reference count)
-                for i in range(3):
-                    EW[g, i] = -(R[i, 0] * edge_na[g, 0] + R[i, 1] * edge_na[g, 1] + R[i, 2] * edge_na[g, 2])
-                    EW[g, 3 + i] = -(R[i, 0] * edge_nb[g, 0] + R[i, 1] * edge_nb[g, 1] + R[i, 2] * edge_nb[g, 2])
-                    EW[g, 9 + i] = p[i] + R[i, 0] * edge_p[g, 0] + R[i, 1] * edge_p[g, 1] + R[i, 2] * edge_p[g, 2]
-                EW[g, 6] = EW[g, 4] * EW[g, 2] - EW[g, 5] * EW[g, 1]          # d x c
-                EW[g, 7] = EW[g, 5] * EW[g, 0] - EW[g, 3] * EW[g, 2]
-                EW[g, 8] = EW[g, 3] * EW[g, 1] - EW[g, 4] * EW[g, 0]
-    EC = np.empty((6, edge_p.shape[0]))           # EW's c and d by column, contiguous along the edges
-    for a in range(used.shape[0]):
-        if used[a] & 2:
-            for g in range(estart[a], estart[a + 1]):
-                for i in range(6):
-                    EC[i, g] = EW[g, i]
-    return VW, FN, FD, EW, EC
-
-
-@jit
-def polytope_pair(a, b, Rs, ps, vstart, fstart, edge_na, edge_nb, edge_p, estart, VW, FN, FD, EB, EC, limit,
+def polytope_pair(a, b, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart, limit,
                   P_out, N_out, phi_out, k):
     """Contacts of shapes a and b (module docstring) within ``limit`` (the margin grown by their
-    reach), written from row k of P_out, N_out, phi_out; returns the next free row. ``VW``, ``FN``,
-    ``FD``, ``EB``, ``EC``: the shapes' world data (:func:`world_shapes`)."""
-    Ra, pa = Rs[a], ps[a]
+    reach), written from row k of P_out, N_out, phi_out; returns the next free row."""
+    Ra, pa, Rb, pb = Rs[a], ps[a], Rs[b], ps[b]
     na, nb = vstart[a + 1] - vstart[a], vstart[b + 1] - vstart[b]
-    VA = VW[vstart[a]:vstart[a + 1]]
-    VB = VW[vstart[b]:vstart[b + 1]]
+    VA = np.empty((na, 3))
+    VB = np.empty((nb, 3))
     ca = np.zeros(3)
+    _place(Ra, pa, verts, vstart[a], na, VA)
+    _place(Rb, pb, verts, vstart[b], nb, VB)
     for i in range(na):
         for t in range(3):
             ca[t] += VA[i, t]
@@ -287,36 +244,50 @@ def polytope_pair(a, b, Rs, ps, vstart, fstart, edge_na, edge_nb, edge_p, estart
     size = 0.0
     for i in range(na):
         size = max(size, np.sqrt((VA[i, 0] - ca[0]) ** 2 + (VA[i, 1] - ca[1]) ** 2 + (VA[i, 2] - ca[2]) ** 2))
+    n = np.empty(3)
     axis = np.zeros(3)
     best = -np.inf
     for f in range(fstart[a], fstart[a + 1]):    # faces of a: n.x <= d inside a
-        n0, n1, n2 = FN[f, 0], FN[f, 1], FN[f, 2]
+        for t in range(3):
+            n[t] = Ra[t, 0] * face_n[f, 0] + Ra[t, 1] * face_n[f, 1] + Ra[t, 2] * face_n[f, 2]
+        d = face_d[f] + _dot(n, pa)
         s = np.inf
         for j in range(nb):
-            s = min(s, n0 * VB[j, 0] + n1 * VB[j, 1] + n2 * VB[j, 2])
-        s -= FD[f]
+            s = min(s, n[0] * VB[j, 0] + n[1] * VB[j, 1] + n[2] * VB[j, 2])
+        s -= d
         if s > best:
             best = s
-            axis[0], axis[1], axis[2] = n0, n1, n2
+            axis[:] = n
     if best > limit:
         return k
     for f in range(fstart[b], fstart[b + 1]):    # faces of b: the axis a -> b is minus b's normal
-        n0, n1, n2 = FN[f, 0], FN[f, 1], FN[f, 2]
+        for t in range(3):
+            n[t] = Rb[t, 0] * face_n[f, 0] + Rb[t, 1] * face_n[f, 1] + Rb[t, 2] * face_n[f, 2]
+        d = face_d[f] + _dot(n, pb)
         s = np.inf
         for i in range(na):
-            s = min(s, n0 * VA[i, 0] + n1 * VA[i, 1] + n2 * VA[i, 2])
-        s -= FD[f]
+            s = min(s, n[0] * VA[i, 0] + n[1] * VA[i, 1] + n[2] * VA[i, 2])
+        s -= d
         if s > best:
             best = s
-            axis[0], axis[1], axis[2] = -n0, -n1, -n2
+            axis[:] = -n
     if best > limit:
         return k
     # edge pairs forming a face of the Minkowski difference (Gregorius' arc test on the Gauss map); b's
-    # edges in the world (world_shapes): minus their face normals c, d, the arc's normal d x c, a point
+    # edges in the world once: minus their face normals c, d, the arc's normal d x c, a point
     eb0, eb1 = estart[b], estart[b + 1]
+    EB = np.empty((eb1 - eb0, 12))               # scalars, not row views (each view is a reference count)
+    for g in range(eb0, eb1):
+        r = g - eb0
+        for i in range(3):
+            EB[r, i] = -(Rb[i, 0] * edge_na[g, 0] + Rb[i, 1] * edge_na[g, 1] + Rb[i, 2] * edge_na[g, 2])
+            EB[r, 3 + i] = -(Rb[i, 0] * edge_nb[g, 0] + Rb[i, 1] * edge_nb[g, 1] + Rb[i, 2] * edge_nb[g, 2])
+            EB[r, 9 + i] = pb[i] + Rb[i, 0] * edge_p[g, 0] + Rb[i, 1] * edge_p[g, 1] + Rb[i, 2] * edge_p[g, 2]
+        EB[r, 6] = EB[r, 4] * EB[r, 2] - EB[r, 5] * EB[r, 1]          # d x c
+        EB[r, 7] = EB[r, 5] * EB[r, 0] - EB[r, 3] * EB[r, 2]
+        EB[r, 8] = EB[r, 3] * EB[r, 1] - EB[r, 4] * EB[r, 0]
     W = np.empty((5, 3))
     a1, a2, ua, qa, u = W[0], W[1], W[2], W[3], W[4]
-    arc = np.empty((3, eb1 - eb0))
     tol = EDGE_PREFERENCE * size
     for e in range(estart[a], estart[a + 1]):
         _rot(Ra, edge_na[e], a1)
@@ -324,16 +295,11 @@ def polytope_pair(a, b, Rs, ps, vstart, fstart, edge_na, edge_nb, edge_p, estart
         _cross(a2, a1, ua)
         _world(Ra, pa, edge_p[e], qa)
         ux, uy, uz = ua[0], ua[1], ua[2]
-        for r in range(eb0, eb1):       # the arc test's first half on every edge of b: one branch-free loop
-            cb = EC[0, r] * ux + EC[1, r] * uy + EC[2, r] * uz
-            db = EC[3, r] * ux + EC[4, r] * uy + EC[5, r] * uz
-            arc[0, r - eb0] = cb
-            arc[1, r - eb0] = db
-            arc[2, r - eb0] = cb * db
-        for r in range(eb0, eb1):
-            if arc[2, r - eb0] >= 0.0:
+        for r in range(eb1 - eb0):
+            cba = EB[r, 0] * ux + EB[r, 1] * uy + EB[r, 2] * uz
+            dba = EB[r, 3] * ux + EB[r, 4] * uy + EB[r, 5] * uz
+            if cba * dba >= 0.0:
                 continue
-            cba, dba = arc[0, r - eb0], arc[1, r - eb0]
             adc = a1[0] * EB[r, 6] + a1[1] * EB[r, 7] + a1[2] * EB[r, 8]
             bdc = a2[0] * EB[r, 6] + a2[1] * EB[r, 7] + a2[2] * EB[r, 8]
             if not (adc * bdc < 0.0 and cba * bdc > 0.0):
@@ -429,13 +395,11 @@ def polytope_contacts(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge
     phi = np.empty(cap)
     sa = np.empty(cap, dtype=np.int64)
     sb = np.empty(cap, dtype=np.int64)
-    VW, FN, FD, EW, EC = world_shapes(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p,
-                                  estart)
     k = 0
     for q in range(pairs.shape[0]):
         a, b = pairs[q, 0], pairs[q, 1]
         k0 = k
-        k = polytope_pair(a, b, Rs, ps, vstart, fstart, edge_na, edge_nb, edge_p, estart, VW, FN, FD, EW, EC,
+        k = polytope_pair(a, b, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart,
                           margin + pair_reach(sweep, a, b), P, N, phi, k)
         sa[k0:k] = a
         sb[k0:k] = b
