@@ -123,9 +123,9 @@ def test_flat_vertex_set_is_our_error():
 
 
 def test_pairs_sharing_a_shape_give_each_pairs_own_contacts():
-    """polytope_contacts on several pairs that share shapes (world_shapes computes each shape's world
-    data once for all of them) gives, pair by pair, the contacts of that pair alone, and those are
-    the exhaustive separating-axis test's distance."""
+    """polytope_contacts on several pairs that share shapes gives, pair by pair, the contacts of that
+    pair alone (nothing of one pair leaks into the next), and those are the exhaustive
+    separating-axis test's distance."""
     rng = np.random.default_rng(11)
     data = PT.polytope_data([BOX, PRISM, BOX, BOX])
     Rs = np.array([_rot(rng) for _ in range(4)])
