@@ -224,11 +224,17 @@ def test_quick_sections_give_their_papers_rows(tmp_path):
     rows = {tuple(c.strip() for c in r.split("|")[1:3]): [c.strip() for c in r.split("|")[1:-1]]
             for r in _summary_part(text)}
     t1 = rows["drumwright", "Table I"]
-    st, ppm, ratio = map(float, re.match(r"([0-9.]+) s vs ([0-9.]+) s: ([0-9.]+)x", t1[3]).groups())
+    # the verdict reads Stewart-Trinkle with Lemke cold each step (the paper's run), CPU time
+    st, ppm, ratio = map(float, re.match(r"CPU time, Lemke cold each step \(the paper's run\): ([0-9.]+) s vs "
+                                         r"([0-9.]+) s: ([0-9.]+)x", t1[3]).groups())
     assert ratio == pytest.approx(st / ppm, rel=0.01, abs=0.01)
     assert t1[4] == VERDICT["agree" if 6.58 / 1.5 <= ratio <= 6.58 * 1.5 else "differ"]
+    assert "with Lemke's warm basis (ours, not the paper's experiment)" in t1[3]
     block = text[text.index("## Box gripper"):]
-    assert re.search(r"\| stewart-trinkle \| lemke \| 10 \(10\) \|", block)
+    assert re.search(r"\| stewart-trinkle \| lemke\(warm_basis=False\) \(cold: [^|]*the paper's experiment\) \| 10 \(10\) \|",
+                     block)
+    assert re.search(r"\| stewart-trinkle \| lemke \(warm basis [^|]*ours, not the paper's experiment\) \| 10 \(10\) \|",
+                     block)
     fig1 = rows["drumwright", "Fig. 1"]
     assert fig1[4] == VERDICT["agree"] and "held in 1/1 trials" in fig1[3]    # no-slip holds the boxes
     assert rows["trinkle-pang-sudarsky-lo", "(no table or figure)"][4] == VERDICT["not reproduced"]

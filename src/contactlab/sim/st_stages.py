@@ -38,8 +38,9 @@ from . import st_kernels as SK
 
 #: what a model's ``COMPILED_STEP`` names for :class:`CompiledSTStages` (:mod:`contactlab.models.stewart_trinkle`)
 COMPILED_FORM = "stewart-trinkle-mixed"
-#: the solver options the call honours (any other: the general stages)
-_OPTIONS = frozenset({"tol", "max_iterations", "certify"})
+#: the solver options the call honours (any other: the general stages); ``warm_basis``
+#: (solvers/lemke.py ``LemkeOptions``): False starts every step's Lemke from its artificial basis
+_OPTIONS = frozenset({"tol", "max_iterations", "certify", "warm_basis"})
 _NO_LAYOUT = np.zeros(3, dtype=np.int64)
 
 
@@ -47,7 +48,8 @@ class CompiledSTStages(CompiledCall, Stages):
     """The general stages with the step after detection in one compiled call (module docstring)."""
 
     compiled = True
-    #: start each step's LCP from the previous step's basis (st_kernels.py ``warm_guess``)
+    #: start each step's LCP from the previous step's basis (st_kernels.py ``warm_guess``); ``plan``
+    #: sets it from the solver option ``warm_basis`` (solvers/lemke.py ``LemkeOptions``)
     warm_basis = True
 
     @classmethod
@@ -71,6 +73,7 @@ class CompiledSTStages(CompiledCall, Stages):
         stages.threshold = stages.tol if stages.tol > certify else certify     # solve()'s max(certify, tol)
         stages.max_pivots = -1 if opts.max_iterations is None else int(opts.max_iterations)
         stages.pivot_tol, stages.restarts = float(opts.pivot_tol), int(opts.restarts)
+        stages.warm_basis = bool(opts.warm_basis)
         # the kinematic bodies' blocks: eliminated from the call's problem (st_mixed_step)
         stages.kin = (m.dof_start[(m.kind == KIND_KINEMATIC) & (m.dof_start >= 0)] // 6).astype(np.int64)
         # the model's frozen layout (a new model is planned anew)

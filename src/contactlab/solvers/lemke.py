@@ -56,7 +56,16 @@ class LemkeOptions:
     the symmetrically equilibrated LCP (D M D, D q), D from :func:`equilibration`, map its answer
     back by z = D y, refine it on (M, q) and certify it there: "auto" (default) when the reduced
     run on (M, q) does not certify, "first" before it (the unscaled run only if the scaled one does
-    not certify), "never" (the reduced basis only: ignored with basis="tableau")."""
+    not certify), "never" (the reduced basis only: ignored with basis="tableau"); warm_basis (True or
+    False, default True): in a time-stepping simulation whose Stewart-Trinkle step is one compiled call
+    (sim/st_stages.py ``CompiledSTStages``), start each step from the previous step's complementary
+    basis (loomis-balkcom §IV, computation reuse: sim/st_kernels.py ``_warm_answer`` takes that
+    basis's answer without a pivot where it certifies, else Lemke from its usual start); False: Lemke
+    from the artificial basis w = q + d z0 every step, as drumwright ran it (Sec. VII-A, Table I).
+    Both end each step on a certified answer of the same LCP: where it has one solution, the same
+    to within ``tol`` (a degenerate LCP may have several, the motion then alike only as far as they
+    are). A single solve() has no previous step: there Lemke always starts from the artificial
+    basis and the option changes nothing (it is accepted so that a simulator's options serve both)."""
     covering: object = None
     max_iterations: int | None = None
     regularize: bool = True
@@ -69,9 +78,12 @@ class LemkeOptions:
     pivot_retries: tuple = (1e-7, 1e-5)
     restarts: int = K.RESTARTS
     equilibrate: str = "auto"
+    warm_basis: bool = True
 
     def __post_init__(self):
         check_common(self)
+        if not isinstance(self.warm_basis, (bool, np.bool_)):
+            raise ParamError(f"warm_basis must be True or False, got {self.warm_basis!r}")
         if self.basis not in ("auto", "reduced", "tableau"):
             raise ParamError(f"basis must be 'auto', 'reduced' or 'tableau', got {self.basis!r}")
         if self.ties not in ("lexicographic", "first-row"):
