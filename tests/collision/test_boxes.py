@@ -517,8 +517,10 @@ def test_contacts_the_axis_reach_drops_are_pairs_that_stay_apart_through_the_ste
     """What box-box detection with boxes.axis_reach drops, against the same detection with the
     direction-free pair_reach (a sweep of spins only, pair_reach / 2 each): random box pairs 1-11 cm
     apart with random linear (and half of them angular) velocities; every pair that only pair_reach
-    keeps stays more than the margin apart (coal's distance) after the step, whether both boxes move
-    or either one is stopped (the separating-axis argument), and there are such pairs."""
+    keeps stays more than the margin apart (coal's distance) after the step with both boxes moving
+    (the separating-axis argument), and there are such pairs. Neither box can be stopped here: a pair
+    alone has no other contact (boxes.reachable_contacts lets a body be stopped only by a contact
+    within its reach; a pair's stopped cases are its test below)."""
     from contactlab.collision.boxes import pair_reach
     margin, h = 0.01, 0.01
     dropped = kept = 0
@@ -531,7 +533,7 @@ def test_contacts_the_axis_reach_drops_are_pairs_that_stay_apart_through_the_ste
             kept += directional > 0
             continue
         dropped += 1
-        assert min(_stepped_distances(w, data, h)) > margin - 1e-9
+        assert _stepped_distances(w, data, h)[0] > margin - 1e-9
     assert dropped > 20 and kept > 20, (dropped, kept)
 
 
@@ -594,15 +596,43 @@ def test_diagonal_neighbours_get_a_contact_at_the_separating_axis_gap():
 def test_pairs_without_contacts_stay_apart_through_the_step():
     """Soundness of box-box detection with the grown margin: 400 random box pairs 1-11 cm apart with
     random linear (and half of them angular) velocities; every pair that gets no contact stays more
-    than the margin apart (coal's distance) after the step, whether both move or either is stopped."""
+    than the margin apart (coal's distance) after the step with both moving (a pair alone: no other
+    contact can stop either box; the stopped cases: the column test below)."""
     margin, h = 0.01, 0.01
     none = 0
     for w, model, data in _moving_pairs(5, 400, margin):
         if w.detect(data, margin=margin, sweep=_sweep(w, model, data, h)).count:
             continue
         none += 1
-        assert min(_stepped_distances(w, data, h)) > margin - 1e-9
+        assert _stepped_distances(w, data, h)[0] > margin - 1e-9
     assert none > 150
+
+
+@pytest.mark.parametrize("gap", [0.03, 0.06])
+def test_a_falling_column_keeps_the_contacts_that_the_stops_below_can_close(gap):
+    """boxes.reachable_contacts on a column of 0.2 m boxes falling together at 8.8 m/s (h = 0.01:
+    8.8 cm a step) onto the ground, ``gap`` apart, the lowest 3 cm above the ground. Reference: the
+    stops computed box by box from the bottom, the least each box can move in the step
+    d_k = min(h v, d_(k-1) + gap) (d_0 = 3 cm, the ground stopping the lowest box): a pair (k, k+1)
+    closes in by at most h v - d_k, so it needs a contact where h v - d_k > gap - margin: every such
+    pair has one (the kernel's deviations are bounds: a box the ground stops may be taken as
+    stopped, and each gap carries the margin, so it keeps a few more), and high enough up the column
+    the pairs falling together, which the pairwise bound (either box may be stopped) keeps, have none."""
+    margin, h, v, n = 0.01, 0.01, 8.8, 8
+    bodies = [GROUND] + [Body(f"b{k}", position=(0, 0, 0.13 + k * (0.2 + gap)), shapes=[Shape("box", size=(0.2,) * 3)])
+                         for k in range(n)]
+    w, model, data = _world(bodies)
+    data.linear_velocity[1:, 2] = -v
+    c = w.detect(data, margin=margin, sweep=_sweep(w, model, data, h))
+    pairs = {(min(a, b), max(a, b)) for a, b in zip(c.body_a, c.body_b)}
+    d, need = 0.03, []
+    for k in range(1, n):                           # pair (k, k+1): bodies k and k+1 (0 is the ground)
+        need.append(h * v - d > gap - margin)
+        d = min(h * v, d + gap)
+    got = [(k, k + 1) in pairs for k in range(1, n)]
+    assert (0, 1) in pairs and need[0] and not all(need)
+    assert all(g for g, nd in zip(got, need) if nd)
+    assert not any(got[-3:])                # the column is cut
 
 
 def _box_distance(x, p, R, h):

@@ -15,6 +15,7 @@ Two forms, both vectorised over the legs (arrays with a leading leg axis):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,33 +85,95 @@ class SerialLegs:
 
 
 @jit
+def spd_solve_into(A, b, x):
+    """x = A^-1 b for a symmetric positive definite A (n, n) given by its lower triangle, by Cholesky
+    A = L L' (Golub & Van Loan, Matrix Computations, Alg. 4.2.1) in place of that triangle, then
+    L y = b and L' x = y. The damped normal equations (J'J + lam I) dq = J'e of
+    :func:`serial_inverse` are such a system (lam > 0; Nocedal & Wright, Numerical Optimization,
+    sec. 10.3): solved here without the general LU's pivoting, copies and library call. A pivot
+    that is not positive (A not positive definite in floating point) makes x NaN: the caller's
+    trial step then fails its error test."""
+    n = b.shape[0]
+    for j in range(n):
+        d = A[j, j]
+        for q in range(j):
+            d -= A[j, q] * A[j, q]
+        d = np.sqrt(d) if d > 0.0 else np.nan
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for q in range(j):
+                s -= A[i, q] * A[j, q]
+            A[i, j] = s / d
+    for i in range(n):
+        s = b[i]
+        for q in range(i):
+            s -= A[i, q] * x[q]
+        x[i] = s / A[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for q in range(i + 1, n):
+            s -= A[q, i] * x[q]
+        x[i] = s / A[i, i]
+
+
+@jit
+def ik_work(L, k):
+    """The work arrays of :func:`serial_inverse_into` for ``L`` legs of ``k`` joints: made once by a
+    caller that solves every step (the controller's :func:`~contactlab.control.locomotion.control_work`),
+    so that no array is allocated per solve. Order: scale, lam, err, converged (L,); the frames
+    (L, k, 3) twice, the trial's feet (L, 3) and Jacobians (L, 3, k), 33 floats of scratch, the feet,
+    Jacobians and errors of q, one foot's error (3,), the normal equations (k, k), (k,), their
+    solution (k,), the trial angles (L, k), and the angles (L, k) whose feet and Jacobians the work
+    holds (NaN: none yet)."""
+    return (np.empty(L), np.empty(L), np.empty(L), np.empty(L, dtype=np.bool_), np.empty((L, k, 3)),
+            np.empty((L, k, 3)), np.empty((L, 3)), np.empty((L, 3, k)), np.empty(33), np.empty((L, 3)),
+            np.empty((L, 3, k)), np.empty((L, 3)), np.empty(3), np.empty((k, k)), np.empty(k), np.empty(k),
+            np.empty((L, k)), np.full((L, k), np.nan))
+
+
+@jit
 def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
     """:meth:`SerialLegs.inverse`, compiled; ``q`` (legs, k) is the start and is overwritten.
-
-    Levenberg-Marquardt on every leg at once: dq = (J'J + lam I)^-1 J' e with e = x - foot(q); a
-    leg takes the step when its error falls (then lam <- max(0.3 lam, damping)), else keeps q and
-    lam <- 10 lam; the iterations stop when every leg's error is <= tol * max(1, |x|_inf), or after
-    ``max_iter``. Returns (q, converged per leg)."""
+    :func:`serial_inverse_into` with work arrays of its own. Returns (q, converged per leg)."""
     L, k = q.shape
-    scale = np.empty(L)
+    work = ik_work(L, k)
+    serial_inverse_into(anchors, axes, feet, x, q, tol, max_iter, damping, work)
+    return q, work[3]
+
+
+@jit
+def serial_inverse_into(anchors, axes, feet, x, q, tol, max_iter, damping, work):
+    """Damped least squares from ``q`` (legs, k), overwritten with the answer; whether each leg
+    converged into ``work[3]`` (``work``: :func:`ik_work`).
+
+    Levenberg-Marquardt on every leg at once: dq = (J'J + lam I)^-1 J' e with e = x - foot(q)
+    (:func:`spd_solve_into`); a leg takes the step when its error falls (then lam <- max(0.3 lam,
+    damping)), else keeps q and lam <- 10 lam; the iterations stop when every leg's error is
+    <= tol * max(1, |x|_inf), or after ``max_iter``. The feet and Jacobians of the answer stay in
+    ``work`` with its angles: a solve that starts from them (the controller's, from its last answer)
+    takes them from there, not from a second evaluation of the same angles (the same numbers)."""
+    L, k = q.shape
+    scale, lam, err, converged, wn, cn, pn, Jn, scratch, p, J, e, en, A, g, dq, qn, q_held = work
     for l in range(L):
         scale[l] = max(1.0, np.abs(x[l]).max())
-    lam = np.full(L, damping)
-    # the frames, feet and Jacobians of q, then of each trial qn (wn, cn: work for both)
-    wn, cn, pn, Jn, scratch = np.empty((L, k, 3)), np.empty((L, k, 3)), np.empty((L, 3)), np.empty((L, 3, k)), np.empty(33)
-    p, J = np.empty((L, 3)), np.empty((L, 3, k))
-    _serial_frames_into(anchors, axes, feet, q, wn, cn, p, scratch)
-    _position_jacobian_into(wn, cn, p, J)
-    e, err, en = np.empty((L, 3)), np.empty(L), np.empty(3)
+        lam[l] = damping
+    # the frames, feet and Jacobians of q (unless held: the same bits, signed zeros included), then of
+    # each trial qn (wn, cn: work for both)
+    held = True
+    for l in range(L):
+        for i in range(k):
+            if q[l, i] != q_held[l, i] or math.copysign(1.0, q[l, i]) != math.copysign(1.0, q_held[l, i]):
+                held = False
+    if not held:
+        _serial_frames_into(anchors, axes, feet, q, wn, cn, p, scratch)
+        _position_jacobian_into(wn, cn, p, J)
     for l in range(L):
         s = 0.0                 # |x - p|: the squares summed in order from zero
         for i in range(3):
             e[l, i] = x[l, i] - p[l, i]
             s += e[l, i] * e[l, i]
         err[l] = np.sqrt(s)
-    A = np.empty((k, k))
-    g = np.empty(k)
-    qn = np.empty((L, k))
     for _ in range(max_iter):
         done = True
         for l in range(L):
@@ -121,10 +184,10 @@ def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
         for l in range(L):
             for a in range(k):
                 g[a] = J[l, 0, a] * e[l, 0] + J[l, 1, a] * e[l, 1] + J[l, 2, a] * e[l, 2]
-                for b in range(k):
+                for b in range(a + 1):
                     A[a, b] = J[l, 0, a] * J[l, 0, b] + J[l, 1, a] * J[l, 1, b] + J[l, 2, a] * J[l, 2, b]
                 A[a, a] += lam[l]
-            dq = np.linalg.solve(A, g)
+            spd_solve_into(A, g, dq)
             for a in range(k):
                 qn[l, a] = q[l, a] + dq[a]
         _serial_frames_into(anchors, axes, feet, qn, wn, cn, pn, scratch)
@@ -140,10 +203,9 @@ def serial_inverse(anchors, axes, feet, x, q, tol, max_iter, damping):
                 lam[l] = max(lam[l] * 0.3, damping)
             else:
                 lam[l] = lam[l] * 10.0
-    converged = np.empty(L, dtype=np.bool_)
     for l in range(L):
         converged[l] = err[l] <= tol * scale[l]
-    return q, converged
+    q_held[:] = q
 
 
 @jit

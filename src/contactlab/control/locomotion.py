@@ -18,7 +18,7 @@ from ..errors import ParamError
 from ..kernels._jit import jit
 from ..kernels.quaternion import quat_matrix
 from .gait import Gait, foot_offsets_into, stance_into
-from .ik import (SerialLegs, ThreeJointLegs, _position_jacobian_into, _serial_frames_into, serial_inverse,
+from .ik import (SerialLegs, ThreeJointLegs, _position_jacobian_into, _serial_frames_into, ik_work, serial_inverse_into,
                  three_joint_inverse_into)
 from .pd import JointPD, JointReader, _angles_rates_into, pd_torque_into
 
@@ -259,11 +259,12 @@ def control_work(L: int, k: int) -> tuple:
     foot targets, their values a step ahead and their rates (L, 3), the legs' frames, feet and
     Jacobians (:func:`~contactlab.control.ik._serial_frames_into`), the feed-forward torques and
     rate references (L, k), 64 floats of scratch, the stance and contact feet (L,) bool, the feet's
-    slip (L,), the closed-form IK's reachable flags (L,) bool."""
+    slip (L,), the closed-form IK's reachable flags (L,) bool, the damped least squares' work
+    (:func:`~contactlab.control.ik.ik_work`)."""
     return (np.empty(L * k), np.empty(L * k), np.empty((L, k)), np.empty((L, 3)), np.empty((L, 3)), np.empty((L, 3)),
             np.empty((L, k, 3)), np.empty((L, k, 3)), np.empty((L, 3)), np.empty((L, 3, k)), np.empty((L, k)),
             np.empty((L, k)), np.empty(64), np.empty(L, dtype=np.bool_), np.empty(L, dtype=np.bool_), np.empty(L),
-            np.empty(L, dtype=np.bool_))
+            np.empty(L, dtype=np.bool_), ik_work(L, k))
 
 
 @jit
@@ -284,7 +285,7 @@ def _control_step(time, h, position, quaternion, lin, ang, body_a, body_b, norma
     the stance feet (the gait's, all feet while settling); ``tau`` <- :func:`_leg_torques`. Each
     routine writes into ``work`` (:func:`control_work`), not into arrays of its own."""
     (angle, rate, q, target, ahead, xd_ref, w_out, c_out, p, J, tau_ff, qd_ref, scratch, stance, contact, slip,
-     reachable) = work
+     reachable, ik) = work
     _record_row_into(time, position, quaternion, lin, ang, body_a, body_b, normal_impulse, phi, point, normal,
                      active_gap, base, feet, dof_start, settle, period, duty, offsets, tau, x_step, log_time, log_base,
                      log_rpy, log_stance, log_contact, log_slip, log_torque, n, stance, contact, slip, scratch)
@@ -300,8 +301,9 @@ def _control_step(time, h, position, quaternion, lin, ang, body_a, body_b, norma
     if analytic:
         three_joint_inverse_into(hips, side, signs, l1, l2, target, q_ref, reachable)
     else:
-        start = q_ref.copy() if have_prev else q.copy()
-        q_ref[:] = serial_inverse(anchors, axes, foot_points, target, start, ik_tol, ik_iterations, ik_damping)[0]
+        if not have_prev:
+            q_ref[:] = q
+        serial_inverse_into(anchors, axes, foot_points, target, q_ref, ik_tol, ik_iterations, ik_damping, ik)
     if not scale > 0:
         stance[:] = True
     _leg_torques_into(anchors, axes, foot_points, q, qd, q_ref, target, xd_ref, foot_kp, foot_kd, weight_ff, stance,

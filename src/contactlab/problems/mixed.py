@@ -9,13 +9,17 @@ from .base import Problem
 from .lcp import LCP
 from ..kernels.mixed import mixed_row_terms, symmetric_row_norm
 from ..kernels.tolerances import NORMWISE_FLOOR
-from .residual import Residuals, lcp_relative, lcp_residuals
+from .residual import Residuals, certified_error, lcp_relative, lcp_residuals
 from .structure import as_structure
 from .validation import as_matrix, as_vector, matvec, to_dense
 
 #: the SPD shortcut of MixedLCP._reduce keeps every row only when its bound on lambda_min(A) beats
 #: the QR's rank threshold by this factor (the computed QR then decides the same with room to spare)
 SPD_RANK_MARGIN = 100.0
+#: :meth:`MixedLCP.polish`: at most this many block-pivoting rounds, and only on systems of at most
+#: this many unknowns (kept x plus basic y; one dense LU a round)
+POLISH_ROUNDS = 6
+POLISH_MAX_UNKNOWNS = 3000
 
 
 def _identity(y):
@@ -210,6 +214,66 @@ class MixedLCP(Problem):
                 eq = float(np.max(np.where(te > 0, e / np.where(te > 0, te, 1.0), 0.0), initial=0.0))
         r = lcp_relative(z, w, self.h, t, size)
         return Residuals(max(r.natural, eq), r.complementarity, max(r.infeasibility, eq))
+
+    def polish(self, z: np.ndarray, threshold: float, rounds: int = POLISH_ROUNDS):
+        """Block principal pivoting from an almost-certified answer y = ``z`` on the FULL mixed problem.
+
+        The reduced LCP F = B - D A^-1 C (eq. 9) of a stiff problem can be so ill-conditioned
+        (F's condition number ~ 1e10 with large mu and small CFM) that an answer accurate on F misses
+        the mixed problem's own certificate (eq. 4-7) by a small factor. Kept fixed, the active set
+        {i: y_i > w_i} such an answer found turns the problem into a square linear system,
+        [A_RR C_RB; D_BR B_BB] [x_R; y_B] = -[g_R; h_B] with y_N = 0 (R: A's kept rows, B: the basic
+        set, N its complement), solved here by one dense LU directly on the mixed data, not through F.
+        The basic set is then corrected as in block principal pivoting (Judice & Pires, Computers &
+        Operations Research 21(5), 1994, 587-596; Kostreva, Linear Algebra Appl. 21, 1978, 207-215):
+        the basic rows with y_B < 0 leave; when there is none, the nonbasic rows with w_N < 0 enter;
+        and again, at most ``rounds`` times.
+
+        Each round's candidate (y_B clipped at 0) is judged by the certificate solve() applies,
+        ``certified_error`` of :meth:`relative_residuals`, against ``threshold``. Returns
+        (y, rounds_used) for the first candidate that passes, else None (also when the system is
+        singular, non-finite or larger than POLISH_MAX_UNKNOWNS): never an uncertified answer.
+        """
+        y0 = np.asarray(z, dtype=np.float64)
+        keep = self._reduce()[0]
+        nk = keep.size
+        if y0.shape != (self.n,) or not np.all(np.isfinite(y0)):
+            return None
+        x0 = self.recover_x(y0)
+        basic = y0 > self.w(y0, x0)
+        full = keep.size == self.p
+        A = self.A if full else self.A[np.ix_(keep, keep)]
+        C = self.C if full else self.C[keep]
+        D = self.D if full else self.D[:, keep]
+        g = self.g if full else self.g[keep]
+        for r in range(1, rounds + 1):
+            bi = np.flatnonzero(basic)
+            if nk + bi.size > POLISH_MAX_UNKNOWNS:
+                return None
+            Bbb = self.B[np.ix_(bi, bi)] if isinstance(self.B, np.ndarray) else self.B[bi][:, bi].toarray()
+            K = np.block([[A, C[:, bi]], [D[bi], Bbb]])
+            try:
+                u = np.linalg.solve(K, -np.concatenate([g, self.h[bi]]))
+            except np.linalg.LinAlgError:
+                return None
+            if not np.all(np.isfinite(u)):
+                return None
+            y = np.zeros(self.n)
+            y[bi] = u[nk:]
+            w = self.w(y)
+            neg_basic = bi[y[bi] < 0.0]
+            neg_free = np.flatnonzero(~basic & (w < 0.0))
+            cand = np.maximum(y, 0.0)
+            rel = self.relative_residuals(cand)
+            if certified_error(rel.natural, rel.infeasibility) <= threshold:
+                return cand, r
+            if neg_basic.size:
+                basic[neg_basic] = False
+            elif neg_free.size:
+                basic[neg_free] = True
+            else:
+                return None
+        return None
 
     def scale(self) -> float:
         return max(1.0, float(np.max(np.abs(self.h), initial=0.0)), float(np.max(np.abs(self.g), initial=0.0)))

@@ -1,6 +1,8 @@
 """Speculative distances (numba): how far two shapes can close in on each other in the step, from
 their sweeps (mechanics/kernels.py ``shape_sweep``), in every direction (:func:`pair_reach`) or along
-one axis (:func:`axis_reach`, what grows a box pair's margin along each separating axis)."""
+one axis (:func:`axis_reach`, what grows a box pair's margin along each separating axis); which of the contacts
+found within those bounds the deviations the step's contacts can pass on let close (:func:`reachable_contacts`:
+a column of boxes falling together keeps no contact high above the boxes that can be stopped)."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,3 +51,132 @@ def axis_reach(sweep, a, b, u):
     ua = sweep[a, 0] * u[0] + sweep[a, 1] * u[1] + sweep[a, 2] * u[2]
     ub = sweep[b, 0] * u[0] + sweep[b, 1] * u[1] + sweep[b, 2] * u[2]
     return max(abs(ua - ub), abs(ua), abs(ub)) + sweep[a, 3] + sweep[b, 3]
+
+
+#: :func:`reachable_contacts`: sweeps over the contacts before the deviations are taken as settled; where they
+#: still grow, every contact is kept (the pairwise bound alone)
+REACH_SWEEPS = 64
+
+
+@jit
+def face_axis_slack(pa, Ra, ha, pb, Rb, hb, sweep, a, b):
+    """How far boxes a and b (centres, rotations whose columns are their axes, half extents) stay
+    apart beyond their relative free motion: the largest, over the six face axes u, of
+    s_u - |h (v_a - v_b).u|, where s_u is the pair's separation along u (Gottschalk, Lin and Manocha
+    1996, the OBB test; :func:`contactlab.collision.boxes.manifold.box_box`'s face axes): a lower
+    bound on how much more than their free motion the two must close in by to touch."""
+    best = -1e300
+    for box in range(2):
+        for i in range(3):
+            ui0 = Ra[0, i] if box == 0 else Rb[0, i]
+            ui1 = Ra[1, i] if box == 0 else Rb[1, i]
+            ui2 = Ra[2, i] if box == 0 else Rb[2, i]
+            s = abs((pb[0] - pa[0]) * ui0 + (pb[1] - pa[1]) * ui1 + (pb[2] - pa[2]) * ui2)
+            s -= ha[i] if box == 0 else hb[i]
+            for j in range(3):
+                if box == 0:
+                    s -= abs(ui0 * Rb[0, j] + ui1 * Rb[1, j] + ui2 * Rb[2, j]) * hb[j]
+                else:
+                    s -= abs(ui0 * Ra[0, j] + ui1 * Ra[1, j] + ui2 * Ra[2, j]) * ha[j]
+            rel = ((sweep[a, 0] - sweep[b, 0]) * ui0 + (sweep[a, 1] - sweep[b, 1]) * ui1
+                   + (sweep[a, 2] - sweep[b, 2]) * ui2)
+            best = max(best, s - abs(rel))
+    return best
+
+
+@jit
+def contact_closing(sa, sb, N, phi, sweep, box_pair, Rs, ps, half, margin):
+    """Per contact: by how much its pair closes in beyond its gap at free motion (> 0: it may touch
+    in the step with neither body slowed), margin + h |omega_a| r_a + h |omega_b| r_b less the gap
+    left after the relative motion: for a box-box pair (``box_pair``) the pair's
+    :func:`face_axis_slack` (one number for all its points: the manifold keeps a pair's face points
+    together, edge impacts turning faces into each other), for a point on a half-space
+    phi - |h (v_a - v_b).n|, its own exact distance along the normal."""
+    k = sa.size
+    close = np.empty(k)
+    for c in range(k):
+        a, b = sa[c], sb[c]
+        if box_pair[c] and c > 0 and sa[c - 1] == a and sb[c - 1] == b:
+            close[c] = close[c - 1]         # the same pair's next point
+            continue
+        if box_pair[c]:
+            gap = face_axis_slack(ps[a], Rs[a], half[a], ps[b], Rs[b], half[b], sweep, a, b)
+        else:
+            rel = ((sweep[a, 0] - sweep[b, 0]) * N[c, 0] + (sweep[a, 1] - sweep[b, 1]) * N[c, 1]
+                   + (sweep[a, 2] - sweep[b, 2]) * N[c, 2])
+            gap = phi[c] - abs(rel)
+        close[c] = margin + sweep[a, 3] + sweep[b, 3] - gap
+    return close
+
+
+@jit
+def reachable_contacts(sa, sb, phi, close, sweep, shape_body, nb, margin):
+    """Which of the contacts found can close in the step (a mask): a speculative contact between
+    bodies that no contact can slow down enough is left out.
+
+    Velocity-level contact (mechanics/rows.py: a gap phi gives its row the bias phi/h): a contact
+    takes an impulse only if the step closes its gap, h (v_a' - v_b').n >= phi. Each body's step
+    displacement is its free one, h v (``sweep`` rows: h v, h |omega| r), plus a deviation D_b that
+    its contacts' impulses cause, at most stopping the body, D_b <= cap_b = |h v_b| (the bound
+    :func:`pair_reach` and :func:`axis_reach` assume for either body of a pair). With ``close``
+    (:func:`contact_closing`: how far the pair closes in beyond its gap at free motion), a contact
+    closes only if close + D_a + D_b > 0, and it deviates body b by at most close + D_a (what b
+    must give way for a's deviation to be taken up). A contact that closes at free motion
+    (close > 0) can stop either body (D = cap on both, as the pairwise bound); from there the
+    deviations run through the other contacts (close <= 0: each passes on less than it gets, so no
+    cycle grows) by Bellman-Ford sweeps, forward and backward in turn, to the smallest deviations
+    that satisfy every contact. A column of boxes falling together onto a landed pile: the lowest
+    falling box may be stopped, the one above it closes on it by that much less their gap, and a
+    few gaps up the deviation has run out: the boxes above keep no contact, where the pairwise
+    bound kept every box within h |v| of the one below as a row. Contacts with phi < margin are
+    always kept; where the deviations have not settled after REACH_SWEEPS sweeps, every contact
+    is. Needs every contact of the step in the arrays (a pair left to coal: not called)."""
+    k = sa.size
+    keep = np.ones(k, dtype=np.bool_)
+    if k == 0:
+        return keep
+    D = np.zeros(nb)
+    cap = np.zeros(nb)
+    ba = np.empty(k, dtype=np.int64)
+    bb = np.empty(k, dtype=np.int64)
+    m = 0
+    for c in range(k):
+        a, b = sa[c], sb[c]
+        ba[c], bb[c] = shape_body[a], shape_body[b]
+        cap[ba[c]] = np.sqrt(sweep[a, 0] ** 2 + sweep[a, 1] ** 2 + sweep[a, 2] ** 2)
+        cap[bb[c]] = np.sqrt(sweep[b, 0] ** 2 + sweep[b, 1] ** 2 + sweep[b, 2] ** 2)
+    for c in range(k):
+        if close[c] > 0.0:
+            D[ba[c]] = cap[ba[c]]
+            D[bb[c]] = cap[bb[c]]
+            m += 1
+    if m == k:
+        return keep
+    rest = np.empty(k - m, dtype=np.int64)
+    m = 0
+    for c in range(k):
+        if close[c] <= 0.0:
+            rest[m] = c
+            m += 1
+    settled = False
+    for s in range(REACH_SWEEPS):
+        changed = False
+        for t in range(m):
+            c = rest[t] if s % 2 == 0 else rest[m - 1 - t]
+            i, j = ba[c], bb[c]
+            e = close[c] + D[i]
+            if e > D[j] and D[j] < cap[j]:
+                D[j] = min(e, cap[j])
+                changed = True
+            e = close[c] + D[j]
+            if e > D[i] and D[i] < cap[i]:
+                D[i] = min(e, cap[i])
+                changed = True
+        if not changed:
+            settled = True
+            break
+    if not settled:
+        return keep
+    for c in range(k):
+        keep[c] = phi[c] < margin or close[c] + D[ba[c]] + D[bb[c]] > 0.0
+    return keep
