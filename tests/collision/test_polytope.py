@@ -120,3 +120,31 @@ def test_flat_vertex_set_is_our_error():
     from contactlab.errors import ModelError
     with pytest.raises(ModelError, match="shape 1"):
         PT.polytope_data([BOX, np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0.0]])])
+
+
+def test_pairs_sharing_a_shape_give_each_pairs_own_contacts():
+    """polytope_contacts on several pairs that share shapes gives, pair by pair, the contacts of that
+    pair alone (nothing of one pair leaks into the next), and those are the exhaustive
+    separating-axis test's distance."""
+    rng = np.random.default_rng(11)
+    data = PT.polytope_data([BOX, PRISM, BOX, BOX])
+    Rs = np.array([_rot(rng) for _ in range(4)])
+    ps = np.zeros((4, 3))
+    for k in (0, 2, 3):
+        u = rng.normal(size=3)
+        ps[k] = u * rng.uniform(0.045, 0.07) / np.linalg.norm(u)
+    pairs = np.array([[0, 1], [2, 1], [1, 3], [3, 1]])
+    sweep = np.zeros((4, 4))
+    sa, sb, P, N, phi = PT.polytope_contacts(pairs, Rs, ps, *data, 10.0, sweep)
+    k = 0
+    for a, b in pairs:
+        one = PT.polytope_contacts(np.array([[a, b]]), Rs, ps, *data, 10.0, sweep)
+        m = one[4].size
+        assert m and (sa[k:k + m] == a).all() and (sb[k:k + m] == b).all()
+        assert np.array_equal(P[k:k + m], one[2]) and np.array_equal(N[k:k + m], one[3])
+        assert np.array_equal(phi[k:k + m], one[4])
+        box, prism = (a, b) if b == 1 else (b, a)
+        ref = _brute_separation(Rs[box], ps[box], Rs[prism], ps[prism], PT.polytope_data([BOX, PRISM]))
+        assert phi[k] == pytest.approx(ref, abs=1e-5)
+        k += m
+    assert k == phi.size

@@ -303,3 +303,39 @@ def test_warm_answer_is_the_lcp_solution_on_the_guessed_basis():
     z2 = np.zeros(n)
     assert not SK._warm_answer(F, e, wrong, 1e-8, z2) and not z2.any()
     assert not SK._warm_answer(F, e, np.zeros(n), 1e-8, z2)               # no basis guessed
+
+
+def test_row_pattern_lists_each_rows_nonzero_columns_in_order():
+    """st_kernels._row_pattern against numpy's nonzero on a sparse matrix with empty rows and a -0.0
+    (an exact zero: its products add nothing)."""
+    rng = np.random.default_rng(3)
+    C = rng.normal(size=(9, 11)) * (rng.random((9, 11)) < 0.3)
+    C[4] = 0.0
+    C[2, 5] = -0.0
+    ptr, cols = SK._row_pattern(C)
+    assert ptr[0] == 0 and ptr.shape == (10,)
+    for i in range(9):
+        assert cols[ptr[i]:ptr[i + 1]].tolist() == np.flatnonzero(C[i]).tolist()
+
+
+def test_run_takes_the_same_steps_as_step_by_step():
+    """``Simulator.run`` takes a step the fused robot step declines straight through the checked stages
+    (sim/simulator.py ``_staged_step``): the same states and records as calling ``step()`` (controllers,
+    fused check, plausibility check) once per step, here through the grasp's settle and close phases."""
+    runs = []
+    for by_step in (False, True):
+        sc = make_scene("barrett-grasp", material="rubber")
+        sim = Simulator(sc, None, None, controllers=list(sc.controllers))
+        if by_step:
+            recs = [sim.step() for _ in range(20)]
+            for r in recs:
+                r.energy_gain = float("nan")        # as run() records a step with motors
+        else:
+            recs = sim.run(20 * sim.h).records
+        runs.append((sim.data.position.copy(), sim.data.linear_velocity.copy(), recs, sc.controllers[0].phase))
+    (p0, v0, r0, ph0), (p1, v1, r1, ph1) = runs
+    assert ph0 == ph1 == "close"
+    np.testing.assert_array_equal(p0, p1)
+    np.testing.assert_array_equal(v0, v1)
+    assert [(r.contacts, r.iterations, r.residual, r.kinetic_energy) for r in r0] == \
+        [(r.contacts, r.iterations, r.residual, r.kinetic_energy) for r in r1]

@@ -311,6 +311,7 @@ class Simulator:
         #: compiled form (:mod:`contactlab.sim.robot_step`: the same bits as the stages; False: the stages)
         self.fused = True
         self._fused, self._fused_for = None, None
+        self._unfused = False           # run(): _rolled found no fused step for the next one
         # what the engine keeps between steps besides Data (the last system, problem, answer, timing)
         self.step_state = StepState()
         # the step's stages, from what the contact model and the method can do: the general ones,
@@ -455,6 +456,7 @@ class Simulator:
         """Up to ``steps`` fused robot steps in one compiled call (:class:`~contactlab.sim.robot_rollout.RobotRollout`)
         where the fused step takes them, their records appended to ``traj``; the number taken (0: none)."""
         fused = self._fused_step() if steps > 0 else None
+        self._unfused = fused is None and steps > 0     # run()'s next step: the stages' (no second check)
         if fused is None:
             return 0
         try:
@@ -470,6 +472,16 @@ class Simulator:
             traj.positions.extend(positions)
             traj.quaternions.extend(quaternions)
         return len(recs)
+
+    def _staged_step(self) -> StepRecord:
+        """:meth:`step` where :meth:`_rolled` just found no fused step for this state (``run``: the
+        same answer :meth:`_fused_step` would give again), inside ``run``'s ``blas_threads``: the
+        controllers, then the checked stages."""
+        try:
+            self.control()
+            return checked_step(self, self._advance)
+        except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
+            raise_interrupt_behind(exc)
 
     def _step(self) -> StepRecord:
         """One step without the plausibility check: the controllers, then :meth:`_advance`."""
@@ -640,8 +652,8 @@ class Simulator:
             traj.positions.append(self.data.position.copy())
             traj.quaternions.append(self.data.quaternion.copy())
 
-        def one():
-            rec = self.step()
+        def one(staged=False):
+            rec = self._staged_step() if staged else self.step()
             if self.has_actuation:
                 rec.energy_gain = float("nan")
             traj.records.append(rec)
@@ -663,8 +675,8 @@ class Simulator:
                     while left > 0:
                         taken = self._rolled(left, traj, record_poses)
                         left -= taken
-                        if left:
-                            one()       # the step a rollout left (sim/robot_rollout.py), or every step
+                        if left:        # the step a rollout left (sim/robot_rollout.py), or every step
+                            one(self._unfused)
                             left -= 1
             except SimulationError as exc:  # the steps so far are kept; the state is the last good one
                 traj.error = str(exc)

@@ -146,13 +146,39 @@ def _spd_reduce(A, C, g):
             trace_inv += Li[i, j] * Li[i, j]
     if not (np.isfinite(trace_inv) and trace_inv > 0.0 and 1.0 / trace_inv > SPD_RANK_MARGIN * RANK_TOL * row0):
         return False, Li, Y, yg
+    cp, cj = _row_pattern(C)
     for i in range(p):
         for k in range(lo[i], i + 1):
             lik = Li[i, k]
-            for j in range(n):
+            for q in range(cp[k], cp[k + 1]):
+                j = cj[q]
                 Y[i, j] += lik * C[k, j]
             yg[i] += lik * g[k]
     return True, Li, Y, yg
+
+
+@jit
+def _row_pattern(C):
+    """The nonzero columns of each row of C, in order, as (indptr, columns): the products that
+    :func:`_spd_reduce` and the Schur complement form with C's and Y's entries skip its exact zeros
+    (a term lik * 0 or y * 0 added to a sum is the sum itself, so the same bits; a contact's rows
+    meet only the joint rows of the chain it touches)."""
+    p, n = C.shape
+    ptr = np.zeros(p + 1, dtype=np.int64)
+    for i in range(p):
+        c = 0
+        for j in range(n):
+            if C[i, j] != 0.0:
+                c += 1
+        ptr[i + 1] = ptr[i] + c
+    cols = np.empty(ptr[p], dtype=np.int64)
+    for i in range(p):
+        q = ptr[i]
+        for j in range(n):
+            if C[i, j] != 0.0:
+                cols[q] = j
+                q += 1
+    return ptr, cols
 
 
 @jit
@@ -446,13 +472,14 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     # the reduced LCP F = B - D A^-1 C = B - Y'Y, e = h - D A^-1 g = h - Y' yg (drumwright eq. 9-10)
     F = B.copy()
     e = hh.copy()
+    yp, yj = _row_pattern(Y)
     for k in range(nj):         # Y'Y is symmetric: each product once, subtracted on both sides
-        ygk = yg[k]
-        for i in range(n):
+        ygk = yg[k]             # (Y's exact zeros skipped: _row_pattern)
+        for a in range(yp[k], yp[k + 1]):
+            i = yj[a]
             yki = Y[k, i]
-            if yki == 0.0:
-                continue
-            for j in range(i):
+            for t in range(yp[k], a):
+                j = yj[t]
                 q = yki * Y[k, j]
                 F[i, j] -= q
                 F[j, i] -= q
