@@ -305,19 +305,6 @@ def test_warm_answer_is_the_lcp_solution_on_the_guessed_basis():
     assert not SK._warm_answer(F, e, np.zeros(n), 1e-8, z2)               # no basis guessed
 
 
-def test_row_pattern_lists_each_rows_nonzero_columns_in_order():
-    """st_kernels._row_pattern against numpy's nonzero on a sparse matrix with empty rows and a -0.0
-    (an exact zero: its products add nothing)."""
-    rng = np.random.default_rng(3)
-    C = rng.normal(size=(9, 11)) * (rng.random((9, 11)) < 0.3)
-    C[4] = 0.0
-    C[2, 5] = -0.0
-    ptr, cols = SK._row_pattern(C)
-    assert ptr[0] == 0 and ptr.shape == (10,)
-    for i in range(9):
-        assert cols[ptr[i]:ptr[i + 1]].tolist() == np.flatnonzero(C[i]).tolist()
-
-
 def test_run_takes_the_same_steps_as_step_by_step():
     """``Simulator.run`` takes a step the fused robot step declines straight through the checked stages
     (sim/simulator.py ``_staged_step``): the same states and records as calling ``step()`` (controllers,

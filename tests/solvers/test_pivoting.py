@@ -719,3 +719,19 @@ def test_natural_pair_is_two_natural_residuals(seed):
             assert verdict == (na <= nb)
         assert verdict == (K._natural(M, q, za, w1) <= K._natural(M, q, zb, w2))
         assert np.array_equal(wa, w1) and np.array_equal(wb, w2)
+
+
+def test_dense_csr_lists_each_rows_nonzeros_in_order():
+    """kernels/factored.py ``dense_csr`` (N's CSR arrays; also the sparsity pattern the Stewart-Trinkle
+    call's Schur complement skips exact zeros by) against numpy's nonzero, on a matrix with an empty
+    row and a -0.0 (an exact zero: left out)."""
+    from contactlab.kernels.factored import dense_csr
+    rng = np.random.default_rng(3)
+    C = rng.normal(size=(9, 11)) * (rng.random((9, 11)) < 0.3)
+    C[4] = 0.0
+    C[2, 5] = -0.0
+    ptr, cols, data = dense_csr(C)
+    assert ptr[0] == 0 and ptr.shape == (10,) and ptr[-1] == np.count_nonzero(C)
+    for i in range(9):
+        assert cols[ptr[i]:ptr[i + 1]].tolist() == np.flatnonzero(C[i]).tolist()
+        assert data[ptr[i]:ptr[i + 1]].tolist() == C[i][C[i] != 0.0].tolist()

@@ -30,6 +30,7 @@ from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times, solve_small
 from ..kernels.energy import energies, energies_and_depth
+from ..kernels.factored import dense_csr
 from ..kernels.lemke import SOLVED, lemke_reduced_certified
 from ..kernels.mixed import mixed_row_terms, pyramid_coupling, symmetric_row_norm
 from ..kernels.residual import lcp_certify_dense, lcp_relative_kernel, lcp_residual_kernel
@@ -146,7 +147,7 @@ def _spd_reduce(A, C, g):
             trace_inv += Li[i, j] * Li[i, j]
     if not (np.isfinite(trace_inv) and trace_inv > 0.0 and 1.0 / trace_inv > SPD_RANK_MARGIN * RANK_TOL * row0):
         return False, Li, Y, yg
-    cp, cj = _row_pattern(C)
+    cp, cj, _ = dense_csr(C)        # C's exact zeros skipped (a term times 0 adds nothing: same bits)
     for i in range(p):
         for k in range(lo[i], i + 1):
             lik = Li[i, k]
@@ -155,30 +156,6 @@ def _spd_reduce(A, C, g):
                 Y[i, j] += lik * C[k, j]
             yg[i] += lik * g[k]
     return True, Li, Y, yg
-
-
-@jit
-def _row_pattern(C):
-    """The nonzero columns of each row of C, in order, as (indptr, columns): the products that
-    :func:`_spd_reduce` and the Schur complement form with C's and Y's entries skip its exact zeros
-    (a term lik * 0 or y * 0 added to a sum is the sum itself, so the same bits; a contact's rows
-    meet only the joint rows of the chain it touches)."""
-    p, n = C.shape
-    ptr = np.zeros(p + 1, dtype=np.int64)
-    for i in range(p):
-        c = 0
-        for j in range(n):
-            if C[i, j] != 0.0:
-                c += 1
-        ptr[i + 1] = ptr[i] + c
-    cols = np.empty(ptr[p], dtype=np.int64)
-    for i in range(p):
-        q = ptr[i]
-        for j in range(n):
-            if C[i, j] != 0.0:
-                cols[q] = j
-                q += 1
-    return ptr, cols
 
 
 @jit
@@ -472,9 +449,9 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     # the reduced LCP F = B - D A^-1 C = B - Y'Y, e = h - D A^-1 g = h - Y' yg (drumwright eq. 9-10)
     F = B.copy()
     e = hh.copy()
-    yp, yj = _row_pattern(Y)
+    yp, yj, _ = dense_csr(Y)
     for k in range(nj):         # Y'Y is symmetric: each product once, subtracted on both sides
-        ygk = yg[k]             # (Y's exact zeros skipped: _row_pattern)
+        ygk = yg[k]             # (Y's exact zeros skipped: dense_csr)
         for a in range(yp[k], yp[k + 1]):
             i = yj[a]
             yki = Y[k, i]
