@@ -200,3 +200,14 @@ def test_a_pseudo_terminal_of_unknown_size_still_gets_the_output():
             "sys.stdout.write(out.decode(errors='replace'))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300).stdout
     assert "stable disassembly" in out and "6 blocks" in out
+
+
+def test_python_dash_m_contactlab_is_the_contactlab_command():
+    """``python -m contactlab`` (src/contactlab/__main__.py) runs the same app as the console script:
+    its commands and their exit codes (a source tree without the installed script)."""
+    import subprocess
+    import sys
+    run = subprocess.run([sys.executable, "-m", "contactlab", "--help"], capture_output=True, text=True)
+    assert run.returncode == 0 and "simulate" in run.stdout and "reproduce" in run.stdout
+    bad = subprocess.run([sys.executable, "-m", "contactlab", "no-such-command"], capture_output=True, text=True)
+    assert bad.returncode != 0
