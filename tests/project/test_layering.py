@@ -44,7 +44,7 @@ LAYERS = {
     "sim": 5, "control": 5, "viz": 5,                 # the simulator, controllers, replays and plots
     "scenarios": 6,                                   # named scenes and data sets
     "reproduce": 7, "batch": 7, "warmup": 7,          # the paper reproductions, the sweep engine, compiling ahead
-    "commands": 8, "cli": 8,                          # the command line
+    "commands": 8, "cli": 8, "__main__": 8,           # the command line (python -m contactlab)
 }
 
 #: (importer, imported): lazy re-exports of moved names, kept for one release (0.2 removes them)
