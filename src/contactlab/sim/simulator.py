@@ -423,17 +423,14 @@ class Simulator:
         """Advance one step: controllers -> detect -> build -> solve -> certify -> integrate -> correct -> record.
         BLAS runs on ``blas_threads`` threads during the step, as in :meth:`run` (a hand-written loop
         of steps is as fast as ``run``: threaded BLAS on a hand's LCPs costs several times more)."""
-        try:
-            with blas_threads(self.blas_threads):
+        with blas_threads(self.blas_threads):
+            try:
                 fused = self._fused_step()
                 if fused is not None:       # a legged robot's step as a few compiled calls (sim/robot_step.py)
                     return fused.step()
-                # the controllers first: the velocities they set are the step's own motion, so the
-                # check of its plausibility (:mod:`contactlab.sim.faults`) starts from the state they leave
-                self.control()
-                return checked_step(self, self._advance)
-        except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
-            raise_interrupt_behind(exc)
+            except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
+                raise_interrupt_behind(exc)
+            return self._staged_step()
 
     def _fused_step(self):
         """The fused robot step (:class:`~contactlab.sim.robot_step.FusedRobotStep`) where it takes
@@ -474,9 +471,11 @@ class Simulator:
         return len(recs)
 
     def _staged_step(self) -> StepRecord:
-        """:meth:`step` where :meth:`_rolled` just found no fused step for this state (``run``: the
-        same answer :meth:`_fused_step` would give again), inside ``run``'s ``blas_threads``: the
-        controllers, then the checked stages."""
+        """The step of the stages, inside the caller's ``blas_threads``: :meth:`step`'s where no fused
+        step takes it, and ``run``'s where :meth:`_rolled` just found none for this state (the same
+        answer :meth:`_fused_step` would give again). The controllers first: the velocities they set
+        are the step's own motion, so the check of its plausibility (:mod:`contactlab.sim.faults`)
+        starts from the state they leave; then the checked stages."""
         try:
             self.control()
             return checked_step(self, self._advance)
