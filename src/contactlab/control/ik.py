@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import ParamError
 from ..kernels._jit import jit
+from ..kernels.dense import chol_factor_block, chol_solve
 
 
 def axis_rotations(axes: np.ndarray, angles: np.ndarray) -> np.ndarray:
@@ -90,31 +91,15 @@ def spd_solve_into(A, b, x):
     A = L L' (Golub & Van Loan, Matrix Computations, Alg. 4.2.1) in place of that triangle, then
     L y = b and L' x = y. The damped normal equations (J'J + lam I) dq = J'e of
     :func:`serial_inverse` are such a system (lam > 0; Nocedal & Wright, Numerical Optimization,
-    sec. 10.3): solved here without the general LU's pivoting, copies and library call. A pivot
+    sec. 10.3): solved here without the general LU's pivoting, copies and library call, by
+    kernels/dense.py ``chol_factor_block`` and ``chol_solve``. A pivot
     that is not positive (A not positive definite in floating point) makes x NaN: the caller's
     trial step then fails its error test."""
     n = b.shape[0]
-    for j in range(n):
-        d = A[j, j]
-        for q in range(j):
-            d -= A[j, q] * A[j, q]
-        d = np.sqrt(d) if d > 0.0 else np.nan
-        A[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for q in range(j):
-                s -= A[i, q] * A[j, q]
-            A[i, j] = s / d
-    for i in range(n):
-        s = b[i]
-        for q in range(i):
-            s -= A[i, q] * x[q]
-        x[i] = s / A[i, i]
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for q in range(i + 1, n):
-            s -= A[q, i] * x[q]
-        x[i] = s / A[i, i]
+    if chol_factor_block(A, A, 0, n):       # L in place of A's lower triangle
+        chol_solve(A, n, b, x)
+    else:
+        x[:] = np.nan
 
 
 @jit
