@@ -34,24 +34,16 @@ import numpy as np
 from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times, solve_small
-from ..kernels.energy import energies, energies_and_depth
+from ..kernels.energy import energies
 from ..kernels.pgs import CONVERGED
 from ..kernels.pgs_sm import pgs_sm_dense_run
 from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
-from ..mechanics.bodies import kinetic_gain
 from ..mechanics.delassus import delassus_dense
-from ..mechanics.integrate import advance_state
-from ..mechanics.joint_projection import joint_error_kernel, project_joints_kernel
-from ..mechanics.rows import position_targets, rows_times, rows_transpose_times
+from ..mechanics.rows import rows_transpose_times
 from ..mechanics.terms import system_terms
 from ..models.box_friction import box_bounds, matched_impulses
-from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
+from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer   # outcome codes: st_kernels.py's, noslip_kernels.py's
 from .st_kernels import _back, _kept_rows, _pins, _spd_reduce, _stack
-
-# outcome codes of box_schur_step (st_kernels.py's and noslip_kernels.py's)
-DECLINED = 0     # nothing changed: the general stages take the step
-DONE = 1         # the certified answer applied, the joints projected
-DEEP = 2         # applied and integrated; the position correction and the joint projection are the caller's
 
 
 @jit
@@ -274,26 +266,11 @@ def box_schur_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_in
                           W_blocks.reshape(-1), v_free, ndof, kin, warm, prev_motor, prev_limit, prev_normal,
                           prev_tangent, match, params, threshold)
     ok, code, z, wv, x, numbers, stats, v_next, tangent, n = out
-    modes = np.zeros(0, dtype=np.int8)
     if not ok:
-        return (DECLINED, out, modes, e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+        return (DECLINED, out, np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
     o_n = a_target.shape[0] + nl
-    if nc:
-        modes = _modes_of_rows(Np, Ni, dv[1], dv[2], v_next, z[o_n:o_n + nc].copy(), MODE_IMPULSE_TOL,
-                               MODE_SPEED_TOL)
-    gain = kinetic_gain(blk_ptr, blk_cols, M_blocks.reshape(-1), v_next, v_free, passive)
-    advance_state(dof_start, v_next, linear_velocity, angular_velocity, position, quaternion, h)
-    if position_stage and nc:
-        c, deep = position_targets(rows_times(Np, Ni, dv[0], v_next), phi, h, slop, position_zeta)
-        if deep:
-            return (DEEP, out, modes, e0, gain, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
-    if project:
-        joint_error = project_joints_kernel(joints, dof_start, kind, kinematic, mass, inv_inertia, position,
-                                            quaternion, linear_velocity, angular_velocity, planar_reference,
-                                            proj_tol, proj_max_iter)
-    else:
-        joint_error = joint_error_kernel(joints, dof_start, position, quaternion, linear_velocity, angular_velocity,
-                                         planar_reference)
-    ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity,
-                                     position, gravity, phi)
-    return (DONE, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max)
+    outcome, modes, gain, ke, pe, pen, joint_error = apply_answer(
+        Np, Ni, dv, v_next, z[o_n:o_n + nc], v_free, blk_ptr, blk_cols, M_blocks.reshape(-1), passive, dof_start,
+        kind, kinematic, mass, inertia, inv_inertia, gravity, quaternion, position, linear_velocity, angular_velocity,
+        planar_reference, joints, phi, h, slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
+    return (outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max)
