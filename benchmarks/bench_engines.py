@@ -3,7 +3,7 @@ Solo-12 trots and the Barrett grasp, each engine built from the same contactlab 
 robots, driven by the same controller, in one run.
 
     nice .venv/bin/python benchmarks/bench_engines.py [--sizes 10 100 1000 10000] [--rows stack pile quadruped solo12 barrett]
-        [--engines contactlab mujoco pybullet] [--steps 200] [--budget 30] [--duration 2]
+        [--engines contactlab contactlab-default mujoco pybullet] [--steps 200] [--budget 30] [--duration 2]
         [--json benchmarks/results/engines.json] [--out table.md]
 
 Scenes (scene_export.py writes each one for the peers from the same bodies, masses, inertias,
@@ -26,7 +26,9 @@ multibodies for its free boxes and fixed walls):
   constraint motor with a force limit, as ours); the wrist: a MuJoCo mocap body moved by the
   script's velocity, a PyBullet prismatic joint under a velocity motor; the distal joint's 1/3
   coupling: a MuJoCo joint equality, a PyBullet gear constraint. Ours: box-friction with joints
-  eliminated and previous-step bounds, pgs-sm (the paper's).
+  eliminated and previous-step bounds, pgs-sm (the paper's); engine ``contactlab-default``: the
+  simulator's default for the scene, the configuration ``contactlab simulate barrett-grasp`` runs
+  (Stewart-Trinkle's friction pyramid solved by Lemke), the same controller and warm-up.
 
 Every row runs at most ``--steps`` steps (boxes) or ``--duration`` simulated seconds (robots;
 the grasp script's own length for barrett), after one untimed step, and stops once ``--budget``
@@ -89,7 +91,12 @@ MIN_STEPS = 3             # timed steps a row runs whatever its budget
 #: (every engine steps on the calling thread: BLAS on one thread, no solver threads)
 CLOCK = time.perf_counter
 ROBOT_ROWS = ("quadruped", "solo12", "barrett")
-ENGINES = ("contactlab", "mujoco", "mujoco-pyramidal", "pybullet")
+ENGINES = ("contactlab", "contactlab-default", "mujoco", "mujoco-pyramidal", "pybullet")
+#: our engines: "contactlab" runs the papers' configuration (``OURS``); "contactlab-default" the simulator's
+#: default for the scene (no model or method given: what ``contactlab simulate`` runs), on ``DEFAULT_ROWS``
+OUR_ENGINES = ("contactlab", "contactlab-default")
+#: rows that run "contactlab-default": where the papers' configuration is not the default
+DEFAULT_ROWS = ("barrett",)
 #: rows that run "mujoco-pyramidal" (MuJoCo's default cone at mu = 100)
 PYRAMIDAL_ROWS = ("quadruped", "solo12")
 #: our model, method and model options per robot (the papers' choices)
@@ -102,7 +109,8 @@ Where the engines do different work:
 - contactlab: each step's complementarity problem solved to a certified residual (else a fallback,
   counted as uncertified); boxes: box-friction/box-qp; legged robots: no-slip/ppm in joint
   coordinates (sim/tree_stages.py); Barrett: box-friction (joints eliminated, previous-step
-  bounds)/pgs-sm, maximal coordinates with joint rows.
+  bounds)/pgs-sm, maximal coordinates with joint rows; "contactlab-default" (barrett): the simulator's
+  default for the scene, Stewart-Trinkle's friction pyramid (8 edges) solved by Lemke.
 - MuJoCo 4: soft (regularised, compliant) contact in joint coordinates, Newton solver, default
   solref/solimp; boxes with its default pyramidal cone, robots (mu = 100) with the elliptic cone (the
   pyramidal one lets the feet sink: row "mujoco-pyramidal"); Barrett motors as velocity actuators
@@ -160,15 +168,16 @@ class PeerSim:
 _WARM = set()
 
 
-def _warm_up_robot(row, seconds=1.2):
-    """Once per process and robot: ``seconds`` of the robot's run in a throwaway simulator, so the
-    compiled kernels its timed run meets (contacts appearing, the grasp's phases) are compiled or
-    loaded from numba's cache before any clock starts."""
-    if row in _WARM:
+def _warm_up_robot(row, seconds=1.2, default=False):
+    """Once per process, robot and configuration (the papers' or, with ``default``, the simulator's
+    default): ``seconds`` of the robot's run in a throwaway simulator, so the compiled kernels its
+    timed run meets (contacts appearing, the grasp's phases) are compiled or loaded from numba's
+    cache before any clock starts."""
+    if (row, default) in _WARM:
         return
-    _WARM.add(row)
+    _WARM.add((row, default))
     from contactlab.sim import Simulator
-    model, method, opts = OURS[row]
+    model, method, opts = (None, None, None) if default else OURS[row]
     scene = build_scene(row, None)
     sim = Simulator(scene, model, method, model_options=opts, controllers=scene.controllers)
     for _ in range(int(round(seconds / sim.h))):
@@ -176,10 +185,11 @@ def _warm_up_robot(row, seconds=1.2):
 
 
 class Ours:
-    """contactlab's Simulator on the scene; for robots the scene's controllers, timed apart."""
+    """contactlab's Simulator on the scene; for robots the scene's controllers, timed apart; with
+    ``default`` (engine "contactlab-default") the simulator's default model and method for the scene."""
     name = "contactlab"
 
-    def __init__(self, scene, row):
+    def __init__(self, scene, row, default=False):
         from contactlab.sim import Simulator
         self.control_s = 0.0
         ctl = list(getattr(scene, "controllers", []) or [])
@@ -190,6 +200,11 @@ class Ours:
             coupling = "previous" if row == "pile" else "current"
             self.sim = Simulator(scene, "box-friction", "box-qp", model_options={"coupling": coupling})
             self.method = f"box-friction({coupling})/box-qp"
+        elif default:
+            self.name = "contactlab-default"
+            _warm_up_robot(row, default=True)
+            self.sim = Simulator(scene, controllers=timed)
+            self.method = f"{self.sim.model_name}/{self.sim.method} (default)"
         else:
             model, method, opts = OURS[row]
             _warm_up_robot(row)
@@ -420,8 +435,8 @@ class PyBullet:
 def make_engine(engine, scene, row):
     """The engine's runner, or None with the reason when its Python package does not import."""
     try:
-        if engine == "contactlab":
-            return Ours(scene, row), None
+        if engine in OUR_ENGINES:
+            return Ours(scene, row, default=engine == "contactlab-default"), None
         if engine.startswith("mujoco"):
             return MuJoCo(scene, row, cone="pyramidal" if engine == "mujoco-pyramidal" else None), None
         if engine == "pybullet":
@@ -538,13 +553,16 @@ def common_ratio(a, b) -> tuple[float, int]:
 
 
 def ratios(rows) -> str:
-    """ms per step of contactlab over each peer, per row and size (the same run, common steps)."""
+    """ms per step of contactlab over each peer, per row and size (the same run, common steps); a row
+    with "contactlab-default" gets a second line for it ("barrett (default)")."""
     by = {(r["engine"], r["row"], r["n"]): r for r in rows if "ms_per_step" in r}
     keys = sorted({(r["row"], r["n"]) for r in by.values()}, key=lambda x: (x[0] not in BOX_ROWS, x))
-    peers = [e for e in ENGINES if e != "contactlab" and any(k[0] == e for k in by)]
+    peers = [e for e in ENGINES if e not in OUR_ENGINES and any(k[0] == e for k in by)]
     lines = ["| row | N | " + " | ".join(f"ours / {p} (steps)" for p in peers) + " |", "|---|---|" + "---|" * len(peers)]
-    for row, n in keys:
-        a = by.get(("contactlab", row, n))
+    keys = [(row, n, ours) for row, n in keys for ours in OUR_ENGINES
+            if ours == "contactlab" or (ours, row, n) in by]
+    for row, n, ours in keys:
+        a = by.get((ours, row, n))
         cells = []
         for p in peers:
             if a and (p, row, n) in by:
@@ -552,7 +570,8 @@ def ratios(rows) -> str:
                 cells.append(f"{x:.2f} ({k})")
             else:
                 cells.append("—")
-        lines.append(f"| {row} | {n} | " + " | ".join(cells) + " |")
+        label = row if ours == "contactlab" else f"{row} (default)"
+        lines.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -567,7 +586,8 @@ def main(argv=None):
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000, 10000], help="boxes per stack/pile row")
     ap.add_argument("--rows", nargs="+", default=[*BOX_ROWS, *ROBOT_ROWS], choices=[*BOX_ROWS, *ROBOT_ROWS])
     ap.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES,
-                    help="mujoco-pyramidal runs on the legged rows only (MuJoCo's default cone at mu = 100)")
+                    help="mujoco-pyramidal runs on the legged rows only (MuJoCo's default cone at mu = 100); "
+                         "contactlab-default on the barrett row only (the simulator's default model and method)")
     ap.add_argument("--steps", type=int, default=200, help="steps per box row (at most)")
     ap.add_argument("--duration", type=float, default=2.0,
                     help="simulated seconds per legged-robot row (barrett: its grasp script's length)")
@@ -591,6 +611,8 @@ def main(argv=None):
         for engine in a.engines:
             if engine == "mujoco-pyramidal" and row not in PYRAMIDAL_ROWS:
                 continue      # boxes: the MuJoCo row is pyramidal already; the hand: mu <= 1
+            if engine == "contactlab-default" and row not in DEFAULT_ROWS:
+                continue      # elsewhere the papers' configuration is the default's or its row's
             if row in BOX_ROWS:
                 steps = a.steps
             else:

@@ -394,6 +394,8 @@ def contact_parts(v_next, z, o_n, s_ptr, s_idx, s_data, t_data, impulse_tol, spe
 
 #: the simulator's compiled step builds, solves and recovers these rows itself on scenes of free
 #: bodies (:mod:`contactlab.models`, "stage capabilities"; :class:`contactlab.sim.box_stages.CompiledRowStages`)
+#: and, with ``joints="schur"`` solved by pgs-sm, on jointed scenes
+#: (:class:`contactlab.sim.box_joint_stages.CompiledSchurRowStages`)
 COMPILED_STEP = "box-rows"
 
 

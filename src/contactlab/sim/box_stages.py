@@ -39,6 +39,7 @@ from ..solvers.box_qp import BoxQPOptions, dense_factor_cache as _dense_factors
 from ..solvers.pgs import PGSOptions
 from . import box_kernels as BS
 from .fallback import certified
+from .box_joint_stages import SCHUR_STAGES
 from .stages import CompiledCall, Stages, StepState, StepWork
 
 # a step's arguments where it has no warm start (never written: the kernels only read them)
@@ -401,7 +402,7 @@ def _split(out, n: int, nv: int, ndof: int, nc: int) -> tuple:
 
 
 #: the model-specific stages, most specific first (:func:`contactlab.sim.simulator.plan_stages`)
-STAGES = (CompiledRowStages, RowStages)
+STAGES = (CompiledRowStages, *SCHUR_STAGES, RowStages)
 
 #: the former name of the compiled stages (``contactlab.sim.box_step.BoxFrictionStep``)
 BoxFrictionStep = CompiledRowStages

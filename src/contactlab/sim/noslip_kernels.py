@@ -196,7 +196,27 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
     nj = j_rhs.shape[0]
     v_next, joint, tangent = recover_metric_step(M, Lmf, starts, nb, Gk, Lg, order, x_p, fpack, ipack, UZ, Zp, p, U,
                                                  z, nj, nc)
-    normal_z = z[nl:]
+    outcome, modes, gain, ke, pe, pen, joint_error = apply_answer(
+        Np, Ni, dv, v_next, z[nl:], v_free, blk_ptr, blk_cols, Mx, passive, dof_start, kind, kinematic, mass,
+        inertia, inv_inertia, gravity, quaternion, position, linear_velocity, angular_velocity, planar_reference, joints,
+        phi, h, slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
+    return (outcome, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,
+            joint_error, v_next, joint, tangent, modes, nl, Gk.shape[0], d, v_free, t_solve)
+
+
+@jit
+def apply_answer(Np, Ni, dv, v_next, normal_z, v_free, blk_ptr, blk_cols, Mx, passive, dof_start, kind, kinematic,
+                 mass, inertia, inv_inertia, gravity, quaternion, position, linear_velocity, angular_velocity,
+                 planar_reference, joints, phi, h, slop, position_stage, position_zeta, project, proj_tol,
+                 proj_max_iter):
+    """A jointed step's certified answer applied as the general stages apply it (sim/stages.py
+    ``integrate``), after its v+ and contact impulses (``normal_z``) are known: the contact modes
+    (contact rows N, S, T: ``dv`` on the pattern ``Np``, ``Ni``), the kinetic energy the impulses added
+    (M's blocks ``Mx``; ``passive``: 1 on the dofs counted), x += h v+, the position correction's deep
+    test, the joint projection (or the joint error), the energies and deepest overlap after the step.
+    Returns (DONE or DEEP, modes, gain, ke, pe, pen, joint_error); DEEP (a deep contact: the caller
+    corrects positions and projects the joints) with ke, pe, pen and joint_error 0."""
+    nc = phi.shape[0]
     if nc:
         modes = _modes_of_rows(Np, Ni, dv[1], dv[2], v_next, normal_z, MODE_IMPULSE_TOL, MODE_SPEED_TOL)
     else:
@@ -206,8 +226,7 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
     if position_stage and nc:
         c, deep = position_targets(rows_times(Np, Ni, dv[0], v_next), phi, h, slop, position_zeta)
         if deep:
-            return (DEEP, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, 0.0, 0.0,
-                    0.0, 0.0, v_next, joint, tangent, modes, nl, Gk.shape[0], d, v_free, t_solve)
+            return DEEP, modes, gain, 0.0, 0.0, 0.0, 0.0
     if project:
         joint_error = project_joints_kernel(joints, dof_start, kind, kinematic, mass, inv_inertia, position,
                                             quaternion, linear_velocity, angular_velocity, planar_reference,
@@ -217,5 +236,4 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
                                          planar_reference)
     ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity,
                                      position, gravity, phi)
-    return (DONE, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,
-            joint_error, v_next, joint, tangent, modes, nl, Gk.shape[0], d, v_free, t_solve)
+    return DONE, modes, gain, ke, pe, pen, joint_error

@@ -25,6 +25,10 @@ never by comparing their names inside the step:
   (``COMPILED_STEP = "stewart-trinkle-mixed"``): the model's build, the Schur complement, Lemke, solve()'s
   certificate and the recovery in one compiled call (:mod:`contactlab.sim.st_kernels`) after the general
   ``build_system``, the general stages taking any step it declines.
+* :class:`contactlab.sim.box_joint_stages.CompiledSchurRowStages`: box friction with the joints eliminated
+  (``joints="schur"``) solved by pgs-sm on jointed scenes: the system's terms, the Schur complement,
+  pgs-sm, solve()'s certificate, the recovery and the integration in one compiled call
+  (:mod:`contactlab.sim.box_joint_kernels`), the general stages taking any step it declines.
 
 A step's intermediate values travel in a :class:`StepWork`; what persists between steps besides the
 bodies' state (``Data``: contacts, the last StepResult, the warm start) is one :class:`StepState`

@@ -1,0 +1,276 @@
+"""The box-friction step of a jointed scene with its joints eliminated (``joints="schur"``), in one
+compiled call (:func:`box_schur_step`; :class:`contactlab.sim.box_joint_stages.CompiledSchurRowStages`
+plans and applies it).
+
+The general stages take such a step in Python around scipy.sparse and LAPACK
+(models/box_friction.py ``build`` and ``recover`` with ``joints="schur"``): the rows
+H = [A; L; N; S; T] and J, the Schur complement of the joint rows (arechavaleta eq. 15)
+M = H P H' + cfm I with P = W - W J' (J W J')^-1 J W, q = H v_free - rhs - H W J' (J W J')^-1
+(J v_free - j_rhs), the bounds of eq. 16-17, ``solve()`` with pgs-sm (kernels/pgs_sm.py
+``pgs_sm_dense_run``) and its certificate on that boxed LCP (kernels/residual.py
+``boxed_certify_dense``, the library's scale-free residual), then the joint impulses
+c_j = -(J W J')^-1 (J W H' z + J v_free - j_rhs) and v+ = v_free + W (H' z + J' c_j).
+
+Here the same formulas run on the kernels the Stewart-Trinkle compiled step uses for its joint
+rows (:mod:`contactlab.sim.st_kernels`): the kinematic bodies' velocity rows eliminated first
+(``_pins``: a pinned body's velocity is known, exact in exact arithmetic), A = J W J' = L L' with
+its SPD test and rank margin (``_spd_reduce``, the envelope Cholesky and Y = L^-1 C, C = J W H'),
+so that M = B - Y'Y + cfm I and q = r_H - rhs - Y' (L^-1 g) (drumwright eq. 8-10 with the same
+matrices as the general path's H P H'); then pgs-sm's compiled solver call with the method's
+options, ``solve()``'s triviality test and certificate, the recovery and the integration of
+:func:`contactlab.sim.st_kernels.st_step`. What differs from the general path is rounding only
+(the order of the sums of the Schur complement and of the recovery: LAPACK's against these loops).
+
+The call declines (nothing changed; the general stages take the step) where the general path
+would take another branch or its answer would not be certified: no joint row left after the
+pins, A not SPD within ``_spd_reduce``'s margin, a problem z = 0 solves (solve()'s TRIVIAL), a
+pgs-sm run that ends other than converged (the Python loop's LU / least-squares continuation, an
+iteration cap, a non-finite value), or an answer whose relative residual is above ``threshold``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..collision.boxes.packed import unpack_contacts
+from ..kernels._jit import jit
+from ..kernels.dense import csr_times, solve_small
+from ..kernels.energy import energies
+from ..kernels.pgs import CONVERGED
+from ..kernels.pgs_sm import pgs_sm_dense_run
+from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
+from ..mechanics.delassus import delassus_dense
+from ..mechanics.rows import rows_transpose_times
+from ..mechanics.terms import system_terms
+from ..models.box_friction import box_bounds, matched_impulses
+from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer   # outcome codes: st_kernels.py's, noslip_kernels.py's
+from .st_kernels import _back, _kept_rows, _pins, _spd_reduce, _stack
+
+
+@jit
+def _no_answer():
+    e = np.zeros(0)
+    return (False, 0, e, e, e, np.zeros(6), np.zeros(6), e, np.zeros((0, 2)), 0)
+
+
+@jit
+def schur_box_problem(Jp, Ji, Jd, j_rhs, Hp, Hi, Hd, rhs, Wb, v_free, ndof, kin, cfm):
+    """The boxed LCP's matrix and vector of the rows H (CSR, [A; L; N; S; T]) with the joint rows
+    J (CSR, right-hand sides ``j_rhs``) eliminated (models/box_friction.py ``build`` with
+    ``joints="schur"``, arechavaleta eq. 15): M = H P H' + cfm I, q = H v0 - rhs - H W J' A^-1 g with
+    A = J W J', g = J v0 - j_rhs, W the body blocks ``Wb``, the kinematic bodies' (``kin``) velocity
+    rows eliminated first (st_kernels.py ``_pins``: their velocity enters v0 and their blocks of W
+    are zero). Returns (ok, M, q, Linv, Y, yg, v0, Rp, Ri, Rd, nj, elim, keep, held, vkin, v0 before
+    the pins); ok False (the general path's other branches) where a kinematic body is not pinned
+    by one row a dof, no joint row is left, or A is not SPD within ``_spd_reduce``'s margin."""
+    n = rhs.shape[0]
+    elim, keep, vkin, held = _pins(Jp, Ji, Jd, j_rhs, kin, ndof)
+    Wd = Wb.copy()
+    if elim:
+        Jp, Ji, Jd, j_rhs = _kept_rows(Jp, Ji, Jd, j_rhs, keep)
+        for b in kin:
+            Wd[b] = 0.0
+    nj = j_rhs.shape[0]
+    Rp, Ri, Rd = _stack((Jp, Hp), (Ji, Hi), (Jd, Hd), (nj, n))
+    v0 = v_free.copy()
+    if elim:
+        for i in range(ndof):
+            if held[i]:
+                v0[i] = vkin[i]
+    M = np.zeros((n, n))
+    q = np.zeros(n)
+    Linv, Y, yg = np.zeros((0, 0)), np.zeros((0, n)), np.zeros(0)
+    if nj == 0:
+        return False, M, q, Linv, Y, yg, v0, Rp, Ri, Rd, nj, elim, keep, held, vkin
+    rows = nj + n
+    G = delassus_dense(Rp, Ri, Rd, Wd, rows, np.zeros(rows))
+    r = csr_times(Rp, Ri, Rd, v0)
+    g = np.empty(nj)
+    for i in range(nj):
+        g[i] = r[i] - j_rhs[i]
+    ok, Linv, Y, yg = _spd_reduce(np.ascontiguousarray(G[:nj, :nj]), np.ascontiguousarray(G[:nj, nj:]), g)
+    if not ok:
+        return False, M, q, Linv, Y, yg, v0, Rp, Ri, Rd, nj, elim, keep, held, vkin
+    for i in range(n):
+        for j in range(n):
+            M[i, j] = G[nj + i, nj + j]
+        q[i] = r[nj + i] - rhs[i]
+    for k in range(nj):         # M -= Y'Y (each product once, both sides: exactly symmetric), q -= Y' yg
+        ygk = yg[k]
+        for i in range(n):
+            yki = Y[k, i]
+            if yki == 0.0:
+                continue
+            for j in range(i):
+                t = yki * Y[k, j]
+                M[i, j] -= t
+                M[j, i] -= t
+            M[i, i] -= yki * yki
+            q[i] -= yki * ygk
+    for i in range(n):
+        M[i, i] += cfm
+    return True, M, q, Linv, Y, yg, v0, Rp, Ri, Rd, nj, elim, keep, held, vkin
+
+
+@jit
+def schur_recover(Linv, Y, yg, z, v0, Rp, Ri, Rd, nj, Mip, Mii, Mid, ndof, elim, keep, held, vkin, v_free, Wb, kin,
+                  Jp_all, Ji_all, Jd_all):
+    """The joint impulses and v+ of the eliminated problem's answer z (models/box_friction.py
+    ``recover`` with ``joints="schur"``): x = -A^-1 (C z + g) = -L^-T (Y z + yg) on the kept joint
+    rows, v+ = v0 + W (H' z + J' x) (a pinned body's v+ its prescribed velocity), and each pinned
+    row's impulse from its body's momentum balance W_b^-1 (v_b - v_free_b) - (H' z + J' x)_b (the
+    whole J's impulses returned, in its row order). Returns (x_all, v_next)."""
+    n = z.shape[0]
+    t = yg.copy()
+    for k in range(nj):
+        s = 0.0
+        for j in range(n):
+            s += Y[k, j] * z[j]
+        t[k] += s
+    x = _back(Linv, t)
+    for k in range(nj):
+        x[k] = -x[k]
+    p = rows_transpose_times(Rp[nj:] - Rp[nj], Ri[Rp[nj]:], Rd[Rp[nj]:], z, ndof)
+    pj = rows_transpose_times(Rp[:nj + 1], Ri[:Rp[nj]], Rd[:Rp[nj]], x, ndof)
+    for i in range(ndof):
+        p[i] = p[i] + pj[i]
+    mv = csr_times(Mip, Mii, Mid, p)
+    v_next = np.empty(ndof)
+    for i in range(ndof):
+        v_next[i] = v0[i] + (0.0 if elim and held[i] else 1.0) * mv[i]
+    if not elim:
+        return x, v_next
+    nj_all = keep.shape[0]
+    x_all = np.zeros(nj_all)
+    k = 0
+    for r in range(nj_all):
+        if keep[r]:
+            x_all[r] = x[k]
+            k += 1
+    for b in kin:
+        p_tot = np.full(6, np.nan)      # W_b^-1 (v_b - v_free_b); W_b positive definite
+        solve_small(Wb[b].copy(), vkin[6 * b:6 * b + 6] - v_free[6 * b:6 * b + 6], 6, p_tot)
+        for r in range(nj_all):
+            if not keep[r]:
+                dof = Ji_all[Jp_all[r]]
+                if 6 * b <= dof < 6 * b + 6:
+                    x_all[r] = (p_tot[dof - 6 * b] - p[dof]) / Jd_all[Jp_all[r]]
+    return x_all, v_next
+
+
+@jit
+def schur_box_solve(Jp, Ji, Jd, j_rhs, Ap, Ai, Ad, a_target, a_max, Lp, Li, Ld, l_bias, Np, Ni, Nd, Sd, Td, n_bias,
+                    mu_c, guess, new_bound, current, cfm, Wb, Mip, Mii, Mid, v_free, ndof, kin, warm, prev_motor,
+                    prev_limit, prev_normal, prev_tangent, match, params, threshold):
+    """Build, solve, certify and recover the box-friction problem of a step with its joints
+    eliminated (module docstring). Rows as CSR arrays (indptr, indices, data): joints J with
+    ``j_rhs``, motors A with ``a_target`` and ``a_max``, limits L with ``l_bias``, contact normals N
+    with ``n_bias`` and the tangent rows S, T on N's pattern (data ``Sd``, ``Td``); ``mu_c`` and
+    ``guess`` (the matched previous normal impulse) per contact, ``new_bound`` and ``current`` the
+    model's bound options (models/box_friction.py ``box_bounds``); ``cfm`` the model's plus the
+    settings'; the body blocks ``Wb`` and M^-1 as CSR. ``warm``: start from the previous answer
+    (models/box_friction.py ``warm_start``: the motors' and limits' impulses where their counts
+    are unchanged, each contact's from its ``match``), else from zero. ``params``: pgs-sm's
+    parameter array (solvers/pgs_sm.py ``_params``); ``threshold``: solve()'s max(certify, tol).
+    Returns (ok, code, z, w, x, numbers (the six of solve()'s certificate), stats (pgs-sm's), v_next,
+    tangent impulses (nc, 2), n); ok False: declined."""
+    nm, nl, nc = a_target.shape[0], l_bias.shape[0], n_bias.shape[0]
+    o_l = nm
+    o_n = nm + nl
+    n = o_n + 3 * nc
+    if j_rhs.shape[0] == 0 or n == 0:
+        return _no_answer()
+    e = np.zeros(0)
+    Sp = Np
+    Hp, Hi, Hd = _stack((Ap, Lp, Np, Sp, Sp), (Ai, Li, Ni, Ni, Ni), (Ad, Ld, Nd, Sd, Td), (nm, nl, nc, nc, nc))
+    rhs = np.zeros(n)
+    for i in range(nm):
+        rhs[i] = a_target[i]
+    for i in range(nl):
+        rhs[o_l + i] = -l_bias[i]
+    for i in range(nc):
+        rhs[o_n + i] = -n_bias[i]
+    ok, M, q, Linv, Y, yg, v0, Rp, Ri, Rd, nj, elim, keep, held, vkin = schur_box_problem(
+        Jp, Ji, Jd, j_rhs, Hp, Hi, Hd, rhs, Wb, v_free, ndof, kin, cfm)
+    if not ok:
+        return _no_answer()
+    lo, hi, findex, mu = box_bounds(0, o_l, o_n, n, a_max, mu_c, guess, new_bound, current)
+    if boxed_zero_solves(q, lo, hi, findex):    # solve()'s TRIVIAL answer: the general path's
+        return _no_answer()
+    z = np.zeros(n)
+    if warm:
+        if prev_motor.shape[0] == nm:
+            for i in range(nm):
+                z[i] = prev_motor[i]
+        if prev_limit.shape[0] == nl:
+            for i in range(nl):
+                z[o_l + i] = prev_limit[i]
+        matched_impulses(z, o_n, match, prev_normal, prev_tangent)
+        for i in range(n):
+            if not np.isfinite(z[i]):       # solve()'s ParamError: the general path's
+                return _no_answer()
+    wk = np.empty(n)
+    stats = np.zeros(6)
+    code = pgs_sm_dense_run(M, q, lo, hi, findex, mu, z, wk, params, stats)
+    if code != CONVERGED:
+        return _no_answer()
+    w, nat, comp, infeas, rn, rc, ri = boxed_certify_dense(M, q, lo, hi, findex, mu, z)
+    numbers = np.array((nat, comp, infeas, rn, rc, ri))
+    rel = rn if rn > ri else ri
+    if not (rel <= threshold and nat < np.inf and infeas < np.inf):
+        return _no_answer()
+    x, v_next = schur_recover(Linv, Y, yg, z, v0, Rp, Ri, Rd, nj, Mip, Mii, Mid, ndof, elim, keep, held, vkin,
+                              v_free, Wb, kin, Jp, Ji, Jd)
+    tangent = np.empty((nc, 2))
+    for c in range(nc):
+        tangent[c, 0] = z[o_n + nc + c]
+        tangent[c, 1] = z[o_n + 2 * nc + c]
+    return True, code, z, w, x, numbers, stats, v_next, tangent, n
+
+
+@jit
+def box_schur_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic,
+                   quaternion, position, linear_velocity, angular_velocity, planar_reference, f, contact_floats,
+                   contact_ints, zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, cfm, new_bound,
+                   current, blk_cols, blk_ptr, kin, warm, prev_motor, prev_limit, prev_normal, prev_tangent, params,
+                   threshold, passive, position_stage, position_zeta, project, proj_tol, proj_max_iter):
+    """One box-friction step (``joints="schur"``, pgs-sm) of a jointed scene whose body blocks cover
+    every coordinate, from the state to the projected joints, in the general stages' order
+    (sim/st_kernels.py ``st_step`` is the Stewart-Trinkle counterpart, the same steps around
+    another problem): e0; the system's terms (:func:`contactlab.mechanics.terms.system_terms`);
+    :func:`schur_box_solve`; the contact modes, the kinetic energy the impulses added
+    (``passive``: 1 on the dofs counted), x += h v+; the position correction's deep test, the joint
+    projection (or the joint error), the energies and deepest overlap after the step.
+
+    Returns (outcome, schur_box_solve's ten values, modes, e0, gain, ke, pe, pen, joint_error,
+    v_free, nl, a_max): DECLINED before any state is touched; DEEP after the integration where a
+    contact is deep (the caller corrects positions and projects the joints); ke, pe, pen and
+    joint_error set for DONE only."""
+    point, normal, t1, t2, phi, mu, guess, a, b, _sa, _sb, match = unpack_contacts(contact_floats, contact_ints)
+    ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
+    e0 = 0.0 + ke0 + pe0        # sum((ke, pe)) of the general path
+    body, v_free, contact, jrows = system_terms(
+        live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
+        gyroscopic, f, True, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
+        planar_reference, h, zeta_j)
+    M_blocks, W_blocks, v = body
+    dv, ix, ip, n_bias = contact
+    (Jm, j_rhs, j_err, j_lab), (Lm, l_bias, l_lab), (Am, a_target, a_max, a_lab) = jrows
+    nc = phi.shape[0]
+    nl = l_bias.shape[0]
+    nnz = dv.shape[1]
+    Np, Ni = ip[:nc + 1], ix[:nnz]
+    i64 = np.int64
+    out = schur_box_solve(Jm[2].astype(i64), Jm[1].astype(i64), Jm[0], j_rhs, Am[2].astype(i64), Am[1].astype(i64),
+                          Am[0], a_target, a_max, Lm[2].astype(i64), Lm[1].astype(i64), Lm[0], l_bias, Np, Ni, dv[0],
+                          dv[1], dv[2], n_bias, mu, guess, new_bound, current, cfm, W_blocks, blk_ptr, blk_cols,
+                          W_blocks.reshape(-1), v_free, ndof, kin, warm, prev_motor, prev_limit, prev_normal,
+                          prev_tangent, match, params, threshold)
+    ok, code, z, wv, x, numbers, stats, v_next, tangent, n = out
+    if not ok:
+        return (DECLINED, out, np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+    o_n = a_target.shape[0] + nl
+    outcome, modes, gain, ke, pe, pen, joint_error = apply_answer(
+        Np, Ni, dv, v_next, z[o_n:o_n + nc], v_free, blk_ptr, blk_cols, M_blocks.reshape(-1), passive, dof_start,
+        kind, kinematic, mass, inertia, inv_inertia, gravity, quaternion, position, linear_velocity, angular_velocity,
+        planar_reference, joints, phi, h, slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
+    return (outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max)
