@@ -21,8 +21,8 @@ CSR_FROM = 320
 
 #: box_qp_islands gives an island of more rows than this whose start is poor (relative error above
 #: ``poor_residual``) one full Newton step, and where that does not certify it leaves the island untouched
-#: (LEFT: the whole method on its own block takes it, solvers/box_qp/, which goes to the interior point at
-#: once from such a start): a falling pile's large impact islands start poor and their Newton steps mostly
+#: (LEFT: solvers/box_qp/islands.py takes it to the interior point on its own block at once where these steps
+#: were tried, else to the whole method, which goes to the interior point at once from such a start): a falling pile's large impact islands start poor and their Newton steps mostly
 #: do not land, while a resting pile's towers land in one -- their start's scale-free error is often 1,
 #: their box-box rows having q ~ 0, yet with every row free one Newton step is the answer
 #: (docs/benchmarks-sim.md)

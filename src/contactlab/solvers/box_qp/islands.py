@@ -220,9 +220,15 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
     # one interior point on their union from there (rows of separate islands stay uncoupled; one
     # run's ~15 iterations instead of ~15 per island, each a Python iteration), at the earliest of
     # their bound updates (their Newton iterations already counted)
-    # (and those it left: large islands from a poor start, kernels.box_qp_islands.POOR_LEFT_FROM)
-    left = small[codes == LEFT]
+    # (and those it left before any Newton step: large impact islands, kernels.box_qp_islands.POOR_LEFT_FROM);
+    # a large island it left after its Newton steps (POOR_LEFT_STEPS, the face step tried) takes the interior
+    # point on its own block at once: the whole method's own Newton steps from the same start (full steps on
+    # a sparse LDL', no face step) are those the compiled call took, less the face step, and landed on none of
+    # the settled 5,000-box pile's joined towers that the compiled steps left (docs/session12-settle12.md)
+    left = small[(codes == LEFT) & (its == 0)]
     rest = [(order[bounds[k]:bounds[k + 1]], None, 0) for k in np.sort(np.concatenate([np.flatnonzero(~fits), left]))]
+    tried = np.flatnonzero((codes == LEFT) & (its > 0))
+    rest += [(order[bounds[small[j]]:bounds[small[j] + 1]], 1, int(its[j])) for j in tried]
     if union and count:     # the islands' union by the whole method: one interior point, no Newton per island
         rest = [(np.sort(order), None, 0)]
     gave_up = np.flatnonzero(codes == INTERIOR)

@@ -26,7 +26,7 @@ class BoxQPOptions:
     :data:`contactlab.kernels.box_qp_islands.CSR_FROM` rows on its CSR block, in time linear in its entries; by default every island). A larger
     island takes the whole method in Python, as does one of more than POOR_LEFT_FROM rows from a poor
     start (the compiled call leaves it: a falling pile's impact islands, whose Newton steps mostly do
-    not land; the settled 2,000-box pile's 960-row towers are faster with every island in the compiled
+    not land; one it leaves after its Newton steps takes the interior point at once; the settled 2,000-box pile's 960-row towers are faster with every island in the compiled
     call: docs/benchmarks-sim.md);
     set_aside: with islands, solve the rows that 0 likely solves (gaps, :func:`_set_aside`) last, so
     the islands are those of the rows in play (off by default: a falling pile's velocity problems
