@@ -136,6 +136,9 @@ def test_compiled_gait_ik_and_pd_equal_the_array_formulas():
     for t in np.linspace(0.0, 2.0, 401):
         for scale in (0.0, 0.3, 1.0):
             np.testing.assert_allclose(g.foot_offsets(t, scale), _ref_foot_offsets(g, t, scale), rtol=0, atol=1e-15)
+        phase = np.array([(t / g.period + o) % 1.0 for o in g.offsets])      # Python's float remainder
+        np.testing.assert_array_equal(g.phase(t), phase)
+        np.testing.assert_array_equal(g.stance(t), phase < g.duty)
         np.testing.assert_array_equal(g.stance(t), np.mod(t / g.period + np.asarray(g.offsets), 1.0) < g.duty)
     poe, ana = _legs()
     rng = np.random.default_rng(5)

@@ -7,7 +7,7 @@ import contactlab.solvers.box_qp as BQ
 from contactlab.kernels.box_qp import SOLVED
 from contactlab.problems import BoxedLCP
 from contactlab.solvers import solve
-from tests.kernels.test_box_qp import _stacked_columns_problem
+from tests.kernels.test_box_qp_groups import _stacked_columns_problem
 
 
 def test_a_large_island_with_many_new_contacts_is_left_from_a_poor_start_before_any_step():

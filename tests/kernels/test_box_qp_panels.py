@@ -4,7 +4,7 @@ import numpy as np
 
 from contactlab.kernels.box_qp_panels import (BORDER_MAX, new_panel_state, panel_factor, panel_solve,
                                               panel_state_solve, panel_substitute)
-from tests.kernels.test_box_qp import _island_structures, _stacked_columns_problem
+from tests.kernels.test_box_qp_groups import _island_structures, _stacked_columns_problem
 
 
 def _islands(count=12, columns=2):

@@ -6,6 +6,7 @@ stages' with the controller run once."""
 import numpy as np
 import pytest
 
+import contactlab.sim.robot_rollout as RR
 import contactlab.sim.robot_step as RS
 import contactlab.sim.tree_kernels as TK
 from contactlab.scenarios import make_scene
@@ -136,15 +137,22 @@ def _run_trace(sc, sim, steps, record_poses=False):
 
 def _calls(monkeypatch):
     """(steps asked, steps taken, handed over) of each rollout call."""
-    import contactlab.sim.robot_rollout as RR
     calls, run = [], RR.RobotRollout.run
 
     def counted(self, steps, record_poses):
+        asked = 0 if self.rest else min(steps, self.chunk)
         out = run(self, steps, record_poses)
-        calls.append((min(steps, RR.MAX_CHUNK), len(out[0]), out[3]))
+        calls.append((asked, len(out[0]), out[3]))
         return out
     monkeypatch.setattr(RR.RobotRollout, "run", counted)
     return calls
+
+
+def _fixed_chunks(monkeypatch, n):
+    """Every rollout call of ``n`` steps (not sized from the wall time of the one before: a schedule
+    that does not depend on the machine's load)."""
+    monkeypatch.setattr(RR, "FIRST_CHUNK", n)
+    monkeypatch.setattr(RR, "next_chunk", lambda steps, seconds: n)
 
 
 @pytest.mark.parametrize("robot,steps", [("quadruped", 300), ("solo12", 120)])
@@ -152,6 +160,7 @@ def test_runs_through_the_rollout_give_the_staged_steps_bits(robot, steps, monke
     """run() takes chunks of steps in one compiled call (past a chunk's end: 256 steps, then the
     fused step, then a second chunk); its records, poses, state, log, contacts and last step's
     objects are those of the staged steps."""
+    _fixed_chunks(monkeypatch, RR.MAX_CHUNK)
     calls = _calls(monkeypatch)
     sc, rolled = _sim(robot)
     a, ta = _run_trace(sc, rolled, steps, record_poses=True)
@@ -177,6 +186,7 @@ def test_a_step_handed_over_mid_chunk_is_the_stages_and_the_rollout_resumes(monk
     """With a slop of 1e-8 m the turn test (sim/turns.py) and deep contacts hand steps to the
     stages in the middle of a chunk: the state goes back to the start of that step, the fused step
     takes it, the rollout resumes; the same bits as the staged steps throughout."""
+    _fixed_chunks(monkeypatch, RR.MAX_CHUNK)
     calls = _calls(monkeypatch)
 
     def tight(fused):
@@ -189,3 +199,91 @@ def test_a_step_handed_over_mid_chunk_is_the_stages_and_the_rollout_resumes(monk
     assert any(not c[2] or c[1] > 0 for c in calls[1:])
     sc2, staged = tight(False)
     _same(a, _run_trace(sc2, staged, 400)[0])
+
+
+def test_each_call_is_sized_to_end_within_the_call_seconds():
+    """next_chunk: as many steps as the last call's pace fits in CALL_SECONDS, from 1 to MAX_CHUNK."""
+    assert RR.next_chunk(256, 10 * RR.CALL_SECONDS) == 25          # 10x too slow: a tenth of the steps
+    assert RR.next_chunk(32, RR.CALL_SECONDS / 2) == 64
+    assert RR.next_chunk(100, 1e-6) == RR.MAX_CHUNK
+    assert RR.next_chunk(1, 100.0) == 1 and RR.next_chunk(0, 100.0) == 1   # (0: a step handed over at once)
+    assert RR.next_chunk(5, 0.0) == RR.MAX_CHUNK
+
+
+@pytest.mark.parametrize("chunk", [1, 7])
+def test_calls_of_any_size_give_the_staged_steps_bits(chunk, monkeypatch):
+    """Calls of 1 or 7 steps (each followed by the fused step, Simulator.run): the records, poses,
+    state and log of the staged steps, bit for bit (where the calls end is the wall clock's choice)."""
+    _fixed_chunks(monkeypatch, chunk)
+    calls = _calls(monkeypatch)
+    sc, rolled = _sim("quadruped")
+    a, ta = _run_trace(sc, rolled, 60, record_poses=True)
+    assert len(calls) >= 60 // (chunk + 1) and {c[0] for c in calls[:-1]} == {chunk} and not any(c[2] for c in calls)
+    sc2, staged = _sim("quadruped", fused=False)
+    b, tb = _run_trace(sc2, staged, 60, record_poses=True)
+    _same(a, b)
+    assert all(np.array_equal(x, y) for x, y in zip(ta.positions, tb.positions))
+
+
+def _interrupt_at_return(exc):
+    """A Ctrl-C as CPython reports one that lands while a compiled call boxes its result: SystemError
+    with the KeyboardInterrupt behind it (contactlab.errors.interrupt_behind; tests/test_errors.py)."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as k:
+        try:
+            raise SystemError("CPUDispatcher(<function robot_rollout>) returned a result with an exception set") \
+                from k
+        except SystemError as e:
+            exc.append(e)
+    return exc[-1]
+
+
+@pytest.mark.parametrize("where", ["call", "bookkeeping"])
+def test_an_interrupt_leaves_every_step_taken_recorded_and_the_run_resumes_with_the_same_bits(where, monkeypatch):
+    """A Ctrl-C in the third rollout call of a run into a Trajectory (as ``contactlab simulate``
+    runs), at the call's return (after its steps, before they are handed over) or in its bookkeeping
+    (the records formed, the state's objects already replaced): KeyboardInterrupt out of run(), and
+    the simulator stands at its last recorded step (the call's steps undone: time, step count, state,
+    the last pose recorded, one controller log row per step). Resumed, the run is the uninterrupted
+    run's: the same records, poses, state and log, bit for bit."""
+    from contactlab.sim.recorder import Trajectory
+    _fixed_chunks(monkeypatch, 25)
+    n = {"calls": 0}
+    kernel, records = RR.robot_rollout, RR._records
+
+    def rollout(*args):
+        out = kernel(*args)
+        n["calls"] += 1
+        if where == "call" and n["calls"] == 3:
+            raise _interrupt_at_return([])
+        return out
+
+    def bookkeeping(*args):
+        if where == "bookkeeping" and n["calls"] == 3:
+            raise KeyboardInterrupt
+        return records(*args)
+    monkeypatch.setattr(RR, "robot_rollout", rollout)
+    monkeypatch.setattr(RR, "_records", bookkeeping)
+    sc, sim = _sim("quadruped")
+    traj = Trajectory(list(sim.model.names))
+    with pytest.raises(KeyboardInterrupt):
+        sim.run(200 * sim.h, trajectory=traj, record_poses=True)
+    done = len(traj.records)
+    assert done == 52 and sim.data.steps == done        # two calls of 25 and a fused step after each
+    assert sim.data.time == traj.records[-1].time == pytest.approx(done * sim.h)
+    assert len(traj.positions) == done + 1 and np.array_equal(traj.positions[-1], sim.data.position)
+    assert np.array_equal(traj.quaternions[-1], sim.data.quaternion)
+    assert sc.controllers[0].arrays()["time"].size == done
+    n["calls"] = 10 ** 6                                 # no more interrupts: resume
+    sim.run((200 - done) * sim.h, trajectory=traj, record_poses=True)
+    monkeypatch.setattr(RR, "robot_rollout", kernel)
+    sc2, whole = _sim("quadruped")
+    b, tb = _run_trace(sc2, whole, 200, record_poses=True)
+    for r in traj.records:
+        r.energy_gain = 0.0
+    state = [x.copy() for x in (sim.data.position, sim.data.quaternion, sim.data.linear_velocity,
+                                sim.data.angular_velocity)]
+    _same((state, traj.records, sc.controllers[0].arrays()), b)
+    assert len(traj.positions) == 201 and all(np.array_equal(x, y) for x, y in zip(traj.positions, tb.positions))
+    assert np.array_equal(sim.data.result.normal, whole.data.result.normal)

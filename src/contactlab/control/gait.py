@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParamError
-from ..kernels._jit import jit
+from ..kernels._jit import jit, jit_inline
 
 #: phase offsets of the paper's trot, feet ordered LF, RF, LH, RH
 TROT_OFFSETS = (0.25, 0.75, 0.75, 0.25)
@@ -77,10 +77,23 @@ class Gait:
         return np.asarray(self.offsets, dtype=np.float64)
 
 
+@jit_inline
+def foot_phase(u, offset):
+    """A foot's phase p = (t / period + offset) mod 1 in [0, 1) (module docstring; drumwright §VII-B),
+    from u = t / period: the one place the phase is formed, for :meth:`Gait.phase` (:func:`_phase`)
+    and the compiled controller's stance feet and foot targets (:func:`stance_into`,
+    :func:`foot_offsets_into`), so that the two agree bit for bit."""
+    return np.mod(u + offset, 1.0)
+
+
 @jit
 def _phase(t, period, offsets):
-    """(t / period + offset) mod 1 per foot."""
-    return np.mod(t / period + offsets, 1.0)
+    """(feet,): each foot's :func:`foot_phase` at time t."""
+    out = np.empty(offsets.size)
+    u = t / period
+    for f in range(offsets.size):
+        out[f] = foot_phase(u, offsets[f])
+    return out
 
 
 @jit
@@ -93,11 +106,10 @@ def stance_kernel(t, period, duty, offsets):
 
 @jit
 def stance_into(t, period, duty, offsets, out):
-    """:func:`stance_kernel` into ``out`` (feet,) bool: each foot's phase (:func:`_phase`'s sum and
-    remainder) below ``duty``."""
+    """:func:`stance_kernel` into ``out`` (feet,) bool: each foot's phase (:func:`foot_phase`) below ``duty``."""
     u = t / period
     for f in range(offsets.size):
-        out[f] = np.mod(u + offsets[f], 1.0) < duty
+        out[f] = foot_phase(u, offsets[f]) < duty
 
 
 @jit
@@ -112,10 +124,10 @@ def foot_offsets_kernel(t, period, duty, offsets, stance_length, step_height, sc
 
 @jit
 def foot_offsets_into(t, period, duty, offsets, stance_length, step_height, scale, out):
-    """:func:`foot_offsets_kernel` into ``out`` (feet, 3), each foot's phase as :func:`_phase` forms it."""
+    """:func:`foot_offsets_kernel` into ``out`` (feet, 3), each foot's phase by :func:`foot_phase`."""
     u = t / period
     for f in range(offsets.size):
-        p = np.mod(u + offsets[f], 1.0)
+        p = foot_phase(u, offsets[f])
         out[f, 0] = out[f, 1] = out[f, 2] = 0.0
         if p < duty:                                                   # stance: +L/2 -> -L/2, speed v
             out[f, 0] = stance_length * (0.5 - p / duty)

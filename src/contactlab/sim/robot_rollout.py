@@ -31,10 +31,17 @@ forms them (:meth:`RobotRollout._keep_last`).
 
 Linking the kernels into one compiles each of them again inside it (numba compiles a callee into
 its caller); the cost is paid once (cache=True) and ``contactlab warmup`` pays it ahead.
+
+A call runs no Python, so a Ctrl-C (or SIGTERM) waits for its end: :class:`RobotRollout` sizes each
+call from the seconds per step of the one before, to end within :data:`CALL_SECONDS` of wall time
+(at most :data:`MAX_CHUNK` steps). The interrupt then surfaces as the call returns, before its steps
+are handed to the simulator; :meth:`RobotRollout.run` puts back the state, the controller's and the
+engine's as they were before the call, so the simulator stands at its last recorded step.
 """
 from __future__ import annotations
 
 import math
+import time as _time
 
 import numpy as np
 
@@ -56,8 +63,21 @@ from .turns import TURN_TRIGGER, turn_bound
 #: :func:`robot_rollout`'s codes: every step taken, or the step it stopped at goes to the stages
 ALL_TAKEN, HANDED_OVER = 0, 1
 
-#: the most steps one call takes: the call holds no Python state, so a Ctrl-C waits for its end
+#: the most steps one call takes
 MAX_CHUNK = 256
+
+#: the wall seconds a call aims at: it runs no Python, so a Ctrl-C waits for its end; each call's
+#: steps are this over the seconds per step of the call before (:func:`next_chunk`). A call's own cost
+#: outside the loop (its arguments, the records) is some tens of microseconds, and ``Simulator.run``
+#: takes the step after a call that did not finish the run by the fused step (a few times a rollout
+#: step's cost): a tenth of a second keeps both below a percent where a step takes 0.4 ms of wall time
+#: (a robot's 0.08 ms on a machine loaded five times over), and leaves a machine's own pace alone
+#: (MAX_CHUNK steps in less)
+CALL_SECONDS = 0.1
+
+#: the steps of the first call, before any call has been timed (a robot whose step takes 3 ms
+#: answers a Ctrl-C within CALL_SECONDS from the first call on)
+FIRST_CHUNK = 32
 
 #: after a call whose first step was handed over, the calls declined before the next try (a scene
 #: whose every step the stages take, a sunk start's deep contacts, would otherwise run each step twice)
@@ -234,6 +254,15 @@ def robot_rollout(steps, time, h, state, control, inputs, detect, physics, check
             (x0, q0, v0, w0, f_last, mt_last, mf_last, sol_i, sol_f, w_last, counts_last, nonbasic_last, v_free_last))
 
 
+def next_chunk(steps: int, seconds: float) -> int:
+    """The steps of the next call after one that ran ``steps`` steps (those taken, and one handed
+    over) in ``seconds`` of wall time: as many as fit in :data:`CALL_SECONDS` at that pace, from 1 to
+    :data:`MAX_CHUNK`."""
+    if not seconds > 0.0:
+        return MAX_CHUNK
+    return max(1, int(min(MAX_CHUNK, max(steps, 1) * CALL_SECONDS / seconds)))
+
+
 class RobotRollout:
     """:func:`robot_rollout` for a :class:`~contactlab.sim.robot_step.FusedRobotStep`: its constant
     arguments gathered once, the state handed over and back around each call (module docstring)."""
@@ -241,6 +270,7 @@ class RobotRollout:
     def __init__(self, fused):
         self.fused = fused
         self.rest = 0       # steps left to the fused step after a call that took none
+        self.chunk = FIRST_CHUNK        # the steps of the next call (next_chunk)
 
     def arguments(self):
         """The call's bundled arguments from the simulator's state now."""
@@ -274,16 +304,54 @@ class RobotRollout:
             prev=(prev_floats, prev_ints, prev_normal, float(getattr(sim, "_fault_joint_error", 0.0))))
 
     def run(self, steps: int, record_poses: bool) -> tuple[list, list, list, bool]:
-        """Up to ``steps`` steps (at most :data:`MAX_CHUNK`): (records, positions, orientations,
-        whether the step after them goes to the fused step). The simulator's state, the controller's
-        log and the previous contacts are left as the fused steps would have left them."""
-        fused = self.fused
-        sim, kernel = fused.sim, fused.kernel
-        data, model = sim.data, sim.model
+        """Up to ``steps`` steps (at most :attr:`chunk`, module docstring): (records, positions,
+        orientations, whether the step after them goes to the fused step). The simulator's state, the
+        controller's log and the previous contacts are left as the fused steps would have left them;
+        an exception (a Ctrl-C) before this returns leaves them as they were before it
+        (:meth:`_restore`)."""
         if self.rest:       # the last call took no step: the next few go to the fused step
             self.rest -= 1
             return [], [], [], True
-        steps = min(int(steps), MAX_CHUNK)
+        kept = self._saved()
+        try:
+            return self._run(min(int(steps), self.chunk), record_poses)
+        except BaseException:
+            self._restore(kept)
+            raise
+
+    def _saved(self) -> tuple:
+        """What a call and its bookkeeping change: copies of the arrays changed in place (the state,
+        the controller's IK start, torques and start poses, the detection's sweep and reach), and of
+        the attributes of the objects whose attributes they replace."""
+        fused = self.fused
+        sim, c = fused.sim, fused.kernel.controller
+        data = sim.data
+        arrays = (data.position, data.quaternion, data.linear_velocity, data.angular_velocity, c._q_ref, c._tau,
+                  c._x_step, *fused.shapes[2])
+        objects = (self, sim, data, c, sim.world, sim.step_state)
+        return (arrays, [a.copy() for a in arrays], objects, [dict(vars(o)) for o in objects], dict(data.warm),
+                dict(data.joint_torque))
+
+    def _restore(self, kept) -> None:
+        """Everything :meth:`_saved` kept, put back."""
+        arrays, copies, objects, attributes, warm, torques = kept
+        for a, b in zip(arrays, copies):
+            a[...] = b
+        for o, d in zip(objects, attributes):
+            now = vars(o)
+            now.clear()
+            now.update(d)
+        data = self.fused.sim.data
+        data.warm.clear()
+        data.warm.update(warm)
+        data.joint_torque.clear()
+        data.joint_torque.update(torques)
+
+    def _run(self, steps: int, record_poses: bool) -> tuple[list, list, list, bool]:
+        """:meth:`run`'s call of ``steps`` steps and its bookkeeping."""
+        fused = self.fused
+        sim, kernel = fused.sim, fused.kernel
+        data, model = sim.data, sim.model
         c = kernel.controller
         need = c._rows + steps          # the log's rows for the steps, grown as _next_row grows it
         while c._log["time"].shape[0] < need:
@@ -296,10 +364,12 @@ class RobotRollout:
         nb = model.nb
         pos_out = np.empty((steps if record_poses else 0, nb, 3))
         quat_out = np.empty((steps if record_poses else 0, nb, 4))
+        t0 = _time.perf_counter()
         (code, taken, t, floats, ints, normal, z, v_next, tangent, joint, modes, nl, kept, joint_error,
          last) = robot_rollout(
             steps, float(data.time), float(sim.h), a["state"], a["control"], a["inputs"], a["detect"], a["physics"],
             a["checks"], a["prev"], rec_f, rec_i, pos_out, quat_out)
+        self.chunk = next_chunk(taken + (code == HANDED_OVER), _time.perf_counter() - t0)
         sim.world._sweep, sim.world._reach = fused.shapes[2]
         if not taken:
             self.rest = RETRY_AFTER

@@ -46,7 +46,7 @@ from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.factored import THEOREM1_UNCLEAR
-from ..kernels.mass_factor import coordinate_parents, tree_factor
+from ..kernels.mass_factor import tree_factor
 from ..kernels.metric_dense import tree_metric_chain, tree_metric_recover
 from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.integrate import _exp_rotate
@@ -152,7 +152,9 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
                      gyroscopic, quaternion, position, linear_velocity, angular_velocity, f,
                      contact_floats, contact_ints, zeta_c, slop, joints, motor_target, h, zeta_j, blk_cols, blk_ptr,
                      active_gap, tol, cfm, max_it, threshold, passive, position_stage, position_zeta):
-    """One no-slip step of a forest in joint coordinates (module docstring). ``tree``: TreeTopology.args;
+    """One no-slip step of a forest in joint coordinates (module docstring). ``tree``: TreeTopology.args
+    and lam, each joint coordinate's parent (:func:`~contactlab.kernels.mass_factor.coordinate_parents`:
+    the model's alone, formed once where the stages are planned, :class:`~contactlab.sim.tree_stages.CompiledTreeNoSlipStages`);
     ``joint_of`` (nj,): each joint's child body; ``body_of_block`` (ndof / 6,): the body of each
     6-dof block; ``joints``: the packed joints' kernel arguments (their frames and limits);
     the joint error after the step is :func:`~contactlab.mechanics.tree.tree_joint_error`'s; ``f``:
@@ -162,7 +164,7 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     not seven arrays made from them in Python); ``blk_cols``, ``blk_ptr``: M's block pattern, kept in
     the argument list (the kinetic gain reads the blocks in that pattern's order, :func:`block_kinetic_gain`).
     The other arguments and the returned tuple are :func:`contactlab.sim.noslip_kernels.noslip_step`'s."""
-    order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx = tree
+    order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx, lam = tree
     point, normal, t1, t2, phi, _mu, _guess, a, b, _sa, _sb, _match = unpack_contacts(contact_floats, contact_ints)
     ja, jkind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper = (joints[0], joints[2], joints[3], joints[4],
                                                                    joints[5], joints[6], joints[7], joints[8])
@@ -209,7 +211,6 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
             for i in range(6):
                 p[kq] += Sb[bb, i, kq] * my[i]
     H = crba(order, parent, qstart, qcount, root, anc_ptr, anc_idx, nq, pos, quat, mass, inertia, S6)
-    lam = coordinate_parents(order, qstart, qcount, anc_ptr, anc_idx, nq)
     Lh = np.empty((nq, nq))
     if not tree_factor(H, lam, Lh):
         return _declined(e0, v, v_free)

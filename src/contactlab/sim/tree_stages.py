@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..collision.contacts import packed
+from ..kernels.mass_factor import coordinate_parents
 from ..mechanics.tree import tree_topology
 from .noslip_stages import CompiledNoSlipStages
 from . import tree_kernels as TK
@@ -39,7 +40,10 @@ class CompiledTreeNoSlipStages(CompiledNoSlipStages):
         if stages is None:
             return None
         stages.tree = tree
-        stages.tree_args = tree.args
+        # the topology's arrays and each coordinate's parent (Featherstone's lambda, for the factor of H):
+        # both the model's alone, so formed here once, not in every step's call
+        stages.tree_args = (*tree.args, coordinate_parents(tree.order, tree.qstart, tree.qcount, tree.anc_ptr,
+                                                           tree.anc_idx, tree.nq))
         m = sim.model
         stages.joint_of = np.array([j.b for j in m.joints], dtype=np.int64)
         block = np.zeros(max(m.ndof // 6, 1), dtype=np.int64)
