@@ -157,14 +157,14 @@ def _fixed_chunks(monkeypatch, n):
 
 @pytest.mark.parametrize("robot,steps", [("quadruped", 300), ("solo12", 120)])
 def test_runs_through_the_rollout_give_the_staged_steps_bits(robot, steps, monkeypatch):
-    """run() takes chunks of steps in one compiled call (past a chunk's end: 256 steps, then the
-    fused step, then a second chunk); its records, poses, state, log, contacts and last step's
+    """run() takes chunks of steps in one compiled call (past a chunk's end: 256 steps, then a second
+    chunk, no single step between them); its records, poses, state, log, contacts and last step's
     objects are those of the staged steps."""
     _fixed_chunks(monkeypatch, RR.MAX_CHUNK)
     calls = _calls(monkeypatch)
     sc, rolled = _sim(robot)
     a, ta = _run_trace(sc, rolled, steps, record_poses=True)
-    assert sum(c[1] for c in calls) >= steps - 3 and not any(c[2] for c in calls)
+    assert sum(c[1] for c in calls) == steps and not any(c[2] for c in calls)     # every step by a call
     sc2, staged = _sim(robot, fused=False)
     b, tb = _run_trace(sc2, staged, steps, record_poses=True)
     _same(a, b)
@@ -212,13 +212,14 @@ def test_each_call_is_sized_to_end_within_the_call_seconds():
 
 @pytest.mark.parametrize("chunk", [1, 7])
 def test_calls_of_any_size_give_the_staged_steps_bits(chunk, monkeypatch):
-    """Calls of 1 or 7 steps (each followed by the fused step, Simulator.run): the records, poses,
+    """Calls of 1 or 7 steps (one after another, every step by a call, Simulator.run): the records, poses,
     state and log of the staged steps, bit for bit (where the calls end is the wall clock's choice)."""
     _fixed_chunks(monkeypatch, chunk)
     calls = _calls(monkeypatch)
     sc, rolled = _sim("quadruped")
     a, ta = _run_trace(sc, rolled, 60, record_poses=True)
-    assert len(calls) >= 60 // (chunk + 1) and {c[0] for c in calls[:-1]} == {chunk} and not any(c[2] for c in calls)
+    assert len(calls) == -(-60 // chunk) and {c[0] for c in calls[:-1]} == {chunk} and not any(c[2] for c in calls)
+    assert sum(c[1] for c in calls) == 60
     sc2, staged = _sim("quadruped", fused=False)
     b, tb = _run_trace(sc2, staged, 60, record_poses=True)
     _same(a, b)
@@ -270,7 +271,7 @@ def test_an_interrupt_leaves_every_step_taken_recorded_and_the_run_resumes_with_
     with pytest.raises(KeyboardInterrupt):
         sim.run(200 * sim.h, trajectory=traj, record_poses=True)
     done = len(traj.records)
-    assert done == 52 and sim.data.steps == done        # two calls of 25 and a fused step after each
+    assert done == 50 and sim.data.steps == done        # two calls of 25, one after the other
     assert sim.data.time == traj.records[-1].time == pytest.approx(done * sim.h)
     assert len(traj.positions) == done + 1 and np.array_equal(traj.positions[-1], sim.data.position)
     assert np.array_equal(traj.quaternions[-1], sim.data.quaternion)

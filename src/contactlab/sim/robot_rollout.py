@@ -68,9 +68,9 @@ MAX_CHUNK = 256
 
 #: the wall seconds a call aims at: it runs no Python, so a Ctrl-C waits for its end; each call's
 #: steps are this over the seconds per step of the call before (:func:`next_chunk`). A call's own cost
-#: outside the loop (its arguments, the records) is some tens of microseconds, and ``Simulator.run``
-#: takes the step after a call that did not finish the run by the fused step (a few times a rollout
-#: step's cost): a tenth of a second keeps both below a percent where a step takes 0.4 ms of wall time
+#: outside the loop (its arguments, the records) is some tens of microseconds (``Simulator.run`` calls
+#: again after a call that took all its steps; only a step a call handed over goes to the single
+#: step): a tenth of a second keeps it below a percent where a step takes 0.4 ms of wall time
 #: (a robot's 0.08 ms on a machine loaded five times over), and leaves a machine's own pace alone
 #: (MAX_CHUNK steps in less)
 CALL_SECONDS = 0.1

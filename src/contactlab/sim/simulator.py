@@ -449,16 +449,18 @@ class Simulator:
         self._fused_for = (stages, tuple(map(id, self.controllers)))
         return self._fused or None
 
-    def _rolled(self, steps: int, traj: Trajectory, record_poses: bool) -> int:
+    def _rolled(self, steps: int, traj: Trajectory, record_poses: bool) -> tuple[int, bool]:
         """Up to ``steps`` fused robot steps in one compiled call (:class:`~contactlab.sim.robot_rollout.RobotRollout`)
-        where the fused step takes them, their records appended to ``traj``; the number taken (0: none)."""
+        where the fused step takes them, their records appended to ``traj``: (the number taken, whether
+        the next step is a single step's: none was taken, or the call handed its last one over). A call
+        that took all the steps it was given (its chunk, sized to answer a Ctrl-C soon) hands none over."""
         fused = self._fused_step() if steps > 0 else None
         self._unfused = fused is None and steps > 0     # run()'s next step: the stages' (no second check)
         if fused is None:
-            return 0
+            return 0, True
         try:
             with blas_threads(self.blas_threads):
-                recs, positions, quaternions, _ = fused.rollout().run(steps, record_poses)
+                recs, positions, quaternions, handed_over = fused.rollout().run(steps, record_poses)
         except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
             raise_interrupt_behind(exc)
         if self.has_actuation:      # as run() records each step
@@ -468,7 +470,7 @@ class Simulator:
         if record_poses:
             traj.positions.extend(positions)
             traj.quaternions.extend(quaternions)
-        return len(recs)
+        return len(recs), handed_over or not recs
 
     def _staged_step(self) -> StepRecord:
         """The step of the stages, inside the caller's ``blas_threads``: :meth:`step`'s where no fused
@@ -672,9 +674,9 @@ class Simulator:
                 else:
                     left = steps
                     while left > 0:
-                        taken = self._rolled(left, traj, record_poses)
+                        taken, single = self._rolled(left, traj, record_poses)
                         left -= taken
-                        if left:        # the step a rollout left (sim/robot_rollout.py), or every step
+                        if left and single:     # the step a rollout handed over (sim/robot_rollout.py), or every step
                             one(self._unfused)
                             left -= 1
             except SimulationError as exc:  # the steps so far are kept; the state is the last good one
