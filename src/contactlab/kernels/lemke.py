@@ -9,7 +9,7 @@ Status codes: 0 solved, 1 ray termination, 2 pivot limit, 3 numerical failure.
 import numpy as np
 
 from ._jit import jit, jit_inline, jit_noraise
-from .dense import gauss_jordan_inverse, schur_remove, solve_small, tie_filter
+from .dense import gauss_jordan_inverse, lcp_scale, schur_remove, solve_small, tie_filter
 from .residual import lcp_certify_dense
 from .tolerances import LEMKE_PIVOT, LEX_COLUMN_TIE, LEX_RATIO_TIE, NORMWISE_FLOOR
 
@@ -948,17 +948,11 @@ def lemke_scaled_run(M0, q0, d, symmetric, max_pivots, refactor_every, pivot_tol
         equilibrate_two_sided(M0, R, C, np.empty(n), np.empty(n))
     Ms = np.empty((n, n))       # exact: powers of two
     qs = np.empty(n)
-    s = 0.0
     for i in range(n):
         qs[i] = R[i] * q0[i]
         for j in range(n):
             Ms[i, j] = M0[i, j] * R[i] * C[j]
-            s = max(s, abs(Ms[i, j]))
-    if s == 0.0:
-        for i in range(n):
-            s = max(s, abs(qs[i]))
-    if s == 0.0:
-        s = 1.0
+    s = lcp_scale(Ms, qs)
     ds = np.empty(d.shape[0])   # the same covering in the scaled rows' units
     for i in range(d.shape[0]):
         ds[i] = R[i] * d[i]

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
-from ..kernels.dense import csr_times, solve_small
+from ..kernels.dense import csr_times, lcp_scale, solve_small
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.factored import dense_csr
 from ..kernels.lemke import SOLVED, lemke_reduced_certified, lemke_scaled_run
@@ -477,15 +477,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     x0 = _back(Linv, yg)
     for k in range(nj):
         x0[k] = -x0[k]
-    s_max = 0.0
-    for i in range(n):
-        for j in range(n):
-            s_max = max(s_max, abs(F[i, j]))
-    if s_max == 0.0:
-        for i in range(n):
-            s_max = max(s_max, abs(e[i]))
-    if s_max == 0.0:
-        s_max = 1.0
+    s_max = lcp_scale(F, e)
     mp = 50 * n + 1000 if max_pivots < 0 else max_pivots
     pivots = 0
     z = np.zeros(n)
