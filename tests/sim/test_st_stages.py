@@ -326,3 +326,33 @@ def test_run_takes_the_same_steps_as_step_by_step():
     np.testing.assert_array_equal(v0, v1)
     assert [(r.contacts, r.iterations, r.residual, r.kinetic_energy) for r in r0] == \
         [(r.contacts, r.iterations, r.residual, r.kinetic_energy) for r in r1]
+
+
+def test_the_lift_step_the_unscaled_run_leaves_is_certified_by_the_equilibrated_retry(monkeypatch):
+    """At t = 1.31 s of the rubber grasp (step 262, 54 rows) Lemke's unscaled run on the step's LCP
+    ends on a basis that does not certify (residual ~2e-4): solve() certifies the step by its
+    symmetrically equilibrated retry, and so must the compiled call (kernels/lemke.py
+    ``lemke_scaled_run``) instead of declining. Checked against the step's LCP formed independently
+    with numpy (the joints eliminated by their dense inverse) and against solve() on the same problem."""
+    import contactlab as cl
+    seen = _count_calls(monkeypatch)
+    sim = _barrett()
+    for _ in range(262):
+        assert sim.step().success
+    assert seen["declined"] == 0 and seen["taken"] == 262
+    sol = sim.last_solution
+    assert sol.info.get("compiled_step") and sol.relative_residual <= 1e-8
+    sys = sim.last_system
+    Mlcp, q, H, v0, Jd, W = _independent_lcp(sys, sys.cfm + sim.model_options.cfm)
+    z = sol.z
+    w = Mlcp @ z + q
+    scale = np.abs(Mlcp).max() * max(np.abs(z).max(), 1e-300) + np.abs(q).max()
+    assert z.min() >= -1e-9 * max(np.abs(z).max(), 1.0)
+    assert w.min() >= -1e-6 * scale
+    assert np.abs(z * w).max() <= 1e-6 * scale * max(np.abs(z).max(), 1e-300)
+    v = v0 + W @ (H.T @ z + Jd.T @ sol.x)
+    assert np.allclose(v, sim.data.result.v_next, atol=1e-9 * max(1.0, np.abs(v).max()))
+    # the general path needs the retry on this step: its unscaled run does not certify
+    general = cl.solve(sim.last_problem, "lemke")
+    assert general.status.name == "SOLVED"
+    assert "unscaled_attempt" in str(general.info) or "equilibrated" in str(general.info)

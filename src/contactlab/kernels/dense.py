@@ -327,6 +327,21 @@ def abs_max(A, k):
     return scale
 
 
+@jit_inline
+def lcp_scale(M, q):
+    """The one scale an LCP (M, q) is solved at, (M, q) / s: s = max|M_ij| (:func:`abs_max`), else
+    max|q_i|, else 1 (solvers/lemke.py ``lemke_solve``'s ``problem.max_abs_M() or max|q| or 1``), so
+    that the problem times any c > 0 runs identically (Lemke's and PGS-SM's kernels)."""
+    n = q.shape[0]
+    s = abs_max(M, n)
+    if s == 0.0:
+        for i in range(n):
+            s = max(s, abs(q[i]))
+    if s == 0.0:
+        s = 1.0
+    return s
+
+
 @jit
 def pivot_row(A, c, k):
     """Partial pivoting: the row r >= c of largest |A[r, c]| (the first on ties)."""

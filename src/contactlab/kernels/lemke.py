@@ -9,7 +9,7 @@ Status codes: 0 solved, 1 ray termination, 2 pivot limit, 3 numerical failure.
 import numpy as np
 
 from ._jit import jit, jit_inline, jit_noraise
-from .dense import gauss_jordan_inverse, schur_remove, tie_filter
+from .dense import gauss_jordan_inverse, lcp_scale, schur_remove, solve_small, tie_filter
 from .residual import lcp_certify_dense
 from .tolerances import LEMKE_PIVOT, LEX_COLUMN_TIE, LEX_RATIO_TIE, NORMWISE_FLOOR
 
@@ -864,3 +864,117 @@ def equilibrate_two_sided(M, R, C, r, c):
             if c[i] > 0.0:
                 C[i] = 2.0 ** np.round(np.log2(C[i]) - 0.5 * np.log2(c[i]))
     return EQUILIBRATE_SWEEPS
+
+
+@jit
+def refine_scaled_answer(M, q, R, C, Ms, y, steps, z):
+    """z = C y refined on the unscaled LCP (M, q), y the answer of the equilibrated LCP
+    (Ms = R M C, R q) (:func:`lemke_scaled_run`): the complementary basis y reads (z_i basic where
+    y_i > w'_i, w' = Ms y + R q), then ``steps`` of iterative refinement of its basis system
+    M_aa z_a = -q_a, the residual taken on (M, q) itself and the correction solved on the
+    equilibrated block Ms_aa = R_a M_aa C_a (Gaussian elimination with partial pivoting,
+    kernels/dense.py ``solve_small``). Why: the scaled run certifies on (Ms, R q); mapped back,
+    z = C y can lose the digits the scaling spread over rows of different units, and refinement in
+    the original units recovers them (Higham, Accuracy and Stability, §12.1).
+
+    Writes the refined z (clipped at 0) and returns True; False (z unspecified) where the block is
+    exactly singular or the refined z not finite. The caller certifies z and keeps the better of
+    the two answers."""
+    n = y.shape[0]
+    act = np.empty(n, np.int64)
+    k = 0
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += Ms[i, j] * y[j]
+        z[i] = 0.0
+        if y[i] > s + R[i] * q[i]:
+            act[k] = i
+            k += 1
+    if k == 0:
+        return True
+    za = np.empty(k)
+    b = np.empty(k)
+    dz = np.empty(k)
+    A = np.empty((k, k))
+    for r in range(k):
+        za[r] = C[act[r]] * y[act[r]]
+    for _ in range(steps):
+        for r in range(k):
+            i = act[r]
+            s = 0.0
+            for c in range(k):
+                s += M[i, act[c]] * za[c]
+                A[r, c] = Ms[i, act[c]]
+            b[r] = R[i] * (s + q[i])
+        if not solve_small(A, b, k, dz, 0.0):    # an exactly zero pivot: singular
+            return False
+        for r in range(k):
+            za[r] = za[r] - C[act[r]] * dz[r]
+    for r in range(k):
+        if not np.isfinite(za[r]):
+            return False
+        z[act[r]] = max(za[r], 0.0)
+    return True
+
+
+@jit
+def lemke_scaled_run(M0, q0, d, symmetric, max_pivots, refactor_every, pivot_tol, floor_factor, restarts,
+                     refine_above):
+    """One reduced Lemke run on the equilibrated LCP (R M0 C, R q0) (symmetric: R = C = D,
+    :func:`equilibrate_symmetric`; else :func:`equilibrate_two_sided`; the covering d scaled as R d,
+    empty for all ones), its answer mapped back by z = C y and certified on (M0, q0) with the
+    library's one residual (kernels/residual.py ``lcp_certify_dense``, max(rel_nat, rel_infeas));
+    where that residual exceeds ``refine_above`` on a SOLVED run, z refined on (M0, q0)
+    (:func:`refine_scaled_answer`) and the refined answer kept if it certifies better.
+
+    Why (solvers/lemke.py ``equilibration``): Lemke's pivot tolerances and lexicographic ties compare
+    entries of different rows, so a jointed hand's LCP, motor rows ~1e5 beside contact rows ~1e-6
+    (arechavaleta eq. 15), can end its unscaled run on a basis that does not certify; the scaled
+    problem has the same solutions (Cottle-Pang-Stone §4.1). The one place this retry is computed:
+    solvers/lemke.py ``_run_scaled`` (solve()) and sim/st_kernels.py ``st_mixed_step`` (the compiled
+    Stewart-Trinkle step) both call it.
+
+    Returns (status, pivots, z, residual, refined residual (-1.0 when not refined), smallest and
+    largest scale factor)."""
+    n = q0.shape[0]
+    R = np.empty(n)
+    C = np.empty(n)
+    if symmetric:
+        equilibrate_symmetric(M0, R, np.empty(n))
+        for i in range(n):
+            C[i] = R[i]
+    else:
+        equilibrate_two_sided(M0, R, C, np.empty(n), np.empty(n))
+    Ms = np.empty((n, n))       # exact: powers of two
+    qs = np.empty(n)
+    for i in range(n):
+        qs[i] = R[i] * q0[i]
+        for j in range(n):
+            Ms[i, j] = M0[i, j] * R[i] * C[j]
+    s = lcp_scale(Ms, qs)
+    ds = np.empty(d.shape[0])   # the same covering in the scaled rows' units
+    for i in range(d.shape[0]):
+        ds[i] = R[i] * d[i]
+    code, pivots, y, _, _ = lemke_reduced_run(Ms, qs, s, ds, max_pivots, refactor_every, pivot_tol, floor_factor,
+                                              restarts)
+    z = np.empty(n)
+    for i in range(n):
+        z[i] = C[i] * y[i]
+    w = np.empty(n)
+    t = np.empty(n)
+    r = lcp_certify_dense(M0, q0, z, w, t, floor_factor)
+    res = max(r[3], r[5])
+    refined = -1.0
+    if res > refine_above and code == SOLVED:
+        zr = np.empty(n)
+        if refine_scaled_answer(M0, q0, R, C, Ms, y, 2, zr):
+            r = lcp_certify_dense(M0, q0, zr, w, t, floor_factor)
+            refined = max(r[3], r[5])
+            if refined < res:
+                z, res = zr, refined
+    lo, hi = np.inf, 0.0
+    for i in range(n):
+        lo = min(lo, R[i], C[i])
+        hi = max(hi, R[i], C[i])
+    return code, pivots, z, res, refined, lo, hi

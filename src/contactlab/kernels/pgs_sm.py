@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
+from .dense import lcp_scale
 from .pgs import (BAD_DIAGONAL, CONVERGED, NOT_FINITE, box_natural_residual, dense_refresh_w, pgs_dense_kernel,
                   bounds_scale, row_bounds)
 from .residual import box_row
@@ -324,15 +325,7 @@ def pgs_sm_dense_run(M, q, lo, hi, findex, mu, z, w, params, stats):
         for j in range(i):
             if M[i, j] != M[j, i]:
                 return NOT_SYMMETRIC
-    s = 0.0
-    for i in range(n):
-        for j in range(n):
-            s = max(s, abs(M[i, j]))
-    if s == 0.0:
-        for i in range(n):
-            s = max(s, abs(q[i]))
-        if s == 0.0:
-            s = 1.0
+    s = lcp_scale(M, q)
     Ms = np.empty((n, n))
     qs = np.empty(n)
     diag = np.empty(n)

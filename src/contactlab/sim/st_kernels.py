@@ -15,12 +15,21 @@ are Lemke's and solve()'s; what differs is the rounding of the Schur complement:
 F = B - Y'Y with Y = L^-1 C (C = D' = J W H', A = L L'), one triangular product instead of the
 general path's D (L^-T (L^-1 C)) by BLAS, a third of the work for the same matrix in exact arithmetic.
 
+Where Lemke's first reduced run on (F, e) does not certify within its ``tol``, the call takes
+solve()'s first retry as solvers/lemke.py does (``equilibrate="auto"``): the run on the
+symmetrically equilibrated LCP (D F D, D e), its answer mapped back, refined and certified on
+(F, e) (kernels/lemke.py ``lemke_scaled_run``, the one kernel both call). A jointed hand's motor
+rows beside its contact rows (arechavaleta eq. 15) make the unscaled run end, on some steps, on a
+basis that does not certify; without this retry in the call such a step went to the general
+stages, whose kernels a process that had not used them loads from numba's cache (~0.6 s CPU).
+
 The call declines (``ok`` False, nothing applied) where the general path would take another
 branch or the answer would not be Lemke's first certified one: A not exactly symmetric or not
 numerically positive definite with the rank margin of ``_reduce_spd`` (the QR branch), a trivial
-problem (z = 0 solves it), Lemke not SOLVED within its ``tol`` on the first reduced run (the
-general path's retries: equilibration, tableau, pivot tolerances, regularisation), or the answer
-not certified on the mixed problem within ``threshold`` (max(certify, tol), as solve() does).
+problem (z = 0 solves it), neither the first reduced run nor the equilibrated one SOLVED within
+``tol`` (the general path's further retries: the two-sided scaling, tableau, pivot tolerances,
+regularisation), or the answer not certified on the mixed problem within ``threshold``
+(max(certify, tol), as solve() does).
 """
 from __future__ import annotations
 
@@ -28,10 +37,10 @@ import numpy as np
 
 from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
-from ..kernels.dense import csr_times, solve_small
+from ..kernels.dense import csr_times, lcp_scale, solve_small
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.factored import dense_csr
-from ..kernels.lemke import SOLVED, lemke_reduced_certified
+from ..kernels.lemke import SOLVED, lemke_reduced_certified, lemke_scaled_run
 from ..kernels.mixed import mixed_row_terms, pyramid_coupling, symmetric_row_norm
 from ..kernels.residual import lcp_certify_dense, lcp_relative_kernel, lcp_residual_kernel
 from ..kernels.tolerances import NORMWISE_FLOOR
@@ -384,7 +393,9 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
 
     ``guess``: the previous step's answer on this step's rows (:func:`warm_guess`), or empty. Where
     its basis gives a certified answer (:func:`_warm_answer`, then the mixed problem's certificate)
-    that answer is taken with no pivot; else Lemke's method from its usual start."""
+    that answer is taken with no pivot; else Lemke's method from its usual start, and where that
+    does not certify on (F, e), the symmetrically equilibrated run (module docstring; ``pivots``
+    counts both runs)."""
     nj_all, nl, nc, nm = j_rhs.shape[0], l_bias.shape[0], n_bias.shape[0], a_target.shape[0]
     if nj_all == 0 or nl + nc + nm == 0:    # no joint rows, or nothing to solve (solve()'s trivial problem)
         return _declined()
@@ -466,15 +477,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     x0 = _back(Linv, yg)
     for k in range(nj):
         x0[k] = -x0[k]
-    s_max = 0.0
-    for i in range(n):
-        for j in range(n):
-            s_max = max(s_max, abs(F[i, j]))
-    if s_max == 0.0:
-        for i in range(n):
-            s_max = max(s_max, abs(e[i]))
-    if s_max == 0.0:
-        s_max = 1.0
+    s_max = lcp_scale(F, e)
     mp = 50 * n + 1000 if max_pivots < 0 else max_pivots
     pivots = 0
     z = np.zeros(n)
@@ -485,9 +488,14 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
         code, pivots, out, c6 = lemke_reduced_certified(F, e, s_max, np.zeros(0), mp, REFACTOR_EVERY, pivot_tol,
                                                         NORMWISE_FLOOR, restarts)
         rel = c6[3] if c6[3] > c6[5] else c6[5]
-        if code != SOLVED or not rel <= tol or c6[3] != c6[3] or c6[5] != c6[5]:
-            return _declined()
-        z = out[:n].copy()
+        if code == SOLVED and rel <= tol and c6[3] == c6[3] and c6[5] == c6[5]:
+            z = out[:n].copy()
+        else:   # solvers/lemke.py's first retry: the symmetrically equilibrated LCP, certified on (F, e)
+            code, more, z, rel, _, _, _ = lemke_scaled_run(F, e, np.zeros(0), True, mp, REFACTOR_EVERY, pivot_tol,
+                                                          NORMWISE_FLOOR, restarts, 1e-3 * tol)
+            pivots += more
+            if code != SOLVED or not rel <= tol:
+                return _declined()
         x, w, numbers, certified = _mixed_certificate(Am, Cm, Dm, B, g, hh, Y, yg, Linv, z, threshold)
         if not certified:
             return _declined()

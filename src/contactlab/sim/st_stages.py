@@ -13,7 +13,8 @@ general stages' kernels in their order. The step's ConstraintSystem and problem 
 from the state before the step only when read (``Simulator.last_system``, ``last_problem``).
 
 A step the call declines (an A that needs the QR branch of the Schur complement, a trivial
-problem, an answer that Lemke's first reduced run does not certify) is taken by the general stages
+problem, an answer that neither Lemke's first reduced run nor its symmetrically equilibrated retry
+certifies) is taken by the general stages
 on the same contacts: build, solve() with Lemke's retries and the fallbacks, so its status is
 theirs. A certified step with a deep contact is integrated by the call; the simulator's position
 correction and the joint projection follow it (as the general integrate runs them).

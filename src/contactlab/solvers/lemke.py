@@ -146,58 +146,28 @@ def equilibration(M: np.ndarray, symmetric: bool = True) -> tuple[np.ndarray, np
 def refine_on_original(M: np.ndarray, q: np.ndarray, R: np.ndarray, C: np.ndarray, Ms: np.ndarray,
                        y: np.ndarray, steps: int = 2) -> np.ndarray | None:
     """z = C y refined on the unscaled LCP (M, q), y the answer of the equilibrated LCP
-    (Ms = R M C, R q): the complementary basis y reads (z_i basic where y_i > w'_i, w' = Ms y + R q),
-    then ``steps`` of iterative refinement of its basis system M_aa z_a = -q_a, the residual on
-    (M, q), the correction from the equilibrated block's LU (Ms_aa = R_a M_aa C_a). Returns the
-    refined z (clipped at 0; the caller certifies it and keeps the better of the two), or None when
-    the block is singular."""
-    ws = Ms @ y + R * q
-    a = np.flatnonzero(y > ws)
-    z = np.zeros_like(y)
-    if a.size == 0:
-        return z
-    import warnings
-
-    import scipy.linalg as sl
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", sl.LinAlgWarning)    # a singular block: checked below, not printed
-        try:
-            lu = sl.lu_factor(Ms[np.ix_(a, a)], check_finite=False)
-        except (ValueError, np.linalg.LinAlgError):
-            return None
-        if not np.all(np.isfinite(lu[0])) or np.min(np.abs(np.diag(lu[0]))) == 0.0:
-            return None
-        Ra, Ca, Maa, za = R[a], C[a], M[np.ix_(a, a)], C[a] * y[a]
-        for _ in range(steps):
-            za = za - Ca * sl.lu_solve(lu, Ra * (Maa @ za + q[a]), check_finite=False)
-    if not np.all(np.isfinite(za)):
-        return None
-    z[a] = np.maximum(za, 0.0)
-    return z
+    (Ms = R M C, R q): kernels/lemke.py ``refine_scaled_answer`` (the basis y reads, ``steps`` of
+    iterative refinement of its basis system on (M, q)). Returns the refined z (clipped at 0; the
+    caller certifies it and keeps the better of the two), or None when the basis block is singular
+    or the refined z not finite."""
+    f = np.ascontiguousarray
+    z = np.empty(np.shape(y)[0])
+    ok = K.refine_scaled_answer(f(M, dtype=np.float64), f(q, dtype=np.float64), f(R, dtype=np.float64),
+                                f(C, dtype=np.float64), f(Ms, dtype=np.float64), f(y, dtype=np.float64), int(steps), z)
+    return z if ok else None
 
 
 def _run_scaled(M0, q0, d, max_pivots, opts: LemkeOptions, symmetric: bool):
-    """One reduced run on (R M0 C, R q0), z = C y, refined on (M0, q0): (code, pivots, z, residual, info)."""
-    R, C = equilibration(M0, symmetric)
-    Ms = M0 * R[:, None]                # exact: powers of two; one n x n copy
-    Ms *= C[None, :]
-    qs = R * q0
-    ds = d if d.size == 0 else R * d    # the same covering in the scaled rows' units
-    s = max(float(Ms.max(initial=0.0)), -float(Ms.min(initial=0.0))) or float(np.max(np.abs(qs), initial=0.0)) or 1.0
-    code, pv, y, _, _ = K.lemke_reduced_run(Ms, qs, s, ds, max_pivots, REFACTOR_EVERY, opts.pivot_tol,
-                                           NORMWISE_FLOOR, int(opts.restarts))
-    z = C * y
-    res = _rel(M0, q0, z)
+    """One reduced run on (R M0 C, R q0), z = C y, refined on (M0, q0) (kernels/lemke.py
+    ``lemke_scaled_run``, the compiled Stewart-Trinkle step's retry too): (code, pivots, z, residual, info)."""
+    code, pv, z, res, refined, lo, hi = K.lemke_scaled_run(M0, q0, d, symmetric, max_pivots, REFACTOR_EVERY,
+                                                           opts.pivot_tol, NORMWISE_FLOOR, int(opts.restarts),
+                                                           1e-3 * opts.tol)
     info = {"scaling": "symmetric" if symmetric else "two-sided", "status": _STATUS[code].name, "pivots": int(pv),
-            "residual": res, "scale_range": (float(min(R.min(), C.min())), float(max(R.max(), C.max())))}
-    if res > 1e-3 * opts.tol and code == _K_SOLVED:
-        zr = refine_on_original(M0, q0, R, C, Ms, y)
-        if zr is not None:
-            rr = _rel(M0, q0, zr)
-            info["refined_residual"] = rr
-            if rr < res:
-                z, res = zr, rr
-    return code, int(pv), z, res, info
+            "residual": float(res), "scale_range": (float(lo), float(hi))}
+    if refined != -1.0:
+        info["refined_residual"] = float(refined)
+    return code, int(pv), z, float(res), info
 
 
 def _solve_equilibrated(M0, q0, d, max_pivots, opts: LemkeOptions):
