@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from contactlab.collision import CollisionWorld, match_previous
-from contactlab.collision.boxes import FACE_SLACK
+from contactlab.collision.boxes import FACE_SLACK, shape_reach_of
 from contactlab.mechanics import Body, Scene, Shape, build_model, quat_from_axis_angle
 from contactlab.scenarios import make_scene
 from contactlab.sim import Simulator
@@ -633,6 +633,103 @@ def test_a_falling_column_keeps_the_contacts_that_the_stops_below_can_close(gap)
     assert (0, 1) in pairs and need[0] and not all(need)
     assert all(g for g, nd in zip(got, need) if nd)
     assert not any(got[-3:])                # the column is cut
+
+
+def _reachable_reference(sa, sb, phi, close, sweep, shape_body, nb, margin, sweeps=64):
+    """reach.py ``reachable_contacts`` as written before its shortcuts (main 33b5626), in Python: every
+    contact's bodies and caps |h v|, D = cap on both bodies of a contact with close > 0, Bellman-Ford
+    sweeps over the others (forward, backward) to the least fixed point, every contact kept where
+    they have not settled, else keep = phi < margin or close + D_a + D_b > 0."""
+    k = sa.size
+    ba, bb = shape_body[sa], shape_body[sb]
+    cap, D = np.zeros(nb), np.zeros(nb)
+    cap[ba] = np.linalg.norm(sweep[sa, :3], axis=1)
+    cap[bb] = np.linalg.norm(sweep[sb, :3], axis=1)
+    for c in np.flatnonzero(close > 0.0):
+        D[ba[c]], D[bb[c]] = cap[ba[c]], cap[bb[c]]
+    rest = np.flatnonzero(~(close > 0.0))
+    for s in range(sweeps):
+        changed = False
+        for c in (rest if s % 2 == 0 else rest[::-1]):
+            i, j = ba[c], bb[c]
+            for x, y in ((i, j), (j, i)):
+                e = close[c] + D[x]
+                if e > D[y] and D[y] < cap[y]:
+                    D[y] = min(e, cap[y])
+                    changed = True
+        if not changed:
+            return (phi < margin) | (close + D[ba] + D[bb] > 0.0)
+    return np.ones(k, dtype=bool)
+
+
+def _box_states(seed):
+    """Columns of 8 boxes falling together at 8.8 m/s onto the ground (gaps 2-7 cm, the lowest 1-8 cm
+    up: the column is cut a few gaps up), a box falling at 8.8 m/s onto a box at rest 1-8 cm below
+    (its one speculative pair closes at free motion), falling 100-box piles at steps 0-90 and 12-box
+    stacks at rest as the default Simulator steps them; the piles and stacks as stepped and with the
+    bodies' velocities scaled (0-3x) or half of them replaced by random ones (3 m/s, 1.5 rad/s
+    scale): (world, model, data) each."""
+    rng = np.random.default_rng(seed)
+    for _ in range(4):
+        gap, low = rng.uniform(0.02, 0.07), rng.uniform(0.01, 0.08)
+        column = [Body(f"b{k}", position=(rng.uniform(-0.01, 0.01), 0, 0.1 + low + k * (0.2 + gap)),
+                       shapes=[Shape("box", size=(0.2,) * 3)]) for k in range(8)]
+        w, model, data = _world([GROUND] + column)
+        data.linear_velocity[1:, 2] = -8.8
+        yield w, model, data
+        pair = [Body("a", position=(0, 0, 0.1), shapes=[Shape("box", size=(0.2,) * 3)]),
+                Body("b", position=(rng.uniform(-0.05, 0.05), 0, 0.3 + low), shapes=[Shape("box", size=(0.2,) * 3)])]
+        w, model, data = _world([GROUND] + pair)
+        data.linear_velocity[2, 2] = -8.8
+        yield w, model, data
+    for name, n, at in (("pile", 100, (0, 30, 55, 70, 90)), ("stack", 12, (0, 5))):
+        sim = Simulator(make_scene(name, count=n))
+        for s in range(max(at) + 1):
+            if s in at:
+                for kind in ("as is", "scaled", "random"):
+                    data = sim.data.copy()
+                    if kind == "scaled":
+                        data.linear_velocity *= rng.uniform(0.0, 3.0)
+                    elif kind == "random":
+                        m = rng.uniform(size=data.linear_velocity.shape[0]) < 0.5
+                        data.linear_velocity[m] = rng.normal(scale=3.0, size=(m.sum(), 3))
+                        data.angular_velocity[m] = rng.normal(scale=1.5, size=(m.sum(), 3))
+                    yield sim.world, sim.model, data
+            sim.step()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_reachable_contacts_shortcuts_keep_the_contacts_of_the_full_rule(seed):
+    """detect_contacts skips reach.py ``contact_closing`` and ``reachable_contacts`` where no contact
+    is speculative (``speculative_any``: every phi < margin), and reachable_contacts its Bellman-Ford
+    sweeps where every speculative contact closes at free motion (close > 0): the same contacts, in the same
+    order and the same bits, as the unfiltered detection (``detect_kernel``) masked by the rule
+    without shortcuts (:func:`_reachable_reference`), on falling piles and stacks at rest as stepped and
+    with random velocities; every path is met (no speculative contact; all closing; swept, some left out)."""
+    from contactlab.collision.boxes import BOX, detect_kernel
+    from contactlab.collision.boxes.reach import contact_closing, speculative_any
+    h = 0.01
+    paths = set()
+    for w, model, data in _box_states(seed):
+        sweep = _sweep(w, model, data, h)
+        margin = float(model.settings.margin)
+        reach = shape_reach_of(sweep)
+        Rs, ps, pairs, sa, sb, P, N, phi, rest = detect_kernel(
+            data.quaternion, data.position, w.shape_body, w.local_R, w.local_p, w.plane_idx, w.plane_local,
+            w.aabb_center, w.aabb_half, margin, reach, sweep, w.finite_idx, w.static, w.jointed_keys, model.nb,
+            w.shape_class, w.half, w.vflat, w.vstart, w.sphere_radius, w.plane_row)
+        assert not rest.any()
+        box_pair = (w.shape_class[sa] == BOX) & (w.shape_class[sb] == BOX)
+        close = contact_closing(sa, sb, N, phi, sweep, box_pair, Rs, ps, w.half, margin)
+        ref = _reachable_reference(sa, sb, phi, close, sweep, w.shape_body, model.nb, margin)
+        c = w.detect(data, margin=margin, sweep=sweep)
+        got = (np.asarray(c.shape_a), np.asarray(c.shape_b), np.asarray(c.point), np.asarray(c.phi))
+        for x, y in zip(got, (sa[ref], sb[ref], P[ref], phi[ref])):
+            assert np.array_equal(x, y)
+        spec = ~(phi < margin)
+        paths.add("none speculative" if not speculative_any(phi, margin)
+                  else "all closing" if (close[spec] > 0.0).all() else "swept, all kept" if ref.all() else "swept, some left out")
+    assert {"none speculative", "all closing", "swept, some left out"} <= paths, paths
 
 
 def _box_distance(x, p, R, h):

@@ -13,7 +13,7 @@ from .broad_phase import broad_phase, planes_world, world_poses
 from .manifold import MAX_PAIR_POINTS, _dot, _Work, box_box, canonical_order
 from .matching import match_with_values
 from .packed import pack_contacts, unpack_contacts
-from .reach import axis_reach, contact_closing, reachable_contacts, shape_reach_of
+from .reach import axis_reach, contact_closing, reachable_contacts, shape_reach_of, speculative_any
 
 
 #: shape classes of :func:`narrow_phase` (CollisionWorld.shape_class)
@@ -132,7 +132,8 @@ def detect_contacts(quaternion, position, shape_body, local_R, local_p, plane_id
                     aabb_half, margin, reach, sweep, finite_idx, static, jointed_keys, nb, cls, half, verts, vstart,
                     radius, plane_row, shape_mu, mu_default):
     """:func:`detect_kernel`, then, where no pair is left to coal, the contacts that can close in the step
-    (reach.py :func:`~contactlab.collision.boxes.reach.reachable_contacts`) and each one's tangents
+    (reach.py :func:`~contactlab.collision.boxes.reach.reachable_contacts`, only where some contact is
+    speculative, :func:`~contactlab.collision.boxes.reach.speculative_any`) and each one's tangents
     (mechanics/kernels.py ``tangent_basis_kernel``) and its bodies and friction
     (:func:`contact_fields`) in the same call. Returns detect_kernel's outputs and (t1, t2, body_a,
     body_b, mu), the latter empty where some pair is left to coal (the caller merges coal's contacts
@@ -147,13 +148,14 @@ def detect_contacts(quaternion, position, shape_body, local_R, local_p, plane_id
         e3 = np.empty((0, 3))
         ei = np.empty(0, dtype=np.int64)
         return Rs, ps, pairs, sa, sb, P, N, phi, rest, left, e3, e3, ei, ei, np.empty(0)
-    box_pair = np.empty(sa.size, dtype=np.bool_)
-    for i in range(sa.size):
-        box_pair[i] = cls[sa[i]] == BOX and cls[sb[i]] == BOX
-    close = contact_closing(sa, sb, N, phi, sweep, box_pair, Rs, ps, half, margin)
-    keep = reachable_contacts(sa, sb, phi, close, sweep, shape_body, nb, margin)
-    if not keep.all():      # speculative contacts no deviation can close (reach.py reachable_contacts)
-        sa, sb, P, N, phi = sa[keep], sb[keep], P[keep], N[keep], phi[keep]
+    if speculative_any(phi, margin):    # else reachable_contacts keeps every contact: not called
+        box_pair = np.empty(sa.size, dtype=np.bool_)
+        for i in range(sa.size):
+            box_pair[i] = cls[sa[i]] == BOX and cls[sb[i]] == BOX
+        close = contact_closing(sa, sb, N, phi, sweep, box_pair, Rs, ps, half, margin)
+        keep = reachable_contacts(sa, sb, phi, close, sweep, shape_body, nb, margin)
+        if not keep.all():      # speculative contacts no deviation can close (reach.py reachable_contacts)
+            sa, sb, P, N, phi = sa[keep], sb[keep], P[keep], N[keep], phi[keep]
     t1, t2 = tangent_basis_kernel(N)
     ba, bb, mu = contact_fields(shape_body, shape_mu, sa, sb, mu_default)
     return Rs, ps, pairs, sa, sb, P, N, phi, rest, left, t1, t2, ba, bb, mu

@@ -110,6 +110,19 @@ def contact_closing(sa, sb, N, phi, sweep, box_pair, Rs, ps, half, margin):
 
 
 @jit
+def speculative_any(phi, margin):
+    """Whether some contact is speculative, phi >= margin (or phi NaN): the only contacts
+    :func:`reachable_contacts` can leave out (it keeps every contact with phi < margin on each of its
+    paths). Where none is, its mask is all true, so the caller skips it and :func:`contact_closing`
+    with it: a stack at rest, every contact within the margin (one pass over phi, where the two
+    take a face-axis test per box pair and Bellman-Ford sweeps)."""
+    for c in range(phi.size):
+        if not phi[c] < margin:
+            return True
+    return False
+
+
+@jit
 def reachable_contacts(sa, sb, phi, close, sweep, shape_body, nb, margin):
     """Which of the contacts found can close in the step (a mask): a speculative contact between
     bodies that no contact can slow down enough is left out.
@@ -129,8 +142,10 @@ def reachable_contacts(sa, sb, phi, close, sweep, shape_body, nb, margin):
     falling box may be stopped, the one above it closes on it by that much less their gap, and a
     few gaps up the deviation has run out: the boxes above keep no contact, where the pairwise
     bound kept every box within h |v| of the one below as a row. Contacts with phi < margin are
-    always kept; where the deviations have not settled after REACH_SWEEPS sweeps, every contact
-    is. Needs every contact of the step in the arrays (a pair left to coal: not called)."""
+    always kept, and so are those that close at free motion (D >= 0), so where no other contact
+    is found the sweeps are skipped; where the deviations have not settled after REACH_SWEEPS
+    sweeps, every contact is. Needs every contact of the step in the arrays (a pair left to coal:
+    not called)."""
     k = sa.size
     keep = np.ones(k, dtype=np.bool_)
     if k == 0:
@@ -152,6 +167,11 @@ def reachable_contacts(sa, sb, phi, close, sweep, shape_body, nb, margin):
             m += 1
     if m == k:
         return keep
+    undecided = False       # a speculative contact that does not close at free motion: only these can go
+    for c in range(k):
+        undecided = undecided or (not phi[c] < margin and not close[c] > 0.0)
+    if not undecided:
+        return keep         # every contact within the margin or closing (the mask below: all true)
     rest = np.empty(k - m, dtype=np.int64)
     m = 0
     for c in range(k):
