@@ -33,3 +33,13 @@ def test_the_robot_task_runs_the_quadruped_with_its_controller_through_run():
     assert "no-slip/default/quadruped+controllers" in {t.name for t in tasks() if t.kind == "simulate"}
     label, _, error = run_task(Task("simulate", "no-slip/default/quadruped+controllers"))
     assert error is None and label == "simulate no-slip/default/quadruped+controllers"
+
+
+def test_the_large_stack_task_compiles_the_sparse_rows_kernels_a_small_stack_does_not_reach():
+    """A 100-box stack's rows take the sparse Delassus frames (mechanics/delassus.py): its task,
+    named with its count, compiles them ahead of a user's first larger scene."""
+    from contactlab.mechanics import delassus
+    assert "box-friction/box-qp/stack@100" in {t.name for t in tasks() if t.kind == "simulate"}
+    label, _, error = run_task(Task("simulate", "box-friction/box-qp/stack@100"))
+    assert error is None and label == "simulate box-friction/box-qp/stack@100"
+    assert delassus.frame_values.signatures and delassus._dots3.signatures

@@ -76,6 +76,7 @@ SIMULATIONS = (
     ("stewart-trinkle", None, "stack", {"count": 2}, 3),
     ("box-friction", "box-qp", "stack", {"count": 2}, 3),
     ("box-friction", "box-qp", "pile", {"count": 4}, 3),
+    ("box-friction", "box-qp", "stack", {"count": 100}, 2),    # the rows' sparse Delassus frames (mechanics/delassus.py)
     ("box-friction", "pgs", "stack", {"count": 2}, 3),
     ("frictionless", None, "stack", {"count": 2}, 3),
     ("no-slip", None, "stack", {"count": 2}, 3),
@@ -95,13 +96,24 @@ ROBOT_RUNS = (("no-slip", None, "quadruped", {}, 3),)
 REUSE = {("frictionless", "dantzig", "column-collapse")}
 
 
+#: a scene of more bodies than this takes its count into its task's name (``.../stack@100``): its sizes
+#: reach kernels the small scenes do not (sparse rows where the small ones are dense)
+_NAMED_COUNT = 10
+
+
+def _name(model: str, method: str | None, scene: str, params: dict) -> str:
+    """A simulation task's name: ``model/method/scene``, ``@count`` for a large scene."""
+    count = params.get("count", 0)
+    return f"{model}/{method or 'default'}/{scene}" + (f"@{count}" if count > _NAMED_COUNT else "")
+
+
 def tasks(kinds=("solve", "simulate")) -> list[Task]:
     """Every warm-up task, the slowest kinds first (simulations compile the most)."""
     import contactlab as cl
     out = []
     if "simulate" in kinds:
-        out += [Task("simulate", f"{m}/{meth or 'default'}/{scene}") for m, meth, scene, _, _ in SIMULATIONS]
-        out += [Task("simulate", f"{m}/{meth or 'default'}/{scene}+controllers") for m, meth, scene, _, _ in ROBOT_RUNS]
+        out += [Task("simulate", _name(*entry[:4])) for entry in SIMULATIONS]
+        out += [Task("simulate", _name(*entry[:4]) + "+controllers") for entry in ROBOT_RUNS]
     if "solve" in kinds:
         out += [Task("solve", name) for name in sorted(cl.available_solvers()) if name != "auto"]
     return out
@@ -127,13 +139,11 @@ def _run(task: Task) -> None:
     else:
         from .scenarios import make_scene
         from .sim import Simulator
-        model, method, scene = task.name.split("/")
-        scene, controlled, _ = scene.partition("+")
-        params, steps = next((p, s) for m, me, sc, p, s in (ROBOT_RUNS if controlled else SIMULATIONS)
-                             if (m, me or "default", sc) == (model, method, scene))
+        name, controlled, _ = task.name.partition("+")
+        model, method, scene, params, steps = next(e for e in (ROBOT_RUNS if controlled else SIMULATIONS)
+                                                   if _name(*e[:4]) == name)
         sc = make_scene(scene, **params)
-        sim = Simulator(sc, model, None if method == "default" else method,
-                        reuse="motionless" if (model, method, scene) in REUSE else None,
+        sim = Simulator(sc, model, method, reuse="motionless" if (model, method, scene) in REUSE else None,
                         controllers=list(getattr(sc, "controllers", ())) if controlled else None)
         if controlled:
             sim.run(steps * sim.h)
