@@ -22,7 +22,7 @@ def default_threads() -> int:
     return int(os.environ.get(ENV, "1"))
 
 
-_controller: tuple[int, ThreadpoolController] | None = None
+_controller: tuple[int, ThreadpoolController, tuple] | None = None
 
 
 def _thread_pools() -> ThreadpoolController:
@@ -33,8 +33,31 @@ def _thread_pools() -> ThreadpoolController:
     global _controller
     key = len(sys.modules)
     if _controller is None or _controller[0] != key:
-        _controller = (key, ThreadpoolController())
+        pools = ThreadpoolController()
+        _controller = (key, pools, tuple((lib, _count_reader(lib)) for lib in pools.lib_controllers
+                                         if lib.user_api == "blas"))
     return _controller[1]
+
+
+def _count_reader(lib):
+    """A BLAS library's own thread-count getter (its C function, resolved once), or the controller's
+    ``get_num_threads`` where threadpoolctl does not name one: threadpoolctl looks the symbol up by
+    name on every read, which a step's limit would pay each step."""
+    symbol = getattr(lib, "_get_symbol", None)
+    if symbol is not None and getattr(lib, "threading_layer", None) is not None:
+        try:
+            fn = symbol("omp_get_max_threads" if lib.threading_layer == "openmp" else "openblas_get_num_threads")
+        except Exception:       # a controller of another layout: its own method
+            fn = None
+        if fn is not None and lib.internal_api == "openblas":
+            return fn
+    return lib.get_num_threads
+
+
+def _blas_pools() -> tuple:
+    """(controller, its thread-count reader) of each loaded BLAS library (:func:`_thread_pools`)."""
+    _thread_pools()
+    return _controller[2]
 
 
 #: (n, len(sys.modules) when it was set) of each limit open now, innermost last
@@ -58,8 +81,7 @@ class _BlasLimit:
         if _open and _open[-1] == (self.n, key):
             self.changed = ()
         else:
-            libs = [lib for lib in _thread_pools().lib_controllers if lib.user_api == "blas"]
-            self.changed = [(lib, k) for lib in libs if (k := lib.get_num_threads()) != self.n]
+            self.changed = [(lib, k) for lib, count in _blas_pools() if (k := count()) != self.n]
             for lib, _ in self.changed:
                 lib.set_num_threads(self.n)
         _open.append((self.n, key))
