@@ -267,6 +267,19 @@ def csr_times(indptr, indices, data, x):
 
 
 @jit
+def csr_transpose_times(indptr, indices, data, z, ncols):
+    """H' z for H in CSR (ncols columns): each row's entries scaled by z_r and scattered, no
+    transposed copy of H (mechanics' H' z for a step's rows)."""
+    out = np.zeros(ncols)
+    for r in range(indptr.size - 1):
+        zr = z[r]
+        if zr != 0.0:
+            for p in range(indptr[r], indptr[r + 1]):
+                out[indices[p]] += data[p] * zr
+    return out
+
+
+@jit
 def matvec(A, x, out):
     """out = A x, each row summed in column order."""
     for i in range(A.shape[0]):

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times as rows_times  # noqa: F401  (H x for H in CSR: the step's rows)
+from ..kernels.dense import csr_transpose_times as rows_transpose_times  # noqa: F401  (H' z)
 from ..kernels.tolerances import SLOP_EXCESS
 
 _MAXPRINT = sp.csr_matrix((0, 1)).maxprint
@@ -105,19 +106,6 @@ def pyramid_csr(indptr, indices, s_data, t_data, d):
                 p += 1
             ip[r * d + j + 1] = p
     return data, ix, ip
-
-
-@jit
-def rows_transpose_times(indptr, indices, data, z, ncols):
-    """H' z for H in CSR (ncols columns): each row's entries scaled by z_r and scattered, no
-    transposed copy of H."""
-    out = np.zeros(ncols)
-    for r in range(indptr.size - 1):
-        zr = z[r]
-        if zr != 0.0:
-            for p in range(indptr[r], indptr[r + 1]):
-                out[indices[p]] += data[p] * zr
-    return out
 
 
 @jit

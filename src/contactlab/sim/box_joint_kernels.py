@@ -12,9 +12,9 @@ M = H P H' + cfm I with P = W - W J' (J W J')^-1 J W, q = H v_free - rhs - H W J
 c_j = -(J W J')^-1 (J W H' z + J v_free - j_rhs) and v+ = v_free + W (H' z + J' c_j).
 
 Here the same formulas run on the kernels the Stewart-Trinkle compiled step uses for its joint
-rows (:mod:`contactlab.sim.st_kernels`): the kinematic bodies' velocity rows eliminated first
-(``_pins``: a pinned body's velocity is known, exact in exact arithmetic), A = J W J' = L L' with
-its SPD test and rank margin (``_spd_reduce``, the envelope Cholesky and Y = L^-1 C, C = J W H'),
+rows (:mod:`contactlab.kernels.joint_rows`): the kinematic bodies' velocity rows eliminated first
+(``pin_rows``: a pinned body's velocity is known, exact in exact arithmetic), A = J W J' = L L' with
+its SPD test and rank margin (``spd_reduce``, the envelope Cholesky and Y = L^-1 C, C = J W H'),
 so that M = B - Y'Y + cfm I and q = r_H - rhs - Y' (L^-1 g) (drumwright eq. 8-10 with the same
 matrices as the general path's H P H'); then pgs-sm's compiled solver call with the method's
 options, ``solve()``'s triviality test and certificate, the recovery and the integration of
@@ -23,7 +23,7 @@ options, ``solve()``'s triviality test and certificate, the recovery and the int
 
 The call declines (nothing changed; the general stages take the step) where the general path
 would take another branch or its answer would not be certified: no joint row left after the
-pins, A not SPD within ``_spd_reduce``'s margin, a problem z = 0 solves (solve()'s TRIVIAL), a
+pins, A not SPD within ``spd_reduce``'s margin, a problem z = 0 solves (solve()'s TRIVIAL), a
 pgs-sm run that ends other than converged (the Python loop's LU / least-squares continuation, an
 iteration cap, a non-finite value), or an answer whose relative residual is above ``threshold``.
 """
@@ -33,17 +33,14 @@ import numpy as np
 
 from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
-from ..kernels.dense import csr_times, solve_small
-from ..kernels.energy import energies
+from ..kernels.dense import csr_times
+from ..kernels.joint_rows import back_transpose, kept_rows, pin_rows, recover_joint_rows, spd_reduce, stack_csr
 from ..kernels.pgs import CONVERGED
 from ..kernels.pgs_sm import pgs_sm_dense_run
 from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
 from ..mechanics.delassus import delassus_dense
-from ..mechanics.rows import rows_transpose_times
-from ..mechanics.terms import system_terms
 from ..models.box_friction import box_bounds, matched_impulses
-from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer   # outcome codes: st_kernels.py's, noslip_kernels.py's
-from .st_kernels import _back, _kept_rows, _pins, _spd_reduce, _stack
+from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer, jointed_terms   # the outcome codes and the shared tail
 
 
 @jit
@@ -58,19 +55,19 @@ def schur_box_problem(Jp, Ji, Jd, j_rhs, Hp, Hi, Hd, rhs, Wb, v_free, ndof, kin,
     J (CSR, right-hand sides ``j_rhs``) eliminated (models/box_friction.py ``build`` with
     ``joints="schur"``, arechavaleta eq. 15): M = H P H' + cfm I, q = H v0 - rhs - H W J' A^-1 g with
     A = J W J', g = J v0 - j_rhs, W the body blocks ``Wb``, the kinematic bodies' (``kin``) velocity
-    rows eliminated first (st_kernels.py ``_pins``: their velocity enters v0 and their blocks of W
+    rows eliminated first (kernels/joint_rows.py ``pin_rows``: their velocity enters v0 and their blocks of W
     are zero). Returns (ok, M, q, Linv, Y, yg, v0, Rp, Ri, Rd, nj, elim, keep, held, vkin, v0 before
     the pins); ok False (the general path's other branches) where a kinematic body is not pinned
-    by one row a dof, no joint row is left, or A is not SPD within ``_spd_reduce``'s margin."""
+    by one row a dof, no joint row is left, or A is not SPD within ``spd_reduce``'s margin."""
     n = rhs.shape[0]
-    elim, keep, vkin, held = _pins(Jp, Ji, Jd, j_rhs, kin, ndof)
+    elim, keep, vkin, held = pin_rows(Jp, Ji, Jd, j_rhs, kin, ndof)
     Wd = Wb.copy()
     if elim:
-        Jp, Ji, Jd, j_rhs = _kept_rows(Jp, Ji, Jd, j_rhs, keep)
+        Jp, Ji, Jd, j_rhs = kept_rows(Jp, Ji, Jd, j_rhs, keep)
         for b in kin:
             Wd[b] = 0.0
     nj = j_rhs.shape[0]
-    Rp, Ri, Rd = _stack((Jp, Hp), (Ji, Hi), (Jd, Hd), (nj, n))
+    Rp, Ri, Rd = stack_csr((Jp, Hp), (Ji, Hi), (Jd, Hd), (nj, n))
     v0 = v_free.copy()
     if elim:
         for i in range(ndof):
@@ -87,7 +84,7 @@ def schur_box_problem(Jp, Ji, Jd, j_rhs, Hp, Hi, Hd, rhs, Wb, v_free, ndof, kin,
     g = np.empty(nj)
     for i in range(nj):
         g[i] = r[i] - j_rhs[i]
-    ok, Linv, Y, yg = _spd_reduce(np.ascontiguousarray(G[:nj, :nj]), np.ascontiguousarray(G[:nj, nj:]), g)
+    ok, Linv, Y, yg = spd_reduce(np.ascontiguousarray(G[:nj, :nj]), np.ascontiguousarray(G[:nj, nj:]), g)
     if not ok:
         return False, M, q, Linv, Y, yg, v0, Rp, Ri, Rd, nj, elim, keep, held, vkin
     for i in range(n):
@@ -126,35 +123,11 @@ def schur_recover(Linv, Y, yg, z, v0, Rp, Ri, Rd, nj, Mip, Mii, Mid, ndof, elim,
         for j in range(n):
             s += Y[k, j] * z[j]
         t[k] += s
-    x = _back(Linv, t)
+    x = back_transpose(Linv, t)
     for k in range(nj):
         x[k] = -x[k]
-    p = rows_transpose_times(Rp[nj:] - Rp[nj], Ri[Rp[nj]:], Rd[Rp[nj]:], z, ndof)
-    pj = rows_transpose_times(Rp[:nj + 1], Ri[:Rp[nj]], Rd[:Rp[nj]], x, ndof)
-    for i in range(ndof):
-        p[i] = p[i] + pj[i]
-    mv = csr_times(Mip, Mii, Mid, p)
-    v_next = np.empty(ndof)
-    for i in range(ndof):
-        v_next[i] = v0[i] + (0.0 if elim and held[i] else 1.0) * mv[i]
-    if not elim:
-        return x, v_next
-    nj_all = keep.shape[0]
-    x_all = np.zeros(nj_all)
-    k = 0
-    for r in range(nj_all):
-        if keep[r]:
-            x_all[r] = x[k]
-            k += 1
-    for b in kin:
-        p_tot = np.full(6, np.nan)      # W_b^-1 (v_b - v_free_b); W_b positive definite
-        solve_small(Wb[b].copy(), vkin[6 * b:6 * b + 6] - v_free[6 * b:6 * b + 6], 6, p_tot)
-        for r in range(nj_all):
-            if not keep[r]:
-                dof = Ji_all[Jp_all[r]]
-                if 6 * b <= dof < 6 * b + 6:
-                    x_all[r] = (p_tot[dof - 6 * b] - p[dof]) / Jd_all[Jp_all[r]]
-    return x_all, v_next
+    return recover_joint_rows(z, x, v0, v_free, Rp, Ri, Rd, nj, Mip, Mii, Mid, ndof, elim, keep, held, vkin, Wb, kin,
+                              Jp_all, Ji_all, Jd_all)
 
 
 @jit
@@ -181,7 +154,7 @@ def schur_box_solve(Jp, Ji, Jd, j_rhs, Ap, Ai, Ad, a_target, a_max, Lp, Li, Ld, 
         return _no_answer()
     e = np.zeros(0)
     Sp = Np
-    Hp, Hi, Hd = _stack((Ap, Lp, Np, Sp, Sp), (Ai, Li, Ni, Ni, Ni), (Ad, Ld, Nd, Sd, Td), (nm, nl, nc, nc, nc))
+    Hp, Hi, Hd = stack_csr((Ap, Lp, Np, Sp, Sp), (Ai, Li, Ni, Ni, Ni), (Ad, Ld, Nd, Sd, Td), (nm, nl, nc, nc, nc))
     rhs = np.zeros(n)
     for i in range(nm):
         rhs[i] = a_target[i]
@@ -246,19 +219,12 @@ def box_schur_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_in
     contact is deep (the caller corrects positions and projects the joints); ke, pe, pen and
     joint_error set for DONE only."""
     point, normal, t1, t2, phi, mu, guess, a, b, _sa, _sb, match = unpack_contacts(contact_floats, contact_ints)
-    ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
-    e0 = 0.0 + ke0 + pe0        # sum((ke, pe)) of the general path
-    body, v_free, contact, jrows = system_terms(
+    e0, M_blocks, W_blocks, v, v_free, dv, Np, Ni, n_bias, Jm, j_rhs, Lm, l_bias, Am, a_target, a_max = jointed_terms(
         live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
-        gyroscopic, f, True, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
+        gyroscopic, f, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
         planar_reference, h, zeta_j)
-    M_blocks, W_blocks, v = body
-    dv, ix, ip, n_bias = contact
-    (Jm, j_rhs, j_err, j_lab), (Lm, l_bias, l_lab), (Am, a_target, a_max, a_lab) = jrows
     nc = phi.shape[0]
     nl = l_bias.shape[0]
-    nnz = dv.shape[1]
-    Np, Ni = ip[:nc + 1], ix[:nnz]
     i64 = np.int64
     out = schur_box_solve(Jm[2].astype(i64), Jm[1].astype(i64), Jm[0], j_rhs, Am[2].astype(i64), Am[1].astype(i64),
                           Am[0], a_target, a_max, Lm[2].astype(i64), Lm[1].astype(i64), Lm[0], l_bias, Np, Ni, dv[0],

@@ -26,15 +26,15 @@ import numpy as np
 from ..collision.contacts import packed
 from ..kernels.tolerances import CERTIFY
 from ..mechanics.model import KIND_KINEMATIC
-from ..mechanics.system import block_pattern, live_bodies, packed_joints
+from ..mechanics.system import live_bodies
 from ..models.common import StepResult
 from ..solution import Solution, Status
 from ..solvers.pgs_sm import PGSSMOptions, _params
 from ..solvers.registry import DENSE_BYTES_LIMIT
 from . import box_joint_kernels as BJ
 from . import noslip_kernels as NK
-from .noslip_stages import NO_VALUES, CompiledNoSlipStages, _NO_INDEX
-from .stages import CompiledCall, Stages, StepWork
+from .noslip_stages import NO_VALUES, CompiledJointCall
+from .stages import Stages, StepWork
 
 #: what a model's ``COMPILED_STEP`` names for these stages (models/box_friction.py; the free-body
 #: compiled step, sim/box_stages.py ``CompiledRowStages``, takes the same rows)
@@ -42,7 +42,7 @@ COMPILED_FORM = "box-rows"
 _NO_TANGENT = np.zeros((0, 2))
 
 
-class CompiledSchurRowStages(CompiledCall, Stages):
+class CompiledSchurRowStages(CompiledJointCall, Stages):
     """The general stages with the step after detection in one compiled call (module docstring)."""
 
     compiled = True
@@ -71,14 +71,7 @@ class CompiledSchurRowStages(CompiledCall, Stages):
         certify = float(sim.solver_options.get("certify", CERTIFY))
         tol = float(opts.tol)
         stages.threshold = tol if tol > certify else certify    # solve()'s max(certify, tol)
-        # the kinematic bodies' blocks: eliminated from the call's problem (st_kernels.py _pins)
-        stages.kin = (m.dof_start[(m.kind == KIND_KINEMATIC) & (m.dof_start >= 0)] // 6).astype(np.int64)
-        # the model's frozen layout (a new model is planned anew)
-        stages.live = live_bodies(m)
-        stages.blk_cols, stages.blk_ptr = block_pattern(stages.live.size)
-        stages.gravity = np.asarray(m.gravity, dtype=np.float64)
-        stages.packed = packed_joints(m)
-        stages.torque_keys, stages.torque_idx = None, _NO_INDEX
+        stages.joint_layout(m)
         return stages
 
     # -- build: the compiled call's inputs --------------------------------------------------------
@@ -147,13 +140,6 @@ class CompiledSchurRowStages(CompiledCall, Stages):
         w.e0, w.contact_gain = e0, gain
         w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before, w.call)
 
-    # -- certify: the call certified its answer as solve() does -----------------------------------
-    def certify(self, w: StepWork) -> None:
-        if not w.compiled:
-            return super().certify(w)
-        w.primary_ok, w.rescued = True, False
-        w.t_solve = w.sol.time_s
-
     # -- integrate: done in the call but for a deep contact's position correction -----------------
     def integrate(self, w: StepWork) -> None:
         if not w.compiled:
@@ -172,11 +158,6 @@ class CompiledSchurRowStages(CompiledCall, Stages):
         self.state.defer(w.contacts, w.h, self.system_terms, (before, gyro, w.contacts, zeta, slop, zeta_j, w.h))
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
         self.finish(w, result, sol, outcome == BJ.DEEP, project, v_next, joint_error, (ke, pe, pen))
-
-    #: the system assembled when read, from the state before the step (the no-slip stages' terms)
-    system_terms = CompiledNoSlipStages.system_terms
-    #: the joints' torques and the motors as the call takes them (the no-slip stages')
-    torque_inputs = CompiledNoSlipStages.torque_inputs
 
 
 #: the box-friction model's compiled stages on jointed scenes (sim/box_stages.py ``STAGES``)

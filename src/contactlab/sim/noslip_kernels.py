@@ -133,6 +133,32 @@ def certified_ppm(UZ, Zp, offset, q, cfm, n, max_it, threshold, z, numbers, coun
 
 
 @jit
+def jointed_terms(live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity,
+                  angular_velocity, gyroscopic, f, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints,
+                  motor_target, motor_max_force, planar_reference, h, zeta_j):
+    """The front the compiled jointed steps share (:func:`noslip_step`, sim/st_kernels.py ``st_step``,
+    sim/box_joint_kernels.py ``box_schur_step``), as the general stages compute it (sim/stages.py
+    ``build``): e0, the energy before the step, and the system's terms
+    (:func:`contactlab.mechanics.terms.system_terms`; ``f``, the joint torques' generalized force,
+    gets the bodies' forces added in place). Returns (e0, M's blocks, M^-1's blocks, v, v_free = v + h
+    M^-1 f, the contact rows' data (N, S, T) on the pattern (Np, Ni), the normal bias, the joint rows
+    J (data, indices, indptr) with their right-hand sides, the limit rows L with their bias, the motor
+    rows A with their targets and force limits)."""
+    ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
+    e0 = 0.0 + ke0 + pe0        # sum((ke, pe)) of the general path
+    body, v_free, contact, jrows = system_terms(
+        live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
+        gyroscopic, f, True, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
+        planar_reference, h, zeta_j)
+    M_blocks, W_blocks, v = body
+    dv, ix, ip, n_bias = contact
+    (Jm, j_rhs, j_err, j_lab), (Lm, l_bias, l_lab), (Am, a_target, a_max, a_lab) = jrows
+    nc = phi.shape[0]
+    Np, Ni = ip[:nc + 1], ix[:dv.shape[1]]
+    return e0, M_blocks, W_blocks, v, v_free, dv, Np, Ni, n_bias, Jm, j_rhs, Lm, l_bias, Am, a_target, a_max
+
+
+@jit
 def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic, quaternion,
                 position, linear_velocity, angular_velocity, planar_reference, f, a, b, point, normal, t1, t2, phi,
                 zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, blk_cols, blk_ptr, active_gap, tol,
@@ -156,15 +182,10 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
     = v + h M^-1 f, the solve's seconds those of the TRIVIAL test or ppm_dense with its certification
     (what ``solve()`` times); ke, pe, pen and joint_error are set for DONE only."""
     nc = phi.shape[0]
-    ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
-    e0 = 0.0 + ke0 + pe0        # sum((ke, pe)) of the general path
-    body, v_free, contact, jrows = system_terms(
+    e0, M_blocks, W_blocks, v, v_free, dv, Np, Ni, n_bias, Jm, j_rhs, Lm, l_bias, Am, a_target, a_max = jointed_terms(
         live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
-        gyroscopic, f, True, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
+        gyroscopic, f, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
         planar_reference, h, zeta_j)
-    M_blocks, W_blocks, v = body
-    dv, ix, ip, n_bias = contact
-    (Jm, j_rhs, j_err, j_lab), (Lm_rows, l_bias, l_lab), (Am, a_target, a_max, a_lab) = jrows
     nl = l_bias.shape[0]
     n = nl + nc
     z = np.zeros(n)
@@ -176,14 +197,12 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
             0.0, v, np.zeros(0), np.zeros((0, 2)), np.zeros(0, dtype=np.int8), nl, 0, 0, v_free, 0.0)
     if a_target.shape[0]:        # motors: models/noslip.py build's active set over their states
         return none
-    nnz = dv.shape[1]
-    Np, Ni = ip[:nc + 1], ix[:nnz]
     touch = np.empty(nc, dtype=np.bool_)
     for i in range(nc):
         touch[i] = phi[i] <= active_gap
     Mx = M_blocks.reshape(-1)
     nb, M, Lmf, starts, U, chain = noslip_system_chain(
-        ndof, blk_ptr, blk_cols, Mx, Jm[2], Jm[1], Jm[0], Lm_rows[2], Lm_rows[1], Lm_rows[0], Np, Ni, dv[0], Np, Ni,
+        ndof, blk_ptr, blk_cols, Mx, Jm[2], Jm[1], Jm[0], Lm[2], Lm[1], Lm[0], Np, Ni, dv[0], Np, Ni,
         dv[1], Np, Ni, dv[2], touch, v, f, j_rhs, l_bias, n_bias, tol, h)
     status, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack = chain
     d = UZ.shape[1]

@@ -47,7 +47,66 @@ def jointed_free_bodies(model) -> bool:
         and not np.any(model.kind == KIND_KINEMATIC)
 
 
-class CompiledNoSlipStages(CompiledCall, Stages):
+class CompiledJointCall(CompiledCall):
+    """What the compiled steps of jointed free-body scenes share (:class:`CompiledNoSlipStages`,
+    :class:`~contactlab.sim.st_stages.CompiledSTStages`,
+    :class:`~contactlab.sim.box_joint_stages.CompiledSchurRowStages`), mixed in before their general
+    stages: the model's frozen layout the call takes (:meth:`joint_layout`), the joints' torques and
+    motors as it takes them (:meth:`torque_inputs`), the certification it made as solve() does
+    (``certify``), and the system assembled when read from the state before the step
+    (:meth:`system_terms`)."""
+
+    def joint_layout(self, m) -> None:
+        """The call's arrays of the frozen model ``m`` (a new model is planned anew): the live bodies,
+        M^-1's block pattern, gravity, the packed joints, no torques set yet, and the kinematic bodies'
+        blocks (``kin``: the Stewart-Trinkle and box-friction calls eliminate them from their problems,
+        kernels/joint_rows.py ``pin_rows``; the no-slip call takes no kinematic body)."""
+        self.kin = (m.dof_start[(m.kind == KIND_KINEMATIC) & (m.dof_start >= 0)] // 6).astype(np.int64)
+        self.live = live_bodies(m)
+        self.blk_cols, self.blk_ptr = block_pattern(self.live.size)
+        self.gravity = np.asarray(m.gravity, dtype=np.float64)
+        self.packed = packed_joints(m)
+        self.torque_keys, self.torque_idx = None, _NO_INDEX     # the joints the torques were last set on
+
+    def torque_inputs(self, data) -> tuple:
+        """(joint indices, torques, motor targets, motor force limits) of ``data`` as the compiled call
+        takes them: the joints' torques set this step (Simulator.set_joint_torque; their indices kept
+        while the same joints get them), empty arrays where there are none."""
+        jt = data.joint_torque      # joint index -> torque
+        if jt:
+            keys = tuple(jt)
+            if keys != self.torque_keys:
+                self.torque_keys, self.torque_idx = keys, np.array(keys, dtype=np.int64)
+            idx, tau = self.torque_idx, np.array(tuple(jt.values()), dtype=np.float64)
+        else:
+            idx, tau = _NO_INDEX, NO_VALUES
+        mt = data.motor_target
+        return (idx, tau) + ((NO_VALUES, NO_VALUES) if mt is None or not mt.size else (mt, data.motor_max_force))
+
+    # -- certify: the call certified its answer as solve() does -----------------------------------
+    def certify(self, w: StepWork) -> None:
+        if not w.compiled:
+            return super().certify(w)
+        w.primary_ok, w.rescued = True, False
+        w.t_solve = w.sol.time_s
+
+    def system_terms(self, before, gyro, contacts, zeta, slop, zeta_j, h):
+        """:func:`contactlab.mechanics.system.assemble_system`'s arguments for the step this plan took,
+        from the state before it (``before``: positions, orientations, velocities, the joint torques'
+        force, the motor targets and limits) and its ``contacts``: the same compiled terms as the
+        call's, for the system assembled when read (StepState.defer)."""
+        m = self.sim.model
+        pos, quat, lin, ang, f0, mt, mf = before
+        f = f0.copy()
+        a, b, point, normal, t1, t2, phi = contact_arrays(contacts)
+        body, v_free, terms, rows = _T.system_terms(
+            self.live, m.dof_start, quat, pos, m.mass, m.inertia, m.inv_inertia, self.gravity, lin, ang, gyro, f, True,
+            a, b, point, normal, t1, t2, phi, zeta, slop, self.packed.kernel_args, mt, mf,
+            self.sim.data.planar_reference, h, zeta_j)
+        return f, body, terms if phi.shape[0] else None, v_free, joint_groups(m, self.packed, rows)
+
+
+class CompiledNoSlipStages(CompiledJointCall, Stages):
     """The general stages with the step after detection in one compiled call (module docstring)."""
 
     compiled = True
@@ -78,27 +137,7 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         tol = float(opts.tol or 0.0)
         self.threshold = tol if tol > certify else certify      # solve()'s max(certify, tol)
         self.max_iterations = opts.max_iterations
-        m = sim.model       # frozen: its arrays are the plan's (a new model is planned anew)
-        self.live = live_bodies(m)
-        self.blk_cols, self.blk_ptr = block_pattern(self.live.size)
-        self.gravity = np.asarray(m.gravity, dtype=np.float64)
-        self.packed = packed_joints(m)
-        self.torque_keys, self.torque_idx = None, _NO_INDEX     # the joints the torques were last set on
-
-    def torque_inputs(self, data) -> tuple:
-        """(joint indices, torques, motor targets, motor force limits) of ``data`` as the compiled call
-        takes them: the joints' torques set this step (Simulator.set_joint_torque; their indices kept
-        while the same joints get them), empty arrays where there are none."""
-        jt = data.joint_torque      # joint index -> torque
-        if jt:
-            keys = tuple(jt)
-            if keys != self.torque_keys:
-                self.torque_keys, self.torque_idx = keys, np.array(keys, dtype=np.int64)
-            idx, tau = self.torque_idx, np.array(tuple(jt.values()), dtype=np.float64)
-        else:
-            idx, tau = _NO_INDEX, NO_VALUES
-        mt = data.motor_target
-        return (idx, tau) + ((NO_VALUES, NO_VALUES) if mt is None or not mt.size else (mt, data.motor_max_force))
+        self.joint_layout(sim.model)
 
     # -- build: the compiled call's inputs --------------------------------------------------------
     def build(self, w: StepWork) -> None:
@@ -167,14 +206,6 @@ class CompiledNoSlipStages(CompiledCall, Stages):
             -1 if max_it is None else int(max_it), self.threshold, self.passive,
             position_stage, position_zeta, project, 1e-10, 8)
 
-    # -- certify: the call certified its answer as solve() does -----------------------------------
-    def certify(self, w: StepWork) -> None:
-        if not w.compiled:
-            return super().certify(w)
-        w.primary_ok = True
-        w.rescued = False
-        w.t_solve = w.sol.time_s
-
     # -- integrate: done in the call but for a deep contact's position correction -----------------
     def integrate(self, w: StepWork) -> None:
         if not w.compiled:
@@ -191,20 +222,6 @@ class CompiledNoSlipStages(CompiledCall, Stages):
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
         self.finish(w, result, w.sol, outcome == NK.DEEP, project, v_next, joint_error, (ke, pe, pen))
 
-    def system_terms(self, before, gyro, contacts, zeta, slop, zeta_j, h):
-        """:func:`contactlab.mechanics.system.assemble_system`'s arguments for the step this plan took,
-        from the state before it (``before``: positions, orientations, velocities, the joint torques'
-        force, the motor targets and limits) and its ``contacts``: the same compiled terms as the
-        call's, for the system assembled when read (StepState.defer)."""
-        m = self.sim.model
-        pos, quat, lin, ang, f0, mt, mf = before
-        f = f0.copy()
-        a, b, point, normal, t1, t2, phi = contact_arrays(contacts)
-        body, v_free, terms, rows = _T.system_terms(
-            self.live, m.dof_start, quat, pos, m.mass, m.inertia, m.inv_inertia, self.gravity, lin, ang, gyro, f, True,
-            a, b, point, normal, t1, t2, phi, zeta, slop, self.packed.kernel_args, mt, mf,
-            self.sim.data.planar_reference, h, zeta_j)
-        return f, body, terms if phi.shape[0] else None, v_free, joint_groups(m, self.packed, rows)
 
 
 def noslip_solution(trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, d: int) -> Solution:

@@ -38,208 +38,19 @@ import numpy as np
 from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times, lcp_scale, solve_small
-from ..kernels.energy import energies, energies_and_depth
 from ..kernels.factored import dense_csr
+from ..kernels.joint_rows import (RANK_TOL, back_transpose, kept_rows, pin_rows, recover_joint_rows, spd_reduce,
+                                  stack_csr)
 from ..kernels.lemke import SOLVED, lemke_reduced_certified, lemke_scaled_run
-from ..kernels.mixed import mixed_row_terms, pyramid_coupling, symmetric_row_norm
+from ..kernels.mixed import mixed_row_terms, pyramid_coupling
 from ..kernels.residual import lcp_certify_dense, lcp_relative_kernel, lcp_residual_kernel
 from ..kernels.tolerances import NORMWISE_FLOOR
-from ..mechanics.bodies import kinetic_gain
 from ..mechanics.delassus import delassus_dense
-from ..mechanics.integrate import advance_state
-from ..mechanics.joint_projection import joint_error_kernel, project_joints_kernel
-from ..mechanics.rows import position_targets, pyramid_csr, rows_times, rows_transpose_times
-from ..mechanics.terms import system_terms
-from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
+from ..mechanics.rows import pyramid_csr, rows_transpose_times
+from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer, jointed_terms  # noqa: F401  (outcome codes)
 
-#: MixedLCP's SPD shortcut margin and rank tolerance (problems/mixed.py SPD_RANK_MARGIN, rank_tol's default)
-SPD_RANK_MARGIN, RANK_TOL = 100.0, 1e-10
 #: lemke_reduced_certified's refactorisation period (solvers/lemke.py REFACTOR_EVERY)
 REFACTOR_EVERY = 64
-# outcome codes of st_step (noslip_kernels.py's)
-DECLINED = 0     # nothing changed: the general stages take the step
-DONE = 1         # the certified answer applied, the joints projected
-DEEP = 2         # applied and integrated; the position correction and the joint projection are the caller's
-
-
-@jit
-def _stack(parts_p, parts_i, parts_d, counts):
-    """One CSR (indptr, indices, data) of CSR parts one above the other; a part with its count but
-    an indptr of length 1 stands for that many empty rows (the lambda and motor-slack rows)."""
-    rows = 0
-    nnz = 0
-    for k in range(len(counts)):
-        rows += counts[k]
-        nnz += parts_i[k].shape[0]
-    ip = np.empty(rows + 1, dtype=np.int64)
-    ix = np.empty(nnz, dtype=np.int64)
-    dv = np.empty(nnz)
-    ip[0] = 0
-    r = 0
-    p = 0
-    for k in range(len(counts)):
-        pp, pi, pd = parts_p[k], parts_i[k], parts_d[k]
-        for i in range(counts[k]):
-            if pp.shape[0] > 1:
-                for q in range(pp[i], pp[i + 1]):
-                    ix[p] = pi[q]
-                    dv[p] = pd[q]
-                    p += 1
-            r += 1
-            ip[r] = p
-    return ip, ix, dv
-
-
-@jit
-def _spd_reduce(A, C, g):
-    """MixedLCP._reduce_spd's factor: (ok, L^-1, Y = L^-1 C, yg = L^-1 g) with A = L L' (so that
-    D A^-1 C = Y'Y for D = C' = H W J', and A^-1 [C g] = L^-T [Y yg]); ok False where A is not
-    exactly symmetric, not positive definite, or its bound on lambda_min(A), 1 / ||L^-1||_F^2, does
-    not beat SPD_RANK_MARGIN * RANK_TOL times the largest row norm of [A C] (the QR branch).
-
-    The loops run over A's envelope (row i from its first nonzero column ``first[i]``; Cholesky
-    keeps its fill inside the envelope, George & Liu, Computer Solution of Large Sparse Positive
-    Definite Systems, 1981, §4.2) and L^-1's (row i from ``lo[i]``, the least first column among the
-    rows it combines): the terms left out are products with an exact zero, so the factor, L^-1 and
-    Y are those of the dense loops. A hand's joint rows with the kinematic palm eliminated
-    (:func:`_pins`) are one band per finger chain, coupled only through the coupling rows."""
-    p = A.shape[0]
-    n = C.shape[1]
-    sym, row0 = symmetric_row_norm(A, C)
-    Li = np.zeros((p, p))
-    Y = np.zeros((p, n))
-    yg = np.zeros(p)
-    if not sym:
-        return False, Li, Y, yg
-    first = np.empty(p, dtype=np.int64)
-    for i in range(p):
-        f = i
-        for j in range(i):
-            if A[i, j] != 0.0:
-                f = j
-                break
-        first[i] = f
-    L = np.zeros((p, p))
-    for j in range(p):
-        fj = first[j]
-        s = A[j, j]
-        for k in range(fj, j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
-            return False, Li, Y, yg
-        L[j, j] = np.sqrt(s)
-        for i in range(j + 1, p):
-            fi = first[i]
-            if fi > j:
-                continue
-            t = A[i, j]
-            for k in range(fi if fi > fj else fj, j):
-                t -= L[i, k] * L[j, k]
-            L[i, j] = t / L[j, j]
-    lo = np.empty(p, dtype=np.int64)
-    for i in range(p):              # L^-1 row by row: Li[i] = (e_i - sum_k<i L[i, k] Li[k]) / L[i, i]
-        m = i
-        for k in range(first[i], i):
-            if lo[k] < m:
-                m = lo[k]
-        lo[i] = m
-        for k in range(first[i], i):
-            lik = L[i, k]
-            for j in range(lo[k], k + 1):
-                Li[i, j] -= lik * Li[k, j]
-        Li[i, i] += 1.0
-        for j in range(m, i + 1):
-            Li[i, j] /= L[i, i]
-    trace_inv = 0.0
-    for i in range(p):
-        for j in range(lo[i], i + 1):
-            trace_inv += Li[i, j] * Li[i, j]
-    if not (np.isfinite(trace_inv) and trace_inv > 0.0 and 1.0 / trace_inv > SPD_RANK_MARGIN * RANK_TOL * row0):
-        return False, Li, Y, yg
-    cp, cj, _ = dense_csr(C)        # C's exact zeros skipped (a term times 0 adds nothing: same bits)
-    for i in range(p):
-        for k in range(lo[i], i + 1):
-            lik = Li[i, k]
-            for q in range(cp[k], cp[k + 1]):
-                j = cj[q]
-                Y[i, j] += lik * C[k, j]
-            yg[i] += lik * g[k]
-    return True, Li, Y, yg
-
-
-@jit
-def _back(Li, t):
-    """L^-T t (Li = L^-1 lower triangular)."""
-    p = t.shape[0]
-    out = np.zeros(p)
-    for k in range(p):
-        tk = t[k]
-        for i in range(k + 1):
-            out[i] += Li[k, i] * tk
-    return out
-
-
-@jit
-def _pins(Jp, Ji, Jd, j_rhs, kin, ndof):
-    """The kinematic bodies' velocity rows (joint_kernels: v+ of a kinematic body equals its
-    velocity, one row a dof with one entry) and what eliminating them leaves: (ok, keep: the other
-    joint rows, the prescribed velocity per dof, a mask of the kinematic dofs). ok False where a
-    kinematic block (``kin``: body block indices) is not pinned by exactly one single-entry row a dof."""
-    nj = j_rhs.shape[0]
-    keep = np.ones(nj, dtype=np.bool_)
-    vkin = np.zeros(ndof)
-    held = np.zeros(ndof, dtype=np.bool_)
-    pinned = np.zeros(ndof, dtype=np.int64)
-    for b in kin:
-        for q in range(6):
-            held[6 * b + q] = True
-    if kin.shape[0] == 0:
-        return False, keep, vkin, held
-    for r in range(nj):
-        inside = True
-        for q in range(Jp[r], Jp[r + 1]):
-            if not held[Ji[q]]:
-                inside = False
-        if not inside:
-            continue
-        if Jp[r + 1] - Jp[r] != 1 or Jd[Jp[r]] == 0.0:
-            return False, keep, vkin, held
-        dof = Ji[Jp[r]]
-        pinned[dof] += 1
-        vkin[dof] = j_rhs[r] / Jd[Jp[r]]
-        keep[r] = False
-    for i in range(ndof):
-        if held[i] and pinned[i] != 1:
-            return False, keep, vkin, held
-    return True, keep, vkin, held
-
-
-@jit
-def _kept_rows(Jp, Ji, Jd, rhs, keep):
-    """The CSR rows (and right-hand sides) of J where ``keep``."""
-    nk = 0
-    nnz = 0
-    for r in range(keep.shape[0]):
-        if keep[r]:
-            nk += 1
-            nnz += Jp[r + 1] - Jp[r]
-    ip = np.empty(nk + 1, dtype=np.int64)
-    ix = np.empty(nnz, dtype=np.int64)
-    dv = np.empty(nnz)
-    rr = np.empty(nk)
-    ip[0] = 0
-    k = 0
-    p = 0
-    for r in range(keep.shape[0]):
-        if keep[r]:
-            for q in range(Jp[r], Jp[r + 1]):
-                ix[p] = Ji[q]
-                dv[p] = Jd[q]
-                p += 1
-            rr[k] = rhs[r]
-            k += 1
-            ip[k] = p
-    return ip, ix, dv, rr
 
 
 @jit
@@ -262,7 +73,7 @@ def _mixed_certificate(Am, Cm, Dm, B, g, hh, Y, yg, Linv, z, threshold):
         for j in range(n):
             s += Y[k, j] * z[j]
         t[k] += s
-    x = _back(Linv, t)
+    x = back_transpose(Linv, t)
     for k in range(nj):
         x[k] = -x[k]
     w = np.empty(n)
@@ -382,8 +193,8 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     problem, as solve() computes them), v_next, the tangential impulses (nc, 2)).
 
     ``kin``: the body blocks of the kinematic bodies (a wrist, a palm). Where each is pinned by its
-    velocity rows (:func:`_pins`), those rows and the body's dofs leave the problem: the body's
-    velocity is known, so its block of M^-1 is zero and its prescribed velocity enters the free
+    velocity rows (:func:`~contactlab.kernels.joint_rows.pin_rows`), those rows and the body's dofs
+    leave the problem: the body's velocity is known, so its block of M^-1 is zero and its prescribed velocity enters the free
     velocity v0 (the rows' right-hand sides through r = R v0): the Schur complement of the pinned
     body's rows taken first, exact in exact arithmetic, which leaves A = J W J' one band per chain
     hanging from that body. The pinned rows' impulses are recovered after the solve from the
@@ -399,11 +210,11 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     nj_all, nl, nc, nm = j_rhs.shape[0], l_bias.shape[0], n_bias.shape[0], a_target.shape[0]
     if nj_all == 0 or nl + nc + nm == 0:    # no joint rows, or nothing to solve (solve()'s trivial problem)
         return _declined()
-    elim, keep, vkin, held = _pins(Jp, Ji, Jd, j_rhs, kin, ndof)
+    elim, keep, vkin, held = pin_rows(Jp, Ji, Jd, j_rhs, kin, ndof)
     Jp_all, Ji_all, Jd_all = Jp, Ji, Jd
     Wd = Wb.copy()
     if elim:
-        Jp, Ji, Jd, j_rhs = _kept_rows(Jp, Ji, Jd, j_rhs, keep)
+        Jp, Ji, Jd, j_rhs = kept_rows(Jp, Ji, Jd, j_rhs, keep)
         for b in kin:
             Wd[b] = 0.0
     nj = j_rhs.shape[0]
@@ -413,7 +224,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     empty_p = np.zeros(1, dtype=np.int64)
     empty_i = np.zeros(0, dtype=np.int64)
     empty_d = np.zeros(0)
-    Rp, Ri, Rd = _stack((Jp, Lp, Np, Dp, empty_p, Ap, empty_p), (Ji, Li, Ni, Di, empty_i, Ai, empty_i),
+    Rp, Ri, Rd = stack_csr((Jp, Lp, Np, Dp, empty_p, Ap, empty_p), (Ji, Li, Ni, Di, empty_i, Ai, empty_i),
                         (Jd, Ld, Nd, Dd, empty_d, Ad, empty_d), (nj, nl, nc, nc * d, nc, nm, nm))
     n = nl + nc * (d + 2) + 2 * nm
     rows = nj + n
@@ -454,7 +265,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     g = np.empty(nj)
     for i in range(nj):
         g[i] = r[i] - j_rhs[i]
-    ok, Linv, Y, yg = _spd_reduce(Am, Cm, g)
+    ok, Linv, Y, yg = spd_reduce(Am, Cm, g)
     if not ok:
         return _declined()
     # the reduced LCP F = B - D A^-1 C = B - Y'Y, e = h - D A^-1 g = h - Y' yg (drumwright eq. 9-10)
@@ -474,7 +285,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
             F[i, i] -= yki * yki
             e[i] -= yki * ygk
     # solve()'s triviality test: z = 0 with x = -A^-1 g solves the mixed problem exactly
-    x0 = _back(Linv, yg)
+    x0 = back_transpose(Linv, yg)
     for k in range(nj):
         x0[k] = -x0[k]
     s_max = lcp_scale(F, e)
@@ -499,31 +310,9 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
         x, w, numbers, certified = _mixed_certificate(Am, Cm, Dm, B, g, hh, Y, yg, Linv, z, threshold)
         if not certified:
             return _declined()
-    # v+ = v0 + M^-1 (H' y + J' x) (models/common.py mixed_recover)
-    ph = rows_transpose_times(Rp[nj:] - Rp[nj], Ri[Rp[nj]:], Rd[Rp[nj]:], z, ndof)
-    pj = rows_transpose_times(Rp[:nj + 1], Ri[:Rp[nj]], Rd[:Rp[nj]], x, ndof)
-    for i in range(ndof):
-        ph[i] = ph[i] + pj[i]
-    mv = csr_times(Mip, Mii, Mid, ph)
-    v_next = np.empty(ndof)
-    for i in range(ndof):
-        v_next[i] = v0[i] + (0.0 if elim and held[i] else 1.0) * mv[i]
-    if elim:        # the pinned rows' impulses from each kinematic body's momentum balance
-        x_all = np.zeros(nj_all)
-        k = 0
-        for q in range(nj_all):
-            if keep[q]:
-                x_all[q] = x[k]
-                k += 1
-        for b in kin:
-            p_tot = np.full(6, np.nan)  # W_b^-1 (v_b - v0_b); W_b, the body's block of M^-1, is positive definite
-            solve_small(Wb[b].copy(), vkin[6 * b:6 * b + 6] - v0_all[6 * b:6 * b + 6], 6, p_tot)
-            for q in range(nj_all):
-                if not keep[q]:
-                    dof = Ji_all[Jp_all[q]]
-                    if 6 * b <= dof < 6 * b + 6:
-                        x_all[q] = (p_tot[dof - 6 * b] - ph[dof]) / Jd_all[Jp_all[q]]
-        x = x_all
+    # v+ = v0 + M^-1 (H' y + J' x) (models/common.py mixed_recover), the pinned rows' impulses
+    x, v_next = recover_joint_rows(z, x, v0, v0_all, Rp, Ri, Rd, nj, Mip, Mii, Mid, ndof, elim, keep, held, vkin, Wb,
+                                   kin, Jp_all, Ji_all, Jd_all)
     # the pyramid's beta as tangential impulses along (t1, t2) (models/common.py pyramid_to_tangent)
     tangent = np.zeros((nc, 2))
     o_b = nl + nc
@@ -558,10 +347,11 @@ def st_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, 
        arrays ``build_system`` wraps taken as they are (M^-1 as the block pattern ``blk_cols``,
        ``blk_ptr`` over the blocks, the joint rows' indices as int64, as ``CompiledSTStages`` passes them);
     2. :func:`st_mixed_step` (the Schur complement, Lemke, solve()'s certificate, v+);
-    3. the contact modes, the kinetic energy the impulses added (``passive``: 1 on the dofs counted),
-       x += h v+ (:func:`contactlab.mechanics.integrate.advance_state`);
-    4. the position correction's deep test, the joint projection (or the joint error), the energies
-       and deepest overlap after the step.
+    3. the answer applied (:func:`contactlab.sim.noslip_kernels.apply_answer`, the tail the no-slip and
+       box-friction steps share): the contact modes, the kinetic energy the impulses added (``passive``:
+       1 on the dofs counted), x += h v+ (:func:`contactlab.mechanics.integrate.advance_state`); the
+       position correction's deep test, the joint projection (or the joint error), the energies and
+       deepest overlap after the step.
 
     ``contact_floats``, ``contact_ints``: the step's contacts as the detection packed them
     (collision/boxes/packed.py: points, frames, phi, mu per contact; bodies and the detection's
@@ -575,19 +365,12 @@ def st_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, 
     deep (the caller corrects positions and projects the joints); ke, pe, pen and joint_error are
     set for DONE only."""
     point, normal, t1, t2, phi, mu, _guess, a, b, _sa, _sb, match = unpack_contacts(contact_floats, contact_ints)
-    ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
-    e0 = 0.0 + ke0 + pe0        # sum((ke, pe)) of the general path
-    body, v_free, contact, jrows = system_terms(
+    e0, M_blocks, W_blocks, v, v_free, dv, Np, Ni, n_bias, Jm, j_rhs, Lm, l_bias, Am, a_target, a_max = jointed_terms(
         live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
-        gyroscopic, f, True, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
+        gyroscopic, f, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
         planar_reference, h, zeta_j)
-    M_blocks, W_blocks, v = body
-    dv, ix, ip, n_bias = contact
-    (Jm, j_rhs, j_err, j_lab), (Lm, l_bias, l_lab), (Am, a_target, a_max, a_lab) = jrows
     nc = phi.shape[0]
     nl = l_bias.shape[0]
-    nnz = dv.shape[1]
-    Np, Ni = ip[:nc + 1], ix[:nnz]
     i64 = np.int64
     guess = np.zeros(0)
     if z_prev.shape[0]:
@@ -599,24 +382,10 @@ def st_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, 
                         W_blocks.reshape(-1), v_free, ndof, max_pivots, pivot_tol, restarts, tol, threshold, kin,
                         guess)
     ok, pivots, n, scale, z, x, wv, numbers, v_next, tangent = out
-    modes = np.zeros(0, dtype=np.int8)
     if not ok:
-        return (DECLINED, out, modes, e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
-    if nc:
-        modes = _modes_of_rows(Np, Ni, dv[1], dv[2], v_next, z[nl:nl + nc], MODE_IMPULSE_TOL, MODE_SPEED_TOL)
-    gain = kinetic_gain(blk_ptr, blk_cols, M_blocks.reshape(-1), v_next, v_free, passive)
-    advance_state(dof_start, v_next, linear_velocity, angular_velocity, position, quaternion, h)
-    if position_stage and nc:
-        c, deep = position_targets(rows_times(Np, Ni, dv[0], v_next), phi, h, slop, position_zeta)
-        if deep:
-            return (DEEP, out, modes, e0, gain, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
-    if project:
-        joint_error = project_joints_kernel(joints, dof_start, kind, kinematic, mass, inv_inertia, position,
-                                            quaternion, linear_velocity, angular_velocity, planar_reference,
-                                            proj_tol, proj_max_iter)
-    else:
-        joint_error = joint_error_kernel(joints, dof_start, position, quaternion, linear_velocity, angular_velocity,
-                                         planar_reference)
-    ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity,
-                                     position, gravity, phi)
-    return (DONE, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max)
+        return (DECLINED, out, np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+    outcome, modes, gain, ke, pe, pen, joint_error = apply_answer(
+        Np, Ni, dv, v_next, z[nl:nl + nc], v_free, blk_ptr, blk_cols, M_blocks.reshape(-1), passive, dof_start, kind,
+        kinematic, mass, inertia, inv_inertia, gravity, quaternion, position, linear_velocity, angular_velocity,
+        planar_reference, joints, phi, h, slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
+    return (outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max)

@@ -28,13 +28,13 @@ import numpy as np
 from ..kernels.tolerances import CERTIFY
 from ..mechanics.model import KIND_KINEMATIC
 from ..collision.contacts import packed
-from ..mechanics.system import block_pattern, live_bodies, packed_joints
+from ..mechanics.system import live_bodies
 from ..models.common import StepResult
 from ..solution import Solution, Status
 from ..solvers.lemke import LemkeOptions
 from . import noslip_kernels as NK
-from .noslip_stages import NO_VALUES, CompiledNoSlipStages, _NO_INDEX
-from .stages import CompiledCall, Stages, StepWork
+from .noslip_stages import NO_VALUES, CompiledJointCall
+from .stages import Stages, StepWork
 from . import st_kernels as SK
 
 #: what a model's ``COMPILED_STEP`` names for :class:`CompiledSTStages` (:mod:`contactlab.models.stewart_trinkle`)
@@ -45,7 +45,7 @@ _OPTIONS = frozenset({"tol", "max_iterations", "certify", "warm_basis"})
 _NO_LAYOUT = np.zeros(3, dtype=np.int64)
 
 
-class CompiledSTStages(CompiledCall, Stages):
+class CompiledSTStages(CompiledJointCall, Stages):
     """The general stages with the step after detection in one compiled call (module docstring)."""
 
     compiled = True
@@ -75,14 +75,7 @@ class CompiledSTStages(CompiledCall, Stages):
         stages.max_pivots = -1 if opts.max_iterations is None else int(opts.max_iterations)
         stages.pivot_tol, stages.restarts = float(opts.pivot_tol), int(opts.restarts)
         stages.warm_basis = bool(opts.warm_basis)
-        # the kinematic bodies' blocks: eliminated from the call's problem (st_mixed_step)
-        stages.kin = (m.dof_start[(m.kind == KIND_KINEMATIC) & (m.dof_start >= 0)] // 6).astype(np.int64)
-        # the model's frozen layout (a new model is planned anew)
-        stages.live = live_bodies(m)
-        stages.blk_cols, stages.blk_ptr = block_pattern(stages.live.size)
-        stages.gravity = np.asarray(m.gravity, dtype=np.float64)
-        stages.packed = packed_joints(m)
-        stages.torque_keys, stages.torque_idx = None, _NO_INDEX
+        stages.joint_layout(m)
         return stages
 
     # -- build: the compiled call's inputs --------------------------------------------------------
@@ -144,13 +137,6 @@ class CompiledSTStages(CompiledCall, Stages):
         w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), a_max, v_free,
                   int(st.friction_directions), before, w.call)
 
-    # -- certify: the call certified its answer as solve() does -----------------------------------
-    def certify(self, w: StepWork) -> None:
-        if not w.compiled:
-            return super().certify(w)
-        w.primary_ok, w.rescued = True, False
-        w.t_solve = w.sol.time_s
-
     # -- integrate: done in the call but for a deep contact's position correction -----------------
     def integrate(self, w: StepWork) -> None:
         if not w.compiled:
@@ -170,11 +156,6 @@ class CompiledSTStages(CompiledCall, Stages):
         self.state.defer(w.contacts, h, self.system_terms, (before, gyro, w.contacts, zeta, slop, zeta_j, h))
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
         self.finish(w, result, sol, outcome == SK.DEEP, project, v_next, joint_error, (ke, pe, pen))
-
-    #: the system assembled when read, from the state before the step (the no-slip stages' terms)
-    system_terms = CompiledNoSlipStages.system_terms
-    #: the joints' torques and the motors as the call takes them (the no-slip stages')
-    torque_inputs = CompiledNoSlipStages.torque_inputs
 
 
 #: the Stewart-Trinkle model's compiled stages (:func:`contactlab.sim.simulator.plan_stages`)
