@@ -42,4 +42,5 @@ def test_the_large_stack_task_compiles_the_sparse_rows_kernels_a_small_stack_doe
     assert "box-friction/box-qp/stack@100" in {t.name for t in tasks() if t.kind == "simulate"}
     label, _, error = run_task(Task("simulate", "box-friction/box-qp/stack@100"))
     assert error is None and label == "simulate box-friction/box-qp/stack@100"
-    assert delassus.frame_values.signatures and delassus._dots3.signatures
+    assert delassus.frame_values.signatures     # the entry kernel (its callees compile into it, or load with it
+                                                # from the cache without signatures of their own)
