@@ -150,6 +150,24 @@ def back_transpose(Li, t):
 
 
 @jit
+def joint_impulses(Li, Y, yg, z):
+    """The eliminated joint rows' impulses of the contact answer z: x = -L^-T (Y z + yg) = -A^-1 (C z + g)
+    (arechavaleta eq. 15; Li = L^-1 and Y = L^-1 C, yg = L^-1 g as :func:`spd_reduce` leaves them)."""
+    nj = yg.shape[0]
+    n = z.shape[0]
+    t = yg.copy()
+    for k in range(nj):
+        s = 0.0
+        for j in range(n):
+            s += Y[k, j] * z[j]
+        t[k] += s
+    x = back_transpose(Li, t)
+    for k in range(nj):
+        x[k] = -x[k]
+    return x
+
+
+@jit
 def pin_rows(Jp, Ji, Jd, j_rhs, kin, ndof):
     """The kinematic bodies' velocity rows (joint_kernels: v+ of a kinematic body equals its
     velocity, one row a dof with one entry) and what eliminating them leaves: (ok, keep: the other

@@ -34,7 +34,7 @@ import numpy as np
 from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times
-from ..kernels.joint_rows import back_transpose, kept_rows, pin_rows, recover_joint_rows, spd_reduce, stack_csr
+from ..kernels.joint_rows import joint_impulses, kept_rows, pin_rows, recover_joint_rows, spd_reduce, stack_csr
 from ..kernels.pgs import CONVERGED
 from ..kernels.pgs_sm import pgs_sm_dense_run
 from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
@@ -116,16 +116,7 @@ def schur_recover(Linv, Y, yg, z, v0, Rp, Ri, Rd, nj, Mip, Mii, Mid, ndof, elim,
     rows, v+ = v0 + W (H' z + J' x) (a pinned body's v+ its prescribed velocity), and each pinned
     row's impulse from its body's momentum balance W_b^-1 (v_b - v_free_b) - (H' z + J' x)_b (the
     whole J's impulses returned, in its row order). Returns (x_all, v_next)."""
-    n = z.shape[0]
-    t = yg.copy()
-    for k in range(nj):
-        s = 0.0
-        for j in range(n):
-            s += Y[k, j] * z[j]
-        t[k] += s
-    x = back_transpose(Linv, t)
-    for k in range(nj):
-        x[k] = -x[k]
+    x = joint_impulses(Linv, Y, yg, z)
     return recover_joint_rows(z, x, v0, v_free, Rp, Ri, Rd, nj, Mip, Mii, Mid, ndof, elim, keep, held, vkin, Wb, kin,
                               Jp_all, Ji_all, Jd_all)
 

@@ -39,8 +39,8 @@ from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times, lcp_scale, solve_small
 from ..kernels.factored import dense_csr
-from ..kernels.joint_rows import (RANK_TOL, back_transpose, kept_rows, pin_rows, recover_joint_rows, spd_reduce,
-                                  stack_csr)
+from ..kernels.joint_rows import (RANK_TOL, back_transpose, joint_impulses, kept_rows, pin_rows, recover_joint_rows,
+                                  spd_reduce, stack_csr)
 from ..kernels.lemke import SOLVED, lemke_reduced_certified, lemke_scaled_run
 from ..kernels.mixed import mixed_row_terms, pyramid_coupling
 from ..kernels.residual import lcp_certify_dense, lcp_relative_kernel, lcp_residual_kernel
@@ -67,15 +67,7 @@ def _mixed_certificate(Am, Cm, Dm, B, g, hh, Y, yg, Linv, z, threshold):
     (relative within ``threshold``, the absolute ones finite). Returns (x, w, numbers, certified)."""
     nj = yg.shape[0]
     n = z.shape[0]
-    t = yg.copy()
-    for k in range(nj):
-        s = 0.0
-        for j in range(n):
-            s += Y[k, j] * z[j]
-        t[k] += s
-    x = back_transpose(Linv, t)
-    for k in range(nj):
-        x[k] = -x[k]
+    x = joint_impulses(Linv, Y, yg, z)
     w = np.empty(n)
     for i in range(n):
         s = 0.0
