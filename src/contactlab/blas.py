@@ -78,13 +78,18 @@ class _BlasLimit:
 
     def __enter__(self):
         key = len(sys.modules)
-        if _open and _open[-1] == (self.n, key):
+        n = self.n
+        if _open and _open[-1] == (n, key):
             self.changed = ()
         else:
-            self.changed = [(lib, k) for lib, count in _blas_pools() if (k := count()) != self.n]
-            for lib, _ in self.changed:
-                lib.set_num_threads(self.n)
-        _open.append((self.n, key))
+            changed = ()
+            for lib, count in _blas_pools():
+                k = count()
+                if k != n:      # a library already at n is left alone (most steps: no list, no call)
+                    changed += ((lib, k),)
+                    lib.set_num_threads(n)
+            self.changed = changed
+        _open.append((n, key))
         return self
 
     def __exit__(self, *exc):

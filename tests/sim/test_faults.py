@@ -252,3 +252,74 @@ def test_a_controller_setting_a_velocity_is_not_a_fault(compiled):
     # the box slid: its speed is the last kick less friction's mu g h (mu 0.5, the scene's default)
     kicked = speeds[(sim.data.steps - 1) % len(speeds)]
     assert sim.data.linear_velocity[1, 0] == pytest.approx(kicked - 0.5 * G * H, abs=1e-3)
+
+
+def _from_scratch(sim, before, rec, depth):
+    """faults.plausibility on the inputs step_fault forms itself (no compiled step's verdict)."""
+    model, data = sim.model, sim.data
+    kind, radius, jointed, mass = faults.fault_statics(sim)
+    vf, wf = faults._free_velocities(sim, before[1], before[2])
+    return faults.plausibility(model.dof_start, kind, 2, radius, before[0], before[1], before[2], vf, wf,
+                               data.position, data.linear_velocity, data.angular_velocity, sim.h, depth,
+                               float(model.settings.slop), float(before[3]), jointed, faults.motor_targets(data),
+                               bool(sim.has_actuation), float(rec.contact_energy_gain), float(rec.kinetic_energy),
+                               float(rec.energy), mass)
+
+
+@pytest.mark.parametrize("radius_scale", [1.0, 100.0])
+def test_the_compiled_steps_verdict_is_the_checks_own(monkeypatch, radius_scale):
+    """The compiled box-friction step forms the plausibility verdict on its own inputs
+    (box_kernels.box_friction_step; faults.judged_verdict takes it): on a falling 10-box pile every step's
+    verdict taken from the call is the one formed from scratch, value for value, and no step is a fault.
+    With the bodies' radii made 100 times larger for the check (a spin then counts at 100 times the rim),
+    the first impact's spin-up is beyond 10 x the free motion: the verdict the call forms is that speed
+    fault (code 1), the one formed from scratch, and the record reports it naming the body."""
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import box_stages
+    sim = Simulator(make_scene("pile", count=10))
+    assert isinstance(sim.stages, box_stages.CompiledRowStages)
+    kind, radius, jointed, mass = faults.fault_statics(sim)
+    if radius_scale != 1.0:
+        statics = (kind, radius * radius_scale, jointed, mass)
+        monkeypatch.setattr(faults, "fault_statics", lambda s: statics)
+        monkeypatch.setattr(box_stages, "fault_statics", lambda s: statics)
+    real, taken = faults.judged_verdict, []
+
+    def spy(sim_, before, rec, depth):
+        verdict = real(sim_, before, rec, depth)
+        if verdict is not None:
+            taken.append((tuple(verdict), tuple(_from_scratch(sim_, before, rec, depth))))
+        return verdict
+    monkeypatch.setattr(faults, "judged_verdict", spy)
+    recs = [sim.step() for _ in range(30)]
+    assert len(taken) == 30 and all(a == b for a, b in taken)
+    faulty = [k for k, r in enumerate(recs) if not r.plausible]
+    if radius_scale == 1.0:
+        assert not faulty
+    else:
+        assert faulty and all(taken[k][0][0] == 1 for k in faulty)
+        name = sim.model.names[taken[faulty[0]][0][1]]
+        assert recs[faulty[0]].fault.startswith(f"step {faulty[0] + 1} ") and f"body {name!r} reached" in \
+            recs[faulty[0]].fault
+
+
+def test_a_compiled_steps_verdict_is_not_taken_for_a_state_changed_after_it():
+    """A verdict the compiled call formed is about the state it left: a body moved or sped up after the
+    call (by hand, inside the checked step) is judged again, and the fault is found (the detector's test
+    above on the compiled step), as is a turn correction's overlap it did not know."""
+    sim = Simulator(_rest_box(), dt=H)
+    from contactlab.sim.box_stages import CompiledRowStages
+    assert isinstance(sim.stages, CompiledRowStages)
+    sim.step()
+    seen = []
+
+    def take():
+        rec = sim._step()
+        seen.append(sim.step_state.judged is not None)
+        sim.data.position[1, 1] += 0.01
+        return rec
+    rec = faults.checked_step(sim, take)
+    assert seen == [True] and not rec.plausible and "displaced 0.01 m" in rec.fault
+    # the same step left alone: its verdict taken, plausible
+    rec = faults.checked_step(sim, sim._step)
+    assert rec.plausible and sim.step_state.judged is not None

@@ -45,6 +45,9 @@ from ..models.box_friction import (row_heights, row_islands, box_bounds as _box_
                                    matched_impulses as _matched_impulses, q_kernel as _q_kernel,
                                    recover_parts as _recover_parts)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL
+from ..mechanics.model import KIND_KINEMATIC
+from .faults import NOT_JUDGED, plausibility
+from .turns import turn_bound
 
 # outcome codes of box_friction_step
 DECLINED = 0     # nothing changed: the general path takes the step
@@ -107,7 +110,8 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
                       floats, ints, h, zeta, slop, cfm, new_bound, current,
                       warm, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
                       tol, steps, armijo, full, newton_only, max_outer, cL, cA, cF, ck, threshold,
-                      position_stage, position_zeta, try_warm):
+                      position_stage, position_zeta, try_warm, radius, kind, total_mass, prev_joint_error, jointed,
+                      motors, actuated):
     """One box-friction step of a joint-free scene with nc = len(phi) contacts, n = 3 nc rows
     [N; S; T] (:mod:`contactlab.models.box_friction`'s layout, no joint, motor or limit rows), in the order of
     the general stages (:class:`contactlab.sim.stages.Stages`):
@@ -131,17 +135,33 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     The contacts come packed (:func:`contactlab.collision.boxes.packed.pack_contacts`: ``floats``, ``ints``, the latter
     with each contact's match, the previous contact whose impulses warm-start it).
 
+    The per-step checks whose inputs are the call's own, on the state it leaves: the turn bound of the
+    correct stage (:func:`contactlab.sim.turns.turn_bound` over the contacts' bodies, the velocities
+    after the step; a deep contact's position correction moves no velocity) and, unless deep (the
+    correction after the call moves the bodies), the plausibility verdict of
+    :func:`contactlab.sim.faults.step_fault` (:func:`contactlab.sim.faults.plausibility`, issue 40
+    item 5) on the inputs that function gives it for a step whose system is deferred: the state at
+    the call's start and after it, free velocities v + h g and omega (gravity is these bodies' only
+    force), depth max(pen, 0), the record's energies; ``radius``, ``kind``, ``total_mass``,
+    ``jointed``: :func:`contactlab.sim.faults.fault_statics`; ``prev_joint_error``, ``motors``,
+    ``actuated``: what step_fault reads of the simulator. Python uses the verdict only where those
+    inputs are still what it would pass (:func:`contactlab.sim.faults.step_fault`).
+
     Returns (outcome, iterations, outer, deep, e0, contact_gain, ke, pe, pen, numbers (6), the float
-    results in one array (:func:`results`: z, w, v+, the tangent impulses, and the state before the
-    step, from which the step's system is assembled when read, :func:`system_terms`), modes, whether
-    the warm start was taken without M); outcome DECLINED leaves every state array as it was."""
+    results in one array (:func:`results`: z, w, v+, the tangent impulses, the state before the
+    step, from which the step's system is assembled when read, :func:`system_terms`, and the
+    positions and velocities after it), modes, whether the warm start was taken without M, the turn
+    bound, the verdict (code NOT_JUDGED where none was formed)); outcome DECLINED leaves every state
+    array as it was."""
     before = state_before(quat, pos, lin, ang)
-    _, _, _, _, phi, mu_c, guess, _, _, _, _, match = unpack_contacts(floats, ints)
+    _, _, _, _, phi, mu_c, guess, body_a, body_b, _, _, match = unpack_contacts(floats, ints)
     e0, f, M_blocks, W_blocks, v, v_free, dv, ix, ip, n_bias = _step_terms(live, ndof, dof_start, mass, inertia, inv_inertia,
                                                                gravity, gyroscopic, quat, pos, lin, ang, floats,
                                                                ints, h, zeta, slop)
     nc, nnz, H, none = phi.size, dv.shape[1], dv.reshape(-1), np.zeros(0)     # H: the rows' values, row by row
     n = 3 * nc
+    turn = 0.0
+    verdict = (NOT_JUDGED, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     z0 = np.zeros(n)
     if warm:
         _matched_impulses(z0, 0, match, prev_normal, prev_tangent)
@@ -197,10 +217,22 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
         advance_state(dof_start, v_next, lin, ang, pos, quat, h)
         if position_stage and nc:
             c, deep = position_targets(rows_times(ip[:nc + 1], ix[:nnz], dv[0], v_next), phi, h, slop, position_zeta)
+        turn = turn_bound(body_a, body_b, ang, radius, h)
         if not deep:
             ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quat, lin, ang, pos, gravity, phi)
-    return (outcome, its, outer, deep, e0, contact_gain, ke, pe, pen, numbers,
-            results(z, w, np.zeros(0), v_next, tangent, before), modes, taken)
+            nb = dof_start.size
+            x0 = before[4 * nb:7 * nb].reshape((nb, 3))
+            v0 = before[7 * nb:10 * nb].reshape((nb, 3))
+            w0 = before[10 * nb:13 * nb].reshape((nb, 3))
+            depth = pen if np.isfinite(pen) else 0.0
+            if 0.0 > depth:     # Python's max(depth, 0.0) (faults.step_depth)
+                depth = 0.0
+            verdict = plausibility(dof_start, kind, KIND_KINEMATIC, radius, x0, v0, w0, v0 + h * gravity, w0, pos, lin,
+                                   ang, h, depth, slop, prev_joint_error, jointed, motors, actuated, contact_gain, ke,
+                                   ke + pe, total_mass)
+    out = results(z, w, np.zeros(0), v_next, tangent, np.concatenate((before, pos.reshape(-1), lin.reshape(-1),
+                                                                       ang.reshape(-1))))
+    return (outcome, its, outer, deep, e0, contact_gain, ke, pe, pen, numbers, out, modes, taken, turn, verdict)
 
 
 @jit

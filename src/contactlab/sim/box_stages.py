@@ -22,6 +22,7 @@ stages above; a step it declines (nothing changed) is taken by them.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -39,6 +40,7 @@ from ..solvers.box_qp import BoxQPOptions, dense_factor_cache as _dense_factors
 from ..solvers.pgs import PGSOptions
 from . import box_kernels as BS
 from .fallback import certified
+from .faults import NOT_JUDGED, fault_statics, motor_targets
 from .box_joint_stages import SCHUR_STAGES
 from .stages import CompiledCall, Stages, StepState, StepWork
 
@@ -318,6 +320,7 @@ class CompiledRowStages(CompiledCall, RowStages):
         args, warm, gyroscopic, floats, ints, h, zeta, slop, position_stage, position_zeta = w.call
         nc = w.nc
         n = w.n = 3 * nc
+        judged = None
         if self.fixed:
             w.t0 = time.perf_counter()
             (outcome, code, stats, e0, gain, ke, pe, pen, out, modes) = BS.box_friction_fixed_step(
@@ -325,7 +328,7 @@ class CompiledRowStages(CompiledCall, RowStages):
                 data.angular_velocity, *args, int(sim.iterations), *sim.sweep_stops(), position_stage, position_zeta)
             w.t_solved = time.perf_counter()
             if outcome != BS.DECLINED:
-                z, wv, dvel, v_next, tangent, before = _split(out, n, 6 * self.live.size, model.ndof, nc)
+                z, wv, dvel, v_next, tangent, before, _ = _split(out, n, 6 * self.live.size, model.ndof, nc, model.nb)
                 w.sol = matrix_free_solution(z, wv, dvel, code, stats)
                 deep = False
         else:
@@ -333,15 +336,27 @@ class CompiledRowStages(CompiledCall, RowStages):
             steps, full = (opts.max_iterations, False) if self.newton_only or n <= opts.small_n \
                 else (opts.newton_steps, True)
             cL, cA, cF, ck = _dense_factors(n)
+            # the per-step checks' inputs (faults.step_fault, turns.fires): the call forms both
+            statics = fault_statics(sim)
+            kind, radius, jointed, mass = statics
+            prev_error = float(getattr(sim, "_fault_joint_error", 0.0))
             w.t0 = time.perf_counter()
-            (outcome, its, outer, deep, e0, gain, ke, pe, pen, numbers, out, modes, taken) = BS.box_friction_step(
+            (outcome, its, outer, deep, e0, gain, ke, pe, pen, numbers, out, modes, taken, turn,
+             verdict) = BS.box_friction_step(
                 *self.model_args, gyroscopic, data.quaternion, data.position, data.linear_velocity,
                 data.angular_velocity, *args, float(opts.tol), int(steps), float(opts.armijo), full, self.newton_only,
                 int(opts.max_outer), cL, cA, cF, ck, self.threshold, position_stage, position_zeta,
-                warm and self.warm_tol > 0.0 and self.may_certify_warm())
+                warm and self.warm_tol > 0.0 and self.may_certify_warm(), radius, kind, mass, prev_error, jointed,
+                motor_targets(data), bool(sim.has_actuation))
             w.t_solved = time.perf_counter()
             if outcome != BS.DECLINED:
-                z, wv, _, v_next, tangent, before = _split(out, n, 0, model.ndof, nc)
+                z, wv, _, v_next, tangent, before, _ = _split(out, n, 0, model.ndof, nc, model.nb)
+                # the turn bound on the world's radii (turns.fires); the verdict with its inputs (faults.judged_verdict)
+                w.turn_bound = turn if radius is getattr(sim.world, "body_radius", None) else None
+                judged = None if verdict[0] == NOT_JUDGED else (
+                    verdict, statics, (max(pen, 0.0) if math.isfinite(pen) else 0.0, prev_error,
+                                       bool(sim.has_actuation), gain, ke, ke + pe, h, slop),
+                    out[out.size - 18 * model.nb:])
                 solved = outcome == BS.SOLVED
                 info = {"outer": int(outer)} if solved else {}
                 if taken:       # the warm start, certified without M (RowStages.certified_warm_start)
@@ -357,7 +372,7 @@ class CompiledRowStages(CompiledCall, RowStages):
             return super().solve(w)
         w.sol.time_s = w.t_solved - w.t0
         w.e0, w.contact_gain = e0, gain
-        w.call = (gyroscopic, before, floats, ints, h, zeta, slop, deep, ke, pe, pen, v_next, tangent, modes, z)
+        w.call = (gyroscopic, before, floats, ints, h, zeta, slop, deep, ke, pe, pen, v_next, tangent, modes, z, judged)
 
     # -- certify ----------------------------------------------------------------------------------
     def certify(self, w: StepWork) -> None:
@@ -373,12 +388,13 @@ class CompiledRowStages(CompiledCall, RowStages):
             return super().integrate(w)
         sim = self.sim
         model, data = sim.model, sim.data
-        gyroscopic, before, floats, ints, h, zeta, slop, deep, ke, pe, pen, v_next, tangent, modes, z = w.call
+        gyroscopic, before, floats, ints, h, zeta, slop, deep, ke, pe, pen, v_next, tangent, modes, z, judged = w.call
         nc = w.nc
         result = StepResult(v_next=v_next, normal=z[:nc], tangent=tangent, joint=_NONE, limit=_NONE, motor=_NONE,
                             modes=modes)
         data.warm["z"] = z.copy()
         self.state.defer(w.contacts, h, self.system_terms, (gyroscopic, before, floats, ints, h, zeta, slop))
+        self.state.judged = judged
         if deep:        # the position correction (Simulator.project_contacts), then the energies
             sim.project_contacts(sim.last_system, v_next)
             ke, pe, pen = energies_and_depth(model.dof_start, model.mass, model.inertia, data.quaternion,
@@ -393,12 +409,15 @@ class CompiledRowStages(CompiledCall, RowStages):
         w.t_integrated = time.perf_counter()
 
 
-def _split(out, n: int, nv: int, ndof: int, nc: int) -> tuple:
+def _split(out, n: int, nv: int, ndof: int, nc: int, nb: int) -> tuple:
     """The views of :func:`contactlab.sim.box_kernels.results`' array: (z, w, velocity change (nv,), v+, tangent
-    impulses (nc, 2), state before)."""
+    impulses (nc, 2), state before (13 nb), what follows it (the certified step: positions and velocities
+    after the step, 9 nb))."""
     a = 2 * n + nv
     b = a + ndof
-    return out[:n], out[n:2 * n], out[2 * n:a], out[a:b], out[b:b + 2 * nc].reshape(nc, 2), out[b + 2 * nc:]
+    c = b + 2 * nc
+    return (out[:n], out[n:2 * n], out[2 * n:a], out[a:b], out[b:c].reshape(nc, 2), out[c:c + 13 * nb],
+            out[c + 13 * nb:])
 
 
 #: the model-specific stages, most specific first (:func:`contactlab.sim.simulator.plan_stages`)

@@ -245,19 +245,70 @@ def motor_targets(data) -> np.ndarray:
 _NO_MOTORS = np.zeros(0)
 
 
+#: the code of a verdict a compiled step did not form (:func:`contactlab.sim.box_kernels.box_friction_step`)
+NOT_JUDGED = -1
+
+
+@jit
+def _same_rows(a, judged, k):
+    """Whether a (nb, 3) is bit for bit judged[k:k + 3 nb] (row by row)."""
+    for i in range(a.shape[0]):
+        for j in range(3):
+            if not a[i, j] == judged[k + 3 * i + j]:
+                return False
+    return True
+
+
+@jit
+def same_motion(x0, v0, w0, x1, v1, w1, judged):
+    """Whether the states before (x0, v0, w0) and after (x1, v1, w1) a step are bit for bit those a
+    compiled step judged, ``judged`` = [x0 | v0 | w0 | x1 | v1 | w1] flat (a NaN is never the same:
+    the step is judged again)."""
+    m = 3 * x0.shape[0]
+    return (judged.size == 6 * m and _same_rows(x0, judged, 0) and _same_rows(v0, judged, m)
+            and _same_rows(w0, judged, 2 * m) and _same_rows(x1, judged, 3 * m) and _same_rows(v1, judged, 4 * m)
+            and _same_rows(w1, judged, 5 * m))
+
+
+def judged_verdict(sim, before, rec, depth):
+    """The verdict of :func:`plausibility` a compiled step formed on its own inputs
+    (``StepState.judged`` = (verdict, statics, scalars, motion): :meth:`contactlab.sim.box_stages.CompiledRowStages.integrate`),
+    where every input :func:`step_fault` would give it is still that one: the statics
+    (:func:`fault_statics`), the free velocities v0 + h g and omega0 (no system read since the step),
+    no motor, the scalars (depth, previous joint error, actuation, the record's energies, h, slop) and
+    the states before and after bit for bit (:func:`same_motion`); else None (judged here)."""
+    state = getattr(sim, "step_state", None)
+    judged = getattr(state, "judged", None)
+    if judged is None or state.system is not None or state.free_velocity is not None:
+        return None
+    verdict, statics, scalars, motion = judged
+    data = sim.data
+    if statics is not fault_statics(sim) or scalars != (
+            depth, float(before[3]), bool(sim.has_actuation), float(rec.contact_energy_gain), float(rec.kinetic_energy),
+            float(rec.energy), sim.h, float(sim.model.settings.slop)) or motor_targets(data).size:
+        return None
+    if not same_motion(before[0], before[1], before[2], data.position, data.linear_velocity, data.angular_velocity,
+                       motion):
+        return None
+    return verdict
+
+
 def step_fault(sim, before, rec) -> str:
     """The first physics fault of the step that took the state ``before`` (positions, linear and
     angular velocities, previous joint error) to the simulator's state, in words naming the body;
-    "" when its motion is plausible (module docstring)."""
-    model, data, h = sim.model, sim.data, sim.h
+    "" when its motion is plausible (module docstring). The verdict a compiled step formed on these
+    very inputs is taken as it is (:func:`judged_verdict`); else it is formed here."""
     x0, v0, w0, prev_joint_error = before
-    kind, radius, jointed, mass = fault_statics(sim)
-    vf, wf = _free_velocities(sim, v0, w0)
     depth = step_depth(sim, rec)
-    verdict = plausibility(model.dof_start, kind, 2, radius, x0, v0, w0, vf, wf, data.position, data.linear_velocity,
-                           data.angular_velocity, h, depth, float(model.settings.slop), float(prev_joint_error),
-                           jointed, motor_targets(data), bool(sim.has_actuation), float(rec.contact_energy_gain),
-                           float(rec.kinetic_energy), float(rec.energy), mass)
+    verdict = judged_verdict(sim, before, rec, depth)
+    if verdict is None:
+        model, data, h = sim.model, sim.data, sim.h
+        kind, radius, jointed, mass = fault_statics(sim)
+        vf, wf = _free_velocities(sim, v0, w0)
+        verdict = plausibility(model.dof_start, kind, 2, radius, x0, v0, w0, vf, wf, data.position,
+                               data.linear_velocity, data.angular_velocity, h, depth, float(model.settings.slop),
+                               float(prev_joint_error), jointed, motor_targets(data), bool(sim.has_actuation),
+                               float(rec.contact_energy_gain), float(rec.kinetic_energy), float(rec.energy), mass)
     return fault_words(sim, verdict, depth, prev_joint_error, rec) if verdict[0] else ""
 
 
@@ -290,6 +341,9 @@ def checked_step(sim, take, before=None):
     if before is None:
         before = (d.position.copy(), d.linear_velocity.copy(), d.angular_velocity.copy(),
                   float(getattr(sim, "_fault_joint_error", 0.0)))
+    state = getattr(sim, "step_state", None)
+    if state is not None:
+        state.judged = None         # a verdict formed by this step's compiled call only (judged_verdict)
     rec = take()
     rec.fault = step_fault(sim, before, rec)
     rec.plausible = not rec.fault

@@ -84,6 +84,7 @@ class StepState:
     timing: dict = field(default_factory=dict)
     free_velocity: object = None        # v + h M^-1 f of a compiled step whose system is deferred (sim/faults.py)
     turn_overlap: float = 0.0           # the deepest overlap the step's turn correction projected out (m)
+    judged: tuple | None = None         # a compiled step's plausibility verdict and its inputs (faults.judged_verdict)
 
     def defer(self, contacts, h: float, terms_of, args: tuple) -> None:
         """Assemble the step's system and its problem only when read."""
@@ -145,6 +146,7 @@ class StepWork:
     contact_gain: float = 0.0
     joint_error: float = 0.0
     call: tuple = ()                    # a compiled step's inputs and outputs
+    turn_bound: float | None = None     # a compiled step's turn bound (turns.fires), None: computed there
 
 
 def configuration(sim) -> tuple:
@@ -318,7 +320,7 @@ class Stages:
         counts as the integration's. Returns whether a correction ran."""
         sim = self.sim
         self.state.turn_overlap = 0.0
-        if not turns.fires(sim, w.contacts):
+        if not turns.fires(sim, w.contacts, w.turn_bound):
             return False
         self.state.turn_overlap = turns.correct_turns(sim)
         done = self.state.turn_overlap > 0.0

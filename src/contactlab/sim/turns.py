@@ -46,16 +46,20 @@ def turn_bound(body_a, body_b, angular_velocity, radius, h):
     return worst
 
 
-def fires(sim, contacts) -> bool:
+def fires(sim, contacts, bound: float | None = None) -> bool:
     """Whether the step just taken (its ``contacts``, the bodies' velocities after it) can have left
     an overlap its rows did not see: a body in contact whose turn bound exceeds TURN_TRIGGER slop,
-    on a scene with the position stabilisation and the simulator's own CollisionWorld."""
+    on a scene with the position stabilisation and the simulator's own CollisionWorld. ``bound``:
+    :func:`turn_bound` of these contacts on the world's radii and the velocities after the step
+    where the step's compiled call formed it (:func:`contactlab.sim.box_kernels.box_friction_step`)."""
     st = sim.model.settings
     if not contacts.count or st.contact_stabilization != "position" or not isinstance(sim.world, CollisionWorld):
         return False
-    return bool(turn_bound(np.ascontiguousarray(contacts.body_a, dtype=np.int64),
+    if bound is None:
+        bound = turn_bound(np.ascontiguousarray(contacts.body_a, dtype=np.int64),
                            np.ascontiguousarray(contacts.body_b, dtype=np.int64), sim.data.angular_velocity,
-                           sim.world.body_radius, float(sim.h)) > TURN_TRIGGER * st.slop)
+                           sim.world.body_radius, float(sim.h))
+    return bool(bound > TURN_TRIGGER * st.slop)
 
 
 def correct_turns(sim) -> float:
