@@ -162,6 +162,15 @@ def jointed_terms(live, dof_start, quaternion, position, mass, inertia, inv_iner
 
 
 @jit
+def declined(n, nl, e0, v, v_free):
+    """:func:`noslip_step`'s tuple for DECLINED (nothing changed: e0, v and v_free of the terms formed),
+    its z = 0 (n,), empty w, zero certificate numbers and counts the defaults the solve starts from."""
+    return (DECLINED, False, THEOREM1_UNCLEAR, 0, np.zeros(n), np.zeros(0), (0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+            np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64), 0, 0, e0, 0.0, 0.0, 0.0, 0.0, 0.0, v, np.zeros(0),
+            np.zeros((0, 2)), np.zeros(0, dtype=np.int8), nl, 0, 0, v_free, 0.0)
+
+
+@jit
 def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic, quaternion,
                 position, linear_velocity, angular_velocity, planar_reference, f, a, b, point, normal, t1, t2, phi,
                 zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, blk_cols, blk_ptr, active_gap, tol,
@@ -191,13 +200,8 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
         planar_reference, h, zeta_j)
     nl = l_bias.shape[0]
     n = nl + nc
-    z = np.zeros(n)
-    w = np.zeros(0)
-    numbers = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    counts = np.zeros(2, dtype=np.int64)
-    nonbasic = np.zeros(0, dtype=np.int64)
-    none = (DECLINED, False, THEOREM1_UNCLEAR, 0, z, w, numbers, counts, nonbasic, 0, 0, e0, 0.0, 0.0, 0.0, 0.0,
-            0.0, v, np.zeros(0), np.zeros((0, 2)), np.zeros(0, dtype=np.int8), nl, 0, 0, v_free, 0.0)
+    none = declined(n, nl, e0, v, v_free)
+    z, numbers, counts, nonbasic = none[4], none[6], none[7], none[8]
     if a_target.shape[0]:        # motors: models/noslip.py build's active set over their states
         return none
     touch = np.empty(nc, dtype=np.bool_)
@@ -264,14 +268,8 @@ def noslip_motor_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv
     nj = j_rhs.shape[0]
     nm = a_target.shape[0]
     n = nl + nc
-    z = np.zeros(n)
-    w = np.zeros(0)
-    numbers = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    counts = np.zeros(2, dtype=np.int64)
-    nonbasic = np.zeros(0, dtype=np.int64)
-    none = (DECLINED, False, THEOREM1_UNCLEAR, 0, z, w, numbers, counts, nonbasic, 0, 0, e0, 0.0, 0.0, 0.0, 0.0,
-            0.0, v, np.zeros(0), np.zeros((0, 2)), np.zeros(0, dtype=np.int8), nl, 0, 0, v_free, 0.0, np.zeros(0), 0,
-            False, False)
+    none = declined(n, nl, e0, v, v_free) + (np.zeros(0), 0, False, False)
+    numbers, counts, nonbasic = none[6], none[7], none[8]
     for i in range(nm):
         if not np.isfinite(a_max[i]):
             return none

@@ -204,17 +204,8 @@ class CompiledNoSlipStages(CompiledJointCall, Stages):
     def step_call(self, w: StepWork, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage,
                   position_zeta, project, gyro) -> tuple:
         """The compiled step on the simulator's state (:func:`contactlab.sim.noslip_kernels.noslip_step`)."""
-        sim = self.sim
-        model, data = sim.model, sim.data
-        a, b, point, normal, t1, t2, phi = contact
-        max_it = self.max_iterations
-        return NK.noslip_step(
-            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
-            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
-            data.angular_velocity, data.planar_reference, f, a, b, point, normal, t1, t2, phi, zeta, slop,
-            self.packed.kernel_args, mt, mf, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
-            -1 if max_it is None else int(max_it), self.threshold, self.passive,
-            position_stage, position_zeta, project, 1e-10, 8)
+        return NK.noslip_step(*self.maximal_arguments(w, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm,
+                                                      position_stage, position_zeta, project, gyro))
 
     def motor_call(self, w: StepWork, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage,
                    position_zeta, project, gyro) -> tuple:
@@ -222,17 +213,24 @@ class CompiledNoSlipStages(CompiledJointCall, Stages):
         for every plan (:func:`contactlab.sim.noslip_kernels.noslip_motor_step`: the general path's
         active set, whose steps are maximal-coordinate ones): the trials' ppm with ``solve()``'s
         defaults, the last state's with the simulator's options."""
+        return NK.noslip_motor_step(*self.maximal_arguments(w, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm,
+                                                            position_stage, position_zeta, project, gyro),
+                                    int(self.sim.model_options.motor_trials), TRIAL_THRESHOLD)
+
+    def maximal_arguments(self, w: StepWork, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage,
+                          position_zeta, project, gyro) -> tuple:
+        """:func:`~contactlab.sim.noslip_kernels.noslip_step`'s arguments on the simulator's state (the
+        contacts as plain arrays), which :func:`~contactlab.sim.noslip_kernels.noslip_motor_step` takes too."""
         sim = self.sim
         model, data = sim.model, sim.data
         a, b, point, normal, t1, t2, phi = contact
         max_it = self.max_iterations
-        return NK.noslip_motor_step(
-            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
-            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
-            data.angular_velocity, data.planar_reference, f, a, b, point, normal, t1, t2, phi, zeta, slop,
-            self.packed.kernel_args, mt, mf, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
-            -1 if max_it is None else int(max_it), self.threshold, self.passive,
-            position_stage, position_zeta, project, 1e-10, 8, int(sim.model_options.motor_trials), TRIAL_THRESHOLD)
+        return (self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
+                model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
+                data.angular_velocity, data.planar_reference, f, a, b, point, normal, t1, t2, phi, zeta, slop,
+                self.packed.kernel_args, mt, mf, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
+                -1 if max_it is None else int(max_it), self.threshold, self.passive,
+                position_stage, position_zeta, project, 1e-10, 8)
 
     # -- integrate: done in the call but for a deep contact's position correction -----------------
     def integrate(self, w: StepWork) -> None:
