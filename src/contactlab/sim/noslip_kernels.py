@@ -28,7 +28,8 @@ the records and the answers of both paths step by step):
    joint error, and the energies and deepest overlap after the step.
 
 A step changes nothing unless its answer is applied as the general path would apply it: where
-the step has motors (their active set solves several LCPs, models/noslip.py ``build``), the
+the step has motors (their active set solves several LCPs, models/noslip.py ``build``: the stages
+call :func:`noslip_motor_step` for it instead, the same kernels with that active set), the
 reduction fails (a non-finite input, M not positive definite, every coordinate fixed), ppm leaves
 Theorem 1's decision to the general path or its answer does not certify, the call returns
 :data:`DECLINED` before any state is touched and the general stages take the step (fallbacks,

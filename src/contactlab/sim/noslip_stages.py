@@ -8,8 +8,11 @@ step after detection is one compiled call (:func:`contactlab.sim.noslip_kernels.
 general stages' kernels in their order, the same bits). The step's ConstraintSystem, problem and
 Solution's certification are those of the general path; the system and problem are assembled
 only when read (``Simulator.last_system``, ``last_problem``) from the state before the step. A step
-the call declines (motors, a failed reduction, an answer that does not certify) is taken by the
-general stages on the same contacts, fallbacks and errors included.
+with force-limited velocity motors (a gripper's actuators, drumwright Sec. VII-A) is the motor
+call's (:func:`contactlab.sim.noslip_kernels.noslip_motor_step`: models/noslip.py ``build``'s active
+set over the motors' states, then the solve, in maximal coordinates for every plan). A step the
+calls decline (a failed reduction, an answer that does not certify, an infinite force limit) is
+taken by the general stages on the same contacts, fallbacks and errors included.
 """
 from __future__ import annotations
 
