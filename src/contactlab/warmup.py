@@ -84,6 +84,7 @@ SIMULATIONS = (
     ("trinkle-pang", None, "stack", {"count": 2}, 3),
     ("stewart-trinkle", None, "pendulum-chain", {}, 3),
     ("no-slip", None, "quadruped", {}, 3),
+    ("no-slip", None, "box-gripper", {}, 3),     # force-limited motors: their active set's call (sim/noslip_kernels.py)
     ("stewart-trinkle", "pgs-sm", "barrett-grasp", {}, 3),
     ("stewart-trinkle", None, "barrett-grasp", {"material": "rubber"}, 3),     # a first ``simulate barrett-grasp``
     ("frictionless", "dantzig", "column-collapse", {}, 3),

@@ -109,3 +109,37 @@ def test_the_report_verdict_reads_the_cold_run():
     summarize(Ctx(), rows + [cold])
     table_one = [kw for paper, item, kw in seen if item == "Table I"][0]
     assert table_one["agrees"] is False and "200 pivots/step" in table_one["reason"]
+    assert "compresses" in table_one["reason"]
+    seen.clear()
+    cold["cpu_s_mean"] = 1.2        # 12x: above the band, said as such
+    summarize(Ctx(), rows + [cold])
+    table_one = [kw for paper, item, kw in seen if item == "Table I"][0]
+    assert table_one["agrees"] is False and "above the paper's band" in table_one["reason"]
+
+
+@pytest.mark.parametrize("contacts", ["grid", "coal"])
+def test_the_noslip_steps_with_the_actuators_are_compiled_the_general_paths_bits(contacts):
+    """drumwright Sec. VII-A's no-slip/PPM row: the grippers' force-limited actuators (their active set,
+    models/noslip.py build) run in the compiled call (sim/noslip_kernels.py ``noslip_motor_step``):
+    every step taken by it and certified, the state, impulses (the motors' at their push limit,
+    +-50 N x dt) and records bit for bit the general stages' (``compiled=False``), and the boxes held."""
+    from contactlab.scenarios.box_gripper import run_box_gripper
+    a = make_simulator("no-slip", "ppm", contacts=contacts)
+    b = make_simulator("no-slip", "ppm", contacts=contacts)
+    b.compiled = False
+    for k in range(12):
+        ra, rb = a.step(), b.step()
+        assert a.last_solution.info.get("compiled_step") and not b.last_solution.info.get("compiled_step")
+        assert ra.success and ra.status == rb.status == "SOLVED" and ra.pivots == rb.pivots
+        for x, y in ((a.data.position, b.data.position), (a.data.quaternion, b.data.quaternion),
+                     (a.data.linear_velocity, b.data.linear_velocity)):
+            assert np.array_equal(x, y), k
+        for name in ("v_next", "normal", "tangent", "joint", "motor"):
+            assert np.array_equal(getattr(a.data.result, name), getattr(b.data.result, name)), (name, k)
+        assert a.data.result.info == b.data.result.info
+    # both actuators saturated, pushing the boxes together: +50 N x 0.01 s on the left, -0.5 on the right
+    assert np.array_equal(a.data.result.motor, [0.5, -0.5]) and a.data.result.info["motor_saturated"]
+    held = [i for i, n in enumerate(a.model.names) if n.startswith("box")]
+    assert np.max(np.abs(a.data.position[held, 2] - 1.0)) < 1e-6
+    run = run_box_gripper("no-slip", "ppm", steps=10, contacts=contacts)
+    assert run.compiled_steps == 10 and run.held and run.statuses == {"SOLVED": 10}

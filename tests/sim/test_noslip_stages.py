@@ -2,23 +2,28 @@
 contactlab.sim.noslip_stages.CompiledNoSlipStages) against the general stages it replaces
 (``Simulator(compiled=False)``): the same kernels in the same order, so the same bits step after
 step (state, records, impulses, the Solution and its certification); the system and problem
-assembled when read equal the general path's; a declined step (motors) changes nothing;
-configurations it does not reproduce never use it."""
+assembled when read equal the general path's; a step with force-limited motors is the motor call's
+(noslip_kernels.noslip_motor_step: the active set over the motors' states), the same bits; a
+declined step changes nothing; configurations it does not reproduce never use it."""
 import dataclasses
 
 import numpy as np
 import pytest
 
 import contactlab.sim.noslip_kernels as NK
+import contactlab.sim.tree_stages as TS
 from contactlab.scenarios import make_scene
 from contactlab.sim import Simulator
+
+
+#: the joint-coordinate stages' own plan (the fixture below replaces it)
+_TREE_PLAN = TS.CompiledTreeNoSlipStages.__dict__["plan"]
 
 
 @pytest.fixture(autouse=True)
 def _maximal(monkeypatch):
     """These tests compare the maximal-coordinate compiled step with the general stages: the robots'
     joint-coordinate stages (sim/tree_stages.py, tests/sim/test_tree_stages.py) are left out."""
-    import contactlab.sim.tree_stages as TS
     monkeypatch.setattr(TS.CompiledTreeNoSlipStages, "plan", classmethod(lambda cls, sim, state: None))
 
 
@@ -27,18 +32,20 @@ def _sim(robot, compiled=True, **kw):
     return Simulator(sc, "no-slip", kw.pop("method", None), controllers=getattr(sc, "controllers", ()), compiled=compiled, **kw)
 
 
-def _count(monkeypatch):
-    seen = {"calls": 0, "taken": 0, "deep": 0}
-    kernel = NK.noslip_step
+def _count(monkeypatch, name="noslip_step"):
+    seen = {"calls": 0, "taken": 0, "deep": 0, "trials": []}
+    kernel = getattr(NK, name)
 
     def call(*args):
         out = kernel(*args)
         seen["calls"] += 1
         seen["taken"] += out[0] != NK.DECLINED
         seen["deep"] += out[0] == NK.DEEP
+        if len(out) > 26:       # noslip_motor_step: (motor impulses, trials, consistent, saturated)
+            seen["trials"].append(int(out[27]))
         return out
 
-    monkeypatch.setattr(NK, "noslip_step", call)
+    monkeypatch.setattr(NK, name, call)
     return seen
 
 
@@ -64,6 +71,8 @@ def _same_step(a, b, k):
             sa.relative_residual) == (sb.status, sb.iterations, sb.pivots, sb.residual, sb.complementarity,
                                       sb.infeasibility, sb.relative_residual)
     assert np.array_equal(sa.z, sb.z) and np.array_equal(sa.w, sb.w)
+    # the compiled step's Solution says so (Simulator.last_solution.info["compiled_step"]), as st_stages'
+    assert sa.info.pop("compiled_step", None) is a.stages.compiled and "compiled_step" not in sb.info
     assert sa.info.keys() == sb.info.keys()
     for key in sa.info:
         x, y = sa.info[key], sb.info[key]
@@ -107,10 +116,10 @@ def test_system_and_problem_assembled_when_read_equal_the_general_paths():
     assert max(c[3], c[5]) <= 1e-6 and np.array_equal(w, a.last_solution.w)
 
 
-def test_a_step_with_motors_is_declined_and_taken_by_the_general_stages(monkeypatch):
+def test_a_step_with_motors_is_declined_and_taken_by_the_motor_call(monkeypatch):
     """A force-limited velocity motor (models/noslip.py ``build``'s active set over the motors'
-    states): the general stages take the step, the same bits."""
-    seen = _count(monkeypatch)
+    states): noslip_step is not called, noslip_motor_step takes the step, the general path's bits."""
+    seen, motor = _count(monkeypatch), _count(monkeypatch, "noslip_motor_step")
     a, b = _sim("quadruped", True), _sim("quadruped", False)
     joint = a.model.joints[0].name
     for k in range(40):
@@ -119,6 +128,52 @@ def test_a_step_with_motors_is_declined_and_taken_by_the_general_stages(monkeypa
                 s.set_motor(joint, 0.0, 0.05)
         _same_step(a, b, k)
     assert seen["calls"] == 10 and seen["taken"] == 10     # a motor's steps do not call it
+    assert motor["calls"] == motor["taken"] == 30
+
+
+#: six motors on the quadruped's joints (target rate, force limit): some reach their targets, some
+#: saturate, so the active set takes 3 to 8 trials a step and ends on mixed states
+MOTORS = [(0.0, 0.05), (0.5, 0.3), (-0.3, 2.0), (0.0, 1e-3), (1.0, 10.0), (0.2, 0.01)]
+
+
+@pytest.mark.parametrize("model_options,solver_options", [
+    (None, None),
+    ({"motor_trials": 2}, None),           # the search stops at its budget: the last state solved afterwards
+    (None, {"max_iterations": 500}),       # the stages' own budget: the last state's problem solved again
+])
+def test_motors_active_set_in_the_call_gives_the_general_paths_bits(monkeypatch, model_options, solver_options):
+    """Mixed motor states (free rows joined to J, saturated ones as forces), several trials a step:
+    the compiled active set takes every step with the general path's state, records, impulses
+    (the motors' included), StepResult info (trials, consistency) and Solution, bit for bit."""
+    motor = _count(monkeypatch, "noslip_motor_step")
+    a = _sim("quadruped", True, model_options=model_options, solver_options=solver_options)
+    b = _sim("quadruped", False, model_options=model_options, solver_options=solver_options)
+    names = [j.name for j in a.model.joints]
+    for s in (a, b):
+        for j, (target, force) in zip(names, MOTORS):
+            s.set_motor(j, target, force)
+    for k in range(60):
+        _same_step(a, b, k)
+        assert a.data.result.motor.shape == (len(MOTORS),)
+    assert motor["calls"] == motor["taken"] == 60
+    budget = (model_options or {}).get("motor_trials", 8)
+    assert max(motor["trials"]) == budget and min(motor["trials"]) >= 2
+
+
+def test_a_motor_step_in_a_tree_plan_is_the_maximal_call(monkeypatch):
+    """The joint-coordinate plan (sim/tree_stages.py) hands a step with motors to the maximal-coordinate
+    motor call, as its general fallback is the maximal stages: the general path's bits."""
+    monkeypatch.setattr(TS.CompiledTreeNoSlipStages, "plan", _TREE_PLAN)      # undo _maximal
+    motor = _count(monkeypatch, "noslip_motor_step")
+    a, b = _sim("quadruped", True), _sim("quadruped", False)
+    a.fused = False         # the stages, not the robot's fused step (sim/robot_step.py)
+    assert type(a.stages) is TS.CompiledTreeNoSlipStages
+    joint = a.model.joints[2].name
+    for s in (a, b):
+        s.set_motor(joint, 0.3, 0.5)
+    for k in range(30):
+        _same_step(a, b, k)
+    assert motor["calls"] == motor["taken"] == 30
 
 
 @pytest.mark.parametrize("kw", [{"iterations": 30}, {"method": "lemke"}, {"solver_options": {"tol": 1e-8}}])

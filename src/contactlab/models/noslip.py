@@ -21,9 +21,11 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import ModelError
 from ..solution import Status
+from ..kernels import motor_set as KM
 from ..kernels import noslip as K
 from ..kernels.noslip import csr_rows_into, noslip_system_chain, symmetric_finite
 from .built import ACTIVE_GAP, Built, touching
@@ -309,11 +311,15 @@ class MotorStep:
 
 
 def _motor_impulses(sys, ms: MotorStep, joint: np.ndarray) -> np.ndarray:
-    """Motor impulses (nm,): +-a_max for saturated motors, the row multiplier for the others."""
-    c = ms.state * sys.a_max
-    free = np.flatnonzero(ms.state == 0)
-    c[free] = joint[ms.n_joint + np.arange(free.size)]
-    return c
+    """Motor impulses (nm,): +-a_max for saturated motors, the row multiplier for the others
+    (kernels/motor_set.py ``motor_impulses``)."""
+    return KM.motor_impulses(ms.state, f64(sys.a_max), f64(joint), ms.n_joint)
+
+
+def _motor_csr(sys) -> tuple:
+    """The motor rows A as CSR arrays (indptr, indices, data) for kernels/motor_set.py."""
+    A = sys.A if getattr(sys.A, "format", None) == "csr" else sp.csr_matrix(_dense(sys.A).reshape(-1, sys.ndof))
+    return A.indptr.astype(np.int64, copy=False), A.indices.astype(np.int64, copy=False), f64(A.data)
 
 
 def saturate_free_motors(sys, state: np.ndarray) -> np.ndarray:
@@ -340,16 +346,10 @@ def motor_violations(sys, state: np.ndarray, v_next: np.ndarray, impulse: np.nda
     motor rows, e.g. stewart-trinkle's pair u, s): a motor at its target must stay within its bound
     (else it saturates with the sign of its impulse); a saturated motor must not have passed its
     target (else it reaches it: the row returns)."""
-    new = state.copy()
     if sys.nm == 0:
-        return new
-    err = sys.A @ v_next - sys.a_target
-    vtol = tol * max(1.0, float(np.abs(sys.a_target).max()), float(np.abs(sys.A @ v_next).max()))
-    over = (state == 0) & (np.abs(impulse) > sys.a_max * (1.0 + 1e-9) + 1e-300)
-    new[over] = np.sign(impulse[over]).astype(np.int8)
-    passed = (state != 0) & (state * err > vtol)
-    new[passed] = 0
-    return new
+        return state.copy()
+    return KM.motor_violations(*_motor_csr(sys), f64(sys.a_target), f64(sys.a_max), state, f64(v_next), f64(impulse),
+                               float(tol))
 
 
 _ALL = np.zeros(0, dtype=np.bool_)
@@ -375,12 +375,10 @@ def _build_state(sys, o: Options, cf: MassFactor, U, bias, J, ST, state, t0=None
     m, nj = sys.ndof, J.shape[0]
     f = sys.f
     rhs_j = sys.j_rhs
-    if sys.nm:
-        A = _dense(sys.A).reshape(-1, m)
-        free = state == 0
-        J = np.vstack([J, A[free]])
-        f = f + A.T @ (state * sys.a_max) / sys.h
-        rhs_j = np.concatenate([rhs_j, sys.a_target[free]])
+    if sys.nm:      # the free motors' rows join J, the saturated ones' forces f (kernels/motor_set.py)
+        Ap, Ai, Ax = _motor_csr(sys)
+        J, rhs_j = KM.motor_rows(f64(J), f64(_dense(sys.A).reshape(-1, m)), state, f64(rhs_j), f64(sys.a_target))
+        f = KM.motor_force(Ap, Ai, Ax, state, f64(sys.a_max), float(sys.h), f64(f))
     step = _reduce_step(cf, sys.v, f, sys.h, U, J, ST, rhs_j, bias, float(sys.cfm + o.cfm), o.tol, ST.shape[0] // 2,
                         t0)
     return MotorStep(step, state, nj)
@@ -463,7 +461,7 @@ def build(sys, options: Options | None = None) -> Built:
         check_dynamics(M, sys.v, sys.f, U, J)     # names a non-finite argument
         raise
     rows = {"limit": slice(0, sys.nl), "normal": slice(sys.nl, sys.nl + sys.nc)}
-    state = np.sign(sys.a_target - sys.A @ sys.v_free()).astype(np.int8) if sys.nm else np.zeros(0, np.int8)
+    state = KM.motor_start(*_motor_csr(sys), f64(sys.a_target), sys.v_free()) if sys.nm else np.zeros(0, np.int8)
     ms = _build_state(sys, o, cf, U, bias, J, ST, state, t0)
     if sys.nm:
         from ..solvers import solve

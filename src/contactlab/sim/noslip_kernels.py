@@ -28,7 +28,8 @@ the records and the answers of both paths step by step):
    joint error, and the energies and deepest overlap after the step.
 
 A step changes nothing unless its answer is applied as the general path would apply it: where
-the step has motors (their active set solves several LCPs, models/noslip.py ``build``), the
+the step has motors (their active set solves several LCPs, models/noslip.py ``build``: the stages
+call :func:`noslip_motor_step` for it instead, the same kernels with that active set), the
 reduction fails (a non-finite input, M not positive definite, every coordinate fixed), ppm leaves
 Theorem 1's decision to the general path or its answer does not certify, the call returns
 :data:`DECLINED` before any state is touched and the general stages take the step (fallbacks,
@@ -44,7 +45,10 @@ from ..kernels._jit import jit
 from ..kernels.clock import perf_counter
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.factored import THEOREM1_UNCLEAR, ppm_dense, factored_certify
-from ..kernels.metric_chain import noslip_system_chain, recover_metric_step
+from ..kernels.mass_factor import mass_factor
+from ..kernels.metric_chain import (csr_rows_into, noslip_metric_chain, noslip_system_chain, recover_metric_kernel,
+                                    recover_metric_step)
+from ..kernels.motor_set import motor_force, motor_impulses, motor_rows, motor_start, motor_violations
 from ..kernels.pivoting import SOLVED as _PPM_SOLVED
 from ..mechanics.bodies import kinetic_gain
 from ..mechanics.integrate import advance_state
@@ -159,6 +163,15 @@ def jointed_terms(live, dof_start, quaternion, position, mass, inertia, inv_iner
 
 
 @jit
+def declined(n, nl, e0, v, v_free):
+    """:func:`noslip_step`'s tuple for DECLINED (nothing changed: e0, v and v_free of the terms formed),
+    its z = 0 (n,), empty w, zero certificate numbers and counts the defaults the solve starts from."""
+    return (DECLINED, False, THEOREM1_UNCLEAR, 0, np.zeros(n), np.zeros(0), (0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+            np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64), 0, 0, e0, 0.0, 0.0, 0.0, 0.0, 0.0, v, np.zeros(0),
+            np.zeros((0, 2)), np.zeros(0, dtype=np.int8), nl, 0, 0, v_free, 0.0)
+
+
+@jit
 def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic, quaternion,
                 position, linear_velocity, angular_velocity, planar_reference, f, a, b, point, normal, t1, t2, phi,
                 zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, blk_cols, blk_ptr, active_gap, tol,
@@ -188,13 +201,8 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
         planar_reference, h, zeta_j)
     nl = l_bias.shape[0]
     n = nl + nc
-    z = np.zeros(n)
-    w = np.zeros(0)
-    numbers = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    counts = np.zeros(2, dtype=np.int64)
-    nonbasic = np.zeros(0, dtype=np.int64)
-    none = (DECLINED, False, THEOREM1_UNCLEAR, 0, z, w, numbers, counts, nonbasic, 0, 0, e0, 0.0, 0.0, 0.0, 0.0,
-            0.0, v, np.zeros(0), np.zeros((0, 2)), np.zeros(0, dtype=np.int8), nl, 0, 0, v_free, 0.0)
+    none = declined(n, nl, e0, v, v_free)
+    z, numbers, counts, nonbasic = none[4], none[6], none[7], none[8]
     if a_target.shape[0]:        # motors: models/noslip.py build's active set over their states
         return none
     touch = np.empty(nc, dtype=np.bool_)
@@ -221,6 +229,151 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
         phi, h, slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
     return (outcome, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,
             joint_error, v_next, joint, tangent, modes, nl, Gk.shape[0], d, v_free, t_solve)
+
+
+@jit
+def noslip_motor_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic,
+                      quaternion, position, linear_velocity, angular_velocity, planar_reference, f, a, b, point, normal,
+                      t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, blk_cols, blk_ptr,
+                      active_gap, tol, cfm, max_it, threshold, passive, position_stage, position_zeta, project,
+                      proj_tol, proj_max_iter, motor_trials, trial_threshold):
+    """:func:`noslip_step` of a step with force-limited velocity motors: models/noslip.py ``build``'s
+    active set over the motors' states (:mod:`contactlab.kernels.motor_set`), then the stages' solve
+    of the last state's problem, its certification and recovery, in one call. As the general path
+    runs it: the system's rows scattered into dense arrays (U = [L; N], the touching contacts' S_i,
+    T_i interleaved, M, J, A), M's block factor, the first state saturated toward the targets
+    (:func:`~contactlab.kernels.motor_set.motor_start`); per trial (at most ``motor_trials``) the
+    state's reduction (:func:`~contactlab.kernels.metric_chain.noslip_metric_chain` on [J; A_free]
+    with f plus the saturated motors' forces), ``solve(problem, "ppm")`` with its defaults
+    (:func:`certified_ppm`: the pivot budget 10 n + 100, ``trial_threshold`` = solve()'s default
+    max(certify, ppm's tol)), the recovery and the state the answer calls for; the search ends at a
+    consistent state or one seen before. The last state's problem is then solved as the stages
+    solve it (``max_it``, ``threshold``): where the search ended on a solved state with the same
+    budget and threshold, that answer is the same call's and is kept rather than computed again.
+
+    Declined (the general stages take the step: a NO_SOLUTION trial's saturation of the free motors,
+    the fallbacks, the model's errors) where a motor's force limit is not finite, the reduction
+    fails, every coordinate is fixed, or a trial's or the final answer does not certify.
+
+    Returns :func:`noslip_step`'s tuple followed by (the motors' impulses (nm,), trials, whether the
+    answer's state is consistent (:func:`~contactlab.kernels.motor_set.motor_violations`), whether
+    every motor is saturated): models/noslip.py ``recover``'s StepResult fields; ``joint`` the
+    equality rows' impulses (the free motors' multipliers are in the motors' impulses)."""
+    nc = phi.shape[0]
+    m = ndof
+    e0, M_blocks, W_blocks, v, v_free, dv, Np, Ni, n_bias, Jm, j_rhs, Lm, l_bias, Am, a_target, a_max = jointed_terms(
+        live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
+        gyroscopic, f, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
+        planar_reference, h, zeta_j)
+    nl = l_bias.shape[0]
+    nj = j_rhs.shape[0]
+    nm = a_target.shape[0]
+    n = nl + nc
+    none = declined(n, nl, e0, v, v_free) + (np.zeros(0), 0, False, False)
+    numbers, counts, nonbasic = none[6], none[7], none[8]
+    for i in range(nm):
+        if not np.isfinite(a_max[i]):
+            return none
+    if nm == 0:
+        return none
+    # models/noslip.py build's dense arrays: U = [L; N], ST (touching contacts), M, J, A
+    keep = np.zeros(0, dtype=np.bool_)
+    U = np.zeros((nl + nc, m))
+    csr_rows_into(Lm[2], Lm[1], Lm[0], U, 0, 1, keep, False)
+    csr_rows_into(Np, Ni, dv[0], U, nl, 1, keep, False)
+    bias = np.empty(nl + nc)
+    bias[:nl] = l_bias
+    bias[nl:] = n_bias
+    touch = np.empty(nc, dtype=np.bool_)
+    for i in range(nc):
+        touch[i] = phi[i] <= active_gap
+    ST = np.zeros((2 * nc, m))
+    csr_rows_into(Np, Ni, dv[1], ST, 0, 2, touch, True)
+    csr_rows_into(Np, Ni, dv[2], ST, 1, 2, touch, True)
+    M = np.zeros((m, m))
+    csr_rows_into(blk_ptr, blk_cols, M_blocks.reshape(-1), M, 0, 1, keep, False)
+    J = np.zeros((nj, m))
+    csr_rows_into(Jm[2], Jm[1], Jm[0], J, 0, 1, keep, False)
+    A = np.zeros((nm, m))
+    csr_rows_into(Am[2], Am[1], Am[0], A, 0, 1, keep, False)
+    Lmass = np.empty((m, m))
+    starts = np.empty(m + 1, dtype=np.int64)
+    nb = mass_factor(M, Lmass, starts)
+    if nb < 0:
+        return none
+    # the active set over the motors' states (models/noslip.py build)
+    state = motor_start(Am[2], Am[1], Am[0], a_target, v_free)
+    seen = np.empty((motor_trials + 1, nm), dtype=np.int8)
+    seen[0] = state
+    n_seen = 1
+    G, rhs = motor_rows(J, A, state, j_rhs, a_target)
+    chain = noslip_metric_chain(M, Lmass, starts, nb, G, ST, rhs, tol, v, motor_force(Am[2], Am[1], Am[0], state,
+                                                                                   a_max, h, f), h, U, bias)
+    if chain[0] != 0 or chain[7].shape[1] == 0:
+        return none
+    trials = 0
+    solved = False      # the last state's problem solved by the search
+    for trial in range(1, motor_trials + 1):
+        st, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack = chain
+        ok, trivial, case, code, zs, ws, nums, cnts, nonb, positive, row0, t_solve = certified_ppm(
+            UZ, Zp, offset, q, cfm, n, -1, trial_threshold, np.zeros(n), numbers, counts, nonbasic)
+        if not ok:      # a NO_SOLUTION trial, an uncertified answer: the general path's
+            return none
+        rec = recover_metric_kernel(M, Lmass, starts, nb, Gk, Lg, order, x_p, fpack, ipack, UZ, Zp, p, U, zs,
+                                    G.shape[0], nc)
+        new = motor_violations(Am[2], Am[1], Am[0], a_target, a_max, state, rec[0],
+                               motor_impulses(state, a_max, rec[2], nj), 1e-9)
+        trials = trial
+        again = False
+        for s in range(n_seen):
+            same = True
+            for i in range(nm):
+                if seen[s, i] != new[i]:
+                    same = False
+                    break
+            if same:
+                again = True
+                break
+        if again:       # consistent (new is state) or a state seen before
+            solved = True
+            break
+        seen[n_seen] = new
+        n_seen += 1
+        state = new
+        G, rhs = motor_rows(J, A, state, j_rhs, a_target)
+        chain = noslip_metric_chain(M, Lmass, starts, nb, G, ST, rhs, tol, v,
+                                    motor_force(Am[2], Am[1], Am[0], state, a_max, h, f), h, U, bias)
+        if chain[0] != 0 or chain[7].shape[1] == 0:
+            return none
+    st, kept, order, p, Lg, Gk, x_p, UZ, Zp, offset, q, fpack, ipack = chain
+    d = UZ.shape[1]
+    if not (solved and max_it < 0 and threshold == trial_threshold):   # the stages' solve of the last state
+        ok, trivial, case, code, zs, ws, nums, cnts, nonb, positive, row0, t_solve = certified_ppm(
+            UZ, Zp, offset, q, cfm, n, max_it, threshold, np.zeros(n), numbers, counts, nonbasic)
+        if not ok:
+            return none
+        rec = recover_metric_kernel(M, Lmass, starts, nb, Gk, Lg, order, x_p, fpack, ipack, UZ, Zp, p, U, zs,
+                                    G.shape[0], nc)
+    v_next, _lam, joint_all, ts, tt, _uv = rec
+    motor = motor_impulses(state, a_max, joint_all, nj)
+    new = motor_violations(Am[2], Am[1], Am[0], a_target, a_max, state, v_next, motor, 1e-9)
+    consistent = True
+    saturated = True
+    for i in range(nm):
+        consistent = consistent and new[i] == state[i]
+        saturated = saturated and state[i] != 0
+    tangent = np.empty((nc, 2))
+    for i in range(nc):
+        tangent[i, 0] = ts[i]
+        tangent[i, 1] = tt[i]
+    Mx = M_blocks.reshape(-1)
+    outcome, modes, gain, ke, pe, pen, joint_error = apply_answer(
+        Np, Ni, dv, v_next, zs[nl:], v_free, blk_ptr, blk_cols, Mx, passive, dof_start, kind, kinematic, mass,
+        inertia, inv_inertia, gravity, quaternion, position, linear_velocity, angular_velocity, planar_reference, joints,
+        phi, h, slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
+    return (outcome, trivial, case, code, zs, ws, nums, cnts, nonb, positive, row0, e0, gain, ke, pe, pen,
+            joint_error, v_next, joint_all[:nj].copy(), tangent, modes, nl, Gk.shape[0], d, v_free, t_solve, motor,
+            trials, consistent, saturated)
 
 
 @jit

@@ -8,8 +8,11 @@ step after detection is one compiled call (:func:`contactlab.sim.noslip_kernels.
 general stages' kernels in their order, the same bits). The step's ConstraintSystem, problem and
 Solution's certification are those of the general path; the system and problem are assembled
 only when read (``Simulator.last_system``, ``last_problem``) from the state before the step. A step
-the call declines (motors, a failed reduction, an answer that does not certify) is taken by the
-general stages on the same contacts, fallbacks and errors included.
+with force-limited velocity motors (a gripper's actuators, drumwright Sec. VII-A) is the motor
+call's (:func:`contactlab.sim.noslip_kernels.noslip_motor_step`: models/noslip.py ``build``'s active
+set over the motors' states, then the solve, in maximal coordinates for every plan). A step the
+calls decline (a failed reduction, an answer that does not certify, an infinite force limit) is
+taken by the general stages on the same contacts, fallbacks and errors included.
 """
 from __future__ import annotations
 
@@ -37,6 +40,10 @@ EMPTY.flags.writeable = False
 #: no torques, no state motors: the compiled call_inputs' empty arguments (writable, as the state's
 #: arrays are, so one compiled version serves both)
 _NO_INDEX, NO_VALUES = np.zeros(0, dtype=np.int64), np.zeros(0)
+#: a step without motors' StepResult motor fields (impulses, trials, consistent, saturated)
+NO_MOTORS = (EMPTY, 1, True, True)
+#: the motor trials' certification: ``solve(problem, "ppm")`` with its defaults, max(certify, ppm's tol)
+TRIAL_THRESHOLD = max(CERTIFY, float(PPMOptions().tol or 0.0))
 
 
 def jointed_free_bodies(model) -> bool:
@@ -149,10 +156,6 @@ class CompiledNoSlipStages(CompiledJointCall, Stages):
         f, mt, mf, limited = NK.call_inputs(idx, tau, P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start,
                                             data.position, data.quaternion, m.ndof, P.motor_target,
                                             P.motor_max_force, st_mt, st_mf)
-        if limited:
-            # force-limited motors: models/noslip.py build's active set over their states (the call
-            # would decline them after forming the system)
-            return super().build(w)
         w.compiled = True
         st = m.settings     # read each step: the Model is frozen, its Settings object is not
         o = sim.model_options
@@ -160,9 +163,12 @@ class CompiledNoSlipStages(CompiledJointCall, Stages):
         before = (data.position.copy(), data.quaternion.copy(), data.linear_velocity.copy(),
                   data.angular_velocity.copy(), f.copy(), mt, mf)
         cfm = float(float(st.cfm) + o.cfm)
-        w.call = (f, self.contact_inputs(w.contacts), zeta, float(st.slop), mt, mf, float(st.zeta), float(o.active_gap),
-                  float(o.tol), cfm, st.contact_stabilization == "position", float(st.contact_zeta),
-                  bool(st.project_joints), bool(st.gyroscopic), before)
+        # force-limited motors: their active set (models/noslip.py build) in the maximal-coordinate call
+        # (noslip_kernels.noslip_motor_step), whose contacts are the plain arrays; else this plan's call
+        contact = contact_arrays(w.contacts) if limited else self.contact_inputs(w.contacts)
+        w.call = (f, contact, zeta, float(st.slop), mt, mf, float(st.zeta), float(o.active_gap), float(o.tol), cfm,
+                  st.contact_stabilization == "position", float(st.contact_zeta), bool(st.project_joints),
+                  bool(st.gyroscopic), before, bool(limited))
 
     def contact_inputs(self, contacts) -> tuple:
         """The contacts as :meth:`step_call` takes them: (a, b, point, normal, t1, t2, phi)."""
@@ -172,14 +178,20 @@ class CompiledNoSlipStages(CompiledJointCall, Stages):
     def solve(self, w: StepWork) -> None:
         if not w.compiled:
             return super().solve(w)
-        f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage, position_zeta, project, gyro, before \
-            = w.call
+        f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage, position_zeta, project, gyro, before, \
+            limited = w.call
         w.t0 = time.perf_counter()
-        out = self.step_call(w, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage, position_zeta,
-                             project, gyro)
+        if limited:
+            out = self.motor_call(w, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage,
+                                  position_zeta, project, gyro)
+            motors = out[26:]
+        else:
+            out = self.step_call(w, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage,
+                                 position_zeta, project, gyro)
+            motors = NO_MOTORS
         w.t_solved = time.perf_counter()
         (outcome, trivial, case, code, z, wv, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,
-         joint_error, v_next, joint, tangent, modes, nl, kept, d, v_free, t_solve) = out
+         joint_error, v_next, joint, tangent, modes, nl, kept, d, v_free, t_solve) = out[:26]
         if outcome == NK.DECLINED:      # nothing changed: the general stages take the step
             w.compiled = False
             super().build(w)
@@ -189,22 +201,39 @@ class CompiledNoSlipStages(CompiledJointCall, Stages):
         w.sol.time_s = t_solve      # the solver's own seconds inside the call (StepRecord.solve_time)
         w.e0, w.contact_gain = e0, gain
         w.call = (outcome, ke, pe, pen, joint_error, v_next, joint, tangent, modes, int(nl), z, before,
-                  position_stage, position_zeta, project, gyro, f, contact, zeta, slop, zeta_j, int(kept), v_free)
+                  position_stage, position_zeta, project, gyro, f, contact, zeta, slop, zeta_j, int(kept), v_free,
+                  motors)
 
     def step_call(self, w: StepWork, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage,
                   position_zeta, project, gyro) -> tuple:
         """The compiled step on the simulator's state (:func:`contactlab.sim.noslip_kernels.noslip_step`)."""
+        return NK.noslip_step(*self.maximal_arguments(w, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm,
+                                                      position_stage, position_zeta, project, gyro))
+
+    def motor_call(self, w: StepWork, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage,
+                   position_zeta, project, gyro) -> tuple:
+        """The compiled step with force-limited motors on the simulator's state, in maximal coordinates
+        for every plan (:func:`contactlab.sim.noslip_kernels.noslip_motor_step`: the general path's
+        active set, whose steps are maximal-coordinate ones): the trials' ppm with ``solve()``'s
+        defaults, the last state's with the simulator's options."""
+        return NK.noslip_motor_step(*self.maximal_arguments(w, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm,
+                                                            position_stage, position_zeta, project, gyro),
+                                    int(self.sim.model_options.motor_trials), TRIAL_THRESHOLD)
+
+    def maximal_arguments(self, w: StepWork, f, contact, zeta, slop, mt, mf, zeta_j, gap, tol, cfm, position_stage,
+                          position_zeta, project, gyro) -> tuple:
+        """:func:`~contactlab.sim.noslip_kernels.noslip_step`'s arguments on the simulator's state (the
+        contacts as plain arrays), which :func:`~contactlab.sim.noslip_kernels.noslip_motor_step` takes too."""
         sim = self.sim
         model, data = sim.model, sim.data
         a, b, point, normal, t1, t2, phi = contact
         max_it = self.max_iterations
-        return NK.noslip_step(
-            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
-            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
-            data.angular_velocity, data.planar_reference, f, a, b, point, normal, t1, t2, phi, zeta, slop,
-            self.packed.kernel_args, mt, mf, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
-            -1 if max_it is None else int(max_it), self.threshold, self.passive,
-            position_stage, position_zeta, project, 1e-10, 8)
+        return (self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
+                model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
+                data.angular_velocity, data.planar_reference, f, a, b, point, normal, t1, t2, phi, zeta, slop,
+                self.packed.kernel_args, mt, mf, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
+                -1 if max_it is None else int(max_it), self.threshold, self.passive,
+                position_stage, position_zeta, project, 1e-10, 8)
 
     # -- integrate: done in the call but for a deep contact's position correction -----------------
     def integrate(self, w: StepWork) -> None:
@@ -212,11 +241,14 @@ class CompiledNoSlipStages(CompiledJointCall, Stages):
             return super().integrate(w)
         data = self.sim.data
         (outcome, ke, pe, pen, joint_error, v_next, joint, tangent, modes, nl, z, before, position_stage,
-         position_zeta, project, gyro, f, contact, zeta, slop, zeta_j, kept, v_free) = w.call
+         position_zeta, project, gyro, f, contact, zeta, slop, zeta_j, kept, v_free) = w.call[:23]
         h = w.h
-        result = StepResult(v_next=v_next, normal=z[nl:], tangent=tangent, joint=joint, limit=z[:nl], motor=EMPTY,
-                            modes=modes, info={"kept_rows": kept, "motor_trials": 1, "motor_consistent": True,
-                                               "motor_saturated": True})
+        # the motors' fields where solve() put them (the fused robot step's DEEP steps have no motors)
+        motor, trials, consistent, saturated = w.call[23] if len(w.call) > 23 else NO_MOTORS
+        result = StepResult(v_next=v_next, normal=z[nl:], tangent=tangent, joint=joint, limit=z[:nl], motor=motor,
+                            modes=modes, info={"kept_rows": kept, "motor_trials": int(trials),
+                                               "motor_consistent": bool(consistent),
+                                               "motor_saturated": bool(saturated)})
         data.warm["z"] = z.copy()
         self.state.defer(w.contacts, h, self.system_terms, (before, gyro, w.contacts, zeta, slop, zeta_j, h))
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
@@ -226,13 +258,15 @@ class CompiledNoSlipStages(CompiledJointCall, Stages):
 
 def noslip_solution(trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, d: int) -> Solution:
     """The Solution ``solve(problem, "ppm")`` returns for the call's answer (solvers/pivoting.py
-    ``_ppm_dense`` and solvers/registry.py ``solve``: status, counts, info, the certification)."""
+    ``_ppm_dense`` and solvers/registry.py ``solve``: status, counts, info, the certification), its
+    ``info`` marked ``compiled_step`` as the other compiled steps' Solutions are."""
     if trivial:
-        sol = Solution(z=z, w=w, status=Status.TRIVIAL, method="ppm")
+        sol = Solution(z=z, w=w, status=Status.TRIVIAL, method="ppm", info={"compiled_step": True})
         rel = 0.0
     else:
         code = int(code)
         info = ppm_info(case, code, nonbasic, positive, row0, d, z.size)
+        info["compiled_step"] = True
         sol = Solution(z=z, w=w, status=PIVOTING_STATUS[code], iterations=int(counts[0]), pivots=int(counts[1]),
                        method="ppm", info=info)
         rel = max(numbers[3], numbers[5])

@@ -7,7 +7,9 @@ revolute, prismatic and fixed joints (:func:`contactlab.mechanics.tree.tree_topo
 base and its legs, a fixed-base arm, free objects beside them). Declined at plan time, so the
 maximal-coordinate stages take the scene: spherical joints, couplings (``Joint.follows``), closed
 loops, kinematic or planar bodies. Declined per step (the maximal stages take that step): motors
-(a velocity motor's active set), a failed reduction, an answer that does not certify.
+(a force-limited velocity motor's active set: the maximal-coordinate motor call,
+:func:`contactlab.sim.noslip_kernels.noslip_motor_step`), a failed reduction, an answer that does not
+certify.
 
 The step's records, Solution, last system and problem are those of the maximal stages (the system
 and the problem assembled when read are the maximal-coordinate ones of the state before the step,
