@@ -218,10 +218,33 @@ def test_a_declined_step_is_taken_by_the_general_stages(monkeypatch):
     sim = _barrett()
     for _ in range(40):
         sim.step()
-    monkeypatch.setattr(SK, "st_step", lambda *a: (SK.DECLINED,) + (None,) * 11)
+    monkeypatch.setattr(SK, "st_step", lambda *a: (SK.DECLINED, SK._declined(SK.DECLINE_LEMKE, 7)) + (None,) * 10)
     rec = sim.step()
     assert rec.success and not sim.last_solution.info.get("compiled_step")
     assert sim.last_problem is not None and sim.data.result.v_next.size
+    # the general stages' Solution says why the call declined
+    assert sim.last_solution.info["compiled_step_declined"] == SK.DECLINE_REASONS[SK.DECLINE_LEMKE]
+
+
+def test_a_declined_answer_says_why():
+    """st_mixed_step's declined answer names its reason: on a grasp step's system with every joint row
+    stated twice, A = J W J' is singular (its rank, by numpy's SVD, below its size: MixedLCP takes its
+    QR branch), so the call declines with DECLINE_QR_BRANCH; the same system as it is is taken."""
+    import scipy.sparse as sp
+    sim = _barrett()
+    for _ in range(40):
+        sim.step()
+    sys = sim.last_system
+    kin = sim.stages.kin
+    args = _mixed_args(sim, sys, kin)
+    assert SK.st_mixed_step(*args)[0]
+    J2 = sp.vstack([sys.J, sys.J]).tocsr()
+    A = (J2 @ sys.Minv @ J2.T).toarray()
+    assert np.linalg.matrix_rank(A) < A.shape[0]
+    twice = (*_csr(J2), np.concatenate([sys.j_rhs, sys.j_rhs]).astype(np.float64)) + args[4:]
+    out = SK.st_mixed_step(*twice)
+    assert not out[0] and out[2] == SK.DECLINE_QR_BRANCH
+    assert SK.DECLINE_REASONS[out[2]] == "A not SPD (QR branch)"
 
 
 def test_warm_guess_maps_the_previous_answer_by_contact_match():

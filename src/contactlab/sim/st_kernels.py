@@ -52,11 +52,23 @@ from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer, jointed_terms  #
 #: lemke_reduced_certified's refactorisation period (solvers/lemke.py REFACTOR_EVERY)
 REFACTOR_EVERY = 64
 
+#: why :func:`st_mixed_step` declined a step (the ``n`` of its declined answer; module docstring):
+#: nothing to solve or no joint row (solve()'s trivial problem, or no Schur complement); A not SPD
+#: within the rank margin (the QR branch); neither Lemke's first reduced run nor its symmetrically
+#: equilibrated retry certified on (F, e) within ``tol``; the answer certified on (F, e) but not on
+#: the mixed problem within ``threshold``
+DECLINE_EMPTY, DECLINE_QR_BRANCH, DECLINE_LEMKE, DECLINE_MIXED_CERTIFICATE = 1, 2, 3, 4
+#: the reasons' names (sim/st_stages.py puts the name in the general stages' Solution info)
+DECLINE_REASONS = {DECLINE_EMPTY: "no joint rows or nothing to solve", DECLINE_QR_BRANCH: "A not SPD (QR branch)",
+                   DECLINE_LEMKE: "Lemke not certified on (F, e)",
+                   DECLINE_MIXED_CERTIFICATE: "not certified on the mixed problem"}
+
 
 @jit
-def _declined():
+def _declined(reason, pivots):
+    """st_mixed_step's declined answer: ok False, the pivots taken, and ``reason`` (a DECLINE_* code) as n."""
     z = np.zeros(0)
-    return False, 0, 0, 0.0, z, z, z, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), z, np.zeros((0, 2))
+    return False, pivots, reason, 0.0, z, z, z, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), z, np.zeros((0, 2))
 
 
 @jit
@@ -182,7 +194,8 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     as CSR (Mip, Mii, Mid), v_free = v + h M^-1 f. ``max_pivots`` < 0: Lemke's default 50 n + 1000.
     Returns (ok, pivots, n, scale, z = y, x, w, the six certified numbers (abs natural,
     complementarity, infeasibility, relative natural, complementarity, infeasibility of the mixed
-    problem, as solve() computes them), v_next, the tangential impulses (nc, 2)).
+    problem, as solve() computes them), v_next, the tangential impulses (nc, 2)); declined (ok
+    False): n is the reason (DECLINE_*), pivots those taken.
 
     ``kin``: the body blocks of the kinematic bodies (a wrist, a palm). Where each is pinned by its
     velocity rows (:func:`~contactlab.kernels.joint_rows.pin_rows`), those rows and the body's dofs
@@ -201,7 +214,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     counts both runs)."""
     nj_all, nl, nc, nm = j_rhs.shape[0], l_bias.shape[0], n_bias.shape[0], a_target.shape[0]
     if nj_all == 0 or nl + nc + nm == 0:    # no joint rows, or nothing to solve (solve()'s trivial problem)
-        return _declined()
+        return _declined(DECLINE_EMPTY, 0)
     elim, keep, vkin, held = pin_rows(Jp, Ji, Jd, j_rhs, kin, ndof)
     Jp_all, Ji_all, Jd_all = Jp, Ji, Jd
     Wd = Wb.copy()
@@ -211,7 +224,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
             Wd[b] = 0.0
     nj = j_rhs.shape[0]
     if nj == 0:
-        return _declined()
+        return _declined(DECLINE_EMPTY, 0)
     Dp, Di, Dd = _pyramid(Sp, Si, Sd, Td, d)
     empty_p = np.zeros(1, dtype=np.int64)
     empty_i = np.zeros(0, dtype=np.int64)
@@ -259,7 +272,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
         g[i] = r[i] - j_rhs[i]
     ok, Linv, Y, yg = spd_reduce(Am, Cm, g)
     if not ok:
-        return _declined()
+        return _declined(DECLINE_QR_BRANCH, 0)
     # the reduced LCP F = B - D A^-1 C = B - Y'Y, e = h - D A^-1 g = h - Y' yg (drumwright eq. 9-10)
     F = B.copy()
     e = hh.copy()
@@ -298,10 +311,10 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
                                                           NORMWISE_FLOOR, restarts, 1e-3 * tol)
             pivots += more
             if code != SOLVED or not rel <= tol:
-                return _declined()
+                return _declined(DECLINE_LEMKE, pivots)
         x, w, numbers, certified = _mixed_certificate(Am, Cm, Dm, B, g, hh, Y, yg, Linv, z, threshold)
         if not certified:
-            return _declined()
+            return _declined(DECLINE_MIXED_CERTIFICATE, pivots)
     # v+ = v0 + M^-1 (H' y + J' x) (models/common.py mixed_recover), the pinned rows' impulses
     x, v_next = recover_joint_rows(z, x, v0, v0_all, Rp, Ri, Rd, nj, Mip, Mii, Mid, ndof, elim, keep, held, vkin, Wb,
                                    kin, Jp_all, Ji_all, Jd_all)
