@@ -135,6 +135,23 @@ def _independent_lcp(sys, cfm):
     return Mlcp, q, H, v0, Jd, W
 
 
+def _assert_solves_the_step_lcp(sim, sol):
+    """The applied answer ``sol`` solves the step's LCP formed independently (:func:`_independent_lcp`):
+    z >= 0, w = M z + q >= 0, z w = 0 to 1e-6 of the problem's scale; v+ = v0 + W (H' z + J' x) satisfies
+    the joints' rows J v+ = j_rhs and is the applied velocity."""
+    sys = sim.last_system
+    Mlcp, q, H, v0, Jd, W = _independent_lcp(sys, sys.cfm + sim.model_options.cfm)
+    z = sol.z
+    w = Mlcp @ z + q
+    scale = np.abs(Mlcp).max() * max(np.abs(z).max(), 1e-300) + np.abs(q).max()
+    assert z.min() >= -1e-9 * max(np.abs(z).max(), 1.0)
+    assert w.min() >= -1e-6 * scale
+    assert np.abs(z * w).max() <= 1e-6 * scale * max(np.abs(z).max(), 1e-300)
+    v = v0 + W @ (H.T @ z + Jd.T @ sol.x)
+    assert np.allclose(Jd @ v, sys.j_rhs, atol=1e-7 * max(1.0, np.abs(v).max()))
+    assert np.allclose(v, sim.data.result.v_next, atol=1e-9 * max(1.0, np.abs(v).max()))
+
+
 @pytest.mark.parametrize("make,steps", [(_barrett, 120), (_chain, 120)])
 def test_the_applied_impulses_solve_the_step_lcp(monkeypatch, make, steps):
     seen = _count_calls(monkeypatch)
@@ -145,19 +162,8 @@ def test_the_applied_impulses_solve_the_step_lcp(monkeypatch, make, steps):
         sol = sim.last_solution
         if not sol.info.get("compiled_step"):
             continue
-        sys = sim.last_system
-        Mlcp, q, H, v0, Jd, W = _independent_lcp(sys, sys.cfm + sim.model_options.cfm)
-        z = sol.z
-        w = Mlcp @ z + q
-        scale = np.abs(Mlcp).max() * max(np.abs(z).max(), 1e-300) + np.abs(q).max()
-        assert z.min() >= -1e-9 * max(np.abs(z).max(), 1.0)
-        assert w.min() >= -1e-6 * scale
-        assert np.abs(z * w).max() <= 1e-6 * scale * max(np.abs(z).max(), 1e-300)
-        # v+ = v0 + W (H' y + J' x) satisfies the joints' rows J v+ = j_rhs, and is the applied velocity
-        v = v0 + W @ (H.T @ z + Jd.T @ sol.x)
-        assert np.allclose(Jd @ v, sys.j_rhs, atol=1e-7 * max(1.0, np.abs(v).max()))
-        assert np.allclose(v, sim.data.result.v_next, atol=1e-9 * max(1.0, np.abs(v).max()))
-        checked += z.max() > 0
+        _assert_solves_the_step_lcp(sim, sol)
+        checked += sol.z.max() > 0
     assert seen["taken"] >= 0.9 * posed and checked >= posed // 2 and posed >= steps // 2
 
 
@@ -331,17 +337,25 @@ def test_the_lift_step_the_unscaled_run_leaves_is_certified_by_the_equilibrated_
     assert seen["declined"] == 0 and seen["taken"] == 262
     sol = sim.last_solution
     assert sol.info.get("compiled_step") and sol.relative_residual <= 1e-8
-    sys = sim.last_system
-    Mlcp, q, H, v0, Jd, W = _independent_lcp(sys, sys.cfm + sim.model_options.cfm)
-    z = sol.z
-    w = Mlcp @ z + q
-    scale = np.abs(Mlcp).max() * max(np.abs(z).max(), 1e-300) + np.abs(q).max()
-    assert z.min() >= -1e-9 * max(np.abs(z).max(), 1.0)
-    assert w.min() >= -1e-6 * scale
-    assert np.abs(z * w).max() <= 1e-6 * scale * max(np.abs(z).max(), 1e-300)
-    v = v0 + W @ (H.T @ z + Jd.T @ sol.x)
-    assert np.allclose(v, sim.data.result.v_next, atol=1e-9 * max(1.0, np.abs(v).max()))
+    _assert_solves_the_step_lcp(sim, sol)
     # the general path needs the retry on this step: its unscaled run does not certify
     general = cl.solve(sim.last_problem, "lemke")
     assert general.status.name == "SOLVED"
     assert "unscaled_attempt" in str(general.info) or "equilibrated" in str(general.info)
+
+
+def test_the_plastic_grasp_step_the_reduced_runs_leave_is_certified_by_the_tableau_retry(monkeypatch):
+    """At step 631 of the plastic grasp (198 rows, cond(F) ~6e8) Lemke's reduced-basis run and its
+    equilibrated retry on the call's F end on answers at ~3e-4 (the general path's F, equal to
+    1e-15 relative, certifies at its first run): the compiled call takes solve()'s tableau retry
+    (kernels/lemke.py ``lemke_tableau_run``) instead of declining. The applied answer is checked
+    against the step's LCP formed independently with numpy, as the lift step's above."""
+    seen = _count_calls(monkeypatch)
+    sc = make_scene("barrett-grasp")
+    sim = Simulator(sc, None, None, controllers=sc.controllers)
+    for _ in range(631):
+        assert sim.step().success
+    assert seen["declined"] == 0 and seen["taken"] == 631
+    sol = sim.last_solution
+    assert sol.info.get("compiled_step") and sol.z.size == 198 and sol.relative_residual <= 1e-6
+    _assert_solves_the_step_lcp(sim, sol)
