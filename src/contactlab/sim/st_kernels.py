@@ -22,8 +22,8 @@ symmetrically equilibrated LCP (D F D, D e), its answer mapped back, refined and
 rows beside its contact rows (arechavaleta eq. 15) make the unscaled run end, on some steps, on a
 basis that does not certify; without this retry in the call such a step went to the general
 stages, whose kernels a process that had not used them loads from numba's cache (~0.6 s CPU).
-Where the equilibrated run does not certify either, the call takes solve()'s next retry, Lemke's
-method on the full tableau (:func:`_tableau_retry`; kernels/lemke.py ``lemke_tableau_run``, the
+Where the equilibrated run does not certify either, the call takes solve()'s next retries in its
+order: the two-sided equilibrated run, then Lemke's method on the full tableau (:func:`_tableau_retry`; kernels/lemke.py ``lemke_tableau_run``, the
 kernel solve() runs): on an ill-conditioned grasp LCP (cond ~6e8, the plastic grasp's step 631) a
 rounding-level change of F moves the reduced basis's run to an answer at 3e-4 where the tableau's
 certifies.
@@ -31,9 +31,10 @@ certifies.
 The call declines (``ok`` False, nothing applied) where the general path would take another
 branch or the answer would not be Lemke's first certified one: A not exactly symmetric or not
 numerically positive definite with the rank margin of ``_reduce_spd`` (the QR branch), a trivial
-problem (z = 0 solves it), neither the first reduced run nor the equilibrated one SOLVED within
-``tol`` nor the tableau's (or the first run's) answer within max(tol, CERTIFY) (the general path's
-further retries: the two-sided scaling, pivot tolerances, regularisation), or the answer not certified on the mixed problem within ``threshold``
+problem (z = 0 solves it), neither the first reduced run nor the symmetric or two-sided
+equilibrated one SOLVED within ``tol`` nor the tableau's (or the first run's) answer within
+max(tol, CERTIFY) (the general path's further retries: pivot tolerances, regularisation), or the
+answer not certified on the mixed problem within ``threshold``
 (max(certify, tol), as solve() does).
 """
 from __future__ import annotations
@@ -59,8 +60,9 @@ REFACTOR_EVERY = 64
 
 #: why :func:`st_mixed_step` declined a step (the ``n`` of its declined answer; module docstring):
 #: nothing to solve or no joint row (solve()'s trivial problem, or no Schur complement); A not SPD
-#: within the rank margin (the QR branch); neither Lemke's first reduced run nor its symmetrically
-#: equilibrated retry certified on (F, e) within ``tol``, nor the tableau retry within max(tol, CERTIFY);
+#: within the rank margin (the QR branch); neither Lemke's first reduced run nor its symmetric or
+#: two-sided equilibrated retry certified on (F, e) within ``tol``, nor the tableau retry within
+#: max(tol, CERTIFY);
 #: the answer certified on (F, e) but not on the mixed problem within ``threshold``
 DECLINE_EMPTY, DECLINE_QR_BRANCH, DECLINE_LEMKE, DECLINE_MIXED_CERTIFICATE = 1, 2, 3, 4
 #: the reasons' names (sim/st_stages.py puts the name in the general stages' Solution info)
@@ -159,7 +161,7 @@ def _warm_answer(F, e, guess, tol, z):
 
 @jit
 def _tableau_retry(F, e, s, max_pivots, tol, first_code, first_rel, first_z):
-    """solve()'s retry after the reduced-basis and equilibrated runs (solvers/lemke.py ``lemke_solve``,
+    """solve()'s retry after the reduced-basis and the two equilibrated runs (solvers/lemke.py ``lemke_solve``,
     basis "auto"): Lemke's method on the full tableau of the scaled LCP (F, e) / s
     (kernels/lemke.py ``lemke_tableau_run``, refined once), the better of its answer and the first
     reduced run's (``first_code``, its certified residual ``first_rel``, ``first_z``) kept (a solved one
@@ -246,8 +248,8 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     ``guess``: the previous step's answer on this step's rows (:func:`warm_guess`), or empty. Where
     its basis gives a certified answer (:func:`_warm_answer`, then the mixed problem's certificate)
     that answer is taken with no pivot; else Lemke's method from its usual start, and where that
-    does not certify on (F, e), the symmetrically equilibrated run, then the full tableau
-    (module docstring; ``pivots`` counts every run)."""
+    does not certify on (F, e), the symmetrically equilibrated run, the two-sided one, then the full
+    tableau (module docstring; ``pivots`` counts every run)."""
     nj_all, nl, nc, nm = j_rhs.shape[0], l_bias.shape[0], n_bias.shape[0], a_target.shape[0]
     if nj_all == 0 or nl + nc + nm == 0:    # no joint rows, or nothing to solve (solve()'s trivial problem)
         return _declined(DECLINE_EMPTY, 0)
@@ -347,7 +349,11 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
             code, more, z, rel, _, _, _ = lemke_scaled_run(F, e, np.zeros(0), True, mp, REFACTOR_EVERY, pivot_tol,
                                                           NORMWISE_FLOOR, restarts, 1e-3 * tol)
             pivots += more
-            if code != SOLVED or not rel <= tol:
+            if code != SOLVED or not rel <= tol:    # its second: the two-sided equilibrated LCP
+                code, more, z, rel, _, _, _ = lemke_scaled_run(F, e, np.zeros(0), False, mp, REFACTOR_EVERY,
+                                                              pivot_tol, NORMWISE_FLOOR, restarts, 1e-3 * tol)
+                pivots += more
+            if code != SOLVED or not rel <= tol:    # then the full tableau
                 code, more, z = _tableau_retry(F, e, s_max, mp, tol, first_code, first_rel, out[:n])
                 pivots += more
                 if code != SOLVED:
