@@ -135,6 +135,23 @@ def _independent_lcp(sys, cfm):
     return Mlcp, q, H, v0, Jd, W
 
 
+def _assert_solves_the_step_lcp(sim, sol):
+    """The applied answer ``sol`` solves the step's LCP formed independently (:func:`_independent_lcp`):
+    z >= 0, w = M z + q >= 0, z w = 0 to 1e-6 of the problem's scale; v+ = v0 + W (H' z + J' x) satisfies
+    the joints' rows J v+ = j_rhs and is the applied velocity."""
+    sys = sim.last_system
+    Mlcp, q, H, v0, Jd, W = _independent_lcp(sys, sys.cfm + sim.model_options.cfm)
+    z = sol.z
+    w = Mlcp @ z + q
+    scale = np.abs(Mlcp).max() * max(np.abs(z).max(), 1e-300) + np.abs(q).max()
+    assert z.min() >= -1e-9 * max(np.abs(z).max(), 1.0)
+    assert w.min() >= -1e-6 * scale
+    assert np.abs(z * w).max() <= 1e-6 * scale * max(np.abs(z).max(), 1e-300)
+    v = v0 + W @ (H.T @ z + Jd.T @ sol.x)
+    assert np.allclose(Jd @ v, sys.j_rhs, atol=1e-7 * max(1.0, np.abs(v).max()))
+    assert np.allclose(v, sim.data.result.v_next, atol=1e-9 * max(1.0, np.abs(v).max()))
+
+
 @pytest.mark.parametrize("make,steps", [(_barrett, 120), (_chain, 120)])
 def test_the_applied_impulses_solve_the_step_lcp(monkeypatch, make, steps):
     seen = _count_calls(monkeypatch)
@@ -145,19 +162,8 @@ def test_the_applied_impulses_solve_the_step_lcp(monkeypatch, make, steps):
         sol = sim.last_solution
         if not sol.info.get("compiled_step"):
             continue
-        sys = sim.last_system
-        Mlcp, q, H, v0, Jd, W = _independent_lcp(sys, sys.cfm + sim.model_options.cfm)
-        z = sol.z
-        w = Mlcp @ z + q
-        scale = np.abs(Mlcp).max() * max(np.abs(z).max(), 1e-300) + np.abs(q).max()
-        assert z.min() >= -1e-9 * max(np.abs(z).max(), 1.0)
-        assert w.min() >= -1e-6 * scale
-        assert np.abs(z * w).max() <= 1e-6 * scale * max(np.abs(z).max(), 1e-300)
-        # v+ = v0 + W (H' y + J' x) satisfies the joints' rows J v+ = j_rhs, and is the applied velocity
-        v = v0 + W @ (H.T @ z + Jd.T @ sol.x)
-        assert np.allclose(Jd @ v, sys.j_rhs, atol=1e-7 * max(1.0, np.abs(v).max()))
-        assert np.allclose(v, sim.data.result.v_next, atol=1e-9 * max(1.0, np.abs(v).max()))
-        checked += z.max() > 0
+        _assert_solves_the_step_lcp(sim, sol)
+        checked += sol.z.max() > 0
     assert seen["taken"] >= 0.9 * posed and checked >= posed // 2 and posed >= steps // 2
 
 
@@ -218,10 +224,33 @@ def test_a_declined_step_is_taken_by_the_general_stages(monkeypatch):
     sim = _barrett()
     for _ in range(40):
         sim.step()
-    monkeypatch.setattr(SK, "st_step", lambda *a: (SK.DECLINED,) + (None,) * 11)
+    monkeypatch.setattr(SK, "st_step", lambda *a: (SK.DECLINED, SK._declined(SK.DECLINE_LEMKE, 7)) + (None,) * 10)
     rec = sim.step()
     assert rec.success and not sim.last_solution.info.get("compiled_step")
     assert sim.last_problem is not None and sim.data.result.v_next.size
+    # the general stages' Solution says why the call declined
+    assert sim.last_solution.info["compiled_step_declined"] == SK.DECLINE_REASONS[SK.DECLINE_LEMKE]
+
+
+def test_a_declined_answer_says_why():
+    """st_mixed_step's declined answer names its reason: on a grasp step's system with every joint row
+    stated twice, A = J W J' is singular (its rank, by numpy's SVD, below its size: MixedLCP takes its
+    QR branch), so the call declines with DECLINE_QR_BRANCH; the same system as it is is taken."""
+    import scipy.sparse as sp
+    sim = _barrett()
+    for _ in range(40):
+        sim.step()
+    sys = sim.last_system
+    kin = sim.stages.kin
+    args = _mixed_args(sim, sys, kin)
+    assert SK.st_mixed_step(*args)[0]
+    J2 = sp.vstack([sys.J, sys.J]).tocsr()
+    A = (J2 @ sys.Minv @ J2.T).toarray()
+    assert np.linalg.matrix_rank(A) < A.shape[0]
+    twice = (*_csr(J2), np.concatenate([sys.j_rhs, sys.j_rhs]).astype(np.float64)) + args[4:]
+    out = SK.st_mixed_step(*twice)
+    assert not out[0] and out[2] == SK.DECLINE_QR_BRANCH
+    assert SK.DECLINE_REASONS[out[2]] == "A not SPD (QR branch)"
 
 
 def test_warm_guess_maps_the_previous_answer_by_contact_match():
@@ -308,17 +337,25 @@ def test_the_lift_step_the_unscaled_run_leaves_is_certified_by_the_equilibrated_
     assert seen["declined"] == 0 and seen["taken"] == 262
     sol = sim.last_solution
     assert sol.info.get("compiled_step") and sol.relative_residual <= 1e-8
-    sys = sim.last_system
-    Mlcp, q, H, v0, Jd, W = _independent_lcp(sys, sys.cfm + sim.model_options.cfm)
-    z = sol.z
-    w = Mlcp @ z + q
-    scale = np.abs(Mlcp).max() * max(np.abs(z).max(), 1e-300) + np.abs(q).max()
-    assert z.min() >= -1e-9 * max(np.abs(z).max(), 1.0)
-    assert w.min() >= -1e-6 * scale
-    assert np.abs(z * w).max() <= 1e-6 * scale * max(np.abs(z).max(), 1e-300)
-    v = v0 + W @ (H.T @ z + Jd.T @ sol.x)
-    assert np.allclose(v, sim.data.result.v_next, atol=1e-9 * max(1.0, np.abs(v).max()))
+    _assert_solves_the_step_lcp(sim, sol)
     # the general path needs the retry on this step: its unscaled run does not certify
     general = cl.solve(sim.last_problem, "lemke")
     assert general.status.name == "SOLVED"
     assert "unscaled_attempt" in str(general.info) or "equilibrated" in str(general.info)
+
+
+def test_the_plastic_grasp_step_the_reduced_runs_leave_is_certified_by_the_tableau_retry(monkeypatch):
+    """At step 631 of the plastic grasp (198 rows, cond(F) ~6e8) Lemke's reduced-basis run and its
+    equilibrated retry on the call's F end on answers at ~3e-4 (the general path's F, equal to
+    1e-15 relative, certifies at its first run): the compiled call takes solve()'s tableau retry
+    (kernels/lemke.py ``lemke_tableau_run``) instead of declining. The applied answer is checked
+    against the step's LCP formed independently with numpy, as the lift step's above."""
+    seen = _count_calls(monkeypatch)
+    sc = make_scene("barrett-grasp")
+    sim = Simulator(sc, None, None, controllers=sc.controllers)
+    for _ in range(631):
+        assert sim.step().success
+    assert seen["declined"] == 0 and seen["taken"] == 631
+    sol = sim.last_solution
+    assert sol.info.get("compiled_step") and sol.z.size == 198 and sol.relative_residual <= 1e-6
+    _assert_solves_the_step_lcp(sim, sol)

@@ -233,6 +233,55 @@ def _matvec(A, x, y, k):
         a += 1
 
 
+@jit
+def _natural_of(M, q, z):
+    """||min(z, M z + q)||_inf, inf for non-finite values (kernels/residual.py ``lcp_certify_dense``'s first number)."""
+    n = q.shape[0]
+    return lcp_certify_dense(M, q, z, np.empty(n), np.empty(n), NORMWISE_FLOOR)[0]
+
+
+@jit
+def _basis_z(n, basis, xB):
+    """z read off a final complementary basis (its basic z's, zero elsewhere), negatives set to 0."""
+    z = np.zeros(n)
+    for i in range(n):
+        v = basis[i]
+        if n <= v < 2 * n:
+            x = xB[i]
+            z[v - n] = x if (x >= 0.0 or x != x) else 0.0      # np.maximum(x, 0.0), NaN kept
+    return z
+
+
+@jit
+def lemke_tableau_run(M, q, d, max_pivots, refine, first_row):
+    """Lemke's method on the full tableau (:func:`lemke_kernel`, Cottle-Pang-Stone §4.4) and z read off
+    its final basis; where it is SOLVED after a pivot and ``refine``, one step of iterative refinement
+    (:func:`refine_basis`), the refined z kept where its natural residual is no larger. solve()'s
+    retry after the reduced-basis runs (solvers/lemke.py ``lemke_core`` with basis "tableau": the
+    rank-one updates of the reduced basis can drift on an ill-conditioned LCP where the tableau's
+    ties break otherwise) and the compiled Stewart-Trinkle step's last retry (sim/st_kernels.py
+    ``st_mixed_step``): one kernel. ``d``: the covering vector, empty for all ones. Returns (status,
+    pivots, z, ray)."""
+    n = q.shape[0]
+    dd = np.ones(n)
+    if d.shape[0]:
+        dd = d
+    Binv = np.empty((n, n))
+    xB = np.empty(n)
+    basis = np.empty(n, dtype=np.int64)
+    col = np.empty(n)
+    cand = np.empty(n, dtype=np.int64)
+    work = np.empty(n)
+    ray = np.zeros(2 * n + 1)
+    code, pivots = lemke_kernel(M, q, dd, max_pivots, Binv, xB, basis, col, cand, work, np.empty(n), ray, first_row)
+    z = _basis_z(n, basis, xB)
+    if code == SOLVED and refine and pivots > 0:
+        refine_basis(M, q, dd, basis, xB, Binv, work)
+        zr = _basis_z(n, basis, xB)
+        if _natural_of(M, q, zr) <= _natural_of(M, q, z):
+            z = zr
+    return code, pivots, z, ray
+
 @jit_inline
 def _row_times_inverse(i, k, n, MTd, unk, Ainv, out):
     """out' = c' Ainv with c_a = MTd[unk[a] - n, i]: row i of [M_iZ d_i] times the inverse, row-contiguous."""

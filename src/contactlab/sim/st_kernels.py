@@ -22,13 +22,19 @@ symmetrically equilibrated LCP (D F D, D e), its answer mapped back, refined and
 rows beside its contact rows (arechavaleta eq. 15) make the unscaled run end, on some steps, on a
 basis that does not certify; without this retry in the call such a step went to the general
 stages, whose kernels a process that had not used them loads from numba's cache (~0.6 s CPU).
+Where the equilibrated run does not certify either, the call takes solve()'s next retries in its
+order: the two-sided equilibrated run, then Lemke's method on the full tableau (:func:`_tableau_retry`; kernels/lemke.py ``lemke_tableau_run``, the
+kernel solve() runs): on an ill-conditioned grasp LCP (cond ~6e8, the plastic grasp's step 631) a
+rounding-level change of F moves the reduced basis's run to an answer at 3e-4 where the tableau's
+certifies.
 
 The call declines (``ok`` False, nothing applied) where the general path would take another
 branch or the answer would not be Lemke's first certified one: A not exactly symmetric or not
 numerically positive definite with the rank margin of ``_reduce_spd`` (the QR branch), a trivial
-problem (z = 0 solves it), neither the first reduced run nor the equilibrated one SOLVED within
-``tol`` (the general path's further retries: the two-sided scaling, tableau, pivot tolerances,
-regularisation), or the answer not certified on the mixed problem within ``threshold``
+problem (z = 0 solves it), neither the first reduced run nor the symmetric or two-sided
+equilibrated one SOLVED within ``tol`` nor the tableau's (or the first run's) answer within
+max(tol, CERTIFY) (the general path's further retries: pivot tolerances, regularisation), or the
+answer not certified on the mixed problem within ``threshold``
 (max(certify, tol), as solve() does).
 """
 from __future__ import annotations
@@ -41,10 +47,10 @@ from ..kernels.dense import csr_times, lcp_scale, solve_small
 from ..kernels.factored import dense_csr
 from ..kernels.joint_rows import (RANK_TOL, back_transpose, joint_impulses, kept_rows, pin_rows, recover_joint_rows,
                                   spd_reduce, stack_csr)
-from ..kernels.lemke import SOLVED, lemke_reduced_certified, lemke_scaled_run
+from ..kernels.lemke import NUMERICAL, SOLVED, lemke_reduced_certified, lemke_scaled_run, lemke_tableau_run
 from ..kernels.mixed import mixed_row_terms, pyramid_coupling
 from ..kernels.residual import lcp_certify_dense, lcp_relative_kernel, lcp_residual_kernel
-from ..kernels.tolerances import NORMWISE_FLOOR
+from ..kernels.tolerances import CERTIFY, NORMWISE_FLOOR
 from ..mechanics.delassus import delassus_dense
 from ..mechanics.rows import pyramid_csr, rows_transpose_times
 from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer, jointed_terms  # noqa: F401  (outcome codes)
@@ -52,11 +58,24 @@ from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer, jointed_terms  #
 #: lemke_reduced_certified's refactorisation period (solvers/lemke.py REFACTOR_EVERY)
 REFACTOR_EVERY = 64
 
+#: why :func:`st_mixed_step` declined a step (the ``n`` of its declined answer; module docstring):
+#: nothing to solve or no joint row (solve()'s trivial problem, or no Schur complement); A not SPD
+#: within the rank margin (the QR branch); neither Lemke's first reduced run nor its symmetric or
+#: two-sided equilibrated retry certified on (F, e) within ``tol``, nor the tableau retry within
+#: max(tol, CERTIFY);
+#: the answer certified on (F, e) but not on the mixed problem within ``threshold``
+DECLINE_EMPTY, DECLINE_QR_BRANCH, DECLINE_LEMKE, DECLINE_MIXED_CERTIFICATE = 1, 2, 3, 4
+#: the reasons' names (sim/st_stages.py puts the name in the general stages' Solution info)
+DECLINE_REASONS = {DECLINE_EMPTY: "no joint rows or nothing to solve", DECLINE_QR_BRANCH: "A not SPD (QR branch)",
+                   DECLINE_LEMKE: "Lemke not certified on (F, e)",
+                   DECLINE_MIXED_CERTIFICATE: "not certified on the mixed problem"}
+
 
 @jit
-def _declined():
+def _declined(reason, pivots):
+    """st_mixed_step's declined answer: ok False, the pivots taken, and ``reason`` (a DECLINE_* code) as n."""
     z = np.zeros(0)
-    return False, 0, 0, 0.0, z, z, z, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), z, np.zeros((0, 2))
+    return False, pivots, reason, 0.0, z, z, z, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), z, np.zeros((0, 2))
 
 
 @jit
@@ -141,6 +160,37 @@ def _warm_answer(F, e, guess, tol, z):
 
 
 @jit
+def _tableau_retry(F, e, s, max_pivots, tol, first_code, first_rel, first_z):
+    """solve()'s retry after the reduced-basis and the two equilibrated runs (solvers/lemke.py ``lemke_solve``,
+    basis "auto"): Lemke's method on the full tableau of the scaled LCP (F, e) / s
+    (kernels/lemke.py ``lemke_tableau_run``, refined once), the better of its answer and the first
+    reduced run's (``first_code``, its certified residual ``first_rel``, ``first_z``) kept (a solved one
+    first, then the smaller certified residual; the tableau's on a tie), SOLVED only where that
+    residual is within max(tol, CERTIFY) as lemke_solve requires (the call then certifies the answer
+    on the mixed problem within solve()'s threshold). Why: the rank-one updates of the reduced
+    basis can end an ill-conditioned LCP (a grasp's pyramid rows, cond ~1e9) on a basis whose answer
+    does not certify where the tableau's does. Returns (status, pivots, z)."""
+    n = e.shape[0]
+    M = np.empty((n, n))
+    q = np.empty(n)
+    for i in range(n):
+        q[i] = e[i] / s
+        for j in range(n):
+            M[i, j] = F[i, j] / s
+    code, pivots, zt, _ = lemke_tableau_run(M, q, np.zeros(0), max_pivots, True, False)
+    c6 = lcp_certify_dense(M, q, zt, np.empty(n), np.empty(n), NORMWISE_FLOOR)
+    rel = c6[3] if c6[3] > c6[5] else c6[5]
+    t_ok, f_ok = code == SOLVED, first_code == SOLVED
+    if (t_ok and not f_ok) or (t_ok == f_ok and -rel >= -first_rel):
+        z = zt
+    else:
+        z, code, rel = first_z.copy(), first_code, first_rel
+    if code == SOLVED and not rel <= (tol if tol > CERTIFY else CERTIFY):
+        code = NUMERICAL        # lemke_solve's NUMERICAL_FAILURE: solved, not certified
+    return code, pivots, z
+
+
+@jit
 def warm_guess(z_prev, nl0, nc0, nm0, match, nl, nc, nm, d):
     """The previous step's answer y = [c_l, c_n, beta, lambda, u, s] (nl0 limits, nc0 contacts,
     nm0 motors) on this step's rows: each contact's from its matched previous contact (``match``:
@@ -182,7 +232,8 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     as CSR (Mip, Mii, Mid), v_free = v + h M^-1 f. ``max_pivots`` < 0: Lemke's default 50 n + 1000.
     Returns (ok, pivots, n, scale, z = y, x, w, the six certified numbers (abs natural,
     complementarity, infeasibility, relative natural, complementarity, infeasibility of the mixed
-    problem, as solve() computes them), v_next, the tangential impulses (nc, 2)).
+    problem, as solve() computes them), v_next, the tangential impulses (nc, 2)); declined (ok
+    False): n is the reason (DECLINE_*), pivots those taken.
 
     ``kin``: the body blocks of the kinematic bodies (a wrist, a palm). Where each is pinned by its
     velocity rows (:func:`~contactlab.kernels.joint_rows.pin_rows`), those rows and the body's dofs
@@ -197,11 +248,11 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
     ``guess``: the previous step's answer on this step's rows (:func:`warm_guess`), or empty. Where
     its basis gives a certified answer (:func:`_warm_answer`, then the mixed problem's certificate)
     that answer is taken with no pivot; else Lemke's method from its usual start, and where that
-    does not certify on (F, e), the symmetrically equilibrated run (module docstring; ``pivots``
-    counts both runs)."""
+    does not certify on (F, e), the symmetrically equilibrated run, the two-sided one, then the full
+    tableau (module docstring; ``pivots`` counts every run)."""
     nj_all, nl, nc, nm = j_rhs.shape[0], l_bias.shape[0], n_bias.shape[0], a_target.shape[0]
     if nj_all == 0 or nl + nc + nm == 0:    # no joint rows, or nothing to solve (solve()'s trivial problem)
-        return _declined()
+        return _declined(DECLINE_EMPTY, 0)
     elim, keep, vkin, held = pin_rows(Jp, Ji, Jd, j_rhs, kin, ndof)
     Jp_all, Ji_all, Jd_all = Jp, Ji, Jd
     Wd = Wb.copy()
@@ -211,7 +262,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
             Wd[b] = 0.0
     nj = j_rhs.shape[0]
     if nj == 0:
-        return _declined()
+        return _declined(DECLINE_EMPTY, 0)
     Dp, Di, Dd = _pyramid(Sp, Si, Sd, Td, d)
     empty_p = np.zeros(1, dtype=np.int64)
     empty_i = np.zeros(0, dtype=np.int64)
@@ -259,7 +310,7 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
         g[i] = r[i] - j_rhs[i]
     ok, Linv, Y, yg = spd_reduce(Am, Cm, g)
     if not ok:
-        return _declined()
+        return _declined(DECLINE_QR_BRANCH, 0)
     # the reduced LCP F = B - D A^-1 C = B - Y'Y, e = h - D A^-1 g = h - Y' yg (drumwright eq. 9-10)
     F = B.copy()
     e = hh.copy()
@@ -294,14 +345,22 @@ def st_mixed_step(Jp, Ji, Jd, j_rhs, Lp, Li, Ld, l_bias, Np, Ni, Nd, n_bias, Sp,
         if code == SOLVED and rel <= tol and c6[3] == c6[3] and c6[5] == c6[5]:
             z = out[:n].copy()
         else:   # solvers/lemke.py's first retry: the symmetrically equilibrated LCP, certified on (F, e)
+            first_code, first_rel = code, rel
             code, more, z, rel, _, _, _ = lemke_scaled_run(F, e, np.zeros(0), True, mp, REFACTOR_EVERY, pivot_tol,
                                                           NORMWISE_FLOOR, restarts, 1e-3 * tol)
             pivots += more
-            if code != SOLVED or not rel <= tol:
-                return _declined()
+            if code != SOLVED or not rel <= tol:    # its second: the two-sided equilibrated LCP
+                code, more, z, rel, _, _, _ = lemke_scaled_run(F, e, np.zeros(0), False, mp, REFACTOR_EVERY,
+                                                              pivot_tol, NORMWISE_FLOOR, restarts, 1e-3 * tol)
+                pivots += more
+            if code != SOLVED or not rel <= tol:    # then the full tableau
+                code, more, z = _tableau_retry(F, e, s_max, mp, tol, first_code, first_rel, out[:n])
+                pivots += more
+                if code != SOLVED:
+                    return _declined(DECLINE_LEMKE, pivots)
         x, w, numbers, certified = _mixed_certificate(Am, Cm, Dm, B, g, hh, Y, yg, Linv, z, threshold)
         if not certified:
-            return _declined()
+            return _declined(DECLINE_MIXED_CERTIFICATE, pivots)
     # v+ = v0 + M^-1 (H' y + J' x) (models/common.py mixed_recover), the pinned rows' impulses
     x, v_next = recover_joint_rows(z, x, v0, v0_all, Rp, Ri, Rd, nj, Mip, Mii, Mid, ndof, elim, keep, held, vkin, Wb,
                                    kin, Jp_all, Ji_all, Jd_all)

@@ -123,7 +123,10 @@ class CompiledSTStages(CompiledJointCall, Stages):
         if outcome == SK.DECLINED:      # nothing changed: the general stages take the step
             w.compiled = False
             super().build(w)
-            return super().solve(w)
+            super().solve(w)
+            # why the call declined (st_kernels.py DECLINE_*), beside the general path's own info
+            w.sol.info["compiled_step_declined"] = SK.DECLINE_REASONS.get(int(out[2]), str(int(out[2])))
+            return
         ok, pivots, n, scale, z, x, wv, c, v_next, tangent = out
         sol = Solution(z=z, w=wv, status=Status.SOLVED, iterations=int(pivots), pivots=int(pivots), method=sim.method,
                        info={"covering": "ones", "basis": "reduced", "scale": float(scale), "reduced_n": int(n),

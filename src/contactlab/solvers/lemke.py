@@ -16,7 +16,7 @@ from ..kernels import lemke as K
 from ..problems import LCP
 from ..kernels.residual import lcp_certify_dense
 from ..kernels.tolerances import CERTIFY, LEMKE_PIVOT, NORMWISE_FLOOR
-from ..problems.residual import certified_error, lcp_natural_residual
+from ..problems.residual import certified_error
 from .certificates import check_farkas
 from ..solution import Solution, Status
 from .registry import certified_by_kernel, check_common, dense_matrix_for, register
@@ -108,15 +108,6 @@ def _rel(M, q, z) -> float:
     r = lcp_certify_dense(M, q, np.ascontiguousarray(z, dtype=np.float64), np.empty(n), np.empty(n),
                           NORMWISE_FLOOR)
     return max(r[3], r[5])
-
-
-def _basis_solution(n, basis, xB):
-    """z read off the final complementary basis."""
-    z = np.zeros(n)
-    for i, v in enumerate(basis):
-        if n <= v < 2 * n:
-            z[v - n] = xB[i]
-    return np.maximum(z, 0.0)
 
 
 def equilibration(M: np.ndarray, symmetric: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -212,24 +203,10 @@ def lemke_core(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_pivots: int, ref
         code, pivots, z, ray, _ = K.lemke_reduced_run(M, q, 1.0, d, max_pivots, REFACTOR_EVERY, LEMKE_PIVOT,
                                                       NORMWISE_FLOOR)
         return _STATUS[code], pivots, z, ray
-    n = q.size
-    if d.size == 0:
-        d = np.ones(n)
-    Binv = np.empty((n, n))
-    xB = np.empty(n)
-    basis = np.empty(n, dtype=np.int64)
-    col = np.empty(n)
-    cand = np.empty(n, dtype=np.int64)
-    work = np.empty(n)
-    ray = np.zeros(2 * n + 1)
-    code, pivots = K.lemke_kernel(M, q, d, max_pivots, Binv, xB, basis, col, cand, work, np.empty(n), ray, first_row)
+    f64 = np.ascontiguousarray
+    code, pivots, z, ray = K.lemke_tableau_run(f64(M, dtype=np.float64), f64(q, dtype=np.float64),
+                                               f64(d, dtype=np.float64), int(max_pivots), bool(refine), bool(first_row))
     status = _STATUS[code]
-    z = _basis_solution(n, basis, xB)
-    if status is Status.SOLVED and refine and pivots > 0:
-        K.refine_basis(M, q, d, basis, xB, Binv, work)
-        zr = _basis_solution(n, basis, xB)
-        if lcp_natural_residual(zr, M @ zr + q) <= lcp_natural_residual(z, M @ z + q):
-            z = zr
     return status, int(pivots), z, ray
 
 
