@@ -214,7 +214,8 @@ BORDER_MAX = 64
 
 @jit
 def new_panel_state(m):
-    """An empty factor state of :func:`panel_state_solve` for an island of m rows (no factor yet):
+    """An empty factor state of :func:`panel_state_solve` for an island of m rows (no factor yet: its
+    first solve factorises and sizes every array, so none is allocated here; m is kept for the callers):
     (P, poff, roff, cnt, xo, place, W, wrow, wcol, meta, reach, rlen, WW, known):
     :func:`panel_factor`'s factor; the forward solves W[c] = L^-1 B_c of the border rows met since
     (row wrow[c]; row i's column wcol[i], -1: none), each held on the steps of its elimination path
@@ -222,11 +223,10 @@ def new_panel_state(m):
     (c, d) computed where known[c, d]); meta = (border columns used, whether the factor holds,
     factorisations made, the border columns' forward-solve work since the last, that factorisation's
     work: :func:`_factor_work`)."""
-    return (np.zeros(0), np.zeros(1, dtype=np.int64), np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64),
-            np.zeros(1, dtype=np.int64), np.full(m, -1, dtype=np.int64), np.zeros((BORDER_MAX, 0)),
-            np.full(BORDER_MAX, -1, dtype=np.int64), np.full(m, -1, dtype=np.int64), np.zeros(5, dtype=np.int64),
-            np.zeros((BORDER_MAX, 0), dtype=np.int64), np.zeros(BORDER_MAX, dtype=np.int64),
-            np.zeros((BORDER_MAX, BORDER_MAX)), np.zeros((BORDER_MAX, BORDER_MAX), dtype=np.bool_))
+    none = np.zeros(0, dtype=np.int64)
+    return (np.zeros(0), np.zeros(1, dtype=np.int64), np.zeros((0, 1), dtype=np.int64), none, np.zeros(1, dtype=np.int64),
+            none, np.zeros((0, 0)), none, none, np.zeros(5, dtype=np.int64), np.zeros((0, 0), dtype=np.int64), none,
+            np.zeros((0, 0)), np.zeros((0, 0), dtype=np.bool_))
 
 
 @jit
