@@ -370,13 +370,10 @@ def panel_state_solve(st, sptr, sidx, sval, F, k, rhs, grp, gstep, nbr, nnb):
             fresh = True
     if fresh:
         ok, P, poff, roff, cnt, xo, place = panel_factor(sptr, sidx, sval, F, k, grp, gstep, nbr, nnb)
-        W = np.empty((BORDER_MAX, xo[-1]))
-        wrow = np.full(BORDER_MAX, -1, dtype=np.int64)
         wcol = np.full(m, -1, dtype=np.int64)
-        reach = np.empty((BORDER_MAX, cnt.size), dtype=np.int64)
-        rlen = np.zeros(BORDER_MAX, dtype=np.int64)
-        WW = np.empty((BORDER_MAX, BORDER_MAX))
-        known = np.zeros((BORDER_MAX, BORDER_MAX), dtype=np.bool_)
+        # the border's buffers are sized at its first row (a run that lands in one solve needs none)
+        W, wrow, reach = np.empty((0, 0)), wcol[:0], np.empty((0, 0), dtype=np.int64)
+        rlen, WW, known = wcol[:0], np.empty((0, 0)), np.zeros((0, 0), dtype=np.bool_)
         meta = np.array([0, 1 if ok else 0, meta[2] + 1, 0, _factor_work(poff, cnt) if ok else 0], dtype=np.int64)
         st = (P, poff, roff, cnt, xo, place, W, wrow, wcol, meta, reach, rlen, WW, known)
         if not ok:
@@ -384,6 +381,14 @@ def panel_state_solve(st, sptr, sidx, sval, F, k, rhs, grp, gstep, nbr, nnb):
         c = 0
     kf = xo[-1]
     if c:
+        if W.shape[0] == 0:
+            W = np.empty((BORDER_MAX, kf))
+            wrow = np.full(BORDER_MAX, -1, dtype=np.int64)
+            reach = np.empty((BORDER_MAX, cnt.size), dtype=np.int64)
+            rlen = np.zeros(BORDER_MAX, dtype=np.int64)
+            WW = np.empty((BORDER_MAX, BORDER_MAX))
+            known = np.zeros((BORDER_MAX, BORDER_MAX), dtype=np.bool_)
+            st = (P, poff, roff, cnt, xo, place, W, wrow, wcol, meta, reach, rlen, WW, known)
         mark = np.zeros(cnt.size, dtype=np.bool_)
         for j in range(c):                        # the border rows' forward solves not yet made
             i = cols[j]
