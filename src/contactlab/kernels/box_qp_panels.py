@@ -224,9 +224,9 @@ def new_panel_state(m):
     factorisations made, the border columns' forward-solve work since the last, that factorisation's
     work: :func:`_factor_work`)."""
     none = np.zeros(0, dtype=np.int64)
-    return (np.zeros(0), np.zeros(1, dtype=np.int64), np.zeros((0, 1), dtype=np.int64), none, np.zeros(1, dtype=np.int64),
-            none, np.zeros((0, 0)), none, none, np.zeros(5, dtype=np.int64), np.zeros((0, 0), dtype=np.int64), none,
-            np.zeros((0, 0)), np.zeros((0, 0), dtype=np.bool_))
+    return (np.zeros(0), np.zeros(1, dtype=np.int64), np.zeros((0, 1), dtype=np.int64), none,
+            np.zeros(1, dtype=np.int64), none, np.zeros((0, 0)), none, none, np.zeros(5, dtype=np.int64),
+            np.zeros((0, 0), dtype=np.int64), none, np.zeros((0, 0)), np.zeros((0, 0), dtype=np.bool_))
 
 
 @jit
@@ -339,12 +339,12 @@ def panel_state_solve(st, sptr, sidx, sval, F, k, rhs, grp, gstep, nbr, nnb):
     x_A = y_A, x_F0 = L'^-1 (v - W y), x_R = 0: the solution on F exactly, as a factorisation of
     M_FF would give it up to rounding, for one forward and one back substitution a solve (the
     Schur-complement update of a basis factorisation in active-set QP methods: Gill, Murray,
-    Saunders & Wright 1984, with the border's L^-1 B held sparse as in their §3; Nocedal & Wright
-    §16.5). The block is factorised afresh (a new F0 = F) where there is no factor, or more than
-    BORDER_MAX border rows since it, or where the border columns' forward solves have together cost
-    as much as that factorisation did (:func:`_factor_work`; the ski-rental rule: the border never
-    costs more than one factorisation beyond the factorisation it saves); ok False where that
-    factorisation fails or x is not finite."""
+    Saunders & Wright 1984; Nocedal & Wright §16.5; here with L^-1 B held on its reach only). The
+    block is factorised afresh (a new F0 = F) where there is no factor, or more than BORDER_MAX
+    border rows since it, or where the border columns' forward solves have together cost as much as
+    that factorisation did (:func:`_factor_work`; ski rental: the border's work between two
+    factorisations is at most one factorisation's); ok False where that factorisation fails or x is
+    not finite."""
     P, poff, roff, cnt, xo, place, W, wrow, wcol, meta, reach, rlen, WW, known = st
     m = sptr.size - 1
     if k == 0:
