@@ -82,3 +82,104 @@ def test_a_state_solve_that_cannot_factorise_says_so():
     ok, x, st = panel_state_solve(new_panel_state(idx.size), sptr, sidx, bad, F, F.size, np.ones(F.size),
                                   grp, gstep, nbr, nnb)
     assert not ok and st[9][1] == 0
+
+
+def test_border_columns_are_forward_solves_on_their_reach():
+    """A border row's column W = L^-1 B_i, solved on the steps its reach lists only, is the full
+    forward solve of B_i (e_i for a row of the factor's block, else M_{F0,i}), which is zero on every
+    step outside that reach; and W'W = B' M_F0F0^-1 B (the Schur complement's term) against numpy's
+    dense solve, within cond(M_F0F0) x 1e-12."""
+    from contactlab.kernels.box_qp_panels import _border_column, panel_forward
+    rng = np.random.default_rng(3)
+    checked = 0
+    for idx, (sptr, sidx, val), (grp, gstep, nbr, nnb), A in _islands(count=16):
+        m = idx.size
+        F = np.flatnonzero(rng.random(m) < 0.8)
+        ok, P, poff, roff, cnt, xo, place = panel_factor(sptr, sidx, val, F, F.size, grp, gstep, nbr, nnb)
+        assert ok
+        order = np.argsort(place[F])
+        A0 = A[np.ix_(F[order], F[order])]                 # M_F0F0 in step order
+        fulls, bs = [], []
+        rows = np.concatenate([rng.choice(F, 4, replace=False), rng.choice(np.setdiff1d(np.arange(m), F), 4,
+                                                                         replace=False)])
+        W = np.full((rows.size, F.size), np.nan)
+        reach = np.empty((rows.size, gstep.size), dtype=np.int64)
+        rlen = np.zeros(rows.size, dtype=np.int64)
+        mark = np.zeros(gstep.size, dtype=np.bool_)
+        for c, i in enumerate(rows):
+            work = _border_column(P, poff, roff, cnt, xo, nbr, nnb, sptr, sidx, val, place, grp, gstep, i, W, reach,
+                                  rlen, c, mark)
+            assert not mark.any() and work > 0
+            b = np.zeros(F.size)
+            if place[i] >= 0:
+                b[place[i]] = 1.0
+            else:
+                b[place[F]] = A[F, i]
+            full = b.copy()
+            panel_forward(P, poff, roff, cnt, xo, nbr, nnb, full)
+            steps = reach[c, :rlen[c]]
+            assert np.all(np.diff(steps) > 0)
+            on = np.zeros(F.size, dtype=bool)
+            for s in steps:
+                on[xo[s]:xo[s + 1]] = True
+            assert np.array_equal(W[c, on], full[on]) and np.all(full[~on] == 0.0)
+            fulls.append(full)
+            bs.append(b)
+            checked += 1
+        Wf, B = np.array(fulls).T, np.array(bs).T
+        ref = B.T @ np.linalg.solve(A0, B)                 # B' M_F0F0^-1 B, the border's Schur term
+        assert np.abs(Wf.T @ Wf - ref).max() <= 1e-12 * np.linalg.cond(A0) * np.abs(ref).max()
+    assert checked >= 16
+
+
+def test_many_border_rows_from_one_factor_are_numpys_solves():
+    """Free sets up to 60 rows off one factor's (rows held and freed, more than the 16 a step of a
+    settled 5,000-box pile changes), each solved through the border of that one factor (the state's
+    refactorisation by work disabled for the test: meta[4] is the factorisation's work): every x is
+    np.linalg.solve(M_FF, r) to the backward and forward error of a fresh factorisation."""
+    rng = np.random.default_rng(4)
+    most = 0
+    for idx, (sptr, sidx, val), (grp, gstep, nbr, nnb), A in _islands(count=16):
+        m = idx.size
+        st = new_panel_state(m)
+        free0 = rng.random(m) < 0.8
+        F = np.flatnonzero(free0)
+        ok, x, st = panel_state_solve(st, sptr, sidx, val, F, F.size, rng.normal(size=F.size), grp, gstep, nbr, nnb)
+        assert ok and st[9][2] == 1
+        st[9][4] = np.iinfo(np.int64).max // 2             # border on, whatever the border's work
+        perm = rng.permutation(m)
+        for off in (5, 17, 30, 45, 60):
+            free = free0.copy()
+            free[perm[:off]] = ~free[perm[:off]]           # each set's border holds the last one's
+            F = np.flatnonzero(free)
+            r = rng.normal(size=F.size)
+            ok, x, st = panel_state_solve(st, sptr, sidx, val, F, F.size, r, grp, gstep, nbr, nnb)
+            assert ok and st[9][2] == 1 and st[9][0] == off   # one factorisation, one column per border row
+            AF = A[np.ix_(F, F)]
+            assert _backward_ok(AF, x, r) and _forward_ok(AF, x, r)
+            most = max(most, int(np.sum((st[5] >= 0) != free)))
+    assert most == 60
+
+
+def test_border_work_past_the_factorisation_refactorises():
+    """The ski-rental rule: once the border columns' forward solves have cost as much as the
+    factorisation (meta[3] > meta[4]), the next solve factorises afresh, and its x is still numpy's."""
+    rng = np.random.default_rng(5)
+    idx, (sptr, sidx, val), (grp, gstep, nbr, nnb), A = _islands(count=16)[0]
+    m = idx.size
+    st = new_panel_state(m)
+    free = rng.random(m) < 0.8
+    F = np.flatnonzero(free)
+    ok, x, st = panel_state_solve(st, sptr, sidx, val, F, F.size, rng.normal(size=F.size), grp, gstep, nbr, nnb)
+    free[rng.choice(m, 3, replace=False)] ^= True
+    F = np.flatnonzero(free)
+    ok, x, st = panel_state_solve(st, sptr, sidx, val, F, F.size, rng.normal(size=F.size), grp, gstep, nbr, nnb)
+    assert ok and st[9][2] == 1 and st[9][0] >= 1 and st[9][3] > 0
+    st[9][4] = st[9][3] - 1                                   # the border has cost more than the factorisation
+    free[rng.choice(m, 1, replace=False)] ^= True
+    F = np.flatnonzero(free)
+    r = rng.normal(size=F.size)
+    ok, x, st = panel_state_solve(st, sptr, sidx, val, F, F.size, r, grp, gstep, nbr, nnb)
+    assert ok and st[9][2] == 2 and st[9][0] == 0
+    AF = A[np.ix_(F, F)]
+    assert _backward_ok(AF, x, r) and _forward_ok(AF, x, r)

@@ -70,16 +70,18 @@ def test_the_columns_answer_passes_the_independent_kkt_check():
 
 
 def test_islands_left_after_their_newton_steps_take_the_interior_point_at_once(monkeypatch):
-    """From impulses five times the answer with friction at the cone's edge, alternately the wrong way (the
-    start on which the compiled call gives each 720-row island POOR_LEFT_STEPS Newton steps and leaves it):
+    """From impulses 10^6 times the answer with friction at the cone's edge, alternately the wrong way (a
+    start on which the compiled call gives each 720-row island its Newton steps and leaves it: the first
+    does not cut the error, POOR_PROGRESS; from five times the answer the POOR_LEFT_STEPS it gives them
+    land them, since their solves share one factorisation):
     box-qp certifies the answer, the KKT conditions hold at it, and the Python projected Newton
     (solvers/box_qp/newton.py ``_qp``) is not run on those islands."""
     p, answer = _columns_problem()
     order, bounds = island_rows(*p.islands)
     assert np.diff(bounds).min() > POOR_LEFT_FROM
-    wrong = _wrong_start(p, answer)
+    wrong = _wrong_start(p, answer) * 1e6
     opts = BoxQPOptions()
-    # the premise: the compiled call leaves every island after POOR_LEFT_STEPS Newton steps from this start
+    # the premise: the compiled call leaves every island after its Newton steps from this start
     M = p.M.tocsr()
     z, w = np.full(p.n, np.nan), np.empty(p.n)
     codes, its, outers = (np.zeros(bounds.size - 1, dtype=np.int64) for _ in range(3))
@@ -87,7 +89,7 @@ def test_islands_left_after_their_newton_steps_take_the_interior_point_at_once(m
                    wrong, order, bounds, opts.tol, opts.island_iterations, opts.armijo, False, opts.max_outer, z, w,
                    codes, its, outers, p.body_groups, 64, p.n, opts.newton_steps, opts.island_poor_iterations,
                    IPM_WARM_MAX, *new_island_layouts())
-    assert set(codes.tolist()) == {LEFT} and np.all(its == POOR_LEFT_STEPS)
+    assert set(codes.tolist()) == {LEFT} and np.all((its >= 1) & (its <= POOR_LEFT_STEPS))
 
     newton_calls = []
     original = box_qp_solver._qp
@@ -107,7 +109,7 @@ def test_islands_left_after_their_newton_steps_take_the_interior_point_at_once(m
     normal = p.findex < 0
     assert abs(sol.z[normal].sum() - answer[normal].sum()) <= 1e-6 * answer[normal].sum()
     # its iterations count the compiled call's Newton steps once, and the interior point's after them
-    assert sol.iterations >= POOR_LEFT_STEPS * (bounds.size - 1)
+    assert sol.iterations >= its.sum()
 
 
 @pytest.mark.parametrize("scale", [1.0, 1.01])

@@ -30,9 +30,12 @@ POOR_LEFT_FROM = 600
 
 #: the Newton steps (each trying the face step first, kernels/box_qp.py ``_face_step``) that such an island
 #: on its CSR block gets from a poor start before it is left: towers of a settled pile joined by a few
-#: side contacts into one island (tens of thousands of rows at 5,000 boxes) start poor and land in two
-#: or three, where the interior point in Python takes ~15 iterations (docs/benchmarks-sim.md)
-POOR_LEFT_STEPS = 3
+#: side contacts into one island (tens of thousands of rows at 5,000 boxes) land in two to six, where
+#: the interior point in Python takes ~15 iterations; since its solves share one factorisation a run
+#: (kernels/box_qp_panels.py ``panel_state_solve``, the border by sparse forward solves) a step after
+#: the first costs a few substitutions, and the steps that landed in four to six were left after
+#: three before (docs/session13-settle13.md)
+POOR_LEFT_STEPS = 8
 
 #: an island of more than POOR_LEFT_FROM rows more than this share of whose rows are fixed (lo = hi, no
 #: findex: under coupling "previous" the friction rows of a contact new this step, arechavaleta §IV-C) is left from a
