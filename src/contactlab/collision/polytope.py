@@ -421,8 +421,9 @@ def polytope_pair(a, b, V, F, E, vstart, fstart, estart, limit, P_out, N_out, ph
 def polytope_contacts(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart,
                       margin, sweep):
     """:func:`polytope_pair` for every row of ``pairs`` (k, 2), each pair's margin grown by
-    ``boxes.pair_reach`` of the shapes' sweep rows (what coal's security margin was). Returns
-    (sa, sb, point, unit normal a -> b, phi)."""
+    ``boxes.pair_reach`` of the shapes' sweep rows (what coal's security margin was); the shapes
+    in the pairs are placed in the world once (:func:`polytope_world`), however many pairs each is
+    in. Returns (sa, sb, point, unit normal a -> b, phi)."""
     cap = 0
     for q in range(pairs.shape[0]):
         a, b = pairs[q, 0], pairs[q, 1]
