@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels._jit import jit
-from ..kernels.vec3 import cross3 as _cross, dot3 as _dot, mat_vec3 as _rot
+from ..kernels.vec3 import cross3 as _cross, dot3 as _dot
 from ..mechanics.kernels import shape_sweep, tangent_basis_kernel
 from .boxes.matching import match_with_values
 from .boxes.narrow_phase import contact_fields, detect_kernel
@@ -38,6 +38,10 @@ PATCH_TOLERANCE = 1e-3
 #: an edge-pair axis replaces the best face axis only when it separates by more than this times the
 #: shape's radius (boxes.manifold EDGE_PREFERENCE: touching faces keep their face normal)
 EDGE_PREFERENCE = 1e-4
+
+#: the edge directions of shape a whose list of b's edges passing the Gauss-map arc's first test
+#: :func:`polytope_pair` keeps (a box has 3; past this many, the last slot is reused)
+DIRECTIONS = 8
 
 #: a corner whose turn angle is below this is dropped (collision/contacts.py ``_polygon_corners``)
 TURN_TOLERANCE = 1e-6
@@ -89,21 +93,6 @@ def polytope_data(shapes) -> tuple:
     i8 = np.int64
     return (cat(V), np.array(vs, dtype=i8), cat(F), np.ascontiguousarray(np.concatenate(D) if D else np.zeros(0)),
             np.array(fs, dtype=i8), cat(EA), cat(EB), cat(EP), np.array(es, dtype=i8))
-
-
-@jit
-def _world(R, p, x, out):
-    for i in range(3):
-        out[i] = p[i] + R[i, 0] * x[0] + R[i, 1] * x[1] + R[i, 2] * x[2]
-
-
-@jit
-def _place(R, p, verts, start, m, out):
-    """out[i] = p + R verts[start + i] for i < m (element by element: no row views)."""
-    for i in range(m):
-        v = start + i
-        for t in range(3):
-            out[i, t] = p[t] + R[t, 0] * verts[v, 0] + R[t, 1] * verts[v, 1] + R[t, 2] * verts[v, 2]
 
 
 @jit
@@ -226,17 +215,56 @@ def _intersect(HA, ka, HB, kb, out):
 
 
 @jit
-def polytope_pair(a, b, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart, limit,
-                  P_out, N_out, phi_out, k):
+def polytope_world(used, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart):
+    """The shapes ``used`` (a flag per shape) placed in the world once, for every pair they are in:
+    (V, F, E), a row per vertex, face or edge at its index in the :func:`polytope_data` arrays:
+
+    - V (nv, 3): the vertices p + R x;
+    - F (nf, 4): the faces' outward unit normals R n and offsets d + (R n).p (n.x <= d inside);
+    - E (ne, 12): per edge its two faces' normals R n_a and R n_b, their cross product
+      (R n_b) x (R n_a) (the normal of the edge's Gauss-map arc) and its point p + R x_e.
+
+    A shape in several pairs (the glass the fingers hold) is placed once, not once per pair. Each
+    shape's rows are taken as a slice and indexed from zero (no negative-index wrap per element)."""
+    V = np.empty((verts.shape[0], 3))
+    F = np.empty((face_n.shape[0], 4))
+    E = np.empty((edge_na.shape[0], 12))
+    for s in range(used.size):
+        if not used[s]:
+            continue
+        R, p = Rs[s], ps[s]
+        X, Vs = verts[vstart[s]:vstart[s + 1]], V[vstart[s]:vstart[s + 1]]
+        for v in range(Vs.shape[0]):
+            for t in range(3):
+                Vs[v, t] = p[t] + R[t, 0] * X[v, 0] + R[t, 1] * X[v, 1] + R[t, 2] * X[v, 2]
+        X, Y, Fs = face_n[fstart[s]:fstart[s + 1]], face_d[fstart[s]:fstart[s + 1]], F[fstart[s]:fstart[s + 1]]
+        for f in range(Fs.shape[0]):
+            for t in range(3):
+                Fs[f, t] = R[t, 0] * X[f, 0] + R[t, 1] * X[f, 1] + R[t, 2] * X[f, 2]
+            Fs[f, 3] = Y[f] + (Fs[f, 0] * p[0] + Fs[f, 1] * p[1] + Fs[f, 2] * p[2])
+        e0, e1 = estart[s], estart[s + 1]
+        X, Y, Z, Es = edge_na[e0:e1], edge_nb[e0:e1], edge_p[e0:e1], E[e0:e1]
+        for g in range(Es.shape[0]):
+            for t in range(3):
+                Es[g, t] = R[t, 0] * X[g, 0] + R[t, 1] * X[g, 1] + R[t, 2] * X[g, 2]
+                Es[g, 3 + t] = R[t, 0] * Y[g, 0] + R[t, 1] * Y[g, 1] + R[t, 2] * Y[g, 2]
+                Es[g, 9 + t] = p[t] + R[t, 0] * Z[g, 0] + R[t, 1] * Z[g, 1] + R[t, 2] * Z[g, 2]
+            Es[g, 6] = Es[g, 4] * Es[g, 2] - Es[g, 5] * Es[g, 1]
+            Es[g, 7] = Es[g, 5] * Es[g, 0] - Es[g, 3] * Es[g, 2]
+            Es[g, 8] = Es[g, 3] * Es[g, 1] - Es[g, 4] * Es[g, 0]
+    return V, F, E
+
+
+@jit
+def polytope_pair(a, b, V, F, E, vstart, fstart, estart, limit, P_out, N_out, phi_out, k):
     """Contacts of shapes a and b (module docstring) within ``limit`` (the margin grown by their
-    reach), written from row k of P_out, N_out, phi_out; returns the next free row."""
-    Ra, pa, Rb, pb = Rs[a], ps[a], Rs[b], ps[b]
-    na, nb = vstart[a + 1] - vstart[a], vstart[b + 1] - vstart[b]
-    VA = np.empty((na, 3))
-    VB = np.empty((nb, 3))
+    reach), from the shapes' world placement (:func:`polytope_world`), written from row k of P_out,
+    N_out, phi_out; returns the next free row."""
+    VA, VB = V[vstart[a]:vstart[a + 1]], V[vstart[b]:vstart[b + 1]]
+    FA, FB = F[fstart[a]:fstart[a + 1]], F[fstart[b]:fstart[b + 1]]
+    EA, EB = E[estart[a]:estart[a + 1]], E[estart[b]:estart[b + 1]]
+    na, nb = VA.shape[0], VB.shape[0]
     ca = np.zeros(3)
-    _place(Ra, pa, verts, vstart[a], na, VA)
-    _place(Rb, pb, verts, vstart[b], nb, VB)
     for i in range(na):
         for t in range(3):
             ca[t] += VA[i, t]
@@ -244,65 +272,73 @@ def polytope_pair(a, b, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, 
     size = 0.0
     for i in range(na):
         size = max(size, np.sqrt((VA[i, 0] - ca[0]) ** 2 + (VA[i, 1] - ca[1]) ** 2 + (VA[i, 2] - ca[2]) ** 2))
-    n = np.empty(3)
     axis = np.zeros(3)
     best = -np.inf
-    for f in range(fstart[a], fstart[a + 1]):    # faces of a: n.x <= d inside a
-        for t in range(3):
-            n[t] = Ra[t, 0] * face_n[f, 0] + Ra[t, 1] * face_n[f, 1] + Ra[t, 2] * face_n[f, 2]
-        d = face_d[f] + _dot(n, pa)
+    for f in range(FA.shape[0]):                 # faces of a: n.x <= d inside a
+        n0, n1, n2 = FA[f, 0], FA[f, 1], FA[f, 2]
         s = np.inf
         for j in range(nb):
-            s = min(s, n[0] * VB[j, 0] + n[1] * VB[j, 1] + n[2] * VB[j, 2])
-        s -= d
+            s = min(s, n0 * VB[j, 0] + n1 * VB[j, 1] + n2 * VB[j, 2])
+        s -= FA[f, 3]
         if s > best:
             best = s
-            axis[:] = n
+            axis[0], axis[1], axis[2] = n0, n1, n2
     if best > limit:
         return k
-    for f in range(fstart[b], fstart[b + 1]):    # faces of b: the axis a -> b is minus b's normal
-        for t in range(3):
-            n[t] = Rb[t, 0] * face_n[f, 0] + Rb[t, 1] * face_n[f, 1] + Rb[t, 2] * face_n[f, 2]
-        d = face_d[f] + _dot(n, pb)
+    for f in range(FB.shape[0]):                 # faces of b: the axis a -> b is minus b's normal
+        n0, n1, n2 = FB[f, 0], FB[f, 1], FB[f, 2]
         s = np.inf
         for i in range(na):
-            s = min(s, n[0] * VA[i, 0] + n[1] * VA[i, 1] + n[2] * VA[i, 2])
-        s -= d
+            s = min(s, n0 * VA[i, 0] + n1 * VA[i, 1] + n2 * VA[i, 2])
+        s -= FB[f, 3]
         if s > best:
             best = s
-            axis[:] = -n
+            axis[0], axis[1], axis[2] = -n0, -n1, -n2
     if best > limit:
         return k
-    # edge pairs forming a face of the Minkowski difference (Gregorius' arc test on the Gauss map); b's
-    # edges in the world once: minus their face normals c, d, the arc's normal d x c, a point
-    eb0, eb1 = estart[b], estart[b + 1]
-    EB = np.empty((eb1 - eb0, 12))               # scalars, not row views (each view is a reference count)
-    for g in range(eb0, eb1):
-        r = g - eb0
-        for i in range(3):
-            EB[r, i] = -(Rb[i, 0] * edge_na[g, 0] + Rb[i, 1] * edge_na[g, 1] + Rb[i, 2] * edge_na[g, 2])
-            EB[r, 3 + i] = -(Rb[i, 0] * edge_nb[g, 0] + Rb[i, 1] * edge_nb[g, 1] + Rb[i, 2] * edge_nb[g, 2])
-            EB[r, 9 + i] = pb[i] + Rb[i, 0] * edge_p[g, 0] + Rb[i, 1] * edge_p[g, 1] + Rb[i, 2] * edge_p[g, 2]
-        EB[r, 6] = EB[r, 4] * EB[r, 2] - EB[r, 5] * EB[r, 1]          # d x c
-        EB[r, 7] = EB[r, 5] * EB[r, 0] - EB[r, 3] * EB[r, 2]
-        EB[r, 8] = EB[r, 3] * EB[r, 1] - EB[r, 4] * EB[r, 0]
-    W = np.empty((5, 3))
-    a1, a2, ua, qa, u = W[0], W[1], W[2], W[3], W[4]
+    # edge pairs forming a face of the Minkowski difference (Gregorius' arc test on the Gauss map): b's
+    # arc runs between minus its faces' normals, c = -R n_a and d = -R n_b, d x c its normal (E's
+    # cross product: the two signs cancel). The first test, (c.u)(d.u) < 0 for a's arc normal u,
+    # depends on u only up to its sign (negation is exact), and parallel edges of a (a box's four per
+    # direction) have the same u up to sign: b's edges that pass it are listed once per direction
+    # (``DIRECTIONS`` of them kept) and each edge of a runs the other tests on its direction's list.
     tol = EDGE_PREFERENCE * size
-    for e in range(estart[a], estart[a + 1]):
-        _rot(Ra, edge_na[e], a1)
-        _rot(Ra, edge_nb[e], a2)
-        _cross(a2, a1, ua)
-        _world(Ra, pa, edge_p[e], qa)
-        ux, uy, uz = ua[0], ua[1], ua[2]
-        for r in range(eb1 - eb0):
-            cba = EB[r, 0] * ux + EB[r, 1] * uy + EB[r, 2] * uz
-            dba = EB[r, 3] * ux + EB[r, 4] * uy + EB[r, 5] * uz
-            if cba * dba >= 0.0:
-                continue
-            adc = a1[0] * EB[r, 6] + a1[1] * EB[r, 7] + a1[2] * EB[r, 8]
-            bdc = a2[0] * EB[r, 6] + a2[1] * EB[r, 7] + a2[2] * EB[r, 8]
-            if not (adc * bdc < 0.0 and cba * bdc > 0.0):
+    neb = EB.shape[0]
+    dirs = np.empty((DIRECTIONS, 3))
+    count = np.zeros(DIRECTIONS, dtype=np.int64)
+    idx = np.empty((DIRECTIONS, neb), dtype=np.int64)
+    cns = np.empty((DIRECTIONS, neb))
+    nd = 0
+    for e in range(EA.shape[0]):
+        ux, uy, uz = EA[e, 6], EA[e, 7], EA[e, 8]
+        sign = 1.0
+        m = -1
+        for t in range(nd):
+            if dirs[t, 0] == ux and dirs[t, 1] == uy and dirs[t, 2] == uz:
+                m = t
+                break
+            if dirs[t, 0] == -ux and dirs[t, 1] == -uy and dirs[t, 2] == -uz:
+                m, sign = t, -1.0
+                break
+        if m < 0:                                # a new direction: b's edges whose arc u's circle crosses
+            m = nd if nd < DIRECTIONS else DIRECTIONS - 1
+            nd = min(nd + 1, DIRECTIONS)
+            dirs[m, 0], dirs[m, 1], dirs[m, 2] = ux, uy, uz
+            c = 0
+            for r in range(neb):
+                cn = EB[r, 0] * ux + EB[r, 1] * uy + EB[r, 2] * uz
+                dn = EB[r, 3] * ux + EB[r, 4] * uy + EB[r, 5] * uz
+                if not cn * dn >= 0.0:              # (a NaN passes, as in the tests below)
+                    idx[m, c] = r
+                    cns[m, c] = cn
+                    c += 1
+            count[m] = c
+        for t in range(count[m]):
+            r = idx[m, t]
+            cn = sign * cns[m, t]
+            adc = EA[e, 0] * EB[r, 6] + EA[e, 1] * EB[r, 7] + EA[e, 2] * EB[r, 8]
+            bdc = EA[e, 3] * EB[r, 6] + EA[e, 4] * EB[r, 7] + EA[e, 5] * EB[r, 8]
+            if not (adc * bdc < 0.0 and -cn * bdc > 0.0):
                 continue
             vx = uy * EB[r, 8] - uz * EB[r, 7]
             vy = uz * EB[r, 6] - ux * EB[r, 8]
@@ -312,9 +348,10 @@ def polytope_pair(a, b, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, 
                                    (EB[r, 6] ** 2 + EB[r, 7] ** 2 + EB[r, 8] ** 2)):
                 continue                         # parallel edges: a face axis covers them
             vx, vy, vz = vx / ln, vy / ln, vz / ln
-            if vx * (qa[0] - ca[0]) + vy * (qa[1] - ca[1]) + vz * (qa[2] - ca[2]) < 0.0:
+            qx, qy, qz = EA[e, 9], EA[e, 10], EA[e, 11]
+            if vx * (qx - ca[0]) + vy * (qy - ca[1]) + vz * (qz - ca[2]) < 0.0:
                 vx, vy, vz = -vx, -vy, -vz
-            s = vx * (EB[r, 9] - qa[0]) + vy * (EB[r, 10] - qa[1]) + vz * (EB[r, 11] - qa[2])
+            s = vx * (EB[r, 9] - qx) + vy * (EB[r, 10] - qy) + vz * (EB[r, 11] - qz)
             if s > best + tol:
                 best = s
                 axis[0], axis[1], axis[2] = vx, vy, vz
@@ -384,8 +421,9 @@ def polytope_pair(a, b, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, 
 def polytope_contacts(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart,
                       margin, sweep):
     """:func:`polytope_pair` for every row of ``pairs`` (k, 2), each pair's margin grown by
-    ``boxes.pair_reach`` of the shapes' sweep rows (what coal's security margin was). Returns
-    (sa, sb, point, unit normal a -> b, phi)."""
+    ``boxes.pair_reach`` of the shapes' sweep rows (what coal's security margin was); the shapes
+    in the pairs are placed in the world once (:func:`polytope_world`), however many pairs each is
+    in. Returns (sa, sb, point, unit normal a -> b, phi)."""
     cap = 0
     for q in range(pairs.shape[0]):
         a, b = pairs[q, 0], pairs[q, 1]
@@ -395,12 +433,15 @@ def polytope_contacts(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge
     phi = np.empty(cap)
     sa = np.empty(cap, dtype=np.int64)
     sb = np.empty(cap, dtype=np.int64)
+    used = np.zeros(vstart.size - 1, dtype=np.bool_)
+    for q in range(pairs.shape[0]):
+        used[pairs[q, 0]] = used[pairs[q, 1]] = True
+    V, F, E = polytope_world(used, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart)
     k = 0
     for q in range(pairs.shape[0]):
         a, b = pairs[q, 0], pairs[q, 1]
         k0 = k
-        k = polytope_pair(a, b, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart,
-                          margin + pair_reach(sweep, a, b), P, N, phi, k)
+        k = polytope_pair(a, b, V, F, E, vstart, fstart, estart, margin + pair_reach(sweep, a, b), P, N, phi, k)
         sa[k0:k] = a
         sb[k0:k] = b
     return sa[:k], sb[:k], P[:k], N[:k], phi[:k]
