@@ -63,6 +63,19 @@ def _wrong_start(p, answer):
     return wrong
 
 
+def _sizes_of_calls(monkeypatch, name):
+    """The sizes of the problems box-qp's Python ``name`` (``_qp``: projected Newton, ``_ipm``: the interior
+    point) is called on from now on, filled as the calls happen."""
+    sizes, original = [], getattr(box_qp_solver, name)
+
+    def counted(M, q, *args, **kwargs):
+        sizes.append(q.size)
+        return original(M, q, *args, **kwargs)
+
+    monkeypatch.setattr(box_qp_solver, name, counted)
+    return sizes
+
+
 def test_the_columns_answer_passes_the_independent_kkt_check():
     p, z = _columns_problem()
     assert _kkt_error(p, z) < 1e-6
@@ -91,14 +104,7 @@ def test_islands_left_after_their_newton_steps_take_the_interior_point_at_once(m
                    IPM_WARM_MAX, *new_island_layouts())
     assert set(codes.tolist()) == {LEFT} and np.all((its >= 1) & (its <= POOR_LEFT_STEPS))
 
-    newton_calls = []
-    original = box_qp_solver._qp
-
-    def counted(M, q, *args, **kwargs):
-        newton_calls.append(q.size)
-        return original(M, q, *args, **kwargs)
-
-    monkeypatch.setattr(box_qp_solver, "_qp", counted)
+    newton_calls = _sizes_of_calls(monkeypatch, "_qp")
     sol = _solve(p, opts, wrong)
     assert sol.status is Status.SOLVED
     assert not [n for n in newton_calls if n > POOR_LEFT_FROM]
@@ -116,14 +122,7 @@ def test_islands_left_after_their_newton_steps_take_the_interior_point_at_once(m
 def test_islands_the_compiled_call_solves_never_reach_the_interior_point(monkeypatch, scale):
     """From the answer (and 1 % off it) the compiled call lands every island itself: no interior point."""
     p, answer = _columns_problem()
-    ipm_calls = []
-    original = box_qp_solver._ipm
-
-    def counted(M, q, *args, **kwargs):
-        ipm_calls.append(q.size)
-        return original(M, q, *args, **kwargs)
-
-    monkeypatch.setattr(box_qp_solver, "_ipm", counted)
+    ipm_calls = _sizes_of_calls(monkeypatch, "_ipm")
     sol = _solve(p, BoxQPOptions(), answer * scale)
     assert sol.status is Status.SOLVED and not ipm_calls
     assert _kkt_error(p, sol.z) < 1e-6

@@ -241,10 +241,9 @@ class CompiledNoSlipStages(CompiledJointCall, Stages):
             return super().integrate(w)
         data = self.sim.data
         (outcome, ke, pe, pen, joint_error, v_next, joint, tangent, modes, nl, z, before, position_stage,
-         position_zeta, project, gyro, f, contact, zeta, slop, zeta_j, kept, v_free) = w.call[:23]
+         position_zeta, project, gyro, f, contact, zeta, slop, zeta_j, kept, v_free,
+         (motor, trials, consistent, saturated)) = w.call
         h = w.h
-        # the motors' fields where solve() put them (the fused robot step's DEEP steps have no motors)
-        motor, trials, consistent, saturated = w.call[23] if len(w.call) > 23 else NO_MOTORS
         result = StepResult(v_next=v_next, normal=z[nl:], tangent=tangent, joint=joint, limit=z[:nl], motor=motor,
                             modes=modes, info={"kept_rows": kept, "motor_trials": int(trials),
                                                "motor_consistent": bool(consistent),

@@ -46,7 +46,7 @@ from . import noslip_kernels as NK
 from . import turns
 from .faults import (checked_step, fault_statics, fault_words, motor_targets, plausibility, split_velocity,
                      step_depth)
-from .noslip_stages import EMPTY, NO_VALUES, noslip_solution
+from .noslip_stages import EMPTY, NO_MOTORS, NO_VALUES, noslip_solution
 from .recorder import StepRecord
 from .stages import Stages, StepWork
 from .tree_stages import CompiledTreeNoSlipStages
@@ -175,7 +175,7 @@ class FusedRobotStep:
         if outcome == NK.DEEP:          # a deep contact: the stages' integration and records
             w.call = (outcome, ke, pe, pen, joint_error, v_next, joint, tangent, modes, nl, z, before_call,
                       position_stage, float(st.contact_zeta), bool(st.project_joints), gyro, f, contact, zeta,
-                      float(st.slop), float(st.zeta), int(kept), v_free)
+                      float(st.slop), float(st.zeta), int(kept), v_free, NO_MOTORS)
             return self._finish(before, w)
         # 4. the bookkeeping of CompiledNoSlipStages.certify and integrate
         w.primary_ok, w.rescued, w.t_solve = True, False, t_solve
