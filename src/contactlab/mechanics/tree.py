@@ -11,7 +11,9 @@ prismatic (one, the slide) or fixed joint (none) whose parent is the world, a fi
 moving body earlier in the tree order. :func:`tree_topology` finds that structure once per model
 (arrays only, for the kernels); it returns None (with the reason) for anything else: spherical
 joints, couplings (``Joint.follows``), kinematic or planar bodies, a body with two parent joints
-(a closed loop). The maximal-coordinate path keeps those.
+(a closed loop). The maximal-coordinate path keeps those; the box-friction step in joint
+coordinates (sim/tree_box_kernels.py) asks for kinematic roots (a scripted palm: its rates known)
+and couplings (a reduction of the coordinates) as well.
 
 Joint coordinates follow the joint rows' own definitions (:mod:`~contactlab.mechanics.joint_kernels`):
 a revolute joint's child orientation is q_b = q_a (axis_a, theta) q_rel0 and its anchors coincide;
