@@ -54,12 +54,13 @@ from ..kernels.pgs_sm import pgs_sm_dense_run
 from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
 from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.rows import contact_terms, position_targets
-from ..mechanics.tree import body_jacobians, body_rates, crba, motion_columns, tree_coordinates, tree_joint_error
+from ..mechanics.tree import body_jacobians, crba, motion_columns, tree_coordinates, tree_joint_error
 from ..models.box_friction import box_bounds, matched_impulses
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
 from .box_joint_kernels import _no_answer
 from .noslip_kernels import DECLINED, DEEP, DONE
-from .tree_kernels import _limit_rows, advance_tree, block_kinetic_gain, frame_rows_of, joint_momentum
+from .tree_kernels import (_limit_rows, advance_tree, block_kinetic_gain, frame_rows_of, joint_momentum,
+                           maximal_rates, tree_joint_arrays)
 
 
 @jit
@@ -253,13 +254,12 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     impulses (joint coordinates have none) and the joint error of
     :func:`~contactlab.mechanics.tree.tree_joint_error` (nothing projected: DEEP asks the caller's
     position correction as the maximal call does)."""
-    order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx = tree
-    point, normal, t1, t2, phi, mu, guess, a, b, _sa, _sb, match = unpack_contacts(contact_floats, contact_ints)
-    ja, jkind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper = (joints[0], joints[2], joints[3], joints[4],
-                                                                   joints[5], joints[6], joints[7], joints[8])
-    nc = phi.shape[0]
     ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
     e0 = 0.0 + ke0 + pe0
+    order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx = tree
+    point, normal, t1, t2, phi, mu, guess, a, b, _sa, _sb, match = unpack_contacts(contact_floats, contact_ints)
+    ja, jkind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper = tree_joint_arrays(joints)
+    nc = phi.shape[0]
     fw = f.copy()
     M_blocks, W_blocks, v = body_terms(live, dof_start, quaternion, mass, inertia, inv_inertia, gravity,
                                        linear_velocity, angular_velocity, gyroscopic, fw)
@@ -330,12 +330,7 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     for i in range(nq):
         if col[i] >= 0:
             qd_next[i] = -fac[i] * u[col[i]]
-    v_next = np.zeros(v.shape[0])
-    for t in range(live.shape[0]):
-        bb = live[t]
-        s0 = dof_start[bb]
-        (v_next[s0], v_next[s0 + 1], v_next[s0 + 2], v_next[s0 + 3], v_next[s0 + 4],
-         v_next[s0 + 5]) = body_rates(Sb, anc_ptr, anc_idx, bb, qd_next)
+    v_next = maximal_rates(live, dof_start, Sb, anc_ptr, anc_idx, qd_next, v.shape[0])
     o_n = nm + nl
     tangent = np.empty((nc, 2))
     for c in range(nc):

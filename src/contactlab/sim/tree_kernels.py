@@ -114,6 +114,25 @@ def _limit_rows(joint_of, qstart, jkind, lower, upper, theta, qd, h, zeta, nq):
 
 
 @jit
+def tree_joint_arrays(joints):
+    """The packed joints' arrays a tree step reads (joint_kernels.py ``JointArrays.kernel_args``): each
+    joint's parent body, kind, anchors, parent-frame axis, rest orientation and limits."""
+    return joints[0], joints[2], joints[3], joints[4], joints[5], joints[6], joints[7], joints[8]
+
+
+@jit
+def maximal_rates(live, dof_start, Sb, anc_ptr, anc_idx, qd, ndof):
+    """v = S qd (ndof,): every live body's (v_c; omega) of the joint rates qd
+    (:func:`~contactlab.mechanics.tree.body_rates`) at its maximal dofs."""
+    v = np.zeros(ndof)
+    for t in range(live.shape[0]):
+        bb = live[t]
+        s0 = dof_start[bb]
+        v[s0], v[s0 + 1], v[s0 + 2], v[s0 + 3], v[s0 + 4], v[s0 + 5] = body_rates(Sb, anc_ptr, anc_idx, bb, qd)
+    return v
+
+
+@jit
 def joint_momentum(live, dof_start, M_blocks, Sb, anc_ptr, anc_idx, y, nq):
     """p = S' M y (nq,): the momentum of the maximal velocities y (ndof,) in joint coordinates, body
     by body (M's (6, 6) blocks ``M_blocks`` in ``live``'s order, Sb the bodies' jacobians of
@@ -208,8 +227,7 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     The other arguments and the returned tuple are :func:`contactlab.sim.noslip_kernels.noslip_step`'s."""
     order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx, lam = tree
     point, normal, t1, t2, phi, _mu, _guess, a, b, _sa, _sb, _match = unpack_contacts(contact_floats, contact_ints)
-    ja, jkind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper = (joints[0], joints[2], joints[3], joints[4],
-                                                                   joints[5], joints[6], joints[7], joints[8])
+    ja, jkind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper = tree_joint_arrays(joints)
     nc = phi.shape[0]
     ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
     e0 = 0.0 + ke0 + pe0
@@ -289,12 +307,7 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
             vtt += Tq[i, j] * qd_next[j]
         vt[i] = np.sqrt(vs * vs + vtt * vtt)
     modes = _modes_of_speeds(vt, normal_z, MODE_IMPULSE_TOL, MODE_SPEED_TOL)
-    v_next = np.zeros(v.shape[0])
-    for t in range(live.shape[0]):
-        bb = live[t]
-        s0 = dof_start[bb]
-        (v_next[s0], v_next[s0 + 1], v_next[s0 + 2], v_next[s0 + 3], v_next[s0 + 4],
-         v_next[s0 + 5]) = body_rates(Sb, anc_ptr, anc_idx, bb, qd_next)
+    v_next = maximal_rates(live, dof_start, Sb, anc_ptr, anc_idx, qd_next, v.shape[0])
     gain = block_kinetic_gain(M_blocks, v_next, v_free, passive)
     deep = False
     if position_stage and nc:
