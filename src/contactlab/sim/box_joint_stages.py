@@ -108,18 +108,13 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
         if not w.compiled:
             return super().solve(w)
         sim = self.sim
-        model, data = sim.model, sim.data
         (f, contact, zeta, slop, mt, mf, zeta_j, cfm, new_bound, current, warm, p_motor, p_limit, p_normal,
          p_tangent, position_stage, position_zeta, project, gyro, before) = w.call
         contact_floats, contact_ints = contact
         w.t0 = time.perf_counter()
-        outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max = BJ.box_schur_step(
-            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
-            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
-            data.angular_velocity, data.planar_reference, f, contact_floats, contact_ints, zeta, slop,
-            self.packed.kernel_args, mt, mf, w.h, zeta_j, cfm, new_bound, current, self.blk_cols, self.blk_ptr,
-            self.kin, warm, p_motor, p_limit, p_normal, p_tangent, self.params, self.threshold, self.passive,
-            position_stage, position_zeta, project, 1e-10, 8)
+        outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max = self.step_call(
+            w, f, contact_floats, contact_ints, zeta, slop, mt, mf, zeta_j, cfm, new_bound, current, warm, p_motor,
+            p_limit, p_normal, p_tangent, position_stage, position_zeta, project, gyro)
         w.t_solved = time.perf_counter()
         if outcome == BJ.DECLINED:      # nothing changed: the general stages take the step
             w.compiled = False
@@ -139,6 +134,19 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
         w.sol, w.n = sol, int(n)
         w.e0, w.contact_gain = e0, gain
         w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before, w.call)
+
+    def step_call(self, w, f, contact_floats, contact_ints, zeta, slop, mt, mf, zeta_j, cfm, new_bound, current, warm,
+                  p_motor, p_limit, p_normal, p_tangent, position_stage, position_zeta, project, gyro) -> tuple:
+        """:func:`~contactlab.sim.box_joint_kernels.box_schur_step` on the simulator's state (a subclass
+        may take the step another way: sim/tree_box_stages.py)."""
+        model, data = self.sim.model, self.sim.data
+        return BJ.box_schur_step(
+            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
+            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
+            data.angular_velocity, data.planar_reference, f, contact_floats, contact_ints, zeta, slop,
+            self.packed.kernel_args, mt, mf, w.h, zeta_j, cfm, new_bound, current, self.blk_cols, self.blk_ptr,
+            self.kin, warm, p_motor, p_limit, p_normal, p_tangent, self.params, self.threshold, self.passive,
+            position_stage, position_zeta, project, 1e-10, 8)
 
     # -- integrate: done in the call but for a deep contact's position correction -----------------
     def integrate(self, w: StepWork) -> None:
