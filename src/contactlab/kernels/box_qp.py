@@ -474,6 +474,15 @@ def _free_solve(M, F, k, rhs, cL, cA, cF, ck, stale_ok, grp, gstep, nbr, nnb, sp
 #: nothing either (docs/benchmarks-sim.md, branch ipmloop)
 POOR_PROGRESS = 0.9
 
+#: :func:`projected_newton`: the line search's halvings in a large island's first Newton step from a poor start
+#: (``face_any``); where it needs more the island is left after it (to the interior point), without the rest
+#: of the 30 halvings, each a product with its block (~3 ms on the 48,000-row joined towers of a settled
+#: 5,000-box pile, ~7 ms on the 122,000-row island of a 10,000-box one). A step cut below 1/8 of Newton's moves
+#: the start too little to bring its error below POOR_PROGRESS of the start's; on the 21 captured steps of
+#: settled 5,000- and 10,000-box piles every first step that was not cut below it was so before too (the same
+#: iterations and answers), and those left after it cost 20-100 ms less (docs/session14-settle14.md)
+POOR_HALVINGS = 3
+
 
 #: :func:`_face_step`'s solves at most: a free row its step carries across a bound is held at that bound
 #: and the free rows solved again, up to this many solves in all
@@ -578,7 +587,8 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
     nbr, nnb): the block structure of M (:func:`island_groups`), or empty arrays (dense solves).
     A start whose relative error is above ``poor_residual`` gets at most ``poor_iterations`` steps
     (:func:`box_qp_islands`; ``poor_residual`` inf: ``max_iterations`` whatever the start), and where
-    ``face_any`` only one unless that step brings the error below POOR_PROGRESS times the start's. M in
+    ``face_any`` only one unless that step brings the error below POOR_PROGRESS times the start's (and that
+    step's line search at most POOR_HALVINGS halvings: where it needs more, the island is left). M in
     CSR: (sptr, sidx, sval) non-empty, M unused (every product and solve linear in its entries); an
     iterate whose error is at most ``poor_residual`` (any iterate where ``face_any``: the large islands of
     :func:`~contactlab.kernels.box_qp_islands.box_qp_islands`) then first tries :func:`_face_step`'s step, taken
@@ -656,7 +666,9 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
                 for a_ in range(k):
                     d[F[a_]] = dF[a_]
             step = 1.0
-            for _ls in range(1 if full_steps else 30):
+            # a large island's first step from a poor start (rel0 set): POOR_HALVINGS halvings at most
+            trials = POOR_HALVINGS + 1 if face_any and its == 1 and rel0 < np.inf else 30
+            for _ls in range(1 if full_steps else trials):
                 df, slope, moved = _trial(M, sptr, sidx, sval, z, w, d, step, lo, hi, cand, dz)
                 if df <= armijo * slope and moved:
                     accepted = True
