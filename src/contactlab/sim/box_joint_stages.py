@@ -19,6 +19,7 @@ fallbacks are theirs.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -32,8 +33,8 @@ from ..solution import Solution, Status
 from ..solvers.pgs_sm import PGSSMOptions, _params
 from ..solvers.registry import DENSE_BYTES_LIMIT
 from . import box_joint_kernels as BJ
-from . import noslip_kernels as NK
-from .noslip_stages import NO_VALUES, CompiledJointCall
+from .faults import NOT_JUDGED, fault_statics, motor_targets
+from .noslip_stages import NO_VALUES, CompiledJointCall, motion
 from .stages import Stages, StepWork
 
 #: what a model's ``COMPILED_STEP`` names for these stages (models/box_friction.py; the free-body
@@ -77,22 +78,21 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
     # -- build: the compiled call's inputs --------------------------------------------------------
     def build(self, w: StepWork) -> None:
         sim = self.sim
-        data, m, P = sim.data, sim.model, self.packed
+        data, m = sim.data, sim.model
         # the general build's dense-size refusal (models/common.py refuse_dense) is the general path's
         rows = 3 * w.nc + 2 * len(m.joints) + m.ndof
         if 8 * rows * (2 * rows + 1) > DENSE_BYTES_LIMIT:
             return super().build(w)
-        idx, tau, st_mt, st_mf = self.torque_inputs(data)
-        f, mt, mf, _ = NK.call_inputs(idx, tau, P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start, data.position,
-                                      data.quaternion, m.ndof, P.motor_target, P.motor_max_force, st_mt, st_mf)
+        # the joints' torques and motors: their force and motor arrays formed in the call (noslip_kernels.call_inputs)
+        torques = self.torque_inputs(data)
         st = m.settings     # read each step: the Model is frozen, its Settings object is not
         o = sim.model_options
         prev = data.result
         warm = bool(sim.warm_start and data.warm.get("z") is not None and prev is not None)
         f64 = np.ascontiguousarray
         w.compiled = True
-        w.call = (f, packed(w.contacts, w.match), float(st.contact_zeta if st.contact_stabilization == "velocity"
-                                                      else 0.0), float(st.slop), mt, mf, float(st.zeta),
+        w.call = (torques, packed(w.contacts, w.match), float(st.contact_zeta if st.contact_stabilization == "velocity"
+                                                            else 0.0), float(st.slop), float(st.zeta),
                   float(o.cfm + st.cfm), float(o.new_contact_bound), o.coupling == "current", warm,
                   f64(prev.motor, dtype=np.float64) if warm else NO_VALUES,
                   f64(prev.limit, dtype=np.float64) if warm else NO_VALUES,
@@ -101,7 +101,7 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
                   st.contact_stabilization == "position", float(st.contact_zeta), bool(st.project_joints),
                   bool(st.gyroscopic),
                   (data.position.copy(), data.quaternion.copy(), data.linear_velocity.copy(),
-                   data.angular_velocity.copy(), f.copy(), mt, mf))
+                   data.angular_velocity.copy()))
 
     # -- solve: the step to the joint projection, compiled -----------------------------------------
     def solve(self, w: StepWork) -> None:
@@ -109,22 +109,34 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
             return super().solve(w)
         sim = self.sim
         model, data = sim.model, sim.data
-        (f, contact, zeta, slop, mt, mf, zeta_j, cfm, new_bound, current, warm, p_motor, p_limit, p_normal,
-         p_tangent, position_stage, position_zeta, project, gyro, before) = w.call
+        (torques, contact, zeta, slop, zeta_j, cfm, new_bound, current, warm, p_motor, p_limit, p_normal,
+         p_tangent, position_stage, position_zeta, project, gyro, start) = w.call
         contact_floats, contact_ints = contact
+        # the per-step checks' inputs (faults.step_fault, turns.fires): the call forms both for a DONE step
+        statics = fault_statics(sim)
+        kind, radius, jointed, mass = statics
+        prev_error = float(getattr(sim, "_fault_joint_error", 0.0))
+        actuated = bool(sim.has_actuation)
+        motors = motor_targets(data)
         w.t0 = time.perf_counter()
-        outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max = BJ.box_schur_step(
-            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
-            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
-            data.angular_velocity, data.planar_reference, f, contact_floats, contact_ints, zeta, slop,
-            self.packed.kernel_args, mt, mf, w.h, zeta_j, cfm, new_bound, current, self.blk_cols, self.blk_ptr,
-            self.kin, warm, p_motor, p_limit, p_normal, p_tangent, self.params, self.threshold, self.passive,
-            position_stage, position_zeta, project, 1e-10, 8)
+        (outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max, turn, verdict, motion_judged,
+         inputs) = BJ.box_schur_step(
+            self.body, model.ndof, KIND_KINEMATIC, gyro, motion(data), *torques, contact_floats, contact_ints, zeta,
+            slop, self.joint_args, w.h, zeta_j, cfm, new_bound, current, self.kin, warm, p_motor, p_limit, p_normal,
+            p_tangent, self.params, self.threshold, position_stage, position_zeta, project, 1e-10, 8, radius,
+            (start[0], start[2], start[3], kind, jointed, mass, prev_error, motors, actuated))
+        before = start + inputs     # the state before the step, f, the motors: the system's (system_terms)
         w.t_solved = time.perf_counter()
         if outcome == BJ.DECLINED:      # nothing changed: the general stages take the step
             w.compiled = False
             super().build(w)
             return super().solve(w)
+        judged = None
+        if verdict[0] != NOT_JUDGED:    # a DONE step: its state is final
+            # the turn bound on the world's radii (turns.fires); the verdict with its inputs (faults.judged_verdict)
+            w.turn_bound = turn if radius is getattr(sim.world, "body_radius", None) else None
+            judged = (verdict, statics, (max(pen, 0.0) if math.isfinite(pen) else 0.0, prev_error, actuated, gain,
+                                         ke, ke + pe, w.h, slop), motion_judged, v_free)
         ok, code, z, wv, x, numbers, stats, v_next, tangent, n = out
         sweeps, sm = int(stats[1]), int(stats[2])
         # the Solution solve(problem, "pgs-sm") returns for this answer (solvers/pgs_sm.py pgs_sm_solve)
@@ -138,15 +150,16 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
         sol.time_s = w.t_solved - w.t0
         w.sol, w.n = sol, int(n)
         w.e0, w.contact_gain = e0, gain
-        w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before, w.call)
+        w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before, judged,
+                  w.call)
 
     # -- integrate: done in the call but for a deep contact's position correction -----------------
     def integrate(self, w: StepWork) -> None:
         if not w.compiled:
             return super().integrate(w)
         data = self.sim.data
-        outcome, ke, pe, pen, joint_error, v_next, tangent, modes, nl, x, v_free, before, inputs = w.call
-        zeta, slop, zeta_j, project, gyro = inputs[2], inputs[3], inputs[6], inputs[17], inputs[18]
+        outcome, ke, pe, pen, joint_error, v_next, tangent, modes, nl, x, v_free, before, judged, inputs = w.call
+        zeta, slop, zeta_j, project, gyro = inputs[2], inputs[3], inputs[4], inputs[15], inputs[16]
         sol, nc = w.sol, w.nc
         z = sol.z
         nm = z.shape[0] - nl - 3 * nc
@@ -157,6 +170,7 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
         data.warm["z"] = z.copy()
         self.state.defer(w.contacts, w.h, self.system_terms, (before, gyro, w.contacts, zeta, slop, zeta_j, w.h))
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
+        self.state.judged = judged              # the call's verdict with its inputs (faults.judged_verdict)
         self.finish(w, result, sol, outcome == BJ.DEEP, project, v_next, joint_error, (ke, pe, pen))
 
 

@@ -260,35 +260,46 @@ def _same_rows(a, judged, k):
 
 
 @jit
-def same_motion(x0, v0, w0, x1, v1, w1, judged):
-    """Whether the states before (x0, v0, w0) and after (x1, v1, w1) a step are bit for bit those a
-    compiled step judged, ``judged`` = [x0 | v0 | w0 | x1 | v1 | w1] flat (a NaN is never the same:
-    the step is judged again)."""
+def same_motion(x0, v0, w0, x1, v1, w1, motors, judged):
+    """Whether the states before (x0, v0, w0) and after (x1, v1, w1) a step and the motors' targets are
+    bit for bit those a compiled step judged, ``judged`` = [x0 | v0 | w0 | x1 | v1 | w1 | motors] flat
+    (a NaN in a state is never the same: the step is judged again; a motor's NaN target, a joint
+    without a motor, is the same as another NaN: :func:`_verdict` reads only the finite targets)."""
     m = 3 * x0.shape[0]
-    return (judged.size == 6 * m and _same_rows(x0, judged, 0) and _same_rows(v0, judged, m)
-            and _same_rows(w0, judged, 2 * m) and _same_rows(x1, judged, 3 * m) and _same_rows(v1, judged, 4 * m)
-            and _same_rows(w1, judged, 5 * m))
+    if not judged.size == 6 * m + motors.size:
+        return False
+    for i in range(motors.size):
+        a, b = motors[i], judged[6 * m + i]
+        if not (a == b or (a != a and b != b)):
+            return False
+    return (_same_rows(x0, judged, 0) and _same_rows(v0, judged, m) and _same_rows(w0, judged, 2 * m)
+            and _same_rows(x1, judged, 3 * m) and _same_rows(v1, judged, 4 * m) and _same_rows(w1, judged, 5 * m))
 
 
 def judged_verdict(sim, before, rec, depth):
     """The verdict of :func:`plausibility` a compiled step formed on its own inputs
-    (``StepState.judged`` = (verdict, statics, scalars, motion): :meth:`contactlab.sim.box_stages.CompiledRowStages.integrate`),
-    where every input :func:`step_fault` would give it is still that one: the statics
-    (:func:`fault_statics`), the free velocities v0 + h g and omega0 (no system read since the step),
-    no motor, the scalars (depth, previous joint error, actuation, the record's energies, h, slop) and
-    the states before and after bit for bit (:func:`same_motion`); else None (judged here)."""
+    (``StepState.judged`` = (verdict, statics, scalars, motion[, free velocity]):
+    :meth:`contactlab.sim.box_stages.CompiledRowStages.integrate`, free bodies, whose free velocities
+    are v0 + h g and omega0; :meth:`contactlab.sim.box_joint_stages.CompiledSchurRowStages.integrate`,
+    whose free velocity is its call's v_free, given as the fifth item), where every input
+    :func:`step_fault` would give it is still that one: the statics (:func:`fault_statics`), the free
+    velocities (no system read since the step, and the step's own free velocity, or none), the scalars
+    (depth, previous joint error, actuation, the record's energies, h, slop), and the states before
+    and after and the motors' targets bit for bit (:func:`same_motion`); else None (judged here)."""
     state = getattr(sim, "step_state", None)
     judged = getattr(state, "judged", None)
-    if judged is None or state.system is not None or state.free_velocity is not None:
+    if judged is None or state.system is not None:
         return None
-    verdict, statics, scalars, motion = judged
+    verdict, statics, scalars, motion = judged[:4]
+    if state.free_velocity is not (judged[4] if len(judged) > 4 else None):
+        return None
     data = sim.data
     if statics is not fault_statics(sim) or scalars != (
             depth, float(before[3]), bool(sim.has_actuation), float(rec.contact_energy_gain), float(rec.kinetic_energy),
-            float(rec.energy), sim.h, float(sim.model.settings.slop)) or motor_targets(data).size:
+            float(rec.energy), sim.h, float(sim.model.settings.slop)):
         return None
     if not same_motion(before[0], before[1], before[2], data.position, data.linear_velocity, data.angular_velocity,
-                       motion):
+                       motor_targets(data), motion):
         return None
     return verdict
 
