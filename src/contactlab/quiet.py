@@ -40,3 +40,18 @@ def native_output_silenced(stdout: bool = True, stderr: bool = False):
                 for fd, copy in saved.items():
                     os.dup2(copy, fd)
                     os.close(copy)
+
+
+@contextmanager
+def loky_worker_replacements_quiet():
+    """Keep loky's note that it replaced a worker off the console for the block.
+
+    loky (joblib's process executor) ends a worker whose memory grew by more than 300 MB after
+    its task (compiling kernels and the larger report sections do) and warns "A worker stopped
+    while some jobs were given to the executor" from its manager thread when it starts the
+    replacement. The task had finished and its result is kept, so for our own runs the note is
+    noise; ``warnings`` filters are process-wide, so the thread's warning meets the filter."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="A worker stopped while some jobs", category=UserWarning)
+        yield

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import ParamError
+from .quiet import loky_worker_replacements_quiet
 
 
 @dataclass(frozen=True)
@@ -165,9 +165,7 @@ def warm_up(jobs: int | None = None, kinds=("solve", "simulate"), progress=None)
         raise ParamError(f"jobs must be a positive whole number of worker processes, got {jobs!r}")
     results = []
     runner = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
-    with warnings.catch_warnings():
-        # loky's note that it replaced a worker (compiling grows memory) stays off the console
-        warnings.filterwarnings("ignore", message="A worker stopped while some jobs", category=UserWarning)
+    with loky_worker_replacements_quiet():
         for label, seconds, error in runner(delayed(run_task)(t) for t in todo):
             results.append((label, seconds, error))
             if progress is not None:

@@ -9,10 +9,18 @@ import pytest
 
 import contactlab.sim.box_joint_kernels as BJ
 import contactlab.sim.box_joint_stages as BS
+import contactlab.sim.tree_box_stages as TS
 from contactlab.scenarios import make_scene
 from contactlab.sim import Simulator, faults, turns
 
 from .test_faults import _from_scratch     # plausibility on the inputs step_fault forms itself
+
+
+@pytest.fixture(autouse=True)
+def _maximal_coordinates(monkeypatch):
+    """These tests are the maximal-coordinate call's: the joint-space stages planned before it on the
+    hand (sim/tree_box_stages.py; tests/sim/test_tree_box_stages.py) are left out of the plan."""
+    monkeypatch.setattr(TS.CompiledTreeSchurRowStages, "plan", classmethod(lambda cls, sim, state: None))
 
 
 def _barrett(coupling="previous", **kw):
@@ -106,6 +114,19 @@ def _independent_problem(sys, cfm, options):
     return M, q, lo, hi, H, Jd, W, v0
 
 
+def assert_box_solution(M, q, lo, hi, z):
+    """z solves the boxed LCP (M, q, lo, hi): inside the box; at the lower bound w = M z + q >= 0, at the
+    upper w <= 0, inside w = 0 (to the certificate)."""
+    w = M @ z + q
+    zs = max(np.abs(z).max(), 1e-300)
+    scale = np.abs(M).max() * zs + np.abs(q).max()
+    assert np.all(z >= lo - 1e-9 * zs) and np.all(z <= hi + 1e-9 * zs)
+    at_lo, at_hi = np.isclose(z, lo, rtol=0, atol=1e-9 * zs), np.isclose(z, hi, rtol=0, atol=1e-9 * zs)
+    inside = ~at_lo & ~at_hi
+    assert np.all(w[at_lo & ~at_hi] >= -1e-6 * scale) and np.all(w[at_hi & ~at_lo] <= 1e-6 * scale)
+    assert np.all(np.abs(w[inside]) <= 1e-6 * scale)
+
+
 def test_the_applied_impulses_solve_the_step_problem(monkeypatch):
     seen = _count_calls(monkeypatch)
     sim = _barrett()
@@ -117,15 +138,7 @@ def test_the_applied_impulses_solve_the_step_problem(monkeypatch):
         sys = sim.last_system
         M, q, lo, hi, H, Jd, W, v0 = _independent_problem(sys, sys.cfm + sim.model_options.cfm, sim.model_options)
         z = sol.z
-        w = M @ z + q
-        zs = max(np.abs(z).max(), 1e-300)
-        scale = np.abs(M).max() * zs + np.abs(q).max()
-        # inside the box; at the lower bound w >= 0, at the upper w <= 0, inside w = 0 (to the certificate)
-        assert np.all(z >= lo - 1e-9 * zs) and np.all(z <= hi + 1e-9 * zs)
-        at_lo, at_hi = np.isclose(z, lo, rtol=0, atol=1e-9 * zs), np.isclose(z, hi, rtol=0, atol=1e-9 * zs)
-        inside = ~at_lo & ~at_hi
-        assert np.all(w[at_lo & ~at_hi] >= -1e-6 * scale) and np.all(w[at_hi & ~at_lo] <= 1e-6 * scale)
-        assert np.all(np.abs(w[inside]) <= 1e-6 * scale)
+        assert_box_solution(M, q, lo, hi, z)
         # the joint impulses: v+ = v0 + W (H' z + J' x) keeps the joint rows J v+ = j_rhs, and is the applied v+
         x = sim.data.result.joint
         v = v0 + W @ (H.T @ z + Jd.T @ x)

@@ -11,7 +11,9 @@ prismatic (one, the slide) or fixed joint (none) whose parent is the world, a fi
 moving body earlier in the tree order. :func:`tree_topology` finds that structure once per model
 (arrays only, for the kernels); it returns None (with the reason) for anything else: spherical
 joints, couplings (``Joint.follows``), kinematic or planar bodies, a body with two parent joints
-(a closed loop). The maximal-coordinate path keeps those.
+(a closed loop). The maximal-coordinate path keeps those; the box-friction step in joint
+coordinates (sim/tree_box_kernels.py) asks for kinematic roots (a scripted palm: its rates known)
+and couplings (a reduction of the coordinates) as well.
 
 Joint coordinates follow the joint rows' own definitions (:mod:`~contactlab.mechanics.joint_kernels`):
 a revolute joint's child orientation is q_b = q_a (axis_a, theta) q_rel0 and its anchors coincide;
@@ -62,23 +64,30 @@ class TreeTopology:
                 self.anc_idx)
 
 
-def tree_topology(model) -> tuple[TreeTopology | None, str]:
+def tree_topology(model, kinematic_roots: bool = False, couplings: bool = False) -> tuple[TreeTopology | None, str]:
     """(TreeTopology, "") when ``model``'s moving bodies and joints form a forest of revolute,
-    prismatic and fixed joints (module docstring), else (None, why not)."""
+    prismatic and fixed joints (module docstring), else (None, why not). ``kinematic_roots``: a
+    kinematic body (a scripted palm or wrist) may be a root, its six rates known in every step
+    (a kinematic child of a joint is still refused); ``couplings``: joints that follow another
+    (``Joint.follows``) are kept as ordinary coordinates, for a caller that reduces them
+    (sim/tree_box_kernels.py ``coordinate_map``)."""
     from .model import KIND_KINEMATIC
     nb = model.nb
     live = model.dof_start >= 0
-    if np.any(model.planar) or np.any(model.kind[live] == KIND_KINEMATIC):
+    kinematic = live & (model.kind == KIND_KINEMATIC)
+    if np.any(model.planar) or (np.any(kinematic) and not kinematic_roots):
         return None, "planar or kinematic bodies"
     parent = np.full(nb, -1, dtype=np.int64)
     joint = np.where(live, ROOT, -2).astype(np.int64)
     for k, j in enumerate(model.joints):
         if j.kind not in ("revolute", "prismatic", "fixed"):
             return None, f"joint {j.name!r} is {j.kind}"
-        if j.follows >= 0:
+        if j.follows >= 0 and not couplings:
             return None, f"joint {j.name!r} is coupled to another (follows)"
         if not live[j.b]:
             return None, f"joint {j.name!r}'s child has no dofs"
+        if kinematic[j.b]:
+            return None, f"joint {j.name!r}'s child is kinematic"
         if joint[j.b] != ROOT:
             return None, f"body {model.names[j.b]!r} is the child of two joints (a closed loop)"
         joint[j.b] = k

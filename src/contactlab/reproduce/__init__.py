@@ -519,6 +519,8 @@ def _run_pooled(mods, out_dir, quick, jobs, bar, running, done, write, finish) -
     import threading
 
     from joblib import Parallel, delayed
+
+    from ..quiet import loky_worker_replacements_quiet
     tasks = {section_name(m): bar.add_task(m.TITLE, total=None, label="waiting") for m in mods}
     by_name = {section_name(m): m for m in mods}
     order = list(mods)
@@ -541,12 +543,13 @@ def _run_pooled(mods, out_dir, quick, jobs, bar, running, done, write, finish) -
         write(f"INCOMPLETE: running {len(mods)} sections, {min(jobs, len(mods))} at a time")
         try:
             runner = Parallel(n_jobs=min(jobs, len(mods)), backend="loky", return_as="generator_unordered")
-            for run in runner(delayed(_run_section_in_worker)(m.__name__, out_dir, quick, queue) for m in order):
-                if run.name in running:
-                    running.remove(run.name)
-                finish(run, by_name[run.name], bar, tasks[run.name])
-                write(f"INCOMPLETE: {len(done)} of {len(tasks)} sections done"
-                      f"{' (running: ' + ', '.join(running) + ')' if running else ''}")
+            with loky_worker_replacements_quiet():
+                for run in runner(delayed(_run_section_in_worker)(m.__name__, out_dir, quick, queue) for m in order):
+                    if run.name in running:
+                        running.remove(run.name)
+                    finish(run, by_name[run.name], bar, tasks[run.name])
+                    write(f"INCOMPLETE: {len(done)} of {len(tasks)} sections done"
+                          f"{' (running: ' + ', '.join(running) + ')' if running else ''}")
         finally:
             queue.put(None)
             reader.join(timeout=5)

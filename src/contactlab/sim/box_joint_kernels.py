@@ -40,7 +40,7 @@ from ..kernels.pgs_sm import pgs_sm_dense_run
 from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
 from ..mechanics.delassus import delassus_dense
 from ..models.box_friction import box_bounds, matched_impulses
-from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer, call_inputs, jointed_terms   # the shared front and tail
+from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer, jointed_terms   # the shared front and tail
 from .faults import NOT_JUDGED, plausibility, split_velocity
 from .turns import turn_bound
 
@@ -194,10 +194,10 @@ def schur_box_solve(Jp, Ji, Jd, j_rhs, Ap, Ai, Ad, a_target, a_max, Lp, Li, Ld, 
 
 
 @jit
-def box_schur_step(body, ndof, kinematic, gyroscopic, motion, torque_idx, torque, state_target, state_max_force,
-                   contact_floats, contact_ints, zeta_c, slop, joints, h, zeta_j, cfm, new_bound, current, kin, warm,
-                   prev_motor, prev_limit, prev_normal, prev_tangent, params, threshold, position_stage, position_zeta,
-                   project, proj_tol, proj_max_iter, radius, judge):
+def box_schur_step(body, ndof, kinematic, gyroscopic, motion, f, contact_floats, contact_ints, zeta_c, slop, joints,
+                   motor_target, motor_max_force, h, zeta_j, cfm, new_bound, current, kin, warm, prev_motor,
+                   prev_limit, prev_normal, prev_tangent, params, threshold, position_stage, position_zeta, project,
+                   proj_tol, proj_max_iter, radius, judge):
     """One box-friction step (``joints="schur"``, pgs-sm) of a jointed scene whose body blocks cover
     every coordinate, from the state to the projected joints, in the general stages' order
     (sim/st_kernels.py ``st_step`` is the Stewart-Trinkle counterpart, the same steps around
@@ -206,10 +206,8 @@ def box_schur_step(body, ndof, kinematic, gyroscopic, motion, torque_idx, torque
     (``body``'s ``passive``: 1 on the dofs counted), x += h v+; the position correction's deep test,
     the joint projection (or the joint error), the energies and deepest overlap after the step.
     ``body``, ``motion``: the model's fixed arrays and the state's
-    (sim/noslip_kernels.py ``BODY``, ``MOTION``; the state's written in place). The joints' inputs
-    first (sim/noslip_kernels.py ``call_inputs`` on the packed ``joints``): the torques ``torque``
-    at joints ``torque_idx`` as a generalized force f, the motors' targets and force limits, the
-    state's (``state_target``, ``state_max_force``) over the packed joints'.
+    (sim/noslip_kernels.py ``BODY``, ``MOTION``; the state's written in place); ``f``: the joint
+    torques' generalized force (the bodies' forces are added in place).
 
     The per-step checks whose inputs are the call's own are formed here for a DONE step, whose state
     is final (a DEEP step's corrections after the call move the bodies: the checks are then formed
@@ -225,16 +223,11 @@ def box_schur_step(body, ndof, kinematic, gyroscopic, motion, torque_idx, torque
     what it would pass (:func:`contactlab.sim.faults.judged_verdict`).
 
     Returns (outcome, schur_box_solve's ten values, modes, e0, gain, ke, pe, pen, joint_error,
-    v_free, nl, a_max, turn bound, verdict, judged motion, (f, motor targets, motor force limits) as the
-    step's system takes them): DECLINED before any state is touched; DEEP
+    v_free, nl, a_max, turn bound, verdict, judged motion): DECLINED before any state is touched; DEEP
     after the integration where a contact is deep (the caller corrects positions and projects the
     joints); ke, pe, pen, joint_error, the turn bound and the verdict (code NOT_JUDGED otherwise)
     set for DONE only; the judged motion [x0 | v0 | w0 | x1 | v1 | w1 | motors] flat (empty where
     not judged)."""
-    f, motor_target, motor_max_force, _limited = call_inputs(
-        torque_idx, torque, joints[2], joints[0], joints[1], joints[4], joints[5], body[1], motion[1], motion[0], ndof,
-        joints[9], joints[10], state_target, state_max_force)
-    inputs = (f.copy(), motor_target, motor_max_force)     # f before the bodies' forces are added
     point, normal, t1, t2, phi, mu, guess, a, b, _sa, _sb, match = unpack_contacts(contact_floats, contact_ints)
     e0, M_blocks, W_blocks, v, v_free, dv, Np, Ni, n_bias, Jm, j_rhs, Lm, l_bias, Am, a_target, a_max = jointed_terms(
         body, motion, gyroscopic, f, (a, b, point, normal, t1, t2, phi), zeta_c, slop, joints, motor_target,
@@ -252,7 +245,7 @@ def box_schur_step(body, ndof, kinematic, gyroscopic, motion, torque_idx, torque
     verdict = (NOT_JUDGED, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     if not ok:
         return (DECLINED, out, np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max, 0.0,
-                verdict, np.zeros(0), inputs)
+                verdict, np.zeros(0))
     o_n = a_target.shape[0] + nl
     outcome, modes, gain, ke, pe, pen, joint_error = apply_answer(
         Np, Ni, dv, v_next, z[o_n:o_n + nc], v_free, M_blocks.reshape(-1), body, kinematic, motion, joints, phi, h,
@@ -273,5 +266,4 @@ def box_schur_step(body, ndof, kinematic, gyroscopic, motion, torque_idx, torque
                                prev_joint_error, jointed, motors, actuated, gain, ke, ke + pe, total_mass)
         judged = np.concatenate((x0.reshape(-1), v0.reshape(-1), w0.reshape(-1), x1.reshape(-1), v1.reshape(-1),
                                  w1.reshape(-1), motors))
-    return (outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max, turn, verdict, judged,
-            inputs)
+    return (outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max, turn, verdict, judged)

@@ -33,6 +33,7 @@ from ..solution import Solution, Status
 from ..solvers.pgs_sm import PGSSMOptions, _params
 from ..solvers.registry import DENSE_BYTES_LIMIT
 from . import box_joint_kernels as BJ
+from . import noslip_kernels as NK
 from .faults import NOT_JUDGED, fault_statics, motor_targets
 from .noslip_stages import NO_VALUES, CompiledJointCall, motion
 from .stages import Stages, StepWork
@@ -78,21 +79,22 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
     # -- build: the compiled call's inputs --------------------------------------------------------
     def build(self, w: StepWork) -> None:
         sim = self.sim
-        data, m = sim.data, sim.model
+        data, m, P = sim.data, sim.model, self.packed
         # the general build's dense-size refusal (models/common.py refuse_dense) is the general path's
         rows = 3 * w.nc + 2 * len(m.joints) + m.ndof
         if 8 * rows * (2 * rows + 1) > DENSE_BYTES_LIMIT:
             return super().build(w)
-        # the joints' torques and motors: their force and motor arrays formed in the call (noslip_kernels.call_inputs)
-        torques = self.torque_inputs(data)
+        idx, tau, st_mt, st_mf = self.torque_inputs(data)
+        f, mt, mf, _ = NK.call_inputs(idx, tau, P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start, data.position,
+                                      data.quaternion, m.ndof, P.motor_target, P.motor_max_force, st_mt, st_mf)
         st = m.settings     # read each step: the Model is frozen, its Settings object is not
         o = sim.model_options
         prev = data.result
         warm = bool(sim.warm_start and data.warm.get("z") is not None and prev is not None)
         f64 = np.ascontiguousarray
         w.compiled = True
-        w.call = (torques, packed(w.contacts, w.match), float(st.contact_zeta if st.contact_stabilization == "velocity"
-                                                            else 0.0), float(st.slop), float(st.zeta),
+        w.call = (f, packed(w.contacts, w.match), float(st.contact_zeta if st.contact_stabilization == "velocity"
+                                                      else 0.0), float(st.slop), mt, mf, float(st.zeta),
                   float(o.cfm + st.cfm), float(o.new_contact_bound), o.coupling == "current", warm,
                   f64(prev.motor, dtype=np.float64) if warm else NO_VALUES,
                   f64(prev.limit, dtype=np.float64) if warm else NO_VALUES,
@@ -101,38 +103,29 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
                   st.contact_stabilization == "position", float(st.contact_zeta), bool(st.project_joints),
                   bool(st.gyroscopic),
                   (data.position.copy(), data.quaternion.copy(), data.linear_velocity.copy(),
-                   data.angular_velocity.copy()))
+                   data.angular_velocity.copy(), f.copy(), mt, mf))
 
     # -- solve: the step to the joint projection, compiled -----------------------------------------
     def solve(self, w: StepWork) -> None:
         if not w.compiled:
             return super().solve(w)
         sim = self.sim
-        model, data = sim.model, sim.data
-        (torques, contact, zeta, slop, zeta_j, cfm, new_bound, current, warm, p_motor, p_limit, p_normal,
-         p_tangent, position_stage, position_zeta, project, gyro, start) = w.call
+        (f, contact, zeta, slop, mt, mf, zeta_j, cfm, new_bound, current, warm, p_motor, p_limit, p_normal,
+         p_tangent, position_stage, position_zeta, project, gyro, before) = w.call
         contact_floats, contact_ints = contact
-        # the per-step checks' inputs (faults.step_fault, turns.fires): the call forms both for a DONE step
-        statics = fault_statics(sim)
-        kind, radius, jointed, mass = statics
-        prev_error = float(getattr(sim, "_fault_joint_error", 0.0))
-        actuated = bool(sim.has_actuation)
-        motors = motor_targets(data)
         w.t0 = time.perf_counter()
-        (outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max, turn, verdict, motion_judged,
-         inputs) = BJ.box_schur_step(
-            self.body, model.ndof, KIND_KINEMATIC, gyro, motion(data), *torques, contact_floats, contact_ints, zeta,
-            slop, self.joint_args, w.h, zeta_j, cfm, new_bound, current, self.kin, warm, p_motor, p_limit, p_normal,
-            p_tangent, self.params, self.threshold, position_stage, position_zeta, project, 1e-10, 8, radius,
-            (start[0], start[2], start[3], kind, jointed, mass, prev_error, motors, actuated))
-        before = start + inputs     # the state before the step, f, the motors: the system's (system_terms)
+        res = self.step_call(w, f, contact_floats, contact_ints, zeta, slop, mt, mf, zeta_j, cfm, new_bound, current,
+                             warm, p_motor, p_limit, p_normal, p_tangent, position_stage, position_zeta, project, gyro)
         w.t_solved = time.perf_counter()
+        outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max = res[:12]
         if outcome == BJ.DECLINED:      # nothing changed: the general stages take the step
             w.compiled = False
             super().build(w)
             return super().solve(w)
         judged = None
-        if verdict[0] != NOT_JUDGED:    # a DONE step: its state is final
+        if len(res) > 12 and res[13][0] != NOT_JUDGED:      # the maximal call's checks (a DONE step: state final)
+            turn, verdict, motion_judged = res[12:]
+            statics, prev_error, actuated, radius = self.checks
             # the turn bound on the world's radii (turns.fires); the verdict with its inputs (faults.judged_verdict)
             w.turn_bound = turn if radius is getattr(sim.world, "body_radius", None) else None
             judged = (verdict, statics, (max(pen, 0.0) if math.isfinite(pen) else 0.0, prev_error, actuated, gain,
@@ -153,13 +146,34 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
         w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before, judged,
                   w.call)
 
+    def step_call(self, w, f, contact_floats, contact_ints, zeta, slop, mt, mf, zeta_j, cfm, new_bound, current, warm,
+                  p_motor, p_limit, p_normal, p_tangent, position_stage, position_zeta, project, gyro) -> tuple:
+        """:func:`~contactlab.sim.box_joint_kernels.box_schur_step` on the simulator's state (a subclass
+        may take the step another way: sim/tree_box_stages.py), with the per-step checks' inputs
+        (faults.step_fault, turns.fires: the call forms both for a DONE step; ``self.checks`` keeps the
+        statics, previous joint error, actuation and radii they were formed with). Returns the call's
+        12 values, then the turn bound, the verdict and the judged motion."""
+        sim = self.sim
+        model, data = sim.model, sim.data
+        statics = fault_statics(sim)
+        kind, radius, jointed, mass = statics
+        prev_error = float(getattr(sim, "_fault_joint_error", 0.0))
+        actuated = bool(sim.has_actuation)
+        self.checks = (statics, prev_error, actuated, radius)
+        start = w.call[-1]      # the state before the step (build's copies)
+        return BJ.box_schur_step(
+            self.body, model.ndof, KIND_KINEMATIC, gyro, motion(data), f, contact_floats, contact_ints, zeta, slop,
+            self.joint_args, mt, mf, w.h, zeta_j, cfm, new_bound, current, self.kin, warm, p_motor, p_limit, p_normal,
+            p_tangent, self.params, self.threshold, position_stage, position_zeta, project, 1e-10, 8, radius,
+            (start[0], start[2], start[3], kind, jointed, mass, prev_error, motor_targets(data), actuated))
+
     # -- integrate: done in the call but for a deep contact's position correction -----------------
     def integrate(self, w: StepWork) -> None:
         if not w.compiled:
             return super().integrate(w)
         data = self.sim.data
         outcome, ke, pe, pen, joint_error, v_next, tangent, modes, nl, x, v_free, before, judged, inputs = w.call
-        zeta, slop, zeta_j, project, gyro = inputs[2], inputs[3], inputs[4], inputs[15], inputs[16]
+        zeta, slop, zeta_j, project, gyro = inputs[2], inputs[3], inputs[6], inputs[17], inputs[18]
         sol, nc = w.sol, w.nc
         z = sol.z
         nm = z.shape[0] - nl - 3 * nc

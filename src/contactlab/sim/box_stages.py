@@ -42,6 +42,7 @@ from . import box_kernels as BS
 from .fallback import certified
 from .faults import NOT_JUDGED, fault_statics, motor_targets
 from .box_joint_stages import SCHUR_STAGES
+from .tree_box_stages import TREE_SCHUR_STAGES
 from .stages import CompiledCall, Stages, StepState, StepWork
 
 # a step's arguments where it has no warm start (never written: the kernels only read them)
@@ -421,7 +422,7 @@ def _split(out, n: int, nv: int, ndof: int, nc: int, nb: int) -> tuple:
 
 
 #: the model-specific stages, most specific first (:func:`contactlab.sim.simulator.plan_stages`)
-STAGES = (CompiledRowStages, *SCHUR_STAGES, RowStages)
+STAGES = (CompiledRowStages, *TREE_SCHUR_STAGES, *SCHUR_STAGES, RowStages)
 
 #: the former name of the compiled stages (``contactlab.sim.box_step.BoxFrictionStep``)
 BoxFrictionStep = CompiledRowStages

@@ -114,6 +114,67 @@ def _limit_rows(joint_of, qstart, jkind, lower, upper, theta, qd, h, zeta, nq):
 
 
 @jit
+def tree_joint_arrays(joints):
+    """The packed joints' arrays a tree step reads (joint_kernels.py ``JointArrays.kernel_args``): each
+    joint's parent body, kind, anchors, parent-frame axis, rest orientation and limits."""
+    return joints[0], joints[2], joints[3], joints[4], joints[5], joints[6], joints[7], joints[8]
+
+
+@jit
+def maximal_rates(live, dof_start, Sb, anc_ptr, anc_idx, qd, ndof):
+    """v = S qd (ndof,): every live body's (v_c; omega) of the joint rates qd
+    (:func:`~contactlab.mechanics.tree.body_rates`) at its maximal dofs."""
+    v = np.zeros(ndof)
+    for t in range(live.shape[0]):
+        bb = live[t]
+        s0 = dof_start[bb]
+        v[s0], v[s0 + 1], v[s0 + 2], v[s0 + 3], v[s0 + 4], v[s0 + 5] = body_rates(Sb, anc_ptr, anc_idx, bb, qd)
+    return v
+
+
+@jit
+def joint_momentum(live, dof_start, M_blocks, Sb, anc_ptr, anc_idx, y, nq):
+    """p = S' M y (nq,): the momentum of the maximal velocities y (ndof,) in joint coordinates, body
+    by body (M's (6, 6) blocks ``M_blocks`` in ``live``'s order, Sb the bodies' jacobians of
+    :func:`~contactlab.mechanics.tree.body_jacobians`); each p[k] gets a body's six terms in their order."""
+    p = np.zeros(nq)
+    my = np.empty(6)
+    for t in range(live.shape[0]):
+        bb = live[t]
+        s0 = dof_start[bb]
+        for i in range(6):
+            mi = 0.0
+            for j in range(6):
+                mi += M_blocks[t, i, j] * y[s0 + j]
+            my[i] = mi
+        for q in range(anc_ptr[bb], anc_ptr[bb + 1]):
+            kq = anc_idx[q]
+            for i in range(6):
+                p[kq] += Sb[bb, i, kq] * my[i]
+    return p
+
+
+@jit
+def advance_tree(order, jnt, qstart, qcount, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, qd_next, h, pos,
+                 quat):
+    """Semi-implicit Euler on the joint coordinates, in place: a root's x += h v and q <- exp(h omega) q
+    (the maximal step's :func:`~contactlab.mechanics.integrate.advance_state`), a joint's theta += h qdot;
+    then every other body's pose from them (:func:`~contactlab.mechanics.tree.forward_kinematics`)."""
+    for t in range(order.shape[0]):
+        bb = order[t]
+        s0 = qstart[bb]
+        if jnt[bb] < 0:
+            for i in range(3):
+                pos[bb, i] += h * qd_next[s0 + i]
+            quat[bb, 0], quat[bb, 1], quat[bb, 2], quat[bb, 3] = _exp_rotate(
+                h * qd_next[s0 + 3], h * qd_next[s0 + 4], h * qd_next[s0 + 5], quat[bb, 0], quat[bb, 1], quat[bb, 2],
+                quat[bb, 3])
+        elif qcount[bb]:
+            theta[s0] += h * qd_next[s0]
+    forward_kinematics(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, pos, quat)
+
+
+@jit
 def _declined(e0, v, v_free):
     """:func:`tree_noslip_step`'s DECLINED tuple (the state untouched), formed only when a step declines."""
     z = np.zeros(0)
@@ -166,8 +227,7 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
     The other arguments and the returned tuple are :func:`contactlab.sim.noslip_kernels.noslip_step`'s."""
     order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx, lam = tree
     point, normal, t1, t2, phi, _mu, _guess, a, b, _sa, _sb, _match = unpack_contacts(contact_floats, contact_ints)
-    ja, jkind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper = (joints[0], joints[2], joints[3], joints[4],
-                                                                   joints[5], joints[6], joints[7], joints[8])
+    ja, jkind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper = tree_joint_arrays(joints)
     nc = phi.shape[0]
     ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
     e0 = 0.0 + ke0 + pe0
@@ -192,24 +252,14 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
             return _declined(e0, v, v_free)
     # momentum in joint coordinates: S' M (v_free - h a_bias)
     acc, alpha = bias_accelerations(order, parent, jnt, qstart, jkind, pos, lin, ang, qd, ax, P)
-    p = np.zeros(nq)
-    y = np.empty(6)
-    my = np.empty(6)
+    y = np.empty(v_free.shape[0])
     for t in range(live.shape[0]):
         bb = live[t]
         s0 = dof_start[bb]
         for i in range(6):
             acc_i = acc[bb, i] if i < 3 else alpha[bb, i - 3]
-            y[i] = v_free[s0 + i] - h * acc_i
-        for i in range(6):
-            mi = 0.0
-            for j in range(6):
-                mi += M_blocks[t, i, j] * y[j]
-            my[i] = mi
-        for q in range(anc_ptr[bb], anc_ptr[bb + 1]):     # each p[kq] gets its six terms in i's order
-            kq = anc_idx[q]
-            for i in range(6):
-                p[kq] += Sb[bb, i, kq] * my[i]
+            y[s0 + i] = v_free[s0 + i] - h * acc_i
+    p = joint_momentum(live, dof_start, M_blocks, Sb, anc_ptr, anc_idx, y, nq)
     H = crba(order, parent, qstart, qcount, root, anc_ptr, anc_idx, nq, pos, quat, mass, inertia, S6)
     Lh = np.empty((nq, nq))
     if not tree_factor(H, lam, Lh):
@@ -257,12 +307,7 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
             vtt += Tq[i, j] * qd_next[j]
         vt[i] = np.sqrt(vs * vs + vtt * vtt)
     modes = _modes_of_speeds(vt, normal_z, MODE_IMPULSE_TOL, MODE_SPEED_TOL)
-    v_next = np.zeros(v.shape[0])
-    for t in range(live.shape[0]):
-        bb = live[t]
-        s0 = dof_start[bb]
-        (v_next[s0], v_next[s0 + 1], v_next[s0 + 2], v_next[s0 + 3], v_next[s0 + 4],
-         v_next[s0 + 5]) = body_rates(Sb, anc_ptr, anc_idx, bb, qd_next)
+    v_next = maximal_rates(live, dof_start, Sb, anc_ptr, anc_idx, qd_next, v.shape[0])
     gain = block_kinetic_gain(M_blocks, v_next, v_free, passive)
     deep = False
     if position_stage and nc:
@@ -274,18 +319,8 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
             Nv[i] = acc_n
         _c, deep = position_targets(Nv, phi, h, slop, position_zeta)
     # integrate the joint coordinates, then the bodies' poses and velocities from them
-    for t in range(order.shape[0]):
-        bb = order[t]
-        s0 = qstart[bb]
-        if jnt[bb] < 0:
-            for i in range(3):
-                pos[bb, i] += h * qd_next[s0 + i]
-            quat[bb, 0], quat[bb, 1], quat[bb, 2], quat[bb, 3] = _exp_rotate(
-                h * qd_next[s0 + 3], h * qd_next[s0 + 4], h * qd_next[s0 + 5], quat[bb, 0], quat[bb, 1], quat[bb, 2],
-                quat[bb, 3])
-        elif qcount[bb]:
-            theta[s0] += h * qd_next[s0]
-    forward_kinematics(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, pos, quat)
+    advance_tree(order, jnt, qstart, qcount, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, qd_next, h, pos,
+                 quat)
     for t in range(live.shape[0]):     # v(t + h) = v+ = S(q) qdot+: S v+ = T v+ = 0 hold for it (eq. 45-46)
         bb = live[t]
         s0 = dof_start[bb]
