@@ -119,12 +119,11 @@ def split_velocity(dof_start, v, nb):
     return lin, ang
 
 
-def _free_velocities(sim, v0, w0):
-    """(linear, angular) free velocities of the step, v + h M^-1 f (gravity, joint torques), from
-    the step's system where it is at hand (the general path); else v0 + h g (a compiled step of
-    free bodies: gravity is their only force). v0 and w0 are the velocities after the controllers
-    ran (``Simulator.step`` runs them before :func:`checked_step`), so a velocity a controller set
-    is part of the step's free motion on either path."""
+def _free_velocity_flat(sim):
+    """The step's free velocity v + h M^-1 f (gravity, joint torques) as one (ndof,) vector where the
+    step has it: a compiled step's own whose system is deferred (sim/noslip_stages.py), else the
+    step's system's where it was assembled (the general path); None where neither is at hand (a
+    compiled step of free bodies: v0 + h g, :func:`_free_velocities`)."""
     # the step's system where the step assembled it (stages.StepState; None where a compiled
     # step deferred it: assembling it here would cost more than the step)
     state = getattr(sim, "step_state", None)
@@ -132,15 +131,27 @@ def _free_velocities(sim, v0, w0):
     model = sim.model
     vf = getattr(state, "free_velocity", None)      # a compiled step's own (sim/noslip_stages.py)
     if sys is None and vf is not None and vf.shape == (model.ndof,):
-        return split_velocity(model.dof_start, vf, v0.shape[0])
+        return vf
     if sys is not None:
         try:
             vf = np.asarray(sys.v_free(), dtype=np.float64)
         except Exception:      # a system without free velocities: gravity below
             vf = None
         if vf is not None and vf.shape == (model.ndof,):
-            return split_velocity(model.dof_start, vf, v0.shape[0])
-    return v0 + sim.h * np.asarray(model.gravity, dtype=np.float64), w0
+            return vf
+    return None
+
+
+def _free_velocities(sim, v0, w0):
+    """(linear, angular) free velocities of the step, v + h M^-1 f (gravity, joint torques), from
+    the step's system where it is at hand (:func:`_free_velocity_flat`); else v0 + h g (a compiled
+    step of free bodies: gravity is their only force). v0 and w0 are the velocities after the
+    controllers ran (``Simulator.step`` runs them before :func:`checked_step`), so a velocity a
+    controller set is part of the step's free motion on either path."""
+    vf = _free_velocity_flat(sim)
+    if vf is not None:
+        return split_velocity(sim.model.dof_start, vf, v0.shape[0])
+    return v0 + sim.h * np.asarray(sim.model.gravity, dtype=np.float64), w0
 
 
 def fault_statics(sim):
@@ -211,6 +222,22 @@ def _verdict(scale, fast, vmax, moved, cmax, extent, h, depth, slop, prev_joint_
 
 
 @jit
+def free_plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, v_free, split, gravity, x1, v1, w1, h, depth,
+                      slop, prev_joint_error, jointed, motors, actuated, gain, ke, energy, mass):
+    """:func:`plausibility` with the free velocities formed in the same call, as
+    :func:`_free_velocities` forms them: ``v_free`` (ndof,) split per body (:func:`split_velocity`)
+    where ``split``, else v0 + h g and omega0 (one compiled call a step, not two)."""
+    if split:
+        vf, wf = split_velocity(dof_start, v_free, x0.shape[0])
+    else:
+        hg = h * gravity
+        vf = v0 + hg
+        wf = w0
+    return plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1, w1, h, depth, slop,
+                        prev_joint_error, jointed, motors, actuated, gain, ke, energy, mass)
+
+
+@jit
 def plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1, w1, h, depth, slop, prev_joint_error,
                  jointed, motors, actuated, gain, ke, energy, mass):
     """:func:`_motion_check` then :func:`_verdict` in one call: (code, worst body, its number, the
@@ -243,6 +270,8 @@ def motor_targets(data) -> np.ndarray:
 
 
 _NO_MOTORS = np.zeros(0)
+#: no free velocity at hand (free_plausibility forms v0 + h g)
+_NO_FREE = np.zeros(0)
 
 
 #: the code of a verdict a compiled step did not form (:func:`contactlab.sim.box_kernels.box_friction_step`)
@@ -315,11 +344,13 @@ def step_fault(sim, before, rec) -> str:
     if verdict is None:
         model, data, h = sim.model, sim.data, sim.h
         kind, radius, jointed, mass = fault_statics(sim)
-        vf, wf = _free_velocities(sim, v0, w0)
-        verdict = plausibility(model.dof_start, kind, 2, radius, x0, v0, w0, vf, wf, data.position,
-                               data.linear_velocity, data.angular_velocity, h, depth, float(model.settings.slop),
-                               float(prev_joint_error), jointed, motor_targets(data), bool(sim.has_actuation),
-                               float(rec.contact_energy_gain), float(rec.kinetic_energy), float(rec.energy), mass)
+        vf = _free_velocity_flat(sim)      # split per body in the call (as _free_velocities splits it)
+        verdict = free_plausibility(model.dof_start, kind, 2, radius, x0, v0, w0,
+                                    _NO_FREE if vf is None else np.ascontiguousarray(vf), vf is not None,
+                                    np.asarray(model.gravity, dtype=np.float64), data.position, data.linear_velocity,
+                                    data.angular_velocity, h, depth, float(model.settings.slop),
+                                    float(prev_joint_error), jointed, motor_targets(data), bool(sim.has_actuation),
+                                    float(rec.contact_energy_gain), float(rec.kinetic_energy), float(rec.energy), mass)
     return fault_words(sim, verdict, depth, prev_joint_error, rec) if verdict[0] else ""
 
 
