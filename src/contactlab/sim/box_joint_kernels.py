@@ -41,8 +41,7 @@ from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
 from ..mechanics.delassus import delassus_dense
 from ..models.box_friction import box_bounds, matched_impulses
 from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer, jointed_terms   # the shared front and tail
-from .faults import NOT_JUDGED, plausibility, split_velocity
-from .turns import turn_bound
+from .faults import NOT_JUDGED, step_checks
 
 
 @jit
@@ -219,8 +218,9 @@ def box_schur_step(body, ndof, kinematic, gyroscopic, motion, f, contact_floats,
     v_free (split per body, :func:`contactlab.sim.faults.split_velocity`): ``judge`` = (x0, v0, w0, the
     state before the call; kind (int64), jointed, total mass: :func:`contactlab.sim.faults.fault_statics`;
     the previous joint error, the motors' targets, whether anything drives the scene), the depth
-    max(pen, 0) and the record's energies. Python takes the verdict only where those inputs are still
-    what it would pass (:func:`contactlab.sim.faults.judged_verdict`).
+    max(pen, 0) and the record's energies (:func:`contactlab.sim.faults.step_checks`, which the
+    joint-space call's steps take after their call). Python takes the verdict only where those inputs
+    are still what it would pass (:func:`contactlab.sim.faults.judged_verdict`).
 
     Returns (outcome, schur_box_solve's ten values, modes, e0, gain, ke, pe, pen, joint_error,
     v_free, nl, a_max, turn bound, verdict, judged motion): DECLINED before any state is touched; DEEP
@@ -255,15 +255,8 @@ def box_schur_step(body, ndof, kinematic, gyroscopic, motion, f, contact_floats,
     dof_start = body[1]
     nb = dof_start.size
     if outcome == DONE and radius.size == nb:
-        _q, x1, v1, w1, _p = motion
-        turn = turn_bound(a, b, w1, radius, h)
         x0, v0, w0, kind, jointed, total_mass, prev_joint_error, motors, actuated = judge
-        vf, wf = split_velocity(dof_start, v_free, nb)
-        depth = pen if np.isfinite(pen) else 0.0
-        if 0.0 > depth:     # Python's max(depth, 0.0) (faults.step_depth)
-            depth = 0.0
-        verdict = plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1, w1, h, depth, slop,
-                               prev_joint_error, jointed, motors, actuated, gain, ke, ke + pe, total_mass)
-        judged = np.concatenate((x0.reshape(-1), v0.reshape(-1), w0.reshape(-1), x1.reshape(-1), v1.reshape(-1),
-                                 w1.reshape(-1), motors))
+        turn, verdict, judged = step_checks(dof_start, kind, kinematic, radius, contact_ints, x0, v0, w0, v_free, True,
+                                            body[6], motion[1], motion[2], motion[3], h, pen, slop, prev_joint_error,
+                                            jointed, motors, actuated, gain, ke, pe, total_mass)
     return (outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max, turn, verdict, judged)

@@ -39,10 +39,12 @@ import math
 
 import numpy as np
 
+from ..collision.boxes import PACKED_INTS
 from ..kernels._jit import jit
 # the mass-ratio limit of scenes: its home is mechanics (below every loader of scenes, which checks
 # it); its names stay importable from here
 from ..mechanics.mass_ratio import MAX_MASS_RATIO, check_mass_ratio, mass_ratio_limit  # noqa: F401
+from .turns import turn_bound
 
 #: a body's speed after a step is at most this many times the step's fastest free motion (plus the
 #: penetration and joint-error recovery speeds): contact impulses only redistribute motion, and a
@@ -238,6 +240,29 @@ def free_plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, v_free, sp
 
 
 @jit
+def step_checks(dof_start, kind, kinematic, radius, contact_ints, x0, v0, w0, v_free, split, gravity, x1, v1, w1, h, pen,
+                slop, prev_joint_error, jointed, motors, actuated, gain, ke, pe, mass):
+    """The per-step checks of a compiled step whose state after it is final (nothing moves the bodies
+    before the checks run), in one call on their own inputs: the correct stage's turn bound
+    (:func:`contactlab.sim.turns.turn_bound` of the packed contacts' bodies, ``contact_ints``, on
+    ``radius``, the velocities after the step), :func:`step_fault`'s verdict
+    (:func:`free_plausibility`, depth max(pen, 0) as :func:`step_depth` forms it without a turn
+    correction, the record's energies ke and ke + pe) and the judged motion [x0 | v0 | w0 | x1 | v1 |
+    w1 | motors] that :func:`judged_verdict` compares (:func:`same_motion`). Returns (turn bound,
+    verdict, judged motion)."""
+    nc = contact_ints.shape[0] // PACKED_INT_FIELDS
+    turn = turn_bound(contact_ints[:nc], contact_ints[nc:2 * nc], w1, radius, h)
+    depth = pen if np.isfinite(pen) else 0.0
+    if 0.0 > depth:     # Python's max(depth, 0.0) (step_depth)
+        depth = 0.0
+    verdict = free_plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, v_free, split, gravity, x1, v1, w1, h,
+                                depth, slop, prev_joint_error, jointed, motors, actuated, gain, ke, ke + pe, mass)
+    judged = np.concatenate((x0.reshape(-1), v0.reshape(-1), w0.reshape(-1), x1.reshape(-1), v1.reshape(-1),
+                             w1.reshape(-1), motors))
+    return turn, verdict, judged
+
+
+@jit
 def plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1, w1, h, depth, slop, prev_joint_error,
                  jointed, motors, actuated, gain, ke, energy, mass):
     """:func:`_motion_check` then :func:`_verdict` in one call: (code, worst body, its number, the
@@ -270,6 +295,10 @@ def motor_targets(data) -> np.ndarray:
 
 
 _NO_MOTORS = np.zeros(0)
+#: the packed contacts' int fields (collision/boxes PACKED_INTS: each field's rows in turn, body_a's
+#: first, then body_b's)
+PACKED_INT_FIELDS = len(PACKED_INTS)
+assert PACKED_INTS[:2] == ("body_a", "body_b")
 #: no free velocity at hand (free_plausibility forms v0 + h g)
 _NO_FREE = np.zeros(0)
 
