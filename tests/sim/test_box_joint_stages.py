@@ -11,7 +11,9 @@ import contactlab.sim.box_joint_kernels as BJ
 import contactlab.sim.box_joint_stages as BS
 import contactlab.sim.tree_box_stages as TS
 from contactlab.scenarios import make_scene
-from contactlab.sim import Simulator
+from contactlab.sim import Simulator, faults, turns
+
+from .test_faults import _from_scratch     # plausibility on the inputs step_fault forms itself
 
 
 @pytest.fixture(autouse=True)
@@ -156,3 +158,46 @@ def test_the_applied_impulses_solve_the_step_problem(monkeypatch):
 ])
 def test_planned_only_for_its_configuration(make):
     assert type(make().stages) is not BS.CompiledSchurRowStages
+
+
+def test_the_calls_checks_are_the_steps_own(monkeypatch):
+    """The call forms the per-step checks whose inputs are its own (box_schur_step, as
+    sim/box_kernels.py box_friction_step does for free bodies): through the grasp's approach, closing
+    and contact every step's plausibility verdict is taken from the call (faults.judged_verdict) and
+    is, value for value, faults.plausibility on the inputs step_fault forms itself (the call's v_free
+    split per body, the motors' targets, NaN where a joint has none); its turn bound is
+    turns.turn_bound on the step's contacts and the velocities after it. A motor's target changed
+    after the call (by hand, inside the checked step) has the step judged again."""
+    sim = _barrett()
+    assert type(sim.stages) is BS.CompiledSchurRowStages
+    real, taken, again = faults.judged_verdict, [], []
+
+    def spy(sim_, before, rec, depth):
+        verdict = real(sim_, before, rec, depth)
+        if verdict is None:
+            again.append(sim_.data.steps)
+        else:
+            taken.append((tuple(verdict), tuple(_from_scratch(sim_, before, rec, depth))))
+        return verdict
+    monkeypatch.setattr(faults, "judged_verdict", spy)
+    fires, bounds = turns.fires, []
+
+    def fires_spy(sim_, contacts, bound=None):
+        if bound is not None:
+            bounds.append((bound, turns.turn_bound(contacts.body_a.astype(np.int64), contacts.body_b.astype(np.int64),
+                                                   sim_.data.angular_velocity, sim_.world.body_radius, sim_.h)))
+        return fires(sim_, contacts, bound)
+    monkeypatch.setattr(turns, "fires", fires_spy)
+    recs = [sim.step() for _ in range(200)]
+    assert max(r.contacts for r in recs) > 0 and all(r.plausible for r in recs)
+    assert len(taken) == 200 and not again and all(a == b for a, b in taken)
+    assert len(bounds) == 200 and all(a == b for a, b in bounds)
+    motors = sim.data.motor_target
+    k = int(np.flatnonzero(np.isfinite(motors))[0])
+
+    def take():
+        rec = sim._step()
+        motors[k] += 0.1
+        return rec
+    faults.checked_step(sim, take)
+    assert again == [sim.data.steps] and len(taken) == 200

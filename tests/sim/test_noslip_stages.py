@@ -205,13 +205,27 @@ def test_clock_reads_perf_counter_from_compiled_code():
     assert perf_counter.py_func() >= t1 if hasattr(perf_counter, "py_func") else True
 
 
+def _copied(x):
+    """An argument copied: an array, or a tuple's arrays (the call's ``body``, ``motion``, ``contact``)."""
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    return tuple(_copied(y) for y in x) if isinstance(x, tuple) else x
+
+
+def _arrays(name, x):
+    """(name, array) of an argument's arrays, a tuple's by position (name[i])."""
+    if isinstance(x, np.ndarray):
+        return [(name, x)]
+    return [a for i, y in enumerate(x) for a in _arrays(f"{name}[{i}]", y)] if isinstance(x, tuple) else []
+
+
 def _captured_call(monkeypatch, steps=120):
     """The compiled call's arguments at a mid-trot step (copies)."""
     seen = {}
     kernel = NK.noslip_step
 
     def grab(*args):
-        seen["args"] = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+        seen["args"] = [_copied(x) for x in args]
         return kernel(*args)
 
     monkeypatch.setattr(NK, "noslip_step", grab)
@@ -236,13 +250,14 @@ def test_a_declined_call_changes_nothing(monkeypatch, change):
     elif change == "uncertified":
         args[at["threshold"]] = -1.0
     else:
-        args[at["linear_velocity"]][3, 0] = np.nan
-    before = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+        args[at["motion"]][NK.MOTION.index("linear_velocity")][3, 0] = np.nan
+    before = [_copied(x) for x in args]
     out = kernel(*args)
     assert out[0] == NK.DECLINED
     for name, x, y in zip(names, before, args):
-        if isinstance(x, np.ndarray) and name != "f":       # f: the bodies' forces are added in place
-            assert np.array_equal(x, y, equal_nan=True), name
+        for (label, a), (_, b) in zip(_arrays(name, x), _arrays(name, y)):
+            if name != "f":       # f: the bodies' forces are added in place
+                assert np.array_equal(a, b, equal_nan=True), label
 
 
 def test_call_inputs_equal_the_joint_torque_force_and_motor_state_they_replace():

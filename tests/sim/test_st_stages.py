@@ -34,7 +34,7 @@ def _general(monkeypatch, make):
 
 
 #: the position of st_step's ``kin`` argument (the kinematic bodies' blocks)
-KIN = 34
+KIN = SK.st_step.py_func.__code__.co_varnames.index("kin")
 
 
 def _count_calls(monkeypatch, eliminate=True):

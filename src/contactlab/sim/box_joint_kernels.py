@@ -40,7 +40,8 @@ from ..kernels.pgs_sm import pgs_sm_dense_run
 from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
 from ..mechanics.delassus import delassus_dense
 from ..models.box_friction import box_bounds, matched_impulses
-from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer, jointed_terms   # the outcome codes and the shared tail
+from .noslip_kernels import DECLINED, DEEP, DONE, apply_answer, jointed_terms   # the shared front and tail
+from .faults import NOT_JUDGED, step_checks
 
 
 @jit
@@ -192,28 +193,46 @@ def schur_box_solve(Jp, Ji, Jd, j_rhs, Ap, Ai, Ad, a_target, a_max, Lp, Li, Ld, 
 
 
 @jit
-def box_schur_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic,
-                   quaternion, position, linear_velocity, angular_velocity, planar_reference, f, contact_floats,
-                   contact_ints, zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, cfm, new_bound,
-                   current, blk_cols, blk_ptr, kin, warm, prev_motor, prev_limit, prev_normal, prev_tangent, params,
-                   threshold, passive, position_stage, position_zeta, project, proj_tol, proj_max_iter):
+def box_schur_step(body, ndof, kinematic, gyroscopic, motion, f, contact_floats, contact_ints, zeta_c, slop, joints,
+                   motor_target, motor_max_force, h, zeta_j, cfm, new_bound, current, kin, warm, prev_motor,
+                   prev_limit, prev_normal, prev_tangent, params, threshold, position_stage, position_zeta, project,
+                   proj_tol, proj_max_iter, radius, judge):
     """One box-friction step (``joints="schur"``, pgs-sm) of a jointed scene whose body blocks cover
     every coordinate, from the state to the projected joints, in the general stages' order
     (sim/st_kernels.py ``st_step`` is the Stewart-Trinkle counterpart, the same steps around
     another problem): e0; the system's terms (:func:`contactlab.mechanics.terms.system_terms`);
     :func:`schur_box_solve`; the contact modes, the kinetic energy the impulses added
-    (``passive``: 1 on the dofs counted), x += h v+; the position correction's deep test, the joint
-    projection (or the joint error), the energies and deepest overlap after the step.
+    (``body``'s ``passive``: 1 on the dofs counted), x += h v+; the position correction's deep test,
+    the joint projection (or the joint error), the energies and deepest overlap after the step.
+    ``body``, ``motion``: the model's fixed arrays and the state's
+    (sim/noslip_kernels.py ``BODY``, ``MOTION``; the state's written in place); ``f``: the joint
+    torques' generalized force (the bodies' forces are added in place).
+
+    The per-step checks whose inputs are the call's own are formed here for a DONE step, whose state
+    is final (a DEEP step's corrections after the call move the bodies: the checks are then formed
+    after them), as sim/box_kernels.py ``box_friction_step`` forms them for free bodies: the correct
+    stage's turn bound (:func:`contactlab.sim.turns.turn_bound` of the contacts' bodies on ``radius``,
+    one per body; empty: none formed) and the plausibility verdict of
+    :func:`contactlab.sim.faults.step_fault` (:func:`contactlab.sim.faults.plausibility`) on the inputs
+    that function gives it for a step whose system is deferred and whose free motion is the call's
+    v_free (split per body, :func:`contactlab.sim.faults.split_velocity`): ``judge`` = (x0, v0, w0, the
+    state before the call; kind (int64), jointed, total mass: :func:`contactlab.sim.faults.fault_statics`;
+    the previous joint error, the motors' targets, whether anything drives the scene), the depth
+    max(pen, 0) and the record's energies (:func:`contactlab.sim.faults.step_checks`, which the
+    joint-space call's steps take after their call). Python takes the verdict only where those inputs
+    are still what it would pass (:func:`contactlab.sim.faults.judged_verdict`).
 
     Returns (outcome, schur_box_solve's ten values, modes, e0, gain, ke, pe, pen, joint_error,
-    v_free, nl, a_max): DECLINED before any state is touched; DEEP after the integration where a
-    contact is deep (the caller corrects positions and projects the joints); ke, pe, pen and
-    joint_error set for DONE only."""
+    v_free, nl, a_max, turn bound, verdict, judged motion): DECLINED before any state is touched; DEEP
+    after the integration where a contact is deep (the caller corrects positions and projects the
+    joints); ke, pe, pen, joint_error, the turn bound and the verdict (code NOT_JUDGED otherwise)
+    set for DONE only; the judged motion [x0 | v0 | w0 | x1 | v1 | w1 | motors] flat (empty where
+    not judged)."""
     point, normal, t1, t2, phi, mu, guess, a, b, _sa, _sb, match = unpack_contacts(contact_floats, contact_ints)
     e0, M_blocks, W_blocks, v, v_free, dv, Np, Ni, n_bias, Jm, j_rhs, Lm, l_bias, Am, a_target, a_max = jointed_terms(
-        live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
-        gyroscopic, f, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
-        planar_reference, h, zeta_j)
+        body, motion, gyroscopic, f, (a, b, point, normal, t1, t2, phi), zeta_c, slop, joints, motor_target,
+        motor_max_force, h, zeta_j)
+    blk_cols, blk_ptr = body[7], body[8]
     nc = phi.shape[0]
     nl = l_bias.shape[0]
     i64 = np.int64
@@ -223,11 +242,21 @@ def box_schur_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_in
                           W_blocks.reshape(-1), v_free, ndof, kin, warm, prev_motor, prev_limit, prev_normal,
                           prev_tangent, match, params, threshold)
     ok, code, z, wv, x, numbers, stats, v_next, tangent, n = out
+    verdict = (NOT_JUDGED, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     if not ok:
-        return (DECLINED, out, np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+        return (DECLINED, out, np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max, 0.0,
+                verdict, np.zeros(0))
     o_n = a_target.shape[0] + nl
     outcome, modes, gain, ke, pe, pen, joint_error = apply_answer(
-        Np, Ni, dv, v_next, z[o_n:o_n + nc], v_free, blk_ptr, blk_cols, M_blocks.reshape(-1), passive, dof_start,
-        kind, kinematic, mass, inertia, inv_inertia, gravity, quaternion, position, linear_velocity, angular_velocity,
-        planar_reference, joints, phi, h, slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
-    return (outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max)
+        Np, Ni, dv, v_next, z[o_n:o_n + nc], v_free, M_blocks.reshape(-1), body, kinematic, motion, joints, phi, h,
+        slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
+    turn = 0.0
+    judged = np.zeros(0)
+    dof_start = body[1]
+    nb = dof_start.size
+    if outcome == DONE and radius.size == nb:
+        x0, v0, w0, kind, jointed, total_mass, prev_joint_error, motors, actuated = judge
+        turn, verdict, judged = step_checks(dof_start, kind, kinematic, radius, contact_ints, x0, v0, w0, v_free, True,
+                                            body[6], motion[1], motion[2], motion[3], h, pen, slop, prev_joint_error,
+                                            jointed, motors, actuated, gain, ke, pe, total_mass)
+    return (outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max, turn, verdict, judged)

@@ -19,6 +19,7 @@ fallbacks are theirs.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -33,7 +34,8 @@ from ..solvers.pgs_sm import PGSSMOptions, _params
 from ..solvers.registry import DENSE_BYTES_LIMIT
 from . import box_joint_kernels as BJ
 from . import noslip_kernels as NK
-from .noslip_stages import NO_VALUES, CompiledJointCall
+from .faults import NOT_JUDGED, fault_statics, motor_targets
+from .noslip_stages import NO_VALUES, CompiledJointCall, motion
 from .stages import Stages, StepWork
 
 #: what a model's ``COMPILED_STEP`` names for these stages (models/box_friction.py; the free-body
@@ -112,14 +114,22 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
          p_tangent, position_stage, position_zeta, project, gyro, before) = w.call
         contact_floats, contact_ints = contact
         w.t0 = time.perf_counter()
-        outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max = self.step_call(
-            w, f, contact_floats, contact_ints, zeta, slop, mt, mf, zeta_j, cfm, new_bound, current, warm, p_motor,
-            p_limit, p_normal, p_tangent, position_stage, position_zeta, project, gyro)
+        res = self.step_call(w, f, contact_floats, contact_ints, zeta, slop, mt, mf, zeta_j, cfm, new_bound, current,
+                             warm, p_motor, p_limit, p_normal, p_tangent, position_stage, position_zeta, project, gyro)
         w.t_solved = time.perf_counter()
+        outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max = res[:12]
         if outcome == BJ.DECLINED:      # nothing changed: the general stages take the step
             w.compiled = False
             super().build(w)
             return super().solve(w)
+        judged = None
+        if len(res) > 12 and res[13][0] != NOT_JUDGED:      # the maximal call's checks (a DONE step: state final)
+            turn, verdict, motion_judged = res[12:]
+            statics, prev_error, actuated, radius = self.checks
+            # the turn bound on the world's radii (turns.fires); the verdict with its inputs (faults.judged_verdict)
+            w.turn_bound = turn if radius is getattr(sim.world, "body_radius", None) else None
+            judged = (verdict, statics, (max(pen, 0.0) if math.isfinite(pen) else 0.0, prev_error, actuated, gain,
+                                         ke, ke + pe, w.h, slop), motion_judged, v_free)
         ok, code, z, wv, x, numbers, stats, v_next, tangent, n = out
         sweeps, sm = int(stats[1]), int(stats[2])
         # the Solution solve(problem, "pgs-sm") returns for this answer (solvers/pgs_sm.py pgs_sm_solve)
@@ -133,27 +143,36 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
         sol.time_s = w.t_solved - w.t0
         w.sol, w.n = sol, int(n)
         w.e0, w.contact_gain = e0, gain
-        w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before, w.call)
+        w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before, judged,
+                  w.call)
 
     def step_call(self, w, f, contact_floats, contact_ints, zeta, slop, mt, mf, zeta_j, cfm, new_bound, current, warm,
                   p_motor, p_limit, p_normal, p_tangent, position_stage, position_zeta, project, gyro) -> tuple:
         """:func:`~contactlab.sim.box_joint_kernels.box_schur_step` on the simulator's state (a subclass
-        may take the step another way: sim/tree_box_stages.py)."""
-        model, data = self.sim.model, self.sim.data
+        may take the step another way: sim/tree_box_stages.py), with the per-step checks' inputs
+        (faults.step_fault, turns.fires: the call forms both for a DONE step; ``self.checks`` keeps the
+        statics, previous joint error, actuation and radii they were formed with). Returns the call's
+        12 values, then the turn bound, the verdict and the judged motion."""
+        sim = self.sim
+        model, data = sim.model, sim.data
+        statics = fault_statics(sim)
+        kind, radius, jointed, mass = statics
+        prev_error = float(getattr(sim, "_fault_joint_error", 0.0))
+        actuated = bool(sim.has_actuation)
+        self.checks = (statics, prev_error, actuated, radius)
+        start = w.call[-1]      # the state before the step (build's copies)
         return BJ.box_schur_step(
-            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
-            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
-            data.angular_velocity, data.planar_reference, f, contact_floats, contact_ints, zeta, slop,
-            self.packed.kernel_args, mt, mf, w.h, zeta_j, cfm, new_bound, current, self.blk_cols, self.blk_ptr,
-            self.kin, warm, p_motor, p_limit, p_normal, p_tangent, self.params, self.threshold, self.passive,
-            position_stage, position_zeta, project, 1e-10, 8)
+            self.body, model.ndof, KIND_KINEMATIC, gyro, motion(data), f, contact_floats, contact_ints, zeta, slop,
+            self.joint_args, mt, mf, w.h, zeta_j, cfm, new_bound, current, self.kin, warm, p_motor, p_limit, p_normal,
+            p_tangent, self.params, self.threshold, position_stage, position_zeta, project, 1e-10, 8, radius,
+            (start[0], start[2], start[3], kind, jointed, mass, prev_error, motor_targets(data), actuated))
 
     # -- integrate: done in the call but for a deep contact's position correction -----------------
     def integrate(self, w: StepWork) -> None:
         if not w.compiled:
             return super().integrate(w)
         data = self.sim.data
-        outcome, ke, pe, pen, joint_error, v_next, tangent, modes, nl, x, v_free, before, inputs = w.call
+        outcome, ke, pe, pen, joint_error, v_next, tangent, modes, nl, x, v_free, before, judged, inputs = w.call
         zeta, slop, zeta_j, project, gyro = inputs[2], inputs[3], inputs[6], inputs[17], inputs[18]
         sol, nc = w.sol, w.nc
         z = sol.z
@@ -165,6 +184,7 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
         data.warm["z"] = z.copy()
         self.state.defer(w.contacts, w.h, self.system_terms, (before, gyro, w.contacts, zeta, slop, zeta_j, w.h))
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
+        self.state.judged = judged              # the call's verdict with its inputs (faults.judged_verdict)
         self.finish(w, result, sol, outcome == BJ.DEEP, project, v_next, joint_error, (ke, pe, pen))
 
 

@@ -39,10 +39,12 @@ import math
 
 import numpy as np
 
+from ..collision.boxes import PACKED_INTS
 from ..kernels._jit import jit
 # the mass-ratio limit of scenes: its home is mechanics (below every loader of scenes, which checks
 # it); its names stay importable from here
 from ..mechanics.mass_ratio import MAX_MASS_RATIO, check_mass_ratio, mass_ratio_limit  # noqa: F401
+from .turns import turn_bound
 
 #: a body's speed after a step is at most this many times the step's fastest free motion (plus the
 #: penetration and joint-error recovery speeds): contact impulses only redistribute motion, and a
@@ -119,12 +121,11 @@ def split_velocity(dof_start, v, nb):
     return lin, ang
 
 
-def _free_velocities(sim, v0, w0):
-    """(linear, angular) free velocities of the step, v + h M^-1 f (gravity, joint torques), from
-    the step's system where it is at hand (the general path); else v0 + h g (a compiled step of
-    free bodies: gravity is their only force). v0 and w0 are the velocities after the controllers
-    ran (``Simulator.step`` runs them before :func:`checked_step`), so a velocity a controller set
-    is part of the step's free motion on either path."""
+def _free_velocity_flat(sim):
+    """The step's free velocity v + h M^-1 f (gravity, joint torques) as one (ndof,) vector where the
+    step has it: a compiled step's own whose system is deferred (sim/noslip_stages.py), else the
+    step's system's where it was assembled (the general path); None where neither is at hand (a
+    compiled step of free bodies: v0 + h g, :func:`_free_velocities`)."""
     # the step's system where the step assembled it (stages.StepState; None where a compiled
     # step deferred it: assembling it here would cost more than the step)
     state = getattr(sim, "step_state", None)
@@ -132,15 +133,27 @@ def _free_velocities(sim, v0, w0):
     model = sim.model
     vf = getattr(state, "free_velocity", None)      # a compiled step's own (sim/noslip_stages.py)
     if sys is None and vf is not None and vf.shape == (model.ndof,):
-        return split_velocity(model.dof_start, vf, v0.shape[0])
+        return vf
     if sys is not None:
         try:
             vf = np.asarray(sys.v_free(), dtype=np.float64)
         except Exception:      # a system without free velocities: gravity below
             vf = None
         if vf is not None and vf.shape == (model.ndof,):
-            return split_velocity(model.dof_start, vf, v0.shape[0])
-    return v0 + sim.h * np.asarray(model.gravity, dtype=np.float64), w0
+            return vf
+    return None
+
+
+def _free_velocities(sim, v0, w0):
+    """(linear, angular) free velocities of the step, v + h M^-1 f (gravity, joint torques), from
+    the step's system where it is at hand (:func:`_free_velocity_flat`); else v0 + h g (a compiled
+    step of free bodies: gravity is their only force). v0 and w0 are the velocities after the
+    controllers ran (``Simulator.step`` runs them before :func:`checked_step`), so a velocity a
+    controller set is part of the step's free motion on either path."""
+    vf = _free_velocity_flat(sim)
+    if vf is not None:
+        return split_velocity(sim.model.dof_start, vf, v0.shape[0])
+    return v0 + sim.h * np.asarray(sim.model.gravity, dtype=np.float64), w0
 
 
 def fault_statics(sim):
@@ -211,6 +224,45 @@ def _verdict(scale, fast, vmax, moved, cmax, extent, h, depth, slop, prev_joint_
 
 
 @jit
+def free_plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, v_free, split, gravity, x1, v1, w1, h, depth,
+                      slop, prev_joint_error, jointed, motors, actuated, gain, ke, energy, mass):
+    """:func:`plausibility` with the free velocities formed in the same call, as
+    :func:`_free_velocities` forms them: ``v_free`` (ndof,) split per body (:func:`split_velocity`)
+    where ``split``, else v0 + h g and omega0 (one compiled call a step, not two)."""
+    if split:
+        vf, wf = split_velocity(dof_start, v_free, x0.shape[0])
+    else:
+        hg = h * gravity
+        vf = v0 + hg
+        wf = w0
+    return plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1, w1, h, depth, slop,
+                        prev_joint_error, jointed, motors, actuated, gain, ke, energy, mass)
+
+
+@jit
+def step_checks(dof_start, kind, kinematic, radius, contact_ints, x0, v0, w0, v_free, split, gravity, x1, v1, w1, h, pen,
+                slop, prev_joint_error, jointed, motors, actuated, gain, ke, pe, mass):
+    """The per-step checks of a compiled step whose state after it is final (nothing moves the bodies
+    before the checks run), in one call on their own inputs: the correct stage's turn bound
+    (:func:`contactlab.sim.turns.turn_bound` of the packed contacts' bodies, ``contact_ints``, on
+    ``radius``, the velocities after the step), :func:`step_fault`'s verdict
+    (:func:`free_plausibility`, depth max(pen, 0) as :func:`step_depth` forms it without a turn
+    correction, the record's energies ke and ke + pe) and the judged motion [x0 | v0 | w0 | x1 | v1 |
+    w1 | motors] that :func:`judged_verdict` compares (:func:`same_motion`). Returns (turn bound,
+    verdict, judged motion)."""
+    nc = contact_ints.shape[0] // PACKED_INT_FIELDS
+    turn = turn_bound(contact_ints[:nc], contact_ints[nc:2 * nc], w1, radius, h)
+    depth = pen if np.isfinite(pen) else 0.0
+    if 0.0 > depth:     # Python's max(depth, 0.0) (step_depth)
+        depth = 0.0
+    verdict = free_plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, v_free, split, gravity, x1, v1, w1, h,
+                                depth, slop, prev_joint_error, jointed, motors, actuated, gain, ke, ke + pe, mass)
+    judged = np.concatenate((x0.reshape(-1), v0.reshape(-1), w0.reshape(-1), x1.reshape(-1), v1.reshape(-1),
+                             w1.reshape(-1), motors))
+    return turn, verdict, judged
+
+
+@jit
 def plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, vf, wf, x1, v1, w1, h, depth, slop, prev_joint_error,
                  jointed, motors, actuated, gain, ke, energy, mass):
     """:func:`_motion_check` then :func:`_verdict` in one call: (code, worst body, its number, the
@@ -243,6 +295,12 @@ def motor_targets(data) -> np.ndarray:
 
 
 _NO_MOTORS = np.zeros(0)
+#: the packed contacts' int fields (collision/boxes PACKED_INTS: each field's rows in turn, body_a's
+#: first, then body_b's)
+PACKED_INT_FIELDS = len(PACKED_INTS)
+assert PACKED_INTS[:2] == ("body_a", "body_b")
+#: no free velocity at hand (free_plausibility forms v0 + h g)
+_NO_FREE = np.zeros(0)
 
 
 #: the code of a verdict a compiled step did not form (:func:`contactlab.sim.box_kernels.box_friction_step`)
@@ -260,35 +318,46 @@ def _same_rows(a, judged, k):
 
 
 @jit
-def same_motion(x0, v0, w0, x1, v1, w1, judged):
-    """Whether the states before (x0, v0, w0) and after (x1, v1, w1) a step are bit for bit those a
-    compiled step judged, ``judged`` = [x0 | v0 | w0 | x1 | v1 | w1] flat (a NaN is never the same:
-    the step is judged again)."""
+def same_motion(x0, v0, w0, x1, v1, w1, motors, judged):
+    """Whether the states before (x0, v0, w0) and after (x1, v1, w1) a step and the motors' targets are
+    bit for bit those a compiled step judged, ``judged`` = [x0 | v0 | w0 | x1 | v1 | w1 | motors] flat
+    (a NaN in a state is never the same: the step is judged again; a motor's NaN target, a joint
+    without a motor, is the same as another NaN: :func:`_verdict` reads only the finite targets)."""
     m = 3 * x0.shape[0]
-    return (judged.size == 6 * m and _same_rows(x0, judged, 0) and _same_rows(v0, judged, m)
-            and _same_rows(w0, judged, 2 * m) and _same_rows(x1, judged, 3 * m) and _same_rows(v1, judged, 4 * m)
-            and _same_rows(w1, judged, 5 * m))
+    if not judged.size == 6 * m + motors.size:
+        return False
+    for i in range(motors.size):
+        a, b = motors[i], judged[6 * m + i]
+        if not (a == b or (a != a and b != b)):
+            return False
+    return (_same_rows(x0, judged, 0) and _same_rows(v0, judged, m) and _same_rows(w0, judged, 2 * m)
+            and _same_rows(x1, judged, 3 * m) and _same_rows(v1, judged, 4 * m) and _same_rows(w1, judged, 5 * m))
 
 
 def judged_verdict(sim, before, rec, depth):
     """The verdict of :func:`plausibility` a compiled step formed on its own inputs
-    (``StepState.judged`` = (verdict, statics, scalars, motion): :meth:`contactlab.sim.box_stages.CompiledRowStages.integrate`),
-    where every input :func:`step_fault` would give it is still that one: the statics
-    (:func:`fault_statics`), the free velocities v0 + h g and omega0 (no system read since the step),
-    no motor, the scalars (depth, previous joint error, actuation, the record's energies, h, slop) and
-    the states before and after bit for bit (:func:`same_motion`); else None (judged here)."""
+    (``StepState.judged`` = (verdict, statics, scalars, motion[, free velocity]):
+    :meth:`contactlab.sim.box_stages.CompiledRowStages.integrate`, free bodies, whose free velocities
+    are v0 + h g and omega0; :meth:`contactlab.sim.box_joint_stages.CompiledSchurRowStages.integrate`,
+    whose free velocity is its call's v_free, given as the fifth item), where every input
+    :func:`step_fault` would give it is still that one: the statics (:func:`fault_statics`), the free
+    velocities (no system read since the step, and the step's own free velocity, or none), the scalars
+    (depth, previous joint error, actuation, the record's energies, h, slop), and the states before
+    and after and the motors' targets bit for bit (:func:`same_motion`); else None (judged here)."""
     state = getattr(sim, "step_state", None)
     judged = getattr(state, "judged", None)
-    if judged is None or state.system is not None or state.free_velocity is not None:
+    if judged is None or state.system is not None:
         return None
-    verdict, statics, scalars, motion = judged
+    verdict, statics, scalars, motion = judged[:4]
+    if state.free_velocity is not (judged[4] if len(judged) > 4 else None):
+        return None
     data = sim.data
     if statics is not fault_statics(sim) or scalars != (
             depth, float(before[3]), bool(sim.has_actuation), float(rec.contact_energy_gain), float(rec.kinetic_energy),
-            float(rec.energy), sim.h, float(sim.model.settings.slop)) or motor_targets(data).size:
+            float(rec.energy), sim.h, float(sim.model.settings.slop)):
         return None
     if not same_motion(before[0], before[1], before[2], data.position, data.linear_velocity, data.angular_velocity,
-                       motion):
+                       motor_targets(data), motion):
         return None
     return verdict
 
@@ -304,11 +373,13 @@ def step_fault(sim, before, rec) -> str:
     if verdict is None:
         model, data, h = sim.model, sim.data, sim.h
         kind, radius, jointed, mass = fault_statics(sim)
-        vf, wf = _free_velocities(sim, v0, w0)
-        verdict = plausibility(model.dof_start, kind, 2, radius, x0, v0, w0, vf, wf, data.position,
-                               data.linear_velocity, data.angular_velocity, h, depth, float(model.settings.slop),
-                               float(prev_joint_error), jointed, motor_targets(data), bool(sim.has_actuation),
-                               float(rec.contact_energy_gain), float(rec.kinetic_energy), float(rec.energy), mass)
+        vf = _free_velocity_flat(sim)      # split per body in the call (as _free_velocities splits it)
+        verdict = free_plausibility(model.dof_start, kind, 2, radius, x0, v0, w0,
+                                    _NO_FREE if vf is None else np.ascontiguousarray(vf), vf is not None,
+                                    np.asarray(model.gravity, dtype=np.float64), data.position, data.linear_velocity,
+                                    data.angular_velocity, h, depth, float(model.settings.slop),
+                                    float(prev_joint_error), jointed, motor_targets(data), bool(sim.has_actuation),
+                                    float(rec.contact_energy_gain), float(rec.kinetic_energy), float(rec.energy), mass)
     return fault_words(sim, verdict, depth, prev_joint_error, rec) if verdict[0] else ""
 
 

@@ -63,6 +63,14 @@ DECLINED = 0     # nothing changed: the general stages take the step
 DONE = 1         # the certified answer applied, the joints projected
 DEEP = 2         # applied and integrated; the position correction and the joint projection are the caller's
 
+#: the fields of the compiled jointed steps' ``body`` argument, the model's fixed arrays as one tuple
+#: gathered once per plan (sim/noslip_stages.py ``CompiledJointCall.joint_layout``): the live bodies,
+#: each body's first dof, kinds, masses, inertias and their inverses, gravity, M^-1's block pattern
+#: (columns, row pointers) and ``passive`` (1 on the dofs whose kinetic energy the impulses' gain counts)
+BODY = ("live", "dof_start", "kind", "mass", "inertia", "inv_inertia", "gravity", "blk_cols", "blk_ptr", "passive")
+#: the fields of their ``motion`` argument, the state's arrays (written in place by the integration)
+MOTION = ("quaternion", "position", "linear_velocity", "angular_velocity", "planar_reference")
+
 
 @jit
 def any_force_limited(motor_target, motor_max_force) -> bool:
@@ -137,17 +145,20 @@ def certified_ppm(UZ, Zp, offset, q, cfm, n, max_it, threshold, z, numbers, coun
 
 
 @jit
-def jointed_terms(live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity,
-                  angular_velocity, gyroscopic, f, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints,
-                  motor_target, motor_max_force, planar_reference, h, zeta_j):
+def jointed_terms(body, motion, gyroscopic, f, contact, zeta_c, slop, joints, motor_target, motor_max_force, h,
+                  zeta_j):
     """The front the compiled jointed steps share (:func:`noslip_step`, sim/st_kernels.py ``st_step``,
     sim/box_joint_kernels.py ``box_schur_step``), as the general stages compute it (sim/stages.py
     ``build``): e0, the energy before the step, and the system's terms
     (:func:`contactlab.mechanics.terms.system_terms`; ``f``, the joint torques' generalized force,
-    gets the bodies' forces added in place). Returns (e0, M's blocks, M^-1's blocks, v, v_free = v + h
+    gets the bodies' forces added in place). ``body``: the model's fixed arrays (:data:`BODY`),
+    ``motion``: the state's (:data:`MOTION`), ``contact``: (a, b, point, normal, t1, t2, phi). Returns (e0, M's blocks, M^-1's blocks, v, v_free = v + h
     M^-1 f, the contact rows' data (N, S, T) on the pattern (Np, Ni), the normal bias, the joint rows
     J (data, indices, indptr) with their right-hand sides, the limit rows L with their bias, the motor
     rows A with their targets and force limits)."""
+    live, dof_start, _kind, mass, inertia, inv_inertia, gravity, _cols, _ptr, _passive = body
+    quaternion, position, linear_velocity, angular_velocity, planar_reference = motion
+    a, b, point, normal, t1, t2, phi = contact
     ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
     e0 = 0.0 + ke0 + pe0        # sum((ke, pe)) of the general path
     body, v_free, contact, jrows = system_terms(
@@ -172,16 +183,16 @@ def declined(n, nl, e0, v, v_free):
 
 
 @jit
-def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic, quaternion,
-                position, linear_velocity, angular_velocity, planar_reference, f, a, b, point, normal, t1, t2, phi,
-                zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, blk_cols, blk_ptr, active_gap, tol,
-                cfm, max_it, threshold, passive, position_stage, position_zeta, project, proj_tol, proj_max_iter):
+def noslip_step(body, ndof, kinematic, gyroscopic, motion, f, contact, zeta_c, slop, joints, motor_target,
+                motor_max_force, h, zeta_j, active_gap, tol, cfm, max_it, threshold, position_stage, position_zeta,
+                project, proj_tol, proj_max_iter):
     """One no-slip step of a scene whose moving bodies are free 6-dof bodies (their blocks cover every
-    coordinate) joined by joints (module docstring). ``f``: the joint torques' generalized force
-    (written: the bodies' forces are added in place, as ``build_system`` does); ``joints``: the
-    packed joints' kernel arguments; ``cfm``: the settings' cfm plus the model's; ``threshold``:
-    ``solve()``'s max(certify, tol); ``passive``: 1 on the dofs whose kinetic energy counts;
-    ``position_stage``: the settings' contact stabilisation is "position"; ``project``: project the
+    coordinate) joined by joints (module docstring). ``body``: the model's fixed arrays (:data:`BODY`;
+    its ``passive``: 1 on the dofs whose kinetic energy counts); ``motion``: the state's arrays
+    (:data:`MOTION`, written in place); ``contact``: (a, b, point, normal, t1, t2, phi). ``f``: the
+    joint torques' generalized force (written: the bodies' forces are added in place, as
+    ``build_system`` does); ``joints``: the packed joints' kernel arguments; ``cfm``: the settings'
+    cfm plus the model's; ``threshold``: ``solve()``'s max(certify, tol); ``position_stage``: the settings' contact stabilisation is "position"; ``project``: project the
     joints (else their error is measured).
 
     ``max_it``: ppm's pivot budget (negative: its default 10 n + 100, n the limit and contact rows).
@@ -194,11 +205,10 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
     (nc, 2), ``modes`` (nc,) int8, d the reduced coordinates (ppm's ``rank_bound``), v_free
     = v + h M^-1 f, the solve's seconds those of the TRIVIAL test or ppm_dense with its certification
     (what ``solve()`` times); ke, pe, pen and joint_error are set for DONE only."""
+    phi, blk_cols, blk_ptr = contact[6], body[7], body[8]
     nc = phi.shape[0]
     e0, M_blocks, W_blocks, v, v_free, dv, Np, Ni, n_bias, Jm, j_rhs, Lm, l_bias, Am, a_target, a_max = jointed_terms(
-        live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
-        gyroscopic, f, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
-        planar_reference, h, zeta_j)
+        body, motion, gyroscopic, f, contact, zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j)
     nl = l_bias.shape[0]
     n = nl + nc
     none = declined(n, nl, e0, v, v_free)
@@ -224,19 +234,16 @@ def noslip_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inert
     v_next, joint, tangent = recover_metric_step(M, Lmf, starts, nb, Gk, Lg, order, x_p, fpack, ipack, UZ, Zp, p, U,
                                                  z, nj, nc)
     outcome, modes, gain, ke, pe, pen, joint_error = apply_answer(
-        Np, Ni, dv, v_next, z[nl:], v_free, blk_ptr, blk_cols, Mx, passive, dof_start, kind, kinematic, mass,
-        inertia, inv_inertia, gravity, quaternion, position, linear_velocity, angular_velocity, planar_reference, joints,
-        phi, h, slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
+        Np, Ni, dv, v_next, z[nl:], v_free, Mx, body, kinematic, motion, joints, phi, h, slop, position_stage,
+        position_zeta, project, proj_tol, proj_max_iter)
     return (outcome, trivial, case, code, z, w, numbers, counts, nonbasic, positive, row0, e0, gain, ke, pe, pen,
             joint_error, v_next, joint, tangent, modes, nl, Gk.shape[0], d, v_free, t_solve)
 
 
 @jit
-def noslip_motor_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic,
-                      quaternion, position, linear_velocity, angular_velocity, planar_reference, f, a, b, point, normal,
-                      t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, blk_cols, blk_ptr,
-                      active_gap, tol, cfm, max_it, threshold, passive, position_stage, position_zeta, project,
-                      proj_tol, proj_max_iter, motor_trials, trial_threshold):
+def noslip_motor_step(body, ndof, kinematic, gyroscopic, motion, f, contact, zeta_c, slop, joints, motor_target,
+                      motor_max_force, h, zeta_j, active_gap, tol, cfm, max_it, threshold, position_stage,
+                      position_zeta, project, proj_tol, proj_max_iter, motor_trials, trial_threshold):
     """:func:`noslip_step` of a step with force-limited velocity motors: models/noslip.py ``build``'s
     active set over the motors' states (:mod:`contactlab.kernels.motor_set`), then the stages' solve
     of the last state's problem, its certification and recovery, in one call. As the general path
@@ -259,12 +266,11 @@ def noslip_motor_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv
     answer's state is consistent (:func:`~contactlab.kernels.motor_set.motor_violations`), whether
     every motor is saturated): models/noslip.py ``recover``'s StepResult fields; ``joint`` the
     equality rows' impulses (the free motors' multipliers are in the motors' impulses)."""
+    phi, blk_cols, blk_ptr = contact[6], body[7], body[8]
     nc = phi.shape[0]
     m = ndof
     e0, M_blocks, W_blocks, v, v_free, dv, Np, Ni, n_bias, Jm, j_rhs, Lm, l_bias, Am, a_target, a_max = jointed_terms(
-        live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
-        gyroscopic, f, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
-        planar_reference, h, zeta_j)
+        body, motion, gyroscopic, f, contact, zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j)
     nl = l_bias.shape[0]
     nj = j_rhs.shape[0]
     nm = a_target.shape[0]
@@ -368,19 +374,16 @@ def noslip_motor_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv
         tangent[i, 1] = tt[i]
     Mx = M_blocks.reshape(-1)
     outcome, modes, gain, ke, pe, pen, joint_error = apply_answer(
-        Np, Ni, dv, v_next, zs[nl:], v_free, blk_ptr, blk_cols, Mx, passive, dof_start, kind, kinematic, mass,
-        inertia, inv_inertia, gravity, quaternion, position, linear_velocity, angular_velocity, planar_reference, joints,
-        phi, h, slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
+        Np, Ni, dv, v_next, zs[nl:], v_free, Mx, body, kinematic, motion, joints, phi, h, slop, position_stage,
+        position_zeta, project, proj_tol, proj_max_iter)
     return (outcome, trivial, case, code, zs, ws, nums, cnts, nonb, positive, row0, e0, gain, ke, pe, pen,
             joint_error, v_next, joint_all[:nj].copy(), tangent, modes, nl, Gk.shape[0], d, v_free, t_solve, motor,
             trials, consistent, saturated)
 
 
 @jit
-def apply_answer(Np, Ni, dv, v_next, normal_z, v_free, blk_ptr, blk_cols, Mx, passive, dof_start, kind, kinematic,
-                 mass, inertia, inv_inertia, gravity, quaternion, position, linear_velocity, angular_velocity,
-                 planar_reference, joints, phi, h, slop, position_stage, position_zeta, project, proj_tol,
-                 proj_max_iter):
+def apply_answer(Np, Ni, dv, v_next, normal_z, v_free, Mx, body, kinematic, motion, joints, phi, h, slop,
+                 position_stage, position_zeta, project, proj_tol, proj_max_iter):
     """A jointed step's certified answer applied as the general stages apply it (sim/stages.py
     ``integrate``), after its v+ and contact impulses (``normal_z``) are known: the contact modes
     (contact rows N, S, T: ``dv`` on the pattern ``Np``, ``Ni``), the kinetic energy the impulses added
@@ -388,6 +391,8 @@ def apply_answer(Np, Ni, dv, v_next, normal_z, v_free, blk_ptr, blk_cols, Mx, pa
     test, the joint projection (or the joint error), the energies and deepest overlap after the step.
     Returns (DONE or DEEP, modes, gain, ke, pe, pen, joint_error); DEEP (a deep contact: the caller
     corrects positions and projects the joints) with ke, pe, pen and joint_error 0."""
+    _live, dof_start, kind, mass, inertia, inv_inertia, gravity, blk_cols, blk_ptr, passive = body
+    quaternion, position, linear_velocity, angular_velocity, planar_reference = motion
     nc = phi.shape[0]
     if nc:
         modes = _modes_of_rows(Np, Ni, dv[1], dv[2], v_next, normal_z, MODE_IMPULSE_TOL, MODE_SPEED_TOL)

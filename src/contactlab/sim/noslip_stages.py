@@ -46,6 +46,12 @@ NO_MOTORS = (EMPTY, 1, True, True)
 TRIAL_THRESHOLD = max(CERTIFY, float(PPMOptions().tol or 0.0))
 
 
+def motion(data) -> tuple:
+    """The state's arrays as the compiled jointed steps take them, one argument (sim/noslip_kernels.py
+    ``MOTION``; written in place by the call)."""
+    return data.quaternion, data.position, data.linear_velocity, data.angular_velocity, data.planar_reference
+
+
 def jointed_free_bodies(model) -> bool:
     """Whether every moving body of ``model`` is a free 6-dof body (no planar or kinematic body; the
     mass blocks cover every coordinate) and there are joints: the scenes the compiled no-slip step takes."""
@@ -65,7 +71,8 @@ class CompiledJointCall(CompiledCall):
 
     def joint_layout(self, m) -> None:
         """The call's arrays of the frozen model ``m`` (a new model is planned anew): the live bodies,
-        M^-1's block pattern, gravity, the packed joints, no torques set yet, and the kinematic bodies'
+        M^-1's block pattern, gravity, the packed joints, no torques set yet, the model's arrays as one
+        argument (``body``: sim/noslip_kernels.py ``BODY``), and the kinematic bodies'
         blocks (``kin``: the Stewart-Trinkle and box-friction calls eliminate them from their problems,
         kernels/joint_rows.py ``pin_rows``; the no-slip call takes no kinematic body)."""
         self.kin = (m.dof_start[(m.kind == KIND_KINEMATIC) & (m.dof_start >= 0)] // 6).astype(np.int64)
@@ -73,7 +80,11 @@ class CompiledJointCall(CompiledCall):
         self.blk_cols, self.blk_ptr = block_pattern(self.live.size)
         self.gravity = np.asarray(m.gravity, dtype=np.float64)
         self.packed = packed_joints(m)
+        self.joint_args = self.packed.kernel_args       # the packed joints' arrays as the calls take them
         self.torque_keys, self.torque_idx = None, _NO_INDEX     # the joints the torques were last set on
+        # the model's fixed arrays as the calls take them, one argument (noslip_kernels.BODY)
+        self.body = (self.live, m.dof_start, m.kind, m.mass, m.inertia, m.inv_inertia, self.gravity, self.blk_cols,
+                     self.blk_ptr, self.passive)
 
     def torque_inputs(self, data) -> tuple:
         """(joint indices, torques, motor targets, motor force limits) of ``data`` as the compiled call
@@ -108,7 +119,7 @@ class CompiledJointCall(CompiledCall):
         a, b, point, normal, t1, t2, phi = contact_arrays(contacts)
         body, v_free, terms, rows = _T.system_terms(
             self.live, m.dof_start, quat, pos, m.mass, m.inertia, m.inv_inertia, self.gravity, lin, ang, gyro, f, True,
-            a, b, point, normal, t1, t2, phi, zeta, slop, self.packed.kernel_args, mt, mf,
+            a, b, point, normal, t1, t2, phi, zeta, slop, self.joint_args, mt, mf,
             self.sim.data.planar_reference, h, zeta_j)
         return f, body, terms if phi.shape[0] else None, v_free, joint_groups(m, self.packed, rows)
 
@@ -224,16 +235,10 @@ class CompiledNoSlipStages(CompiledJointCall, Stages):
                           position_zeta, project, gyro) -> tuple:
         """:func:`~contactlab.sim.noslip_kernels.noslip_step`'s arguments on the simulator's state (the
         contacts as plain arrays), which :func:`~contactlab.sim.noslip_kernels.noslip_motor_step` takes too."""
-        sim = self.sim
-        model, data = sim.model, sim.data
-        a, b, point, normal, t1, t2, phi = contact
         max_it = self.max_iterations
-        return (self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
-                model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
-                data.angular_velocity, data.planar_reference, f, a, b, point, normal, t1, t2, phi, zeta, slop,
-                self.packed.kernel_args, mt, mf, w.h, zeta_j, self.blk_cols, self.blk_ptr, gap, tol, cfm,
-                -1 if max_it is None else int(max_it), self.threshold, self.passive,
-                position_stage, position_zeta, project, 1e-10, 8)
+        return (self.body, self.sim.model.ndof, KIND_KINEMATIC, gyro, motion(self.sim.data), f, contact, zeta, slop,
+                self.joint_args, mt, mf, w.h, zeta_j, gap, tol, cfm, -1 if max_it is None else int(max_it),
+                self.threshold, position_stage, position_zeta, project, 1e-10, 8)
 
     # -- integrate: done in the call but for a deep contact's position correction -----------------
     def integrate(self, w: StepWork) -> None:

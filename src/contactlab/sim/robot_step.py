@@ -18,7 +18,8 @@ compiled form (``compiled_form(sim)``: :class:`~contactlab.control.locomotion.Le
    this module calls it);
 4. the step's bookkeeping (``Data``, the deferred system, the Solution, the StepRecord), the test
    of the turn correction (:func:`contactlab.sim.turns.turn_bound`) and the plausibility check
-   (:func:`contactlab.sim.faults.plausibility`). (Each kernel is called from here rather than linked
+   (:func:`contactlab.sim.faults.free_plausibility`: the call's v_free split per body and the verdict in
+   one call). (Each kernel is called from here rather than linked
    into one: a kernel linked into another is compiled again inside it, a cost at every cold start.)
 
 The same kernels in the same order on the same arrays as the stages (sim/stages.py ``Stages``,
@@ -44,12 +45,14 @@ from ..collision.contacts import PackedContactSet, previous_packed
 from ..models.common import StepResult
 from . import noslip_kernels as NK
 from . import turns
-from .faults import (checked_step, fault_statics, fault_words, motor_targets, plausibility, split_velocity,
-                     step_depth)
+from .faults import checked_step, fault_statics, fault_words, free_plausibility, motor_targets, step_depth
 from .noslip_stages import EMPTY, NO_MOTORS, NO_VALUES, noslip_solution
 from .recorder import StepRecord
 from .stages import Stages, StepWork
 from .tree_stages import CompiledTreeNoSlipStages
+
+#: free_plausibility's gravity where the step's own free velocity is split (not read)
+_NO_GRAVITY = np.zeros(0)
 
 
 _NO_FLOATS, _NO_INTS = np.zeros(0), np.zeros(0, dtype=np.int64)
@@ -213,10 +216,10 @@ class FusedRobotStep:
                          contact_energy_gain=gain, max_penetration=pen, solve_time=t_solve, joint_error=joint_error)
         # the plausibility check (faults.checked_step) on the call's own free velocities
         depth = step_depth(sim, rec)
-        vf, wf = split_velocity(model.dof_start, v_free, model.nb)
-        verdict = plausibility(model.dof_start, self.kind, 2, self.radius, x0, v0, w0, vf, wf, data.position,
-                               data.linear_velocity, data.angular_velocity, h, depth, float(st.slop), before[3],
-                               self.jointed, motor_targets(data), True, float(gain), float(ke), float(e1), self.mass)
+        verdict = free_plausibility(model.dof_start, self.kind, 2, self.radius, x0, v0, w0, v_free, True, _NO_GRAVITY,
+                                    data.position, data.linear_velocity, data.angular_velocity, h, depth,
+                                    float(st.slop), before[3], self.jointed, motor_targets(data), True, float(gain),
+                                    float(ke), float(e1), self.mass)
         rec.fault = fault_words(sim, verdict, depth, before[3], rec) if verdict[0] else ""
         rec.plausible = not rec.fault
         sim._fault_joint_error = float(joint_error) if math.isfinite(joint_error) else 0.0

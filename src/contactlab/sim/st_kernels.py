@@ -383,11 +383,9 @@ def _pyramid(Sp, Si, Sd, Td, d):
 
 
 @jit
-def st_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic, quaternion,
-            position, linear_velocity, angular_velocity, planar_reference, f, contact_floats, contact_ints,
-            zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, d, cfm, blk_cols, blk_ptr, max_pivots,
-            pivot_tol, restarts, tol, threshold, kin, passive, position_stage, position_zeta, project, proj_tol,
-            proj_max_iter, z_prev, layout_prev):
+def st_step(body, ndof, kinematic, gyroscopic, motion, f, contact_floats, contact_ints, zeta_c, slop, joints,
+            motor_target, motor_max_force, h, zeta_j, d, cfm, max_pivots, pivot_tol, restarts, tol, threshold, kin,
+            position_stage, position_zeta, project, proj_tol, proj_max_iter, z_prev, layout_prev):
     """One Stewart-Trinkle step of a jointed scene whose body blocks cover every coordinate, from
     the state to the projected joints: the general stages' kernels in their order on the arrays
     they compute (sim/stages.py ``build``, ``integrate``; sim/noslip_kernels.py ``noslip_step`` is the
@@ -395,15 +393,17 @@ def st_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, 
 
     1. e0, the energy before the step; the system's terms (:func:`contactlab.mechanics.terms.system_terms`:
        mass blocks, v_free, contact rows N, S, T with the normal bias, joint rows J, L, A), the CSR
-       arrays ``build_system`` wraps taken as they are (M^-1 as the block pattern ``blk_cols``,
-       ``blk_ptr`` over the blocks, the joint rows' indices as int64, as ``CompiledSTStages`` passes them);
+       arrays ``build_system`` wraps taken as they are (M^-1 as ``body``'s block pattern ``blk_cols``,
+       ``blk_ptr`` over the blocks, the joint rows' indices as int64);
     2. :func:`st_mixed_step` (the Schur complement, Lemke, solve()'s certificate, v+);
     3. the answer applied (:func:`contactlab.sim.noslip_kernels.apply_answer`, the tail the no-slip and
-       box-friction steps share): the contact modes, the kinetic energy the impulses added (``passive``:
-       1 on the dofs counted), x += h v+ (:func:`contactlab.mechanics.integrate.advance_state`); the
+       box-friction steps share): the contact modes, the kinetic energy the impulses added (``body``'s
+       ``passive``: 1 on the dofs counted), x += h v+ (:func:`contactlab.mechanics.integrate.advance_state`); the
        position correction's deep test, the joint projection (or the joint error), the energies and
        deepest overlap after the step.
 
+    ``body``, ``motion``: the model's fixed arrays and the state's (sim/noslip_kernels.py ``BODY``,
+    ``MOTION``; the state's written in place).
     ``contact_floats``, ``contact_ints``: the step's contacts as the detection packed them
     (collision/boxes/packed.py: points, frames, phi, mu per contact; bodies and the detection's
     ``match``). ``z_prev``: the previous step's answer with its (nl, nc, nm) ``layout_prev`` (empty
@@ -417,9 +417,9 @@ def st_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, 
     set for DONE only."""
     point, normal, t1, t2, phi, mu, _guess, a, b, _sa, _sb, match = unpack_contacts(contact_floats, contact_ints)
     e0, M_blocks, W_blocks, v, v_free, dv, Np, Ni, n_bias, Jm, j_rhs, Lm, l_bias, Am, a_target, a_max = jointed_terms(
-        live, dof_start, quaternion, position, mass, inertia, inv_inertia, gravity, linear_velocity, angular_velocity,
-        gyroscopic, f, a, b, point, normal, t1, t2, phi, zeta_c, slop, joints, motor_target, motor_max_force,
-        planar_reference, h, zeta_j)
+        body, motion, gyroscopic, f, (a, b, point, normal, t1, t2, phi), zeta_c, slop, joints, motor_target,
+        motor_max_force, h, zeta_j)
+    blk_cols, blk_ptr = body[7], body[8]
     nc = phi.shape[0]
     nl = l_bias.shape[0]
     i64 = np.int64
@@ -436,7 +436,6 @@ def st_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, 
     if not ok:
         return (DECLINED, out, np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
     outcome, modes, gain, ke, pe, pen, joint_error = apply_answer(
-        Np, Ni, dv, v_next, z[nl:nl + nc], v_free, blk_ptr, blk_cols, M_blocks.reshape(-1), passive, dof_start, kind,
-        kinematic, mass, inertia, inv_inertia, gravity, quaternion, position, linear_velocity, angular_velocity,
-        planar_reference, joints, phi, h, slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
+        Np, Ni, dv, v_next, z[nl:nl + nc], v_free, M_blocks.reshape(-1), body, kinematic, motion, joints, phi, h,
+        slop, position_stage, position_zeta, project, proj_tol, proj_max_iter)
     return (outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max)

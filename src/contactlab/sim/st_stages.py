@@ -33,7 +33,7 @@ from ..models.common import StepResult
 from ..solution import Solution, Status
 from ..solvers.lemke import LemkeOptions
 from . import noslip_kernels as NK
-from .noslip_stages import NO_VALUES, CompiledJointCall
+from .noslip_stages import NO_VALUES, CompiledJointCall, motion
 from .stages import Stages, StepWork
 from . import st_kernels as SK
 
@@ -112,13 +112,10 @@ class CompiledSTStages(CompiledJointCall, Stages):
             z_prev, layout = NO_VALUES, _NO_LAYOUT
         w.t0 = time.perf_counter()
         outcome, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max = SK.st_step(
-            self.live, model.ndof, model.dof_start, model.kind, KIND_KINEMATIC, model.mass, model.inertia,
-            model.inv_inertia, self.gravity, gyro, data.quaternion, data.position, data.linear_velocity,
-            data.angular_velocity, data.planar_reference, f, contact_floats, contact_ints, zeta, slop,
-            self.packed.kernel_args, mt, mf, w.h, zeta_j, int(st.friction_directions),
-            float(float(st.cfm) + sim.model_options.cfm), self.blk_cols, self.blk_ptr, self.max_pivots,
-            self.pivot_tol, self.restarts, self.tol, self.threshold, self.kin, self.passive, position_stage,
-            position_zeta, project, 1e-10, 8, z_prev, layout)
+            self.body, model.ndof, KIND_KINEMATIC, gyro, motion(data), f, contact_floats, contact_ints, zeta, slop,
+            self.joint_args, mt, mf, w.h, zeta_j, int(st.friction_directions),
+            float(float(st.cfm) + sim.model_options.cfm), self.max_pivots, self.pivot_tol, self.restarts, self.tol,
+            self.threshold, self.kin, position_stage, position_zeta, project, 1e-10, 8, z_prev, layout)
         w.t_solved = time.perf_counter()
         if outcome == SK.DECLINED:      # nothing changed: the general stages take the step
             w.compiled = False
