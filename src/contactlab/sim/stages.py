@@ -29,6 +29,10 @@ never by comparing their names inside the step:
   (``joints="schur"``) solved by pgs-sm on jointed scenes: the system's terms, the Schur complement,
   pgs-sm, solve()'s certificate, the recovery and the integration in one compiled call
   (:mod:`contactlab.sim.box_joint_kernels`), the general stages taking any step it declines.
+* The same two in joint coordinates where the joints form a forest (:func:`contactlab.mechanics.tree.tree_topology`):
+  :class:`contactlab.sim.tree_stages.CompiledTreeNoSlipStages` (legged robots: a floating base and its legs) and
+  :class:`contactlab.sim.tree_box_stages.CompiledTreeSchurRowStages` (a hand rooted at a kinematic palm, its
+  couplings a reduction of the coordinates), each handing a step it declines to its maximal-coordinate parent.
 
 A step's intermediate values travel in a :class:`StepWork`; what persists between steps besides the
 bodies' state (``Data``: contacts, the last StepResult, the warm start) is one :class:`StepState`
