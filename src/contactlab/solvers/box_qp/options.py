@@ -53,7 +53,7 @@ class BoxQPOptions:
     proximal: where > 0 and a warm start z0 is given, box-qp first solves the proximal problem
     (M + rho I, q - rho z0; Rockafellar, SIAM J. Control Optim. 14(5), 1976, one proximal-point step)
     with rho = ``proximal`` times the mean of M's diagonal, and returns its answer where it is certified
-    on the original problem (the same measure and ``tol``); else the original from there. With
+    on the original problem (the same measure and ``tol``); else the original from the warm start. With
     cfm ~ 1e-8, a face's four normal impulses are pinned only along M's near-null directions (the
     face's twist, eigenvalue cfm): projected Newton's steps there are w/cfm, which throw a settled
     pile's warm start far off; rho >> cfm damps them, and a rho small against the certificate's
