@@ -49,7 +49,16 @@ class BoxQPOptions:
     in 20 steps (landed: 8.2 steps on average), while a settled column starts near its answer
     (certified piles, 200 steps, ms a step, 500 / 1,000 / 2,000 boxes: 20 steps 13.9-14.1 / 36.8 /
     122-123, 12 steps 13.4 at 500, 8 steps 13.1-13.3 / 33.6 / 124, 5 steps 12.9-15.4 / 32.9 / 130,
-    3 steps 14.8 / 36.3)."""
+    3 steps 14.8 / 36.3);
+    proximal: where > 0 and a warm start z0 is given, box-qp first solves the proximal problem
+    (M + rho I, q - rho z0; Rockafellar, SIAM J. Control Optim. 14(5), 1976, one proximal-point step)
+    with rho = ``proximal`` times the mean of M's diagonal, and returns its answer where it is certified
+    on the original problem (the same measure and ``tol``); else the original from the warm start. With
+    cfm ~ 1e-8, a face's four normal impulses are pinned only along M's near-null directions (the
+    face's twist, eigenvalue cfm): projected Newton's steps there are w/cfm, which throw a settled
+    pile's warm start far off; rho >> cfm damps them, and a rho small against the certificate's
+    scale (|rho (z - z0)| within tol of each row's terms) leaves the proximal answer certified as the
+    original's (off by default; docs/session14-settle14b.md)."""
     tol: float = 0.1 * CERTIFY
     max_iterations: int = 60
     max_outer: int = 30
@@ -65,14 +74,15 @@ class BoxQPOptions:
     island_search_max: int = 0
     island_iterations: int = 20
     island_poor_iterations: int = 8
+    proximal: float = 0.0
 
     def __post_init__(self):
         if not (self.tol > 0 and self.max_iterations >= 1 and self.max_outer >= 1 and self.dense_max >= 0
                 and self.newton_steps >= 0 and self.small_n >= 0 and self.ipm_iterations >= 1
                 and self.grouped_max >= 0 and self.island_search_max >= 0 and self.island_iterations >= 1
-                and self.island_poor_iterations >= 1):
+                and self.island_poor_iterations >= 1 and self.proximal >= 0):
             raise ParamError("tol > 0, max_iterations >= 1, max_outer >= 1, dense_max >= 0, newton_steps >= 0, "
                              "small_n >= 0, ipm_iterations >= 1, grouped_max >= 0, island_search_max >= 0, "
-                             "island_iterations >= 1 and island_poor_iterations >= 1 are required")
+                             "island_iterations >= 1, island_poor_iterations >= 1 and proximal >= 0 are required")
         if self.algorithm not in ("auto", "newton", "ipm"):
             raise ParamError(f"algorithm must be 'auto', 'newton' or 'ipm', got {self.algorithm!r}")
