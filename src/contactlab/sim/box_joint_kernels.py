@@ -123,6 +123,50 @@ def schur_recover(Linv, Y, yg, z, v0, Rp, Ri, Rd, nj, Mip, Mii, Mid, ndof, elim,
 
 
 @jit
+def box_solve_certified(M, q, a_max, mu_c, guess, nm, nl, nc, new_bound, current, warm, prev_motor, prev_limit,
+                        prev_normal, prev_tangent, match, params, threshold):
+    """The boxed LCP (M, q) of rows [A; L; N; S; T] solved as ``solve(problem, "pgs-sm")`` solves it:
+    the model's bounds (models/box_friction.py ``box_bounds``), solve()'s TRIVIAL test, the warm
+    start (models/box_friction.py ``warm_start``: the motors' and limits' impulses where their counts
+    are unchanged, each contact's from its ``match``), pgs-sm (kernels/pgs_sm.py
+    ``pgs_sm_dense_run``) and solve()'s certificate (kernels/residual.py ``boxed_certify_dense``:
+    relative residual at most ``threshold``). Returns (ok, code, z, w, numbers, stats); ok False where
+    solve() would take another branch (trivial, not converged, not certified, a non-finite start).
+    The problem's one solve, shared by :func:`schur_box_solve` (the maximal coordinates' Schur
+    complement) and sim/tree_box_kernels.py ``tree_box_step`` (the joint coordinates')."""
+    n = q.shape[0]
+    o_l = nm
+    o_n = nm + nl
+    e = np.zeros(0)
+    z = np.zeros(n)
+    lo, hi, findex, mu = box_bounds(0, o_l, o_n, n, a_max, mu_c, guess, new_bound, current)
+    if boxed_zero_solves(q, lo, hi, findex):    # solve()'s TRIVIAL answer
+        return False, 0, z, e, np.zeros(6), np.zeros(6)
+    if warm:
+        if prev_motor.shape[0] == nm:
+            for i in range(nm):
+                z[i] = prev_motor[i]
+        if prev_limit.shape[0] == nl:
+            for i in range(nl):
+                z[o_l + i] = prev_limit[i]
+        matched_impulses(z, o_n, match, prev_normal, prev_tangent)
+        for i in range(n):
+            if not np.isfinite(z[i]):       # solve()'s ParamError
+                return False, 0, z, e, np.zeros(6), np.zeros(6)
+    wk = np.empty(n)
+    stats = np.zeros(6)
+    code = pgs_sm_dense_run(M, q, lo, hi, findex, mu, z, wk, params, stats)
+    if code != CONVERGED:
+        return False, code, z, e, np.zeros(6), stats
+    w, nat, comp, infeas, rn, rc, ri = boxed_certify_dense(M, q, lo, hi, findex, mu, z)
+    numbers = np.array((nat, comp, infeas, rn, rc, ri))
+    rel = rn if rn > ri else ri
+    if not (rel <= threshold and nat < np.inf and infeas < np.inf):
+        return False, code, z, w, numbers, stats
+    return True, code, z, w, numbers, stats
+
+
+@jit
 def schur_box_solve(Jp, Ji, Jd, j_rhs, Ap, Ai, Ad, a_target, a_max, Lp, Li, Ld, l_bias, Np, Ni, Nd, Sd, Td, n_bias,
                     mu_c, guess, new_bound, current, cfm, Wb, Mip, Mii, Mid, v_free, ndof, kin, warm, prev_motor,
                     prev_limit, prev_normal, prev_tangent, match, params, threshold):
@@ -144,7 +188,6 @@ def schur_box_solve(Jp, Ji, Jd, j_rhs, Ap, Ai, Ad, a_target, a_max, Lp, Li, Ld, 
     n = o_n + 3 * nc
     if j_rhs.shape[0] == 0 or n == 0:
         return _no_answer()
-    e = np.zeros(0)
     Sp = Np
     Hp, Hi, Hd = stack_csr((Ap, Lp, Np, Sp, Sp), (Ai, Li, Ni, Ni, Ni), (Ad, Ld, Nd, Sd, Td), (nm, nl, nc, nc, nc))
     rhs = np.zeros(n)
@@ -158,30 +201,10 @@ def schur_box_solve(Jp, Ji, Jd, j_rhs, Ap, Ai, Ad, a_target, a_max, Lp, Li, Ld, 
         Jp, Ji, Jd, j_rhs, Hp, Hi, Hd, rhs, Wb, v_free, ndof, kin, cfm)
     if not ok:
         return _no_answer()
-    lo, hi, findex, mu = box_bounds(0, o_l, o_n, n, a_max, mu_c, guess, new_bound, current)
-    if boxed_zero_solves(q, lo, hi, findex):    # solve()'s TRIVIAL answer: the general path's
-        return _no_answer()
-    z = np.zeros(n)
-    if warm:
-        if prev_motor.shape[0] == nm:
-            for i in range(nm):
-                z[i] = prev_motor[i]
-        if prev_limit.shape[0] == nl:
-            for i in range(nl):
-                z[o_l + i] = prev_limit[i]
-        matched_impulses(z, o_n, match, prev_normal, prev_tangent)
-        for i in range(n):
-            if not np.isfinite(z[i]):       # solve()'s ParamError: the general path's
-                return _no_answer()
-    wk = np.empty(n)
-    stats = np.zeros(6)
-    code = pgs_sm_dense_run(M, q, lo, hi, findex, mu, z, wk, params, stats)
-    if code != CONVERGED:
-        return _no_answer()
-    w, nat, comp, infeas, rn, rc, ri = boxed_certify_dense(M, q, lo, hi, findex, mu, z)
-    numbers = np.array((nat, comp, infeas, rn, rc, ri))
-    rel = rn if rn > ri else ri
-    if not (rel <= threshold and nat < np.inf and infeas < np.inf):
+    ok, code, z, w, numbers, stats = box_solve_certified(M, q, a_max, mu_c, guess, nm, nl, nc, new_bound, current,
+                                                         warm, prev_motor, prev_limit, prev_normal, prev_tangent,
+                                                         match, params, threshold)
+    if not ok:      # solve()'s other branches: the general path's
         return _no_answer()
     x, v_next = schur_recover(Linv, Y, yg, z, v0, Rp, Ri, Rd, nj, Mip, Mii, Mid, ndof, elim, keep, held, vkin,
                               v_free, Wb, kin, Jp, Ji, Jd)

@@ -24,8 +24,9 @@ mass matrix (CRBA), and the eliminated problem is formed in nr unknowns:
 * Hr = L L' and Y = L^-1 R_u', yg = L^-1 b by :func:`contactlab.kernels.joint_rows.spd_reduce` (the
   maximal call's factor, its SPD test and rank margin), so that M = Y'Y + cfm I and
   q = Y' yg + R S t0 - rhs (the maximal call's B - Y'Y of the Schur complement is this Y'Y);
-* pgs-sm, ``solve()``'s triviality test and certificate on (M, q) (:func:`box_solve_certified`,
-  the maximal call's), u+ = L^-T (yg + Y z), qdot+ = T u+ + t0, v+ = S qdot+;
+* pgs-sm, ``solve()``'s triviality test and certificate on (M, q)
+  (:func:`~contactlab.sim.box_joint_kernels.box_solve_certified`, the maximal call's own), u+ = L^-T (yg + Y z),
+  qdot+ = T u+ + t0, v+ = S qdot+;
 * x += h qdot+ on the joint coordinates (:func:`~contactlab.sim.tree_kernels.advance_tree`), the
   bodies' poses by forward kinematics (on the joints and the couplings by construction: nothing to
   project).
@@ -38,8 +39,8 @@ projects it (the bodies' stored velocities, not velocities rebuilt from the join
 
 Declined (nothing changed, the maximal call takes the step): an exact velocity motor on a coupled
 joint or on a joint without a coordinate, a coupling cycle, Hr outside spd_reduce's SPD branch, and
-every case :func:`box_solve_certified` declines (a trivial problem, pgs-sm not converged, an answer
-that does not certify).
+every case :func:`~contactlab.sim.box_joint_kernels.box_solve_certified` declines (a trivial problem,
+pgs-sm not converged, an answer that does not certify).
 """
 from __future__ import annotations
 
@@ -49,15 +50,11 @@ from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.joint_rows import joint_impulses, spd_reduce
-from ..kernels.pgs import CONVERGED
-from ..kernels.pgs_sm import pgs_sm_dense_run
-from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
 from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.rows import contact_terms, position_targets
 from ..mechanics.tree import body_jacobians, crba, motion_columns, tree_coordinates, tree_joint_error
-from ..models.box_friction import box_bounds, matched_impulses
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
-from .box_joint_kernels import _no_answer
+from .box_joint_kernels import _no_answer, box_solve_certified
 from .noslip_kernels import DECLINED, DEEP, DONE
 from .tree_kernels import (_limit_rows, advance_tree, block_kinetic_gain, frame_rows_of, joint_momentum,
                            maximal_rates, tree_joint_arrays)
@@ -152,48 +149,6 @@ def reduced_mass(H, p, col, fac, t0, nr):
         for j in range(i):
             Hr[i, j] = Hr[j, i]
     return Hr, b
-
-
-@jit
-def box_solve_certified(M, q, a_max, mu_c, guess, nm, nl, nc, new_bound, current, warm, prev_motor, prev_limit,
-                        prev_normal, prev_tangent, match, params, threshold):
-    """The boxed LCP (M, q) of rows [A; L; N; S; T] solved as ``solve(problem, "pgs-sm")`` solves it:
-    the model's bounds (models/box_friction.py ``box_bounds``), solve()'s TRIVIAL test, the warm
-    start (models/box_friction.py ``warm_start``: the motors' and limits' impulses where their counts
-    are unchanged, each contact's from its ``match``), pgs-sm (kernels/pgs_sm.py
-    ``pgs_sm_dense_run``) and solve()'s certificate (kernels/residual.py ``boxed_certify_dense``:
-    relative residual at most ``threshold``). Returns (ok, code, z, w, numbers, stats); ok False where
-    solve() would take another branch (trivial, not converged, not certified, a non-finite start)."""
-    n = q.shape[0]
-    o_l = nm
-    o_n = nm + nl
-    e = np.zeros(0)
-    z = np.zeros(n)
-    lo, hi, findex, mu = box_bounds(0, o_l, o_n, n, a_max, mu_c, guess, new_bound, current)
-    if boxed_zero_solves(q, lo, hi, findex):
-        return False, 0, z, e, np.zeros(6), np.zeros(6)
-    if warm:
-        if prev_motor.shape[0] == nm:
-            for i in range(nm):
-                z[i] = prev_motor[i]
-        if prev_limit.shape[0] == nl:
-            for i in range(nl):
-                z[o_l + i] = prev_limit[i]
-        matched_impulses(z, o_n, match, prev_normal, prev_tangent)
-        for i in range(n):
-            if not np.isfinite(z[i]):
-                return False, 0, z, e, np.zeros(6), np.zeros(6)
-    wk = np.empty(n)
-    stats = np.zeros(6)
-    code = pgs_sm_dense_run(M, q, lo, hi, findex, mu, z, wk, params, stats)
-    if code != CONVERGED:
-        return False, code, z, e, np.zeros(6), stats
-    w, nat, comp, infeas, rn, rc, ri = boxed_certify_dense(M, q, lo, hi, findex, mu, z)
-    numbers = np.array((nat, comp, infeas, rn, rc, ri))
-    rel = rn if rn > ri else ri
-    if not (rel <= threshold and nat < np.inf and infeas < np.inf):
-        return False, code, z, w, numbers, stats
-    return True, code, z, w, numbers, stats
 
 
 @jit
