@@ -137,6 +137,25 @@ def spd_reduce(A, C, g):
 
 
 @jit
+def add_gram(M, Y, sign):
+    """M += sign * Y'Y in place, each product Y[k, i] Y[k, j] formed once and added to both M[i, j]
+    and M[j, i], so M stays exactly symmetric; rows k in order, Y's exact zeros skipped. The Schur
+    complement of :func:`spd_reduce`'s factor: B - D A^-1 C = B - Y'Y (sign -1, the maximal call), or
+    the joint-space Delassus matrix R Hr^-1 R' = Y'Y (sign +1, the tree call)."""
+    p, n = Y.shape
+    for k in range(p):
+        for i in range(n):
+            yki = Y[k, i]
+            if yki == 0.0:
+                continue
+            for j in range(i):
+                t = sign * (yki * Y[k, j])
+                M[i, j] += t
+                M[j, i] += t
+            M[i, i] += sign * (yki * yki)
+
+
+@jit
 def back_transpose(Li, t):
     """L^-T t (Li = L^-1 lower triangular, :func:`spd_reduce`'s): with t = Y z + yg, A^-1 (C z + g),
     the joint impulses' recovery x = -L^-T (Y z + yg) of the eliminated rows (arechavaleta eq. 15)."""

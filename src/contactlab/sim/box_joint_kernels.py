@@ -34,7 +34,7 @@ import numpy as np
 from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times
-from ..kernels.joint_rows import joint_impulses, kept_rows, pin_rows, recover_joint_rows, spd_reduce, stack_csr
+from ..kernels.joint_rows import add_gram, joint_impulses, kept_rows, pin_rows, recover_joint_rows, spd_reduce, stack_csr
 from ..kernels.pgs import CONVERGED
 from ..kernels.pgs_sm import pgs_sm_dense_run
 from ..kernels.residual import boxed_certify_dense, boxed_zero_solves
@@ -92,18 +92,13 @@ def schur_box_problem(Jp, Ji, Jd, j_rhs, Hp, Hi, Hd, rhs, Wb, v_free, ndof, kin,
         for j in range(n):
             M[i, j] = G[nj + i, nj + j]
         q[i] = r[nj + i] - rhs[i]
-    for k in range(nj):         # M -= Y'Y (each product once, both sides: exactly symmetric), q -= Y' yg
+    add_gram(M, Y, -1.0)        # M -= Y'Y
+    for k in range(nj):         # q -= Y' yg
         ygk = yg[k]
         for i in range(n):
             yki = Y[k, i]
-            if yki == 0.0:
-                continue
-            for j in range(i):
-                t = yki * Y[k, j]
-                M[i, j] -= t
-                M[j, i] -= t
-            M[i, i] -= yki * yki
-            q[i] -= yki * ygk
+            if yki != 0.0:
+                q[i] -= yki * ygk
     for i in range(n):
         M[i, i] += cfm
     return True, M, q, Linv, Y, yg, v0, Rp, Ri, Rd, nj, elim, keep, held, vkin

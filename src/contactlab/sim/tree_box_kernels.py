@@ -49,7 +49,7 @@ import numpy as np
 from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.energy import energies, energies_and_depth
-from ..kernels.joint_rows import joint_impulses, spd_reduce
+from ..kernels.joint_rows import add_gram, joint_impulses, spd_reduce
 from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.rows import contact_terms, position_targets
 from ..mechanics.tree import body_jacobians, crba, motion_columns, tree_coordinates, tree_joint_error
@@ -263,16 +263,7 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
         for k in range(nr):
             s += Y[k, i] * yg[k]
         q[i] = s + known[i] - rhs[i]
-    for k in range(nr):         # M = Y'Y (each product once, both sides: exactly symmetric)
-        for i in range(n):
-            yki = Y[k, i]
-            if yki == 0.0:
-                continue
-            for j in range(i):
-                t = yki * Y[k, j]
-                M[i, j] += t
-                M[j, i] += t
-            M[i, i] += yki * yki
+    add_gram(M, Y, 1.0)         # M = Y'Y
     for i in range(n):
         M[i, i] += cfm
     ok, code, z, wv, numbers, stats = box_solve_certified(M, q, a_max, mu, guess, nm, nl, nc, new_bound, current,
