@@ -3,7 +3,7 @@ arechavaleta eq. 15) against numpy's dense factorisations."""
 import numpy as np
 import pytest
 
-from contactlab.kernels.joint_rows import spd_reduce
+from contactlab.kernels.joint_rows import add_gram, spd_reduce
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -38,3 +38,18 @@ def test_the_envelope_factor_is_the_dense_choleskys(seed):
     B = A.copy()
     B[-1, -1] = -1.0                              # not positive definite: the QR branch's case
     assert not spd_reduce(B, C, g)[0]
+
+
+@pytest.mark.parametrize("sign", [-1.0, 1.0])
+def test_add_gram_adds_sign_times_YtY_and_keeps_M_exactly_symmetric(sign):
+    """B + sign Y'Y against numpy's product (Y with exact zeros, as spd_reduce's Y has off a finger's band),
+    and M[i, j] == M[j, i] bit for bit (the Schur complement pgs-sm and the certificate read)."""
+    rng = np.random.default_rng(3)
+    Y = rng.standard_normal((5, 9))
+    Y[rng.random(Y.shape) < 0.4] = 0.0
+    B = rng.standard_normal((9, 9))
+    B = B + B.T
+    M = B.copy()
+    add_gram(M, Y, sign)
+    assert np.allclose(M, B + sign * (Y.T @ Y), rtol=0, atol=1e-13)
+    assert np.array_equal(M, M.T)
