@@ -480,7 +480,7 @@ POOR_PROGRESS = 0.9
 #: 5,000-box pile, ~7 ms on the 122,000-row island of a 10,000-box one). A step cut below 1/8 of Newton's moves
 #: the start too little to bring its error below POOR_PROGRESS of the start's; on the 21 captured steps of
 #: settled 5,000- and 10,000-box piles every first step that was not cut below it was so before too (the same
-#: iterations and answers), and those left after it cost 20-100 ms less (docs/session14-settle14.md)
+#: iterations and answers), and those left after it cost 20-100 ms less (docs/benchmarks-sim.md, fourteenth session)
 POOR_HALVINGS = 3
 
 

@@ -58,7 +58,7 @@ class BoxQPOptions:
     face's twist, eigenvalue cfm): projected Newton's steps there are w/cfm, which throw a settled
     pile's warm start far off; rho >> cfm damps them, and a rho small against the certificate's
     scale (|rho (z - z0)| within tol of each row's terms) leaves the proximal answer certified as the
-    original's (off by default; docs/session14-settle14b.md)."""
+    original's (off by default; docs/benchmarks-sim.md, fourteenth session)."""
     tol: float = 0.1 * CERTIFY
     max_iterations: int = 60
     max_outer: int = 30
