@@ -153,10 +153,17 @@ class RowStages(Stages):
 
     def solver_arguments(self, w: StepWork) -> None:
         """Top-down sweeps: each row's height (:func:`contactlab.models.box_friction.sweep_heights`), as the
-        matrix-free sweeps order them."""
+        matrix-free sweeps order them; box-qp's proximal step after a poor step (``proximal_after_poor``)."""
         sim = self.sim
         if self.heights:
             w.kwargs["height"] = sim.contact_model.sweep_heights(w.sys, sim.model_options, sim.model.gravity)
+        rho = self.options.proximal_after_poor if isinstance(self.options, BoxQPOptions) else 0.0
+        if rho > 0.0 and self.options.proximal == 0.0:
+            # a step after a poor one (box-qp handed rows to its interior point: info ``handed``) takes one
+            # proximal-point step from its warm start (solvers/box_qp/options.py ``proximal_after_poor``)
+            last = sim.last_solution
+            if last is not None and last.info.get("handed", 0) > 0:
+                w.kwargs["proximal"] = rho
 
     # -- solve ------------------------------------------------------------------------------------
     def solve(self, w: StepWork) -> None:

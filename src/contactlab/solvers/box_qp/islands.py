@@ -133,10 +133,12 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray, solve, resume
     if aside is not None:
         zz[aside] = 0.0
     iterations, outer, rounds, ok = 0, 1, 0, True
+    handed = [0]
     while True:
         rounds += 1
         # a round solves the islands labelled (>= 0); the others keep the answers of the round that solved them
-        its, out, solved = _island_solves(problem, opts, count, labels, zz, w, solve, resume, union=merged)
+        its, out, solved = _island_solves(problem, opts, count, labels, zz, w, solve, resume, union=merged,
+                                          handed=handed)
         iterations, outer, ok = iterations + its, max(outer, out), (ok or whole) and solved
         if aside is None:
             break
@@ -160,7 +162,8 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray, solve, resume
             count, labels = _touched(count, labels, late)
     return Solution(z=zz, w=w, status=Status.SOLVED if ok else Status.MAX_ITERATIONS, iterations=iterations,
                     info={"outer": outer, "islands": int(islands),
-                          "set_aside": 0 if aside is None else int(aside.sum()), "rounds": rounds})
+                          "set_aside": 0 if aside is None else int(aside.sum()), "rounds": rounds,
+                          "handed": handed[0]})
 
 
 def _touched(count: int, labels: np.ndarray, late: np.ndarray) -> tuple[int, np.ndarray]:
@@ -175,13 +178,16 @@ def _touched(count: int, labels: np.ndarray, late: np.ndarray) -> tuple[int, np.
 
 
 def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np.ndarray, zz: np.ndarray,
-                   w: np.ndarray, solve, resume, union: bool = False) -> tuple[int, int, bool]:
+                   w: np.ndarray, solve, resume, union: bool = False,
+                   handed: list | None = None) -> tuple[int, int, bool]:
     """The islands (count, label per row; rows labelled -1 take no part) solved from zz, their
     answers written into zz and w: the compiled call for those it takes, box-qp in Python on the
     others: ``solve(sub, opts, z)`` the whole method on an island's block, ``resume(sub, opts, z, counter,
     mode, first)`` its Python path from bound update ``first`` (solver.py ``_solve`` and ``_python_path``,
     passed in so this module does not import the method back). ``union``: no compiled call, the
     islands' union solved by the whole method at once (rows of separate islands stay uncoupled).
+    ``handed``: a one-element list to which the rows solved outside the compiled call (the whole method or the
+    interior point in Python: a large island, or one the compiled Newton left or gave up on) are added.
     Returns (iterations, bound updates, whether every island is solved)."""
     M = problem.M
     order, bounds = island_rows(count, labels)
@@ -241,6 +247,8 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
             zz[idx], w[idx] = 0.0, sub.q        # never reach 0 exactly, and a scale-free residual
             continue                            # measures z in units of max|z| (solve() tests this first)
         s = solve(sub, opts, zz[idx]) if first is None else resume(sub, opts, zz[idx], [done], ["ipm"], first)
+        if handed is not None:
+            handed[0] += idx.size
         zz[idx], w[idx] = s.z, s.w
         iterations += s.iterations - done
         outer = max(outer, s.info.get("outer", 1))

@@ -58,7 +58,12 @@ class BoxQPOptions:
     face's twist, eigenvalue cfm): projected Newton's steps there are w/cfm, which throw a settled
     pile's warm start far off; rho >> cfm damps them, and a rho small against the certificate's
     scale (|rho (z - z0)| within tol of each row's terms) leaves the proximal answer certified as the
-    original's (off by default; docs/benchmarks-sim.md, fourteenth session)."""
+    original's (off by default; docs/benchmarks-sim.md, fourteenth session).
+
+    proximal_after_poor: read by the simulator (sim/box_stages.py ``RowStages.solver_arguments``), not by a
+    single solve: where > 0 (and ``proximal`` is 0), a step after one whose box-qp answer handed rows to the
+    Python path (info ``handed`` > 0: a large island, or one the compiled Newton left or gave up on, solved by
+    the interior point) is solved with ``proximal`` = this value; every other step as without it."""
     tol: float = 0.1 * CERTIFY
     max_iterations: int = 60
     max_outer: int = 30
@@ -75,14 +80,17 @@ class BoxQPOptions:
     island_iterations: int = 20
     island_poor_iterations: int = 8
     proximal: float = 0.0
+    proximal_after_poor: float = 0.0
 
     def __post_init__(self):
         if not (self.tol > 0 and self.max_iterations >= 1 and self.max_outer >= 1 and self.dense_max >= 0
                 and self.newton_steps >= 0 and self.small_n >= 0 and self.ipm_iterations >= 1
                 and self.grouped_max >= 0 and self.island_search_max >= 0 and self.island_iterations >= 1
-                and self.island_poor_iterations >= 1 and self.proximal >= 0):
+                and self.island_poor_iterations >= 1 and self.proximal >= 0
+                and self.proximal_after_poor >= 0):
             raise ParamError("tol > 0, max_iterations >= 1, max_outer >= 1, dense_max >= 0, newton_steps >= 0, "
                              "small_n >= 0, ipm_iterations >= 1, grouped_max >= 0, island_search_max >= 0, "
-                             "island_iterations >= 1, island_poor_iterations >= 1 and proximal >= 0 are required")
+                             "island_iterations >= 1, island_poor_iterations >= 1, proximal >= 0 and "
+                             "proximal_after_poor >= 0 are required")
         if self.algorithm not in ("auto", "newton", "ipm"):
             raise ParamError(f"algorithm must be 'auto', 'newton' or 'ipm', got {self.algorithm!r}")
