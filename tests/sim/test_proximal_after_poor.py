@@ -1,7 +1,7 @@
 """box-qp's ``proximal_after_poor`` (solvers/box_qp/options.py; read by sim/box_stages.py
 ``RowStages.solver_arguments``): a step after one whose box-qp answer handed rows to the Python path
 (info ``handed`` > 0) is solved with one proximal-point step from its warm start; every other step as
-without it. Two resting 60-box columns, each column one island of 720 rows: with ``grouped_max`` = 0 the
+without it (on by default). Two resting 60-box columns, each column one island of 720 rows: with ``grouped_max`` = 0 the
 compiled island call takes no island over ``small_n`` rows, so each island is handed over (a poor step by
 the rule's measure); with the default, none is. Every applied answer is checked against the box-friction
 LCP's conditions computed with numpy from the step's problem alone (tests/solvers/test_box_qp_left_islands.py
@@ -51,4 +51,4 @@ def test_the_proximal_step_only_after_a_poor_step():
         else:
             assert any(not after for after, _ in solved)        # islands in the compiled call: plain steps
     # the option off: never, whatever was handed
-    assert not any(took for _, took, _ in _run({"grouped_max": 0}))
+    assert not any(took for _, took, _ in _run({"grouped_max": 0, "proximal_after_poor": 0.0}))

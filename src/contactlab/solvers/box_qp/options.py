@@ -63,7 +63,11 @@ class BoxQPOptions:
     proximal_after_poor: read by the simulator (sim/box_stages.py ``RowStages.solver_arguments``), not by a
     single solve: where > 0 (and ``proximal`` is 0), a step after one whose box-qp answer handed rows to the
     Python path (info ``handed`` > 0: a large island, or one the compiled Newton left or gave up on, solved by
-    the interior point) is solved with ``proximal`` = this value; every other step as without it."""
+    the interior point) is solved with ``proximal`` = this value; every other step as without it. A settled
+    pile's steps can alternate between ones whose islands hand rows over and ones the compiled call solves
+    (the joined towers' warm start poor along the faces' twists, above); the proximal step after a handed one
+    keeps that answer near its warm start and ends the alternation, where taken on every step it makes the
+    steps that were fine dearer (docs/benchmarks-sim.md, fourteenth session); 0: off."""
     tol: float = 0.1 * CERTIFY
     max_iterations: int = 60
     max_outer: int = 30
@@ -80,7 +84,7 @@ class BoxQPOptions:
     island_iterations: int = 20
     island_poor_iterations: int = 8
     proximal: float = 0.0
-    proximal_after_poor: float = 0.0
+    proximal_after_poor: float = 1e-7
 
     def __post_init__(self):
         if not (self.tol > 0 and self.max_iterations >= 1 and self.max_outer >= 1 and self.dense_max >= 0
