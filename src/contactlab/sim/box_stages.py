@@ -159,10 +159,11 @@ class RowStages(Stages):
             w.kwargs["height"] = sim.contact_model.sweep_heights(w.sys, sim.model_options, sim.model.gravity)
         rho = self.options.proximal_after_poor if isinstance(self.options, BoxQPOptions) else 0.0
         if rho > 0.0 and self.options.proximal == 0.0:
-            # a step after a poor one (box-qp handed rows to its interior point: info ``handed``) takes one
-            # proximal-point step from its warm start (solvers/box_qp/options.py ``proximal_after_poor``)
+            # a step after a poor one (box-qp handed rows to its interior point: info ``handed``) that came
+            # after one that was not (``handed_run`` 1: a landing pile's run of impact steps takes none) takes
+            # one proximal-point step from its warm start (solvers/box_qp/options.py ``proximal_after_poor``)
             last = sim.last_solution
-            if last is not None and last.info.get("handed", 0) > 0:
+            if last is not None and last.info.get("handed_run", 0) == 1:
                 w.kwargs["proximal"] = rho
 
     # -- solve ------------------------------------------------------------------------------------
@@ -178,6 +179,10 @@ class RowStages(Stages):
                 return
             super().assemble(w)         # a row on more than two bodies: the assembled problem
         super().solve(w)
+        if isinstance(self.options, BoxQPOptions) and w.sol.info.get("handed", 0) > 0:
+            # how many steps in a row box-qp handed rows over, this one included (proximal_after_poor's rule)
+            last = self.sim.last_solution
+            w.sol.info["handed_run"] = 1 + (last.info.get("handed_run", 0) if last is not None else 0)
 
     def solve_matrix_free(self, w: StepWork):
         """Fixed-budget solve without the Delassus matrix: (n, Solution) (None when a row touches
