@@ -65,10 +65,11 @@ class BoxQPOptions:
     Python path (info ``handed`` > 0: a large island, or one the compiled Newton left or gave up on, solved by
     the interior point) that came after one that did not (a landing pile's run of impact steps, each
     handing rows over, takes the proximal step once) is solved with ``proximal`` = this value; every other
-    step as without it. A settled pile's steps can alternate between ones whose islands hand rows over and ones the compiled call solves
-    (the joined towers' warm start poor along the faces' twists, above); the proximal step after a handed one
-    keeps that answer near its warm start and ends the alternation, where taken on every step it makes the
-    steps that were fine dearer (docs/benchmarks-sim.md, fourteenth session); 0: off."""
+    step as without it. A settled pile's steps can alternate between ones whose islands hand rows over and
+    ones the compiled call solves (the joined towers' warm start poor along the faces' twists, above); the
+    proximal step after a handed one keeps that answer near its warm start and ends the alternation, where
+    taken on every step it makes the steps that were fine dearer (docs/benchmarks-sim.md, fourteenth
+    session); 0: off."""
     tol: float = 0.1 * CERTIFY
     max_iterations: int = 60
     max_outer: int = 30
