@@ -2,7 +2,8 @@
 (numba itself only notices a change of the kernel's own file), and only those modules' caches."""
 import os
 
-from contactlab.kernels._jit import STAMP_NAME, import_closures, imported_files, invalidate_stale_caches
+from contactlab.kernels._jit import (STAMP_NAME, _forget_caches_of_changed_sources, import_closures, imported_files,
+                                    invalidate_stale_caches, loaded_sources)
 
 
 def _caches(root):
@@ -79,3 +80,24 @@ def test_a_removed_module_drops_its_importers_caches(tmp_path):
     (root / "kernels" / "inner.py").unlink()
     assert invalidate_stale_caches(root)
     assert _caches(root) == ["other.g-1.py311.1.nbc", "other.g-1.py311.nbi"]
+
+
+def test_a_process_that_ran_while_sources_changed_drops_what_it_may_have_compiled_from_the_old_ones(tmp_path):
+    """Process A imports; the sources change (a merge) and process B records them (dropping the stale
+    caches); A then compiles step from the old code in its memory and numba files the cache under
+    step.py, which did not change: B's record would trust it. At A's exit the caches of the modules
+    whose closure changed since A imported go; the unrelated module's stay. A process during which
+    nothing changed drops nothing at exit."""
+    root = _package(tmp_path)
+    invalidate_stale_caches(root)
+    loaded = loaded_sources(root)                       # process A's sources
+    _cache(root, "other.py", "g")
+    _forget_caches_of_changed_sources(root, loaded)     # nothing changed: nothing goes
+    assert len(_caches(root)) == 2
+    (root / "helpers.py").write_text("X = 2  # merged while A runs\n")
+    invalidate_stale_caches(root)                       # process B starts: records the new sources
+    _cache(root, "kernels/step.py", "step")             # A compiles step from the old helpers
+    assert not invalidate_stale_caches(root) and len(_caches(root)) == 4   # the record now trusts it
+    _forget_caches_of_changed_sources(root, loaded)     # A exits
+    assert _caches(root) == ["other.g-1.py311.1.nbc", "other.g-1.py311.nbi"]
+    assert not invalidate_stale_caches(root)            # and the record is the current sources'

@@ -136,7 +136,7 @@ def _drop_caches(root: Path, relpath: str) -> int:
     return gone
 
 
-def invalidate_stale_caches(root: Path) -> bool:
+def invalidate_stale_caches(root: Path, loaded: dict | None = None) -> bool:
     """Delete the numba caches of every module whose import closure changed since they were
     written; True when it deleted some (or had no record to trust).
 
@@ -149,11 +149,18 @@ def invalidate_stale_caches(root: Path) -> bool:
     package modules (:func:`import_closures`), go, and only those: an edit recompiles the kernels
     that could have seen it. A ``stat`` digest of the tree (:func:`sources_stamp`) skips the
     reading when nothing was touched. Where the package's folders are not writable numba keeps its
-    caches elsewhere and this does nothing."""
+    caches elsewhere and this does nothing.
+
+    ``loaded``: the record of the sources a process imported (:func:`loaded_sources`), compared
+    instead of the one on disk. A process that imported the package before its sources changed
+    (a ``git pull`` or merge while it runs) compiles from the old sources in its memory and writes
+    caches that numba files under unchanged files, after another process may already have recorded
+    the new sources; at its exit (:func:`_forget_caches_of_changed_sources`) the caches of every
+    module whose closure changed since it imported go the same way."""
     marker = root / "__pycache__" / STAMP_NAME
     stamp = sources_stamp(root)
     try:
-        record = json.loads(marker.read_text())
+        record = loaded if loaded is not None else json.loads(marker.read_text())
         old_digests, old_imports = dict(record["digests"]), dict(record["imports"])
         if record.get("stamp") == stamp:
             return False
@@ -192,7 +199,32 @@ def invalidate_stale_caches(root: Path) -> bool:
     return bool(stale)
 
 
-invalidate_stale_caches(Path(__file__).resolve().parents[1])
+def loaded_sources(root: Path) -> dict | None:
+    """The record beside the caches as it stands (just written or checked by
+    :func:`invalidate_stale_caches`): the sources this process imports; None where there is none."""
+    try:
+        record = json.loads((root / "__pycache__" / STAMP_NAME).read_text())
+        return record if {"stamp", "digests", "imports"} <= record.keys() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _forget_caches_of_changed_sources(root: Path, loaded: dict | None) -> None:
+    """At exit: where the sources changed while this process ran (one ``stat`` pass when they did
+    not), drop the caches of the modules whose import closure changed since it imported them
+    (:func:`invalidate_stale_caches` with ``loaded``): it may have compiled them from the old code."""
+    if loaded is None:
+        return
+    try:
+        if sources_stamp(root) != loaded["stamp"]:
+            invalidate_stale_caches(root, loaded)
+    except OSError:
+        pass
+
+
+_PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+invalidate_stale_caches(_PACKAGE_ROOT)
+atexit.register(_forget_caches_of_changed_sources, _PACKAGE_ROOT, loaded_sources(_PACKAGE_ROOT))
 
 #: estimated CPU seconds to compile one kernel function (numba typing plus LLVM at -O3): the "buy"
 #: price of the ski-rental rule, per function in a kernel's call closure (the measurement that set
