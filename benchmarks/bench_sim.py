@@ -44,7 +44,7 @@ machine's noisy spells: one run's 10-box figures moved by 30-60 % between runs).
 Every configuration runs at most ``--steps`` steps or ``--budget`` wall seconds after one warm-up step
 (numba compilation excluded: also a throwaway warm-up run per mode, :func:`_warm_up`). Reported: steps, steps/s, ms per step, ms per stage (ours), contacts,
 iterations, largest relative residual (ours), failures (uncertified steps), drift of a stack (largest
-displacement of any box), largest penetration. ``--drift-seconds`` adds the 10-box stack run for that
+displacement of any box), largest penetration. ``--drift-seconds`` adds the 10-box stack run (``--drift-sizes``: those stacks) for that
 long (drift goal <= 1e-6 m over 10 s).
 """
 from __future__ import annotations
@@ -449,6 +449,8 @@ def main(argv=None):
     ap.add_argument("--certified-max", type=int, default=2000,
                     help="largest pile run in certified mode")
     ap.add_argument("--drift-seconds", type=float, default=10.0, help="10-box stack drift run (0: skip)")
+    ap.add_argument("--drift-sizes", type=int, nargs="+", default=[10],
+                    help="the stacks the drift run covers (default: the 10-box one)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of each configuration up to --repeat-max boxes, the engines taking turns; the "
                          "median run is reported (its spread in ms_range)")
@@ -489,12 +491,13 @@ def main(argv=None):
     drift_rows = []
     if a.drift_seconds > 0:
         k = int(round(a.drift_seconds / 0.01))
-        for engine in a.engines:
-            r = RUNNERS[engine]("stack", 10, k, 10 * a.budget)
-            if r is not None:
-                r["engine"] += f" ({a.drift_seconds:g} s)"
-                drift_rows.append(r)
-                print(json.dumps(r), flush=True)
+        for n in a.drift_sizes:
+            for engine in a.engines:
+                r = RUNNERS[engine]("stack", n, k, 10 * a.budget)
+                if r is not None:
+                    r["engine"] += f" ({a.drift_seconds:g} s)"
+                    drift_rows.append(r)
+                    print(json.dumps(r), flush=True)
     slopes = {f"{e} / {s}": exponent(rows, e, s) for e in a.engines for s in a.scenes}
     if a.json:
         atomic_write(a.json, lambda tmp: Path(tmp).write_text(json.dumps(
