@@ -133,13 +133,14 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray, solve, resume
     if aside is not None:
         zz[aside] = 0.0
     iterations, outer, rounds, ok = 0, 1, 0, True
-    handed = [0]
+    handed = 0
     while True:
         rounds += 1
         # a round solves the islands labelled (>= 0); the others keep the answers of the round that solved them
-        its, out, solved = _island_solves(problem, opts, count, labels, zz, w, solve, resume, union=merged,
-                                          handed=handed)
+        its, out, solved, rows_handed = _island_solves(problem, opts, count, labels, zz, w, solve, resume,
+                                                       union=merged)
         iterations, outer, ok = iterations + its, max(outer, out), (ok or whole) and solved
+        handed += rows_handed
         if aside is None:
             break
         rows = np.flatnonzero(aside)
@@ -163,7 +164,7 @@ def _islands(problem: BoxedLCP, opts: BoxQPOptions, z: np.ndarray, solve, resume
     return Solution(z=zz, w=w, status=Status.SOLVED if ok else Status.MAX_ITERATIONS, iterations=iterations,
                     info={"outer": outer, "islands": int(islands),
                           "set_aside": 0 if aside is None else int(aside.sum()), "rounds": rounds,
-                          "handed": handed[0]})
+                          "handed": handed})
 
 
 def _touched(count: int, labels: np.ndarray, late: np.ndarray) -> tuple[int, np.ndarray]:
@@ -178,17 +179,16 @@ def _touched(count: int, labels: np.ndarray, late: np.ndarray) -> tuple[int, np.
 
 
 def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np.ndarray, zz: np.ndarray,
-                   w: np.ndarray, solve, resume, union: bool = False,
-                   handed: list | None = None) -> tuple[int, int, bool]:
+                   w: np.ndarray, solve, resume, union: bool = False) -> tuple[int, int, bool, int]:
     """The islands (count, label per row; rows labelled -1 take no part) solved from zz, their
     answers written into zz and w: the compiled call for those it takes, box-qp in Python on the
     others: ``solve(sub, opts, z)`` the whole method on an island's block, ``resume(sub, opts, z, counter,
     mode, first)`` its Python path from bound update ``first`` (solver.py ``_solve`` and ``_python_path``,
     passed in so this module does not import the method back). ``union``: no compiled call, the
     islands' union solved by the whole method at once (rows of separate islands stay uncoupled).
-    ``handed``: a one-element list to which the rows solved outside the compiled call (the whole method or the
-    interior point in Python: a large island, or one the compiled Newton left or gave up on) are added.
-    Returns (iterations, bound updates, whether every island is solved)."""
+    Returns (iterations, bound updates, whether every island is solved, the rows solved outside the compiled
+    call: the whole method or the interior point in Python, a large island or one the compiled Newton left or
+    gave up on)."""
     M = problem.M
     order, bounds = island_rows(count, labels)
     order, bounds = order[bounds[0]:], bounds - bounds[0]       # the rows labelled -1 sort first
@@ -221,7 +221,7 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
             min(budget, opts.island_poor_iterations), np.inf if newton_only else IPM_WARM_MAX, layout, layout_at,
             spare)
         _layouts[:] = [(layout_next, at_next, layout)]      # this call's buffer the next one's spare
-    iterations, outer, ok = int(its.sum()), int(outers.max(initial=1)), True
+    iterations, outer, ok, handed = int(its.sum()), int(outers.max(initial=1)), True, 0
     # an island left out: the whole method on its own block; those the compiled Newton gave up on:
     # one interior point on their union from there (rows of separate islands stay uncoupled; one
     # run's ~15 iterations instead of ~15 per island, each a Python iteration), at the earliest of
@@ -247,11 +247,10 @@ def _island_solves(problem: BoxedLCP, opts: BoxQPOptions, count: int, labels: np
             zz[idx], w[idx] = 0.0, sub.q        # never reach 0 exactly, and a scale-free residual
             continue                            # measures z in units of max|z| (solve() tests this first)
         s = solve(sub, opts, zz[idx]) if first is None else resume(sub, opts, zz[idx], [done], ["ipm"], first)
-        if handed is not None:
-            handed[0] += idx.size
+        handed += idx.size
         zz[idx], w[idx] = s.z, s.w
         iterations += s.iterations - done
         outer = max(outer, s.info.get("outer", 1))
         ok = ok and s.status is Status.SOLVED
     ok = ok and not np.any(codes == UNSETTLED)
-    return iterations, outer, ok
+    return iterations, outer, ok, handed
