@@ -63,7 +63,7 @@ class CompiledTreeSchurRowStages(CompiledSchurRowStages):
             self.tree.args, self.joint_of, self.body_of_block, self.tree.nq, self.kinematic, self.jq, self.follows,
             self.ratio, self.live, model.dof_start, model.mass, model.inertia, model.inv_inertia, self.gravity, gyro,
             data.quaternion, data.position, data.linear_velocity, data.angular_velocity, f, contact_floats,
-            contact_ints, zeta, slop, self.packed.kernel_args, mt, mf, w.h, zeta_j, cfm, new_bound, current,
+            contact_ints, zeta, slop, self.joint_args, mt, mf, w.h, zeta_j, cfm, new_bound, current,
             self.blk_cols, self.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, self.params, self.threshold,
             self.passive, position_stage, position_zeta)
         self.joint_space = out[0] != NK.DECLINED
