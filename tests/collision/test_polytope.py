@@ -31,7 +31,9 @@ def _pair(Ra, pa, Rb, pb, data, order=(0, 1)):
 def _brute_separation(Ra, pa, Rb, pb, data):
     """max over every face normal and every edge-pair cross product of the support gap (no pruning)."""
     VA, VB = BOX @ Ra.T + pa, PRISM @ Rb.T + pb
-    _, _, fn, _, fs, ea, eb, _, es = data
+    _, _, fn, _, fs, ef, _, es = data
+    ea = np.array([fn[fs[0 if e < es[1] else 1] + ef[e, 0]] for e in range(es[2])])
+    eb = np.array([fn[fs[0 if e < es[1] else 1] + ef[e, 1]] for e in range(es[2])])
     axes = list(fn[fs[0]:fs[1]] @ Ra.T) + list(fn[fs[1]:fs[2]] @ Rb.T)
     EA = [np.cross(ea[e], eb[e]) @ Ra.T for e in range(es[0], es[1])]
     EB = [np.cross(ea[e], eb[e]) @ Rb.T for e in range(es[1], es[2])]

@@ -217,6 +217,7 @@ class CollisionWorld:
         self.jointed = jointed
         self._reach = None
         self._shape_args = None     # detect_matched's constant arguments
+        self._poly_constants = None     # and those of its call on scenes with convex meshes
         self.request = coal.CollisionRequest()
         self.request.security_margin = self.margin
         self.request.num_max_contacts = 1
@@ -436,21 +437,44 @@ class CollisionWorld:
                 (np.zeros((len(self.geoms), 4)), np.zeros(len(self.geoms))))
         return self._shape_args
 
+    def polytope_constants(self) -> tuple:
+        """(cf, ci, sweep, reach): the shapes' constant arrays as collision/polytope.py
+        ``detect_and_match_polytopes`` takes them (``bundle_constants``: one float and one int buffer,
+        gathered at the first call, then the same arrays), and the views of cf that the call writes each
+        shape's sweep and reach into (what ``_sweep`` and ``_reach`` hold after it)."""
+        if self._poly_constants is None:
+            self._poly_constants = self._bundle_polytope_constants()
+        return self._poly_constants
+
+    def _bundle_polytope_constants(self) -> tuple:
+        self._shapes()      # detect_matched's unbundled arguments too (sim/robot_step.py reads them after a first call)
+        m, n = self.model, len(self.geoms)
+        verts, vstart, face_n, face_d, fstart, edge_f, edge_p, estart = self.poly
+        cf, ci = PT.bundle_constants(dict(
+            body_radius=self.body_radius, local_R=self.local_R, local_p=self.local_p, plane_local=self.plane_local,
+            aabb_center=self.aabb_center, aabb_half=self.aabb_half, half=self.half, verts=self.vflat,
+            radius=self.sphere_radius, shape_mu=self.shape_mu, mu_default=[float(m.mu_default)],
+            mu_table=self.mu_table, poly_verts=verts, face_n=face_n, face_d=face_d, edge_p=edge_p,
+            sweep=np.zeros((n, 4)), reach=np.zeros(n), dof_start=m.dof_start, shape_body=self.shape_body,
+            plane_idx=self.plane_idx, finite_idx=self.finite_idx, static=self.static, jointed_keys=self.jointed_keys,
+            nb=[m.nb], cls=self.shape_class, vstart=self.vstart, plane_row=self.plane_row, is_poly=self.is_poly,
+            poly_vstart=vstart, fstart=fstart, edge_f=edge_f, estart=estart))
+        k = PT.CONST_FLOATS.index("sweep")
+        o = int(ci[4 * k])
+        return cf, ci, cf[o:o + 4 * n].reshape(n, 4), cf[o + 4 * n:o + 5 * n]
+
     def _detect_matched_polytopes(self, data: Data, margin: float, h: float, prev: ContactSet | None,
                                   prev_values: np.ndarray | None, near: float) -> tuple[ContactSet, np.ndarray]:
         """detect_matched on a scene with convex meshes: one compiled call (collision/polytope.py
         ``detect_and_match_polytopes``: the box routines, the polytope pairs, the scene's pair friction
         and the matching); a pair neither covers (a sphere, capsule or cylinder against a finite shape)
         sends the step to :func:`detect_then_match` (coal for it)."""
-        m = self.model
         prev_floats, prev_ints, values = previous_packed(prev, prev_values)
         self.margin = float(margin)
-        shapes = self._shapes()
+        cf, ci, self._sweep, self._reach = self.polytope_constants()
         left, floats, ints = PT.detect_and_match_polytopes(
-            m.dof_start, data.linear_velocity, data.angular_velocity, self.body_radius, float(h), data.quaternion,
-            data.position, *shapes[0], self.margin, *shapes[1], self.poly, self.is_poly, self.mu_table,
-            prev_floats, prev_ints, values, float(near), *shapes[2])
-        self._sweep, self._reach = shapes[2]
+            data.linear_velocity, data.angular_velocity, float(h), data.quaternion, data.position, self.margin,
+            prev_floats, prev_ints, values, float(near), cf, ci)
         if left:
             return detect_then_match(self, data, margin, self._sweep, prev, prev_values, near)
         contacts = PackedContactSet(floats, ints)

@@ -43,6 +43,11 @@ EDGE_PREFERENCE = 1e-4
 #: :func:`polytope_pair` keeps (a box has 3; past this many, the last slot is reused)
 DIRECTIONS = 8
 
+#: the rounding allowance of :func:`polytope_pair`'s bounds on a face's separation, relative to the
+#: operands' size (the bounding sphere's centre, radius and the face's offset): far above the few
+#: ulps that a dot product or a centroid of up to millions of vertices can be off by
+BOUND_TOLERANCE = 1e-9
+
 #: a corner whose turn angle is below this is dropped (collision/contacts.py ``_polygon_corners``)
 TURN_TOLERANCE = 1e-6
 
@@ -50,11 +55,11 @@ TURN_TOLERANCE = 1e-6
 def polytope_data(shapes) -> tuple:
     """Flattened hull data of ``shapes`` (a list; None for a shape that is no polytope): each
     shape's local vertices, given as an (m, 3) array. Returns (verts, vstart, face_n, face_d, fstart,
-    edge_na, edge_nb, edge_p, estart): hull vertices; outward unit face normals and offsets (n.x =
-    d on the face; coplanar Qhull facets merged); per hull edge (between two distinct faces) the
-    normals of its two faces and a point on it."""
+    edge_f, edge_p, estart): hull vertices; outward unit face normals and offsets (n.x = d on the
+    face; coplanar Qhull facets merged); per hull edge (between two distinct faces) its two faces'
+    indices among its shape's faces (edge_f (ne, 2)) and a point on it."""
     from scipy.spatial import ConvexHull
-    V, F, D, EA, EB, EP = [], [], [], [], [], []
+    V, F, D, EF, EP = [], [], [], [], []
     vs, fs, es = [0], [0], [0]
     for X in shapes:
         if X is not None:
@@ -83,8 +88,7 @@ def polytope_data(shapes) -> tuple:
                 for i, u in enumerate(nbrs):
                     if u > t and face_of[u] != face_of[t]:
                         edge = [hull.simplices[t][j] for j in range(3) if j != i]
-                        EA.append(faces[face_of[t], :3])
-                        EB.append(faces[face_of[u], :3])
+                        EF.append((face_of[t], face_of[u]))
                         EP.append(0.5 * (X[edge[0]] + X[edge[1]]))
         vs.append(sum(len(x) for x in V))
         fs.append(sum(len(x) for x in F))
@@ -92,14 +96,16 @@ def polytope_data(shapes) -> tuple:
     cat = (lambda L: np.ascontiguousarray(np.vstack(L), dtype=np.float64) if L else np.zeros((0, 3)))
     i8 = np.int64
     return (cat(V), np.array(vs, dtype=i8), cat(F), np.ascontiguousarray(np.concatenate(D) if D else np.zeros(0)),
-            np.array(fs, dtype=i8), cat(EA), cat(EB), cat(EP), np.array(es, dtype=i8))
+            np.array(fs, dtype=i8), np.array(EF, dtype=i8).reshape(-1, 2), cat(EP), np.array(es, dtype=i8))
 
 
 @jit
-def _hull2d(U, m, out):
+def _hull2d(U, m, out, H, idx):
     """Convex hull of the 2-D points U[:m] (Andrew's monotone chain), counter-clockwise, collinear
-    and repeated points dropped, into ``out``; returns its size (1: a point, 2: a segment)."""
-    idx = np.arange(m)
+    and repeated points dropped, into ``out``; returns its size (1: a point, 2: a segment). H (at
+    least 2 m + 1 rows) and idx (m) are work arrays."""
+    for i in range(m):
+        idx[i] = i
     for i in range(1, m):                        # insertion sort by (x, y): m is a support set's size
         j = i
         while j > 0 and (U[idx[j - 1], 0] > U[idx[j], 0] or
@@ -110,7 +116,6 @@ def _hull2d(U, m, out):
     for i in range(m):
         scale = max(scale, abs(U[i, 0] - U[idx[0], 0]), abs(U[i, 1] - U[idx[0], 1]))
     eps = 1e-12 * max(scale, 1e-300) ** 2
-    H = np.empty((2 * m + 1, 2))
     k = 0
     for r in range(2):                           # lower hull, then upper
         start = k
@@ -150,15 +155,15 @@ def _clip_polygon(P, k, ax, ay, bx, by, out):
 
 
 @jit
-def _intersect(HA, ka, HB, kb, out):
+def _intersect(HA, ka, HB, kb, out, buf):
     """Corners of the intersection of two convex 2-D hulls (points, segments or CCW polygons), into
-    out; returns their count (0: the hulls miss each other)."""
+    out (at least 2 (ka + kb) + 4 rows); returns their count (0: the hulls miss each other). buf: a
+    work array of out's shape."""
     if ka == 1 or kb == 1:
         src = HA if ka == 1 else HB
         out[0, 0], out[0, 1] = src[0, 0], src[0, 1]
         return 1
     if ka >= 3 and kb >= 3:
-        buf = np.empty((out.shape[0], 2))
         out[:ka] = HA[:ka]
         m = ka
         for e in range(kb):
@@ -215,24 +220,26 @@ def _intersect(HA, ka, HB, kb, out):
 
 
 @jit
-def polytope_world(used, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart):
-    """The shapes ``used`` (a flag per shape) placed in the world once, for every pair they are in:
-    (V, F, E), a row per vertex, face or edge at its index in the :func:`polytope_data` arrays:
+def polytope_world(used, Rs, ps, verts, vstart, face_n, face_d, fstart, V, F, C, rad):
+    """The shapes ``used`` (a flag per shape) placed in the world once, for every pair they are in,
+    into (V, F, C, rad) (the rows of the shapes used written), a row per vertex or face at its index in
+    the :func:`polytope_data` arrays, a row per shape:
 
     - V (nv, 3): the vertices p + R x;
     - F (nf, 4): the faces' outward unit normals R n and offsets d + (R n).p (n.x <= d inside);
-    - E (ne, 12): per edge its two faces' normals R n_a and R n_b, their cross product
-      (R n_b) x (R n_a) (the normal of the edge's Gauss-map arc) and its point p + R x_e.
+    - C (ns, 3), rad (ns,): each shape's vertex centroid and the largest distance of a vertex from it
+      (the bounding sphere of :func:`polytope_pair`'s certified bounds; the centroid and radius are
+      also its shape a's centre and size).
 
     A shape in several pairs (the glass the fingers hold) is placed once, not once per pair. Each
-    shape's rows are taken as a slice and indexed from zero (no negative-index wrap per element)."""
-    V = np.empty((verts.shape[0], 3))
-    F = np.empty((face_n.shape[0], 4))
-    E = np.empty((edge_na.shape[0], 12))
+    shape's rows are taken as a slice and indexed from zero (no negative-index wrap per element).
+    Edges are placed on demand (:func:`_place_arc`, :func:`_place_point`): a pair reads only the
+    edges of b that pass the Gauss-map arc's first test."""
     for s in range(used.size):
         if not used[s]:
             continue
         R, p = Rs[s], ps[s]
+        C[s, 0] = C[s, 1] = C[s, 2] = rad[s] = 0.0
         X, Vs = verts[vstart[s]:vstart[s + 1]], V[vstart[s]:vstart[s + 1]]
         for v in range(Vs.shape[0]):
             for t in range(3):
@@ -242,75 +249,138 @@ def polytope_world(used, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na,
             for t in range(3):
                 Fs[f, t] = R[t, 0] * X[f, 0] + R[t, 1] * X[f, 1] + R[t, 2] * X[f, 2]
             Fs[f, 3] = Y[f] + (Fs[f, 0] * p[0] + Fs[f, 1] * p[1] + Fs[f, 2] * p[2])
-        e0, e1 = estart[s], estart[s + 1]
-        X, Y, Z, Es = edge_na[e0:e1], edge_nb[e0:e1], edge_p[e0:e1], E[e0:e1]
-        for g in range(Es.shape[0]):
+        n = Vs.shape[0]
+        if n == 0:
+            continue
+        c = C[s]
+        for v in range(n):
             for t in range(3):
-                Es[g, t] = R[t, 0] * X[g, 0] + R[t, 1] * X[g, 1] + R[t, 2] * X[g, 2]
-                Es[g, 3 + t] = R[t, 0] * Y[g, 0] + R[t, 1] * Y[g, 1] + R[t, 2] * Y[g, 2]
-                Es[g, 9 + t] = p[t] + R[t, 0] * Z[g, 0] + R[t, 1] * Z[g, 1] + R[t, 2] * Z[g, 2]
-            Es[g, 6] = Es[g, 4] * Es[g, 2] - Es[g, 5] * Es[g, 1]
-            Es[g, 7] = Es[g, 5] * Es[g, 0] - Es[g, 3] * Es[g, 2]
-            Es[g, 8] = Es[g, 3] * Es[g, 1] - Es[g, 4] * Es[g, 0]
-    return V, F, E
+                c[t] += Vs[v, t]
+        c /= n
+        r = 0.0
+        for v in range(n):
+            r = max(r, np.sqrt((Vs[v, 0] - c[0]) ** 2 + (Vs[v, 1] - c[1]) ** 2 + (Vs[v, 2] - c[2]) ** 2))
+        rad[s] = r
 
 
 @jit
-def polytope_pair(a, b, V, F, E, vstart, fstart, estart, limit, P_out, N_out, phi_out, k):
+def _place_arc(g, Fs, ef, Eu, placed):
+    """Edge g's Gauss-map arc placed in the world (once per call; ``placed`` flags it): Eu[g, :3] the
+    arc's normal (R n_b) x (R n_a) of its two faces' world normals (its shape's rows of F, ``Fs``;
+    ``ef`` the two faces' indices in them), Eu[g, 3] that normal's squared length."""
+    A, B = Fs[ef[0]], Fs[ef[1]]
+    Eu[g, 0] = B[1] * A[2] - B[2] * A[1]
+    Eu[g, 1] = B[2] * A[0] - B[0] * A[2]
+    Eu[g, 2] = B[0] * A[1] - B[1] * A[0]
+    Eu[g, 3] = Eu[g, 0] ** 2 + Eu[g, 1] ** 2 + Eu[g, 2] ** 2
+    placed[g] = True
+
+
+@jit
+def _place_point(g, R, p, edge_p, Ep, placed):
+    """Edge g's point p + R x_e in the world (once per call; ``placed`` flags it)."""
+    Z = edge_p[g]
+    for t in range(3):
+        Ep[g, t] = p[t] + R[t, 0] * Z[0] + R[t, 1] * Z[1] + R[t, 2] * Z[2]
+    placed[g] = True
+
+
+@jit
+def _face_support(n0, n1, n2, d, X):
+    """min over the rows x of X of n.x, less d: the separation of X from the face (n, d)."""
+    s = np.inf
+    for j in range(X.shape[0]):
+        s = min(s, n0 * X[j, 0] + n1 * X[j, 1] + n2 * X[j, 2])
+    return s - d
+
+
+@jit
+def polytope_pair(a, b, V, F, C, rad, Rs, ps, vstart, fstart, estart, edge_f, edge_p, Eu, Ep, placed_u, placed_p, work,
+                  patch, limit, P_out, N_out, phi_out, k):
     """Contacts of shapes a and b (module docstring) within ``limit`` (the margin grown by their
-    reach), from the shapes' world placement (:func:`polytope_world`), written from row k of P_out,
-    N_out, phi_out; returns the next free row."""
+    reach), from the shapes' world placement (:func:`polytope_world`; edges placed on demand into
+    Eu, Ep, flagged in ``placed_u``, ``placed_p``), written from row k of P_out, N_out, phi_out; returns the next free row.
+    ``work``, ``patch``: :func:`_call_work`'s arrays.
+
+    Every face's separation min_j n.x_j - d (x_j the other shape's vertices, centroid c, radius r)
+    lies within [n.c - r - d, n.c - d] (the minimum is at most the mean, and at least the centre's
+    height less the radius); with a rounding allowance of :data:`BOUND_TOLERANCE` times the operands'
+    size, a face whose upper bound is at most the best separation so far cannot become the axis and is
+    not computed, and a face whose lower bound exceeds ``limit`` ends the pair (no contact) as its
+    full separation would. The faces of a are taken with the one of highest upper bound first (its
+    separation seeds the skip); the axis is the first face in the original order of largest
+    separation, as without the bounds, so the contacts are the same bits."""
     VA, VB = V[vstart[a]:vstart[a + 1]], V[vstart[b]:vstart[b + 1]]
     FA, FB = F[fstart[a]:fstart[a + 1]], F[fstart[b]:fstart[b + 1]]
-    EA, EB = E[estart[a]:estart[a + 1]], E[estart[b]:estart[b + 1]]
+    EFA, EFB = edge_f[estart[a]:estart[a + 1]], edge_f[estart[b]:estart[b + 1]]
+    dirs, count, idx, cns, fdot, ub = work
     na, nb = VA.shape[0], VB.shape[0]
-    ca = np.zeros(3)
-    for i in range(na):
-        for t in range(3):
-            ca[t] += VA[i, t]
-    ca /= na
-    size = 0.0
-    for i in range(na):
-        size = max(size, np.sqrt((VA[i, 0] - ca[0]) ** 2 + (VA[i, 1] - ca[1]) ** 2 + (VA[i, 2] - ca[2]) ** 2))
-    axis = np.zeros(3)
+    ca, size = C[a], rad[a]
+    cb, rb = C[b], rad[b]
+    ax0 = ax1 = ax2 = 0.0
     best = -np.inf
-    for f in range(FA.shape[0]):                 # faces of a: n.x <= d inside a
-        n0, n1, n2 = FA[f, 0], FA[f, 1], FA[f, 2]
-        s = np.inf
-        for j in range(nb):
-            s = min(s, n0 * VB[j, 0] + n1 * VB[j, 1] + n2 * VB[j, 2])
-        s -= FA[f, 3]
+    # faces of a (n.x <= d inside a) against b's vertices: bounds from b's sphere, the highest first
+    nfa = FA.shape[0]
+    scale = abs(cb[0]) + abs(cb[1]) + abs(cb[2]) + rb
+    top, hi = 0, -np.inf
+    for f in range(nfa):
+        c = FA[f, 0] * cb[0] + FA[f, 1] * cb[1] + FA[f, 2] * cb[2] - FA[f, 3]
+        eps = BOUND_TOLERANCE * (scale + abs(FA[f, 3]))
+        if c - rb - eps > limit:
+            return k
+        ub[f] = c + eps
+        if ub[f] > hi:
+            top, hi = f, ub[f]
+    seed = _face_support(FA[top, 0], FA[top, 1], FA[top, 2], FA[top, 3], VB)
+    for f in range(nfa):
+        if f == top:
+            s = seed
+        elif ub[f] < seed:
+            continue
+        else:
+            s = _face_support(FA[f, 0], FA[f, 1], FA[f, 2], FA[f, 3], VB)
         if s > best:
             best = s
-            axis[0], axis[1], axis[2] = n0, n1, n2
+            ax0, ax1, ax2 = FA[f, 0], FA[f, 1], FA[f, 2]
     if best > limit:
         return k
-    for f in range(FB.shape[0]):                 # faces of b: the axis a -> b is minus b's normal
+    # faces of b: the axis a -> b is minus b's normal; bounds from a's sphere
+    scale = abs(ca[0]) + abs(ca[1]) + abs(ca[2]) + size
+    for f in range(FB.shape[0]):
         n0, n1, n2 = FB[f, 0], FB[f, 1], FB[f, 2]
-        s = np.inf
-        for i in range(na):
-            s = min(s, n0 * VA[i, 0] + n1 * VA[i, 1] + n2 * VA[i, 2])
-        s -= FB[f, 3]
+        c = n0 * ca[0] + n1 * ca[1] + n2 * ca[2] - FB[f, 3]
+        eps = BOUND_TOLERANCE * (scale + abs(FB[f, 3]))
+        if c - size - eps > limit:
+            return k
+        if c + eps <= best:
+            continue
+        s = _face_support(n0, n1, n2, FB[f, 3], VA)
         if s > best:
             best = s
-            axis[0], axis[1], axis[2] = -n0, -n1, -n2
+            ax0, ax1, ax2 = -n0, -n1, -n2
     if best > limit:
         return k
     # edge pairs forming a face of the Minkowski difference (Gregorius' arc test on the Gauss map): b's
-    # arc runs between minus its faces' normals, c = -R n_a and d = -R n_b, d x c its normal (E's
-    # cross product: the two signs cancel). The first test, (c.u)(d.u) < 0 for a's arc normal u,
-    # depends on u only up to its sign (negation is exact), and parallel edges of a (a box's four per
-    # direction) have the same u up to sign: b's edges that pass it are listed once per direction
-    # (``DIRECTIONS`` of them kept) and each edge of a runs the other tests on its direction's list.
+    # arc runs between minus its faces' normals, c = -R n_a and d = -R n_b, d x c its normal (Eu: the
+    # two signs cancel). The first test, (c.u)(d.u) < 0 for a's arc normal u, depends on u only up to
+    # its sign (negation is exact), and parallel edges of a (a box's four per direction) have the same u
+    # up to sign: b's edges that pass it are listed once per direction (``DIRECTIONS`` of them kept),
+    # from the dots of b's face normals with u (fdot: a face per dot, not two per edge), and each edge
+    # of a runs the other tests on its direction's list; b's arcs are placed only once listed, its
+    # edges' points once they pass the arc tests.
     tol = EDGE_PREFERENCE * size
-    neb = EB.shape[0]
-    dirs = np.empty((DIRECTIONS, 3))
-    count = np.zeros(DIRECTIONS, dtype=np.int64)
-    idx = np.empty((DIRECTIONS, neb), dtype=np.int64)
-    cns = np.empty((DIRECTIONS, neb))
+    neb, nfb = EFB.shape[0], FB.shape[0]
+    Ra, pa, Rb, pb = Rs[a], ps[a], Rs[b], ps[b]
+    ea0, eb0 = estart[a], estart[b]
     nd = 0
-    for e in range(EA.shape[0]):
-        ux, uy, uz = EA[e, 6], EA[e, 7], EA[e, 8]
+    for e in range(EFA.shape[0]):
+        ge = ea0 + e
+        if not placed_u[ge]:
+            _place_arc(ge, FA, EFA[e], Eu, placed_u)
+        if not placed_p[ge]:
+            _place_point(ge, Ra, pa, edge_p, Ep, placed_p)
+        ux, uy, uz = Eu[ge, 0], Eu[ge, 1], Eu[ge, 2]
+        uu = ux * ux + uy * uy + uz * uz
         sign = 1.0
         m = -1
         for t in range(nd):
@@ -324,55 +394,65 @@ def polytope_pair(a, b, V, F, E, vstart, fstart, estart, limit, P_out, N_out, ph
             m = nd if nd < DIRECTIONS else DIRECTIONS - 1
             nd = min(nd + 1, DIRECTIONS)
             dirs[m, 0], dirs[m, 1], dirs[m, 2] = ux, uy, uz
+            for f in range(nfb):
+                fdot[f] = FB[f, 0] * ux + FB[f, 1] * uy + FB[f, 2] * uz
             c = 0
             for r in range(neb):
-                cn = EB[r, 0] * ux + EB[r, 1] * uy + EB[r, 2] * uz
-                dn = EB[r, 3] * ux + EB[r, 4] * uy + EB[r, 5] * uz
+                cn = fdot[EFB[r, 0]]
+                dn = fdot[EFB[r, 1]]
                 if not cn * dn >= 0.0:              # (a NaN passes, as in the tests below)
                     idx[m, c] = r
                     cns[m, c] = cn
                     c += 1
+                    if not placed_u[eb0 + r]:
+                        _place_arc(eb0 + r, FB, EFB[r], Eu, placed_u)
             count[m] = c
+        NA, NB = FA[EFA[e, 0]], FA[EFA[e, 1]]
+        qx, qy, qz = Ep[ge, 0], Ep[ge, 1], Ep[ge, 2]
         for t in range(count[m]):
             r = idx[m, t]
+            gr = eb0 + r
             cn = sign * cns[m, t]
-            adc = EA[e, 0] * EB[r, 6] + EA[e, 1] * EB[r, 7] + EA[e, 2] * EB[r, 8]
-            bdc = EA[e, 3] * EB[r, 6] + EA[e, 4] * EB[r, 7] + EA[e, 5] * EB[r, 8]
+            w0, w1, w2 = Eu[gr, 0], Eu[gr, 1], Eu[gr, 2]
+            adc = NA[0] * w0 + NA[1] * w1 + NA[2] * w2
+            bdc = NB[0] * w0 + NB[1] * w1 + NB[2] * w2
             if not (adc * bdc < 0.0 and -cn * bdc > 0.0):
                 continue
-            vx = uy * EB[r, 8] - uz * EB[r, 7]
-            vy = uz * EB[r, 6] - ux * EB[r, 8]
-            vz = ux * EB[r, 7] - uy * EB[r, 6]
+            vx = uy * w2 - uz * w1
+            vy = uz * w0 - ux * w2
+            vz = ux * w1 - uy * w0
             ln = np.sqrt(vx * vx + vy * vy + vz * vz)
-            if ln < 1e-9 * np.sqrt((ux * ux + uy * uy + uz * uz) *
-                                   (EB[r, 6] ** 2 + EB[r, 7] ** 2 + EB[r, 8] ** 2)):
-                continue                         # parallel edges: a face axis covers them
+            X = uu * Eu[gr, 3]
+            # parallel edges (a face axis covers them): ln < 1e-9 sqrt(|u|^2 |w|^2), its square root
+            # taken only where ln < 1e-9 max(1, X) (sqrt(X) <= max(1, X), and rounding keeps the order)
+            if ln < 1e-9 * max(1.0, X) and ln < 1e-9 * np.sqrt(X):
+                continue
             vx, vy, vz = vx / ln, vy / ln, vz / ln
-            qx, qy, qz = EA[e, 9], EA[e, 10], EA[e, 11]
             if vx * (qx - ca[0]) + vy * (qy - ca[1]) + vz * (qz - ca[2]) < 0.0:
                 vx, vy, vz = -vx, -vy, -vz
-            s = vx * (EB[r, 9] - qx) + vy * (EB[r, 10] - qy) + vz * (EB[r, 11] - qz)
+            if not placed_p[gr]:
+                _place_point(gr, Rb, pb, edge_p, Ep, placed_p)
+            s = vx * (Ep[gr, 0] - qx) + vy * (Ep[gr, 1] - qy) + vz * (Ep[gr, 2] - qz)
             if s > best + tol:
                 best = s
-                axis[0], axis[1], axis[2] = vx, vy, vz
+                ax0, ax1, ax2 = vx, vy, vz
                 if best > limit:
                     return k
     # the patch: both support sets along the axis, projected, intersected
     hA, hB = -np.inf, np.inf
-    x0, x1, x2 = axis[0], axis[1], axis[2]
+    x0, x1, x2 = ax0, ax1, ax2
     for i in range(na):
         hA = max(hA, x0 * VA[i, 0] + x1 * VA[i, 1] + x2 * VA[i, 2])
     for j in range(nb):
         hB = min(hB, x0 * VB[j, 0] + x1 * VB[j, 1] + x2 * VB[j, 2])
-    t1, t2 = np.empty(3), np.empty(3)
+    t1, t2, axis, UA, UB, HA, HB, C, H, hidx, buf = patch
+    axis[0], axis[1], axis[2] = ax0, ax1, ax2
     if abs(axis[1]) > 0.9:
         t1[0], t1[1], t1[2] = -axis[1], axis[0], 0.0
     else:
         t1[0], t1[1], t1[2] = axis[2], 0.0, -axis[0]
     t1 /= np.sqrt(_dot(t1, t1))
     _cross(axis, t1, t2)
-    UA = np.empty((na, 2))
-    UB = np.empty((nb, 2))
     ma = mb = 0
     for i in range(na):
         if x0 * VA[i, 0] + x1 * VA[i, 1] + x2 * VA[i, 2] >= hA - PATCH_TOLERANCE:
@@ -384,12 +464,9 @@ def polytope_pair(a, b, V, F, E, vstart, fstart, estart, limit, P_out, N_out, ph
             UB[mb, 0] = t1[0] * VB[j, 0] + t1[1] * VB[j, 1] + t1[2] * VB[j, 2]
             UB[mb, 1] = t2[0] * VB[j, 0] + t2[1] * VB[j, 1] + t2[2] * VB[j, 2]
             mb += 1
-    HA = np.empty((ma + 1, 2))
-    HB = np.empty((mb + 1, 2))
-    ka = _hull2d(UA, ma, HA)
-    kb = _hull2d(UB, mb, HB)
-    C = np.empty((2 * (ka + kb) + 4, 2))
-    m = _intersect(HA, ka, HB, kb, C)
+    ka = _hull2d(UA, ma, HA, H, hidx)
+    kb = _hull2d(UB, mb, HB, H, hidx)
+    m = _intersect(HA, ka, HB, kb, C, buf)
     if m == 0:                                   # projections that miss (a rounding): the nearest corners' middle
         bi, bj, bd = 0, 0, np.inf
         for i in range(ka):
@@ -418,12 +495,53 @@ def polytope_pair(a, b, V, F, E, vstart, fstart, estart, limit, P_out, N_out, ph
 
 
 @jit
-def polytope_contacts(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart,
-                      margin, sweep):
+def _call_work(vstart, fstart, estart):
+    """A :func:`polytope_contacts` call's work arrays, carved from one float and one int buffer (two
+    allocations, not 25): the placement (V, F, C, rad: :func:`polytope_world`), the edges placed on
+    demand (Eu, Ep and their flags, zeroed), the flags of the shapes used (zeroed), and
+    :func:`polytope_pair`'s ``work`` (the edge directions of a and, per direction, b's edges that pass
+    the arc's first test with their c.u (``DIRECTIONS`` rows), the dots of b's face normals with a
+    direction, the faces of a's upper bounds; sized for the largest shape) and ``patch`` (tangents,
+    axis, projected support sets, their hulls, the hulls' intersection, :func:`_hull2d`'s and
+    :func:`_intersect`'s work arrays)."""
+    ns = vstart.size - 1
+    nvt, nft, net = vstart[ns], fstart[ns], estart[ns]
+    ne = nf = nv = 0
+    for s in range(ns):
+        ne = max(ne, estart[s + 1] - estart[s])
+        nf = max(nf, fstart[s + 1] - fstart[s])
+        nv = max(nv, vstart[s + 1] - vstart[s])
+    sizes = np.array([3 * nvt, 4 * nft, 3 * ns, ns, 4 * net, 3 * net, 3 * DIRECTIONS, DIRECTIONS * ne, nf, nf, 3, 3, 3,
+                      2 * nv, 2 * nv, 2 * nv + 2, 2 * nv + 2, 8 * nv + 8, 4 * nv + 2, 8 * nv + 8])
+    o = np.zeros(sizes.size + 1, dtype=np.int64)
+    for t in range(sizes.size):
+        o[t + 1] = o[t] + sizes[t]
+    wf = np.empty(o[-1])
+    isz = 2 * net + ns
+    wi = np.empty(isz + DIRECTIONS + DIRECTIONS * ne + nv, dtype=np.int64)
+    wi[:isz] = 0
+    V, F = wf[o[0]:o[1]].reshape((nvt, 3)), wf[o[1]:o[2]].reshape((nft, 4))
+    C, rad = wf[o[2]:o[3]].reshape((ns, 3)), wf[o[3]:o[4]]
+    Eu, Ep = wf[o[4]:o[5]].reshape((net, 4)), wf[o[5]:o[6]].reshape((net, 3))
+    placed_u, placed_p, used = wi[:net], wi[net:2 * net], wi[2 * net:isz]
+    count = wi[isz:isz + DIRECTIONS]
+    idx = wi[isz + DIRECTIONS:isz + DIRECTIONS + DIRECTIONS * ne].reshape((DIRECTIONS, ne))
+    hidx = wi[isz + DIRECTIONS + DIRECTIONS * ne:]
+    work = (wf[o[6]:o[7]].reshape((DIRECTIONS, 3)), count, idx, wf[o[7]:o[8]].reshape((DIRECTIONS, ne)),
+            wf[o[8]:o[9]], wf[o[9]:o[10]])
+    patch = (wf[o[10]:o[11]], wf[o[11]:o[12]], wf[o[12]:o[13]], wf[o[13]:o[14]].reshape((nv, 2)),
+             wf[o[14]:o[15]].reshape((nv, 2)), wf[o[15]:o[16]].reshape((nv + 1, 2)),
+             wf[o[16]:o[17]].reshape((nv + 1, 2)), wf[o[17]:o[18]].reshape((4 * nv + 4, 2)),
+             wf[o[18]:o[19]].reshape((2 * nv + 1, 2)), hidx, wf[o[19]:o[20]].reshape((4 * nv + 4, 2)))
+    return V, F, C, rad, Eu, Ep, placed_u, placed_p, used, work, patch
+
+
+@jit
+def polytope_contacts(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_f, edge_p, estart, margin, sweep):
     """:func:`polytope_pair` for every row of ``pairs`` (k, 2), each pair's margin grown by
     ``boxes.pair_reach`` of the shapes' sweep rows (what coal's security margin was); the shapes
     in the pairs are placed in the world once (:func:`polytope_world`), however many pairs each is
-    in. Returns (sa, sb, point, unit normal a -> b, phi)."""
+    in, each edge at most once (on demand). Returns (sa, sb, point, unit normal a -> b, phi)."""
     cap = 0
     for q in range(pairs.shape[0]):
         a, b = pairs[q, 0], pairs[q, 1]
@@ -433,15 +551,16 @@ def polytope_contacts(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge
     phi = np.empty(cap)
     sa = np.empty(cap, dtype=np.int64)
     sb = np.empty(cap, dtype=np.int64)
-    used = np.zeros(vstart.size - 1, dtype=np.bool_)
+    V, F, C, rad, Eu, Ep, placed_u, placed_p, used, work, patch = _call_work(vstart, fstart, estart)
     for q in range(pairs.shape[0]):
         used[pairs[q, 0]] = used[pairs[q, 1]] = True
-    V, F, E = polytope_world(used, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_na, edge_nb, edge_p, estart)
+    polytope_world(used, Rs, ps, verts, vstart, face_n, face_d, fstart, V, F, C, rad)
     k = 0
     for q in range(pairs.shape[0]):
         a, b = pairs[q, 0], pairs[q, 1]
         k0 = k
-        k = polytope_pair(a, b, V, F, E, vstart, fstart, estart, margin + pair_reach(sweep, a, b), P, N, phi, k)
+        k = polytope_pair(a, b, V, F, C, rad, Rs, ps, vstart, fstart, estart, edge_f, edge_p, Eu, Ep, placed_u, placed_p,
+                          work, patch, margin + pair_reach(sweep, a, b), P, N, phi, k)
         sa[k0:k] = a
         sb[k0:k] = b
     return sa[:k], sb[:k], P[:k], N[:k], phi[:k]
@@ -457,15 +576,91 @@ def pair_friction(ba, bb, mu, table):
             mu[i] = m
 
 
+#: the constant arrays of :func:`detect_and_match_polytopes`, in the order :func:`bundle_constants` packs
+#: them into one float buffer and one int buffer (the scene's shapes, fixed once its world is built;
+#: ``sweep`` and ``reach``: the rows the call writes, views into the float buffer)
+CONST_FLOATS = ("body_radius", "local_R", "local_p", "plane_local", "aabb_center", "aabb_half", "half", "verts",
+                "radius", "shape_mu", "mu_default", "mu_table", "poly_verts", "face_n", "face_d", "edge_p", "sweep",
+                "reach")
+CONST_INTS = ("dof_start", "shape_body", "plane_idx", "finite_idx", "static", "jointed_keys", "nb", "cls", "vstart",
+              "plane_row", "is_poly", "poly_vstart", "fstart", "edge_f", "estart")
+
+
+def bundle_constants(arrays: dict) -> tuple:
+    """(cf, ci): the arrays of :data:`CONST_FLOATS` (float64) and :data:`CONST_INTS` (int64; flags as
+    0/1, a scalar as one element) of ``arrays`` (by name) in one float and one int buffer, ci led by a
+    header of 4 integers per array (offset, up to three dimensions). The call unboxes two arrays for
+    them instead of 31 (numba's dispatch costs a type check and an unboxing per array argument)."""
+    f = [np.ascontiguousarray(arrays[n], dtype=np.float64) for n in CONST_FLOATS]
+    g = [np.ascontiguousarray(arrays[n], dtype=np.int64) for n in CONST_INTS]
+    head = 4 * (len(f) + len(g))
+    ci = np.zeros(head + sum(x.size for x in g), dtype=np.int64)
+    cf = np.zeros(sum(x.size for x in f))
+    o = 0
+    for j, x in enumerate(f):
+        ci[4 * j] = o
+        ci[4 * j + 1:4 * j + 1 + x.ndim] = x.shape
+        cf[o:o + x.size] = x.ravel()
+        o += x.size
+    o = head
+    for j, x in enumerate(g):
+        r = 4 * (len(f) + j)
+        ci[r] = o
+        ci[r + 1:r + 1 + x.ndim] = x.shape
+        ci[o:o + x.size] = x.ravel()
+        o += x.size
+    return cf, ci
+
+
 @jit
-def detect_and_match_polytopes(dof_start, lin, ang, body_radius, h, quaternion, position, shape_body, local_R,
-                               local_p, plane_idx, plane_local, aabb_center, aabb_half, margin, finite_idx, static,
-                               jointed_keys, nb, cls, half, verts, vstart, radius, plane_row, shape_mu, mu_default,
-                               poly, is_poly, mu_table, prev_floats, prev_ints, values, near, sweep_out, reach_out):
+def _f1(cf, ci, j):
+    o = ci[4 * j]
+    return cf[o:o + ci[4 * j + 1]]
+
+
+@jit
+def _f2(cf, ci, j):
+    o, n, m = ci[4 * j], ci[4 * j + 1], ci[4 * j + 2]
+    return cf[o:o + n * m].reshape((n, m))
+
+
+@jit
+def _f3(cf, ci, j):
+    o, n, m, l = ci[4 * j], ci[4 * j + 1], ci[4 * j + 2], ci[4 * j + 3]
+    return cf[o:o + n * m * l].reshape((n, m, l))
+
+
+@jit
+def _i1(ci, j):
+    r = 4 * (len(CONST_FLOATS) + j)
+    return ci[ci[r]:ci[r] + ci[r + 1]]
+
+
+@jit
+def _i2(ci, j):
+    r = 4 * (len(CONST_FLOATS) + j)
+    o, n, m = ci[r], ci[r + 1], ci[r + 2]
+    return ci[o:o + n * m].reshape((n, m))
+
+
+@jit
+def detect_and_match_polytopes(lin, ang, h, quaternion, position, margin, prev_floats, prev_ints, values, near, cf, ci):
     """collision.boxes ``detect_and_match_packed`` with the pairs it leaves to coal taken by
     :func:`polytope_contacts` where both shapes are polytopes (``is_poly``; ``poly``: the
-    :func:`polytope_data` arrays) and the scene's pair friction (:func:`pair_friction`), in one call.
-    Returns (left, floats, ints); ``left``: a pair neither covers (the buffers then empty)."""
+    :func:`polytope_data` arrays) and the scene's pair friction (:func:`pair_friction`), in one call;
+    the scene's constant arrays bundled in cf, ci (:func:`bundle_constants`), each shape's sweep and
+    reach written into its ``sweep`` and ``reach`` rows. Returns (left, floats, ints); ``left``: a pair
+    neither covers (the buffers then empty)."""
+    # CONST_FLOATS, CONST_INTS in order
+    body_radius, local_R, local_p, plane_local = _f1(cf, ci, 0), _f3(cf, ci, 1), _f2(cf, ci, 2), _f2(cf, ci, 3)
+    aabb_center, aabb_half, half, verts = _f2(cf, ci, 4), _f2(cf, ci, 5), _f2(cf, ci, 6), _f2(cf, ci, 7)
+    radius, shape_mu, mu_default, mu_table = _f1(cf, ci, 8), _f1(cf, ci, 9), _f1(cf, ci, 10)[0], _f2(cf, ci, 11)
+    poly_verts, face_n, face_d, edge_p = _f2(cf, ci, 12), _f2(cf, ci, 13), _f1(cf, ci, 14), _f2(cf, ci, 15)
+    sweep_out, reach_out = _f2(cf, ci, 16), _f1(cf, ci, 17)
+    dof_start, shape_body, plane_idx, finite_idx = _i1(ci, 0), _i1(ci, 1), _i1(ci, 2), _i1(ci, 3)
+    static, jointed_keys, nb, cls, vstart = _i1(ci, 4) != 0, _i1(ci, 5), _i1(ci, 6)[0], _i1(ci, 7), _i1(ci, 8)
+    plane_row, is_poly, poly_vstart, fstart = _i1(ci, 9), _i1(ci, 10) != 0, _i1(ci, 11), _i1(ci, 12)
+    edge_f, estart = _i2(ci, 13), _i1(ci, 14)
     point_prev, _, _, _, _, _, _, _, _, sa_prev, sb_prev, _ = unpack_contacts(prev_floats, prev_ints)
     sweep = shape_sweep(dof_start, lin, ang, body_radius, shape_body, h)
     reach = shape_reach_of(sweep)
@@ -487,7 +682,8 @@ def detect_and_match_polytopes(dof_start, lin, ang, body_radius, h, quaternion, 
             if rest[q]:
                 sel[r, 0], sel[r, 1] = pairs[q, 0], pairs[q, 1]
                 r += 1
-        qa, qb, qP, qN, qphi = polytope_contacts(sel, Rs, ps, *poly, margin, sweep)
+        qa, qb, qP, qN, qphi = polytope_contacts(sel, Rs, ps, poly_verts, poly_vstart, face_n, face_d, fstart, edge_f,
+                                                 edge_p, estart, margin, sweep)
         sa, sb = np.concatenate((sa, qa)), np.concatenate((sb, qb))
         P, N, phi = np.concatenate((P, qP)), np.concatenate((N, qN)), np.concatenate((phi, qphi))
     t1, t2 = tangent_basis_kernel(N)
