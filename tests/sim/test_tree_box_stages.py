@@ -25,9 +25,13 @@ MAX_MOTION = BJ.box_schur_step.py_func.__code__.co_varnames.index("motion")
 
 
 def _barrett(**kw):
+    """The grasp on the stages themselves (``fused`` off: sim/grasp_step.py's fused step calls the
+    kernels inside its own call; tests/sim/test_grasp_step.py holds it to these stages' bits)."""
     sc = make_scene("barrett-grasp", material="rubber")
-    return Simulator(sc, "box-friction", "pgs-sm", model_options={"joints": "schur", "coupling": "previous"},
-                     controllers=sc.controllers, **kw)
+    sim = Simulator(sc, "box-friction", "pgs-sm", model_options={"joints": "schur", "coupling": "previous"},
+                    controllers=sc.controllers, **kw)
+    sim.fused = False
+    return sim
 
 
 def _count(monkeypatch, module, name):

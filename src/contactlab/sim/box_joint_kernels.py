@@ -237,7 +237,7 @@ def box_schur_step(body, ndof, kinematic, gyroscopic, motion, f, contact_floats,
     state before the call; kind (int64), jointed, total mass: :func:`contactlab.sim.faults.fault_statics`;
     the previous joint error, the motors' targets, whether anything drives the scene), the depth
     max(pen, 0) and the record's energies (:func:`contactlab.sim.faults.step_checks`, which the
-    joint-space call's steps take after their call). Python takes the verdict only where those inputs
+    joint-space call, sim/tree_box_kernels.py ``tree_box_step``, forms the same way). Python takes the verdict only where those inputs
     are still what it would pass (:func:`contactlab.sim.faults.judged_verdict`).
 
     Returns (outcome, schur_box_solve's ten values, modes, e0, gain, ke, pe, pen, joint_error,

@@ -56,6 +56,7 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
         o = sim.model_options
         if not (sim.compiled and getattr(model, "COMPILED_STEP", None) == COMPILED_FORM and sim.reuse is None
                 and not sim.islands and sim.iterations is None and m.joints and getattr(o, "joints", None) == "schur"
+                and not getattr(o, "cfm_centre", 0.0)     # centred cfm: the general build (centre_normals)
                 and 6 * live_bodies(m).size == m.ndof):
             return None
         stages = cls(sim, state)
@@ -131,16 +132,7 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
             judged = (verdict, statics, (max(pen, 0.0) if math.isfinite(pen) else 0.0, prev_error, actuated, gain,
                                          ke, ke + pe, w.h, slop), motion_judged, v_free)
         ok, code, z, wv, x, numbers, stats, v_next, tangent, n = out
-        sweeps, sm = int(stats[1]), int(stats[2])
-        # the Solution solve(problem, "pgs-sm") returns for this answer (solvers/pgs_sm.py pgs_sm_solve)
-        sol = Solution(z=z, w=wv, status=Status.SOLVED, iterations=sweeps + sm, method=sim.method,
-                       info={"reason": "residual below tol", "pgs_sweeps": sweeps, "sm_steps": sm,
-                             "outer": int(stats[0]), "sm_trials": int(stats[4]),
-                             "sm_solvers": ["cholesky"] if sm else [], "sparse": False, "kernel": "numba",
-                             "compiled_step": True})
-        sol.residual, sol.complementarity, sol.infeasibility = numbers[0], numbers[1], numbers[2]
-        sol.relative_residual = max(numbers[3], numbers[5])
-        sol.time_s = w.t_solved - w.t0
+        sol = pgs_sm_solution(z, wv, numbers, stats, sim.method, w.t_solved - w.t0)
         w.sol, w.n = sol, int(n)
         w.e0, w.contact_gain = e0, gain
         w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before, judged,
@@ -155,17 +147,25 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
         12 values, then the turn bound, the verdict and the judged motion."""
         sim = self.sim
         model, data = sim.model, sim.data
+        radius, judge = self.judge_inputs(w.call[-1])
+        return BJ.box_schur_step(
+            self.body, model.ndof, KIND_KINEMATIC, gyro, motion(data), f, contact_floats, contact_ints, zeta, slop,
+            self.joint_args, mt, mf, w.h, zeta_j, cfm, new_bound, current, self.kin, warm, p_motor, p_limit, p_normal,
+            p_tangent, self.params, self.threshold, position_stage, position_zeta, project, 1e-10, 8, radius, judge)
+
+    def judge_inputs(self, start) -> tuple:
+        """(radius, judge): the per-step checks' inputs a compiled call takes (``box_schur_step``'s,
+        ``tree_box_step``'s last two arguments) from the state ``start`` before the step (build's
+        copies: position, orientation, linear and angular velocity), kept in ``self.checks`` (statics,
+        previous joint error, actuation, radii) for :meth:`solve`'s ``judged``."""
+        sim = self.sim
         statics = fault_statics(sim)
         kind, radius, jointed, mass = statics
         prev_error = float(getattr(sim, "_fault_joint_error", 0.0))
         actuated = bool(sim.has_actuation)
         self.checks = (statics, prev_error, actuated, radius)
-        start = w.call[-1]      # the state before the step (build's copies)
-        return BJ.box_schur_step(
-            self.body, model.ndof, KIND_KINEMATIC, gyro, motion(data), f, contact_floats, contact_ints, zeta, slop,
-            self.joint_args, mt, mf, w.h, zeta_j, cfm, new_bound, current, self.kin, warm, p_motor, p_limit, p_normal,
-            p_tangent, self.params, self.threshold, position_stage, position_zeta, project, 1e-10, 8, radius,
-            (start[0], start[2], start[3], kind, jointed, mass, prev_error, motor_targets(data), actuated))
+        return radius, (start[0], start[2], start[3], kind, jointed, mass, prev_error, motor_targets(sim.data),
+                        actuated)
 
     # -- integrate: done in the call but for a deep contact's position correction -----------------
     def integrate(self, w: StepWork) -> None:
@@ -186,6 +186,26 @@ class CompiledSchurRowStages(CompiledJointCall, Stages):
         self.state.free_velocity = v_free      # the plausibility check's free motion (sim/faults.py)
         self.state.judged = judged              # the call's verdict with its inputs (faults.judged_verdict)
         self.finish(w, result, sol, outcome == BJ.DEEP, project, v_next, joint_error, (ke, pe, pen))
+
+
+def pgs_sm_solution(z, wv, numbers, stats, method: str, seconds: float) -> Solution:
+    """The Solution ``solve(problem, "pgs-sm")`` returns for a compiled call's certified answer
+    (solvers/pgs_sm.py ``pgs_sm_solve``; :func:`~contactlab.sim.box_joint_kernels.box_solve_certified`'s
+    ``numbers``: residual, complementarity, infeasibility, then the relative residuals, of which the
+    certified one is the larger of the fourth and sixth; ``stats``: pgs_sm_dense_run's counts, outer
+    iterations, sweeps and subspace steps first, subspace trials fifth), ``seconds`` the call's. One
+    place for the staged step (:meth:`CompiledSchurRowStages.solve`) and the fused hand step
+    (sim/grasp_step.py)."""
+    sweeps, sm = int(stats[1]), int(stats[2])
+    sol = Solution(z=z, w=wv, status=Status.SOLVED, iterations=sweeps + sm, method=method,
+                   info={"reason": "residual below tol", "pgs_sweeps": sweeps, "sm_steps": sm,
+                         "outer": int(stats[0]), "sm_trials": int(stats[4]),
+                         "sm_solvers": ["cholesky"] if sm else [], "sparse": False, "kernel": "numba",
+                         "compiled_step": True})
+    sol.residual, sol.complementarity, sol.infeasibility = numbers[0], numbers[1], numbers[2]
+    sol.relative_residual = max(numbers[3], numbers[5])
+    sol.time_s = seconds
+    return sol
 
 
 #: the box-friction model's compiled stages on jointed scenes (sim/box_stages.py ``STAGES``)

@@ -40,6 +40,7 @@ from .st_stages import ST_STAGES
 from .reuse_stages import REUSE_STAGES
 from .faults import checked_step
 from .robot_step import FusedRobotStep
+from .grasp_step import FusedGraspStep
 from .stages import Stages, StepState, configuration, energies, shape_sweep  # noqa: F401 (energies re-exported)
 
 from .recorder import RECORD_FIELDS, StepRecord, Trajectory  # noqa: F401 (re-exported)
@@ -307,8 +308,9 @@ class Simulator:
         for fn in controllers or ():
             self.add_controller(fn)
         self.compiled = bool(compiled)
-        #: whether a legged robot's step may be taken as a few compiled calls where every controller has a
-        #: compiled form (:mod:`contactlab.sim.robot_step`: the same bits as the stages; False: the stages)
+        #: whether a robot's step may be taken as a few compiled calls: a legged robot's where every
+        #: controller has a compiled form (:mod:`contactlab.sim.robot_step`), a hand's in joint coordinates
+        #: (:mod:`contactlab.sim.grasp_step`); the same bits as the stages; False: the stages
         self.fused = True
         self._fused, self._fused_for = None, None
         self._unfused = False           # run(): _rolled found no fused step for the next one
@@ -426,14 +428,15 @@ class Simulator:
         with blas_threads(self.blas_threads):
             try:
                 fused = self._fused_step()
-                if fused is not None:       # a legged robot's step as a few compiled calls (sim/robot_step.py)
+                if fused is not None:       # a robot's step as a few compiled calls (sim/robot_step.py, grasp_step.py)
                     return fused.step()
             except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
                 raise_interrupt_behind(exc)
             return self._staged_step()
 
     def _fused_step(self):
-        """The fused robot step (:class:`~contactlab.sim.robot_step.FusedRobotStep`) where it takes
+        """The fused robot step (:class:`~contactlab.sim.robot_step.FusedRobotStep`, legged robots;
+        :class:`~contactlab.sim.grasp_step.FusedGraspStep`, a hand in joint coordinates) where it takes
         this step: planned again when the stages or the controllers changed; None (the stages take
         the step) where it declines the configuration, where :attr:`fused` is False, or where joint
         torques were set before the step."""
@@ -445,7 +448,7 @@ class Simulator:
         if fused is False and self._fused_for == (self.stages, tuple(map(id, self.controllers))):
             return None
         stages = self.plan()
-        self._fused = FusedRobotStep.plan(self, stages) or False
+        self._fused = FusedRobotStep.plan(self, stages) or FusedGraspStep.plan(self, stages) or False
         self._fused_for = (stages, tuple(map(id, self.controllers)))
         return self._fused or None
 
@@ -456,7 +459,7 @@ class Simulator:
         that took all the steps it was given (its chunk, sized to answer a Ctrl-C soon) hands none over."""
         fused = self._fused_step() if steps > 0 else None
         self._unfused = fused is None and steps > 0     # run()'s next step: the stages' (no second check)
-        if fused is None:
+        if fused is None or not hasattr(fused, "rollout"):     # (the hand's fused step: one step at a time)
             return 0, True
         try:
             with blas_threads(self.blas_threads):

@@ -51,13 +51,19 @@ from ..kernels._jit import jit
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.joint_rows import add_gram, joint_impulses, spd_reduce
 from ..mechanics.bodies import body_terms, free_velocity
+from ..mechanics.model import KIND_KINEMATIC
 from ..mechanics.rows import contact_terms, position_targets
 from ..mechanics.tree import body_jacobians, crba, motion_columns, tree_coordinates, tree_joint_error
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
 from .box_joint_kernels import _no_answer, box_solve_certified
-from .noslip_kernels import DECLINED, DEEP, DONE
+from .faults import NOT_JUDGED, step_checks
+from .noslip_kernels import DECLINED, DEEP, DONE, call_inputs
 from .tree_kernels import (_limit_rows, advance_tree, block_kinetic_gain, frame_rows_of, joint_momentum,
                            maximal_rates, tree_joint_arrays)
+
+
+#: the verdict of a step whose checks the call did not form (faults.NOT_JUDGED)
+_NOT_JUDGED = (NOT_JUDGED, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @jit
@@ -199,7 +205,7 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
                   inv_inertia, gravity, gyroscopic, quaternion, position, linear_velocity, angular_velocity, f,
                   contact_floats, contact_ints, zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, cfm,
                   new_bound, current, blk_cols, blk_ptr, warm, prev_motor, prev_limit, prev_normal, prev_tangent,
-                  params, threshold, passive, position_stage, position_zeta):
+                  params, threshold, passive, position_stage, position_zeta, radius, judge):
     """One box-friction step (``joints="schur"``, pgs-sm) of a forest with kinematic roots and couplings
     in joint coordinates (module docstring). ``tree``: TreeTopology.args; ``joint_of`` (nj,): each
     joint's child body; ``body_of_block``: the body of each 6-dof block; ``kinematic`` (nb,): the
@@ -208,7 +214,10 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     (``f`` is not written where the step declines), and so is the returned tuple, with no joint
     impulses (joint coordinates have none) and the joint error of
     :func:`~contactlab.mechanics.tree.tree_joint_error` (nothing projected: DEEP asks the caller's
-    position correction as the maximal call does)."""
+    position correction as the maximal call does); then, as that call's, the per-step checks of a DONE
+    step, whose state is final, on ``radius`` and ``judge`` (:func:`contactlab.sim.faults.step_checks`:
+    the turn bound, the plausibility verdict on the call's own free velocity, the judged motion; code
+    NOT_JUDGED and no motion otherwise, or where ``radius`` is not one per body)."""
     ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
     e0 = 0.0 + ke0 + pe0
     order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx = tree
@@ -223,7 +232,8 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     ok, col, fac, t0, nr = coordinate_map(order, jnt, qstart, kinematic, linear_velocity, angular_velocity, jq,
                                           follows, ratio, motor_target, motor_max_force, nq)
     if not ok or nr == 0:
-        return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, 0, no_max)
+        return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, 0, no_max,
+                0.0, _NOT_JUDGED, np.zeros(0))
     theta, qd, ax, P = tree_coordinates(order, parent, jnt, qstart, qcount, jkind, ja, anchor_a, anchor_b, axis_a,
                                         q_rel0, nq, position, quaternion, linear_velocity, angular_velocity)
     S6 = motion_columns(order, jnt, qstart, qcount, root, jkind, nq, position, ax, P)
@@ -239,7 +249,8 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
                                             motor_max_force, h, Lq, l_bias, n_bias, nq)
     n = R.shape[0]
     if n == 0:
-        return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+        return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max,
+                0.0, _NOT_JUDGED, np.zeros(0))
     # C = R_u' (nr, n) = T' R', and the rows' known part R t0
     C = np.zeros((nr, n))
     known = np.zeros(n)
@@ -255,7 +266,8 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
                 known[r] += R[r, i] * ti
     ok, Li, Y, yg = spd_reduce(Hr, C, br)
     if not ok:
-        return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+        return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max,
+                0.0, _NOT_JUDGED, np.zeros(0))
     M = np.zeros((n, n))
     q = np.empty(n)
     for i in range(n):
@@ -270,7 +282,8 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
                                                           warm, prev_motor, prev_limit, prev_normal, prev_tangent,
                                                           match, params, threshold)
     if not ok:
-        return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+        return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max,
+                0.0, _NOT_JUDGED, np.zeros(0))
     u = joint_impulses(Li, Y, yg, z)          # -L^-T (Y z + yg) = -u+
     qd_next = t0.copy()
     for i in range(nq):
@@ -306,9 +319,71 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
             Nv[i] = acc_n
         _c, deep = position_targets(Nv, phi, h, slop, position_zeta)
         if deep:
-            return (DEEP, out, modes, e0, gain, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max)
+            return (DEEP, out, modes, e0, gain, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max, 0.0, _NOT_JUDGED, np.zeros(0))
     joint_error = tree_joint_error(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, position,
                                    quaternion)
     ke, pe, pen = energies_and_depth(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity,
                                      position, gravity, phi)
-    return (DONE, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max)
+    turn = 0.0
+    verdict = _NOT_JUDGED
+    judged = np.zeros(0)
+    if radius.size == dof_start.size:
+        x0, v0, w0, kind, jointed, total_mass, prev_joint_error, motors, actuated = judge
+        turn, verdict, judged = step_checks(dof_start, kind, KIND_KINEMATIC, radius, contact_ints, x0, v0, w0, v_free,
+                                            True, gravity, position, linear_velocity, angular_velocity, h, pen, slop,
+                                            prev_joint_error, jointed, motors, actuated, gain, ke, pe, total_mass)
+    return (DONE, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max, turn, verdict, judged)
+
+
+@jit
+def _put(out, k, src):
+    """out[k:k + src.size] = src; returns k + src.size."""
+    for i in range(src.size):
+        out[k + i] = src[i]
+    return k + src.size
+
+
+@jit
+def tree_box_fused_step(plan, gyroscopic, quaternion, position, linear_velocity, angular_velocity, torque_idx, torques,
+                        torque_joints, ndof, packed_target, packed_max_force, state_target, state_max_force,
+                        contact_floats, contact_ints, zeta_c, slop, joints, h, zeta_j, cfm, new_bound, current, blk_cols,
+                        blk_ptr, warm, prev_motor, prev_limit, prev_normal, prev_tangent, params, threshold, passive,
+                        position_stage, position_zeta, radius, judge):
+    """The fused hand step's call (sim/grasp_step.py): the stages' build inputs
+    (:func:`contactlab.sim.noslip_kernels.call_inputs`: the joint torques' force, the motors' targets
+    and limits; ``torque_joints`` = (kind, a, b, anchor_b, axis_a, dof_start) of the packed joints),
+    then :func:`tree_box_step` on them (``plan``: its first fourteen arguments, the frozen model's),
+    the same kernels in the same order as the stages' two calls. Its answers come back in one float
+    array, each crossing into Python costing a boxed array (about a microsecond each): ``out`` =
+    [z (n) | w (n) | v+ (ndof) | tangent impulses (2 nc) | v_free (ndof) | the joint torques' force
+    before the step (ndof) | motor targets | motor limits (nj each) | numbers (6) | stats (6)], with
+    the contact modes. Returns (outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn bound, verdict,
+    out, modes); DECLINED: nothing changed (``out`` empty)."""
+    f, mt, mf, _lim = call_inputs(torque_idx, torques, torque_joints[0], torque_joints[1], torque_joints[2],
+                                  torque_joints[3], torque_joints[4], torque_joints[5], position, quaternion, ndof,
+                                  packed_target, packed_max_force, state_target, state_max_force)
+    f0 = f.copy()
+    res = tree_box_step(plan[0], plan[1], plan[2], plan[3], plan[4], plan[5], plan[6], plan[7], plan[8], plan[9],
+                        plan[10], plan[11], plan[12], plan[13], gyroscopic, quaternion, position, linear_velocity,
+                        angular_velocity, f, contact_floats, contact_ints, zeta_c, slop, joints, mt, mf, h, zeta_j, cfm,
+                        new_bound, current, blk_cols, blk_ptr, warm, prev_motor, prev_limit, prev_normal, prev_tangent,
+                        params, threshold, passive, position_stage, position_zeta, radius, judge)
+    outcome, answer, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, _a_max, turn, verdict, _judged = res
+    _ok, _code, z, wv, _x, numbers, stats, v_next, tangent, n = answer
+    if outcome == DECLINED:
+        return outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, np.zeros(0), modes
+    nc = tangent.shape[0]
+    out = np.empty(2 * n + 3 * ndof + 2 * nc + 2 * mt.size + 12)
+    k = _put(out, 0, z)
+    k = _put(out, k, wv)
+    k = _put(out, k, v_next)
+    for c in range(nc):
+        out[k + 2 * c] = tangent[c, 0]
+        out[k + 2 * c + 1] = tangent[c, 1]
+    k = _put(out, k + 2 * nc, v_free)
+    k = _put(out, k, f0)
+    k = _put(out, k, mt)
+    k = _put(out, k, mf)
+    k = _put(out, k, numbers)
+    _put(out, k, stats)
+    return outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out, modes

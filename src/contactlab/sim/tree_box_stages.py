@@ -16,7 +16,11 @@ whose answer equals this step's in exact arithmetic but for the joints' drift co
 ``StepResult.joint`` is empty (joint coordinates carry no joint impulses), the Solution's info
 says ``joint_space``; the joint error recorded is measured after the step on the tree's joints
 (:func:`contactlab.mechanics.tree.tree_joint_error`): nothing is projected but after a deep
-contact's position correction, as the maximal stages do.
+contact's position correction, as the maximal stages do. The call forms a DONE step's per-step
+checks (the turn bound, the plausibility verdict with its inputs) as the maximal call does
+(:meth:`~contactlab.sim.box_joint_stages.CompiledSchurRowStages.judge_inputs`). Where
+``Simulator.fused`` is on, the steps are taken by :class:`contactlab.sim.grasp_step.FusedGraspStep`
+(the same kernels, one Python method), which hands these stages any step it does not take.
 """
 from __future__ import annotations
 
@@ -59,13 +63,14 @@ class CompiledTreeSchurRowStages(CompiledSchurRowStages):
         """:func:`contactlab.sim.tree_box_kernels.tree_box_step` on the simulator's state; where it
         declines (nothing changed), the maximal-coordinate call."""
         model, data = self.sim.model, self.sim.data
+        radius, judge = self.judge_inputs(w.call[-1])
         out = TB.tree_box_step(
             self.tree.args, self.joint_of, self.body_of_block, self.tree.nq, self.kinematic, self.jq, self.follows,
             self.ratio, self.live, model.dof_start, model.mass, model.inertia, model.inv_inertia, self.gravity, gyro,
             data.quaternion, data.position, data.linear_velocity, data.angular_velocity, f, contact_floats,
             contact_ints, zeta, slop, self.joint_args, mt, mf, w.h, zeta_j, cfm, new_bound, current,
             self.blk_cols, self.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, self.params, self.threshold,
-            self.passive, position_stage, position_zeta)
+            self.passive, position_stage, position_zeta, radius, judge)
         self.joint_space = out[0] != NK.DECLINED
         if self.joint_space:
             return out

@@ -1,0 +1,252 @@
+"""The hand's step with its Python cut to a constant few calls (:class:`FusedGraspStep`): the
+counterpart of sim/robot_step.py's legged-robot step for the box-friction model in joint
+coordinates (:class:`~contactlab.sim.tree_box_stages.CompiledTreeSchurRowStages`, the Barrett hand
+of arechavaleta Sec. V).
+
+Planned by :meth:`contactlab.sim.Simulator.step` where the stages are those, the simulator's own
+CollisionWorld detects every pair in its compiled routines with convex meshes
+(``CollisionWorld._detect_matched_polytopes``: collision/polytope.py ``detect_and_match_polytopes``),
+its collision radii are the plausibility check's (:func:`~contactlab.sim.faults.fault_statics`) and
+``Simulator.fused`` is True. The controllers are the simulator's own callables (``fn(sim)``, a grasp
+script: Python that sets motors and the wrist's velocity, as the stages run them). A step is then
+
+1. the controllers (``Simulator.control``), the stages planned again where they changed a
+   configuration (then the stages take the step, checked as ``Simulator.step`` checks it); the
+   state before the step copied once (the deferred system's, the plausibility check's);
+2. the detection (``detect_and_match_polytopes``' compiled call on its arguments, as
+   ``CollisionWorld.detect_matched`` makes it);
+3. the joints' torques' force and the motors' state (:func:`contactlab.sim.noslip_kernels.call_inputs`,
+   as the stages' ``build``), then the physics step, :func:`contactlab.sim.tree_box_kernels.tree_box_step`,
+   whose DONE step forms the per-step checks on its own inputs: the correct stage's turn bound and
+   the plausibility verdict (:func:`contactlab.sim.faults.step_checks`, the inputs
+   :func:`~contactlab.sim.faults.step_fault` gives it: the state before, the call's free velocity,
+   the depth max(pen, 0), the record's energies, the previous joint error, the motors' targets, the
+   actuation), taken here as they are: nothing runs between the call and this method's use of them;
+4. the bookkeeping of the stages' solve, certify, integrate and record (the Solution, the StepResult,
+   the deferred system, ``Data``, the StepRecord), the plausibility verdict in words where it finds
+   a fault (:func:`~contactlab.sim.faults.fault_words`).
+
+The same kernels in the same order on the same arrays as the stages: the same bits, records and
+verdicts (tests/sim/test_grasp_step.py). Where the stages would do something else, the step is
+theirs from that point on the same inputs: a pair for coal (the stages' detection), a problem past
+the dense size (the general build), joint torques set by a controller (the stages' build takes them,
+as the call does), a step the joint-space call declines (the maximal call, then the general stages),
+a deep contact's position correction and a fast turn's correction (sim/turns.py); each checked as
+:func:`contactlab.sim.faults.checked_step` checks the stages' steps.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..collision import CollisionWorld
+from ..collision.contacts import PackedContactSet, previous_packed
+from ..collision.polytope import detect_and_match_polytopes
+from ..models.common import StepResult
+from ..solvers.registry import DENSE_BYTES_LIMIT
+from . import noslip_kernels as NK
+from . import tree_box_kernels as TB
+from .box_joint_stages import _NO_TANGENT, pgs_sm_solution
+from .faults import NOT_JUDGED, checked_step, fault_statics, fault_words, motor_targets, step_fault
+from .noslip_stages import NO_VALUES
+from .recorder import StepRecord
+from .stages import StepWork
+from .tree_box_stages import CompiledTreeSchurRowStages
+from .turns import TURN_TRIGGER
+
+#: a step's joint impulses (joint coordinates carry none; tree_box_step's empty ``x``)
+_NO_JOINT = np.zeros(0)
+
+
+class FusedGraspStep:
+    """One step of a hand in joint coordinates as a constant few compiled calls (module docstring)."""
+
+    @classmethod
+    def plan(cls, sim, stages) -> "FusedGraspStep | None":
+        """The fused step for ``sim`` with its planned ``stages``, or None where the stages take the steps."""
+        if not getattr(sim, "fused", True) or type(stages) is not CompiledTreeSchurRowStages:
+            return None
+        world = sim.world
+        if not (isinstance(world, CollisionWorld) and world.geoms and world.has_convex
+                and type(world).detect is CollisionWorld.detect
+                and getattr(world.detect_matched, "__func__", None) is CollisionWorld.detect_matched
+                and getattr(world._detect_matched_polytopes, "__func__", None)
+                is CollisionWorld._detect_matched_polytopes):
+            return None
+        if fault_statics(sim)[1] is not world.body_radius:      # the checks' radii: the world's (turns.fires)
+            return None
+        return cls(sim, stages)
+
+    def __init__(self, sim, stages):
+        self.sim, self.stages = sim, stages
+        self.controllers = list(sim.controllers)
+        m = sim.model
+        P = stages.packed
+        self.torque_args = (P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start)
+        self.motor_args = (m.ndof, P.motor_target, P.motor_max_force)
+        # tree_box_step's arguments fixed by the plan (the frozen model's arrays)
+        self.tree_args = (stages.tree.args, stages.joint_of, stages.body_of_block, stages.tree.nq, stages.kinematic,
+                          stages.jq, stages.follows, stages.ratio, stages.live, m.dof_start, m.mass, m.inertia,
+                          m.inv_inertia, stages.gravity)
+        self.ndof, self.nj = m.ndof, P.motor_target.size
+        self.dense_rows = 2 * len(m.joints) + m.ndof       # the problem's rows but the contacts' (build's test)
+        world = sim.world
+        #: the detection's constant arrays (CollisionWorld.polytope_constants: cf, ci, and the sweep and
+        #: reach views of cf that the call writes)
+        self.constants = world.polytope_constants()
+        #: the last DONE step's contacts, result, packed ints and the result's arrays the next step reads
+        self._last = None
+
+    def valid(self, sim) -> bool:
+        """Whether this plan is still the simulator's (the same stages and controllers)."""
+        ctrl = sim.controllers
+        return self.stages is sim.stages and len(ctrl) == len(self.controllers) and all(
+            a is b for a, b in zip(ctrl, self.controllers))
+
+    def step(self):
+        sim, stages = self.sim, self.stages
+        # 1. the controllers; the state before the step
+        for fn in sim.controllers:
+            fn(sim)
+        if sim.plan() is not stages:        # a controller changed the configuration: the stages' step
+            return checked_step(sim, sim._advance)
+        data, model, world = sim.data, sim.model, sim.world
+        h = sim.h
+        f64 = np.ascontiguousarray
+        position, quaternion, lin, ang = data.position, data.quaternion, data.linear_velocity, data.angular_velocity
+        x0, q0, v0, w0 = position.copy(), quaternion.copy(), lin.copy(), ang.copy()
+        before = (x0, v0, w0, float(getattr(sim, "_fault_joint_error", 0.0)))
+        state = stages.state
+        state.judged = None                 # (faults.checked_step)
+        # 2. the detection (CollisionWorld._detect_matched_polytopes' call)
+        t_start = time.perf_counter()
+        st = model.settings
+        margin = float(st.margin)
+        prev, res = data.contacts, data.result
+        last = self._last
+        if last is not None and prev is last[0] and res is last[1] and prev.ints is last[2] \
+                and res.normal is last[3] and res.motor is last[4] and res.limit is last[5] and res.tangent is last[6]:
+            # the previous step was this one's DONE step, its contacts and result untouched: the packed
+            # buffers and the warm start's arrays are those previous_packed and build would give
+            prev_floats, prev_ints, prev_normal = prev.floats, prev.ints, res.normal
+        else:
+            last = None
+            prev_floats, prev_ints, prev_normal = previous_packed(prev, None if res is None else res.normal)
+        world.margin = margin
+        cf, ci, sweep, reach = self.constants
+        left, floats, ints = detect_and_match_polytopes(
+            lin, ang, h, quaternion, position, margin, prev_floats, prev_ints, prev_normal, 2.0 * margin + 1e-3, cf, ci)
+        t_detect = time.perf_counter()
+        world._sweep, world._reach = sweep, reach
+        if left:        # a pair for coal: the stages' detection and step
+            return checked_step(sim, sim._advance, before)
+        contacts = PackedContactSet(floats, ints)
+        nc = contacts.count
+        rows = 3 * nc + self.dense_rows
+        if 8 * rows * (2 * rows + 1) > DENSE_BYTES_LIMIT:     # the general build (models/common.py refuse_dense)
+            return self._staged(before, StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
+        # 3. the call's inputs (CompiledSchurRowStages.build) and the physics step
+        idx, tau, st_mt, st_mf = stages.torque_inputs(data)
+        o = sim.model_options
+        warm = bool(sim.warm_start and data.warm.get("z") is not None and res is not None)
+        if warm and last is not None:
+            p_motor, p_limit, p_normal, p_tangent = res.motor, res.limit, res.normal, res.tangent
+        elif warm:
+            p_motor, p_limit, p_normal = (f64(res.motor, dtype=np.float64), f64(res.limit, dtype=np.float64),
+                                          f64(res.normal, dtype=np.float64))
+            p_tangent = f64(res.tangent, dtype=np.float64).reshape(-1, 2)
+        else:
+            p_motor = p_limit = p_normal = NO_VALUES
+            p_tangent = _NO_TANGENT
+        cfm, new_bound, current = float(o.cfm + st.cfm), float(o.new_contact_bound), o.coupling == "current"
+        zeta = float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0)
+        slop, zeta_j, position_zeta = float(st.slop), float(st.zeta), float(st.contact_zeta)
+        position_stage, gyro = st.contact_stabilization == "position", bool(st.gyroscopic)
+        prev_error, actuated = before[3], bool(sim.has_actuation)
+        kind, radius, jointed, mass = fault_statics(sim)
+        t0 = time.perf_counter()
+        (outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out,
+         modes) = TB.tree_box_fused_step(
+            self.tree_args, gyro, quaternion, position, lin, ang, idx, tau, self.torque_args, *self.motor_args, st_mt,
+            st_mf, floats, ints, zeta, slop, stages.joint_args, h, zeta_j, cfm, new_bound, current, stages.blk_cols,
+            stages.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, stages.params, stages.threshold,
+            stages.passive, position_stage, position_zeta, radius,
+            (x0, v0, w0, kind, jointed, mass, prev_error, motor_targets(data), actuated))
+        t_solved = time.perf_counter()
+        if outcome == NK.DECLINED:      # nothing changed: the stages' solve (the maximal call, the general stages)
+            return self._staged(before, StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
+        # the call's answers, views of its one array (tree_box_fused_step)
+        n, ndof, nj = int(n), self.ndof, self.nj
+        a = 2 * n + ndof
+        b = a + 2 * nc
+        c = b + 2 * ndof
+        d = c + 2 * nj
+        z, wv, v_next, tangent, v_free = out[:n], out[n:2 * n], out[2 * n:a], out[a:b].reshape(nc, 2), out[b:b + ndof]
+        f, mt, mf, numbers, stats = out[b + ndof:c], out[c:c + nj], out[c + nj:d], out[d:d + 6], out[d + 6:]
+        before_call = (x0, q0, v0, w0, f, mt, mf)
+        x = _NO_JOINT
+        sol = pgs_sm_solution(z, wv, numbers, stats, sim.method, t_solved - t0)
+        sol.info["joint_space"] = True
+        stages.joint_space = True
+        if outcome != NK.DONE or (position_stage and nc and turn > TURN_TRIGGER * slop):
+            # a deep contact's position correction, a fast turn's correction: the stages' integrate and correct
+            # (a DEEP step's turn bound is formed after its correction moved the bodies: turns.fires)
+            w = StepWork(contacts, contacts.match, nc, h, t_start, t_detect, compiled=True, sol=sol, n=int(n), e0=e0,
+                         contact_gain=gain, t0=t0, t_solved=t_solved, turn_bound=turn if outcome == NK.DONE else None)
+            inputs = (f, (floats, ints), zeta, slop, mt, mf, zeta_j, cfm, new_bound, current, warm, p_motor, p_limit,
+                      p_normal, p_tangent, position_stage, position_zeta, bool(st.project_joints), gyro, before_call)
+            w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before_call, None,
+                      inputs)
+            return checked_step(sim, lambda: self._finish(w), before)
+        # 4. the stages' bookkeeping (CompiledSchurRowStages.integrate, CompiledCall.finish and record)
+        nm = z.shape[0] - nl - 3 * nc
+        o_n = nm + nl
+        result = StepResult(v_next=v_next, normal=z[o_n:o_n + nc], tangent=tangent, joint=x, limit=z[nm:o_n],
+                            motor=z[:nm], modes=modes)
+        data.warm["z"] = z.copy()
+        state.defer(contacts, h, stages.system_terms, (before_call, gyro, contacts, zeta, slop, zeta_j, h))
+        state.free_velocity = v_free
+        data.time += h
+        data.steps += 1
+        data.joint_torque.clear()
+        data.contacts, data.result = contacts, result
+        state.solution = sol
+        self._last = (contacts, result, ints, result.normal, result.motor, result.limit, tangent) if nc else None
+        state.turn_overlap = 0.0
+        t_integrated = time.perf_counter()
+        state.timing = {"detect": t_detect - t_start, "build": 0.0, "solve": t_solved - t0,
+                        "integrate": t_integrated - t_solved, "record": 0.0}
+        e1 = ke + pe
+        rec = StepRecord(time=data.time, contacts=nc, lcp_size=int(n), iterations=int(sol.iterations), pivots=0,
+                         residual=float(sol.residual), success=True, status="SOLVED", rescued=False,
+                         kinetic_energy=ke, energy=e1, energy_gain=e1 - e0, contact_energy_gain=gain,
+                         max_penetration=pen, solve_time=sol.time_s, joint_error=joint_error)
+        if verdict[0] == NOT_JUDGED:    # (radii not one per body: planned out) the check formed here
+            rec.fault = step_fault(sim, before, rec)
+        elif verdict[0]:
+            depth = max(float(pen), 0.0) if math.isfinite(pen) else 0.0
+            rec.fault = fault_words(sim, verdict, depth, before[3], rec)
+        rec.plausible = not rec.fault
+        sim._fault_joint_error = float(joint_error) if math.isfinite(joint_error) else 0.0
+        return rec
+
+    def _finish(self, w: StepWork):
+        """The stages' certify, integrate, correct and record on the call's outcome ``w``."""
+        stages = self.stages
+        stages.certify(w)
+        stages.integrate(w)
+        stages.correct(w)
+        return stages.record(w)
+
+    def _staged(self, before, w: StepWork):
+        """The stages' step from build on ``w``'s contacts, checked (faults.checked_step)."""
+        stages = self.stages
+
+        def take():
+            stages.build(w)
+            stages.solve(w)
+            return self._finish(w)
+        return checked_step(self.sim, take, before)
+

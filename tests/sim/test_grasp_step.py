@@ -1,0 +1,132 @@
+"""The hand's fused step (sim/grasp_step.py) against the stages it stands for
+(sim/tree_box_stages.py): the same kernels in the same order, so the same bits (state, records,
+verdicts, the Solution) as the staged step of :meth:`Simulator.step` with ``fused`` off; the
+verdicts it takes from its call are those :func:`contactlab.sim.faults.step_fault` forms from
+scratch on the states before and after; the steps it declines are the stages' on the same inputs."""
+import numpy as np
+
+import contactlab.sim.grasp_step as GS
+import contactlab.sim.tree_box_kernels as TB
+from contactlab.kernels.residual import boxed_certify_dense
+from contactlab.scenarios import make_scene
+from contactlab.sim import Simulator
+from contactlab.sim import faults
+from .test_box_joint_stages import _independent_problem
+
+FIELDS = ("time", "contacts", "lcp_size", "iterations", "pivots", "residual", "success", "rescued", "kinetic_energy",
+          "energy", "energy_gain", "contact_energy_gain", "max_penetration", "joint_error", "plausible", "fault",
+          "status")
+STATE = ("position", "quaternion", "linear_velocity", "angular_velocity")
+
+
+def _sim(fused=True):
+    sc = make_scene("barrett-grasp", material="rubber")
+    sim = Simulator(sc, "box-friction", "pgs-sm", model_options={"joints": "schur", "coupling": "previous"},
+                    controllers=sc.controllers)
+    sim.fused = fused
+    return sim
+
+
+def _same_step(a, b, ra, rb):
+    assert [getattr(ra, f) for f in FIELDS] == [getattr(rb, f) for f in FIELDS]
+    for f in STATE:
+        assert np.array_equal(getattr(a.data, f), getattr(b.data, f))
+
+
+def test_the_fused_step_gives_the_staged_steps_bits():
+    """200 steps of the grasp (settle, close, squeeze): every step the fused one, the same state and
+    records bit for bit; the last step's Solution, StepResult, warm start and system (assembled when
+    read) are the stages' too."""
+    a, b = _sim(), _sim(fused=False)
+    for _ in range(200):
+        ra, rb = a.step(), b.step()
+        _same_step(a, b, ra, rb)
+    assert isinstance(a._fused, GS.FusedGraspStep) and b._fused is None
+    sa, sb = a.last_solution, b.last_solution
+    assert sa.status == sb.status and sa.info == sb.info and sa.iterations == sb.iterations
+    assert np.array_equal(sa.z, sb.z) and np.array_equal(sa.w, sb.w)
+    assert sa.relative_residual == sb.relative_residual and sa.residual == sb.residual
+    for f in ("v_next", "normal", "tangent", "joint", "limit", "motor", "modes"):
+        assert np.array_equal(getattr(a.data.result, f), getattr(b.data.result, f))
+    assert np.array_equal(a.data.warm["z"], b.data.warm["z"])
+    assert np.array_equal(a.last_system.N.toarray(), b.last_system.N.toarray())
+    assert np.array_equal(a.last_system.v_free(), b.last_system.v_free())
+
+
+def test_its_verdicts_and_certificates_are_those_formed_from_scratch():
+    """Each step's verdict (taken from the call) equals faults.step_fault's on the states before and
+    after with no verdict at hand (the free velocity from the assembled system), and each answer's
+    certificate holds on the problem assembled from scratch (solve()'s relative residual, at most
+    its threshold)."""
+    sc = make_scene("barrett-grasp", material="rubber")
+    seen = []
+
+    def snapshot(sim):      # the last controller: the state the step starts from
+        d = sim.data
+        seen[:] = [(d.position.copy(), d.linear_velocity.copy(), d.angular_velocity.copy(),
+                    float(getattr(sim, "_fault_joint_error", 0.0)))]
+    sim = Simulator(sc, "box-friction", "pgs-sm", model_options={"joints": "schur", "coupling": "previous"},
+                    controllers=[*sc.controllers, snapshot])
+    checked = 0
+    for k in range(120):
+        rec = sim.step()
+        assert isinstance(sim._fused, GS.FusedGraspStep)
+        if k % 10 == 9:
+            state = sim.step_state
+            assert state.judged is None          # the fused step's verdict was its call's own
+            sys = sim.last_system       # assembled from the state before the step (StepState.defer)
+            scratch = faults.step_fault(sim, seen[0], rec)      # on the assembled system's v_free
+            assert scratch == rec.fault and rec.plausible == (not scratch)
+            # the certificate on the step's boxed LCP formed with dense numpy from the maximal system
+            # (tests/sim/test_tree_box_stages.py: its answer solves that problem)
+            M, q, lo, hi, *_ = _independent_problem(sys, sys.cfm + sim.model_options.cfm, sim.model_options)
+            z = sim.last_solution.z
+            n = q.shape[0]
+            _w, nat, _comp, infeas, rn, _rc, ri = boxed_certify_dense(M, q, lo, hi, np.full(n, -1), np.zeros(n), z)
+            assert max(rn, ri) <= sim.stages.threshold and np.isfinite(nat) and np.isfinite(infeas)
+            assert max(rn, ri) <= 10 * max(sim.last_solution.relative_residual, 1e-12) + sim.stages.threshold
+            checked += 1
+    assert checked == 12
+
+
+def test_a_step_it_declines_is_the_stages_on_the_same_inputs(monkeypatch):
+    """The call declines every third step (nothing changed, as the kernel declines): the stages take
+    those steps from build on the same contacts, and the run is the staged run's bit for bit."""
+    kernel = TB.tree_box_fused_step
+    seen = {"declined": 0}
+    calls = {"n": 0}
+
+    def declining(*args):
+        calls["n"] += 1
+        if calls["n"] % 3 == 0:
+            seen["declined"] += 1
+            return (TB.DECLINED, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0.0, faults_not_judged(), np.zeros(0),
+                    np.zeros(0, dtype=np.int8))
+        return kernel(*args)
+    a, b = _sim(), _sim(fused=False)
+    monkeypatch.setattr(TB, "tree_box_fused_step", declining)
+    for _ in range(90):
+        ra, rb = a.step(), b.step()
+        _same_step(a, b, ra, rb)
+        assert a.last_solution.info == b.last_solution.info
+    assert seen["declined"] == 30 and isinstance(a._fused, GS.FusedGraspStep)
+
+
+def faults_not_judged():
+    return (faults.NOT_JUDGED, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def test_run_takes_the_fused_steps_and_the_planning_declines_what_it_cannot_take():
+    """Simulator.run steps through the fused step (no rollout for the hand) to the staged run's
+    records; a world whose detection is its own, or ``fused`` off, keeps the stages."""
+    a, b = _sim(), _sim(fused=False)
+    ta, tb = a.run(40 * a.h), b.run(40 * b.h)
+    assert isinstance(a._fused, GS.FusedGraspStep)
+    assert len(ta.records) == len(tb.records) == 40
+    # (run sets energy_gain NaN under actuation: compared by repr, every bit of the others too)
+    assert [[repr(getattr(r, f)) for f in FIELDS] for r in ta.records] == [[repr(getattr(r, f)) for f in FIELDS]
+                                                                            for r in tb.records]
+    c = _sim()
+    c.world.detect_matched = lambda *args, **kw: type(c.world).detect_matched(c.world, *args, **kw)
+    c.step()
+    assert c._fused is False
