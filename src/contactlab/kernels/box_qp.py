@@ -29,7 +29,7 @@ from ._jit import jit
 from .box_qp_panels import new_panel_state, panel_solve as _panel_solve, panel_state_solve  # noqa: F401
 from .csr_blocks import (block_positions, csr_dense_block, csr_masked, csr_sub_block, diagonal_positions,  # noqa: F401
                          gather_block, sub_block, upper_pattern)   # (the CSR block kernels' names, once defined here)
-from .dense import csr_times, grouped_cholesky_solve
+from .dense import csr_times, csr_transpose_times, grouped_cholesky_solve
 from .residual import abs_terms as _abs_terms, box_relative_error, boxed_certify_dense, coupled_bounds, csr_abs_terms
 from .tolerances import EPS
 
@@ -490,10 +490,11 @@ FACE_SOLVES = 3
 
 
 @jit
-def _trial(M, sptr, sidx, sval, z, w, d, step, lo, hi, cand, dz):
+def _trial(M, sptr, sidx, sval, z, w, d, step, lo, hi, cand, dz, mdz):
     """A trial step of projected Newton: cand = clip(z + step d) into the bounds, dz = cand - z, and
     the objective's change df = dz'(w + M dz / 2) and its slope w'dz for the Armijo test (the QP's
-    objective 1/2 z'Mz + q'z, w = Mz + q). Returns (df, slope, whether any row moved)."""
+    objective 1/2 z'Mz + q'z, w = Mz + q); M dz into ``mdz`` (w + M dz is the accepted step's w). Returns
+    (df, slope, whether any row moved)."""
     n = z.size
     moved = False
     for i in range(n):
@@ -502,6 +503,7 @@ def _trial(M, sptr, sidx, sval, z, w, d, step, lo, hi, cand, dz):
         if dz[i] != 0.0:
             moved = True
     Mdz = _mat_vec(M, sptr, sidx, sval, dz)
+    mdz[:] = Mdz
     df = 0.0
     slope = 0.0
     for i in range(n):
@@ -549,7 +551,9 @@ def _face_step(M, z, w, lo, hi, eps, d, held, cL, cA, cF, ck, grp, gstep, nbr, n
                 k += 1
         if k == 0:
             return False, pst
-        Md = _mat_vec(M, sptr, sidx, sval, dh)
+        # M dh, dh nonzero on the held rows only: on a CSR block the held rows' entries scattered (M symmetric:
+        # M dh = M' dh), a pass over those rows alone (1-2 % of a settled pile's rows) instead of all of M's
+        Md = csr_transpose_times(sptr, sidx, sval, dh, n) if sptr.size else _mat_vec(M, sptr, sidx, sval, dh)
         rhs = np.empty(k)
         for a in range(k):
             rhs[a] = -(w[F[a]] + Md[F[a]])
@@ -589,7 +593,9 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
     (:func:`box_qp_islands`; ``poor_residual`` inf: ``max_iterations`` whatever the start), and where
     ``face_any`` only one unless that step brings the error below POOR_PROGRESS times the start's (and that
     step's line search at most POOR_HALVINGS halvings: where it needs more, the island is left). M in
-    CSR: (sptr, sidx, sval) non-empty, M unused (every product and solve linear in its entries); an
+    CSR: (sptr, sidx, sval) non-empty, M unused (every product and solve linear in its entries; w carried from
+    step to step as w + M dz of the accepted trial, one product fewer a step, the stopping test made on w =
+    M z + q recomputed, which is also the w returned); an
     iterate whose error is at most ``poor_residual`` (any iterate where ``face_any``: the large islands of
     :func:`~contactlab.kernels.box_qp_islands.box_qp_islands`) then first tries :func:`_face_step`'s step, taken
     where it passes the Armijo test (so every step taken decreases the objective enough, as before).
@@ -598,7 +604,7 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
     caller's next runs on the same M) share one factorisation while the free set moves by a few rows
     (:func:`~contactlab.kernels.box_qp_panels.panel_state_solve`)."""
     n = q.size
-    d, cand, dz, t = work[0], work[1], work[2], work[4]
+    d, cand, dz, mdz, t = work[0], work[1], work[2], work[3], work[4]
     rw = work[5:9]
     diag = np.empty(n)
     if sptr.size == 0:
@@ -615,11 +621,21 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
     its = 0
     limit = max_iterations
     rel0 = np.inf
+    carried = False         # w carried from the accepted step (w + M dz), not recomputed
     for _ in range(max_iterations):
-        _affine_any(M, sptr, sidx, sval, z, q, w)
+        if carried:
+            for i in range(n):
+                w[i] += mdz[i]
+        else:
+            _affine_any(M, sptr, sidx, sval, z, q, w)
         for i in range(n):
             t[i] = abs(q[i]) + abs(w[i] - q[i])
         rel = box_relative_error(z, w, lo, hi, q, t, rw)
+        if rel <= tol and carried:      # the test that stops is made on w = M z + q itself
+            _affine_any(M, sptr, sidx, sval, z, q, w)
+            for i in range(n):
+                t[i] = abs(q[i]) + abs(w[i] - q[i])
+            rel = box_relative_error(z, w, lo, hi, q, t, rw)
         if rel <= tol:
             return True, its, pst
         if its == 0 and rel > poor_residual and poor_iterations < limit:
@@ -628,6 +644,8 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
         if its == 1 and face_any and limit == poor_iterations and rel > POOR_PROGRESS * rel0:
             limit = 1       # a large island from a poor start whose first step did not gain: left after it
         if its >= limit:
+            if carried:     # w returned as M z + q itself
+                _affine_any(M, sptr, sidx, sval, z, q, w)
             return False, its, pst
         its += 1
         for i in range(n):
@@ -651,7 +669,7 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
             tried, pst = _face_step(M, z, w, lo, hi, eps, d, face, cL, cA, cF, ck, grp, gstep, nbr, nnb, sptr, sidx,
                                     sval, pst)
             if tried:
-                df, slope, moved = _trial(M, sptr, sidx, sval, z, w, d, 1.0, lo, hi, cand, dz)
+                df, slope, moved = _trial(M, sptr, sidx, sval, z, w, d, 1.0, lo, hi, cand, dz, mdz)
                 accepted = df <= armijo * slope and moved
         for attempt in range(0 if accepted else (1 if full_steps else 2)):
             # Newton on the free rows, else a scaled projected gradient
@@ -669,7 +687,7 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
             # a large island's first step from a poor start (rel0 set): POOR_HALVINGS halvings at most
             trials = POOR_HALVINGS + 1 if face_any and its == 1 and rel0 < np.inf else 30
             for _ls in range(1 if full_steps else trials):
-                df, slope, moved = _trial(M, sptr, sidx, sval, z, w, d, step, lo, hi, cand, dz)
+                df, slope, moved = _trial(M, sptr, sidx, sval, z, w, d, step, lo, hi, cand, dz, mdz)
                 if df <= armijo * slope and moved:
                     accepted = True
                     break
@@ -679,6 +697,9 @@ def projected_newton(M, q, lo, hi, z, w, tol, max_iterations, armijo, full_steps
         if not accepted:
             return False, its, pst
         z[:] = cand
+        # a CSR block's next w from this step's M dz (one product fewer an iteration: the trial's); a dense M
+        # recomputes it (BLAS's product, the same bits as before)
+        carried = sptr.size > 0
     _affine_any(M, sptr, sidx, sval, z, q, w)
     for i in range(n):
         t[i] = abs(q[i]) + abs(w[i] - q[i])
