@@ -121,3 +121,101 @@ def test_box_friction_gives_its_sparse_problem_its_structure():
     bodies = [frozenset(np.unique(H.indices[H.indptr[i]:H.indptr[i + 1]] // 6).tolist()) for i in range(p.n)]
     for g in np.unique(s.body_groups):
         assert len({bodies[i] for i in np.flatnonzero(s.body_groups == g) if bodies[i]}) == 1
+
+
+@pytest.mark.parametrize("coupling,theta", [("current", 0.0), ("previous", 0.0), ("previous", 0.95),
+                                            ("previous", 1.0)])
+def test_box_friction_q_and_matrix_against_numpy(coupling, theta):
+    """The problem build() (dense and sparse) and rows() give, against the rows written out in numpy
+    (no joints): M = H M^-1 H' + cfm I and q = H v_free + [n_bias; 0; 0], whose normal rows with
+    ``cfm_centre`` = theta (``coupling="previous"``) are less theta cfm c_n~ (c_n~ the matched
+    previous normal impulse, new contacts ``new_contact_bound``, at least 0: the regularisation's
+    centre, box_friction.centre_normals); theta 0 (the default) and ``coupling="current"``: uncentred."""
+    import dataclasses
+    import scipy.sparse as sp
+    from contactlab.models import box_friction as bf
+    sim = Simulator(make_scene("stack", count=3), "box-friction", "box-qp",
+                    model_options={"coupling": coupling, "new_contact_bound": 0.5, "cfm_centre": theta})
+    for _ in range(20):
+        assert sim.step().success
+    sys_ = sim.last_system
+    guess = np.array(sys_.normal_guess, dtype=float)
+    guess[0] = np.nan                                # as if contact 0 were new this step
+    sys_ = dataclasses.replace(sys_, normal_guess=guess)
+    sys_._box_rows = None
+    nc = sys_.nc
+    H = sp.vstack([sys_.N, sys_.S, sys_.T]).toarray()
+    Minv = sys_.Minv.toarray() if sp.issparse(sys_.Minv) else np.asarray(sys_.Minv)
+    cfm = sim.model_options.cfm + sys_.cfm
+    assert cfm > 0
+    q0 = H @ sys_.v_free() + np.r_[sys_.n_bias, np.zeros(2 * nc)]
+    est = np.maximum(np.where(np.isfinite(guess), guess, 0.5), 0.0)
+    assert est[0] == 0.5 and np.all(est[1:] > 0)
+    want = q0 - theta * cfm * np.r_[est, np.zeros(2 * nc)]
+    M = H @ Minv @ H.T + cfm * np.eye(3 * nc)
+    scale = np.abs(H).sum(axis=1) * np.abs(sys_.v_free()).max() + np.abs(q0)
+    for opts in (sim.model_options, dataclasses.replace(sim.model_options, dense_max=0)):
+        p = bf.build(sys_, opts)
+        np.testing.assert_allclose(p.q, want, rtol=0, atol=1e-15 * scale.max())
+        Mp = p.M.toarray() if sp.issparse(p.M) else p.M
+        np.testing.assert_allclose(Mp, M, rtol=0, atol=1e-13 * np.abs(M).max())
+    np.testing.assert_allclose(bf.rows(sys_, sim.model_options)[1], want, rtol=0, atol=1e-15 * scale.max())
+    if coupling == "previous":       # the centre scales the estimate the friction box uses (eq. 16)
+        np.testing.assert_array_equal(bf.build(sys_, sim.model_options).hi[nc:2 * nc], sys_.mu * est)
+
+
+def test_box_friction_cfm_centre_options():
+    """cfm_centre is a share in [0, 1] and needs the previous step's normal impulse (coupling="previous")."""
+    from contactlab.errors import ModelError
+    from contactlab.models import box_friction as bf
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ModelError, match="cfm_centre"):
+            bf.Options(coupling="previous", cfm_centre=bad)
+    with pytest.raises(ModelError, match="coupling='previous'"):
+        bf.Options(coupling="current", cfm_centre=1.0)
+    assert bf.centre_of(bf.Options(coupling="previous", cfm_centre=0.5), 2e-8) == 1e-8
+    assert bf.centre_of(bf.Options(coupling="previous"), 2e-8) == 0.0
+
+
+def test_box_friction_centred_problem_leaves_a_settled_contact_no_sink():
+    """box-qp with coupling "previous" and cfm_centre 1 on a resting 8-box stack (the compiled
+    step): the step's answer solves the centred boxed LCP, checked in numpy (w = (A + cfm I) z + q0 -
+    cfm z~, with z the mid-function fixed point of its box to the certificate's tolerance), and on
+    the settled stack's pressing contacts the normal velocity it leaves is N v+ = cfm (z~ - z) -
+    n_bias, so the contacts no longer sink by cfm z per step (the uncentred problem's N v+ = -cfm z,
+    arechavaleta eq. 16-17 with cfm I): |N v+| is a small part of cfm z. Uncentred (the default) the
+    same stack's contacts sink by cfm z."""
+    import scipy.sparse as sp
+    for theta in (1.0, 0.0):
+        sim = Simulator(make_scene("stack", count=8), "box-friction", "box-qp",
+                        model_options={"coupling": "previous", "cfm_centre": theta})
+        for _ in range(100):
+            assert sim.step().success
+        sys_, res = sim.last_system, sim.data.result
+        nc = sys_.nc
+        N, S, T = (X.toarray() for X in (sys_.N, sys_.S, sys_.T))
+        H = np.vstack([N, S, T])
+        Minv = sys_.Minv.toarray() if sp.issparse(sys_.Minv) else np.asarray(sys_.Minv)
+        cfm = sim.model_options.cfm + sys_.cfm
+        est = np.maximum(np.nan_to_num(np.asarray(sys_.normal_guess, float), nan=0.0), 0.0)
+        z = np.r_[res.normal, res.tangent[:, 0], res.tangent[:, 1]]
+        q = H @ sys_.v_free() + np.r_[sys_.n_bias, np.zeros(2 * nc)] - theta * cfm * np.r_[est, np.zeros(2 * nc)]
+        A = H @ Minv @ H.T
+        w = A @ z + cfm * z + q
+        b = np.r_[np.full(nc, np.inf), np.tile(sys_.mu * est, 2)]
+        lo = np.r_[np.zeros(nc), -b[nc:]]
+        nat = z - np.clip(z - w, lo, b)
+        terms = np.abs(q) + np.abs(A + cfm * np.eye(3 * nc)) @ np.abs(z)
+        assert np.max(np.abs(nat) / terms) < 1e-6
+        v_next = sys_.v_free() + Minv @ (H.T @ z)
+        np.testing.assert_allclose(v_next, res.v_next, rtol=0, atol=1e-12)
+        press = res.normal > 1e-3
+        assert press.sum() >= 4 * 7
+        assert np.all(sys_.n_bias[press] == 0.0)
+        Nv = N @ v_next
+        sink = cfm * res.normal[press]
+        if theta == 1.0:    # the relation (measured: to 3e-16 m/s, against cfm z of 2.5e-10 to 2e-9)
+            np.testing.assert_allclose(Nv[press], cfm * (est - res.normal)[press], rtol=0, atol=0.01 * sink.min())
+            assert np.abs(Nv[press]).max() < 0.1 * sink.min()
+        else:               # -cfm z to the certificate's tolerance on w (measured: within 4 %)
+            assert np.all(Nv[press] < -0.5 * sink) and np.all(Nv[press] > -1.5 * sink)

@@ -16,11 +16,12 @@ from contactlab.scenarios import make_scene
 from contactlab.sim import Simulator
 
 
-def _sim(scene, count, coupling, compiled=True, stabilization=None, iterations=None, options=None):
+def _sim(scene, count, coupling, compiled=True, stabilization=None, iterations=None, options=None, centre=0.0):
     sc = make_scene(scene, count=count)
     if stabilization is not None:
         sc.settings.contact_stabilization = stabilization
-    return Simulator(sc, "box-friction", "pgs" if iterations else "box-qp", model_options={"coupling": coupling},
+    model_options = {"coupling": coupling, **({"cfm_centre": centre} if centre else {})}
+    return Simulator(sc, "box-friction", "pgs" if iterations else "box-qp", model_options=model_options,
                      iterations=iterations, solver_options=options, compiled=compiled)
 
 
@@ -95,6 +96,33 @@ def test_compiled_step_gives_the_general_paths_bits(monkeypatch, scene, count, c
         # the position correction ran: after the compiled call (certified) or in it (fixed budget,
         # where the general path's own correction, a matrix-free PGS, ran on the same steps)
         assert (seen["deep"] >= 1) if iterations is None else bool(corrections)
+
+
+@pytest.mark.parametrize("scene,count,push,iterations", [("pile", 10, 0.0, None), ("stack", 4, 0.004, None),
+                                                         ("pile", 10, 0.0, 50)])
+def test_compiled_step_gives_the_general_paths_bits_with_a_centred_cfm(monkeypatch, scene, count, push, iterations):
+    """With the normal rows' cfm centred (``cfm_centre``, models/box_friction.py ``centre_normals``)
+    the compiled step (its ``centre`` argument) and the general build (``build``/``rows``) solve the
+    same problem: the same states, answers and residuals step by step, and the centre is on (the
+    answers differ from the uncentred run's)."""
+    seen = _count_compiled(monkeypatch)
+    a = _sim(scene, count, "previous", True, iterations=iterations, centre=1.0)
+    b = _sim(scene, count, "previous", False, iterations=iterations, centre=1.0)
+    c = _sim(scene, count, "previous", True, iterations=iterations)
+    assert a.stages.compiled and not b.stages.compiled and a.stages.centre > 0 and c.stages.centre == 0
+    if push:
+        for s in (a, b, c):
+            _shift_down(s, 2, push)
+    differs = False
+    for k in range(120):
+        a.step(), b.step(), c.step()
+        for x, y in zip(_state(a), _state(b)):
+            assert np.array_equal(x, y), f"step {k + 1}"
+        sa, sb = a.last_solution, b.last_solution
+        assert (sa.status, sa.iterations, sa.residual) == (sb.status, sb.iterations, sb.residual)
+        assert np.array_equal(sa.z, sb.z) and np.array_equal(sa.w, sb.w)
+        differs = differs or not np.array_equal(a.data.position, c.data.position)
+    assert seen["taken"] >= 100 and differs
 
 
 @pytest.mark.parametrize("iterations", [None, 50])

@@ -8,7 +8,11 @@ and the mid-function complementarity of the box. Friction rows are bounded by
 normal value; needs pgs or pgs-sm), with ``coupling="previous"`` by the fixed bounds mu c_n~ with
 c_n~ the matched normal impulse of the previous step (eq. 16: "an estimate of c_n"; a contact
 new this step gets ``new_contact_bound``), which any LCP method can solve after reduction.
-The matrix is symmetric positive semi-definite; cfm > 0 makes it definite.
+The matrix is symmetric positive semi-definite; cfm > 0 makes it definite. With
+``coupling="previous"`` and ``cfm_centre`` = theta > 0 the normal rows' cfm is centred at theta times
+that same estimate: w's normal rows carry cfm (c_n - theta c_n~) instead of cfm c_n (q's normal rows
+less theta cfm c_n~, :func:`centre_normals`): the same matrix, and a resting contact sinks by
+(1 - theta) cfm c_n h a step instead of cfm c_n h.
 With ``joints="schur"`` the joint rows are eliminated first (arechavaleta eq. 15, as in the paper's
 PGS / PGS-SM runs): z = [c_a, c_l, c_n, c_s, c_t] with the matrix H P H', P = W - W J'(J W J')^-1 J W.
 """
@@ -44,6 +48,10 @@ class Options:
     """coupling: "current" (findex, mu) or "previous" (static bounds from the last step);
     cfm: constraint force mixing on every row (plus settings.cfm); new_contact_bound: the normal
     impulse estimate for a contact with no match in the previous step ("previous" coupling);
+    cfm_centre: theta in [0, 1], with "previous" coupling the normal rows' cfm centred at theta times
+    that estimate c_n~ instead of at 0 (:func:`centre_normals`: a resting contact then sinks by
+    (1 - theta) cfm c_n h a step instead of cfm c_n h); 0, the default: the problem of eq. 16-17 as
+    written (centred, falling piles take more Newton steps: docs/benchmarks-sim.md, fifteenth session, drift15);
     dense_max: the most rows whose Delassus matrix is stored dense (above: CSR, factorised sparse;
     the crossover in docs/benchmarks-tuning.md)."""
     coupling: str = "current"
@@ -51,12 +59,18 @@ class Options:
     joints: str = "rows"       # "rows": joint rows are free rows of the LCP (ODE); "schur": eliminated (eq. 15)
     new_contact_bound: float = 0.0
     dense_max: int = 200
+    cfm_centre: float = 0.0
 
     def __post_init__(self):
         if self.coupling not in ("current", "previous"):
             raise ModelError(f"box-friction coupling must be 'current' or 'previous', got {self.coupling!r}")
         if self.cfm < 0:
             raise ModelError("box-friction cfm must be >= 0")
+        if not 0.0 <= self.cfm_centre <= 1.0:
+            raise ModelError(f"box-friction cfm_centre must be in [0, 1], got {self.cfm_centre!r}")
+        if self.cfm_centre and self.coupling != "previous":
+            raise ModelError("box-friction cfm_centre needs coupling='previous' (its centre is the previous "
+                             "step's normal impulse)")
         if self.joints not in ("rows", "schur"):
             raise ModelError(f"box-friction joints must be 'rows' or 'schur', got {self.joints!r}")
 
@@ -118,18 +132,75 @@ def box_bounds(o_a, o_l, o_n, n, a_max, mu_c, guess, new_bound, current):
                 mu[r] = mu_c[c]
                 hi[r] = 0.0
             else:
-                g = guess[c] if np.isfinite(guess[c]) else new_bound
-                b = mu_c[c] * max(g, 0.0)
+                b = mu_c[c] * normal_estimate(guess[c], new_bound)
                 lo[r], hi[r] = -b, b
     return lo, hi, findex, mu
 
 
-def _q(sys, H) -> np.ndarray:
+@jit
+def normal_estimate(guess, new_bound):
+    """A contact's estimate c_n~ of its normal impulse (arechavaleta eq. 16: "an estimate of c_n"):
+    the matched previous step's normal impulse ``guess`` (NaN for a contact new this step: then
+    ``new_bound``), at least 0. With ``coupling="previous"`` it scales the contact's friction box
+    (:func:`box_bounds`) and centres its normal row's regularisation (:func:`centre_normals`)."""
+    g = guess if np.isfinite(guess) else new_bound
+    return max(g, 0.0)
+
+
+@jit
+def centre_normals(q, o_n, guess, new_bound, centre):
+    """The cfm of the normal rows centred at a share of each contact's estimate instead of at 0, in
+    place: q_i -= centre c_n~_i on the normal rows o_n.. o_n + nc (nc = ``guess.size``, c_n~
+    :func:`normal_estimate`; ``centre`` = theta cfm, :func:`centre_of`; 0: nothing).
+
+    Why: with cfm > 0 the problem of arechavaleta eq. (16)-(17) solves (A + cfm I) z + q = w, so a
+    resting contact (w = 0, c_n > 0) is left the normal velocity N v+ = -cfm c_n: a sink of cfm
+    times the weight the contact carries, every step, which position stabilisation (its slop)
+    never sees; down a column of resting boxes it adds up level by level. Centred, the problem is
+    the proximal step min 1/2 z'(A + cfm I) z + (q - theta cfm z~)'z over the same box: the same
+    matrix (its conditioning and every solver's path unchanged), w = A z + q + cfm (z - theta z~),
+    so a resting contact is left N v+ = cfm (theta c_n~ - c_n), -(1 - theta) cfm c_n once the
+    impulses settle. It is still the boxed LCP (M, q - theta cfm c_n~) with M = A + cfm I positive
+    definite, and that problem is what every solver solves and the certificate checks.
+
+    The cost, and why it is an option: along A's small-eigenvalue directions u (eigenvalue lambda not
+    far above cfm: a face's twist, a pile's internal forces, where the answer is pinned by cfm) the
+    uncentred answer is u'z = -u'q / (lambda + cfm), a function of this step's q, and a settled
+    step's warm start holds; centred it is the proximal-point iterate (theta cfm u'z~ - u'q) /
+    (lambda + cfm), which carries the previous impulses and converges over many steps (with
+    lambda << cfm, at rate theta), so while q changes (a falling or settling pile) the answer keeps
+    moving from its warm start and Newton takes more steps (a centre projected onto range(A) does
+    the same: those directions are small, not null). Only the normal rows: the friction rows keep
+    their centre 0 (a static contact's tangent velocity -cfm c_t, a tangential creep the stacks do
+    not show)."""
+    if centre == 0.0:
+        return
+    for c in range(guess.size):
+        q[o_n + c] -= centre * normal_estimate(guess[c], new_bound)
+
+
+def centre_of(options: Options, cfm: float) -> float:
+    """:func:`centre_normals`' ``centre``: theta (``options.cfm_centre``) times the rows' cfm with
+    ``coupling="previous"`` (the estimate c_n~ is the previous step's), else 0."""
+    return float(options.cfm_centre * cfm) if options.coupling == "previous" else 0.0
+
+
+def _q(sys, H, options: Options) -> np.ndarray:
     """q = H v_free - rhs of the rows [J; A; L; N; S; T]: joint right-hand sides, motor targets,
-    limit and normal biases, zero for friction (arechavaleta eq. 16-17); one compiled pass."""
+    limit and normal biases, zero for friction (arechavaleta eq. 16-17); one compiled pass. Its
+    normal rows centred (:func:`_centre`)."""
     H = H if (sp.issparse(H) and H.format == "csr") else sp.csr_matrix(H)
-    return q_kernel(H.indptr, H.indices, f64(H.data), sys.v_free(), f64(sys.j_rhs), f64(sys.a_target),
-                     f64(sys.l_bias), f64(sys.n_bias))
+    q = q_kernel(H.indptr, H.indices, f64(H.data), sys.v_free(), f64(sys.j_rhs), f64(sys.a_target),
+                 f64(sys.l_bias), f64(sys.n_bias))
+    _centre(sys, q, options)
+    return q
+
+
+def _centre(sys, q, options: Options) -> None:
+    """:func:`centre_normals` on q (the rows of :func:`_layout`) with the model's and the settings' cfm."""
+    centre = centre_of(options, options.cfm + sys.cfm)
+    if sys.nc and centre:
+        centre_normals(q, _layout(sys, options)[2], f64(sys.normal_guess), float(options.new_contact_bound), centre)
 
 
 @jit
@@ -165,7 +236,7 @@ def rows(sys, options: Options | None = None):
         raise ModelError("box-friction rows() needs joints='rows' (the Schur form has a dense matrix)")
     H = _rows(sys)
     n = H.shape[0]
-    q = _q(sys, H)
+    q = _q(sys, H, options)
     lo, hi, findex, mu = _bounds(sys, options, n)
     if findex is None:
         findex, mu = np.full(n, -1, dtype=np.int64), np.zeros(n)
@@ -205,7 +276,8 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
         X = _joint_solve(sys, np.hstack([dense(JW @ H.T), (sys.J @ sys.v_free() - sys.j_rhs)[:, None]]))
         Mat = dense(HW @ H.T) - dense(HW @ sys.J.T) @ X[:, :-1] + (options.cfm + sys.cfm) * np.eye(n)
         Mat = 0.5 * (Mat + Mat.T)
-        q = H @ sys.v_free() - rhs - dense(HW @ sys.J.T) @ X[:, -1]
+        q = np.ascontiguousarray(H @ sys.v_free() - rhs - dense(HW @ sys.J.T) @ X[:, -1], dtype=np.float64)
+        _centre(sys, q, options)
     else:
         H = _rows(sys)
         if sys.body_blocks and n <= options.dense_max and sp.issparse(H) and H.format == "csr":
@@ -214,7 +286,8 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
                 H.indptr.astype(np.int64, copy=False), H.indices.astype(np.int64, copy=False), f64(H.data),
                 sys.W_blocks, float(options.cfm + sys.cfm), sys.v_free(), f64(sys.j_rhs), f64(sys.a_target),
                 f64(sys.l_bias), f64(sys.n_bias), o_a, o_l, o_n, f64(sys.a_max), f64(sys.mu), f64(sys.normal_guess),
-                float(options.new_contact_bound), options.coupling == "current")
+                float(options.new_contact_bound), options.coupling == "current",
+                centre_of(options, options.cfm + sys.cfm))
             make = BoxedLCP.trusted if finite else BoxedLCP
             if options.coupling != "current" or not nc:
                 findex = mu = None
@@ -228,7 +301,7 @@ def build(sys, options: Options | None = None) -> BoxedLCP:
         else:
             Mat = H @ sys.Minv @ H.T + (options.cfm + sys.cfm) * sp.eye(n, format="csr")
             Mat = dense(Mat) if n <= options.dense_max else sp.csr_matrix(Mat)
-        q = _q(sys, H)
+        q = _q(sys, H, options)
     lo, hi, findex, mu = _bounds(sys, options, n)
     if findex is None or not nc:
         findex = mu = None
@@ -261,13 +334,14 @@ def _structure(sys, H, Mat, factors, o_a, o_l, o_n, o_s, n, nc) -> ProblemStruct
 
 @jit
 def _dense_parts(indptr, indices, data, W, cfm, v, j_rhs, a_target, l_bias, n_bias, o_a, o_l, o_n, a_max, mu_c,
-                 guess, new_bound, current):
+                 guess, new_bound, current, centre):
     """The dense problem of :func:`build` in one call: H W H' + cfm I (mechanics/kernels.py
-    ``delassus_dense``), q (:func:`q_kernel`), the bounds (:func:`box_bounds`) and whether q is
-    finite. Returns (M, q, lo, hi, findex, mu, finite)."""
+    ``delassus_dense``), q (:func:`q_kernel`, its normal rows centred by :func:`centre_normals`), the
+    bounds (:func:`box_bounds`) and whether q is finite. Returns (M, q, lo, hi, findex, mu, finite)."""
     n = indptr.size - 1
     Mat = delassus_dense(indptr, indices, data, W, n, np.full(n, cfm))
     q = q_kernel(indptr, indices, data, v, j_rhs, a_target, l_bias, n_bias)
+    centre_normals(q, o_n, guess, new_bound, centre)
     lo, hi, findex, mu = box_bounds(o_a, o_l, o_n, n, a_max, mu_c, guess, new_bound, current)
     finite = True
     for i in range(n):

@@ -41,7 +41,8 @@ from ..mechanics.kernels import (advance_state, body_terms, contact_terms, delas
 from ..kernels.pgs_matrix_free import solve_matrix_free_kernel as _pgs_matrix_free
 from ..kernels.tolerances import NORMWISE_FLOOR
 from ..mechanics.joint_projection import displace
-from ..models.box_friction import (row_heights, row_islands, box_bounds as _box_bounds, contact_parts as _contact_parts,
+from ..models.box_friction import (row_heights, row_islands, box_bounds as _box_bounds, centre_normals,
+                                   contact_parts as _contact_parts,
                                    matched_impulses as _matched_impulses, q_kernel as _q_kernel,
                                    recover_parts as _recover_parts)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL
@@ -107,7 +108,7 @@ def system_terms(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyr
 
 @jit
 def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity, gyroscopic, quat, pos, lin, ang,
-                      floats, ints, h, zeta, slop, cfm, new_bound, current,
+                      floats, ints, h, zeta, slop, cfm, new_bound, current, centre,
                       warm, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
                       tol, steps, armijo, full, newton_only, max_outer, cL, cA, cF, ck, threshold,
                       position_stage, position_zeta, try_warm, radius, kind, total_mass, prev_joint_error, jointed,
@@ -118,8 +119,8 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
 
     e0 (:func:`contactlab.kernels.energy.energies`); f = 0 and (M_blocks, W_blocks, v) (:func:`contactlab.mechanics.bodies.body_terms`:
     f += gravity and gyroscopic forces); the rows and the normal bias (``contact_terms``); v_free
-    (``free_velocity``); q and the bounds, and M unless the warm start is taken below (the dense parts'
-    kernels of :mod:`contactlab.models.box_friction`); the warm start (``_matched_impulses`` of the previous impulses where ``warm``); z = 0 if it solves the
+    (``free_velocity``); q (its normal rows centred by ``centre``, ``centre_normals``) and the bounds, and M unless
+    the warm start is taken below (the dense parts' kernels of :mod:`contactlab.models.box_friction`); the warm start (``_matched_impulses`` of the previous impulses where ``warm``); z = 0 if it solves the
     problem (``boxed_zero_solves``, certified by ``boxed_certify_dense``), else box-qp's projected
     Newton and its certification (:func:`contactlab.kernels.box_qp.box_qp_dense_certified`: the call
     box-qp's solver makes, its Newton systems factorised island by island over the
@@ -174,6 +175,7 @@ def box_friction_step(live, ndof, dof_start, mass, inertia, inv_inertia, gravity
     tangent = np.zeros((nc, 2))
     modes = np.zeros(nc, dtype=np.int8)
     q = _q_kernel(ip, ix, H, v_free, none, none, none, n_bias)
+    centre_normals(q, 0, guess, new_bound, centre)
     lo, hi, findex, mu = _box_bounds(0, 0, 0, n, none, mu_c, guess, new_bound, current)
     taken = False
     if try_warm and warm and nc:
@@ -269,10 +271,11 @@ def warm_start_stop(ip, ix, H, m_ptr, m_idx, m_data, cfm, q, lo, hi, findex, mu,
 @jit
 def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inertia, inv_inertia, gravity, gyroscopic,
                             quat, pos, lin, ang, floats, ints, h, zeta, slop, cfm,
-                            new_bound, current, warm, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
+                            new_bound, current, centre, warm, prev_normal, prev_tangent, blk_cols, blk_ptr, passive,
                             sweeps, tol, tol_w, position_stage, position_zeta):
     """The fixed-budget (``iterations``) box-friction step of :func:`box_friction_step`'s scenes:
-    the rows, q (:func:`contactlab.models.box_friction.q_kernel`) and bounds (:func:`contactlab.models.box_friction.box_bounds`), the warm start, at
+    the rows, q (:func:`contactlab.models.box_friction.q_kernel`, centred by ``centre_normals``) and
+    bounds (:func:`contactlab.models.box_friction.box_bounds`), the warm start, at
     most ``sweeps`` matrix-free PGS sweeps (:func:`contactlab.kernels.pgs_matrix_free.solve_matrix_free_kernel`, what
     :meth:`contactlab.sim.box_stages.RowStages.solve_matrix_free` calls: its stopping ``tol`` and ``tol_w`` (pgs's
     ``w_step_tol``), check every 10 sweeps, exact residual report), v+ = v_free + W H' z with the
@@ -294,6 +297,7 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
     nc, nnz, H, none = phi.size, dv.shape[1], dv.reshape(-1), np.zeros(0)     # H: the rows' values, row by row
     n = 3 * nc
     q = _q_kernel(ip, ix, H, v_free, none, none, none, n_bias)
+    centre_normals(q, 0, guess, new_bound, centre)
     lo, hi, findex, mu = _box_bounds(0, 0, 0, n, none, mu_c, guess, new_bound, current)
     z = np.zeros(n)
     if warm:

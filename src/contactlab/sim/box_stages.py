@@ -34,6 +34,7 @@ from ..kernels.pgs_matrix_free import solve_matrix_free
 from ..kernels.tolerances import CERTIFY
 from ..mechanics.model import KIND_KINEMATIC
 from ..mechanics.system import block_pattern as _block_pattern, live_bodies as _live, packed_joints as _packed
+from ..models.box_friction import centre_of
 from ..models.common import StepResult
 from ..solution import Solution, Status
 from ..solvers.box_qp import BoxQPOptions, dense_factor_cache as _dense_factors
@@ -292,6 +293,7 @@ class CompiledRowStages(CompiledCall, RowStages):
                            m.inv_inertia, self.gravity) if self.fixed else \
             (self.live, m.ndof, m.dof_start, m.mass, m.inertia, m.inv_inertia, self.gravity)
         self.cfm = float(sim.model_options.cfm + m.settings.cfm)
+        self.centre = centre_of(sim.model_options, self.cfm)     # the normal rows' cfm centre (box_friction)
 
     def system_terms(self, gyroscopic, before, floats, ints, h, zeta, slop):
         """:func:`contactlab.mechanics.system.assemble_system`'s (f, (M_blocks, W_blocks, v), (rows data, indices, indptr,
@@ -319,7 +321,8 @@ class CompiledRowStages(CompiledCall, RowStages):
         zeta, slop, gyroscopic = float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), \
             float(st.slop), bool(st.gyroscopic)
         args = (floats, ints, h, zeta, slop, self.cfm, float(sim.model_options.new_contact_bound),
-                sim.model_options.coupling == "current", warm, f64(prev.normal, dtype=f8) if warm else _NO_NORMAL,
+                sim.model_options.coupling == "current", self.centre, warm,
+                f64(prev.normal, dtype=f8) if warm else _NO_NORMAL,
                 f64(prev.tangent, dtype=f8) if warm else _NO_TANGENT, self.blk_cols, self.blk_ptr, self.passive)
         w.call = (args, warm, gyroscopic, floats, ints, h, zeta, slop, st.contact_stabilization == "position",
                   float(st.contact_zeta))
