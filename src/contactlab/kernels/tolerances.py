@@ -65,3 +65,10 @@ FARKAS_MARGIN = 1e-7
 #: than the slop only by more than SLOP_EXCESS * slop; below that the excess is what the step's
 #: solves leave (a 1e-3 relative position solve, a 1e-6 velocity solve), not penetration to remove
 SLOP_EXCESS = 1e-2
+
+#: the normal rows' bias (mechanics/rows.py ``normal_bias_kernel``) restores a penetration no deeper
+#: than SINK_RESTORE * slop: the depth the rows' cfm leaves at rest (h cfm c_n, ~2.5e-10 m under a
+#: 100-box column at h = 0.01, cfm 1e-8), far below a landing's penetration. 0: off (the bias is 0
+#: for every penetration within the slop); 1e-4 (delta = 1e-8 m at slop 1e-4) removes the stacks'
+#: sink but costs resting contacts Newton steps (docs/benchmarks-sim.md, fifteenth session: drift15b, drift15c)
+SINK_RESTORE = 0.0

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times as rows_times  # noqa: F401  (H x for H in CSR: the step's rows)
 from ..kernels.dense import csr_transpose_times as rows_transpose_times  # noqa: F401  (H' z)
-from ..kernels.tolerances import SLOP_EXCESS
+from ..kernels.tolerances import SINK_RESTORE, SLOP_EXCESS
 
 _MAXPRINT = sp.csr_matrix((0, 1)).maxprint
 
@@ -125,11 +125,24 @@ def tangential_speeds(indptr, indices, s_data, t_data, v):
 
 @jit
 def normal_bias_kernel(phi, h, zeta, slop):
-    """Per contact: phi/h for a gap (speculative contact), 0 within the slop, zeta (phi + slop)/h
-    beyond it (:func:`~contactlab.mechanics.system.normal_bias`)."""
+    """Per contact: phi/h for a gap (speculative contact) and for a penetration no deeper than
+    delta = SINK_RESTORE * slop (:data:`contactlab.kernels.tolerances.SINK_RESTORE`), 0 deeper within
+    the slop, zeta (phi + slop)/h beyond it (:func:`~contactlab.mechanics.system.normal_bias`).
+
+    The window [-delta, 0) is the depth the regularised rows cause: with cfm the problem of
+    Arechavaleta et al. (eq. (16)-(17)) solves (A + cfm I) z + q = w, so a resting contact (w = 0)
+    keeps N v+ = -bias - cfm c_n. With bias 0 each resting contact sinks h cfm c_n a step for ever,
+    and a column's top by the sum over its levels; with phi/h (Baumgarte's position error in the
+    velocity row at gain 1) the contact settles at phi' = phi + h N v+ = -h cfm c_n, a bounded depth.
+    phi comes from the rigid poses, so this bias lies (to first order) in range(N), away from A's
+    null directions (a face's load split). Deeper sub-slop penetration (a landing) is left alone as
+    before: a bias that moves every step on all of a pile's contacts moves the answer along A's
+    small-eigenvalue directions by bias / (lambda + cfm) and costs the warm start Newton steps
+    (docs/benchmarks-sim.md, fifteenth session, drift15b); the speed it can add is at most delta/h, once."""
     out = np.empty(phi.size)
+    delta = SINK_RESTORE * slop
     for i in range(phi.size):
-        out[i] = phi[i] / h if phi[i] > 0 else 0.0
+        out[i] = phi[i] / h if phi[i] > 0 or (phi[i] < 0 and phi[i] >= -delta) else 0.0
         if phi[i] < -slop:
             out[i] = zeta * (phi[i] + slop) / h
     return out
