@@ -474,7 +474,8 @@ def job(row, scene, start, end) -> dict:
     rise = float(end[0, 2] - start[0, 2])
     lift = scene.script.lift
     return {"object_rise_m": rise, "done": rise > 0.5 * lift,
-            "job": f"lifted: object rose {rise * 100:.1f} cm of the wrist's {lift * 100:.0f}"}
+            "job": f"{'lifted' if rise > 0.5 * lift else 'not lifted'}: object rose {rise * 100:.1f} cm of the wrist's "
+                   f"{lift * 100:.0f}"}
 
 
 def run_row(engine, row, n, steps, budget):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,7 +36,8 @@ DATA = Path(__file__).resolve().parent / "data"
 
 #: the environments the variants run in, each in its own process: OpenBLAS's other CPU kernels
 #: (OPENBLAS_CORETYPE: each changes the blocking and the summation order of every BLAS/LAPACK call;
-#: one the CPU cannot run falls back to one it can) and NumPy without its AVX-512 or AVX2 loops
+#: a kernel whose instructions the CPU lacks, e.g. SkylakeX's AVX-512 on an AMD EPYC, stops the child
+#: with SIGILL and is reported as not run) and NumPy without its AVX-512 or AVX2 loops
 #: (NPY_DISABLE_CPU_FEATURES: its SIMD sin, cos, exp... round differently from its baseline ones).
 #: ``numba-generic`` (opt-in, --variant numba-generic: every kernel compiled again, minutes) compiles
 #: the kernels for a generic x86-64 CPU (no AVX), in a cache of its own.
@@ -132,6 +134,9 @@ def _variants(cases: list[Case], fresh: dict, names) -> None:
                                  cwd=Path(__file__).resolve().parents[2])
             kernel = sorted({ln.split(":", 1)[1].strip() for ln in out.stdout.splitlines() + out.stderr.splitlines()
                              if ln.startswith("Core:")})
+            if out.returncode == -signal.SIGILL:     # OpenBLAS runs a forced kernel the CPU lacks
+                print(f"{name}: not run (this CPU lacks the instructions of OpenBLAS kernel {', '.join(kernel)})")
+                continue
             if out.returncode != 0:
                 print(f"{name}: failed\n{out.stderr[-2000:]}")
                 continue
