@@ -190,7 +190,11 @@ def test_box_friction_centred_problem_leaves_a_settled_contact_no_sink():
         sim = Simulator(make_scene("stack", count=8), "box-friction", "box-qp",
                         model_options={"coupling": "previous", "cfm_centre": theta})
         for _ in range(100):
-            assert sim.step().success
+            record = sim.step()
+            assert record.success
+        if record.iterations == 0:      # the previous answer taken as is (warm start certified to its
+            record = sim.step()         # tolerance on w, 8.5e-11 here): the relation below is exact on a solved step
+            assert record.success and record.iterations > 0
         sys_, res = sim.last_system, sim.data.result
         nc = sys_.nc
         N, S, T = (X.toarray() for X in (sys_.N, sys_.S, sys_.T))
