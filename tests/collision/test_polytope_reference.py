@@ -8,7 +8,7 @@ from contactlab.collision import polytope as PT
 from contactlab.collision.boxes.narrow_phase import detect_kernel
 from contactlab.collision.boxes.reach import shape_reach_of
 from contactlab.mechanics.kernels import shape_sweep
-from contactlab.sim import tree_box_kernels as TB
+from contactlab.sim import grasp_step as GS
 
 from . import polytope_reference as REF
 from .test_polytope import BOX, PRISM, _rot
@@ -46,17 +46,10 @@ def test_grasp_contacts_are_the_reference_bits(monkeypatch):
             _same(got, REF.polytope_contacts(sel, Rs, ps, *w.poly, margin, sweep))
             checked[0] += 1
             contacts[0] += got[4].size
-        return call(*a) if len(a) == 12 else None     # (fused_check's detection: its own call)
-
-    fused = TB.grasp_step_call
-
-    def fused_check(*a):        # the fused grasp step's one call: its detection's arguments checked first
-        quaternion, position, lin, ang, h = a[11], a[12], a[13], a[14], a[26]
-        check(lin, ang, h, quaternion, position, a[3])
-        return fused(*a)
+        return call(*a)
 
     monkeypatch.setattr(PT, "detect_and_match_polytopes", check)
-    monkeypatch.setattr(TB, "grasp_step_call", fused_check)
+    monkeypatch.setattr(GS, "detect_and_match_polytopes", check)     # the fused grasp step's own reference
     for _ in range(300):
         sim.step()
     assert checked[0] == 100 and contacts[0] > 200      # the fingers hold the glass for most of the run

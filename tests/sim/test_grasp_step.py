@@ -7,7 +7,6 @@ import numpy as np
 
 import contactlab.sim.grasp_step as GS
 import contactlab.sim.tree_box_kernels as TB
-from contactlab.collision.polytope import detect_and_match_polytopes
 from contactlab.kernels.residual import boxed_certify_dense
 from contactlab.scenarios import make_scene
 from contactlab.sim import Simulator
@@ -93,23 +92,19 @@ def test_its_verdicts_and_certificates_are_those_formed_from_scratch():
 def test_a_step_it_declines_is_the_stages_on_the_same_inputs(monkeypatch):
     """The call declines every third step (nothing changed, as the kernel declines): the stages take
     those steps from build on the same contacts, and the run is the staged run's bit for bit."""
-    kernel = TB.grasp_step_call
+    kernel = TB.tree_box_fused_step
     seen = {"declined": 0}
     calls = {"n": 0}
 
     def declining(*args):
         calls["n"] += 1
-        if calls["n"] % 3 == 0:     # the call's detection, then a step it declines
+        if calls["n"] % 3 == 0:
             seen["declined"] += 1
-            quaternion, position, lin, ang, h = args[11], args[12], args[13], args[14], args[26]
-            left, floats, ints = detect_and_match_polytopes(lin, ang, h, quaternion, position, args[3], *args[:3],
-                                                            args[4], *args[5:7])
-            assert not left
             return (TB.DECLINED, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0.0, faults_not_judged(), np.zeros(0),
-                    np.zeros(0, dtype=np.int8), floats, ints)
+                    np.zeros(0, dtype=np.int8))
         return kernel(*args)
     a, b = _sim(), _sim(fused=False)
-    monkeypatch.setattr(TB, "grasp_step_call", declining)
+    monkeypatch.setattr(TB, "tree_box_fused_step", declining)
     for _ in range(90):
         ra, rb = a.step(), b.step()
         _same_step(a, b, ra, rb)

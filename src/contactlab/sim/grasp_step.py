@@ -43,6 +43,7 @@ import numpy as np
 
 from ..collision import CollisionWorld
 from ..collision.contacts import PackedContactSet, previous_packed
+from ..collision.polytope import detect_and_match_polytopes
 from ..models.common import StepResult
 from ..solvers.registry import DENSE_BYTES_LIMIT
 from . import noslip_kernels as NK
@@ -119,8 +120,7 @@ class FusedGraspStep:
         before = (x0, v0, w0, float(getattr(sim, "_fault_joint_error", 0.0)))
         state = stages.state
         state.judged = None                 # (faults.checked_step)
-        # 2.-3. the detection (CollisionWorld._detect_matched_polytopes' call), the call's inputs
-        # (CompiledSchurRowStages.build) and the physics step: one compiled call (grasp_step_call)
+        # 2. the detection (CollisionWorld._detect_matched_polytopes' call)
         t_start = time.perf_counter()
         st = model.settings
         margin = float(st.margin)
@@ -136,6 +136,18 @@ class FusedGraspStep:
             prev_floats, prev_ints, prev_normal = previous_packed(prev, None if res is None else res.normal)
         world.margin = margin
         cf, ci, sweep, reach = self.constants
+        left, floats, ints = detect_and_match_polytopes(
+            lin, ang, h, quaternion, position, margin, prev_floats, prev_ints, prev_normal, 2.0 * margin + 1e-3, cf, ci)
+        t_detect = time.perf_counter()
+        world._sweep, world._reach = sweep, reach
+        if left:        # a pair for coal: the stages' detection and step
+            return checked_step(sim, sim._advance, before)
+        contacts = PackedContactSet(floats, ints)
+        nc = contacts.count
+        rows = 3 * nc + self.dense_rows
+        if 8 * rows * (2 * rows + 1) > DENSE_BYTES_LIMIT:     # the general build (models/common.py refuse_dense)
+            return self._staged(before, StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
+        # 3. the call's inputs (CompiledSchurRowStages.build) and the physics step
         idx, tau, st_mt, st_mf = stages.torque_inputs(data)
         o = sim.model_options
         warm = bool(sim.warm_start and data.warm.get("z") is not None and res is not None)
@@ -155,22 +167,14 @@ class FusedGraspStep:
         prev_error, actuated = before[3], bool(sim.has_actuation)
         kind, radius, jointed, mass = fault_statics(sim)
         t0 = time.perf_counter()
-        (outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out, modes, floats,
-         ints) = TB.grasp_step_call(
-            prev_floats, prev_ints, prev_normal, margin, 2.0 * margin + 1e-3, cf, ci, self.dense_rows,
-            DENSE_BYTES_LIMIT, self.tree_args, gyro, quaternion, position, lin, ang, idx, tau, self.torque_args,
-            *self.motor_args, st_mt, st_mf, zeta, slop, stages.joint_args, h, zeta_j, cfm, new_bound, current,
-            stages.blk_cols, stages.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, stages.params,
-            stages.threshold, stages.passive, position_stage, position_zeta, radius,
+        (outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out,
+         modes) = TB.tree_box_fused_step(
+            self.tree_args, gyro, quaternion, position, lin, ang, idx, tau, self.torque_args, *self.motor_args, st_mt,
+            st_mf, floats, ints, zeta, slop, stages.joint_args, h, zeta_j, cfm, new_bound, current, stages.blk_cols,
+            stages.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, stages.params, stages.threshold,
+            stages.passive, position_stage, position_zeta, radius,
             (x0, v0, w0, kind, jointed, mass, prev_error, motor_targets(data), actuated))
-        t_solved = t_detect = time.perf_counter()
-        world._sweep, world._reach = sweep, reach
-        if outcome == TB.LEFT:      # a pair for coal: the stages' detection and step
-            return checked_step(sim, sim._advance, before)
-        contacts = PackedContactSet(floats, ints)
-        nc = contacts.count
-        if outcome == TB.DENSE:     # the general build (models/common.py refuse_dense)
-            return self._staged(before, StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
+        t_solved = time.perf_counter()
         if outcome == NK.DECLINED:      # nothing changed: the stages' solve (the maximal call, the general stages)
             return self._staged(before, StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
         # the call's answers, views of its one array (tree_box_fused_step)
@@ -212,7 +216,7 @@ class FusedGraspStep:
         self._last = (contacts, result, ints, result.normal, result.motor, result.limit, tangent) if nc else None
         state.turn_overlap = 0.0
         t_integrated = time.perf_counter()
-        state.timing = {"detect": t0 - t_start, "build": 0.0, "solve": t_solved - t0,
+        state.timing = {"detect": t_detect - t_start, "build": 0.0, "solve": t_solved - t0,
                         "integrate": t_integrated - t_solved, "record": 0.0}
         e1 = ke + pe
         rec = StepRecord(time=data.time, contacts=nc, lcp_size=int(n), iterations=int(sol.iterations), pivots=0,

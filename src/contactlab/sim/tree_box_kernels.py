@@ -46,8 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..collision.boxes.packed import PACKED_INTS, unpack_contacts
-from ..collision.polytope import detect_and_match_polytopes
+from ..collision.boxes.packed import unpack_contacts
 from ..kernels._jit import jit
 from ..kernels.energy import energies, energies_and_depth
 from ..kernels.joint_rows import add_gram, joint_impulses, spd_reduce
@@ -65,8 +64,6 @@ from .tree_kernels import (_limit_rows, advance_tree, block_kinetic_gain, frame_
 
 #: the verdict of a step whose checks the call did not form (faults.NOT_JUDGED)
 _NOT_JUDGED = (NOT_JUDGED, -1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-#: int fields per packed contact (collision/boxes/packed.py PACKED_INTS)
-PACKED_INT_WIDTH = len(PACKED_INTS)
 
 
 @jit
@@ -390,43 +387,3 @@ def tree_box_fused_step(plan, gyroscopic, quaternion, position, linear_velocity,
     k = _put(out, k, numbers)
     _put(out, k, stats)
     return outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out, modes
-
-
-#: :func:`grasp_step_call`'s outcomes before the step (nothing changed): a pair neither the box
-#: routines nor the polytope pairs take (coal's), a problem past the dense size
-LEFT = -1
-DENSE = -2
-
-
-@jit
-def grasp_step_call(prev_floats, prev_ints, prev_values, margin, near, cf, ci, dense_rows, dense_limit, plan,
-                    gyroscopic, quaternion, position, linear_velocity, angular_velocity, torque_idx, torques,
-                    torque_joints, ndof, packed_target, packed_max_force, state_target, state_max_force, zeta_c, slop,
-                    joints, h, zeta_j, cfm, new_bound, current, blk_cols, blk_ptr, warm, prev_motor, prev_limit,
-                    prev_normal, prev_tangent, params, threshold, passive, position_stage, position_zeta, radius,
-                    judge):
-    """The fused hand step's one call (sim/grasp_step.py): the detection
-    (:func:`contactlab.collision.polytope.detect_and_match_polytopes` on the state and the previous
-    step's packed contacts ``prev_floats``, ``prev_ints`` and normal impulses ``prev_values``, the
-    scene's bundled constants ``cf``, ``ci``, as ``CollisionWorld._detect_matched_polytopes`` calls it),
-    then, on its contacts, :func:`tree_box_fused_step` (its arguments but the contacts). One crossing
-    from Python instead of two, and no Python between the detection and the step. Returns
-    :func:`tree_box_fused_step`'s tuple followed by the contacts' packed floats and ints; outcome
-    LEFT (a pair for coal: the buffers empty) or DENSE (the problem's 8 rows (2 rows + 1) bytes past
-    ``dense_limit``, ``rows`` = 3 nc + ``dense_rows``: models/common.py ``refuse_dense``) where the
-    step was not taken (nothing but the detection's sweep and reach rows of ``cf`` written)."""
-    left, floats, ints = detect_and_match_polytopes(linear_velocity, angular_velocity, h, quaternion, position, margin,
-                                                    prev_floats, prev_ints, prev_values, near, cf, ci)
-    nc = ints.size // PACKED_INT_WIDTH
-    rows = 3 * nc + dense_rows
-    if left or 8 * rows * (2 * rows + 1) > dense_limit:
-        return (LEFT if left else DENSE, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0.0, _NOT_JUDGED, np.zeros(0),
-                np.zeros(0, dtype=np.int8), floats, ints)
-    (outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out,
-     modes) = tree_box_fused_step(plan, gyroscopic, quaternion, position, linear_velocity, angular_velocity,
-                                  torque_idx, torques, torque_joints, ndof, packed_target, packed_max_force,
-                                  state_target, state_max_force, floats, ints, zeta_c, slop, joints, h, zeta_j, cfm,
-                                  new_bound, current, blk_cols, blk_ptr, warm, prev_motor, prev_limit, prev_normal,
-                                  prev_tangent, params, threshold, passive, position_stage, position_zeta, radius,
-                                  judge)
-    return outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out, modes, floats, ints
