@@ -53,6 +53,32 @@ def test_the_fused_step_gives_the_staged_steps_bits():
     assert np.array_equal(a.last_system.v_free(), b.last_system.v_free())
 
 
+def test_the_solution_built_when_read_is_the_stages():
+    """The fused step leaves its Solution to be built on first read (StepState.solve_later): read
+    every third step of 60, it is the staged step's Solution field for field (types too), the
+    record's iterations, residual and solve time are that Solution's, it is built once, and an
+    unread step's is dropped by the next step's."""
+    a, b = _sim(), _sim(fused=False)
+    fields = ("status", "iterations", "pivots", "method", "info", "x")
+    numbers = ("residual", "complementarity", "infeasibility", "relative_residual")
+    for k in range(60):
+        ra, rb = a.step(), b.step()
+        _same_step(a, b, ra, rb)
+        if k < 2 or k % 3:
+            continue
+        assert a.step_state._unsolved is not None       # not built before it is read
+        sa, sb = a.last_solution, b.last_solution
+        assert a.step_state._unsolved is None and a.last_solution is sa
+        assert type(sa) is type(sb) and [getattr(sa, f) for f in fields] == [getattr(sb, f) for f in fields]
+        for f in numbers:
+            x, y = getattr(sa, f), getattr(sb, f)
+            assert type(x) is type(y) and (x == y or (x != x and y != y))
+        assert np.array_equal(sa.z, sb.z) and np.array_equal(sa.w, sb.w)
+        assert ra.iterations == sa.iterations and ra.residual == float(sa.residual) and ra.solve_time == sa.time_s
+    a.last_solution = sb
+    assert a.step_state._unsolved is None and a.last_solution is sb
+
+
 def test_its_verdicts_and_certificates_are_those_formed_from_scratch():
     """Each step's verdict (taken from the call) equals faults.step_fault's on the states before and
     after with no verdict at hand (the free velocity from the assembled system), and each answer's

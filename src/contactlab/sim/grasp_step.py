@@ -100,10 +100,15 @@ class FusedGraspStep:
         self._last = None
 
     def valid(self, sim) -> bool:
-        """Whether this plan is still the simulator's (the same stages and controllers)."""
-        ctrl = sim.controllers
-        return self.stages is sim.stages and len(ctrl) == len(self.controllers) and all(
-            a is b for a, b in zip(ctrl, self.controllers))
+        """Whether this plan is still the simulator's (the same stages and controllers; a plain loop:
+        this runs every step)."""
+        ctrl, mine = sim.controllers, self.controllers
+        if self.stages is not sim.stages or len(ctrl) != len(mine):
+            return False
+        for a, b in zip(ctrl, mine):
+            if a is not b:
+                return False
+        return True
 
     def step(self):
         sim, stages = self.sim, self.stages
@@ -187,10 +192,10 @@ class FusedGraspStep:
         f, mt, mf, numbers, stats = out[b + ndof:c], out[c:c + nj], out[c + nj:d], out[d:d + 6], out[d + 6:]
         before_call = (x0, q0, v0, w0, f, mt, mf)
         x = _NO_JOINT
-        sol = pgs_sm_solution(z, wv, numbers, stats, sim.method, t_solved - t0)
-        sol.info["joint_space"] = True
+        answer = (z, wv, numbers, stats, sim.method, t_solved - t0)
         stages.joint_space = True
         if outcome != NK.DONE or (position_stage and nc and turn > TURN_TRIGGER * slop):
+            sol = _joint_space_solution(*answer)
             # a deep contact's position correction, a fast turn's correction: the stages' integrate and correct
             # (a DEEP step's turn bound is formed after its correction moved the bodies: turns.fires)
             w = StepWork(contacts, contacts.match, nc, h, t_start, t_detect, compiled=True, sol=sol, n=int(n), e0=e0,
@@ -212,17 +217,18 @@ class FusedGraspStep:
         data.steps += 1
         data.joint_torque.clear()
         data.contacts, data.result = contacts, result
-        state.solution = sol
+        state.solve_later(_joint_space_solution, answer)     # (Simulator.last_solution: built when read)
         self._last = (contacts, result, ints, result.normal, result.motor, result.limit, tangent) if nc else None
         state.turn_overlap = 0.0
         t_integrated = time.perf_counter()
         state.timing = {"detect": t_detect - t_start, "build": 0.0, "solve": t_solved - t0,
                         "integrate": t_integrated - t_solved, "record": 0.0}
         e1 = ke + pe
-        rec = StepRecord(time=data.time, contacts=nc, lcp_size=int(n), iterations=int(sol.iterations), pivots=0,
-                         residual=float(sol.residual), success=True, status="SOLVED", rescued=False,
+        # (the Solution's iterations, residual and time: pgs_sm_solution's from the same stats and numbers)
+        rec = StepRecord(time=data.time, contacts=nc, lcp_size=int(n), iterations=int(stats[1]) + int(stats[2]),
+                         pivots=0, residual=float(numbers[0]), success=True, status="SOLVED", rescued=False,
                          kinetic_energy=ke, energy=e1, energy_gain=e1 - e0, contact_energy_gain=gain,
-                         max_penetration=pen, solve_time=sol.time_s, joint_error=joint_error)
+                         max_penetration=pen, solve_time=answer[5], joint_error=joint_error)
         if verdict[0] == NOT_JUDGED:    # (radii not one per body: planned out) the check formed here
             rec.fault = step_fault(sim, before, rec)
         elif verdict[0]:
@@ -250,3 +256,10 @@ class FusedGraspStep:
             return self._finish(w)
         return checked_step(self.sim, take, before)
 
+
+def _joint_space_solution(z, wv, numbers, stats, method: str, seconds: float):
+    """The Solution of the fused step's certified answer: the stages' (pgs_sm_solution, marked
+    ``joint_space`` as CompiledTreeSchurRowStages.solve marks it)."""
+    sol = pgs_sm_solution(z, wv, numbers, stats, method, seconds)
+    sol.info["joint_space"] = True
+    return sol

@@ -79,8 +79,10 @@ class StepState:
     problem and answer (``Simulator.last_system``, ``last_problem``, ``last_solution``) and the
     seconds per stage (``Simulator.timing``). A compiled step leaves its system as the terms to
     assemble it from (``deferred``) and its problem unbuilt (``unbuilt``: the system to build it
-    from, or FROM_SYSTEM), both formed on first read."""
-    solution: object = None
+    from, or FROM_SYSTEM), both formed on first read, and may leave its Solution as the function
+    and arguments that build it (:meth:`solve_later`), built on first read of :attr:`solution`."""
+    _solution: object = None
+    _unsolved: tuple | None = None      # (build, args): the solution is build(*args), built when read
     system: object = None
     problem: object = None
     deferred: tuple | None = None       # (contacts, h, terms_of, args): assemble_system(..., *terms_of(*args))
@@ -89,6 +91,24 @@ class StepState:
     free_velocity: object = None        # v + h M^-1 f of a compiled step whose system is deferred (sim/faults.py)
     turn_overlap: float = 0.0           # the deepest overlap the step's turn correction projected out (m)
     judged: tuple | None = None         # a compiled step's plausibility verdict and its inputs (faults.judged_verdict)
+
+    @property
+    def solution(self):
+        """The last step's answer (a Solution; ``Simulator.last_solution``), built here on first read
+        where the step left it to :meth:`solve_later`."""
+        if self._unsolved is not None:
+            build, args = self._unsolved
+            self._solution, self._unsolved = build(*args), None
+        return self._solution
+
+    @solution.setter
+    def solution(self, sol) -> None:
+        self._solution, self._unsolved = sol, None
+
+    def solve_later(self, build, args: tuple) -> None:
+        """The step's Solution is ``build(*args)``, built (once) when :attr:`solution` is first read: a
+        compiled step whose answer nobody reads pays no Solution (its info dict, its dataclass)."""
+        self._solution, self._unsolved = None, (build, args)
 
     def defer(self, contacts, h: float, terms_of, args: tuple) -> None:
         """Assemble the step's system and its problem only when read."""
