@@ -66,9 +66,14 @@ FARKAS_MARGIN = 1e-7
 #: solves leave (a 1e-3 relative position solve, a 1e-6 velocity solve), not penetration to remove
 SLOP_EXCESS = 1e-2
 
-#: the normal rows' bias (mechanics/rows.py ``normal_bias_kernel``) restores a penetration no deeper
-#: than SINK_RESTORE * slop: the depth the rows' cfm leaves at rest (h cfm c_n, ~2.5e-10 m under a
-#: 100-box column at h = 0.01, cfm 1e-8), far below a landing's penetration. 0: off (the bias is 0
-#: for every penetration within the slop); 1e-4 (delta = 1e-8 m at slop 1e-4) removes the stacks'
-#: sink but costs resting contacts Newton steps (docs/benchmarks-sim.md, fifteenth session: drift15b, drift15c)
-SINK_RESTORE = 0.0
+#: the position correction (mechanics/rows.py ``position_targets``) restores the rows' cfm sink (a
+#: resting contact sinks h cfm c_n a step, ~2.5e-10 m under a 100-box column at h = 0.01, cfm 1e-8):
+#: a contact with -SINK_RESTORE slop <= phi' < 0 is moved back to the depth SINK_TARGET slop by a
+#: correction that runs when one of them is deeper than SINK_TRIGGER slop, i.e. once in many steps
+#: (a column's top then sinks at most about half its levels times SINK_TRIGGER slop). The window is
+#: far below a landing's penetration, so a landing pile is corrected as before; the target is below
+#: the trigger by the position solve's tolerance and above 0, so a restored contact keeps a bias of
+#: 0 (docs/benchmarks-sim.md, sixteenth session: drift16)
+SINK_RESTORE = 1e-4
+SINK_TRIGGER = 5e-5
+SINK_TARGET = 1e-6

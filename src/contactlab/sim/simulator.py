@@ -27,6 +27,7 @@ from ..mechanics.joint_projection import displace, joint_error_kernel, project_j
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
+from ..kernels.tolerances import SLOP_EXCESS
 from ..mechanics.system import delassus, held_blocks, mobility, packed_joints, rows_times
 from ..models import get_model, make_options
 from ..models.box_friction import row_heights
@@ -538,16 +539,26 @@ class Simulator:
         whole LCP (:func:`position_lcp`: projected Newton from the deep contacts, then the interior
         point). An answer off by
         more than 1e-2 (relative) skips the correction.
+        The same LCP restores the rows' cfm sink: contacts within -SINK_RESTORE slop <= phi' < 0 get
+        c_i = phi'_i + SINK_TARGET slop, and the correction runs once one of them is deeper than
+        SINK_TRIGGER slop (:func:`~contactlab.mechanics.rows.position_targets`). Where that is all
+        there is to correct (no contact beyond the slop), the whole LCP takes box-qp's projected
+        Newton without islands: its first free set, the rows with c_i < 0, is the sunk contacts, whose
+        one factorisation answers it (the islands' path would send a column of more than
+        POSITION_SEARCH_MAX rows to the interior point).
         Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep),
         matrix-free (the same iterates without forming N W N') where the body blocks cover every dof.
         ``zeta``: the share removed (default the settings' ``contact_zeta``; sim/turns.py: 1)."""
         st = self.model.settings
         # phi' = phi + h N v+, c and the deep test in one compiled pass
-        c, deep = _MK.position_targets(rows_times(sys.N, v_next), np.ascontiguousarray(sys.phi, dtype=np.float64),
-                                       float(sys.h), float(st.slop),
+        Nv = rows_times(sys.N, v_next)
+        phi = np.ascontiguousarray(sys.phi, dtype=np.float64)
+        c, deep = _MK.position_targets(Nv, phi, float(sys.h), float(st.slop),
                                        float(st.contact_zeta if zeta is None else zeta))
         if not deep:
             return
+        # only the rows' cfm sink to restore (no contact deeper than the slop): one island of c < 0 rows
+        sink_only = not np.any(phi + float(sys.h) * Nv < -float(st.slop) * (1.0 + SLOP_EXCESS))
         n = sys.nc
         if self.iterations is not None and sys.body_blocks:
             # fixed-budget mode: matrix-free PGS on N W N' + POSITION_CFM I without forming it;
@@ -580,7 +591,7 @@ class Simulator:
         # in), then the interior point; 100 capped PGS sweeps on a pile used to miss 1e-2, so the
         # correction was skipped
         islands = groups = None
-        if sp.issparse(A) and sys.body_blocks:
+        if sp.issparse(A) and sys.body_blocks and not sink_only:
             islands = row_block_components(sys.N.indptr, sys.N.indices, np.full(n, -1, dtype=np.int64), 6)
             groups = body_pair_groups(sys.N.indptr, sys.N.indices)
         p, rel = position_lcp(A, c, islands, groups, factors)
