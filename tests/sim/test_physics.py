@@ -123,14 +123,15 @@ def test_hundred_box_stack_sinks_at_most_a_micrometre_in_ten_seconds_default_pat
     kernels/tolerances.py ``SINK_RESTORE``) the top sinks 1.24e-5 m (the cfm's h cfm c_n a step at
     each contact, summed over the levels); with it each contact is at most SINK_TRIGGER slop deep
     (plus one step's sink) and the top at most about half the levels times that. The restoration
-    moves positions only: every velocity is the velocity step's own, so the bodies stay at rest."""
+    moves positions only: the velocities stay the velocity step's own (the top's sink speed, 1.24e-6
+    m/s, the sum of the levels' cfm c_n; no restoring speed is added)."""
     sim = Simulator(make_scene("stack", count=100))
     x0 = sim.data.position.copy()
     for _ in range(1000):
         assert sim.step().success
     drift = np.abs(sim.data.position - x0).max()
     assert drift <= 1e-6, drift
-    assert np.abs(sim.data.linear_velocity).max() < 1e-6
+    assert np.abs(sim.data.linear_velocity).max() < 2e-6
 
 
 def test_dropped_box_never_gains_energy_and_comes_to_rest():

@@ -27,7 +27,7 @@ from ..mechanics.joint_projection import displace, joint_error_kernel, project_j
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
-from ..kernels.tolerances import SLOP_EXCESS
+from ..kernels.tolerances import SINK_QUIET, SINK_RESTORE, SINK_TRIGGER, SLOP_EXCESS
 from ..mechanics.system import delassus, held_blocks, mobility, packed_joints, rows_times
 from ..models import get_model, make_options
 from ..models.box_friction import row_heights
@@ -557,8 +557,16 @@ class Simulator:
                                        float(st.contact_zeta if zeta is None else zeta))
         if not deep:
             return
-        # only the rows' cfm sink to restore (no contact deeper than the slop): one island of c < 0 rows
-        sink_only = not np.any(phi + float(sys.h) * Nv < -float(st.slop) * (1.0 + SLOP_EXCESS))
+        slop, h = float(st.slop), float(sys.h)
+        p = phi + h * Nv
+        window = (p < 0.0) & (p >= -SINK_RESTORE * slop)
+        sink_only = not np.any(p < -slop * (1.0 + SLOP_EXCESS))
+        sink = window & self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p >= 0.0) if sink_only \
+            else window & False
+        if sink_only and not np.any(sink & (p < -SINK_TRIGGER * slop)):
+            return
+        if np.any(window & ~sink):      # those left alone: the targets without the sink window
+            c = np.where(window & ~sink, np.maximum(p + slop, 0.0), c)
         n = sys.nc
         if self.iterations is not None and sys.body_blocks:
             # fixed-budget mode: matrix-free PGS on N W N' + POSITION_CFM I without forming it;
@@ -597,6 +605,31 @@ class Simulator:
         p, rel = position_lcp(A, c, islands, groups, factors)
         if rel <= 1e-2:
             self._displace(W @ (sys.N.T @ p))
+
+    def _quiet_contacts(self, contacts, speed: float, gap: np.ndarray) -> np.ndarray:
+        """Per contact: whether every body of its island (the bodies with dofs joined by contacts)
+        moves slower than ``speed`` (each component of its linear and of its angular velocity) and
+        none of the island's contacts has a gap (``gap``): a resting column, whose correction changes
+        no normal bias and so not the next velocity step's q (a gap's bias phi/h moves with the
+        bodies: the resting boxes of a landing pile, beside contacts about to close, are left alone)."""
+        from scipy.sparse.csgraph import connected_components
+        d, model = self.data, self.model
+        nb = model.dof_start.size
+        fast = np.maximum(np.abs(d.linear_velocity).max(axis=1), np.abs(d.angular_velocity).max(axis=1)) >= speed
+        fast &= model.dof_start >= 0
+        a = np.asarray(contacts.body_a, dtype=np.int64)
+        b = np.asarray(contacts.body_b, dtype=np.int64)
+        moving_a = (a >= 0) & (model.dof_start[np.maximum(a, 0)] >= 0)
+        moving_b = (b >= 0) & (model.dof_start[np.maximum(b, 0)] >= 0)
+        both = moving_a & moving_b
+        graph = sp.csr_matrix((np.ones(int(both.sum())), (a[both], b[both])), shape=(nb, nb))
+        _, label = connected_components(graph, directed=False)
+        island_fast = np.zeros(nb, dtype=bool)
+        np.logical_or.at(island_fast, label, fast)
+        body = np.where(moving_a, a, np.where(moving_b, b, -1))
+        island = label[np.maximum(body, 0)]
+        np.logical_or.at(island_fast, island[gap & (body >= 0)], True)
+        return (body < 0) | ~island_fast[island]
 
     def _contact_heights(self, sys) -> np.ndarray:
         """The normal rows' heights against gravity (:func:`~contactlab.models.box_friction.row_heights`),
