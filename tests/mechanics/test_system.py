@@ -412,16 +412,31 @@ def test_position_targets_equal_their_formula():
     (asked for where phi' < -SINK_TRIGGER slop) and max(phi' + slop, 0) elsewhere, with its flag: a
     contact within that tolerance of the slop is neither corrected nor pushed in, and a contact
     sunk by less than the trigger asks for no correction."""
-    import scipy.sparse as sp
-    from contactlab.kernels.tolerances import SINK_RESTORE, SINK_TARGET, SINK_TRIGGER, SLOP_EXCESS
+    from contactlab.kernels import tolerances
+    from contactlab.mechanics import rows
     from contactlab.mechanics.kernels import position_targets
-    assert 0.0 < SINK_TARGET < SINK_TRIGGER < SINK_RESTORE < 1.0
+    # the compiled kernel at the committed constants, and its Python body with the window on
+    _position_targets_against_formula(position_targets, tolerances.SINK_RESTORE, tolerances.SINK_TARGET,
+                                      tolerances.SINK_TRIGGER)
+    saved = rows.SINK_RESTORE, rows.SINK_TARGET, rows.SINK_TRIGGER
+    try:
+        rows.SINK_RESTORE, rows.SINK_TARGET, rows.SINK_TRIGGER = 1e-4, 1e-6, 5e-5
+        _position_targets_against_formula(position_targets.py_func, 1e-4, 1e-6, 5e-5)
+    finally:
+        rows.SINK_RESTORE, rows.SINK_TARGET, rows.SINK_TRIGGER = saved
+
+
+def _position_targets_against_formula(position_targets, SINK_RESTORE, SINK_TARGET, SINK_TRIGGER):
+    import scipy.sparse as sp
+    from contactlab.kernels.tolerances import SLOP_EXCESS
+    on = SINK_RESTORE > 0
+    assert not on or 0.0 < SINK_TARGET < SINK_TRIGGER < SINK_RESTORE < 1.0
     rng = np.random.default_rng(2)
     N = sp.random(30, 60, density=0.2, random_state=3, format="csr")
     v = rng.normal(size=60)
     h, slop, zeta = 0.01, 1e-3, 0.2
     Nv = N @ v
-    for shift, sink, expect in ((-0.002, None, True), (0.2, None, False), (0.2, 0.5, False), (0.2, 1.5, True)):
+    for shift, sink, expect in ((-0.002, None, True), (0.2, None, False), (0.2, 0.5, False), (0.2, 1.5, on)):
         phi = rng.uniform(-0.004, 0.004, 30) + shift
         phi[:3] += -slop * (1 + 0.5 * SLOP_EXCESS) - (phi[:3] + h * Nv[:3])   # within the tolerance
         if sink is not None:    # contacts sunk by 0.5 or 1.5 times the trigger depth (and one at the window's edge)
@@ -436,7 +451,7 @@ def test_position_targets_equal_their_formula():
         assert np.allclose(c, ref, rtol=0, atol=1e-15)
         assert flag == bool(np.any(deep) or np.any(window & (p < -SINK_TRIGGER * slop))) == expect
         assert np.all(c[:3] == 0.0) and np.all(p[:3] < -slop)
-        if sink is not None:
+        if sink is not None and on:
             assert np.all(window[3:9]) and not window[9] and c[9] > 0
             assert np.all(c[3:9] < 0)       # each is pushed back to SINK_TARGET slop
 

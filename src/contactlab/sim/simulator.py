@@ -561,20 +561,24 @@ class Simulator:
         p = phi + h * Nv
         window = (p < 0.0) & (p >= -SINK_RESTORE * slop)
         sink_only = not np.any(p < -slop * (1.0 + SLOP_EXCESS))
-        sink = window & self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p >= 0.0) if sink_only \
-            else window & False
+        quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p >= 0.0) if sink_only else window & False
+        sink = window & quiet
         if sink_only and not np.any(sink & (p < -SINK_TRIGGER * slop)):
             return
         if np.any(window & ~sink):      # those left alone: the targets without the sink window
             c = np.where(window & ~sink, np.maximum(p + slop, 0.0), c)
-        n = sys.nc
+        N = sys.N
+        if sink_only:   # the quiet islands' rows alone: the other bodies are not moved at all
+            rows = np.flatnonzero(quiet)
+            N, c = sys.N[rows], c[rows]
+        n = N.shape[0]
         if self.iterations is not None and sys.body_blocks:
             # fixed-budget mode: matrix-free PGS on N W N' + POSITION_CFM I without forming it;
             # dv = W N' p is the displacement
-            p, _, dx, _, _ = solve_matrix_free(sys.N, held_blocks(self.model, sys.W_blocks), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
+            p, _, dx, _, _ = solve_matrix_free(N, held_blocks(self.model, sys.W_blocks), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
                                                max_sweeps=self.iterations, tol=1e-4, report=False,
-                                               height=self._contact_heights(sys))
+                                               height=self._contact_heights(sys)[rows] if sink_only else self._contact_heights(sys))
             if np.all(np.isfinite(p)):
                 self._displace(dx.reshape(-1))
             return
@@ -582,18 +586,18 @@ class Simulator:
         factors = None
         if sys.W_blocks is not None:
             held = held_blocks(self.model, sys.W_blocks)
-            A = delassus(dataclasses.replace(sys, W_blocks=held), sys.N, POSITION_CFM, dense=sys.nc <= 200)
-            factors = (sys.N, held, POSITION_CFM)
+            A = delassus(dataclasses.replace(sys, W_blocks=held), N, POSITION_CFM, dense=n <= 200)
+            factors = (N, held, POSITION_CFM)
         else:
-            A = (sys.N @ W @ sys.N.T).toarray() + POSITION_CFM * np.eye(sys.nc)
+            A = (N @ W @ N.T).toarray() + POSITION_CFM * np.eye(n)
         if self.iterations is not None:
             # fixed-budget mode: the step's sweep budget; every PGS sweep keeps p >= 0, so a partial
             # answer only pushes apart, and it is applied whatever its residual
             prob = BoxedLCP(A, c, np.zeros(n), np.full(n, np.inf))
             sol = solve(prob, "pgs", **_cap_option("pgs", self.iterations), tol=1e-4,
-                        height=self._contact_heights(sys))
+                        height=self._contact_heights(sys)[rows] if sink_only else self._contact_heights(sys))
             if np.all(np.isfinite(sol.z)):
-                self._displace(W @ (sys.N.T @ sol.z))
+                self._displace(W @ (N.T @ sol.z))
             return
         # projected Newton from p = 0 (the deep contacts first, then those the correction would push
         # in), then the interior point; 100 capped PGS sweeps on a pile used to miss 1e-2, so the
@@ -604,7 +608,7 @@ class Simulator:
             groups = body_pair_groups(sys.N.indptr, sys.N.indices)
         p, rel = position_lcp(A, c, islands, groups, factors)
         if rel <= 1e-2:
-            self._displace(W @ (sys.N.T @ p))
+            self._displace(W @ (N.T @ p))
 
     def _quiet_contacts(self, contacts, speed: float, gap: np.ndarray) -> np.ndarray:
         """Per contact: whether every body of its island (the bodies with dofs joined by contacts)
@@ -629,7 +633,7 @@ class Simulator:
         body = np.where(moving_a, a, np.where(moving_b, b, -1))
         island = label[np.maximum(body, 0)]
         np.logical_or.at(island_fast, island[gap & (body >= 0)], True)
-        return (body < 0) | ~island_fast[island]
+        return (body >= 0) & ~island_fast[island]
 
     def _contact_heights(self, sys) -> np.ndarray:
         """The normal rows' heights against gravity (:func:`~contactlab.models.box_friction.row_heights`),
