@@ -611,11 +611,13 @@ class Simulator:
             self._displace(W @ (N.T @ p))
 
     def _quiet_contacts(self, contacts, speed: float, gap: np.ndarray) -> np.ndarray:
-        """Per contact: whether every body of its island (the bodies with dofs joined by contacts)
+        """Per contact: whether the sink restoration may move its bodies: every body of the scene
         moves slower than ``speed`` (each component of its linear and of its angular velocity) and
-        none of the island's contacts has a gap (``gap``): a resting column, whose correction changes
-        no normal bias and so not the next velocity step's q (a gap's bias phi/h moves with the
-        bodies: the resting boxes of a landing pile, beside contacts about to close, are left alone)."""
+        none of the contacts of its island (the bodies with dofs joined by contacts) has a gap
+        (``gap``). Moving a body changes no bias of a contact without a gap, so the next velocity
+        step's q stays as it was; an island at rest inside a scene that is still moving (the resting
+        boxes of a landing pile) is left alone: restoring those cost the falling 1,000-box pile 4
+        Newton steps a step (docs/benchmarks-sim.md, sixteenth session: drift16)."""
         from scipy.sparse.csgraph import connected_components
         d, model = self.data, self.model
         nb = model.dof_start.size
@@ -623,13 +625,14 @@ class Simulator:
         fast &= model.dof_start >= 0
         a = np.asarray(contacts.body_a, dtype=np.int64)
         b = np.asarray(contacts.body_b, dtype=np.int64)
+        if fast.any():
+            return np.zeros(a.size, dtype=bool)
         moving_a = (a >= 0) & (model.dof_start[np.maximum(a, 0)] >= 0)
         moving_b = (b >= 0) & (model.dof_start[np.maximum(b, 0)] >= 0)
         both = moving_a & moving_b
         graph = sp.csr_matrix((np.ones(int(both.sum())), (a[both], b[both])), shape=(nb, nb))
         _, label = connected_components(graph, directed=False)
         island_fast = np.zeros(nb, dtype=bool)
-        np.logical_or.at(island_fast, label, fast)
         body = np.where(moving_a, a, np.where(moving_b, b, -1))
         island = label[np.maximum(body, 0)]
         np.logical_or.at(island_fast, island[gap & (body >= 0)], True)
