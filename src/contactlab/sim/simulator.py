@@ -541,11 +541,12 @@ class Simulator:
         more than 1e-2 (relative) skips the correction.
         The same LCP restores the rows' cfm sink: contacts within -SINK_RESTORE slop <= phi' < 0 get
         c_i = phi'_i + SINK_TARGET slop, and the correction runs once one of them is deeper than
-        SINK_TRIGGER slop (:func:`~contactlab.mechanics.rows.position_targets`). Where that is all
-        there is to correct (no contact beyond the slop), the whole LCP takes box-qp's projected
-        Newton without islands: its first free set, the rows with c_i < 0, is the sunk contacts, whose
-        one factorisation answers it (the islands' path would send a column of more than
-        POSITION_SEARCH_MAX rows to the interior point).
+        SINK_TRIGGER slop (:func:`~contactlab.mechanics.rows.position_targets`), only where that is all
+        there is to correct (no contact beyond the slop) and only in a scene at rest, on islands with
+        no gap (:meth:`_quiet_contacts`; elsewhere those contacts keep the targets above): the LCP of
+        those islands' rows alone takes box-qp's projected Newton without islands, whose first free
+        set, the rows with c_i < 0, is the sunk contacts (the islands' path would send a column of
+        more than POSITION_SEARCH_MAX rows to the interior point). Off while SINK_RESTORE = 0.
         Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep),
         matrix-free (the same iterates without forming N W N') where the body blocks cover every dof.
         ``zeta``: the share removed (default the settings' ``contact_zeta``; sim/turns.py: 1)."""
