@@ -350,12 +350,9 @@ def test_build_system_compiled_terms_equal_their_references():
         assert (abs(got - ref)).max() == 0.0
     assert sys.S.indices is sys.T.indices and sys.S.indptr is sys.T.indptr
     assert (abs(sys.NST - sp.vstack([sys.N, sys.S, sys.T], format="csr"))).max() == 0.0
-    from contactlab.kernels.tolerances import SINK_RESTORE
     h, zeta, slop = 0.01, 0.2, 1e-3
     phi = np.array([0.02, 0.0, -0.0, -1e-9, -1e-7, -1e-6, -5e-4, -1e-3, -3e-3])
-    delta = SINK_RESTORE * slop
-    pen = (phi < 0) & (phi >= -delta)               # a penetration the rows' cfm can have caused
-    ref = np.where((phi > 0) | pen, phi / h, 0.0)
+    ref = np.where(phi > 0, phi / h, 0.0)
     ref[phi < -slop] = zeta * (phi[phi < -slop] + slop) / h
     assert np.array_equal(normal_bias(phi, h, zeta, slop), ref)
 
@@ -411,24 +408,52 @@ def test_box_friction_recover_compiled_equals_its_formula(fixed):
 def test_position_targets_equal_their_formula():
     """The position correction's right-hand side in one compiled pass (mechanics/kernels.py
     position_targets) equals phi' = phi + h N v+, c = zeta (phi' + slop) where phi' < -slop (1 +
-    SLOP_EXCESS) (deep) and max(phi' + slop, 0) elsewhere, with its deep flag: a contact within that
-    tolerance of the slop is neither corrected nor pushed in."""
+    SLOP_EXCESS) (deep), c = phi' + SINK_TARGET slop in the sink window -SINK_RESTORE slop <= phi' < 0
+    (asked for where phi' < -SINK_TRIGGER slop) and max(phi' + slop, 0) elsewhere, with its flag: a
+    contact within that tolerance of the slop is neither corrected nor pushed in, and a contact
+    sunk by less than the trigger asks for no correction."""
+    from contactlab.kernels import tolerances
+    from contactlab.mechanics import rows
+    from contactlab.mechanics.kernels import position_targets
+    # the compiled kernel at the committed constants, and its Python body with the window on
+    _position_targets_against_formula(position_targets, tolerances.SINK_RESTORE, tolerances.SINK_TARGET,
+                                      tolerances.SINK_TRIGGER)
+    saved = rows.SINK_RESTORE, rows.SINK_TARGET, rows.SINK_TRIGGER
+    try:
+        rows.SINK_RESTORE, rows.SINK_TARGET, rows.SINK_TRIGGER = 1e-4, 1e-6, 5e-5
+        _position_targets_against_formula(position_targets.py_func, 1e-4, 1e-6, 5e-5)
+    finally:
+        rows.SINK_RESTORE, rows.SINK_TARGET, rows.SINK_TRIGGER = saved
+
+
+def _position_targets_against_formula(position_targets, SINK_RESTORE, SINK_TARGET, SINK_TRIGGER):
     import scipy.sparse as sp
     from contactlab.kernels.tolerances import SLOP_EXCESS
-    from contactlab.mechanics.kernels import position_targets
+    on = SINK_RESTORE > 0
+    assert not on or 0.0 < SINK_TARGET < SINK_TRIGGER < SINK_RESTORE < 1.0
     rng = np.random.default_rng(2)
     N = sp.random(30, 60, density=0.2, random_state=3, format="csr")
     v = rng.normal(size=60)
-    for shift, expect_deep in ((-0.002, True), (0.2, False)):
+    h, slop, zeta = 0.01, 1e-3, 0.2
+    Nv = N @ v
+    for shift, sink, expect in ((-0.002, None, True), (0.2, None, False), (0.2, 0.5, False), (0.2, 1.5, on)):
         phi = rng.uniform(-0.004, 0.004, 30) + shift
-        h, slop, zeta = 0.01, 1e-3, 0.2
-        phi[:3] += -slop * (1 + 0.5 * SLOP_EXCESS) - (phi[:3] + h * (N[:3] @ v))   # within the tolerance
-        p = phi + h * (N @ v)
+        phi[:3] += -slop * (1 + 0.5 * SLOP_EXCESS) - (phi[:3] + h * Nv[:3])   # within the tolerance
+        if sink is not None:    # contacts sunk by 0.5 or 1.5 times the trigger depth (and one at the window's edge)
+            phi[3:8] = -sink * SINK_TRIGGER * slop - h * Nv[3:8]
+            phi[8] = -(SINK_RESTORE if sink > 1 else sink * SINK_TRIGGER) * slop * (1 - 1e-6) - h * Nv[8]
+            phi[9] = -SINK_RESTORE * slop * (1 + 1e-6) - h * Nv[9]     # just outside: left alone
+        p = phi + h * Nv
         deep = p < -slop * (1 + SLOP_EXCESS)
-        ref = np.where(deep, zeta * (p + slop), np.maximum(p + slop, 0.0))
-        c, flag = position_targets(N @ v, phi, h, slop, zeta)
-        assert np.allclose(c, ref, rtol=0, atol=1e-15) and flag == bool(np.any(deep)) == expect_deep
+        window = (p < 0) & (p >= -SINK_RESTORE * slop) & ~deep
+        ref = np.where(deep, zeta * (p + slop), np.where(window, p + SINK_TARGET * slop, np.maximum(p + slop, 0.0)))
+        c, flag = position_targets(Nv, phi, h, slop, zeta)
+        assert np.allclose(c, ref, rtol=0, atol=1e-15)
+        assert flag == bool(np.any(deep) or np.any(window & (p < -SINK_TRIGGER * slop))) == expect
         assert np.all(c[:3] == 0.0) and np.all(p[:3] < -slop)
+        if sink is not None and on:
+            assert np.all(window[3:9]) and not window[9] and c[9] > 0
+            assert np.all(c[3:9] < 0)       # each is pushed back to SINK_TARGET slop
 
 
 def _pile_system(count=12, steps=12):

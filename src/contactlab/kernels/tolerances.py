@@ -66,9 +66,21 @@ FARKAS_MARGIN = 1e-7
 #: solves leave (a 1e-3 relative position solve, a 1e-6 velocity solve), not penetration to remove
 SLOP_EXCESS = 1e-2
 
-#: the normal rows' bias (mechanics/rows.py ``normal_bias_kernel``) restores a penetration no deeper
-#: than SINK_RESTORE * slop: the depth the rows' cfm leaves at rest (h cfm c_n, ~2.5e-10 m under a
-#: 100-box column at h = 0.01, cfm 1e-8), far below a landing's penetration. 0: off (the bias is 0
-#: for every penetration within the slop); 1e-4 (delta = 1e-8 m at slop 1e-4) removes the stacks'
-#: sink but costs resting contacts Newton steps (docs/benchmarks-sim.md, fifteenth session: drift15b, drift15c)
+#: the position correction (mechanics/rows.py ``position_targets``) restores the rows' cfm sink (a
+#: resting contact sinks h cfm c_n a step, ~2.5e-10 m under a 100-box column at h = 0.01, cfm 1e-8):
+#: a contact with -SINK_RESTORE slop <= phi' < 0 is moved back to the depth SINK_TARGET slop by a
+#: correction that runs when one of them is deeper than SINK_TRIGGER slop, i.e. once in many steps
+#: (a column's top then sinks at most about half its levels times SINK_TRIGGER slop). The window is
+#: far below a landing's penetration, so a landing pile is corrected as before; the target is below
+#: the trigger by the position solve's tolerance and above 0, so a restored contact keeps a bias of
+#: 0 (docs/session16-drift16.md). 0: off. 1e-4 (with SINK_TRIGGER 5e-5, SINK_TARGET 1e-6) moves the
+#: 100-box stack's top 2.2e-8 m in 10 s (main 1.24e-5 m) at +1 % Newton steps, falling piles unchanged,
+#: but its corrections (10 in the stack's first 200 steps, ~3.6 ms each through Python) cost that cell
+#: +18 % CPU time
 SINK_RESTORE = 0.0
+SINK_TRIGGER = 5e-5
+SINK_TARGET = 1e-6
+#: ... and only in a scene at rest: every velocity component of every body below SINK_QUIET slop / h
+#: (1e-4 m/s at slop 1e-4, h = 0.01; the stacks' sink is ~1e-6 m/s), on islands with no gap, never in a
+#: correction beyond the slop (a landing pile is corrected as before)
+SINK_QUIET = 1e-2

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from ..kernels._jit import jit
 from ..kernels.dense import csr_times as rows_times  # noqa: F401  (H x for H in CSR: the step's rows)
 from ..kernels.dense import csr_transpose_times as rows_transpose_times  # noqa: F401  (H' z)
-from ..kernels.tolerances import SINK_RESTORE, SLOP_EXCESS
+from ..kernels.tolerances import SINK_RESTORE, SINK_TARGET, SINK_TRIGGER, SLOP_EXCESS
 
 _MAXPRINT = sp.csr_matrix((0, 1)).maxprint
 
@@ -125,24 +125,18 @@ def tangential_speeds(indptr, indices, s_data, t_data, v):
 
 @jit
 def normal_bias_kernel(phi, h, zeta, slop):
-    """Per contact: phi/h for a gap (speculative contact) and for a penetration no deeper than
-    delta = SINK_RESTORE * slop (:data:`contactlab.kernels.tolerances.SINK_RESTORE`), 0 deeper within
-    the slop, zeta (phi + slop)/h beyond it (:func:`~contactlab.mechanics.system.normal_bias`).
+    """Per contact: phi/h for a gap (speculative contact), 0 for a penetration within the slop,
+    zeta (phi + slop)/h beyond it (:func:`~contactlab.mechanics.system.normal_bias`).
 
-    The window [-delta, 0) is the depth the regularised rows cause: with cfm the problem of
-    Arechavaleta et al. (eq. (16)-(17)) solves (A + cfm I) z + q = w, so a resting contact (w = 0)
-    keeps N v+ = -bias - cfm c_n. With bias 0 each resting contact sinks h cfm c_n a step for ever,
-    and a column's top by the sum over its levels; with phi/h (Baumgarte's position error in the
-    velocity row at gain 1) the contact settles at phi' = phi + h N v+ = -h cfm c_n, a bounded depth.
-    phi comes from the rigid poses, so this bias lies (to first order) in range(N), away from A's
-    null directions (a face's load split). Deeper sub-slop penetration (a landing) is left alone as
-    before: a bias that moves every step on all of a pile's contacts moves the answer along A's
-    small-eigenvalue directions by bias / (lambda + cfm) and costs the warm start Newton steps
-    (docs/benchmarks-sim.md, fifteenth session, drift15b); the speed it can add is at most delta/h, once."""
+    No bias within the slop, not even for the depth the rows' cfm leaves at rest (h cfm c_n a step,
+    Arechavaleta et al. eq. (16)-(17) with cfm I): a bias that moves every step on resting contacts
+    moves the answer along A's small-eigenvalue directions (lambda ~ cfm: a face's load split) by
+    bias / (lambda + cfm) and costs the warm start Newton steps (docs/benchmarks-sim.md, fifteenth
+    session: drift15b, drift15c). That sink is restored at the position level instead
+    (:func:`position_targets`), which leaves q = N v_free + bias as it is."""
     out = np.empty(phi.size)
-    delta = SINK_RESTORE * slop
     for i in range(phi.size):
-        out[i] = phi[i] / h if phi[i] > 0 or (phi[i] < 0 and phi[i] >= -delta) else 0.0
+        out[i] = phi[i] / h if phi[i] > 0 else 0.0
         if phi[i] < -slop:
             out[i] = zeta * (phi[i] + slop) / h
     return out
@@ -170,16 +164,35 @@ def position_targets(Nv, phi, h, slop, zeta):
     per contact (``Nv`` = N v+); a contact is deep where phi' < -slop (1 + SLOP_EXCESS)
     (:data:`contactlab.kernels.tolerances.SLOP_EXCESS`: deeper than the slop by more than rounding
     and the solves' tolerances),
-    with c_i = zeta (phi'_i + slop); elsewhere c_i = max(phi'_i + slop, 0) (a contact within that
-    tolerance of the slop is held where it is, not pushed in). Returns (c, whether any contact is deep)."""
+    with c_i = zeta (phi'_i + slop); a contact in the sink window -SINK_RESTORE slop <= phi' < 0
+    gets c_i = phi'_i + SINK_TARGET slop (restored to the depth SINK_TARGET slop), and the correction
+    is asked for (``deep``) where one of them is deeper than SINK_TRIGGER slop
+    (:data:`contactlab.kernels.tolerances.SINK_TRIGGER`); elsewhere c_i = max(phi'_i + slop, 0) (a
+    contact within that tolerance of the slop is held where it is, not pushed in).
+
+    The sink window is the depth the rows' cfm leaves: with cfm the velocity problem (Arechavaleta et
+    al., eq. (16)-(17)) solves (A + cfm I) z + q = w, so a resting contact (w = 0) keeps
+    N v+ = -cfm c_n and, with no bias within the slop, sinks h cfm c_n a step for ever (a column's top
+    by the sum over its levels). Restoring it here moves positions only: the next step's q = N v_free
+    does not depend on a penetration within the slop (``normal_bias_kernel``'s bias is 0 there), so
+    the velocity problem, its answer and its warm start stay as they were; and only past a trigger
+    depth, so the correction's solve runs once in many steps (docs/benchmarks-sim.md, sixteenth
+    session, drift16). Returns (c, whether any contact is deep or past the sink trigger)."""
     c = np.empty(Nv.size)
     deep = False
     limit = -slop * (1.0 + SLOP_EXCESS)
+    window = -SINK_RESTORE * slop
+    trigger = -SINK_TRIGGER * slop
+    target = SINK_TARGET * slop
     for i in range(Nv.size):
         p = phi[i] + h * Nv[i]
         if p < limit:
             c[i] = zeta * (p + slop)
             deep = True
+        elif p < 0.0 and p >= window:
+            c[i] = p + target
+            if p < trigger:
+                deep = True
         else:
             c[i] = max(p + slop, 0.0)
     return c, deep

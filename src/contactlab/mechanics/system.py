@@ -401,9 +401,8 @@ def pyramid_rows(S: sp.csr_matrix, T: sp.csr_matrix, d: int) -> sp.csr_matrix:
 
 
 def normal_bias(phi: np.ndarray, h: float, zeta: float, slop: float) -> np.ndarray:
-    """phi/h for a gap (speculative contact) and a penetration no deeper than delta = SINK_RESTORE *
-    slop (the depth the rows' cfm causes: it holds a resting contact at -h cfm c_n instead of
-    sinking), 0 deeper within the slop, zeta (phi + slop)/h beyond it (pass zeta = 0 when
+    """phi/h for a gap (speculative contact), 0 for a penetration within the slop, zeta (phi + slop)/h
+    beyond it (pass zeta = 0 when
     penetration is corrected at the position level); compiled (:func:`~.rows.normal_bias_kernel`,
     where the reason is written)."""
     return _R.normal_bias_kernel(np.ascontiguousarray(phi, dtype=np.float64), float(h), float(zeta), float(slop))

@@ -27,6 +27,7 @@ from ..mechanics.joint_projection import displace, joint_error_kernel, project_j
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
+from ..kernels.tolerances import SINK_QUIET, SINK_RESTORE, SINK_TRIGGER, SLOP_EXCESS
 from ..mechanics.system import delassus, held_blocks, mobility, packed_joints, rows_times
 from ..models import get_model, make_options
 from ..models.box_friction import row_heights
@@ -538,24 +539,47 @@ class Simulator:
         whole LCP (:func:`position_lcp`: projected Newton from the deep contacts, then the interior
         point). An answer off by
         more than 1e-2 (relative) skips the correction.
+        The same LCP restores the rows' cfm sink: contacts within -SINK_RESTORE slop <= phi' < 0 get
+        c_i = phi'_i + SINK_TARGET slop, and the correction runs once one of them is deeper than
+        SINK_TRIGGER slop (:func:`~contactlab.mechanics.rows.position_targets`), only where that is all
+        there is to correct (no contact beyond the slop) and only in a scene at rest, on islands with
+        no gap (:meth:`_quiet_contacts`; elsewhere those contacts keep the targets above): the LCP of
+        those islands' rows alone takes box-qp's projected Newton without islands, whose first free
+        set, the rows with c_i < 0, is the sunk contacts (the islands' path would send a column of
+        more than POSITION_SEARCH_MAX rows to the interior point). Off while SINK_RESTORE = 0.
         Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep),
         matrix-free (the same iterates without forming N W N') where the body blocks cover every dof.
         ``zeta``: the share removed (default the settings' ``contact_zeta``; sim/turns.py: 1)."""
         st = self.model.settings
         # phi' = phi + h N v+, c and the deep test in one compiled pass
-        c, deep = _MK.position_targets(rows_times(sys.N, v_next), np.ascontiguousarray(sys.phi, dtype=np.float64),
-                                       float(sys.h), float(st.slop),
+        Nv = rows_times(sys.N, v_next)
+        phi = np.ascontiguousarray(sys.phi, dtype=np.float64)
+        c, deep = _MK.position_targets(Nv, phi, float(sys.h), float(st.slop),
                                        float(st.contact_zeta if zeta is None else zeta))
         if not deep:
             return
-        n = sys.nc
+        slop, h = float(st.slop), float(sys.h)
+        p = phi + h * Nv
+        window = (p < 0.0) & (p >= -SINK_RESTORE * slop)
+        sink_only = not np.any(p < -slop * (1.0 + SLOP_EXCESS))
+        quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p >= 0.0) if sink_only else window & False
+        sink = window & quiet
+        if sink_only and not np.any(sink & (p < -SINK_TRIGGER * slop)):
+            return
+        if np.any(window & ~sink):      # those left alone: the targets without the sink window
+            c = np.where(window & ~sink, np.maximum(p + slop, 0.0), c)
+        N = sys.N
+        if sink_only:   # the quiet islands' rows alone: the other bodies are not moved at all
+            rows = np.flatnonzero(quiet)
+            N, c = sys.N[rows], c[rows]
+        n = N.shape[0]
         if self.iterations is not None and sys.body_blocks:
             # fixed-budget mode: matrix-free PGS on N W N' + POSITION_CFM I without forming it;
             # dv = W N' p is the displacement
-            p, _, dx, _, _ = solve_matrix_free(sys.N, held_blocks(self.model, sys.W_blocks), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
+            p, _, dx, _, _ = solve_matrix_free(N, held_blocks(self.model, sys.W_blocks), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
                                                max_sweeps=self.iterations, tol=1e-4, report=False,
-                                               height=self._contact_heights(sys))
+                                               height=self._contact_heights(sys)[rows] if sink_only else self._contact_heights(sys))
             if np.all(np.isfinite(p)):
                 self._displace(dx.reshape(-1))
             return
@@ -563,29 +587,57 @@ class Simulator:
         factors = None
         if sys.W_blocks is not None:
             held = held_blocks(self.model, sys.W_blocks)
-            A = delassus(dataclasses.replace(sys, W_blocks=held), sys.N, POSITION_CFM, dense=sys.nc <= 200)
-            factors = (sys.N, held, POSITION_CFM)
+            A = delassus(dataclasses.replace(sys, W_blocks=held), N, POSITION_CFM, dense=n <= 200)
+            factors = (N, held, POSITION_CFM)
         else:
-            A = (sys.N @ W @ sys.N.T).toarray() + POSITION_CFM * np.eye(sys.nc)
+            A = (N @ W @ N.T).toarray() + POSITION_CFM * np.eye(n)
         if self.iterations is not None:
             # fixed-budget mode: the step's sweep budget; every PGS sweep keeps p >= 0, so a partial
             # answer only pushes apart, and it is applied whatever its residual
             prob = BoxedLCP(A, c, np.zeros(n), np.full(n, np.inf))
             sol = solve(prob, "pgs", **_cap_option("pgs", self.iterations), tol=1e-4,
-                        height=self._contact_heights(sys))
+                        height=self._contact_heights(sys)[rows] if sink_only else self._contact_heights(sys))
             if np.all(np.isfinite(sol.z)):
-                self._displace(W @ (sys.N.T @ sol.z))
+                self._displace(W @ (N.T @ sol.z))
             return
         # projected Newton from p = 0 (the deep contacts first, then those the correction would push
         # in), then the interior point; 100 capped PGS sweeps on a pile used to miss 1e-2, so the
         # correction was skipped
         islands = groups = None
-        if sp.issparse(A) and sys.body_blocks:
+        if sp.issparse(A) and sys.body_blocks and not sink_only:
             islands = row_block_components(sys.N.indptr, sys.N.indices, np.full(n, -1, dtype=np.int64), 6)
             groups = body_pair_groups(sys.N.indptr, sys.N.indices)
         p, rel = position_lcp(A, c, islands, groups, factors)
         if rel <= 1e-2:
-            self._displace(W @ (sys.N.T @ p))
+            self._displace(W @ (N.T @ p))
+
+    def _quiet_contacts(self, contacts, speed: float, gap: np.ndarray) -> np.ndarray:
+        """Per contact: whether the sink restoration may move its bodies: every body of the scene
+        moves slower than ``speed`` (each component of its linear and of its angular velocity) and
+        none of the contacts of its island (the bodies with dofs joined by contacts) has a gap
+        (``gap``). Moving a body changes no bias of a contact without a gap, so the next velocity
+        step's q stays as it was; an island at rest inside a scene that is still moving (the resting
+        boxes of a landing pile) is left alone: restoring those cost the falling 1,000-box pile 4
+        Newton steps a step (docs/benchmarks-sim.md, sixteenth session: drift16)."""
+        from scipy.sparse.csgraph import connected_components
+        d, model = self.data, self.model
+        nb = model.dof_start.size
+        fast = np.maximum(np.abs(d.linear_velocity).max(axis=1), np.abs(d.angular_velocity).max(axis=1)) >= speed
+        fast &= model.dof_start >= 0
+        a = np.asarray(contacts.body_a, dtype=np.int64)
+        b = np.asarray(contacts.body_b, dtype=np.int64)
+        if fast.any():
+            return np.zeros(a.size, dtype=bool)
+        moving_a = (a >= 0) & (model.dof_start[np.maximum(a, 0)] >= 0)
+        moving_b = (b >= 0) & (model.dof_start[np.maximum(b, 0)] >= 0)
+        both = moving_a & moving_b
+        graph = sp.csr_matrix((np.ones(int(both.sum())), (a[both], b[both])), shape=(nb, nb))
+        _, label = connected_components(graph, directed=False)
+        island_fast = np.zeros(nb, dtype=bool)
+        body = np.where(moving_a, a, np.where(moving_b, b, -1))
+        island = label[np.maximum(body, 0)]
+        np.logical_or.at(island_fast, island[gap & (body >= 0)], True)
+        return (body >= 0) & ~island_fast[island]
 
     def _contact_heights(self, sys) -> np.ndarray:
         """The normal rows' heights against gravity (:func:`~contactlab.models.box_friction.row_heights`),
