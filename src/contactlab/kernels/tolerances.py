@@ -73,10 +73,9 @@ SLOP_EXCESS = 1e-2
 #: (a column's top then sinks at most about half its levels times SINK_TRIGGER slop). The window is
 #: far below a landing's penetration, so a landing pile is corrected as before; the target is below
 #: the trigger by the position solve's tolerance and above 0, so a restored contact keeps a bias of
-#: 0 (docs/session16-drift16.md). 0: off. 1e-4 (with SINK_TRIGGER 5e-5, SINK_TARGET 1e-6) moves the
-#: 100-box stack's top 2.2e-8 m in 10 s (main 1.24e-5 m) at +1 % Newton steps, falling piles unchanged,
-#: but its corrections (10 in the stack's first 200 steps, ~3.6 ms each through Python) cost that cell
-#: +18 % CPU time
+#: 0 (docs/benchmarks-sim.md, sixteenth session, drift16). 0: off (its Python corrections cost the
+#: resting stacks more than the goal allows; measured there). On: SINK_RESTORE 1e-4 with SINK_TRIGGER
+#: 5e-5 and SINK_TARGET 1e-6
 SINK_RESTORE = 0.0
 SINK_TRIGGER = 5e-5
 SINK_TARGET = 1e-6
