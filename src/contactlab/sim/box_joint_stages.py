@@ -197,7 +197,8 @@ def pgs_sm_solution(z, wv, numbers, stats, method: str, seconds: float) -> Solut
     place for the staged step (:meth:`CompiledSchurRowStages.solve`) and the fused hand step
     (sim/grasp_step.py)."""
     sweeps, sm = int(stats[1]), int(stats[2])
-    sol = Solution(z=z, w=wv, status=Status.SOLVED, iterations=sweeps + sm, method=method,
+    iterations, _ = pgs_sm_counts(numbers, stats)
+    sol = Solution(z=z, w=wv, status=Status.SOLVED, iterations=iterations, method=method,
                    info={"reason": "residual below tol", "pgs_sweeps": sweeps, "sm_steps": sm,
                          "outer": int(stats[0]), "sm_trials": int(stats[4]),
                          "sm_solvers": ["cholesky"] if sm else [], "sparse": False, "kernel": "numba",
@@ -206,6 +207,13 @@ def pgs_sm_solution(z, wv, numbers, stats, method: str, seconds: float) -> Solut
     sol.relative_residual = max(numbers[3], numbers[5])
     sol.time_s = seconds
     return sol
+
+
+def pgs_sm_counts(numbers, stats) -> tuple[int, float]:
+    """The iterations (sweeps plus subspace steps) and the residual of :func:`pgs_sm_solution`'s
+    Solution, without building it: the StepRecord's numbers where the Solution is built only when
+    read (sim/grasp_step.py)."""
+    return int(stats[1]) + int(stats[2]), float(numbers[0])
 
 
 #: the box-friction model's compiled stages on jointed scenes (sim/box_stages.py ``STAGES``)

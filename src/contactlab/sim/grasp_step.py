@@ -48,7 +48,7 @@ from ..models.common import StepResult
 from ..solvers.registry import DENSE_BYTES_LIMIT
 from . import noslip_kernels as NK
 from . import tree_box_kernels as TB
-from .box_joint_stages import _NO_TANGENT, pgs_sm_solution
+from .box_joint_stages import _NO_TANGENT, pgs_sm_counts, pgs_sm_solution
 from .faults import NOT_JUDGED, checked_step, fault_statics, fault_words, motor_targets, step_fault
 from .noslip_stages import NO_VALUES
 from .recorder import StepRecord
@@ -224,9 +224,9 @@ class FusedGraspStep:
         state.timing = {"detect": t_detect - t_start, "build": 0.0, "solve": t_solved - t0,
                         "integrate": t_integrated - t_solved, "record": 0.0}
         e1 = ke + pe
-        # (the Solution's iterations, residual and time: pgs_sm_solution's from the same stats and numbers)
-        rec = StepRecord(time=data.time, contacts=nc, lcp_size=int(n), iterations=int(stats[1]) + int(stats[2]),
-                         pivots=0, residual=float(numbers[0]), success=True, status="SOLVED", rescued=False,
+        iterations, residual = pgs_sm_counts(numbers, stats)     # (the Solution's, built when read)
+        rec = StepRecord(time=data.time, contacts=nc, lcp_size=int(n), iterations=iterations,
+                         pivots=0, residual=residual, success=True, status="SOLVED", rescued=False,
                          kinetic_energy=ke, energy=e1, energy_gain=e1 - e0, contact_energy_gain=gain,
                          max_penetration=pen, solve_time=answer[5], joint_error=joint_error)
         if verdict[0] == NOT_JUDGED:    # (radii not one per body: planned out) the check formed here

@@ -562,13 +562,13 @@ class Simulator:
         p = phi + h * Nv
         window = (p < 0.0) & (p >= -SINK_RESTORE * slop)
         sink_only = not np.any(p < -slop * (1.0 + SLOP_EXCESS))
-        quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p >= 0.0) if sink_only else window & False
+        quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p >= 0.0) if sink_only else np.zeros_like(window)
         sink = window & quiet
         if sink_only and not np.any(sink & (p < -SINK_TRIGGER * slop)):
             return
         if np.any(window & ~sink):      # those left alone: the targets without the sink window
             c = np.where(window & ~sink, np.maximum(p + slop, 0.0), c)
-        N = sys.N
+        N, rows = sys.N, slice(None)
         if sink_only:   # the quiet islands' rows alone: the other bodies are not moved at all
             rows = np.flatnonzero(quiet)
             N, c = sys.N[rows], c[rows]
@@ -579,7 +579,7 @@ class Simulator:
             p, _, dx, _, _ = solve_matrix_free(N, held_blocks(self.model, sys.W_blocks), c, POSITION_CFM, np.zeros(n), np.full(n, np.inf),
                                                np.full(n, -1, dtype=np.int64), np.zeros(n),
                                                max_sweeps=self.iterations, tol=1e-4, report=False,
-                                               height=self._contact_heights(sys)[rows] if sink_only else self._contact_heights(sys))
+                                               height=self._contact_heights(sys)[rows])
             if np.all(np.isfinite(p)):
                 self._displace(dx.reshape(-1))
             return
@@ -596,7 +596,7 @@ class Simulator:
             # answer only pushes apart, and it is applied whatever its residual
             prob = BoxedLCP(A, c, np.zeros(n), np.full(n, np.inf))
             sol = solve(prob, "pgs", **_cap_option("pgs", self.iterations), tol=1e-4,
-                        height=self._contact_heights(sys)[rows] if sink_only else self._contact_heights(sys))
+                        height=self._contact_heights(sys)[rows])
             if np.all(np.isfinite(sol.z)):
                 self._displace(W @ (N.T @ sol.z))
             return
@@ -633,11 +633,11 @@ class Simulator:
         both = moving_a & moving_b
         graph = sp.csr_matrix((np.ones(int(both.sum())), (a[both], b[both])), shape=(nb, nb))
         _, label = connected_components(graph, directed=False)
-        island_fast = np.zeros(nb, dtype=bool)
+        island_gap = np.zeros(nb, dtype=bool)
         body = np.where(moving_a, a, np.where(moving_b, b, -1))
         island = label[np.maximum(body, 0)]
-        np.logical_or.at(island_fast, island[gap & (body >= 0)], True)
-        return (body >= 0) & ~island_fast[island]
+        np.logical_or.at(island_gap, island[gap & (body >= 0)], True)
+        return (body >= 0) & ~island_gap[island]
 
     def _contact_heights(self, sys) -> np.ndarray:
         """The normal rows' heights against gravity (:func:`~contactlab.models.box_friction.row_heights`),
