@@ -41,6 +41,7 @@ import time
 
 import numpy as np
 
+from ..blas import blas_threads
 from ..collision import CollisionWorld
 from ..collision.contacts import PackedContactSet, previous_packed
 from ..collision.polytope import detect_and_match_polytopes
@@ -82,6 +83,11 @@ class FusedGraspStep:
     def __init__(self, sim, stages):
         self.sim, self.stages = sim, stages
         self.controllers = list(sim.controllers)
+        #: whether Simulator.step may run this step outside its BLAS limit: the compiled calls use no BLAS
+        #: (no numba_xxgemm or LAPACK in detection or the physics call), nor does the Python between them,
+        #: so the controllers decide (``uses_blas = False`` each, read here); every path to the stages
+        #: opens the limit itself (:meth:`_limited`)
+        self.blas_free = all(not getattr(fn, "uses_blas", True) for fn in self.controllers)
         m = sim.model
         P = stages.packed
         self.torque_args = (P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start)
@@ -115,8 +121,9 @@ class FusedGraspStep:
         # 1. the controllers; the state before the step
         for fn in sim.controllers:
             fn(sim)
-        if sim.plan() is not stages:        # a controller changed the configuration: the stages' step
-            return checked_step(sim, sim._advance)
+        if not sim.planned(stages):         # a controller changed the configuration: the stages' step
+            with self._limited():
+                return checked_step(sim, sim._advance)
         data, model, world = sim.data, sim.model, sim.world
         h = sim.h
         f64 = np.ascontiguousarray
@@ -146,7 +153,8 @@ class FusedGraspStep:
         t_detect = time.perf_counter()
         world._sweep, world._reach = sweep, reach
         if left:        # a pair for coal: the stages' detection and step
-            return checked_step(sim, sim._advance, before)
+            with self._limited():
+                return checked_step(sim, sim._advance, before)
         contacts = PackedContactSet(floats, ints)
         nc = contacts.count
         rows = 3 * nc + self.dense_rows
@@ -204,7 +212,8 @@ class FusedGraspStep:
                       p_normal, p_tangent, position_stage, position_zeta, bool(st.project_joints), gyro, before_call)
             w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before_call, None,
                       inputs)
-            return checked_step(sim, lambda: self._finish(w), before)
+            with self._limited():
+                return checked_step(sim, lambda: self._finish(w), before)
         # 4. the stages' bookkeeping (CompiledSchurRowStages.integrate, CompiledCall.finish and record)
         nm = z.shape[0] - nl - 3 * nc
         o_n = nm + nl
@@ -230,13 +239,20 @@ class FusedGraspStep:
                          kinetic_energy=ke, energy=e1, energy_gain=e1 - e0, contact_energy_gain=gain,
                          max_penetration=pen, solve_time=answer[5], joint_error=joint_error)
         if verdict[0] == NOT_JUDGED:    # (radii not one per body: planned out) the check formed here
-            rec.fault = step_fault(sim, before, rec)
+            with self._limited():
+                rec.fault = step_fault(sim, before, rec)
         elif verdict[0]:
             depth = max(float(pen), 0.0) if math.isfinite(pen) else 0.0
-            rec.fault = fault_words(sim, verdict, depth, before[3], rec)
+            with self._limited():
+                rec.fault = fault_words(sim, verdict, depth, before[3], rec)
         rec.plausible = not rec.fault
         sim._fault_joint_error = float(joint_error) if math.isfinite(joint_error) else 0.0
         return rec
+
+    def _limited(self):
+        """Simulator.step's BLAS limit, for the paths of a step it runs outside it (:attr:`blas_free`):
+        the stages' Python; inside an open limit to the same count it touches nothing (contactlab/blas.py)."""
+        return blas_threads(self.sim.blas_threads)
 
     def _finish(self, w: StepWork):
         """The stages' certify, integrate, correct and record on the call's outcome ``w``."""
@@ -254,7 +270,8 @@ class FusedGraspStep:
             stages.build(w)
             stages.solve(w)
             return self._finish(w)
-        return checked_step(self.sim, take, before)
+        with self._limited():
+            return checked_step(self.sim, take, before)
 
 
 def _joint_space_solution(z, wv, numbers, stats, method: str, seconds: float):
