@@ -104,6 +104,10 @@ class FusedGraspStep:
         self.constants = world.polytope_constants()
         #: the last DONE step's contacts, result, packed ints and the result's arrays the next step reads
         self._last = None
+        #: the physics call's machine code for a steady step's arguments (:func:`_compiled_entry`) and
+        #: the objects whose identity keeps those arguments' types (:meth:`step`); None: not taken yet,
+        #: False: not to be had
+        self._entry, self._entry_for = None, None
 
     def valid(self, sim) -> bool:
         """Whether this plan is still the simulator's (the same stages and controllers; a plain loop:
@@ -179,15 +183,29 @@ class FusedGraspStep:
         position_stage, gyro = st.contact_stabilization == "position", bool(st.gyroscopic)
         prev_error, actuated = before[3], bool(sim.has_actuation)
         kind, radius, jointed, mass = fault_statics(sim)
+        args = (self.tree_args, gyro, quaternion, position, lin, ang, idx, tau, self.torque_args, *self.motor_args,
+                st_mt, st_mf, floats, ints, zeta, slop, stages.joint_args, h, zeta_j, cfm, new_bound, current,
+                stages.blk_cols, stages.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, stages.params,
+                stages.threshold, stages.passive, position_stage, position_zeta, radius,
+                (x0, v0, w0, kind, jointed, mass, prev_error, motor_targets(data), actuated))
+        # a steady step (the previous one this step's, DONE, with contacts: the warm start its own
+        # arrays) passes arguments of the types of the steady step the entry was taken on: every
+        # other is a constant of the plan or the module, a float or bool made here, the detection's
+        # fresh arrays, or one of the objects compared below (their copies x0, v0, w0 with them)
+        entry, seen, kernel = self._entry, self._entry_for, TB.tree_box_fused_step
         t0 = time.perf_counter()
-        (outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out,
-         modes) = TB.tree_box_fused_step(
-            self.tree_args, gyro, quaternion, position, lin, ang, idx, tau, self.torque_args, *self.motor_args, st_mt,
-            st_mf, floats, ints, zeta, slop, stages.joint_args, h, zeta_j, cfm, new_bound, current, stages.blk_cols,
-            stages.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, stages.params, stages.threshold,
-            stages.passive, position_stage, position_zeta, radius,
-            (x0, v0, w0, kind, jointed, mass, prev_error, motor_targets(data), actuated))
+        if entry and last is not None and seen[0] is position and seen[1] is quaternion and seen[2] is lin \
+                and seen[3] is ang and seen[4] is idx and seen[5] is tau and seen[6] is st_mt and seen[7] is st_mf \
+                and seen[8] is radius and seen[9] is warm and seen[10] is type(h) and seen[11] is kernel:
+            res = entry(*args)
+        else:
+            res = kernel(*args)
+            if entry is None and last is not None and res[0] == NK.DONE:
+                self._entry = _compiled_entry(kernel, args) or False
+                self._entry_for = (position, quaternion, lin, ang, idx, tau, st_mt, st_mf, radius, warm, type(h),
+                                   kernel)
         t_solved = time.perf_counter()
+        outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out, modes = res
         if outcome == NK.DECLINED:      # nothing changed: the stages' solve (the maximal call, the general stages)
             return self._staged(before, StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
         # the call's answers, views of its one array (tree_box_fused_step)
@@ -272,6 +290,26 @@ class FusedGraspStep:
             return self._finish(w)
         with self._limited():
             return checked_step(self.sim, take, before)
+
+
+def _compiled_entry(kernel, args):
+    """The machine code ``kernel`` runs for ``args`` (its compiled specialisation's entry point: a C
+    function called as ``entry(*args)``), or None where none is compiled for exactly their types (or
+    the kernel runs as Python: ``NUMBA_DISABLE_JIT``). A call through it skips the dispatcher's typing
+    of every argument on every call (each array's type code, each tuple's fingerprint: the physics
+    call's 38 arguments, four of them tuples of the plan's ~40 arrays). Only for calls whose arguments
+    have exactly these types, which the caller knows by construction (:meth:`FusedGraspStep.step`): an
+    argument of another type (dtype, dimensions, layout, read-only flag) would be misread, not
+    rejected. Typing ``args`` here costs about a millisecond: once per plan."""
+    overloads = getattr(kernel, "overloads", None)
+    if not overloads:
+        return None
+    try:
+        types = tuple(kernel.typeof_pyval(a) for a in args)
+    except Exception:       # a value numba cannot type: the dispatcher's calls
+        return None
+    found = overloads.get(types)
+    return None if found is None else found.entry_point
 
 
 def _joint_space_solution(z, wv, numbers, stats, method: str, seconds: float):
