@@ -21,7 +21,10 @@ script: Python that sets motors and the wrist's velocity, as the stages run them
    the plausibility verdict (:func:`contactlab.sim.faults.step_checks`, the inputs
    :func:`~contactlab.sim.faults.step_fault` gives it: the state before, the call's free velocity,
    the depth max(pen, 0), the record's energies, the previous joint error, the motors' targets, the
-   actuation), taken here as they are: nothing runs between the call and this method's use of them;
+   actuation), taken here as they are: nothing runs between the call and this method's use of them.
+   A steady step (the previous one this step's, DONE, with contacts) calls the call's machine code
+   directly (:func:`_compiled_entry`, taken once a plan: numba's typing of its 38 arguments skipped),
+   its arguments being of the types it was taken for by construction;
 4. the bookkeeping of the stages' solve, certify, integrate and record (the Solution, the StepResult,
    the deferred system, ``Data``, the StepRecord), the plausibility verdict in words where it finds
    a fault (:func:`~contactlab.sim.faults.fault_words`).
@@ -200,7 +203,8 @@ class FusedGraspStep:
             res = entry(*args)
         else:
             res = kernel(*args)
-            if entry is None and last is not None and res[0] == NK.DONE:
+            if entry is None and last is not None and res[0] == NK.DONE and getattr(kernel, "overloads", None):
+                # (taken once the kernel is compiled: a tiered kernel's first calls run as Python)
                 self._entry = _compiled_entry(kernel, args) or False
                 self._entry_for = (position, quaternion, lin, ang, idx, tau, st_mt, st_mf, radius, warm, type(h),
                                    kernel)
@@ -302,7 +306,7 @@ def _compiled_entry(kernel, args):
     argument of another type (dtype, dimensions, layout, read-only flag) would be misread, not
     rejected. Typing ``args`` here costs about a millisecond: once per plan."""
     overloads = getattr(kernel, "overloads", None)
-    if not overloads:
+    if not overloads:       # (not compiled yet)
         return None
     try:
         types = tuple(kernel.typeof_pyval(a) for a in args)
