@@ -219,6 +219,7 @@ class Ours:
                 return fn(sim)
             finally:
                 self.control_s += CLOCK() - t0
+        wrapper.uses_blas = getattr(fn, "uses_blas", True)     # the controller's own declaration (Simulator)
         return wrapper
 
     def step(self):

@@ -123,3 +123,60 @@ def test_a_limit_inside_one_to_the_same_count_reads_nothing_until_a_module_is_im
                 raise RuntimeError
         assert blas._open[-1][0] == 1
     assert blas._open == []
+
+
+def test_a_step_whose_controllers_declare_no_blas_runs_outside_the_limit_and_its_stages_inside(monkeypatch):
+    """The hand's fused step (no BLAS in its compiled calls) with controllers that all say
+    ``uses_blas = False`` leaves the caller's BLAS setting alone; one controller without the
+    declaration puts the step back inside the limit; a step the call declines goes to the stages,
+    which run inside the limit even so; the caller's setting is restored after each step."""
+    import numpy as np
+    import pytest
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import contactlab.sim.grasp_step as GS
+    import contactlab.sim.tree_box_kernels as TB
+    from contactlab.scenarios import make_scene
+    from contactlab.sim import Simulator
+
+    def blas_counts():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    seen = []
+
+    def probe(sim):
+        seen.append(blas_counts())
+
+    def quiet(sim):
+        seen.append(blas_counts())
+    quiet.uses_blas = False
+
+    def hand(controllers):
+        sc = make_scene("barrett-grasp", material="rubber")
+        assert all(c.uses_blas is False for c in sc.controllers)      # the grasp script declares it
+        return Simulator(sc, "box-friction", "pgs-sm", model_options={"joints": "schur", "coupling": "previous"},
+                         controllers=list(sc.controllers) + controllers)
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        outer = blas_counts()
+        if not any(n > 1 for n in outer):
+            pytest.skip("no loaded BLAS library takes 2 threads here (one core?): nothing to tell apart")
+        free, plain = hand([quiet]), hand([probe])
+        free.step(), plain.step()       # (a step that plans the fused step runs inside the limit)
+        seen.clear()
+        for _ in range(3):
+            free.step()
+            assert seen.pop() == outer and blas_counts() == outer
+            plain.step()
+            assert all(n == 1 for n in seen.pop()) and blas_counts() == outer
+        assert isinstance(free._fused, GS.FusedGraspStep) and free._fused.blas_free
+        assert isinstance(plain._fused, GS.FusedGraspStep) and not plain._fused.blas_free
+        # a declined call: the stages' build and solve take the step, inside the limit
+        staged = []
+        build = free.stages.build
+        monkeypatch.setattr(free.stages, "build", lambda w: staged.append(blas_counts()) or build(w))
+        monkeypatch.setattr(TB, "tree_box_fused_step", lambda *a: (
+            TB.DECLINED, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0.0, TB._NOT_JUDGED, np.zeros(0), np.zeros(0, np.int8)))
+        rec = free.step()
+        assert seen.pop() == outer and staged and all(n == 1 for n in staged[-1]) and blas_counts() == outer
+        assert rec.success

@@ -53,6 +53,28 @@ def test_the_fused_step_gives_the_staged_steps_bits():
     assert np.array_equal(a.last_system.v_free(), b.last_system.v_free())
 
 
+def test_its_steady_steps_call_the_compiled_entry_and_any_other_argument_goes_to_the_dispatcher():
+    """A steady step (the previous one the fused step's, with contacts) calls the physics call's
+    machine code directly (FusedGraspStep._entry, taken once); an argument that is no longer the
+    object the entry was taken with (a replaced motor array) sends the call back to the dispatcher;
+    every step the staged run's bits."""
+    a, b = _sim(), _sim(fused=False)
+    for _ in range(80):
+        _same_step(a, b, a.step(), b.step())
+    fused = a._fused
+    assert fused._entry and fused._entry_for[0] is a.data.position
+    real, calls = fused._entry, []
+    fused._entry = lambda *args: calls.append(1) or real(*args)
+    for _ in range(20):
+        _same_step(a, b, a.step(), b.step())
+    assert len(calls) == 20 and a.data.contacts.count
+    for sim in (a, b):      # the same values in a new array: the dispatcher's call (not the entry's key)
+        sim.data.motor_target = sim.data.motor_target.copy()
+    for _ in range(20):
+        _same_step(a, b, a.step(), b.step())
+    assert len(calls) == 20
+
+
 def test_the_solution_built_when_read_is_the_stages():
     """The fused step leaves its Solution to be built on first read (StepState.solve_later): read
     every third step of 60, it is the staged step's Solution field for field (types too), the

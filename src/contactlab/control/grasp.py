@@ -18,6 +18,7 @@ to the palm (``hold_drift_m``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,7 +52,10 @@ def relative_pose(sim, a: int, b: int) -> np.ndarray:
 @dataclass
 class GraspScript:
     """Close until stall, lift, hold (see the module docstring). ``fingers``: the flexion joints
-    with motors (a tuple, each limited to ``max_torque``, or a {joint: force limit} mapping); ``wrist``: the kinematic body that carries the hand; ``obj``: the grasped body."""
+    with motors (a tuple, each limited to ``max_torque``, or a {joint: force limit} mapping); ``wrist``: the kinematic body that carries the hand; ``obj``: the grasped body.
+    It calls no BLAS (``uses_blas``, :class:`~contactlab.sim.Simulator`'s controller protocol)."""
+    #: the controller protocol's declaration (Simulator): no matrix product or np.linalg in any phase
+    uses_blas = False
     fingers: tuple
     wrist: str = "palm"
     obj: str = "object"
@@ -132,8 +136,8 @@ class GraspScript:
             else:
                 sim.set_velocity(self.wrist, linear=(0.0, 0.0, min(self.lift_speed, left / h)))
         elif self.phase == "hold":
-            self._hold_drift = max(self._hold_drift,
-                                   float(np.linalg.norm(relative_pose(sim, iw, io) - self._grasp_rel)))
+            d0, d1, d2 = (relative_pose(sim, iw, io) - self._grasp_rel).tolist()
+            self._hold_drift = max(self._hold_drift, math.sqrt(d0 * d0 + d1 * d1 + d2 * d2))   # |d| without BLAS
             if t - self.events["hold"] >= self.hold - 1e-12:
                 self._enter("done", t)
 

@@ -21,7 +21,10 @@ script: Python that sets motors and the wrist's velocity, as the stages run them
    the plausibility verdict (:func:`contactlab.sim.faults.step_checks`, the inputs
    :func:`~contactlab.sim.faults.step_fault` gives it: the state before, the call's free velocity,
    the depth max(pen, 0), the record's energies, the previous joint error, the motors' targets, the
-   actuation), taken here as they are: nothing runs between the call and this method's use of them;
+   actuation), taken here as they are: nothing runs between the call and this method's use of them.
+   A steady step (the previous one this step's, DONE, with contacts) calls the call's machine code
+   directly (:func:`_compiled_entry`, taken once a plan: numba's typing of its 38 arguments skipped),
+   its arguments being of the types it was taken for by construction;
 4. the bookkeeping of the stages' solve, certify, integrate and record (the Solution, the StepResult,
    the deferred system, ``Data``, the StepRecord), the plausibility verdict in words where it finds
    a fault (:func:`~contactlab.sim.faults.fault_words`).
@@ -41,6 +44,7 @@ import time
 
 import numpy as np
 
+from ..blas import blas_threads
 from ..collision import CollisionWorld
 from ..collision.contacts import PackedContactSet, previous_packed
 from ..collision.polytope import detect_and_match_polytopes
@@ -82,6 +86,11 @@ class FusedGraspStep:
     def __init__(self, sim, stages):
         self.sim, self.stages = sim, stages
         self.controllers = list(sim.controllers)
+        #: whether Simulator.step may run this step outside its BLAS limit: the compiled calls use no BLAS
+        #: (no numba_xxgemm or LAPACK in detection or the physics call), nor does the Python between them,
+        #: so the controllers decide (``uses_blas = False`` each, read here); every path to the stages
+        #: opens the limit itself (:meth:`_limited`)
+        self.blas_free = all(not getattr(fn, "uses_blas", True) for fn in self.controllers)
         m = sim.model
         P = stages.packed
         self.torque_args = (P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start)
@@ -98,6 +107,10 @@ class FusedGraspStep:
         self.constants = world.polytope_constants()
         #: the last DONE step's contacts, result, packed ints and the result's arrays the next step reads
         self._last = None
+        #: the physics call's machine code for a steady step's arguments (:func:`_compiled_entry`) and
+        #: the objects whose identity keeps those arguments' types (:meth:`step`); None: not taken yet,
+        #: False: not to be had
+        self._entry, self._entry_for = None, None
 
     def valid(self, sim) -> bool:
         """Whether this plan is still the simulator's (the same stages and controllers; a plain loop:
@@ -115,8 +128,9 @@ class FusedGraspStep:
         # 1. the controllers; the state before the step
         for fn in sim.controllers:
             fn(sim)
-        if sim.plan() is not stages:        # a controller changed the configuration: the stages' step
-            return checked_step(sim, sim._advance)
+        if not sim.planned(stages):         # a controller changed the configuration: the stages' step
+            with self._limited():
+                return checked_step(sim, sim._advance)
         data, model, world = sim.data, sim.model, sim.world
         h = sim.h
         f64 = np.ascontiguousarray
@@ -146,7 +160,8 @@ class FusedGraspStep:
         t_detect = time.perf_counter()
         world._sweep, world._reach = sweep, reach
         if left:        # a pair for coal: the stages' detection and step
-            return checked_step(sim, sim._advance, before)
+            with self._limited():
+                return checked_step(sim, sim._advance, before)
         contacts = PackedContactSet(floats, ints)
         nc = contacts.count
         rows = 3 * nc + self.dense_rows
@@ -171,15 +186,30 @@ class FusedGraspStep:
         position_stage, gyro = st.contact_stabilization == "position", bool(st.gyroscopic)
         prev_error, actuated = before[3], bool(sim.has_actuation)
         kind, radius, jointed, mass = fault_statics(sim)
+        args = (self.tree_args, gyro, quaternion, position, lin, ang, idx, tau, self.torque_args, *self.motor_args,
+                st_mt, st_mf, floats, ints, zeta, slop, stages.joint_args, h, zeta_j, cfm, new_bound, current,
+                stages.blk_cols, stages.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, stages.params,
+                stages.threshold, stages.passive, position_stage, position_zeta, radius,
+                (x0, v0, w0, kind, jointed, mass, prev_error, motor_targets(data), actuated))
+        # a steady step (the previous one this step's, DONE, with contacts: the warm start its own
+        # arrays) passes arguments of the types of the steady step the entry was taken on: every
+        # other is a constant of the plan or the module, a float or bool made here, the detection's
+        # fresh arrays, or one of the objects compared below (their copies x0, v0, w0 with them)
+        entry, seen, kernel = self._entry, self._entry_for, TB.tree_box_fused_step
         t0 = time.perf_counter()
-        (outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out,
-         modes) = TB.tree_box_fused_step(
-            self.tree_args, gyro, quaternion, position, lin, ang, idx, tau, self.torque_args, *self.motor_args, st_mt,
-            st_mf, floats, ints, zeta, slop, stages.joint_args, h, zeta_j, cfm, new_bound, current, stages.blk_cols,
-            stages.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, stages.params, stages.threshold,
-            stages.passive, position_stage, position_zeta, radius,
-            (x0, v0, w0, kind, jointed, mass, prev_error, motor_targets(data), actuated))
+        if entry and last is not None and seen[0] is position and seen[1] is quaternion and seen[2] is lin \
+                and seen[3] is ang and seen[4] is idx and seen[5] is tau and seen[6] is st_mt and seen[7] is st_mf \
+                and seen[8] is radius and seen[9] is warm and seen[10] is type(h) and seen[11] is kernel:
+            res = entry(*args)
+        else:
+            res = kernel(*args)
+            if entry is None and last is not None and res[0] == NK.DONE and getattr(kernel, "overloads", None):
+                # (taken once the kernel is compiled: a tiered kernel's first calls run as Python)
+                self._entry = _compiled_entry(kernel, args) or False
+                self._entry_for = (position, quaternion, lin, ang, idx, tau, st_mt, st_mf, radius, warm, type(h),
+                                   kernel)
         t_solved = time.perf_counter()
+        outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out, modes = res
         if outcome == NK.DECLINED:      # nothing changed: the stages' solve (the maximal call, the general stages)
             return self._staged(before, StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
         # the call's answers, views of its one array (tree_box_fused_step)
@@ -204,7 +234,8 @@ class FusedGraspStep:
                       p_normal, p_tangent, position_stage, position_zeta, bool(st.project_joints), gyro, before_call)
             w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before_call, None,
                       inputs)
-            return checked_step(sim, lambda: self._finish(w), before)
+            with self._limited():
+                return checked_step(sim, lambda: self._finish(w), before)
         # 4. the stages' bookkeeping (CompiledSchurRowStages.integrate, CompiledCall.finish and record)
         nm = z.shape[0] - nl - 3 * nc
         o_n = nm + nl
@@ -230,13 +261,20 @@ class FusedGraspStep:
                          kinetic_energy=ke, energy=e1, energy_gain=e1 - e0, contact_energy_gain=gain,
                          max_penetration=pen, solve_time=answer[5], joint_error=joint_error)
         if verdict[0] == NOT_JUDGED:    # (radii not one per body: planned out) the check formed here
-            rec.fault = step_fault(sim, before, rec)
+            with self._limited():
+                rec.fault = step_fault(sim, before, rec)
         elif verdict[0]:
             depth = max(float(pen), 0.0) if math.isfinite(pen) else 0.0
-            rec.fault = fault_words(sim, verdict, depth, before[3], rec)
+            with self._limited():
+                rec.fault = fault_words(sim, verdict, depth, before[3], rec)
         rec.plausible = not rec.fault
         sim._fault_joint_error = float(joint_error) if math.isfinite(joint_error) else 0.0
         return rec
+
+    def _limited(self):
+        """Simulator.step's BLAS limit, for the paths of a step it runs outside it (:attr:`blas_free`):
+        the stages' Python; inside an open limit to the same count it touches nothing (contactlab/blas.py)."""
+        return blas_threads(self.sim.blas_threads)
 
     def _finish(self, w: StepWork):
         """The stages' certify, integrate, correct and record on the call's outcome ``w``."""
@@ -254,7 +292,28 @@ class FusedGraspStep:
             stages.build(w)
             stages.solve(w)
             return self._finish(w)
-        return checked_step(self.sim, take, before)
+        with self._limited():
+            return checked_step(self.sim, take, before)
+
+
+def _compiled_entry(kernel, args):
+    """The machine code ``kernel`` runs for ``args`` (its compiled specialisation's entry point: a C
+    function called as ``entry(*args)``), or None where none is compiled for exactly their types (or
+    the kernel runs as Python: ``NUMBA_DISABLE_JIT``). A call through it skips the dispatcher's typing
+    of every argument on every call (each array's type code, each tuple's fingerprint: the physics
+    call's 38 arguments, four of them tuples of the plan's ~40 arrays). Only for calls whose arguments
+    have exactly these types, which the caller knows by construction (:meth:`FusedGraspStep.step`): an
+    argument of another type (dtype, dimensions, layout, read-only flag) would be misread, not
+    rejected. Typing ``args`` here costs about a millisecond: once per plan."""
+    overloads = getattr(kernel, "overloads", None)
+    if not overloads:       # (not compiled yet)
+        return None
+    try:
+        types = tuple(kernel.typeof_pyval(a) for a in args)
+    except Exception:       # a value numba cannot type: the dispatcher's calls
+        return None
+    found = overloads.get(types)
+    return None if found is None else found.entry_point
 
 
 def _joint_space_solution(z, wv, numbers, stats, method: str, seconds: float):

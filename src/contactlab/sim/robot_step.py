@@ -61,6 +61,10 @@ _NO_FLOATS, _NO_INTS = np.zeros(0), np.zeros(0, dtype=np.int64)
 class FusedRobotStep:
     """One step of a legged robot as a constant few compiled calls (module docstring)."""
 
+    #: whether Simulator.step may run this step outside its BLAS limit: no (its controllers' compiled
+    #: forms aside, its paths to the stages do not open the limit themselves)
+    blas_free = False
+
     @classmethod
     def plan(cls, sim, stages) -> "FusedRobotStep | None":
         """The fused step for ``sim`` with its planned ``stages``, or None where the stages take the steps."""

@@ -201,7 +201,12 @@ class Simulator:
     ``controllers``: callables ``fn(sim)`` run, in order, before every step (also
     :meth:`add_controller`). A controller reads the state (``sim.data``, :meth:`body_state`) and
     acts through :meth:`set_motor`, :meth:`set_velocity` and :meth:`set_joint_torque`; a joint
-    torque lasts one step, so a controller sets it again each step.
+    torque lasts one step, so a controller sets it again each step. A controller that calls no BLAS
+    (no matrix product or ``np.linalg``, whose BLAS would run on the process's thread count) may say
+    so with an attribute ``uses_blas = False`` (on its class or the function; absent: True), read when
+    the step is planned: where every controller says so and the step's own compiled calls use no BLAS
+    (the hand's fused step, :mod:`contactlab.sim.grasp_step`), :meth:`step` skips the ``blas_threads``
+    limit, which only the stages' paths of that step then open.
 
     ``iterations``: fixed-budget mode (like PyBullet's 50 and ODE's 20 iterations): the method
     stops after at most this many iterations (sweeps, Newton steps, pivots) and its answer is
@@ -425,7 +430,17 @@ class Simulator:
     def step(self) -> StepRecord:
         """Advance one step: controllers -> detect -> build -> solve -> certify -> integrate -> correct -> record.
         BLAS runs on ``blas_threads`` threads during the step, as in :meth:`run` (a hand-written loop
-        of steps is as fast as ``run``: threaded BLAS on a hand's LCPs costs several times more)."""
+        of steps is as fast as ``run``: threaded BLAS on a hand's LCPs costs several times more); a step
+        that calls no BLAS with controllers that declare none (``uses_blas = False``, class docstring)
+        does not set the limit (two thread-count reads a step, ~5 us in a hand's ~0.1 ms step)."""
+        fused = self._fused
+        if fused and fused.blas_free and self.fused and not self.data.joint_torque and fused.valid(self):
+            # a step with no BLAS of its own and controllers that declare none (``uses_blas = False``):
+            # outside the limit, which its paths to the stages open themselves (sim/grasp_step.py)
+            try:
+                return fused.step()
+            except SystemError as exc:   # a Ctrl-C inside a compiled call (errors.interrupt_behind)
+                raise_interrupt_behind(exc)
         with blas_threads(self.blas_threads):
             try:
                 fused = self._fused_step()
@@ -514,13 +529,17 @@ class Simulator:
         """The step's stages (:attr:`stages`): planned again where the configuration (method, budget,
         options, model, reuse, islands, warm start, ``compiled``) changed since they were planned."""
         stages = self.stages
-        try:
-            same = stages.planned_for == configuration(self) and stages.options_seen == self.solver_options
-        except ValueError:      # an array option replaced by another
-            same = False
-        if not same:
+        if not self.planned(stages):
             self.stages = stages = plan_stages(self, self.step_state)
         return stages
+
+    def planned(self, stages) -> bool:
+        """Whether ``stages`` were planned for the configuration as it is now (:meth:`plan`'s test, which
+        plans nothing: a step outside the BLAS limit asks it before it opens the limit to plan)."""
+        try:
+            return stages.planned_for == configuration(self) and stages.options_seen == self.solver_options
+        except ValueError:      # an array option replaced by another
+            return False
 
     def _displace(self, dx: np.ndarray) -> None:
         """x += dx (translation, then rotation by the rotation vector) for every moving body that is
