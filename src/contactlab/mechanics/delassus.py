@@ -38,9 +38,10 @@ class DelassusPattern:
     the index type asked for: int32 where they fit, as scipy's constructor picks). Immutable once
     built; :meth:`matrix` gives each matrix its own copy of the indices. The values are written into
     a buffer of this pattern's pool (:meth:`_buffer`) that nothing else references any more, so that a
-    run of steps on one pattern reuses two arrays instead of allocating one a step: one above glibc's
-    mmap-threshold cap (32 MiB; the values of ~10,000 resting boxes) is otherwise mapped fresh, and
-    every page of it faulted and zeroed by the kernel, each step."""
+    run of steps on one pattern reuses two arrays instead of allocating one a step: an array above
+    glibc's mmap-threshold cap (32 MiB) is otherwise mapped fresh, every page of it faulted and zeroed
+    by the kernel, each step (docs/session17-scale17.md). Like the module's last pattern, the pool is
+    for one thread's steps."""
 
     __slots__ = ("ip", "ix", "nbody", "index", "cb", "nptr", "near", "near_s", "indptr", "indices", "pool")
 
