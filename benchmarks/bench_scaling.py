@@ -13,7 +13,9 @@ options can be given as JSON (``--solver-options '{"grouped_max": 600}'``) to co
 every step). ``--state-dir DIR``: each settled pile's state (``Simulator.data``: poses, velocities, the last
 contacts and impulses that warm-start the next step) is read from DIR where a run with the same size and
 settling steps saved it, else settled and saved there, so that the settling (at 10,000 boxes, 2,000 steps)
-is paid once and A/B runs of two versions time steps from the same state.
+is paid once and A/B runs of two versions time steps from the same state. ``--max-layers L``: the wide
+piles of the ``pile`` scenario's ``max_layers`` (at most L layers; the saved states named
+``pile{N}_layers{L}_...``), for sizes whose towers would topple.
 """
 from __future__ import annotations
 
@@ -32,15 +34,26 @@ from contactlab.scenarios import pile
 from contactlab.sim import Simulator
 
 
+def pile_name(count: int, max_layers: int | None = None) -> str:
+    """The stem of a saved state's file name: ``pile{N}``, or ``pile{N}_layers{L}`` for ``max_layers`` L."""
+    return f"pile{count}" if max_layers is None else f"pile{count}_layers{max_layers}"
+
+
+def default_settle(count: int, max_layers: int | None = None) -> int:
+    """Settling steps when none are given: max(120, N / 5) for towers of 25 a layer, and as for a tower of
+    the same height (at most ``max_layers`` layers, 25 boxes each) for a wide pile."""
+    return max(120, (count if max_layers is None else min(count, 25 * max_layers)) // 5)
+
+
 def settled(count: int, settle: int | None, solver_options: dict,
-            state_dir: Path | None = None) -> tuple[Simulator, int, float, float]:
+            state_dir: Path | None = None, max_layers: int | None = None) -> tuple[Simulator, int, float, float]:
     """The pile of ``count`` boxes after its settling steps: (simulator, steps run, largest speed, the
     deepest contact over the settling steps (``StepRecord.max_penetration``, m)).
     ``state_dir``: the settled state read from there where saved (one step is run first, so that
     every kernel is compiled before the timed steps), else saved there after settling."""
-    sim = Simulator(pile.build(count=count, seed=0), solver_options=solver_options or None)
-    steps = settle if settle is not None else max(120, count // 5)
-    saved = None if state_dir is None else state_dir / f"pile{count}_seed0_settle{steps}.pkl"
+    sim = Simulator(pile.build(count=count, seed=0, max_layers=max_layers), solver_options=solver_options or None)
+    steps = settle if settle is not None else default_settle(count, max_layers)
+    saved = None if state_dir is None else state_dir / f"{pile_name(count, max_layers)}_seed0_settle{steps}.pkl"
     if saved is not None and saved.exists():
         sim.step()
         with open(saved, "rb") as f:
@@ -62,9 +75,9 @@ def settled(count: int, settle: int | None, solver_options: dict,
     return sim, steps, float(np.abs(sim.data.linear_velocity).max()), deepest
 
 
-def falling(count: int, solver_options: dict) -> Simulator:
+def falling(count: int, solver_options: dict, max_layers: int | None = None) -> Simulator:
     """The pile of ``count`` boxes after its first 10 steps (3 more untimed in :func:`measure`): falling."""
-    sim = Simulator(pile.build(count=count, seed=0), solver_options=solver_options or None)
+    sim = Simulator(pile.build(count=count, seed=0, max_layers=max_layers), solver_options=solver_options or None)
     for _ in range(10):
         sim.step()
     return sim
@@ -97,25 +110,34 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000, 2000])
     ap.add_argument("--steps", type=int, default=30, help="timed steps per size")
-    ap.add_argument("--settle", type=int, default=None, help="settling steps (default max(120, N / 5))")
+    ap.add_argument("--settle", type=int, nargs="+", default=None,
+                    help="settling steps: one for every size, or one a size (default max(120, N / 5))")
+    ap.add_argument("--max-layers", type=int, default=None,
+                    help="the pile scenario's max_layers: wide piles at most this many layers high")
     ap.add_argument("--solver-options", default="{}", help="box-qp options as JSON")
     ap.add_argument("--falling", action="store_true", help="time steps 13-40 of the falling pile instead")
     ap.add_argument("--state-dir", type=Path, default=None, help="settled states read from / saved to here")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     opts = json.loads(args.solver_options)
+    settles = [None] * len(args.sizes) if args.settle is None else args.settle
+    if len(settles) == 1:
+        settles = settles * len(args.sizes)
+    if len(settles) != len(args.sizes):
+        ap.error("--settle: one value, or one for each of --sizes")
     rows = []
-    for n in args.sizes:
+    for n, settle_n in zip(args.sizes, settles):
         if args.falling:
-            row = {"boxes": n, "falling": True, **measure(falling(n, opts), 28), "load": os.getloadavg()[0]}
+            row = {"boxes": n, "falling": True, **measure(falling(n, opts, args.max_layers), 28),
+                   "load": os.getloadavg()[0]}
         else:
-            sim, settle, speed, deep = settled(n, args.settle, opts, args.state_dir)
+            sim, settle, speed, deep = settled(n, settle_n, opts, args.state_dir, args.max_layers)
             row = {"boxes": n, "settle_steps": settle, "max_speed": speed, "settle_penetration_mm": 1e3 * deep,
                    **measure(sim, args.steps), "load": os.getloadavg()[0]}
         rows.append(row)
         print(json.dumps(row), flush=True)
     sizes = [r["boxes"] for r in rows]
-    out = {"rows": rows, "solver_options": opts}
+    out = {"rows": rows, "solver_options": opts, "max_layers": args.max_layers}
     if len(rows) > 1:
         for key in ("cpu_ms_mean", "cpu_ms_median"):
             t = [r[key] for r in rows]

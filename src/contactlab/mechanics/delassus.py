@@ -19,6 +19,8 @@ touch it, so only blocks of row pairs sharing a body are formed, never the ndof 
 """
 from __future__ import annotations
 
+from sys import getrefcount
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -34,9 +36,18 @@ class DelassusPattern:
     from :func:`frame_pattern`: per contact its bodies (``cb``), the contacts sharing a body with it
     (``nptr``, ``near``, ``near_s``), and the matrix's CSR ``indptr`` and ``indices`` (canonical, of
     the index type asked for: int32 where they fit, as scipy's constructor picks). Immutable once
-    built; :meth:`matrix` gives each matrix its own copy of the indices."""
+    built; :meth:`matrix` gives each matrix its own copy of the indices. The values are written into
+    a buffer of this pattern's pool (:meth:`_buffer`) that nothing else references any more, so that a
+    run of steps on one pattern reuses two arrays instead of allocating one a step: an array above
+    glibc's mmap-threshold cap (32 MiB) is otherwise mapped fresh, every page of it faulted and zeroed
+    by the kernel, each step (docs/session17-scale17.md). Like the module's last pattern, the pool is
+    for one thread's steps."""
 
-    __slots__ = ("ip", "ix", "nbody", "index", "cb", "nptr", "near", "near_s", "indptr", "indices")
+    __slots__ = ("ip", "ix", "nbody", "index", "cb", "nptr", "near", "near_s", "indptr", "indices", "pool")
+
+    #: buffers of values kept per pattern: the one under the last step's matrix (still held, e.g. as the
+    #: simulator's last problem) and one free for the next step
+    POOL = 2
 
     @classmethod
     def of(cls, ip: np.ndarray, ix: np.ndarray, nbody: int, index: np.ndarray) -> "DelassusPattern | None":
@@ -49,7 +60,21 @@ class DelassusPattern:
         p = cls.__new__(cls)
         p.ip, p.ix, p.nbody, p.index = ip.copy(), ix.copy(), int(nbody), index.dtype
         p.cb, p.nptr, p.near, p.near_s, p.indptr, p.indices = cb, nptr, near, near_s, indptr, indices
+        p.pool = []
         return p
+
+    def _buffer(self) -> np.ndarray:
+        """An array for the values (``indptr[-1]``,) that no matrix, view or other object references
+        (its reference count is the pool's and the call's only): one of the pool's, else a new one,
+        kept in the pool while it has room. A matrix a caller still holds is never written over."""
+        pool = self.pool
+        for i in range(len(pool)):
+            if getrefcount(pool[i]) == 2:       # the list's reference and the argument's
+                return pool[i]
+        out = np.empty(int(self.indptr[-1]))
+        if len(pool) < self.POOL:
+            pool.append(out)
+        return out
 
     def fits(self, ip: np.ndarray, ix: np.ndarray, nbody: int, index: np.ndarray) -> bool:
         """Whether rows (ip, ix) over ``nbody`` bodies with ``index``'s type have this structure
@@ -60,7 +85,8 @@ class DelassusPattern:
     def values(self, data: np.ndarray, W: np.ndarray, diag: np.ndarray) -> np.ndarray:
         """The matrix's values on this structure (:func:`frame_values`) for the rows' values ``data``
         (3, nnz), the blocks W (nbody, 6, 6) and the added diagonal ``diag`` (3 k,)."""
-        return frame_values(self.ip, data, W, diag, self.cb, self.nptr, self.near, self.near_s, self.indptr)
+        return frame_values(self.ip, data, W, diag, self.cb, self.nptr, self.near, self.near_s, self.indptr,
+                            self._buffer())
 
     def matrix(self, data: np.ndarray, W: np.ndarray, diag: np.ndarray) -> sp.csr_matrix:
         """The CSR matrix of :meth:`values`, with its own copy of the pattern."""
@@ -417,7 +443,8 @@ def delassus_frames_csr(ip, ix, data, W, diag, index):
     ok, cb, nptr, near, near_s, out_p, out_c = frame_pattern(ip, ix, W.shape[0], data.shape[0], index)
     if not ok:
         return False, np.zeros(0), out_c, out_p
-    return True, frame_values(ip, data, W, diag, cb, nptr, near, near_s, out_p), out_c, out_p
+    return True, frame_values(ip, data, W, diag, cb, nptr, near, near_s, out_p, np.empty(out_p[out_p.size - 1])), \
+        out_c, out_p
 
 
 @jit
@@ -472,16 +499,16 @@ def _no_pattern(cb, n, index):
 
 
 @jit
-def frame_values(ip, data, W, diag, cb, nptr, near, near_s, out_p):
+def frame_values(ip, data, W, diag, cb, nptr, near, near_s, out_p, out_v):
     """The values of :func:`delassus_frames_csr`'s matrix on :func:`frame_pattern`'s pattern: all
     3 x 3 entries between two contacts from one interleaved product per shared body (:func:`_dots3`,
     W_b applied once per row and body, :func:`_frame_vectors`); the block between contacts c < d is
     computed once, from c, and written to d's rows too (each contact's rows fill their columns of
     earlier contacts in increasing order, so a cursor per contact says where). Exactly symmetric by
-    construction."""
+    construction. ``out_v`` (``out_p[3 k]``,): the values, every entry written (the caller's array,
+    returned)."""
     k = ip.size - 1
     V, X = _frame_vectors(ip, data, W, cb)
-    out_v = np.empty(out_p[3 * k])
     cursor = np.zeros(k, dtype=np.int64)     # each contact's next column of an earlier contact
     for c in range(k):
         cnt = nptr[c + 1] - nptr[c]

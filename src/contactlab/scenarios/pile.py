@@ -3,18 +3,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ParamError
 from ..mechanics.rotation import quat_from_rotvec, quat_to_matrix
 from ..mechanics.scene import Body, Scene, Settings, Shape
 
 
 def build(count: int = 20, size: float = 0.2, mass: float = 1.0, mu: float = 0.5, dt: float = 0.01,
-          seed: int = 0, spacing: float = 1.3, friction_directions: int = 4) -> Scene:
+          seed: int = 0, spacing: float = 1.3, friction_directions: int = 4,
+          max_layers: int | None = None) -> Scene:
     """Boxes on a square grid of pitch ``spacing * size`` in layers above the bin, each turned by a
     random small rotation (seeded) that keeps it inside its grid cell (no box starts overlapping
-    another); the bin's inner width fits the grid."""
+    another); the bin's inner width fits the grid.
+
+    A layer holds 25 boxes (5 x 5) by default, so the pile is a tower ``count / 25`` boxes high.
+    ``max_layers``: at most this many layers; the grid widens (``ceil(sqrt(count / max_layers))``
+    boxes a side, where that exceeds the default) so that a large pile is a wide one of bounded height
+    instead of a tower that topples (a 400-box-high tower at 10,000 boxes does, as a real one would).
+    With ``None`` (the default), or where the default grid already has at most ``max_layers`` layers,
+    the scene is the default one, box for box."""
     rng = np.random.default_rng(int(seed))
     count = int(count)
     per_side = max(1, int(np.ceil(np.sqrt(count / max(1.0, np.ceil(count / 25))))))
+    if max_layers is not None:
+        if int(max_layers) < 1:
+            raise ParamError(f"max_layers must be a positive number of layers (got {max_layers!r}), or None")
+        per_side = max(per_side, int(np.ceil(np.sqrt(count / int(max_layers)))))
     per_layer = per_side * per_side
     pitch = spacing * size
     width = per_side * pitch + size
