@@ -76,7 +76,7 @@ SLOP_EXCESS = 1e-2
 #: 0 (docs/benchmarks-sim.md, sixteenth session, drift16). 0: off (its Python corrections cost the
 #: resting stacks more than the goal allows; measured there). On: SINK_RESTORE 1e-4 with SINK_TRIGGER
 #: 5e-5 and SINK_TARGET 1e-6
-SINK_RESTORE = 0.0
+SINK_RESTORE = 1e-4
 SINK_TRIGGER = 5e-5
 SINK_TARGET = 1e-6
 #: ... and only in a scene at rest: every velocity component of every body below SINK_QUIET slop / h

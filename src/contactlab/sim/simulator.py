@@ -27,6 +27,7 @@ from ..mechanics.joint_projection import displace, joint_error_kernel, project_j
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
+from ..mechanics.sink import APPLIED as SINK_APPLIED, UNCERTIFIED as SINK_UNCERTIFIED, quiet_rows, sink_correction
 from ..kernels.tolerances import SINK_QUIET, SINK_RESTORE, SINK_TRIGGER, SLOP_EXCESS
 from ..mechanics.system import delassus, held_blocks, mobility, packed_joints, rows_times
 from ..models import get_model, make_options
@@ -562,7 +563,17 @@ class Simulator:
         p = phi + h * Nv
         window = (p < 0.0) & (p >= -SINK_RESTORE * slop)
         sink_only = not np.any(p < -slop * (1.0 + SLOP_EXCESS))
-        quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p >= 0.0) if sink_only else np.zeros_like(window)
+        quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p) if sink_only else np.zeros_like(window)
+        if sink_only and self.iterations is None and sys.body_blocks:
+            # the sunk rows' one factorisation, compiled (mechanics/sink.py); the LCP below where it does not certify
+            dx = np.zeros(self.model.ndof)
+            outcome = sink_correction(sys.N.indptr, sys.N.indices, sys.N.data,
+                                      held_blocks(self.model, sys.W_blocks), c, p, quiet, self._contact_heights(sys),
+                                      SINK_RESTORE * slop, SINK_TRIGGER * slop, POSITION_CFM, POSITION_TOL, dx)
+            if outcome != SINK_UNCERTIFIED:
+                if outcome == SINK_APPLIED:
+                    self._displace(dx)
+                return
         sink = window & quiet
         if sink_only and not np.any(sink & (p < -SINK_TRIGGER * slop)):
             return
@@ -611,33 +622,19 @@ class Simulator:
         if rel <= 1e-2:
             self._displace(W @ (N.T @ p))
 
-    def _quiet_contacts(self, contacts, speed: float, gap: np.ndarray) -> np.ndarray:
+    def _quiet_contacts(self, contacts, speed: float, p: np.ndarray) -> np.ndarray:
         """Per contact: whether the sink restoration may move its bodies: every body of the scene
         moves slower than ``speed`` (each component of its linear and of its angular velocity) and
         none of the contacts of its island (the bodies with dofs joined by contacts) has a gap
-        (``gap``). Moving a body changes no bias of a contact without a gap, so the next velocity
-        step's q stays as it was; an island at rest inside a scene that is still moving (the resting
-        boxes of a landing pile) is left alone: restoring those cost the falling 1,000-box pile 4
-        Newton steps a step (docs/benchmarks-sim.md, sixteenth session: drift16)."""
-        from scipy.sparse.csgraph import connected_components
+        (``p`` = phi' >= 0); compiled (:func:`~contactlab.mechanics.sink.quiet_rows`). Moving a body
+        changes no bias of a contact without a gap, so the next velocity step's q stays as it was; an
+        island at rest inside a scene that is still moving (the resting boxes of a landing pile) is
+        left alone: restoring those cost the falling 1,000-box pile 4 Newton steps a step
+        (docs/benchmarks-sim.md, sixteenth session: drift16)."""
         d, model = self.data, self.model
-        nb = model.dof_start.size
-        fast = np.maximum(np.abs(d.linear_velocity).max(axis=1), np.abs(d.angular_velocity).max(axis=1)) >= speed
-        fast &= model.dof_start >= 0
-        a = np.asarray(contacts.body_a, dtype=np.int64)
-        b = np.asarray(contacts.body_b, dtype=np.int64)
-        if fast.any():
-            return np.zeros(a.size, dtype=bool)
-        moving_a = (a >= 0) & (model.dof_start[np.maximum(a, 0)] >= 0)
-        moving_b = (b >= 0) & (model.dof_start[np.maximum(b, 0)] >= 0)
-        both = moving_a & moving_b
-        graph = sp.csr_matrix((np.ones(int(both.sum())), (a[both], b[both])), shape=(nb, nb))
-        _, label = connected_components(graph, directed=False)
-        island_gap = np.zeros(nb, dtype=bool)
-        body = np.where(moving_a, a, np.where(moving_b, b, -1))
-        island = label[np.maximum(body, 0)]
-        np.logical_or.at(island_gap, island[gap & (body >= 0)], True)
-        return (body >= 0) & ~island_gap[island]
+        return quiet_rows(np.asarray(contacts.body_a, dtype=np.int64), np.asarray(contacts.body_b, dtype=np.int64),
+                          model.dof_start, d.linear_velocity, d.angular_velocity, float(speed),
+                          np.ascontiguousarray(p, dtype=np.float64))
 
     def _contact_heights(self, sys) -> np.ndarray:
         """The normal rows' heights against gravity (:func:`~contactlab.models.box_friction.row_heights`),
