@@ -83,7 +83,18 @@ def quiet_rows(body_a, body_b, dof_start, linear_velocity, angular_velocity, spe
 
 
 @jit
-def sink_correction(n_indptr, n_indices, n_data, W_blocks, c, p, quiet, height, window, trigger, eps, tol, dx):
+def sink_correction(n_indptr, n_indices, n_data, W_blocks, c, p, body_a, body_b, dof_start, linear_velocity,
+                    angular_velocity, speed, height, window, trigger, eps, tol, dx, quiet):
+    """:func:`correct_quiet_rows` on the rows :func:`quiet_rows` finds (written into ``quiet``, (nc,)
+    booleans, for a caller that falls back to the LCP): the one entry point the simulator calls (one
+    compiled library loaded per process)."""
+    quiet[:] = quiet_rows(body_a, body_b, dof_start, linear_velocity, angular_velocity, speed, p)
+    return correct_quiet_rows(n_indptr, n_indices, n_data, W_blocks, c, p, quiet, height, window, trigger, eps,
+                              tol, dx)
+
+
+@jit
+def correct_quiet_rows(n_indptr, n_indices, n_data, W_blocks, c, p, quiet, height, window, trigger, eps, tol, dx):
     """The sink-only position correction on the rows ``quiet`` (module docstring): N (nc, ndof) CSR
     with whole 6-column body blocks; ``W_blocks`` (k, 6, 6) M^-1's blocks (block of column j: j // 6;
     kinematic bodies' zeroed); ``c`` the targets (``position_targets``), ``p`` = phi' per contact;

@@ -88,6 +88,9 @@ POSITION_SEARCH_MAX = 200
 #: the position correction's LCP matrix is N W N' + POSITION_CFM I (positive definite)
 POSITION_CFM = 1e-9
 
+#: whether this process has called the compiled sink correction (Simulator._sink_correction)
+_SINK_LOADED = False
+
 #: pgs/psor's stopping tol in the simulator where none is given: the step is certified at 1e-6 x
 #: scale, and sweeping on to the solver's default 1e-10 costs time only
 SWEEP_TOL = 1e-7
@@ -557,23 +560,24 @@ class Simulator:
         phi = np.ascontiguousarray(sys.phi, dtype=np.float64)
         c, deep = _MK.position_targets(Nv, phi, float(sys.h), float(st.slop),
                                        float(st.contact_zeta if zeta is None else zeta))
+        if not _SINK_LOADED and SINK_RESTORE > 0.0 and self.iterations is None and sys.body_blocks:
+            self._sink_correction(sys, c, phi, 0.0)     # loads the kernel now (nothing is quiet at speed 0)
         if not deep:
             return
         slop, h = float(st.slop), float(sys.h)
         p = phi + h * Nv
         window = (p < 0.0) & (p >= -SINK_RESTORE * slop)
         sink_only = not np.any(p < -slop * (1.0 + SLOP_EXCESS))
-        quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p) if sink_only else np.zeros_like(window)
         if sink_only and self.iterations is None and sys.body_blocks:
-            # the sunk rows' one factorisation, compiled (mechanics/sink.py); the LCP below where it does not certify
-            dx = np.zeros(self.model.ndof)
-            outcome = sink_correction(sys.N.indptr, sys.N.indices, sys.N.data,
-                                      held_blocks(self.model, sys.W_blocks), c, p, quiet, self._contact_heights(sys),
-                                      SINK_RESTORE * slop, SINK_TRIGGER * slop, POSITION_CFM, POSITION_TOL, dx)
+            # the quiet rows and the sunk rows' one factorisation, compiled (mechanics/sink.py); the LCP below
+            # where it does not certify
+            outcome, dx, quiet = self._sink_correction(sys, c, p, SINK_QUIET * slop / h)
             if outcome != SINK_UNCERTIFIED:
                 if outcome == SINK_APPLIED:
                     self._displace(dx)
                 return
+        else:
+            quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p) if sink_only else np.zeros_like(window)
         sink = window & quiet
         if sink_only and not np.any(sink & (p < -SINK_TRIGGER * slop)):
             return
@@ -621,6 +625,24 @@ class Simulator:
         p, rel = position_lcp(A, c, islands, groups, factors)
         if rel <= 1e-2:
             self._displace(W @ (N.T @ p))
+
+    def _sink_correction(self, sys, c: np.ndarray, p: np.ndarray, speed: float) -> tuple:
+        """(outcome, dx, quiet) of :func:`~contactlab.mechanics.sink.sink_correction` on ``sys``'s rows with
+        targets ``c``, ``p`` = phi', the quiet rule's ``speed``. The first call in a process loads its
+        compiled library from numba's cache (~10-15 ms, once): :meth:`project_contacts` makes that call
+        at its first step where the restoration may run, as every other kernel of the step is loaded in
+        the first step, instead of in the middle of a run at the first correction."""
+        global _SINK_LOADED
+        _SINK_LOADED = True
+        st, d = self.model.settings, self.data
+        slop = float(st.slop)
+        dx, quiet = np.zeros(self.model.ndof), np.zeros(p.size, dtype=np.bool_)
+        outcome = sink_correction(sys.N.indptr, sys.N.indices, sys.N.data, held_blocks(self.model, sys.W_blocks),
+                                  c, p, np.asarray(sys.contacts.body_a, dtype=np.int64),
+                                  np.asarray(sys.contacts.body_b, dtype=np.int64), self.model.dof_start,
+                                  d.linear_velocity, d.angular_velocity, float(speed), self._contact_heights(sys),
+                                  SINK_RESTORE * slop, SINK_TRIGGER * slop, POSITION_CFM, POSITION_TOL, dx, quiet)
+        return outcome, dx, quiet
 
     def _quiet_contacts(self, contacts, speed: float, p: np.ndarray) -> np.ndarray:
         """Per contact: whether the sink restoration may move its bodies: every body of the scene
