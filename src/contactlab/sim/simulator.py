@@ -27,6 +27,7 @@ from ..mechanics.joint_projection import displace, joint_error_kernel, project_j
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
+from ..mechanics.rows import position_targets_window
 from ..mechanics.sink import APPLIED as SINK_APPLIED, UNCERTIFIED as SINK_UNCERTIFIED, quiet_rows, sink_correction
 from ..kernels.tolerances import SINK_QUIET, SINK_RESTORE, SINK_TRIGGER, SLOP_EXCESS
 from ..mechanics.system import delassus, held_blocks, mobility, packed_joints, rows_times
@@ -558,8 +559,10 @@ class Simulator:
         # phi' = phi + h N v+, c and the deep test in one compiled pass
         Nv = rows_times(sys.N, v_next)
         phi = np.ascontiguousarray(sys.phi, dtype=np.float64)
-        c, deep = _MK.position_targets(Nv, phi, float(sys.h), float(st.slop),
-                                       float(st.contact_zeta if zeta is None else zeta))
+        # the sink window in certified mode only (fixed budget: position_targets_window's 0)
+        c, deep = position_targets_window(Nv, phi, float(sys.h), float(st.slop),
+                                          float(st.contact_zeta if zeta is None else zeta),
+                                          SINK_RESTORE if self.iterations is None else 0.0)
         if not _SINK_LOADED and SINK_RESTORE > 0.0 and self.iterations is None and sys.body_blocks:
             self._sink_correction(sys, c, phi, 0.0)     # loads the kernel now (nothing is quiet at speed 0)
         if not deep:
