@@ -559,17 +559,16 @@ class Simulator:
         # phi' = phi + h N v+, c and the deep test in one compiled pass
         Nv = rows_times(sys.N, v_next)
         phi = np.ascontiguousarray(sys.phi, dtype=np.float64)
-        # the sink window in certified mode only (fixed budget: position_targets_window's 0)
+        # the sink window in certified mode on free bodies only (else position_targets_window's 0)
         c, deep = position_targets_window(Nv, phi, float(sys.h), float(st.slop),
-                                          float(st.contact_zeta if zeta is None else zeta),
-                                          SINK_RESTORE if self.iterations is None else 0.0)
-        if not _SINK_LOADED and SINK_RESTORE > 0.0 and self.iterations is None and sys.body_blocks:
+                                          float(st.contact_zeta if zeta is None else zeta), self._sink_window())
+        if not _SINK_LOADED and self._sink_window() > 0.0 and sys.body_blocks:
             self._sink_correction(sys, c, phi, 0.0)     # loads the kernel now (nothing is quiet at speed 0)
         if not deep:
             return
         slop, h = float(st.slop), float(sys.h)
         p = phi + h * Nv
-        window = (p < 0.0) & (p >= -SINK_RESTORE * slop)
+        window = (p < 0.0) & (p >= -self._sink_window() * slop)
         sink_only = not np.any(p < -slop * (1.0 + SLOP_EXCESS))
         if sink_only and self.iterations is None and sys.body_blocks:
             # the quiet rows and the sunk rows' one factorisation, compiled (mechanics/sink.py); the LCP below
@@ -628,6 +627,16 @@ class Simulator:
         p, rel = position_lcp(A, c, islands, groups, factors)
         if rel <= 1e-2:
             self._displace(W @ (N.T @ p))
+
+    def _sink_window(self) -> float:
+        """SINK_RESTORE where the sink restoration runs (certified mode, every moving body free:
+        :func:`~contactlab.sim.box_stages.free_bodies_only`, the scenes whose compiled steps take the
+        window too, sim/box_kernels.py), else 0 (the fixed-budget and jointed steps' kernels take none)."""
+        model = self.model
+        if getattr(self, "_sink_window_of", None) is not model:
+            self._sink_window_of = model
+            self._sink_window_value = SINK_RESTORE if free_bodies_only(model) else 0.0
+        return self._sink_window_value if self.iterations is None else 0.0
 
     def _sink_correction(self, sys, c: np.ndarray, p: np.ndarray, speed: float) -> tuple:
         """(outcome, dx, quiet) of :func:`~contactlab.mechanics.sink.sink_correction` on ``sys``'s rows with
