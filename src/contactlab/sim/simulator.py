@@ -22,7 +22,6 @@ from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, ParamError, SimulationError, raise_interrupt_behind
 from ..kernels.components import body_pair_groups, row_block_components
 from ..kernels.pgs_matrix_free import solve_matrix_free
-from ..mechanics import kernels as _MK
 from ..mechanics.joint_projection import displace, joint_error_kernel, project_joints_kernel
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
@@ -548,10 +547,13 @@ class Simulator:
         c_i = phi'_i + SINK_TARGET slop, and the correction runs once one of them is deeper than
         SINK_TRIGGER slop (:func:`~contactlab.mechanics.rows.position_targets`), only where that is all
         there is to correct (no contact beyond the slop) and only in a scene at rest, on islands with
-        no gap (:meth:`_quiet_contacts`; elsewhere those contacts keep the targets above): the LCP of
-        those islands' rows alone takes box-qp's projected Newton without islands, whose first free
-        set, the rows with c_i < 0, is the sunk contacts (the islands' path would send a column of
-        more than POSITION_SEARCH_MAX rows to the interior point). Off while SINK_RESTORE = 0.
+        no gap (:meth:`_quiet_contacts`; elsewhere those contacts keep the targets above), on free
+        bodies in certified mode (:meth:`_sink_window`): the LCP of those islands' rows alone, compiled
+        (:func:`~contactlab.mechanics.sink.sink_correction`: one factorisation of the sunk rows, then
+        block pivoting passes), or where that does not certify box-qp's projected Newton without
+        islands, whose first free set, the rows with c_i < 0, is the sunk contacts (the islands' path
+        would send a column of more than POSITION_SEARCH_MAX rows to the interior point). Off while
+        SINK_RESTORE = 0.
         Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep),
         matrix-free (the same iterates without forming N W N') where the body blocks cover every dof.
         ``zeta``: the share removed (default the settings' ``contact_zeta``; sim/turns.py: 1)."""
