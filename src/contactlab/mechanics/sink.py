@@ -35,6 +35,11 @@ NOTHING, APPLIED, UNCERTIFIED = 0, 1, 2
 #: :func:`sink_correction`'s factorisations at most (free sets tried)
 FREE_SET_PASSES = 4
 
+#: the envelope's mean entries a row at most (a column's rows by height: ~8, two levels of 4 contacts);
+#: wider (a large settled pile, whose rows by height couple across the pile) is declined: its
+#: factorisation's cost grows as the envelope's width squared
+ENVELOPE_PER_ROW = 16
+
 
 @jit
 def _root(parent, i):
@@ -216,6 +221,8 @@ def _free_solve(n_indptr, n_indices, n_data, W_blocks, c, rows, eps, step):
     ptr = np.zeros(nf + 1, dtype=np.int64)
     for k in range(nf):
         ptr[k + 1] = ptr[k] + (k - first[k] + 1)
+    if ptr[nf] > ENVELOPE_PER_ROW * nf:
+        return fail                 # a wide envelope (a large pile's rows by height): not this method's case
     L = np.zeros(ptr[nf])      # row k: columns first[k] .. k
     for k in range(nf):
         L[ptr[k + 1] - 1] = eps

@@ -91,6 +91,10 @@ POSITION_CFM = 1e-9
 #: whether this process has called the compiled sink correction (Simulator._sink_correction)
 _SINK_LOADED = False
 
+#: steps without a sink restoration after one the compiled correction could not certify (a settled
+#: pile's quiet rows, whose envelope by height is wide, ask every step: each try cost ~4 ms on 1,000 boxes)
+SINK_RETRY = 100
+
 #: pgs/psor's stopping tol in the simulator where none is given: the step is certified at 1e-6 x
 #: scale, and sweeping on to the solver's default 1e-10 costs time only
 SWEEP_TOL = 1e-7
@@ -575,11 +579,16 @@ class Simulator:
         if sink_only and self.iterations is None and sys.body_blocks:
             # the quiet rows and the sunk rows' one factorisation, compiled (mechanics/sink.py); the LCP below
             # where it does not certify
-            outcome, dx, quiet = self._sink_correction(sys, c, p, SINK_QUIET * slop / h)
-            if outcome != SINK_UNCERTIFIED:
+            # uncertified: no restoration this step (the LCP's answer by box-qp at POSITION_TOL, drift16's
+            # path, cost a settled 1,000-box pile +65 % Newton steps a step; docs/session17-drift17.md)
+            # and after one, none tried for SINK_RETRY steps (a settled pile asks every step)
+            if self.data.steps >= getattr(self, "_sink_retry_at", 0):
+                outcome, dx, _ = self._sink_correction(sys, c, p, SINK_QUIET * slop / h)
                 if outcome == SINK_APPLIED:
                     self._displace(dx)
-                return
+                elif outcome == SINK_UNCERTIFIED:
+                    self._sink_retry_at = self.data.steps + SINK_RETRY
+            return
         else:
             quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p) if sink_only else np.zeros_like(window)
         sink = window & quiet
