@@ -554,10 +554,11 @@ class Simulator:
         no gap (:meth:`_quiet_contacts`; elsewhere those contacts keep the targets above), on free
         bodies in certified mode (:meth:`_sink_window`): the LCP of those islands' rows alone, compiled
         (:func:`~contactlab.mechanics.sink.sink_correction`: one factorisation of the sunk rows, then
-        block pivoting passes), or where that does not certify box-qp's projected Newton without
-        islands, whose first free set, the rows with c_i < 0, is the sunk contacts (the islands' path
-        would send a column of more than POSITION_SEARCH_MAX rows to the interior point). Off while
-        SINK_RESTORE = 0.
+        block pivoting passes); where that does not certify, nothing is restored and none is tried for
+        SINK_RETRY steps (box-qp's answer at POSITION_TOL there cost a settled 1,000-box pile +65 %
+        Newton steps in the next velocity steps: docs/session17-drift17.md). Where the rows are not whole
+        body blocks, box-qp's projected Newton without islands, whose first free set, the rows with
+        c_i < 0, is the sunk contacts. Off while SINK_RESTORE = 0.
         Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep),
         matrix-free (the same iterates without forming N W N') where the body blocks cover every dof.
         ``zeta``: the share removed (default the settings' ``contact_zeta``; sim/turns.py: 1)."""
