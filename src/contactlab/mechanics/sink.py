@@ -11,9 +11,11 @@ x += W N' p, with p the answer of the frictionless position LCP
 on the rows of the islands at rest (:func:`quiet_rows`). There every contact is sunk within the
 window (no gap, nothing beyond the slop), and the LCP's answer has the sunk rows F = {c_i < 0} as
 its free set: :func:`sink_correction` solves A_FF p_F = -c_F once (one factorisation of the sunk rows)
-and checks the LCP's conditions (p_F >= 0, w >= 0 on the other rows, within ``tol`` of max |c|); a
-projected Newton method started from that free set (box-qp's, ``sim/simulator.py position_lcp``)
-stops there with the same answer. Where the check fails the caller solves the LCP as before.
+and checks the LCP's conditions (p_F >= 0, w >= 0 on the other rows, within ``tol``); a projected
+Newton method started from that free set (box-qp's, ``sim/simulator.py position_lcp``) stops there
+with the same answer. Where they fail, a few block pivoting passes (:func:`correct_quiet_rows`); where
+those fail too the caller restores nothing (box-qp's answer at its position tolerance, the earlier
+fallback, cost a settled pile Newton steps in the next velocity steps: docs/session17-drift17.md).
 
 A_FF is factorised by an envelope (profile) Cholesky in the rows' order by height (George & Liu,
 Computer Solution of Large Sparse Positive Definite Systems, 1981, ch. 4): two rows are coupled only
