@@ -413,17 +413,13 @@ def test_position_targets_equal_their_formula():
     contact within that tolerance of the slop is neither corrected nor pushed in, and a contact
     sunk by less than the trigger asks for no correction."""
     from contactlab.kernels import tolerances
-    from contactlab.mechanics import rows
-    from contactlab.mechanics.kernels import position_targets
-    # the compiled kernel at the committed constants, and its Python body with the window on
+    from contactlab.mechanics.kernels import position_targets, position_targets_window
+    # the compiled kernel at the committed constants (the window on), and without the window (fixed budget)
+    assert tolerances.SINK_RESTORE > 0.0
     _position_targets_against_formula(position_targets, tolerances.SINK_RESTORE, tolerances.SINK_TARGET,
                                       tolerances.SINK_TRIGGER)
-    saved = rows.SINK_RESTORE, rows.SINK_TARGET, rows.SINK_TRIGGER
-    try:
-        rows.SINK_RESTORE, rows.SINK_TARGET, rows.SINK_TRIGGER = 1e-4, 1e-6, 5e-5
-        _position_targets_against_formula(position_targets.py_func, 1e-4, 1e-6, 5e-5)
-    finally:
-        rows.SINK_RESTORE, rows.SINK_TARGET, rows.SINK_TRIGGER = saved
+    _position_targets_against_formula(lambda *a: position_targets_window(*a, 0.0), 0.0, tolerances.SINK_TARGET,
+                                      tolerances.SINK_TRIGGER)
 
 
 def _position_targets_against_formula(position_targets, SINK_RESTORE, SINK_TARGET, SINK_TRIGGER):

@@ -116,13 +116,11 @@ def test_hundred_box_stack_sinks_at_most_a_micrometre_in_ten_seconds_centred_cfm
     assert drift <= 1e-6, drift
 
 
-@pytest.mark.skipif(__import__("contactlab.kernels.tolerances", fromlist=["x"]).SINK_RESTORE == 0.0,
-                    reason="the position correction's sink restoration is off (kernels/tolerances.py SINK_RESTORE)")
 def test_hundred_box_stack_sinks_at_most_a_micrometre_in_ten_seconds_default_path():
     """Issue 37's drift goal on the default path (``Simulator(scene)``: what ``contactlab simulate``
     runs): a 100-box column resting for 10 s, every step certified, moves no box by more than 1e-6 m.
     Without the position correction's sink restoration (mechanics/rows.py ``position_targets``,
-    kernels/tolerances.py ``SINK_RESTORE``) the top sinks 1.24e-5 m (the cfm's h cfm c_n a step at
+    mechanics/sink.py, kernels/tolerances.py ``SINK_RESTORE``; 0 before session 17) the top sinks 1.24e-5 m (the cfm's h cfm c_n a step at
     each contact, summed over the levels); with it each contact is at most SINK_TRIGGER slop deep
     (plus one step's sink) and the top at most about half the levels times that. The restoration
     moves positions only: the velocities stay the velocity step's own (the top's sink speed, 1.24e-6

@@ -160,11 +160,17 @@ def contact_terms(a, b, dof_start, position, P, normal, t1, t2, phi, h, zeta, sl
 
 @jit
 def position_targets(Nv, phi, h, slop, zeta):
+    """:func:`position_targets_window` with the sink window SINK_RESTORE (certified steps)."""
+    return position_targets_window(Nv, phi, h, slop, zeta, SINK_RESTORE)
+
+
+@jit
+def position_targets_window(Nv, phi, h, slop, zeta, sink_restore):
     """The position correction's right-hand side (Simulator.project_contacts): phi' = phi + h N v+
     per contact (``Nv`` = N v+); a contact is deep where phi' < -slop (1 + SLOP_EXCESS)
     (:data:`contactlab.kernels.tolerances.SLOP_EXCESS`: deeper than the slop by more than rounding
     and the solves' tolerances),
-    with c_i = zeta (phi'_i + slop); a contact in the sink window -SINK_RESTORE slop <= phi' < 0
+    with c_i = zeta (phi'_i + slop); a contact in the sink window -sink_restore slop <= phi' < 0
     gets c_i = phi'_i + SINK_TARGET slop (restored to the depth SINK_TARGET slop), and the correction
     is asked for (``deep``) where one of them is deeper than SINK_TRIGGER slop
     (:data:`contactlab.kernels.tolerances.SINK_TRIGGER`); elsewhere c_i = max(phi'_i + slop, 0) (a
@@ -177,11 +183,13 @@ def position_targets(Nv, phi, h, slop, zeta):
     does not depend on a penetration within the slop (``normal_bias_kernel``'s bias is 0 there), so
     the velocity problem, its answer and its warm start stay as they were; and only past a trigger
     depth, so the correction's solve runs once in many steps (docs/benchmarks-sim.md, sixteenth
-    session, drift16). Returns (c, whether any contact is deep or past the sink trigger)."""
+    session, drift16). ``sink_restore`` 0: no window (the fixed-budget steps, whose sweeps leave
+    penetrations far deeper than the window and which have no quiet-scene test: a window there would
+    only add corrections). Returns (c, whether any contact is deep or past the sink trigger)."""
     c = np.empty(Nv.size)
     deep = False
     limit = -slop * (1.0 + SLOP_EXCESS)
-    window = -SINK_RESTORE * slop
+    window = -sink_restore * slop
     trigger = -SINK_TRIGGER * slop
     target = SINK_TARGET * slop
     for i in range(Nv.size):
@@ -189,7 +197,7 @@ def position_targets(Nv, phi, h, slop, zeta):
         if p < limit:
             c[i] = zeta * (p + slop)
             deep = True
-        elif p < 0.0 and p >= window:
+        elif p < 0.0 and p >= window and sink_restore > 0.0:
             c[i] = p + target
             if p < trigger:
                 deep = True

@@ -37,7 +37,8 @@ from ..kernels.energy import energies, energies_and_depth
 from ..kernels.residual import (box_relative_error, box_residual_kernel, boxed_certify_dense, boxed_zero_solves,
                                 coupled_bounds)
 from ..mechanics.kernels import (advance_state, body_terms, contact_terms, delassus_dense, free_velocity,
-                                 kinetic_gain, position_targets, rows_times, rows_transpose_times)
+                                 kinetic_gain, position_targets, position_targets_window, rows_times,
+                                 rows_transpose_times)
 from ..kernels.pgs_matrix_free import solve_matrix_free_kernel as _pgs_matrix_free
 from ..kernels.tolerances import NORMWISE_FLOOR
 from ..mechanics.joint_projection import displace
@@ -325,7 +326,9 @@ def box_friction_fixed_step(live, ndof, dof_start, kind, kinematic, mass, inerti
         contact_gain = kinetic_gain(blk_ptr, blk_cols, M_blocks.reshape(-1), v_next, v_free.copy(), passive)
         advance_state(dof_start, v_next, lin, ang, pos, quat, h)
         if position_stage and nc:
-            c, deep = position_targets(rows_times(ip[:nc + 1], ix[:nnz], dv[0], v_next), phi, h, slop, position_zeta)
+            # no sink window in fixed-budget mode (mechanics/rows.py position_targets_window)
+            c, deep = position_targets_window(rows_times(ip[:nc + 1], ix[:nnz], dv[0], v_next), phi, h, slop,
+                                              position_zeta, 0.0)
             if deep:
                 p = np.zeros(nc)
                 ok2, _, dx, _, _ = _pgs_matrix_free(ip[:nc + 1], ix[:nnz], dv[0], W_blocks, c, np.full(nc, 1e-9),

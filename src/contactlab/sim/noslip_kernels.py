@@ -54,7 +54,7 @@ from ..mechanics.bodies import kinetic_gain
 from ..mechanics.integrate import advance_state
 from ..mechanics.joint_kernels import joint_torque_kernel
 from ..mechanics.joint_projection import joint_error_kernel, project_joints_kernel
-from ..mechanics.rows import position_targets, rows_times
+from ..mechanics.rows import position_targets_window, rows_times
 from ..mechanics.terms import system_terms
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
 
@@ -401,7 +401,8 @@ def apply_answer(Np, Ni, dv, v_next, normal_z, v_free, Mx, body, kinematic, moti
     gain = kinetic_gain(blk_ptr, blk_cols, Mx, v_next, v_free, passive)
     advance_state(dof_start, v_next, linear_velocity, angular_velocity, position, quaternion, h)
     if position_stage and nc:
-        c, deep = position_targets(rows_times(Np, Ni, dv[0], v_next), phi, h, slop, position_zeta)
+        # no sink window (mechanics/rows.py position_targets_window): the restoration is the free-body steps'
+        c, deep = position_targets_window(rows_times(Np, Ni, dv[0], v_next), phi, h, slop, position_zeta, 0.0)
         if deep:
             return DEEP, modes, gain, 0.0, 0.0, 0.0, 0.0
     if project:

@@ -22,11 +22,12 @@ from ..collision.boxes import shape_reach_of
 from ..errors import ModelError, ParamError, SimulationError, raise_interrupt_behind
 from ..kernels.components import body_pair_groups, row_block_components
 from ..kernels.pgs_matrix_free import solve_matrix_free
-from ..mechanics import kernels as _MK
 from ..mechanics.joint_projection import displace, joint_error_kernel, project_joints_kernel
 from ..mechanics.model import KIND_KINEMATIC, Data, Model, build_model
 from ..mechanics.rotation import quat_to_matrix
 from ..mechanics.scene import Scene
+from ..mechanics.rows import position_targets_window
+from ..mechanics.sink import APPLIED as SINK_APPLIED, UNCERTIFIED as SINK_UNCERTIFIED, quiet_rows, sink_correction
 from ..kernels.tolerances import SINK_QUIET, SINK_RESTORE, SINK_TRIGGER, SLOP_EXCESS
 from ..mechanics.system import delassus, held_blocks, mobility, packed_joints, rows_times
 from ..models import get_model, make_options
@@ -86,6 +87,13 @@ POSITION_SEARCH_MAX = 200
 
 #: the position correction's LCP matrix is N W N' + POSITION_CFM I (positive definite)
 POSITION_CFM = 1e-9
+
+#: whether this process has called the compiled sink correction (Simulator._sink_correction)
+_SINK_LOADED = False
+
+#: steps without a sink restoration after one the compiled correction could not certify (a settled
+#: pile's quiet rows, whose envelope by height is wide, ask every step: each try cost ~4 ms on 1,000 boxes)
+SINK_RETRY = 100
 
 #: pgs/psor's stopping tol in the simulator where none is given: the step is certified at 1e-6 x
 #: scale, and sweeping on to the solver's default 1e-10 costs time only
@@ -562,10 +570,14 @@ class Simulator:
         c_i = phi'_i + SINK_TARGET slop, and the correction runs once one of them is deeper than
         SINK_TRIGGER slop (:func:`~contactlab.mechanics.rows.position_targets`), only where that is all
         there is to correct (no contact beyond the slop) and only in a scene at rest, on islands with
-        no gap (:meth:`_quiet_contacts`; elsewhere those contacts keep the targets above): the LCP of
-        those islands' rows alone takes box-qp's projected Newton without islands, whose first free
-        set, the rows with c_i < 0, is the sunk contacts (the islands' path would send a column of
-        more than POSITION_SEARCH_MAX rows to the interior point). Off while SINK_RESTORE = 0.
+        no gap (:meth:`_quiet_contacts`; elsewhere those contacts keep the targets above), on free
+        bodies in certified mode (:meth:`_sink_window`): the LCP of those islands' rows alone, compiled
+        (:func:`~contactlab.mechanics.sink.sink_correction`: one factorisation of the sunk rows, then
+        block pivoting passes); where that does not certify, nothing is restored and none is tried for
+        SINK_RETRY steps (box-qp's answer at POSITION_TOL there cost a settled 1,000-box pile +65 %
+        Newton steps in the next velocity steps: docs/session17-drift17.md). Where the rows are not whole
+        body blocks, box-qp's projected Newton without islands, whose first free set, the rows with
+        c_i < 0, is the sunk contacts. Off while SINK_RESTORE = 0.
         Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep),
         matrix-free (the same iterates without forming N W N') where the body blocks cover every dof.
         ``zeta``: the share removed (default the settings' ``contact_zeta``; sim/turns.py: 1)."""
@@ -573,15 +585,32 @@ class Simulator:
         # phi' = phi + h N v+, c and the deep test in one compiled pass
         Nv = rows_times(sys.N, v_next)
         phi = np.ascontiguousarray(sys.phi, dtype=np.float64)
-        c, deep = _MK.position_targets(Nv, phi, float(sys.h), float(st.slop),
-                                       float(st.contact_zeta if zeta is None else zeta))
+        # the sink window in certified mode on free bodies only (else position_targets_window's 0)
+        c, deep = position_targets_window(Nv, phi, float(sys.h), float(st.slop),
+                                          float(st.contact_zeta if zeta is None else zeta), self._sink_window())
+        if not _SINK_LOADED and self._sink_window() > 0.0 and sys.body_blocks:
+            self._sink_correction(sys, c, phi, 0.0)     # loads the kernel now (nothing is quiet at speed 0)
         if not deep:
             return
         slop, h = float(st.slop), float(sys.h)
         p = phi + h * Nv
-        window = (p < 0.0) & (p >= -SINK_RESTORE * slop)
+        window = (p < 0.0) & (p >= -self._sink_window() * slop)
         sink_only = not np.any(p < -slop * (1.0 + SLOP_EXCESS))
-        quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p >= 0.0) if sink_only else np.zeros_like(window)
+        if sink_only and self.iterations is None and sys.body_blocks:
+            # the quiet rows and the sunk rows' one factorisation, compiled (mechanics/sink.py); the LCP below
+            # where it does not certify
+            # uncertified: no restoration this step (the LCP's answer by box-qp at POSITION_TOL, drift16's
+            # path, cost a settled 1,000-box pile +65 % Newton steps a step; docs/session17-drift17.md)
+            # and after one, none tried for SINK_RETRY steps (a settled pile asks every step)
+            if self.data.steps >= getattr(self, "_sink_retry_at", 0):
+                outcome, dx, _ = self._sink_correction(sys, c, p, SINK_QUIET * slop / h)
+                if outcome == SINK_APPLIED:
+                    self._displace(dx)
+                elif outcome == SINK_UNCERTIFIED:
+                    self._sink_retry_at = self.data.steps + SINK_RETRY
+            return
+        else:
+            quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p) if sink_only else np.zeros_like(window)
         sink = window & quiet
         if sink_only and not np.any(sink & (p < -SINK_TRIGGER * slop)):
             return
@@ -630,33 +659,47 @@ class Simulator:
         if rel <= 1e-2:
             self._displace(W @ (N.T @ p))
 
-    def _quiet_contacts(self, contacts, speed: float, gap: np.ndarray) -> np.ndarray:
+    def _sink_window(self) -> float:
+        """SINK_RESTORE where the sink restoration runs (certified mode, every moving body free:
+        :func:`~contactlab.sim.box_stages.free_bodies_only`, the scenes whose compiled steps take the
+        window too, sim/box_kernels.py), else 0 (the fixed-budget and jointed steps' kernels take none)."""
+        model = self.model
+        if getattr(self, "_sink_window_of", None) is not model:
+            self._sink_window_of = model
+            self._sink_window_value = SINK_RESTORE if free_bodies_only(model) else 0.0
+        return self._sink_window_value if self.iterations is None else 0.0
+
+    def _sink_correction(self, sys, c: np.ndarray, p: np.ndarray, speed: float) -> tuple:
+        """(outcome, dx, quiet) of :func:`~contactlab.mechanics.sink.sink_correction` on ``sys``'s rows with
+        targets ``c``, ``p`` = phi', the quiet rule's ``speed``. The first call in a process loads its
+        compiled library from numba's cache (~10-15 ms, once): :meth:`project_contacts` makes that call
+        at its first step where the restoration may run, as every other kernel of the step is loaded in
+        the first step, instead of in the middle of a run at the first correction."""
+        global _SINK_LOADED
+        _SINK_LOADED = True
+        st, d = self.model.settings, self.data
+        slop = float(st.slop)
+        dx, quiet = np.zeros(self.model.ndof), np.zeros(p.size, dtype=np.bool_)
+        outcome = sink_correction(sys.N.indptr, sys.N.indices, sys.N.data, held_blocks(self.model, sys.W_blocks),
+                                  c, p, np.asarray(sys.contacts.body_a, dtype=np.int64),
+                                  np.asarray(sys.contacts.body_b, dtype=np.int64), self.model.dof_start,
+                                  d.linear_velocity, d.angular_velocity, float(speed), self._contact_heights(sys),
+                                  SINK_RESTORE * slop, SINK_TRIGGER * slop, POSITION_CFM, POSITION_TOL, dx, quiet)
+        return outcome, dx, quiet
+
+    def _quiet_contacts(self, contacts, speed: float, p: np.ndarray) -> np.ndarray:
         """Per contact: whether the sink restoration may move its bodies: every body of the scene
         moves slower than ``speed`` (each component of its linear and of its angular velocity) and
         none of the contacts of its island (the bodies with dofs joined by contacts) has a gap
-        (``gap``). Moving a body changes no bias of a contact without a gap, so the next velocity
-        step's q stays as it was; an island at rest inside a scene that is still moving (the resting
-        boxes of a landing pile) is left alone: restoring those cost the falling 1,000-box pile 4
-        Newton steps a step (docs/benchmarks-sim.md, sixteenth session: drift16)."""
-        from scipy.sparse.csgraph import connected_components
+        (``p`` = phi' >= 0); compiled (:func:`~contactlab.mechanics.sink.quiet_rows`). Moving a body
+        changes no bias of a contact without a gap, so the next velocity step's q stays as it was; an
+        island at rest inside a scene that is still moving (the resting boxes of a landing pile) is
+        left alone: restoring those cost the falling 1,000-box pile 4 Newton steps a step
+        (docs/benchmarks-sim.md, sixteenth session: drift16)."""
         d, model = self.data, self.model
-        nb = model.dof_start.size
-        fast = np.maximum(np.abs(d.linear_velocity).max(axis=1), np.abs(d.angular_velocity).max(axis=1)) >= speed
-        fast &= model.dof_start >= 0
-        a = np.asarray(contacts.body_a, dtype=np.int64)
-        b = np.asarray(contacts.body_b, dtype=np.int64)
-        if fast.any():
-            return np.zeros(a.size, dtype=bool)
-        moving_a = (a >= 0) & (model.dof_start[np.maximum(a, 0)] >= 0)
-        moving_b = (b >= 0) & (model.dof_start[np.maximum(b, 0)] >= 0)
-        both = moving_a & moving_b
-        graph = sp.csr_matrix((np.ones(int(both.sum())), (a[both], b[both])), shape=(nb, nb))
-        _, label = connected_components(graph, directed=False)
-        island_gap = np.zeros(nb, dtype=bool)
-        body = np.where(moving_a, a, np.where(moving_b, b, -1))
-        island = label[np.maximum(body, 0)]
-        np.logical_or.at(island_gap, island[gap & (body >= 0)], True)
-        return (body >= 0) & ~island_gap[island]
+        return quiet_rows(np.asarray(contacts.body_a, dtype=np.int64), np.asarray(contacts.body_b, dtype=np.int64),
+                          model.dof_start, d.linear_velocity, d.angular_velocity, float(speed),
+                          np.ascontiguousarray(p, dtype=np.float64))
 
     def _contact_heights(self, sys) -> np.ndarray:
         """The normal rows' heights against gravity (:func:`~contactlab.models.box_friction.row_heights`),

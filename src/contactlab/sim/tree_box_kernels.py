@@ -52,7 +52,7 @@ from ..kernels.energy import energies, energies_and_depth
 from ..kernels.joint_rows import add_gram, joint_impulses, spd_reduce
 from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.model import KIND_KINEMATIC
-from ..mechanics.rows import contact_terms, position_targets
+from ..mechanics.rows import contact_terms, position_targets_window
 from ..mechanics.tree import body_jacobians, crba, motion_columns, tree_coordinates, tree_joint_error
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
 from .box_joint_kernels import _no_answer, box_solve_certified
@@ -317,7 +317,8 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
             for j in range(nq):
                 acc_n += R[o_n + i, j] * qd_next[j]
             Nv[i] = acc_n
-        _c, deep = position_targets(Nv, phi, h, slop, position_zeta)
+        # no sink window (mechanics/rows.py position_targets_window): the restoration is the free-body steps'
+        _c, deep = position_targets_window(Nv, phi, h, slop, position_zeta, 0.0)
         if deep:
             return (DEEP, out, modes, e0, gain, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max, 0.0, _NOT_JUDGED, np.zeros(0))
     joint_error = tree_joint_error(order, jnt, qstart, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, position,

@@ -51,7 +51,7 @@ from ..kernels.metric_dense import tree_metric_chain, tree_metric_recover
 from ..mechanics.bodies import body_terms, free_velocity
 from ..mechanics.integrate import _exp_rotate
 from ..mechanics.joint_kernels import PRISMATIC, REVOLUTE, limit_side
-from ..mechanics.rows import contact_terms, position_targets
+from ..mechanics.rows import contact_terms, position_targets_window
 from ..mechanics.tree import (body_jacobians, body_rates, body_velocities, bias_accelerations, crba,
                               forward_kinematics, motion_columns, tree_coordinates, tree_joint_error)
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_speeds
@@ -317,7 +317,8 @@ def tree_noslip_step(tree, joint_of, body_of_block, nq, live, dof_start, mass, i
             for j in range(nq):
                 acc_n += Nq[i, j] * qd_next[j]
             Nv[i] = acc_n
-        _c, deep = position_targets(Nv, phi, h, slop, position_zeta)
+        # no sink window (mechanics/rows.py position_targets_window): the restoration is the free-body steps'
+        _c, deep = position_targets_window(Nv, phi, h, slop, position_zeta, 0.0)
     # integrate the joint coordinates, then the bodies' poses and velocities from them
     advance_tree(order, jnt, qstart, qcount, jkind, ja, anchor_a, anchor_b, axis_a, q_rel0, theta, qd_next, h, pos,
                  quat)
