@@ -257,10 +257,10 @@ def polytope_world(used, Rs, ps, verts, vstart, face_n, face_d, fstart, V, F, C,
             for t in range(3):
                 c[t] += Vs[v, t]
         c /= n
-        r = 0.0
-        for v in range(n):
-            r = max(r, np.sqrt((Vs[v, 0] - c[0]) ** 2 + (Vs[v, 1] - c[1]) ** 2 + (Vs[v, 2] - c[2]) ** 2))
-        rad[s] = r
+        r2 = 0.0                                 # one square root of the largest square: the same bits as
+        for v in range(n):                       # the largest root (IEEE sqrt is monotone, correctly rounded)
+            r2 = max(r2, (Vs[v, 0] - c[0]) ** 2 + (Vs[v, 1] - c[1]) ** 2 + (Vs[v, 2] - c[2]) ** 2)
+        rad[s] = np.sqrt(r2)
 
 
 @jit
@@ -427,12 +427,26 @@ def polytope_pair(a, b, V, F, C, rad, Rs, ps, vstart, fstart, estart, edge_f, ed
             # taken only where ln < 1e-9 max(1, X) (sqrt(X) <= max(1, X), and rounding keeps the order)
             if ln < 1e-9 * max(1.0, X) and ln < 1e-9 * np.sqrt(X):
                 continue
-            vx, vy, vz = vx / ln, vy / ln, vz / ln
-            if vx * (qx - ca[0]) + vy * (qy - ca[1]) + vz * (qz - ca[2]) < 0.0:
-                vx, vy, vz = -vx, -vy, -vz
             if not placed_p[gr]:
                 _place_point(gr, Rb, pb, edge_p, Ep, placed_p)
-            s = vx * (Ep[gr, 0] - qx) + vy * (Ep[gr, 1] - qy) + vz * (Ep[gr, 2] - qz)
+            # before normalising: the raw axis's orientation o and separation g (both ln times the
+            # normalised ones, up to rounding far below BOUND_TOLERANCE of their terms' size); an axis
+            # whose orientation's sign is certain and whose separation certainly cannot exceed
+            # best + tol is skipped (a NaN skips nothing), the others are computed as before
+            ox, oy, oz = qx - ca[0], qy - ca[1], qz - ca[2]
+            dx, dy, dz = Ep[gr, 0] - qx, Ep[gr, 1] - qy, Ep[gr, 2] - qz
+            o = vx * ox + vy * oy + vz * oz
+            g = vx * dx + vy * dy + vz * dz
+            if o < 0.0:
+                g = -g
+            T = best + tol
+            if (abs(o) > BOUND_TOLERANCE * (abs(vx * ox) + abs(vy * oy) + abs(vz * oz)) and
+                    g + BOUND_TOLERANCE * (abs(vx * dx) + abs(vy * dy) + abs(vz * dz)) < (T - BOUND_TOLERANCE * abs(T)) * ln):
+                continue
+            vx, vy, vz = vx / ln, vy / ln, vz / ln
+            if vx * ox + vy * oy + vz * oz < 0.0:
+                vx, vy, vz = -vx, -vy, -vz
+            s = vx * dx + vy * dy + vz * dz
             if s > best + tol:
                 best = s
                 ax0, ax1, ax2 = vx, vy, vz
