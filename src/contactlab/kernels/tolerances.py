@@ -77,7 +77,7 @@ SLOP_EXCESS = 1e-2
 #: certified steps' correction is compiled (mechanics/sink.py: one factorisation of the sunk rows,
 #: ~0.1 ms on the 100-box column where drift16's Python LCP took ~3 ms): the 100-box stack moves
 #: 2.2e-8 m in 10 s (main 1.24e-5 m) at main's CPU time within the measurement's noise
-#: (docs/session17-drift17.md). Fixed-budget steps take no window (rows.py position_targets_window).
+#: (docs/benchmarks-sim.md, seventeenth session). Fixed-budget steps take no window (rows.py position_targets_window).
 #: 0: off
 SINK_RESTORE = 1e-4
 SINK_TRIGGER = 5e-5

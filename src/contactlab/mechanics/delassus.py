@@ -40,7 +40,7 @@ class DelassusPattern:
     a buffer of this pattern's pool (:meth:`_buffer`) that nothing else references any more, so that a
     run of steps on one pattern reuses two arrays instead of allocating one a step: an array above
     glibc's mmap-threshold cap (32 MiB) is otherwise mapped fresh, every page of it faulted and zeroed
-    by the kernel, each step (docs/session17-scale17.md). Like the module's last pattern, the pool is
+    by the kernel, each step (docs/benchmarks-sim.md, seventeenth session). Like the module's last pattern, the pool is
     for one thread's steps."""
 
     __slots__ = ("ip", "ix", "nbody", "index", "cb", "nptr", "near", "near_s", "indptr", "indices", "pool")

@@ -15,7 +15,7 @@ and checks the LCP's conditions (p_F >= 0, w >= 0 on the other rows, within ``to
 Newton method started from that free set (box-qp's, ``sim/simulator.py position_lcp``) stops there
 with the same answer. Where they fail, a few block pivoting passes (:func:`correct_quiet_rows`); where
 those fail too the caller restores nothing (box-qp's answer at its position tolerance, the earlier
-fallback, cost a settled pile Newton steps in the next velocity steps: docs/session17-drift17.md).
+fallback, cost a settled pile Newton steps in the next velocity steps: docs/benchmarks-sim.md, seventeenth session).
 
 A_FF is factorised by an envelope (profile) Cholesky in the rows' order by height (George & Liu,
 Computer Solution of Large Sparse Positive Definite Systems, 1981, ch. 4): two rows are coupled only

@@ -575,9 +575,9 @@ class Simulator:
         (:func:`~contactlab.mechanics.sink.sink_correction`: one factorisation of the sunk rows, then
         block pivoting passes); where that does not certify, nothing is restored and none is tried for
         SINK_RETRY steps (box-qp's answer at POSITION_TOL there cost a settled 1,000-box pile +65 %
-        Newton steps in the next velocity steps: docs/session17-drift17.md). Where the rows are not whole
-        body blocks, box-qp's projected Newton without islands, whose first free set, the rows with
-        c_i < 0, is the sunk contacts. Off while SINK_RESTORE = 0.
+        Newton steps in the next velocity steps: docs/benchmarks-sim.md, seventeenth session). Where the
+        rows are not whole body blocks, box-qp's projected Newton without islands, whose first free set,
+        the rows with c_i < 0, is the sunk contacts. Off while SINK_RESTORE = 0.
         Fixed-budget mode: PGS with the step's sweep budget, its answer applied (p >= 0 at every sweep),
         matrix-free (the same iterates without forming N W N') where the body blocks cover every dof.
         ``zeta``: the share removed (default the settings' ``contact_zeta``; sim/turns.py: 1)."""
@@ -597,10 +597,10 @@ class Simulator:
         window = (p < 0.0) & (p >= -self._sink_window() * slop)
         sink_only = not np.any(p < -slop * (1.0 + SLOP_EXCESS))
         if sink_only and self.iterations is None and sys.body_blocks:
-            # the quiet rows and the sunk rows' one factorisation, compiled (mechanics/sink.py); the LCP below
-            # where it does not certify
+            # the quiet rows and the sunk rows' one factorisation, compiled (mechanics/sink.py);
             # uncertified: no restoration this step (the LCP's answer by box-qp at POSITION_TOL, drift16's
-            # path, cost a settled 1,000-box pile +65 % Newton steps a step; docs/session17-drift17.md)
+            # path, cost a settled 1,000-box pile +65 % Newton steps a step; docs/benchmarks-sim.md,
+            # seventeenth session)
             # and after one, none tried for SINK_RETRY steps (a settled pile asks every step)
             if self.data.steps >= getattr(self, "_sink_retry_at", 0):
                 outcome, dx, _ = self._sink_correction(sys, c, p, SINK_QUIET * slop / h)
@@ -609,8 +609,7 @@ class Simulator:
                 elif outcome == SINK_UNCERTIFIED:
                     self._sink_retry_at = self.data.steps + SINK_RETRY
             return
-        else:
-            quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p) if sink_only else np.zeros_like(window)
+        quiet = self._quiet_contacts(sys.contacts, SINK_QUIET * slop / h, p) if sink_only else np.zeros_like(window)
         sink = window & quiet
         if sink_only and not np.any(sink & (p < -SINK_TRIGGER * slop)):
             return
