@@ -73,12 +73,10 @@ SLOP_EXCESS = 1e-2
 #: (a column's top then sinks at most about half its levels times SINK_TRIGGER slop). The window is
 #: far below a landing's penetration, so a landing pile is corrected as before; the target is below
 #: the trigger by the position solve's tolerance and above 0, so a restored contact keeps a bias of
-#: 0 (docs/benchmarks-sim.md, sixteenth session, drift16). On since session 17 (drift17), where the
-#: certified steps' correction is compiled (mechanics/sink.py: one factorisation of the sunk rows,
-#: ~0.1 ms on the 100-box column where drift16's Python LCP took ~3 ms): the 100-box stack moves
-#: 2.2e-8 m in 10 s (main 1.24e-5 m) at main's CPU time within the measurement's noise
-#: (docs/benchmarks-sim.md, seventeenth session). Fixed-budget steps take no window (rows.py position_targets_window).
-#: 0: off
+#: 0 (docs/benchmarks-sim.md, sixteenth session). The certified steps' correction is one compiled call
+#: (mechanics/sink.py: one factorisation of the sunk rows), cheap enough to run by default
+#: (docs/benchmarks-sim.md, seventeenth session); fixed-budget and jointed steps take no window
+#: (rows.py position_targets_window). 0: off
 SINK_RESTORE = 1e-4
 SINK_TRIGGER = 5e-5
 SINK_TARGET = 1e-6

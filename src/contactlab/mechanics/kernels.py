@@ -15,6 +15,5 @@ from .delassus import (_add_dot, _body_slots, _dots3, _frame_bodies, _frame_neig
                        _frame_vectors, _merge_two, _no_pattern, _row_blocks, delassus_csr, delassus_dense,
                        delassus_frames_csr, frame_pattern, frame_values)
 from .integrate import _exp_rotate, advance_state, integrate_quat_kernel, shape_sweep  # noqa: F401
-from .rows import (contact_terms, frame_rows_csr, normal_bias_kernel, position_targets, position_targets_window,  # noqa: F401
-                   pyramid_csr,
-                   rows_times, rows_transpose_times, tangent_basis_kernel, tangential_speeds)
+from .rows import (contact_terms, frame_rows_csr, normal_bias_kernel, position_targets,  # noqa: F401
+                   position_targets_window, pyramid_csr, rows_times, rows_transpose_times, tangent_basis_kernel, tangential_speeds)

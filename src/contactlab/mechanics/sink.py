@@ -91,11 +91,10 @@ def quiet_rows(body_a, body_b, dof_start, linear_velocity, angular_velocity, spe
 
 @jit
 def sink_correction(n_indptr, n_indices, n_data, W_blocks, c, p, body_a, body_b, dof_start, linear_velocity,
-                    angular_velocity, speed, height, window, trigger, eps, tol, dx, quiet):
-    """:func:`correct_quiet_rows` on the rows :func:`quiet_rows` finds (written into ``quiet``, (nc,)
-    booleans, for a caller that falls back to the LCP): the one entry point the simulator calls (one
-    compiled library loaded per process)."""
-    quiet[:] = quiet_rows(body_a, body_b, dof_start, linear_velocity, angular_velocity, speed, p)
+                    angular_velocity, speed, height, window, trigger, eps, tol, dx):
+    """:func:`correct_quiet_rows` on the rows :func:`quiet_rows` finds: the one entry point the
+    simulator calls (one compiled library loaded per process)."""
+    quiet = quiet_rows(body_a, body_b, dof_start, linear_velocity, angular_velocity, speed, p)
     return correct_quiet_rows(n_indptr, n_indices, n_data, W_blocks, c, p, quiet, height, window, trigger, eps,
                               tol, dx)
 

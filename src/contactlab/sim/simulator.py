@@ -597,13 +597,11 @@ class Simulator:
         window = (p < 0.0) & (p >= -self._sink_window() * slop)
         sink_only = not np.any(p < -slop * (1.0 + SLOP_EXCESS))
         if sink_only and self.iterations is None and sys.body_blocks:
-            # the quiet rows and the sunk rows' one factorisation, compiled (mechanics/sink.py);
-            # uncertified: no restoration this step (the LCP's answer by box-qp at POSITION_TOL, drift16's
-            # path, cost a settled 1,000-box pile +65 % Newton steps a step; docs/benchmarks-sim.md,
-            # seventeenth session)
-            # and after one, none tried for SINK_RETRY steps (a settled pile asks every step)
+            # the quiet rows and the sunk rows' one factorisation, compiled (mechanics/sink.py); where it
+            # does not certify, no restoration, and none tried for SINK_RETRY steps (a settled pile asks
+            # every step; box-qp's answer there cost it Newton steps: docs/benchmarks-sim.md, seventeenth session)
             if self.data.steps >= getattr(self, "_sink_retry_at", 0):
-                outcome, dx, _ = self._sink_correction(sys, c, p, SINK_QUIET * slop / h)
+                outcome, dx = self._sink_correction(sys, c, p, SINK_QUIET * slop / h)
                 if outcome == SINK_APPLIED:
                     self._displace(dx)
                 elif outcome == SINK_UNCERTIFIED:
@@ -669,7 +667,7 @@ class Simulator:
         return self._sink_window_value if self.iterations is None else 0.0
 
     def _sink_correction(self, sys, c: np.ndarray, p: np.ndarray, speed: float) -> tuple:
-        """(outcome, dx, quiet) of :func:`~contactlab.mechanics.sink.sink_correction` on ``sys``'s rows with
+        """(outcome, dx) of :func:`~contactlab.mechanics.sink.sink_correction` on ``sys``'s rows with
         targets ``c``, ``p`` = phi', the quiet rule's ``speed``. The first call in a process loads its
         compiled library from numba's cache (~10-15 ms, once): :meth:`project_contacts` makes that call
         at its first step where the restoration may run, as every other kernel of the step is loaded in
@@ -678,13 +676,13 @@ class Simulator:
         _SINK_LOADED = True
         st, d = self.model.settings, self.data
         slop = float(st.slop)
-        dx, quiet = np.zeros(self.model.ndof), np.zeros(p.size, dtype=np.bool_)
+        dx = np.zeros(self.model.ndof)
         outcome = sink_correction(sys.N.indptr, sys.N.indices, sys.N.data, held_blocks(self.model, sys.W_blocks),
                                   c, p, np.asarray(sys.contacts.body_a, dtype=np.int64),
                                   np.asarray(sys.contacts.body_b, dtype=np.int64), self.model.dof_start,
                                   d.linear_velocity, d.angular_velocity, float(speed), self._contact_heights(sys),
-                                  SINK_RESTORE * slop, SINK_TRIGGER * slop, POSITION_CFM, POSITION_TOL, dx, quiet)
-        return outcome, dx, quiet
+                                  SINK_RESTORE * slop, SINK_TRIGGER * slop, POSITION_CFM, POSITION_TOL, dx)
+        return outcome, dx
 
     def _quiet_contacts(self, contacts, speed: float, p: np.ndarray) -> np.ndarray:
         """Per contact: whether the sink restoration may move its bodies: every body of the scene
