@@ -40,7 +40,7 @@ a deep contact's position correction and a fast turn's correction (sim/turns.py)
 from __future__ import annotations
 
 import math
-import time
+from time import perf_counter
 
 import numpy as np
 
@@ -52,7 +52,7 @@ from ..models.common import StepResult
 from ..solvers.registry import DENSE_BYTES_LIMIT
 from . import noslip_kernels as NK
 from . import tree_box_kernels as TB
-from .box_joint_stages import _NO_TANGENT, pgs_sm_counts, pgs_sm_solution
+from .box_joint_stages import _NO_TANGENT, pgs_sm_solution
 from .faults import NOT_JUDGED, checked_step, fault_statics, fault_words, motor_targets, step_fault
 from .noslip_stages import NO_VALUES
 from .recorder import StepRecord
@@ -111,6 +111,8 @@ class FusedGraspStep:
         #: the objects whose identity keeps those arguments' types (:meth:`step`); None: not taken yet,
         #: False: not to be had
         self._entry, self._entry_for = None, None
+        #: the model's Settings as the step last read them, and what it formed of them (:meth:`_read_settings`)
+        self._settings_seen, self._fixed = None, None
 
     def valid(self, sim) -> bool:
         """Whether this plan is still the simulator's (the same stages and controllers; a plain loop:
@@ -131,60 +133,57 @@ class FusedGraspStep:
         if not sim.planned(stages):         # a controller changed the configuration: the stages' step
             with self._limited():
                 return checked_step(sim, sim._advance)
-        data, model, world = sim.data, sim.model, sim.world
-        h = sim.h
-        f64 = np.ascontiguousarray
+        data, world = sim.data, sim.world
+        st = sim.model.settings
+        if st.__dict__ != self._settings_seen:      # (read each step: the Model is frozen, its Settings are not)
+            self._read_settings(st)
+        h, margin, near, zeta, slop, zeta_j, cfm, new_bound, current, position_stage, position_zeta, gyro = \
+            self._fixed
         position, quaternion, lin, ang = data.position, data.quaternion, data.linear_velocity, data.angular_velocity
         x0, q0, v0, w0 = position.copy(), quaternion.copy(), lin.copy(), ang.copy()
-        before = (x0, v0, w0, float(getattr(sim, "_fault_joint_error", 0.0)))
+        prev_error = float(getattr(sim, "_fault_joint_error", 0.0))
         state = stages.state
         state.judged = None                 # (faults.checked_step)
         # 2. the detection (CollisionWorld._detect_matched_polytopes' call)
-        t_start = time.perf_counter()
-        st = model.settings
-        margin = float(st.margin)
+        t_start = perf_counter()
         prev, res = data.contacts, data.result
         last = self._last
         if last is not None and prev is last[0] and res is last[1] and prev.ints is last[2] \
                 and res.normal is last[3] and res.motor is last[4] and res.limit is last[5] and res.tangent is last[6]:
             # the previous step was this one's DONE step, its contacts and result untouched: the packed
             # buffers and the warm start's arrays are those previous_packed and build would give
-            prev_floats, prev_ints, prev_normal = prev.floats, prev.ints, res.normal
+            prev_floats, prev_ints, prev_normal = prev.floats, last[2], last[3]
         else:
             last = None
             prev_floats, prev_ints, prev_normal = previous_packed(prev, None if res is None else res.normal)
         world.margin = margin
         cf, ci, sweep, reach = self.constants
         left, floats, ints = detect_and_match_polytopes(
-            lin, ang, h, quaternion, position, margin, prev_floats, prev_ints, prev_normal, 2.0 * margin + 1e-3, cf, ci)
-        t_detect = time.perf_counter()
+            lin, ang, h, quaternion, position, margin, prev_floats, prev_ints, prev_normal, near, cf, ci)
+        t_detect = perf_counter()
         world._sweep, world._reach = sweep, reach
         if left:        # a pair for coal: the stages' detection and step
             with self._limited():
-                return checked_step(sim, sim._advance, before)
+                return checked_step(sim, sim._advance, (x0, v0, w0, prev_error))
         contacts = PackedContactSet(floats, ints)
         nc = contacts.count
         rows = 3 * nc + self.dense_rows
         if 8 * rows * (2 * rows + 1) > DENSE_BYTES_LIMIT:     # the general build (models/common.py refuse_dense)
-            return self._staged(before, StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
+            return self._staged((x0, v0, w0, prev_error), StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
         # 3. the call's inputs (CompiledSchurRowStages.build) and the physics step
         idx, tau, st_mt, st_mf = stages.torque_inputs(data)
-        o = sim.model_options
         warm = bool(sim.warm_start and data.warm.get("z") is not None and res is not None)
         if warm and last is not None:
-            p_motor, p_limit, p_normal, p_tangent = res.motor, res.limit, res.normal, res.tangent
+            p_motor, p_limit, p_normal, p_tangent = res.motor, res.limit, prev_normal, res.tangent
         elif warm:
+            f64 = np.ascontiguousarray
             p_motor, p_limit, p_normal = (f64(res.motor, dtype=np.float64), f64(res.limit, dtype=np.float64),
                                           f64(res.normal, dtype=np.float64))
             p_tangent = f64(res.tangent, dtype=np.float64).reshape(-1, 2)
         else:
             p_motor = p_limit = p_normal = NO_VALUES
             p_tangent = _NO_TANGENT
-        cfm, new_bound, current = float(o.cfm + st.cfm), float(o.new_contact_bound), o.coupling == "current"
-        zeta = float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0)
-        slop, zeta_j, position_zeta = float(st.slop), float(st.zeta), float(st.contact_zeta)
-        position_stage, gyro = st.contact_stabilization == "position", bool(st.gyroscopic)
-        prev_error, actuated = before[3], bool(sim.has_actuation)
+        actuated = bool(sim.has_actuation)
         kind, radius, jointed, mass = fault_statics(sim)
         args = (self.tree_args, gyro, quaternion, position, lin, ang, idx, tau, self.torque_args, *self.motor_args,
                 st_mt, st_mf, floats, ints, zeta, slop, stages.joint_args, h, zeta_j, cfm, new_bound, current,
@@ -196,7 +195,7 @@ class FusedGraspStep:
         # other is a constant of the plan or the module, a float or bool made here, the detection's
         # fresh arrays, or one of the objects compared below (their copies x0, v0, w0 with them)
         entry, seen, kernel = self._entry, self._entry_for, TB.tree_box_fused_step
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         if entry and last is not None and seen[0] is position and seen[1] is quaternion and seen[2] is lin \
                 and seen[3] is ang and seen[4] is idx and seen[5] is tau and seen[6] is st_mt and seen[7] is st_mf \
                 and seen[8] is radius and seen[9] is warm and seen[10] is type(h) and seen[11] is kernel:
@@ -208,11 +207,91 @@ class FusedGraspStep:
                 self._entry = _compiled_entry(kernel, args) or False
                 self._entry_for = (position, quaternion, lin, ang, idx, tau, st_mt, st_mf, radius, warm, type(h),
                                    kernel)
-        t_solved = time.perf_counter()
+        t_solved = perf_counter()
         outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out, modes = res
-        if outcome == NK.DECLINED:      # nothing changed: the stages' solve (the maximal call, the general stages)
+        if outcome != NK.DONE or (position_stage and nc and turn > TURN_TRIGGER * slop):
+            return self._handed(res, contacts, nc, h, t_start, t_detect, t0, t_solved, (x0, q0, v0, w0, prev_error),
+                                (floats, ints), zeta, slop, zeta_j, cfm, new_bound, current, warm, p_motor, p_limit,
+                                p_normal, p_tangent, position_stage, position_zeta, gyro)
+        # 4. the stages' bookkeeping (CompiledSchurRowStages.integrate, CompiledCall.finish and record) on
+        # the call's answers, views of its one array (tree_box_fused_step: z (n), w (n), v+ (ndof), the
+        # contacts' tangent impulses (nc, 2), the free velocity (ndof), the joints' torques' force (ndof),
+        # the motors' targets and limits (nj each), the certificate's numbers (6), pgs-sm's counts)
+        n, ndof = int(n), self.ndof
+        a = 2 * n + ndof
+        b = a + 2 * nc
+        nm = n - nl - 3 * nc        # (z = out[:n]: the motors' rows, the limits', the contacts' normal rows)
+        o_n = nm + nl
+        z = out[:n]
+        tangent = out[a:b].reshape(nc, 2)
+        result = StepResult(out[2 * n:a], z[o_n:o_n + nc], tangent, _NO_JOINT, z[nm:o_n], z[:nm], modes)
+        data.warm["z"] = z.copy()
+        e = b + ndof
+        state.defer(contacts, h, self._system_terms, (x0, q0, v0, w0, out, e, gyro, contacts, zeta, slop, zeta_j, h))
+        state.free_velocity = out[b:e]
+        data.time += h
+        data.steps += 1
+        data.joint_torque.clear()
+        data.contacts, data.result = contacts, result
+        stages.joint_space = True
+        seconds = t_solved - t0
+        d = e + ndof + 2 * self.nj
+        state.solve_later(_answer_solution, (out, n, d, sim.method, seconds))    # (Simulator.last_solution)
+        self._last = (contacts, result, ints, result.normal, result.motor, result.limit, tangent) if nc else None
+        state.turn_overlap = 0.0
+        t_integrated = perf_counter()
+        state.timing = {"detect": t_detect - t_start, "build": 0.0, "solve": seconds,
+                        "integrate": t_integrated - t_solved, "record": 0.0}
+        e1 = ke + pe
+        # (the Solution's iterations and residual, built when read: pgs_sm_counts on out[d:d + 6], out[d + 6:])
+        rec = StepRecord(data.time, nc, n, int(out[d + 7]) + int(out[d + 8]), 0, float(out[d]), True, "SOLVED", False,
+                         ke, e1, e1 - e0, gain, pen, seconds, joint_error)
+        v = verdict[0]
+        if v:
+            with self._limited():
+                if v == NOT_JUDGED:    # (radii not one per body: planned out) the check formed here
+                    rec.fault = step_fault(sim, (x0, v0, w0, prev_error), rec)
+                else:
+                    depth = max(float(pen), 0.0) if math.isfinite(pen) else 0.0
+                    rec.fault = fault_words(sim, verdict, depth, prev_error, rec)
+            rec.plausible = not rec.fault
+        sim._fault_joint_error = float(joint_error) if math.isfinite(joint_error) else 0.0
+        return rec
+
+    def _read_settings(self, st) -> None:
+        """The step's floats from the model's Settings ``st`` and the plan's model options (frozen: a
+        new plan where they change), formed again whenever a setting's value changed
+        (:attr:`_settings_seen`, compared by value each step): (h, margin, the matching radius, the
+        contacts' bias zeta, slop, the joints' zeta, cfm, the new contacts' bound, the current
+        coupling, the position stage, the position correction's zeta, gyroscopic), as
+        CompiledSchurRowStages.build reads them."""
+        o = self.sim.model_options
+        margin = float(st.margin)
+        self._fixed = (float(st.dt), margin, 2.0 * margin + 1e-3,
+                       float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), float(st.slop),
+                       float(st.zeta), float(o.cfm + st.cfm), float(o.new_contact_bound), o.coupling == "current",
+                       st.contact_stabilization == "position", float(st.contact_zeta), bool(st.gyroscopic))
+        self._settings_seen = dict(st.__dict__)
+
+    def _system_terms(self, x0, q0, v0, w0, out, e, *args):
+        """The stages' ``system_terms`` for the deferred system (StepState.defer) of a step whose call
+        answered in ``out``: the state before it, the joints' torques' force and the motors' targets
+        and limits (``out[e:]``: ndof, nj, nj)."""
+        ndof, nj = self.ndof, self.nj
+        c = e + ndof
+        return self.stages.system_terms((x0, q0, v0, w0, out[e:c], out[c:c + nj], out[c + nj:c + 2 * nj]), *args)
+
+    def _handed(self, res, contacts, nc, h, t_start, t_detect, t0, t_solved, before5, packed, zeta, slop, zeta_j, cfm,
+                new_bound, current, warm, p_motor, p_limit, p_normal, p_tangent, position_stage, position_zeta, gyro):
+        """A step whose call declined (nothing changed: the stages' solve, the maximal call, the general
+        stages) or that the stages finish: a deep contact's position correction, a fast turn's
+        correction (the stages' integrate and correct; a DEEP step's turn bound is formed after its
+        correction moved the bodies: turns.fires), on the call's answers."""
+        outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn, verdict, out, modes = res
+        x0, q0, v0, w0, prev_error = before5
+        before = (x0, v0, w0, prev_error)
+        if outcome == NK.DECLINED:
             return self._staged(before, StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
-        # the call's answers, views of its one array (tree_box_fused_step)
         n, ndof, nj = int(n), self.ndof, self.nj
         a = 2 * n + ndof
         b = a + 2 * nc
@@ -221,55 +300,18 @@ class FusedGraspStep:
         z, wv, v_next, tangent, v_free = out[:n], out[n:2 * n], out[2 * n:a], out[a:b].reshape(nc, 2), out[b:b + ndof]
         f, mt, mf, numbers, stats = out[b + ndof:c], out[c:c + nj], out[c + nj:d], out[d:d + 6], out[d + 6:]
         before_call = (x0, q0, v0, w0, f, mt, mf)
-        x = _NO_JOINT
-        answer = (z, wv, numbers, stats, sim.method, t_solved - t0)
+        stages, sim = self.stages, self.sim
         stages.joint_space = True
-        if outcome != NK.DONE or (position_stage and nc and turn > TURN_TRIGGER * slop):
-            sol = _joint_space_solution(*answer)
-            # a deep contact's position correction, a fast turn's correction: the stages' integrate and correct
-            # (a DEEP step's turn bound is formed after its correction moved the bodies: turns.fires)
-            w = StepWork(contacts, contacts.match, nc, h, t_start, t_detect, compiled=True, sol=sol, n=int(n), e0=e0,
-                         contact_gain=gain, t0=t0, t_solved=t_solved, turn_bound=turn if outcome == NK.DONE else None)
-            inputs = (f, (floats, ints), zeta, slop, mt, mf, zeta_j, cfm, new_bound, current, warm, p_motor, p_limit,
-                      p_normal, p_tangent, position_stage, position_zeta, bool(st.project_joints), gyro, before_call)
-            w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), x, v_free, before_call, None,
-                      inputs)
-            with self._limited():
-                return checked_step(sim, lambda: self._finish(w), before)
-        # 4. the stages' bookkeeping (CompiledSchurRowStages.integrate, CompiledCall.finish and record)
-        nm = z.shape[0] - nl - 3 * nc
-        o_n = nm + nl
-        result = StepResult(v_next=v_next, normal=z[o_n:o_n + nc], tangent=tangent, joint=x, limit=z[nm:o_n],
-                            motor=z[:nm], modes=modes)
-        data.warm["z"] = z.copy()
-        state.defer(contacts, h, stages.system_terms, (before_call, gyro, contacts, zeta, slop, zeta_j, h))
-        state.free_velocity = v_free
-        data.time += h
-        data.steps += 1
-        data.joint_torque.clear()
-        data.contacts, data.result = contacts, result
-        state.solve_later(_joint_space_solution, answer)     # (Simulator.last_solution: built when read)
-        self._last = (contacts, result, ints, result.normal, result.motor, result.limit, tangent) if nc else None
-        state.turn_overlap = 0.0
-        t_integrated = time.perf_counter()
-        state.timing = {"detect": t_detect - t_start, "build": 0.0, "solve": t_solved - t0,
-                        "integrate": t_integrated - t_solved, "record": 0.0}
-        e1 = ke + pe
-        iterations, residual = pgs_sm_counts(numbers, stats)     # (the Solution's, built when read)
-        rec = StepRecord(time=data.time, contacts=nc, lcp_size=int(n), iterations=iterations,
-                         pivots=0, residual=residual, success=True, status="SOLVED", rescued=False,
-                         kinetic_energy=ke, energy=e1, energy_gain=e1 - e0, contact_energy_gain=gain,
-                         max_penetration=pen, solve_time=answer[5], joint_error=joint_error)
-        if verdict[0] == NOT_JUDGED:    # (radii not one per body: planned out) the check formed here
-            with self._limited():
-                rec.fault = step_fault(sim, before, rec)
-        elif verdict[0]:
-            depth = max(float(pen), 0.0) if math.isfinite(pen) else 0.0
-            with self._limited():
-                rec.fault = fault_words(sim, verdict, depth, before[3], rec)
-        rec.plausible = not rec.fault
-        sim._fault_joint_error = float(joint_error) if math.isfinite(joint_error) else 0.0
-        return rec
+        sol = _joint_space_solution(z, wv, numbers, stats, sim.method, t_solved - t0)
+        w = StepWork(contacts, contacts.match, nc, h, t_start, t_detect, compiled=True, sol=sol, n=n, e0=e0,
+                     contact_gain=gain, t0=t0, t_solved=t_solved, turn_bound=turn if outcome == NK.DONE else None)
+        inputs = (f, packed, zeta, slop, mt, mf, zeta_j, cfm, new_bound, current, warm, p_motor, p_limit,
+                  p_normal, p_tangent, position_stage, position_zeta, bool(sim.model.settings.project_joints), gyro,
+                  before_call)
+        w.call = (outcome, ke, pe, pen, joint_error, v_next, tangent, modes, int(nl), _NO_JOINT, v_free, before_call,
+                  None, inputs)
+        with self._limited():
+            return checked_step(sim, lambda: self._finish(w), before)
 
     def _limited(self):
         """Simulator.step's BLAS limit, for the paths of a step it runs outside it (:attr:`blas_free`):
@@ -314,6 +356,13 @@ def _compiled_entry(kernel, args):
         return None
     found = overloads.get(types)
     return None if found is None else found.entry_point
+
+
+def _answer_solution(out, n: int, d: int, method: str, seconds: float):
+    """:func:`_joint_space_solution` of a steady step's answer ``out`` (tree_box_fused_step's one
+    array: z, w of ``n`` rows first, the certificate's numbers at ``d``, pgs-sm's counts after them),
+    built when read (StepState.solve_later)."""
+    return _joint_space_solution(out[:n], out[n:2 * n], out[d:d + 6], out[d + 6:], method, seconds)
 
 
 def _joint_space_solution(z, wv, numbers, stats, method: str, seconds: float):
