@@ -53,7 +53,7 @@ from ..solvers.registry import DENSE_BYTES_LIMIT
 from . import noslip_kernels as NK
 from . import tree_box_kernels as TB
 from .box_joint_stages import _NO_TANGENT, pgs_sm_solution
-from .faults import NOT_JUDGED, checked_step, fault_statics, fault_words, motor_targets, step_fault
+from .faults import NOT_JUDGED, PACKED_INT_FIELDS, checked_step, fault_statics, fault_words, motor_targets, step_fault
 from .noslip_stages import NO_VALUES
 from .recorder import StepRecord
 from .stages import StepWork
@@ -101,6 +101,9 @@ class FusedGraspStep:
                           m.inv_inertia, stages.gravity)
         self.ndof, self.nj = m.ndof, P.motor_target.size
         self.dense_rows = 2 * len(m.joints) + m.ndof       # the problem's rows but the contacts' (build's test)
+        #: the most contacts whose problem (3 nc + dense_rows rows) the dense build takes: build's test
+        #: 8 rows (2 rows + 1) <= DENSE_BYTES_LIMIT, worked out once
+        self.dense_contacts = _dense_contacts(self.dense_rows)
         world = sim.world
         #: the detection's constant arrays (CollisionWorld.polytope_constants: cf, ci, and the sweep and
         #: reach views of cf that the call writes)
@@ -166,9 +169,8 @@ class FusedGraspStep:
             with self._limited():
                 return checked_step(sim, sim._advance, (x0, v0, w0, prev_error))
         contacts = PackedContactSet(floats, ints)
-        nc = contacts.count
-        rows = 3 * nc + self.dense_rows
-        if 8 * rows * (2 * rows + 1) > DENSE_BYTES_LIMIT:     # the general build (models/common.py refuse_dense)
+        nc = ints.shape[0] // PACKED_INT_FIELDS          # (contacts.count)
+        if nc > self.dense_contacts:        # the general build (models/common.py refuse_dense)
             return self._staged((x0, v0, w0, prev_error), StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
         # 3. the call's inputs (CompiledSchurRowStages.build) and the physics step
         idx, tau, st_mt, st_mf = stages.torque_inputs(data)
@@ -240,11 +242,11 @@ class FusedGraspStep:
         self._last = (contacts, result, ints, result.normal, result.motor, result.limit, tangent) if nc else None
         state.turn_overlap = 0.0
         t_integrated = perf_counter()
-        state.timing = {"detect": t_detect - t_start, "build": 0.0, "solve": seconds,
-                        "integrate": t_integrated - t_solved, "record": 0.0}
+        state.time_later((t_start, t_detect, t0, t_solved, t_integrated))
         e1 = ke + pe
         # (the Solution's iterations and residual, built when read: pgs_sm_counts on out[d:d + 6], out[d + 6:])
-        rec = StepRecord(data.time, nc, n, int(out[d + 7]) + int(out[d + 8]), 0, float(out[d]), True, "SOLVED", False,
+        item = out.item
+        rec = StepRecord(data.time, nc, n, int(item(d + 7)) + int(item(d + 8)), 0, item(d), True, "SOLVED", False,
                          ke, e1, e1 - e0, gain, pen, seconds, joint_error)
         v = verdict[0]
         if v:
@@ -336,6 +338,22 @@ class FusedGraspStep:
             return self._finish(w)
         with self._limited():
             return checked_step(self.sim, take, before)
+
+
+def _dense_contacts(fixed_rows: int) -> int:
+    """The largest contact count nc whose rows = 3 nc + ``fixed_rows`` pass the dense build's test
+    8 rows (2 rows + 1) <= DENSE_BYTES_LIMIT (CompiledSchurRowStages.build; models/common.py refuse_dense);
+    -1 where none does."""
+    fits = lambda nc: 8 * (3 * nc + fixed_rows) * (2 * (3 * nc + fixed_rows) + 1) <= DENSE_BYTES_LIMIT
+    if not fits(0):
+        return -1
+    lo, hi = 0, 1
+    while fits(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:          # fits(lo), not fits(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 def _compiled_entry(kernel, args):

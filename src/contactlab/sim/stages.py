@@ -87,7 +87,8 @@ class StepState:
     problem: object = None
     deferred: tuple | None = None       # (contacts, h, terms_of, args): assemble_system(..., *terms_of(*args))
     unbuilt: object = None
-    timing: dict = field(default_factory=dict)
+    _timing: dict = field(default_factory=dict)
+    _stamps: tuple | None = None        # (t_start, t_detect, t0, t_solved, t_integrated): timing formed when read
     free_velocity: object = None        # v + h M^-1 f of a compiled step whose system is deferred (sim/faults.py)
     turn_overlap: float = 0.0           # the deepest overlap the step's turn correction projected out (m)
     judged: tuple | None = None         # a compiled step's plausibility verdict and its inputs (faults.judged_verdict)
@@ -104,6 +105,26 @@ class StepState:
     @solution.setter
     def solution(self, sol) -> None:
         self._solution, self._unsolved = sol, None
+
+    @property
+    def timing(self) -> dict:
+        """Seconds per stage of the last step (``Simulator.timing``: detect, build, solve, integrate,
+        record); a compiled step's formed here on first read from its clock readings (:meth:`time_later`)."""
+        if self._stamps is not None:
+            t_start, t_detect, t0, t_solved, t_integrated = self._stamps
+            self._timing, self._stamps = {"detect": t_detect - t_start, "build": 0.0, "solve": t_solved - t0,
+                                          "integrate": t_integrated - t_solved, "record": 0.0}, None
+        return self._timing
+
+    @timing.setter
+    def timing(self, value: dict) -> None:
+        self._timing, self._stamps = value, None
+
+    def time_later(self, stamps: tuple) -> None:
+        """The timing of a compiled step that builds, solves and integrates in one call (its time the
+        "solve" stage's, as CompiledCall.record reports it) from its clock readings ``stamps`` =
+        (t_start, t_detect, t0, t_solved, t_integrated), formed when :attr:`timing` is first read."""
+        self._stamps = stamps
 
     def solve_later(self, build, args: tuple) -> None:
         """The step's Solution is ``build(*args)``, built (once) when :attr:`solution` is first read: a
