@@ -108,6 +108,8 @@ class FusedGraspStep:
         #: the detection's constant arrays (CollisionWorld.polytope_constants: cf, ci, and the sweep and
         #: reach views of cf that the call writes)
         self.constants = world.polytope_constants()
+        #: the plausibility check's statics of the plan's (frozen) model (faults.fault_statics, its radii the world's)
+        self.statics = fault_statics(sim)
         #: the last DONE step's contacts, result, packed ints and the result's arrays the next step reads
         self._last = None
         #: the physics call's machine code for a steady step's arguments (:func:`_compiled_entry`) and
@@ -186,7 +188,7 @@ class FusedGraspStep:
             p_motor = p_limit = p_normal = NO_VALUES
             p_tangent = _NO_TANGENT
         actuated = bool(sim.has_actuation)
-        kind, radius, jointed, mass = fault_statics(sim)
+        kind, radius, jointed, mass = self.statics
         args = (self.tree_args, gyro, quaternion, position, lin, ang, idx, tau, self.torque_args, *self.motor_args,
                 st_mt, st_mf, floats, ints, zeta, slop, stages.joint_args, h, zeta_j, cfm, new_bound, current,
                 stages.blk_cols, stages.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, stages.params,
@@ -246,8 +248,8 @@ class FusedGraspStep:
         e1 = ke + pe
         # (the Solution's iterations and residual, built when read: pgs_sm_counts on out[d:d + 6], out[d + 6:])
         item = out.item
-        rec = StepRecord(data.time, nc, n, int(item(d + 7)) + int(item(d + 8)), 0, item(d), True, "SOLVED", False,
-                         ke, e1, e1 - e0, gain, pen, seconds, joint_error)
+        rec = StepRecord.solved(data.time, nc, n, int(item(d + 7)) + int(item(d + 8)), item(d), ke, e1, e1 - e0, gain,
+                                pen, seconds, joint_error)
         v = verdict[0]
         if v:
             with self._limited():

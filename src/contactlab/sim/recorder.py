@@ -67,6 +67,36 @@ class StepRecord:
     plausible: bool = True
     fault: str = ""
 
+    @classmethod
+    def solved(cls, time, contacts, lcp_size, iterations, residual, kinetic_energy, energy, energy_gain,
+               contact_energy_gain, max_penetration, solve_time, joint_error) -> "StepRecord":
+        """The record of a step the method certified itself (``success``, status ``SOLVED``, no pivots,
+        not rescued, plausible until a fault is set), the values already of their fields' types: the
+        same record as the constructor's, each field stored in the dataclass' field order (as
+        ``__init__`` stores them: ``vars(record)`` reads the same, in CPython's shared-key layout of
+        the class's instances) without ``__init__``'s and ``__post_init__``'s calls (a compiled step's
+        few microseconds of Python: sim/grasp_step.py)."""
+        rec = _new(cls)
+        rec.time = time
+        rec.contacts = contacts
+        rec.lcp_size = lcp_size
+        rec.iterations = iterations
+        rec.pivots = 0
+        rec.residual = residual
+        rec.success = True
+        rec.status = "SOLVED"
+        rec.rescued = False
+        rec.kinetic_energy = kinetic_energy
+        rec.energy = energy
+        rec.energy_gain = energy_gain
+        rec.contact_energy_gain = contact_energy_gain
+        rec.max_penetration = max_penetration
+        rec.solve_time = solve_time
+        rec.joint_error = joint_error
+        rec.plausible = True
+        rec.fault = ""
+        return rec
+
     def __post_init__(self):
         # one spelling of a status everywhere: the Status name ("SOLVED"), also when given the enum or its value
         if self.status.__class__ is str and self.status in _STATUS_NAMES:
@@ -75,6 +105,9 @@ class StepRecord:
         if name is None and isinstance(self.status, str):
             name = self.status.upper()
         self.status = str(name)
+
+
+_new = object.__new__
 
 
 @dataclass
