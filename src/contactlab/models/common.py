@@ -33,6 +33,9 @@ def refuse_dense(model: str, arrays: dict, fix: str) -> None:
                          f"limit {DENSE_BYTES_LIMIT / 2**30:.0f} GiB); {fix}")
 
 
+_new = object.__new__
+
+
 @dataclass
 class StepResult:
     """What ``recover`` returns. Impulses (not forces) over the step: ``normal`` (nc,),
@@ -53,6 +56,23 @@ class StepResult:
         """The result of a model's low-level recover (rows N, S, T, J only; no limits, no motors)."""
         return cls(v_next=v_next, normal=normal, tangent=np.column_stack([tangent_s, tangent_t]), joint=joint,
                    limit=np.zeros(0), motor=np.zeros(0), modes=np.asarray(modes, dtype=np.int8), accel=accel)
+
+    @classmethod
+    def of(cls, v_next, normal, tangent, joint, limit, motor, modes) -> "StepResult":
+        """The result with these arrays (no info, no acceleration): the constructor's, each field stored
+        in the dataclass' field order (as ``__init__`` stores them) without its call (a compiled
+        step's few microseconds of Python: sim/grasp_step.py)."""
+        r = _new(cls)
+        r.v_next = v_next
+        r.normal = normal
+        r.tangent = tangent
+        r.joint = joint
+        r.limit = limit
+        r.motor = motor
+        r.modes = modes
+        r.info = {}
+        r.accel = None
+        return r
 
     @property
     def tangent_s(self) -> np.ndarray:

@@ -228,23 +228,21 @@ class FusedGraspStep:
         o_n = nm + nl
         z = out[:n]
         tangent = out[a:b].reshape(nc, 2)
-        result = StepResult(out[2 * n:a], z[o_n:o_n + nc], tangent, _NO_JOINT, z[nm:o_n], z[:nm], modes)
+        result = StepResult.of(out[2 * n:a], z[o_n:o_n + nc], tangent, _NO_JOINT, z[nm:o_n], z[:nm], modes)
         data.warm["z"] = z.copy()
-        e = b + ndof
-        state.defer(contacts, h, self._system_terms, (x0, q0, v0, w0, out, e, gyro, contacts, zeta, slop, zeta_j, h))
-        state.free_velocity = out[b:e]
         data.time += h
         data.steps += 1
         data.joint_torque.clear()
         data.contacts, data.result = contacts, result
         stages.joint_space = True
         seconds = t_solved - t0
+        e = b + ndof
         d = e + ndof + 2 * self.nj
-        state.solve_later(_answer_solution, (out, n, d, sim.method, seconds))    # (Simulator.last_solution)
         self._last = (contacts, result, ints, result.normal, result.motor, result.limit, tangent) if nc else None
-        state.turn_overlap = 0.0
-        t_integrated = perf_counter()
-        state.time_later((t_start, t_detect, t0, t_solved, t_integrated))
+        # the system, the Solution (Simulator.last_system, last_solution) and the timing formed when read
+        state.leave(contacts, h, self._system_terms, (x0, q0, v0, w0, out, e, gyro, contacts, zeta, slop, zeta_j, h),
+                    out[b:e], _answer_solution, (out, n, d, sim.method, seconds),
+                    (t_start, t_detect, t0, t_solved, perf_counter()))
         e1 = ke + pe
         # (the Solution's iterations and residual, built when read: pgs_sm_counts on out[d:d + 6], out[d + 6:])
         item = out.item

@@ -131,6 +131,18 @@ class StepState:
         compiled step whose answer nobody reads pays no Solution (its info dict, its dataclass)."""
         self._solution, self._unsolved = None, (build, args)
 
+    def leave(self, contacts, h: float, terms_of, args: tuple, free_velocity, build, build_args: tuple,
+              stamps: tuple) -> None:
+        """What a compiled step that builds, solves and integrates in one call leaves to be formed when
+        read, in one call: its system (:meth:`defer`), its free velocity, its Solution
+        (:meth:`solve_later`), its timing (:meth:`time_later`); no turn correction ran."""
+        self.system, self.deferred = None, (contacts, h, terms_of, args)
+        self.problem, self.unbuilt = None, FROM_SYSTEM
+        self.free_velocity = free_velocity
+        self._solution, self._unsolved = None, (build, build_args)
+        self._stamps = stamps
+        self.turn_overlap = 0.0
+
     def defer(self, contacts, h: float, terms_of, args: tuple) -> None:
         """Assemble the step's system and its problem only when read."""
         self.system, self.deferred = None, (contacts, h, terms_of, args)
