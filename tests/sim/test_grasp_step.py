@@ -178,3 +178,43 @@ def test_run_takes_the_fused_steps_and_the_planning_declines_what_it_cannot_take
     c.world.detect_matched = lambda *args, **kw: type(c.world).detect_matched(c.world, *args, **kw)
     c.step()
     assert c._fused is False
+
+
+def test_settings_changed_between_steps_are_read_the_step_after():
+    """The fused step forms its floats from the Settings once per change (FusedGraspStep._read_settings):
+    a margin, slop, drift correction and cfm set between steps are the next step's, as the stages read
+    them each step: the staged run's bits before and after each change, on a fused step throughout."""
+    a, b = _sim(), _sim(fused=False)
+    changes = [("margin", 0.004), ("slop", 2e-4), ("zeta", 0.1), ("cfm", 1e-9), ("contact_zeta", 0.3)]
+    for k in range(30 * (len(changes) + 1)):
+        if k and k % 30 == 0:
+            name, value = changes[k // 30 - 1]
+            for sim in (a, b):
+                setattr(sim.model.settings, name, value)
+        _same_step(a, b, a.step(), b.step())
+        assert isinstance(a._fused, GS.FusedGraspStep)
+    assert a.world.margin == b.world.margin == 0.004
+
+
+def test_its_timing_and_result_are_the_stages_forms():
+    """The step's timing formed on first read (StepState.time_later) has the stages' stages, the
+    call's time as "solve", and stays what was read; its StepResult (StepResult.of) is the
+    constructor's form: no info, no acceleration, the StepResult type."""
+    from contactlab.models.common import StepResult
+    a = _sim()
+    for _ in range(30):
+        a.step()
+    state = a.step_state
+    assert state._stamps is not None
+    t = a.timing
+    assert state._stamps is None and a.timing is t
+    assert list(t) == ["detect", "build", "solve", "integrate", "record"]
+    assert t["build"] == t["record"] == 0.0 and min(t.values()) >= 0.0 and t["solve"] == a.last_solution.time_s
+    a.timing = {"detect": 1.0}
+    assert a.timing == {"detect": 1.0}
+    r = a.data.result
+    assert type(r) is StepResult and r.info == {} and r.accel is None
+    assert list(vars(r)) == [f for f in StepResult.__dataclass_fields__]
+    made = StepResult(v_next=r.v_next, normal=r.normal, tangent=r.tangent, joint=r.joint, limit=r.limit,
+                      motor=r.motor, modes=r.modes)
+    assert vars(made).keys() == vars(r).keys() and all(getattr(made, f) is getattr(r, f) for f in vars(r) if f != "info")

@@ -84,3 +84,20 @@ def test_sigint_keeps_a_valid_partial_file(tmp_path):
     assert back.attrs["steps_written"] == n and back.poses()[0].shape[0] == n + 1
     assert np.allclose(back.column("time"), 0.01 * np.arange(1, n + 1))
     assert not [f for f in os.listdir(tmp_path) if f != "pile.h5"]
+
+
+def test_a_solved_record_is_the_constructors():
+    """StepRecord.solved (a certified step's record stored field by field, sim/grasp_step.py) is the
+    record the constructor makes of the same values: equal, the same field types, the same attribute
+    order, and a fault set afterwards reads as the constructor's record's."""
+    values = (0.25, 5, 18, 7, 3.5e-12, 1.25, -0.5, 1e-6, 2e-9, 4e-5, 3e-5, 1e-7)
+    t, nc, n, it, res, ke, e, eg, cg, pen, secs, je = values
+    made = StepRecord(time=t, contacts=nc, lcp_size=n, iterations=it, pivots=0, residual=res, success=True,
+                      status="SOLVED", rescued=False, kinetic_energy=ke, energy=e, energy_gain=eg,
+                      contact_energy_gain=cg, max_penetration=pen, solve_time=secs, joint_error=je)
+    fast = StepRecord.solved(*values)
+    assert fast == made and type(fast) is StepRecord
+    assert list(vars(fast)) == list(vars(made)) == [*RECORD_FIELDS[:7], "status", *RECORD_FIELDS[7:], "fault"]
+    assert [type(v) for v in vars(fast).values()] == [type(v) for v in vars(made).values()]
+    fast.fault, made.fault = "moved", "moved"
+    assert fast == made and fast != StepRecord.solved(*values)

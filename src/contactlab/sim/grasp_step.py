@@ -232,7 +232,8 @@ class FusedGraspStep:
         data.warm["z"] = z.copy()
         data.time += h
         data.steps += 1
-        data.joint_torque.clear()
+        if data.joint_torque:
+            data.joint_torque.clear()
         data.contacts, data.result = contacts, result
         stages.joint_space = True
         seconds = t_solved - t0
