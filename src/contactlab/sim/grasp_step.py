@@ -25,9 +25,16 @@ script: Python that sets motors and the wrist's velocity, as the stages run them
    A steady step (the previous one this step's, DONE, with contacts) calls the call's machine code
    directly (:func:`_compiled_entry`, taken once a plan: numba's typing of its 38 arguments skipped),
    its arguments being of the types it was taken for by construction;
-4. the bookkeeping of the stages' solve, certify, integrate and record (the Solution, the StepResult,
-   the deferred system, ``Data``, the StepRecord), the plausibility verdict in words where it finds
-   a fault (:func:`~contactlab.sim.faults.fault_words`).
+4. the bookkeeping of the stages' solve, certify, integrate and record (the StepResult, the warm
+   start, ``Data``, the StepRecord; the system, the Solution and the seconds per stage left to be
+   formed when read: :meth:`~contactlab.sim.stages.StepState.leave`), the plausibility verdict in
+   words where it finds a fault (:func:`~contactlab.sim.faults.fault_words`).
+
+What a step reads that changes only with the plan (the model's arrays, the plausibility check's
+statics, the dense build's largest contact count) is taken once a plan, and the Settings' floats
+once per change of the Settings (compared by value each step: the Model is frozen, its Settings are
+not); the answer's views are sliced where they are read (the Solution's and the deferred system's
+when those are), so a steady step's Python is the few objects a user reads.
 
 The same kernels in the same order on the same arrays as the stages: the same bits, records and
 verdicts (tests/sim/test_grasp_step.py). Where the stages would do something else, the step is
