@@ -218,3 +218,28 @@ def test_its_timing_and_result_are_the_stages_forms():
     made = StepResult(v_next=r.v_next, normal=r.normal, tangent=r.tangent, joint=r.joint, limit=r.limit,
                       motor=r.motor, modes=r.modes)
     assert vars(made).keys() == vars(r).keys() and all(getattr(made, f) is getattr(r, f) for f in vars(r) if f != "info")
+
+
+def test_motor_and_torque_inputs_follow_the_data_between_steps():
+    """The call's motor and torque inputs, kept while the motors' arrays are the same objects and no
+    joint torque is set (FusedGraspStep._inputs), follow the data: joint torques set on some steps
+    (a controller), the force limits replaced by a new array, the targets' values changed in place;
+    every step the staged run's bits."""
+    def torque(sim):
+        if sim.data.steps % 7 == 3:
+            sim.set_joint_torque("f1_distal", 0.05)
+    sims = []
+    for fused in (True, False):
+        sc = make_scene("barrett-grasp", material="rubber")
+        sim = Simulator(sc, "box-friction", "pgs-sm", model_options={"joints": "schur", "coupling": "previous"},
+                        controllers=[*sc.controllers, torque])
+        sim.fused = fused
+        sims.append(sim)
+    a, b = sims
+    for k in range(90):
+        if k == 40:
+            for sim in (a, b):
+                sim.data.motor_max_force = 0.5 * sim.data.motor_max_force
+        _same_step(a, b, a.step(), b.step())
+    assert isinstance(a._fused, GS.FusedGraspStep) and a._fused._inputs_for is a.data.motor_target
+    assert a._fused._inputs[3] is a.data.motor_max_force

@@ -69,6 +69,8 @@ from .turns import TURN_TRIGGER
 
 #: a step's joint impulses (joint coordinates carry none; tree_box_step's empty ``x``)
 _NO_JOINT = np.zeros(0)
+#: no motor array (FusedGraspStep._inputs_for): matches none, None included
+_UNSET = object()
 
 
 class FusedGraspStep:
@@ -125,6 +127,9 @@ class FusedGraspStep:
         self._entry, self._entry_for = None, None
         #: the model's Settings as the step last read them, and what it formed of them (:meth:`_read_settings`)
         self._settings_seen, self._fixed = None, None
+        #: the motors' target array for which the call's torque and motor inputs are :attr:`_inputs`
+        #: (idx, tau, targets, force limits, the plausibility check's targets); _UNSET: formed each step
+        self._inputs_for, self._inputs = _UNSET, None
 
     def valid(self, sim) -> bool:
         """Whether this plan is still the simulator's (the same stages and controllers; a plain loop:
@@ -182,7 +187,16 @@ class FusedGraspStep:
         if nc > self.dense_contacts:        # the general build (models/common.py refuse_dense)
             return self._staged((x0, v0, w0, prev_error), StepWork(contacts, contacts.match, nc, h, t_start, t_detect))
         # 3. the call's inputs (CompiledSchurRowStages.build) and the physics step
-        idx, tau, st_mt, st_mf = stages.torque_inputs(data)
+        mt = data.motor_target
+        if mt is self._inputs_for and not data.joint_torque and data.motor_max_force is self._inputs[3]:
+            idx, tau, st_mt, st_mf, targets = self._inputs      # (the same motor arrays, no joint torques)
+        else:
+            idx, tau, st_mt, st_mf = stages.torque_inputs(data)
+            targets = motor_targets(data)
+            # kept while the motors' arrays are the same objects (their values change in place) and no
+            # joint torque is set, where the targets are the array itself (not a converted copy)
+            keep = not data.joint_torque and mt is not None and targets is mt and st_mt is mt
+            self._inputs_for, self._inputs = (mt, (idx, tau, st_mt, st_mf, targets)) if keep else (_UNSET, None)
         warm = bool(sim.warm_start and data.warm.get("z") is not None and res is not None)
         if warm and last is not None:
             p_motor, p_limit, p_normal, p_tangent = res.motor, res.limit, prev_normal, res.tangent
@@ -200,7 +214,7 @@ class FusedGraspStep:
                 st_mt, st_mf, floats, ints, zeta, slop, stages.joint_args, h, zeta_j, cfm, new_bound, current,
                 stages.blk_cols, stages.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, stages.params,
                 stages.threshold, stages.passive, position_stage, position_zeta, radius,
-                (x0, v0, w0, kind, jointed, mass, prev_error, motor_targets(data), actuated))
+                (x0, v0, w0, kind, jointed, mass, prev_error, targets, actuated))
         # a steady step (the previous one this step's, DONE, with contacts: the warm start its own
         # arrays) passes arguments of the types of the steady step the entry was taken on: every
         # other is a constant of the plan or the module, a float or bool made here, the detection's
