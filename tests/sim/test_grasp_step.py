@@ -217,7 +217,8 @@ def test_its_timing_and_result_are_the_stages_forms():
     assert list(vars(r)) == [f for f in StepResult.__dataclass_fields__]
     made = StepResult(v_next=r.v_next, normal=r.normal, tangent=r.tangent, joint=r.joint, limit=r.limit,
                       motor=r.motor, modes=r.modes)
-    assert vars(made).keys() == vars(r).keys() and all(getattr(made, f) is getattr(r, f) for f in vars(r) if f != "info")
+    assert vars(made).keys() == vars(r).keys()
+    assert all(getattr(made, f) is getattr(r, f) for f in vars(r) if f != "info")
 
 
 def test_motor_and_torque_inputs_follow_the_data_between_steps():
