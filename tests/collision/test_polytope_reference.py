@@ -72,3 +72,52 @@ def test_random_pairs_are_the_reference_bits(seed):
         margin = rng.uniform(0.0, 0.01)
         _same(PT.polytope_contacts(pairs, Rs, ps, *data, margin, sweep),
               REF.polytope_contacts(pairs, Rs, ps, *data, margin, sweep))
+
+
+def _face_stage(V, F, C, rad, data, a, b):
+    """polytope_pair's face stage without its bounds (numpy): the largest face separation, the first
+    face in order (a's faces, then b's) that attains it, and the inputs of ``_edges_cannot_win``."""
+    _, vstart, _, _, fstart, *_ = data
+    VA, VB = V[vstart[a]:vstart[a + 1]], V[vstart[b]:vstart[b + 1]]
+    FA, FB = F[fstart[a]:fstart[a + 1]], F[fstart[b]:fstart[b + 1]]
+    sa = (VB @ FA[:, :3].T).min(axis=0) - FA[:, 3]
+    sb = (VA @ FB[:, :3].T).min(axis=0) - FB[:, 3]
+    best, win = sa.max(), int(sa.argmax())
+    if sb.max() > best:
+        best, win = sb.max(), -2 - int(sb.argmax())
+    return win, best, PT.EDGE_PREFERENCE * rad[a], VA, VB, FA, FB, C[a], rad[a], rad[b]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_shallow_overlaps_skip_the_edge_stage_and_keep_the_reference_bits(seed):
+    """Box-prism pairs overlapping by 1e-9 to 3e-6 m (the grasp's depths) at random poses: where the
+    witness (``_edges_cannot_win``) skips the edge stage, no axis of the exhaustive separating-axis
+    test separates by more than the face axis plus the edge preference (an independent check of the
+    skip's bound), the contacts are the reference's bit for bit in both orders, and the skip is
+    taken on a good share of them (the test covers it)."""
+    from .test_polytope import _brute_separation
+    rng = np.random.default_rng(100 + seed)
+    data = PT.polytope_data([BOX, PRISM])
+    _, vstart, _, _, fstart, _, _, estart = data
+    skipped = 0
+    for _ in range(30):
+        Rs = np.array([_rot(rng), _rot(rng)])
+        u = rng.normal(size=3)
+        u /= np.linalg.norm(u)
+        ps = np.array([np.zeros(3), 0.2 * u])
+        depth = 10.0 ** rng.uniform(-9, np.log10(3e-6))
+        for _ in range(4):      # move b along u onto the depth: the separation is piecewise linear in the shift
+            phi, N = PT.polytope_contacts(np.array([[0, 1]]), Rs, ps, *data, 1.0, np.zeros((2, 4)))[4:2:-1]
+            ps[1] -= u * (phi[0] + depth) / max(N[0] @ u, 0.1)
+        V, F, C, rad, *_ = PT._call_work(vstart, fstart, estart)
+        PT.polytope_world(np.ones(2, dtype=np.int64), Rs, ps, *data[:5], V, F, C, rad)
+        args = _face_stage(V, F, C, rad, data, 0, 1)
+        if PT._edges_cannot_win(*args):
+            skipped += 1
+            win, best, tol = args[:3]
+            assert _brute_separation(Rs[0], ps[0], Rs[1], ps[1], data) <= best + tol
+        sweep = np.zeros((2, 4))
+        for pairs in (np.array([[0, 1]]), np.array([[1, 0]])):
+            _same(PT.polytope_contacts(pairs, Rs, ps, *data, 0.005, sweep),
+                  REF.polytope_contacts(pairs, Rs, ps, *data, 0.005, sweep))
+    assert skipped >= 10

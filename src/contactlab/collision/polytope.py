@@ -48,6 +48,12 @@ DIRECTIONS = 8
 #: ulps that a dot product or a centroid of up to millions of vertices can be off by
 BOUND_TOLERANCE = 1e-9
 
+#: the angle (rad) by which an edge pair's axis can lie off the Gauss-map arcs and still pass
+#: :func:`polytope_pair`'s floating-point arc tests: a sign read wrongly needs a dot within a few ulps
+#: (~7e-16) of zero, and the parallel cut keeps the two great circles at least 1e-9 apart, so the axis
+#: lies within ~7e-16 / 1e-9 = 7e-7 of both arcs; three times that (:func:`_edges_cannot_win`)
+ARC_SLACK = 2e-6
+
 #: a corner whose turn angle is below this is dropped (collision/contacts.py ``_polygon_corners``)
 TURN_TOLERANCE = 1e-6
 
@@ -295,6 +301,51 @@ def _face_support(n0, n1, n2, d, X):
 
 
 @jit
+def _edges_cannot_win(win, best, tol, VA, VB, FA, FB, ca, ra, rb):
+    """Whether no edge pair of :func:`polytope_pair`'s edge stage can replace the face axis ``win``
+    (f: face f of a; -2 - f: face f of b) of separation ``best`` < 0 (the shapes overlap): then the
+    stage changes nothing and is skipped.
+
+    A witness z in both shapes: the other shape's deepest vertex along the winning face's normal,
+    strictly inside the face's own shape (every face's n.z - d below minus :data:`BOUND_TOLERANCE`
+    times its operands' size). Along any unit axis v the support gap min_B v.x - max_A v.x is at
+    most v.z - v.z = 0. An edge pair passing the arc tests has its axis within :data:`ARC_SLACK`
+    (delta) of both edges' arcs, so its edges are supports of their shapes along v to within
+    delta times the shapes' diameters (2 ra, 2 rb: the bounding spheres about the centroids): its
+    separation is at most 2 delta (ra + rb), and the stage takes it only above best + tol. Its axis
+    is oriented by the sign of v.(q - ca) (q on a's edge), which is a's support height above its
+    centroid, at least a's inradius about ca less 2 delta ra: the inradius must exceed that. Both
+    bounds carry a rounding allowance of BOUND_TOLERANCE times the operands' size (the edge stage's
+    own); NaN anywhere gives False."""
+    if win == -1 or not best < 0.0:
+        return False
+    scale = abs(ca[0]) + abs(ca[1]) + abs(ca[2]) + ra + rb
+    room = 2.0 * ARC_SLACK * (ra + rb) + BOUND_TOLERANCE * scale
+    if not best + tol > room:
+        return False
+    rho = np.inf                                 # a's inradius about its vertex centroid
+    for g in range(FA.shape[0]):
+        rho = min(rho, FA[g, 3] - (FA[g, 0] * ca[0] + FA[g, 1] * ca[1] + FA[g, 2] * ca[2]))
+    if not rho > 2.0 * ARC_SLACK * ra + BOUND_TOLERANCE * (scale + abs(rho)):
+        return False
+    if win >= 0:                                 # z: b's deepest vertex below a's face, inside a
+        n, X, own = FA[win], VB, FA
+    else:                                        # z: a's deepest vertex below b's face, inside b
+        n, X, own = FB[-2 - win], VA, FB
+    j, low = 0, np.inf
+    for i in range(X.shape[0]):
+        h = n[0] * X[i, 0] + n[1] * X[i, 1] + n[2] * X[i, 2]
+        if h < low:
+            j, low = i, h
+    z0, z1, z2 = X[j, 0], X[j, 1], X[j, 2]
+    zs = abs(z0) + abs(z1) + abs(z2)
+    for g in range(own.shape[0]):
+        if not own[g, 0] * z0 + own[g, 1] * z1 + own[g, 2] * z2 - own[g, 3] < -BOUND_TOLERANCE * (zs + abs(own[g, 3])):
+            return False
+    return True
+
+
+@jit
 def polytope_pair(a, b, V, F, C, rad, Rs, ps, vstart, fstart, estart, edge_f, edge_p, Eu, Ep, placed_u, placed_p, work,
                   patch, limit, P_out, N_out, phi_out, k):
     """Contacts of shapes a and b (module docstring) within ``limit`` (the margin grown by their
@@ -319,6 +370,7 @@ def polytope_pair(a, b, V, F, C, rad, Rs, ps, vstart, fstart, estart, edge_f, ed
     cb, rb = C[b], rad[b]
     ax0 = ax1 = ax2 = 0.0
     best = -np.inf
+    win = -1                                     # the face axis: f of a, -2 - f of b
     # faces of a (n.x <= d inside a) against b's vertices: bounds from b's sphere, the highest first
     nfa = FA.shape[0]
     scale = abs(cb[0]) + abs(cb[1]) + abs(cb[2]) + rb
@@ -340,7 +392,7 @@ def polytope_pair(a, b, V, F, C, rad, Rs, ps, vstart, fstart, estart, edge_f, ed
         else:
             s = _face_support(FA[f, 0], FA[f, 1], FA[f, 2], FA[f, 3], VB)
         if s > best:
-            best = s
+            best, win = s, f
             ax0, ax1, ax2 = FA[f, 0], FA[f, 1], FA[f, 2]
     if best > limit:
         return k
@@ -356,7 +408,7 @@ def polytope_pair(a, b, V, F, C, rad, Rs, ps, vstart, fstart, estart, edge_f, ed
             continue
         s = _face_support(n0, n1, n2, FB[f, 3], VA)
         if s > best:
-            best = s
+            best, win = s, -2 - f
             ax0, ax1, ax2 = -n0, -n1, -n2
     if best > limit:
         return k
@@ -369,11 +421,13 @@ def polytope_pair(a, b, V, F, C, rad, Rs, ps, vstart, fstart, estart, edge_f, ed
     # of a runs the other tests on its direction's list; b's arcs are placed only once listed, its
     # edges' points once they pass the arc tests.
     tol = EDGE_PREFERENCE * size
+    # overlapping shapes with a common point certified: no edge pair can win (_edges_cannot_win)
+    ne_a = 0 if _edges_cannot_win(win, best, tol, VA, VB, FA, FB, ca, size, rb) else EFA.shape[0]
     neb, nfb = EFB.shape[0], FB.shape[0]
     Ra, pa, Rb, pb = Rs[a], ps[a], Rs[b], ps[b]
     ea0, eb0 = estart[a], estart[b]
     nd = 0
-    for e in range(EFA.shape[0]):
+    for e in range(ne_a):
         ge = ea0 + e
         if not placed_u[ge]:
             _place_arc(ge, FA, EFA[e], Eu, placed_u)
