@@ -345,21 +345,25 @@ def _put(out, k, src):
 
 
 @jit
-def tree_box_fused_step(plan, gyroscopic, quaternion, position, linear_velocity, angular_velocity, torque_idx, torques,
-                        torque_joints, ndof, packed_target, packed_max_force, state_target, state_max_force,
-                        contact_floats, contact_ints, zeta_c, slop, joints, h, zeta_j, cfm, new_bound, current, blk_cols,
-                        blk_ptr, warm, prev_motor, prev_limit, prev_normal, prev_tangent, params, threshold, passive,
+def tree_box_fused_step(fixed, gyroscopic, quaternion, position, linear_velocity, angular_velocity, torque_idx, torques,
+                        ndof, state_target, state_max_force, contact_floats, contact_ints, zeta_c, slop, h, zeta_j, cfm,
+                        new_bound, current, warm, prev_motor, prev_limit, prev_normal, prev_tangent, threshold,
                         position_stage, position_zeta, radius, judge):
     """The fused hand step's call (sim/grasp_step.py): the stages' build inputs
     (:func:`contactlab.sim.noslip_kernels.call_inputs`: the joint torques' force, the motors' targets
-    and limits; ``torque_joints`` = (kind, a, b, anchor_b, axis_a, dof_start) of the packed joints),
-    then :func:`tree_box_step` on them (``plan``: its first fourteen arguments, the frozen model's),
-    the same kernels in the same order as the stages' two calls. Its answers come back in one float
+    and limits), then :func:`tree_box_step` on them, the same kernels in the same order as the
+    stages' two calls. ``fixed``: the plan's constant arrays as one argument
+    (:func:`contactlab.kernels.frozen.frozen_arrays`; each array argument crossing from Python costs
+    an unboxing), ``fixed.args`` = (plan: tree_box_step's first fourteen arguments, the frozen
+    model's; torque_joints = (kind, a, b, anchor_b, axis_a, dof_start) of the packed joints; the
+    packed motor targets and force limits; the packed joints' arrays; blk_cols, blk_ptr; pgs-sm's
+    params; passive). Its answers come back in one float
     array, each crossing into Python costing a boxed array (about a microsecond each): ``out`` =
     [z (n) | w (n) | v+ (ndof) | tangent impulses (2 nc) | v_free (ndof) | the joint torques' force
     before the step (ndof) | motor targets | motor limits (nj each) | numbers (6) | stats (6)], with
     the contact modes. Returns (outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn bound, verdict,
     out, modes); DECLINED: nothing changed (``out`` empty)."""
+    plan, torque_joints, packed_target, packed_max_force, joints, blk_cols, blk_ptr, params, passive = fixed.args
     f, mt, mf, _lim = call_inputs(torque_idx, torques, torque_joints[0], torque_joints[1], torque_joints[2],
                                   torque_joints[3], torque_joints[4], torque_joints[5], position, quaternion, ndof,
                                   packed_target, packed_max_force, state_target, state_max_force)
