@@ -76,11 +76,17 @@ def coordinate_map(order, jnt, qstart, kinematic, lin, ang, jq, follows, ratio, 
     column ``col[i]`` of T with entry ``fac[i]``, or known (col -1, t0[i]). ``jq[k]``: joint k's
     coordinate (-1: a fixed joint). ok False: an exact motor on a coupled joint or a joint without
     a coordinate, a coupling of a joint without a coordinate, a cycle of couplings."""
-    col = np.full(nq, -1, dtype=np.int64)
-    fac = np.ones(nq)
-    t0 = np.zeros(nq)
+    ibuf = np.empty(2 * nq, dtype=np.int64)       # col, lead; fac, t0: views of one allocation each
+    fbuf = np.zeros(2 * nq)
+    col = ibuf[:nq]
+    lead = ibuf[nq:]
+    fac = fbuf[:nq]
+    t0 = fbuf[nq:]
     known = np.zeros(nq, dtype=np.bool_)
-    lead = np.arange(nq)
+    for i in range(nq):
+        col[i] = -1
+        lead[i] = i
+        fac[i] = 1.0
     for b in order:
         if jnt[b] < 0 and kinematic[b]:
             s = qstart[b]
@@ -252,8 +258,11 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
         return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max,
                 0.0, _NOT_JUDGED, np.zeros(0))
     # C = R_u' (nr, n) = T' R', and the rows' known part R t0
-    C = np.zeros((nr, n))
-    known = np.zeros(n)
+    buf = np.zeros(nr * n + n * n + 2 * n)      # C, M, known, q: views of one allocation
+    C = buf[:nr * n].reshape((nr, n))
+    M = buf[nr * n:nr * n + n * n].reshape((n, n))
+    known = buf[nr * n + n * n:nr * n + n * n + n]
+    q = buf[nr * n + n * n + n:]
     for i in range(nq):
         ci = col[i]
         if ci >= 0:
@@ -268,8 +277,6 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     if not ok:
         return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max,
                 0.0, _NOT_JUDGED, np.zeros(0))
-    M = np.zeros((n, n))
-    q = np.empty(n)
     for i in range(n):
         s = 0.0
         for k in range(nr):
