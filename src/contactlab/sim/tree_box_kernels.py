@@ -56,7 +56,7 @@ from ..mechanics.rows import contact_terms, position_targets_window
 from ..mechanics.tree import body_jacobians, crba, motion_columns, tree_coordinates, tree_joint_error
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
 from .box_joint_kernels import _no_answer, box_solve_certified
-from .faults import NOT_JUDGED, step_checks
+from .faults import NOT_JUDGED, step_checks, step_verdict
 from .noslip_kernels import DECLINED, DEEP, DONE, call_inputs
 from .tree_kernels import (_limit_rows, advance_tree, block_kinetic_gain, frame_rows_of, joint_momentum,
                            maximal_rates, tree_joint_arrays)
@@ -211,7 +211,7 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
                   inv_inertia, gravity, gyroscopic, quaternion, position, linear_velocity, angular_velocity, f,
                   contact_floats, contact_ints, zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, cfm,
                   new_bound, current, blk_cols, blk_ptr, warm, prev_motor, prev_limit, prev_normal, prev_tangent,
-                  params, threshold, passive, position_stage, position_zeta, radius, judge):
+                  params, threshold, passive, position_stage, position_zeta, radius, judge, motion=True):
     """One box-friction step (``joints="schur"``, pgs-sm) of a forest with kinematic roots and couplings
     in joint coordinates (module docstring). ``tree``: TreeTopology.args; ``joint_of`` (nj,): each
     joint's child body; ``body_of_block``: the body of each 6-dof block; ``kinematic`` (nb,): the
@@ -223,7 +223,8 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     position correction as the maximal call does); then, as that call's, the per-step checks of a DONE
     step, whose state is final, on ``radius`` and ``judge`` (:func:`contactlab.sim.faults.step_checks`:
     the turn bound, the plausibility verdict on the call's own free velocity, the judged motion; code
-    NOT_JUDGED and no motion otherwise, or where ``radius`` is not one per body)."""
+    NOT_JUDGED and no motion otherwise, or where ``radius`` is not one per body); ``motion`` False: no
+    judged motion either (:func:`~contactlab.sim.faults.step_verdict`: the fused call drops it)."""
     ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
     e0 = 0.0 + ke0 + pe0
     order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx = tree
@@ -337,9 +338,15 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     judged = np.zeros(0)
     if radius.size == dof_start.size:
         x0, v0, w0, kind, jointed, total_mass, prev_joint_error, motors, actuated = judge
-        turn, verdict, judged = step_checks(dof_start, kind, KIND_KINEMATIC, radius, contact_ints, x0, v0, w0, v_free,
-                                            True, gravity, position, linear_velocity, angular_velocity, h, pen, slop,
-                                            prev_joint_error, jointed, motors, actuated, gain, ke, pe, total_mass)
+        if motion:
+            turn, verdict, judged = step_checks(dof_start, kind, KIND_KINEMATIC, radius, contact_ints, x0, v0, w0,
+                                                v_free, True, gravity, position, linear_velocity, angular_velocity, h,
+                                                pen, slop, prev_joint_error, jointed, motors, actuated, gain, ke, pe,
+                                                total_mass)
+        else:
+            turn, verdict = step_verdict(dof_start, kind, KIND_KINEMATIC, radius, contact_ints, x0, v0, w0, v_free,
+                                         True, gravity, position, linear_velocity, angular_velocity, h, pen, slop,
+                                         prev_joint_error, jointed, motors, actuated, gain, ke, pe, total_mass)
     return (DONE, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max, turn, verdict, judged)
 
 
@@ -379,7 +386,7 @@ def tree_box_fused_step(fixed, gyroscopic, quaternion, position, linear_velocity
                         plan[10], plan[11], plan[12], plan[13], gyroscopic, quaternion, position, linear_velocity,
                         angular_velocity, f, contact_floats, contact_ints, zeta_c, slop, joints, mt, mf, h, zeta_j, cfm,
                         new_bound, current, blk_cols, blk_ptr, warm, prev_motor, prev_limit, prev_normal, prev_tangent,
-                        params, threshold, passive, position_stage, position_zeta, radius, judge)
+                        params, threshold, passive, position_stage, position_zeta, radius, judge, False)
     outcome, answer, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, _a_max, turn, verdict, _judged = res
     _ok, _code, z, wv, _x, numbers, stats, v_next, tangent, n = answer
     if outcome == DECLINED:
