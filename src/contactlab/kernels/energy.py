@@ -12,8 +12,9 @@ def energies(dof_start, mass, inertia, quat, lin, ang, pos, gravity):
     -sum m p . g."""
     ke = 0.0
     pe = 0.0
-    R = np.empty((3, 3))
-    b = np.empty(3)                     # R' omega: the angular velocity in body axes
+    work = np.empty(12)                 # R and b = R' omega (the angular velocity in body axes): one allocation
+    R = work[:9].reshape((3, 3))
+    b = work[9:]
     for k in range(mass.shape[0]):
         if dof_start[k] < 0:
             continue

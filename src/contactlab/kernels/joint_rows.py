@@ -75,12 +75,16 @@ def spd_reduce(A, C, g):
     p = A.shape[0]
     n = C.shape[1]
     sym, row0 = symmetric_row_norm(A, C)
-    Li = np.zeros((p, p))
-    Y = np.zeros((p, n))
-    yg = np.zeros(p)
+    buf = np.zeros(2 * p * p + p * n + p)     # Li, L, Y, yg: views of one allocation
+    Li = buf[:p * p].reshape((p, p))
+    L = buf[p * p:2 * p * p].reshape((p, p))
+    Y = buf[2 * p * p:2 * p * p + p * n].reshape((p, n))
+    yg = buf[2 * p * p + p * n:]
     if not sym:
         return False, Li, Y, yg
-    first = np.empty(p, dtype=np.int64)
+    ibuf = np.empty(2 * p, dtype=np.int64)
+    first = ibuf[:p]
+    lo = ibuf[p:]
     for i in range(p):
         f = i
         for j in range(i):
@@ -88,7 +92,6 @@ def spd_reduce(A, C, g):
                 f = j
                 break
         first[i] = f
-    L = np.zeros((p, p))
     for j in range(p):
         fj = first[j]
         s = A[j, j]
@@ -105,7 +108,6 @@ def spd_reduce(A, C, g):
             for k in range(fi if fi > fj else fj, j):
                 t -= L[i, k] * L[j, k]
             L[i, j] = t / L[j, j]
-    lo = np.empty(p, dtype=np.int64)
     for i in range(p):              # L^-1 row by row: Li[i] = (e_i - sum_k<i L[i, k] Li[k]) / L[i, i]
         m = i
         for k in range(first[i], i):

@@ -326,16 +326,30 @@ def pgs_sm_dense_run(M, q, lo, hi, findex, mu, z, w, params, stats):
             if M[i, j] != M[j, i]:
                 return NOT_SYMMETRIC
     s = lcp_scale(M, q)
-    Ms = np.empty((n, n))
-    qs = np.empty(n)
-    diag = np.empty(n)
+    # the work arrays as views of three buffers (one allocation each instead of one per array)
+    fbuf = np.zeros(2 * n * n + 5 * n + 9)
+    Ms = fbuf[:n * n].reshape((n, n))
+    K = fbuf[n * n:2 * n * n].reshape((n, n))
+    o = 2 * n * n
+    qs = fbuf[o:o + n]
+    diag = fbuf[o + n:o + 2 * n]
+    rhs = fbuf[o + 2 * n:o + 3 * n]
+    dz = fbuf[o + 3 * n:o + 4 * n]
+    z_old = fbuf[o + 4 * n:o + 5 * n]
+    pgs_stats = fbuf[o + 5 * n:o + 5 * n + 3]
+    kstats = fbuf[o + 5 * n + 3:o + 5 * n + 9]
+    ibuf = np.zeros(2 * n, dtype=np.int64)
+    order = ibuf[:n]
+    Fidx = ibuf[n:]
+    bbuf = np.zeros(2 * n, dtype=np.bool_)
+    free = bbuf[:n]
+    side_hi = bbuf[n:]
     for i in range(n):
         for j in range(n):
             Ms[i, j] = M[i, j] / s
         Ms[i, i] += cfm / s
         qs[i] = q[i] / s
         diag[i] = Ms[i, i]
-    order = np.empty(n, dtype=np.int64)
     k = 0
     for i in range(n):
         if not (normals_first and findex[i] >= 0):
@@ -350,15 +364,6 @@ def pgs_sm_dense_run(M, q, lo, hi, findex, mu, z, w, params, stats):
             z[i] = min(max(z[i], lo[i]), hi[i])
     dense_refresh_w(Ms, qs, z, w)
     tol = _abs_target(qs, lo, hi, z, w, tol_rel)
-    Fidx = np.zeros(n, dtype=np.int64)
-    K = np.empty((n, n))
-    rhs = np.empty(n)
-    dz = np.empty(n)
-    z_old = np.empty(n)
-    free = np.zeros(n, dtype=np.bool_)
-    side_hi = np.zeros(n, dtype=np.bool_)
-    pgs_stats = np.zeros(3)
-    kstats = np.zeros(6)
     outer = 0
     sweeps = 0
     sm = 0

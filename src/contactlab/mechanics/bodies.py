@@ -33,9 +33,10 @@ def mass_blocks_kernel(live, q, mass, inertia, inv_inertia):
     """(k, 6, 6) blocks diag(m I3, R I R') of M and diag(I3 / m, R I^-1 R') of M^-1 for the bodies
     ``live``, R from each body's unit quaternion (one pass; :func:`body_blocks` from matrices)."""
     k = live.size
-    M_blocks = np.zeros((k, 6, 6))
-    W_blocks = np.zeros((k, 6, 6))
-    R = np.empty((3, 3))
+    work = np.zeros(72 * k + 9)         # M_blocks, W_blocks, R: views of one allocation
+    M_blocks = work[:36 * k].reshape((k, 6, 6))
+    W_blocks = work[36 * k:72 * k].reshape((k, 6, 6))
+    R = work[72 * k:].reshape((3, 3))
     for t in range(k):
         b = live[t]
         quat_matrix(q[b], R)
@@ -103,7 +104,10 @@ def block_times(B, x):
 def free_velocity(W_blocks, v, f, h):
     """v + h M^-1 f with M^-1 block-diagonal (W_blocks): :func:`block_times`, so the numbers v_free()
     computes through M^-1's CSR rows."""
-    return v + h * block_times(W_blocks, f)
+    out = block_times(W_blocks, f)      # (the same two roundings a term as v + h * out, in one array)
+    for i in range(out.size):
+        out[i] = v[i] + h * out[i]
+    return out
 
 
 @jit

@@ -476,8 +476,11 @@ def joint_torque_kernel(idx, tau, kind, a, b, anchor_b, axis_a, dof_start, posit
     """Generalised force of joint torques tau at joints idx: +tau along/about the axis on the child,
     -tau on the parent (prismatic: the force at the child's anchor, with its moment)."""
     f = np.zeros(ndof)
-    R = np.empty((3, 3))
-    axis, pb, tmp = np.empty(3), np.empty(3), np.empty(3)
+    if idx.size == 0:
+        return f
+    work = np.empty(18)                 # R, axis, pb, tmp: views of one allocation
+    R = work[:9].reshape((3, 3))
+    axis, pb, tmp = work[9:12], work[12:15], work[15:]
     for m in range(idx.size):
         k = idx[m]
         t = tau[m]
@@ -515,8 +518,9 @@ def joint_torque_kernel(idx, tau, kind, a, b, anchor_b, axis_a, dof_start, posit
 def body_forces(live, dof_start, mass, inertia, gravity, quaternion, omega, gyroscopic, f):
     """f += [m g, -omega x (R I R' omega)] of the moving bodies ``live`` (gyroscopic term only if
     ``gyroscopic``; drumwright eq. 5's F_e), in place."""
-    R = np.empty((3, 3))
-    u, Iu, Iw = np.empty(3), np.empty(3), np.empty(3)
+    work = np.empty(18)                 # R, u, Iu, Iw: views of one allocation
+    R = work[:9].reshape((3, 3))
+    u, Iu, Iw = work[9:12], work[12:15], work[15:]
     for m in range(live.size):
         i = live[m]
         s = dof_start[i]

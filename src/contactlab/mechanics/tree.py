@@ -375,12 +375,13 @@ def crba(order, parent, qstart, qcount, root, anc_ptr, anc_idx, nq, position, qu
     into composites I^c; then H_kl = s_l' I^c_b s_k for each own coordinate k of body b and each
     coordinate l that moves b (its ancestors' and its own)."""
     nb = position.shape[0]
-    cm = np.zeros(nb)
-    ch = np.zeros((nb, 3))
-    cI = np.zeros((nb, 3, 3))
-    R = np.empty((3, 3))
-    T = np.empty((3, 3))
-    r = np.empty(3)
+    work = np.zeros(13 * nb + 21)       # cm, ch, cI, R, T, r: views of one allocation
+    cm = work[:nb]
+    ch = work[nb:4 * nb].reshape((nb, 3))
+    cI = work[4 * nb:13 * nb].reshape((nb, 3, 3))
+    R = work[13 * nb:13 * nb + 9].reshape((3, 3))
+    T = work[13 * nb + 9:13 * nb + 18].reshape((3, 3))
+    r = work[13 * nb + 18:]
     for b in order:
         o = root[b]
         for i in range(3):

@@ -240,16 +240,10 @@ def free_plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, v_free, sp
 
 
 @jit
-def step_checks(dof_start, kind, kinematic, radius, contact_ints, x0, v0, w0, v_free, split, gravity, x1, v1, w1, h, pen,
-                slop, prev_joint_error, jointed, motors, actuated, gain, ke, pe, mass):
-    """The per-step checks of a compiled step whose state after it is final (nothing moves the bodies
-    before the checks run), in one call on their own inputs: the correct stage's turn bound
-    (:func:`contactlab.sim.turns.turn_bound` of the packed contacts' bodies, ``contact_ints``, on
-    ``radius``, the velocities after the step), :func:`step_fault`'s verdict
-    (:func:`free_plausibility`, depth max(pen, 0) as :func:`step_depth` forms it without a turn
-    correction, the record's energies ke and ke + pe) and the judged motion [x0 | v0 | w0 | x1 | v1 |
-    w1 | motors] that :func:`judged_verdict` compares (:func:`same_motion`). Returns (turn bound,
-    verdict, judged motion)."""
+def step_verdict(dof_start, kind, kinematic, radius, contact_ints, x0, v0, w0, v_free, split, gravity, x1, v1, w1, h,
+                 pen, slop, prev_joint_error, jointed, motors, actuated, gain, ke, pe, mass):
+    """:func:`step_checks` without the judged motion (a caller that drops it forms no copy of it):
+    (turn bound, verdict)."""
     nc = contact_ints.shape[0] // PACKED_INT_FIELDS
     turn = turn_bound(contact_ints[:nc], contact_ints[nc:2 * nc], w1, radius, h)
     depth = pen if np.isfinite(pen) else 0.0
@@ -257,6 +251,23 @@ def step_checks(dof_start, kind, kinematic, radius, contact_ints, x0, v0, w0, v_
         depth = 0.0
     verdict = free_plausibility(dof_start, kind, kinematic, radius, x0, v0, w0, v_free, split, gravity, x1, v1, w1, h,
                                 depth, slop, prev_joint_error, jointed, motors, actuated, gain, ke, ke + pe, mass)
+    return turn, verdict
+
+
+@jit
+def step_checks(dof_start, kind, kinematic, radius, contact_ints, x0, v0, w0, v_free, split, gravity, x1, v1, w1, h, pen,
+                slop, prev_joint_error, jointed, motors, actuated, gain, ke, pe, mass):
+    """The per-step checks of a compiled step whose state after it is final (nothing moves the bodies
+    before the checks run), in one call on their own inputs: the correct stage's turn bound
+    (:func:`contactlab.sim.turns.turn_bound` of the packed contacts' bodies, ``contact_ints``, on
+    ``radius``, the velocities after the step), :func:`step_fault`'s verdict
+    (:func:`free_plausibility`, depth max(pen, 0) as :func:`step_depth` forms it without a turn
+    correction, the record's energies ke and ke + pe): :func:`step_verdict`; and the judged motion
+    [x0 | v0 | w0 | x1 | v1 | w1 | motors] that :func:`judged_verdict` compares (:func:`same_motion`).
+    Returns (turn bound, verdict, judged motion)."""
+    turn, verdict = step_verdict(dof_start, kind, kinematic, radius, contact_ints, x0, v0, w0, v_free, split, gravity,
+                                 x1, v1, w1, h, pen, slop, prev_joint_error, jointed, motors, actuated, gain, ke, pe,
+                                 mass)
     judged = np.concatenate((x0.reshape(-1), v0.reshape(-1), w0.reshape(-1), x1.reshape(-1), v1.reshape(-1),
                              w1.reshape(-1), motors))
     return turn, verdict, judged

@@ -23,7 +23,7 @@ script: Python that sets motors and the wrist's velocity, as the stages run them
    the depth max(pen, 0), the record's energies, the previous joint error, the motors' targets, the
    actuation), taken here as they are: nothing runs between the call and this method's use of them.
    A steady step (the previous one this step's, DONE, with contacts) calls the call's machine code
-   directly (:func:`_compiled_entry`, taken once a plan: numba's typing of its 38 arguments skipped),
+   directly (:func:`_compiled_entry`, taken once a plan: numba's typing of its 30 arguments skipped),
    its arguments being of the types it was taken for by construction;
 4. the bookkeeping of the stages' solve, certify, integrate and record (the StepResult, the warm
    start, ``Data``, the StepRecord; the system, the Solution and the seconds per stage left to be
@@ -55,6 +55,7 @@ from ..blas import blas_threads
 from ..collision import CollisionWorld
 from ..collision.contacts import PackedContactSet, previous_packed
 from ..collision.polytope import detect_and_match_polytopes
+from ..kernels.frozen import frozen_arrays
 from ..models.common import StepResult
 from ..solvers.registry import DENSE_BYTES_LIMIT
 from . import noslip_kernels as NK
@@ -103,12 +104,14 @@ class FusedGraspStep:
         m = sim.model
         P = stages.packed
         self.torque_args = (P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start)
-        self.motor_args = (m.ndof, P.motor_target, P.motor_max_force)
         # tree_box_step's arguments fixed by the plan (the frozen model's arrays)
         self.tree_args = (stages.tree.args, stages.joint_of, stages.body_of_block, stages.tree.nq, stages.kinematic,
                           stages.jq, stages.follows, stages.ratio, stages.live, m.dof_start, m.mass, m.inertia,
                           m.inv_inertia, stages.gravity)
         self.ndof, self.nj = m.ndof, P.motor_target.size
+        #: the physics call's constant arrays as its one argument (tree_box_fused_step's ``fixed``)
+        self.fixed = frozen_arrays((self.tree_args, self.torque_args, P.motor_target, P.motor_max_force,
+                                    stages.joint_args, stages.blk_cols, stages.blk_ptr, stages.params, stages.passive))
         self.dense_rows = 2 * len(m.joints) + m.ndof       # the problem's rows but the contacts' (build's test)
         #: the most contacts whose problem (3 nc + dense_rows rows) the dense build takes: build's test
         #: 8 rows (2 rows + 1) <= DENSE_BYTES_LIMIT, worked out once
@@ -210,10 +213,9 @@ class FusedGraspStep:
             p_tangent = _NO_TANGENT
         actuated = bool(sim.has_actuation)
         kind, radius, jointed, mass = self.statics
-        args = (self.tree_args, gyro, quaternion, position, lin, ang, idx, tau, self.torque_args, *self.motor_args,
-                st_mt, st_mf, floats, ints, zeta, slop, stages.joint_args, h, zeta_j, cfm, new_bound, current,
-                stages.blk_cols, stages.blk_ptr, warm, p_motor, p_limit, p_normal, p_tangent, stages.params,
-                stages.threshold, stages.passive, position_stage, position_zeta, radius,
+        args = (self.fixed, gyro, quaternion, position, lin, ang, idx, tau, self.ndof, st_mt, st_mf, floats, ints,
+                zeta, slop, h, zeta_j, cfm, new_bound, current, warm, p_motor, p_limit, p_normal, p_tangent,
+                stages.threshold, position_stage, position_zeta, radius,
                 (x0, v0, w0, kind, jointed, mass, prev_error, targets, actuated))
         # a steady step (the previous one this step's, DONE, with contacts: the warm start its own
         # arrays) passes arguments of the types of the steady step the entry was taken on: every
@@ -383,7 +385,8 @@ def _compiled_entry(kernel, args):
     function called as ``entry(*args)``), or None where none is compiled for exactly their types (or
     the kernel runs as Python: ``NUMBA_DISABLE_JIT``). A call through it skips the dispatcher's typing
     of every argument on every call (each array's type code, each tuple's fingerprint: the physics
-    call's 38 arguments, four of them tuples of the plan's ~40 arrays). Only for calls whose arguments
+    call's 30 arguments, one of them a tuple of arrays; the plan's ~50 constant arrays cross as one
+    :class:`~contactlab.kernels.frozen.FrozenArrays`). Only for calls whose arguments
     have exactly these types, which the caller knows by construction (:meth:`FusedGraspStep.step`): an
     argument of another type (dtype, dimensions, layout, read-only flag) would be misread, not
     rejected. Typing ``args`` here costs about a millisecond: once per plan."""

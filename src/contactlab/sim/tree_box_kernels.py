@@ -56,7 +56,7 @@ from ..mechanics.rows import contact_terms, position_targets_window
 from ..mechanics.tree import body_jacobians, crba, motion_columns, tree_coordinates, tree_joint_error
 from ..models.common import MODE_IMPULSE_TOL, MODE_SPEED_TOL, _modes_of_rows
 from .box_joint_kernels import _no_answer, box_solve_certified
-from .faults import NOT_JUDGED, step_checks
+from .faults import NOT_JUDGED, step_checks, step_verdict
 from .noslip_kernels import DECLINED, DEEP, DONE, call_inputs
 from .tree_kernels import (_limit_rows, advance_tree, block_kinetic_gain, frame_rows_of, joint_momentum,
                            maximal_rates, tree_joint_arrays)
@@ -76,11 +76,17 @@ def coordinate_map(order, jnt, qstart, kinematic, lin, ang, jq, follows, ratio, 
     column ``col[i]`` of T with entry ``fac[i]``, or known (col -1, t0[i]). ``jq[k]``: joint k's
     coordinate (-1: a fixed joint). ok False: an exact motor on a coupled joint or a joint without
     a coordinate, a coupling of a joint without a coordinate, a cycle of couplings."""
-    col = np.full(nq, -1, dtype=np.int64)
-    fac = np.ones(nq)
-    t0 = np.zeros(nq)
+    ibuf = np.empty(2 * nq, dtype=np.int64)       # col, lead; fac, t0: views of one allocation each
+    fbuf = np.zeros(2 * nq)
+    col = ibuf[:nq]
+    lead = ibuf[nq:]
+    fac = fbuf[:nq]
+    t0 = fbuf[nq:]
     known = np.zeros(nq, dtype=np.bool_)
-    lead = np.arange(nq)
+    for i in range(nq):
+        col[i] = -1
+        lead[i] = i
+        fac[i] = 1.0
     for b in order:
         if jnt[b] < 0 and kinematic[b]:
             s = qstart[b]
@@ -205,7 +211,7 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
                   inv_inertia, gravity, gyroscopic, quaternion, position, linear_velocity, angular_velocity, f,
                   contact_floats, contact_ints, zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, cfm,
                   new_bound, current, blk_cols, blk_ptr, warm, prev_motor, prev_limit, prev_normal, prev_tangent,
-                  params, threshold, passive, position_stage, position_zeta, radius, judge):
+                  params, threshold, passive, position_stage, position_zeta, radius, judge, motion=True):
     """One box-friction step (``joints="schur"``, pgs-sm) of a forest with kinematic roots and couplings
     in joint coordinates (module docstring). ``tree``: TreeTopology.args; ``joint_of`` (nj,): each
     joint's child body; ``body_of_block``: the body of each 6-dof block; ``kinematic`` (nb,): the
@@ -217,7 +223,8 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     position correction as the maximal call does); then, as that call's, the per-step checks of a DONE
     step, whose state is final, on ``radius`` and ``judge`` (:func:`contactlab.sim.faults.step_checks`:
     the turn bound, the plausibility verdict on the call's own free velocity, the judged motion; code
-    NOT_JUDGED and no motion otherwise, or where ``radius`` is not one per body)."""
+    NOT_JUDGED and no motion otherwise, or where ``radius`` is not one per body); ``motion`` False: no
+    judged motion either (:func:`~contactlab.sim.faults.step_verdict`: the fused call drops it)."""
     ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
     e0 = 0.0 + ke0 + pe0
     order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx = tree
@@ -252,8 +259,11 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
         return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max,
                 0.0, _NOT_JUDGED, np.zeros(0))
     # C = R_u' (nr, n) = T' R', and the rows' known part R t0
-    C = np.zeros((nr, n))
-    known = np.zeros(n)
+    buf = np.zeros(nr * n + n * n + 2 * n)      # C, M, known, q: views of one allocation
+    C = buf[:nr * n].reshape((nr, n))
+    M = buf[nr * n:nr * n + n * n].reshape((n, n))
+    known = buf[nr * n + n * n:nr * n + n * n + n]
+    q = buf[nr * n + n * n + n:]
     for i in range(nq):
         ci = col[i]
         if ci >= 0:
@@ -268,8 +278,6 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     if not ok:
         return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max,
                 0.0, _NOT_JUDGED, np.zeros(0))
-    M = np.zeros((n, n))
-    q = np.empty(n)
     for i in range(n):
         s = 0.0
         for k in range(nr):
@@ -330,9 +338,15 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     judged = np.zeros(0)
     if radius.size == dof_start.size:
         x0, v0, w0, kind, jointed, total_mass, prev_joint_error, motors, actuated = judge
-        turn, verdict, judged = step_checks(dof_start, kind, KIND_KINEMATIC, radius, contact_ints, x0, v0, w0, v_free,
-                                            True, gravity, position, linear_velocity, angular_velocity, h, pen, slop,
-                                            prev_joint_error, jointed, motors, actuated, gain, ke, pe, total_mass)
+        if motion:
+            turn, verdict, judged = step_checks(dof_start, kind, KIND_KINEMATIC, radius, contact_ints, x0, v0, w0,
+                                                v_free, True, gravity, position, linear_velocity, angular_velocity, h,
+                                                pen, slop, prev_joint_error, jointed, motors, actuated, gain, ke, pe,
+                                                total_mass)
+        else:
+            turn, verdict = step_verdict(dof_start, kind, KIND_KINEMATIC, radius, contact_ints, x0, v0, w0, v_free,
+                                         True, gravity, position, linear_velocity, angular_velocity, h, pen, slop,
+                                         prev_joint_error, jointed, motors, actuated, gain, ke, pe, total_mass)
     return (DONE, out, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, a_max, turn, verdict, judged)
 
 
@@ -345,21 +359,25 @@ def _put(out, k, src):
 
 
 @jit
-def tree_box_fused_step(plan, gyroscopic, quaternion, position, linear_velocity, angular_velocity, torque_idx, torques,
-                        torque_joints, ndof, packed_target, packed_max_force, state_target, state_max_force,
-                        contact_floats, contact_ints, zeta_c, slop, joints, h, zeta_j, cfm, new_bound, current, blk_cols,
-                        blk_ptr, warm, prev_motor, prev_limit, prev_normal, prev_tangent, params, threshold, passive,
+def tree_box_fused_step(fixed, gyroscopic, quaternion, position, linear_velocity, angular_velocity, torque_idx, torques,
+                        ndof, state_target, state_max_force, contact_floats, contact_ints, zeta_c, slop, h, zeta_j, cfm,
+                        new_bound, current, warm, prev_motor, prev_limit, prev_normal, prev_tangent, threshold,
                         position_stage, position_zeta, radius, judge):
     """The fused hand step's call (sim/grasp_step.py): the stages' build inputs
     (:func:`contactlab.sim.noslip_kernels.call_inputs`: the joint torques' force, the motors' targets
-    and limits; ``torque_joints`` = (kind, a, b, anchor_b, axis_a, dof_start) of the packed joints),
-    then :func:`tree_box_step` on them (``plan``: its first fourteen arguments, the frozen model's),
-    the same kernels in the same order as the stages' two calls. Its answers come back in one float
+    and limits), then :func:`tree_box_step` on them, the same kernels in the same order as the
+    stages' two calls. ``fixed``: the plan's constant arrays as one argument
+    (:func:`contactlab.kernels.frozen.frozen_arrays`; each array argument crossing from Python costs
+    an unboxing), ``fixed.args`` = (plan: tree_box_step's first fourteen arguments, the frozen
+    model's; torque_joints = (kind, a, b, anchor_b, axis_a, dof_start) of the packed joints; the
+    packed motor targets and force limits; the packed joints' arrays; blk_cols, blk_ptr; pgs-sm's
+    params; passive). Its answers come back in one float
     array, each crossing into Python costing a boxed array (about a microsecond each): ``out`` =
     [z (n) | w (n) | v+ (ndof) | tangent impulses (2 nc) | v_free (ndof) | the joint torques' force
     before the step (ndof) | motor targets | motor limits (nj each) | numbers (6) | stats (6)], with
     the contact modes. Returns (outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn bound, verdict,
     out, modes); DECLINED: nothing changed (``out`` empty)."""
+    plan, torque_joints, packed_target, packed_max_force, joints, blk_cols, blk_ptr, params, passive = fixed.args
     f, mt, mf, _lim = call_inputs(torque_idx, torques, torque_joints[0], torque_joints[1], torque_joints[2],
                                   torque_joints[3], torque_joints[4], torque_joints[5], position, quaternion, ndof,
                                   packed_target, packed_max_force, state_target, state_max_force)
@@ -368,7 +386,7 @@ def tree_box_fused_step(plan, gyroscopic, quaternion, position, linear_velocity,
                         plan[10], plan[11], plan[12], plan[13], gyroscopic, quaternion, position, linear_velocity,
                         angular_velocity, f, contact_floats, contact_ints, zeta_c, slop, joints, mt, mf, h, zeta_j, cfm,
                         new_bound, current, blk_cols, blk_ptr, warm, prev_motor, prev_limit, prev_normal, prev_tangent,
-                        params, threshold, passive, position_stage, position_zeta, radius, judge)
+                        params, threshold, passive, position_stage, position_zeta, radius, judge, False)
     outcome, answer, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, _a_max, turn, verdict, _judged = res
     _ok, _code, z, wv, _x, numbers, stats, v_next, tangent, n = answer
     if outcome == DECLINED:
