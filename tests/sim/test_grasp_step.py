@@ -244,3 +244,24 @@ def test_motor_and_torque_inputs_follow_the_data_between_steps():
         _same_step(a, b, a.step(), b.step())
     assert isinstance(a._fused, GS.FusedGraspStep) and a._fused._inputs_for is a.data.motor_target
     assert a._fused._inputs[3] is a.data.motor_max_force
+
+
+def test_compiled_entry_is_the_specialisation_the_dispatcher_ran():
+    """_compiled_entry after a call: with one specialisation compiled, that one's machine code (it
+    has just run on the arguments); with several, the one of the arguments' exact types; either
+    gives the dispatcher's answer."""
+    import numba
+
+    @numba.njit
+    def kernel(x, y):
+        return x.sum() * y
+
+    f, i = np.arange(3.0), np.arange(4)
+    assert kernel(f, 2.0) == 6.0
+    (only,) = kernel.overloads.values()
+    assert GS._compiled_entry(kernel, (f, 2.0)) is only.entry_point
+    assert kernel(i, 3) == 18 and len(kernel.overloads) == 2
+    for args in ((f, 2.0), (i, 3)):
+        entry = GS._compiled_entry(kernel, args)
+        assert entry is kernel.overloads[tuple(kernel.typeof_pyval(a) for a in args)].entry_point
+        assert entry(*args) == kernel(*args)

@@ -389,10 +389,15 @@ def _compiled_entry(kernel, args):
     :class:`~contactlab.kernels.frozen.FrozenArrays`). Only for calls whose arguments
     have exactly these types, which the caller knows by construction (:meth:`FusedGraspStep.step`): an
     argument of another type (dtype, dimensions, layout, read-only flag) would be misread, not
-    rejected. Typing ``args`` here costs about a millisecond: once per plan."""
+    rejected. Called right after ``kernel(*args)`` returned: a kernel with one compiled specialisation
+    has just run it on ``args`` (the dispatcher calls that same entry point with the arguments as
+    given), so its entry is taken as is; with several, ``args`` are typed to find theirs (a few
+    hundred microseconds, once per plan)."""
     overloads = getattr(kernel, "overloads", None)
     if not overloads:       # (not compiled yet)
         return None
+    if len(overloads) == 1:
+        return next(iter(overloads.values())).entry_point
     try:
         types = tuple(kernel.typeof_pyval(a) for a in args)
     except Exception:       # a value numba cannot type: the dispatcher's calls
