@@ -170,12 +170,18 @@ def contact_fields(shape_body, shape_mu, sa, sb, mu_default):
     ba = np.empty(k, dtype=np.int64)
     bb = np.empty(k, dtype=np.int64)
     mu = np.empty(k)
-    for i in range(k):
+    contact_fields_into(shape_body, shape_mu, sa, sb, mu_default, ba, bb, mu)
+    return ba, bb, mu
+
+
+@jit
+def contact_fields_into(shape_body, shape_mu, sa, sb, mu_default, ba, bb, mu):
+    """:func:`contact_fields` written into ba, bb, mu (a caller's packed buffers: no allocation)."""
+    for i in range(sa.size):
         ba[i] = shape_body[sa[i]]
         bb[i] = shape_body[sb[i]]
         m = np.fmin(shape_mu[sa[i]], shape_mu[sb[i]])
         mu[i] = m if np.isfinite(m) else mu_default
-    return ba, bb, mu
 
 
 @jit
