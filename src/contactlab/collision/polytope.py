@@ -25,10 +25,11 @@ import numpy as np
 
 from ..kernels._jit import jit
 from ..kernels.vec3 import cross3 as _cross, dot3 as _dot
-from ..mechanics.kernels import shape_sweep, tangent_basis_kernel
-from .boxes.matching import match_with_values
-from .boxes.narrow_phase import contact_fields, detect_kernel
-from .boxes.packed import pack_contacts, unpack_contacts
+from ..mechanics.kernels import shape_sweep
+from ..mechanics.rows import tangent_basis_into
+from .boxes.matching import match_with_values_into
+from .boxes.narrow_phase import contact_fields_into, detect_kernel
+from .boxes.packed import PACKED_FLOAT_WIDTH, PACKED_INTS, unpack_contacts
 from .boxes.reach import pair_reach, shape_reach_of
 
 #: coal's ContactPatchRequest default patch tolerance (m): a vertex within it of a shape's extreme
@@ -605,20 +606,37 @@ def _call_work(vstart, fstart, estart):
 
 
 @jit
+def polytope_capacity(pairs, vstart):
+    """The most contacts :func:`polytope_contacts` can give for ``pairs``: 2 (n_a + n_b) + 4 a pair."""
+    cap = 0
+    for q in range(pairs.shape[0]):
+        a, b = pairs[q, 0], pairs[q, 1]
+        cap += 2 * (vstart[a + 1] - vstart[a] + vstart[b + 1] - vstart[b]) + 4
+    return cap
+
+
+@jit
 def polytope_contacts(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_f, edge_p, estart, margin, sweep):
     """:func:`polytope_pair` for every row of ``pairs`` (k, 2), each pair's margin grown by
     ``boxes.pair_reach`` of the shapes' sweep rows (what coal's security margin was); the shapes
     in the pairs are placed in the world once (:func:`polytope_world`), however many pairs each is
     in, each edge at most once (on demand). Returns (sa, sb, point, unit normal a -> b, phi)."""
-    cap = 0
-    for q in range(pairs.shape[0]):
-        a, b = pairs[q, 0], pairs[q, 1]
-        cap += 2 * (vstart[a + 1] - vstart[a] + vstart[b + 1] - vstart[b]) + 4
+    cap = polytope_capacity(pairs, vstart)
     P = np.empty((cap, 3))
     N = np.empty((cap, 3))
     phi = np.empty(cap)
     sa = np.empty(cap, dtype=np.int64)
     sb = np.empty(cap, dtype=np.int64)
+    k = polytope_contacts_into(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_f, edge_p, estart, margin,
+                               sweep, sa, sb, P, N, phi)
+    return sa[:k], sb[:k], P[:k], N[:k], phi[:k]
+
+
+@jit
+def polytope_contacts_into(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge_f, edge_p, estart, margin, sweep,
+                           sa, sb, P, N, phi):
+    """:func:`polytope_contacts` written from row 0 of sa, sb, P, N, phi (at least
+    :func:`polytope_capacity` rows); returns the number of contacts."""
     V, F, C, rad, Eu, Ep, placed_u, placed_p, used, work, patch = _call_work(vstart, fstart, estart)
     for q in range(pairs.shape[0]):
         used[pairs[q, 0]] = used[pairs[q, 1]] = True
@@ -631,7 +649,7 @@ def polytope_contacts(pairs, Rs, ps, verts, vstart, face_n, face_d, fstart, edge
                           work, patch, margin + pair_reach(sweep, a, b), P, N, phi, k)
         sa[k0:k] = a
         sb[k0:k] = b
-    return sa[:k], sb[:k], P[:k], N[:k], phi[:k]
+    return k
 
 
 @jit
@@ -743,6 +761,8 @@ def detect_and_match_polytopes(lin, ang, h, quaternion, position, margin, prev_f
             if not (is_poly[pairs[q, 0]] and is_poly[pairs[q, 1]]):
                 return True, np.empty(0), np.empty(0, dtype=np.int64)
             nrest += 1
+    kb = phi.size
+    kq = 0
     if nrest:
         sel = np.empty((nrest, 2), dtype=np.int64)
         r = 0
@@ -750,17 +770,28 @@ def detect_and_match_polytopes(lin, ang, h, quaternion, position, margin, prev_f
             if rest[q]:
                 sel[r, 0], sel[r, 1] = pairs[q, 0], pairs[q, 1]
                 r += 1
-        qa, qb, qP, qN, qphi = polytope_contacts(sel, Rs, ps, poly_verts, poly_vstart, face_n, face_d, fstart, edge_f,
-                                                 edge_p, estart, margin, sweep)
-        sa, sb = np.concatenate((sa, qa)), np.concatenate((sb, qb))
-        P, N, phi = np.concatenate((P, qP)), np.concatenate((N, qN)), np.concatenate((phi, qphi))
-    t1, t2 = tangent_basis_kernel(N)
-    ba, bb, mu = contact_fields(shape_body, shape_mu, sa, sb, mu_default)
+        cap = polytope_capacity(sel, poly_vstart)
+        qf = np.empty(7 * cap)      # the polytope pairs' point, normal, phi; their shapes in qi
+        qi = np.empty(2 * cap, dtype=np.int64)
+        qP, qN, qphi = qf[:3 * cap].reshape((cap, 3)), qf[3 * cap:6 * cap].reshape((cap, 3)), qf[6 * cap:]
+        qa, qb = qi[:cap], qi[cap:]
+        kq = polytope_contacts_into(sel, Rs, ps, poly_verts, poly_vstart, face_n, face_d, fstart, edge_f, edge_p,
+                                    estart, margin, sweep, qa, qb, qP, qN, qphi)
+    # the box pairs' contacts, then the polytope pairs', straight into pack_contacts' layout (same bits as
+    # concatenating them and packing: the fields are copied, then computed in place)
+    k = kb + kq
+    floats = np.empty(PACKED_FLOAT_WIDTH * k)
+    ints = np.empty(len(PACKED_INTS) * k, dtype=np.int64)
+    Po, No, t1, t2, phio, mu, guess, ba, bb, sao, sbo, match = unpack_contacts(floats, ints)
+    Po[:kb], No[:kb], phio[:kb], sao[:kb], sbo[:kb] = P, N, phi, sa, sb
+    if kq:
+        Po[kb:], No[kb:], phio[kb:], sao[kb:], sbo[kb:] = qP[:kq], qN[:kq], qphi[:kq], qa[:kq], qb[:kq]
+    tangent_basis_into(No, t1, t2)
+    contact_fields_into(shape_body, shape_mu, sao, sbo, mu_default, ba, bb, mu)
     pair_friction(ba, bb, mu, mu_table)
-    if sa_prev.size == 0 or phi.size == 0:
-        match = np.full(phi.size, -1, dtype=np.int64)
-        guess = np.full(phi.size, np.nan)
+    if sa_prev.size == 0 or k == 0:
+        match[:] = -1
+        guess[:] = np.nan
     else:
-        match, guess = match_with_values(sa_prev, sb_prev, point_prev, values, sa, sb, P, near)
-    floats, ints = pack_contacts(P, N, t1, t2, phi, mu, guess, ba, bb, sa, sb, match)
+        match_with_values_into(sa_prev, sb_prev, point_prev, values, sao, sbo, Po, near, match, guess)
     return False, floats, ints

@@ -213,7 +213,15 @@ def tangent_basis_kernel(n):
     k = n.shape[0]
     t1 = np.empty((k, 3))
     t2 = np.empty((k, 3))
-    for i in range(k):
+    tangent_basis_into(n, t1, t2)
+    return t1, t2
+
+
+@jit
+def tangent_basis_into(n, t1, t2):
+    """:func:`tangent_basis_kernel` written into t1, t2 (k, 3) (a caller's packed buffers: no
+    allocation)."""
+    for i in range(n.shape[0]):
         nx, ny, nz = n[i, 0], n[i, 1], n[i, 2]
         if abs(ny) > 0.9:          # e_z x n
             ax, ay, az = -ny, nx, 0.0
@@ -225,4 +233,3 @@ def tangent_basis_kernel(n):
         t2[i, 0] = ny * az - nz * ay
         t2[i, 1] = nz * ax - nx * az
         t2[i, 2] = nx * ay - ny * ax
-    return t1, t2

@@ -87,6 +87,11 @@ def _sweep_axis(lo, hi, idx):
     return ax
 
 
+#: at most this many pairs, :func:`sweep_pairs` sorts them in place (insertion sort: no key, argsort and
+#: gathered copy, three allocations of a grasp's 6 pairs); more, by argsort
+SORT_IN_PLACE = 32
+
+
 @jit
 def sweep_pairs(lo, hi, idx, body, static, jointed_keys, nb):
     """Shape pairs among ``idx`` whose AABBs overlap (sort-and-sweep along the axis on which the
@@ -128,8 +133,19 @@ def sweep_pairs(lo, hi, idx, body, static, jointed_keys, nb):
             k += 1
     # in (a, b) order, not sweep order: the sweep's order flips with tiny moves of bodies at the
     # same x (a column of boxes), and the contacts, rows and Delassus pattern with it
-    key = out[:k, 0] * (lo.shape[0] + 1) + out[:k, 1]
-    return out[:k][np.argsort(key)]
+    w = lo.shape[0] + 1
+    if k > SORT_IN_PLACE:
+        key = out[:k, 0] * w + out[:k, 1]
+        return out[:k][np.argsort(key)]
+    for i in range(1, k):         # the keys are distinct: any sort gives argsort's order, in place
+        x0, x1 = out[i, 0], out[i, 1]
+        kx = x0 * w + x1
+        j = i - 1
+        while j >= 0 and out[j, 0] * w + out[j, 1] > kx:
+            out[j + 1, 0], out[j + 1, 1] = out[j, 0], out[j, 1]
+            j -= 1
+        out[j + 1, 0], out[j + 1, 1] = x0, x1
+    return out[:k]
 
 
 @jit

@@ -40,16 +40,15 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
             cap += MAX_PAIR_POINTS
         elif cls[b] == HALFSPACE:
             cap += max(vstart[a + 1] - vstart[a], 1)
-    sa = np.empty(cap, dtype=np.int64)
-    sb = np.empty(cap, dtype=np.int64)
-    P = np.empty((cap, 3))
-    N = np.empty((cap, 3))
-    phi = np.empty(cap)
+    si = np.empty(2 * cap, dtype=np.int64)      # the outputs and a pair's work carved from two buffers
+    sa, sb = si[:cap], si[cap:]
+    M = MAX_PAIR_POINTS
+    sf = np.empty(7 * cap + 8 * M + 3)
+    P, N, phi = sf[:3 * cap].reshape((cap, 3)), sf[3 * cap:6 * cap].reshape((cap, 3)), sf[6 * cap:7 * cap]
+    o = 7 * cap
+    Pk, keys = sf[o:o + 3 * M].reshape((M, 3)), sf[o + 3 * M:o + 4 * M]
+    Nk, fk, x = sf[o + 4 * M:o + 7 * M].reshape((M, 3)), sf[o + 7 * M:o + 8 * M], sf[o + 8 * M:o + 8 * M + 3]
     rest = np.ones(npairs, dtype=np.bool_)
-    Pk = np.empty((MAX_PAIR_POINTS, 3))
-    keys = np.empty(MAX_PAIR_POINTS)
-    Nk = np.empty((MAX_PAIR_POINTS, 3))
-    fk = np.empty(MAX_PAIR_POINTS)
     work = _Work()
     k = 0
     for q in range(npairs):                       # box-box
@@ -65,7 +64,6 @@ def narrow_phase(pairs, cls, Rs, ps, half, verts, vstart, radius, plane_row, pla
             N[k] = Nk[r]
             phi[k] = fk[r]
             k += 1
-    x = np.empty(3)
     for q in range(npairs):                       # vertices against a half-space
         s, h = pairs[q, 0], pairs[q, 1]
         if cls[h] != HALFSPACE or not (cls[s] == BOX or cls[s] == VERTICES):
@@ -170,12 +168,18 @@ def contact_fields(shape_body, shape_mu, sa, sb, mu_default):
     ba = np.empty(k, dtype=np.int64)
     bb = np.empty(k, dtype=np.int64)
     mu = np.empty(k)
-    for i in range(k):
+    contact_fields_into(shape_body, shape_mu, sa, sb, mu_default, ba, bb, mu)
+    return ba, bb, mu
+
+
+@jit
+def contact_fields_into(shape_body, shape_mu, sa, sb, mu_default, ba, bb, mu):
+    """:func:`contact_fields` written into ba, bb, mu (a caller's packed buffers: no allocation)."""
+    for i in range(sa.size):
         ba[i] = shape_body[sa[i]]
         bb[i] = shape_body[sb[i]]
         m = np.fmin(shape_mu[sa[i]], shape_mu[sb[i]])
         mu[i] = m if np.isfinite(m) else mu_default
-    return ba, bb, mu
 
 
 @jit
