@@ -109,16 +109,13 @@ class FusedGraspStep:
                           stages.jq, stages.follows, stages.ratio, stages.live, m.dof_start, m.mass, m.inertia,
                           m.inv_inertia, stages.gravity)
         self.ndof, self.nj = m.ndof, P.motor_target.size
+        #: the physics call's constant arrays as its one argument (tree_box_fused_step's ``fixed``)
+        self.fixed = frozen_arrays((self.tree_args, self.torque_args, P.motor_target, P.motor_max_force,
+                                    stages.joint_args, stages.blk_cols, stages.blk_ptr, stages.params, stages.passive))
         self.dense_rows = 2 * len(m.joints) + m.ndof       # the problem's rows but the contacts' (build's test)
         #: the most contacts whose problem (3 nc + dense_rows rows) the dense build takes: build's test
         #: 8 rows (2 rows + 1) <= DENSE_BYTES_LIMIT, worked out once
         self.dense_contacts = _dense_contacts(self.dense_rows)
-        #: the physics call's constant arrays as its one argument (tree_box_fused_step's ``fixed``), with
-        #: tree_box_step's work buffer (one a plan, sized for up to WORK_CONTACTS contacts: more, it allocates)
-        self.fixed = frozen_arrays((self.tree_args, self.torque_args, P.motor_target, P.motor_max_force,
-                                    stages.joint_args, stages.blk_cols, stages.blk_ptr, stages.params, stages.passive,
-                                    np.empty(_work_size(m.ndof, stages.tree.nq, self.nj, self.dense_rows,
-                                                        min(self.dense_contacts, WORK_CONTACTS)))))
         world = sim.world
         #: the detection's constant arrays (CollisionWorld.polytope_constants: cf, ci, and the sweep and
         #: reach views of cf that the call writes)
@@ -365,18 +362,6 @@ class FusedGraspStep:
             return self._finish(w)
         with self._limited():
             return checked_step(self.sim, take, before)
-
-
-#: the contacts for which the physics call's work buffer is sized (FusedGraspStep.fixed)
-WORK_CONTACTS = 16
-
-
-def _work_size(ndof: int, nq: int, nj: int, fixed_rows: int, nc: int) -> int:
-    """The float count of tree_box_step's work buffer (sim/tree_box_kernels.py: the force copy, then
-    g, Hr, br, R, rhs, a_target, a_max, C, M, known, q, qd+, tangent) for ``nc`` contacts, bounding
-    its rows by 3 nc + ``fixed_rows`` and the free coordinates by ``nq``."""
-    n = 3 * nc + fixed_rows
-    return ndof + nq + nq * nq + nq + n * nq + n + 2 * nj + nq * n + n * n + 2 * n + nq + 2 * nc
 
 
 def _dense_contacts(fixed_rows: int) -> int:

@@ -137,18 +137,17 @@ def coordinate_map(order, jnt, qstart, kinematic, lin, ang, jq, follows, ratio, 
 
 
 @jit
-def reduced_mass(H, p, col, fac, t0, nr, g, Hr, b):
+def reduced_mass(H, p, col, fac, t0, nr):
     """(Hr, b): Hr = T' H T (each entry once on and above the diagonal, mirrored: exactly symmetric)
-    and b = T' (p - H t0) of :func:`coordinate_map`'s T, t0, written into the caller's ``Hr`` (nr, nr)
-    and ``b`` (nr,); ``g`` (nq,): work (p - H t0)."""
+    and b = T' (p - H t0) of :func:`coordinate_map`'s T, t0."""
     nq = H.shape[0]
-    g[:] = p
+    g = p.copy()
     for j in range(nq):
         if t0[j] != 0.0:
             for i in range(nq):
                 g[i] -= H[i, j] * t0[j]
-    Hr[:, :] = 0.0
-    b[:] = 0.0
+    Hr = np.zeros((nr, nr))
+    b = np.zeros(nr)
     for i in range(nq):
         ci = col[i]
         if ci < 0:
@@ -165,31 +164,26 @@ def reduced_mass(H, p, col, fac, t0, nr, g, Hr, b):
 
 
 @jit
-def _motor_rows(jq, motor_target, motor_max_force):
-    """The motors' row count nm of :func:`tree_rows`: the finite velocity motors on a coordinate."""
-    nm = 0
-    for k in range(jq.shape[0]):
-        if motor_target[k] == motor_target[k] and not np.isinf(motor_max_force[k]) and jq[k] >= 0:
-            nm += 1
-    return nm
-
-
-@jit
 def tree_rows(Sb, dof_start, body_of_block, contact_ip, contact_ix, contact_dv, jq, motor_target, motor_max_force,
-              h, limit_rows, l_bias, n_bias, nq, R, rhs, a_target, a_max):
+              h, limit_rows, l_bias, n_bias, nq):
     """The rows [A; L; N; S; T] in joint coordinates (n, nq) and their right-hand sides rhs
     ([a_target; -l_bias; -n_bias; 0; 0], models/box_friction.py ``build``), with the motors' a_target
     and a_max = h max_force: a finite velocity motor (joint_kernels.py ``constraint_rows_kernel``, in
     joint order) is the rate of its coordinate; the limits' rows ``limit_rows``
     (:func:`~contactlab.sim.tree_kernels._limit_rows`); the contacts' N, S, T are their maximal rows
-    times S (:func:`~contactlab.sim.tree_kernels.frame_rows_of`). Written into the caller's ``R``
-    (n, nq), ``rhs`` (n,), ``a_target``, ``a_max`` (nm,: :func:`_motor_rows`); n = nm + nl + 3 nc."""
+    times S (:func:`~contactlab.sim.tree_kernels.frame_rows_of`)."""
     nj = jq.shape[0]
-    nm = a_target.shape[0]
+    nm = 0
+    for k in range(nj):
+        if motor_target[k] == motor_target[k] and not np.isinf(motor_max_force[k]) and jq[k] >= 0:
+            nm += 1
     nl = l_bias.shape[0]
     nc = n_bias.shape[0]
-    R[:, :] = 0.0
-    rhs[:] = 0.0
+    n = nm + nl + 3 * nc
+    R = np.zeros((n, nq))
+    rhs = np.zeros(n)
+    a_target = np.empty(nm)
+    a_max = np.empty(nm)
     r = 0
     for k in range(nj):
         if motor_target[k] == motor_target[k] and not np.isinf(motor_max_force[k]) and jq[k] >= 0:
@@ -209,6 +203,7 @@ def tree_rows(Sb, dof_start, body_of_block, contact_ip, contact_ix, contact_dv, 
                 R[o_n + e * nc + i] = NST[e, i]
         for i in range(nc):
             rhs[o_n + i] = -n_bias[i]
+    return R, rhs, a_target, a_max, nm
 
 
 @jit
@@ -216,7 +211,7 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
                   inv_inertia, gravity, gyroscopic, quaternion, position, linear_velocity, angular_velocity, f,
                   contact_floats, contact_ints, zeta_c, slop, joints, motor_target, motor_max_force, h, zeta_j, cfm,
                   new_bound, current, blk_cols, blk_ptr, warm, prev_motor, prev_limit, prev_normal, prev_tangent,
-                  params, threshold, passive, position_stage, position_zeta, radius, judge, motion=True, work=None):
+                  params, threshold, passive, position_stage, position_zeta, radius, judge, motion=True):
     """One box-friction step (``joints="schur"``, pgs-sm) of a forest with kinematic roots and couplings
     in joint coordinates (module docstring). ``tree``: TreeTopology.args; ``joint_of`` (nj,): each
     joint's child body; ``body_of_block``: the body of each 6-dof block; ``kinematic`` (nb,): the
@@ -229,25 +224,14 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     step, whose state is final, on ``radius`` and ``judge`` (:func:`contactlab.sim.faults.step_checks`:
     the turn bound, the plausibility verdict on the call's own free velocity, the judged motion; code
     NOT_JUDGED and no motion otherwise, or where ``radius`` is not one per body); ``motion`` False: no
-    judged motion either (:func:`~contactlab.sim.faults.step_verdict`: the fused call drops it). ``work``:
-    a float buffer the step's own work arrays are views of where it is large enough (the fused call's,
-    one a plan: no allocation a step for them; the arrays returned that are views of it, ``a_max``, the
-    answer's tangent impulses, are the caller's to copy before the next call); None or too small: one
-    allocation."""
+    judged motion either (:func:`~contactlab.sim.faults.step_verdict`: the fused call drops it)."""
     ke0, pe0 = energies(dof_start, mass, inertia, quaternion, linear_velocity, angular_velocity, position, gravity)
     e0 = 0.0 + ke0 + pe0
     order, parent, jnt, qstart, qcount, root, anc_ptr, anc_idx = tree
     point, normal, t1, t2, phi, mu, guess, a, b, _sa, _sb, match = unpack_contacts(contact_floats, contact_ints)
     ja, jkind, anchor_a, anchor_b, axis_a, q_rel0, lower, upper = tree_joint_arrays(joints)
     nc = phi.shape[0]
-    nf = f.shape[0]
-    if work is None:
-        fw = f.copy()
-    elif work.shape[0] >= nf:
-        fw = work[:nf]
-        fw[:] = f
-    else:
-        fw = f.copy()
+    fw = f.copy()
     M_blocks, W_blocks, v = body_terms(live, dof_start, quaternion, mass, inertia, inv_inertia, gravity,
                                        linear_velocity, angular_velocity, gyroscopic, fw)
     v_free = free_velocity(W_blocks, v, fw, h)
@@ -263,45 +247,19 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
     Sb = body_jacobians(order, root, anc_ptr, anc_idx, nq, position, S6)
     H = crba(order, parent, qstart, qcount, root, anc_ptr, anc_idx, nq, position, quaternion, mass, inertia, S6)
     p = joint_momentum(live, dof_start, M_blocks, Sb, anc_ptr, anc_idx, v_free, nq)
+    Hr, br = reduced_mass(H, p, col, fac, t0, nr)
     dv, ix, ip, n_bias = contact_terms(a, b, dof_start, position, point, normal, t1, t2, phi, h, zeta_c, slop)
     Np, Ni = ip[:nc + 1], ix[:dv.shape[1]]
     Lq, l_bias = _limit_rows(joint_of, qstart, jkind, lower, upper, theta, qd, h, zeta_j, nq)
     nl = l_bias.shape[0]
-    nm = _motor_rows(jq, motor_target, motor_max_force)
-    n = nm + nl + 3 * nc
-    # the work arrays as views of one buffer: g, Hr, br | R, rhs, a_target, a_max | C, M, known, q | qd+ | tangent
-    need = nq + nr * nr + nr + n * nq + n + 2 * nm + nr * n + n * n + 2 * n + nq + 2 * nc
-    if work is None:
-        wb = np.empty(need)
-    elif work.shape[0] >= nf + need:
-        wb = work[nf:nf + need]
-    else:
-        wb = np.empty(need)
-    o = 0
-    g = wb[o:o + nq]
-    o += nq
-    Hr = wb[o:o + nr * nr].reshape((nr, nr))
-    o += nr * nr
-    br = wb[o:o + nr]
-    o += nr
-    reduced_mass(H, p, col, fac, t0, nr, g, Hr, br)
-    R = wb[o:o + n * nq].reshape((n, nq))
-    o += n * nq
-    rhs = wb[o:o + n]
-    o += n
-    a_target = wb[o:o + nm]
-    o += nm
-    a_max = wb[o:o + nm]
-    o += nm
-    tree_rows(Sb, dof_start, body_of_block, Np, Ni, dv, jq, motor_target, motor_max_force, h, Lq, l_bias, n_bias, nq,
-              R, rhs, a_target, a_max)
+    R, rhs, a_target, a_max, nm = tree_rows(Sb, dof_start, body_of_block, Np, Ni, dv, jq, motor_target,
+                                            motor_max_force, h, Lq, l_bias, n_bias, nq)
+    n = R.shape[0]
     if n == 0:
         return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max,
                 0.0, _NOT_JUDGED, np.zeros(0))
     # C = R_u' (nr, n) = T' R', and the rows' known part R t0
-    buf = wb[o:o + nr * n + n * n + 2 * n]      # C, M, known, q
-    o += nr * n + n * n + 2 * n
-    buf[:] = 0.0
+    buf = np.zeros(nr * n + n * n + 2 * n)      # C, M, known, q: views of one allocation
     C = buf[:nr * n].reshape((nr, n))
     M = buf[nr * n:nr * n + n * n].reshape((n, n))
     known = buf[nr * n + n * n:nr * n + n * n + n]
@@ -335,15 +293,13 @@ def tree_box_step(tree, joint_of, body_of_block, nq, kinematic, jq, follows, rat
         return (DECLINED, _no_answer(), np.zeros(0, dtype=np.int8), e0, 0.0, 0.0, 0.0, 0.0, 0.0, v_free, nl, a_max,
                 0.0, _NOT_JUDGED, np.zeros(0))
     u = joint_impulses(Li, Y, yg, z)          # -L^-T (Y z + yg) = -u+
-    qd_next = wb[o:o + nq]
-    o += nq
-    qd_next[:] = t0
+    qd_next = t0.copy()
     for i in range(nq):
         if col[i] >= 0:
             qd_next[i] = -fac[i] * u[col[i]]
     v_next = maximal_rates(live, dof_start, Sb, anc_ptr, anc_idx, qd_next, v.shape[0])
     o_n = nm + nl
-    tangent = wb[o:o + 2 * nc].reshape((nc, 2))
+    tangent = np.empty((nc, 2))
     for c in range(nc):
         tangent[c, 0] = z[o_n + nc + c]
         tangent[c, 1] = z[o_n + 2 * nc + c]
@@ -415,13 +371,13 @@ def tree_box_fused_step(fixed, gyroscopic, quaternion, position, linear_velocity
     an unboxing), ``fixed.args`` = (plan: tree_box_step's first fourteen arguments, the frozen
     model's; torque_joints = (kind, a, b, anchor_b, axis_a, dof_start) of the packed joints; the
     packed motor targets and force limits; the packed joints' arrays; blk_cols, blk_ptr; pgs-sm's
-    params; passive; work: tree_box_step's work buffer, one a plan). Its answers come back in one float
+    params; passive). Its answers come back in one float
     array, each crossing into Python costing a boxed array (about a microsecond each): ``out`` =
     [z (n) | w (n) | v+ (ndof) | tangent impulses (2 nc) | v_free (ndof) | the joint torques' force
     before the step (ndof) | motor targets | motor limits (nj each) | numbers (6) | stats (6)], with
     the contact modes. Returns (outcome, e0, gain, ke, pe, pen, joint_error, nl, n, turn bound, verdict,
     out, modes); DECLINED: nothing changed (``out`` empty)."""
-    plan, torque_joints, packed_target, packed_max_force, joints, blk_cols, blk_ptr, params, passive, work = fixed.args
+    plan, torque_joints, packed_target, packed_max_force, joints, blk_cols, blk_ptr, params, passive = fixed.args
     f, mt, mf, _lim = call_inputs(torque_idx, torques, torque_joints[0], torque_joints[1], torque_joints[2],
                                   torque_joints[3], torque_joints[4], torque_joints[5], position, quaternion, ndof,
                                   packed_target, packed_max_force, state_target, state_max_force)
@@ -430,7 +386,7 @@ def tree_box_fused_step(fixed, gyroscopic, quaternion, position, linear_velocity
                         plan[10], plan[11], plan[12], plan[13], gyroscopic, quaternion, position, linear_velocity,
                         angular_velocity, f, contact_floats, contact_ints, zeta_c, slop, joints, mt, mf, h, zeta_j, cfm,
                         new_bound, current, blk_cols, blk_ptr, warm, prev_motor, prev_limit, prev_normal, prev_tangent,
-                        params, threshold, passive, position_stage, position_zeta, radius, judge, False, work)
+                        params, threshold, passive, position_stage, position_zeta, radius, judge, False)
     outcome, answer, modes, e0, gain, ke, pe, pen, joint_error, v_free, nl, _a_max, turn, verdict, _judged = res
     _ok, _code, z, wv, _x, numbers, stats, v_next, tangent, n = answer
     if outcome == DECLINED:
