@@ -69,22 +69,23 @@ class StepRecord:
 
     @classmethod
     def solved(cls, time, contacts, lcp_size, iterations, residual, kinetic_energy, energy, energy_gain,
-               contact_energy_gain, max_penetration, solve_time, joint_error) -> "StepRecord":
-        """The record of a step the method certified itself (``success``, status ``SOLVED``, no pivots,
-        not rescued, plausible until a fault is set), the values already of their fields' types: the
+               contact_energy_gain, max_penetration, solve_time, joint_error, pivots=0,
+               status="SOLVED") -> "StepRecord":
+        """The record of a step the method certified itself (``success``, not rescued, plausible until a
+        fault is set; ``status`` a Status name), the values already of their fields' types: the
         same record as the constructor's, each field stored in the dataclass' field order (as
         ``__init__`` stores them: ``vars(record)`` reads the same, in CPython's shared-key layout of
         the class's instances) without ``__init__``'s and ``__post_init__``'s calls (a compiled step's
-        few microseconds of Python: sim/grasp_step.py)."""
+        few microseconds of Python: sim/grasp_step.py; a rollout's records, sim/robot_rollout.py)."""
         rec = _new(cls)
         rec.time = time
         rec.contacts = contacts
         rec.lcp_size = lcp_size
         rec.iterations = iterations
-        rec.pivots = 0
+        rec.pivots = pivots
         rec.residual = residual
         rec.success = True
-        rec.status = "SOLVED"
+        rec.status = status
         rec.rescued = False
         rec.kinetic_energy = kinetic_energy
         rec.energy = energy

@@ -418,35 +418,12 @@ class RobotRollout:
 def _records(rec_f, rec_i) -> list:
     """The StepRecords of the rows of :func:`robot_rollout`'s record arrays: ``FusedRobotStep.step``'s
     fields (a certified, plausible step: success, not rescued, no fault; the values already the types
-    and the Status name its constructor would make).
-
-    Each field is stored by its own attribute assignment, in the dataclass' field order (the order
-    ``StepRecord.__init__`` stores them, so ``vars(record)`` reads the same): CPython keeps the
-    attributes of a class's instances in one shared-key layout and stores each in place, where
-    filling ``record.__dict__`` in one ``update`` makes a dictionary of its own for every record."""
+    and the Status name its constructor would make), each made by :meth:`StepRecord.solved` (its fields
+    stored one by one in the dataclass' order, without the constructor's calls)."""
     names = {-1: "TRIVIAL", **{int(k): v.name for k, v in PIVOTING_STATUS.items()}}
-    new, out = StepRecord.__new__, []
+    solved, out = StepRecord.solved, []
     append = out.append
     for (t, residual, ke, e1, gain_e, gain_c, pen, solve, je), (nc, size, iterations, pivots, status) in zip(
             rec_f.tolist(), rec_i.tolist()):
-        rec = new(StepRecord)
-        rec.time = t
-        rec.contacts = nc
-        rec.lcp_size = size
-        rec.iterations = iterations
-        rec.pivots = pivots
-        rec.residual = residual
-        rec.success = True
-        rec.status = names[status]
-        rec.rescued = False
-        rec.kinetic_energy = ke
-        rec.energy = e1
-        rec.energy_gain = gain_e
-        rec.contact_energy_gain = gain_c
-        rec.max_penetration = pen
-        rec.solve_time = solve
-        rec.joint_error = je
-        rec.plausible = True
-        rec.fault = ""
-        append(rec)
+        append(solved(t, nc, size, iterations, residual, ke, e1, gain_e, gain_c, pen, solve, je, pivots, names[status]))
     return out

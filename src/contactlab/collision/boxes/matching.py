@@ -49,6 +49,15 @@ def match_previous_kernel(sa_prev, sb_prev, point_prev, sa_new, sb_new, point_ne
 
 
 @jit
+def _distance2(point_prev, p, point_new, i):
+    """The squared distance between previous contact p's point and new contact i's."""
+    dx = point_prev[p, 0] - point_new[i, 0]
+    dy = point_prev[p, 1] - point_new[i, 1]
+    dz = point_prev[p, 2] - point_new[i, 2]
+    return dx * dx + dy * dy + dz * dz
+
+
+@jit
 def match_previous_into(sa_prev, sb_prev, point_prev, sa_new, sb_new, point_new, tol, out, dist2):
     """:func:`match_previous_kernel` written into out, dist2: pair keys sorted once, each new contact
     scans only its key's run; up to :data:`SCAN_PAIRS` (previous, new) pairs, a scan of all previous
@@ -66,10 +75,7 @@ def match_previous_into(sa_prev, sb_prev, point_prev, sa_new, sb_new, point_new,
             found = -1
             for p in range(n_prev):
                 if sa_prev[p] * 1_000_003 + sb_prev[p] == key:
-                    dx = point_prev[p, 0] - point_new[i, 0]
-                    dy = point_prev[p, 1] - point_new[i, 1]
-                    dz = point_prev[p, 2] - point_new[i, 2]
-                    dd = dx * dx + dy * dy + dz * dz
+                    dd = _distance2(point_prev, p, point_new, i)
                     if dd <= best:
                         best, found = dd, p
             out[i] = found
@@ -87,10 +93,7 @@ def match_previous_into(sa_prev, sb_prev, point_prev, sa_new, sb_new, point_new,
         j = lo
         while j < ks.size and ks[j] == key_new[i]:
             p = order[j]
-            dx = point_prev[p, 0] - point_new[i, 0]
-            dy = point_prev[p, 1] - point_new[i, 1]
-            dz = point_prev[p, 2] - point_new[i, 2]
-            dd = dx * dx + dy * dy + dz * dz
+            dd = _distance2(point_prev, p, point_new, i)
             if dd <= best:
                 best, found = dd, p
             j += 1
