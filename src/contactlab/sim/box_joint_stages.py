@@ -212,8 +212,15 @@ def pgs_sm_solution(z, wv, numbers, stats, method: str, seconds: float) -> Solut
 def pgs_sm_counts(numbers, stats) -> tuple[int, float]:
     """The iterations (sweeps plus subspace steps) and the residual of :func:`pgs_sm_solution`'s
     Solution, without building it: the StepRecord's numbers where the Solution is built only when
-    read (sim/grasp_step.py)."""
+    read."""
     return int(stats[1]) + int(stats[2]), float(numbers[0])
+
+
+def pgs_sm_counts_at(out, d: int) -> tuple[int, float]:
+    """:func:`pgs_sm_counts` of a compiled call's answer array ``out`` holding numbers (6) and stats
+    (6) from index ``d`` (sim/grasp_step.py), read as Python numbers without slicing views."""
+    item = out.item
+    return int(item(d + 7)) + int(item(d + 8)), item(d)
 
 
 #: the box-friction model's compiled stages on jointed scenes (sim/box_stages.py ``STAGES``)

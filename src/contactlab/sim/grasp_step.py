@@ -60,7 +60,7 @@ from ..models.common import StepResult
 from ..solvers.registry import DENSE_BYTES_LIMIT
 from . import noslip_kernels as NK
 from . import tree_box_kernels as TB
-from .box_joint_stages import _NO_TANGENT, pgs_sm_solution
+from .box_joint_stages import _NO_TANGENT, pgs_sm_counts_at, pgs_sm_solution
 from .faults import NOT_JUDGED, PACKED_INT_FIELDS, checked_step, fault_statics, fault_words, motor_targets, step_fault
 from .noslip_stages import NO_VALUES
 from .recorder import StepRecord
@@ -103,14 +103,14 @@ class FusedGraspStep:
         self.blas_free = all(not getattr(fn, "uses_blas", True) for fn in self.controllers)
         m = sim.model
         P = stages.packed
-        self.torque_args = (P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start)
+        torque_args = (P.kind, P.a, P.b, P.anchor_b, P.axis_a, m.dof_start)
         # tree_box_step's arguments fixed by the plan (the frozen model's arrays)
-        self.tree_args = (stages.tree.args, stages.joint_of, stages.body_of_block, stages.tree.nq, stages.kinematic,
-                          stages.jq, stages.follows, stages.ratio, stages.live, m.dof_start, m.mass, m.inertia,
-                          m.inv_inertia, stages.gravity)
+        tree_args = (stages.tree.args, stages.joint_of, stages.body_of_block, stages.tree.nq, stages.kinematic,
+                     stages.jq, stages.follows, stages.ratio, stages.live, m.dof_start, m.mass, m.inertia,
+                     m.inv_inertia, stages.gravity)
         self.ndof, self.nj = m.ndof, P.motor_target.size
         #: the physics call's constant arrays as its one argument (tree_box_fused_step's ``fixed``)
-        self.fixed = frozen_arrays((self.tree_args, self.torque_args, P.motor_target, P.motor_max_force,
+        self.fixed = frozen_arrays((tree_args, torque_args, P.motor_target, P.motor_max_force,
                                     stages.joint_args, stages.blk_cols, stages.blk_ptr, stages.params, stages.passive))
         self.dense_rows = 2 * len(m.joints) + m.ndof       # the problem's rows but the contacts' (build's test)
         #: the most contacts whose problem (3 nc + dense_rows rows) the dense build takes: build's test
@@ -129,7 +129,7 @@ class FusedGraspStep:
         #: False: not to be had
         self._entry, self._entry_for = None, None
         #: the model's Settings as the step last read them, and what it formed of them (:meth:`_read_settings`)
-        self._settings_seen, self._fixed = None, None
+        self._settings_seen, self._settings_floats = None, None
         #: the motors' target array for which the call's torque and motor inputs are :attr:`_inputs`
         #: (idx, tau, targets, force limits, the plausibility check's targets); _UNSET: formed each step
         self._inputs_for, self._inputs = _UNSET, None
@@ -158,7 +158,7 @@ class FusedGraspStep:
         if st.__dict__ != self._settings_seen:      # (read each step: the Model is frozen, its Settings are not)
             self._read_settings(st)
         h, margin, near, zeta, slop, zeta_j, cfm, new_bound, current, position_stage, position_zeta, gyro = \
-            self._fixed
+            self._settings_floats
         position, quaternion, lin, ang = data.position, data.quaternion, data.linear_velocity, data.angular_velocity
         x0, q0, v0, w0 = position.copy(), quaternion.copy(), lin.copy(), ang.copy()
         prev_error = float(getattr(sim, "_fault_joint_error", 0.0))
@@ -268,10 +268,9 @@ class FusedGraspStep:
                     out[b:e], _answer_solution, (out, n, d, sim.method, seconds),
                     (t_start, t_detect, t0, t_solved, perf_counter()))
         e1 = ke + pe
-        # (the Solution's iterations and residual, built when read: pgs_sm_counts on out[d:d + 6], out[d + 6:])
-        item = out.item
-        rec = StepRecord.solved(data.time, nc, n, int(item(d + 7)) + int(item(d + 8)), item(d), ke, e1, e1 - e0, gain,
-                                pen, seconds, joint_error)
+        iterations, residual = pgs_sm_counts_at(out, d)     # (the Solution's, built when read)
+        rec = StepRecord.solved(data.time, nc, n, iterations, residual, ke, e1, e1 - e0, gain, pen, seconds,
+                                joint_error)
         v = verdict[0]
         if v:
             with self._limited():
@@ -293,7 +292,7 @@ class FusedGraspStep:
         CompiledSchurRowStages.build reads them."""
         o = self.sim.model_options
         margin = float(st.margin)
-        self._fixed = (float(st.dt), margin, 2.0 * margin + 1e-3,
+        self._settings_floats = (float(st.dt), margin, 2.0 * margin + 1e-3,
                        float(st.contact_zeta if st.contact_stabilization == "velocity" else 0.0), float(st.slop),
                        float(st.zeta), float(o.cfm + st.cfm), float(o.new_contact_bound), o.coupling == "current",
                        st.contact_stabilization == "position", float(st.contact_zeta), bool(st.gyroscopic))
